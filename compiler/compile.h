@@ -1,0 +1,31 @@
+// The compiler's front door: a policy file in, a checked policy and every diagnostic out.
+//
+// load_policy_*() picks the front-end by extension (.yaml/.yml: YAML; .policy: the DSL, once it
+// exists), runs the front-end, check() and analyze(), and collects every diagnostic. The caller
+// (the CLI) renders diagnostics and lowers the policy with lower() (compiler/lower.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/diagnostic.h"
+#include "compiler/ir.h"
+
+namespace replaygate {
+
+struct LoadedPolicy {
+  std::optional<ir::CheckedPolicy> policy;  // set when there is no error-severity diagnostic
+  std::vector<Diagnostic> diagnostics;      // errors, warnings and infos, sorted
+  std::string source_text;                  // the file's bytes, for rendering excerpts
+  bool io_error = false;                    // the file could not be read (exit code 2)
+  std::string io_message;
+};
+
+// Reads and compiles `path`. Never throws.
+LoadedPolicy load_policy_file(const std::string& path);
+// Compiles `text` as if read from `path` (the extension picks the front-end).
+LoadedPolicy load_policy_text(std::string_view text, const std::string& path);
+
+}  // namespace replaygate

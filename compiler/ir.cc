@@ -1,0 +1,54 @@
+// Small helpers over the IR: rule catalog numbering and names of enums.
+#include "compiler/ir.h"
+
+namespace replaygate::ir {
+
+std::vector<CatalogEntry> rule_catalog(const Policy& policy) {
+  std::vector<CatalogEntry> out;
+  for (uint32_t r = 0; r < policy.rules.size(); ++r) {
+    if (const auto* table = std::get_if<Table>(&policy.rules[r])) {
+      for (uint32_t row = 0; row < table->rows.size(); ++row) out.push_back({r, row});
+    } else {
+      out.push_back({r, 0});
+    }
+  }
+  return out;
+}
+
+const char* effect_name(Effect effect) {
+  switch (effect) {
+    case Effect::kNone: return "none";
+    case Effect::kRead: return "read";
+    case Effect::kCopy: return "copy";
+    case Effect::kCreate: return "create";
+  }
+  return "?";
+}
+
+const char* field_type_name(FieldType type) {
+  switch (type) {
+    case FieldType::kString: return "string";
+    case FieldType::kInt: return "int";
+    case FieldType::kBool: return "bool";
+    case FieldType::kEnum: return "enum";
+  }
+  return "?";
+}
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::kEq: return "eq";
+    case Op::kNe: return "ne";
+    case Op::kIn: return "in";
+    case Op::kNotIn: return "not_in";
+    case Op::kLt: return "lt";
+    case Op::kLe: return "le";
+    case Op::kGt: return "gt";
+    case Op::kGe: return "ge";
+    case Op::kAbsent: return "absent";
+    case Op::kPresent: return "present";
+  }
+  return "?";
+}
+
+}  // namespace replaygate::ir

@@ -1,0 +1,176 @@
+// The checked policy (IR): the one type every stage after `check` reads, front-end independent.
+//
+// Produced by check() (compiler/check.h) from a front-end's AST; consumed by the analysis
+// (compiler/analysis.h), the lowering to table bytes (compiler/lower.h) and the reference
+// interpreter (compiler/interpret.h). The IR holds no source text: spans live in the side table
+// `SourceMap`, indexed by the same positions as the IR vectors.
+//
+// Semantics (the contract, see ../shared/DESIGN.md and docs/policy-language.md):
+//  * Inputs are validated first: a required field missing, null, of the wrong type, out of its int
+//    bounds or outside its enum makes the decision the policy default ("invalid input: FIELD").
+//  * An optional field may be absent (missing, JSON null, or "" when `empty_means_absent`).
+//    Absent satisfies only Op::kAbsent; every other condition is false on an absent value.
+//  * Rules are evaluated in order; the first that matches decides. A guard matches when all its
+//    conditions hold. A table matches when its key tuple hits a row; the row with the most concrete
+//    (non-wildcard) keys wins, ties go to the earlier row (the checker rejects ties with different
+//    verbs). A wildcard key matches any value, absent included. No row: evaluation goes on.
+//  * Nothing matched: the default verb (effect must be kNone).
+//  * Strings match exactly, byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace replaygate::ir {
+
+enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
+
+// Danger order: none < read < copy < create (the seed design's effect classes).
+enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
+
+struct Field {
+  std::string name;
+  FieldType type = FieldType::kString;
+  bool optional = false;
+  bool empty_means_absent = false;       // kString only: "" counts as absent.
+  std::optional<int64_t> min;            // kInt only, inclusive.
+  std::optional<int64_t> max;            // kInt only, inclusive.
+  std::vector<std::string> enum_values;  // kEnum only, declaration order, unique.
+  std::string description;
+  bool operator==(const Field&) const = default;
+};
+
+struct Verb {
+  std::string name;
+  Effect effect = Effect::kNone;
+  std::string description;  // what carrying the verb out does, in plain words.
+  bool operator==(const Verb&) const = default;
+};
+
+// Only integer constants exist; conditions keep the constant's name for printing (dump, convert).
+struct Constant {
+  std::string name;
+  int64_t value = 0;
+  bool operator==(const Constant&) const = default;
+};
+
+// A literal of a field's type. Enum values are strings.
+struct Value {
+  enum class Kind : uint8_t { kString = 0, kInt = 1, kBool = 2 };
+  Kind kind = Kind::kString;
+  std::string str;
+  int64_t i = 0;
+  bool b = false;
+  bool operator==(const Value&) const = default;
+
+  static Value String(std::string s) { return Value{Kind::kString, std::move(s), 0, false}; }
+  static Value Int(int64_t v) { return Value{Kind::kInt, {}, v, false}; }
+  static Value Bool(bool v) { return Value{Kind::kBool, {}, 0, v}; }
+};
+
+enum class Op : uint8_t {
+  kEq = 0,       // values: 1
+  kNe = 1,       // values: 1
+  kIn = 2,       // values: >= 1
+  kNotIn = 3,    // values: >= 1
+  kLt = 4,       // kInt only, values: 1
+  kLe = 5,
+  kGt = 6,
+  kGe = 7,
+  kAbsent = 8,   // optional fields only, values: 0
+  kPresent = 9,  // optional fields only, values: 0
+};
+
+struct Condition {
+  uint32_t field = 0;  // index into Policy::fields
+  Op op = Op::kEq;
+  std::vector<Value> values;
+  std::string constant;  // name of the constant the single operand came from, or "".
+  bool operator==(const Condition&) const = default;
+};
+
+struct Guard {
+  std::string id;
+  std::string reason;
+  std::vector<Condition> conditions;  // conjunction, never empty
+  uint32_t verb = 0;                  // index into Policy::verbs
+  bool operator==(const Guard&) const = default;
+};
+
+struct Row {
+  std::string id;  // explicit, or derived by check(): "<table>:<k1>/<k2>/..." with "*" for wildcards
+  std::string reason;
+  std::vector<std::optional<Value>> keys;  // one per Table::key_fields; nullopt is the wildcard `*`
+  uint32_t verb = 0;
+  bool operator==(const Row&) const = default;
+};
+
+struct Table {
+  std::string id;
+  std::vector<uint32_t> key_fields;  // indices into Policy::fields, 1..8 keys
+  std::vector<Row> rows;             // source order
+  bool operator==(const Table&) const = default;
+};
+
+using Rule = std::variant<Guard, Table>;
+
+struct Policy {
+  std::string id;
+  int64_t revision = 0;
+  std::string description;
+  std::vector<Field> fields;
+  std::vector<Verb> verbs;
+  uint32_t default_verb = 0;
+  std::string default_reason;  // reason reported when no rule matches
+  std::vector<Constant> constants;
+  std::vector<Rule> rules;
+  bool operator==(const Policy&) const = default;
+};
+
+// 1-based line and column (column counts bytes), plus the byte offset into the source text.
+struct Span {
+  uint32_t line = 0;  // 0: unknown
+  uint32_t column = 0;
+  uint32_t offset = 0;
+  uint32_t length = 0;
+  bool operator==(const Span&) const = default;
+};
+
+// Where each IR element came from. Indices mirror Policy's vectors.
+struct SourceMap {
+  std::string path;                      // as given on the command line, for diagnostics only
+  Span policy;                           // the document (or the `policy:` key)
+  std::vector<Span> fields;              // per Policy::fields
+  std::vector<Span> verbs;               // per Policy::verbs
+  Span default_verb;
+  std::vector<Span> constants;           // per Policy::constants
+  std::vector<Span> rules;               // per Policy::rules (the guard, or the table header)
+  std::vector<std::vector<Span>> conditions;  // per rule: per guard condition (empty for tables)
+  std::vector<std::vector<Span>> rows;        // per rule: per table row (empty for guards)
+};
+
+// What the compiler hands on: the IR, where it came from, and the provenance that goes into the
+// table's provenance section.
+struct CheckedPolicy {
+  Policy policy;
+  SourceMap source;
+  std::string source_base_name;  // base name only, never a directory (determinism)
+  std::string source_digest;     // hex XXH3-128 of the source bytes
+};
+
+// The rule catalog: guards and table rows flattened in evaluation order. A decision names its rule
+// by catalog index; the table format, the runtime and the interpreter all use this numbering.
+struct CatalogEntry {
+  uint32_t rule = 0;  // index into Policy::rules
+  uint32_t row = 0;   // row index for tables, 0 for guards
+};
+std::vector<CatalogEntry> rule_catalog(const Policy& policy);
+
+const char* effect_name(Effect effect);        // "none", "read", "copy", "create"
+const char* field_type_name(FieldType type);   // "string", "int", "bool", "enum"
+const char* op_name(Op op);                    // "eq", "ne", "in", "not_in", "lt", ... "absent"
+
+}  // namespace replaygate::ir

@@ -1,0 +1,19 @@
+// Lowering: a checked policy in, frozen decision-table bytes out (layout: runtime/table_format.h).
+//
+// The output depends only on the IR and its provenance (source base name, source digest, rule
+// lines): no time, path, address, hash-seed or container-order dependence, so the same policy
+// gives byte-identical tables on every run and machine. The decision digest in the header covers
+// only the decision sections, so two front-ends that produce the same IR produce the same digest.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/ir.h"
+
+namespace replaygate {
+
+// Precondition: `policy` passed check() without errors (lower() does not re-validate names).
+std::vector<uint8_t> lower(const ir::CheckedPolicy& policy);
+
+}  // namespace replaygate

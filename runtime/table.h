@@ -1,0 +1,169 @@
+// The runtime's public API: load and verify a frozen decision table, then decide(input).
+//
+// Depends on the C++ standard library only. The table bytes are produced by the compiler's
+// lower() (compiler/lower.h); their layout is documented in runtime/table_format.h and
+// docs/table-format.md.
+//
+// Use:
+//   replaygate::LoadStatus status;
+//   auto table = replaygate::Table::load_file("replay_gate.rgt", &status);  // nullptr on error
+//   replaygate::Input in(*table);                   // reusable; allocates once, here
+//   uint32_t topic = table->field_index("topic");   // resolve once at start-up
+//   in.set_string(topic, "payment.capture");        // no allocation; the view must outlive decide
+//   replaygate::Decision d = table->decide(in);     // noexcept, no allocation, no I/O
+//   table->verb_name(d.verb); table->rule_name(d); table->reason(d);
+//
+// Thread safety: a Table is immutable after load and may be shared by any number of threads
+// calling decide() concurrently. An Input belongs to one thread at a time.
+//
+// Fail-closed contract (see ../shared/DESIGN.md): every field is validated before any rule runs.
+// A required field that is unset, null, of the wrong type, out of its int bounds or not one of its
+// enum values makes the decision the policy default with kind kInvalidInput and reason
+// "invalid input: FIELD". So a bad value can never make a guard be skipped and a later row replay.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace replaygate {
+
+enum class LoadError : uint8_t {
+  kOk = 0,
+  kIo,                  // file cannot be opened or read
+  kTooLarge,            // over kMaxTableBytes
+  kTruncated,           // shorter than its header or than the size the header declares
+  kBadMagic,            // not a replaygate table
+  kUnsupportedVersion,  // format version this runtime does not read
+  kBadChecksum,         // payload does not match the header's checksum
+  kBadOffset,           // a section or an index points outside the table
+  kMalformed,           // structurally invalid content (bad enum, count, unsorted cuts, ...)
+};
+
+struct LoadStatus {
+  LoadError error = LoadError::kOk;
+  std::string message;  // specific, e.g. "bad checksum: header says 3f.., payload hashes to 9a.."
+  bool ok() const { return error == LoadError::kOk; }
+};
+
+const char* load_error_name(LoadError error);  // "ok", "io", "too_large", ...
+
+enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
+enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
+const char* effect_name(Effect effect);  // "none", "read", "copy", "create"
+
+enum class DecisionKind : uint8_t {
+  kRule = 0,          // a guard or a table row decided; `rule` is its catalog index
+  kDefault = 1,       // no rule matched: the policy default
+  kInvalidInput = 2,  // validation failed on `invalid_field`: the policy default
+};
+
+struct Decision {
+  uint32_t verb = 0;           // verb index
+  uint32_t rule = 0;           // catalog index when kind == kRule (guards and rows, in order)
+  DecisionKind kind = DecisionKind::kDefault;
+  uint32_t invalid_field = 0;  // field index when kind == kInvalidInput
+};
+
+struct FieldInfo {
+  std::string_view name;
+  FieldType type;
+  bool optional;
+  bool empty_means_absent;
+  bool has_min, has_max;
+  int64_t min, max;
+};
+
+class Table;
+
+// One input record: a fixed-size slot per field. Not thread-safe; reuse it across decisions.
+class Input {
+ public:
+  explicit Input(const Table& table);  // allocates field_count() slots
+
+  void clear() noexcept;  // every field unset (= missing)
+
+  // Setters take a field index from Table::field_index(). An out-of-range index is ignored.
+  // Setting a value of the wrong type for the field is allowed: it makes the field invalid.
+  void set_string(uint32_t field, std::string_view value) noexcept;  // view must outlive decide()
+  void set_int(uint32_t field, int64_t value) noexcept;
+  void set_bool(uint32_t field, bool value) noexcept;
+  void set_null(uint32_t field) noexcept;     // explicit null: absent for optional fields
+  void set_invalid(uint32_t field) noexcept;  // present but unreadable (bad JSON type, overflow)
+
+  struct Slot {
+    enum class State : uint8_t { kUnset = 0, kNull, kString, kInt, kBool, kInvalid };
+    State state = State::kUnset;
+    bool b = false;
+    int64_t i = 0;
+    std::string_view s;
+  };
+  const Slot* slots() const noexcept { return slots_.data(); }
+  size_t size() const noexcept { return slots_.size(); }
+
+ private:
+  std::vector<Slot> slots_;
+};
+
+class Table {
+ public:
+  static constexpr size_t kMaxTableBytes = size_t{1} << 30;  // 1 GiB
+  static constexpr uint32_t kNoField = 0xFFFFFFFFu;
+
+  // Reads the whole file into memory, then load_bytes(). Publishers replace tables by atomic
+  // rename, so a reader never maps a file a writer may truncate. nullptr on error, with *status set.
+  static std::unique_ptr<Table> load_file(const std::string& path, LoadStatus* status);
+  // Copies and verifies `size` bytes: header, version, checksum, every offset and index.
+  static std::unique_ptr<Table> load_bytes(const void* data, size_t size, LoadStatus* status);
+
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+  ~Table();
+
+  // Fails closed; see the header comment. Never allocates, never throws, never does I/O.
+  Decision decide(const Input& input) const noexcept;
+
+  std::string_view policy_id() const noexcept;
+  int64_t revision() const noexcept;
+  std::string_view description() const noexcept;
+  std::string checksum_hex() const;         // 32 hex digits, the header's checksum
+  std::string decision_digest_hex() const;  // 32 hex digits, digest of the decision sections
+  uint16_t format_version() const noexcept;
+
+  uint32_t field_count() const noexcept;
+  uint32_t field_index(std::string_view name) const noexcept;  // kNoField when unknown
+  FieldInfo field(uint32_t index) const noexcept;
+
+  uint32_t verb_count() const noexcept;
+  std::string_view verb_name(uint32_t verb) const noexcept;
+  Effect verb_effect(uint32_t verb) const noexcept;
+  std::string_view verb_description(uint32_t verb) const noexcept;
+  uint32_t default_verb() const noexcept;
+
+  uint32_t rule_count() const noexcept;                       // catalog size
+  std::string_view rule_id(uint32_t rule) const noexcept;     // guard id or row id
+  std::string_view rule_reason(uint32_t rule) const noexcept;
+  uint32_t rule_source_line(uint32_t rule) const noexcept;    // provenance; 0 when unknown
+  std::string_view source_name() const noexcept;              // provenance: source base name
+  std::string_view source_digest() const noexcept;            // provenance: hex digest of source
+
+  // For a decision: "default" unless kind == kRule.
+  std::string_view rule_name(const Decision& d) const noexcept;
+  // The rule's reason, the default reason, or "invalid input: FIELD" (stored in the table).
+  std::string_view reason(const Decision& d) const noexcept;
+
+  // A readable, deterministic listing of everything in the table (`replaygate dump`).
+  std::string dump() const;
+
+  struct Impl;
+
+ private:
+  explicit Table(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  friend class Input;
+};
+
+}  // namespace replaygate

@@ -1,0 +1,2 @@
+// PLACEHOLDER until the CLI lands (owner: CLI helper). Replace wholesale.
+int main() { return 2; }
