@@ -7,7 +7,8 @@
 //
 // Conventions:
 //  * Optional members are std::optional when "not written" must be told apart from "written
-//    empty"; check() reports missing required parts at the enclosing element's span.
+//    empty"; check() reports missing required parts at the enclosing element's span. A part the
+//    front-end found malformed (and reported) is left empty or marked, so check() stays quiet.
 //  * Scalars stay text (Literal). Whether a literal was quoted matters: only bare `true`/`false`
 //    are booleans, only bare `absent`/`present` are keywords, only bare words name constants.
 #pragma once
@@ -83,11 +84,12 @@ struct Condition {
   bool operand_is_list = false;   // operands came from a list (`[a, b]`)
   std::vector<Literal> operands;  // empty for absent/present
   ir::Span span;                  // the op (or the field for the shorthand forms)
+  bool malformed = false;         // the front-end reported a problem here; check() skips it quietly
 };
 
 struct Guard {
   Name id;
-  std::optional<std::vector<Condition>> when;  // nullopt: `when` not written
+  std::optional<std::vector<Condition>> when;  // nullopt: not written (or malformed, when_span set)
   ir::Span when_span;
   std::optional<Name> verb;
   std::optional<Literal> reason;
@@ -106,9 +108,10 @@ struct Row {
 
 struct Table {
   Name id;
-  std::optional<std::vector<Name>> keys;
+  std::optional<std::vector<Name>> keys;  // nullopt: not written (or malformed, keys_span set)
   ir::Span keys_span;
-  std::optional<std::vector<Row>> rows;
+  std::optional<std::vector<Row>> rows;  // nullopt: not written (or malformed, rows_span set)
+  ir::Span rows_span;
   ir::Span span;  // the `table:` entry
 };
 

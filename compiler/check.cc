@@ -541,13 +541,15 @@ class Checker {
     claim_id(g.id, guard.id.span, "guard");
     const std::string label = "guard " + quote(g.id);
     if (!guard.when) {
-      error("RG102", label + " has no 'when'", guard.span,
-            "add 'when:' with at least one condition, e.g. when: {topic: payment.capture}");
+      if (guard.when_span.line == 0)
+        error("RG102", label + " has no 'when'", guard.span,
+              "add 'when:' with at least one condition, e.g. when: {topic: payment.capture}");
     } else if (guard.when->empty()) {
       error("RG119", "the 'when' of " + label + " has no conditions", guard.when_span,
             "a guard needs at least one condition; to change the fallback, edit 'default'");
     } else {
       for (const ast::Condition& condition : *guard.when) {
+        if (condition.malformed) continue;
         if (auto c = this->condition(condition, p)) {
           g.conditions.push_back(std::move(*c));
           spans.push_back(condition.span);
@@ -618,7 +620,9 @@ class Checker {
     const bool list_op = *op == ir::Op::kIn || *op == ir::Op::kNotIn;
     if (list_op && !condition.operand_is_list) {
       error("RG120", "'" + op_text + "' takes a list", condition.op.span,
-            "write the values as a list: " + op_text + ": [a, b]");
+            "write the values as a list: " + op_text + ": [" +
+                (condition.operands.empty() ? std::string("a, b") : condition.operands[0].text) +
+                "]");
       return std::nullopt;
     }
     if (!list_op && condition.operand_is_list) {
@@ -670,8 +674,9 @@ class Checker {
     // Per key column: the field index, or nullopt when the key did not resolve.
     std::vector<std::optional<uint32_t>> columns;
     if (!table.keys) {
-      error("RG102", label + " has no 'keys'", table.span,
-            "add 'keys: [FIELD, ...]' naming the fields the rows match");
+      if (table.keys_span.line == 0)
+        error("RG102", label + " has no 'keys'", table.span,
+              "add 'keys: [FIELD, ...]' naming the fields the rows match");
     } else {
       if (table.keys->empty() || table.keys->size() > kMaxTableKeys) {
         error("RG126",
@@ -692,8 +697,9 @@ class Checker {
       }
     }
     if (!table.rows) {
-      error("RG102", label + " has no 'rows'", table.span,
-            "add 'rows:' with one [key..., verb] list per row");
+      if (table.rows_span.line == 0)
+        error("RG102", label + " has no 'rows'", table.span,
+              "add 'rows:' with one [key..., verb] list per row");
       return t;
     }
     for (const ast::Row& row : *table.rows) {

@@ -127,8 +127,10 @@ class AstBuilder {
   }
 
   // A list of scalars; a scalar or mapping is RG103.
+  // `*bad_item` (if given) is set when an item was dropped for being a collection.
   std::optional<ast::LiteralList> literal_list(const Node& value, const Node& key,
-                                               const std::string& what, bool in_row = false) {
+                                               const std::string& what, bool in_row = false,
+                                               bool* bad_item = nullptr) {
     if (!value.is_sequence()) {
       wrong_shape(value, key, what, "a list");
       return std::nullopt;
@@ -139,6 +141,7 @@ class AstBuilder {
       if (item.is_sequence() || item.is_mapping()) {
         error("RG103", "each item of " + what + " must be a single value, not " + kind_name(item),
               item.span);
+        if (bad_item != nullptr) *bad_item = true;
         continue;
       }
       list.items.push_back(in_row ? row_key(item) : literal_of(item));
@@ -166,7 +169,7 @@ class AstBuilder {
 
   std::optional<std::vector<ast::Input>> inputs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'inputs'");
-    if (list == nullptr) return std::nullopt;
+    if (list == nullptr) return std::vector<ast::Input>{};
     static const std::vector<std::string> kProps = {"type", "optional", "empty_means_absent", "min",
                                                     "max",  "values",   "description"};
     std::vector<ast::Input> out;
@@ -206,7 +209,7 @@ class AstBuilder {
 
   std::optional<std::vector<ast::Verb>> verbs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'verbs'");
-    if (list == nullptr) return std::nullopt;
+    if (list == nullptr) return std::vector<ast::Verb>{};
     static const std::vector<std::string> kProps = {"effect", "description"};
     std::vector<ast::Verb> out;
     for (const auto& [name, props] : *list) {
@@ -246,7 +249,7 @@ class AstBuilder {
     if (value.is_null()) return std::vector<ast::Rule>{};
     if (!value.is_sequence()) {
       wrong_shape(value, key, "'rules'", "a list of guards and tables");
-      return std::nullopt;
+      return std::vector<ast::Rule>{};
     }
     std::vector<ast::Rule> out;
     for (const Node& item : value.items) {
@@ -311,20 +314,15 @@ class AstBuilder {
     return guard;
   }
 
-  std::vector<ast::Condition> conditions(const Node& key, const Node& value) {
+  std::optional<std::vector<ast::Condition>> conditions(const Node& key, const Node& value) {
     std::vector<ast::Condition> out;
     const auto* list = entries(value, key, "'when'");
-    if (list == nullptr) return out;
+    if (list == nullptr) return std::nullopt;
     for (const auto& [field, matcher] : *list) {
       ast::Condition base;
       base.field = name_of(field);
       base.span = field.span;
-      if (matcher.is_null()) {
-        error("RG103", "the condition on '" + field.scalar + "' has no value", field.span,
-              "write a value, a list, 'absent', 'present' or a mapping of operators");
-        continue;
-      }
-      if (matcher.is_scalar()) {
+      if (matcher.is_scalar() || matcher.is_null()) {
         ast::Condition condition = base;
         if (!matcher.quoted && (matcher.scalar == "absent" || matcher.scalar == "present")) {
           condition.op = ast::Name{matcher.scalar, matcher.span};
@@ -336,7 +334,8 @@ class AstBuilder {
       } else if (matcher.is_sequence()) {
         ast::Condition condition = base;
         condition.op = ast::Name{"in", matcher.span};
-        if (auto operands = literal_list(matcher, field, "the list for '" + field.scalar + "'")) {
+        if (auto operands = literal_list(matcher, field, "the list for '" + field.scalar + "'",
+                                         false, &condition.malformed)) {
           condition.operands = std::move(operands->items);
         }
         condition.operand_is_list = true;
@@ -348,10 +347,13 @@ class AstBuilder {
           condition.span = op.span;
           if (operand.is_mapping()) {
             wrong_shape(operand, op, "the operand of '" + op.scalar + "'", "a value or a list");
+            condition.malformed = true;
+            out.push_back(std::move(condition));
             continue;
           }
           if (operand.is_sequence()) {
-            if (auto operands = literal_list(operand, op, "the list for '" + op.scalar + "'")) {
+            if (auto operands = literal_list(operand, op, "the list for '" + op.scalar + "'", false,
+                                             &condition.malformed)) {
               condition.operands = std::move(operands->items);
             }
             condition.operand_is_list = true;
@@ -384,6 +386,7 @@ class AstBuilder {
           table.keys = std::move(names);
         }
       } else if (k == "rows") {
+        table.rows_span = key.span;
         table.rows = rows(key, value);
       } else {
         unknown_key(key, "table key", kKeys);

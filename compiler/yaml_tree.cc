@@ -60,6 +60,7 @@ class LineIndex {
     span.length = static_cast<uint32_t>(length);
     return span;
   }
+  std::string_view text() const { return text_; }
   // Bytes from `offset` to the end of its line (without the line break).
   std::string_view rest_of_line(size_t offset) const {
     if (offset >= text_.size()) return {};
@@ -153,6 +154,11 @@ class TreeBuilder : public YAML::EventHandler {
                 const std::string& value) override {
     const size_t offset = offset_of(mark);
     const bool explicit_tag = check_tag(tag, offset);
+    if (!explicit_tag && tag == "!" && !quote_is_closed(offset)) {
+      error("RG001", "YAML syntax error: unterminated quoted string", lines_.span_at(offset, 1),
+            "add the closing quote");
+      throw StopParsing{};
+    }
     Node node;
     node.kind = Node::Kind::kScalar;
     node.scalar = value;
@@ -192,6 +198,25 @@ class TreeBuilder : public YAML::EventHandler {
   void error(std::string code, std::string message, ir::Span span, std::string hint) {
     diagnostics_.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message),
                                       std::string(path_), span, std::move(hint)});
+  }
+
+  // yaml-cpp accepts a quoted scalar that runs to the end of the file; we do not.
+  bool quote_is_closed(size_t offset) const {
+    const std::string_view text = lines_.text();
+    if (offset >= text.size() || (text[offset] != '\'' && text[offset] != '"')) return true;
+    const char quote = text[offset];
+    for (size_t i = offset + 1; i < text.size(); ++i) {
+      if (quote == '"' && text[i] == '\\') {
+        ++i;
+      } else if (text[i] == quote) {
+        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;
+        } else {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   // Records RG004 for an explicit tag; returns whether there was one. A quoted scalar also has
@@ -381,9 +406,14 @@ Document parse(std::string_view text, std::string_view path) {
   const auto syntax_error = [&](const YAML::Mark& mark, const std::string& what) {
     ir::Span span =
         mark.is_null() || mark.pos < 0 ? ir::Span{} : lines.span_at(static_cast<size_t>(mark.pos));
+    std::string hint = "check indentation, brackets, quotes and ':' after keys";
+    if (what.find("alias") != std::string::npos) {
+      hint = "'*' starts an alias in YAML: write the table wildcard quoted, '*'";
+    } else if (what.find("flow") != std::string::npos) {
+      hint = "a '[' or '{' is not closed (or a ',' is missing) before this point";
+    }
     diagnostics.push_back(Diagnostic{Severity::kError, "RG001", "YAML syntax error: " + what,
-                                     std::string(path), span,
-                                     "check indentation, brackets, quotes and ':' after keys"});
+                                     std::string(path), span, hint});
   };
   try {
     YAML::Parser parser(stream);
