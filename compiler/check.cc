@@ -411,7 +411,7 @@ class Checker {
   }
 
   // Records a rule or row id, reporting empty, reserved and repeated ids.
-  void claim_id(const std::string& id, ir::Span span, const char* what) {
+  void claim_id(const std::string& id, ir::Span span, const char* what, bool derived = false) {
     if (id.empty()) {
       error("RG127", std::string("this ") + what + " has an empty id", span,
             "give it a short unique name");
@@ -429,9 +429,14 @@ class Checker {
     }
     const auto [it, inserted] = ids_.emplace(id, span.line);
     if (!inserted) {
-      error("RG121", "duplicate rule id " + quote(id), span,
-            "ids are unique across the policy; " + quote(id) + " is first used at line " +
-                std::to_string(it->second));
+      std::string hint = "ids are unique across the policy; " + quote(id) +
+                         " is first used at line " + std::to_string(it->second);
+      if (derived) {
+        hint +=
+            "; this row's id comes from its keys: remove the repeated row, or give it an id "
+            "with the form {keys: [...], verb: V, id: ID}";
+      }
+      error("RG121", "duplicate rule id " + quote(id), span, hint);
     }
   }
 
@@ -760,7 +765,7 @@ class Checker {
         r.id = t.id + ":";
         for (size_t i = 0; i < r.keys.size(); ++i)
           r.id += (i == 0 ? "" : "/") + key_text(r.keys[i]);
-        claim_id(r.id, row.span, "row");
+        claim_id(r.id, row.span, "row", /*derived=*/true);
       }
       t.rows.push_back(std::move(r));
       spans.push_back(row.span);

@@ -441,6 +441,20 @@ TEST(Compile, TruncatedShippedPolicyNeverCrashesAndNeverPassesWithErrors) {
   }
 }
 
+TEST(Compile, TheLanguageDocExampleCompiles) {
+  const std::string doc = read(fs::path(RG_SOURCE_DIR) / "docs/policy-language.md");
+  const size_t section = doc.find("## Example");
+  ASSERT_NE(section, std::string::npos);
+  const size_t begin = doc.find("```yaml\n", section);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = doc.find("```", begin + 8);
+  const LoadedPolicy loaded = load_policy_text(doc.substr(begin + 8, end - begin - 8), "ex.yaml");
+  ASSERT_TRUE(loaded.policy.has_value()) << diagnostics_text(loaded);
+  EXPECT_EQ(loaded.policy->policy.id, "small-gate");
+  const auto& table = std::get<ir::Table>(loaded.policy->policy.rules.at(2));
+  EXPECT_EQ(table.rows.at(1).id, "retryable:*");
+}
+
 // Golden files: each tests/data/policies/bad/X.yaml has X.expected.txt with the exact text
 // rendering. Set RG_UPDATE_GOLDEN=1 to rewrite them (then review the diff).
 TEST(Golden, BadPolicies) {
