@@ -432,9 +432,7 @@ class Checker {
       std::string hint = "ids are unique across the policy; " + quote(id) +
                          " is first used at line " + std::to_string(it->second);
       if (derived) {
-        hint +=
-            "; this row's id comes from its keys: remove the repeated row, or give it an id "
-            "with the form {keys: [...], verb: V, id: ID}";
+        hint += " (a row's id comes from its keys: remove the repeated row, or give it an 'id')";
       }
       error("RG121", "duplicate rule id " + quote(id), span, hint);
     }
