@@ -234,6 +234,7 @@ class Analyzer {
       }
       if (domains_[f].empty()) return false;
     }
+    last_witness_.assign(domains_.size(), kWildcardAtom);
     return true;
   }
 
@@ -323,9 +324,7 @@ class Analyzer {
     }
 
     std::vector<Hit> hits;
-    collect_earlier(r, info.box, hits);
-    if (hits.empty()) return;
-    if (covered(info.box, hits, r)) {
+    if (shadowed(r, nullptr, RowFilter{}, info.box, hits)) {
       report(Severity::kWarning, "RG202", rule_span(r),
              fmt::format("guard '{}' is never reached: every input it matches is taken first by {}",
                          guard.id, names_of(hits)),
@@ -363,9 +362,7 @@ class Analyzer {
       if (row.never_true || row.duplicate) continue;
       find_conflict(r, table, info, i);
       std::vector<Hit> hits;
-      collect_earlier(r, row.box, hits);
-      collect_rows(r, info, row.box, RowFilter{row.concrete, row.concrete, i}, hits);
-      if (hits.empty() || !covered(row.box, hits, r)) continue;
+      if (!shadowed(r, &info, RowFilter{row.concrete, row.concrete, i}, row.box, hits)) continue;
       bool all_same_table =
           std::all_of(hits.begin(), hits.end(), [r](const Hit& h) { return h.rule == r; });
       report(Severity::kWarning, "RG202", row_span(r, i),
@@ -627,12 +624,34 @@ class Analyzer {
     }
   }
 
-  bool covered(const Box& box, const std::vector<Hit>& hits, uint32_t rule) {
+  // Whether every input of `box` is taken by an earlier rule (or, with `table`, by a row of the
+  // same table that `filter` lets win). When it is, `hits` lists every box that meets `box`.
+  bool shadowed(uint32_t rule, TableInfo* table, const RowFilter& filter, const Box& box,
+                std::vector<Hit>& hits) {
+    auto gather = [&](const Box& query, std::vector<Hit>& out) {
+      collect_earlier(rule, query, out);
+      if (table != nullptr) collect_rows(rule, *table, query, filter, out);
+    };
+    // Most rules are reachable, and one point shows it: try the point the last search found
+    // (or the first atoms) before collecting every overlapping box.
+    Box probe(box.size());
+    for (size_t f = 0; f < box.size(); ++f) {
+      const auto& atoms = box[f].all ? domains_[f] : box[f].atoms;
+      uint32_t last = last_witness_[f];
+      bool reuse = last != kWildcardAtom && std::binary_search(atoms.begin(), atoms.end(), last);
+      probe[f] = AtomSet{false, {reuse ? last : atoms.front()}};
+    }
+    std::vector<Hit> probe_hits;
+    gather(probe, probe_hits);
+    if (probe_hits.empty()) return false;
+
+    gather(box, hits);
     std::vector<const Box*> boxes;
     boxes.reserve(hits.size());
     for (const Hit& h : hits) boxes.push_back(h.box);
     CoverageResult result = find_uncovered(domains_, box, boxes, budget_);
     if (result.coverage == Coverage::kGaveUp) note_gave_up(rule);
+    if (result.coverage == Coverage::kUncovered) last_witness_ = result.witness;
     return result.coverage == Coverage::kCovered;
   }
 
@@ -671,6 +690,7 @@ class Analyzer {
   std::vector<GuardInfo> guards_;  // per rule index; unused for tables
   std::vector<TableInfo> tables_;  // per rule index; unused for guards
   std::vector<Diagnostic> out_;
+  std::vector<uint32_t> last_witness_;  // per field: an atom of the last uncovered tuple found
   uint64_t budget_ = kWorkBudget;
   bool gave_up_ = false;
 };

@@ -2,6 +2,7 @@
 #include "compiler/usefulness.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace replaygate {
@@ -139,8 +140,28 @@ CoverageResult find_uncovered(const std::vector<std::vector<uint32_t>>& domains,
         continue;
       }
 
-      // Group touched atoms by the rows that contain them (rows arrive in increasing order).
       std::sort(touches.begin(), touches.end());
+      // The atoms no splitting row mentions form one more class, tried first: it has the fewest
+      // rows, so it is the likeliest to be uncovered.
+      std::optional<uint32_t> rest_atom;
+      {
+        size_t t = 0;
+        for (uint32_t atom : cand) {
+          while (t < touches.size() && touches[t].first < atom) ++t;
+          if (t == touches.size() || touches[t].first != atom) {
+            rest_atom = atom;
+            break;
+          }
+        }
+      }
+      if (rest_atom && full_rows.empty()) {
+        result.coverage = Coverage::kUncovered;
+        result.witness = std::move(frame.witness);
+        result.witness[field] = *rest_atom;
+        return result;
+      }
+
+      // Group touched atoms by the rows that contain them (rows arrive in increasing order).
       std::vector<std::pair<std::vector<uint32_t>, uint32_t>> signatures;  // (rows, atom)
       for (size_t i = 0; i < touches.size();) {
         size_t j = i;
@@ -152,7 +173,6 @@ CoverageResult find_uncovered(const std::vector<std::vector<uint32_t>>& domains,
         signatures.emplace_back(std::move(sig), touches[i].first);
         i = j;
       }
-      size_t touched_atoms = signatures.size();
       std::sort(signatures.begin(), signatures.end());
 
       std::vector<Frame> classes;
@@ -175,23 +195,12 @@ CoverageResult find_uncovered(const std::vector<std::vector<uint32_t>>& domains,
       std::sort(classes.begin(), classes.end(), [field](const Frame& a, const Frame& b) {
         return a.witness[field] < b.witness[field];
       });
-      // The atoms no splitting row mentions form one more class, tried first: it has the fewest
-      // rows, so it is the likeliest to be uncovered.
-      if (touched_atoms < cand.size()) {
-        size_t t = 0;
-        uint32_t representative = cand.front();
-        for (uint32_t atom : cand) {
-          while (t < touches.size() && touches[t].first < atom) ++t;
-          if (t == touches.size() || touches[t].first != atom) {
-            representative = atom;
-            break;
-          }
-        }
+      if (rest_atom) {
         Frame rest;
         rest.column = frame.column + 1;
         rest.rows = full_rows;
         rest.witness = frame.witness;
-        rest.witness[field] = representative;
+        rest.witness[field] = *rest_atom;
         classes.insert(classes.begin(), std::move(rest));
       }
       for (auto it = classes.rbegin(); it != classes.rend(); ++it) stack.push_back(std::move(*it));

@@ -92,6 +92,27 @@ RC_GTEST_PROP(UsefulnessProperty, AgreesWithEnumeration, ()) {
   }
 }
 
+TEST(UsefulnessTest, WitnessAndBudget) {
+  const Domains domains = {{1, 2, 3}, {0, 1}};
+  const Box candidate = {AtomSet{}, AtomSet{}};
+  const Box low = {AtomSet{false, {1, 2}}, AtomSet{}};
+  const Box three_zero = {AtomSet{false, {3}}, AtomSet{false, {0}}};
+  const Box three_one = {AtomSet{false, {3}}, AtomSet{false, {1}}};
+  uint64_t budget = 1000;
+  CoverageResult open = find_uncovered(domains, candidate, {&low, &three_zero}, budget);
+  EXPECT_EQ(open.coverage, Coverage::kUncovered);
+  EXPECT_EQ(open.witness, (std::vector<uint32_t>{3, 1}));
+  CoverageResult closed =
+      find_uncovered(domains, candidate, {&low, &three_zero, &three_one}, budget);
+  EXPECT_EQ(closed.coverage, Coverage::kCovered);
+  uint64_t tiny = 3;
+  EXPECT_EQ(find_uncovered(domains, candidate, {&low, &three_zero, &three_one}, tiny).coverage,
+            Coverage::kGaveUp);
+  EXPECT_EQ(tiny, 0u);
+  const Box empty = {AtomSet{false, {}}, AtomSet{}};
+  EXPECT_EQ(find_uncovered(domains, empty, {}, budget).coverage, Coverage::kCovered);
+}
+
 // ---- the whole analysis against a brute-force evaluator over concrete values ----
 
 using Input = std::vector<std::optional<ir::Value>>;  // per field; nullopt = absent
