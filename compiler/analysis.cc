@@ -35,6 +35,9 @@ constexpr uint32_t kWildcardAtom = std::numeric_limits<uint32_t>::max();
 // Units of usefulness work for the whole policy; ordinary policies use a tiny fraction of it.
 constexpr uint64_t kWorkBudget = 50'000'000;
 constexpr size_t kNamedShadowers = 3;
+// Shadowed rules with more overlapping boxes than this name them all instead of a minimal cover.
+constexpr size_t kMaxMinimizedShadowers = 32;
+constexpr uint64_t kNamingBudget = 200'000;
 
 using Domains = std::vector<std::vector<uint32_t>>;
 
@@ -325,6 +328,7 @@ class Analyzer {
 
     std::vector<Hit> hits;
     if (shadowed(r, nullptr, RowFilter{}, info.box, hits)) {
+      hits = shadowers(info.box, std::move(hits));
       report(Severity::kWarning, "RG202", rule_span(r),
              fmt::format("guard '{}' is never reached: every input it matches is taken first by {}",
                          guard.id, names_of(hits)),
@@ -363,6 +367,7 @@ class Analyzer {
       find_conflict(r, table, info, i);
       std::vector<Hit> hits;
       if (!shadowed(r, &info, RowFilter{row.concrete, row.concrete, i}, row.box, hits)) continue;
+      hits = shadowers(row.box, std::move(hits));
       bool all_same_table =
           std::all_of(hits.begin(), hits.end(), [r](const Hit& h) { return h.rule == r; });
       report(Severity::kWarning, "RG202", row_span(r, i),
@@ -655,17 +660,32 @@ class Analyzer {
     return result.coverage == Coverage::kCovered;
   }
 
-  std::string names_of(std::vector<Hit> hits) const {
+  // The rules to name for a shadowed `box`: of the boxes that meet it, a minimal subset that
+  // still covers it (dropping the latest first), so the rule that really shadows it is not lost
+  // among guards that only take part of its inputs. Sorted in rule order.
+  std::vector<Hit> shadowers(const Box& box, std::vector<Hit> hits) const {
     std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
       return std::pair(a.rule, a.row) < std::pair(b.rule, b.row);
     });
+    if (hits.size() > kMaxMinimizedShadowers) return hits;
+    uint64_t budget = kNamingBudget;  // its own budget: naming never starves the checks
+    for (size_t i = hits.size(); i-- > 0;) {
+      std::vector<const Box*> others;
+      for (size_t j = 0; j < hits.size(); ++j) {
+        if (j != i) others.push_back(hits[j].box);
+      }
+      CoverageResult result = find_uncovered(domains_, box, others, budget);
+      if (result.coverage == Coverage::kGaveUp) break;
+      if (result.coverage == Coverage::kCovered) hits.erase(hits.begin() + i);
+    }
+    return hits;
+  }
+
+  std::string names_of(const std::vector<Hit>& hits) const {
     std::vector<std::string> names;
     for (size_t i = 0; i < hits.size(); ++i) {
-      if (i < kNamedShadowers) {
-        names.push_back(hit_name(hits[i]));
-      } else {
-        names.emplace_back();  // counted, not shown
-      }
+      // Only the first few are shown; the rest are counted.
+      names.push_back(i < kNamedShadowers ? hit_name(hits[i]) : std::string());
     }
     return join_names(names);
   }
