@@ -33,11 +33,11 @@ namespace {
 
 constexpr uint32_t kWildcardAtom = std::numeric_limits<uint32_t>::max();
 // Units of usefulness work for the whole policy; ordinary policies use a tiny fraction of it.
-constexpr uint64_t kWorkBudget = 50'000'000;
+constexpr uint64_t kWorkBudget = 10'000'000;
 constexpr size_t kNamedShadowers = 3;
 // Shadowed rules with more overlapping boxes than this name them all instead of a minimal cover.
 constexpr size_t kMaxMinimizedShadowers = 32;
-constexpr uint64_t kNamingBudget = 200'000;
+constexpr uint64_t kNamingBudget = 5'000'000;  // for the whole policy
 
 using Domains = std::vector<std::vector<uint32_t>>;
 
@@ -55,6 +55,7 @@ using Buckets = std::unordered_map<std::vector<uint32_t>, std::vector<uint32_t>,
 
 struct RowInfo {
   Box box;
+  std::vector<uint32_t> constrained;  // fields where `box` is not the whole domain
   bool never_true = false;
   bool duplicate = false;
   std::vector<uint32_t> tuple;  // per key position: the key's atom, or kWildcardAtom
@@ -77,6 +78,7 @@ struct TableInfo {
 
 struct GuardInfo {
   Box box;
+  std::vector<uint32_t> constrained;  // fields where `box` is not the whole domain
   bool never_true = false;
 };
 
@@ -93,6 +95,35 @@ struct RowFilter {
   int tie_concrete = -1;    // rows with exactly this many concrete keys must come before...
   uint32_t tie_before = 0;  // ...this row index
 };
+
+// Whether a stored (non-empty) box meets a non-empty query box. Only the stored box's
+// constrained fields can miss: elsewhere it holds the whole domain.
+bool meets(const Box& stored, const std::vector<uint32_t>& constrained, const Box& query) {
+  for (uint32_t f : constrained) {
+    if (query[f].all) continue;
+    const auto& a = stored[f].atoms;
+    const auto& b = query[f].atoms;
+    const auto& small = a.size() <= b.size() ? a : b;
+    const auto& large = a.size() <= b.size() ? b : a;
+    bool shared = false;
+    for (uint32_t atom : small) {
+      if (std::binary_search(large.begin(), large.end(), atom)) {
+        shared = true;
+        break;
+      }
+    }
+    if (!shared) return false;
+  }
+  return true;
+}
+
+std::vector<uint32_t> constrained_fields(const Box& box) {
+  std::vector<uint32_t> out;
+  for (uint32_t f = 0; f < box.size(); ++f) {
+    if (!box[f].all) out.push_back(f);
+  }
+  return out;
+}
 
 std::string quote_id(const std::string& id) { return fmt::format("'{}'", id); }
 
@@ -206,8 +237,11 @@ std::string describe_bounds(const ir::Field& field) {
 
 class Analyzer {
  public:
-  explicit Analyzer(const ir::CheckedPolicy& checked)
-      : checked_(checked), policy_(checked.policy), partition_(partition_policy(policy_)) {}
+  Analyzer(const ir::CheckedPolicy& checked, uint64_t work_budget)
+      : checked_(checked),
+        policy_(checked.policy),
+        partition_(partition_policy(policy_)),
+        budget_(work_budget) {}
 
   std::vector<Diagnostic> run() {
     if (!build_domains()) return {};  // no valid input exists; check() reports why
@@ -326,6 +360,7 @@ class Analyzer {
       }
     }
 
+    info.constrained = constrained_fields(info.box);
     std::vector<Hit> hits;
     if (shadowed(r, nullptr, RowFilter{}, info.box, hits)) {
       hits = shadowers(info.box, std::move(hits));
@@ -404,6 +439,7 @@ class Analyzer {
             intersect_sets(row.box[f], restrict_to_domain(f, key_atoms(part, source.keys[p])));
         if (empty_set(f, row.box[f])) row.never_true = true;
       }
+      row.constrained = constrained_fields(row.box);
       masks.push_back(row.mask);
     }
     std::sort(masks.begin(), masks.end());
@@ -542,6 +578,7 @@ class Analyzer {
           overlap[f] = intersect_sets(row.box[f], other.box[f]);
         }
         if (box_is_empty(domains_, overlap)) continue;
+        if (gave_up_) return;
         std::vector<Hit> settlers;
         collect_rows(r, info, overlap, RowFilter{row.concrete + 1, -1, 0}, settlers);
         std::vector<const Box*> boxes;
@@ -590,7 +627,7 @@ class Analyzer {
     for (uint32_t e = 0; e < rule; ++e) {
       if (std::holds_alternative<ir::Guard>(policy_.rules[e])) {
         const GuardInfo& guard = guards_[e];
-        if (!guard.never_true && boxes_intersect(domains_, guard.box, box)) {
+        if (!guard.never_true && meets(guard.box, guard.constrained, box)) {
           hits.push_back(Hit{e, 0, &guard.box});
         }
       } else {
@@ -623,7 +660,7 @@ class Analyzer {
       for (uint32_t j : *rows) {
         if (tie && j >= filter.tie_before) break;
         const RowInfo& row = info.rows[j];
-        if (row.never_true || !boxes_intersect(domains_, row.box, box)) continue;
+        if (row.never_true || !meets(row.box, row.constrained, box)) continue;
         hits.push_back(Hit{rule, j, &row.box});
       }
     }
@@ -633,6 +670,7 @@ class Analyzer {
   // same table that `filter` lets win). When it is, `hits` lists every box that meets `box`.
   bool shadowed(uint32_t rule, TableInfo* table, const RowFilter& filter, const Box& box,
                 std::vector<Hit>& hits) {
+    if (gave_up_) return false;  // out of budget: nothing more can be decided
     auto gather = [&](const Box& query, std::vector<Hit>& out) {
       collect_earlier(rule, query, out);
       if (table != nullptr) collect_rows(rule, *table, query, filter, out);
@@ -663,18 +701,19 @@ class Analyzer {
   // The rules to name for a shadowed `box`: of the boxes that meet it, a minimal subset that
   // still covers it (dropping the latest first), so the rule that really shadows it is not lost
   // among guards that only take part of its inputs. Sorted in rule order.
-  std::vector<Hit> shadowers(const Box& box, std::vector<Hit> hits) const {
+  std::vector<Hit> shadowers(const Box& box, std::vector<Hit> hits) {
     std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
       return std::pair(a.rule, a.row) < std::pair(b.rule, b.row);
     });
     if (hits.size() > kMaxMinimizedShadowers) return hits;
-    uint64_t budget = kNamingBudget;  // its own budget: naming never starves the checks
     for (size_t i = hits.size(); i-- > 0;) {
       std::vector<const Box*> others;
       for (size_t j = 0; j < hits.size(); ++j) {
         if (j != i) others.push_back(hits[j].box);
       }
-      CoverageResult result = find_uncovered(domains_, box, others, budget);
+      // Naming has its own budget, so it never starves the checks; when it runs out the names
+      // are just less minimal.
+      CoverageResult result = find_uncovered(domains_, box, others, naming_budget_);
       if (result.coverage == Coverage::kGaveUp) break;
       if (result.coverage == Coverage::kCovered) hits.erase(hits.begin() + i);
     }
@@ -711,12 +750,19 @@ class Analyzer {
   std::vector<TableInfo> tables_;  // per rule index; unused for guards
   std::vector<Diagnostic> out_;
   std::vector<uint32_t> last_witness_;  // per field: an atom of the last uncovered tuple found
-  uint64_t budget_ = kWorkBudget;
+  uint64_t budget_;
+  uint64_t naming_budget_ = kNamingBudget;
   bool gave_up_ = false;
 };
 
 }  // namespace
 
-std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy) { return Analyzer(policy).run(); }
+std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy) {
+  return Analyzer(policy, kWorkBudget).run();
+}
+
+std::vector<Diagnostic> analyze_with_budget(const ir::CheckedPolicy& policy, uint64_t work_budget) {
+  return Analyzer(policy, work_budget).run();
+}
 
 }  // namespace replaygate

@@ -456,5 +456,16 @@ TEST(AnalysisTest, TenThousandExactRowsWithWildcardsAndGuards) {
             "its inputs");
 }
 
+// ---- RG209 ----
+
+TEST(AnalysisTest, BudgetExhaustionIsReportedOnceAndStopsTheSearch) {
+  PolicyBuilder b = shipped_policy(true);
+  EXPECT_EQ(analyze_lines(b).size(), 3u);
+  EXPECT_EQ(lines(analyze_with_budget(b.get(), 1)),
+            want({"61 info RG209: analysis stopped early at rule 'already_committed': the policy "
+                  "is too complex to finish the shadowing and conflict checks | split large "
+                  "wildcard tables or guards; the compiled decisions are not affected"}));
+}
+
 }  // namespace
 }  // namespace replaygate
