@@ -226,6 +226,11 @@ std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
+// " (line 12)", or "" when the position is unknown.
+std::string line_note(const ir::Span& span) {
+  return span.line == 0 ? std::string() : fmt::format(" (line {})", span.line);
+}
+
 std::string describe_bounds(const ir::Field& field) {
   if (field.min && field.max) {
     return fmt::format("{} is between {} and {}", field.name, *field.min, *field.max);
@@ -529,15 +534,15 @@ class Analyzer {
     std::string tuple = render_tuple(b.keys);
     if (a.verb == b.verb) {
       report(Severity::kError, "RG203", row_span(r, i),
-             fmt::format("duplicate row '{}' in table '{}': same keys {} as row '{}' (line {})",
-                         b.id, table.id, tuple, a.id, row_span(r, first).line),
+             fmt::format("duplicate row '{}' in table '{}': same keys {} as row '{}'{}", b.id,
+                         table.id, tuple, a.id, line_note(row_span(r, first))),
              "remove one of the two rows");
     } else {
       report(Severity::kError, "RG203", row_span(r, i),
-             fmt::format("conflicting duplicate row '{}' in table '{}': same keys {} as row '{}' "
-                         "(line {}) but verb '{}' instead of '{}'",
-                         b.id, table.id, tuple, a.id, row_span(r, first).line, verb_name(b.verb),
-                         verb_name(a.verb)),
+             fmt::format("conflicting duplicate row '{}' in table '{}': same keys {} as row '{}'"
+                         "{} but verb '{}' instead of '{}'",
+                         b.id, table.id, tuple, a.id, line_note(row_span(r, first)),
+                         verb_name(b.verb), verb_name(a.verb)),
              "keep one of the two rows, with the verb you mean");
     }
   }
@@ -612,9 +617,9 @@ class Analyzer {
     example += "]";
     std::string tuple = render_tuple(merged);
     report(Severity::kError, "RG204", row_span(r, i),
-           fmt::format("row '{}' conflicts with row '{}' (line {}) in table '{}': both match {}{} "
+           fmt::format("row '{}' conflicts with row '{}'{} in table '{}': both match {}{} "
                        "with different verbs ('{}' vs '{}') and neither is more specific",
-                       b.id, a.id, row_span(r, *partner).line, table.id, tuple,
+                       b.id, a.id, line_note(row_span(r, *partner)), table.id, tuple,
                        has_wildcard ? fmt::format(" (e.g. {})", example) : std::string(),
                        verb_name(b.verb), verb_name(a.verb)),
            fmt::format("add {} row for {} to settle it", has_wildcard ? "a" : "an exact", tuple));

@@ -328,6 +328,16 @@ TEST(AnalysisTest, DuplicateRows) {
            "(line 14) | remove one of the two rows"}));
 }
 
+TEST(AnalysisTest, UnknownPositionsAreLeftOut) {
+  PolicyBuilder b;
+  b.string_field("topic");
+  b.table("t", {"topic"}, 10).row({"a"}, "hold", 11, "first").row({"a"}, "hold", 12, "second");
+  b.mutable_policy().source = ir::SourceMap{};
+  b.mutable_policy().source.path = "test.yaml";
+  EXPECT_EQ(analyze_lines(b), want({"0 error RG203: duplicate row 'second' in table 't': same keys "
+                                    "[a] as row 'first' | remove one of the two rows"}));
+}
+
 TEST(AnalysisTest, SameKeysInDifferentTablesAreNotDuplicates) {
   PolicyBuilder b;
   b.string_field("topic");
