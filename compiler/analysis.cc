@@ -11,6 +11,9 @@
 //   RG209 (info) the work budget ran out, so some of the checks above were skipped.
 // Rows are indexed by their key tuples (one hash index per table, wildcard pattern and key
 // subset), so a table of exact rows costs a few hash lookups per row, never a pass over the table.
+// Before the full usefulness search, each rule is probed at one point (the last uncovered tuple
+// found); most rules are reachable and the probe shows it. A shadowed rule names a minimal subset
+// of the overlapping earlier rules that still covers it.
 #include "compiler/analysis.h"
 
 #include <fmt/format.h>
