@@ -9,11 +9,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
+#include <system_error>
 
 #include "runtime/table_format.h"
 #include "runtime/table_impl.h"
@@ -729,26 +730,32 @@ Table::~Table() = default;
 std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* status) {
   LoadStatus ignored;
   if (status == nullptr) status = &ignored;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *status = {LoadError::kIo, "cannot open " + path};
+  // Read in chunks until EOF rather than trusting a size from seeking: works for pipes, and a
+  // directory fails with a read error instead of a bogus size.
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    *status = {LoadError::kIo,
+               "cannot open " + path + ": " + std::generic_category().message(errno)};
     return nullptr;
   }
-  in.seekg(0, std::ios::end);
-  std::streamoff length = in.tellg();
-  if (length < 0) {
-    *status = {LoadError::kIo, "cannot read " + path};
-    return nullptr;
+  std::string bytes;
+  char chunk[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), file)) > 0) {
+    if (n > kMaxTableBytes - bytes.size()) {
+      std::fclose(file);
+      *status = {LoadError::kTooLarge,
+                 path + " is over the limit of " + num(kMaxTableBytes) + " bytes"};
+      return nullptr;
+    }
+    bytes.append(chunk, n);
   }
-  if (static_cast<uint64_t>(length) > kMaxTableBytes) {
-    *status = {LoadError::kTooLarge, path + " has " + num(static_cast<uint64_t>(length)) +
-                                         " bytes, over the limit of " + num(kMaxTableBytes)};
-    return nullptr;
-  }
-  std::string bytes(static_cast<size_t>(length), '\0');
-  in.seekg(0, std::ios::beg);
-  if (!in.read(bytes.data(), length)) {
-    *status = {LoadError::kIo, "cannot read " + path};
+  const bool failed = std::ferror(file) != 0;
+  const int error = errno;
+  std::fclose(file);
+  if (failed) {
+    *status = {LoadError::kIo,
+               "cannot read " + path + ": " + std::generic_category().message(error)};
     return nullptr;
   }
   return load_bytes(bytes.data(), bytes.size(), status);
