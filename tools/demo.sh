@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job on a shipped example: set up, compile the reference policy, decide a real DLQ dump.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+rg=build/bin/replaygate
+"$rg" compile policies/replay_gate.yaml -o build/replay_gate.rgt
+echo "== decisions for examples/payments-dlt.kcat.jsonl (Kafka DLT, kcat -J) ==" >&2
+status=0
+"$rg" decide --table build/replay_gate.rgt --format kafka \
+  --mapping examples/kafka-spring-dlt.mapping.yaml examples/payments-dlt.kcat.jsonl || status=$?
+# Exit 1 means some records were invalid: the shipped dump contains a few on purpose.
+[ "$status" -le 1 ] || exit "$status"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs missing Debian 12 packages (as root) and builds replaygate into $RG_BUILD_DIR (default build/).
+# Environment: RG_BUILD_DIR, RG_BUILD_TYPE (RelWithDebInfo), RG_SANITIZE=1 (ASan+UBSan), RG_WERROR=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake g++ make ninja-build pkg-config libyaml-cpp-dev tao-pegtl-dev libfmt-dev libgtest-dev
+  googletest librapidcheck-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev
+  libxxhash-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages and not root; run: sudo apt-get install -y ${missing[*]}" >&2
+    exit 2
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build_dir=${RG_BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -G Ninja \
+  -DCMAKE_BUILD_TYPE="${RG_BUILD_TYPE:-RelWithDebInfo}" \
+  -DREPLAYGATE_WERROR="$([ "${RG_WERROR:-1}" = 1 ] && echo ON || echo OFF)" \
+  -DREPLAYGATE_SANITIZE="$([ "${RG_SANITIZE:-0}" = 1 ] && echo ON || echo OFF)" >/dev/null
+cmake --build "$build_dir" -j "$(nproc)"
