@@ -1,13 +1,149 @@
-// PLACEHOLDER until the YAML front-end lands (owner: front-end helper). Replace wholesale.
+// The compiler's front door (see compile.h): read the file, pick the front-end by extension,
+// parse, check, analyse, and hand back the checked policy with every diagnostic, sorted.
 #include "compiler/compile.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
+
+#include "compiler/analysis.h"
+#include "compiler/check.h"
+#include "compiler/yaml_policy.h"
+#include "compiler/yaml_tree.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace replaygate {
-LoadedPolicy load_policy_file(const std::string& path) {
-  LoadedPolicy out;
-  out.io_error = true;
-  out.io_message = "front-end not built yet: " + path;
+namespace {
+
+std::string lowercase_extension(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return extension;
+}
+
+std::string hex_digest(std::string_view bytes) {
+  const XXH128_hash_t hash = XXH3_128bits(bytes.data(), bytes.size());
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, hash);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char byte : canonical.digest) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0x0F];
+  }
   return out;
 }
-LoadedPolicy load_policy_text(std::string_view, const std::string& path) {
-  return load_policy_file(path);
+
+std::string base_name(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  if (name.empty() || name == "." || name == "..") name = "policy";
+  return name;
 }
+
+// Problems after which the YAML tree is not worth reading further.
+bool tree_unusable(const yaml::Document& document) {
+  for (const Diagnostic& d : document.diagnostics) {
+    if (d.code == "RG001" || d.code == "RG003" || d.code == "RG005" || d.code == "RG007" ||
+        d.code == "RG009" || d.code == "RG010" || d.code == "RG011") {
+      return true;
+    }
+  }
+  return false;
+}
+
+void append(std::vector<Diagnostic>& to, std::vector<Diagnostic> from) {
+  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
+
+}  // namespace
+
+LoadedPolicy load_policy_text(std::string_view text, const std::string& path) {
+  LoadedPolicy out;
+  out.source_text = std::string(text);
+  const std::string extension = lowercase_extension(path);
+  const auto fail = [&](std::string code, std::string message, std::string hint) {
+    out.diagnostics.push_back(Diagnostic{
+        Severity::kError, std::move(code), std::move(message), path, {}, std::move(hint)});
+    return out;
+  };
+  if (extension == ".policy") {
+    return fail("RG012", "the DSL front-end is not available yet",
+                "write the policy in YAML (.yaml or .yml); see docs/policy-language.md");
+  }
+  if (extension != ".yaml" && extension != ".yml") {
+    return fail("RG013",
+                "unsupported policy file extension '" + extension +
+                    "'; supported: .yaml, .yml (and .policy once the DSL exists)",
+                "rename the file to end in .yaml");
+  }
+  try {
+    yaml::Document document = yaml::parse(text, path);
+    const bool usable = !tree_unusable(document);
+    append(out.diagnostics, std::move(document.diagnostics));
+    if (usable) {
+      yaml::AstResult ast = yaml::build_ast(document.root, path);
+      const bool has_root = std::none_of(ast.diagnostics.begin(), ast.diagnostics.end(),
+                                         [](const Diagnostic& d) { return d.code == "RG100"; });
+      append(out.diagnostics, std::move(ast.diagnostics));
+      if (has_root) {
+        CheckResult checked = check(ast.policy, path);
+        append(out.diagnostics, std::move(checked.diagnostics));
+        if (!has_errors(out.diagnostics)) {
+          checked.checked.source_base_name = base_name(path);
+          checked.checked.source_digest = hex_digest(text);
+          append(out.diagnostics, analyze(checked.checked));
+          if (!has_errors(out.diagnostics)) out.policy = std::move(checked.checked);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    out.policy.reset();
+    out.diagnostics.push_back(Diagnostic{Severity::kError,
+                                         "RG099",
+                                         std::string("internal error while compiling: ") + e.what(),
+                                         path,
+                                         {},
+                                         "please report this with the policy file"});
+  }
+  sort_diagnostics(out.diagnostics);
+  return out;
+}
+
+LoadedPolicy load_policy_file(const std::string& path) {
+  LoadedPolicy out;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    out.io_error = true;
+    out.io_message = "cannot read '" + path + "': it is a directory";
+    return out;
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    out.io_error = true;
+    out.io_message = "cannot read '" + path + "': " + std::strerror(errno);
+    return out;
+  }
+  // Read at most one byte past the limit: enough for parse() to report RG007, and safe on
+  // endless files such as /dev/zero.
+  std::string text;
+  char buffer[1 << 16];
+  while (text.size() <= yaml::kMaxBytes && file.read(buffer, sizeof buffer).gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(file.gcount()));
+  }
+  if (file.bad()) {
+    out.io_error = true;
+    out.io_message = "cannot read '" + path + "': read error";
+    return out;
+  }
+  if (text.size() > yaml::kMaxBytes + 1) text.resize(yaml::kMaxBytes + 1);
+  return load_policy_text(text, path);
+}
+
 }  // namespace replaygate

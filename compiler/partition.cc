@@ -56,6 +56,9 @@ std::vector<uint32_t> FieldPartition::domain() const {
       size_t k = a - 1;
       // Interval k is [lo, hi); it is in range iff it lies inside [min, max].
       bool below = min && k < cuts.size() && cuts[k] <= *min;
+      // (-inf, INT64_MIN) holds no int64 value at all.
+      bool empty = k == 0 && !cuts.empty() && cuts[0] == std::numeric_limits<int64_t>::min();
+      if (empty) continue;
       bool above = max && k > 0 && cuts[k - 1] > *max;
       if (below || above) continue;
     }

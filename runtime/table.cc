@@ -1,18 +1,1025 @@
-// PLACEHOLDER until the runtime lands (owner: table helper). Replace wholesale.
+// Loading and verifying a frozen decision table, its accessors, its dump, and Input.
+//
+// load_bytes() copies the bytes into an 8-byte-aligned buffer, checks the header (size caps,
+// magic, version, sizes, checksum), the section directory (order, alignment, bounds) and then
+// decodes every section into validated native structures (runtime/table_impl.h): every string
+// reference, index, atom, hash slot and count is range-checked here, once, so decide()
+// (runtime/decide.cc) never meets a bad index. Each failure is a specific LoadError and message.
 #include "runtime/table.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <system_error>
+
+#include "runtime/table_format.h"
+#include "runtime/table_impl.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace replaygate {
-struct Table::Impl {};
+namespace {
+
+namespace fm = replaygate::format;
+
+// Fuzz builds (tests/fuzz/) skip the digest comparisons so that mutated bytes reach the
+// structural checks, which must hold on their own; never defined in a product build.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+constexpr bool kSkipDigests = true;
+#else
+constexpr bool kSkipDigests = false;
+#endif
+
+const char* section_name(uint32_t kind) {
+  switch (kind) {
+    case fm::kMeta:
+      return "meta";
+    case fm::kStrings:
+      return "strings";
+    case fm::kFields:
+      return "fields";
+    case fm::kDictEntries:
+      return "dict_entries";
+    case fm::kDictSlots:
+      return "dict_slots";
+    case fm::kCuts:
+      return "cuts";
+    case fm::kVerbs:
+      return "verbs";
+    case fm::kRules:
+      return "rules";
+    case fm::kConditions:
+      return "conditions";
+    case fm::kBitsets:
+      return "bitsets";
+    case fm::kTableKeys:
+      return "table_keys";
+    case fm::kMasks:
+      return "masks";
+    case fm::kRowSlots:
+      return "row_slots";
+    case fm::kRowKeys:
+      return "row_keys";
+    case fm::kCatalog:
+      return "catalog";
+    case fm::kProvenance:
+      return "provenance";
+  }
+  return "unknown";
+}
+
+std::string hex128(const uint8_t digest[16]) {
+  uint64_t low = 0, high = 0;
+  std::memcpy(&low, digest, 8);
+  std::memcpy(&high, digest + 8, 8);
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(high),
+                static_cast<unsigned long long>(low));
+  return buf;
+}
+
+std::string hex128(XXH128_hash_t h) {
+  uint8_t bytes[16];
+  std::memcpy(bytes, &h.low64, 8);
+  std::memcpy(bytes + 8, &h.high64, 8);
+  return hex128(bytes);
+}
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+bool in_range(uint64_t begin, uint64_t count, uint64_t size) {
+  return begin <= size && count <= size - begin;
+}
+
+bool is_pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// Decodes and validates; each check_* returns false after setting the status.
+class Loader {
+ public:
+  Loader(Table::Impl& t, LoadStatus* status) : t_(t), status_(status) {}
+
+  bool fail(LoadError error, std::string message) {
+    status_->error = error;
+    status_->message = std::move(message);
+    return false;
+  }
+
+  bool run() {
+    return check_header() && check_directory() && decode_strings() && decode_meta() &&
+           decode_fields() && decode_verbs() && decode_catalog() && decode_rules() &&
+           decode_provenance() && check_digests();
+  }
+
+ private:
+  const uint8_t* base() const { return t_.bytes(); }
+
+  bool check_header() {
+    fm::Header& h = t_.header;
+    std::memcpy(&h, base(), sizeof(fm::Header));
+    if (std::memcmp(h.magic, fm::kMagic, sizeof(h.magic)) != 0) {
+      return fail(LoadError::kBadMagic, "bad magic: not a replaygate table");
+    }
+    if (h.version != fm::kVersion) {
+      return fail(LoadError::kUnsupportedVersion, "unsupported format version " + num(h.version) +
+                                                      " (this runtime reads " + num(fm::kVersion) +
+                                                      ")");
+    }
+    if (h.header_size != sizeof(fm::Header)) {
+      return fail(LoadError::kMalformed, "bad header size " + num(h.header_size) + " (expected " +
+                                             num(sizeof(fm::Header)) + ")");
+    }
+    if (h.total_size > Table::kMaxTableBytes) {
+      return fail(LoadError::kTooLarge, "header claims " + num(h.total_size) +
+                                            " bytes, over the limit of " +
+                                            num(Table::kMaxTableBytes));
+    }
+    if (h.total_size > t_.size) {
+      return fail(LoadError::kTruncated,
+                  "truncated: header says " + num(h.total_size) + " bytes, got " + num(t_.size));
+    }
+    if (h.total_size < t_.size) {
+      return fail(LoadError::kMalformed, "trailing bytes: header says " + num(h.total_size) +
+                                             " bytes, got " + num(t_.size));
+    }
+    if (h.flags != 0) return fail(LoadError::kMalformed, "unknown flags " + num(h.flags));
+    if (h.section_count != fm::kSectionCount) {
+      return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) +
+                                             " sections, header says " + num(h.section_count));
+    }
+    directory_end_ = sizeof(fm::Header) + uint64_t{fm::kSectionCount} * sizeof(fm::SectionEntry);
+    if (directory_end_ > t_.size) {
+      return fail(LoadError::kTruncated, "truncated: the section directory ends past the table");
+    }
+    XXH3_state_t state;
+    XXH3_128bits_reset(&state);
+    const uint8_t zeros[16] = {};
+    XXH3_128bits_update(&state, base(), fm::kChecksumOffset);
+    XXH3_128bits_update(&state, zeros, sizeof(zeros));
+    XXH3_128bits_update(&state, base() + fm::kChecksumOffset + 16,
+                        t_.size - fm::kChecksumOffset - 16);
+    std::string actual = hex128(XXH3_128bits_digest(&state));
+    std::string stated = hex128(h.checksum);
+    if (actual != stated && !kSkipDigests) {
+      return fail(LoadError::kBadChecksum,
+                  "bad checksum: header says " + stated + ", content hashes to " + actual);
+    }
+    return true;
+  }
+
+  bool check_directory() {
+    std::memcpy(sections_, base() + sizeof(fm::Header), sizeof(sections_));
+    uint64_t previous_end = directory_end_;
+    for (uint32_t i = 0; i < fm::kSectionCount; ++i) {
+      const fm::SectionEntry& e = sections_[i];
+      if (e.kind != i + 1) {
+        return fail(LoadError::kMalformed, "directory entry " + num(i) + " has kind " +
+                                               num(e.kind) + ", expected " + num(i + 1));
+      }
+      std::string where = std::string("section ") + section_name(e.kind) + " (offset " +
+                          num(e.offset) + ", length " + num(e.length) + ")";
+      if (!in_range(e.offset, e.length, t_.size)) {
+        return fail(LoadError::kBadOffset,
+                    where + " lies outside the table of " + num(t_.size) + " bytes");
+      }
+      if (e.offset % fm::kAlign != 0) {
+        return fail(LoadError::kBadOffset, where + " is not 8-byte aligned");
+      }
+      if (e.offset < previous_end) {
+        return fail(LoadError::kBadOffset, where + " overlaps the directory or an earlier section");
+      }
+      previous_end = e.offset + e.length;
+    }
+    return true;
+  }
+
+  const fm::SectionEntry& section(uint32_t kind) const { return sections_[kind - 1]; }
+
+  template <typename T>
+  bool read_array(uint32_t kind, std::vector<T>& out) {
+    const fm::SectionEntry& e = section(kind);
+    if (e.length % sizeof(T) != 0) {
+      return fail(LoadError::kMalformed,
+                  std::string("section ") + section_name(kind) + " length " + num(e.length) +
+                      " is not a multiple of its record size " + num(sizeof(T)));
+    }
+    out.resize(e.length / sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), base() + e.offset, e.length);
+    return true;
+  }
+
+  bool str(const fm::StrRef& ref, std::string_view* out, const std::string& what) {
+    if (!in_range(ref.offset, ref.length, strings_.size())) {
+      return fail(LoadError::kBadOffset, "string offset out of range in " + what + " (offset " +
+                                             num(ref.offset) + ", length " + num(ref.length) +
+                                             ", string section " + num(strings_.size()) +
+                                             " bytes)");
+    }
+    *out = strings_.substr(ref.offset, ref.length);
+    return true;
+  }
+
+  bool decode_strings() {
+    const fm::SectionEntry& e = section(fm::kStrings);
+    strings_ = std::string_view(reinterpret_cast<const char*>(base()) + e.offset, e.length);
+    return true;
+  }
+
+  bool decode_meta() {
+    const fm::SectionEntry& e = section(fm::kMeta);
+    if (e.length != sizeof(fm::MetaRecord)) {
+      return fail(LoadError::kMalformed, "meta section has " + num(e.length) + " bytes, expected " +
+                                             num(sizeof(fm::MetaRecord)));
+    }
+    std::memcpy(&meta_, base() + e.offset, sizeof(meta_));
+    t_.revision = meta_.revision;
+    if (!str(meta_.policy_id, &t_.policy_id, "meta policy id") ||
+        !str(meta_.description, &t_.description, "meta description") ||
+        !str(meta_.default_reason, &t_.default_reason, "meta default reason")) {
+      return false;
+    }
+    if (meta_.field_count > fm::kMaxFields) {
+      return fail(LoadError::kMalformed,
+                  num(meta_.field_count) + " fields, over the limit of " + num(fm::kMaxFields));
+    }
+    return true;
+  }
+
+  bool decode_fields() {
+    std::vector<fm::FieldRecord> records;
+    std::vector<fm::DictEntry> entries;
+    if (!read_array(fm::kFields, records) || !read_array(fm::kDictEntries, entries) ||
+        !read_array(fm::kDictSlots, t_.dict_slots) || !read_array(fm::kCuts, t_.cuts)) {
+      return false;
+    }
+    if (records.size() != meta_.field_count) {
+      return fail(LoadError::kMalformed, "meta says " + num(meta_.field_count) +
+                                             " fields, fields section holds " +
+                                             num(records.size()));
+    }
+    t_.dict.resize(entries.size());
+    for (size_t i = 0; i < entries.size(); ++i) {
+      t_.dict[i].hash = entries[i].hash;
+      if (!str(entries[i].bytes, &t_.dict[i].bytes, "dictionary entry " + num(i))) return false;
+      if (string_hash(t_.dict[i].bytes) != entries[i].hash) {
+        return fail(LoadError::kMalformed, "dictionary entry " + num(i) + " has a wrong hash");
+      }
+    }
+    for (size_t f = 0; f < records.size(); ++f) {
+      const fm::FieldRecord& r = records[f];
+      Table::Impl::Field out;
+      const std::string what = "field " + num(f);
+      if (!str(r.name, &out.name, what + " name") ||
+          !str(r.invalid_reason, &out.invalid_reason, what + " invalid reason")) {
+        return false;
+      }
+      if (r.type > fm::kTypeEnum || r.optional > 1 || r.empty_means_absent > 1 || r.has_min > 1 ||
+          r.has_max > 1) {
+        return fail(LoadError::kMalformed, what + " has a bad type or flag byte");
+      }
+      out.type = static_cast<FieldType>(r.type);
+      out.optional = r.optional;
+      out.empty_means_absent = r.empty_means_absent;
+      if (out.empty_means_absent && out.type != FieldType::kString) {
+        return fail(LoadError::kMalformed, what + ": empty_means_absent on a non-string field");
+      }
+      out.has_min = r.has_min;
+      out.has_max = r.has_max;
+      out.min = r.min;
+      out.max = r.max;
+      out.atom_count = r.atom_count;
+      out.dict_begin = r.dict_begin;
+      out.dict_count = r.dict_count;
+      out.slot_begin = r.slot_begin;
+      out.slot_count = r.slot_count;
+      out.cut_begin = r.cut_begin;
+      out.cut_count = r.cut_count;
+      const bool dictionary = out.type == FieldType::kString || out.type == FieldType::kEnum;
+      out.first_atom = out.type == FieldType::kString ? 2 : 1;
+      uint64_t expected_atoms = 0;
+      switch (out.type) {
+        case FieldType::kString:
+          expected_atoms = 2 + uint64_t{r.dict_count};
+          break;
+        case FieldType::kEnum:
+          expected_atoms = 1 + uint64_t{r.dict_count};
+          break;
+        case FieldType::kBool:
+          expected_atoms = 3;
+          break;
+        case FieldType::kInt:
+          expected_atoms = 2 + uint64_t{r.cut_count};
+          break;
+      }
+      if (r.atom_count != expected_atoms) {
+        return fail(LoadError::kMalformed, what + " has " + num(r.atom_count) +
+                                               " atoms, its type needs " + num(expected_atoms));
+      }
+      if (!dictionary && (r.dict_count != 0 || r.slot_count != 0)) {
+        return fail(LoadError::kMalformed, what + " has a dictionary but is not a string or enum");
+      }
+      if (out.type != FieldType::kInt && (r.cut_count != 0 || r.has_min || r.has_max)) {
+        return fail(LoadError::kMalformed, what + " has cut points or bounds but is not an int");
+      }
+      if (!in_range(r.dict_begin, r.dict_count, t_.dict.size()) ||
+          !in_range(r.slot_begin, r.slot_count, t_.dict_slots.size()) ||
+          !in_range(r.cut_begin, r.cut_count, t_.cuts.size())) {
+        return fail(LoadError::kBadOffset, what + " dictionary, slot or cut range out of range");
+      }
+      if (r.dict_count == 0 ? r.slot_count != 0
+                            : (!is_pow2(r.slot_count) || r.slot_count <= r.dict_count)) {
+        return fail(LoadError::kMalformed, what + " has " + num(r.slot_count) +
+                                               " index slots for " + num(r.dict_count) +
+                                               " entries (need a power of two above it)");
+      }
+      for (uint32_t i = 1; i < r.cut_count; ++i) {
+        if (t_.cuts[r.cut_begin + i - 1] >= t_.cuts[r.cut_begin + i]) {
+          return fail(LoadError::kMalformed, what + " cut points are not sorted");
+        }
+      }
+      if (out.type == FieldType::kString) {
+        for (uint32_t i = 1; i < r.dict_count; ++i) {
+          if (t_.dict[r.dict_begin + i - 1].bytes >= t_.dict[r.dict_begin + i].bytes) {
+            return fail(LoadError::kMalformed, what + " dictionary is not sorted");
+          }
+        }
+      }
+      uint32_t occupied = 0;
+      for (uint32_t s = 0; s < r.slot_count; ++s) {
+        uint32_t atom = t_.dict_slots[r.slot_begin + s];
+        if (atom == 0) continue;
+        ++occupied;
+        if (atom < out.first_atom || atom - out.first_atom >= r.dict_count) {
+          return fail(LoadError::kBadOffset, what + " index slot " + num(s) + " holds atom " +
+                                                 num(atom) + ", out of range");
+        }
+      }
+      if (occupied != r.dict_count) {
+        return fail(LoadError::kMalformed, what + " index holds " + num(occupied) +
+                                               " entries, expected " + num(r.dict_count));
+      }
+      t_.fields.push_back(out);
+      // Every entry must be found where decide() will look for it.
+      for (uint32_t i = 0; i < r.dict_count; ++i) {
+        const auto& entry = t_.dict[r.dict_begin + i];
+        if (t_.lookup(t_.fields.back(), entry.bytes, entry.hash) != out.first_atom + i) {
+          return fail(LoadError::kMalformed,
+                      what + " dictionary index does not find entry " + num(i));
+        }
+      }
+    }
+    return true;
+  }
+
+  bool decode_verbs() {
+    std::vector<fm::VerbRecord> records;
+    if (!read_array(fm::kVerbs, records)) return false;
+    if (records.size() != meta_.verb_count || records.empty()) {
+      return fail(LoadError::kMalformed, "meta says " + num(meta_.verb_count) +
+                                             " verbs, verbs section holds " + num(records.size()));
+    }
+    for (size_t v = 0; v < records.size(); ++v) {
+      Table::Impl::Verb out;
+      if (!str(records[v].name, &out.name, "verb " + num(v) + " name") ||
+          !str(records[v].description, &out.description, "verb " + num(v) + " description")) {
+        return false;
+      }
+      if (records[v].effect > fm::kEffectCreate) {
+        return fail(LoadError::kMalformed,
+                    "verb " + num(v) + " has unknown effect " + num(records[v].effect));
+      }
+      out.effect = static_cast<Effect>(records[v].effect);
+      t_.verbs.push_back(out);
+    }
+    if (meta_.default_verb >= t_.verbs.size()) {
+      return fail(LoadError::kBadOffset,
+                  "default verb index " + num(meta_.default_verb) + " out of range");
+    }
+    t_.default_verb = meta_.default_verb;
+    if (t_.verbs[t_.default_verb].effect != Effect::kNone) {
+      return fail(LoadError::kMalformed, "default verb must have effect none");
+    }
+    return true;
+  }
+
+  bool decode_catalog() {
+    std::vector<fm::CatalogRecord> records;
+    if (!read_array(fm::kCatalog, records)) return false;
+    if (records.size() != meta_.catalog_count) {
+      return fail(LoadError::kMalformed, "meta says " + num(meta_.catalog_count) +
+                                             " catalog entries, catalog holds " +
+                                             num(records.size()));
+    }
+    for (size_t c = 0; c < records.size(); ++c) {
+      Table::Impl::CatalogEntry out;
+      const std::string what = "catalog entry " + num(c);
+      if (!str(records[c].id, &out.id, what + " id") ||
+          !str(records[c].reason, &out.reason, what + " reason")) {
+        return false;
+      }
+      if (records[c].verb >= t_.verbs.size()) {
+        return fail(LoadError::kBadOffset, what + " verb index " + num(records[c].verb) +
+                                               " out of range (" + num(t_.verbs.size()) +
+                                               " verbs)");
+      }
+      out.verb = records[c].verb;
+      out.rule = records[c].rule;
+      out.row = records[c].row;
+      t_.catalog.push_back(out);
+    }
+    return true;
+  }
+
+  bool decode_rules() {
+    std::vector<fm::RuleRecord> records;
+    std::vector<fm::ConditionRecord> conditions;
+    if (!read_array(fm::kRules, records) || !read_array(fm::kConditions, conditions) ||
+        !read_array(fm::kBitsets, t_.bitsets) || !read_array(fm::kTableKeys, t_.table_keys) ||
+        !read_array(fm::kMasks, t_.masks) || !read_array(fm::kRowSlots, t_.row_slots) ||
+        !read_array(fm::kRowKeys, t_.row_keys)) {
+      return false;
+    }
+    if (records.size() != meta_.rule_count) {
+      return fail(LoadError::kMalformed, "meta says " + num(meta_.rule_count) +
+                                             " rules, rules section holds " + num(records.size()));
+    }
+    for (size_t c = 0; c < conditions.size(); ++c) {
+      const fm::ConditionRecord& r = conditions[c];
+      const std::string what = "condition " + num(c);
+      Table::Impl::Condition out;
+      if (!str(r.text, &out.text, what + " text")) return false;
+      if (r.field >= t_.fields.size()) {
+        return fail(LoadError::kBadOffset, what + " field index " + num(r.field) + " out of range");
+      }
+      if (r.op >= fm::kOpCount) return fail(LoadError::kMalformed, what + " has unknown op");
+      const uint32_t atoms = t_.fields[r.field].atom_count;
+      if (r.bits_count != (uint64_t{atoms} + 63) / 64) {
+        return fail(LoadError::kMalformed, what + " bitset has " + num(r.bits_count) +
+                                               " words for " + num(atoms) + " atoms");
+      }
+      if (!in_range(r.bits_begin, r.bits_count, t_.bitsets.size())) {
+        return fail(LoadError::kBadOffset, what + " bitset out of range");
+      }
+      for (uint64_t a = atoms; a < uint64_t{r.bits_count} * 64; ++a) {
+        if ((t_.bitsets[r.bits_begin + a / 64] >> (a % 64)) & 1u) {
+          return fail(LoadError::kMalformed,
+                      what + " accepts atom " + num(a) + ", beyond its field's atoms");
+        }
+      }
+      out.field = r.field;
+      out.op = r.op;
+      out.bits_begin = r.bits_begin;
+      out.bits_count = r.bits_count;
+      t_.conditions.push_back(out);
+    }
+    uint64_t catalog_next = 0;
+    for (size_t ri = 0; ri < records.size(); ++ri) {
+      const fm::RuleRecord& r = records[ri];
+      const std::string what = "rule " + num(ri);
+      Table::Impl::Rule out;
+      if (!str(r.id, &out.id, what + " id")) return false;
+      if (r.kind > fm::kRuleTable) return fail(LoadError::kMalformed, what + " has unknown kind");
+      out.is_table = r.kind == fm::kRuleTable;
+      if (r.catalog_begin != catalog_next ||
+          !in_range(r.catalog_begin, r.catalog_count, t_.catalog.size()) ||
+          (!out.is_table && r.catalog_count != 1)) {
+        return fail(LoadError::kMalformed, what + " catalog range does not follow the rules");
+      }
+      for (uint32_t i = 0; i < r.catalog_count; ++i) {
+        const auto& entry = t_.catalog[r.catalog_begin + i];
+        if (entry.rule != ri || entry.row != i) {
+          return fail(LoadError::kMalformed,
+                      "catalog entry " + num(r.catalog_begin + i) + " does not match " + what);
+        }
+      }
+      catalog_next += r.catalog_count;
+      out.catalog_begin = r.catalog_begin;
+      out.catalog_count = r.catalog_count;
+      out.item_begin = r.item_begin;
+      out.item_count = r.item_count;
+      out.mask_begin = r.mask_begin;
+      out.mask_count = r.mask_count;
+      out.row_key_begin = r.row_key_begin;
+      if (!out.is_table) {
+        if (r.item_count == 0) return fail(LoadError::kMalformed, what + " has no conditions");
+        if (!in_range(r.item_begin, r.item_count, t_.conditions.size())) {
+          return fail(LoadError::kBadOffset, what + " condition range out of range");
+        }
+        if (r.mask_count != 0) return fail(LoadError::kMalformed, what + " is a guard with masks");
+      } else if (!check_table(r, what)) {
+        return false;
+      }
+      t_.rules.push_back(out);
+    }
+    if (catalog_next != t_.catalog.size()) {
+      return fail(LoadError::kMalformed, "rules cover " + num(catalog_next) + " of " +
+                                             num(t_.catalog.size()) + " catalog entries");
+    }
+    return true;
+  }
+
+  bool check_table(const fm::RuleRecord& r, const std::string& what) {
+    if (r.item_count == 0 || r.item_count > fm::kMaxKeys) {
+      return fail(LoadError::kMalformed, what + " has " + num(r.item_count) + " keys");
+    }
+    if (!in_range(r.item_begin, r.item_count, t_.table_keys.size())) {
+      return fail(LoadError::kBadOffset, what + " key range out of range");
+    }
+    for (uint32_t k = 0; k < r.item_count; ++k) {
+      if (t_.table_keys[r.item_begin + k] >= t_.fields.size()) {
+        return fail(LoadError::kBadOffset, what + " key " + num(k) + " field index out of range");
+      }
+    }
+    const uint64_t key_cells = uint64_t{r.catalog_count} * r.item_count;
+    if (!in_range(r.row_key_begin, key_cells, t_.row_keys.size())) {
+      return fail(LoadError::kBadOffset, what + " row keys out of range");
+    }
+    std::vector<uint32_t> row_masks(r.catalog_count, 0);
+    for (uint32_t row = 0; row < r.catalog_count; ++row) {
+      for (uint32_t k = 0; k < r.item_count; ++k) {
+        uint32_t atom = t_.row_keys[r.row_key_begin + uint64_t{row} * r.item_count + k];
+        if (atom == fm::kWildcard) continue;
+        const uint32_t field = t_.table_keys[r.item_begin + k];
+        if (atom == 0 || atom >= t_.fields[field].atom_count) {
+          return fail(LoadError::kBadOffset, what + " row " + num(row) + " key " + num(k) +
+                                                 " atom " + num(atom) + " out of range");
+        }
+        row_masks[row] |= 1u << k;
+      }
+    }
+    if (!in_range(r.mask_begin, r.mask_count, t_.masks.size())) {
+      return fail(LoadError::kBadOffset, what + " mask range out of range");
+    }
+    for (uint32_t m = 0; m < r.mask_count; ++m) {
+      const fm::MaskRecord& mask = t_.masks[r.mask_begin + m];
+      const std::string mwhat = what + " mask " + num(m);
+      if (mask.mask >= (1u << r.item_count) ||
+          mask.concrete_count != static_cast<uint32_t>(std::popcount(mask.mask))) {
+        return fail(LoadError::kMalformed, mwhat + " is not a valid key mask");
+      }
+      if (m > 0) {
+        const fm::MaskRecord& prev = t_.masks[r.mask_begin + m - 1];
+        bool ordered = prev.concrete_count > mask.concrete_count ||
+                       (prev.concrete_count == mask.concrete_count && prev.mask < mask.mask);
+        if (!ordered) return fail(LoadError::kMalformed, mwhat + " is out of order");
+      }
+      if (!is_pow2(mask.slot_count) ||
+          !in_range(mask.slot_begin, mask.slot_count, t_.row_slots.size())) {
+        return fail(LoadError::kBadOffset, mwhat + " row slots out of range");
+      }
+      for (uint32_t s = 0; s < mask.slot_count; ++s) {
+        uint32_t v = t_.row_slots[mask.slot_begin + s];
+        if (v == 0) continue;
+        if (v > r.catalog_count) {
+          return fail(LoadError::kBadOffset,
+                      mwhat + " slot " + num(s) + " names row " + num(v - 1) + ", out of range");
+        }
+        if (row_masks[v - 1] != mask.mask) {
+          return fail(LoadError::kMalformed,
+                      mwhat + " indexes row " + num(v - 1) + " whose wildcards differ");
+        }
+      }
+    }
+    return true;
+  }
+
+  bool decode_provenance() {
+    const fm::SectionEntry& e = section(fm::kProvenance);
+    fm::ProvenanceHeader h{};
+    if (e.length < sizeof(h)) return fail(LoadError::kMalformed, "provenance section too short");
+    std::memcpy(&h, base() + e.offset, sizeof(h));
+    if (h.line_count != t_.catalog.size()) {
+      return fail(LoadError::kMalformed, "provenance has " + num(h.line_count) + " lines for " +
+                                             num(t_.catalog.size()) + " catalog entries");
+    }
+    const uint64_t need =
+        sizeof(h) + uint64_t{h.line_count} * 4 + uint64_t{h.name_length} + h.digest_length;
+    if (need > e.length) {
+      return fail(LoadError::kBadOffset, "provenance content runs past its section");
+    }
+    t_.source_lines.resize(h.line_count);
+    const uint8_t* p = base() + e.offset + sizeof(h);
+    if (h.line_count) std::memcpy(t_.source_lines.data(), p, uint64_t{h.line_count} * 4);
+    p += uint64_t{h.line_count} * 4;
+    t_.source_name = std::string_view(reinterpret_cast<const char*>(p), h.name_length);
+    t_.source_digest =
+        std::string_view(reinterpret_cast<const char*>(p) + h.name_length, h.digest_length);
+    return true;
+  }
+
+  bool check_digests() {
+    XXH3_state_t state;
+    XXH3_128bits_reset(&state);
+    for (const fm::SectionEntry& e : sections_) {
+      if (e.kind == fm::kProvenance) continue;
+      uint32_t kind = e.kind;
+      uint64_t length = e.length;
+      XXH3_128bits_update(&state, &kind, sizeof(kind));
+      XXH3_128bits_update(&state, &length, sizeof(length));
+      XXH3_128bits_update(&state, base() + e.offset, e.length);
+    }
+    std::string actual = hex128(XXH3_128bits_digest(&state));
+    std::string stated = hex128(t_.header.decision_digest);
+    if (actual != stated && !kSkipDigests) {
+      return fail(LoadError::kBadChecksum,
+                  "bad decision digest: header says " + stated + ", sections hash to " + actual);
+    }
+    const fm::SectionEntry& prov = section(fm::kProvenance);
+    actual = hex128(XXH3_128bits(base() + prov.offset, prov.length));
+    stated = hex128(t_.header.provenance_digest);
+    if (actual != stated && !kSkipDigests) {
+      return fail(LoadError::kBadChecksum,
+                  "bad provenance digest: header says " + stated + ", section hashes to " + actual);
+    }
+    return true;
+  }
+
+  Table::Impl& t_;
+  LoadStatus* status_;
+  uint64_t directory_end_ = 0;
+  fm::SectionEntry sections_[fm::kSectionCount] = {};
+  fm::MetaRecord meta_{};
+  std::string_view strings_;
+};
+
+// Printable, unambiguous: quoted, with \\, \" and non-printable bytes as \xNN.
+std::string quoted(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[5];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+const char* type_name(FieldType t) {
+  switch (t) {
+    case FieldType::kString:
+      return "string";
+    case FieldType::kInt:
+      return "int";
+    case FieldType::kBool:
+      return "bool";
+    case FieldType::kEnum:
+      return "enum";
+  }
+  return "?";
+}
+
+const char* op_text(uint32_t op) {
+  static const char* const kNames[] = {"eq", "ne", "in", "not_in", "lt",
+                                       "le", "gt", "ge", "absent", "present"};
+  return op < fm::kOpCount ? kNames[op] : "?";
+}
+
+}  // namespace
+
+const char* load_error_name(LoadError error) {
+  switch (error) {
+    case LoadError::kOk:
+      return "ok";
+    case LoadError::kIo:
+      return "io";
+    case LoadError::kTooLarge:
+      return "too_large";
+    case LoadError::kTruncated:
+      return "truncated";
+    case LoadError::kBadMagic:
+      return "bad_magic";
+    case LoadError::kUnsupportedVersion:
+      return "unsupported_version";
+    case LoadError::kBadChecksum:
+      return "bad_checksum";
+    case LoadError::kBadOffset:
+      return "bad_offset";
+    case LoadError::kMalformed:
+      return "malformed";
+  }
+  return "?";
+}
+
+const char* effect_name(Effect effect) {
+  switch (effect) {
+    case Effect::kNone:
+      return "none";
+    case Effect::kRead:
+      return "read";
+    case Effect::kCopy:
+      return "copy";
+    case Effect::kCreate:
+      return "create";
+  }
+  return "?";
+}
+
 Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Table::~Table() = default;
-std::unique_ptr<Table> Table::load_file(const std::string&, LoadStatus* s) {
-  s->error = LoadError::kIo;
-  s->message = "runtime not built yet";
-  return nullptr;
+
+std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* status) {
+  LoadStatus ignored;
+  if (status == nullptr) status = &ignored;
+  // Read in chunks until EOF rather than trusting a size from seeking: works for pipes, and a
+  // directory fails with a read error instead of a bogus size.
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    *status = {LoadError::kIo,
+               "cannot open " + path + ": " + std::generic_category().message(errno)};
+    return nullptr;
+  }
+  std::string bytes;
+  char chunk[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), file)) > 0) {
+    if (n > kMaxTableBytes - bytes.size()) {
+      std::fclose(file);
+      *status = {LoadError::kTooLarge,
+                 path + " is over the limit of " + num(kMaxTableBytes) + " bytes"};
+      return nullptr;
+    }
+    bytes.append(chunk, n);
+  }
+  const bool failed = std::ferror(file) != 0;
+  const int error = errno;
+  std::fclose(file);
+  if (failed) {
+    *status = {LoadError::kIo,
+               "cannot read " + path + ": " + std::generic_category().message(error)};
+    return nullptr;
+  }
+  return load_bytes(bytes.data(), bytes.size(), status);
 }
-std::unique_ptr<Table> Table::load_bytes(const void*, size_t, LoadStatus* s) {
-  return load_file("", s);
+
+std::unique_ptr<Table> Table::load_bytes(const void* data, size_t size, LoadStatus* status) {
+  LoadStatus ignored;
+  if (status == nullptr) status = &ignored;
+  *status = {};
+  if (size > kMaxTableBytes) {
+    *status = {LoadError::kTooLarge,
+               num(size) + " bytes, over the limit of " + num(kMaxTableBytes)};
+    return nullptr;
+  }
+  if (data == nullptr || size == 0) {
+    *status = {LoadError::kTruncated, "empty table"};
+    return nullptr;
+  }
+  if (size < sizeof(fm::Header)) {
+    size_t prefix = std::min(size, sizeof(fm::kMagic));
+    if (std::memcmp(data, fm::kMagic, prefix) != 0) {
+      *status = {LoadError::kBadMagic, "bad magic: not a replaygate table"};
+    } else {
+      *status = {LoadError::kTruncated,
+                 "truncated: " + num(size) + " bytes, the header needs " + num(sizeof(fm::Header))};
+    }
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->storage.resize((size + 7) / 8, 0);
+  std::memcpy(impl->storage.data(), data, size);
+  impl->size = size;
+  Loader loader(*impl, status);
+  if (!loader.run()) return nullptr;
+  return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
-Decision Table::decide(const Input&) const noexcept { return {}; }
-uint32_t Table::field_count() const noexcept { return 0; }
-Input::Input(const Table& t) : slots_(t.field_count()) {}
+
+std::string_view Table::policy_id() const noexcept { return impl_->policy_id; }
+int64_t Table::revision() const noexcept { return impl_->revision; }
+std::string_view Table::description() const noexcept { return impl_->description; }
+std::string Table::checksum_hex() const { return hex128(impl_->header.checksum); }
+std::string Table::decision_digest_hex() const { return hex128(impl_->header.decision_digest); }
+std::string Table::provenance_digest_hex() const { return hex128(impl_->header.provenance_digest); }
+uint16_t Table::format_version() const noexcept { return impl_->header.version; }
+
+uint32_t Table::field_count() const noexcept { return static_cast<uint32_t>(impl_->fields.size()); }
+uint32_t Table::field_index(std::string_view name) const noexcept {
+  for (uint32_t f = 0; f < impl_->fields.size(); ++f) {
+    if (impl_->fields[f].name == name) return f;
+  }
+  return kNoField;
+}
+FieldInfo Table::field(uint32_t index) const noexcept {
+  if (index >= impl_->fields.size()) {
+    return FieldInfo{{}, FieldType::kString, false, false, false, false, 0, 0};
+  }
+  const Impl::Field& f = impl_->fields[index];
+  return FieldInfo{f.name,    f.type,    f.optional, f.empty_means_absent,
+                   f.has_min, f.has_max, f.min,      f.max};
+}
+
+uint32_t Table::verb_count() const noexcept { return static_cast<uint32_t>(impl_->verbs.size()); }
+std::string_view Table::verb_name(uint32_t verb) const noexcept {
+  return verb < impl_->verbs.size() ? impl_->verbs[verb].name : std::string_view();
+}
+Effect Table::verb_effect(uint32_t verb) const noexcept {
+  return verb < impl_->verbs.size() ? impl_->verbs[verb].effect : Effect::kNone;
+}
+std::string_view Table::verb_description(uint32_t verb) const noexcept {
+  return verb < impl_->verbs.size() ? impl_->verbs[verb].description : std::string_view();
+}
+uint32_t Table::verb_index(std::string_view name) const noexcept {
+  for (uint32_t v = 0; v < impl_->verbs.size(); ++v) {
+    if (impl_->verbs[v].name == name) return v;
+  }
+  return kNoField;
+}
+uint32_t Table::default_verb() const noexcept { return impl_->default_verb; }
+std::string_view Table::default_reason() const noexcept { return impl_->default_reason; }
+
+uint32_t Table::rule_count() const noexcept { return static_cast<uint32_t>(impl_->catalog.size()); }
+std::string_view Table::rule_id(uint32_t rule) const noexcept {
+  return rule < impl_->catalog.size() ? impl_->catalog[rule].id : std::string_view();
+}
+std::string_view Table::rule_reason(uint32_t rule) const noexcept {
+  return rule < impl_->catalog.size() ? impl_->catalog[rule].reason : std::string_view();
+}
+uint32_t Table::rule_verb(uint32_t rule) const noexcept {
+  return rule < impl_->catalog.size() ? impl_->catalog[rule].verb : impl_->default_verb;
+}
+uint32_t Table::rule_source_line(uint32_t rule) const noexcept {
+  return rule < impl_->source_lines.size() ? impl_->source_lines[rule] : 0;
+}
+std::string_view Table::source_name() const noexcept { return impl_->source_name; }
+std::string_view Table::source_digest() const noexcept { return impl_->source_digest; }
+
+std::string_view Table::rule_name(const Decision& d) const noexcept {
+  if (d.kind == DecisionKind::kRule && d.rule < impl_->catalog.size()) {
+    return impl_->catalog[d.rule].id;
+  }
+  return "default";
+}
+
+std::string_view Table::reason(const Decision& d) const noexcept {
+  switch (d.kind) {
+    case DecisionKind::kRule:
+      return rule_reason(d.rule);
+    case DecisionKind::kInvalidInput:
+      return d.invalid_field < impl_->fields.size() ? impl_->fields[d.invalid_field].invalid_reason
+                                                    : std::string_view("invalid input");
+    case DecisionKind::kDefault:
+      break;
+  }
+  return impl_->default_reason;
+}
+
+std::string Table::atom_label(uint32_t field, uint32_t atom) const {
+  if (field >= impl_->fields.size()) return "?";
+  const Impl::Field& f = impl_->fields[field];
+  if (atom >= f.atom_count) return "?";
+  if (atom == 0) return "absent";
+  switch (f.type) {
+    case FieldType::kString:
+      if (atom == 1) return "<other>";
+      return quoted(impl_->dict[f.dict_begin + atom - 2].bytes);
+    case FieldType::kEnum:
+      return std::string(impl_->dict[f.dict_begin + atom - 1].bytes);
+    case FieldType::kBool:
+      return atom == 2 ? "true" : "false";
+    case FieldType::kInt: {
+      const size_t k = atom - 1;
+      std::string lo = k == 0 ? "-inf" : std::to_string(impl_->cuts[f.cut_begin + k - 1]);
+      std::string hi = k == f.cut_count ? "+inf" : std::to_string(impl_->cuts[f.cut_begin + k]);
+      return "[" + lo + ", " + hi + ")";
+    }
+  }
+  return "?";
+}
+
+std::string Table::dump() const {
+  const Impl& t = *impl_;
+  std::string out;
+  auto line = [&out](const std::string& s) { out += s + "\n"; };
+  line("replaygate table, format version " + num(t.header.version));
+  line("  size: " + num(t.header.total_size) + " bytes");
+  line("  checksum: " + checksum_hex());
+  line("  decision digest: " + decision_digest_hex());
+  line("  provenance digest: " + provenance_digest_hex());
+  line("policy: " + quoted(t.policy_id));
+  line("revision: " + std::to_string(t.revision));
+  line("description: " + quoted(t.description));
+  line("default: " + std::string(verb_name(t.default_verb)) + ", reason " +
+       quoted(t.default_reason));
+  line("fields: " + num(t.fields.size()));
+  for (uint32_t f = 0; f < t.fields.size(); ++f) {
+    const Impl::Field& field = t.fields[f];
+    std::string s = "  #" + num(f) + " " + std::string(field.name) + ": " + type_name(field.type) +
+                    (field.optional ? ", optional" : ", required");
+    if (field.empty_means_absent) s += ", empty means absent";
+    if (field.has_min) s += ", min " + std::to_string(field.min);
+    if (field.has_max) s += ", max " + std::to_string(field.max);
+    line(s);
+    std::string atoms = "      atoms:";
+    for (uint32_t a = field.optional ? 0 : 1; a < field.atom_count; ++a) {
+      atoms += (a == (field.optional ? 0u : 1u) ? " " : ", ") + num(a) + " " + atom_label(f, a);
+    }
+    line(atoms);
+  }
+  line("verbs: " + num(t.verbs.size()));
+  for (uint32_t v = 0; v < t.verbs.size(); ++v) {
+    line("  #" + num(v) + " " + std::string(t.verbs[v].name) + " (effect " +
+         effect_name(t.verbs[v].effect) + "): " + std::string(t.verbs[v].description));
+  }
+  line("rules: " + num(t.rules.size()) + ", catalog entries: " + num(t.catalog.size()));
+  auto entry_text = [&](uint32_t c, const std::string& keys) {
+    const Impl::CatalogEntry& e = t.catalog[c];
+    return "[" + num(c) + "] " + std::string(e.id) + keys + " -> " +
+           std::string(verb_name(e.verb)) + ", reason " + quoted(e.reason) + ", line " +
+           num(rule_source_line(c));
+  };
+  // A row key: "*", or the atom's label, with a one-value int interval shown as the value.
+  auto key_label = [&](uint32_t field, uint32_t atom) {
+    if (atom == fm::kWildcard) return std::string("*");
+    const Impl::Field& f = t.fields[field];
+    if (f.type == FieldType::kInt && atom >= 2 && atom - 1 < f.cut_count) {
+      int64_t lo = t.cuts[f.cut_begin + atom - 2];
+      if (lo != INT64_MAX && t.cuts[f.cut_begin + atom - 1] == lo + 1) return std::to_string(lo);
+    }
+    return atom_label(field, atom);
+  };
+  for (const Impl::Rule& rule : t.rules) {
+    if (!rule.is_table) {
+      line("  guard " + entry_text(rule.catalog_begin, ""));
+      for (uint32_t c = 0; c < rule.item_count; ++c) {
+        const Impl::Condition& cond = t.conditions[rule.item_begin + c];
+        std::string s =
+            "    when " + std::string(t.fields[cond.field].name) + " " + op_text(cond.op);
+        if (!cond.text.empty()) s += " " + std::string(cond.text);
+        s += "  atoms {";
+        bool first = true;
+        for (uint32_t a = 0; a < t.fields[cond.field].atom_count; ++a) {
+          if ((t.bitsets[cond.bits_begin + a / 64] >> (a % 64)) & 1u) {
+            s += (first ? "" : ", ") + atom_label(cond.field, a);
+            first = false;
+          }
+        }
+        line(s + "}");
+      }
+      continue;
+    }
+    std::string keys;
+    for (uint32_t k = 0; k < rule.item_count; ++k) {
+      keys += (k ? ", " : "") + std::string(t.fields[t.table_keys[rule.item_begin + k]].name);
+    }
+    line("  table " + std::string(rule.id) + " keys (" + keys + "), rows " +
+         num(rule.catalog_count));
+    for (uint32_t m = 0; m < rule.mask_count; ++m) {
+      const fm::MaskRecord& mask = t.masks[rule.mask_begin + m];
+      std::string pattern;
+      for (uint32_t k = 0; k < rule.item_count; ++k) pattern += (mask.mask >> k) & 1u ? 'K' : '*';
+      uint32_t used = 0;
+      for (uint32_t s = 0; s < mask.slot_count; ++s) used += t.row_slots[mask.slot_begin + s] != 0;
+      line("    mask " + pattern + ": " + num(mask.concrete_count) + " concrete, " + num(used) +
+           " rows in " + num(mask.slot_count) + " slots");
+    }
+    for (uint32_t row = 0; row < rule.catalog_count; ++row) {
+      std::string keys = " (";
+      for (uint32_t k = 0; k < rule.item_count; ++k) {
+        uint32_t atom = t.row_keys[rule.row_key_begin + row * rule.item_count + k];
+        keys += (k ? ", " : "") + key_label(t.table_keys[rule.item_begin + k], atom);
+      }
+      line("    row " + entry_text(rule.catalog_begin + row, keys + ")"));
+    }
+  }
+  line("provenance:");
+  line("  source: " + quoted(t.source_name));
+  line("  source digest: " + quoted(t.source_digest));
+  return out;
+}
+
+Input::Input(const Table& table) : slots_(table.field_count()) {}
+
+void Input::clear() noexcept {
+  for (Slot& s : slots_) s = Slot{};
+}
+void Input::set_string(uint32_t field, std::string_view value) noexcept {
+  if (field >= slots_.size()) return;
+  slots_[field] = Slot{Slot::State::kString, false, 0, value};
+}
+void Input::set_int(uint32_t field, int64_t value) noexcept {
+  if (field >= slots_.size()) return;
+  slots_[field] = Slot{Slot::State::kInt, false, value, {}};
+}
+void Input::set_bool(uint32_t field, bool value) noexcept {
+  if (field >= slots_.size()) return;
+  slots_[field] = Slot{Slot::State::kBool, value, 0, {}};
+}
+void Input::set_null(uint32_t field) noexcept {
+  if (field >= slots_.size()) return;
+  slots_[field] = Slot{Slot::State::kNull, false, 0, {}};
+}
+void Input::set_invalid(uint32_t field) noexcept {
+  if (field >= slots_.size()) return;
+  slots_[field] = Slot{Slot::State::kInvalid, false, 0, {}};
+}
+
 }  // namespace replaygate

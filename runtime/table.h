@@ -131,6 +131,8 @@ class Table {
   std::string_view description() const noexcept;
   std::string checksum_hex() const;         // 32 hex digits, the header's checksum
   std::string decision_digest_hex() const;  // 32 hex digits, digest of the decision sections
+  // 32 hex digits, digest of the provenance section.
+  std::string provenance_digest_hex() const;
   uint16_t format_version() const noexcept;
 
   uint32_t field_count() const noexcept;
@@ -142,10 +144,15 @@ class Table {
   Effect verb_effect(uint32_t verb) const noexcept;
   std::string_view verb_description(uint32_t verb) const noexcept;
   uint32_t default_verb() const noexcept;
+  // kNoField when unknown.
+  uint32_t verb_index(std::string_view name) const noexcept;
+  std::string_view default_reason() const noexcept;
 
   uint32_t rule_count() const noexcept;                       // catalog size
   std::string_view rule_id(uint32_t rule) const noexcept;     // guard id or row id
   std::string_view rule_reason(uint32_t rule) const noexcept;
+  // The catalog entry's verb; the default verb when out of range.
+  uint32_t rule_verb(uint32_t rule) const noexcept;
   uint32_t rule_source_line(uint32_t rule) const noexcept;    // provenance; 0 when unknown
   std::string_view source_name() const noexcept;              // provenance: source base name
   std::string_view source_digest() const noexcept;            // provenance: hex digest of source
@@ -154,6 +161,11 @@ class Table {
   std::string_view rule_name(const Decision& d) const noexcept;
   // The rule's reason, the default reason, or "invalid input: FIELD" (stored in the table).
   std::string_view reason(const Decision& d) const noexcept;
+
+  // A readable name for an interned value of `field` (see runtime/table_format.h, atoms):
+  // "absent", "<other>", "\"payment.capture\"" (quoted, \xNN escapes), an enum value,
+  // "true"/"false", "[0, 3)". "?" when the field or atom is out of range.
+  std::string atom_label(uint32_t field, uint32_t atom) const;
 
   // A readable, deterministic listing of everything in the table (`replaygate dump`).
   std::string dump() const;

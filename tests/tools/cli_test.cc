@@ -417,7 +417,7 @@ TEST_F(CliTest, DecideKafkaBadMappingIsReportedWithPositions) {
                         kSource + "/tests/data/mapping/records.kcat.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
-  for (const std::string expected : {
+  for (const std::string& expected : {
            mapping + ":3:3: error[RG303]: policy input 'error_class' is not mapped",
            mapping + ":4:3: error[RG302]: 'error_clas' is not an input of policy "
                      "'dlq-replay-gate'",

@@ -1,0 +1,802 @@
+// The checker: ast::Policy -> ir::CheckedPolicy + diagnostics (see check.h; codes in
+// docs/diagnostics.md). One pass per section in dependency order: inputs, verbs, constants,
+// default, rules. Names are resolved through small maps built from the declarations.
+#include "compiler/check.h"
+
+#include <charconv>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace replaygate {
+namespace {
+
+using ast::Literal;
+
+const std::vector<std::string> kTypes = {"string", "int", "bool", "enum"};
+const std::vector<std::string> kEffects = {"none", "read", "copy", "create"};
+const std::vector<std::string> kOps = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge"};
+constexpr size_t kMaxTableKeys = 8;
+constexpr size_t kMaxInputs = 1024;  // runtime/table_format.h kMaxFields
+constexpr const char* kDefaultReason = "no rule matched";
+
+bool is_name(std::string_view text) {
+  if (text.empty()) return false;
+  const auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (!alpha(text[0]) && text[0] != '_') return false;
+  for (char c : text) {
+    if (!alpha(c) && !digit(c) && c != '_' && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
+bool has_space_or_control(std::string_view text) {
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) return true;
+  }
+  return false;
+}
+
+// YAML 1.1 spellings of booleans that YAML 1.2 (and this checker) reads as plain words.
+bool looks_like_yaml11_bool(std::string_view text) {
+  static const char* const kWords[] = {"yes", "no",  "on",   "off",   "y",    "n",    "Yes",
+                                       "No",  "On",  "Off",  "Y",     "N",    "YES",  "NO",
+                                       "ON",  "OFF", "True", "False", "TRUE", "FALSE"};
+  for (const char* word : kWords) {
+    if (text == word) return true;
+  }
+  return false;
+}
+
+std::string quote(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates,
+                         const std::string& fallback = {}) {
+  const std::string match = closest_match(word, candidates);
+  if (!match.empty()) return "did you mean " + quote(match) + "?";
+  if (!fallback.empty()) return fallback;
+  if (candidates.empty()) return {};
+  std::string hint = "expected one of:";
+  for (size_t i = 0; i < candidates.size(); ++i) hint += (i == 0 ? " " : ", ") + candidates[i];
+  return hint;
+}
+
+std::string int_text(int64_t value) { return std::to_string(value); }
+
+class Checker {
+ public:
+  Checker(std::string_view path, std::vector<Diagnostic>& diagnostics)
+      : path_(path), diagnostics_(diagnostics) {}
+
+  ir::CheckedPolicy run(const ast::Policy& policy) {
+    ir::CheckedPolicy out;
+    out.source.path = std::string(path_);
+    out.source.policy = policy.id_span.line > 0 ? policy.id_span : policy.span;
+    ir::Policy& p = out.policy;
+
+    if (!policy.id) {
+      missing("policy", policy.span, "write 'policy: NAME' (the policy's id)");
+    } else if (policy.id->kind == Literal::Kind::kNull || policy.id->text.empty()) {
+      error("RG108", "the policy id must be a non-empty string", policy.id->span);
+    } else {
+      p.id = policy.id->text;
+    }
+    if (!policy.revision) {
+      missing("revision", policy.span, "write 'revision: 1' and raise it on every change");
+    } else if (auto revision = int_literal(*policy.revision, "revision")) {
+      if (*revision < 0) {
+        error("RG108", "revision must not be negative", policy.revision->span);
+      } else {
+        p.revision = *revision;
+      }
+    }
+    if (policy.description) p.description = string_literal(*policy.description, "description");
+
+    if (!policy.inputs) {
+      missing("inputs", policy.span, "declare the fields a decision reads under 'inputs'");
+    } else {
+      for (const ast::Input& input : *policy.inputs) {
+        p.fields.push_back(field(input));
+        out.source.fields.push_back(input.span);
+      }
+      // decide() keeps one atom per field on the stack; the table format caps the field count.
+      if (p.fields.size() > kMaxInputs) {
+        error("RG129",
+              "the policy declares " + std::to_string(p.fields.size()) + " inputs; at most " +
+                  std::to_string(kMaxInputs) + " are supported",
+              policy.span, "split the policy, or map several broker fields onto one input");
+      }
+    }
+    for (uint32_t i = 0; i < p.fields.size(); ++i) {
+      field_index_.emplace(p.fields[i].name, i);
+      field_names_.push_back(p.fields[i].name);
+    }
+
+    if (!policy.verbs) {
+      missing("verbs", policy.span, "declare the verbs (never, replay_once, hold, ...)");
+    } else {
+      for (const ast::Verb& verb : *policy.verbs) {
+        p.verbs.push_back(this->verb(verb));
+        out.source.verbs.push_back(verb.span);
+      }
+    }
+    for (uint32_t i = 0; i < p.verbs.size(); ++i) {
+      verb_index_.emplace(p.verbs[i].name, i);
+      verb_names_.push_back(p.verbs[i].name);
+    }
+
+    for (const ast::Constant& constant : policy.constants) {
+      if (!is_name(constant.name.text)) invalid_name("constant", constant.name);
+      ir::Constant c;
+      c.name = constant.name.text;
+      if (auto value = int_literal(constant.value, "constant " + quote(constant.name.text))) {
+        c.value = *value;
+      }
+      constant_values_.emplace(c.name, c.value);
+      constant_names_.push_back(c.name);
+      p.constants.push_back(std::move(c));
+      out.source.constants.push_back(constant.span);
+    }
+
+    if (!policy.default_verb) {
+      missing("default", policy.span,
+              "write 'default: VERB' naming a verb with effect none (what happens when no rule "
+              "matches)");
+    } else {
+      out.source.default_verb = policy.default_verb->span;
+      if (auto index = resolve_verb(*policy.default_verb)) {
+        p.default_verb = *index;
+        const ir::Verb& verb = p.verbs[*index];
+        if (verb.effect != ir::Effect::kNone) {
+          std::string safe;
+          for (const ir::Verb& candidate : p.verbs) {
+            if (candidate.effect == ir::Effect::kNone) {
+              safe += (safe.empty() ? "" : ", ") + quote(candidate.name);
+            }
+          }
+          error("RG124",
+                "the default verb " + quote(verb.name) + " has effect " +
+                    ir::effect_name(verb.effect) + "; the default must have effect none",
+                policy.default_verb->span,
+                safe.empty() ? "declare a verb with 'effect: none' (fail closed) and use it"
+                             : "fail closed: use a verb with effect none (" + safe + ")");
+        }
+      }
+    }
+    p.default_reason = kDefaultReason;
+    if (policy.default_reason) {
+      p.default_reason = string_literal(*policy.default_reason, "default_reason");
+    }
+
+    if (!policy.rules) {
+      missing("rules", policy.span, "write 'rules:' with a list of guards and tables");
+    } else {
+      for (const ast::Rule& rule : *policy.rules) {
+        if (rule.kind == ast::Rule::Kind::kGuard) {
+          std::vector<ir::Span> spans;
+          p.rules.emplace_back(guard(rule.guard, p, spans));
+          out.source.rules.push_back(rule.guard.span);
+          out.source.conditions.push_back(std::move(spans));
+          out.source.rows.emplace_back();
+        } else {
+          std::vector<ir::Span> spans;
+          p.rules.emplace_back(table(rule.table, p, spans));
+          out.source.rules.push_back(rule.table.span);
+          out.source.conditions.emplace_back();
+          out.source.rows.push_back(std::move(spans));
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  void error(std::string code, std::string message, ir::Span span, std::string hint = {}) {
+    diagnostics_.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message),
+                                      std::string(path_), span, std::move(hint)});
+  }
+
+  void missing(const std::string& key, ir::Span span, std::string hint) {
+    error("RG102", "missing required key " + quote(key), span, std::move(hint));
+  }
+
+  void invalid_name(const std::string& what, const ast::Name& name) {
+    error("RG127", "invalid " + what + " name " + quote(name.text), name.span,
+          "names start with a letter or '_' and hold letters, digits, '_', '.', '-'");
+  }
+
+  // A string property (description, reason): bare or quoted text; null gives "".
+  std::string string_literal(const Literal& literal, const std::string& what) {
+    if (literal.kind == Literal::Kind::kNull) {
+      error("RG108", quote(what) + " is empty", literal.span, "write the text, or remove the key");
+      return {};
+    }
+    return literal.text;
+  }
+
+  // A strict decimal int: optional '-', digits, no leading zero, fits int64. Reports RG109.
+  std::optional<int64_t> parse_int(const Literal& literal) {
+    const std::string& text = literal.text;
+    const bool negative = !text.empty() && text[0] == '-';
+    const std::string_view digits = std::string_view(text).substr(negative ? 1 : 0);
+    bool all_digits = !digits.empty();
+    for (char c : digits) all_digits = all_digits && c >= '0' && c <= '9';
+    if (!all_digits) {
+      std::string hint = "write a decimal integer such as 3 or -1";
+      if (text.size() > 1 && (text.substr(0, 2) == "0x" || text.substr(0, 2) == "0o")) {
+        hint = "only decimal ints are accepted: write the value in decimal";
+      }
+      error("RG109", quote(text) + " is not a decimal integer", literal.span, hint);
+      return std::nullopt;
+    }
+    if (digits.size() > 1 && digits[0] == '0') {
+      error("RG109", quote(text) + " has a leading zero", literal.span,
+            "write it without leading zeros (YAML 1.1 would read it as octal)");
+      return std::nullopt;
+    }
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      error("RG109", quote(text) + " does not fit in a 64-bit integer", literal.span,
+            "ints range from -9223372036854775808 to 9223372036854775807");
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  // An int property (revision, min, max, a constant): bare decimal only.
+  std::optional<int64_t> int_literal(const Literal& literal, const std::string& what) {
+    if (literal.kind == Literal::Kind::kNull) {
+      error("RG108", what + " needs an int value", literal.span);
+      return std::nullopt;
+    }
+    if (literal.kind == Literal::Kind::kQuoted) {
+      error("RG108", what + " must be an int, not the quoted string " + quote(literal.text),
+            literal.span, "remove the quotes");
+      return std::nullopt;
+    }
+    return parse_int(literal);
+  }
+
+  // A bool property (optional, empty_means_absent): only bare true/false.
+  std::optional<bool> bool_literal(const Literal& literal, const std::string& what) {
+    if (literal.bare("true")) return true;
+    if (literal.bare("false")) return false;
+    std::string found = literal.kind == Literal::Kind::kNull ? "nothing"
+                        : literal.kind == Literal::Kind::kQuoted
+                            ? "the quoted string " + quote(literal.text)
+                            : quote(literal.text);
+    error("RG108", quote(what) + " must be true or false, not " + found, literal.span,
+          "write true or false");
+    return std::nullopt;
+  }
+
+  ir::Field field(const ast::Input& input) {
+    ir::Field f;
+    f.name = input.name.text;
+    if (!is_name(f.name)) invalid_name("input", input.name);
+    const std::string label = "input " + quote(f.name);
+    bool type_known = false;
+    if (!input.type) {
+      error("RG102", label + " has no 'type'", input.span,
+            "add 'type: string', 'type: int', 'type: bool' or 'type: enum'");
+    } else {
+      const std::string& type = input.type->text;
+      if (type == "string") {
+        f.type = ir::FieldType::kString, type_known = true;
+      } else if (type == "int") {
+        f.type = ir::FieldType::kInt, type_known = true;
+      } else if (type == "bool") {
+        f.type = ir::FieldType::kBool, type_known = true;
+      } else if (type == "enum") {
+        f.type = ir::FieldType::kEnum, type_known = true;
+      } else {
+        error("RG112", "unknown type " + quote(type) + " for " + label, input.type->span,
+              did_you_mean(type, kTypes));
+      }
+    }
+    if (input.optional_flag) {
+      if (auto value = bool_literal(*input.optional_flag, "optional")) f.optional = *value;
+    }
+    if (input.description) f.description = string_literal(*input.description, "description");
+    const auto not_for_type = [&](const char* property, ir::Span span, const char* only) {
+      if (!type_known) return;
+      error("RG115",
+            std::string("'") + property + "' does not apply to " + label + " of type " +
+                ir::field_type_name(f.type),
+            span, std::string("'") + property + "' is for " + only + " inputs only");
+    };
+    if (input.empty_means_absent) {
+      if (f.type != ir::FieldType::kString) {
+        not_for_type("empty_means_absent", input.empty_means_absent->span, "string");
+      } else if (auto value = bool_literal(*input.empty_means_absent, "empty_means_absent")) {
+        f.empty_means_absent = *value;
+      }
+    }
+    if (input.min) {
+      if (f.type != ir::FieldType::kInt) {
+        not_for_type("min", input.min->span, "int");
+      } else {
+        f.min = int_literal(*input.min, "min");
+      }
+    }
+    if (input.max) {
+      if (f.type != ir::FieldType::kInt) {
+        not_for_type("max", input.max->span, "int");
+      } else {
+        f.max = int_literal(*input.max, "max");
+      }
+    }
+    if (f.min && f.max && *f.min > *f.max) {
+      error(
+          "RG114",
+          "min " + int_text(*f.min) + " is greater than max " + int_text(*f.max) + " for " + label,
+          input.min->span, "swap them, or fix the bound");
+    }
+    if (input.values) {
+      if (f.type != ir::FieldType::kEnum) {
+        not_for_type("values", input.values->span, "enum");
+      } else {
+        enum_values(*input.values, label, f);
+      }
+    } else if (type_known && f.type == ir::FieldType::kEnum) {
+      error("RG102", label + " is an enum but has no 'values'", input.type->span,
+            "list the allowed values: values: [a, b, c]");
+    }
+    return f;
+  }
+
+  void enum_values(const ast::LiteralList& values, const std::string& label, ir::Field& f) {
+    if (values.items.empty()) {
+      error("RG116", label + " has an empty list of values", values.span,
+            "an enum needs at least one value");
+      return;
+    }
+    std::map<std::string, uint32_t> seen;
+    for (const Literal& value : values.items) {
+      if (value.kind == Literal::Kind::kNull || value.text.empty()) {
+        error("RG116", label + " has an empty enum value", value.span,
+              "remove it, or write the value");
+        continue;
+      }
+      if (value.bare("true") || value.bare("false")) {
+        error("RG108", "enum value " + value.text + " of " + label + " is a boolean", value.span,
+              "quote it to use the word as a value: '" + value.text + "'");
+        continue;
+      }
+      const auto [it, inserted] = seen.emplace(value.text, value.span.line);
+      if (!inserted) {
+        error("RG116", "duplicate enum value " + quote(value.text) + " in " + label, value.span,
+              "already listed at line " + std::to_string(it->second));
+        continue;
+      }
+      f.enum_values.push_back(value.text);
+    }
+  }
+
+  ir::Verb verb(const ast::Verb& verb) {
+    ir::Verb v;
+    v.name = verb.name.text;
+    if (!is_name(v.name)) invalid_name("verb", verb.name);
+    if (verb.description) v.description = string_literal(*verb.description, "description");
+    if (!verb.effect) {
+      error("RG102", "verb " + quote(v.name) + " has no 'effect'", verb.span,
+            "add 'effect: none', 'read', 'copy' or 'create'");
+      return v;
+    }
+    const std::string& effect = verb.effect->text;
+    if (effect == "none") {
+      v.effect = ir::Effect::kNone;
+    } else if (effect == "read") {
+      v.effect = ir::Effect::kRead;
+    } else if (effect == "copy") {
+      v.effect = ir::Effect::kCopy;
+    } else if (effect == "create") {
+      v.effect = ir::Effect::kCreate;
+    } else {
+      error("RG113", "unknown effect " + quote(effect) + " for verb " + quote(v.name),
+            verb.effect->span, did_you_mean(effect, kEffects));
+    }
+    return v;
+  }
+
+  std::optional<uint32_t> resolve_verb(const ast::Name& name) {
+    const auto it = verb_index_.find(name.text);
+    if (it != verb_index_.end()) return it->second;
+    error("RG104", "unknown verb " + quote(name.text), name.span,
+          did_you_mean(name.text, verb_names_));
+    return std::nullopt;
+  }
+
+  std::optional<uint32_t> resolve_field(const ast::Name& name) {
+    const auto it = field_index_.find(name.text);
+    if (it != field_index_.end()) return it->second;
+    error("RG105", "unknown field " + quote(name.text), name.span,
+          did_you_mean(name.text, field_names_, "declare it under 'inputs'"));
+    return std::nullopt;
+  }
+
+  // Records a rule or row id, reporting empty, reserved and repeated ids.
+  void claim_id(const std::string& id, ir::Span span, const char* what, bool derived = false) {
+    if (id.empty()) {
+      error("RG127", std::string("this ") + what + " has an empty id", span,
+            "give it a short unique name");
+      return;
+    }
+    if (has_space_or_control(id)) {
+      error("RG127",
+            std::string(what) + " id " + quote(id) + " contains spaces or control characters", span,
+            "ids are single words, e.g. no_idempotency_key");
+    }
+    if (id == "default") {
+      error("RG122", "the id 'default' is reserved", span,
+            "'default' names the policy's default decision; choose another id");
+      return;
+    }
+    const auto [it, inserted] = ids_.emplace(id, span.line);
+    if (!inserted) {
+      std::string hint = "ids are unique across the policy; " + quote(id) +
+                         " is first used at line " + std::to_string(it->second);
+      if (derived) {
+        hint += " (a row's id comes from its keys: remove the repeated row, or give it an 'id')";
+      }
+      error("RG121", "duplicate rule id " + quote(id), span, hint);
+    }
+  }
+
+  // Types `literal` as a value of field `f`. Ints may name a constant (its name goes to
+  // `*constant`). Reports RG106, RG108, RG109, RG111.
+  std::optional<ir::Value> typed_value(const ir::Field& f, const Literal& literal,
+                                       std::string* constant) {
+    const std::string label = ir::field_type_name(f.type) + std::string(" field ") + quote(f.name);
+    if (literal.kind == Literal::Kind::kNull) {
+      error("RG108", "missing value for " + label, literal.span,
+            "write a value; quote it ('null') if you mean the word");
+      return std::nullopt;
+    }
+    const bool bare_bool = literal.bare("true") || literal.bare("false");
+    switch (f.type) {
+      case ir::FieldType::kString:
+        if (bare_bool) {
+          error("RG108",
+                literal.text + " is a boolean, but " + quote(f.name) + " is a string field",
+                literal.span, "quote it to compare with the text: '" + literal.text + "'");
+          return std::nullopt;
+        }
+        return ir::Value::String(literal.text);
+      case ir::FieldType::kEnum: {
+        if (bare_bool) {
+          error("RG108", literal.text + " is a boolean, but " + quote(f.name) + " is an enum field",
+                literal.span, "quote it to compare with the text: '" + literal.text + "'");
+          return std::nullopt;
+        }
+        for (const std::string& value : f.enum_values) {
+          if (value == literal.text) return ir::Value::String(literal.text);
+        }
+        error("RG111", quote(literal.text) + " is not a value of " + label, literal.span,
+              did_you_mean(literal.text, f.enum_values));
+        return std::nullopt;
+      }
+      case ir::FieldType::kBool:
+        if (bare_bool) return ir::Value::Bool(literal.text == "true");
+        if (literal.kind == Literal::Kind::kBare && looks_like_yaml11_bool(literal.text)) {
+          error("RG108",
+                quote(literal.text) + " is not a boolean; " + label + " needs true or false",
+                literal.span, "write true or false");
+        } else {
+          error("RG108",
+                (literal.kind == Literal::Kind::kQuoted ? "the quoted string " : "") +
+                    quote(literal.text) + " is not a boolean; " + label + " needs true or false",
+                literal.span, "write true or false");
+        }
+        return std::nullopt;
+      case ir::FieldType::kInt: {
+        if (literal.kind == Literal::Kind::kQuoted) {
+          error("RG108",
+                "the quoted string " + quote(literal.text) + " is not an int; " + label +
+                    " needs an int",
+                literal.span, "write the number without quotes");
+          return std::nullopt;
+        }
+        if (bare_bool) {
+          error("RG108", literal.text + " is a boolean, but " + quote(f.name) + " is an int field",
+                literal.span, "write a decimal integer or a constant's name");
+          return std::nullopt;
+        }
+        const char first = literal.text.empty() ? '\0' : literal.text[0];
+        if ((first >= '0' && first <= '9') || first == '-' || first == '+') {
+          auto value = parse_int(literal);
+          if (!value) return std::nullopt;
+          return ir::Value::Int(*value);
+        }
+        const auto it = constant_values_.find(literal.text);
+        if (it == constant_values_.end()) {
+          error("RG106", "unknown constant " + quote(literal.text), literal.span,
+                did_you_mean(literal.text, constant_names_,
+                             "int operands are decimal integers or names declared under "
+                             "'constants'"));
+          return std::nullopt;
+        }
+        if (constant != nullptr) *constant = literal.text;
+        return ir::Value::Int(it->second);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // RG110 when an int value lies outside the field's declared bounds.
+  bool within_bounds(const ir::Field& f, const ir::Value& value, ir::Span span) {
+    if (f.type != ir::FieldType::kInt) return true;
+    if (f.min && value.i < *f.min) {
+      error("RG110",
+            int_text(value.i) + " is below the minimum " + int_text(*f.min) + " of field " +
+                quote(f.name),
+            span, "no valid input can have this value");
+      return false;
+    }
+    if (f.max && value.i > *f.max) {
+      error("RG110",
+            int_text(value.i) + " is above the maximum " + int_text(*f.max) + " of field " +
+                quote(f.name),
+            span, "no valid input can have this value");
+      return false;
+    }
+    return true;
+  }
+
+  ir::Guard guard(const ast::Guard& guard, const ir::Policy& p, std::vector<ir::Span>& spans) {
+    ir::Guard g;
+    g.id = guard.id.text;
+    claim_id(g.id, guard.id.span, "guard");
+    const std::string label = "guard " + quote(g.id);
+    if (!guard.when) {
+      if (guard.when_span.line == 0)
+        error("RG102", label + " has no 'when'", guard.span,
+              "add 'when:' with at least one condition, e.g. when: {topic: payment.capture}");
+    } else if (guard.when->empty()) {
+      error("RG119", "the 'when' of " + label + " has no conditions", guard.when_span,
+            "a guard needs at least one condition; to change the fallback, edit 'default'");
+    } else {
+      for (const ast::Condition& condition : *guard.when) {
+        if (condition.malformed) continue;
+        if (auto c = this->condition(condition, p)) {
+          g.conditions.push_back(std::move(*c));
+          spans.push_back(condition.span);
+        }
+      }
+    }
+    if (!guard.verb) {
+      error("RG102", label + " has no 'verb'", guard.span, "add 'verb: NAME'");
+    } else if (auto index = resolve_verb(*guard.verb)) {
+      g.verb = *index;
+    }
+    if (!guard.reason) {
+      error("RG102", label + " has no 'reason'", guard.span,
+            "add 'reason: ...' saying why, in words an operator will read");
+    } else {
+      g.reason = string_literal(*guard.reason, "reason");
+    }
+    return g;
+  }
+
+  std::optional<ir::Condition> condition(const ast::Condition& condition, const ir::Policy& p) {
+    const auto field_index = resolve_field(condition.field);
+    const std::string& op_text = condition.op.text;
+    std::optional<ir::Op> op;
+    static const std::map<std::string, ir::Op> kOpByName = {
+        {"eq", ir::Op::kEq},          {"ne", ir::Op::kNe}, {"in", ir::Op::kIn},
+        {"not_in", ir::Op::kNotIn},   {"lt", ir::Op::kLt}, {"le", ir::Op::kLe},
+        {"gt", ir::Op::kGt},          {"ge", ir::Op::kGe}, {"absent", ir::Op::kAbsent},
+        {"present", ir::Op::kPresent}};
+    const bool keyword = op_text == "absent" || op_text == "present";
+    if (keyword && (!condition.operands.empty() || condition.operand_is_list)) {
+      error("RG107", quote(op_text) + " is not an operator", condition.op.span,
+            "write it as the whole matcher: '" + condition.field.text + ": " + op_text + "'");
+      return std::nullopt;
+    }
+    if (const auto it = kOpByName.find(op_text); it != kOpByName.end()) {
+      op = it->second;
+    } else {
+      error("RG107", "unknown operator " + quote(op_text), condition.op.span,
+            did_you_mean(op_text, kOps));
+    }
+    if (!field_index || !op) return std::nullopt;
+    const ir::Field& f = p.fields[*field_index];
+    ir::Condition c;
+    c.field = *field_index;
+    c.op = *op;
+    if (*op == ir::Op::kAbsent || *op == ir::Op::kPresent) {
+      if (!f.optional) {
+        error("RG117",
+              "field " + quote(f.name) + " is required, so it is never absent; '" + op_text +
+                  "' cannot apply",
+              condition.op.span,
+              "declare it 'optional: true', or drop the condition (an input without it is "
+              "invalid and gets the default)");
+        return std::nullopt;
+      }
+      return c;
+    }
+    const bool ordering =
+        *op == ir::Op::kLt || *op == ir::Op::kLe || *op == ir::Op::kGt || *op == ir::Op::kGe;
+    if (ordering && f.type != ir::FieldType::kInt) {
+      error("RG118",
+            "'" + op_text + "' compares order, but " + quote(f.name) + " is a " +
+                ir::field_type_name(f.type) + " field",
+            condition.op.span, "ordering operators apply to int fields; use eq, ne, in or not_in");
+      return std::nullopt;
+    }
+    const bool list_op = *op == ir::Op::kIn || *op == ir::Op::kNotIn;
+    if (list_op && !condition.operand_is_list) {
+      error("RG120", "'" + op_text + "' takes a list", condition.op.span,
+            "write the values as a list: " + op_text + ": [" +
+                (condition.operands.empty() ? std::string("a, b") : condition.operands[0].text) +
+                "]");
+      return std::nullopt;
+    }
+    if (!list_op && condition.operand_is_list) {
+      error("RG120", "'" + op_text + "' takes a single value, not a list", condition.op.span,
+            "use 'in' or 'not_in' to compare with several values");
+      return std::nullopt;
+    }
+    if (list_op && condition.operands.empty()) {
+      error("RG120", "the list for '" + op_text + "' on " + quote(f.name) + " is empty",
+            condition.op.span, "list at least one value");
+      return std::nullopt;
+    }
+    bool ok = true;
+    for (const Literal& operand : condition.operands) {
+      std::string constant;
+      auto value = typed_value(f, operand, &constant);
+      if (!value) {
+        ok = false;
+        continue;
+      }
+      // Ordering operands outside the bounds make the condition always or never true: that is
+      // the analysis' finding (RG2xx), not a type error.
+      if (!ordering && !within_bounds(f, *value, operand.span)) ok = false;
+      if (!list_op) c.constant = constant;
+      c.values.push_back(std::move(*value));
+    }
+    if (!ok) return std::nullopt;
+    return c;
+  }
+
+  static std::string key_text(const std::optional<ir::Value>& key) {
+    if (!key) return "*";
+    switch (key->kind) {
+      case ir::Value::Kind::kString:
+        return key->str;
+      case ir::Value::Kind::kInt:
+        return int_text(key->i);
+      case ir::Value::Kind::kBool:
+        return key->b ? "true" : "false";
+    }
+    return "?";
+  }
+
+  ir::Table table(const ast::Table& table, const ir::Policy& p, std::vector<ir::Span>& spans) {
+    ir::Table t;
+    t.id = table.id.text;
+    claim_id(t.id, table.id.span, "table");
+    const std::string label = "table " + quote(t.id);
+    // Per key column: the field index, or nullopt when the key did not resolve.
+    std::vector<std::optional<uint32_t>> columns;
+    if (!table.keys) {
+      if (table.keys_span.line == 0)
+        error("RG102", label + " has no 'keys'", table.span,
+              "add 'keys: [FIELD, ...]' naming the fields the rows match");
+    } else {
+      if (table.keys->empty() || table.keys->size() > kMaxTableKeys) {
+        error("RG126",
+              label + " has " + std::to_string(table.keys->size()) + " keys; a table has 1 to " +
+                  std::to_string(kMaxTableKeys),
+              table.keys_span,
+              table.keys->empty() ? "name at least one field" : "split it into smaller tables");
+      }
+      std::map<std::string, uint32_t> seen;
+      for (const ast::Name& key : *table.keys) {
+        std::optional<uint32_t> index = resolve_field(key);
+        if (index && !seen.emplace(key.text, key.span.line).second) {
+          error("RG125", "field " + quote(key.text) + " is a key of " + label + " twice", key.span,
+                "each field is a key at most once");
+        }
+        if (index) t.key_fields.push_back(*index);
+        columns.push_back(index);
+      }
+    }
+    if (!table.rows) {
+      if (table.rows_span.line == 0)
+        error("RG102", label + " has no 'rows'", table.span,
+              "add 'rows:' with one [key..., verb] list per row");
+      return t;
+    }
+    for (const ast::Row& row : *table.rows) {
+      ir::Row r;
+      bool ok = true;
+      if (table.keys && row.keys.size() != columns.size()) {
+        const size_t k = columns.size();
+        if (row.flow) {
+          error("RG123",
+                "this row has " + std::to_string(row.keys.size() + (row.verb ? 1 : 0)) +
+                    " values, but " + label + " has " + std::to_string(k) +
+                    " keys, so a row needs " + std::to_string(k + 1),
+                row.span, "write the " + std::to_string(k) + " key values, then the verb");
+        } else {
+          error("RG123",
+                "this row has " + std::to_string(row.keys.size()) + " keys, but " + label +
+                    " has " + std::to_string(k),
+                row.keys_span, "write one value per table key, in the order of 'keys'");
+        }
+        ok = false;
+      }
+      if (ok && table.keys) {
+        for (size_t i = 0; i < row.keys.size(); ++i) {
+          const Literal& key = row.keys[i];
+          if (key.kind == Literal::Kind::kWildcard) {
+            r.keys.emplace_back(std::nullopt);
+            continue;
+          }
+          if (key.bare("absent") || key.bare("present")) {
+            error("RG128", "a table row cannot match " + quote(key.text), key.span,
+                  "put a guard before the table: when: {" +
+                      (columns[i] ? p.fields[*columns[i]].name : std::string("FIELD")) + ": " +
+                      key.text + "}");
+            ok = false;
+            continue;
+          }
+          if (!columns[i]) {
+            ok = false;
+            continue;
+          }
+          const ir::Field& f = p.fields[*columns[i]];
+          auto value = typed_value(f, key, nullptr);
+          if (!value || !within_bounds(f, *value, key.span)) {
+            ok = false;
+            continue;
+          }
+          r.keys.push_back(std::move(*value));
+        }
+      }
+      std::optional<uint32_t> verb;
+      if (row.verb && (ok || !row.flow)) verb = resolve_verb(*row.verb);
+      if (verb) r.verb = *verb;
+      if (row.reason) r.reason = string_literal(*row.reason, "reason");
+      if (row.id) {
+        r.id = row.id->text;
+        claim_id(r.id, row.id->span, "row");
+      } else if (ok) {
+        r.id = t.id + ":";
+        for (size_t i = 0; i < r.keys.size(); ++i)
+          r.id += (i == 0 ? "" : "/") + key_text(r.keys[i]);
+        claim_id(r.id, row.span, "row", /*derived=*/true);
+      }
+      t.rows.push_back(std::move(r));
+      spans.push_back(row.span);
+    }
+    return t;
+  }
+
+  std::string_view path_;
+  std::vector<Diagnostic>& diagnostics_;
+  std::map<std::string, uint32_t> field_index_;
+  std::map<std::string, uint32_t> verb_index_;
+  std::map<std::string, int64_t> constant_values_;
+  std::vector<std::string> field_names_;
+  std::vector<std::string> verb_names_;
+  std::vector<std::string> constant_names_;
+  std::map<std::string, uint32_t> ids_;  // id -> line of first use
+};
+
+}  // namespace
+
+CheckResult check(const ast::Policy& policy, std::string_view path) {
+  CheckResult result;
+  Checker checker(path, result.diagnostics);
+  result.checked = checker.run(policy);
+  return result;
+}
+
+}  // namespace replaygate

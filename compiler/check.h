@@ -1,0 +1,34 @@
+// The checker: an ast::Policy (from any front-end) in, the IR (ir::Policy + ir::SourceMap) and
+// diagnostics out.
+//
+// Interface: check(). It resolves every name (inputs, verbs, constants, operators, types,
+// effects), types every literal against the field it is compared with, checks values against
+// enums and int bounds, checks required parts, derives row ids ("<table>:<k1>/<k2>", "*" for a
+// wildcard) and checks that rule and row ids are unique. Diagnostics are RG102 and RG104..RG130
+// (see docs/diagnostics.md); every problem is reported, not just the first.
+//
+// It does not look for rules that shadow each other, conflict or can never match: that is the
+// analysis (compiler/analysis.h, RG2xx), which runs on an error-free result.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "compiler/ast.h"
+#include "compiler/diagnostic.h"
+#include "compiler/ir.h"
+
+namespace replaygate {
+
+struct CheckResult {
+  // The policy and its source map. Complete when `diagnostics` holds no error; otherwise a
+  // best-effort partial result that later stages must not use.
+  ir::CheckedPolicy checked;
+  std::vector<Diagnostic> diagnostics;
+};
+
+// `path` goes into diagnostics and SourceMap::path. Does not fill source_base_name or
+// source_digest (the caller has the bytes). Never throws.
+CheckResult check(const ast::Policy& policy, std::string_view path);
+
+}  // namespace replaygate

@@ -1,0 +1,282 @@
+// Diagnostics as data: ordering, text and JSON rendering, and "did you mean" suggestions.
+//
+// Text rendering keeps the caret under the offending byte even when the line holds tabs
+// (copied into the caret prefix) or multi-byte UTF-8 (one space per code point); bytes that are
+// not printable (control characters, invalid UTF-8) are shown as '?' so output stays safe text.
+#include "compiler/diagnostic.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <tuple>
+
+namespace replaygate {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are invalid.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  uint32_t min_code = 0;
+  uint32_t code = 0;
+  if ((lead & 0xE0) == 0xC0) {
+    length = 2, min_code = 0x80, code = lead & 0x1F;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3, min_code = 0x800, code = lead & 0x0F;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4, min_code = 0x10000, code = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > s.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+uint32_t decode_utf8(std::string_view s, size_t i, size_t length) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  if (length == 1) return byte(i);
+  uint32_t code = byte(i) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07);
+  for (size_t k = 1; k < length; ++k) code = (code << 6) | (byte(i + k) & 0x3F);
+  return code;
+}
+
+// The 1-based `line` of `source` without its line break; false when the source has no such line.
+bool source_line(std::string_view source, uint32_t line, std::string_view* out) {
+  if (line == 0 || source.empty()) return false;
+  size_t start = 0;
+  for (uint32_t current = 1; current < line; ++current) {
+    const size_t newline = source.find('\n', start);
+    if (newline == std::string_view::npos) return false;
+    start = newline + 1;
+  }
+  if (start > source.size()) return false;
+  size_t end = source.find('\n', start);
+  if (end == std::string_view::npos) end = source.size();
+  std::string_view text = source.substr(start, end - start);
+  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+  *out = text;
+  return true;
+}
+
+// The line as displayed: printable ASCII, tabs and valid UTF-8 kept, everything else '?'.
+std::string printable_line(std::string_view line) {
+  std::string out;
+  for (size_t i = 0; i < line.size();) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    if (c == '\t' || (c >= 0x20 && c < 0x7F)) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    const size_t length = c >= 0x80 ? utf8_sequence_length(line, i) : 0;
+    if (length == 0) {
+      out += '?';
+      ++i;
+    } else {
+      out.append(line.substr(i, length));
+      i += length;
+    }
+  }
+  return out;
+}
+
+// Display cells of line[0, to): one per code point (tabs stay tabs), as the caret line needs.
+std::string caret_prefix(std::string_view line, size_t to) {
+  std::string out;
+  size_t i = 0;
+  while (i < to && i < line.size()) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    out += c == '\t' ? '\t' : ' ';
+    const size_t length = c >= 0x80 ? utf8_sequence_length(line, i) : 1;
+    i += length == 0 ? 1 : length;
+  }
+  if (to > line.size()) out.append(to - line.size(), ' ');
+  return out;
+}
+
+size_t code_points(std::string_view line, size_t from, size_t to) {
+  size_t count = 0;
+  size_t i = from;
+  to = std::min(to, line.size());
+  while (i < to) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    const size_t length = c >= 0x80 ? utf8_sequence_length(line, i) : 1;
+    i += length == 0 ? 1 : length;
+    ++count;
+  }
+  return count;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  char buffer[16];
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n", ++i;
+    } else if (c == '\t') {
+      out += "\\t", ++i;
+    } else if (c == '\r') {
+      out += "\\r", ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // Non-ASCII: escaped so the output is plain ASCII; invalid bytes become U+FFFD.
+      const size_t length = utf8_sequence_length(s, i);
+      if (length == 0) {
+        out += "\\ufffd";
+        ++i;
+        continue;
+      }
+      const uint32_t code = decode_utf8(s, i, length);
+      if (code >= 0x10000) {
+        const uint32_t v = code - 0x10000;
+        std::snprintf(buffer, sizeof buffer, "\\u%04x\\u%04x", 0xD800 + (v >> 10),
+                      0xDC00 + (v & 0x3FF));
+      } else {
+        std::snprintf(buffer, sizeof buffer, "\\u%04x", code);
+      }
+      out += buffer;
+      i += length;
+    }
+  }
+  out += '"';
+}
+
+// Optimal string alignment distance (Levenshtein plus adjacent transpositions).
+size_t edit_distance(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  const size_t m = b.size();
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1, 0));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[n][m];
+}
+
+}  // namespace
+
+const char* severity_name(Severity severity) {
+  switch (severity) {
+    case Severity::kError:
+      return "error";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "info";
+  }
+  return "error";
+}
+
+bool has_errors(const std::vector<Diagnostic>& diagnostics) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(),
+                     [](const Diagnostic& d) { return d.severity == Severity::kError; });
+}
+
+void sort_diagnostics(std::vector<Diagnostic>& diagnostics) {
+  std::stable_sort(diagnostics.begin(), diagnostics.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     return std::tie(a.path, a.span.line, a.span.column, a.code, a.message) <
+                            std::tie(b.path, b.span.line, b.span.column, b.code, b.message);
+                   });
+}
+
+std::string render_text(const std::vector<Diagnostic>& diagnostics, std::string_view source) {
+  std::string out;
+  char number[32];
+  for (size_t index = 0; index < diagnostics.size(); ++index) {
+    const Diagnostic& d = diagnostics[index];
+    if (index > 0) out += '\n';
+    std::string location = d.path;
+    if (d.span.line > 0) {
+      if (location.empty()) location = "<input>";
+      location += ":" + std::to_string(d.span.line) + ":" + std::to_string(d.span.column);
+    }
+    if (!location.empty()) out += location + ": ";
+    out += severity_name(d.severity);
+    out += "[" + d.code + "]: " + d.message + "\n";
+    std::string_view line;
+    if (d.span.line > 0 && source_line(source, d.span.line, &line)) {
+      std::snprintf(number, sizeof number, "%5u | ", static_cast<unsigned>(d.span.line));
+      out += number;
+      out += printable_line(line);
+      out += '\n';
+      const size_t column = d.span.column > 0 ? d.span.column - 1 : 0;
+      out += "      | ";
+      out += caret_prefix(line, column);
+      out += '^';
+      if (d.span.length > 1) {
+        const size_t cells = code_points(line, column, column + d.span.length);
+        if (cells > 1) out.append(cells - 1, '~');
+      }
+      out += '\n';
+    }
+    if (!d.hint.empty()) out += "      = hint: " + d.hint + "\n";
+  }
+  return out;
+}
+
+std::string render_json(const std::vector<Diagnostic>& diagnostics) {
+  std::string out = "[";
+  for (size_t index = 0; index < diagnostics.size(); ++index) {
+    const Diagnostic& d = diagnostics[index];
+    out += index == 0 ? "\n  {" : ",\n  {";
+    out += "\"severity\":";
+    append_json_string(out, severity_name(d.severity));
+    out += ",\"code\":";
+    append_json_string(out, d.code);
+    out += ",\"message\":";
+    append_json_string(out, d.message);
+    out += ",\"path\":";
+    append_json_string(out, d.path);
+    out += ",\"line\":" + std::to_string(d.span.line);
+    out += ",\"column\":" + std::to_string(d.span.column);
+    out += ",\"hint\":";
+    append_json_string(out, d.hint);
+    out += "}";
+  }
+  out += diagnostics.empty() ? "]\n" : "\n]\n";
+  return out;
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  // Allow about one edit per three characters, at most three: close enough to be a typo.
+  const size_t allowed = word.size() <= 3 ? 1 : word.size() <= 6 ? 2 : 3;
+  std::string best;
+  size_t best_distance = allowed + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+}  // namespace replaygate

@@ -1,0 +1,242 @@
+// The frozen decision-table format: constants, record structs and the layout, shared by the
+// compiler's lower() (writer) and the runtime's loader (reader). Standard library only.
+//
+// Design constraints
+//  * Little-endian, fixed-width integers, no pointers: the file is a value. Records are read with
+//    memcpy into the structs below (the build asserts a little-endian host; a big-endian port
+//    byte-swaps in the loader).
+//  * Found through a fixed header, then a section directory; every section starts 8-byte aligned,
+//    sections appear once each, in ascending kind order and ascending offsets, never overlapping.
+//    Bytes between sections are zero padding.
+//  * Every reference is an index or an (offset, length) into another section; the loader checks
+//    each one and decodes into validated native structures, so decide() never meets a bad index.
+//  * Size caps: a table is at most kMaxTableBytes (runtime/table.h, 1 GiB); a policy has at most
+//    kMaxFields fields (decide() keeps one atom per field on the stack) and a table at most
+//    kMaxKeys key fields.
+//
+// Layout (all offsets from the start of the file)
+//   Header            80 bytes, struct Header below
+//   SectionEntry[16]  24 bytes each, directly after the header (at header_size)
+//   sections          in kind order 1..16, each 8-byte aligned
+//
+// Digests (XXH3-128, stored as low 64 bits then high 64 bits, both little-endian; printed as 32 hex
+// digits, high half first, like XXH128_canonical):
+//   checksum          over the whole file [0, total_size) with the 16 checksum bytes taken as zero.
+//   decision_digest   over every section except kProvenance, in directory order, each preceded by
+//                     its kind (u32) and length (u64): fields, verbs, dictionaries, cuts, guards,
+//                     tables and rows, rule catalog with ids and reasons, meta (policy id,
+//                     revision, description, default verb and reason). Provenance-independent: the
+//                     same IR gives the same decision digest whatever file it came from.
+//   provenance_digest over the kProvenance section bytes.
+//
+// Atoms (see compiler/partition.h; the runtime interns every input field to one u32 atom):
+//   0 absent; string: 1 other, 2 + i = i-th dictionary string (sorted bytewise);
+//   enum: 1 + i = i-th value (declaration order); bool: 1 false, 2 true;
+//   int: 1 + (number of cut points <= value), cut points sorted ascending and unique.
+//
+// String dictionaries: per string or enum field, entries sorted as above, plus an open-addressing
+// index of slot_count (a power of two, > entry count, or 0 for no entries) u32 slots, each 0
+// (empty) or an atom. A value's probe starts at XXH3_64bits_withSeed(bytes, kStringHashSeed) &
+// (slot_count - 1) and goes on linearly; a hit must compare equal byte for byte.
+//
+// Tables: for each distinct wildcard mask (bit k set = key k concrete) a MaskRecord with an
+// open-addressing index of row slots (power of two, > rows under that mask), each 0 (empty) or
+// local row index + 1, keyed by key_tuple_hash() of the concrete key atoms. Masks are sorted by
+// concrete_count descending, then mask ascending. Decide probes the masks of the highest count
+// first; among masks of equal count the lowest row index wins; the first count with a hit decides.
+// A row whose keys repeat an earlier row with the same mask is unreachable and is not indexed.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+namespace replaygate::format {
+
+static_assert(std::endian::native == std::endian::little,
+              "the table format is little-endian; add byte swapping to port");
+
+inline constexpr char kMagic[8] = {'R', 'G', 'T', 'A', 'B', 'L', 'E', '\0'};
+inline constexpr uint16_t kVersion = 1;
+inline constexpr uint32_t kMaxFields = 1024;
+inline constexpr uint32_t kMaxKeys = 8;
+inline constexpr uint64_t kStringHashSeed = 0x5247544142u;  // "RGTAB"
+inline constexpr uint32_t kWildcard = 0xFFFFFFFFu;          // a row key that is `*`
+inline constexpr size_t kAlign = 8;
+
+enum SectionKind : uint32_t {
+  kMeta = 1,         // one MetaRecord
+  kStrings = 2,      // raw bytes; StrRef points here
+  kFields = 3,       // FieldRecord[field_count], declaration order
+  kDictEntries = 4,  // DictEntry[], per field a contiguous run
+  kDictSlots = 5,    // u32[], per field a contiguous run (0 empty, else an atom)
+  kCuts = 6,         // i64[], per int field a contiguous sorted run
+  kVerbs = 7,        // VerbRecord[verb_count]
+  kRules = 8,        // RuleRecord[rule_count], evaluation order
+  kConditions = 9,   // ConditionRecord[], per guard a contiguous run
+  kBitsets = 10,     // u64[], per condition ceil(atom_count / 64) words: bit a = atom a accepted
+  kTableKeys = 11,   // u32[] field indices, per table a contiguous run
+  kMasks = 12,       // MaskRecord[], per table a contiguous run
+  kRowSlots = 13,    // u32[], per mask a contiguous run (0 empty, else local row + 1)
+  kRowKeys = 14,     // u32[] atoms or kWildcard, per table rows x keys, row-major
+  kCatalog = 15,     // CatalogRecord[catalog_count] = ir::rule_catalog() order
+  kProvenance = 16,  // ProvenanceHeader, u32 line[catalog_count], name bytes, digest bytes
+};
+inline constexpr uint32_t kSectionCount = 16;
+
+struct Header {
+  char magic[8];
+  uint16_t version;
+  uint16_t header_size;  // sizeof(Header); the directory starts here
+  uint32_t flags;        // 0; no flags are defined in version 1
+  uint64_t total_size;   // the file's size in bytes
+  uint32_t section_count;
+  uint32_t reserved;
+  uint8_t checksum[16];
+  uint8_t decision_digest[16];
+  uint8_t provenance_digest[16];
+};
+static_assert(sizeof(Header) == 80);
+inline constexpr size_t kChecksumOffset = offsetof(Header, checksum);
+
+struct SectionEntry {
+  uint32_t kind;
+  uint32_t reserved;
+  uint64_t offset;
+  uint64_t length;  // bytes of content, without the padding that follows
+};
+static_assert(sizeof(SectionEntry) == 24);
+
+struct StrRef {  // bytes [offset, offset + length) of the kStrings section
+  uint32_t offset;
+  uint32_t length;
+};
+
+struct MetaRecord {
+  StrRef policy_id;
+  int64_t revision;
+  StrRef description;
+  StrRef default_reason;
+  uint32_t default_verb;
+  uint32_t field_count;
+  uint32_t verb_count;
+  uint32_t rule_count;
+  uint32_t catalog_count;
+  uint32_t reserved;
+};
+static_assert(sizeof(MetaRecord) == 56);
+
+enum FieldTypeCode : uint8_t { kTypeString = 0, kTypeInt = 1, kTypeBool = 2, kTypeEnum = 3 };
+
+struct FieldRecord {
+  StrRef name;
+  StrRef invalid_reason;  // "invalid input: NAME"
+  uint8_t type;           // FieldTypeCode
+  uint8_t optional;       // 0 or 1
+  uint8_t empty_means_absent;
+  uint8_t has_min;
+  uint8_t has_max;
+  uint8_t pad[3];
+  int64_t min;
+  int64_t max;
+  uint32_t atom_count;  // including absent (0)
+  uint32_t dict_begin;  // string/enum: entries (atom_count - 2 resp. - 1 of them)
+  uint32_t dict_count;
+  uint32_t slot_begin;  // string/enum: dictionary index slots
+  uint32_t slot_count;
+  uint32_t cut_begin;  // int: cut points (atom_count - 2 of them)
+  uint32_t cut_count;
+  uint32_t reserved;
+};
+static_assert(sizeof(FieldRecord) == 72);
+
+struct DictEntry {
+  uint64_t hash;  // XXH3_64bits_withSeed(bytes, kStringHashSeed)
+  StrRef bytes;
+};
+static_assert(sizeof(DictEntry) == 16);
+
+enum EffectCode : uint32_t { kEffectNone = 0, kEffectRead = 1, kEffectCopy = 2, kEffectCreate = 3 };
+
+struct VerbRecord {
+  StrRef name;
+  StrRef description;
+  uint32_t effect;  // EffectCode
+  uint32_t reserved;
+};
+static_assert(sizeof(VerbRecord) == 24);
+
+enum RuleKind : uint32_t { kRuleGuard = 0, kRuleTable = 1 };
+
+struct RuleRecord {
+  StrRef id;               // guard id or table id
+  uint32_t kind;           // RuleKind
+  uint32_t catalog_begin;  // the guard's entry, or the table's first row's
+  uint32_t catalog_count;  // 1 for a guard, the row count for a table
+  uint32_t item_begin;     // guard: first condition; table: first kTableKeys entry
+  uint32_t item_count;     // guard: conditions (>= 1); table: keys (1..kMaxKeys)
+  uint32_t mask_begin;     // table only (0 for guards)
+  uint32_t mask_count;
+  uint32_t row_key_begin;  // table only: row r's keys at row_key_begin + r * item_count
+};
+static_assert(sizeof(RuleRecord) == 40);
+
+// Op codes mirror ir::Op: eq ne in not_in lt le gt ge absent present.
+inline constexpr uint32_t kOpCount = 10;
+
+struct ConditionRecord {
+  uint32_t field;
+  uint32_t op;          // for dump; decide uses the bitset only
+  uint32_t bits_begin;  // kBitsets word index
+  uint32_t bits_count;  // == ceil(atom_count / 64) of the field
+  StrRef text;          // the operand as written, e.g. "max_attempts (3)", for dump
+};
+static_assert(sizeof(ConditionRecord) == 24);
+
+struct MaskRecord {
+  uint32_t mask;            // bit k set: key k concrete
+  uint32_t concrete_count;  // popcount(mask)
+  uint32_t slot_begin;      // kRowSlots index
+  uint32_t slot_count;      // power of two
+};
+static_assert(sizeof(MaskRecord) == 16);
+
+struct CatalogRecord {
+  StrRef id;      // guard id or row id
+  StrRef reason;  // never empty: rows without a reason get a derived one (docs/table-format.md)
+  uint32_t verb;
+  uint32_t rule;  // index into kRules
+  uint32_t row;   // row within the table, 0 for guards
+  uint32_t reserved;
+};
+static_assert(sizeof(CatalogRecord) == 32);
+
+struct ProvenanceHeader {
+  uint32_t line_count;  // == catalog_count
+  uint32_t name_length;
+  uint32_t digest_length;
+  uint32_t reserved;
+  // then u32 line[line_count] (0 = unknown), name bytes, digest bytes
+};
+static_assert(sizeof(ProvenanceHeader) == 16);
+
+// Hash of the concrete key atoms of a table row or an input under `mask` (bit k = key k).
+inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+inline uint64_t key_tuple_hash(const uint32_t* key_atoms, uint32_t key_count, uint32_t mask) {
+  uint64_t h = mix64(0x9E3779B97F4A7C15ULL ^ mask);
+  for (uint32_t k = 0; k < key_count; ++k) {
+    if ((mask >> k) & 1u) h = mix64(h ^ ((uint64_t{k} << 32) | key_atoms[k]));
+  }
+  return h;
+}
+
+inline constexpr size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
+
+}  // namespace replaygate::format

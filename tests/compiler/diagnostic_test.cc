@@ -1,0 +1,154 @@
+// Tests for diagnostic rendering (text and JSON), ordering and "did you mean" suggestions.
+#include "compiler/diagnostic.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace replaygate {
+namespace {
+
+Diagnostic make(std::string code, std::string message, uint32_t line, uint32_t column,
+                uint32_t length, std::string hint = {}, std::string path = "p.yaml") {
+  Diagnostic d;
+  d.code = std::move(code);
+  d.message = std::move(message);
+  d.path = std::move(path);
+  d.span = ir::Span{line, column, 0, length};
+  d.hint = std::move(hint);
+  return d;
+}
+
+TEST(RenderText, ExcerptCaretTildesAndHint) {
+  const std::string source = "policy: x\n    verb: replay_onec\n";
+  const auto text = render_text(
+      {make("RG104", "unknown verb 'replay_onec'", 2, 11, 11, "did you mean 'replay_once'?")},
+      source);
+  EXPECT_EQ(text,
+            "p.yaml:2:11: error[RG104]: unknown verb 'replay_onec'\n"
+            "    2 |     verb: replay_onec\n"
+            "      |           ^~~~~~~~~~~\n"
+            "      = hint: did you mean 'replay_once'?\n");
+}
+
+TEST(RenderText, BlankLineBetweenBlocksAndNoHintLineWithoutHint) {
+  const std::string source = "a: 1\nb: 2\n";
+  Diagnostic warning = make("RG201", "second", 2, 1, 1);
+  warning.severity = Severity::kWarning;
+  const auto text = render_text({make("RG101", "first", 1, 1, 0), warning}, source);
+  EXPECT_EQ(text,
+            "p.yaml:1:1: error[RG101]: first\n"
+            "    1 | a: 1\n"
+            "      | ^\n"
+            "\n"
+            "p.yaml:2:1: warning[RG201]: second\n"
+            "    2 | b: 2\n"
+            "      | ^\n");
+}
+
+TEST(RenderText, WithoutLineOrSourceThereIsNoExcerpt) {
+  EXPECT_EQ(render_text({make("RG100", "the policy file is empty", 0, 0, 0, "write keys")}, ""),
+            "p.yaml: error[RG100]: the policy file is empty\n"
+            "      = hint: write keys\n");
+  // A line the source does not have: the header only.
+  EXPECT_EQ(render_text({make("RG001", "bad", 9, 2, 1)}, "a: 1\n"),
+            "p.yaml:9:2: error[RG001]: bad\n");
+  // No path at all.
+  EXPECT_EQ(render_text({make("RG001", "bad", 0, 0, 0, "", "")}, ""), "error[RG001]: bad\n");
+}
+
+TEST(RenderText, TabsAreCopiedIntoTheCaretLine) {
+  const std::string source = "\tkey:\tvalue\n";
+  EXPECT_EQ(render_text({make("RG101", "m", 1, 7, 5)}, source),
+            "p.yaml:1:7: error[RG101]: m\n"
+            "    1 | \tkey:\tvalue\n"
+            "      | \t    \t^~~~~\n");
+}
+
+TEST(RenderText, MultiByteCharactersTakeOneCellAndCrIsStripped) {
+  // "é" is two bytes: column 8 (bytes) is the 7th character.
+  const std::string source = "k: \"caf\xC3\xA9\" x\r\n";
+  EXPECT_EQ(render_text({make("RG101", "m", 1, 11, 1)}, source),
+            "p.yaml:1:11: error[RG101]: m\n"
+            "    1 | k: \"caf\xC3\xA9\" x\n"
+            "      |          ^\n");
+}
+
+TEST(RenderText, UnprintableBytesAreShownAsQuestionMarks) {
+  const std::string source = std::string("a: \x01\xFF", 5) + "z\n";
+  EXPECT_EQ(render_text({make("RG009", "m", 1, 6, 1)}, source),
+            "p.yaml:1:6: error[RG009]: m\n"
+            "    1 | a: ??z\n"
+            "      |      ^\n");
+}
+
+TEST(RenderText, CaretPastTheEndOfTheLine) {
+  EXPECT_EQ(render_text({make("RG001", "m", 1, 5, 1)}, "ab\n"),
+            "p.yaml:1:5: error[RG001]: m\n"
+            "    1 | ab\n"
+            "      |     ^\n");
+}
+
+TEST(RenderText, EmptyListIsEmptyText) { EXPECT_EQ(render_text({}, "x"), ""); }
+
+TEST(RenderJson, FixedKeyOrderAndEscaping) {
+  Diagnostic d = make("RG104", "say \"hi\"\\\n\t\x01", 3, 4, 2, "caf\xC3\xA9 \xF0\x9F\x98\x80");
+  d.severity = Severity::kWarning;
+  EXPECT_EQ(render_json({d}),
+            "[\n"
+            "  {\"severity\":\"warning\",\"code\":\"RG104\",\"message\":\"say \\\"hi\\\"\\\\\\n\\t"
+            "\\u0001\",\"path\":\"p.yaml\",\"line\":3,\"column\":4,\"hint\":\"caf\\u00e9 "
+            "\\ud83d\\ude00\"}\n"
+            "]\n");
+}
+
+TEST(RenderJson, InvalidUtf8BecomesReplacementCharacter) {
+  const auto json = render_json({make("RG009", std::string("a\xFF\xC0\x80z"), 1, 1, 1)});
+  EXPECT_NE(json.find("\"message\":\"a\\ufffd\\ufffd\\ufffdz\""), std::string::npos) << json;
+  for (char c : json) EXPECT_LT(static_cast<unsigned char>(c), 0x80);
+}
+
+TEST(RenderJson, EmptyArray) { EXPECT_EQ(render_json({}), "[]\n"); }
+
+TEST(SortDiagnostics, ByPathLineColumnCodeMessage) {
+  std::vector<Diagnostic> ds = {make("RG105", "b", 2, 1, 1), make("RG104", "z", 2, 1, 1),
+                                make("RG101", "a", 1, 9, 1), make("RG101", "a", 0, 0, 0),
+                                make("RG101", "a", 1, 1, 1, "", "a.yaml")};
+  sort_diagnostics(ds);
+  std::vector<std::string> order;
+  for (const auto& d : ds) {
+    order.push_back(d.path + ":" + std::to_string(d.span.line) + ":" +
+                    std::to_string(d.span.column) + ":" + d.code);
+  }
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"a.yaml:1:1:RG101", "p.yaml:0:0:RG101", "p.yaml:1:9:RG101",
+                                      "p.yaml:2:1:RG104", "p.yaml:2:1:RG105"}));
+}
+
+TEST(Severity, NamesAndHasErrors) {
+  EXPECT_STREQ(severity_name(Severity::kError), "error");
+  EXPECT_STREQ(severity_name(Severity::kWarning), "warning");
+  EXPECT_STREQ(severity_name(Severity::kInfo), "info");
+  Diagnostic warning = make("RG201", "w", 1, 1, 1);
+  warning.severity = Severity::kWarning;
+  EXPECT_FALSE(has_errors({}));
+  EXPECT_FALSE(has_errors({warning}));
+  EXPECT_TRUE(has_errors({warning, make("RG101", "e", 1, 1, 1)}));
+}
+
+TEST(ClosestMatch, SuggestsTyposOnly) {
+  const std::vector<std::string> verbs = {"never", "replay_once", "hold"};
+  EXPECT_EQ(closest_match("replay_onec", verbs), "replay_once");  // transposition
+  EXPECT_EQ(closest_match("hodl", verbs), "hold");
+  EXPECT_EQ(closest_match("nevr", verbs), "never");
+  EXPECT_EQ(closest_match("hold", verbs), "hold");
+  EXPECT_EQ(closest_match("requeue", verbs), "");
+  EXPECT_EQ(closest_match("x", {}), "");
+  EXPECT_EQ(closest_match("topik", {"topic", "error_class"}), "topic");
+  // Ties go to the earlier candidate.
+  EXPECT_EQ(closest_match("ab", {"aa", "bb"}), "aa");
+}
+
+}  // namespace
+}  // namespace replaygate
