@@ -116,31 +116,25 @@ STACK = ("org.springframework.kafka.listener.ListenerExecutionFailedException: L
 
 
 def kcat_string(data: bytes) -> str:
-    """A JSON string the way kcat (yajl_gen_string) writes bytes: escapes, other bytes as-is."""
+    """A JSON string the way kcat (yajl_gen_string) writes bytes: quote, backslash and control
+    characters escaped, every other byte copied as is (so binary values may not be UTF-8).
+    Returns a byte-preserving str (one char per byte) that write_kafka() writes as latin-1."""
+    short = {0x22: '\\"', 0x5C: "\\\\", 0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"}
     out = ['"']
     for b in data:
-        c = chr(b)
-        if c == '"':
-            out.append('\\"')
-        elif c == "\\":
-            out.append("\\\\")
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\t":
-            out.append("\\t")
-        elif c == "\r":
-            out.append("\\r")
+        if b in short:
+            out.append(short[b])
         elif b < 0x20:
             out.append("\\u%04x" % b)
         else:
-            out.append(chr(b) if b < 0x80 else None)
-            if b >= 0x80:
-                out[-1] = b  # raw byte, fixed up below
+            out.append(chr(b))
     out.append('"')
-    parts = bytearray()
-    for piece in out:
-        parts += bytes([piece]) if isinstance(piece, int) else piece.encode("utf-8")
-    return parts.decode("latin-1")  # a byte-preserving str; written back with latin-1
+    return "".join(out)
+
+
+def text(value: str) -> str:
+    """kcat_string of UTF-8 text (as a byte-preserving str)."""
+    return kcat_string(value.encode("utf-8"))
 
 
 def kcat_line(topic, partition, offset, ts, headers, key, payload):
@@ -154,11 +148,11 @@ def kcat_line(topic, partition, offset, ts, headers, key, payload):
     ]
     hs = []
     for name, value in headers:
-        hs.append(kcat_string(name.encode()))
+        hs.append(text(name))
         hs.append("null" if value is None else kcat_string(value))
     fields.append('"headers":[' + ",".join(hs) + "]")
-    fields.append('"key":' + ("null" if key is None else kcat_string(key.encode())))
-    fields.append('"payload":' + ("null" if payload is None else kcat_string(payload.encode())))
+    fields.append('"key":' + ("null" if key is None else text(key)))
+    fields.append('"payload":' + ("null" if payload is None else text(payload)))
     return "{" + ",".join(fields) + "}"
 
 

@@ -226,8 +226,10 @@ void set_case_value(const Table& table, uint32_t field, const yaml::Node& value,
   const std::string& text = value.scalar;
   bool flag = false;
   int64_t number = 0;
-  const bool looks_int =
-      !value.quoted && !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos;
+  // A plain -?[0-9]+ is an int (one beyond int64 is an invalid int, not a string).
+  const size_t digits_from = !text.empty() && text[0] == '-' ? 1 : 0;
+  const bool looks_int = !value.quoted && text.size() > digits_from &&
+                         text.find_first_not_of("0123456789", digits_from) == std::string::npos;
   if (!value.quoted && parse_bool_strict(text, &flag)) {
     if (type == FieldType::kBool) {
       input.set_bool(field, flag);
