@@ -21,58 +21,64 @@ namespace replaygate::testing {
 namespace {
 
 RC_GTEST_PROP(DeterminismTest, LowerIsAFunctionOfThePolicy, ()) {
-  const ir::CheckedPolicy checked = *gen_policy();
-  const std::vector<uint8_t> first = lower(checked);
-  RC_ASSERT(!first.empty());
-  RC_ASSERT(lower(checked) == first);
-  const ir::CheckedPolicy copy = checked;  // fresh allocations, same meaning
-  RC_ASSERT(lower(copy) == first);
+  with_shrink_budget([] {
+    const ir::CheckedPolicy checked = *gen_policy();
+    const std::vector<uint8_t> first = lower(checked);
+    RC_ASSERT(!first.empty());
+    RC_ASSERT(lower(checked) == first);
+    const ir::CheckedPolicy copy = checked;  // fresh allocations, same meaning
+    RC_ASSERT(lower(copy) == first);
 
-  // The path as typed on the command line is for diagnostics only.
-  ir::CheckedPolicy moved = checked;
-  moved.source.path = "/some/other/dir/gen.yaml";
-  RC_ASSERT(lower(moved) == first);
+    // The path as typed on the command line is for diagnostics only.
+    ir::CheckedPolicy moved = checked;
+    moved.source.path = "/some/other/dir/gen.yaml";
+    RC_ASSERT(lower(moved) == first);
+  });
 }
 
 RC_GTEST_PROP(DeterminismTest, ProvenanceNeverChangesTheDecisionDigest, ()) {
-  const ir::CheckedPolicy checked = *gen_policy();
-  const BuiltTable a = build_table(checked);
-  if (!a.table) RC_FAIL("table does not load: " + a.status.message);
+  with_shrink_budget([] {
+    const ir::CheckedPolicy checked = *gen_policy();
+    const BuiltTable a = build_table(checked);
+    if (!a.table) RC_FAIL("table does not load: " + a.status.message);
 
-  ir::CheckedPolicy shifted = checked;
-  shifted.source_digest = std::string(32, 'f');
-  shifted.source_base_name = "other.yaml";
-  for (auto& spans : shifted.source.rows) {
-    for (auto& span : spans) span.line += 7;
-  }
-  for (auto& span : shifted.source.rules) span.line += 7;
-  const BuiltTable b = build_table(shifted);
-  if (!b.table) RC_FAIL("table does not load: " + b.status.message);
-  RC_ASSERT(a.bytes != b.bytes);  // provenance is in the table...
-  RC_ASSERT(a.table->decision_digest_hex() == b.table->decision_digest_hex());  // ...not in this
-  RC_ASSERT(a.table->checksum_hex() != b.table->checksum_hex());
+    ir::CheckedPolicy shifted = checked;
+    shifted.source_digest = std::string(32, 'f');
+    shifted.source_base_name = "other.yaml";
+    for (auto& spans : shifted.source.rows) {
+      for (auto& span : spans) span.line += 7;
+    }
+    for (auto& span : shifted.source.rules) span.line += 7;
+    const BuiltTable b = build_table(shifted);
+    if (!b.table) RC_FAIL("table does not load: " + b.status.message);
+    RC_ASSERT(a.bytes != b.bytes);  // provenance is in the table...
+    RC_ASSERT(a.table->decision_digest_hex() == b.table->decision_digest_hex());  // ...not in this
+    RC_ASSERT(a.table->checksum_hex() != b.table->checksum_hex());
+  });
 }
 
 RC_GTEST_PROP(DeterminismTest, TwoLoadsDecideIdentically, ()) {
-  const ir::CheckedPolicy checked = *gen_policy();
-  const std::vector<uint8_t> bytes = lower(checked);
-  const std::vector<uint8_t> copy(bytes.begin(), bytes.end());
-  LoadStatus status_a, status_b;
-  const auto a = Table::load_bytes(bytes.data(), bytes.size(), &status_a);
-  const auto b = Table::load_bytes(copy.data(), copy.size(), &status_b);
-  if (!a || !b) RC_FAIL("table does not load: " + status_a.message + status_b.message);
-  RC_ASSERT(a->dump() == b->dump());
-  RC_ASSERT(a->checksum_hex() == b->checksum_hex());
-  Input in_a(*a), in_b(*b);
-  const auto letters = *rc::gen::container<std::vector<Letter>>(20, gen_letter(checked.policy));
-  for (const Letter& letter : letters) {
-    const InterpretResult ra = runtime_decide(*a, letter, &in_a);
-    const InterpretResult rb = runtime_decide(*b, letter, &in_b);
-    RC_ASSERT(ra == rb);
-    // Reusing an Input gives the same answer as a fresh one.
-    Input fresh(*a);
-    RC_ASSERT(runtime_decide(*a, letter, &fresh) == ra);
-  }
+  with_shrink_budget([] {
+    const ir::CheckedPolicy checked = *gen_policy();
+    const std::vector<uint8_t> bytes = lower(checked);
+    const std::vector<uint8_t> copy(bytes.begin(), bytes.end());
+    LoadStatus status_a, status_b;
+    const auto a = Table::load_bytes(bytes.data(), bytes.size(), &status_a);
+    const auto b = Table::load_bytes(copy.data(), copy.size(), &status_b);
+    if (!a || !b) RC_FAIL("table does not load: " + status_a.message + status_b.message);
+    RC_ASSERT(a->dump() == b->dump());
+    RC_ASSERT(a->checksum_hex() == b->checksum_hex());
+    Input in_a(*a), in_b(*b);
+    const auto letters = *rc::gen::container<std::vector<Letter>>(20, gen_letter(checked.policy));
+    for (const Letter& letter : letters) {
+      const InterpretResult ra = runtime_decide(*a, letter, &in_a);
+      const InterpretResult rb = runtime_decide(*b, letter, &in_b);
+      RC_ASSERT(ra == rb);
+      // Reusing an Input gives the same answer as a fresh one.
+      Input fresh(*a);
+      RC_ASSERT(runtime_decide(*a, letter, &fresh) == ra);
+    }
+  });
 }
 
 std::vector<char> read_bytes(const std::filesystem::path& path) {
