@@ -13,7 +13,7 @@
 namespace replaygate::testing {
 namespace {
 
-constexpr size_t kLettersPerPolicy = 25;
+constexpr size_t kLettersPerPolicy = 40;
 
 std::string show(const InterpretResult& r) {
   std::ostringstream os;

@@ -126,7 +126,19 @@ struct FieldPlan {
   std::vector<ir::Value> pool;
 };
 
-FieldPlan gen_field(FieldType type, bool optional, const std::string& name) {
+// A policy literal no vocabulary holds: printable ASCII (no quote or backslash), sometimes UTF-8.
+std::string generated_word() {
+  static const std::string kChars = "abcdefghijklmnopqrstuvwxyz0123456789._-/:";
+  std::string word = pick(vocabulary());
+  word += pick<std::string>({".", "_", "-", "/"});
+  const size_t length = uniform<size_t>(1, 10);
+  for (size_t i = 0; i < length; ++i) word += kChars[uniform<size_t>(0, kChars.size())];
+  if (chance(10)) word += "\xc3\xa9";
+  return word;
+}
+
+// `big`: many literals (stresses the runtime's string dictionaries and int cut points).
+FieldPlan gen_field(FieldType type, bool optional, const std::string& name, bool big) {
   FieldPlan plan;
   plan.field.name = name;
   plan.field.type = type;
@@ -139,6 +151,15 @@ FieldPlan gen_field(FieldType type, bool optional, const std::string& name) {
       for (const auto& w : vocabulary()) words.push_back(ir::Value::String(w));
       plan.pool = pick_distinct(words, 4);
       if (plan.pool.size() < 2) plan.pool = pick_distinct(words, 4);
+      if (big) {
+        std::set<std::string> seen;
+        for (const auto& v : plan.pool) seen.insert(v.str);
+        const size_t target = uniform<size_t>(15, 61);
+        for (size_t i = 0; i < 3 * target && seen.size() < target; ++i) {
+          std::string word = generated_word();
+          if (seen.insert(word).second) plan.pool.push_back(ir::Value::String(word));
+        }
+      }
       break;
     }
     case FieldType::kEnum: {
@@ -160,10 +181,10 @@ FieldPlan gen_field(FieldType type, bool optional, const std::string& name) {
       if (bounds == 1 || bounds == 3) plan.field.min = pick<int64_t>({-3, 0, 1, 5});
       if (bounds == 2) plan.field.max = pick<int64_t>({10, 20});
       if (bounds == 3) plan.field.max = *plan.field.min + uniform<int64_t>(2, 16);
-      int64_t lo = plan.field.min.value_or(-10);
-      int64_t hi = plan.field.max.value_or(30);
+      int64_t lo = plan.field.min.value_or(big ? -1000 : -10);
+      int64_t hi = plan.field.max.value_or(big ? 1000 : 30);
       std::set<int64_t> values;
-      size_t count = uniform<size_t>(2, 5);
+      size_t count = big ? uniform<size_t>(10, 31) : uniform<size_t>(2, 5);
       for (size_t i = 0; i < count || values.size() < 2; ++i) {
         values.insert(uniform<int64_t>(lo, hi + 1));
       }
@@ -271,6 +292,9 @@ ir::CheckedPolicy generate_policy() {
   policy.revision = uniform<int64_t>(1, 100);
   policy.description = "a generated policy";
 
+  // One policy in five is big: long literal lists and long tables.
+  const bool big = chance(20);
+
   // Fields: a skeleton with every type and flag, then extras, then shuffled.
   struct Spec {
     FieldType type;
@@ -296,7 +320,7 @@ ir::CheckedPolicy generate_policy() {
                                                             {FieldType::kBool, "flag"},
                                                             {FieldType::kEnum, "kind"}};
     std::string name = prefix.at(spec.type) + std::to_string(per_type[spec.type]++);
-    plans.push_back(gen_field(spec.type, spec.optional, name));
+    plans.push_back(gen_field(spec.type, spec.optional, name, big));
   }
   // The skeleton's optional string always treats "" as absent: the construct is always present.
   for (auto& plan : plans) {
@@ -491,7 +515,7 @@ ir::CheckedPolicy generate_policy() {
       std::swap(candidates[k], candidates[uniform<size_t>(k, candidates.size())]);
       table.key_fields.push_back(candidates[k]);
     }
-    size_t row_count = uniform<size_t>(2, 10);
+    size_t row_count = big ? uniform<size_t>(10, 61) : uniform<size_t>(2, 10);
     for (size_t r = 0; r < row_count; ++r) {
       ir::Row row;
       for (uint32_t f : table.key_fields) {
@@ -913,6 +937,7 @@ void tag_policy(const ir::Policy& policy) {
   }
   RC_CLASSIFY(wildcard_rows > 0 && exact_rows > 0, "wildcard+exact rows");
   RC_CLASSIFY(max_keys == 3, "3-key table");
+  RC_CLASSIFY(wildcard_rows + exact_rows >= 30, "30+ rows");
 }
 
 void fill_input(const Letter& letter, Input* input) {
