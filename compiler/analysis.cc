@@ -11,6 +11,9 @@
 //   RG209 (info) the work budget ran out, so some of the checks above were skipped.
 // Rows are indexed by their key tuples (one hash index per table, wildcard pattern and key
 // subset), so a table of exact rows costs a few hash lookups per row, never a pass over the table.
+// Before the full usefulness search, each rule is probed at one point (the last uncovered tuple
+// found); most rules are reachable and the probe shows it. A shadowed rule names a minimal subset
+// of the overlapping earlier rules that still covers it.
 #include "compiler/analysis.h"
 
 #include <fmt/format.h>
@@ -33,11 +36,11 @@ namespace {
 
 constexpr uint32_t kWildcardAtom = std::numeric_limits<uint32_t>::max();
 // Units of usefulness work for the whole policy; ordinary policies use a tiny fraction of it.
-constexpr uint64_t kWorkBudget = 50'000'000;
+constexpr uint64_t kWorkBudget = 10'000'000;
 constexpr size_t kNamedShadowers = 3;
 // Shadowed rules with more overlapping boxes than this name them all instead of a minimal cover.
 constexpr size_t kMaxMinimizedShadowers = 32;
-constexpr uint64_t kNamingBudget = 200'000;
+constexpr uint64_t kNamingBudget = 5'000'000;  // for the whole policy
 
 using Domains = std::vector<std::vector<uint32_t>>;
 
@@ -55,6 +58,7 @@ using Buckets = std::unordered_map<std::vector<uint32_t>, std::vector<uint32_t>,
 
 struct RowInfo {
   Box box;
+  std::vector<uint32_t> constrained;  // fields where `box` is not the whole domain
   bool never_true = false;
   bool duplicate = false;
   std::vector<uint32_t> tuple;  // per key position: the key's atom, or kWildcardAtom
@@ -77,6 +81,7 @@ struct TableInfo {
 
 struct GuardInfo {
   Box box;
+  std::vector<uint32_t> constrained;  // fields where `box` is not the whole domain
   bool never_true = false;
 };
 
@@ -93,6 +98,35 @@ struct RowFilter {
   int tie_concrete = -1;    // rows with exactly this many concrete keys must come before...
   uint32_t tie_before = 0;  // ...this row index
 };
+
+// Whether a stored (non-empty) box meets a non-empty query box. Only the stored box's
+// constrained fields can miss: elsewhere it holds the whole domain.
+bool meets(const Box& stored, const std::vector<uint32_t>& constrained, const Box& query) {
+  for (uint32_t f : constrained) {
+    if (query[f].all) continue;
+    const auto& a = stored[f].atoms;
+    const auto& b = query[f].atoms;
+    const auto& small = a.size() <= b.size() ? a : b;
+    const auto& large = a.size() <= b.size() ? b : a;
+    bool shared = false;
+    for (uint32_t atom : small) {
+      if (std::binary_search(large.begin(), large.end(), atom)) {
+        shared = true;
+        break;
+      }
+    }
+    if (!shared) return false;
+  }
+  return true;
+}
+
+std::vector<uint32_t> constrained_fields(const Box& box) {
+  std::vector<uint32_t> out;
+  for (uint32_t f = 0; f < box.size(); ++f) {
+    if (!box[f].all) out.push_back(f);
+  }
+  return out;
+}
 
 std::string quote_id(const std::string& id) { return fmt::format("'{}'", id); }
 
@@ -195,6 +229,11 @@ std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
+// " (line 12)", or "" when the position is unknown.
+std::string line_note(const ir::Span& span) {
+  return span.line == 0 ? std::string() : fmt::format(" (line {})", span.line);
+}
+
 std::string describe_bounds(const ir::Field& field) {
   if (field.min && field.max) {
     return fmt::format("{} is between {} and {}", field.name, *field.min, *field.max);
@@ -206,8 +245,11 @@ std::string describe_bounds(const ir::Field& field) {
 
 class Analyzer {
  public:
-  explicit Analyzer(const ir::CheckedPolicy& checked)
-      : checked_(checked), policy_(checked.policy), partition_(partition_policy(policy_)) {}
+  Analyzer(const ir::CheckedPolicy& checked, uint64_t work_budget)
+      : checked_(checked),
+        policy_(checked.policy),
+        partition_(partition_policy(policy_)),
+        budget_(work_budget) {}
 
   std::vector<Diagnostic> run() {
     if (!build_domains()) return {};  // no valid input exists; check() reports why
@@ -326,6 +368,7 @@ class Analyzer {
       }
     }
 
+    info.constrained = constrained_fields(info.box);
     std::vector<Hit> hits;
     if (shadowed(r, nullptr, RowFilter{}, info.box, hits)) {
       hits = shadowers(info.box, std::move(hits));
@@ -404,6 +447,7 @@ class Analyzer {
             intersect_sets(row.box[f], restrict_to_domain(f, key_atoms(part, source.keys[p])));
         if (empty_set(f, row.box[f])) row.never_true = true;
       }
+      row.constrained = constrained_fields(row.box);
       masks.push_back(row.mask);
     }
     std::sort(masks.begin(), masks.end());
@@ -493,15 +537,15 @@ class Analyzer {
     std::string tuple = render_tuple(b.keys);
     if (a.verb == b.verb) {
       report(Severity::kError, "RG203", row_span(r, i),
-             fmt::format("duplicate row '{}' in table '{}': same keys {} as row '{}' (line {})",
-                         b.id, table.id, tuple, a.id, row_span(r, first).line),
+             fmt::format("duplicate row '{}' in table '{}': same keys {} as row '{}'{}", b.id,
+                         table.id, tuple, a.id, line_note(row_span(r, first))),
              "remove one of the two rows");
     } else {
       report(Severity::kError, "RG203", row_span(r, i),
-             fmt::format("conflicting duplicate row '{}' in table '{}': same keys {} as row '{}' "
-                         "(line {}) but verb '{}' instead of '{}'",
-                         b.id, table.id, tuple, a.id, row_span(r, first).line, verb_name(b.verb),
-                         verb_name(a.verb)),
+             fmt::format("conflicting duplicate row '{}' in table '{}': same keys {} as row '{}'"
+                         "{} but verb '{}' instead of '{}'",
+                         b.id, table.id, tuple, a.id, line_note(row_span(r, first)),
+                         verb_name(b.verb), verb_name(a.verb)),
              "keep one of the two rows, with the verb you mean");
     }
   }
@@ -542,6 +586,7 @@ class Analyzer {
           overlap[f] = intersect_sets(row.box[f], other.box[f]);
         }
         if (box_is_empty(domains_, overlap)) continue;
+        if (gave_up_) return;
         std::vector<Hit> settlers;
         collect_rows(r, info, overlap, RowFilter{row.concrete + 1, -1, 0}, settlers);
         std::vector<const Box*> boxes;
@@ -575,9 +620,9 @@ class Analyzer {
     example += "]";
     std::string tuple = render_tuple(merged);
     report(Severity::kError, "RG204", row_span(r, i),
-           fmt::format("row '{}' conflicts with row '{}' (line {}) in table '{}': both match {}{} "
+           fmt::format("row '{}' conflicts with row '{}'{} in table '{}': both match {}{} "
                        "with different verbs ('{}' vs '{}') and neither is more specific",
-                       b.id, a.id, row_span(r, *partner).line, table.id, tuple,
+                       b.id, a.id, line_note(row_span(r, *partner)), table.id, tuple,
                        has_wildcard ? fmt::format(" (e.g. {})", example) : std::string(),
                        verb_name(b.verb), verb_name(a.verb)),
            fmt::format("add {} row for {} to settle it", has_wildcard ? "a" : "an exact", tuple));
@@ -590,7 +635,7 @@ class Analyzer {
     for (uint32_t e = 0; e < rule; ++e) {
       if (std::holds_alternative<ir::Guard>(policy_.rules[e])) {
         const GuardInfo& guard = guards_[e];
-        if (!guard.never_true && boxes_intersect(domains_, guard.box, box)) {
+        if (!guard.never_true && meets(guard.box, guard.constrained, box)) {
           hits.push_back(Hit{e, 0, &guard.box});
         }
       } else {
@@ -623,7 +668,7 @@ class Analyzer {
       for (uint32_t j : *rows) {
         if (tie && j >= filter.tie_before) break;
         const RowInfo& row = info.rows[j];
-        if (row.never_true || !boxes_intersect(domains_, row.box, box)) continue;
+        if (row.never_true || !meets(row.box, row.constrained, box)) continue;
         hits.push_back(Hit{rule, j, &row.box});
       }
     }
@@ -633,6 +678,7 @@ class Analyzer {
   // same table that `filter` lets win). When it is, `hits` lists every box that meets `box`.
   bool shadowed(uint32_t rule, TableInfo* table, const RowFilter& filter, const Box& box,
                 std::vector<Hit>& hits) {
+    if (gave_up_) return false;  // out of budget: nothing more can be decided
     auto gather = [&](const Box& query, std::vector<Hit>& out) {
       collect_earlier(rule, query, out);
       if (table != nullptr) collect_rows(rule, *table, query, filter, out);
@@ -663,18 +709,19 @@ class Analyzer {
   // The rules to name for a shadowed `box`: of the boxes that meet it, a minimal subset that
   // still covers it (dropping the latest first), so the rule that really shadows it is not lost
   // among guards that only take part of its inputs. Sorted in rule order.
-  std::vector<Hit> shadowers(const Box& box, std::vector<Hit> hits) const {
+  std::vector<Hit> shadowers(const Box& box, std::vector<Hit> hits) {
     std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
       return std::pair(a.rule, a.row) < std::pair(b.rule, b.row);
     });
     if (hits.size() > kMaxMinimizedShadowers) return hits;
-    uint64_t budget = kNamingBudget;  // its own budget: naming never starves the checks
     for (size_t i = hits.size(); i-- > 0;) {
       std::vector<const Box*> others;
       for (size_t j = 0; j < hits.size(); ++j) {
         if (j != i) others.push_back(hits[j].box);
       }
-      CoverageResult result = find_uncovered(domains_, box, others, budget);
+      // Naming has its own budget, so it never starves the checks; when it runs out the names
+      // are just less minimal.
+      CoverageResult result = find_uncovered(domains_, box, others, naming_budget_);
       if (result.coverage == Coverage::kGaveUp) break;
       if (result.coverage == Coverage::kCovered) hits.erase(hits.begin() + i);
     }
@@ -711,12 +758,19 @@ class Analyzer {
   std::vector<TableInfo> tables_;  // per rule index; unused for guards
   std::vector<Diagnostic> out_;
   std::vector<uint32_t> last_witness_;  // per field: an atom of the last uncovered tuple found
-  uint64_t budget_ = kWorkBudget;
+  uint64_t budget_;
+  uint64_t naming_budget_ = kNamingBudget;
   bool gave_up_ = false;
 };
 
 }  // namespace
 
-std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy) { return Analyzer(policy).run(); }
+std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy) {
+  return Analyzer(policy, kWorkBudget).run();
+}
+
+std::vector<Diagnostic> analyze_with_budget(const ir::CheckedPolicy& policy, uint64_t work_budget) {
+  return Analyzer(policy, work_budget).run();
+}
 
 }  // namespace replaygate

@@ -7,6 +7,7 @@
 // matching", JFP 2007).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "compiler/diagnostic.h"
@@ -14,6 +15,13 @@
 
 namespace replaygate {
 
+// Returns the RG2xx diagnostics of `policy` (codes in docs/diagnostics.md), in rule order (rows in
+// file order). Never throws except std::bad_alloc; pathological policies get one RG209 info
+// instead of an unbounded search. Precondition: `policy` passed check() (indices are in range).
 std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy);
+
+// The same with an explicit budget of usefulness work units (analyze() uses 10,000,000), so tests
+// can reach the RG209 path.
+std::vector<Diagnostic> analyze_with_budget(const ir::CheckedPolicy& policy, uint64_t work_budget);
 
 }  // namespace replaygate

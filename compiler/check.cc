@@ -18,6 +18,7 @@ const std::vector<std::string> kTypes = {"string", "int", "bool", "enum"};
 const std::vector<std::string> kEffects = {"none", "read", "copy", "create"};
 const std::vector<std::string> kOps = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge"};
 constexpr size_t kMaxTableKeys = 8;
+constexpr size_t kMaxInputs = 1024;  // runtime/table_format.h kMaxFields
 constexpr const char* kDefaultReason = "no rule matched";
 
 bool is_name(std::string_view text) {
@@ -99,6 +100,13 @@ class Checker {
       for (const ast::Input& input : *policy.inputs) {
         p.fields.push_back(field(input));
         out.source.fields.push_back(input.span);
+      }
+      // decide() keeps one atom per field on the stack; the table format caps the field count.
+      if (p.fields.size() > kMaxInputs) {
+        error("RG129",
+              "the policy declares " + std::to_string(p.fields.size()) + " inputs; at most " +
+                  std::to_string(kMaxInputs) + " are supported",
+              policy.span, "split the policy, or map several broker fields onto one input");
       }
     }
     for (uint32_t i = 0; i < p.fields.size(); ++i) {

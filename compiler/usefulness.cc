@@ -68,17 +68,64 @@ CoverageResult find_uncovered(const std::vector<std::vector<uint32_t>>& domains,
   CoverageResult result;
   if (box_is_empty(domains, candidate)) return result;  // nothing to cover
 
-  // Only columns that some row or the candidate constrains can split anything.
+  // Per row, the fields where it does not hold every candidate atom (it "splits" them). Rows that
+  // miss the candidate on some field never meet it and are dropped; fields no row splits cannot
+  // split anything.
+  std::vector<uint32_t> live_rows;
+  std::vector<uint32_t> split_fields;                  // concatenated per live row
+  std::vector<size_t> split_begin = {0};               // per live row: its range in split_fields
+  std::vector<size_t> splitting(candidate.size(), 0);  // per field: live rows that split it
+  if (budget <= rows.size()) {
+    budget = 0;
+    result.coverage = Coverage::kGaveUp;
+    return result;
+  }
+  budget -= rows.size();
+  for (uint32_t r = 0; r < rows.size(); ++r) {
+    const Box& row = *rows[r];
+    size_t mark = split_fields.size();
+    bool meets = true;
+    for (size_t f = 0; f < candidate.size() && meets; ++f) {
+      if (row[f].all) continue;
+      const auto& cand = atoms_of(domains, f, candidate[f]);
+      size_t shared = 0;
+      for (uint32_t atom : row[f].atoms) {
+        shared += std::binary_search(cand.begin(), cand.end(), atom);
+      }
+      meets = shared > 0;
+      if (shared != cand.size()) split_fields.push_back(static_cast<uint32_t>(f));
+    }
+    if (!meets) {
+      split_fields.resize(mark);
+      continue;
+    }
+    if (split_fields.size() == mark) return result;  // one row holds the whole candidate
+    live_rows.push_back(r);
+    split_begin.push_back(split_fields.size());
+    for (size_t i = mark; i < split_fields.size(); ++i) ++splitting[split_fields[i]];
+  }
+  // Most-splitting fields first (Maranget's "needed column" heuristic, statically).
   std::vector<size_t> columns;
   for (size_t f = 0; f < candidate.size(); ++f) {
-    bool constrained = !candidate[f].all;
-    for (size_t r = 0; r < rows.size() && !constrained; ++r) constrained = !(*rows[r])[f].all;
-    if (constrained) columns.push_back(f);
+    if (splitting[f] > 0) columns.push_back(f);
+  }
+  std::stable_sort(columns.begin(), columns.end(),
+                   [&](size_t a, size_t b) { return splitting[a] > splitting[b]; });
+  std::vector<size_t> position(candidate.size(), 0);
+  for (size_t c = 0; c < columns.size(); ++c) position[columns[c]] = c;
+  // Per row, one past the last column (in that order) it splits; from there on the row covers
+  // every class it belongs to.
+  std::vector<size_t> last_split(rows.size(), 0);
+  for (size_t i = 0; i < live_rows.size(); ++i) {
+    size_t last = 0;
+    for (size_t k = split_begin[i]; k < split_begin[i + 1]; ++k) {
+      last = std::max(last, position[split_fields[k]] + 1);
+    }
+    last_split[live_rows[i]] = last;
   }
 
   Frame start;
-  start.rows.resize(rows.size());
-  for (uint32_t r = 0; r < rows.size(); ++r) start.rows[r] = r;
+  start.rows = std::move(live_rows);
   start.witness.resize(candidate.size());
   for (size_t f = 0; f < candidate.size(); ++f) {
     start.witness[f] = atoms_of(domains, f, candidate[f]).front();
@@ -105,7 +152,11 @@ CoverageResult find_uncovered(const std::vector<std::vector<uint32_t>>& domains,
         result.witness = std::move(frame.witness);
         return result;
       }
-      if (frame.column == columns.size()) break;  // every remaining row covers this class
+      bool covered = frame.column == columns.size();  // every remaining row covers this class
+      for (size_t i = 0; i < frame.rows.size() && !covered; ++i) {
+        covered = last_split[frame.rows[i]] <= frame.column;
+      }
+      if (covered) break;
       size_t field = columns[frame.column];
       const std::vector<uint32_t>& cand = atoms_of(domains, field, candidate[field]);
 

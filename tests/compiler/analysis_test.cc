@@ -328,6 +328,16 @@ TEST(AnalysisTest, DuplicateRows) {
            "(line 14) | remove one of the two rows"}));
 }
 
+TEST(AnalysisTest, UnknownPositionsAreLeftOut) {
+  PolicyBuilder b;
+  b.string_field("topic");
+  b.table("t", {"topic"}, 10).row({"a"}, "hold", 11, "first").row({"a"}, "hold", 12, "second");
+  b.mutable_policy().source = ir::SourceMap{};
+  b.mutable_policy().source.path = "test.yaml";
+  EXPECT_EQ(analyze_lines(b), want({"0 error RG203: duplicate row 'second' in table 't': same keys "
+                                    "[a] as row 'first' | remove one of the two rows"}));
+}
+
 TEST(AnalysisTest, SameKeysInDifferentTablesAreNotDuplicates) {
   PolicyBuilder b;
   b.string_field("topic");
@@ -454,6 +464,17 @@ TEST(AnalysisTest, TenThousandExactRowsWithWildcardsAndGuards) {
             "taken first by 'big:t999/e4' | remove the row, or narrow the earlier "
             "rules that take "
             "its inputs");
+}
+
+// ---- RG209 ----
+
+TEST(AnalysisTest, BudgetExhaustionIsReportedOnceAndStopsTheSearch) {
+  PolicyBuilder b = shipped_policy(true);
+  EXPECT_EQ(analyze_lines(b).size(), 3u);
+  EXPECT_EQ(lines(analyze_with_budget(b.get(), 1)),
+            want({"61 info RG209: analysis stopped early at rule 'already_committed': the policy "
+                  "is too complex to finish the shadowing and conflict checks | split large "
+                  "wildcard tables or guards; the compiled decisions are not affected"}));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/compile.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
 #include "runtime/test_policies.h"
@@ -67,6 +68,23 @@ TEST(Lower, GoldenTableFile) {
   std::vector<uint8_t> golden((std::istreambuf_iterator<char>(in)),
                               std::istreambuf_iterator<char>());
   EXPECT_TRUE(golden == bytes) << "lower() output differs from " << path;
+}
+
+// The shipped policy compiled by the real front-end lowers to the same decisions as the hand-built
+// IR the runtime tests use: same decision digest, same provenance lines.
+TEST(Lower, ShippedPolicyMatchesTheHandBuiltReference) {
+  LoadedPolicy loaded = load_policy_file(std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml");
+  ASSERT_TRUE(loaded.policy.has_value()) << loaded.io_message;
+  auto compiled = load(lower(*loaded.policy));
+  auto reference = load(lower(testing::reference_gate()));
+  ASSERT_TRUE(compiled && reference);
+  EXPECT_EQ(compiled->decision_digest_hex(), reference->decision_digest_hex());
+  EXPECT_EQ(compiled->decision_digest_hex(), "d2c4fe35005ec45e93683a61ee605f27");
+  EXPECT_EQ(compiled->source_name(), "replay_gate.yaml");
+  ASSERT_EQ(compiled->rule_count(), reference->rule_count());
+  for (uint32_t r = 0; r < reference->rule_count(); ++r) {
+    EXPECT_EQ(compiled->rule_source_line(r), reference->rule_source_line(r)) << r;
+  }
 }
 
 TEST(Lower, HeaderFields) {

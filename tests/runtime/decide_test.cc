@@ -335,3 +335,65 @@ TEST_F(SmallPolicy, AtomLabels) {
 
 }  // namespace
 }  // namespace replaygate
+
+namespace replaygate {
+namespace {
+
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
+TEST(EdgePolicies, NoFieldsNoRules) {
+  ir::CheckedPolicy checked;
+  checked.policy.id = "empty";
+  checked.policy.verbs = {verb("hold", ir::Effect::kNone, "")};
+  checked.policy.default_reason = "nothing to decide";
+  auto table = build(checked);
+  ASSERT_NE(table, nullptr);
+  Input in(*table);
+  EXPECT_EQ(outcome(*table, table->decide(in)),
+            (Outcome{"hold", "default", "nothing to decide", DecisionKind::kDefault}));
+}
+
+TEST(EdgePolicies, AllWildcardRowAndEmptyTable) {
+  ir::CheckedPolicy checked;
+  ir::Policy& p = checked.policy;
+  p.id = "wild";
+  p.fields = {bool_field("b", true), enum_field("e", {"x", "y"})};
+  p.verbs = {verb("no", ir::Effect::kNone, ""), verb("yes", ir::Effect::kRead, "")};
+  ir::Table empty;
+  empty.id = "empty";
+  empty.key_fields = {0};
+  p.rules.push_back(empty);
+  ir::Table t;
+  t.id = "t";
+  t.key_fields = {0, 1};
+  t.rows.push_back(row("t", {B(true), S("y")}, 0));
+  t.rows.push_back(row("t", {std::nullopt, std::nullopt}, 1));
+  p.rules.push_back(t);
+  auto table = build(checked);
+  ASSERT_NE(table, nullptr);
+  Input in(*table);
+  in.set_string(1, "y");
+  EXPECT_EQ(table->rule_name(table->decide(in)), "t:*/*");  // b absent: only the catch-all
+  in.set_bool(0, true);
+  EXPECT_EQ(table->rule_name(table->decide(in)), "t:true/y");
+  in.set_string(1, "x");
+  EXPECT_EQ(table->rule_name(table->decide(in)), "t:*/*");
+  EXPECT_EQ(table->rule_count(), 2u);
+}
+
+TEST(EdgePolicies, TooManyFieldsIsRejectedAtLoad) {
+  ir::CheckedPolicy checked;
+  checked.policy.id = "wide";
+  checked.policy.verbs = {verb("hold", ir::Effect::kNone, "")};
+  for (int f = 0; f < 1025; ++f) {
+    checked.policy.fields.push_back(bool_field("f" + std::to_string(f), true));
+  }
+  std::vector<uint8_t> bytes = lower(checked);
+  LoadStatus status;
+  EXPECT_EQ(Table::load_bytes(bytes.data(), bytes.size(), &status), nullptr);
+  EXPECT_EQ(status.error, LoadError::kMalformed);
+  EXPECT_EQ(status.message, "1025 fields, over the limit of 1024");
+}
+
+}  // namespace
+}  // namespace replaygate

@@ -121,7 +121,21 @@ TEST(Load, MissingFileIsIo) {
   LoadStatus status;
   EXPECT_EQ(Table::load_file("/nonexistent/dir/table.rgt", &status), nullptr);
   EXPECT_EQ(status.error, LoadError::kIo);
-  EXPECT_EQ(status.message, "cannot open /nonexistent/dir/table.rgt");
+  EXPECT_EQ(status.message, "cannot open /nonexistent/dir/table.rgt: No such file or directory");
+}
+
+TEST(Load, DirectoryIsIo) {
+  LoadStatus status;
+  EXPECT_EQ(Table::load_file(RG_SOURCE_DIR, &status), nullptr);
+  EXPECT_EQ(status.error, LoadError::kIo);
+  EXPECT_EQ(status.message, std::string("cannot read ") + RG_SOURCE_DIR + ": Is a directory");
+}
+
+TEST(Load, EmptyFileIsTruncated) {
+  LoadStatus status;
+  EXPECT_EQ(Table::load_file("/dev/null", &status), nullptr);
+  EXPECT_EQ(status.error, LoadError::kTruncated);
+  EXPECT_EQ(status.message, "empty table");
 }
 
 TEST(Load, Empty) {

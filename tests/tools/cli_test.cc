@@ -1,0 +1,505 @@
+// End-to-end tests of the `replaygate` binary: exact stdout lines, stderr and exit codes.
+//
+// Golden files: tests/data/letters/*.expected.jsonl and tests/data/mapping/*.expected.jsonl hold
+// the exact decide output with the table checksum replaced by @TABLE@. To regenerate them on
+// purpose, run with RG_UPDATE_GOLDEN=1 and review the diff.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/table.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSource = RG_SOURCE_DIR;
+const std::string kBinary = RG_BINARY;
+const std::string kPolicy = kSource + "/policies/replay_gate.yaml";
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string shell_quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/rg_cli_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+    write_file(dir_ / "stdin", stdin_text);
+    std::string command = shell_quote(kBinary);
+    for (const auto& a : args) command += " " + shell_quote(a);
+    command += " <" + shell_quote((dir_ / "stdin").string()) + " >" +
+               shell_quote((dir_ / "stdout").string()) + " 2>" +
+               shell_quote((dir_ / "stderr").string());
+    const int status = std::system(command.c_str());
+    Result r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(dir_ / "stdout");
+    r.err = read_file(dir_ / "stderr");
+    return r;
+  }
+
+  // Compiles the shipped policy into dir_/gate.rgt and returns its checksum.
+  std::string compile_gate() {
+    const Result r = run({"compile", kPolicy, "-o", table_path()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    replaygate::LoadStatus status;
+    auto table = replaygate::Table::load_file(table_path(), &status);
+    EXPECT_NE(table, nullptr) << status.message;
+    return table ? table->checksum_hex() : "";
+  }
+  std::string table_path() const { return (dir_ / "gate.rgt").string(); }
+
+  // Compares decide output with a golden file (checksum replaced by @TABLE@).
+  void expect_golden(const std::string& actual, const std::string& checksum,
+                     const std::string& golden) {
+    std::string normalised = actual;
+    for (size_t at; !checksum.empty() && (at = normalised.find(checksum)) != std::string::npos;) {
+      normalised.replace(at, checksum.size(), "@TABLE@");
+    }
+    const fs::path path = kSource + "/tests/data/" + golden;
+    if (std::getenv("RG_UPDATE_GOLDEN") != nullptr) write_file(path, normalised);
+    EXPECT_EQ(normalised, read_file(path)) << "actual output (golden " << golden << "):\n"
+                                           << normalised;
+  }
+
+  fs::path dir_;
+};
+
+// ---- usage errors: exit 2 with a message saying what to fix ----
+
+TEST_F(CliTest, NoCommandIsAUsageError) {
+  const Result r = run({});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("Run 'replaygate --help' for usage."), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, UnknownCommandSuggestsTheClosest) {
+  const Result r = run({"decid"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate: error: unknown command 'decid'; did you mean 'decide'?\n"
+            "Run 'replaygate --help' for usage.\n");
+}
+
+TEST_F(CliTest, HelpExitsZero) {
+  const Result r = run({"decide", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--max-replays"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, DecideNeedsExactlyOneOfPolicyAndTable) {
+  const std::string message =
+      "replaygate decide: error: give exactly one of --policy POLICY.yaml or --table TABLE.rgt\n"
+      "Run 'replaygate decide --help' for usage.\n";
+  Result r = run({"decide", "-"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, message);
+  r = run({"decide", "--policy", kPolicy, "--table", "x.rgt", "-"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, message);
+}
+
+TEST_F(CliTest, DecideFormatAndMappingMistakes) {
+  Result r = run({"decide", "--policy", kPolicy, "--format", "avro"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate decide: error: --format must be letters or kafka, not 'avro'\n"
+            "Run 'replaygate decide --help' for usage.\n");
+  r = run({"decide", "--policy", kPolicy, "--format", "kafka"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--format kafka needs --mapping MAPPING.yaml"), std::string::npos) << r.err;
+  r = run({"decide", "--policy", kPolicy, "--mapping", "m.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--mapping applies to --format kafka only"), std::string::npos) << r.err;
+  r = run({"decide", "--policy", kPolicy, "--max-replays", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(CliTest, DecideMissingInputFileIsAnIoError) {
+  const Result r = run({"decide", "--policy", kPolicy, (dir_ / "nope.jsonl").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: cannot open " + (dir_ / "nope.jsonl").string() +
+                       ": No such file or directory\n");
+  EXPECT_TRUE(r.out.empty());
+}
+
+// ---- compile ----
+
+TEST_F(CliTest, CompileWritesALoadableTableAndNoTemporaryFile) {
+  compile_gate();
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"gate.rgt", "stderr", "stdin", "stdout"}));
+}
+
+TEST_F(CliTest, CompileOnErrorsWritesNothingAndKeepsTheOldTable) {
+  std::string policy = read_file(kPolicy);
+  const size_t at = policy.find("verb: never");
+  ASSERT_NE(at, std::string::npos);
+  policy.replace(at, 11, "verb: nevr");
+  write_file(dir_ / "bad.yaml", policy);
+  const std::string out = (dir_ / "bad.rgt").string();
+  Result r = run({"compile", (dir_ / "bad.yaml").string(), "-o", out});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_NE(r.err.find("nevr"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("errors found; " + out + " not written"), std::string::npos) << r.err;
+
+  write_file(out, "OLD TABLE");
+  r = run({"compile", (dir_ / "bad.yaml").string(), "-o", out});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(read_file(out), "OLD TABLE");
+}
+
+TEST_F(CliTest, CompileJsonDiagnosticsGoToStdout) {
+  std::string policy = read_file(kPolicy);
+  policy.replace(policy.find("verb: never"), 11, "verb: nevr");
+  write_file(dir_ / "bad.yaml", policy);
+  const Result r =
+      run({"compile", (dir_ / "bad.yaml").string(), "-o", table_path(), "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out[0], '[');
+  EXPECT_NE(r.out.find("nevr"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, CompileUnreadablePolicyIsAnIoError) {
+  const Result r = run({"compile", (dir_ / "missing.yaml").string(), "-o", table_path()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(table_path()));
+}
+
+// ---- lint ----
+
+TEST_F(CliTest, LintShippedPolicyIsClean) {
+  const Result r = run({"lint", kPolicy});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, kPolicy + ": ok\n");
+}
+
+TEST_F(CliTest, LintReportsErrors) {
+  std::string policy = read_file(kPolicy);
+  policy.replace(policy.find("verb: never"), 11, "verb: nevr");
+  write_file(dir_ / "bad.yaml", policy);
+  const Result r = run({"lint", (dir_ / "bad.yaml").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error["), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find((dir_ / "bad.yaml").string() + ": 1 error"), std::string::npos) << r.err;
+}
+
+// ---- dump ----
+
+TEST_F(CliTest, DumpPrintsTheTable) {
+  compile_gate();
+  const Result r = run({"dump", table_path()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("dlq-replay-gate"), std::string::npos);
+}
+
+TEST_F(CliTest, DumpOfACorruptTableIsAnInputError) {
+  write_file(dir_ / "junk.rgt", "this is not a table, just some text that is long enough......");
+  Result r = run({"dump", (dir_ / "junk.rgt").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind(
+                "replaygate: cannot load table " + (dir_ / "junk.rgt").string() + ": bad_magic", 0),
+            0u)
+      << r.err;
+  EXPECT_TRUE(r.out.empty());
+
+  compile_gate();
+  const std::string whole = read_file(table_path());
+  write_file(dir_ / "cut.rgt", whole.substr(0, whole.size() / 2));
+  r = run({"dump", (dir_ / "cut.rgt").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind(
+                "replaygate: cannot load table " + (dir_ / "cut.rgt").string() + ": truncated", 0),
+            0u)
+      << r.err;
+
+  std::string flipped = whole;
+  flipped[flipped.size() - 1] ^= 0x5A;
+  write_file(dir_ / "flip.rgt", flipped);
+  r = run({"dump", (dir_ / "flip.rgt").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cannot load table"), std::string::npos) << r.err;
+
+  r = run({"decide", "--table", (dir_ / "flip.rgt").string(), "-"}, "{}\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+}
+
+// ---- decide: letters ----
+
+TEST_F(CliTest, DecideLettersEveryBadRecordGetsOneLine) {
+  const std::string checksum = compile_gate();
+  const Result r =
+      run({"decide", "--table", table_path(), kSource + "/tests/data/letters/records.jsonl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "summary: 23 records, never 1, replay_once 2, hold 20; invalid 17, duplicate-key "
+            "holds 0, budget holds 0\n");
+  EXPECT_EQ(lines_of(r.out).size(), 23u);
+  expect_golden(r.out, checksum, "letters/records.expected.jsonl");
+}
+
+TEST_F(CliTest, DecideFromStdinWithPolicyMatchesTable) {
+  const std::string checksum = compile_gate();
+  const std::string letters = read_file(kSource + "/tests/data/letters/records.jsonl");
+  const Result from_table = run({"decide", "--table", table_path(), "-"}, letters);
+  const Result from_policy = run({"decide", "--policy", kPolicy}, letters);
+  EXPECT_EQ(from_policy.exit_code, 1);
+  EXPECT_EQ(from_policy.out, from_table.out);
+  EXPECT_NE(from_policy.out.find(checksum), std::string::npos);
+}
+
+TEST_F(CliTest, DecideRecordTooLargeIsOneInvalidLine) {
+  const std::string good =
+      "{\"topic\":\"payment.capture\",\"error_class\":\"timeout\",\"attempts\":1,"
+      "\"idempotency_key\":\"k1\",\"already_committed\":false}\n";
+  const std::string huge = "{\"topic\":\"" + std::string(3u << 20, 'x') + "\"}\n";
+  const std::string good2 =
+      "{\"topic\":\"payment.capture\",\"error_class\":\"timeout\",\"attempts\":1,"
+      "\"idempotency_key\":\"k2\",\"already_committed\":false}\n";
+  const Result r = run({"decide", "--policy", kPolicy}, good + huge + good2);
+  EXPECT_EQ(r.exit_code, 1);
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out.substr(0, 2000);
+  EXPECT_EQ(lines[1].rfind("{\"n\":2,\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\","
+                           "\"rule\":\"default\",\"reason\":\"invalid record: record too large "
+                           "(over 1048576 bytes)\"",
+                           0),
+            0u)
+      << lines[1];
+  EXPECT_NE(lines[1].find("\"invalid\":true}"), std::string::npos);
+  EXPECT_EQ(lines[2].rfind("{\"n\":3,\"verb\":\"replay_once\"", 0), 0u) << lines[2];
+}
+
+TEST_F(CliTest, DecidePolicyErrorsStopBeforeReadingInput) {
+  std::string policy = read_file(kPolicy);
+  policy.replace(policy.find("verb: never"), 11, "verb: nevr");
+  write_file(dir_ / "bad.yaml", policy);
+  const Result r = run({"decide", "--policy", (dir_ / "bad.yaml").string(),
+                        (dir_ / "does-not-exist.jsonl").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.err.find("cannot open"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, DecideDuplicateIdempotencyKeyReplaysOnce) {
+  const Result r =
+      run({"decide", "--policy", kPolicy, kSource + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_NE(lines[0].find("\"verb\":\"replay_once\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\","
+                          "\"rule\":\"dump:duplicate_key\",\"reason\":\"duplicate idempotency "
+                          "key in this dump\""),
+            std::string::npos)
+      << lines[1];
+  EXPECT_NE(lines[1].find("\"invalid\":false"), std::string::npos);
+  // A never verb is never touched by the dump rules, even with a seen key.
+  EXPECT_NE(lines[2].find("\"verb\":\"never\""), std::string::npos) << lines[2];
+  EXPECT_EQ(r.err,
+            "summary: 6 records, never 1, replay_once 4, hold 1; invalid 0, duplicate-key holds "
+            "1, budget holds 0\n");
+}
+
+TEST_F(CliTest, DecideMaxReplaysHoldsTheRest) {
+  const Result r = run({"decide", "--policy", kPolicy, "--max-replays", "2",
+                        kSource + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_NE(lines[3].find("\"verb\":\"replay_once\""), std::string::npos) << lines[3];
+  for (size_t i : {4u, 5u}) {
+    EXPECT_NE(lines[i].find("\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\","
+                            "\"rule\":\"dump:replay_budget\",\"reason\":\"replay budget "
+                            "exhausted\""),
+              std::string::npos)
+        << lines[i];
+  }
+  EXPECT_EQ(r.err,
+            "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, duplicate-key holds "
+            "1, budget holds 2\n");
+  const Result zero = run({"decide", "--policy", kPolicy, "--max-replays", "0",
+                           kSource + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(zero.err,
+            "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, duplicate-key holds "
+            "0, budget holds 5\n");
+}
+
+TEST_F(CliTest, DecideShippedLetters) {
+  const Result r = run({"decide", "--policy", kPolicy, kSource + "/examples/letters.jsonl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.out).size(), 20u);
+  EXPECT_EQ(r.err,
+            "summary: 20 records, never 6, replay_once 4, hold 10; invalid 3, duplicate-key holds "
+            "1, budget holds 0\n");
+}
+
+// ---- decide: kafka ----
+
+TEST_F(CliTest, DecideKafkaThroughTheMapping) {
+  const std::string checksum = compile_gate();
+  const Result r = run({"decide", "--table", table_path(), "--format", "kafka", "--mapping",
+                        kSource + "/tests/data/mapping/spring.mapping.yaml",
+                        kSource + "/tests/data/mapping/records.kcat.jsonl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "summary: 15 records, never 1, replay_once 1, hold 13; invalid 9, duplicate-key holds "
+            "1, budget holds 0\n");
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 15u);
+  EXPECT_NE(lines[2].find("\"reason\":\"invalid input: error_class (no mapping for "
+                          "'java.lang.IllegalStateException')\""),
+            std::string::npos)
+      << lines[2];
+  expect_golden(r.out, checksum, "mapping/records.expected.jsonl");
+}
+
+TEST_F(CliTest, DecideKafkaBadMappingIsReportedWithPositions) {
+  const std::string mapping = kSource + "/tests/data/mapping/bad.mapping.yaml";
+  const Result r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping", mapping,
+                        kSource + "/tests/data/mapping/records.kcat.jsonl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.empty());
+  for (const std::string& expected : {
+           mapping + ":3:3: error[RG303]: policy input 'error_class' is not mapped",
+           mapping + ":4:3: error[RG302]: 'error_clas' is not an input of policy "
+                     "'dlq-replay-gate'",
+           mapping + ":5:47: error[RG305]: input 'attempts' is int in the policy, not 'string'",
+           mapping + ":6:30: error[RG304]: bad JSON pointer 'order/key' for input "
+                     "'idempotency_key'",
+           mapping + ":7:22: error[RG304]: input 'already_committed' has more than one source",
+           mapping + ":8:31: error[RG301]: unknown key 'optinal' in the mapping of input "
+                     "'replays'",
+           std::string("did you mean 'optional'?"),
+           mapping + ": errors found; no record decided",
+       }) {
+    EXPECT_NE(r.err.find(expected), std::string::npos) << expected << "\n---\n" << r.err;
+  }
+}
+
+TEST_F(CliTest, DecideShippedKafkaDump) {
+  const Result r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
+                        kSource + "/examples/kafka-spring-dlt.mapping.yaml",
+                        kSource + "/examples/payments-dlt.kcat.jsonl"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.out).size(), 62u);
+  EXPECT_EQ(r.err,
+            "summary: 62 records, never 18, replay_once 21, hold 23; invalid 6, duplicate-key "
+            "holds 2, budget holds 0\n");
+}
+
+// ---- test ----
+
+TEST_F(CliTest, TestShippedCasesPass) {
+  const Result r = run({"test", kPolicy});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "40 passed, 0 failed");
+}
+
+TEST_F(CliTest, TestReportsFailures) {
+  write_file(dir_ / "cases.yaml",
+             "cases:\n"
+             "  - name: timeout replays\n"
+             "    input: {topic: payment.capture, error_class: timeout, attempts: 1,\n"
+             "            idempotency_key: k, already_committed: false}\n"
+             "    expect: replay_once\n"
+             "  - name: wrong expectation\n"
+             "    input: {topic: payment.capture, error_class: timeout, attempts: 1,\n"
+             "            idempotency_key: k, already_committed: false}\n"
+             "    expect: never\n"
+             "    rule: already_committed\n");
+  const Result r = run({"test", kPolicy, (dir_ / "cases.yaml").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "PASS timeout replays\n"
+            "FAIL wrong expectation: expected never (rule already_committed), got replay_once "
+            "(rule known_failures:payment.capture/timeout)\n"
+            "1 passed, 1 failed\n");
+}
+
+TEST_F(CliTest, TestCaseFileErrorsAreDiagnostics) {
+  write_file(dir_ / "cases.yaml",
+             "cases:\n"
+             "  - name: typo\n"
+             "    input: {topik: payment.capture}\n"
+             "    expect: replay_onec\n");
+  const Result r = run({"test", kPolicy, (dir_ / "cases.yaml").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find((dir_ / "cases.yaml").string() +
+                       ":3:13: error[RG403]: 'topik' is not an input of the policy"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find((dir_ / "cases.yaml").string() +
+                       ":4:13: error[RG404]: unknown verb 'replay_onec'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "0 passed, 0 failed\n");
+}
+
+TEST_F(CliTest, TestMissingCaseFileIsAnIoError) {
+  write_file(dir_ / "p.yaml", read_file(kPolicy));
+  const Result r = run({"test", (dir_ / "p.yaml").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("p.test.yaml"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,83 @@
+// The command line front door: the subcommand table, CLI11 parsing, usage errors -> exit 2.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/diagnostic.h"
+#include "tools/cli/commands.h"
+
+namespace replaygate::cli {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"compile", "Compile a policy into a frozen decision table", setup_compile},
+    {"lint", "Check a policy and print its diagnostics", setup_lint},
+    {"decide", "Decide every record of a dead-letter dump (JSON Lines in, JSON Lines out)",
+     setup_decide},
+    {"dump", "Print a frozen table as a readable listing", setup_dump},
+    {"test", "Run a policy's test cases", setup_test},
+};
+
+int usage_error(const std::string& message, const std::string& command) {
+  std::fprintf(stderr, "replaygate: error: %s\n", message.c_str());
+  std::fprintf(stderr, "Run 'replaygate%s%s --help' for usage.\n", command.empty() ? "" : " ",
+               command.c_str());
+  return kExitUsage;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  // A closed pipe must surface as a write error (exit 2), not kill the process silently.
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    CLI::App app{
+        "replaygate: reviewed policies decide what may happen to dead-lettered messages.\n"
+        "Exit codes: 0 success, 1 findings (policy errors, failed cases, invalid records),\n"
+        "2 usage, I/O or internal errors."};
+    app.name("replaygate");
+    app.require_subcommand(1);
+    app.fallthrough(false);
+    std::vector<std::pair<CLI::App*, Runner>> runners;
+    std::vector<std::string> names;
+    for (const Command& command : kCommands) {
+      CLI::App* sub = app.add_subcommand(command.name, command.summary);
+      runners.emplace_back(sub, command.setup(*sub));
+      names.emplace_back(command.name);
+    }
+    if (argc >= 2 && argv[1][0] != '-') {
+      const std::string word = argv[1];
+      bool known = false;
+      for (const auto& name : names) known = known || name == word;
+      if (!known) {
+        std::string message = "unknown command '" + word + "'";
+        const std::string suggestion = closest_match(word, names);
+        if (!suggestion.empty()) message += "; did you mean '" + suggestion + "'?";
+        return usage_error(message, "");
+      }
+    }
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e);  // --help: usage on stdout, exit 0
+      std::string command;
+      for (const auto& [sub, runner] : runners) {
+        if (sub->parsed()) command = sub->get_name();
+      }
+      return usage_error(e.what(), command);
+    }
+    for (const auto& [sub, runner] : runners) {
+      if (sub->parsed()) return runner();
+    }
+    return usage_error("no command given", "");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "replaygate: internal error: %s\n", e.what());
+    return kExitUsage;
+  }
+}
+
+}  // namespace replaygate::cli

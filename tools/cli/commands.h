@@ -1,0 +1,39 @@
+// The CLI's table of subcommands and its entry point.
+//
+// Each subcommand lives in its own file and exposes one setup function: it adds its options and
+// positionals to the CLI11 sub-app and returns the function that runs the command once the
+// command line has parsed. Exit codes, for every subcommand (see docs/cli.md):
+//   0 success; 1 findings (policy errors, failed cases, invalid records);
+//   2 usage errors, I/O errors, unreadable tables, internal errors.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace replaygate::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFindings = 1;
+inline constexpr int kExitUsage = 2;  // also I/O and internal errors
+
+using Runner = std::function<int()>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  Runner (*setup)(CLI::App& sub);
+};
+
+Runner setup_compile(CLI::App& sub);
+Runner setup_lint(CLI::App& sub);
+Runner setup_decide(CLI::App& sub);
+Runner setup_dump(CLI::App& sub);
+Runner setup_test(CLI::App& sub);
+
+// Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
+int run(int argc, char** argv);
+
+}  // namespace replaygate::cli

@@ -1,0 +1,274 @@
+// `replaygate decide`: decide every record of a dead-letter dump, one JSON line out per line in.
+//
+// Streams: one capped line in memory at a time, output in 1 MiB blocks; the only state that grows
+// is one 16-byte hash per idempotency key granted a replay (duplicate detection). Dump semantics
+// on top of the policy (docs/cli.md), which only ever turn a create-effect verb into the default:
+//   * within one run only the first record with a given idempotency key may get a create verb;
+//     later ones get the default, rule "dump:duplicate_key";
+//   * --max-replays N: create verbs after the first N get the default, rule "dump:replay_budget".
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "runtime/table.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/kafka.h"
+#include "tools/cli/letters.h"
+#include "tools/cli/mapping.h"
+#include "tools/cli/output.h"
+#include "tools/cli/policy_source.h"
+#include "tools/cli/records.h"
+
+namespace replaygate::cli {
+namespace {
+
+struct DecideOptions {
+  std::string policy;
+  std::string table;
+  std::string input = "-";
+  std::string format = "letters";
+  std::string mapping;
+  int64_t max_replays = -1;  // -1: no budget
+  std::string dedupe_field = "idempotency_key";
+};
+
+const char* action_words(Effect effect) {
+  switch (effect) {
+    case Effect::kNone:
+      return "nothing";
+    case Effect::kRead:
+      return "read status";
+    case Effect::kCopy:
+      return "copy an existing output";
+    case Effect::kCreate:
+      return "create new work";
+  }
+  return "nothing";
+}
+
+struct KeyHash {
+  size_t operator()(const XXH128_hash_t& h) const noexcept { return static_cast<size_t>(h.low64); }
+};
+struct KeyEqual {
+  bool operator()(const XXH128_hash_t& a, const XXH128_hash_t& b) const noexcept {
+    return XXH128_isEqual(a, b) != 0;
+  }
+};
+
+int usage(const std::string& message) {
+  std::fprintf(stderr, "replaygate decide: error: %s\nRun 'replaygate decide --help' for usage.\n",
+               message.c_str());
+  return kExitUsage;
+}
+
+int run_decide(const DecideOptions& o) {
+  if (o.policy.empty() == o.table.empty()) {
+    return usage("give exactly one of --policy POLICY.yaml or --table TABLE.rgt");
+  }
+  if (o.format != "letters" && o.format != "kafka") {
+    return usage("--format must be letters or kafka, not '" + o.format + "'");
+  }
+  if (o.format == "kafka" && o.mapping.empty()) {
+    return usage(
+        "--format kafka needs --mapping MAPPING.yaml (which header or payload field "
+        "feeds each policy input)");
+  }
+  if (o.format == "letters" && !o.mapping.empty()) {
+    return usage("--mapping applies to --format kafka only");
+  }
+
+  std::unique_ptr<Table> table;
+  if (const int code = open_table(o.policy, o.table, &table); code != kExitOk) return code;
+
+  LoadedMapping mapping;
+  std::unique_ptr<RecordParser> parser;
+  if (o.format == "kafka") {
+    mapping = load_mapping_file(o.mapping, *table);
+    if (mapping.io_error) {
+      std::fprintf(stderr, "replaygate: %s\n", mapping.io_message.c_str());
+      return kExitUsage;
+    }
+    report_diagnostics(mapping.diagnostics, mapping.source_text, DiagnosticFormat::kText);
+    if (has_errors(mapping.diagnostics)) {
+      std::fprintf(stderr, "%s: errors found; no record decided\n", o.mapping.c_str());
+      return kExitFindings;
+    }
+    parser = std::make_unique<KafkaParser>(*table, mapping.mapping);
+  } else {
+    parser = std::make_unique<LetterParser>(*table);
+  }
+
+  int fd = STDIN_FILENO;
+  if (o.input != "-") {
+    fd = ::open(o.input.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      std::fprintf(stderr, "replaygate: cannot open %s: %s\n", o.input.c_str(),
+                   std::strerror(errno));
+      return kExitUsage;
+    }
+  }
+  const std::string input_name = o.input == "-" ? "standard input" : o.input;
+
+  // Everything that is the same on every output line, rendered once.
+  const uint32_t default_verb = table->default_verb();
+  std::vector<std::string> verb_json;  // "verb":..,"effect":..,"action":..
+  for (uint32_t v = 0; v < table->verb_count(); ++v) {
+    std::string s = "\"verb\":";
+    append_json_string(s, table->verb_name(v));
+    s += ",\"effect\":";
+    append_json_string(s, effect_name(table->verb_effect(v)));
+    s += ",\"action\":";
+    append_json_string(s, action_words(table->verb_effect(v)));
+    verb_json.push_back(std::move(s));
+  }
+  std::string tail = ",\"policy\":";
+  append_json_string(tail, table->policy_id());
+  tail += ",\"revision\":" + std::to_string(table->revision()) + ",\"table\":";
+  append_json_string(tail, table->checksum_hex());
+  const uint32_t dedupe_field = table->field_index(o.dedupe_field);
+
+  Input input(*table);
+  LineReader reader(fd);
+  BlockWriter out(stdout);
+  std::unordered_set<XXH128_hash_t, KeyHash, KeyEqual> replayed_keys;
+  std::vector<uint64_t> per_verb(table->verb_count(), 0);
+  uint64_t total = 0, invalid_count = 0, duplicate_holds = 0, budget_holds = 0, replays = 0;
+  std::string problem;
+  RecordMeta meta;
+  std::string_view line;
+  int exit_code = kExitOk;
+
+  while (true) {
+    const LineReader::Status status = reader.next(&line);
+    if (status == LineReader::Status::kEnd) break;
+    if (status == LineReader::Status::kError) {
+      out.flush();
+      std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
+                   std::strerror(reader.error_number()));
+      exit_code = kExitUsage;
+      break;
+    }
+    bool readable = false;
+    if (status == LineReader::Status::kTooLarge) {
+      problem =
+          "invalid record: record too large (over " + std::to_string(reader.max_line()) + " bytes)";
+      meta = RecordMeta{};
+    } else {
+      readable = parser->parse(line, input, &meta, &problem);
+    }
+    uint32_t verb = default_verb;
+    std::string_view rule = "default";
+    std::string_view reason = problem;
+    bool invalid = true;
+    if (readable) {
+      const Decision decision = table->decide(input);
+      verb = decision.verb;
+      rule = table->rule_name(decision);
+      reason = table->reason(decision);
+      invalid = decision.kind == DecisionKind::kInvalidInput;
+      if (!invalid && table->verb_effect(verb) == Effect::kCreate) {
+        const bool has_key = dedupe_field != Table::kNoField &&
+                             input.slots()[dedupe_field].state == Input::Slot::State::kString;
+        XXH128_hash_t key_hash{};
+        if (has_key) {
+          const std::string_view key = input.slots()[dedupe_field].s;
+          key_hash = XXH3_128bits(key.data(), key.size());
+        }
+        if (has_key && replayed_keys.count(key_hash) != 0) {
+          verb = default_verb;
+          rule = "dump:duplicate_key";
+          reason = "duplicate idempotency key in this dump";
+          ++duplicate_holds;
+        } else if (o.max_replays >= 0 && replays >= static_cast<uint64_t>(o.max_replays)) {
+          verb = default_verb;
+          rule = "dump:replay_budget";
+          reason = "replay budget exhausted";
+          ++budget_holds;
+        } else {
+          ++replays;
+          if (has_key) replayed_keys.insert(key_hash);
+        }
+      }
+    }
+    ++total;
+    ++per_verb[verb];
+    if (invalid) ++invalid_count;
+
+    std::string& buffer = out.buffer();
+    buffer += "{\"n\":";
+    buffer += std::to_string(reader.line_number());
+    if (meta.has_message_id) {
+      buffer += ",\"message_id\":";
+      append_json_string(buffer, meta.message_id);
+    }
+    if (meta.has_body_hash) {
+      buffer += ",\"body_hash\":";
+      append_json_string(buffer, meta.body_hash);
+    }
+    buffer += ',';
+    buffer += verb_json[verb];
+    buffer += ",\"rule\":";
+    append_json_string(buffer, rule);
+    buffer += ",\"reason\":";
+    append_json_string(buffer, reason);
+    buffer += tail;
+    buffer += invalid ? ",\"invalid\":true}\n" : ",\"invalid\":false}\n";
+    out.maybe_flush();
+    if (!out.ok()) break;
+  }
+  if (fd != STDIN_FILENO) ::close(fd);
+  if (!out.flush()) {
+    std::fprintf(stderr, "replaygate: cannot write decisions to standard output\n");
+    return kExitUsage;
+  }
+
+  std::string summary = "summary: " + std::to_string(total) + " records";
+  for (uint32_t v = 0; v < table->verb_count(); ++v) {
+    summary += ", " + std::string(table->verb_name(v)) + " " + std::to_string(per_verb[v]);
+  }
+  summary += "; invalid " + std::to_string(invalid_count) + ", duplicate-key holds " +
+             std::to_string(duplicate_holds) + ", budget holds " + std::to_string(budget_holds);
+  std::fprintf(stderr, "%s\n", summary.c_str());
+  if (exit_code != kExitOk) return exit_code;
+  return invalid_count > 0 ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+Runner setup_decide(CLI::App& sub) {
+  auto o = std::make_shared<DecideOptions>();
+  sub.footer(
+      "Decide every record of a dead-letter dump. Reads JSON Lines from FILE (or - for stdin),\n"
+      "writes one JSON object per record to stdout in input order, and a summary to stderr.\n"
+      "A record that cannot be read gets the policy default with \"invalid\": true.\n"
+      "Exit: 0 all records valid, 1 some record invalid (or policy/mapping errors),\n"
+      "2 usage, I/O or table errors. See docs/cli.md.");
+  sub.add_option("FILE", o->input, "Dump to read; - (default) reads standard input");
+  sub.add_option("--policy", o->policy, "Compile this policy in memory and use it");
+  sub.add_option("--table", o->table, "Use this compiled table (.rgt)");
+  sub.add_option(
+      "--format", o->format,
+      "letters (default): JSON objects keyed by policy inputs; kafka: kcat -C -J records");
+  sub.add_option("--mapping", o->mapping,
+                 "Mapping file for --format kafka (docs/input-mapping.md)");
+  sub.add_option("--max-replays", o->max_replays,
+                 "Allow at most N create-effect verbs (replays) in this run; later ones get the "
+                 "default verb")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_option("--dedupe-field", o->dedupe_field,
+                 "Input whose value may be replayed once per run (default idempotency_key)");
+  return [o] { return run_decide(*o); };
+}
+
+}  // namespace replaygate::cli

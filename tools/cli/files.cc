@@ -1,0 +1,107 @@
+// Bounded whole-file reads and atomic replacement by rename (see files.h).
+#include "tools/cli/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace replaygate::cli {
+namespace {
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+bool read_whole_file(const std::string& path, size_t max_bytes, std::string* text,
+                     std::string* error) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    *error = "cannot read " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  text->clear();
+  char block[65536];
+  bool ok = true;
+  while (true) {
+    const size_t got = std::fread(block, 1, sizeof block, file);
+    if (got > 0) {
+      if (text->size() + got > max_bytes) {
+        *error = "cannot read " + path + ": larger than " + std::to_string(max_bytes) + " bytes";
+        ok = false;
+        break;
+      }
+      text->append(block, got);
+    }
+    if (got < sizeof block) {
+      if (std::ferror(file)) {
+        *error = "cannot read " + path + ": " + std::strerror(errno);
+        ok = false;
+      }
+      break;
+    }
+  }
+  std::fclose(file);
+  return ok;
+}
+
+bool write_file_atomically(const std::string& path, std::string_view bytes, std::string* error) {
+  const std::string directory = directory_of(path);
+  std::string temp_name = path + ".tmp.XXXXXX";
+  std::vector<char> temp(temp_name.begin(), temp_name.end());
+  temp.push_back('\0');
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  temp_name.assign(temp.data());
+  const auto fail = [&](const char* what) {
+    *error = "cannot write " + path + ": " + what + ": " + std::strerror(errno);
+    ::close(fd);
+    ::unlink(temp_name.c_str());
+    return false;
+  };
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("write");
+    }
+    written += static_cast<size_t>(n);
+  }
+  // mkstemp creates 0600; a table is not a secret, give it the usual 0644 (umask applies too).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0) return fail("chmod");
+  if (::fsync(fd) != 0) return fail("fsync");
+  if (::close(fd) != 0) {
+    *error = "cannot write " + path + ": close: " + std::strerror(errno);
+    ::unlink(temp_name.c_str());
+    return false;
+  }
+  if (::rename(temp_name.c_str(), path.c_str()) != 0) {
+    *error = "cannot write " + path + ": rename: " + std::strerror(errno);
+    ::unlink(temp_name.c_str());
+    return false;
+  }
+  // Make the rename durable; failure here does not undo the (already visible) new file.
+  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return true;
+}
+
+}  // namespace replaygate::cli

@@ -1,0 +1,587 @@
+// kcat -J records -> Input through the reviewed mapping (see kafka.h and docs/input-mapping.md).
+#include "tools/cli/kafka.h"
+
+#include <simdjson.h>
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "compiler/diagnostic.h"
+#include "tools/cli/output.h"
+
+namespace replaygate::cli {
+
+namespace od = simdjson::ondemand;
+namespace dom = simdjson::dom;
+
+namespace {
+
+// The keys kcat -J prints (json.c fmt_msg_output_json), in its order.
+enum KcatKey : uint32_t {
+  kTopic,
+  kPartition,
+  kOffset,
+  kTstype,
+  kTs,
+  kBroker,
+  kHeaders,
+  kKey,
+  kKeyError,
+  kKeySchemaId,
+  kPayload,
+  kPayloadError,
+  kValueSchemaId,
+  kKcatKeyCount
+};
+const std::vector<std::string>& kcat_key_names() {
+  static const std::vector<std::string> names = {
+      "topic",          "partition", "offset",    "tstype",        "ts",      "broker",
+      "headers",        "key",       "key_error", "key_schema_id", "payload", "payload_error",
+      "value_schema_id"};
+  return names;
+}
+
+// One value read from a record, before conversion to the field's type.
+struct Raw {
+  enum class Kind { kMissing, kNull, kText, kJsonText, kInt, kBool, kOther };
+  Kind kind = Kind::kMissing;
+  std::string_view text;  // kText (converts to any type) / kJsonText (a JSON string)
+  int64_t number = 0;
+  bool flag = false;
+  std::string other;  // kOther: what it is, e.g. "a number that is not an integer"
+};
+
+bool fail_record(std::string* problem, std::string what) {
+  *problem = "invalid record: " + std::move(what);
+  return false;
+}
+
+}  // namespace
+
+struct KafkaParser::State {
+  const Table* table = nullptr;
+  const Mapping* mapping = nullptr;
+  od::parser parser{kMaxRecordBytes + 64};
+  dom::parser payload_parser;
+
+  // The current record.
+  std::string_view topic;
+  int64_t partition = 0, offset = 0, ts = 0;
+  bool has_ts = false;
+  bool key_null = true, payload_null = true;
+  std::string_view key, payload;
+  std::vector<std::pair<std::string_view, std::optional<std::string_view>>> headers;
+  std::string coordinates;
+  std::string message_id_text, body_hash_text;
+  // kcat copies header and payload bytes as they are, so Spring's binary headers (big-endian
+  // original-partition/-offset/-timestamp) can make a line invalid UTF-8. Such a line is re-read
+  // with every byte that is not UTF-8 replaced by U+FFFD; a mapped text value that contains
+  // U+FFFD is then rejected ("not valid UTF-8"), so a repaired value never decides anything.
+  std::string repaired_line;
+  bool repaired = false;
+  // The payload document, parsed on first use per record.
+  bool payload_tried = false;
+  std::string payload_problem;
+  dom::element payload_root;
+
+  void reset() {
+    topic = {};
+    partition = offset = ts = 0;
+    has_ts = false;
+    key_null = payload_null = true;
+    key = payload = {};
+    headers.clear();
+    coordinates.clear();
+    repaired = false;
+    payload_tried = false;
+    payload_problem.clear();
+  }
+
+  bool read_line(std::string_view line, std::string* problem);
+  bool read_headers(od::value& value, std::string* problem);
+  bool load_payload();
+  bool extract(const ValueSource& source, Raw* raw, std::string* why);
+  bool resolve_pointer(const ValueSource& source, Raw* raw, std::string* why);
+};
+
+bool KafkaParser::State::read_headers(od::value& value, std::string* problem) {
+  od::array array;
+  if (value.get_array().get(array)) {
+    return fail_record(problem, "headers must be kcat's flat [name, value, ...] array");
+  }
+  std::string_view name;
+  bool expecting_name = true;
+  for (auto element_result : array) {
+    od::value element;
+    if (auto error = std::move(element_result).get(element))
+      return fail_record(problem, describe_json_error(error));
+    od::json_type type;
+    if (auto error = element.type().get(type))
+      return fail_record(problem, describe_json_error(error));
+    if (expecting_name) {
+      if (type != od::json_type::string || element.get_string().get(name)) {
+        return fail_record(problem, "a header name is not a string");
+      }
+    } else if (type == od::json_type::null) {
+      headers.emplace_back(name, std::nullopt);
+    } else {
+      std::string_view text;
+      if (type != od::json_type::string || element.get_string().get(text)) {
+        return fail_record(
+            problem, "header '" + std::string(name) + "' has a value that is not a string or null");
+      }
+      headers.emplace_back(name, text);
+    }
+    expecting_name = !expecting_name;
+  }
+  if (!expecting_name)
+    return fail_record(problem, "header '" + std::string(name) + "' has no value");
+  return true;
+}
+
+bool KafkaParser::State::read_line(std::string_view line, std::string* problem) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos)
+    return fail_record(problem, "blank line");
+  switch (scan_json_shape(line, kMaxJsonDepth)) {
+    case JsonShape::kTooDeep:
+      return fail_record(problem,
+                         "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    case JsonShape::kTrailing:
+      return fail_record(problem, "trailing content after the JSON object");
+    case JsonShape::kOk:
+      break;
+  }
+  simdjson::padded_string_view padded(line.data(), line.size(), line.size() + LineReader::kPadding);
+  od::document document;
+  simdjson::error_code iterate_error = parser.iterate(padded).get(document);
+  if (iterate_error == simdjson::UTF8_ERROR) {
+    repaired_line.clear();
+    for (size_t i = 0; i < line.size();) {
+      const size_t length = utf8_sequence_length(line, i);
+      if (length == 0) {
+        repaired_line += "\xEF\xBF\xBD";
+        ++i;
+      } else {
+        repaired_line.append(line.substr(i, length));
+        i += length;
+      }
+    }
+    const size_t size = repaired_line.size();
+    repaired_line.append(LineReader::kPadding, ' ');
+    padded = simdjson::padded_string_view(repaired_line.data(), size, repaired_line.size());
+    repaired = true;
+    iterate_error = parser.iterate(padded).get(document);
+  }
+  if (iterate_error) return fail_record(problem, describe_json_error(iterate_error));
+  od::json_type top_type;
+  if (auto error = document.type().get(top_type))
+    return fail_record(problem, describe_json_error(error));
+  if (top_type != od::json_type::object) return fail_record(problem, "not a JSON object");
+  od::object object;
+  if (auto error = document.get_object().get(object))
+    return fail_record(problem, describe_json_error(error));
+  const auto& names = kcat_key_names();
+  bool seen[kKcatKeyCount] = {};
+  for (auto field_result : object) {
+    od::field field;
+    if (auto error = std::move(field_result).get(field))
+      return fail_record(problem, describe_json_error(error));
+    std::string_view name;
+    if (auto error = field.unescaped_key().get(name))
+      return fail_record(problem, describe_json_error(error));
+    uint32_t k = 0;
+    while (k < kKcatKeyCount && names[k] != name) ++k;
+    if (k == kKcatKeyCount) {
+      std::string what = "unknown key " + quote_for_reason(name) + " in a kcat -J record";
+      const std::string suggestion = closest_match(name, names);
+      if (!suggestion.empty()) what += " (did you mean '" + suggestion + "'?)";
+      return fail_record(problem, std::move(what));
+    }
+    if (seen[k]) return fail_record(problem, "duplicate key '" + names[k] + "'");
+    seen[k] = true;
+    od::value value = field.value();
+    od::json_type type;
+    if (auto error = value.type().get(type))
+      return fail_record(problem, describe_json_error(error));
+    const auto want_string = [&](std::string_view* out) {
+      if (type != od::json_type::string)
+        return fail_record(problem, names[k] + " must be a string");
+      if (auto error = value.get_string().get(*out))
+        return fail_record(problem, describe_json_error(error));
+      return true;
+    };
+    const auto want_int = [&](int64_t* out) {
+      if (type != od::json_type::number || value.get_int64().get(*out)) {
+        return fail_record(problem, names[k] + " must be an integer");
+      }
+      return true;
+    };
+    const auto want_nullable_string = [&](std::string_view* out, bool* is_null) {
+      if (type == od::json_type::null) {
+        bool null_ok = false;
+        if (value.is_null().get(null_ok) || !null_ok)
+          return fail_record(problem, "bad JSON (malformed literal)");
+        *is_null = true;
+        return true;
+      }
+      *is_null = false;
+      return want_string(out);
+    };
+    std::string_view ignored_text;
+    int64_t ignored_number = 0;
+    bool ok = true;
+    switch (static_cast<KcatKey>(k)) {
+      case kTopic:
+        ok = want_string(&topic);
+        break;
+      case kPartition:
+        ok = want_int(&partition);
+        break;
+      case kOffset:
+        ok = want_int(&offset);
+        break;
+      case kTs:
+        ok = want_int(&ts);
+        has_ts = ok;
+        break;
+      case kBroker:
+      case kKeySchemaId:
+      case kValueSchemaId:
+        ok = want_int(&ignored_number);
+        break;
+      case kTstype:
+      case kKeyError:
+      case kPayloadError:
+        ok = want_string(&ignored_text);
+        break;
+      case kHeaders:
+        ok = read_headers(value, problem);
+        break;
+      case kKey:
+        ok = want_nullable_string(&key, &key_null);
+        break;
+      case kPayload:
+        ok = want_nullable_string(&payload, &payload_null);
+        break;
+      case kKcatKeyCount:
+        break;
+    }
+    if (!ok) return false;
+  }
+  if (!document.current_location().error())
+    return fail_record(problem, "trailing content after the JSON object");
+  for (const KcatKey required : {kTopic, kPartition, kOffset, kKey, kPayload}) {
+    if (!seen[required])
+      return fail_record(problem, "missing key '" + names[required] + "' (not kcat -J output?)");
+  }
+  return true;
+}
+
+bool KafkaParser::State::load_payload() {
+  if (payload_tried) return payload_problem.empty();
+  payload_tried = true;
+  if (payload_null) {
+    payload_problem = "the payload is null";
+  } else if (scan_json_shape(payload, kMaxJsonDepth) == JsonShape::kTooDeep) {
+    payload_problem = "the payload nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+  } else if (auto error =
+                 payload_parser.parse(payload.data(), payload.size(), true).get(payload_root)) {
+    payload_problem = error == simdjson::UTF8_ERROR ? "the payload is not valid UTF-8"
+                                                    : "the payload is not JSON";
+  }
+  return payload_problem.empty();
+}
+
+bool KafkaParser::State::resolve_pointer(const ValueSource& source, Raw* raw, std::string* why) {
+  if (!load_payload()) {
+    *why = payload_problem;
+    return false;
+  }
+  dom::element current = payload_root;
+  for (const std::string& token : source.pointer) {
+    if (current.is_object()) {
+      dom::object object = current.get_object().value_unsafe();
+      int matches = 0;
+      for (dom::key_value_pair pair : object) {
+        if (pair.key == token) {
+          ++matches;
+          current = pair.value;
+        }
+      }
+      if (matches == 0) {
+        raw->kind = Raw::Kind::kMissing;
+        return true;
+      }
+      if (matches > 1) {
+        *why = "the payload repeats key " + quote_for_reason(token);
+        return false;
+      }
+    } else if (current.is_array()) {
+      int64_t index = 0;
+      const bool canonical = !token.empty() && (token == "0" || token[0] != '0');
+      if (!canonical || !parse_int64_strict(token, &index) || index < 0) {
+        *why = source.describe() + ": " + quote_for_reason(token) + " is not an array index";
+        return false;
+      }
+      auto element = current.get_array().value_unsafe().at(static_cast<size_t>(index));
+      if (element.error()) {
+        raw->kind = Raw::Kind::kMissing;
+        return true;
+      }
+      current = element.value_unsafe();
+    } else {
+      *why = source.describe() + " goes through a value that is not an object or array";
+      return false;
+    }
+  }
+  switch (current.type()) {
+    case dom::element_type::NULL_VALUE:
+      raw->kind = Raw::Kind::kNull;
+      break;
+    case dom::element_type::STRING:
+      raw->kind = Raw::Kind::kJsonText;
+      raw->text = current.get_string().value_unsafe();
+      break;
+    case dom::element_type::INT64:
+      raw->kind = Raw::Kind::kInt;
+      raw->number = current.get_int64().value_unsafe();
+      break;
+    case dom::element_type::BOOL:
+      raw->kind = Raw::Kind::kBool;
+      raw->flag = current.get_bool().value_unsafe();
+      break;
+    case dom::element_type::UINT64:
+      raw->kind = Raw::Kind::kOther;
+      raw->other = "an integer beyond int64";
+      break;
+    case dom::element_type::DOUBLE:
+      raw->kind = Raw::Kind::kOther;
+      raw->other = "a number that is not an integer";
+      break;
+    case dom::element_type::ARRAY:
+      raw->kind = Raw::Kind::kOther;
+      raw->other = "an array";
+      break;
+    case dom::element_type::OBJECT:
+      raw->kind = Raw::Kind::kOther;
+      raw->other = "an object";
+      break;
+  }
+  return true;
+}
+
+bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::string* why) {
+  *raw = Raw{};
+  switch (source.kind) {
+    case SourceKind::kHeader: {
+      int count = 0;
+      for (const auto& [name, value] : headers) {
+        if (name != source.name) continue;
+        ++count;
+        if (value.has_value()) {
+          raw->kind = Raw::Kind::kText;
+          raw->text = *value;
+        } else {
+          raw->kind = Raw::Kind::kNull;
+        }
+      }
+      if (count > 1) {
+        *why = source.describe() + " appears " + std::to_string(count) + " times";
+        return false;
+      }
+      return true;
+    }
+    case SourceKind::kPayload:
+      return resolve_pointer(source, raw, why);
+    case SourceKind::kRecord:
+      switch (source.part) {
+        case RecordPart::kTopic:
+          raw->kind = Raw::Kind::kText;
+          raw->text = topic;
+          return true;
+        case RecordPart::kPartition:
+          raw->kind = Raw::Kind::kInt;
+          raw->number = partition;
+          return true;
+        case RecordPart::kOffset:
+          raw->kind = Raw::Kind::kInt;
+          raw->number = offset;
+          return true;
+        case RecordPart::kTimestamp:
+          if (has_ts) {
+            raw->kind = Raw::Kind::kInt;
+            raw->number = ts;
+          }
+          return true;
+        case RecordPart::kKey:
+          raw->kind = key_null ? Raw::Kind::kNull : Raw::Kind::kText;
+          raw->text = key;
+          return true;
+        case RecordPart::kCoordinates:
+          if (coordinates.empty()) {
+            coordinates =
+                std::string(topic) + "/" + std::to_string(partition) + "/" + std::to_string(offset);
+          }
+          raw->kind = Raw::Kind::kText;
+          raw->text = coordinates;
+          return true;
+      }
+  }
+  return true;
+}
+
+namespace {
+
+std::string raw_as_text(const Raw& raw) {
+  switch (raw.kind) {
+    case Raw::Kind::kText:
+    case Raw::Kind::kJsonText:
+      return std::string(raw.text);
+    case Raw::Kind::kInt:
+      return std::to_string(raw.number);
+    case Raw::Kind::kBool:
+      return raw.flag ? "true" : "false";
+    default:
+      return "";
+  }
+}
+
+// Sets field `m.field` from `raw`; false with *why when the value does not fit the type.
+bool convert(const FieldMapping& m, const Raw& raw, Input& input, std::string* why) {
+  switch (raw.kind) {
+    case Raw::Kind::kMissing:
+      *why = "missing";  // handled by the caller
+      return false;
+    case Raw::Kind::kNull:
+      input.set_null(m.field);
+      return true;
+    case Raw::Kind::kOther:
+      *why = raw.other;
+      return false;
+    default:
+      break;
+  }
+  switch (m.type) {
+    case FieldType::kString:
+    case FieldType::kEnum:
+      if (raw.kind == Raw::Kind::kText || raw.kind == Raw::Kind::kJsonText) {
+        input.set_string(m.field, raw.text);
+        return true;
+      }
+      *why = (raw.kind == Raw::Kind::kInt ? "an integer" : "a boolean") +
+             std::string(", not a string");
+      return false;
+    case FieldType::kInt: {
+      if (raw.kind == Raw::Kind::kInt) {
+        input.set_int(m.field, raw.number);
+        return true;
+      }
+      int64_t number = 0;
+      if (raw.kind == Raw::Kind::kText && parse_int64_strict(raw.text, &number)) {
+        input.set_int(m.field, number);
+        return true;
+      }
+      *why = raw.kind == Raw::Kind::kText       ? "not an integer: " + quote_for_reason(raw.text)
+             : raw.kind == Raw::Kind::kJsonText ? "a JSON string, not an integer"
+                                                : "a boolean, not an integer";
+      return false;
+    }
+    case FieldType::kBool: {
+      if (raw.kind == Raw::Kind::kBool) {
+        input.set_bool(m.field, raw.flag);
+        return true;
+      }
+      bool flag = false;
+      if (raw.kind == Raw::Kind::kText && parse_bool_strict(raw.text, &flag)) {
+        input.set_bool(m.field, flag);
+        return true;
+      }
+      *why = raw.kind == Raw::Kind::kText       ? "not true or false: " + quote_for_reason(raw.text)
+             : raw.kind == Raw::Kind::kJsonText ? "a JSON string, not a boolean"
+                                                : "an integer, not a boolean";
+      return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+KafkaParser::KafkaParser(const Table& table, const Mapping& mapping)
+    : state_(std::make_unique<State>()) {
+  state_->table = &table;
+  state_->mapping = &mapping;
+}
+
+KafkaParser::~KafkaParser() = default;
+
+bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
+                        std::string* problem) {
+  State& s = *state_;
+  input.clear();
+  *meta = RecordMeta{};
+  s.reset();
+  if (!s.read_line(line, problem)) return false;
+  // Metadata first, so that even an invalid record names its message.
+  const auto read_meta = [&](const std::optional<ValueSource>& source, const char* name,
+                             std::string* storage, std::string_view* out, bool* present) {
+    if (!source.has_value()) return true;
+    Raw raw;
+    std::string why;
+    if (!s.extract(*source, &raw, &why))
+      return fail_record(problem, std::string(name) + " (" + why + ")");
+    if (raw.kind == Raw::Kind::kMissing || raw.kind == Raw::Kind::kNull ||
+        raw.kind == Raw::Kind::kOther) {
+      return true;
+    }
+    *storage = raw_as_text(raw);
+    *out = *storage;
+    *present = true;
+    return true;
+  };
+  if (!read_meta(s.mapping->message_id, "message_id", &s.message_id_text, &meta->message_id,
+                 &meta->has_message_id) ||
+      !read_meta(s.mapping->body_hash, "body_hash", &s.body_hash_text, &meta->body_hash,
+                 &meta->has_body_hash)) {
+    return false;
+  }
+  for (const FieldMapping& m : s.mapping->fields) {
+    Raw raw;
+    std::string why;
+    const auto invalid = [&](const std::string& detail) {
+      *problem = "invalid input: " + m.input + " (" + detail + ")";
+      return false;
+    };
+    if (!s.extract(m.source, &raw, &why)) return invalid(why);
+    if (s.repaired && (raw.kind == Raw::Kind::kText || raw.kind == Raw::Kind::kJsonText) &&
+        raw.text.find("\xEF\xBF\xBD") != std::string_view::npos) {
+      return invalid(m.source.describe() + " is not valid UTF-8");
+    }
+    if (raw.kind == Raw::Kind::kMissing) {
+      if (m.default_text.has_value()) {
+        raw.kind = Raw::Kind::kText;
+        raw.text = *m.default_text;
+      } else if (m.optional) {
+        input.set_null(m.field);
+        continue;
+      } else {
+        return invalid(m.source.describe() + " is missing");
+      }
+    }
+    if (m.has_map && raw.kind != Raw::Kind::kNull) {
+      const std::string key = raw_as_text(raw);
+      const auto hit = raw.kind == Raw::Kind::kOther ? m.map.end() : m.map.find(key);
+      if (hit == m.map.end()) {
+        return invalid(raw.kind == Raw::Kind::kOther ? raw.other + " has no mapping"
+                                                     : "no mapping for " + quote_for_reason(key));
+      }
+      raw.kind = Raw::Kind::kText;
+      raw.text = hit->second;
+    }
+    if (!convert(m, raw, input, &why)) return invalid(m.source.describe() + " is " + why);
+  }
+  return true;
+}
+
+}  // namespace replaygate::cli

@@ -1,0 +1,38 @@
+// The `kafka` record format: Kafka records as `kcat -C -J` prints them, one JSON object per line:
+//   {"topic":"payments.DLT","partition":0,"offset":17,"tstype":"create","ts":1764403200000,
+//    "broker":1,"headers":["kafka_dlt-exception-cause-fqcn","java.net.SocketTimeoutException",...],
+//    "key":"cap_9f3a","payload":"{\"idempotency_key\":\"cap_9f3a\",...}"}
+// (kcat omits tstype/ts when the broker has no timestamp and headers when there are none; header
+// values and key/payload may be null). Which record part feeds which policy input is the mapping
+// file's business (mapping.h); the payload, when the mapping reads it, must be a JSON document.
+//
+// Unreadable: anything LetterParser rejects at the line level, a key kcat does not print, a
+// duplicate key, a field of the wrong JSON type, headers not a flat [name, value, ...] array.
+// A mapped value that is missing (and neither optional nor defaulted), unmapped by `map:`, of the
+// wrong type, in a payload that is not JSON, or in a header that appears more than once makes the
+// record invalid with "invalid input: FIELD (what went wrong)".
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "runtime/table.h"
+#include "tools/cli/mapping.h"
+#include "tools/cli/records.h"
+
+namespace replaygate::cli {
+
+class KafkaParser : public RecordParser {
+ public:
+  // `mapping` must have been checked against `table` without errors and outlive the parser.
+  KafkaParser(const Table& table, const Mapping& mapping);
+  ~KafkaParser() override;
+  bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace replaygate::cli

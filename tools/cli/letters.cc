@@ -1,0 +1,199 @@
+// JSON Lines letters -> Input, with simdjson On Demand on one padded line at a time (letters.h).
+#include "tools/cli/letters.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "compiler/diagnostic.h"
+
+namespace replaygate::cli {
+
+namespace od = simdjson::ondemand;
+
+struct LetterParser::State {
+  const Table* table = nullptr;
+  std::vector<std::string> names;  // field names by index, then the metadata keys
+  std::vector<FieldType> types;
+  std::vector<uint8_t> seen;                       // per key, reset per record
+  uint32_t message_id_key = 0, body_hash_key = 0;  // indices into names (after the fields)
+  od::parser parser{kMaxRecordBytes + 64};
+};
+
+LetterParser::LetterParser(const Table& table) : state_(std::make_unique<State>()) {
+  state_->table = &table;
+  const uint32_t count = table.field_count();
+  for (uint32_t i = 0; i < count; ++i) {
+    const FieldInfo info = table.field(i);
+    state_->names.emplace_back(info.name);
+    state_->types.push_back(info.type);
+  }
+  // A policy input that happens to be called message_id/body_hash wins over the metadata key.
+  state_->message_id_key = table.field_index("message_id") != Table::kNoField
+                               ? Table::kNoField
+                               : static_cast<uint32_t>(state_->names.size());
+  if (state_->message_id_key != Table::kNoField) state_->names.emplace_back("message_id");
+  state_->body_hash_key = table.field_index("body_hash") != Table::kNoField
+                              ? Table::kNoField
+                              : static_cast<uint32_t>(state_->names.size());
+  if (state_->body_hash_key != Table::kNoField) state_->names.emplace_back("body_hash");
+  state_->seen.assign(state_->names.size(), 0);
+}
+
+LetterParser::~LetterParser() = default;
+
+namespace {
+
+bool fail(std::string* problem, std::string what) {
+  *problem = "invalid record: " + std::move(what);
+  return false;
+}
+
+bool fail_json(std::string* problem, simdjson::error_code code) {
+  return fail(problem, describe_json_error(code));
+}
+
+// Reads `value` into field `index` of `type`. Returns false only for malformed JSON (*problem
+// set); a well-formed value of the wrong type marks the field invalid instead.
+bool set_field(od::value& value, uint32_t index, FieldType type, Input& input,
+               std::string* problem) {
+  od::json_type json_type;
+  if (auto error = value.type().get(json_type)) return fail_json(problem, error);
+  switch (json_type) {
+    case od::json_type::null: {
+      bool is_null = false;
+      if (auto error = value.is_null().get(is_null)) return fail_json(problem, error);
+      if (!is_null) return fail(problem, "bad JSON (malformed literal)");
+      input.set_null(index);
+      return true;
+    }
+    case od::json_type::string: {
+      std::string_view text;
+      if (auto error = value.get_string().get(text)) return fail_json(problem, error);
+      if (type == FieldType::kString || type == FieldType::kEnum) {
+        input.set_string(index, text);
+      } else {
+        input.set_invalid(index);
+      }
+      return true;
+    }
+    case od::json_type::boolean: {
+      bool flag = false;
+      if (auto error = value.get_bool().get(flag)) return fail_json(problem, error);
+      if (type == FieldType::kBool) {
+        input.set_bool(index, flag);
+      } else {
+        input.set_invalid(index);
+      }
+      return true;
+    }
+    case od::json_type::number: {
+      if (type == FieldType::kInt) {
+        int64_t number = 0;
+        const simdjson::error_code error = value.get_int64().get(number);
+        if (!error) {
+          input.set_int(index, number);
+          return true;
+        }
+        if (error != simdjson::INCORRECT_TYPE && error != simdjson::NUMBER_OUT_OF_RANGE) {
+          return fail_json(problem, error);
+        }
+        input.set_invalid(index);  // 1.5, 1e3, beyond int64
+        return true;
+      }
+      double ignored = 0;
+      const simdjson::error_code error = value.get_double().get(ignored);
+      if (error && error != simdjson::NUMBER_OUT_OF_RANGE) {
+        return fail_json(problem, error);
+      }
+      input.set_invalid(index);
+      return true;
+    }
+    case od::json_type::array:
+    case od::json_type::object:
+      input.set_invalid(index);  // skipped (without recursion) when the object moves on
+      return true;
+  }
+  return fail(problem, "bad JSON (unknown value type)");
+}
+
+bool read_metadata(od::value& value, const char* key, std::string_view* out, bool* present,
+                   std::string* problem) {
+  od::json_type json_type;
+  if (auto error = value.type().get(json_type)) return fail_json(problem, error);
+  if (json_type == od::json_type::null) {
+    bool is_null = false;
+    if (auto error = value.is_null().get(is_null)) return fail_json(problem, error);
+    if (!is_null) return fail(problem, "bad JSON (malformed literal)");
+    *present = false;
+    return true;
+  }
+  if (json_type != od::json_type::string) {
+    return fail(problem, std::string(key) + " must be a string");
+  }
+  if (auto error = value.get_string().get(*out)) return fail_json(problem, error);
+  *present = true;
+  return true;
+}
+
+}  // namespace
+
+bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
+                         std::string* problem) {
+  State& s = *state_;
+  input.clear();
+  *meta = RecordMeta{};
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return fail(problem, "blank line");
+  switch (scan_json_shape(line, kMaxJsonDepth)) {
+    case JsonShape::kTooDeep:
+      return fail(problem, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    case JsonShape::kTrailing:
+      return fail(problem, "trailing content after the JSON object");
+    case JsonShape::kOk:
+      break;
+  }
+  const simdjson::padded_string_view padded(line.data(), line.size(),
+                                            line.size() + LineReader::kPadding);
+  od::document document;
+  if (auto error = s.parser.iterate(padded).get(document)) return fail_json(problem, error);
+  od::json_type top_type;
+  if (auto error = document.type().get(top_type)) return fail_json(problem, error);
+  if (top_type != od::json_type::object) return fail(problem, "not a JSON object");
+  od::object object;
+  if (auto error = document.get_object().get(object)) return fail_json(problem, error);
+  std::fill(s.seen.begin(), s.seen.end(), 0);
+  for (auto field_result : object) {
+    od::field field;
+    if (auto error = std::move(field_result).get(field)) return fail_json(problem, error);
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return fail_json(problem, error);
+    uint32_t index = 0;
+    while (index < s.names.size() && s.names[index] != key) ++index;
+    if (index == s.names.size()) {
+      std::string what = "unknown key " + quote_for_reason(key);
+      const std::string suggestion = closest_match(key, s.names);
+      if (!suggestion.empty()) what += " (did you mean '" + suggestion + "'?)";
+      return fail(problem, std::move(what));
+    }
+    if (s.seen[index]) return fail(problem, "duplicate key '" + s.names[index] + "'");
+    s.seen[index] = 1;
+    od::value value = field.value();
+    if (index == s.message_id_key) {
+      if (!read_metadata(value, "message_id", &meta->message_id, &meta->has_message_id, problem)) {
+        return false;
+      }
+    } else if (index == s.body_hash_key) {
+      if (!read_metadata(value, "body_hash", &meta->body_hash, &meta->has_body_hash, problem)) {
+        return false;
+      }
+    } else if (!set_field(value, index, s.types[index], input, problem)) {
+      return false;
+    }
+  }
+  if (!document.current_location().error())
+    return fail(problem, "trailing content after the JSON object");
+  return true;
+}
+
+}  // namespace replaygate::cli

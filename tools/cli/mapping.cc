@@ -1,0 +1,343 @@
+// Mapping file: strict YAML tree -> Mapping checked against the table's inputs (see mapping.h).
+#include "tools/cli/mapping.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "compiler/yaml_tree.h"
+#include "tools/cli/files.h"
+
+namespace replaygate::cli {
+namespace {
+
+constexpr size_t kMaxMappingBytes = size_t{1} << 20;
+
+class Checker {
+ public:
+  Checker(const std::string& path, const Table& table) : path_(path), table_(table) {}
+
+  void error(const yaml::Node& node, const char* code, std::string message, std::string hint = "") {
+    Diagnostic d;
+    d.severity = Severity::kError;
+    d.code = code;
+    d.message = std::move(message);
+    d.path = path_;
+    d.span = node.span;
+    d.hint = std::move(hint);
+    diagnostics_.push_back(std::move(d));
+  }
+
+  // Reports keys of `node` (a mapping) not in `allowed`, with a suggestion.
+  void check_keys(const yaml::Node& node, const std::vector<std::string>& allowed,
+                  const std::string& where) {
+    for (const auto& [key, value] : node.entries) {
+      if (std::find(allowed.begin(), allowed.end(), key.scalar) != allowed.end()) continue;
+      const std::string suggestion = closest_match(key.scalar, allowed);
+      error(key, "RG301", "unknown key '" + key.scalar + "' in " + where,
+            suggestion.empty() ? "allowed keys: " + join(allowed)
+                               : "did you mean '" + suggestion + "'?");
+    }
+  }
+
+  static std::string join(const std::vector<std::string>& words) {
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+    return out;
+  }
+
+  // Reads the one source key (header / payload / record) of mapping `node`.
+  bool read_source(const yaml::Node& node, const std::string& what, ValueSource* source) {
+    int found = 0;
+    bool ok = true;
+    for (const auto& [key, value] : node.entries) {
+      const std::string& k = key.scalar;
+      if (k != "header" && k != "payload" && k != "record") continue;
+      ++found;
+      if (!value.is_scalar()) {
+        error(value, "RG304", "the " + k + " of " + what + " must be a scalar");
+        ok = false;
+        continue;
+      }
+      source->name = value.scalar;
+      if (k == "header") {
+        source->kind = SourceKind::kHeader;
+        if (value.scalar.empty()) {
+          error(value, "RG304", "empty header name for " + what);
+          ok = false;
+        }
+      } else if (k == "payload") {
+        source->kind = SourceKind::kPayload;
+        if (!parse_pointer(value.scalar, &source->pointer)) {
+          error(value, "RG304", "bad JSON pointer '" + value.scalar + "' for " + what,
+                "a pointer is \"\" or starts with '/', e.g. /order/idempotency_key; "
+                "write ~1 for '/' and ~0 for '~'");
+          ok = false;
+        }
+      } else {
+        source->kind = SourceKind::kRecord;
+        static const std::vector<std::string> kParts = {"topic", "partition", "offset",
+                                                        "key",   "timestamp", "coordinates"};
+        const auto it = std::find(kParts.begin(), kParts.end(), value.scalar);
+        if (it == kParts.end()) {
+          const std::string suggestion = closest_match(value.scalar, kParts);
+          error(value, "RG304", "unknown record part '" + value.scalar + "' for " + what,
+                suggestion.empty() ? "one of: " + join(kParts)
+                                   : "did you mean '" + suggestion + "'?");
+          ok = false;
+        } else {
+          source->part = static_cast<RecordPart>(it - kParts.begin());
+        }
+      }
+    }
+    if (found != 1) {
+      error(node, "RG304", what + (found == 0 ? " has no source" : " has more than one source"),
+            "give exactly one of header: NAME, payload: /json/pointer, record: PART");
+      return false;
+    }
+    return ok;
+  }
+
+  static bool parse_pointer(const std::string& text, std::vector<std::string>* tokens) {
+    tokens->clear();
+    if (text.empty()) return true;
+    if (text[0] != '/') return false;
+    std::string token;
+    for (size_t i = 1; i <= text.size(); ++i) {
+      if (i == text.size() || text[i] == '/') {
+        tokens->push_back(token);
+        token.clear();
+      } else if (text[i] == '~') {
+        if (i + 1 >= text.size() || (text[i + 1] != '0' && text[i + 1] != '1')) return false;
+        token.push_back(text[i + 1] == '0' ? '~' : '/');
+        ++i;
+      } else {
+        token.push_back(text[i]);
+      }
+    }
+    return true;
+  }
+
+  // A scalar that converts to `type` (for map targets and defaults).
+  bool check_value(const yaml::Node& node, FieldType type, const std::string& what) {
+    if (!node.is_scalar()) {
+      error(node, "RG305", what + " must be a scalar");
+      return false;
+    }
+    int64_t i = 0;
+    bool b = false;
+    if (type == FieldType::kInt && (node.quoted || !parse_int64_strict(node.scalar, &i))) {
+      error(node, "RG305", what + " must be an integer, not '" + node.scalar + "'");
+      return false;
+    }
+    if (type == FieldType::kBool && (node.quoted || !parse_bool_strict(node.scalar, &b))) {
+      error(node, "RG305", what + " must be true or false, not '" + node.scalar + "'");
+      return false;
+    }
+    return true;
+  }
+
+  void read_input(const yaml::Node& key, const yaml::Node& body, Mapping* mapping) {
+    const std::string& name = key.scalar;
+    const uint32_t field = table_.field_index(name);
+    if (field == Table::kNoField) {
+      std::vector<std::string> names;
+      for (uint32_t i = 0; i < table_.field_count(); ++i) {
+        names.emplace_back(table_.field(i).name);
+      }
+      const std::string suggestion = closest_match(name, names);
+      error(key, "RG302",
+            "'" + name + "' is not an input of policy '" + std::string(table_.policy_id()) + "'",
+            suggestion.empty() ? "inputs: " + join(names) : "did you mean '" + suggestion + "'?");
+      return;
+    }
+    if (!body.is_mapping()) {
+      error(body, "RG301", "the mapping of input '" + name + "' must be a mapping",
+            "e.g. " + name + ": {header: NAME}");
+      return;
+    }
+    check_keys(body,
+               {"header", "payload", "record", "map", "default", "optional", "type", "description"},
+               "the mapping of input '" + name + "'");
+    const FieldInfo info = table_.field(field);
+    FieldMapping out;
+    out.input = name;
+    out.field = field;
+    out.type = info.type;
+    if (!read_source(body, "input '" + name + "'", &out.source)) return;
+    if (const yaml::Node* type = body.find("type")) {
+      if (!type->is_scalar() || type->scalar != field_type_name(info.type)) {
+        error(*type, "RG305",
+              "input '" + name + "' is " + field_type_name(info.type) + " in the policy, not " +
+                  (type->is_scalar() ? "'" + type->scalar + "'" : "this"),
+              "fix the mapping or the policy so that they agree");
+      }
+    }
+    if (const yaml::Node* optional = body.find("optional")) {
+      if (!optional->is_plain_bool()) {
+        error(*optional, "RG305", "optional must be true or false");
+      } else {
+        out.optional = optional->scalar == "true";
+      }
+    }
+    if (const yaml::Node* fallback = body.find("default")) {
+      if (check_value(*fallback, info.type, "the default of input '" + name + "'")) {
+        out.default_text = fallback->scalar;
+      }
+    }
+    if (const yaml::Node* map = body.find("map")) {
+      if (!map->is_mapping() || map->entries.empty()) {
+        error(*map, "RG305", "the map of input '" + name + "' must be a non-empty mapping",
+              "e.g. map: {java.net.SocketTimeoutException: timeout}");
+      } else {
+        out.has_map = true;
+        for (const auto& [from, to] : map->entries) {
+          if (check_value(to, info.type,
+                          "map target '" + from.scalar + "' of input '" + name + "'")) {
+            out.map.emplace(from.scalar, to.scalar);
+          }
+        }
+      }
+    }
+    if (out.source.kind == SourceKind::kPayload) mapping->uses_payload = true;
+    mapping->fields.push_back(std::move(out));
+  }
+
+  void read_metadata(const yaml::Node& node, const char* name, std::optional<ValueSource>* out) {
+    if (!node.is_mapping()) {
+      error(node, "RG301", std::string(name) + " must be a mapping",
+            std::string("e.g. ") + name + ": {record: coordinates}");
+      return;
+    }
+    check_keys(node, {"header", "payload", "record"}, name);
+    ValueSource source;
+    if (read_source(node, name, &source)) *out = source;
+  }
+
+  void read(const yaml::Node& root, Mapping* mapping) {
+    if (!root.is_mapping()) {
+      error(root, "RG301", "a mapping file must be a YAML mapping with an inputs: section");
+      return;
+    }
+    check_keys(root, {"format", "description", "message_id", "body_hash", "inputs"},
+               "the mapping file");
+    if (const yaml::Node* format = root.find("format")) {
+      if (!format->is_scalar() || format->scalar != "kcat-json") {
+        error(*format, "RG301", "unsupported format", "the only format is kcat-json");
+      }
+    }
+    if (const yaml::Node* node = root.find("message_id")) {
+      read_metadata(*node, "message_id", &mapping->message_id);
+    }
+    if (const yaml::Node* node = root.find("body_hash")) {
+      read_metadata(*node, "body_hash", &mapping->body_hash);
+    }
+    const yaml::Node* inputs = root.find("inputs");
+    if (inputs == nullptr || !inputs->is_mapping()) {
+      error(inputs ? *inputs : root, "RG301", "the mapping file needs an inputs: mapping",
+            "map every policy input, e.g. inputs: {topic: {header: kafka_dlt-original-topic}}");
+      return;
+    }
+    for (const auto& [key, body] : inputs->entries) read_input(key, body, mapping);
+    for (uint32_t i = 0; i < table_.field_count(); ++i) {
+      const bool mapped = std::any_of(mapping->fields.begin(), mapping->fields.end(),
+                                      [&](const FieldMapping& f) { return f.field == i; });
+      if (!mapped) {
+        const FieldInfo info = table_.field(i);
+        bool named = false;  // named but broken: already reported
+        for (const auto& entry : inputs->entries) named = named || entry.first.scalar == info.name;
+        if (!named) {
+          error(*inputs, "RG303", "policy input '" + std::string(info.name) + "' is not mapped",
+                "every input needs a source; use optional: true when the record may lack it");
+        }
+      }
+    }
+    std::sort(mapping->fields.begin(), mapping->fields.end(),
+              [](const FieldMapping& a, const FieldMapping& b) { return a.field < b.field; });
+  }
+
+  std::vector<Diagnostic> take() { return std::move(diagnostics_); }
+
+ private:
+  const std::string& path_;
+  const Table& table_;
+  std::vector<Diagnostic> diagnostics_;
+};
+
+}  // namespace
+
+std::string ValueSource::describe() const {
+  switch (kind) {
+    case SourceKind::kHeader:
+      return "header '" + name + "'";
+    case SourceKind::kPayload:
+      return "payload " + (name.empty() ? std::string("(whole)") : name);
+    case SourceKind::kRecord:
+      return "record " + name;
+  }
+  return name;
+}
+
+bool parse_int64_strict(std::string_view text, int64_t* value) {
+  size_t i = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  if (negative) i = 1;
+  if (i >= text.size() || text.size() - i > 19) return false;
+  uint64_t magnitude = 0;
+  for (; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    magnitude = magnitude * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
+  if (magnitude > limit) return false;
+  *value = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
+  return true;
+}
+
+bool parse_bool_strict(std::string_view text, bool* value) {
+  if (text == "true" || text == "false") {
+    *value = text == "true";
+    return true;
+  }
+  return false;
+}
+
+const char* field_type_name(FieldType type) {
+  switch (type) {
+    case FieldType::kString:
+      return "string";
+    case FieldType::kInt:
+      return "int";
+    case FieldType::kBool:
+      return "bool";
+    case FieldType::kEnum:
+      return "enum";
+  }
+  return "?";
+}
+
+LoadedMapping parse_mapping(std::string_view text, const std::string& path, const Table& table) {
+  LoadedMapping out;
+  out.source_text = std::string(text);
+  yaml::Document document = yaml::parse(text, path);
+  out.diagnostics = std::move(document.diagnostics);
+  if (document.ok()) {
+    Checker checker(path, table);
+    checker.read(document.root, &out.mapping);
+    for (auto& d : checker.take()) out.diagnostics.push_back(std::move(d));
+  }
+  sort_diagnostics(out.diagnostics);
+  return out;
+}
+
+LoadedMapping load_mapping_file(const std::string& path, const Table& table) {
+  std::string text, error;
+  if (!read_whole_file(path, kMaxMappingBytes, &text, &error)) {
+    LoadedMapping out;
+    out.io_error = true;
+    out.io_message = error;
+    return out;
+  }
+  return parse_mapping(text, path, table);
+}
+
+}  // namespace replaygate::cli

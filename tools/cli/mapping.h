@@ -1,0 +1,81 @@
+// The input mapping file: a reviewed YAML file that says where each policy input comes from in a
+// broker record (`decide --format kafka --mapping FILE`). Format and semantics:
+// docs/input-mapping.md.
+//
+//   format: kcat-json                     # optional; the only record format so far
+//   message_id: {record: coordinates}     # optional; also {header: NAME} or {payload: /ptr}
+//   body_hash: {header: NAME}             # optional; same sources
+//   inputs:                               # every policy input, exactly once
+//     error_class:
+//       header: kafka_dlt-exception-cause-fqcn   # exactly one of header / payload / record
+//       map: {java.net.SocketTimeoutException: timeout}   # optional; unmapped value -> invalid
+//       default: other                    # optional; used only when the source is missing
+//       optional: true                    # optional; missing -> absent (null)
+//       type: string                      # optional; must equal the policy input's type
+//
+// Problems in the file are diagnostics RG301-RG305 (docs/diagnostics.md), rendered with
+// render_text(); nothing in this file prints.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/diagnostic.h"
+#include "compiler/ir.h"
+#include "runtime/table.h"
+
+namespace replaygate::cli {
+
+enum class SourceKind : uint8_t { kHeader, kPayload, kRecord };
+enum class RecordPart : uint8_t { kTopic, kPartition, kOffset, kKey, kTimestamp, kCoordinates };
+
+struct ValueSource {
+  SourceKind kind = SourceKind::kHeader;
+  std::string name;                  // header name, or the JSON pointer as written
+  std::vector<std::string> pointer;  // kPayload: unescaped reference tokens
+  RecordPart part = RecordPart::kTopic;
+  std::string describe() const;  // "header 'x'", "payload /a/b", "record offset"
+};
+
+struct FieldMapping {
+  std::string input;  // policy input name
+  uint32_t field = Table::kNoField;
+  FieldType type = FieldType::kString;
+  ValueSource source;
+  bool has_map = false;
+  std::map<std::string, std::string, std::less<>> map;  // raw text -> policy value text
+  std::optional<std::string> default_text;
+  bool optional = false;
+};
+
+struct Mapping {
+  std::optional<ValueSource> message_id;
+  std::optional<ValueSource> body_hash;
+  std::vector<FieldMapping> fields;  // in the table's field order
+  bool uses_payload = false;
+};
+
+struct LoadedMapping {
+  Mapping mapping;                      // meaningful only without error diagnostics
+  std::vector<Diagnostic> diagnostics;  // sorted
+  std::string source_text;
+  bool io_error = false;
+  std::string io_message;
+};
+
+// Parses `text` (read from `path`) and checks it against the table's inputs.
+LoadedMapping parse_mapping(std::string_view text, const std::string& path, const Table& table);
+// Reads `path` (io_error when unreadable), then parse_mapping().
+LoadedMapping load_mapping_file(const std::string& path, const Table& table);
+
+// Strict conversions shared with the test runner: int is an optional '-' then decimal digits,
+// no leading '+', no spaces, within int64; bool is exactly "true" or "false".
+bool parse_int64_strict(std::string_view text, int64_t* value);
+bool parse_bool_strict(std::string_view text, bool* value);
+const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
+
+}  // namespace replaygate::cli

@@ -1,0 +1,83 @@
+// Policy loading with diagnostics, and opening tables from a policy or a file (see
+// policy_source.h).
+#include "tools/cli/policy_source.h"
+
+#include <cstdio>
+
+#include "compiler/lower.h"
+#include "tools/cli/commands.h"
+
+namespace replaygate::cli {
+
+bool parse_diagnostic_format(const std::string& word, DiagnosticFormat* format) {
+  if (word == "text") {
+    *format = DiagnosticFormat::kText;
+    return true;
+  }
+  if (word == "json") {
+    *format = DiagnosticFormat::kJson;
+    return true;
+  }
+  return false;
+}
+
+void report_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source,
+                        DiagnosticFormat format) {
+  if (format == DiagnosticFormat::kJson) {
+    const std::string json = render_json(diagnostics);
+    std::fwrite(json.data(), 1, json.size(), stdout);
+    if (json.empty() || json.back() != '\n') std::fputc('\n', stdout);
+    std::fflush(stdout);
+    return;
+  }
+  if (diagnostics.empty()) return;
+  const std::string text = render_text(diagnostics, source);
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  if (!text.empty() && text.back() != '\n') std::fputc('\n', stderr);
+}
+
+int load_policy_reporting(const std::string& path, DiagnosticFormat format, LoadedPolicy* loaded) {
+  *loaded = load_policy_file(path);
+  if (loaded->io_error) {
+    std::fprintf(
+        stderr, "replaygate: %s\n",
+        loaded->io_message.empty() ? ("cannot read " + path).c_str() : loaded->io_message.c_str());
+    return kExitUsage;
+  }
+  report_diagnostics(loaded->diagnostics, loaded->source_text, format);
+  if (has_errors(loaded->diagnostics) || !loaded->policy.has_value()) return kExitFindings;
+  return kExitOk;
+}
+
+std::string describe_load_failure(const std::string& path, const LoadStatus& status) {
+  std::string out = "replaygate: cannot load table " + path + ": " + load_error_name(status.error);
+  if (!status.message.empty()) out += ": " + status.message;
+  return out;
+}
+
+int open_table(const std::string& policy_path, const std::string& table_path,
+               std::unique_ptr<Table>* table) {
+  LoadStatus status;
+  if (!table_path.empty()) {
+    *table = Table::load_file(table_path, &status);
+    if (*table == nullptr) {
+      std::fprintf(stderr, "%s\n", describe_load_failure(table_path, status).c_str());
+      return kExitUsage;
+    }
+    return kExitOk;
+  }
+  LoadedPolicy loaded;
+  const int code = load_policy_reporting(policy_path, DiagnosticFormat::kText, &loaded);
+  if (code != kExitOk) return code;
+  const std::vector<uint8_t> bytes = lower(*loaded.policy);
+  *table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  if (*table == nullptr) {
+    std::fprintf(stderr,
+                 "replaygate: internal error: the table compiled from %s does not load: %s: %s\n",
+                 policy_path.c_str(), load_error_name(status.error), status.message.c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+}  // namespace replaygate::cli

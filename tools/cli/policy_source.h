@@ -1,0 +1,40 @@
+// Shared by compile, lint, decide and test: load a policy and report its diagnostics, or open a
+// frozen table; either way hand back something the subcommand can use and an exit code.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "compiler/diagnostic.h"
+#include "runtime/table.h"
+
+namespace replaygate::cli {
+
+enum class DiagnosticFormat { kText, kJson };
+
+// Parses "text" / "json"; false for anything else.
+bool parse_diagnostic_format(const std::string& word, DiagnosticFormat* format);
+
+// Renders diagnostics: text goes to stderr (with excerpts from `source`), JSON to stdout.
+// Nothing is printed for an empty list in text form; JSON always prints an array.
+void report_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source,
+                        DiagnosticFormat format);
+
+// Loads and checks `path`, reports every diagnostic, and returns
+//   0 when the policy has no errors (loaded->policy is set), 1 on policy errors,
+//   2 when the file cannot be read (message on stderr).
+int load_policy_reporting(const std::string& path, DiagnosticFormat format, LoadedPolicy* loaded);
+
+// Opens the table a subcommand runs against: exactly one of `policy_path` (compiled in memory:
+// load, check, lower, load_bytes) and `table_path` (Table::load_file) is non-empty.
+// Returns 0 with *table set, 1 on policy errors (diagnostics on stderr), 2 on I/O errors and
+// unloadable tables (message with load_error_name on stderr).
+int open_table(const std::string& policy_path, const std::string& table_path,
+               std::unique_ptr<Table>* table);
+
+// "replaygate: cannot load table PATH: NAME: MESSAGE" for a failed load.
+std::string describe_load_failure(const std::string& path, const LoadStatus& status);
+
+}  // namespace replaygate::cli

@@ -1,0 +1,156 @@
+// Bounded line reader and JSON pre-checks shared by the record formats (see records.h).
+#include "tools/cli/records.h"
+
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace replaygate::cli {
+
+static_assert(LineReader::kPadding >= simdjson::SIMDJSON_PADDING);
+
+namespace {
+constexpr size_t kReadBlock = size_t{64} << 10;
+}  // namespace
+
+LineReader::LineReader(int fd, size_t max_line)
+    : fd_(fd),
+      max_line_(max_line),
+      capacity_(max_line + 2 + kReadBlock),
+      buffer_(new char[capacity_]),
+      line_(new char[max_line + 2 + kPadding]) {}
+
+bool LineReader::refill() {
+  if (eof_) return false;
+  if (begin_ > 0) {  // keep the unfinished line, make room behind it
+    std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
+    end_ -= begin_;
+    scanned_ -= begin_;
+    begin_ = 0;
+  }
+  while (true) {
+    const ssize_t got = ::read(fd_, buffer_.get() + end_, capacity_ - end_);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      error_number_ = errno;
+      eof_ = true;
+      return false;
+    }
+    if (got == 0) {
+      eof_ = true;
+      return false;
+    }
+    end_ += static_cast<size_t>(got);
+    return true;
+  }
+}
+
+LineReader::Status LineReader::emit(size_t begin, size_t end, std::string_view* line) {
+  ++line_number_;
+  size_t length = end - begin;
+  if (length > 0 && buffer_[begin + length - 1] == '\r') --length;
+  if (length > max_line_) return Status::kTooLarge;
+  std::memcpy(line_.get(), buffer_.get() + begin, length);
+  std::memset(line_.get() + length, ' ', kPadding);
+  *line = std::string_view(line_.get(), length);
+  return Status::kLine;
+}
+
+LineReader::Status LineReader::next(std::string_view* line) {
+  while (true) {
+    if (error_number_ != 0) return Status::kError;
+    const void* found =
+        scanned_ < end_ ? std::memchr(buffer_.get() + scanned_, '\n', end_ - scanned_) : nullptr;
+    if (found != nullptr) {
+      const size_t newline = static_cast<size_t>(static_cast<const char*>(found) - buffer_.get());
+      const size_t begin = begin_;
+      begin_ = scanned_ = newline + 1;
+      if (discarding_) {
+        discarding_ = false;
+        ++line_number_;
+        return Status::kTooLarge;
+      }
+      return emit(begin, newline, line);
+    }
+    scanned_ = end_;
+    if (!discarding_ && end_ - begin_ > max_line_ + 1) {  // +1: a '\r' may still be dropped
+      discarding_ = true;
+    }
+    if (discarding_) begin_ = scanned_ = end_ = 0;  // drop what we have of the long line
+    if (!refill()) {
+      if (error_number_ != 0) return Status::kError;
+      if (discarding_) {
+        discarding_ = false;
+        ++line_number_;
+        return Status::kTooLarge;
+      }
+      if (begin_ < end_) {  // last line without a newline
+        const size_t begin = begin_;
+        begin_ = scanned_ = end_;
+        return emit(begin, end_, line);
+      }
+      return Status::kEnd;
+    }
+  }
+}
+
+JsonShape scan_json_shape(std::string_view json, size_t max_depth) {
+  const size_t start = json.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || (json[start] != '{' && json[start] != '[')) {
+    return JsonShape::kOk;  // not a container: the parser names the problem
+  }
+  size_t depth = 0;
+  bool in_string = false;
+  bool closed = false;  // the first top-level container has ended
+  for (size_t i = start; i < json.size(); ++i) {
+    const char c = json[i];
+    if (closed) {
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return JsonShape::kTrailing;
+      continue;
+    }
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // skip the escaped character
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return JsonShape::kTooDeep;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      if (--depth == 0) closed = true;
+    }
+  }
+  return JsonShape::kOk;
+}
+
+std::string quote_for_reason(std::string_view text) {
+  constexpr size_t kMax = 64;
+  if (text.size() <= kMax) return "'" + std::string(text) + "'";
+  size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+  return "'" + std::string(text.substr(0, cut)) + "...'";
+}
+
+std::string describe_json_error(int simdjson_error_code) {
+  const auto code = static_cast<simdjson::error_code>(simdjson_error_code);
+  switch (code) {
+    case simdjson::UTF8_ERROR:
+      return "not valid UTF-8";
+    case simdjson::EMPTY:
+      return "blank line";
+    case simdjson::UNESCAPED_CHARS:
+      return "bad JSON (unescaped control character in a string)";
+    case simdjson::UNCLOSED_STRING:
+      return "bad JSON (unclosed string)";
+    default:
+      return std::string("bad JSON (") + simdjson::error_message(code) + ")";
+  }
+}
+
+}  // namespace replaygate::cli

@@ -1,0 +1,94 @@
+// Reading dead-letter dumps: a bounded line reader and the interface every record format
+// implements.
+//
+// LineReader splits a stream into lines without ever holding more than one capped line: a line
+// longer than the cap is skipped to its end and reported as kTooLarge (so memory stays constant
+// in the dump's size). Each line is handed out in its own buffer followed by simdjson's padding
+// (spaces), ready for simdjson::ondemand. A trailing '\r' is dropped (CRLF dumps work).
+//
+// A RecordParser turns one line into the policy's Input (through the field indices the table
+// resolved at start-up) plus metadata echoed to the output. A line it cannot read becomes a
+// "problem" text: the record then gets the policy default and "invalid": true.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "runtime/table.h"
+
+namespace replaygate::cli {
+
+inline constexpr size_t kMaxRecordBytes = size_t{1} << 20;  // 1 MiB per line
+inline constexpr size_t kMaxJsonDepth = 32;                 // nesting of arrays/objects
+
+class LineReader {
+ public:
+  enum class Status { kLine, kTooLarge, kEnd, kError };
+
+  // Reads from file descriptor `fd` (not owned). `max_line` excludes the line terminator.
+  explicit LineReader(int fd, size_t max_line = kMaxRecordBytes);
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // kLine: *line is the next line (without "\n" / "\r\n"), valid until the next call, followed
+  // in memory by at least kPadding readable bytes. kTooLarge: a line over the cap was skipped
+  // (it still counts as a line). kEnd: end of input. kError: read error (see error_number()).
+  Status next(std::string_view* line);
+  uint64_t line_number() const { return line_number_; }  // 1-based number of the last line
+  int error_number() const { return error_number_; }
+  size_t max_line() const { return max_line_; }
+
+  static constexpr size_t kPadding = 64;  // >= SIMDJSON_PADDING
+
+ private:
+  bool refill();  // false at end of input or on error
+  Status emit(size_t begin, size_t end, std::string_view* line);
+
+  int fd_;
+  size_t max_line_;
+  size_t capacity_;
+  std::unique_ptr<char[]> buffer_;
+  std::unique_ptr<char[]> line_;  // the current line, padded
+  size_t begin_ = 0, end_ = 0, scanned_ = 0;
+  bool discarding_ = false;  // inside a line over the cap
+  bool eof_ = false;
+  uint64_t line_number_ = 0;
+  int error_number_ = 0;
+};
+
+// Metadata echoed to the output; views valid until the next parse.
+struct RecordMeta {
+  bool has_message_id = false;
+  std::string_view message_id;
+  bool has_body_hash = false;
+  std::string_view body_hash;
+};
+
+class RecordParser {
+ public:
+  virtual ~RecordParser() = default;
+  // `line` is padded (LineReader). Clears and fills `input` and `meta`. Returns false when the
+  // line cannot be read as a record, with *problem set (e.g. "invalid record: duplicate key
+  // 'topic'" or "invalid input: error_class (no mapping for 'x')"); `input` is then unusable.
+  virtual bool parse(std::string_view line, Input& input, RecordMeta* meta,
+                     std::string* problem) = 0;
+};
+
+// A cheap structural pre-check that runs before any JSON parser (linear, no recursion; brackets
+// inside strings do not count): kTooDeep when arrays/objects nest deeper than `max_depth`,
+// kTrailing when something other than whitespace follows the first complete top-level
+// array/object (simdjson would report that only as a generic error).
+enum class JsonShape { kOk, kTooDeep, kTrailing };
+JsonShape scan_json_shape(std::string_view json, size_t max_depth);
+
+// 'text' in single quotes for a reason, cut to 64 bytes ("...") so reasons stay one short line.
+std::string quote_for_reason(std::string_view text);
+
+// "blank line", "not valid UTF-8", "bad JSON (...)": the readable name of a simdjson error code.
+std::string describe_json_error(int simdjson_error_code);
+
+}  // namespace replaygate::cli

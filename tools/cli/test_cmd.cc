@@ -1,0 +1,323 @@
+// `replaygate test POLICY [CASES.yaml ...]`: run example letters through the policy's table.
+//
+// Case file (docs/cli.md):
+//   policy: replay_gate.yaml          # optional; relative to the case file; must be POLICY
+//   cases:
+//     - name: timeout on first attempt replays
+//       input: {topic: payment.capture, error_class: timeout, attempts: 1, ...}
+//       expect: replay_once           # verb
+//       rule: known_failures:payment.capture/timeout   # optional
+//       reason: ...                   # optional
+// Input values are typed the way JSON letters are: quoted scalars are strings; plain true/false
+// are booleans; plain decimal integers are ints; plain null/~ or an empty value is null (absent);
+// other plain scalars are strings; a sequence or mapping is an invalid value. A value of the wrong
+// type for its field is passed to the runtime as invalid (so invalid inputs can be tested).
+// Problems in the case file are diagnostics RG401-RG406 (exit 1, no case runs).
+#include <limits.h>
+#include <stdlib.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/yaml_tree.h"
+#include "runtime/table.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/files.h"
+#include "tools/cli/mapping.h"
+#include "tools/cli/policy_source.h"
+
+namespace replaygate::cli {
+namespace {
+
+constexpr size_t kMaxCaseFileBytes = size_t{16} << 20;
+
+struct TestOptions {
+  std::string policy;
+  std::vector<std::string> case_files;
+};
+
+struct Case {
+  std::string name;
+  const yaml::Node* input = nullptr;
+  uint32_t expect_verb = 0;
+  std::string expect_verb_name;
+  bool has_rule = false;
+  std::string rule;
+  bool has_reason = false;
+  std::string reason;
+};
+
+std::string default_case_file(const std::string& policy) {
+  for (const char* ext : {".yaml", ".yml"}) {
+    const std::string e = ext;
+    if (policy.size() > e.size() && policy.compare(policy.size() - e.size(), e.size(), e) == 0) {
+      return policy.substr(0, policy.size() - e.size()) + ".test" + e;
+    }
+  }
+  return policy + ".test.yaml";
+}
+
+std::string real_path(const std::string& path) {
+  char buffer[PATH_MAX];
+  if (::realpath(path.c_str(), buffer) == nullptr) return "";
+  return buffer;
+}
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+}
+
+class CaseReader {
+ public:
+  CaseReader(const std::string& path, const Table& table) : path_(path), table_(table) {}
+
+  void error(const yaml::Node& node, const char* code, std::string message, std::string hint = "") {
+    Diagnostic d;
+    d.code = code;
+    d.message = std::move(message);
+    d.path = path_;
+    d.span = node.span;
+    d.hint = std::move(hint);
+    diagnostics.push_back(std::move(d));
+  }
+
+  void unknown_keys(const yaml::Node& node, const std::vector<std::string>& allowed,
+                    const char* where) {
+    for (const auto& [key, value] : node.entries) {
+      bool known = false;
+      for (const auto& a : allowed) known = known || a == key.scalar;
+      if (known) continue;
+      const std::string suggestion = closest_match(key.scalar, allowed);
+      error(key, "RG401", "unknown key '" + key.scalar + "' in " + where,
+            suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+    }
+  }
+
+  std::vector<Case> read(const yaml::Node& root, const std::string& policy_path) {
+    std::vector<Case> cases;
+    if (!root.is_mapping()) {
+      error(root, "RG401", "a case file must be a mapping with a cases: list");
+      return cases;
+    }
+    unknown_keys(root, {"policy", "description", "cases"}, "the case file");
+    if (const yaml::Node* policy = root.find("policy")) {
+      if (!policy->is_scalar()) {
+        error(*policy, "RG401", "policy must be a path");
+      } else {
+        const std::string named = policy->scalar.empty() || policy->scalar[0] == '/'
+                                      ? policy->scalar
+                                      : directory_of(path_) + "/" + policy->scalar;
+        const std::string a = real_path(named), b = real_path(policy_path);
+        if (a.empty() || a != b) {
+          error(*policy, "RG402",
+                "these cases are for '" + policy->scalar + "', not for " + policy_path,
+                "run them against the policy they name, or fix the policy: key");
+        }
+      }
+    }
+    const yaml::Node* list = root.find("cases");
+    if (list == nullptr || !list->is_sequence()) {
+      error(list ? *list : root, "RG401", "the case file needs a cases: list");
+      return cases;
+    }
+    std::vector<std::string> field_names;
+    for (uint32_t i = 0; i < table_.field_count(); ++i)
+      field_names.emplace_back(table_.field(i).name);
+    std::vector<std::string> verb_names;
+    for (uint32_t v = 0; v < table_.verb_count(); ++v) verb_names.emplace_back(table_.verb_name(v));
+    std::set<std::string> rule_ids = {"default"};
+    for (uint32_t r = 0; r < table_.rule_count(); ++r) rule_ids.emplace(table_.rule_id(r));
+    std::set<std::string> names;
+    for (const yaml::Node& item : list->items) {
+      if (!item.is_mapping()) {
+        error(item, "RG401", "a case must be a mapping with name, input and expect");
+        continue;
+      }
+      unknown_keys(item, {"name", "description", "input", "expect", "rule", "reason"}, "a case");
+      Case c;
+      const yaml::Node* name = item.find("name");
+      if (name == nullptr || !name->is_scalar() || name->scalar.empty()) {
+        error(name ? *name : item, "RG401", "a case needs a name");
+        continue;
+      }
+      c.name = name->scalar;
+      if (!names.insert(c.name).second) {
+        error(*name, "RG405", "duplicate case name '" + c.name + "'");
+      }
+      c.input = item.find("input");
+      if (c.input == nullptr || !(c.input->is_mapping() || c.input->is_null())) {
+        error(c.input ? *c.input : item, "RG401", "case '" + c.name + "' needs an input: mapping");
+        continue;
+      }
+      if (c.input->is_mapping()) {
+        for (const auto& [key, value] : c.input->entries) {
+          if (table_.field_index(key.scalar) != Table::kNoField) continue;
+          const std::string suggestion = closest_match(key.scalar, field_names);
+          error(key, "RG403", "'" + key.scalar + "' is not an input of the policy",
+                suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+        }
+      }
+      const yaml::Node* expect = item.find("expect");
+      if (expect == nullptr || !expect->is_scalar()) {
+        error(expect ? *expect : item, "RG401", "case '" + c.name + "' needs expect: VERB");
+        continue;
+      }
+      c.expect_verb_name = expect->scalar;
+      c.expect_verb = UINT32_MAX;
+      for (uint32_t v = 0; v < verb_names.size(); ++v) {
+        if (verb_names[v] == expect->scalar) c.expect_verb = v;
+      }
+      if (c.expect_verb == UINT32_MAX) {
+        const std::string suggestion = closest_match(expect->scalar, verb_names);
+        error(*expect, "RG404", "unknown verb '" + expect->scalar + "'",
+              suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+        continue;
+      }
+      if (const yaml::Node* rule = item.find("rule")) {
+        if (!rule->is_scalar()) {
+          error(*rule, "RG401", "rule must be a rule id");
+        } else if (rule_ids.count(rule->scalar) == 0) {
+          const std::vector<std::string> ids(rule_ids.begin(), rule_ids.end());
+          const std::string suggestion = closest_match(rule->scalar, ids);
+          error(*rule, "RG406", "the policy has no rule '" + rule->scalar + "'",
+                suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+        } else {
+          c.has_rule = true;
+          c.rule = rule->scalar;
+        }
+      }
+      if (const yaml::Node* reason = item.find("reason")) {
+        if (!reason->is_scalar()) {
+          error(*reason, "RG401", "reason must be text");
+        } else {
+          c.has_reason = true;
+          c.reason = reason->scalar;
+        }
+      }
+      cases.push_back(std::move(c));
+    }
+    return cases;
+  }
+
+  std::vector<Diagnostic> diagnostics;
+
+ private:
+  const std::string& path_;
+  const Table& table_;
+};
+
+void set_case_value(const Table& table, uint32_t field, const yaml::Node& value, Input& input) {
+  const FieldType type = table.field(field).type;
+  if (value.is_null() ||
+      (value.is_scalar() && !value.quoted &&
+       (value.scalar == "null" || value.scalar == "~" || value.scalar.empty()))) {
+    input.set_null(field);
+    return;
+  }
+  if (!value.is_scalar()) {
+    input.set_invalid(field);
+    return;
+  }
+  const std::string& text = value.scalar;
+  bool flag = false;
+  int64_t number = 0;
+  const bool looks_int =
+      !value.quoted && !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos;
+  if (!value.quoted && parse_bool_strict(text, &flag)) {
+    if (type == FieldType::kBool) {
+      input.set_bool(field, flag);
+    } else {
+      input.set_invalid(field);
+    }
+  } else if (looks_int) {
+    if (type == FieldType::kInt && parse_int64_strict(text, &number)) {
+      input.set_int(field, number);
+    } else {
+      input.set_invalid(field);
+    }
+  } else if (type == FieldType::kString || type == FieldType::kEnum) {
+    input.set_string(field, text);
+  } else {
+    input.set_invalid(field);
+  }
+}
+
+int run_test(const TestOptions& options) {
+  std::unique_ptr<Table> table;
+  if (const int code = open_table(options.policy, "", &table); code != kExitOk) return code;
+  std::vector<std::string> files = options.case_files;
+  if (files.empty()) files.push_back(default_case_file(options.policy));
+
+  size_t passed = 0, failed = 0;
+  bool case_file_errors = false;
+  Input input(*table);
+  for (const std::string& path : files) {
+    std::string text, io_error;
+    if (!read_whole_file(path, kMaxCaseFileBytes, &text, &io_error)) {
+      std::fprintf(stderr, "replaygate: %s\n", io_error.c_str());
+      return kExitUsage;
+    }
+    const yaml::Document document = yaml::parse(text, path);
+    CaseReader reader(path, *table);
+    std::vector<Case> cases;
+    if (document.ok()) cases = reader.read(document.root, options.policy);
+    std::vector<Diagnostic> diagnostics = document.diagnostics;
+    diagnostics.insert(diagnostics.end(), reader.diagnostics.begin(), reader.diagnostics.end());
+    sort_diagnostics(diagnostics);
+    report_diagnostics(diagnostics, text, DiagnosticFormat::kText);
+    if (has_errors(diagnostics)) {
+      std::fprintf(stderr, "%s: errors found; its cases were not run\n", path.c_str());
+      case_file_errors = true;
+      continue;
+    }
+    for (const Case& c : cases) {
+      input.clear();
+      if (c.input->is_mapping()) {
+        for (const auto& [key, value] : c.input->entries) {
+          set_case_value(*table, table->field_index(key.scalar), value, input);
+        }
+      }
+      const Decision d = table->decide(input);
+      const std::string verb(table->verb_name(d.verb));
+      const std::string rule(table->rule_name(d));
+      const std::string reason(table->reason(d));
+      std::string failure;
+      if (d.verb != c.expect_verb || (c.has_rule && rule != c.rule)) {
+        failure = "expected " + c.expect_verb_name + (c.has_rule ? " (rule " + c.rule + ")" : "") +
+                  ", got " + verb + " (rule " + rule + ")";
+      } else if (c.has_reason && reason != c.reason) {
+        failure = "expected reason \"" + c.reason + "\", got \"" + reason + "\"";
+      }
+      if (failure.empty()) {
+        ++passed;
+        std::printf("PASS %s\n", c.name.c_str());
+      } else {
+        ++failed;
+        std::printf("FAIL %s: %s\n", c.name.c_str(), failure.c_str());
+      }
+    }
+  }
+  std::printf("%zu passed, %zu failed\n", passed, failed);
+  std::fflush(stdout);
+  return failed > 0 || case_file_errors ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+Runner setup_test(CLI::App& sub) {
+  auto options = std::make_shared<TestOptions>();
+  sub.footer(
+      "Run test cases against POLICY (compiled in memory). Without CASES, reads POLICY's\n"
+      "sibling .test.yaml (policies/x.yaml -> policies/x.test.yaml). Prints PASS/FAIL per case\n"
+      "and 'N passed, N failed'. Exit: 0 all pass, 1 failures or errors, 2 usage/I/O.");
+  sub.add_option("POLICY", options->policy, "Policy file (.yaml)")->required();
+  sub.add_option("CASES", options->case_files, "Case files (default: POLICY's .test.yaml)");
+  return [options] { return run_test(*options); };
+}
+
+}  // namespace replaygate::cli
