@@ -85,20 +85,21 @@ RC_GTEST_PROP(DeterminismTest, TwoLoadsDecideIdentically, ()) {
   });
 }
 
-std::vector<char> read_bytes(const std::filesystem::path& path) {
+std::vector<uint8_t> read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return {text.begin(), text.end()};
 }
 
 // Runs `replaygate compile POLICY -o OUT` in a separate process; returns the exit code and fills
 // *bytes with the table written (empty when none), *log with what the process printed.
 int compile_with_cli(const std::filesystem::path& policy, const std::filesystem::path& out,
-                     std::vector<char>* bytes, std::string* log) {
+                     std::vector<uint8_t>* bytes, std::string* log) {
   const std::filesystem::path log_path = out.string() + ".log";
   const std::string command = std::string(RG_BINARY) + " compile '" + policy.string() + "' -o '" +
                               out.string() + "' > '" + log_path.string() + "' 2>&1";
   const int status = std::system(command.c_str());
-  const std::vector<char> text = read_bytes(log_path);
+  const std::vector<uint8_t> text = read_bytes(log_path);
   log->assign(text.begin(), text.end());
   *bytes = read_bytes(out);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -110,7 +111,7 @@ class CliDeterminismTest : public ::testing::Test {
     dir_ =
         std::filesystem::temp_directory_path() / ("rg_determinism_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    std::vector<char> bytes;
+    std::vector<uint8_t> bytes;
     std::string log;
     const std::string shipped = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
     if (compile_with_cli(shipped, dir_ / "probe.rgt", &bytes, &log) != 0) {
@@ -124,7 +125,7 @@ class CliDeterminismTest : public ::testing::Test {
 // The shipped policy, twice, in two processes: identical bytes, equal to lower() in this process.
 TEST_F(CliDeterminismTest, ShippedPolicyCompilesIdenticallyInSeparateProcesses) {
   const std::string shipped = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
-  std::vector<char> a, b;
+  std::vector<uint8_t> a, b;
   std::string log;
   ASSERT_EQ(compile_with_cli(shipped, dir_ / "a.rgt", &a, &log), 0) << log;
   ASSERT_EQ(compile_with_cli(shipped, dir_ / "b.rgt", &b, &log), 0) << log;
@@ -133,8 +134,7 @@ TEST_F(CliDeterminismTest, ShippedPolicyCompilesIdenticallyInSeparateProcesses) 
   const LoadedPolicy loaded = load_policy_file(shipped);
   ASSERT_TRUE(loaded.policy.has_value());
   const std::vector<uint8_t> in_process = lower(*loaded.policy);
-  EXPECT_TRUE(std::equal(a.begin(), a.end(), in_process.begin(), in_process.end()))
-      << "the CLI's table differs from lower() of the same file";
+  EXPECT_TRUE(a == in_process) << "the CLI's table differs from lower() of the same file";
 }
 
 // Generated policies written as YAML: two CLI processes agree with each other and with lower() of
@@ -146,7 +146,7 @@ TEST_F(CliDeterminismTest, GeneratedPoliciesCompileIdenticallyInSeparateProcesse
     const std::filesystem::path path = dir_ / ("gen" + std::to_string(i) + ".yaml");
     const std::string text = to_yaml(generated.policy);
     std::ofstream(path, std::ios::binary) << text;
-    std::vector<char> a, b;
+    std::vector<uint8_t> a, b;
     std::string log;
     ASSERT_EQ(compile_with_cli(path, dir_ / "a.rgt", &a, &log), 0) << log << text;
     ASSERT_EQ(compile_with_cli(path, dir_ / "b.rgt", &b, &log), 0) << log << text;
@@ -154,9 +154,8 @@ TEST_F(CliDeterminismTest, GeneratedPoliciesCompileIdenticallyInSeparateProcesse
     const LoadedPolicy loaded = load_policy_file(path.string());
     ASSERT_TRUE(loaded.policy.has_value()) << text;
     const std::vector<uint8_t> in_process = lower(*loaded.policy);
-    ASSERT_TRUE(std::equal(a.begin(), a.end(), in_process.begin(), in_process.end()))
-        << "the CLI's table differs from lower() of the same file:\n"
-        << text;
+    ASSERT_TRUE(a == in_process) << "the CLI's table differs from lower() of the same file:\n"
+                                 << text;
   }
 }
 
