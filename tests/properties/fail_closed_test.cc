@@ -47,26 +47,28 @@ size_t strip_matches(ir::Policy* policy, const Letter& letter) {
 }
 
 RC_GTEST_PROP(FailClosedTest, NoMatchingRuleGivesTheDefault, ()) {
-  const ir::CheckedPolicy original = *gen_policy();
-  const Letter letter = *gen_valid_letter(original.policy);
-  ir::Policy stripped = original.policy;
-  const size_t removed = strip_matches(&stripped, letter);
-  RC_CLASSIFY(removed == 0, "matched nothing as generated");
-  RC_CLASSIFY(stripped.rules.empty(), "no rules left");
-  const ir::CheckedPolicy checked = with_source_map(stripped, original.source_digest);
+  with_shrink_budget([] {
+    const ir::CheckedPolicy original = *gen_policy();
+    const Letter letter = *gen_valid_letter(original.policy);
+    ir::Policy stripped = original.policy;
+    const size_t removed = strip_matches(&stripped, letter);
+    RC_CLASSIFY(removed == 0, "matched nothing as generated");
+    RC_CLASSIFY(stripped.rules.empty(), "no rules left");
+    const ir::CheckedPolicy checked = with_source_map(stripped, original.source_digest);
 
-  const BuiltTable built = build_table(checked);
-  if (!built.table) RC_FAIL("table does not load: " + built.status.message);
-  Input input(*built.table);
-  const InterpretResult actual = runtime_decide(*built.table, letter, &input);
-  const InterpretResult expected{stripped.default_verb, InterpretKind::kDefault, 0, 0};
-  if (actual != expected) {
-    RC_FAIL("letter " + describe_letter(stripped, letter) + "\n  expected " + show(expected) +
-            "\n  runtime  " + show(actual) + "\n" + to_yaml(stripped));
-  }
-  const Decision d = built.table->decide(input);
-  RC_ASSERT(built.table->rule_name(d) == std::string_view("default"));
-  RC_ASSERT(built.table->reason(d) == stripped.default_reason);
+    const BuiltTable built = build_table(checked);
+    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    Input input(*built.table);
+    const InterpretResult actual = runtime_decide(*built.table, letter, &input);
+    const InterpretResult expected{stripped.default_verb, InterpretKind::kDefault, 0, 0};
+    if (actual != expected) {
+      RC_FAIL("letter " + describe_letter(stripped, letter) + "\n  expected " + show(expected) +
+              "\n  runtime  " + show(actual) + "\n" + to_yaml(stripped));
+    }
+    const Decision d = built.table->decide(input);
+    RC_ASSERT(built.table->rule_name(d) == std::string_view("default"));
+    RC_ASSERT(built.table->reason(d) == stripped.default_reason);
+  });
 }
 
 // Ways to break a field. Each applies to some fields only (see `corrupt`).
@@ -137,42 +139,44 @@ const char* breakage_name(Breakage how) {
 }
 
 RC_GTEST_PROP(FailClosedTest, InvalidFieldGivesExactlyTheDefault, ()) {
-  const ir::CheckedPolicy checked = *gen_policy();
-  const ir::Policy& policy = checked.policy;
-  Letter letter = *gen_valid_letter(policy);
+  with_shrink_budget([] {
+    const ir::CheckedPolicy checked = *gen_policy();
+    const ir::Policy& policy = checked.policy;
+    Letter letter = *gen_valid_letter(policy);
 
-  // Break 1..3 fields; the first broken one in declaration order is the one reported.
-  const size_t count = *rc::gen::inRange<size_t>(1, 4);
-  std::optional<uint32_t> first;
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t f = *rc::gen::inRange<uint32_t>(0, policy.fields.size());
-    const Breakage how = *rc::gen::element(
-        Breakage::kMissing, Breakage::kNull, Breakage::kUnreadable, Breakage::kWrongType,
-        Breakage::kOutOfBounds, Breakage::kNotInEnum, Breakage::kEmpty);
-    const auto bad = corrupt(policy.fields[f], how);
-    if (!bad) continue;
-    RC_TAG(breakage_name(how), policy.fields[f].optional ? "optional" : "required");
-    letter[f] = *bad;
-    first = std::min(first.value_or(f), f);
-  }
-  RC_PRE(first.has_value());
+    // Break 1..3 fields; the first broken one in declaration order is the one reported.
+    const size_t count = *rc::gen::inRange<size_t>(1, 4);
+    std::optional<uint32_t> first;
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t f = *rc::gen::inRange<uint32_t>(0, policy.fields.size());
+      const Breakage how = *rc::gen::element(
+          Breakage::kMissing, Breakage::kNull, Breakage::kUnreadable, Breakage::kWrongType,
+          Breakage::kOutOfBounds, Breakage::kNotInEnum, Breakage::kEmpty);
+      const auto bad = corrupt(policy.fields[f], how);
+      if (!bad) continue;
+      RC_TAG(breakage_name(how), policy.fields[f].optional ? "optional" : "required");
+      letter[f] = *bad;
+      first = std::min(first.value_or(f), f);
+    }
+    RC_PRE(first.has_value());
 
-  const InterpretResult expected{policy.default_verb, InterpretKind::kInvalidInput, 0, *first};
-  const InterpretResult oracle = interpret(policy, letter);
-  RC_ASSERT(oracle == expected);
+    const InterpretResult expected{policy.default_verb, InterpretKind::kInvalidInput, 0, *first};
+    const InterpretResult oracle = interpret(policy, letter);
+    RC_ASSERT(oracle == expected);
 
-  const BuiltTable built = build_table(checked);
-  if (!built.table) RC_FAIL("table does not load: " + built.status.message);
-  Input input(*built.table);
-  const InterpretResult actual = runtime_decide(*built.table, letter, &input);
-  if (actual != expected) {
-    RC_FAIL("letter " + describe_letter(policy, letter) + "\n  expected " + show(expected) +
-            "\n  runtime  " + show(actual));
-  }
-  RC_ASSERT(built.table->verb_effect(actual.verb) != Effect::kCreate);
-  const Decision d = built.table->decide(input);
-  RC_ASSERT(built.table->rule_name(d) == std::string_view("default"));
-  RC_ASSERT(built.table->reason(d) == "invalid input: " + policy.fields[*first].name);
+    const BuiltTable built = build_table(checked);
+    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    Input input(*built.table);
+    const InterpretResult actual = runtime_decide(*built.table, letter, &input);
+    if (actual != expected) {
+      RC_FAIL("letter " + describe_letter(policy, letter) + "\n  expected " + show(expected) +
+              "\n  runtime  " + show(actual));
+    }
+    RC_ASSERT(built.table->verb_effect(actual.verb) != Effect::kCreate);
+    const Decision d = built.table->decide(input);
+    RC_ASSERT(built.table->rule_name(d) == std::string_view("default"));
+    RC_ASSERT(built.table->reason(d) == "invalid input: " + policy.fields[*first].name);
+  });
 }
 
 }  // namespace

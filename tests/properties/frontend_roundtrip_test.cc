@@ -59,18 +59,20 @@ bool spans_cover(const ir::SourceMap& source, const ir::Policy& p, uint32_t line
 TEST(FrontEndRoundTripTest, GeneratedYamlLoadsToTheSameIr) {
   if (!front_end_available()) GTEST_SKIP() << "the YAML front-end is not built yet";
   const bool ok = rc::check("YAML of a generated policy loads to the same IR", [] {
-    const ir::CheckedPolicy generated = *gen_policy();
-    const std::string text = to_yaml(generated.policy);
-    const LoadedPolicy loaded = load_policy_text(text, "gen.yaml");
-    if (!loaded.policy) RC_FAIL("diagnostics:\n" + diagnostics_text(loaded) + "for:\n" + text);
-    const ir::Policy& actual = loaded.policy->policy;
-    if (!(actual == generated.policy)) {
-      RC_FAIL("the front-end's IR differs; it prints as\n" + to_yaml(actual) + "for:\n" + text);
-    }
-    uint32_t lines = 0;
-    for (char c : text) lines += c == '\n';
-    RC_ASSERT(spans_cover(loaded.policy->source, actual, lines));
-    RC_ASSERT(loaded.policy->source_base_name == std::string("gen.yaml"));
+    with_shrink_budget([] {
+      const ir::CheckedPolicy generated = *gen_policy();
+      const std::string text = to_yaml(generated.policy);
+      const LoadedPolicy loaded = load_policy_text(text, "gen.yaml");
+      if (!loaded.policy) RC_FAIL("diagnostics:\n" + diagnostics_text(loaded) + "for:\n" + text);
+      const ir::Policy& actual = loaded.policy->policy;
+      if (!(actual == generated.policy)) {
+        RC_FAIL("the front-end's IR differs; it prints as\n" + to_yaml(actual) + "for:\n" + text);
+      }
+      uint32_t lines = 0;
+      for (char c : text) lines += c == '\n';
+      RC_ASSERT(spans_cover(loaded.policy->source, actual, lines));
+      RC_ASSERT(loaded.policy->source_base_name == std::string("gen.yaml"));
+    });
   });
   EXPECT_TRUE(ok);
 }

@@ -1,7 +1,10 @@
 // Generators of random valid policies and of letters for them; YAML printing of the IR.
 #include "tests/properties/policy_gen.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -123,7 +126,19 @@ struct FieldPlan {
   std::vector<ir::Value> pool;
 };
 
-FieldPlan gen_field(FieldType type, bool optional, const std::string& name) {
+// A policy literal no vocabulary holds: printable ASCII (no quote or backslash), sometimes UTF-8.
+std::string generated_word() {
+  static const std::string kChars = "abcdefghijklmnopqrstuvwxyz0123456789._-/:";
+  std::string word = pick(vocabulary());
+  word += pick<std::string>({".", "_", "-", "/"});
+  const size_t length = uniform<size_t>(1, 10);
+  for (size_t i = 0; i < length; ++i) word += kChars[uniform<size_t>(0, kChars.size())];
+  if (chance(10)) word += "\xc3\xa9";
+  return word;
+}
+
+// `big`: many literals (stresses the runtime's string dictionaries and int cut points).
+FieldPlan gen_field(FieldType type, bool optional, const std::string& name, bool big) {
   FieldPlan plan;
   plan.field.name = name;
   plan.field.type = type;
@@ -136,6 +151,15 @@ FieldPlan gen_field(FieldType type, bool optional, const std::string& name) {
       for (const auto& w : vocabulary()) words.push_back(ir::Value::String(w));
       plan.pool = pick_distinct(words, 4);
       if (plan.pool.size() < 2) plan.pool = pick_distinct(words, 4);
+      if (big) {
+        std::set<std::string> seen;
+        for (const auto& v : plan.pool) seen.insert(v.str);
+        const size_t target = uniform<size_t>(15, 61);
+        for (size_t i = 0; i < 3 * target && seen.size() < target; ++i) {
+          std::string word = generated_word();
+          if (seen.insert(word).second) plan.pool.push_back(ir::Value::String(word));
+        }
+      }
       break;
     }
     case FieldType::kEnum: {
@@ -157,11 +181,13 @@ FieldPlan gen_field(FieldType type, bool optional, const std::string& name) {
       if (bounds == 1 || bounds == 3) plan.field.min = pick<int64_t>({-3, 0, 1, 5});
       if (bounds == 2) plan.field.max = pick<int64_t>({10, 20});
       if (bounds == 3) plan.field.max = *plan.field.min + uniform<int64_t>(2, 16);
-      int64_t lo = plan.field.min.value_or(-10);
-      int64_t hi = plan.field.max.value_or(30);
+      int64_t lo = plan.field.min.value_or(big ? -1000 : -10);
+      int64_t hi = plan.field.max.value_or(big ? 1000 : 30);
       std::set<int64_t> values;
-      size_t count = uniform<size_t>(2, 5);
-      for (size_t i = 0; i < count; ++i) values.insert(uniform<int64_t>(lo, hi + 1));
+      size_t count = big ? uniform<size_t>(10, 31) : uniform<size_t>(2, 5);
+      for (size_t i = 0; i < count || values.size() < 2; ++i) {
+        values.insert(uniform<int64_t>(lo, hi + 1));
+      }
       // The extremes of int64 stress cut-point arithmetic (value + 1 overflows at the top).
       if (!plan.field.max && chance(10)) values.insert(kInt64Max);
       if (!plan.field.min && chance(10)) values.insert(kInt64Min);
@@ -181,6 +207,79 @@ ir::Span next_span(uint32_t* line) {
   return span;
 }
 
+// Whether some valid value of `field` (absent included when optional) satisfies every condition:
+// candidates are the values the conditions and bounds mention, their neighbours, and one string no
+// policy mentions.
+bool satisfiable(const ir::Field& field, const std::vector<ir::Condition>& conditions) {
+  std::vector<std::optional<ir::Value>> candidates;
+  if (field.optional) candidates.push_back(std::nullopt);
+  switch (field.type) {
+    case FieldType::kString:
+      candidates.push_back(ir::Value::String("\x01unmentioned"));
+      for (const auto& c : conditions) {
+        for (const auto& v : c.values) candidates.push_back(v);
+      }
+      break;
+    case FieldType::kEnum:
+      for (const auto& v : field.enum_values) candidates.push_back(ir::Value::String(v));
+      break;
+    case FieldType::kBool:
+      candidates.push_back(ir::Value::Bool(false));
+      candidates.push_back(ir::Value::Bool(true));
+      break;
+    case FieldType::kInt: {
+      std::vector<int64_t> points = {0};
+      if (field.min) points.push_back(*field.min);
+      if (field.max) points.push_back(*field.max);
+      for (const auto& c : conditions) {
+        for (const auto& v : c.values) points.push_back(v.i);
+      }
+      for (int64_t p : points) {
+        for (int64_t d = -1; d <= 1; ++d) {
+          if ((d < 0 && p == kInt64Min) || (d > 0 && p == kInt64Max)) continue;
+          int64_t v = p + d;
+          if ((field.min && v < *field.min) || (field.max && v > *field.max)) continue;
+          candidates.push_back(ir::Value::Int(v));
+        }
+      }
+      break;
+    }
+  }
+  auto holds = [&](const std::optional<ir::Value>& v, const ir::Condition& c) {
+    if (c.op == Op::kAbsent) return !v;
+    if (!v) return false;
+    auto in = [&] { return std::find(c.values.begin(), c.values.end(), *v) != c.values.end(); };
+    switch (c.op) {
+      case Op::kPresent:
+        return true;
+      case Op::kEq:
+      case Op::kIn:
+        return in();
+      case Op::kNe:
+      case Op::kNotIn:
+        return !in();
+      case Op::kLt:
+        return v->i < c.values[0].i;
+      case Op::kLe:
+        return v->i <= c.values[0].i;
+      case Op::kGt:
+        return v->i > c.values[0].i;
+      case Op::kGe:
+        return v->i >= c.values[0].i;
+      case Op::kAbsent:
+        break;
+    }
+    return false;
+  };
+  for (const auto& v : candidates) {
+    if (std::all_of(conditions.begin(), conditions.end(),
+                    [&](const ir::Condition& c) { return holds(v, c); })) {
+      return true;
+    }
+  }
+  return false;
+}
+
 struct GuardCondition {
   uint32_t field;
   Op op;
@@ -192,6 +291,9 @@ ir::CheckedPolicy generate_policy() {
   policy.id = "gen-policy";
   policy.revision = uniform<int64_t>(1, 100);
   policy.description = "a generated policy";
+
+  // One policy in five is big: long literal lists and long tables.
+  const bool big = chance(20);
 
   // Fields: a skeleton with every type and flag, then extras, then shuffled.
   struct Spec {
@@ -218,7 +320,7 @@ ir::CheckedPolicy generate_policy() {
                                                             {FieldType::kBool, "flag"},
                                                             {FieldType::kEnum, "kind"}};
     std::string name = prefix.at(spec.type) + std::to_string(per_type[spec.type]++);
-    plans.push_back(gen_field(spec.type, spec.optional, name));
+    plans.push_back(gen_field(spec.type, spec.optional, name, big));
   }
   // The skeleton's optional string always treats "" as absent: the construct is always present.
   for (auto& plan : plans) {
@@ -273,36 +375,43 @@ ir::CheckedPolicy generate_policy() {
     for (uint32_t f = 0; f < field_count; ++f) {
       if (op_fits(plans[f].field, op)) fitting.push_back(f);
     }
-    auto compatible = [&](size_t g, uint32_t f) {
+    // One condition per field and guard (the range construct below is the exception), so that
+    // every op's guard can match; the first free (guard, field) after a random start, or a new
+    // guard.
+    auto fresh = [&](size_t g, uint32_t f) {
       for (const auto& c : guard_plans[g]) {
-        if (c.field != f) continue;
-        bool alone =
-            op == Op::kAbsent || op == Op::kPresent || c.op == Op::kAbsent || c.op == Op::kPresent;
-        if (alone || c.op == op) return false;
+        if (c.field == f) return false;
       }
       return true;
     };
-    size_t g = uniform<size_t>(0, guard_count);
-    uint32_t f = pick(fitting);
-    if (!compatible(g, f)) {
-      // Every op must land somewhere: scan for a place, or open a new guard.
-      bool placed = false;
-      for (size_t g2 = 0; g2 < guard_plans.size() && !placed; ++g2) {
-        for (uint32_t f2 : fitting) {
-          if (compatible(g2, f2)) {
-            g = g2;
-            f = f2;
-            placed = true;
-            break;
-          }
+    const size_t g0 = uniform<size_t>(0, guard_plans.size());
+    const size_t f0 = uniform<size_t>(0, fitting.size());
+    bool placed = false;
+    for (size_t dg = 0; dg < guard_plans.size() && !placed; ++dg) {
+      for (size_t df = 0; df < fitting.size() && !placed; ++df) {
+        size_t g = (g0 + dg) % guard_plans.size();
+        uint32_t f = fitting[(f0 + df) % fitting.size()];
+        if (fresh(g, f)) {
+          guard_plans[g].push_back({f, op});
+          placed = true;
         }
       }
-      if (!placed) {
-        guard_plans.emplace_back();
-        g = guard_plans.size() - 1;
+    }
+    if (!placed) guard_plans.push_back({{fitting[f0], op}});
+  }
+  // A range: two ordering ops on one int field of one guard (several ops are a conjunction).
+  if (chance(60)) {
+    size_t g = uniform<size_t>(0, guard_plans.size());
+    for (uint32_t f = 0; f < field_count; ++f) {
+      bool used = false;
+      for (const auto& c : guard_plans[g]) used |= c.field == f;
+      if (plans[f].field.type == FieldType::kInt && !used) {
+        bool closed = chance(50);
+        guard_plans[g].push_back({f, closed ? Op::kGe : Op::kGt});
+        guard_plans[g].push_back({f, closed ? Op::kLt : Op::kLe});
+        break;
       }
     }
-    guard_plans[g].push_back({f, op});
   }
   guard_count = guard_plans.size();
   std::vector<ir::Rule> rules;
@@ -331,28 +440,65 @@ ir::CheckedPolicy generate_policy() {
     guard.id = "g" + std::to_string(g);
     guard.reason = "because " + guard.id + " said so";
     guard.verb = random_verb();
-    for (const auto& gc : grouped) {
-      const FieldPlan& fp = plans[gc.field];
-      ir::Condition c;
-      c.field = gc.field;
-      c.op = gc.op;
-      if (gc.op == Op::kIn || gc.op == Op::kNotIn) {
-        c.values = pick_distinct(fp.pool, 3);
-      } else if (single_operand(gc.op)) {
-        auto constants = constants_of_field.find(gc.field);
-        bool use_constant =
-            constants != constants_of_field.end() &&
-            ((!constant_used && gc.op != Op::kEq && gc.op != Op::kNe) || chance(50));
-        if (use_constant) {
-          const ir::Constant& k = policy.constants[pick(constants->second)];
-          c.values = {ir::Value::Int(k.value)};
-          c.constant = k.name;
-          constant_used = true;
-        } else {
-          c.values = {pick(fp.pool)};
+    // Operands per field group, re-picked until the group can hold (the checker rejects a guard
+    // that can never match, RG201); a group that never can is dropped.
+    for (size_t i = 0; i < grouped.size();) {
+      size_t j = i;
+      while (j < grouped.size() && grouped[j].field == grouped[i].field) ++j;
+      const FieldPlan& fp = plans[grouped[i].field];
+      std::vector<ir::Condition> group;
+      bool used_constant = false;
+      for (int attempt = 0; attempt < 30; ++attempt) {
+        group.clear();
+        used_constant = false;
+        for (size_t k = i; k < j; ++k) {
+          ir::Condition c;
+          c.field = grouped[k].field;
+          c.op = grouped[k].op;
+          if (c.op == Op::kIn || c.op == Op::kNotIn) {
+            c.values = pick_distinct(fp.pool, 3);
+          } else if (single_operand(c.op)) {
+            auto constants = constants_of_field.find(c.field);
+            bool use_constant =
+                constants != constants_of_field.end() &&
+                ((!constant_used && c.op != Op::kEq && c.op != Op::kNe) || chance(50));
+            if (use_constant) {
+              const ir::Constant& k = policy.constants[pick(constants->second)];
+              c.values = {ir::Value::Int(k.value)};
+              c.constant = k.name;
+              used_constant = true;
+            } else {
+              c.values = {pick(fp.pool)};
+            }
+          }
+          group.push_back(std::move(c));
         }
+        if (satisfiable(fp.field, group)) break;
+        group.clear();
       }
-      guard.conditions.push_back(std::move(c));
+      if (group.empty() && j - i <= 2) {
+        // Random operands kept failing (shrinking picks the same ones): try every combination of
+        // single pool values in order.
+        const size_t n = fp.pool.size();
+        for (size_t combo = 0; combo < (j - i == 1 ? n : n * n) && group.empty(); ++combo) {
+          for (size_t k = i; k < j; ++k) {
+            const size_t which = k == i ? combo % n : combo / n;
+            std::vector<ir::Value> operand;
+            if (grouped[k].op != Op::kAbsent && grouped[k].op != Op::kPresent) {
+              operand.push_back(fp.pool[which]);
+            }
+            group.push_back({grouped[k].field, grouped[k].op, std::move(operand), ""});
+          }
+          if (!satisfiable(fp.field, group)) group.clear();
+        }
+        used_constant = false;
+      }
+      constant_used |= used_constant && !group.empty();
+      for (auto& c : group) guard.conditions.push_back(std::move(c));
+      i = j;
+    }
+    if (guard.conditions.empty()) {
+      guard.conditions.push_back({0, Op::kEq, {pick(plans[0].pool)}, ""});
     }
     rules.emplace_back(std::move(guard));
   }
@@ -369,7 +515,7 @@ ir::CheckedPolicy generate_policy() {
       std::swap(candidates[k], candidates[uniform<size_t>(k, candidates.size())]);
       table.key_fields.push_back(candidates[k]);
     }
-    size_t row_count = uniform<size_t>(2, 10);
+    size_t row_count = big ? uniform<size_t>(10, 61) : uniform<size_t>(2, 10);
     for (size_t r = 0; r < row_count; ++r) {
       ir::Row row;
       for (uint32_t f : table.key_fields) {
@@ -404,7 +550,10 @@ ir::CheckedPolicy generate_policy() {
         if (k > 0) derived += "/";
         derived += key_text(row.keys[k]);
       }
-      row.id = chance(15) ? table.id + "_row" + std::to_string(r) : derived;
+      // Ids may not contain spaces or control characters (RG127): such rows get an explicit id.
+      const bool derivable = std::none_of(derived.begin(), derived.end(),
+                                          [](unsigned char c) { return c <= ' ' || c == 0x7f; });
+      row.id = !derivable || chance(15) ? table.id + "_row" + std::to_string(r) : derived;
       row.reason = chance(50) ? "" : "row " + std::to_string(r) + " of " + table.id;
       table.rows.push_back(std::move(row));
     }
@@ -788,6 +937,7 @@ void tag_policy(const ir::Policy& policy) {
   }
   RC_CLASSIFY(wildcard_rows > 0 && exact_rows > 0, "wildcard+exact rows");
   RC_CLASSIFY(max_keys == 3, "3-key table");
+  RC_CLASSIFY(wildcard_rows + exact_rows >= 30, "30+ rows");
 }
 
 void fill_input(const Letter& letter, Input* input) {
@@ -814,6 +964,37 @@ void fill_input(const Letter& letter, Input* input) {
         break;
     }
   }
+}
+
+namespace {
+struct FailureClock {
+  std::string test;  // the gtest test whose case failed
+  std::chrono::steady_clock::time_point first_failure;
+};
+FailureClock& failure_clock() {
+  static FailureClock clock;
+  return clock;
+}
+std::string current_test_name() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return info ? std::string(info->test_suite_name()) + "." + info->name() : "";
+}
+}  // namespace
+
+bool shrink_budget_spent() {
+  const FailureClock& clock = failure_clock();
+  if (clock.test.empty() || clock.test != current_test_name()) return false;
+  const std::chrono::duration<double> since =
+      std::chrono::steady_clock::now() - clock.first_failure;
+  return since.count() > kShrinkBudgetSeconds;
+}
+
+void note_case_failed() {
+  FailureClock& clock = failure_clock();
+  const std::string test = current_test_name();
+  if (clock.test == test) return;
+  clock.test = test;
+  clock.first_failure = std::chrono::steady_clock::now();
 }
 
 BuiltTable build_table(const ir::CheckedPolicy& policy) {

@@ -63,6 +63,30 @@ BuiltTable build_table(const ir::CheckedPolicy& policy);
 // fill_input() + decide(), translated to the interpreter's result type.
 InterpretResult runtime_decide(const Table& table, const Letter& letter, Input* scratch);
 
+// Bounds shrinking of expensive properties (RapidCheck has no shrink limit, and shrinking a policy
+// that needs lower() per attempt can take minutes). Wrap the property body:
+//   RC_GTEST_PROP(Suite, Name, ()) { with_shrink_budget([] { ... }); }
+// Once a case of the current gtest test has failed, cases that start more than
+// kShrinkBudgetSeconds later pass without running, so shrinking ends with the smallest
+// counterexample found so far (RapidCheck prints it as usual).
+inline constexpr double kShrinkBudgetSeconds = 8.0;
+bool shrink_budget_spent();
+void note_case_failed();
+
+template <typename Body>
+void with_shrink_budget(Body&& body) {
+  if (shrink_budget_spent()) RC_SUCCEED("shrink time budget spent");
+  try {
+    body();
+  } catch (const rc::detail::CaseResult& result) {
+    if (result.type == rc::detail::CaseResult::Type::Failure) note_case_failed();
+    throw;
+  } catch (...) {
+    note_case_failed();
+    throw;
+  }
+}
+
 }  // namespace replaygate::testing
 
 namespace replaygate::ir {
