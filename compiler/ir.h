@@ -9,6 +9,8 @@
 //  * Inputs are validated first: a required field missing, null, of the wrong type, out of its int
 //    bounds or outside its enum makes the decision the policy default ("invalid input: FIELD").
 //  * An optional field may be absent (missing, JSON null, or "" when `empty_means_absent`).
+//    A present optional field is validated like a required one: a wrong type, an out-of-bounds
+//    int or a value outside its enum is invalid input, never "absent".
 //    Absent satisfies only Op::kAbsent; every other condition is false on an absent value.
 //  * Rules are evaluated in order; the first that matches decides. A guard matches when all its
 //    conditions hold. A table matches when its key tuple hits a row; the row with the most concrete
