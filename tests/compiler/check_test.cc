@@ -147,6 +147,17 @@ TEST_F(ShippedPolicy, RulesInOrder) {
   EXPECT_EQ(table.id, "known_failures");
   EXPECT_EQ(table.key_fields, (std::vector<uint32_t>{0, 1}));
   ASSERT_EQ(table.rows.size(), 9u);
+  const char* const kRowReasons[] = {
+      "the capture timed out before an answer; the idempotency key makes one requeue safe",
+      "the card was declined; a retry cannot succeed and would only repeat the attempt",
+      "the gateway already holds a capture with this key",
+      "lock contention is transient; the reservation is keyed and safe to retry once",
+      "the stock is gone; a retry would oversell",
+      "the partner was unavailable; it deduplicates on the idempotency key",
+      "the partner rejected the payload; resending it unchanged fails again",
+      "the mail server deferred delivery; one resend with the same key",
+      "the address does not exist; resending would bounce again",
+  };
   const std::vector<std::tuple<std::string, std::string, uint32_t>> expected = {
       {"payment.capture", "timeout", 1},       {"payment.capture", "insufficient_funds", 0},
       {"payment.capture", "duplicate", 0},     {"inventory.reserve", "lock_timeout", 1},
@@ -160,7 +171,7 @@ TEST_F(ShippedPolicy, RulesInOrder) {
     EXPECT_EQ(row.keys,
               (std::vector<std::optional<Value>>{Value::String(topic), Value::String(error)}));
     EXPECT_EQ(row.verb, verb) << row.id;
-    EXPECT_EQ(row.reason, "");
+    EXPECT_EQ(row.reason, kRowReasons[i]) << row.id;
   }
   EXPECT_EQ(table.rows[0].id, "known_failures:payment.capture/timeout");
   EXPECT_EQ(ir::rule_catalog(p).size(), 13u);
@@ -197,7 +208,7 @@ TEST_F(ShippedPolicy, SourceMapPointsAtTheDefinitions) {
   EXPECT_TRUE(s.rows[0].empty());
   ASSERT_EQ(s.rows[4].size(), 9u);
   EXPECT_EQ(s.rows[4][0].line, 80u);
-  EXPECT_EQ(s.rows[4][8].line, 88u);
+  EXPECT_EQ(s.rows[4][8].line, 96u);
   EXPECT_EQ(s.rows[4][0].column, 9u);
 }
 

@@ -141,8 +141,20 @@ inline ir::Policy shipped_policy_by_hand() {
       {"mail.receipt", "unknown_recipient"}};
   const uint32_t verbs[] = {kReplayOnce, kNever, kNever,      kReplayOnce, kNever,
                             kReplayOnce, kNever, kReplayOnce, kNever};
+  const char* const row_reasons[] = {
+      "the capture timed out before an answer; the idempotency key makes one requeue safe",
+      "the card was declined; a retry cannot succeed and would only repeat the attempt",
+      "the gateway already holds a capture with this key",
+      "lock contention is transient; the reservation is keyed and safe to retry once",
+      "the stock is gone; a retry would oversell",
+      "the partner was unavailable; it deduplicates on the idempotency key",
+      "the partner rejected the payload; resending it unchanged fails again",
+      "the mail server deferred delivery; one resend with the same key",
+      "the address does not exist; resending would bounce again",
+  };
   for (size_t r = 0; r < std::size(keys); ++r) {
     ir::Row row;
+    row.reason = row_reasons[r];
     row.id = std::string("known_failures:") + keys[r].first + "/" + keys[r].second;
     row.keys = {Value::String(keys[r].first), Value::String(keys[r].second)};
     row.verb = verbs[r];

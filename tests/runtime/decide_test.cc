@@ -69,9 +69,11 @@ TEST_F(ReferenceGate, FieldIndicesFollowDeclarationOrder) {
 }
 
 TEST_F(ReferenceGate, SeedTimeoutReplaysOnce) {
-  EXPECT_EQ(decide(),
-            (Outcome{"replay_once", "known_failures:payment.capture/timeout",
-                     "table known_failures row payment.capture/timeout", DecisionKind::kRule}));
+  EXPECT_EQ(
+      decide(),
+      (Outcome{"replay_once", "known_failures:payment.capture/timeout",
+               "the capture timed out before an answer; the idempotency key makes one requeue safe",
+               DecisionKind::kRule}));
   EXPECT_EQ(table_->rule_source_line(4), 80u);
 }
 
@@ -101,9 +103,11 @@ TEST_F(ReferenceGate, SeedEmptyIdempotencyKeyIsAbsent) {
 
 TEST_F(ReferenceGate, SeedInsufficientFundsIsNever) {
   in_->set_string(kErrorClass, "insufficient_funds");
-  EXPECT_EQ(decide(), (Outcome{"never", "known_failures:payment.capture/insufficient_funds",
-                               "table known_failures row payment.capture/insufficient_funds",
-                               DecisionKind::kRule}));
+  EXPECT_EQ(
+      decide(),
+      (Outcome{"never", "known_failures:payment.capture/insufficient_funds",
+               "the card was declined; a retry cannot succeed and would only repeat the attempt",
+               DecisionKind::kRule}));
 }
 
 TEST_F(ReferenceGate, ReplayedOnceHolds) {

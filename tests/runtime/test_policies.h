@@ -159,8 +159,19 @@ inline ir::CheckedPolicy reference_gate() {
       {"mail.receipt", "unknown_recipient"}};
   const uint32_t verbs[] = {kReplayOnce, kNever, kNever,      kReplayOnce, kNever,
                             kReplayOnce, kNever, kReplayOnce, kNever};
+  const char* const row_reasons[] = {
+      "the capture timed out before an answer; the idempotency key makes one requeue safe",
+      "the card was declined; a retry cannot succeed and would only repeat the attempt",
+      "the gateway already holds a capture with this key",
+      "lock contention is transient; the reservation is keyed and safe to retry once",
+      "the stock is gone; a retry would oversell",
+      "the partner was unavailable; it deduplicates on the idempotency key",
+      "the partner rejected the payload; resending it unchanged fails again",
+      "the mail server deferred delivery; one resend with the same key",
+      "the address does not exist; resending would bounce again",
+  };
   for (size_t i = 0; i < 9; ++i) {
-    t.rows.push_back(row(t.id, {S(keys[i].first), S(keys[i].second)}, verbs[i]));
+    t.rows.push_back(row(t.id, {S(keys[i].first), S(keys[i].second)}, verbs[i], row_reasons[i]));
   }
   p.rules.push_back(t);
 
@@ -173,7 +184,7 @@ inline ir::CheckedPolicy reference_gate() {
                     {ir::Span{73, 7, 0, 0}},
                     {}};
   src.rows = {{}, {}, {}, {}, {}};
-  for (uint32_t line = 80; line <= 88; ++line) src.rows[4].push_back(ir::Span{line, 9, 0, 0});
+  for (uint32_t line = 80; line <= 96; line += 2) src.rows[4].push_back(ir::Span{line, 9, 0, 0});
   checked.source_base_name = "replay_gate.yaml";
   checked.source_digest = "00112233445566778899aabbccddeeff";
   return checked;
