@@ -74,11 +74,11 @@ struct Value {
 };
 
 enum class Op : uint8_t {
-  kEq = 0,       // values: 1
-  kNe = 1,       // values: 1
-  kIn = 2,       // values: >= 1
-  kNotIn = 3,    // values: >= 1
-  kLt = 4,       // kInt only, values: 1
+  kEq = 0,     // values: 1
+  kNe = 1,     // values: 1
+  kIn = 2,     // values: >= 1
+  kNotIn = 3,  // values: >= 1
+  kLt = 4,     // kInt only, values: 1
   kLe = 5,
   kGt = 6,
   kGe = 7,
@@ -103,7 +103,8 @@ struct Guard {
 };
 
 struct Row {
-  std::string id;  // explicit, or derived by check(): "<table>:<k1>/<k2>/..." with "*" for wildcards
+  std::string
+      id;  // explicit, or derived by check(): "<table>:<k1>/<k2>/..." with "*" for wildcards
   std::string reason;
   std::vector<std::optional<Value>> keys;  // one per Table::key_fields; nullopt is the wildcard `*`
   uint32_t verb = 0;
@@ -143,13 +144,13 @@ struct Span {
 
 // Where each IR element came from. Indices mirror Policy's vectors.
 struct SourceMap {
-  std::string path;                      // as given on the command line, for diagnostics only
-  Span policy;                           // the document (or the `policy:` key)
-  std::vector<Span> fields;              // per Policy::fields
-  std::vector<Span> verbs;               // per Policy::verbs
+  std::string path;          // as given on the command line, for diagnostics only
+  Span policy;               // the document (or the `policy:` key)
+  std::vector<Span> fields;  // per Policy::fields
+  std::vector<Span> verbs;   // per Policy::verbs
   Span default_verb;
-  std::vector<Span> constants;           // per Policy::constants
-  std::vector<Span> rules;               // per Policy::rules (the guard, or the table header)
+  std::vector<Span> constants;                // per Policy::constants
+  std::vector<Span> rules;                    // per Policy::rules (the guard, or the table header)
   std::vector<std::vector<Span>> conditions;  // per rule: per guard condition (empty for tables)
   std::vector<std::vector<Span>> rows;        // per rule: per table row (empty for guards)
 };
@@ -171,8 +172,8 @@ struct CatalogEntry {
 };
 std::vector<CatalogEntry> rule_catalog(const Policy& policy);
 
-const char* effect_name(Effect effect);        // "none", "read", "copy", "create"
-const char* field_type_name(FieldType type);   // "string", "int", "bool", "enum"
-const char* op_name(Op op);                    // "eq", "ne", "in", "not_in", "lt", ... "absent"
+const char* effect_name(Effect effect);       // "none", "read", "copy", "create"
+const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
+const char* op_name(Op op);                   // "eq", "ne", "in", "not_in", "lt", ... "absent"
 
 }  // namespace replaygate::ir

@@ -1,10 +1,10 @@
 // Computes each field's atoms from the values and thresholds the policy mentions.
 #include "compiler/partition.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace replaygate {
 namespace {
@@ -194,11 +194,20 @@ std::vector<uint32_t> condition_atoms(const FieldPartition& field, const ir::Con
       int64_t probe = k == 0 ? std::numeric_limits<int64_t>::min() : field.cuts[k - 1];
       bool holds = false;
       switch (c.op) {
-        case ir::Op::kLt: holds = probe < t; break;
-        case ir::Op::kLe: holds = probe <= t; break;
-        case ir::Op::kGt: holds = probe > t; break;
-        case ir::Op::kGe: holds = probe >= t; break;
-        default: break;
+        case ir::Op::kLt:
+          holds = probe < t;
+          break;
+        case ir::Op::kLe:
+          holds = probe <= t;
+          break;
+        case ir::Op::kGt:
+          holds = probe > t;
+          break;
+        case ir::Op::kGe:
+          holds = probe >= t;
+          break;
+        default:
+          break;
       }
       if (holds) out.push_back(a);
     }

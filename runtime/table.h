@@ -62,8 +62,8 @@ enum class DecisionKind : uint8_t {
 };
 
 struct Decision {
-  uint32_t verb = 0;           // verb index
-  uint32_t rule = 0;           // catalog index when kind == kRule (guards and rows, in order)
+  uint32_t verb = 0;  // verb index
+  uint32_t rule = 0;  // catalog index when kind == kRule (guards and rows, in order)
   DecisionKind kind = DecisionKind::kDefault;
   uint32_t invalid_field = 0;  // field index when kind == kInvalidInput
 };
@@ -114,7 +114,8 @@ class Table {
   static constexpr uint32_t kNoField = 0xFFFFFFFFu;
 
   // Reads the whole file into memory, then load_bytes(). Publishers replace tables by atomic
-  // rename, so a reader never maps a file a writer may truncate. nullptr on error, with *status set.
+  // rename, so a reader never maps a file a writer may truncate. nullptr on error, with *status
+  // set.
   static std::unique_ptr<Table> load_file(const std::string& path, LoadStatus* status);
   // Copies and verifies `size` bytes: header, version, checksum, every offset and index.
   static std::unique_ptr<Table> load_bytes(const void* data, size_t size, LoadStatus* status);
@@ -148,14 +149,14 @@ class Table {
   uint32_t verb_index(std::string_view name) const noexcept;
   std::string_view default_reason() const noexcept;
 
-  uint32_t rule_count() const noexcept;                       // catalog size
-  std::string_view rule_id(uint32_t rule) const noexcept;     // guard id or row id
+  uint32_t rule_count() const noexcept;                    // catalog size
+  std::string_view rule_id(uint32_t rule) const noexcept;  // guard id or row id
   std::string_view rule_reason(uint32_t rule) const noexcept;
   // The catalog entry's verb; the default verb when out of range.
   uint32_t rule_verb(uint32_t rule) const noexcept;
-  uint32_t rule_source_line(uint32_t rule) const noexcept;    // provenance; 0 when unknown
-  std::string_view source_name() const noexcept;              // provenance: source base name
-  std::string_view source_digest() const noexcept;            // provenance: hex digest of source
+  uint32_t rule_source_line(uint32_t rule) const noexcept;  // provenance; 0 when unknown
+  std::string_view source_name() const noexcept;            // provenance: source base name
+  std::string_view source_digest() const noexcept;          // provenance: hex digest of source
 
   // For a decision: "default" unless kind == kRule.
   std::string_view rule_name(const Decision& d) const noexcept;
