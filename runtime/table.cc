@@ -664,7 +664,15 @@ std::string quoted(std::string_view s) {
   return out + "\"";
 }
 
-const char* type_name(FieldType t) {
+const char* op_text(uint32_t op) {
+  static const char* const kNames[] = {"eq", "ne", "in", "not_in", "lt",
+                                       "le", "gt", "ge", "absent", "present"};
+  return op < fm::kOpCount ? kNames[op] : "?";
+}
+
+}  // namespace
+
+const char* field_type_name(FieldType t) {
   switch (t) {
     case FieldType::kString:
       return "string";
@@ -677,14 +685,6 @@ const char* type_name(FieldType t) {
   }
   return "?";
 }
-
-const char* op_text(uint32_t op) {
-  static const char* const kNames[] = {"eq", "ne", "in", "not_in", "lt",
-                                       "le", "gt", "ge", "absent", "present"};
-  return op < fm::kOpCount ? kNames[op] : "?";
-}
-
-}  // namespace
 
 const char* load_error_name(LoadError error) {
   switch (error) {
@@ -912,8 +912,8 @@ std::string Table::dump() const {
   line("fields: " + num(t.fields.size()));
   for (uint32_t f = 0; f < t.fields.size(); ++f) {
     const Impl::Field& field = t.fields[f];
-    std::string s = "  #" + num(f) + " " + std::string(field.name) + ": " + type_name(field.type) +
-                    (field.optional ? ", optional" : ", required");
+    std::string s = "  #" + num(f) + " " + std::string(field.name) + ": " +
+                    field_type_name(field.type) + (field.optional ? ", optional" : ", required");
     if (field.empty_means_absent) s += ", empty means absent";
     if (field.has_min) s += ", min " + std::to_string(field.min);
     if (field.has_max) s += ", max " + std::to_string(field.max);

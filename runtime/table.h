@@ -52,6 +52,7 @@ struct LoadStatus {
 const char* load_error_name(LoadError error);  // "ok", "io", "too_large", ...
 
 enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
+const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
 enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
 const char* effect_name(Effect effect);  // "none", "read", "copy", "create"
 

@@ -301,20 +301,6 @@ bool parse_bool_strict(std::string_view text, bool* value) {
   return false;
 }
 
-const char* field_type_name(FieldType type) {
-  switch (type) {
-    case FieldType::kString:
-      return "string";
-    case FieldType::kInt:
-      return "int";
-    case FieldType::kBool:
-      return "bool";
-    case FieldType::kEnum:
-      return "enum";
-  }
-  return "?";
-}
-
 LoadedMapping parse_mapping(std::string_view text, const std::string& path, const Table& table) {
   LoadedMapping out;
   out.source_text = std::string(text);

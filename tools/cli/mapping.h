@@ -76,6 +76,5 @@ LoadedMapping load_mapping_file(const std::string& path, const Table& table);
 // no leading '+', no spaces, within int64; bool is exactly "true" or "false".
 bool parse_int64_strict(std::string_view text, int64_t* value);
 bool parse_bool_strict(std::string_view text, bool* value);
-const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
 
 }  // namespace replaygate::cli
