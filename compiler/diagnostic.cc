@@ -48,6 +48,9 @@ uint32_t decode_utf8(std::string_view s, size_t i, size_t length) {
   return code;
 }
 
+// Longest source line shown whole under a diagnostic; longer lines are cut around the column.
+constexpr size_t kMaxExcerptBytes = 160;
+
 // The 1-based `line` of `source` without its line break; false when the source has no such line.
 bool source_line(std::string_view source, uint32_t line, std::string_view* out) {
   if (line == 0 || source.empty()) return false;
@@ -223,11 +226,29 @@ std::string render_text(const std::vector<Diagnostic>& diagnostics, std::string_
     std::string_view line;
     if (d.span.line > 0 && source_line(source, d.span.line, &line)) {
       std::snprintf(number, sizeof number, "%5u | ", static_cast<unsigned>(d.span.line));
+      size_t column = d.span.column > 0 ? d.span.column - 1 : 0;
+      // A huge line (minified or generated input) is cut to a window around the column, so one
+      // diagnostic stays one screen; "..." marks each cut.
+      bool cut_left = false, cut_right = false;
+      if (line.size() > kMaxExcerptBytes) {
+        size_t lo = std::min(line.size(),
+                             column > kMaxExcerptBytes / 2 ? column - kMaxExcerptBytes / 2 : 0);
+        while (lo > 0 && lo < line.size() && (static_cast<unsigned char>(line[lo]) & 0xC0) == 0x80)
+          --lo;
+        size_t hi = std::min(line.size(), lo + kMaxExcerptBytes);
+        while (hi < line.size() && (static_cast<unsigned char>(line[hi]) & 0xC0) == 0x80) ++hi;
+        cut_left = lo > 0;
+        cut_right = hi < line.size();
+        line = line.substr(lo, hi - lo);
+        column -= lo;
+      }
       out += number;
+      if (cut_left) out += "...";
       out += printable_line(line);
+      if (cut_right) out += "...";
       out += '\n';
-      const size_t column = d.span.column > 0 ? d.span.column - 1 : 0;
       out += "      | ";
+      if (cut_left) out += "   ";
       out += caret_prefix(line, column);
       out += '^';
       if (d.span.length > 1) {

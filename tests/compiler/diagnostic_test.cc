@@ -32,6 +32,17 @@ TEST(RenderText, ExcerptCaretTildesAndHint) {
             "      = hint: did you mean 'replay_once'?\n");
 }
 
+TEST(RenderText, HugeLinesAreCutAroundTheColumn) {
+  // One diagnostic on a 100 KB line must stay one screen: a window with "..." at each cut.
+  const std::string line = std::string(50000, 'a') + "BAD" + std::string(50000, 'b');
+  const auto text = render_text({make("RG005", "too deep", 1, 50001, 3)}, line + "\n");
+  const std::string expected_line =
+      "    1 | ..." + std::string(80, 'a') + "BAD" + std::string(77, 'b') + "...\n";
+  const std::string expected_caret = "      |    " + std::string(80, ' ') + "^~~\n";
+  EXPECT_EQ(text, "p.yaml:1:50001: error[RG005]: too deep\n" + expected_line + expected_caret);
+  EXPECT_LT(text.size(), 400u);
+}
+
 TEST(RenderText, BlankLineBetweenBlocksAndNoHintLineWithoutHint) {
   const std::string source = "a: 1\nb: 2\n";
   Diagnostic warning = make("RG201", "second", 2, 1, 1);

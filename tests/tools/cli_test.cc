@@ -358,6 +358,56 @@ TEST_F(CliTest, DecideDuplicateIdempotencyKeyReplaysOnce) {
             "1, budget holds 0\n");
 }
 
+TEST_F(CliTest, DecideMisspelledDedupeFieldIsAUsageError) {
+  // A typo must not silently switch off the one-replay-per-key rule.
+  Result r = run({"decide", "--policy", kPolicy, "--dedupe-field", "idempotency_kye",
+                  kSource + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.err,
+            "replaygate decide: error: --dedupe-field 'idempotency_kye' is not a string input of "
+            "the policy; did you mean 'idempotency_key'?\n"
+            "Run 'replaygate decide --help' for usage.\n");
+  // A non-string input cannot carry a key either.
+  r = run({"decide", "--policy", kPolicy, "--dedupe-field", "attempts",
+           kSource + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'attempts' is not a string input"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, DecideMaxReplaysTakesADecimalCount) {
+  for (const char* bad : {"-1", "abc", "0x2", "1.5", ""}) {
+    const Result r = run({"decide", "--policy", kPolicy, "--max-replays", bad,
+                          kSource + "/tests/data/letters/duplicates.jsonl"});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_TRUE(r.out.empty()) << bad;
+    EXPECT_EQ(r.err, std::string("replaygate decide: error: --max-replays takes a whole "
+                                 "number >= 0 (decimal), not '") +
+                         bad + "'\nRun 'replaygate decide --help' for usage.\n");
+  }
+}
+
+TEST_F(CliTest, CompileRefusesToOverwriteThePolicyOrANonRegularFile) {
+  const std::string policy = read_file(kPolicy);
+  write_file(dir_ / "p.yaml", policy);
+  Result r = run({"compile", (dir_ / "p.yaml").string(), "-o", (dir_ / "p.yaml").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("it is the policy file itself"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(dir_ / "p.yaml"), policy);
+
+  fs::create_directory(dir_ / "adir");
+  r = run({"compile", kPolicy, "-o", (dir_ / "adir").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not a regular file"), std::string::npos) << r.err;
+
+  write_file(dir_ / "target", "KEEP");
+  fs::create_symlink(dir_ / "target", dir_ / "link.rgt");
+  r = run({"compile", kPolicy, "-o", (dir_ / "link.rgt").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.rgt"));
+  EXPECT_EQ(read_file(dir_ / "target"), "KEEP");
+}
+
 TEST_F(CliTest, DecideMaxReplaysHoldsTheRest) {
   const Result r = run({"decide", "--policy", kPolicy, "--max-replays", "2",
                         kSource + "/tests/data/letters/duplicates.jsonl"});

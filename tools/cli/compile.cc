@@ -3,6 +3,7 @@
 // On any error diagnostic nothing is written, and an existing TABLE keeps its old content.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,6 +28,25 @@ int run_compile(const CompileOptions& options) {
   if (!parse_diagnostic_format(options.format, &format)) {
     std::fprintf(stderr, "replaygate: error: --format must be text or json, not '%s'\n",
                  options.format.c_str());
+    return kExitUsage;
+  }
+  // The atomic rename replaces whatever is at TABLE: refuse anything but an old table, so that a
+  // slip of the hand cannot turn the reviewed policy, a device or a symlink into table bytes.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status out_status = fs::symlink_status(options.output, ec);
+  if (!ec && fs::exists(out_status) && !fs::is_regular_file(out_status)) {
+    std::fprintf(stderr,
+                 "replaygate: error: refusing to write %s: it exists and is not a regular file "
+                 "(a directory, device or symbolic link)\n",
+                 options.output.c_str());
+    return kExitUsage;
+  }
+  if (fs::equivalent(options.policy, options.output, ec) && !ec) {
+    std::fprintf(stderr,
+                 "replaygate: error: refusing to write %s: it is the policy file itself; choose "
+                 "another -o path (e.g. gate.rgt)\n",
+                 options.output.c_str());
     return kExitUsage;
   }
   LoadedPolicy loaded;

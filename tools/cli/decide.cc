@@ -39,8 +39,9 @@ struct DecideOptions {
   std::string input = "-";
   std::string format = "letters";
   std::string mapping;
-  int64_t max_replays = -1;  // -1: no budget
-  std::string dedupe_field = "idempotency_key";
+  std::string max_replays;       // a decimal count, when given
+  bool max_replays_set = false;  // --max-replays was on the command line (even as "")
+  std::string dedupe_field;      // "": idempotency_key when the policy has it
 };
 
 const char* action_words(Effect effect) {
@@ -88,8 +89,38 @@ int run_decide(const DecideOptions& o) {
     return usage("--mapping applies to --format kafka only");
   }
 
+  int64_t max_replays = -1;  // -1: no budget
+  if (o.max_replays_set && (!parse_int64_strict(o.max_replays, &max_replays) || max_replays < 0)) {
+    return usage("--max-replays takes a whole number >= 0 (decimal), not '" + o.max_replays + "'");
+  }
+
   std::unique_ptr<Table> table;
   if (const int code = open_table(o.policy, o.table, &table); code != kExitOk) return code;
+
+  // The one-replay-per-key rule keys on a string input. A misspelled --dedupe-field must not
+  // silently turn the protection off, so an explicit name has to be a string input.
+  std::vector<std::string> string_inputs;
+  for (uint32_t f = 0; f < table->field_count(); ++f) {
+    if (table->field(f).type == FieldType::kString)
+      string_inputs.emplace_back(table->field(f).name);
+  }
+  uint32_t dedupe_field =
+      table->field_index(o.dedupe_field.empty() ? "idempotency_key" : o.dedupe_field);
+  if (dedupe_field != Table::kNoField && table->field(dedupe_field).type != FieldType::kString) {
+    dedupe_field = Table::kNoField;
+  }
+  if (!o.dedupe_field.empty() && dedupe_field == Table::kNoField) {
+    std::string message =
+        "--dedupe-field '" + o.dedupe_field + "' is not a string input of the policy";
+    const std::string suggestion = closest_match(o.dedupe_field, string_inputs);
+    if (!suggestion.empty()) message += "; did you mean '" + suggestion + "'?";
+    return usage(message);
+  }
+  if (dedupe_field == Table::kNoField) {
+    std::fprintf(stderr,
+                 "replaygate: note: the policy has no string input 'idempotency_key'; every "
+                 "letter may be replayed (name one with --dedupe-field)\n");
+  }
 
   LoadedMapping mapping;
   std::unique_ptr<RecordParser> parser;
@@ -136,7 +167,6 @@ int run_decide(const DecideOptions& o) {
   append_json_string(tail, table->policy_id());
   tail += ",\"revision\":" + std::to_string(table->revision()) + ",\"table\":";
   append_json_string(tail, table->checksum_hex());
-  const uint32_t dedupe_field = table->field_index(o.dedupe_field);
 
   Input input(*table);
   LineReader reader(fd);
@@ -190,7 +220,7 @@ int run_decide(const DecideOptions& o) {
           rule = "dump:duplicate_key";
           reason = "duplicate idempotency key in this dump";
           ++duplicate_holds;
-        } else if (o.max_replays >= 0 && replays >= static_cast<uint64_t>(o.max_replays)) {
+        } else if (max_replays >= 0 && replays >= static_cast<uint64_t>(max_replays)) {
           verb = default_verb;
           rule = "dump:replay_budget";
           reason = "replay budget exhausted";
@@ -262,13 +292,16 @@ Runner setup_decide(CLI::App& sub) {
       "letters (default): JSON objects keyed by policy inputs; kafka: kcat -C -J records");
   sub.add_option("--mapping", o->mapping,
                  "Mapping file for --format kafka (docs/input-mapping.md)");
-  sub.add_option("--max-replays", o->max_replays,
-                 "Allow at most N create-effect verbs (replays) in this run; later ones get the "
-                 "default verb")
-      ->check(CLI::NonNegativeNumber);
+  CLI::Option* max_replays = sub.add_option(
+      "--max-replays", o->max_replays,
+      "Allow at most N create-effect verbs (replays) in this run; later ones get the "
+      "default verb");
   sub.add_option("--dedupe-field", o->dedupe_field,
-                 "Input whose value may be replayed once per run (default idempotency_key)");
-  return [o] { return run_decide(*o); };
+                 "String input whose value may be replayed once per run (default idempotency_key)");
+  return [o, max_replays] {
+    o->max_replays_set = max_replays->count() > 0;
+    return run_decide(*o);
+  };
 }
 
 }  // namespace replaygate::cli

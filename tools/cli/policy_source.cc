@@ -50,9 +50,12 @@ int load_policy_reporting(const std::string& path, DiagnosticFormat format, Load
 }
 
 std::string describe_load_failure(const std::string& path, const LoadStatus& status) {
-  std::string out = "replaygate: cannot load table " + path + ": " + load_error_name(status.error);
-  if (!status.message.empty()) out += ": " + status.message;
-  return out;
+  // The loader's messages may already start with the error's name ("truncated: ..."): say it once.
+  const std::string name = load_error_name(status.error);
+  std::string out = "replaygate: cannot load table " + path + ": ";
+  if (status.message.empty()) return out + name;
+  if (status.message.rfind(name + ":", 0) == 0) return out + status.message;
+  return out + name + ": " + status.message;
 }
 
 int open_table(const std::string& policy_path, const std::string& table_path,
