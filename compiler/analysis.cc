@@ -8,6 +8,8 @@
 //   RG204 two rows of one table, equally specific, different verbs, overlapping on inputs that no
 //         more specific row decides;
 //   RG202 a guard or row that no input reaches (usefulness, compiler/usefulness.h);
+//   RG206 (warning) a '*' key on an optional field lets absent inputs reach a row whose verb
+//         does something (effect above none);
 //   RG209 (info) the work budget ran out, so some of the checks above were skipped.
 // Rows are indexed by their key tuples (one hash index per table, wildcard pattern and key
 // subset), so a table of exact rows costs a few hash lookups per row, never a pass over the table.
@@ -409,7 +411,10 @@ class Analyzer {
       if (row.never_true || row.duplicate) continue;
       find_conflict(r, table, info, i);
       std::vector<Hit> hits;
-      if (!shadowed(r, &info, RowFilter{row.concrete, row.concrete, i}, row.box, hits)) continue;
+      if (!shadowed(r, &info, RowFilter{row.concrete, row.concrete, i}, row.box, hits)) {
+        warn_wildcard_takes_absent(r, table, info, i);
+        continue;
+      }
       hits = shadowers(row.box, std::move(hits));
       bool all_same_table =
           std::all_of(hits.begin(), hits.end(), [r](const Hit& h) { return h.rule == r; });
@@ -421,6 +426,33 @@ class Analyzer {
                                "inputs",
                                table.id)
                  : std::string("remove the row, or narrow the earlier rules that take its inputs"));
+    }
+  }
+
+  // RG206: a '*' key on an optional field matches absent too. When such a row does more than
+  // nothing (effect above none) and absent inputs really reach it, say so: an author who wrote '*'
+  // for "any key" rarely means "no key at all", and the fail-safe is a guard before the table.
+  void warn_wildcard_takes_absent(uint32_t r, const ir::Table& table, TableInfo& info, uint32_t i) {
+    const ir::Row& row = table.rows[i];
+    if (policy_.verbs[row.verb].effect == ir::Effect::kNone) return;
+    const RowInfo& ri = info.rows[i];
+    for (uint32_t p = 0; p < table.key_fields.size(); ++p) {
+      const uint32_t f = table.key_fields[p];
+      if (row.keys[p] || !policy_.fields[f].optional) continue;
+      Box only_absent = ri.box;
+      only_absent[f] = AtomSet{false, {kAtomAbsent}};
+      std::vector<Hit> hits;
+      if (shadowed(r, &info, RowFilter{ri.concrete, ri.concrete, i}, only_absent, hits)) continue;
+      const std::string& name = policy_.fields[f].name;
+      report(Severity::kWarning, "RG206", row_span(r, i),
+             fmt::format("row '{}' gives '{}' (effect {}) to inputs without {}: its '*' key "
+                         "matches an absent {} too",
+                         row.id, policy_.verbs[row.verb].name,
+                         ir::effect_name(policy_.verbs[row.verb].effect), name, name),
+             fmt::format("decide absent first with a guard `{}: absent` before the table, or "
+                         "give the key a value",
+                         name));
+      return;
     }
   }
 

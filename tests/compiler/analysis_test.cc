@@ -396,7 +396,38 @@ TEST(AnalysisTest, ConflictInThreeKeyTableNamesAWitness) {
       want({"12 error RG204: row 't:*/timeout/*' conflicts with row 't:orders/*/*' (line 11) "
             "in table 't': both match [orders, timeout, '*'] (e.g. [orders, timeout, absent]) "
             "with different verbs ('replay_once' vs 'never') and neither is more specific | "
-            "add a row for [orders, timeout, '*'] to settle it"}));
+            "add a row for [orders, timeout, '*'] to settle it",
+            "12 warning RG206: row 't:*/timeout/*' gives 'replay_once' (effect create) to inputs "
+            "without flag: its '*' key matches an absent flag too | decide absent first with a "
+            "guard `flag: absent` before the table, or give the key a value"}));
+}
+
+// ---- RG206 ----
+
+TEST(AnalysisTest, WildcardOnOptionalKeyLetsAbsentReachAReplay) {
+  PolicyBuilder b;
+  b.string_field("idempotency_key", true, true).string_field("topic");
+  b.table("t", {"topic", "idempotency_key"}, 10).row({"orders", kStar}, "replay_once", 11);
+  EXPECT_EQ(analyze_lines(b),
+            want({"11 warning RG206: row 't:orders/*' gives 'replay_once' (effect create) to "
+                  "inputs without idempotency_key: its '*' key matches an absent "
+                  "idempotency_key too | decide absent first with a guard `idempotency_key: "
+                  "absent` before the table, or give the key a value"}));
+}
+
+TEST(AnalysisTest, WildcardOnOptionalKeyIsQuietWhenAGuardTakesAbsentFirst) {
+  PolicyBuilder b;
+  b.string_field("idempotency_key", true, true).string_field("topic");
+  b.guard("no_key", {b.cond("idempotency_key", ir::Op::kAbsent)}, "hold", 10);
+  b.table("t", {"topic", "idempotency_key"}, 20).row({"orders", kStar}, "replay_once", 21);
+  EXPECT_EQ(analyze_lines(b), want({}));
+}
+
+TEST(AnalysisTest, WildcardOnOptionalKeyIsQuietForVerbsThatDoNothing) {
+  PolicyBuilder b;
+  b.string_field("idempotency_key", true, true).string_field("topic");
+  b.table("t", {"topic", "idempotency_key"}, 10).row({"orders", kStar}, "hold", 11);
+  EXPECT_EQ(analyze_lines(b), want({}));
 }
 
 // ---- RG205 ----

@@ -282,6 +282,17 @@ std::set<std::string> expected_findings(const ir::Policy& policy) {
       }
       if (winner) {
         reached.insert({r, *winner});
+        // RG206: an absent optional value reaches a row with a doing verb through a '*' key.
+        const ir::Row& row = t.rows[*winner];
+        if (policy.verbs[row.verb].effect != ir::Effect::kNone) {
+          for (size_t p = 0; p < t.key_fields.size(); ++p) {
+            const uint32_t f = t.key_fields[p];
+            if (!row.keys[p] && policy.fields[f].optional && !in[f]) {
+              out.insert(finding("RG206", r, *winner));
+              break;
+            }
+          }
+        }
         break;
       }
     }
