@@ -522,7 +522,8 @@ TEST_F(CliTest, TestReportsFailures) {
   EXPECT_EQ(r.out,
             "PASS timeout replays\n"
             "FAIL wrong expectation: expected never (rule already_committed), got replay_once "
-            "(rule known_failures:payment.capture/timeout)\n"
+            "(rule known_failures:payment.capture/timeout, reason \"the capture timed out "
+            "before an answer; the idempotency key makes one requeue safe\")\n"
             "1 passed, 1 failed\n");
 }
 

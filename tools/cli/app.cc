@@ -40,6 +40,7 @@ int run(int argc, char** argv) {
         "Exit codes: 0 success, 1 findings (policy errors, failed cases, invalid records),\n"
         "2 usage, I/O or internal errors."};
     app.name("replaygate");
+    app.set_version_flag("--version", "replaygate " REPLAYGATE_VERSION " (table format 1)");
     app.require_subcommand(1);
     app.fallthrough(false);
     std::vector<std::pair<CLI::App*, Runner>> runners;

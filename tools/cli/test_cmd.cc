@@ -291,7 +291,7 @@ int run_test(const TestOptions& options) {
       std::string failure;
       if (d.verb != c.expect_verb || (c.has_rule && rule != c.rule)) {
         failure = "expected " + c.expect_verb_name + (c.has_rule ? " (rule " + c.rule + ")" : "") +
-                  ", got " + verb + " (rule " + rule + ")";
+                  ", got " + verb + " (rule " + rule + ", reason \"" + reason + "\")";
       } else if (c.has_reason && reason != c.reason) {
         failure = "expected reason \"" + c.reason + "\", got \"" + reason + "\"";
       }
