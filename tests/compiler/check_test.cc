@@ -457,7 +457,7 @@ TEST(Compile, TheLanguageDocExampleCompiles) {
 
 // Golden files: each tests/data/policies/bad/X.yaml has X.expected.txt with the exact text
 // rendering. Set RG_UPDATE_GOLDEN=1 to rewrite them (then review the diff).
-TEST(Golden, BadPolicies) {
+TEST(FrontEndGolden, BadPolicies) {
   const fs::path root(RG_SOURCE_DIR);
   const fs::path dir = root / "tests/data/policies/bad";
   std::vector<fs::path> files;
