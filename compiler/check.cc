@@ -577,6 +577,10 @@ class Checker {
             "add 'reason: ...' saying why, in words an operator will read");
     } else {
       g.reason = string_literal(*guard.reason, "reason");
+      if (g.reason.empty() && guard.reason->kind != Literal::Kind::kNull) {
+        error("RG108", "the reason of " + label + " is empty", guard.reason->span,
+              "say why, in words an operator will read");
+      }
     }
     return g;
   }

@@ -69,7 +69,14 @@ bool source_line(std::string_view source, uint32_t line, std::string_view* out) 
   return true;
 }
 
-// The line as displayed: printable ASCII, tabs and valid UTF-8 kept, everything else '?'.
+// Zero-width, bidirectional-control and BOM code points: shown as '?' so an excerpt cannot hide
+// or reorder text ("trojan source").
+bool invisible(uint32_t code) {
+  return (code >= 0x200B && code <= 0x200F) || (code >= 0x202A && code <= 0x202E) ||
+         (code >= 0x2066 && code <= 0x2069) || code == 0xFEFF || (code >= 0x80 && code < 0xA0);
+}
+
+// The line as displayed: printable ASCII, tabs and visible UTF-8 kept, everything else '?'.
 std::string printable_line(std::string_view line) {
   std::string out;
   for (size_t i = 0; i < line.size();) {
@@ -83,6 +90,9 @@ std::string printable_line(std::string_view line) {
     if (length == 0) {
       out += '?';
       ++i;
+    } else if (invisible(decode_utf8(line, i, length))) {
+      out += '?';
+      i += length;
     } else {
       out.append(line.substr(i, length));
       i += length;

@@ -117,8 +117,10 @@ class AstBuilder {
     return literal_of(value);
   }
 
-  // A name written as a scalar; null or a collection is RG103.
+  // A name written as a scalar; a collection is RG103. Null gives nullopt quietly: check()
+  // reports the missing name once.
   std::optional<ast::Name> name_value(const Node& value, const Node& key, const std::string& what) {
+    if (value.is_null()) return std::nullopt;
     if (!value.is_scalar()) {
       wrong_shape(value, key, "'" + what + "'", "a name");
       return std::nullopt;

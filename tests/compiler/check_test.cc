@@ -327,6 +327,10 @@ TEST(Check, TypeAndValueErrors) {
       {"  - {guard: g, when: {key: {absent: true}}, verb: hold, reason: r}\n",
        "RG107@17:29 'absent' is not an operator"},
       {"  - {guard: g, when: {topic: x}, verb: hold}\n", "RG102@17:6 guard 'g' has no 'reason'"},
+      {"  - {guard: g, when: {topic: x}, verb: hold, reason: ''}\n",
+       "RG108@17:54 the reason of guard 'g' is empty"},
+      {"  - {guard: g, when: {topic: x}, verb: , reason: r}\n",
+       "RG102@17:6 guard 'g' has no 'verb'"},
       {"  - {when: {topic: x}, verb: hold}\n",
        "RG102@17:5 this rule has neither 'guard: ID' nor 'table: ID'"},
       {"  - {guard: g, table: t}\n", "RG103@17:5 a rule is either a guard or a table, not both"},
@@ -468,7 +472,7 @@ TEST(Compile, TheLanguageDocExampleCompiles) {
 
 // Golden files: each tests/data/policies/bad/X.yaml has X.expected.txt with the exact text
 // rendering. Set RG_UPDATE_GOLDEN=1 to rewrite them (then review the diff).
-TEST(Golden, BadPolicies) {
+TEST(FrontEndGolden, BadPolicies) {
   const fs::path root(RG_SOURCE_DIR);
   const fs::path dir = root / "tests/data/policies/bad";
   std::vector<fs::path> files;

@@ -94,6 +94,18 @@ TEST(RenderText, UnprintableBytesAreShownAsQuestionMarks) {
             "      |      ^\n");
 }
 
+TEST(RenderText, InvisibleAndBidiCodePointsAreShownAsQuestionMarks) {
+  // U+202E (right-to-left override) and U+FEFF (BOM) are each one '?' and one caret cell.
+  const std::string source =
+      "a: \xE2\x80\xAE"
+      "b\xEF\xBB\xBF"
+      "c\n";
+  EXPECT_EQ(render_text({make("RG101", "m", 1, 11, 1)}, source),
+            "p.yaml:1:11: error[RG101]: m\n"
+            "    1 | a: ?b?c\n"
+            "      |       ^\n");
+}
+
 TEST(RenderText, CaretPastTheEndOfTheLine) {
   EXPECT_EQ(render_text({make("RG001", "m", 1, 5, 1)}, "ab\n"),
             "p.yaml:1:5: error[RG001]: m\n"
