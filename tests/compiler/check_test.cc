@@ -55,6 +55,22 @@ LoadedPolicy compile_with_header(const std::string& rules) {
   return load_policy_text(header + rules, "t.yaml");
 }
 
+TEST(Check, MoreInputsThanTheRuntimeSupportsIsAnError) {
+  std::string text = "policy: t\nrevision: 1\ninputs:\n";
+  for (int i = 0; i < 1025; ++i) text += "  f" + std::to_string(i) + ": {type: bool}\n";
+  text +=
+      "verbs:\n  hold: {effect: none}\ndefault: hold\nrules:\n"
+      "  - guard: g\n    when: {f0: true}\n    verb: hold\n    reason: r\n";
+  const LoadedPolicy loaded = load_policy_text(text, "many.yaml");
+  EXPECT_FALSE(loaded.policy.has_value());
+  ASSERT_EQ(loaded.diagnostics.size(), 1u) << diagnostics_text(loaded);
+  EXPECT_EQ(loaded.diagnostics[0].code, "RG129");
+  EXPECT_EQ(loaded.diagnostics[0].message,
+            "the policy declares 1025 inputs; at most 1024 are supported");
+  EXPECT_EQ(loaded.diagnostics[0].hint,
+            "split the policy, or map several broker fields onto one input");
+}
+
 class ShippedPolicy : public ::testing::Test {
  protected:
   void SetUp() override {
