@@ -58,6 +58,7 @@ struct Input {
   std::optional<Literal> min;
   std::optional<Literal> max;
   std::optional<LiteralList> values;
+  std::optional<LiteralList> domain;  // kString only: declared known values (ir::Field::domain)
   std::optional<Literal> description;
   ir::Span span;  // the input's definition (its name)
 };
@@ -122,6 +123,23 @@ struct Rule {
   Table table;  // kTable
 };
 
+// An invariant (ir::Invariant). YAML:
+//   - invariant: committed_never_creates
+//     when: {already_committed: true}     # optional; same condition syntax as a guard
+//     require: {effect_not: create}       # exactly one of verb_in, verb_not_in (verb list or one
+//                                         # verb), effect_at_most, effect_not (one effect)
+//     reason: ...
+struct Invariant {
+  Name id;
+  std::optional<std::vector<Condition>> when;  // nullopt: not written (every input)
+  ir::Span when_span;
+  std::optional<Name> require_op;  // "verb_in" | "verb_not_in" | "effect_at_most" | "effect_not"
+  std::vector<Name> operands;      // verb names, or one effect name
+  ir::Span require_span;
+  std::optional<Literal> reason;
+  ir::Span span;  // the `invariant:` entry
+};
+
 struct Policy {
   std::optional<Literal> id;
   std::optional<Literal> revision;
@@ -132,6 +150,7 @@ struct Policy {
   std::optional<Literal> default_reason;
   std::vector<Constant> constants;
   std::optional<std::vector<Rule>> rules;
+  std::vector<Invariant> invariants;
   ir::Span span;  // the document (where missing top-level keys are reported)
   ir::Span id_span;
 };

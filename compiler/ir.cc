@@ -69,4 +69,18 @@ const char* op_name(Op op) {
   return "?";
 }
 
+const char* invariant_op_name(InvariantOp op) {
+  switch (op) {
+    case InvariantOp::kVerbIn:
+      return "verb_in";
+    case InvariantOp::kVerbNotIn:
+      return "verb_not_in";
+    case InvariantOp::kEffectAtMost:
+      return "effect_at_most";
+    case InvariantOp::kEffectNot:
+      return "effect_not";
+  }
+  return "?";
+}
+
 }  // namespace replaygate::ir

@@ -42,6 +42,10 @@ struct Field {
   std::optional<int64_t> max;            // kInt only, inclusive.
   std::vector<std::string> enum_values;  // kEnum only, declaration order, unique.
   std::string description;
+  // kString only: the values the author declares known (sorted order not required, unique). They
+  // do not restrict validation (any other string is still a valid "other"); the analysis uses them
+  // as a finite domain, so it can report gaps: known combinations that fall to the default.
+  std::vector<std::string> domain;
   bool operator==(const Field&) const = default;
 };
 
@@ -120,6 +124,28 @@ struct Table {
 
 using Rule = std::variant<Guard, Table>;
 
+// What an invariant requires of the verb every matching input gets.
+enum class InvariantOp : uint8_t {
+  kVerbIn = 0,        // the verb is one of `verbs`
+  kVerbNotIn = 1,     // the verb is none of `verbs`
+  kEffectAtMost = 2,  // the verb's effect is <= `effect` (danger order)
+  kEffectNot = 3,     // the verb's effect is not `effect`
+};
+
+// A property the compiler proves over every valid input (issue 3): for every input for which all
+// `conditions` hold (every valid input when empty), the decided verb satisfies `op`. Invalid
+// inputs always get the default verb, whose effect is none (the built-in invariant). Invariants do
+// not change any decision and are not part of the table's decision sections.
+struct Invariant {
+  std::string id;
+  std::string reason;
+  std::vector<Condition> conditions;  // premise, a conjunction; may be empty
+  InvariantOp op = InvariantOp::kVerbIn;
+  std::vector<uint32_t> verbs;        // kVerbIn/kVerbNotIn: indices into Policy::verbs, >= 1
+  Effect effect = Effect::kNone;      // kEffectAtMost/kEffectNot
+  bool operator==(const Invariant&) const = default;
+};
+
 struct Policy {
   std::string id;
   int64_t revision = 0;
@@ -130,6 +156,7 @@ struct Policy {
   std::string default_reason;  // reason reported when no rule matches
   std::vector<Constant> constants;
   std::vector<Rule> rules;
+  std::vector<Invariant> invariants;  // source order
   bool operator==(const Policy&) const = default;
 };
 
@@ -153,6 +180,8 @@ struct SourceMap {
   std::vector<Span> rules;                    // per Policy::rules (the guard, or the table header)
   std::vector<std::vector<Span>> conditions;  // per rule: per guard condition (empty for tables)
   std::vector<std::vector<Span>> rows;        // per rule: per table row (empty for guards)
+  std::vector<Span> invariants;               // per Policy::invariants
+  std::vector<std::vector<Span>> invariant_conditions;  // per invariant: per premise condition
 };
 
 // What the compiler hands on: the IR, where it came from, and the provenance that goes into the
@@ -175,5 +204,7 @@ std::vector<CatalogEntry> rule_catalog(const Policy& policy);
 const char* effect_name(Effect effect);       // "none", "read", "copy", "create"
 const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
 const char* op_name(Op op);                   // "eq", "ne", "in", "not_in", "lt", ... "absent"
+// "verb_in", "verb_not_in", "effect_at_most", "effect_not" (the YAML spelling).
+const char* invariant_op_name(InvariantOp op);
 
 }  // namespace replaygate::ir
