@@ -50,6 +50,14 @@ struct LiteralList {
   ir::Span span;
 };
 
+// A derived bool's definition. YAML: `derived: {lt: [message_revision, record_revision]}`
+// (one op among eq, ne, lt, le, gt, ge, with two input names).
+struct Derivation {
+  Name op;
+  std::vector<Name> operands;  // two input names, as written
+  ir::Span span;
+};
+
 struct Input {
   Name name;
   std::optional<Name> type;  // "string" | "int" | "bool" | "enum"
@@ -59,6 +67,7 @@ struct Input {
   std::optional<Literal> max;
   std::optional<LiteralList> values;
   std::optional<LiteralList> domain;  // kString only: declared known values (ir::Field::domain)
+  std::optional<Derivation> derived;  // kBool only (ir::Field::derived)
   std::optional<Literal> description;
   ir::Span span;  // the input's definition (its name)
 };

@@ -33,6 +33,16 @@ enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
 // Danger order: none < read < copy < create (the seed design's effect classes).
 enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
 
+// A derived bool (issue 5): `lhs op rhs` over two required int fields, computed after validation,
+// never read from the letter (a letter's value for it is ignored). The analysis treats it as a free
+// bool, so the partition stays finite. Example: stale = message_revision < record_revision.
+struct Derivation {
+  uint32_t lhs = 0;  // index into Policy::fields, a required kInt field declared before this one
+  Op op = Op::kLt;   // kEq, kNe, kLt, kLe, kGt, kGe
+  uint32_t rhs = 0;  // index into Policy::fields, a required kInt field declared before this one
+  bool operator==(const Derivation&) const = default;
+};
+
 struct Field {
   std::string name;
   FieldType type = FieldType::kString;
@@ -46,6 +56,7 @@ struct Field {
   // do not restrict validation (any other string is still a valid "other"); the analysis uses them
   // as a finite domain, so it can report gaps: known combinations that fall to the default.
   std::vector<std::string> domain;
+  std::optional<Derivation> derived;  // kBool only, never optional: computed, see Derivation
   bool operator==(const Field&) const = default;
 };
 

@@ -218,9 +218,9 @@ TEST(PolicyGenTest, YamlOfAHandBuiltPolicy) {
   p.id = "p";
   p.revision = 2;
   p.description = "d";
-  ir::Field s{"s", FieldType::kString, true, true, {}, {}, {}, "a \"string\"", {}};
-  ir::Field n{"n", FieldType::kInt, false, false, 0, 9, {}, "", {}};
-  ir::Field e{"e", FieldType::kEnum, false, false, {}, {}, {"red", "green"}, "", {}};
+  ir::Field s{"s", FieldType::kString, true, true, {}, {}, {}, "a \"string\"", {}, {}};
+  ir::Field n{"n", FieldType::kInt, false, false, 0, 9, {}, "", {}, {}};
+  ir::Field e{"e", FieldType::kEnum, false, false, {}, {}, {"red", "green"}, "", {}, {}};
   p.fields = {s, n, e};
   p.verbs = {{"hold", ir::Effect::kNone, ""}, {"go", ir::Effect::kCreate, "go"}};
   p.default_reason = "none";
