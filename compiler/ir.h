@@ -33,6 +33,19 @@ enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
 // Danger order: none < read < copy < create (the seed design's effect classes).
 enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
 
+enum class Op : uint8_t {
+  kEq = 0,     // values: 1
+  kNe = 1,     // values: 1
+  kIn = 2,     // values: >= 1
+  kNotIn = 3,  // values: >= 1
+  kLt = 4,     // kInt only, values: 1
+  kLe = 5,
+  kGt = 6,
+  kGe = 7,
+  kAbsent = 8,   // optional fields only, values: 0
+  kPresent = 9,  // optional fields only, values: 0
+};
+
 // A derived bool (issue 5): `lhs op rhs` over two required int fields, computed after validation,
 // never read from the letter (a letter's value for it is ignored). The analysis treats it as a free
 // bool, so the partition stays finite. Example: stale = message_revision < record_revision.
@@ -88,18 +101,6 @@ struct Value {
   static Value Bool(bool v) { return Value{Kind::kBool, {}, 0, v}; }
 };
 
-enum class Op : uint8_t {
-  kEq = 0,     // values: 1
-  kNe = 1,     // values: 1
-  kIn = 2,     // values: >= 1
-  kNotIn = 3,  // values: >= 1
-  kLt = 4,     // kInt only, values: 1
-  kLe = 5,
-  kGt = 6,
-  kGe = 7,
-  kAbsent = 8,   // optional fields only, values: 0
-  kPresent = 9,  // optional fields only, values: 0
-};
 
 struct Condition {
   uint32_t field = 0;  // index into Policy::fields
