@@ -158,6 +158,10 @@ rg_status decide_columns(const Entry& e, const rg_column* cols, size_t ncols, si
           in.set_null(col.field);
           continue;
         }
+        if (present != 1) {  // 3 and any other value: unreadable, fails closed
+          in.set_invalid(col.field);
+          continue;
+        }
         switch (col.type) {
           case RG_COLUMN_STRING:
             in.set_string(col.field, std::string_view(col.bytes + col.offsets[i],
@@ -342,6 +346,11 @@ rg_status rg_input_set_bool(rg_input* in, uint32_t field, int value) {
 rg_status rg_input_set_null(rg_input* in, uint32_t field) {
   if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
   in->input.set_null(field);
+  return RG_OK;
+}
+rg_status rg_input_set_invalid(rg_input* in, uint32_t field) {
+  if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
+  in->input.set_invalid(field);
   return RG_OK;
 }
 rg_status rg_input_unset(rg_input* in, uint32_t field) {

@@ -146,7 +146,9 @@ RG_API rg_status rg_input_set_string(rg_input* input, uint32_t field, const char
 RG_API rg_status rg_input_set_int(rg_input* input, uint32_t field, int64_t value);
 RG_API rg_status rg_input_set_bool(rg_input* input, uint32_t field, int value);
 RG_API rg_status rg_input_set_null(rg_input* input, uint32_t field); /* absent if optional */
-RG_API rg_status rg_input_unset(rg_input* input, uint32_t field);    /* missing */
+/* Present but unreadable (a value the caller could not convert): the decision fails closed. */
+RG_API rg_status rg_input_set_invalid(rg_input* input, uint32_t field);
+RG_API rg_status rg_input_unset(rg_input* input, uint32_t field); /* missing */
 
 /* Setters by NUL-terminated field name: as above, plus RG_ERR_UNKNOWN_FIELD. */
 RG_API rg_status rg_input_set_string_by_name(rg_input* input, const char* name, const char* data,
@@ -166,7 +168,8 @@ RG_API rg_status rg_decide(const rg_table* table, const rg_input* input, rg_deci
  *   string column: row i is bytes[offsets[i], offsets[i+1]) (offsets has rows + 1 entries)
  *   int column:    ints[i]
  *   bool column:   bools[i] (0 false, otherwise true)
- *   present (optional, NULL = every row present): per row 1 present, 0 missing, 2 null. */
+ *   present (optional, NULL = every row present): per row 1 present, 0 missing, 2 null,
+ *   3 invalid (present but unreadable, e.g. a value of the wrong type: fails closed). */
 typedef enum rg_column_type {
   RG_COLUMN_STRING = 0,
   RG_COLUMN_INT = 1,

@@ -124,6 +124,9 @@ TEST_F(CApi, ArgumentErrors) {
   EXPECT_EQ(rg_input_set_int(in_, 6, 1), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_input_set_string(in_, kTopic, nullptr, 3), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_input_set_bool(nullptr, 0, 1), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_invalid(in_, 6), RG_ERR_ARGUMENT);
+  ASSERT_EQ(rg_input_set_invalid(in_, kIdempotencyKey), RG_OK);
+  EXPECT_EQ(decide(), "hold default 2");  // present but unreadable is not absent
   rg_decision d;
   EXPECT_EQ(rg_decide(nullptr, in_, &d), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_decide(table_, nullptr, &d), RG_ERR_ARGUMENT);
@@ -232,6 +235,17 @@ TEST_F(CApi, BatchColumnsAgreeWithSingleDecisions) {
     EXPECT_EQ(d.rule, decisions[i].rule) << i;
     EXPECT_EQ(d.kind, decisions[i].kind) << i;
   }
+  // An invalid marker (3, or any unknown value) fails closed: hold, kind invalid input.
+  const std::vector<uint8_t> committed_present = {1, 3, 1, 1, 9, 1};
+  cols[4].present = committed_present.data();
+  ASSERT_EQ(rg_decide_columns(table_, cols.data(), cols.size(), 6, nullptr, decisions.data()),
+            RG_OK);
+  EXPECT_EQ(decisions[1].kind, static_cast<uint32_t>(RG_KIND_INVALID_INPUT));
+  EXPECT_EQ(decisions[1].invalid_field, static_cast<uint32_t>(kAlreadyCommitted));
+  EXPECT_EQ(decisions[4].kind, static_cast<uint32_t>(RG_KIND_INVALID_INPUT));
+  EXPECT_EQ(decisions[0].verb, static_cast<uint32_t>(kReplayOnce));
+  cols[4].present = nullptr;
+
   // A column set without the required fields fails closed row by row.
   ASSERT_EQ(rg_decide_columns(table_, cols.data(), 1, 6, verbs.data(), nullptr), RG_OK);
   EXPECT_EQ(verbs, std::vector<uint32_t>(6, kHold));
