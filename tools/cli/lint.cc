@@ -56,7 +56,7 @@ Runner setup_lint(CLI::App& sub) {
   sub.footer(
       "Check POLICY and print its diagnostics (text on stderr, or a JSON array on stdout).\n"
       "Exit: 0 no errors, 1 errors (or warnings with --werror), 2 usage/I/O.");
-  sub.add_option("POLICY", options->policy, "Policy file (.yaml)")->required();
+  sub.add_option("POLICY", options->policy, "Policy file (.policy or .yaml)")->required();
   sub.add_option("--format", options->format, "text (default) or json");
   sub.add_flag("--werror", options->werror, "Treat warnings as errors");
   return [options] { return run_lint(*options); };
