@@ -20,6 +20,9 @@ constexpr Command kCommands[] = {
      setup_decide},
     {"dump", "Print a frozen table as a readable listing", setup_dump},
     {"test", "Run a policy's test cases", setup_test},
+    {"review", "Print the operator review record for one message and its operation record",
+     setup_review},
+    {"audit", "Verify the audit trail, or append a result entry", setup_audit},
 };
 
 int usage_error(const std::string& message, const std::string& command) {
