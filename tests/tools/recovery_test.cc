@@ -112,8 +112,8 @@ TEST_F(RecoveryTest, AcceptedWithKnownJobObservesInPlainWords) {
       "  known remote job id:  job_5f1c\n"
       "  operation phase:      accepted\n"
       "  revisions:            message 4, record 4\n"
-      "  sensitive fields:     <redacted: field message.prompt>, <redacted: field "
-      "message.signed_url>, <redacted: field message.credentials>\n"
+      "  sensitive fields:     <redacted: field message.credentials>, <redacted: field "
+      "message.prompt>, <redacted: field message.signed_url>\n"
       "decision\n"
       "  action:               observe (effect read)\n"
       "  in plain words:       it will read status only: no output is copied and no new work is "
@@ -198,7 +198,7 @@ TEST_F(RecoveryTest, PreparedHoldsUntilConfirmedThenDispatchesAndRecords) {
   EXPECT_EQ(entry["rule"], "prepared_dispatch_reviewed");
   EXPECT_EQ(entry["policy"], "generation-recovery");
   EXPECT_EQ(entry["policy_revision"], 1);
-  EXPECT_EQ(entry["record_revision"], "1");
+  EXPECT_EQ(entry["record_revision"], 1);
   EXPECT_EQ(entry["table_checksum"].get<std::string>().size(), 32u);
 
   // The worker's result refers to the decision.

@@ -107,6 +107,15 @@ std::string shown(const Review& r, const std::string& name, const json* value) {
   return text_of(value);
 }
 
+// The value as JSON (numbers stay numbers, missing is null), or a reference when it is sensitive.
+json shown_json(const Review& r, const std::string& name, const json* value) {
+  if (r.sensitive.count(name)) return "<redacted: field " + name + ">";
+  return value == nullptr ? json() : *value;
+}
+
+// Printable form of a JSON value for the text record ("" for null).
+std::string text_of_json(const json& value) { return text_of(&value); }
+
 const json* job_id_source(const Review& r) {
   if (const json* v = member(r.record, "remote_job_id"); v && !v->is_null()) return v;
   if (const json* v = member(r.message, "remote_job_id"); v && !v->is_null()) return v;
@@ -239,13 +248,13 @@ int run_review(const Options& o) {
             member(r.record, "operation_id") != nullptr ? member(r.record, "operation_id")
                                                         : member(r.message, "operation_id"));
   out["action_type"] = shown(r, "action_type", member(r.message, "action_type"));
-  out["attempt_count"] = shown(r, "attempt_count", attempts);
+  out["attempt_count"] = shown_json(r, "attempt_count", attempts);
   out["last_error_category"] =
       shown(r, "last_error_category", member(r.message, "last_error_category"));
   out["remote_job_id"] = shown(r, "remote_job_id", job);
   out["phase"] = shown(r, "phase", member(r.record, "phase"));
-  out["message_revision"] = text_of(member(r.message, "revision"));
-  out["record_revision"] = text_of(member(r.record, "revision"));
+  out["message_revision"] = shown_json(r, "revision", member(r.message, "revision"));
+  out["record_revision"] = shown_json(r, "revision", member(r.record, "revision"));
   out["redacted"] = r.redacted;
   out["action"] = std::string(table->verb_name(d.verb));
   out["effect"] = effect_name(effect);
@@ -292,12 +301,12 @@ int run_review(const Options& o) {
     row("message id:", out["message_id"]);
     row("operation id:", out["operation_id"]);
     row("action type:", out["action_type"]);
-    row("attempt count:", out["attempt_count"]);
+    row("attempt count:", text_of_json(out["attempt_count"]));
     row("last error category:", out["last_error_category"]);
     row("known remote job id:", out["remote_job_id"]);
     row("operation phase:", out["phase"]);
-    row("revisions:", "message " + out["message_revision"].get<std::string>() + ", record " +
-                          out["record_revision"].get<std::string>());
+    row("revisions:", "message " + text_of_json(out["message_revision"]) + ", record " +
+                          text_of_json(out["record_revision"]));
     std::string secrets;
     for (const std::string& name : r.redacted) {
       secrets += (secrets.empty() ? "" : ", ") + ("<redacted: field " + name + ">");
