@@ -154,7 +154,8 @@ RC_GTEST_PROP(FailClosedTest, InvalidFieldGivesExactlyTheDefault, ()) {
           Breakage::kOutOfBounds, Breakage::kNotInEnum, Breakage::kEmpty);
       const auto bad = corrupt(policy.fields[f], how);
       if (!bad) continue;
-      if (policy.fields[f].derived) {  // computed: a letter's value for it is ignored, never invalid
+      if (policy.fields[f]
+              .derived) {  // computed: a letter's value for it is ignored, never invalid
         letter[f] = *bad;
         continue;
       }
