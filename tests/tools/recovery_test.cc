@@ -278,6 +278,11 @@ TEST_F(RecoveryTest, BadInputsAndUsage) {
       {"review", "--policy", kPolicy, "--message", m, "--record", (dir_ / "list.json").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is not a JSON object"), std::string::npos);
+  write_file(dir_ / "deep.json", std::string(5000, '[') + std::string(5000, ']'));
+  r = run(
+      {"review", "--policy", kPolicy, "--message", (dir_ / "deep.json").string(), "--record", m});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is nested too deeply or has trailing data"), std::string::npos) << r.err;
   r = run({"review", "--policy", kPolicy, "--message", m, "--record",
            (dir_ / "missing.json").string()});
   EXPECT_EQ(r.exit_code, 2);

@@ -36,6 +36,7 @@
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 namespace {
@@ -73,6 +74,12 @@ int read_object(const std::string& path, const char* what, json* out) {
   if (in.bad()) {
     std::fprintf(stderr, "replaygate: cannot read %s file %s\n", what, path.c_str());
     return kExitUsage;
+  }
+  // The same structural bound as dump records: no deep nesting reaches the parser.
+  if (scan_json_shape(text, kMaxJsonDepth) != JsonShape::kOk) {
+    std::fprintf(stderr, "replaygate: invalid %s: %s is nested too deeply or has trailing data\n",
+                 what, path.c_str());
+    return kExitFindings;
   }
   *out = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (out->is_discarded() || !out->is_object()) {
