@@ -307,6 +307,22 @@ TEST_F(RecoveryTest, WorksFromACompiledTable) {
   EXPECT_EQ(r.out.find("SECRET"), std::string::npos);
 }
 
+TEST_F(RecoveryTest, PolicyLanguageFormDecidesTheSame) {
+  const std::string yaml_table = (dir_ / "y.rgt").string();
+  const std::string dsl_table = (dir_ / "d.rgt").string();
+  ASSERT_EQ(run({"compile", kPolicy, "-o", yaml_table}).exit_code, 0);
+  ASSERT_EQ(
+      run({"compile", kSource + "/policies/generation_recovery.policy", "-o", dsl_table}).exit_code,
+      0);
+  auto digest = [&](const std::string& table) {
+    const Result r = run({"dump", table});
+    const size_t at = r.out.find("decision digest: ");
+    return at == std::string::npos ? std::string("?") : r.out.substr(at, 49);
+  };
+  EXPECT_EQ(digest(yaml_table), digest(dsl_table));
+  EXPECT_NE(digest(yaml_table), "?");
+}
+
 TEST_F(RecoveryTest, UnwritableAuditLogTakesNoDecision) {
   const Result r = review("prepared", {"--confirm", "--operator", "ana", "--audit",
                                        (dir_ / "no/such/dir/audit.log").string()});
