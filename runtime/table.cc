@@ -150,9 +150,10 @@ class Loader {
     }
     if (h.flags != 0) return fail(LoadError::kMalformed, "unknown flags " + num(h.flags));
     if (h.section_count != fm::kSectionCount && h.section_count != fm::kMaxSectionCount) {
-      return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) + " or " +
-                                             num(fm::kMaxSectionCount) + " sections, header says " +
-                                             num(h.section_count));
+      return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) +
+                                             " sections, header says " + num(h.section_count) +
+                                             " (or " + num(fm::kMaxSectionCount) +
+                                             " with a derivations section)");
     }
     section_count_ = h.section_count;
     directory_end_ = sizeof(fm::Header) + uint64_t{section_count_} * sizeof(fm::SectionEntry);

@@ -329,6 +329,19 @@ ir::CheckedPolicy generate_policy() {
       break;
     }
   }
+  // Derived bools (issue 5): about half the required bools become `lhs op rhs` over required ints
+  // declared before them; their letter values are then ignored by both runtime and interpreter.
+  for (uint32_t f = 0; f < plans.size(); ++f) {
+    ir::Field& field = plans[f].field;
+    if (field.type != FieldType::kBool || field.optional || !chance(50)) continue;
+    std::vector<uint32_t> ints;
+    for (uint32_t g = 0; g < f; ++g) {
+      if (plans[g].field.type == FieldType::kInt && !plans[g].field.optional) ints.push_back(g);
+    }
+    if (ints.empty()) continue;
+    field.derived = ir::Derivation{
+        pick(ints), pick<Op>({Op::kEq, Op::kNe, Op::kLt, Op::kLe, Op::kGt, Op::kGe}), pick(ints)};
+  }
   for (const auto& plan : plans) policy.fields.push_back(plan.field);
   const uint32_t field_count = static_cast<uint32_t>(plans.size());
 
@@ -828,6 +841,11 @@ std::string to_yaml(const ir::Policy& policy) {
     if (f.empty_means_absent) out += "    empty_means_absent: true\n";
     if (f.min) out += "    min: " + std::to_string(*f.min) + "\n";
     if (f.max) out += "    max: " + std::to_string(*f.max) + "\n";
+    if (f.derived) {
+      out += std::string("    derived: {") + ir::op_name(f.derived->op) + ": [" +
+             policy.fields[f.derived->lhs].name + ", " + policy.fields[f.derived->rhs].name +
+             "]}\n";
+    }
     if (f.type == FieldType::kEnum) {
       out += "    values: [";
       for (size_t i = 0; i < f.enum_values.size(); ++i) {
@@ -938,6 +956,9 @@ void tag_policy(const ir::Policy& policy) {
   RC_CLASSIFY(wildcard_rows > 0 && exact_rows > 0, "wildcard+exact rows");
   RC_CLASSIFY(max_keys == 3, "3-key table");
   RC_CLASSIFY(wildcard_rows + exact_rows >= 30, "30+ rows");
+  RC_CLASSIFY(std::any_of(policy.fields.begin(), policy.fields.end(),
+                          [](const ir::Field& f) { return f.derived.has_value(); }),
+              "derived field");
 }
 
 void fill_input(const Letter& letter, Input* input) {

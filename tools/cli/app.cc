@@ -22,6 +22,9 @@ constexpr Command kCommands[] = {
     {"test", "Run a policy's test cases", setup_test},
     {"fmt", "Print .policy files in canonical form (--write, --check)", setup_fmt},
     {"convert", "Convert a policy between YAML and the policy language", setup_convert},
+    {"review", "Print the operator review record for one message and its operation record",
+     setup_review},
+    {"audit", "Verify the audit trail, or append a result entry", setup_audit},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

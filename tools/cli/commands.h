@@ -34,6 +34,8 @@ Runner setup_dump(CLI::App& sub);
 Runner setup_test(CLI::App& sub);
 Runner setup_fmt(CLI::App& sub);
 Runner setup_convert(CLI::App& sub);
+Runner setup_review(CLI::App& sub);  // tools/cli/review.cc
+Runner setup_audit(CLI::App& sub);   // tools/cli/audit_cmd.cc
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);

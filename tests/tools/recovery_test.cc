@@ -1,0 +1,498 @@
+// `replaygate review` and the audit trail: review records for the recovery fixtures, secrets that
+// never reach any output, the audit log's chain and torn-tail handling, failed appends (file size
+// limit, unwritable path) that report nothing as taken, and concurrent writers killed with SIGKILL
+// mid-append whose every acknowledged entry survives.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/cli/audit.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace audit = replaygate::cli::audit;
+
+const std::string kSource = RG_SOURCE_DIR;
+const std::string kBinary = RG_BINARY;
+const std::string kPolicy = kSource + "/policies/generation_recovery.yaml";
+const std::string kExamples = kSource + "/examples/recovery/";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string shell_quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class RecoveryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/rg_recovery_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run(const std::vector<std::string>& args) {
+    std::string command = shell_quote(kBinary);
+    for (const auto& a : args) command += " " + shell_quote(a);
+    command += " </dev/null >" + shell_quote((dir_ / "stdout").string()) + " 2>" +
+               shell_quote((dir_ / "stderr").string());
+    const int status = std::system(command.c_str());
+    Result r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(dir_ / "stdout");
+    r.err = read_file(dir_ / "stderr");
+    return r;
+  }
+
+  Result review(const std::string& fixture, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"review",
+                                     "--policy",
+                                     kPolicy,
+                                     "--message",
+                                     kExamples + fixture + ".message.json",
+                                     "--record",
+                                     kExamples + fixture + ".record.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  }
+
+  std::string log() const { return (dir_ / "audit.log").string(); }
+
+  fs::path dir_;
+};
+
+nlohmann::json json_of(const std::string& text) { return nlohmann::json::parse(text); }
+
+// ---- review ----
+
+TEST_F(RecoveryTest, AcceptedWithKnownJobObservesInPlainWords) {
+  const Result r = review("accepted");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string prefix =
+      "review record\n"
+      "  message id:           msg-0193\n"
+      "  operation id:         op-7731\n"
+      "  action type:          generate_image\n"
+      "  attempt count:        3\n"
+      "  last error category:  consumer_timeout\n"
+      "  known remote job id:  job_5f1c\n"
+      "  operation phase:      accepted\n"
+      "  revisions:            message 4, record 4\n"
+      "  sensitive fields:     <redacted: field message.credentials>, <redacted: field "
+      "message.prompt>, <redacted: field message.signed_url>\n"
+      "decision\n"
+      "  action:               observe (effect read)\n"
+      "  in plain words:       it will read status only: no output is copied and no new work is "
+      "submitted\n"
+      "  what it does:         read the status of the known remote job (GET the same id); never "
+      "resubmit\n"
+      "  rule:                 known_remote_job\n"
+      "  reason:               the remote job id is known; observe that job instead of "
+      "resubmitting\n"
+      "  policy:               generation-recovery revision 1, table ";
+  EXPECT_EQ(r.out.substr(0, prefix.size()), prefix) << r.out;
+  EXPECT_NE(r.out.find("  confirmed:            no (review only; nothing recorded"),
+            std::string::npos);
+}
+
+TEST_F(RecoveryTest, ReplayingAnAcceptedMessageTwiceObservesBothTimes) {
+  for (int i = 0; i < 2; ++i) {
+    const Result r = review("accepted", {"--format", "json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = json_of(r.out);
+    EXPECT_EQ(j["action"], "observe");
+    EXPECT_EQ(j["effect"], "read");
+  }
+  // Even an operator's confirmation does not turn it into a create.
+  const Result r =
+      review("accepted", {"--format", "json", "--confirm", "--operator", "ana", "--audit", log()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_of(r.out)["action"], "observe");
+}
+
+TEST_F(RecoveryTest, FailedPostWithErrorJobIdObserves) {
+  const Result r = review("submit502", {"--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json_of(r.out);
+  EXPECT_EQ(j["remote_job_id"], "job_9a02");
+  EXPECT_EQ(j["action"], "observe");
+  EXPECT_EQ(j["redacted"], nlohmann::json::array({"message.error.token"}));
+}
+
+TEST_F(RecoveryTest, DeliveryFailureReusesTheOutput) {
+  const Result r = review("delivery", {"--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json_of(r.out);
+  EXPECT_EQ(j["action"], "retry_delivery");
+  EXPECT_EQ(j["effect"], "copy");
+  EXPECT_EQ(j["plain"], "it will copy an existing output: no new work is submitted");
+  EXPECT_EQ(j["redacted"], nlohmann::json::array({"message.output_url"}));
+}
+
+TEST_F(RecoveryTest, StaleMessageForDeliveredOperationIsObsolete) {
+  const Result r = review("stale", {"--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json_of(r.out);
+  EXPECT_EQ(j["action"], "acknowledge_obsolete");
+  EXPECT_EQ(j["rule"], "stale_message");
+}
+
+TEST_F(RecoveryTest, PreparedHoldsUntilConfirmedThenDispatchesAndRecords) {
+  Result r = review("prepared", {"--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_of(r.out)["action"], "hold_for_review");
+  EXPECT_FALSE(fs::exists(log()));
+
+  r = review("prepared", {"--confirm", "--operator", "ana", "--audit", log()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  action:               dispatch (effect create)\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  in plain words:       it will SUBMIT NEW WORK (a new generation "
+                       "request)\n"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("confirmed:            yes, by ana; audit entry 1 (hash "),
+            std::string::npos);
+  const std::string text = read_file(log());
+  const auto entry = json_of(text.substr(0, text.find('\n')));
+  EXPECT_EQ(entry["kind"], "decision");
+  EXPECT_EQ(entry["seq"], 1);
+  EXPECT_EQ(entry["prev"], std::string(32, '0'));
+  EXPECT_EQ(entry["operator"], "ana");
+  EXPECT_EQ(entry["message_id"], "msg-0210");
+  EXPECT_EQ(entry["operation_id"], "op-7760");
+  EXPECT_EQ(entry["action"], "dispatch");
+  EXPECT_EQ(entry["rule"], "prepared_dispatch_reviewed");
+  EXPECT_EQ(entry["policy"], "generation-recovery");
+  EXPECT_EQ(entry["policy_revision"], 1);
+  EXPECT_EQ(entry["record_revision"], 1);
+  EXPECT_EQ(entry["table_checksum"].get<std::string>().size(), 32u);
+
+  // The worker's result refers to the decision.
+  r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "2", "--outcome",
+           "dispatched job_e410"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 43), "recorded result entry 2 for decision 1 (has");
+  r = run(
+      {"audit", "result", "--log", log(), "--decision", "7", "--revision", "2", "--outcome", "x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("has no decision entry 7"), std::string::npos) << r.err;
+  r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(": ok, 2 entries (1 decisions, 1 results), last hash "), std::string::npos)
+      << r.out;
+}
+
+TEST_F(RecoveryTest, SecretsNeverReachAnyOutputOrTheLog) {
+  const char* secrets[] = {"SECRET-PROMPT", "SECRET-SIG", "SECRET-TOKEN"};
+  for (const char* fixture : {"accepted", "submit502", "delivery", "prepared"}) {
+    for (const char* format : {"text", "json"}) {
+      const Result r =
+          review(fixture, {"--format", format, "--confirm", "--operator", "ana", "--audit", log()});
+      ASSERT_EQ(r.exit_code, 0) << fixture << r.err;
+      for (const char* secret : secrets) {
+        EXPECT_EQ(r.out.find(secret), std::string::npos) << fixture << " " << secret;
+        EXPECT_EQ(r.err.find(secret), std::string::npos) << fixture << " " << secret;
+      }
+    }
+  }
+  const std::string text = read_file(log());
+  EXPECT_FALSE(text.empty());
+  for (const char* secret : secrets) EXPECT_EQ(text.find(secret), std::string::npos) << secret;
+  EXPECT_EQ(run({"audit", "verify", log()}).exit_code, 0);
+}
+
+TEST_F(RecoveryTest, AnIdentifyingFieldDeclaredSensitiveIsRedactedToo) {
+  write_file(dir_ / "m.json",
+             R"({"message_id": "m1", "operation_id": "op1", "revision": 1, "token": "tk-SECRET"})");
+  write_file(
+      dir_ / "r.json",
+      R"({"operation_id": "op1", "phase": "accepted", "revision": 1, "remote_job_id": "j"})");
+  std::string policy = read_file(kPolicy);
+  policy.replace(policy.find("sensitive: [prompt,"), 19, "sensitive: [message_id, prompt,");
+  write_file(dir_ / "p.yaml", policy);
+  const Result r =
+      run({"review", "--policy", (dir_ / "p.yaml").string(), "--message",
+           (dir_ / "m.json").string(), "--record", (dir_ / "r.json").string(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json_of(r.out);
+  EXPECT_EQ(j["message_id"], "<redacted: field message_id>");
+  EXPECT_EQ(j["redacted"], nlohmann::json::array({"message.message_id", "message.token"}));
+  EXPECT_EQ(r.out.find("tk-SECRET"), std::string::npos);
+}
+
+TEST_F(RecoveryTest, UnknownPhaseGetsManualReconciliation) {
+  write_file(dir_ / "m.json", R"({"message_id": "m1", "operation_id": "op1", "revision": 1})");
+  write_file(dir_ / "r.json", R"({"operation_id": "op1", "phase": "rendering", "revision": 1})");
+  const Result r = run({"review", "--policy", kPolicy, "--message", (dir_ / "m.json").string(),
+                        "--record", (dir_ / "r.json").string(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json_of(r.out);
+  EXPECT_EQ(j["action"], "manual_reconciliation");
+  EXPECT_EQ(j["reason"], "invalid input: phase");
+}
+
+TEST_F(RecoveryTest, BadInputsAndUsage) {
+  write_file(dir_ / "m.json", R"({"message_id": "m1", "operation_id": "op1", "revision": 1})");
+  write_file(dir_ / "other.json", R"({"operation_id": "op2", "phase": "accepted", "revision": 1})");
+  write_file(dir_ / "list.json", "[1, 2]");
+  const std::string m = (dir_ / "m.json").string();
+  Result r = run(
+      {"review", "--policy", kPolicy, "--message", m, "--record", (dir_ / "other.json").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "replaygate: the message and the operation record name different operations\n");
+  r = run(
+      {"review", "--policy", kPolicy, "--message", m, "--record", (dir_ / "list.json").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is not a JSON object"), std::string::npos);
+  write_file(dir_ / "deep.json", std::string(5000, '[') + std::string(5000, ']'));
+  r = run(
+      {"review", "--policy", kPolicy, "--message", (dir_ / "deep.json").string(), "--record", m});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is nested too deeply or has trailing data"), std::string::npos) << r.err;
+  r = run({"review", "--policy", kPolicy, "--message", m, "--record",
+           (dir_ / "missing.json").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  r = run({"review", "--policy", kPolicy, "--message", m, "--record", m, "--confirm"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("give --audit FILE and --operator NAME"), std::string::npos);
+  r = run({"review", "--message", m, "--record", m});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("give exactly one of --policy and --table"), std::string::npos);
+}
+
+TEST_F(RecoveryTest, WorksFromACompiledTable) {
+  const std::string table = (dir_ / "g.rgt").string();
+  ASSERT_EQ(run({"compile", kPolicy, "-o", table}).exit_code, 0);
+  const Result r =
+      run({"review", "--table", table, "--message", kExamples + "accepted.message.json", "--record",
+           kExamples + "accepted.record.json", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json_of(r.out);
+  EXPECT_EQ(j["action"], "observe");
+  // Without the policy only the built-in secret names are known; these fixtures use them.
+  EXPECT_EQ(r.out.find("SECRET"), std::string::npos);
+}
+
+TEST_F(RecoveryTest, PolicyLanguageFormDecidesTheSame) {
+  const std::string yaml_table = (dir_ / "y.rgt").string();
+  const std::string dsl_table = (dir_ / "d.rgt").string();
+  ASSERT_EQ(run({"compile", kPolicy, "-o", yaml_table}).exit_code, 0);
+  ASSERT_EQ(
+      run({"compile", kSource + "/policies/generation_recovery.policy", "-o", dsl_table}).exit_code,
+      0);
+  auto digest = [&](const std::string& table) {
+    const Result r = run({"dump", table});
+    const size_t at = r.out.find("decision digest: ");
+    return at == std::string::npos ? std::string("?") : r.out.substr(at, 49);
+  };
+  EXPECT_EQ(digest(yaml_table), digest(dsl_table));
+  EXPECT_NE(digest(yaml_table), "?");
+}
+
+TEST_F(RecoveryTest, UnwritableAuditLogTakesNoDecision) {
+  const Result r = review("prepared", {"--confirm", "--operator", "ana", "--audit",
+                                       (dir_ / "no/such/dir/audit.log").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");  // nothing reported as taken
+  EXPECT_NE(r.err.find("cannot open audit log"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the decision was NOT recorded and is not taken"), std::string::npos);
+  const Result dir =
+      review("prepared", {"--confirm", "--operator", "ana", "--audit", dir_.string()});
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_EQ(dir.out, "");
+  const Result full =
+      review("prepared", {"--confirm", "--operator", "ana", "--audit", "/dev/full"});
+  EXPECT_EQ(full.exit_code, 2);
+  EXPECT_EQ(full.out, "");
+  EXPECT_NE(full.err.find("is not a regular file"), std::string::npos) << full.err;
+}
+
+// ---- audit library ----
+
+nlohmann::json decision(const std::string& message_id) {
+  return {{"kind", "decision"},   {"time", "2026-11-29T00:00:00Z"},
+          {"operator", "t"},      {"message_id", message_id},
+          {"operation_id", "op"}, {"action", "observe"},
+          {"rule", "r"},          {"policy", "p"},
+          {"policy_revision", 1}, {"table_checksum", std::string(32, 'a')},
+          {"record_revision", 1}};
+}
+
+TEST_F(RecoveryTest, VerifyDetectsEditsRemovalsAndTornTails) {
+  for (int i = 1; i <= 3; ++i)
+    ASSERT_TRUE(audit::append(log(), decision("m" + std::to_string(i))).ok);
+  const std::string good = read_file(log());
+  audit::VerifyReport report = audit::verify_bytes(good);
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.entries, 3u);
+
+  std::string edited = good;
+  edited.replace(edited.find("\"m1\""), 4, "\"mX\"");
+  report = audit::verify_bytes(edited);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0],
+            "line 2: prev hash does not match the previous line (a line before it was edited, "
+            "removed or reordered)");
+
+  const size_t first_end = good.find('\n') + 1;
+  const size_t second_end = good.find('\n', first_end) + 1;
+  std::string removed = good.substr(0, first_end) + good.substr(second_end);
+  report = audit::verify_bytes(removed);
+  ASSERT_EQ(report.problems.size(), 2u);
+  EXPECT_EQ(report.problems[0], "line 2: seq 3, expected 2 (a line was removed or moved)");
+
+  report = audit::verify_bytes(good + "{\"seq\": 4, \"ki");
+  EXPECT_TRUE(report.ok());
+  EXPECT_TRUE(report.torn_tail);
+  EXPECT_EQ(report.torn_bytes, 14u);
+  report = audit::verify_bytes(good + "garbage\n");
+  EXPECT_EQ(report.problems, std::vector<std::string>{"line 4: not valid JSON"});
+
+  // An appender drops a torn tail first, then continues the chain.
+  write_file(log(), good + "{\"seq\": 4, \"ki");
+  Result r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("torn last line (14 bytes without a newline)"), std::string::npos) << r.out;
+  const audit::AppendResult appended = audit::append(log(), decision("m4"));
+  ASSERT_TRUE(appended.ok) << appended.error;
+  EXPECT_EQ(appended.seq, 4u);
+  report = audit::verify_bytes(read_file(log()));
+  EXPECT_TRUE(report.ok());
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_EQ(report.entries, 4u);
+
+  // A broken last line stops appends (the chain cannot be continued).
+  write_file(log(), good + "garbage\n");
+  const audit::AppendResult refused = audit::append(log(), decision("m5"));
+  EXPECT_FALSE(refused.ok);
+  EXPECT_NE(refused.error.find("is not a valid audit entry (not valid JSON)"), std::string::npos);
+  r = run({"audit", "verify", "--format", "json", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(json_of(r.out)["problems"], nlohmann::json::array({"line 4: not valid JSON"}));
+}
+
+// A write cut short by the file size limit (as by a full disk) leaves no partial line.
+TEST_F(RecoveryTest, ShortWriteIsRemovedAndReported) {
+  ASSERT_TRUE(audit::append(log(), decision("m1")).ok);
+  const std::string before = read_file(log());
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit {
+      static_cast<rlim_t>(before.size() + 20), static_cast<rlim_t>(before.size() + 20)
+    };
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    const audit::AppendResult r = audit::append(log(), decision("m2"));
+    const std::string msg = r.ok ? "ok" : r.error;
+    (void)!::write(pipe_fds[1], msg.data(), msg.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) message.append(buf, n);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_NE(message.find("short write (20 of "), std::string::npos) << message;
+  EXPECT_EQ(read_file(log()), before);  // the partial line was truncated away
+  EXPECT_TRUE(audit::verify_bytes(read_file(log())).ok());
+}
+
+// Concurrent writers appending as fast as they can, killed with SIGKILL at random moments: the log
+// verifies afterwards and holds every entry a writer acknowledged (ack = after fsync).
+TEST_F(RecoveryTest, ConcurrentWritersKilledMidAppendLoseNothingAcknowledged) {
+  constexpr int kWriters = 4;
+  constexpr int kRounds = 3;
+  std::set<std::string> acknowledged;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::pair<pid_t, int>> writers;
+    for (int w = 0; w < kWriters; ++w) {
+      int fds[2];
+      ASSERT_EQ(::pipe(fds), 0);
+      const pid_t pid = ::fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        ::close(fds[0]);
+        for (int i = 0;; ++i) {
+          const std::string id =
+              "r" + std::to_string(round) + "w" + std::to_string(w) + "i" + std::to_string(i);
+          if (!audit::append(log(), decision(id)).ok) ::_exit(3);
+          const std::string ack = id + "\n";
+          if (::write(fds[1], ack.data(), ack.size()) != static_cast<ssize_t>(ack.size())) {
+            ::_exit(4);
+          }
+        }
+      }
+      ::close(fds[1]);
+      writers.emplace_back(pid, fds[0]);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + 70 * round));
+    for (auto& [pid, fd] : writers) ::kill(pid, SIGKILL);
+    for (auto& [pid, fd] : writers) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+      std::string acks;
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) acks.append(buf, n);
+      ::close(fd);
+      std::istringstream lines(acks);
+      for (std::string line; std::getline(lines, line);) {
+        if (!line.empty() && lines.good()) acknowledged.insert(line);  // a whole ack line
+      }
+    }
+  }
+  const std::string text = read_file(log());
+  const audit::VerifyReport report = audit::verify_bytes(text);
+  EXPECT_TRUE(report.ok()) << report.problems.front();
+  EXPECT_GT(acknowledged.size(), 10u);
+  std::set<std::string> present;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object()) present.insert(j.value("message_id", ""));
+  }
+  for (const std::string& id : acknowledged) EXPECT_TRUE(present.count(id)) << id;
+  const Result r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+}  // namespace

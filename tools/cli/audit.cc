@@ -1,0 +1,242 @@
+// The audit trail: locked, fsynced, single-write appends and a verifier (see audit.h).
+#include "tools/cli/audit.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <set>
+#include <system_error>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace replaygate::cli::audit {
+namespace {
+
+const std::string kZeroHash(32, '0');
+
+std::string errno_text(int error) { return std::generic_category().message(error); }
+
+// Closes the descriptor (which also drops the flock) on every path out of append().
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+bool read_all(int fd, uint64_t size, std::string* out, int* error) {
+  out->resize(size);
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out->data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = errno;
+      return false;
+    }
+    if (n == 0) break;  // shrank meanwhile (cannot happen under the lock; be safe)
+    done += static_cast<uint64_t>(n);
+  }
+  out->resize(done);
+  return true;
+}
+
+// The problem with one complete line, or "" when it is a valid entry. Fills *seq and *kind.
+std::string check_entry(std::string_view line, nlohmann::json* out) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return "not valid JSON";
+  if (!j.is_object()) return "not a JSON object";
+  if (!j.contains("seq") || !j["seq"].is_number_unsigned()) return "no numeric 'seq'";
+  if (!j.contains("prev") || !j["prev"].is_string()) return "no 'prev' hash";
+  if (!j.contains("kind") || !j["kind"].is_string()) return "no 'kind'";
+  const std::string kind = j["kind"];
+  static const char* const kDecision[] = {
+      "time", "operator", "message_id",      "operation_id",   "action",
+      "rule", "policy",   "policy_revision", "table_checksum", "record_revision"};
+  static const char* const kResult[] = {"time", "decision", "revision", "outcome"};
+  if (kind == "decision") {
+    for (const char* key : kDecision) {
+      if (!j.contains(key)) return std::string("decision entry without '") + key + "'";
+    }
+  } else if (kind == "result") {
+    for (const char* key : kResult) {
+      if (!j.contains(key)) return std::string("result entry without '") + key + "'";
+    }
+    if (!j["decision"].is_number_unsigned()) return "result entry's 'decision' is not a seq";
+  } else {
+    return "unknown kind '" + kind + "'";
+  }
+  *out = std::move(j);
+  return "";
+}
+
+}  // namespace
+
+std::string line_hash(std::string_view line) {
+  const XXH128_hash_t h = XXH3_128bits(line.data(), line.size());
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+VerifyReport verify_bytes(std::string_view bytes) {
+  VerifyReport report;
+  report.last_hash = kZeroHash;
+  const size_t last_newline = bytes.rfind('\n');
+  const size_t complete = last_newline == std::string_view::npos ? 0 : last_newline + 1;
+  if (complete < bytes.size()) {
+    report.torn_tail = true;
+    report.torn_bytes = bytes.size() - complete;
+  }
+  std::set<uint64_t> decisions;
+  uint64_t line_number = 0;
+  size_t at = 0;
+  while (at < complete) {
+    const size_t end = bytes.find('\n', at);
+    const std::string_view line = bytes.substr(at, end - at);
+    at = end + 1;
+    ++line_number;
+    const std::string where = "line " + std::to_string(line_number) + ": ";
+    nlohmann::json entry;
+    const std::string problem = check_entry(line, &entry);
+    if (!problem.empty()) {
+      report.problems.push_back(where + problem);
+    } else {
+      const uint64_t seq = entry["seq"];
+      if (seq != line_number) {
+        report.problems.push_back(where + "seq " + std::to_string(seq) + ", expected " +
+                                  std::to_string(line_number) + " (a line was removed or moved)");
+      }
+      if (entry["prev"] != report.last_hash) {
+        report.problems.push_back(where +
+                                  "prev hash does not match the previous line (a line "
+                                  "before it was edited, removed or reordered)");
+      }
+      if (entry["kind"] == "decision") {
+        decisions.insert(seq);
+        ++report.decisions;
+      } else {
+        const uint64_t decision = entry["decision"];
+        if (!decisions.count(decision)) {
+          report.problems.push_back(where + "result refers to decision " +
+                                    std::to_string(decision) + ", which is not an earlier entry");
+        }
+        ++report.results;
+      }
+      ++report.entries;
+    }
+    report.last_hash = line_hash(line);
+  }
+  return report;
+}
+
+AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq) {
+  AppendResult result;
+  auto fail = [&](std::string message) {
+    result.ok = false;
+    result.error = std::move(message);
+    return result;
+  };
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (f.fd < 0) return fail("cannot open audit log " + path + ": " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) return fail("cannot stat " + path + ": " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) return fail("audit log " + path + " is not a regular file");
+  while (::flock(f.fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return fail("cannot lock " + path + ": " + errno_text(errno));
+  }
+  // Under the lock the size is stable: every appender takes the same lock.
+  if (::fstat(f.fd, &st) != 0) return fail("cannot stat " + path + ": " + errno_text(errno));
+  std::string bytes;
+  int error = 0;
+  if (!read_all(f.fd, static_cast<uint64_t>(st.st_size), &bytes, &error)) {
+    return fail("cannot read " + path + ": " + errno_text(error));
+  }
+  // A torn tail is an append that crashed before completing its line; it was never acknowledged
+  // (acknowledgement follows the fsync of a complete line), so it is dropped, not continued.
+  const size_t last_newline = bytes.rfind('\n');
+  const size_t complete = last_newline == std::string::npos ? 0 : last_newline + 1;
+  if (complete < bytes.size()) {
+    if (::ftruncate(f.fd, static_cast<off_t>(complete)) != 0 || ::fsync(f.fd) != 0) {
+      return fail("cannot repair the torn last line of " + path + ": " + errno_text(errno));
+    }
+    bytes.resize(complete);
+  }
+  // Continue the chain from the last complete line; refuse to extend a broken one.
+  uint64_t seq = 1;
+  std::string prev = kZeroHash;
+  if (!bytes.empty()) {
+    const size_t start = bytes.rfind('\n', bytes.size() - 2);
+    const std::string_view last = std::string_view(bytes).substr(
+        start == std::string::npos ? 0 : start + 1,
+        bytes.size() - 1 - (start == std::string::npos ? 0 : start + 1));
+    nlohmann::json last_entry;
+    const std::string problem = check_entry(last, &last_entry);
+    if (!problem.empty()) {
+      return fail("the last line of " + path + " is not a valid audit entry (" + problem +
+                  "); run 'replaygate audit verify " + path + "'");
+    }
+    seq = last_entry["seq"].get<uint64_t>() + 1;
+    prev = line_hash(last);
+  }
+  if (decision_seq != 0) {
+    bool found = false;
+    size_t at = 0;
+    while (at < bytes.size() && !found) {
+      const size_t end = bytes.find('\n', at);
+      nlohmann::json e;
+      if (check_entry(std::string_view(bytes).substr(at, end - at), &e).empty()) {
+        found = e["kind"] == "decision" && e["seq"] == decision_seq;
+      }
+      at = end + 1;
+    }
+    if (!found) {
+      return fail("the audit log " + path + " has no decision entry " +
+                  std::to_string(decision_seq));
+    }
+  }
+  entry["seq"] = seq;
+  entry["prev"] = prev;
+  const std::string line = entry.dump();  // ASCII-safe: nlohmann escapes control characters
+  const std::string record = line + "\n";
+  // One write(2): under O_APPEND the line lands whole at the end or (short write) is removed.
+  ssize_t n = 0;
+  do {
+    n = ::write(f.fd, record.data(), record.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(record.size())) {
+    const std::string why = n < 0 ? errno_text(errno)
+                                  : "short write (" + std::to_string(n) + " of " +
+                                        std::to_string(record.size()) +
+                                        " bytes: disk full or file size limit)";
+    if (n > 0 && ::ftruncate(f.fd, static_cast<off_t>(bytes.size())) != 0) {
+      return fail("cannot write " + path + ": " + why +
+                  "; the partial line could not be removed (the next append drops it)");
+    }
+    return fail("cannot write " + path + ": " + why);
+  }
+  if (::fsync(f.fd) != 0) return fail("cannot fsync " + path + ": " + errno_text(errno));
+  result.ok = true;
+  result.seq = seq;
+  result.hash = line_hash(line);
+  return result;
+}
+
+}  // namespace replaygate::cli::audit

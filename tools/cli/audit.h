@@ -1,0 +1,66 @@
+// The append-only audit trail of reviewed decisions (issue 5): JSON Lines with a hash chain.
+//
+// Format (docs/recovery.md, "Audit trail"): one JSON object per line, '\n'-terminated. Every
+// entry has `seq` (1, 2, 3, ... in file order), `prev` (32 hex digits: XXH3-128 of the previous
+// line's bytes without its '\n'; 32 zeros for the first line) and `kind`:
+//   "decision": time, operator, message_id, operation_id, action, effect, rule, policy,
+//               policy_revision, table_checksum, record_revision
+//   "result":   time, decision (the seq of an earlier decision entry), revision (the new local
+//               revision), outcome
+// The chain detects a removed, reordered or edited line (except an edit of the very last line,
+// which the hash printed when it was appended anchors). XXH3 is not a signature: someone who can
+// rewrite the file can recompute the chain; the chain is against accidents and naive edits.
+//
+// Durability and concurrency: append() takes an exclusive flock(2) on the file, repairs a torn
+// tail (bytes after the last '\n', left by a crash mid-append: that entry was never acknowledged),
+// writes the line with one write(2) under O_APPEND, fsync(2)s, and only then reports success.
+// A short write (full disk, file size limit) is truncated away before the error is returned, so
+// a failed append leaves no partial line.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace replaygate::cli::audit {
+
+struct AppendResult {
+  bool ok = false;
+  std::string error;  // when !ok: what failed, e.g. "cannot write /x/audit.log: No space left"
+  uint64_t seq = 0;   // when ok: the new entry's seq
+  std::string hash;   // when ok: XXH3-128 hex of the new line (the next entry's `prev`)
+};
+
+// Appends `entry` (a JSON object; its `seq` and `prev` are set here) to the log at `path`,
+// creating the file (mode 0644) when it does not exist. When `decision_seq` is non-zero, the log
+// must already hold a decision entry with that seq (for result entries). Errors (ok false): the
+// path cannot be opened or is not a regular file, locking, reading, writing or fsync fails, the
+// last complete line is not a valid entry (the chain cannot be continued: run `audit verify`),
+// or `decision_seq` names no decision entry.
+AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
+
+struct VerifyReport {
+  uint64_t entries = 0;     // complete, valid lines
+  uint64_t decisions = 0;   // of which decision entries
+  uint64_t results = 0;     // of which result entries
+  bool torn_tail = false;   // the file ends in an unterminated fragment (a crashed append)
+  uint64_t torn_bytes = 0;  // its length
+  std::string last_hash;    // hash of the last complete line (32 zeros for an empty log)
+  std::vector<std::string> problems;  // "line N: ..." for every broken line, in file order
+  bool ok() const { return problems.empty(); }
+};
+
+// Checks a whole log held in memory: every complete line parses as an entry of a known kind
+// with its fields, seq counts up from 1, every prev matches the previous line's hash, every
+// result names an earlier decision. A torn tail is reported (torn_tail) but is not a problem.
+VerifyReport verify_bytes(std::string_view bytes);
+
+// XXH3-128 of `line` as 32 hex digits (high half first).
+std::string line_hash(std::string_view line);
+
+// The current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
+std::string utc_now();
+
+}  // namespace replaygate::cli::audit

@@ -1,0 +1,117 @@
+// `replaygate audit verify FILE` and `replaygate audit result ...`: check the audit trail, and
+// append a worker's result entry for a recorded decision (format in tools/cli/audit.h).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tools/cli/audit.h"
+#include "tools/cli/commands.h"
+
+namespace replaygate::cli {
+namespace {
+
+struct AuditOptions {
+  std::string file, format = "text";
+  std::string log, outcome, operator_name;
+  uint64_t decision = 0;
+  int64_t revision = 0;
+};
+
+int run_verify(const AuditOptions& o) {
+  if (o.format != "text" && o.format != "json") {
+    std::fprintf(stderr, "replaygate: error: --format must be text or json\n");
+    return kExitUsage;
+  }
+  std::ifstream in(o.file, std::ios::binary);
+  std::string bytes;
+  if (in) {
+    char chunk[65536];
+    while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+      bytes.append(chunk, static_cast<size_t>(in.gcount()));
+    }
+  }
+  if (!in.eof() || in.bad()) {
+    std::fprintf(stderr, "replaygate: cannot read audit log %s\n", o.file.c_str());
+    return kExitUsage;
+  }
+  const audit::VerifyReport report = audit::verify_bytes(bytes);
+  std::string text;
+  if (o.format == "json") {
+    nlohmann::json j;
+    j["ok"] = report.ok();
+    j["entries"] = report.entries;
+    j["decisions"] = report.decisions;
+    j["results"] = report.results;
+    j["torn_tail"] = report.torn_tail;
+    j["torn_bytes"] = report.torn_bytes;
+    j["last_hash"] = report.last_hash;
+    j["problems"] = report.problems;
+    text = j.dump() + "\n";
+  } else {
+    for (const std::string& p : report.problems) text += o.file + ": " + p + "\n";
+    if (report.torn_tail) {
+      text += o.file + ": torn last line (" + std::to_string(report.torn_bytes) +
+              " bytes without a newline): an append that crashed before completing; it was "
+              "never acknowledged, and the next append removes it\n";
+    }
+    text += o.file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
+            std::to_string(report.entries) + " entries (" + std::to_string(report.decisions) +
+            " decisions, " + std::to_string(report.results) + " results), last hash " +
+            report.last_hash + "\n";
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (std::fflush(stdout) != 0) return kExitUsage;
+  return report.ok() ? kExitOk : kExitFindings;
+}
+
+int run_result(const AuditOptions& o) {
+  nlohmann::json entry;
+  entry["kind"] = "result";
+  entry["time"] = audit::utc_now();
+  entry["decision"] = o.decision;
+  entry["revision"] = o.revision;
+  entry["outcome"] = o.outcome;
+  if (!o.operator_name.empty()) entry["operator"] = o.operator_name;
+  const audit::AppendResult appended = audit::append(o.log, entry, o.decision);
+  if (!appended.ok) {
+    std::fprintf(stderr, "replaygate: %s\nreplaygate: the result was NOT recorded\n",
+                 appended.error.c_str());
+    return kExitUsage;
+  }
+  std::printf("recorded result entry %llu for decision %llu (hash %s)\n",
+              static_cast<unsigned long long>(appended.seq),
+              static_cast<unsigned long long>(o.decision), appended.hash.c_str());
+  return std::fflush(stdout) == 0 ? kExitOk : kExitUsage;
+}
+
+}  // namespace
+
+Runner setup_audit(CLI::App& sub) {
+  auto o = std::make_shared<AuditOptions>();
+  sub.require_subcommand(1);
+  sub.footer(
+      "The audit trail of reviewed decisions (JSON Lines with a hash chain, docs/recovery.md).\n"
+      "Exit: 0 ok, 1 a broken log (verify), 2 usage/I/O errors or a failed append.");
+  CLI::App* verify = sub.add_subcommand("verify", "Check every line, the seq order and the chain");
+  verify->add_option("FILE", o->file, "Audit log")->required();
+  verify->add_option("--format", o->format, "text (default) or json");
+  CLI::App* result =
+      sub.add_subcommand("result", "Append a worker's result entry for a recorded decision");
+  result->add_option("--log", o->log, "Audit log")->required();
+  result->add_option("--decision", o->decision, "Seq of the decision entry")->required();
+  result->add_option("--revision", o->revision, "The operation record's new local revision")
+      ->required();
+  result->add_option("--outcome", o->outcome, "What happened, e.g. succeeded, failed: ...")
+      ->required();
+  result->add_option("--operator", o->operator_name, "Who or what carried the action out");
+  return [o, verify, result] {
+    if (verify->parsed()) return run_verify(*o);
+    if (result->parsed()) return run_result(*o);
+    return kExitUsage;
+  };
+}
+
+}  // namespace replaygate::cli

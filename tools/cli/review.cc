@@ -1,0 +1,371 @@
+// `replaygate review`: the operator review record for one dead-lettered message (issue 5).
+//
+// Reads the message and the durable operation record (two JSON files), builds the policy's input
+// from them (mapping below and in docs/recovery.md), decides, and prints the review record: the
+// message's identifiers, the chosen action and, in plain words, whether carrying it out reads
+// status, copies an existing output or submits new work. `--confirm` sets the operator_confirmed
+// input and appends the decision to the audit log (tools/cli/audit.h) before anything is printed:
+// when the append fails, nothing is reported as taken (exit 2).
+//
+// Input mapping, for each policy input NAME (derived inputs are computed, never read):
+//   operator_confirmed  true with --confirm, else false (never read from the files)
+//   message_revision    message.revision (the record revision the message was produced from)
+//   record_revision     record.revision
+//   remote_job_id       record.remote_job_id, else message.remote_job_id, else
+//                       message.error.job_id (a failed POST's error envelope)
+//   anything else       record.NAME, else message.NAME, else missing
+// JSON strings, integers, booleans and null become the matching input values; any other JSON
+// value makes the input invalid (the policy default, fail closed).
+//
+// Secrets: values of sensitive fields (the policy's `sensitive` list plus a built-in list of
+// common secret names) are never printed, logged or written to the audit log; the record names
+// the fields as `<redacted: field NAME>`.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "compiler/lower.h"
+#include "runtime/table.h"
+#include "tools/cli/audit.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/policy_source.h"
+#include "tools/cli/records.h"
+
+namespace replaygate::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxDocumentBytes = size_t{1} << 20;
+
+// Names that are secret whatever the policy says (compared exactly, lower case).
+const std::set<std::string> kBuiltinSensitive = {
+    "prompt",  "credentials",   "credential", "signed_url", "token",  "access_token",
+    "api_key", "authorization", "password",   "secret",     "cookie", "refresh_token"};
+
+struct Options {
+  std::string policy, table, message, record, operator_name, audit, format = "text";
+  bool confirm = false;
+};
+
+// Reads a JSON object from `path`. Returns 0, 1 (not a JSON object: an invalid record) or 2 (I/O).
+int read_object(const std::string& path, const char* what, json* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "replaygate: cannot read %s file %s\n", what, path.c_str());
+    return kExitUsage;
+  }
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxDocumentBytes) {
+      std::fprintf(stderr, "replaygate: %s file %s is over 1 MiB\n", what, path.c_str());
+      return kExitFindings;
+    }
+  }
+  if (in.bad()) {
+    std::fprintf(stderr, "replaygate: cannot read %s file %s\n", what, path.c_str());
+    return kExitUsage;
+  }
+  // The same structural bound as dump records: no deep nesting reaches the parser.
+  if (scan_json_shape(text, kMaxJsonDepth) != JsonShape::kOk) {
+    std::fprintf(stderr, "replaygate: invalid %s: %s is nested too deeply or has trailing data\n",
+                 what, path.c_str());
+    return kExitFindings;
+  }
+  *out = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (out->is_discarded() || !out->is_object()) {
+    std::fprintf(stderr, "replaygate: invalid %s: %s is not a JSON object\n", what, path.c_str());
+    return kExitFindings;
+  }
+  return kExitOk;
+}
+
+const json* member(const json& object, const std::string& key) {
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+// A short printable form of an identifying value ("" when missing); never used for secrets.
+std::string text_of(const json* value) {
+  if (value == nullptr || value->is_null()) return "";
+  if (value->is_string()) return value->get<std::string>();
+  return value->dump();
+}
+
+struct Review {
+  json message, record;
+  std::set<std::string> sensitive;
+  std::vector<std::string> redacted;  // "message.prompt", "record.signed_url", ...
+  std::string known_job_id;
+};
+
+// The shown value of an identifying field: its text, or a reference when it is sensitive.
+std::string shown(const Review& r, const std::string& name, const json* value) {
+  if (r.sensitive.count(name)) return "<redacted: field " + name + ">";
+  return text_of(value);
+}
+
+// The value as JSON (numbers stay numbers, missing is null), or a reference when it is sensitive.
+json shown_json(const Review& r, const std::string& name, const json* value) {
+  if (r.sensitive.count(name)) return "<redacted: field " + name + ">";
+  return value == nullptr ? json() : *value;
+}
+
+// Printable form of a JSON value for the text record ("" for null).
+std::string text_of_json(const json& value) { return text_of(&value); }
+
+const json* job_id_source(const Review& r) {
+  if (const json* v = member(r.record, "remote_job_id"); v && !v->is_null()) return v;
+  if (const json* v = member(r.message, "remote_job_id"); v && !v->is_null()) return v;
+  if (const json* e = member(r.message, "error"); e && e->is_object()) {
+    if (const json* v = member(*e, "job_id"); v && !v->is_null()) return v;
+  }
+  return nullptr;
+}
+
+void set_slot(Input& input, uint32_t field, const json* value, std::vector<std::string>& keep) {
+  if (value == nullptr) return;  // missing
+  if (value->is_null()) {
+    input.set_null(field);
+  } else if (value->is_string()) {
+    keep.push_back(value->get<std::string>());
+    input.set_string(field, keep.back());
+  } else if (value->is_boolean()) {
+    input.set_bool(field, value->get<bool>());
+  } else if (value->is_number_integer()) {
+    if (value->is_number_unsigned() && value->get<uint64_t>() > uint64_t{INT64_MAX}) {
+      input.set_invalid(field);
+    } else {
+      input.set_int(field, value->get<int64_t>());
+    }
+  } else {
+    input.set_invalid(field);
+  }
+}
+
+std::string plain_words(Effect effect) {
+  switch (effect) {
+    case Effect::kNone:
+      return "no remote call: it reads no status, copies no output and submits no new work";
+    case Effect::kRead:
+      return "it will read status only: no output is copied and no new work is submitted";
+    case Effect::kCopy:
+      return "it will copy an existing output: no new work is submitted";
+    case Effect::kCreate:
+      return "it will SUBMIT NEW WORK (a new generation request)";
+  }
+  return "?";
+}
+
+int run_review(const Options& o) {
+  if (o.format != "text" && o.format != "json") {
+    std::fprintf(stderr, "replaygate: error: --format must be text or json\n");
+    return kExitUsage;
+  }
+  if (o.policy.empty() == o.table.empty()) {
+    std::fprintf(stderr, "replaygate: error: give exactly one of --policy and --table\n");
+    return kExitUsage;
+  }
+  if (o.confirm && (o.audit.empty() || o.operator_name.empty())) {
+    std::fprintf(stderr,
+                 "replaygate: error: --confirm records the decision: give --audit FILE and "
+                 "--operator NAME\n");
+    return kExitUsage;
+  }
+  Review r;
+  r.sensitive = kBuiltinSensitive;
+  std::unique_ptr<Table> table;
+  if (!o.policy.empty()) {
+    LoadedPolicy loaded;
+    const int code = load_policy_reporting(o.policy, DiagnosticFormat::kText, &loaded);
+    if (code != kExitOk) return code;
+    for (const std::string& name : loaded.policy->policy.sensitive) r.sensitive.insert(name);
+    const std::vector<uint8_t> bytes = lower(*loaded.policy);
+    LoadStatus status;
+    table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+    if (table == nullptr) {
+      std::fprintf(stderr, "%s\n", describe_load_failure(o.policy, status).c_str());
+      return kExitUsage;
+    }
+  } else if (const int code = open_table("", o.table, &table); code != kExitOk) {
+    return code;
+  }
+  if (int code = read_object(o.message, "message", &r.message); code != kExitOk) return code;
+  if (int code = read_object(o.record, "operation record", &r.record); code != kExitOk) return code;
+  for (const auto* doc : {&r.message, &r.record}) {
+    const char* where = doc == &r.message ? "message" : "record";
+    for (const auto& [key, value] : doc->items()) {
+      if (r.sensitive.count(key)) r.redacted.push_back(std::string(where) + "." + key);
+    }
+    if (const json* e = member(*doc, "error"); e && e->is_object()) {
+      for (const auto& [key, value] : e->items()) {
+        if (r.sensitive.count(key)) r.redacted.push_back(std::string(where) + ".error." + key);
+      }
+    }
+  }
+  const std::string message_op = text_of(member(r.message, "operation_id"));
+  const std::string record_op = text_of(member(r.record, "operation_id"));
+  if (!message_op.empty() && !record_op.empty() && message_op != record_op) {
+    std::fprintf(stderr,
+                 "replaygate: the message and the operation record name different operations\n");
+    return kExitFindings;
+  }
+
+  Input input(*table);
+  std::vector<std::string> keep;
+  keep.reserve(table->field_count() + 1);  // string_views into `keep` must not move
+  const json confirmed = o.confirm;
+  const json* job = job_id_source(r);
+  for (uint32_t f = 0; f < table->field_count(); ++f) {
+    if (table->field_derived(f)) continue;
+    const std::string name(table->field(f).name);
+    const json* value = nullptr;
+    if (name == "operator_confirmed") {
+      value = &confirmed;
+    } else if (name == "message_revision") {
+      value = member(r.message, "revision");
+    } else if (name == "record_revision") {
+      value = member(r.record, "revision");
+    } else if (name == "remote_job_id") {
+      value = job;
+    } else {
+      value = member(r.record, name);
+      if (value == nullptr) value = member(r.message, name);
+    }
+    set_slot(input, f, value, keep);
+  }
+  const Decision d = table->decide(input);
+  const Effect effect = table->verb_effect(d.verb);
+
+  const json* attempts = member(r.message, "attempt_count");
+  if (attempts == nullptr) attempts = member(r.message, "attempt");
+  json out;
+  out["message_id"] = shown(r, "message_id", member(r.message, "message_id"));
+  out["operation_id"] =
+      shown(r, "operation_id",
+            member(r.record, "operation_id") != nullptr ? member(r.record, "operation_id")
+                                                        : member(r.message, "operation_id"));
+  out["action_type"] = shown(r, "action_type", member(r.message, "action_type"));
+  out["attempt_count"] = shown_json(r, "attempt_count", attempts);
+  out["last_error_category"] =
+      shown(r, "last_error_category", member(r.message, "last_error_category"));
+  out["remote_job_id"] = shown(r, "remote_job_id", job);
+  out["phase"] = shown(r, "phase", member(r.record, "phase"));
+  out["message_revision"] = shown_json(r, "revision", member(r.message, "revision"));
+  out["record_revision"] = shown_json(r, "revision", member(r.record, "revision"));
+  out["redacted"] = r.redacted;
+  out["action"] = std::string(table->verb_name(d.verb));
+  out["effect"] = effect_name(effect);
+  out["plain"] = plain_words(effect);
+  out["verb_description"] = std::string(table->verb_description(d.verb));
+  out["rule"] = std::string(table->rule_name(d));
+  out["reason"] = std::string(table->reason(d));
+  out["policy"] = std::string(table->policy_id());
+  out["policy_revision"] = table->revision();
+  out["table_checksum"] = table->checksum_hex();
+  out["confirmed"] = o.confirm;
+
+  if (o.confirm) {
+    json entry;
+    entry["kind"] = "decision";
+    entry["time"] = audit::utc_now();
+    entry["operator"] = o.operator_name;
+    for (const char* key : {"message_id", "operation_id", "action", "effect", "rule", "policy",
+                            "policy_revision", "table_checksum"}) {
+      entry[key] = out[key];
+    }
+    entry["record_revision"] = out["record_revision"];
+    const audit::AppendResult appended = audit::append(o.audit, entry);
+    if (!appended.ok) {
+      std::fprintf(stderr,
+                   "replaygate: %s\nreplaygate: the decision was NOT recorded and is not "
+                   "taken; do not act on it\n",
+                   appended.error.c_str());
+      return kExitUsage;
+    }
+    out["audit_entry"] = appended.seq;
+    out["audit_hash"] = appended.hash;
+  }
+
+  std::string text;
+  if (o.format == "json") {
+    text = out.dump() + "\n";
+  } else {
+    auto row = [&text](const char* label, const std::string& value) {
+      text += std::string("  ") + label + std::string(22 - std::string(label).size(), ' ') +
+              (value.empty() ? "-" : value) + "\n";
+    };
+    text += "review record\n";
+    row("message id:", out["message_id"]);
+    row("operation id:", out["operation_id"]);
+    row("action type:", out["action_type"]);
+    row("attempt count:", text_of_json(out["attempt_count"]));
+    row("last error category:", out["last_error_category"]);
+    row("known remote job id:", out["remote_job_id"]);
+    row("operation phase:", out["phase"]);
+    row("revisions:", "message " + text_of_json(out["message_revision"]) + ", record " +
+                          text_of_json(out["record_revision"]));
+    std::string secrets;
+    for (const std::string& name : r.redacted) {
+      secrets += (secrets.empty() ? "" : ", ") + ("<redacted: field " + name + ">");
+    }
+    row("sensitive fields:", secrets.empty() ? "none present" : secrets);
+    text += "decision\n";
+    row("action:",
+        out["action"].get<std::string>() + " (effect " + out["effect"].get<std::string>() + ")");
+    row("in plain words:", out["plain"]);
+    row("what it does:", out["verb_description"]);
+    row("rule:", out["rule"]);
+    row("reason:", out["reason"]);
+    row("policy:", out["policy"].get<std::string>() + " revision " +
+                       std::to_string(table->revision()) + ", table " +
+                       out["table_checksum"].get<std::string>());
+    if (o.confirm) {
+      row("confirmed:", "yes, by " + o.operator_name + "; audit entry " +
+                            std::to_string(out["audit_entry"].get<uint64_t>()) + " (hash " +
+                            out["audit_hash"].get<std::string>() + ") in " + o.audit);
+    } else {
+      row("confirmed:", "no (review only; nothing recorded; --confirm to record and act)");
+    }
+  }
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "replaygate: cannot write to stdout\n");
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_review(CLI::App& sub) {
+  auto o = std::make_shared<Options>();
+  sub.footer(
+      "Print the operator review record for one dead-lettered message: build the policy's input\n"
+      "from MESSAGE and the durable operation RECORD (JSON files; mapping in docs/recovery.md),\n"
+      "decide, and say in plain words whether the action reads status, copies an existing\n"
+      "output or submits new work. Sensitive fields are never printed, only named.\n"
+      "--confirm sets the operator_confirmed input and appends the decision to the audit log\n"
+      "(--audit FILE, --operator NAME required) before printing it.\n"
+      "Exit: 0 reviewed (and recorded with --confirm), 1 policy errors or an invalid message or\n"
+      "record, 2 usage/I/O errors, or the audit append failed (the decision is not taken).");
+  sub.add_option("--policy", o->policy, "Policy file, compiled in memory");
+  sub.add_option("--table", o->table, "Compiled table file");
+  sub.add_option("--message", o->message, "The dead-lettered message (JSON object)")->required();
+  sub.add_option("--record", o->record, "The current operation record (JSON object)")->required();
+  sub.add_flag("--confirm", o->confirm, "Confirm as operator: sets operator_confirmed, records");
+  sub.add_option("--operator", o->operator_name, "Operator name for the audit entry");
+  sub.add_option("--audit", o->audit, "Audit log (JSON Lines) to append the decision to");
+  sub.add_option("--format", o->format, "text (default) or json");
+  return [o] { return run_review(*o); };
+}
+
+}  // namespace replaygate::cli
