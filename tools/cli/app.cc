@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
      setup_decide},
     {"dump", "Print a frozen table as a readable listing", setup_dump},
     {"test", "Run a policy's test cases", setup_test},
+    {"diff", "Compare two policies: every region of inputs whose verb or rule changes", setup_diff},
 };
 
 int usage_error(const std::string& message, const std::string& command) {
