@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "compiler/analysis.h"
 #include "compiler/diff.h"
 #include "compiler/invariants.h"
 #include "runtime/test_policies.h"
@@ -157,6 +158,33 @@ TEST(Diff, BoundsChangeMakesInputsInvalid) {
   EXPECT_EQ(d.verb_changes[0].new_verb, "hold");
   EXPECT_EQ(d.verb_changes[0].new_rules, std::vector<std::string>{"invalid input"});
   EXPECT_FALSE(d.any_more_dangerous());
+}
+
+}  // namespace
+}  // namespace replaygate
+
+namespace replaygate {
+namespace {
+
+// RG207: crossing wildcard rows with different verbs and different specificity.
+TEST(Overlap, CrossingWildcardRowsAreNamed) {
+  testing::PolicyBuilder b;
+  b.string_field("topic").string_field("error_class").string_field("region");
+  b.table("t", {"topic", "error_class", "region"}, 10)
+      .row({"orders", testing::kStar, testing::kStar}, "never", 11)
+      .row({testing::kStar, "timeout", "eu"}, "replay_once", 12);
+  const auto diagnostics = analyze(b.get());
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0].code, "RG207");
+  EXPECT_EQ(diagnostics[0].severity, Severity::kInfo);
+  EXPECT_EQ(diagnostics[0].span.line, 12u);
+  EXPECT_EQ(diagnostics[0].message,
+            "wildcard rows 't:*/timeout/eu' and 't:orders/*/*' (line 11) of table 't' overlap on "
+            "[orders, timeout, eu]: 't:*/timeout/eu' decides there ('replay_once', not 'never') "
+            "(more concrete keys)");
+  // An exact row for the overlap settles it.
+  b.row({"orders", "timeout", "eu"}, "hold", 13);
+  EXPECT_TRUE(analyze(b.get()).empty());
 }
 
 }  // namespace
