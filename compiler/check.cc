@@ -3,6 +3,7 @@
 // default, rules. Names are resolved through small maps built from the declarations.
 #include "compiler/check.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -113,6 +114,8 @@ class Checker {
       field_index_.emplace(p.fields[i].name, i);
       field_names_.push_back(p.fields[i].name);
     }
+    if (policy.inputs) derivations(*policy.inputs, p);
+    if (policy.sensitive) sensitive(*policy.sensitive, p);
 
     if (!policy.verbs) {
       missing("verbs", policy.span, "declare the verbs (never, replay_once, hold, ...)");
@@ -359,6 +362,98 @@ class Checker {
       }
     }
     return f;
+  }
+
+  // Derived bools (ir::Derivation): `derived` only on a required bool; the op one of eq, ne, lt,
+  // le, gt, ge; two operands naming required int inputs declared before the derived one, so a
+  // derivation never depends on another derivation or on an absent value.
+  void derivations(const std::vector<ast::Input>& inputs, ir::Policy& p) {
+    static const std::vector<std::string> kDerivationOps = {"eq", "ne", "lt", "le", "gt", "ge"};
+    for (uint32_t i = 0; i < inputs.size() && i < p.fields.size(); ++i) {
+      if (!inputs[i].derived) continue;
+      const ast::Derivation& d = *inputs[i].derived;
+      ir::Field& f = p.fields[i];
+      const std::string label = "input " + quote(f.name);
+      if (!inputs[i].type || f.type != ir::FieldType::kBool || f.optional) {
+        if (inputs[i].type && f.type != ir::FieldType::kBool) {
+          error("RG140",
+                "'derived' applies to bool inputs only; " + label + " has type " +
+                    ir::field_type_name(f.type),
+                d.span, "declare it 'type: bool'");
+        } else if (f.optional) {
+          error("RG140", "derived " + label + " cannot be optional: it is always computed", d.span,
+                "remove 'optional: true'");
+        }
+        continue;
+      }
+      ir::Derivation out;
+      bool ok = true;
+      const auto op = std::find(kDerivationOps.begin(), kDerivationOps.end(), d.op.text);
+      if (op == kDerivationOps.end()) {
+        error("RG141", "unknown operator " + quote(d.op.text) + " in the derivation of " + label,
+              d.op.span, did_you_mean(d.op.text, kDerivationOps));
+        ok = false;
+      } else {
+        static const ir::Op kIrOps[] = {ir::Op::kEq, ir::Op::kNe, ir::Op::kLt,
+                                        ir::Op::kLe, ir::Op::kGt, ir::Op::kGe};
+        out.op = kIrOps[op - kDerivationOps.begin()];
+      }
+      if (d.operands.size() != 2) {
+        error("RG141",
+              "the derivation of " + label + " needs two input names, not " +
+                  std::to_string(d.operands.size()),
+              d.op.span, "write e.g. derived: {lt: [message_revision, record_revision]}");
+        continue;
+      }
+      uint32_t operand_index[2] = {0, 0};
+      for (size_t k = 0; k < 2; ++k) {
+        const ast::Name& name = d.operands[k];
+        const auto it = field_index_.find(name.text);
+        if (it == field_index_.end()) {
+          error("RG105", "unknown field " + quote(name.text) + " in the derivation of " + label,
+                name.span, did_you_mean(name.text, field_names_, "declare it under 'inputs'"));
+          ok = false;
+          continue;
+        }
+        const ir::Field& operand = p.fields[it->second];
+        if (it->second >= i || operand.type != ir::FieldType::kInt || operand.optional) {
+          const std::string why = it->second >= i ? "is not declared before it"
+                                  : operand.type != ir::FieldType::kInt
+                                      ? std::string("has type ") + ir::field_type_name(operand.type)
+                                      : "is optional";
+          error("RG142",
+                "operand " + quote(name.text) + " of the derivation of " + label + " " + why,
+                name.span, "a derivation compares two required int inputs declared above it");
+          ok = false;
+          continue;
+        }
+        operand_index[k] = it->second;
+      }
+      if (!ok) continue;
+      out.lhs = operand_index[0];
+      out.rhs = operand_index[1];
+      f.derived = out;
+    }
+  }
+
+  // The policy's sensitive field names: non-empty words, each once.
+  void sensitive(const ast::LiteralList& list, ir::Policy& p) {
+    std::map<std::string, uint32_t> seen;
+    for (const Literal& item : list.items) {
+      if (item.kind == Literal::Kind::kNull || item.text.empty() ||
+          has_space_or_control(item.text)) {
+        error("RG143", "a sensitive field name must be a non-empty name without spaces", item.span,
+              "write the letter or record field's name, e.g. prompt");
+        continue;
+      }
+      const auto [it, inserted] = seen.emplace(item.text, item.span.line);
+      if (!inserted) {
+        error("RG143", "sensitive field " + quote(item.text) + " is listed twice", item.span,
+              "already listed at line " + std::to_string(it->second));
+        continue;
+      }
+      p.sensitive.push_back(item.text);
+    }
   }
 
   // RG131: a string field's declared known values: a non-empty list of distinct strings (bare

@@ -42,7 +42,7 @@ class AstBuilder {
     }
     static const std::vector<std::string> kTopKeys = {
         "policy",  "revision",       "description", "inputs", "verbs",
-        "default", "default_reason", "constants",   "rules",  "invariants"};
+        "default", "default_reason", "constants",   "rules",  "sensitive", "invariants"};
     for (const auto& [key, value] : root.entries) {
       const std::string& k = key.scalar;
       if (k == "policy") {
@@ -64,6 +64,8 @@ class AstBuilder {
         policy.constants = constants(key, value);
       } else if (k == "rules") {
         policy.rules = rules(key, value);
+      } else if (k == "sensitive") {
+        policy.sensitive = literal_list(value, key, "'sensitive'");
       } else if (k == "invariants") {
         policy.invariants = invariants(key, value);
       } else {
@@ -175,7 +177,7 @@ class AstBuilder {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
     static const std::vector<std::string> kProps = {
-        "type", "optional", "empty_means_absent", "min", "max", "values", "domain", "description"};
+        "type", "optional", "empty_means_absent", "min", "max", "values", "domain", "description", "derived"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;
@@ -204,6 +206,8 @@ class AstBuilder {
           input.domain = literal_list(prop_value, prop, "'domain'");
         } else if (p == "description") {
           input.description = scalar(prop_value, prop, "description");
+        } else if (p == "derived") {
+          input.derived = derivation(prop, prop_value);
         } else {
           unknown_key(prop, "input property", kProps);
         }
@@ -211,6 +215,42 @@ class AstBuilder {
       out.push_back(std::move(input));
     }
     return out;
+  }
+
+  // `derived: {OP: [lhs, rhs]}`: one entry whose value is a list of names. The op and the operand
+  // count are check()'s business (RG141), so both front-ends report them alike.
+  std::optional<ast::Derivation> derivation(const Node& key, const Node& value) {
+    if (!value.is_mapping() || value.entries.size() != 1) {
+      const std::string expected = "a mapping with one operator, e.g. {lt: [a, b]}";
+      if (value.is_mapping()) {
+        error("RG103",
+              "'derived' must be " + expected + ", not " + std::to_string(value.entries.size()) +
+                  " entries",
+              value.span);
+      } else {
+        wrong_shape(value, key, "'derived'", expected);
+      }
+      return std::nullopt;
+    }
+    const auto& [op, operands] = value.entries.front();
+    if (!operands.is_sequence()) {
+      wrong_shape(operands, op, "the operands of 'derived'", "a list of two input names");
+      return std::nullopt;
+    }
+    ast::Derivation d;
+    d.op = name_of(op);
+    d.span = key.span;
+    for (const Node& item : operands.items) {
+      if (!item.is_scalar()) {
+        error(
+            "RG103",
+            std::string("each operand of 'derived' must be an input name, not ") + kind_name(item),
+            item.span);
+        return std::nullopt;
+      }
+      d.operands.push_back(name_of(item));
+    }
+    return d;
   }
 
   std::optional<std::vector<ast::Verb>> verbs(const Node& key, const Node& value) {
