@@ -10,6 +10,7 @@
 //   RG202 a guard or row that no input reaches (usefulness, compiler/usefulness.h);
 //   RG206 (warning) a '*' key on an optional field lets absent inputs reach a row whose verb
 //         does something (effect above none);
+//   RG207 (info) two crossing wildcard rows with different verbs overlap: which decides there;
 //   RG209 (info) the work budget ran out, so some of the checks above were skipped.
 // Rows are indexed by their key tuples (one hash index per table, wildcard pattern and key
 // subset), so a table of exact rows costs a few hash lookups per row, never a pass over the table.
@@ -44,6 +45,7 @@ constexpr size_t kNamedShadowers = 3;
 // Shadowed rules with more overlapping boxes than this name them all instead of a minimal cover.
 constexpr size_t kMaxMinimizedShadowers = 32;
 constexpr uint64_t kNamingBudget = 5'000'000;  // for the whole policy
+constexpr size_t kMaxOverlapReports = 20;      // RG207 infos per policy
 
 using Domains = std::vector<std::vector<uint32_t>>;
 
@@ -413,6 +415,7 @@ class Analyzer {
       find_duplicate(r, table, info, i);
       if (row.never_true || row.duplicate) continue;
       find_conflict(r, table, info, i);
+      find_wildcard_overlap(r, table, info, i);
       std::vector<Hit> hits;
       if (!shadowed(r, &info, RowFilter{row.concrete, row.concrete, i}, row.box, hits)) {
         warn_wildcard_takes_absent(r, table, info, i);
@@ -663,6 +666,77 @@ class Analyzer {
            fmt::format("add {} row for {} to settle it", has_wildcard ? "a" : "an exact", tuple));
   }
 
+  // RG207 (info): two crossing rows with wildcards (each concrete where the other is '*') and
+  // different verbs share inputs that no more concrete row settles: the more concrete one decides
+  // there, silently. (Equal specificity is RG204's error.) One report per row, naming the
+  // earliest partner; at most kMaxOverlapReports per policy.
+  void find_wildcard_overlap(uint32_t r, const ir::Table& table, TableInfo& info, uint32_t i) {
+    const RowInfo& row = info.rows[i];
+    const size_t keys = table.key_fields.size();
+    if (overlap_reports_ >= kMaxOverlapReports || row.concrete == static_cast<int>(keys)) return;
+    std::vector<uint32_t> key;
+    std::optional<uint32_t> partner;
+    for (RowGroup& group : info.groups) {
+      if (group.concrete == static_cast<int>(keys) || group.mask == row.mask) continue;
+      const uint32_t submask = group.mask & row.mask;
+      key.clear();
+      for (size_t p = 0; p < row.tuple.size(); ++p) {
+        if (submask & (1u << p)) key.push_back(row.tuple[p]);
+      }
+      const std::vector<uint32_t>* candidates = bucket(info, group, submask, key);
+      if (candidates == nullptr) continue;
+      for (uint32_t j : *candidates) {
+        if (j >= i || (partner && j >= *partner)) break;
+        const RowInfo& other = info.rows[j];
+        if (other.never_true || other.duplicate) continue;
+        // Same verb: harmless. Same specificity with another verb: RG204's error.
+        if (other.concrete == row.concrete || table.rows[j].verb == table.rows[i].verb) continue;
+        // Only crossing rows: each has a concrete key where the other has '*'. A row that is a
+        // generalisation of the other (a catch-all, [a, '*'] over [a, x]) is the wildcard's
+        // ordinary use.
+        if ((other.mask & ~row.mask) == 0 || (row.mask & ~other.mask) == 0) continue;
+        if (!meets(other.box, other.constrained, row.box)) continue;
+        // Settled when more concrete rows decide every shared input.
+        Box overlap(row.box.size());
+        for (size_t f = 0; f < overlap.size(); ++f) {
+          overlap[f] = intersect_sets(row.box[f], other.box[f]);
+        }
+        if (box_is_empty(domains_, overlap) || gave_up_) continue;
+        std::vector<Hit> settlers;
+        collect_rows(r, info, overlap, RowFilter{std::max(row.concrete, other.concrete) + 1, -1, 0},
+                     settlers);
+        std::vector<const Box*> boxes;
+        for (const Hit& h : settlers) boxes.push_back(h.box);
+        CoverageResult result = find_uncovered(domains_, overlap, boxes, budget_);
+        if (result.coverage == Coverage::kGaveUp) note_gave_up(r);
+        if (result.coverage != Coverage::kUncovered) continue;
+        partner = j;
+        break;
+      }
+    }
+    if (!partner) return;
+    const ir::Row& a = table.rows[*partner];
+    const ir::Row& b = table.rows[i];
+    const RowInfo& other = info.rows[*partner];
+    std::vector<std::optional<ir::Value>> merged(keys);
+    for (size_t p = 0; p < keys; ++p) {
+      if (p < a.keys.size() && a.keys[p]) merged[p] = a.keys[p];
+      if (p < b.keys.size() && b.keys[p]) merged[p] = b.keys[p];
+    }
+    const bool later_wins = row.concrete > other.concrete;
+    const ir::Row& winner = later_wins ? b : a;
+    const ir::Row& loser = later_wins ? a : b;
+    const std::string outcome = fmt::format("'{}' decides there ('{}', not '{}')", winner.id,
+                                            verb_name(winner.verb), verb_name(loser.verb));
+    ++overlap_reports_;
+    report(Severity::kInfo, "RG207", row_span(r, i),
+           fmt::format("wildcard rows '{}' and '{}'{} of table '{}' overlap on {}: {} ({})", b.id,
+                       a.id, line_note(row_span(r, *partner)), table.id, render_tuple(merged),
+                       outcome, "more concrete keys"),
+           fmt::format("add an exact row for {} if the overlap should be explicit",
+                       render_tuple(merged)));
+  }
+
   // ---- precedence queries ----
 
   // Guards and table rows of rules before `rule` whose boxes meet `box`.
@@ -796,6 +870,7 @@ class Analyzer {
   uint64_t budget_;
   uint64_t naming_budget_ = kNamingBudget;
   bool gave_up_ = false;
+  size_t overlap_reports_ = 0;
 };
 
 }  // namespace

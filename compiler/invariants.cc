@@ -42,13 +42,13 @@ std::string requirement_text(const ir::Policy& policy, const ir::Invariant& inva
   return "?";
 }
 
-// The known values of the gap analysis: a string field's domain, or the strings the policy
-// mentions when it declares none; every other field keeps its whole domain.
+// The known values of the gap analysis: a string field's declared domain (absent too when the
+// field is optional); every other field keeps its whole domain.
 Box known_values_box(const ir::Policy& policy, const Partition& partition, const Domains& domains) {
   Box box(policy.fields.size());
   for (size_t f = 0; f < policy.fields.size(); ++f) {
     const ir::Field& field = policy.fields[f];
-    if (field.type != ir::FieldType::kString) continue;
+    if (field.type != ir::FieldType::kString || field.domain.empty()) continue;
     const FieldPartition& part = partition.fields[f];
     std::vector<uint32_t> known;
     for (uint32_t atom : domains[f]) {
@@ -58,8 +58,7 @@ Box known_values_box(const ir::Policy& policy, const Partition& partition, const
         continue;
       }
       const std::string& value = part.strings[atom - 2];
-      if (field.domain.empty() ||
-          std::find(field.domain.begin(), field.domain.end(), value) != field.domain.end()) {
+      if (std::find(field.domain.begin(), field.domain.end(), value) != field.domain.end()) {
         known.push_back(atom);
       }
     }

@@ -46,8 +46,8 @@ struct InvariantReport {
 };
 
 // Proves every invariant of `policy` and collects gaps. Gaps are computed only when some string
-// field declares a `domain`: a gap is a default region restricted to the known values (a field's
-// domain values; for a string field without a domain, the strings the policy mentions).
+// field declares a `domain`: a gap is a default region restricted to the known values (on each
+// string field with a domain, its domain values and absent; other fields are not restricted).
 // Precondition: `policy` passed check(). Never throws except bad_alloc.
 InvariantReport prove_invariants(const ir::Policy& policy, uint64_t budget = kRegionBudget);
 

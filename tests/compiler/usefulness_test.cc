@@ -312,6 +312,7 @@ std::set<std::string> expected_findings(const ir::Policy& policy) {
 std::set<std::string> actual_findings(const std::vector<Diagnostic>& diagnostics) {
   std::set<std::string> out;
   for (const auto& d : diagnostics) {
+    if (d.code == "RG207") continue;  // an info about the hit policy, not a reachability finding
     size_t rule = d.span.line / 100 - 1;
     uint32_t offset = d.span.line % 100;
     out.insert(finding(d.code, rule, offset >= 10 ? offset - 10 : 0));

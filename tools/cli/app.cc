@@ -25,6 +25,7 @@ constexpr Command kCommands[] = {
     {"review", "Print the operator review record for one message and its operation record",
      setup_review},
     {"audit", "Verify the audit trail, or append a result entry", setup_audit},
+    {"diff", "Compare two policies: every region of inputs whose verb or rule changes", setup_diff},
 };
 
 int usage_error(const std::string& message, const std::string& command) {
