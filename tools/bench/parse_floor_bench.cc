@@ -56,9 +56,8 @@ void BM_ParseFloor(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(sum);
   }
-  state.counters["records_per_s"] =
-      benchmark::Counter(static_cast<double>(records) * state.iterations(),
-                         benchmark::Counter::kIsRate);
+  state.counters["records_per_s"] = benchmark::Counter(
+      static_cast<double>(records) * state.iterations(), benchmark::Counter::kIsRate);
 }
 
 }  // namespace
