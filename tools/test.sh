@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
-for policy in policies/*.yaml; do
+for policy in policies/*.yaml policies/*.policy; do
   case "$policy" in *.test.yaml) continue ;; esac
   build/bin/replaygate test "$policy"
 done

@@ -20,6 +20,8 @@ constexpr Command kCommands[] = {
      setup_decide},
     {"dump", "Print a frozen table as a readable listing", setup_dump},
     {"test", "Run a policy's test cases", setup_test},
+    {"fmt", "Print .policy files in canonical form (--write, --check)", setup_fmt},
+    {"convert", "Convert a policy between YAML and the policy language", setup_convert},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

@@ -32,6 +32,8 @@ Runner setup_lint(CLI::App& sub);
 Runner setup_decide(CLI::App& sub);
 Runner setup_dump(CLI::App& sub);
 Runner setup_test(CLI::App& sub);
+Runner setup_fmt(CLI::App& sub);
+Runner setup_convert(CLI::App& sub);
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);
