@@ -43,6 +43,12 @@ std::string SharedTable::incompatibility(const Table& current, const Table& next
              " (" + field_type_name(b.type) + "), the current table has " + std::string(a.name) +
              " (" + field_type_name(a.type) + ")";
     }
+    // A derived field ignores its Input value: workers that set it would silently lose it.
+    if (current.field_derived(f) != next.field_derived(f)) {
+      return "incompatible table: field " + std::to_string(f) + " (" + std::string(b.name) +
+             ") is " + (next.field_derived(f) ? "derived" : "an input") +
+             ", the current table has it as " + (current.field_derived(f) ? "derived" : "an input");
+    }
   }
   if (current.verb_count() != next.verb_count()) {
     return "incompatible table: " + std::to_string(next.verb_count()) + " verbs, the current " +

@@ -64,8 +64,9 @@ class SharedTable {
   // Reads and verifies `path` completely, checks it is compatible with the current table, then
   // swaps it in. Returns true on success. On failure the current table keeps serving and
   // *status says why: any LoadError from Table::load_file, or kMalformed with the message
-  // "incompatible table: ..." when the fields (names, types, order) or the verbs (names, order)
-  // differ, because workers hold field indices and Inputs sized for the current table.
+  // "incompatible table: ..." when the fields (names, types, order, derived or not) or the verbs
+  // (names, order) differ, because workers hold field indices and Inputs sized for the current
+  // table.
   bool reload(const std::string& path, LoadStatus* status);
   // As reload(), from bytes (Table::load_bytes).
   bool reload_bytes(const void* data, size_t size, LoadStatus* status);

@@ -24,7 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
-__all__ = ["ReplaygateError", "Decision", "Table", "SharedTable", "Reader", "load_library"]
+__all__ = ["ReplaygateError", "Decision", "Table", "SharedTable", "Reader", "JsonlGate",
+           "load_library"]
 
 _STRING, _INT, _BOOL, _ENUM = 0, 1, 2, 3
 _KINDS = {0: "rule", 1: "default", 2: "invalid_input"}
@@ -376,3 +377,70 @@ class _Pin:
         if self._table is not None:
             self._table.close()
         self._reader._lib.rg_reader_release(self._reader._h)
+
+
+class JsonlGate:
+    """Decides JSON Lines bytes in one C call per batch (libreplaygate_jsonl.so, found through
+    $RG_JSONL_LIBRARY or next to the runtime library). Python does no per-record work: this is
+    the path that beats a Python dict-lookup gate. Hot-reloadable; thread-safe.
+
+        gate = JsonlGate("gate.rgt")
+        verbs, invalid, checksum = gate.decide_lines(b"".join(messages))
+    """
+
+    def __init__(self, path: str, library: Optional[str] = None):
+        base = load_library()
+        lib_path = library or os.environ.get("RG_JSONL_LIBRARY") or os.path.join(
+            os.path.dirname(os.path.dirname(base._name)), "bindings", "jsonl",
+            "libreplaygate_jsonl.so")
+        lib = ctypes.CDLL(lib_path)
+        P, PP, SZ = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t
+        PSZ = ctypes.POINTER(ctypes.c_size_t)
+        lib.rgj_open.restype, lib.rgj_open.argtypes = ctypes.c_int, [ctypes.c_char_p, PP,
+                                                                    ctypes.POINTER(_Error)]
+        lib.rgj_free.restype, lib.rgj_free.argtypes = None, [P]
+        lib.rgj_reload.restype = ctypes.c_int
+        lib.rgj_reload.argtypes = [P, ctypes.c_char_p, ctypes.POINTER(_Error)]
+        lib.rgj_verb_count.restype, lib.rgj_verb_count.argtypes = ctypes.c_uint32, [P]
+        lib.rgj_verb_name.restype, lib.rgj_verb_name.argtypes = _Str, [P, ctypes.c_uint32]
+        lib.rgj_decide_lines.restype = ctypes.c_int
+        lib.rgj_decide_lines.argtypes = [P, ctypes.c_char_p, SZ, P, SZ, PSZ, PSZ, PSZ,
+                                         ctypes.c_char_p]
+        self._lib = lib
+        self._h, err = ctypes.c_void_p(), _Error()
+        _check(lib.rgj_open(os.fsencode(path), ctypes.byref(self._h), ctypes.byref(err)), err)
+        self.verbs = [lib.rgj_verb_name(self._h, v).text()
+                      for v in range(lib.rgj_verb_count(self._h))]
+
+    def reload(self, path: str) -> None:
+        err = _Error()
+        _check(self._lib.rgj_reload(self._h, os.fsencode(path), ctypes.byref(err)), err)
+
+    def decide_lines_raw(self, data: bytes):
+        """(verb indices as array('I'), invalid record count, table checksum) for every
+        non-blank line of `data`."""
+        cap = data.count(b"\n") + 1
+        verbs = array.array("I", bytes(4 * cap))
+        count, invalid, consumed = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
+        checksum = ctypes.create_string_buffer(33)
+        _check(self._lib.rgj_decide_lines(self._h, data, len(data), verbs.buffer_info()[0], cap,
+                                          ctypes.byref(count), ctypes.byref(invalid),
+                                          ctypes.byref(consumed), checksum))
+        del verbs[count.value:]
+        return verbs, invalid.value, checksum.value.decode()
+
+    def decide_lines(self, data: bytes):
+        """As decide_lines_raw(), with verb names."""
+        verbs, invalid, checksum = self.decide_lines_raw(data)
+        return [self.verbs[v] for v in verbs], invalid, checksum
+
+    def close(self) -> None:
+        if self._h:
+            self._lib.rgj_free(self._h)
+            self._h = ctypes.c_void_p()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

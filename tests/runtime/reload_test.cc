@@ -128,6 +128,16 @@ TEST(Reload, IncompatibleTableIsRejectedWithTheReason) {
   EXPECT_FALSE(shared->reload_bytes(t.data(), t.size(), &status));
   EXPECT_EQ(status.message,
             "incompatible table: field 5 is replays (string), the current table has replays (int)");
+
+  // Same name and type, but now derived (its Input value would be ignored).
+  ir::CheckedPolicy derived = reference_gate();
+  derived.policy.fields[kAlreadyCommitted].derived =
+      ir::Derivation{kAttempts, ir::Op::kGe, kAttempts};
+  const Bytes d = lower(derived);
+  EXPECT_FALSE(shared->reload_bytes(d.data(), d.size(), &status));
+  EXPECT_EQ(status.message,
+            "incompatible table: field 4 (already_committed) is derived, the current table has it "
+            "as an input");
 }
 
 TEST(Reload, PinnedTableOutlivesItsReplacementUntilReleased) {

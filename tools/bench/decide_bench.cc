@@ -71,7 +71,8 @@ struct PairHash {
     return a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
   }
 };
-using PairMap = std::unordered_map<std::pair<std::string_view, std::string_view>, uint32_t, PairHash>;
+using PairMap =
+    std::unordered_map<std::pair<std::string_view, std::string_view>, uint32_t, PairHash>;
 
 // The same guards, then a plain unordered_map lookup of the key pair.
 uint32_t map_gate(const PairMap& map, const Letter& l) {
@@ -113,7 +114,8 @@ Setup& setup(size_t rows) {
     const char* path = std::getenv("RG_BENCH_POLICY");
     rg::LoadedPolicy loaded = rg::load_policy_file(path ? path : "policies/replay_gate.yaml");
     if (!loaded.policy) {
-      std::fprintf(stderr, "decide_bench: cannot compile the shipped policy (run from the repo root)\n");
+      std::fprintf(stderr,
+                   "decide_bench: cannot compile the shipped policy (run from the repo root)\n");
       std::exit(2);
     }
     s.bytes = rg::lower(*loaded.policy);

@@ -182,6 +182,29 @@ class SharedTableTest(unittest.TestCase):
         shared.close()
 
 
+class JsonlGateTest(unittest.TestCase):
+    def test_lines_decided_in_one_call_agree_with_the_reference_gate(self):
+        gate = replaygate.JsonlGate(TABLE)
+        with open(LETTERS, "rb") as f:
+            verbs, invalid, checksum = gate.decide_lines(f.read())
+        # m-019 misspells a key and the last line is truncated: both are invalid -> hold.
+        self.assertEqual("".join(v[0] for v in verbs), "rnhhnnrnrnrnhhhrhhhh")
+        self.assertEqual(invalid, 2)
+        self.assertEqual(checksum, replaygate.Table.load(TABLE).checksum)
+        rows = [dict(topic=t, error_class=e, attempts=a, idempotency_key=k, already_committed=c)
+                for t, e in list(POLICY) + [("x", "y")] for a in (0, 3) for k in ("", "k")
+                for c in (False, True)]
+        data = "\n\n".join(json.dumps(r) for r in rows).encode()  # blank lines are skipped
+        verbs, invalid, _ = gate.decide_lines(data)
+        self.assertEqual(invalid, 0)
+        self.assertEqual(verbs, [reference(**r) for r in rows])
+        self.assertEqual(gate.decide_lines(b""), ([], 0, checksum))
+        with self.assertRaises(replaygate.ReplaygateError) as cm:
+            gate.reload("/nonexistent.rgt")
+        self.assertEqual(cm.exception.status, "io")
+        gate.close()
+
+
 class ExampleWorkerTest(unittest.TestCase):
     def test_worker_decides_the_example_letters(self):
         out = subprocess.run([sys.executable, os.path.join(HERE, "..", "example_worker.py"),

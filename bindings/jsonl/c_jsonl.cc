@@ -1,0 +1,135 @@
+// rgj_*: JSON Lines batches decided in one call (bindings/jsonl/replaygate_jsonl.h).
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "bindings/jsonl/replaygate_jsonl.h"
+#include "runtime/reload.h"
+#include "tools/cli/letters.h"
+
+using replaygate::Input;
+using replaygate::LoadStatus;
+using replaygate::SharedTable;
+
+struct rgj_gate {
+  std::unique_ptr<SharedTable> shared;
+  std::vector<std::string> verbs;  // stable across reloads (SharedTable checks compatibility)
+};
+
+namespace {
+
+rg_status fail(rg_error* err, rg_status status, const std::string& message) {
+  if (err != nullptr) {
+    err->status = status;
+    size_t n = std::min(message.size(), sizeof err->message - 1);
+    std::memcpy(err->message, message.data(), n);
+    err->message[n] = '\0';
+  }
+  return status;
+}
+
+rg_status code(const LoadStatus& s) {
+  if (s.message.rfind("incompatible table:", 0) == 0) return RG_ERR_INCOMPATIBLE;
+  return static_cast<rg_status>(s.error);
+}
+
+}  // namespace
+
+extern "C" {
+
+rg_status rgj_open(const char* path, rgj_gate** out, rg_error* err) {
+  if (out == nullptr || path == nullptr) return fail(err, RG_ERR_ARGUMENT, "NULL argument");
+  *out = nullptr;
+  try {
+    LoadStatus status;
+    auto shared = SharedTable::open(path, &status);
+    if (shared == nullptr) return fail(err, code(status), status.message);
+    auto gate = std::make_unique<rgj_gate>();
+    {
+      SharedTable::Reader reader(*shared);
+      auto guard = reader.acquire();
+      for (uint32_t v = 0; v < guard.table().verb_count(); ++v) {
+        gate->verbs.emplace_back(guard.table().verb_name(v));
+      }
+    }
+    gate->shared = std::move(shared);
+    *out = gate.release();
+    return fail(err, RG_OK, "");
+  } catch (const std::bad_alloc&) {
+    return fail(err, RG_ERR_NO_MEMORY, "out of memory");
+  }
+}
+
+void rgj_free(rgj_gate* gate) { delete gate; }
+
+rg_status rgj_reload(rgj_gate* gate, const char* path, rg_error* err) {
+  if (gate == nullptr || path == nullptr) return fail(err, RG_ERR_ARGUMENT, "NULL argument");
+  try {
+    LoadStatus status;
+    if (!gate->shared->reload(path, &status)) return fail(err, code(status), status.message);
+    return fail(err, RG_OK, "");
+  } catch (const std::bad_alloc&) {
+    return fail(err, RG_ERR_NO_MEMORY, "out of memory");
+  }
+}
+
+uint32_t rgj_verb_count(const rgj_gate* gate) {
+  return gate == nullptr ? 0 : static_cast<uint32_t>(gate->verbs.size());
+}
+
+rg_str rgj_verb_name(const rgj_gate* gate, uint32_t verb) {
+  if (gate == nullptr || verb >= gate->verbs.size()) return rg_str{"", 0};
+  return rg_str{gate->verbs[verb].data(), gate->verbs[verb].size()};
+}
+
+rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_t* verbs,
+                           size_t capacity, size_t* count, size_t* invalid, size_t* consumed,
+                           char* checksum_out) {
+  if (gate == nullptr || (buf == nullptr && size > 0) || verbs == nullptr || count == nullptr) {
+    return RG_ERR_ARGUMENT;
+  }
+  try {
+    SharedTable::Reader reader(*gate->shared);
+    if (!reader.ok()) return RG_ERR_NO_READER_SLOT;
+    auto guard = reader.acquire();
+    const replaygate::Table& table = guard.table();
+    if (checksum_out != nullptr) std::memcpy(checksum_out, guard.checksum(), 33);
+    replaygate::cli::LetterParser parser(table);
+    Input input(table);
+    replaygate::cli::RecordMeta meta;
+    std::string problem;
+    std::string line;  // the current line plus simdjson's padding
+    size_t n = 0, bad = 0, at = 0;
+    while (at < size && n < capacity) {
+      const char* nl = static_cast<const char*>(std::memchr(buf + at, '\n', size - at));
+      size_t end = nl == nullptr ? size : static_cast<size_t>(nl - buf);
+      std::string_view text(buf + at, end - at);
+      at = nl == nullptr ? size : end + 1;
+      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+      if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+      uint32_t verb = table.default_verb();
+      if (text.size() > replaygate::cli::kMaxRecordBytes) {
+        ++bad;
+      } else {
+        line.assign(text);
+        const size_t length = line.size();
+        line.append(replaygate::cli::LineReader::kPadding, ' ');
+        if (parser.parse(std::string_view(line.data(), length), input, &meta, &problem)) {
+          verb = table.decide(input).verb;
+        } else {
+          ++bad;
+        }
+      }
+      verbs[n++] = verb;
+    }
+    *count = n;
+    if (invalid != nullptr) *invalid = bad;
+    if (consumed != nullptr) *consumed = at;
+    return RG_OK;
+  } catch (const std::bad_alloc&) {
+    return RG_ERR_NO_MEMORY;
+  }
+}
+
+}  // extern "C"

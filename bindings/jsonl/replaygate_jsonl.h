@@ -1,0 +1,51 @@
+/* Batch decisions straight from JSON Lines bytes: the one-call-per-batch path for workers in
+ * languages whose per-record work costs more than a decision (Python, Ruby, ...).
+ *
+ * A separate shared library (libreplaygate_jsonl.so) because it parses JSON with simdjson and the
+ * CLI's strict `letters` reader (tools/cli/letters.h), while the runtime depends on the standard
+ * library only. It carries its own copy of the runtime: an rgj_gate is a hot-reloadable table
+ * (runtime/reload.h) and does not mix with rg_table handles. Status codes and rg_error are those
+ * of runtime/replaygate.h.
+ *
+ * Thread safety: an rgj_gate may be used by any number of threads at once (each call claims a
+ * reader slot for its duration; at most 64 concurrent calls, else RG_ERR_NO_READER_SLOT).
+ */
+#ifndef REPLAYGATE_JSONL_H
+#define REPLAYGATE_JSONL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/replaygate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rgj_gate rgj_gate;
+
+/* Loads `path`. Errors: as rg_table_load_file. Free with rgj_free. */
+RG_API rg_status rgj_open(const char* path, rgj_gate** out, rg_error* err);
+RG_API void rgj_free(rgj_gate* gate);
+/* As rg_shared_reload: verified completely, swapped atomically, old table kept on error. */
+RG_API rg_status rgj_reload(rgj_gate* gate, const char* path, rg_error* err);
+/* Verb names and count (stable across reloads: a reload must keep the verbs). */
+RG_API uint32_t rgj_verb_count(const rgj_gate* gate);
+RG_API rg_str rgj_verb_name(const rgj_gate* gate, uint32_t verb);
+
+/* Decides every non-blank line of buf[0, size) as a `letters` record (docs/cli.md), all on one
+ * table, whose checksum is copied to checksum_out (33 bytes, NUL-terminated) if not NULL.
+ * verbs[i] receives the verb index of the i-th record; *count the number of records (at most
+ * `capacity`: the rest of the buffer is not read, *consumed says how many bytes were). A line
+ * that is not a valid record (bad JSON, unknown or duplicate key, over 1 MiB) gets the policy
+ * default and counts in *invalid. Errors: RG_ERR_ARGUMENT (NULL gate, buffer, verbs, count),
+ * RG_ERR_NO_READER_SLOT, RG_ERR_NO_MEMORY. */
+RG_API rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_t* verbs,
+                                  size_t capacity, size_t* count, size_t* invalid, size_t* consumed,
+                                  char* checksum_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REPLAYGATE_JSONL_H */
