@@ -221,6 +221,62 @@ TEST(Coverage, InvariantsCoveredByPremise) {
   EXPECT_EQ(uncovered[3].line, 44u);
 }
 
+// ---- explain ----
+
+TEST_F(ReviewCliTest, ExplainGoldenSameTextForPolicyAndTable) {
+  const std::string table = (dir_ / "gate.rgt").string();
+  ASSERT_EQ(run({"compile", "policies/replay_gate.yaml", "-o", table}).exit_code, 0);
+  for (const char* name : {"replay", "exhausted", "unknown_pair", "invalid", "below_min"}) {
+    SCOPED_TRACE(name);
+    const std::string letter = std::string("tests/data/explain/") + name + ".json";
+    const Result by_policy = run({"explain", "--policy", "policies/replay_gate.yaml", letter});
+    EXPECT_EQ(by_policy.exit_code, 0) << by_policy.err;
+    EXPECT_EQ(by_policy.err, "");
+    expect_golden(by_policy.out, std::string("explain/") + name + ".expected.txt");
+    // The table walk (runtime/trace.h) prints the same, but for the source it names.
+    const Result by_table = run({"explain", "--table", table}, read_file(kSource + "/" + letter));
+    EXPECT_EQ(by_table.exit_code, 0) << by_table.err;
+    std::string expected = by_policy.out;
+    const std::string from = "(policies/replay_gate.yaml)";
+    ASSERT_NE(expected.find(from), std::string::npos);
+    expected.replace(expected.find(from), from.size(), "(" + table + ")");
+    EXPECT_EQ(by_table.out, expected);
+  }
+}
+
+TEST_F(ReviewCliTest, ExplainJson) {
+  const Result r = run({"explain", "--policy", "policies/replay_gate.yaml", "--format", "json",
+                        "tests/data/explain/replay.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_golden(r.out, "explain/replay.expected.json");
+}
+
+TEST_F(ReviewCliTest, ExplainMistakes) {
+  const std::string letter = "tests/data/explain/replay.json";
+  Result r = run({"explain", letter});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate explain: error: give exactly one of --policy POLICY.yaml or --table "
+            "TABLE.rgt\nRun 'replaygate explain --help' for usage.\n");
+  r = run({"explain", "--policy", "policies/replay_gate.yaml", "--format", "xml", letter});
+  EXPECT_EQ(r.exit_code, 2);
+  r = run({"explain", "--policy", "policies/replay_gate.yaml", "nope.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cannot read nope.json"), std::string::npos) << r.err;
+  r = run({"explain", "--policy", "policies/replay_gate.yaml"}, "{\"topik\": \"a\"}\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "replaygate explain: <stdin>: unreadable letter: invalid record: unknown key 'topik' "
+            "(did you mean 'topic'?)\n");
+  EXPECT_EQ(r.out, "");
+  r = run({"explain", "--policy", "policies/replay_gate.yaml"}, "[1, 2]\n");
+  EXPECT_EQ(r.exit_code, 1);
+  r = run({"explain", "--policy", "policies/replay_gate.yaml"}, "");
+  EXPECT_EQ(r.exit_code, 1);
+  r = run({"explain", "--table", (dir_ / "missing.rgt").string(), letter});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
 // ---- lint formats ----
 
 struct LintCase {

@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
      setup_decide},
     {"dump", "Print a frozen table as a readable listing", setup_dump},
     {"test", "Run a policy's test cases", setup_test},
+    {"explain", "Explain, rule by rule, the decision for one letter", setup_explain},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

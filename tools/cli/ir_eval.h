@@ -54,7 +54,8 @@ bool row_matches(const ir::Policy& policy, const ir::Table& table, const ir::Row
                  const std::vector<FieldValue>& values);
 
 // Readable forms: `attempts >= max_attempts (3)`, `idempotency_key is absent`,
-// `topic in ["a", "b"]`; a literal as text ("payment.capture" quoted, 3, true).
+// `topic in ["a", "b"]` (enum values bare: `severity == high`); a literal as text
+// ("payment.capture" quoted, 3, true).
 std::string describe_condition(const ir::Policy& policy, const ir::Condition& condition);
 std::string describe_literal(const ir::Value& value);
 // A validated value: `"payment.capture"`, `3`, `true`, or `absent`.
