@@ -277,6 +277,29 @@ TEST_F(ReviewCliTest, ExplainMistakes) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+// ---- the pre-commit hook (tools/pre-commit) ----
+
+TEST_F(ReviewCliTest, PreCommitHook) {
+  const std::string hook = "cd " + shell_quote(kSource) + " && REPLAYGATE=" + shell_quote(kBinary);
+  const std::string quiet = " >/dev/null 2>&1";
+  EXPECT_EQ(run_shell(hook + " tools/pre-commit policies/replay_gate.yaml README.md" + quiet), 0);
+  // A case file maps to its policy; small.yaml's cases fail and cover 60% < 100%.
+  EXPECT_EQ(run_shell(hook + " RG_POLICY_DIR=tests/data/test tools/pre-commit " +
+                      "tests/data/test/small.test.yaml" + quiet),
+            1);
+  EXPECT_EQ(run_shell(hook + " RG_POLICY_DIR=tests/data/test tools/pre-commit --lint-only " +
+                      "tests/data/test/small.test.yaml" + quiet),
+            0);
+  EXPECT_EQ(run_shell(hook + " RG_POLICY_DIR=tests/data/lint tools/pre-commit --lint-only " +
+                      "tests/data/lint/warnings.yaml" + quiet),
+            1);
+  EXPECT_EQ(run_shell("cd " + shell_quote(kSource) +
+                      " && REPLAYGATE=/nonexistent/replaygate tools/pre-commit "
+                      "policies/replay_gate.yaml" +
+                      quiet),
+            2);
+}
+
 // ---- lint formats ----
 
 struct LintCase {
