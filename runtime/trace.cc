@@ -165,4 +165,29 @@ Trace trace(const Table& table, const Input& input) {
   return out;
 }
 
+std::vector<OutlineRule> outline(const Table& table) {
+  const Table::Impl& t = TableTraceAccess::impl(table);
+  std::vector<OutlineRule> out;
+  for (const Table::Impl::Rule& rule : t.rules) {
+    OutlineRule o;
+    o.is_table = rule.is_table;
+    o.catalog_begin = rule.catalog_begin;
+    o.catalog_count = rule.catalog_count;
+    if (!rule.is_table) {
+      o.id = std::string(t.catalog[rule.catalog_begin].id);
+      for (uint32_t c = 0; c < rule.item_count; ++c) {
+        const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
+        o.conditions.push_back({cond.field, op_word(cond.op), std::string(cond.text), false});
+      }
+    } else {
+      o.id = std::string(rule.id);
+      for (uint32_t k = 0; k < rule.item_count; ++k) {
+        o.key_fields.push_back(t.table_keys[rule.item_begin + k]);
+      }
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 }  // namespace replaygate

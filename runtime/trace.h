@@ -58,4 +58,15 @@ struct Trace {
 // Traces the decision for `input` (made for `table`; a shorter Input counts as unset there).
 Trace trace(const Table& table, const Input& input);
 
+// The decision structure of a loaded table, for pictures (`replaygate graph --table`).
+struct OutlineRule {
+  bool is_table = false;
+  std::string id;                          // guard id or table id
+  std::vector<TraceCondition> conditions;  // guards: every condition (`holds` unused)
+  std::vector<uint32_t> key_fields;        // tables
+  uint32_t catalog_begin = 0;              // catalog index of the guard or the first row
+  uint32_t catalog_count = 0;              // 1 for a guard, the row count for a table
+};
+std::vector<OutlineRule> outline(const Table& table);
+
 }  // namespace replaygate

@@ -300,6 +300,43 @@ TEST_F(ReviewCliTest, PreCommitHook) {
             2);
 }
 
+// ---- graph ----
+
+TEST_F(ReviewCliTest, GraphDotGoldenSameForPolicyAndTable) {
+  const Result by_policy = run({"graph", "--policy", "policies/replay_gate.yaml"});
+  EXPECT_EQ(by_policy.exit_code, 0) << by_policy.err;
+  expect_golden(by_policy.out, "graph/replay_gate.expected.dot");
+  const std::string table = (dir_ / "gate.rgt").string();
+  ASSERT_EQ(run({"compile", "policies/replay_gate.yaml", "-o", table}).exit_code, 0);
+  const Result by_table = run({"graph", "--table", table});
+  EXPECT_EQ(by_table.exit_code, 0) << by_table.err;
+  EXPECT_EQ(by_table.out, by_policy.out);
+  const std::string file = (dir_ / "g.dot").string();
+  EXPECT_EQ(run({"graph", "--policy", "policies/replay_gate.yaml", "-o", file}).exit_code, 0);
+  EXPECT_EQ(read_file(file), by_policy.out);
+}
+
+TEST_F(ReviewCliTest, GraphMistakesAndSvg) {
+  Result r = run({"graph"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = run({"graph", "--policy", "policies/replay_gate.yaml", "--format", "png"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate graph: error: --format must be dot or svg, not 'png'\n");
+  r = run({"graph", "--policy", "tests/data/lint/policy.yaml"});
+  EXPECT_EQ(r.exit_code, 1);
+  r = run({"graph", "--policy", "policies/replay_gate.yaml", "--format", "svg"});
+  if (run_shell("command -v dot >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("<svg"), std::string::npos);
+  } else {
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err,
+              "replaygate graph: --format svg needs Graphviz's dot on PATH (apt-get install "
+              "graphviz), or use --format dot\n");
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 // ---- lint formats ----
 
 struct LintCase {

@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
     {"dump", "Print a frozen table as a readable listing", setup_dump},
     {"test", "Run a policy's test cases", setup_test},
     {"explain", "Explain, rule by rule, the decision for one letter", setup_explain},
+    {"graph", "Draw the decision structure as Graphviz DOT or SVG", setup_graph},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

@@ -91,16 +91,6 @@ LetterValue slot_value(const Input::Slot& slot) {
   return LetterValue::Invalid();
 }
 
-const char* op_symbol(const std::string& op) {
-  static const std::pair<const char*, const char*> kOps[] = {
-      {"eq", "=="}, {"ne", "!="}, {"in", "in"}, {"not_in", "not in"},    {"lt", "<"},
-      {"le", "<="}, {"gt", ">"},  {"ge", ">="}, {"absent", "is absent"}, {"present", "is present"}};
-  for (const auto& [word, symbol] : kOps) {
-    if (op == word) return symbol;
-  }
-  return "?";
-}
-
 // The decision part, common to both walks (read from the table, which both have).
 void fill_decision(const Table& table, const Decision& d, uint32_t line, Report* report) {
   report->verb = table.verb_name(d.verb);
@@ -214,7 +204,7 @@ Report explain_table(const Table& table, const Input& input, const Letter& lette
     for (const TraceCondition& c : tr_rule.conditions) {
       const std::string field(table.field(c.field).name);
       const TraceField& value = tr.fields.at(c.field);
-      std::string text = field + " " + op_symbol(c.op);
+      std::string text = field + " " + op_word_symbol(c.op);
       if (!c.operand.empty()) text += " " + c.operand;
       std::string why;
       if (!c.holds) {

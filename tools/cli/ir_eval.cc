@@ -256,4 +256,12 @@ std::string describe_condition(const ir::Policy& policy, const ir::Condition& c)
   return out + " " + literal;
 }
 
+const char* op_word_symbol(std::string_view word) {
+  for (ir::Op op : {ir::Op::kEq, ir::Op::kNe, ir::Op::kIn, ir::Op::kNotIn, ir::Op::kLt, ir::Op::kLe,
+                    ir::Op::kGt, ir::Op::kGe, ir::Op::kAbsent, ir::Op::kPresent}) {
+    if (word == ir::op_name(op)) return op_symbol(op);
+  }
+  return "?";
+}
+
 }  // namespace replaygate::cli
