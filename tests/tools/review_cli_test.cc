@@ -337,6 +337,44 @@ TEST_F(ReviewCliTest, GraphMistakesAndSvg) {
   }
 }
 
+// ---- matrix ----
+
+TEST_F(ReviewCliTest, MatrixGoldens) {
+  Result r = run({"matrix", "tests/data/graph/matrix.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_golden(r.out, "graph/matrix.expected.html");
+  // The guard on a key pre-empts the whole "legacy" row; hover text is escaped.
+  EXPECT_NE(r.out.find("<td class=\"pre\" style=\"background:#ea9999\" title=\"pre-empted by "
+                       "guard legacy_topic; the table would give row pairs:legacy/timeout/*\">"
+                       "never (guard)</td>"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("timeouts are transient &lt;everywhere&gt; (wildcard row)"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("<li>pairs:pay/timeout/eu &rarr; hold</li>"), std::string::npos);
+  r = run({"matrix", "tests/data/graph/matrix.yaml", "--format", "svg"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_golden(r.out, "graph/matrix.expected.svg");
+  r = run({"matrix", "policies/replay_gate.yaml", "--table-id", "known_failures"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_golden(r.out, "graph/replay_gate.expected.html");
+}
+
+TEST_F(ReviewCliTest, MatrixMistakes) {
+  Result r = run({"matrix", "policies/replay_gate.yaml", "--table-id", "known_failure"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate matrix: error: the policy has no table 'known_failure'; did you mean "
+            "'known_failures'?\n");
+  r = run({"matrix", "tests/data/test/small.yaml", "--format", "pdf"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = run({"matrix", "tests/data/lint/policy.yaml"});
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string out = (dir_ / "m.html").string();
+  r = run({"matrix", "tests/data/test/small.yaml", "-o", out});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(out).rfind("<!DOCTYPE html>", 0), 0u);
+}
+
 // ---- lint formats ----
 
 struct LintCase {

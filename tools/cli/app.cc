@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"test", "Run a policy's test cases", setup_test},
     {"explain", "Explain, rule by rule, the decision for one letter", setup_explain},
     {"graph", "Draw the decision structure as Graphviz DOT or SVG", setup_graph},
+    {"matrix", "Render a table's two keys as a colour-coded HTML or SVG grid", setup_matrix},
 };
 
 int usage_error(const std::string& message, const std::string& command) {
