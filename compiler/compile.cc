@@ -12,6 +12,7 @@
 
 #include "compiler/analysis.h"
 #include "compiler/check.h"
+#include "compiler/dsl_policy.h"
 #include "compiler/yaml_policy.h"
 #include "compiler/yaml_tree.h"
 
@@ -73,17 +74,31 @@ LoadedPolicy load_policy_text(std::string_view text, const std::string& path) {
         Severity::kError, std::move(code), std::move(message), path, {}, std::move(hint)});
     return out;
   };
-  if (extension == ".policy") {
-    return fail("RG012", "the DSL front-end is not available yet",
-                "write the policy in YAML (.yaml or .yml); see docs/policy-language.md");
-  }
-  if (extension != ".yaml" && extension != ".yml") {
+  if (extension != ".policy" && extension != ".yaml" && extension != ".yml") {
     return fail("RG013",
                 "unsupported policy file extension '" + extension +
-                    "'; supported: .yaml, .yml (and .policy once the DSL exists)",
-                "rename the file to end in .yaml");
+                    "'; supported: .policy (the policy language), .yaml, .yml (YAML)",
+                "rename the file to end in .policy or .yaml");
   }
+  const auto check_and_analyze = [&](const ast::Policy& policy) {
+    CheckResult checked = check(policy, path);
+    append(out.diagnostics, std::move(checked.diagnostics));
+    if (!has_errors(out.diagnostics)) {
+      checked.checked.source_base_name = base_name(path);
+      checked.checked.source_digest = hex_digest(text);
+      append(out.diagnostics, analyze(checked.checked));
+      if (!has_errors(out.diagnostics)) out.policy = std::move(checked.checked);
+    }
+  };
   try {
+    if (extension == ".policy") {
+      dsl::ParseResult parsed = dsl::parse(text, path);
+      const bool ok = parsed.ok();
+      append(out.diagnostics, std::move(parsed.diagnostics));
+      if (ok) check_and_analyze(parsed.policy);
+      sort_diagnostics(out.diagnostics);
+      return out;
+    }
     yaml::Document document = yaml::parse(text, path);
     const bool usable = !tree_unusable(document);
     append(out.diagnostics, std::move(document.diagnostics));
@@ -92,16 +107,7 @@ LoadedPolicy load_policy_text(std::string_view text, const std::string& path) {
       const bool has_root = std::none_of(ast.diagnostics.begin(), ast.diagnostics.end(),
                                          [](const Diagnostic& d) { return d.code == "RG100"; });
       append(out.diagnostics, std::move(ast.diagnostics));
-      if (has_root) {
-        CheckResult checked = check(ast.policy, path);
-        append(out.diagnostics, std::move(checked.diagnostics));
-        if (!has_errors(out.diagnostics)) {
-          checked.checked.source_base_name = base_name(path);
-          checked.checked.source_digest = hex_digest(text);
-          append(out.diagnostics, analyze(checked.checked));
-          if (!has_errors(out.diagnostics)) out.policy = std::move(checked.checked);
-        }
-      }
+      if (has_root) check_and_analyze(ast.policy);
     }
   } catch (const std::exception& e) {
     out.policy.reset();

@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
     {"explain", "Explain, rule by rule, the decision for one letter", setup_explain},
     {"graph", "Draw the decision structure as Graphviz DOT or SVG", setup_graph},
     {"matrix", "Render a table's two keys as a colour-coded HTML or SVG grid", setup_matrix},
+    {"fmt", "Print .policy files in canonical form (--write, --check)", setup_fmt},
+    {"convert", "Convert a policy between YAML and the policy language", setup_convert},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

@@ -35,6 +35,8 @@ Runner setup_test(CLI::App& sub);
 Runner setup_explain(CLI::App& sub);
 Runner setup_graph(CLI::App& sub);
 Runner setup_matrix(CLI::App& sub);
+Runner setup_fmt(CLI::App& sub);
+Runner setup_convert(CLI::App& sub);
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);

@@ -88,7 +88,7 @@ Runner setup_compile(CLI::App& sub) {
       "Compile POLICY into a frozen decision table. Diagnostics go to stderr (text) or stdout\n"
       "(--format json). On errors nothing is written and an existing TABLE is left intact;\n"
       "otherwise TABLE is replaced atomically. Exit: 0 written, 1 policy errors, 2 usage/I/O.");
-  sub.add_option("POLICY", options->policy, "Policy file (.yaml)")->required();
+  sub.add_option("POLICY", options->policy, "Policy file (.policy or .yaml)")->required();
   sub.add_option("-o,--output", options->output, "Table file to write (e.g. gate.rgt)")->required();
   sub.add_option("--format", options->format, "Diagnostics format: text (default) or json");
   return [options] { return run_compile(*options); };

@@ -83,7 +83,7 @@ Runner setup_lint(CLI::App& sub) {
       "Check POLICY and print its diagnostics: text on stderr (default), or on stdout a JSON\n"
       "array (json), a SARIF 2.1.0 log (sarif) or GitHub Actions annotations (github).\n"
       "Exit: 0 no errors, 1 errors (or warnings with --werror), 2 usage/I/O.");
-  sub.add_option("POLICY", options->policy, "Policy file (.yaml)")->required();
+  sub.add_option("POLICY", options->policy, "Policy file (.policy or .yaml)")->required();
   sub.add_option("--format", options->format, "text (default), json, sarif or github");
   sub.add_option("--docs-url", options->docs_url,
                  "Base URL of the docs for SARIF helpUri links (default: the project's GitHub)");

@@ -68,7 +68,23 @@ std::string default_case_file(const std::string& policy) {
       return policy.substr(0, policy.size() - e.size()) + ".test" + e;
     }
   }
+  // A .policy file shares the YAML form's cases: X.policy -> X.test.yaml.
+  const std::string dsl = ".policy";
+  if (policy.size() > dsl.size() &&
+      policy.compare(policy.size() - dsl.size(), dsl.size(), dsl) == 0) {
+    return policy.substr(0, policy.size() - dsl.size()) + ".test.yaml";
+  }
   return policy + ".test.yaml";
+}
+
+// `path` without a policy extension (.yaml, .yml, .policy): the two forms of one policy share it.
+std::string policy_stem(const std::string& path) {
+  for (const std::string ext : {".yaml", ".yml", ".policy"}) {
+    if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0) {
+      return path.substr(0, path.size() - ext.size());
+    }
+  }
+  return path;
 }
 
 std::string real_path(const std::string& path) {
@@ -123,7 +139,8 @@ class CaseReader {
                                       ? policy->scalar
                                       : directory_of(path_) + "/" + policy->scalar;
         const std::string a = real_path(named), b = real_path(policy_path);
-        if (a.empty() || a != b) {
+        // The YAML and the DSL form of one policy (same directory and stem) share their cases.
+        if (a.empty() || (a != b && (b.empty() || policy_stem(a) != policy_stem(b)))) {
           error(*policy, "RG402",
                 "these cases are for '" + policy->scalar + "', not for " + policy_path,
                 "run them against the policy they name, or fix the policy: key");
@@ -474,7 +491,7 @@ Runner setup_test(CLI::App& sub) {
       "case, and invariants whose premise some valid case satisfies.\n"
       "Exit: 0 all pass, 1 failures, case-file errors or coverage below --min-coverage,\n"
       "2 usage/I/O.");
-  sub.add_option("POLICY", options->policy, "Policy file (.yaml)")->required();
+  sub.add_option("POLICY", options->policy, "Policy file (.policy or .yaml)")->required();
   sub.add_option("CASES", options->case_files, "Case files (default: POLICY's .test.yaml)");
   sub.add_option("--format", options->format, "text (default) or json (one document on stdout)");
   sub.add_flag("--coverage", options->coverage,

@@ -1,0 +1,109 @@
+// `replaygate fmt FILE...`: print .policy files in canonical form, rewrite them (--write) or list
+// those that are not canonical (--check). YAML files are refused: yaml-cpp does not report
+// comments, so a formatted YAML file would lose them (use `convert` to get the DSL form).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/print_dsl.h"
+#include "compiler/yaml_tree.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/files.h"
+#include "tools/cli/policy_source.h"
+
+namespace replaygate::cli {
+namespace {
+
+struct FmtOptions {
+  std::vector<std::string> files;
+  bool write = false;
+  bool check = false;
+};
+
+std::string extension_of(const std::string& path) {
+  return std::filesystem::path(path).extension().string();
+}
+
+int run_fmt(const FmtOptions& options) {
+  if (options.write && options.check) {
+    std::fprintf(stderr, "replaygate: error: --write and --check exclude each other\n");
+    return kExitUsage;
+  }
+  int exit_code = kExitOk;
+  const auto worst = [&](int code) {
+    if (code == kExitUsage || exit_code == kExitOk) exit_code = code;
+  };
+  for (const std::string& path : options.files) {
+    const std::string extension = extension_of(path);
+    if (extension == ".yaml" || extension == ".yml") {
+      std::fprintf(stderr,
+                   "replaygate: error: %s: fmt formats .policy files only; YAML comments cannot "
+                   "be kept (run 'replaygate convert %s --to policy' for the policy-language "
+                   "form)\n",
+                   path.c_str(), path.c_str());
+      worst(kExitUsage);
+      continue;
+    }
+    if (extension != ".policy") {
+      std::fprintf(stderr, "replaygate: error: %s: not a .policy file\n", path.c_str());
+      worst(kExitUsage);
+      continue;
+    }
+    std::string text, error;
+    if (!read_whole_file(path, yaml::kMaxBytes, &text, &error)) {
+      std::fprintf(stderr, "replaygate: error: %s\n", error.c_str());
+      worst(kExitUsage);
+      continue;
+    }
+    const FormatResult formatted = format_dsl(text, path);
+    if (!formatted.text) {
+      report_diagnostics(formatted.diagnostics, text, DiagnosticFormat::kText);
+      worst(kExitFindings);
+      continue;
+    }
+    if (options.check) {
+      if (*formatted.text != text) {
+        std::printf("%s\n", path.c_str());
+        worst(kExitFindings);
+      }
+    } else if (options.write) {
+      if (*formatted.text != text) {
+        if (!write_file_atomically(path, *formatted.text, &error)) {
+          std::fprintf(stderr, "replaygate: error: %s\n", error.c_str());
+          worst(kExitUsage);
+          continue;
+        }
+        std::fprintf(stderr, "formatted %s\n", path.c_str());
+      }
+    } else {
+      std::fwrite(formatted.text->data(), 1, formatted.text->size(), stdout);
+    }
+  }
+  if (options.check && exit_code == kExitFindings) {
+    std::fprintf(stderr,
+                 "replaygate: the files above are not in canonical form (run 'replaygate "
+                 "fmt --write')\n");
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+Runner setup_fmt(CLI::App& sub) {
+  auto options = std::make_shared<FmtOptions>();
+  sub.footer(
+      "Print each .policy FILE in canonical form (stdout), keeping its comments. --write rewrites\n"
+      "the files in place (atomically), --check lists the files that are not canonical.\n"
+      "YAML files are refused: their comments cannot be kept (use convert).\n"
+      "Exit: 0 ok (all canonical with --check), 1 syntax errors or non-canonical files,\n"
+      "2 usage/I/O.");
+  sub.add_option("FILE", options->files, "Policy files (.policy)")->required();
+  sub.add_flag("--write", options->write, "Rewrite the files in place");
+  sub.add_flag("--check", options->check, "List files that are not canonical; exit 1 if any");
+  return [options] { return run_fmt(*options); };
+}
+
+}  // namespace replaygate::cli
