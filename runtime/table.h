@@ -183,6 +183,7 @@ class Table {
   explicit Table(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   friend class Input;
+  friend struct TableTraceAccess;  // runtime/trace.cc reads the loaded table (read only)
 };
 
 }  // namespace replaygate

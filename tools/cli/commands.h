@@ -32,6 +32,9 @@ Runner setup_lint(CLI::App& sub);
 Runner setup_decide(CLI::App& sub);
 Runner setup_dump(CLI::App& sub);
 Runner setup_test(CLI::App& sub);
+Runner setup_explain(CLI::App& sub);
+Runner setup_graph(CLI::App& sub);
+Runner setup_matrix(CLI::App& sub);
 Runner setup_fmt(CLI::App& sub);
 Runner setup_convert(CLI::App& sub);
 Runner setup_review(CLI::App& sub);  // tools/cli/review.cc

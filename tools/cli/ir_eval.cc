@@ -239,17 +239,29 @@ std::string describe_field_value(const FieldValue& value) {
 std::string describe_condition(const ir::Policy& policy, const ir::Condition& c) {
   std::string out = policy.fields.at(c.field).name + " " + op_symbol(c.op);
   if (c.op == ir::Op::kAbsent || c.op == ir::Op::kPresent) return out;
+  // Enum values print bare, as the table's condition text has them (explain shows the same
+  // text with --policy and --table).
+  const bool bare = policy.fields.at(c.field).type == ir::FieldType::kEnum;
+  auto literal_text = [bare](const ir::Value& v) { return bare ? v.str : describe_literal(v); };
   if (c.op == ir::Op::kIn || c.op == ir::Op::kNotIn) {
     out += " [";
     for (size_t i = 0; i < c.values.size(); ++i) {
       if (i > 0) out += ", ";
-      out += describe_literal(c.values[i]);
+      out += literal_text(c.values[i]);
     }
     return out + "]";
   }
-  const std::string literal = describe_literal(c.values.at(0));
+  const std::string literal = literal_text(c.values.at(0));
   if (!c.constant.empty()) return out + " " + c.constant + " (" + literal + ")";
   return out + " " + literal;
+}
+
+const char* op_word_symbol(std::string_view word) {
+  for (ir::Op op : {ir::Op::kEq, ir::Op::kNe, ir::Op::kIn, ir::Op::kNotIn, ir::Op::kLt, ir::Op::kLe,
+                    ir::Op::kGt, ir::Op::kGe, ir::Op::kAbsent, ir::Op::kPresent}) {
+    if (word == ir::op_name(op)) return op_symbol(op);
+  }
+  return "?";
 }
 
 }  // namespace replaygate::cli

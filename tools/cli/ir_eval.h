@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/interpret.h"
@@ -54,9 +55,13 @@ bool row_matches(const ir::Policy& policy, const ir::Table& table, const ir::Row
                  const std::vector<FieldValue>& values);
 
 // Readable forms: `attempts >= max_attempts (3)`, `idempotency_key is absent`,
-// `topic in ["a", "b"]`; a literal as text ("payment.capture" quoted, 3, true).
+// `topic in ["a", "b"]` (enum values bare: `severity == high`); a literal as text
+// ("payment.capture" quoted, 3, true).
 std::string describe_condition(const ir::Policy& policy, const ir::Condition& condition);
 std::string describe_literal(const ir::Value& value);
+// The symbol for an op's word as the table stores it ("ge" -> ">=", "absent" -> "is absent"), the
+// same symbols describe_condition() uses; "?" for an unknown word.
+const char* op_word_symbol(std::string_view word);
 // A validated value: `"payment.capture"`, `3`, `true`, or `absent`.
 std::string describe_field_value(const FieldValue& value);
 

@@ -1,0 +1,193 @@
+// trace(): the per-rule trace of one decision (see trace.h). Reads Table::Impl, never changes it.
+#include "runtime/trace.h"
+
+#include "runtime/table_format.h"
+#include "runtime/table_impl.h"
+
+namespace replaygate {
+
+// Table's friend: the one door from trace() into the loaded table's internals.
+struct TableTraceAccess {
+  static const Table::Impl& impl(const Table& table) { return *table.impl_; }
+};
+
+namespace {
+
+using Slot = Input::Slot;
+
+const char* op_word(uint32_t op) {
+  static const char* const kNames[] = {"eq", "ne", "in", "not_in", "lt",
+                                       "le", "gt", "ge", "absent", "present"};
+  return op < format::kOpCount ? kNames[op] : "?";
+}
+
+const char* type_problem(FieldType type) {
+  switch (type) {
+    case FieldType::kString:
+    case FieldType::kEnum:
+      return "not a string";
+    case FieldType::kInt:
+      return "not an int";
+    case FieldType::kBool:
+      return "not a bool";
+  }
+  return "of the wrong type";
+}
+
+// The same validation and interning as decide(), written out with the reason for a failure.
+TraceField intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot& slot) {
+  TraceField out;
+  auto fail = [&out](std::string problem) {
+    out.valid = false;
+    out.problem = std::move(problem);
+    return out;
+  };
+  auto absent = [&](const char* problem) {
+    if (!f.optional) return fail(problem);
+    out.absent = true;
+    out.atom = 0;
+    return out;
+  };
+  switch (slot.state) {
+    case Slot::State::kUnset:
+      return absent("missing");
+    case Slot::State::kNull:
+      return absent("null");
+    case Slot::State::kInvalid:
+      return fail("unreadable (wrong JSON type or out of int64 range)");
+    case Slot::State::kString:
+      if (f.type == FieldType::kString) {
+        if (slot.s.empty() && f.empty_means_absent) return absent("empty (counts as absent)");
+        const uint32_t atom = t.lookup(f, slot.s, string_hash(slot.s));
+        out.atom = atom == 0 ? 1 : atom;  // not mentioned by the policy: "other"
+        return out;
+      }
+      if (f.type == FieldType::kEnum) {
+        const uint32_t atom = t.lookup(f, slot.s, string_hash(slot.s));
+        if (atom == 0) return fail("not one of its enum values");
+        out.atom = atom;
+        return out;
+      }
+      return fail(type_problem(f.type));
+    case Slot::State::kInt:
+      if (f.type != FieldType::kInt) return fail(type_problem(f.type));
+      if (f.has_min && slot.i < f.min) return fail("below its min " + std::to_string(f.min));
+      if (f.has_max && slot.i > f.max) return fail("above its max " + std::to_string(f.max));
+      out.atom = t.int_atom(f, slot.i);
+      return out;
+    case Slot::State::kBool:
+      if (f.type != FieldType::kBool) return fail(type_problem(f.type));
+      out.atom = slot.b ? 2 : 1;
+      return out;
+  }
+  return fail("unreadable");
+}
+
+}  // namespace
+
+Trace trace(const Table& table, const Input& input) {
+  const Table::Impl& t = TableTraceAccess::impl(table);
+  Trace out;
+  out.decision.verb = t.default_verb;
+  out.decision.kind = DecisionKind::kDefault;
+
+  const Slot unset{};
+  std::vector<uint32_t> atoms(t.fields.size(), 0);
+  for (uint32_t f = 0; f < t.fields.size(); ++f) {
+    const Slot& slot = f < input.size() ? input.slots()[f] : unset;
+    TraceField field = intern(t, t.fields[f], slot);
+    if (field.valid) field.atom_label = table.atom_label(f, field.atom);
+    const bool valid = field.valid;
+    atoms[f] = field.atom;
+    out.fields.push_back(std::move(field));
+    if (!valid) {
+      out.decision.kind = DecisionKind::kInvalidInput;
+      out.decision.invalid_field = f;
+      return out;
+    }
+  }
+
+  for (uint32_t r = 0; r < t.rules.size(); ++r) {
+    const Table::Impl::Rule& rule = t.rules[r];
+    TraceRule step;
+    step.rule = r;
+    step.is_table = rule.is_table;
+    if (!rule.is_table) {
+      step.id = std::string(t.catalog[rule.catalog_begin].id);
+      bool holds = true;
+      for (uint32_t c = 0; c < rule.item_count && holds; ++c) {
+        const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
+        const uint32_t atom = atoms[cond.field];
+        holds = (t.bitsets[cond.bits_begin + atom / 64] >> (atom % 64)) & 1u;
+        step.conditions.push_back({cond.field, op_word(cond.op), std::string(cond.text), holds});
+      }
+      step.matched = holds;
+      step.catalog = rule.catalog_begin;
+    } else {
+      step.id = std::string(rule.id);
+      for (uint32_t k = 0; k < rule.item_count; ++k) {
+        const uint32_t field = t.table_keys[rule.item_begin + k];
+        step.key_fields.push_back(field);
+        step.key_labels.push_back(table.atom_label(field, atoms[field]));
+      }
+      uint32_t best = 0, best_concrete = 0;
+      bool found = false;
+      for (uint32_t row = 0; row < rule.catalog_count; ++row) {
+        const uint32_t* keys = t.row_keys.data() + rule.row_key_begin + row * rule.item_count;
+        bool match = true;
+        uint32_t concrete = 0;
+        for (uint32_t k = 0; k < rule.item_count && match; ++k) {
+          if (keys[k] == format::kWildcard) continue;
+          ++concrete;
+          match = keys[k] == atoms[step.key_fields[k]];
+        }
+        if (!match) continue;
+        ++step.candidate_rows;
+        if (!found || concrete > best_concrete) {  // a tie keeps the earlier row
+          found = true;
+          best = row;
+          best_concrete = concrete;
+        }
+      }
+      step.matched = found;
+      step.catalog = found ? rule.catalog_begin + best : 0;
+    }
+    const bool matched = step.matched;
+    const uint32_t catalog = step.catalog;
+    out.rules.push_back(std::move(step));
+    if (matched) {
+      out.decision.kind = DecisionKind::kRule;
+      out.decision.rule = catalog;
+      out.decision.verb = t.catalog[catalog].verb;
+      return out;
+    }
+  }
+  return out;
+}
+
+std::vector<OutlineRule> outline(const Table& table) {
+  const Table::Impl& t = TableTraceAccess::impl(table);
+  std::vector<OutlineRule> out;
+  for (const Table::Impl::Rule& rule : t.rules) {
+    OutlineRule o;
+    o.is_table = rule.is_table;
+    o.catalog_begin = rule.catalog_begin;
+    o.catalog_count = rule.catalog_count;
+    if (!rule.is_table) {
+      o.id = std::string(t.catalog[rule.catalog_begin].id);
+      for (uint32_t c = 0; c < rule.item_count; ++c) {
+        const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
+        o.conditions.push_back({cond.field, op_word(cond.op), std::string(cond.text), false});
+      }
+    } else {
+      o.id = std::string(rule.id);
+      for (uint32_t k = 0; k < rule.item_count; ++k) {
+        o.key_fields.push_back(t.table_keys[rule.item_begin + k]);
+      }
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace replaygate

@@ -1,0 +1,430 @@
+// `replaygate explain (--policy P | --table T) [LETTER_FILE|-]`: why one letter gets its verb.
+//
+// Reads one JSON letter (the `letters` record format of `decide`, tools/cli/letters.h; it may span
+// several lines) and prints, in order, each rule considered: for a guard each condition evaluated
+// up to the first that fails, with the field's value and why it failed (absent, value, bound); for
+// a table the key tuple looked up and the row that hit, or none. Then the decision, the verb's
+// effect class and description (what it will do), the deciding rule and its reason. An invalid
+// input names the field and why it is invalid, and says that the default applies.
+//
+// With --policy the walk runs over the checked IR (tools/cli/ir_eval.h, the interpreter's
+// semantics); with --table over the frozen table (runtime/trace.h). Both build the same Report, so
+// the two print the same text for the same policy; both are checked against decide().
+// Exit: 0 explained (whatever the verb), 1 policy errors or an unreadable letter, 2 usage/I/O.
+#include <simdjson.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compiler/interpret.h"
+#include "compiler/lower.h"
+#include "runtime/table.h"
+#include "runtime/trace.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/files.h"
+#include "tools/cli/ir_eval.h"
+#include "tools/cli/letters.h"
+#include "tools/cli/policy_source.h"
+
+namespace replaygate::cli {
+namespace {
+
+constexpr size_t kMaxLetterBytes = size_t{1} << 20;
+
+struct ExplainOptions {
+  std::string policy;
+  std::string table;
+  std::string letter = "-";
+  std::string format = "text";
+};
+
+struct ConditionStep {
+  std::string text;   // "attempts >= max_attempts (3)"
+  std::string field;  // "attempts"
+  std::string value;  // the field's value: "1", "\"cap\"", "absent"
+  bool holds = false;
+  std::string why;  // when it fails: "absent", "value", "bound"
+};
+
+struct RuleStep {
+  bool is_table = false;
+  std::string id;
+  bool matched = false;
+  std::vector<ConditionStep> conditions;  // guards
+  std::vector<std::string> key_fields;    // tables
+  std::vector<std::string> key_values;    // tables: the tuple looked up
+  std::string row;                        // tables: the row that hit, or ""
+};
+
+struct Report {
+  std::string policy_id;
+  int64_t revision = 0;
+  std::vector<std::pair<std::string, std::string>> letter;  // field -> value as read
+  bool valid = true;
+  std::string invalid_field, invalid_why, invalid_value;
+  std::vector<RuleStep> steps;
+  std::string verb, effect, description, kind, rule, reason;
+  uint32_t line = 0;  // of the deciding rule; 0 for the default
+};
+
+LetterValue slot_value(const Input::Slot& slot) {
+  switch (slot.state) {
+    case Input::Slot::State::kUnset:
+      return LetterValue::Missing();
+    case Input::Slot::State::kNull:
+      return LetterValue::Null();
+    case Input::Slot::State::kString:
+      return LetterValue::String(std::string(slot.s));
+    case Input::Slot::State::kInt:
+      return LetterValue::Int(slot.i);
+    case Input::Slot::State::kBool:
+      return LetterValue::Bool(slot.b);
+    case Input::Slot::State::kInvalid:
+      return LetterValue::Invalid();
+  }
+  return LetterValue::Invalid();
+}
+
+// The decision part, common to both walks (read from the table, which both have).
+void fill_decision(const Table& table, const Decision& d, uint32_t line, Report* report) {
+  report->verb = table.verb_name(d.verb);
+  report->effect = effect_name(table.verb_effect(d.verb));
+  report->description = table.verb_description(d.verb);
+  report->kind = d.kind == DecisionKind::kRule      ? "rule"
+                 : d.kind == DecisionKind::kDefault ? "default"
+                                                    : "invalid_input";
+  report->rule = table.rule_name(d);
+  report->reason = table.reason(d);
+  report->line = line;
+}
+
+Report explain_policy(const ir::CheckedPolicy& checked, const Table& table, const Letter& letter) {
+  const ir::Policy& policy = checked.policy;
+  Report report;
+  report.policy_id = policy.id;
+  report.revision = policy.revision;
+  const ValidatedLetter valid = validate_letter(policy, letter);
+  if (!valid.valid) {
+    report.valid = false;
+    report.invalid_field = policy.fields.at(valid.invalid_field).name;
+    report.invalid_why = valid.invalid_why;
+    report.invalid_value = describe_value(letter.at(valid.invalid_field));
+  }
+  Decision d;
+  d.verb = policy.default_verb;
+  d.kind = valid.valid ? DecisionKind::kDefault : DecisionKind::kInvalidInput;
+  d.invalid_field = valid.valid ? 0 : valid.invalid_field;
+  uint32_t line = 0;
+  uint32_t catalog_base = 0;
+  for (uint32_t r = 0; valid.valid && r < policy.rules.size(); ++r) {
+    RuleStep step;
+    if (const auto* guard = std::get_if<ir::Guard>(&policy.rules[r])) {
+      step.id = guard->id;
+      step.matched = true;
+      for (const ir::Condition& c : guard->conditions) {
+        const FailWhy why = check_condition(policy, c, valid.values);
+        step.conditions.push_back({describe_condition(policy, c), policy.fields.at(c.field).name,
+                                   describe_field_value(valid.values.at(c.field)),
+                                   why == FailWhy::kHolds,
+                                   why == FailWhy::kHolds ? "" : fail_why_name(why)});
+        if (why != FailWhy::kHolds) {
+          step.matched = false;
+          break;
+        }
+      }
+      if (step.matched) {
+        d.kind = DecisionKind::kRule;
+        d.rule = catalog_base;
+        d.verb = guard->verb;
+        line = r < checked.source.rules.size() ? checked.source.rules[r].line : 0;
+      }
+      catalog_base += 1;
+    } else {
+      const auto& t = std::get<ir::Table>(policy.rules[r]);
+      step.is_table = true;
+      step.id = t.id;
+      for (uint32_t f : t.key_fields) {
+        step.key_fields.push_back(policy.fields.at(f).name);
+        step.key_values.push_back(describe_field_value(valid.values.at(f)));
+      }
+      std::optional<uint32_t> best;
+      size_t best_concrete = 0;
+      for (uint32_t row = 0; row < t.rows.size(); ++row) {
+        if (!row_matches(policy, t, t.rows[row], valid.values)) continue;
+        size_t concrete = 0;
+        for (const auto& key : t.rows[row].keys) concrete += key ? 1 : 0;
+        if (!best || concrete > best_concrete) {
+          best = row;
+          best_concrete = concrete;
+        }
+      }
+      if (best) {
+        step.matched = true;
+        step.row = t.rows[*best].id;
+        d.kind = DecisionKind::kRule;
+        d.rule = catalog_base + *best;
+        d.verb = t.rows[*best].verb;
+        if (r < checked.source.rows.size() && *best < checked.source.rows[r].size()) {
+          line = checked.source.rows[r][*best].line;
+        }
+      }
+      catalog_base += static_cast<uint32_t>(t.rows.size());
+    }
+    const bool matched = step.matched;
+    report.steps.push_back(std::move(step));
+    if (matched) break;
+  }
+  fill_decision(table, d, line, &report);
+  return report;
+}
+
+Report explain_table(const Table& table, const Input& input, const Letter& letter) {
+  Report report;
+  report.policy_id = table.policy_id();
+  report.revision = table.revision();
+  const Trace tr = trace(table, input);
+  if (tr.decision.kind == DecisionKind::kInvalidInput) {
+    const uint32_t f = tr.decision.invalid_field;
+    report.valid = false;
+    report.invalid_field = table.field(f).name;
+    report.invalid_why = tr.fields.at(f).problem;
+    report.invalid_value = describe_value(f < letter.size() ? letter[f] : LetterValue());
+  }
+  for (const TraceRule& tr_rule : tr.rules) {
+    RuleStep step;
+    step.is_table = tr_rule.is_table;
+    step.id = tr_rule.id;
+    step.matched = tr_rule.matched;
+    for (const TraceCondition& c : tr_rule.conditions) {
+      const std::string field(table.field(c.field).name);
+      const TraceField& value = tr.fields.at(c.field);
+      std::string text = field + " " + op_word_symbol(c.op);
+      if (!c.operand.empty()) text += " " + c.operand;
+      std::string why;
+      if (!c.holds) {
+        why = value.absent && c.op != "absent"                                 ? "absent"
+              : (c.op == "lt" || c.op == "le" || c.op == "gt" || c.op == "ge") ? "bound"
+                                                                               : "value";
+      }
+      step.conditions.push_back({text, field,
+                                 value.absent ? "absent" : describe_value(letter.at(c.field)),
+                                 c.holds, why});
+    }
+    for (uint32_t f : tr_rule.key_fields) {
+      step.key_fields.emplace_back(table.field(f).name);
+      step.key_values.push_back(tr.fields.at(f).absent ? "absent" : describe_value(letter.at(f)));
+    }
+    if (tr_rule.is_table && tr_rule.matched) step.row = table.rule_id(tr_rule.catalog);
+    report.steps.push_back(std::move(step));
+  }
+  fill_decision(
+      table, tr.decision,
+      tr.decision.kind == DecisionKind::kRule ? table.rule_source_line(tr.decision.rule) : 0,
+      &report);
+  return report;
+}
+
+std::string render_text(const Report& r, const std::string& source) {
+  std::string out = "policy " + r.policy_id + " revision " + std::to_string(r.revision) + " (" +
+                    source + ")\nletter:\n";
+  for (const auto& [field, value] : r.letter) out += "  " + field + " = " + value + "\n";
+  if (!r.valid) {
+    // An unreadable value has nothing to show beyond the why.
+    const std::string value =
+        r.invalid_value == "<invalid>" ? "" : " (value " + r.invalid_value + ")";
+    out += "\ninvalid input: " + r.invalid_field + " is " + r.invalid_why + value +
+           "; no rule is considered and the default applies\n";
+  } else {
+    out += "\nrules, in order:\n";
+    size_t n = 0;
+    for (const RuleStep& s : r.steps) {
+      ++n;
+      out += "  " + std::to_string(n) + ". " + (s.is_table ? "table " : "guard ") + s.id + ": ";
+      if (s.is_table) {
+        out += s.matched ? "row " + s.row + " hit\n" : "no row hit\n";
+        std::string fields, values;
+        for (size_t k = 0; k < s.key_fields.size(); ++k) {
+          fields += (k ? ", " : "") + s.key_fields[k];
+          values += (k ? ", " : "") + s.key_values[k];
+        }
+        out += "       looked up (" + fields + ") = (" + values + ")\n";
+        continue;
+      }
+      out += s.matched ? "matched\n" : "no match\n";
+      for (const ConditionStep& c : s.conditions) {
+        out += "       " + c.text + ": ";
+        out += c.holds ? "holds (" + c.field + " = " + c.value + ")\n"
+                       : "fails (" + c.field + " = " + c.value + ", " + c.why + ")\n";
+      }
+    }
+    if (r.steps.empty()) out += "  (the policy has no rules)\n";
+    if (r.kind == "default") out += "  no rule matched\n";
+  }
+  out += "\ndecision: " + r.verb + " (effect " + r.effect + ")\n";
+  out += "  rule: " + r.rule;
+  if (r.line > 0) out += " (line " + std::to_string(r.line) + ")";
+  out += "\n  reason: " + r.reason + "\n";
+  out += "  what it will do: " + r.description + "\n";
+  return out;
+}
+
+std::string render_json(const Report& r, const std::string& source) {
+  using Json = nlohmann::ordered_json;
+  Json doc;
+  doc["policy"] = {{"id", r.policy_id}, {"revision", r.revision}, {"source", source}};
+  Json letter = Json::object();
+  for (const auto& [field, value] : r.letter) letter[field] = value;
+  doc["letter"] = std::move(letter);
+  doc["valid"] = r.valid;
+  if (!r.valid) {
+    doc["invalid"] = {
+        {"field", r.invalid_field}, {"why", r.invalid_why}, {"value", r.invalid_value}};
+  }
+  Json steps = Json::array();
+  for (const RuleStep& s : r.steps) {
+    Json step;
+    step["kind"] = s.is_table ? "table" : "guard";
+    step["id"] = s.id;
+    step["matched"] = s.matched;
+    if (s.is_table) {
+      step["keys"] = s.key_fields;
+      step["lookup"] = s.key_values;
+      step["row"] = s.matched ? Json(s.row) : Json(nullptr);
+    } else {
+      Json conditions = Json::array();
+      for (const ConditionStep& c : s.conditions) {
+        Json cj = {
+            {"condition", c.text}, {"field", c.field}, {"value", c.value}, {"holds", c.holds}};
+        if (!c.holds) cj["why"] = c.why;
+        conditions.push_back(std::move(cj));
+      }
+      step["conditions"] = std::move(conditions);
+    }
+    steps.push_back(std::move(step));
+  }
+  doc["rules"] = std::move(steps);
+  doc["decision"] = {{"verb", r.verb}, {"effect", r.effect}, {"description", r.description},
+                     {"kind", r.kind}, {"rule", r.rule},     {"reason", r.reason},
+                     {"line", r.line}};
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+int run_explain(const ExplainOptions& options) {
+  if (options.policy.empty() == options.table.empty()) {
+    std::fprintf(stderr,
+                 "replaygate explain: error: give exactly one of --policy POLICY.yaml or --table "
+                 "TABLE.rgt\nRun 'replaygate explain --help' for usage.\n");
+    return kExitUsage;
+  }
+  if (options.format != "text" && options.format != "json") {
+    std::fprintf(stderr, "replaygate explain: error: --format must be text or json, not '%s'\n",
+                 options.format.c_str());
+    return kExitUsage;
+  }
+  std::optional<ir::CheckedPolicy> checked;
+  std::unique_ptr<Table> table;
+  if (!options.policy.empty()) {
+    LoadedPolicy loaded;
+    if (const int code = load_policy_reporting(options.policy, DiagnosticFormat::kText, &loaded);
+        code != kExitOk) {
+      return code;
+    }
+    checked = std::move(*loaded.policy);
+    const std::vector<uint8_t> bytes = lower(*checked);
+    LoadStatus status;
+    table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+    if (table == nullptr) {
+      std::fprintf(stderr, "replaygate: internal error: the table compiled from %s does not load\n",
+                   options.policy.c_str());
+      return kExitUsage;
+    }
+  } else if (const int code = open_table("", options.table, &table); code != kExitOk) {
+    return code;
+  }
+
+  std::string text, io_error;
+  if (options.letter == "-") {
+    char buffer[65536];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, stdin)) > 0) {
+      text.append(buffer, n);
+      if (text.size() > kMaxLetterBytes) break;
+    }
+    if (std::ferror(stdin)) {
+      std::fprintf(stderr, "replaygate: cannot read standard input\n");
+      return kExitUsage;
+    }
+    if (text.size() > kMaxLetterBytes) {
+      std::fprintf(stderr, "replaygate: the letter on standard input is larger than 1 MiB\n");
+      return kExitUsage;
+    }
+  } else if (!read_whole_file(options.letter, kMaxLetterBytes, &text, &io_error)) {
+    std::fprintf(stderr, "replaygate: %s\n", io_error.c_str());
+    return kExitUsage;
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
+                           text.back() == '\t')) {
+    text.pop_back();
+  }
+  const size_t length = text.size();
+  text.append(simdjson::SIMDJSON_PADDING, '\0');
+  Input input(*table);
+  LetterParser parser(*table);
+  RecordMeta meta;
+  std::string problem;
+  const std::string source = options.policy.empty() ? options.table : options.policy;
+  if (!parser.parse(std::string_view(text.data(), length), input, &meta, &problem)) {
+    std::fprintf(stderr, "replaygate explain: %s: unreadable letter: %s\n",
+                 options.letter == "-" ? "<stdin>" : options.letter.c_str(), problem.c_str());
+    return kExitFindings;
+  }
+  Letter letter(table->field_count());
+  for (uint32_t f = 0; f < table->field_count() && f < input.size(); ++f) {
+    letter[f] = slot_value(input.slots()[f]);
+  }
+  Report report =
+      checked ? explain_policy(*checked, *table, letter) : explain_table(*table, input, letter);
+  for (uint32_t f = 0; f < table->field_count(); ++f) {
+    report.letter.emplace_back(std::string(table->field(f).name), describe_value(letter[f]));
+  }
+  // The explanation must name the verb and rule decide() gives; anything else is a bug.
+  const Decision d = table->decide(input);
+  if (std::string(table->verb_name(d.verb)) != report.verb ||
+      std::string(table->rule_name(d)) != report.rule) {
+    std::fprintf(stderr, "replaygate: internal error: explain and decide disagree (%s vs %s)\n",
+                 report.verb.c_str(), std::string(table->verb_name(d.verb)).c_str());
+    return kExitUsage;
+  }
+  const std::string out =
+      options.format == "json" ? render_json(report, source) : render_text(report, source);
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "replaygate: cannot write to standard output\n");
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_explain(CLI::App& sub) {
+  auto options = std::make_shared<ExplainOptions>();
+  sub.footer(
+      "Explain the decision for one letter (a JSON object as in decide's letters format; it may\n"
+      "span lines): each rule considered in order, each guard's conditions up to the first that\n"
+      "fails (field, value, and why: absent, value, bound), each table's key tuple and the row\n"
+      "that hit; then the verb, its effect, what it will do, the rule and the reason.\n"
+      "Exit: 0 explained, 1 policy errors or an unreadable letter, 2 usage/I/O.");
+  sub.add_option("--policy", options->policy, "Policy file (.yaml), walked over its IR");
+  sub.add_option("--table", options->table, "Frozen table (.rgt), walked with runtime/trace.h");
+  sub.add_option("LETTER", options->letter, "Letter file, or - for standard input (default)");
+  sub.add_option("--format", options->format, "text (default) or json");
+  return [options] { return run_explain(*options); };
+}
+
+}  // namespace replaygate::cli
