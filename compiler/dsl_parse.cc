@@ -77,7 +77,8 @@ struct escape_code : sor<one<'"', '\\', 'n', 't'>, seq<one<'x'>, xdigit, xdigit>
 struct escape : seq<one<'\\'>, must<escape_code>> {};
 struct string_char : sor<escape, not_one<'"', '\\', '\n', '\r', '\t'>> {};
 struct close_quote : one<'"'> {};
-struct quoted : seq<one<'"'>, star<string_char>, must<close_quote>> {};
+struct no_raw_tab : not_at<one<'\t'>> {};
+struct quoted : seq<one<'"'>, star<string_char>, must<no_raw_tab, close_quote>> {};
 
 // Literals. lit_* actions set State::literal; the enclosing rule's action takes it.
 struct lit_quoted : quoted {};
@@ -234,6 +235,8 @@ inline constexpr const char* message = nullptr;
   template <>              \
   inline constexpr const char* message<g::rule> = text
 RG_MSG(escape_code, "unknown escape in a string\nthe escapes are \\\", \\\\, \\n, \\t and \\xHH");
+RG_MSG(no_raw_tab,
+       "a tab inside a string\nwrite \\t for a tab in a string (tabs between words are fine)");
 RG_MSG(close_quote,
        "unterminated string\na string ends on the line it starts; write \\n for a line break, "
        "\\t for a tab, \\\" for a quote");
