@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/invariants.h"
 #include "compiler/partition.h"
 #include "compiler/usefulness.h"
 
@@ -264,6 +265,8 @@ class Analyzer {
         analyze_table(r, std::get<ir::Table>(policy_.rules[r]));
       }
     }
+    // Invariants and gaps need every decision region (compiler/invariants.h).
+    for (Diagnostic& d : region_diagnostics(checked_)) out_.push_back(std::move(d));
     return std::move(out_);
   }
 

@@ -160,6 +160,9 @@ struct Policy {
   std::vector<Constant> constants;
   std::optional<std::vector<Rule>> rules;
   std::vector<Invariant> invariants;
+  // Names of letter or record fields that carry secrets (prompts, credentials, signed URLs,
+  // tokens). YAML: `sensitive: [prompt, signed_url]`. See ir::Policy::sensitive.
+  std::optional<LiteralList> sensitive;
   ir::Span span;  // the document (where missing top-level keys are reported)
   ir::Span id_span;
 };

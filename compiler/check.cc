@@ -3,6 +3,7 @@
 // default, rules. Names are resolved through small maps built from the declarations.
 #include "compiler/check.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -113,6 +114,8 @@ class Checker {
       field_index_.emplace(p.fields[i].name, i);
       field_names_.push_back(p.fields[i].name);
     }
+    if (policy.inputs) derivations(*policy.inputs, p);
+    if (policy.sensitive) sensitive(*policy.sensitive, p);
 
     if (!policy.verbs) {
       missing("verbs", policy.span, "declare the verbs (never, replay_once, hold, ...)");
@@ -188,6 +191,12 @@ class Checker {
           out.source.rows.push_back(std::move(spans));
         }
       }
+    }
+    for (const ast::Invariant& invariant : policy.invariants) {
+      std::vector<ir::Span> spans;
+      p.invariants.push_back(this->invariant(invariant, p, spans));
+      out.source.invariants.push_back(invariant.span);
+      out.source.invariant_conditions.push_back(std::move(spans));
     }
     return out;
   }
@@ -345,7 +354,223 @@ class Checker {
       error("RG102", label + " is an enum but has no 'values'", input.type->span,
             "list the allowed values: values: [a, b, c]");
     }
+    if (input.domain) {
+      if (f.type != ir::FieldType::kString) {
+        not_for_type("domain", input.domain->span, "string");
+      } else {
+        domain_values(*input.domain, label, f);
+      }
+    }
     return f;
+  }
+
+  // Derived bools (ir::Derivation): `derived` only on a required bool; the op one of eq, ne, lt,
+  // le, gt, ge; two operands naming required int inputs declared before the derived one, so a
+  // derivation never depends on another derivation or on an absent value.
+  void derivations(const std::vector<ast::Input>& inputs, ir::Policy& p) {
+    static const std::vector<std::string> kDerivationOps = {"eq", "ne", "lt", "le", "gt", "ge"};
+    for (uint32_t i = 0; i < inputs.size() && i < p.fields.size(); ++i) {
+      if (!inputs[i].derived) continue;
+      const ast::Derivation& d = *inputs[i].derived;
+      ir::Field& f = p.fields[i];
+      const std::string label = "input " + quote(f.name);
+      if (!inputs[i].type || f.type != ir::FieldType::kBool || f.optional) {
+        if (inputs[i].type && f.type != ir::FieldType::kBool) {
+          error("RG140",
+                "'derived' applies to bool inputs only; " + label + " has type " +
+                    ir::field_type_name(f.type),
+                d.span, "declare it 'type: bool'");
+        } else if (f.optional) {
+          error("RG140", "derived " + label + " cannot be optional: it is always computed", d.span,
+                "remove 'optional: true'");
+        }
+        continue;
+      }
+      ir::Derivation out;
+      bool ok = true;
+      const auto op = std::find(kDerivationOps.begin(), kDerivationOps.end(), d.op.text);
+      if (op == kDerivationOps.end()) {
+        error("RG141", "unknown operator " + quote(d.op.text) + " in the derivation of " + label,
+              d.op.span, did_you_mean(d.op.text, kDerivationOps));
+        ok = false;
+      } else {
+        static const ir::Op kIrOps[] = {ir::Op::kEq, ir::Op::kNe, ir::Op::kLt,
+                                        ir::Op::kLe, ir::Op::kGt, ir::Op::kGe};
+        out.op = kIrOps[op - kDerivationOps.begin()];
+      }
+      if (d.operands.size() != 2) {
+        error("RG141",
+              "the derivation of " + label + " needs two input names, not " +
+                  std::to_string(d.operands.size()),
+              d.op.span, "write e.g. derived: {lt: [message_revision, record_revision]}");
+        continue;
+      }
+      uint32_t operand_index[2] = {0, 0};
+      for (size_t k = 0; k < 2; ++k) {
+        const ast::Name& name = d.operands[k];
+        const auto it = field_index_.find(name.text);
+        if (it == field_index_.end()) {
+          error("RG105", "unknown field " + quote(name.text) + " in the derivation of " + label,
+                name.span, did_you_mean(name.text, field_names_, "declare it under 'inputs'"));
+          ok = false;
+          continue;
+        }
+        const ir::Field& operand = p.fields[it->second];
+        if (it->second >= i || operand.type != ir::FieldType::kInt || operand.optional) {
+          const std::string why = it->second >= i ? "is not declared before it"
+                                  : operand.type != ir::FieldType::kInt
+                                      ? std::string("has type ") + ir::field_type_name(operand.type)
+                                      : "is optional";
+          error("RG142",
+                "operand " + quote(name.text) + " of the derivation of " + label + " " + why,
+                name.span, "a derivation compares two required int inputs declared above it");
+          ok = false;
+          continue;
+        }
+        operand_index[k] = it->second;
+      }
+      if (!ok) continue;
+      out.lhs = operand_index[0];
+      out.rhs = operand_index[1];
+      f.derived = out;
+    }
+  }
+
+  // The policy's sensitive field names: non-empty words, each once.
+  void sensitive(const ast::LiteralList& list, ir::Policy& p) {
+    std::map<std::string, uint32_t> seen;
+    for (const Literal& item : list.items) {
+      if (item.kind == Literal::Kind::kNull || item.text.empty() ||
+          has_space_or_control(item.text)) {
+        error("RG143", "a sensitive field name must be a non-empty name without spaces", item.span,
+              "write the letter or record field's name, e.g. prompt");
+        continue;
+      }
+      const auto [it, inserted] = seen.emplace(item.text, item.span.line);
+      if (!inserted) {
+        error("RG143", "sensitive field " + quote(item.text) + " is listed twice", item.span,
+              "already listed at line " + std::to_string(it->second));
+        continue;
+      }
+      p.sensitive.push_back(item.text);
+    }
+  }
+
+  // RG131: a string field's declared known values: a non-empty list of distinct strings (bare
+  // or quoted, not null, not a bare boolean); "" is not allowed when it means absent.
+  void domain_values(const ast::LiteralList& values, const std::string& label, ir::Field& f) {
+    if (values.items.empty()) {
+      error("RG131", label + " has an empty 'domain'", values.span,
+            "list the values the field is known to take, or remove 'domain'");
+      return;
+    }
+    std::map<std::string, uint32_t> seen;
+    for (const Literal& value : values.items) {
+      if (value.kind == Literal::Kind::kNull) {
+        error("RG131", label + " has an empty value in its 'domain'", value.span,
+              "remove it, or write the value");
+        continue;
+      }
+      if (value.bare("true") || value.bare("false")) {
+        error("RG108", "domain value " + value.text + " of " + label + " is a boolean", value.span,
+              "quote it to use the word as a value: '" + value.text + "'");
+        continue;
+      }
+      if (value.text.empty() && f.empty_means_absent) {
+        error("RG131",
+              label + " lists \"\" in its 'domain', but an empty " + f.name + " is read as absent",
+              value.span, "remove \"\" from the domain");
+        continue;
+      }
+      const auto [it, inserted] = seen.emplace(value.text, value.span.line);
+      if (!inserted) {
+        error("RG131", "duplicate domain value " + quote(value.text) + " in " + label, value.span,
+              "already listed at line " + std::to_string(it->second));
+        continue;
+      }
+      f.domain.push_back(value.text);
+    }
+  }
+
+  // An invariant: id, premise (guard conditions, possibly none), one requirement, reason.
+  // RG102 (no require), RG104 (unknown verb), RG113 (unknown effect), RG130 (bad requirement).
+  ir::Invariant invariant(const ast::Invariant& invariant, const ir::Policy& p,
+                          std::vector<ir::Span>& spans) {
+    ir::Invariant inv;
+    inv.id = invariant.id.text;
+    claim_id(inv.id, invariant.id.span, "invariant");
+    const std::string label = "invariant " + quote(inv.id);
+    if (invariant.when) {
+      for (const ast::Condition& condition : *invariant.when) {
+        if (condition.malformed) continue;
+        if (auto c = this->condition(condition, p)) {
+          inv.conditions.push_back(std::move(*c));
+          spans.push_back(condition.span);
+        }
+      }
+    }
+    if (invariant.reason) inv.reason = string_literal(*invariant.reason, "reason");
+    if (!invariant.require_op) {
+      error("RG102", label + " has no 'require'", invariant.span,
+            "add e.g. 'require: {verb_in: [hold, never]}' or 'require: {effect_not: create}'");
+      return inv;
+    }
+    const ast::Name& op = *invariant.require_op;
+    if (op.text.empty()) return inv;  // the front-end reported a malformed requirement
+    static const std::map<std::string, ir::InvariantOp> kRequireOps = {
+        {"verb_in", ir::InvariantOp::kVerbIn},
+        {"verb_not_in", ir::InvariantOp::kVerbNotIn},
+        {"effect_at_most", ir::InvariantOp::kEffectAtMost},
+        {"effect_not", ir::InvariantOp::kEffectNot}};
+    static const std::vector<std::string> kRequireNames = {"verb_in", "verb_not_in",
+                                                           "effect_at_most", "effect_not"};
+    const auto it = kRequireOps.find(op.text);
+    if (it == kRequireOps.end()) {
+      error("RG130", "unknown requirement " + quote(op.text) + " in " + label, op.span,
+            did_you_mean(op.text, kRequireNames));
+      return inv;
+    }
+    inv.op = it->second;
+    const bool on_verbs =
+        inv.op == ir::InvariantOp::kVerbIn || inv.op == ir::InvariantOp::kVerbNotIn;
+    if (on_verbs) {
+      if (invariant.operands.empty()) {
+        error("RG130", "'" + op.text + "' of " + label + " lists no verb", op.span,
+              "list at least one verb: " + op.text + ": [hold, never]");
+        return inv;
+      }
+      std::map<std::string, uint32_t> seen;
+      for (const ast::Name& name : invariant.operands) {
+        auto index = resolve_verb(name);
+        if (!index) continue;
+        if (!seen.emplace(name.text, name.span.line).second) {
+          error("RG130", "verb " + quote(name.text) + " is listed twice in " + label, name.span,
+                "list each verb once");
+          continue;
+        }
+        inv.verbs.push_back(*index);
+      }
+      return inv;
+    }
+    if (invariant.operands.size() != 1) {
+      error("RG130", "'" + op.text + "' of " + label + " takes one effect, not a list", op.span,
+            "write e.g. " + op.text + ": create");
+      return inv;
+    }
+    const ast::Name& effect = invariant.operands.front();
+    static const std::map<std::string, ir::Effect> kEffectByName = {
+        {"none", ir::Effect::kNone},
+        {"read", ir::Effect::kRead},
+        {"copy", ir::Effect::kCopy},
+        {"create", ir::Effect::kCreate}};
+    const auto e = kEffectByName.find(effect.text);
+    if (e == kEffectByName.end()) {
+      error("RG113", "unknown effect " + quote(effect.text) + " in " + label, effect.span,
+            did_you_mean(effect.text, kEffects));
+      return inv;
+    }
+    inv.effect = e->second;
+    return inv;
   }
 
   void enum_values(const ast::LiteralList& values, const std::string& label, ir::Field& f) {

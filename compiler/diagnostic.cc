@@ -1,4 +1,4 @@
-// Diagnostics as data: ordering, text and JSON rendering, and "did you mean" suggestions.
+// Diagnostics as data: ordering, text, JSON, SARIF and GitHub rendering, "did you mean" hints.
 //
 // Text rendering keeps the caret under the offending byte even when the line holds tabs
 // (copied into the caret prefix) or multi-byte UTF-8 (one space per code point); bytes that are
@@ -6,6 +6,7 @@
 #include "compiler/diagnostic.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -308,6 +309,245 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
     }
   }
   return best;
+}
+
+}  // namespace replaygate
+
+// ---- SARIF and GitHub renderers (CI formats) ----
+namespace replaygate {
+namespace {
+
+struct CodeTitle {
+  const char* code;
+  const char* title;
+};
+
+// One line per code, kept in step with docs/diagnostics.md (a test checks every code there).
+constexpr CodeTitle kCodeTitles[] = {
+    {"RG001", "YAML syntax error"},
+    {"RG002", "duplicate mapping key"},
+    {"RG003", "anchor or alias"},
+    {"RG004", "explicit tag"},
+    {"RG005", "nesting too deep"},
+    {"RG006", "more than one YAML document"},
+    {"RG007", "file too large"},
+    {"RG008", "mapping key that is not a scalar"},
+    {"RG009", "file is not valid UTF-8"},
+    {"RG010", "byte order mark"},
+    {"RG011", "control byte in the file"},
+    {"RG012", "DSL front-end not available"},
+    {"RG013", "unsupported file extension"},
+    {"RG099", "internal error while compiling"},
+    {"RG100", "empty file or root not a mapping"},
+    {"RG101", "unknown key"},
+    {"RG102", "required key missing"},
+    {"RG103", "value of the wrong shape"},
+    {"RG104", "unknown verb"},
+    {"RG105", "unknown field"},
+    {"RG106", "unknown constant"},
+    {"RG107", "unknown operator"},
+    {"RG108", "type mismatch"},
+    {"RG109", "not a valid decimal int"},
+    {"RG110", "int outside the field's bounds"},
+    {"RG111", "value not in the enum"},
+    {"RG112", "unknown input type"},
+    {"RG113", "unknown verb effect"},
+    {"RG114", "min greater than max"},
+    {"RG115", "property does not apply to the type"},
+    {"RG116", "bad enum values"},
+    {"RG117", "absent/present on a required field"},
+    {"RG118", "ordering operator on a non-int field"},
+    {"RG119", "guard without conditions"},
+    {"RG120", "wrong operand shape"},
+    {"RG121", "duplicate rule or row id"},
+    {"RG122", "reserved id 'default'"},
+    {"RG123", "row with the wrong number of values"},
+    {"RG124", "default verb's effect is not none"},
+    {"RG125", "field is a table key twice"},
+    {"RG126", "table with no keys or more than 8"},
+    {"RG127", "invalid name or id"},
+    {"RG128", "absent/present as a row key"},
+    {"RG129", "too many inputs"},
+    {"RG201", "guard can never match"},
+    {"RG202", "rule never reached"},
+    {"RG203", "duplicate table row"},
+    {"RG204", "conflicting rows"},
+    {"RG205", "table row can never match"},
+    {"RG206", "wildcard lets absent inputs reach a doing verb"},
+    {"RG209", "analysis stopped early"},
+    {"RG301", "mapping file structure"},
+    {"RG302", "mapped key is not a policy input"},
+    {"RG303", "policy input not mapped"},
+    {"RG304", "bad mapping source"},
+    {"RG305", "mapping type or value mismatch"},
+    {"RG401", "case file structure"},
+    {"RG402", "case file names another policy"},
+    {"RG403", "case input is not a policy input"},
+    {"RG404", "expected verb unknown"},
+    {"RG405", "duplicate case name"},
+    {"RG406", "expected rule unknown"},
+};
+
+const char* sarif_level(Severity severity) {
+  switch (severity) {
+    case Severity::kError:
+      return "error";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "note";
+  }
+  return "error";
+}
+
+// Byte column (1-based) -> code point column (1-based) on the given line of `source`.
+uint32_t code_point_column(std::string_view source, uint32_t line, uint32_t column) {
+  std::string_view text;
+  if (column <= 1 || !source_line(source, line, &text)) return column;
+  return static_cast<uint32_t>(code_points(text, 0, column - 1) +
+                               (column - 1 > text.size() ? column - 1 - text.size() : 0) + 1);
+}
+
+std::string lower_code(std::string_view code) {
+  std::string out(code);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// GitHub workflow-command escaping; `property` adds ':' and ','.
+std::string github_escape(std::string_view text, bool property) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '%':
+        out += "%25";
+        break;
+      case '\r':
+        out += "%0D";
+        break;
+      case '\n':
+        out += "%0A";
+        break;
+      case ':':
+        out += property ? "%3A" : ":";
+        break;
+      case ',':
+        out += property ? "%2C" : ",";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string message_with_hint(const Diagnostic& d) {
+  return d.hint.empty() ? d.message : d.message + "\nhint: " + d.hint;
+}
+
+}  // namespace
+
+std::string_view diagnostic_code_title(std::string_view code) {
+  for (const CodeTitle& entry : kCodeTitles) {
+    if (code == entry.code) return entry.title;
+  }
+  return "";
+}
+
+std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string_view source,
+                         std::string_view tool_version, std::string_view help_base) {
+  std::vector<std::string> codes;
+  for (const Diagnostic& d : diagnostics) codes.push_back(d.code);
+  std::sort(codes.begin(), codes.end());
+  codes.erase(std::unique(codes.begin(), codes.end()), codes.end());
+
+  std::string out =
+      "{\n"
+      "  \"$schema\": \"https://json.schemastore.org/sarif-2.1.0.json\",\n"
+      "  \"version\": \"2.1.0\",\n"
+      "  \"runs\": [\n"
+      "    {\n"
+      "      \"tool\": {\n"
+      "        \"driver\": {\n"
+      "          \"name\": \"replaygate\",\n"
+      "          \"version\": ";
+  append_json_string(out, tool_version);
+  out += ",\n          \"informationUri\": ";
+  append_json_string(out, std::string(help_base) + "/docs/diagnostics.md");
+  out += ",\n          \"rules\": [";
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const std::string_view title = diagnostic_code_title(codes[i]);
+    out += i == 0 ? "\n" : ",\n";
+    out += "            {\"id\": ";
+    append_json_string(out, codes[i]);
+    out += ", \"shortDescription\": {\"text\": ";
+    append_json_string(out, title.empty() ? "replaygate diagnostic " + codes[i] : title);
+    out += "}, \"helpUri\": ";
+    append_json_string(out,
+                       std::string(help_base) + "/docs/diagnostics.md#" + lower_code(codes[i]));
+    out += "}";
+  }
+  out += codes.empty() ? "]\n" : "\n          ]\n";
+  out +=
+      "        }\n"
+      "      },\n"
+      "      \"columnKind\": \"unicodeCodePoints\",\n"
+      "      \"results\": [";
+  for (size_t i = 0; i < diagnostics.size(); ++i) {
+    const Diagnostic& d = diagnostics[i];
+    const size_t rule_index =
+        static_cast<size_t>(std::lower_bound(codes.begin(), codes.end(), d.code) - codes.begin());
+    out += i == 0 ? "\n" : ",\n";
+    out += "        {\"ruleId\": ";
+    append_json_string(out, d.code);
+    out += ", \"ruleIndex\": " + std::to_string(rule_index);
+    out += ", \"level\": \"";
+    out += sarif_level(d.severity);
+    out += "\", \"message\": {\"text\": ";
+    append_json_string(out, message_with_hint(d));
+    out += "}";
+    if (!d.path.empty()) {
+      out += ", \"locations\": [{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ";
+      append_json_string(out, d.path);
+      out += "}";
+      if (d.span.line > 0) {
+        out += ", \"region\": {\"startLine\": " + std::to_string(d.span.line);
+        if (d.span.column > 0) {
+          out += ", \"startColumn\": " +
+                 std::to_string(code_point_column(source, d.span.line, d.span.column));
+        }
+        out += "}";
+      }
+      out += "}}]";
+    }
+    out += "}";
+  }
+  out += diagnostics.empty() ? "]\n" : "\n      ]\n";
+  out +=
+      "    }\n"
+      "  ]\n"
+      "}\n";
+  return out;
+}
+
+std::string render_github(const std::vector<Diagnostic>& diagnostics) {
+  std::string out;
+  for (const Diagnostic& d : diagnostics) {
+    out += "::";
+    out += d.severity == Severity::kError     ? "error"
+           : d.severity == Severity::kWarning ? "warning"
+                                              : "notice";
+    std::string properties;
+    if (!d.path.empty()) properties += "file=" + github_escape(d.path, true);
+    if (!d.path.empty() && d.span.line > 0) {
+      properties += ",line=" + std::to_string(d.span.line);
+      if (d.span.column > 0) properties += ",col=" + std::to_string(d.span.column);
+    }
+    if (!properties.empty()) properties += ",";
+    properties += "title=" + github_escape(d.code, true);
+    out += " " + properties + "::" + github_escape(message_with_hint(d), false) + "\n";
+  }
+  return out;
 }
 
 }  // namespace replaygate

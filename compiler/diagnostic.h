@@ -46,6 +46,28 @@ std::string render_text(const std::vector<Diagnostic>& diagnostics, std::string_
 // JSON array of {severity, code, message, path, line, column, hint}; deterministic key order.
 std::string render_json(const std::vector<Diagnostic>& diagnostics);
 
+// SARIF 2.1.0 log (one run) for code-scanning tools. `tool_version` goes to tool.driver.version;
+// `help_base` is the URL the docs live under (no trailing slash): each rules[] entry (one per
+// distinct code, sorted) gets helpUri HELP_BASE/docs/diagnostics.md#rgNNN and a short description
+// from diagnostic_code_title(). Results carry ruleId, ruleIndex, level (error, warning, note),
+// message (plus the hint) and, when the diagnostic has a path, a location with the artifact URI
+// (the path as given) and, when its line is known, region startLine/startColumn. Columns are
+// converted from bytes to code points using `source` (the text of the file the diagnostics point
+// into; may be empty: columns are then left in bytes) and the run says columnKind
+// unicodeCodePoints. Deterministic: same input, same bytes. Never fails.
+std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string_view source,
+                         std::string_view tool_version, std::string_view help_base);
+
+// GitHub Actions workflow commands, one line per diagnostic:
+//   ::error file=F,line=L,col=C,title=RG104::unknown verb 'replay_onec'%0Ahint: did you mean ...
+// Severity error -> ::error, warning -> ::warning, info -> ::notice. Property values escape
+// % CR LF : , as %25 %0D %0A %3A %2C; the message escapes % CR LF. file/line/col are left out
+// when unknown. Never fails.
+std::string render_github(const std::vector<Diagnostic>& diagnostics);
+
+// A short title for a diagnostic code ("unknown verb" for RG104), or "" for an unknown code.
+std::string_view diagnostic_code_title(std::string_view code);
+
 // Levenshtein-based suggestion: the candidate closest to `word` within a small distance, or "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 

@@ -133,6 +133,7 @@ InterpretResult interpret(const ir::Policy& policy, const Letter& letter) {
 
   std::vector<Present> values(policy.fields.size());
   for (uint32_t f = 0; f < policy.fields.size(); ++f) {
+    if (policy.fields[f].derived) continue;  // computed below; the letter's value is ignored
     LetterValue missing;
     const LetterValue& raw = f < letter.size() ? letter[f] : missing;
     if (!validate_field(policy.fields[f], raw, &values[f])) {
@@ -140,6 +141,37 @@ InterpretResult interpret(const ir::Policy& policy, const Letter& letter) {
       result.invalid_field = f;
       return result;
     }
+  }
+
+  // Derived bools, after validation: both operands are required ints, so present.
+  for (uint32_t f = 0; f < policy.fields.size(); ++f) {
+    if (!policy.fields[f].derived) continue;
+    const ir::Derivation& d = *policy.fields[f].derived;
+    const int64_t lhs = values.at(d.lhs)->i, rhs = values.at(d.rhs)->i;
+    bool b = false;
+    switch (d.op) {
+      case ir::Op::kEq:
+        b = lhs == rhs;
+        break;
+      case ir::Op::kNe:
+        b = lhs != rhs;
+        break;
+      case ir::Op::kLt:
+        b = lhs < rhs;
+        break;
+      case ir::Op::kLe:
+        b = lhs <= rhs;
+        break;
+      case ir::Op::kGt:
+        b = lhs > rhs;
+        break;
+      case ir::Op::kGe:
+        b = lhs >= rhs;
+        break;
+      default:
+        break;
+    }
+    values[f] = LetterValue::Bool(b);
   }
 
   uint32_t catalog_base = 0;  // catalog index of the current rule's first entry

@@ -17,6 +17,8 @@
 //      own),
 //      - an int outside [min, max], or an enum string that is not one of its values.
 //    An optional field that is missing, null, or "" with empty_means_absent is absent.
+//    A derived field (ir::Field::derived) is not validated: the letter's value is ignored and,
+//    after validation, the field is the bool `lhs op rhs` over its two int operands.
 //  * Absent satisfies only Op::kAbsent; every other condition is false on it (kNe, kNotIn too).
 //  * Guards: all conditions hold. Tables: among rows whose keys all match (a wildcard matches any
 //    value, absent included; a concrete key matches an equal present value), the row with the most

@@ -101,7 +101,6 @@ struct Value {
   static Value Bool(bool v) { return Value{Kind::kBool, {}, 0, v}; }
 };
 
-
 struct Condition {
   uint32_t field = 0;  // index into Policy::fields
   Op op = Op::kEq;
@@ -153,8 +152,8 @@ struct Invariant {
   std::string reason;
   std::vector<Condition> conditions;  // premise, a conjunction; may be empty
   InvariantOp op = InvariantOp::kVerbIn;
-  std::vector<uint32_t> verbs;        // kVerbIn/kVerbNotIn: indices into Policy::verbs, >= 1
-  Effect effect = Effect::kNone;      // kEffectAtMost/kEffectNot
+  std::vector<uint32_t> verbs;    // kVerbIn/kVerbNotIn: indices into Policy::verbs, >= 1
+  Effect effect = Effect::kNone;  // kEffectAtMost/kEffectNot
   bool operator==(const Invariant&) const = default;
 };
 
@@ -169,6 +168,10 @@ struct Policy {
   std::vector<Constant> constants;
   std::vector<Rule> rules;
   std::vector<Invariant> invariants;  // source order
+  // Names of letter or record fields (inputs or not) that carry secrets: tools never print or log
+  // their values, only a reference (`<redacted: field NAME>`). Not part of the table: they do not
+  // change any decision. Unique, non-empty, source order.
+  std::vector<std::string> sensitive;
   bool operator==(const Policy&) const = default;
 };
 

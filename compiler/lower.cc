@@ -141,7 +141,8 @@ struct Lowering {
   Partition partition;
   std::vector<ir::CatalogEntry> catalog;
   StringPool pool;
-  std::array<Section, fmtx::kSectionCount + 1> sections;  // indexed by kind; [0] unused
+  std::array<Section, fmtx::kMaxSectionCount + 1> sections;  // indexed by kind; [0] unused
+  uint32_t section_count = fmtx::kSectionCount;
 
   Section& sec(fmtx::SectionKind kind) { return sections[kind]; }
 
@@ -342,6 +343,17 @@ struct Lowering {
     return 0;
   }
 
+  // Only a policy with derived fields gets the kDerivations section (and section_count 17).
+  void write_derivations() {
+    for (uint32_t f = 0; f < policy.fields.size(); ++f) {
+      const auto& d = policy.fields[f].derived;
+      if (!d) continue;
+      sec(fmtx::kDerivations)
+          .put(fmtx::DerivationRecord{f, static_cast<uint32_t>(d->op), d->lhs, d->rhs});
+      section_count = fmtx::kMaxSectionCount;
+    }
+  }
+
   void write_provenance() {
     Section& s = sec(fmtx::kProvenance);
     fmtx::ProvenanceHeader h{};
@@ -357,9 +369,9 @@ struct Lowering {
   std::vector<uint8_t> assemble() {
     sections[fmtx::kStrings] = pool.section();
     const size_t directory = sizeof(fmtx::Header);
-    size_t offset = fmtx::align_up(directory + fmtx::kSectionCount * sizeof(fmtx::SectionEntry));
+    size_t offset = fmtx::align_up(directory + section_count * sizeof(fmtx::SectionEntry));
     std::vector<fmtx::SectionEntry> entries;
-    for (uint32_t kind = 1; kind <= fmtx::kSectionCount; ++kind) {
+    for (uint32_t kind = 1; kind <= section_count; ++kind) {
       entries.push_back({kind, 0, offset, sections[kind].size()});
       offset = fmtx::align_up(offset + sections[kind].size());
     }
@@ -370,7 +382,7 @@ struct Lowering {
     h.header_size = sizeof(fmtx::Header);
     h.flags = 0;
     h.total_size = out.size();
-    h.section_count = fmtx::kSectionCount;
+    h.section_count = section_count;
 
     XXH3_state_t state;
     XXH3_128bits_reset(&state);
@@ -422,6 +434,7 @@ std::vector<uint8_t> lower(const ir::CheckedPolicy& checked) {
   l.write_verbs();
   l.write_rules();
   l.write_provenance();
+  l.write_derivations();
   return l.assemble();
 }
 

@@ -109,7 +109,21 @@ std::string FieldPartition::atom_label(uint32_t atom) const {
   return "?";
 }
 
-Partition partition_policy(const ir::Policy& policy) {
+namespace {
+
+// Notes the strings and int cuts a conjunction of conditions mentions.
+void note_conditions(Partition& out, const std::vector<ir::Condition>& conditions) {
+  for (const auto& c : conditions) {
+    auto& p = out.fields[c.field];
+    if (p.type == ir::FieldType::kInt) {
+      note_int_condition(p.cuts, c);
+    } else if (p.type == ir::FieldType::kString) {
+      for (const auto& v : c.values) p.strings.push_back(v.str);
+    }
+  }
+}
+
+Partition build_partition(const ir::Policy& policy, bool for_analysis) {
   Partition out;
   out.fields.resize(policy.fields.size());
   for (size_t f = 0; f < policy.fields.size(); ++f) {
@@ -126,20 +140,13 @@ Partition partition_policy(const ir::Policy& policy) {
       if (field.min) add_cut(p.cuts, *field.min);
       if (field.max) add_cut_after(p.cuts, *field.max);
     }
+    if (for_analysis && field.type == ir::FieldType::kString) {
+      p.strings.insert(p.strings.end(), field.domain.begin(), field.domain.end());
+    }
   }
-  auto note_value = [&](uint32_t f, const ir::Value& v) {
-    auto& p = out.fields[f];
-    if (p.type == ir::FieldType::kString) p.strings.push_back(v.str);
-  };
   for (const auto& rule : policy.rules) {
     if (const auto* guard = std::get_if<ir::Guard>(&rule)) {
-      for (const auto& c : guard->conditions) {
-        if (out.fields[c.field].type == ir::FieldType::kInt) {
-          note_int_condition(out.fields[c.field].cuts, c);
-        } else {
-          for (const auto& v : c.values) note_value(c.field, v);
-        }
-      }
+      note_conditions(out, guard->conditions);
     } else {
       const auto& table = std::get<ir::Table>(rule);
       for (const auto& row : table.rows) {
@@ -149,12 +156,15 @@ Partition partition_policy(const ir::Policy& policy) {
           if (out.fields[f].type == ir::FieldType::kInt) {
             ir::Condition eq{f, ir::Op::kEq, {*row.keys[k]}, ""};
             note_int_condition(out.fields[f].cuts, eq);
-          } else {
-            note_value(f, *row.keys[k]);
+          } else if (out.fields[f].type == ir::FieldType::kString) {
+            out.fields[f].strings.push_back(row.keys[k]->str);
           }
         }
       }
     }
+  }
+  if (for_analysis) {
+    for (const auto& invariant : policy.invariants) note_conditions(out, invariant.conditions);
   }
   for (auto& p : out.fields) {
     switch (p.type) {
@@ -176,6 +186,12 @@ Partition partition_policy(const ir::Policy& policy) {
   }
   return out;
 }
+
+}  // namespace
+
+Partition partition_policy(const ir::Policy& policy) { return build_partition(policy, false); }
+
+Partition analysis_partition(const ir::Policy& policy) { return build_partition(policy, true); }
 
 std::vector<uint32_t> condition_atoms(const FieldPartition& field, const ir::Condition& c) {
   std::vector<uint32_t> out;

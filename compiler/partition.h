@@ -47,7 +47,14 @@ struct Partition {
   std::vector<FieldPartition> fields;  // per Policy::fields
 };
 
+// The atoms the decisions need: values and thresholds the rules mention. Lowering uses it, so
+// the table's atoms depend on the rules only.
 Partition partition_policy(const ir::Policy& policy);
+
+// The atoms the analysis needs: partition_policy() plus the strings listed in fields' `domain`
+// and the values and thresholds of invariant premises, so that every decision region lies wholly
+// inside or outside each premise and each domain value is an atom of its own.
+Partition analysis_partition(const ir::Policy& policy);
 
 // The atoms (sorted) of `field` for which `condition` holds. Absent satisfies only kAbsent.
 std::vector<uint32_t> condition_atoms(const FieldPartition& field, const ir::Condition& condition);

@@ -40,9 +40,9 @@ class AstBuilder {
             root.span, "start with 'policy: NAME' and 'revision: 1' (see docs/policy-language.md)");
       return policy;
     }
-    static const std::vector<std::string> kTopKeys = {"policy",         "revision",  "description",
-                                                      "inputs",         "verbs",     "default",
-                                                      "default_reason", "constants", "rules"};
+    static const std::vector<std::string> kTopKeys = {
+        "policy",  "revision",       "description", "inputs", "verbs",
+        "default", "default_reason", "constants",   "rules",  "sensitive", "invariants"};
     for (const auto& [key, value] : root.entries) {
       const std::string& k = key.scalar;
       if (k == "policy") {
@@ -64,6 +64,10 @@ class AstBuilder {
         policy.constants = constants(key, value);
       } else if (k == "rules") {
         policy.rules = rules(key, value);
+      } else if (k == "sensitive") {
+        policy.sensitive = literal_list(value, key, "'sensitive'");
+      } else if (k == "invariants") {
+        policy.invariants = invariants(key, value);
       } else {
         unknown_key(key, "top-level key", kTopKeys);
       }
@@ -172,8 +176,8 @@ class AstBuilder {
   std::optional<std::vector<ast::Input>> inputs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
-    static const std::vector<std::string> kProps = {"type", "optional", "empty_means_absent", "min",
-                                                    "max",  "values",   "description"};
+    static const std::vector<std::string> kProps = {
+        "type", "optional", "empty_means_absent", "min", "max", "values", "domain", "description", "derived"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;
@@ -198,8 +202,12 @@ class AstBuilder {
           input.max = scalar(prop_value, prop, "max");
         } else if (p == "values") {
           input.values = literal_list(prop_value, prop, "'values'");
+        } else if (p == "domain") {
+          input.domain = literal_list(prop_value, prop, "'domain'");
         } else if (p == "description") {
           input.description = scalar(prop_value, prop, "description");
+        } else if (p == "derived") {
+          input.derived = derivation(prop, prop_value);
         } else {
           unknown_key(prop, "input property", kProps);
         }
@@ -207,6 +215,42 @@ class AstBuilder {
       out.push_back(std::move(input));
     }
     return out;
+  }
+
+  // `derived: {OP: [lhs, rhs]}`: one entry whose value is a list of names. The op and the operand
+  // count are check()'s business (RG141), so both front-ends report them alike.
+  std::optional<ast::Derivation> derivation(const Node& key, const Node& value) {
+    if (!value.is_mapping() || value.entries.size() != 1) {
+      const std::string expected = "a mapping with one operator, e.g. {lt: [a, b]}";
+      if (value.is_mapping()) {
+        error("RG103",
+              "'derived' must be " + expected + ", not " + std::to_string(value.entries.size()) +
+                  " entries",
+              value.span);
+      } else {
+        wrong_shape(value, key, "'derived'", expected);
+      }
+      return std::nullopt;
+    }
+    const auto& [op, operands] = value.entries.front();
+    if (!operands.is_sequence()) {
+      wrong_shape(operands, op, "the operands of 'derived'", "a list of two input names");
+      return std::nullopt;
+    }
+    ast::Derivation d;
+    d.op = name_of(op);
+    d.span = key.span;
+    for (const Node& item : operands.items) {
+      if (!item.is_scalar()) {
+        error(
+            "RG103",
+            std::string("each operand of 'derived' must be an input name, not ") + kind_name(item),
+            item.span);
+        return std::nullopt;
+      }
+      d.operands.push_back(name_of(item));
+    }
+    return d;
   }
 
   std::optional<std::vector<ast::Verb>> verbs(const Node& key, const Node& value) {
@@ -368,6 +412,82 @@ class AstBuilder {
       }
     }
     return out;
+  }
+
+  // `invariants:` a list of mappings, each `invariant: ID`, optional `when`, `require` (a
+  // mapping with one key: the requirement, whose value is a verb, a list of verbs or an effect)
+  // and optional `reason`. Only the shape is checked here; names and meaning are check()'s.
+  std::vector<ast::Invariant> invariants(const Node& key, const Node& value) {
+    std::vector<ast::Invariant> out;
+    if (value.is_null()) return out;
+    if (!value.is_sequence()) {
+      wrong_shape(value, key, "'invariants'", "a list of invariants");
+      return out;
+    }
+    static const std::vector<std::string> kKeys = {"invariant", "when", "require", "reason"};
+    for (const Node& item : value.items) {
+      if (!item.is_mapping()) {
+        error("RG103",
+              std::string("each invariant must be a mapping ('invariant: ID'), not ") +
+                  kind_name(item),
+              item.span);
+        continue;
+      }
+      if (item.find("invariant") == nullptr) {
+        error("RG102", "this invariant has no 'invariant: ID'", item.span,
+              "start it with 'invariant: ID', then 'when' and 'require'");
+        continue;
+      }
+      ast::Invariant invariant;
+      invariant.span = item.span;
+      for (const auto& [k, v] : item.entries) {
+        if (k.scalar == "invariant") {
+          invariant.id = rule_id(k, v);
+          invariant.span = k.span;
+        } else if (k.scalar == "when") {
+          invariant.when_span = k.span;
+          invariant.when = conditions(k, v);
+          if (!invariant.when) invariant.when = std::vector<ast::Condition>{};
+        } else if (k.scalar == "require") {
+          invariant.require_span = k.span;
+          requirement(k, v, invariant);
+        } else if (k.scalar == "reason") {
+          invariant.reason = scalar(v, k, "reason");
+        } else {
+          unknown_key(k, "invariant key", kKeys);
+        }
+      }
+      out.push_back(std::move(invariant));
+    }
+    return out;
+  }
+
+  // `require: {OP: OPERAND}`: exactly one entry; OPERAND a name or a list of names.
+  void requirement(const Node& key, const Node& value, ast::Invariant& invariant) {
+    if (!value.is_mapping() || value.entries.size() != 1) {
+      const ir::Span span = value.is_null() ? key.span : value.span;
+      error("RG103",
+            value.is_mapping()
+                ? "'require' must hold exactly one requirement, not " +
+                      std::to_string(value.entries.size())
+                : std::string("'require' must be a mapping with one requirement, not ") +
+                      kind_name(value),
+            span, "write e.g. require: {verb_in: [hold, never]} or require: {effect_not: create}");
+      invariant.require_span = {};  // reported here; check() stays quiet
+      invariant.require_op = ast::Name{"", span};
+      return;
+    }
+    const auto& [op, operand] = value.entries.front();
+    invariant.require_op = name_of(op);
+    if (operand.is_scalar()) {
+      invariant.operands.push_back(name_of(operand));
+    } else if (auto list = literal_list(operand, op, "the list for '" + op.scalar + "'")) {
+      for (const ast::Literal& literal : list->items) {
+        invariant.operands.push_back(ast::Name{literal.text, literal.span});
+      }
+    } else {
+      invariant.require_op = ast::Name{"", op.span};  // reported; check() stays quiet
+    }
   }
 
   ast::Table build_table(const Node& item) {

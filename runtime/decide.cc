@@ -91,6 +91,7 @@ Decision Table::decide(const Input& input) const noexcept {
   for (uint32_t f = 0; f < field_count; ++f) {
     // An Input made for another table may be shorter: the missing slots count as unset.
     const Slot& slot = f < input.size() ? input.slots()[f] : unset;
+    if (t.fields[f].derived) continue;  // computed below; the input's value is ignored
     uint32_t atom = intern(t, t.fields[f], slot);
     if (atom == kInvalid) {
       d.kind = DecisionKind::kInvalidInput;
@@ -98,6 +99,34 @@ Decision Table::decide(const Input& input) const noexcept {
       return d;
     }
     atoms[f] = atom;
+  }
+
+  // Derived bools: both operands are required ints that passed validation, so their slots hold
+  // ints (the loader checked the field kinds and that the operands come first).
+  for (const format::DerivationRecord& dr : t.derivations) {
+    const int64_t lhs = input.slots()[dr.lhs].i, rhs = input.slots()[dr.rhs].i;
+    bool b = false;
+    switch (dr.op) {
+      case 0:  // eq
+        b = lhs == rhs;
+        break;
+      case 1:  // ne
+        b = lhs != rhs;
+        break;
+      case 4:  // lt
+        b = lhs < rhs;
+        break;
+      case 5:  // le
+        b = lhs <= rhs;
+        break;
+      case 6:  // gt
+        b = lhs > rhs;
+        break;
+      default:  // 7, ge (the loader admits no other code)
+        b = lhs >= rhs;
+        break;
+    }
+    atoms[dr.field] = b ? 2 : 1;
   }
 
   for (const Impl::Rule& rule : t.rules) {

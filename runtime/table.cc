@@ -69,6 +69,8 @@ const char* section_name(uint32_t kind) {
       return "catalog";
     case fm::kProvenance:
       return "provenance";
+    case fm::kDerivations:
+      return "derivations";
   }
   return "unknown";
 }
@@ -112,7 +114,7 @@ class Loader {
   bool run() {
     return check_header() && check_directory() && decode_strings() && decode_meta() &&
            decode_fields() && decode_verbs() && decode_catalog() && decode_rules() &&
-           decode_provenance() && check_digests();
+           decode_provenance() && decode_derivations() && check_digests();
   }
 
  private:
@@ -147,11 +149,13 @@ class Loader {
                                              " bytes, got " + num(t_.size));
     }
     if (h.flags != 0) return fail(LoadError::kMalformed, "unknown flags " + num(h.flags));
-    if (h.section_count != fm::kSectionCount) {
-      return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) +
-                                             " sections, header says " + num(h.section_count));
+    if (h.section_count != fm::kSectionCount && h.section_count != fm::kMaxSectionCount) {
+      return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) + " or " +
+                                             num(fm::kMaxSectionCount) + " sections, header says " +
+                                             num(h.section_count));
     }
-    directory_end_ = sizeof(fm::Header) + uint64_t{fm::kSectionCount} * sizeof(fm::SectionEntry);
+    section_count_ = h.section_count;
+    directory_end_ = sizeof(fm::Header) + uint64_t{section_count_} * sizeof(fm::SectionEntry);
     if (directory_end_ > t_.size) {
       return fail(LoadError::kTruncated, "truncated: the section directory ends past the table");
     }
@@ -172,9 +176,9 @@ class Loader {
   }
 
   bool check_directory() {
-    std::memcpy(sections_, base() + sizeof(fm::Header), sizeof(sections_));
+    std::memcpy(sections_, base() + sizeof(fm::Header), section_count_ * sizeof(fm::SectionEntry));
     uint64_t previous_end = directory_end_;
-    for (uint32_t i = 0; i < fm::kSectionCount; ++i) {
+    for (uint32_t i = 0; i < section_count_; ++i) {
       const fm::SectionEntry& e = sections_[i];
       if (e.kind != i + 1) {
         return fail(LoadError::kMalformed, "directory entry " + num(i) + " has kind " +
@@ -611,10 +615,43 @@ class Loader {
     return true;
   }
 
+  // The optional derivations section: present only with section_count 17, then non-empty (a
+  // policy without derived fields has the 16-section layout), one record per derived field in
+  // ascending field order, each a required bool computed from two earlier required ints.
+  bool decode_derivations() {
+    if (section_count_ < fm::kDerivations) return true;
+    if (!read_array(fm::kDerivations, t_.derivations)) return false;
+    if (t_.derivations.empty()) {
+      return fail(LoadError::kMalformed, "derivations section is present but empty");
+    }
+    for (size_t i = 0; i < t_.derivations.size(); ++i) {
+      const fm::DerivationRecord& d = t_.derivations[i];
+      const std::string what = "derivation " + num(i);
+      if (d.field >= t_.fields.size() || d.lhs >= d.field || d.rhs >= d.field) {
+        return fail(LoadError::kBadOffset, what + " field index out of range");
+      }
+      if (i > 0 && t_.derivations[i - 1].field >= d.field) {
+        return fail(LoadError::kMalformed, what + " is out of order");
+      }
+      const bool op_ok = d.op == 0 || d.op == 1 || (d.op >= 4 && d.op <= 7);  // eq ne lt le gt ge
+      Table::Impl::Field& f = t_.fields[d.field];
+      const auto& lhs = t_.fields[d.lhs];
+      const auto& rhs = t_.fields[d.rhs];
+      if (!op_ok || f.type != FieldType::kBool || f.optional || lhs.type != FieldType::kInt ||
+          lhs.optional || rhs.type != FieldType::kInt || rhs.optional) {
+        return fail(LoadError::kMalformed,
+                    what + " must compare two required ints into a required bool");
+      }
+      f.derived = true;
+    }
+    return true;
+  }
+
   bool check_digests() {
     XXH3_state_t state;
     XXH3_128bits_reset(&state);
-    for (const fm::SectionEntry& e : sections_) {
+    for (uint32_t i = 0; i < section_count_; ++i) {
+      const fm::SectionEntry& e = sections_[i];
       if (e.kind == fm::kProvenance) continue;
       uint32_t kind = e.kind;
       uint64_t length = e.length;
@@ -641,7 +678,8 @@ class Loader {
   Table::Impl& t_;
   LoadStatus* status_;
   uint64_t directory_end_ = 0;
-  fm::SectionEntry sections_[fm::kSectionCount] = {};
+  uint32_t section_count_ = fm::kSectionCount;
+  fm::SectionEntry sections_[fm::kMaxSectionCount] = {};
   fm::MetaRecord meta_{};
   std::string_view strings_;
 };
@@ -817,6 +855,10 @@ FieldInfo Table::field(uint32_t index) const noexcept {
                    f.has_min, f.has_max, f.min,      f.max};
 }
 
+bool Table::field_derived(uint32_t index) const noexcept {
+  return index < impl_->fields.size() && impl_->fields[index].derived;
+}
+
 uint32_t Table::verb_count() const noexcept { return static_cast<uint32_t>(impl_->verbs.size()); }
 std::string_view Table::verb_name(uint32_t verb) const noexcept {
   return verb < impl_->verbs.size() ? impl_->verbs[verb].name : std::string_view();
@@ -917,6 +959,12 @@ std::string Table::dump() const {
     if (field.empty_means_absent) s += ", empty means absent";
     if (field.has_min) s += ", min " + std::to_string(field.min);
     if (field.has_max) s += ", max " + std::to_string(field.max);
+    for (const fm::DerivationRecord& d : t.derivations) {
+      if (d.field == f) {
+        s += ", derived " + std::string(t.fields[d.lhs].name) + " " + op_text(d.op) + " " +
+             std::string(t.fields[d.rhs].name);
+      }
+    }
     line(s);
     std::string atoms = "      atoms:";
     for (uint32_t a = field.optional ? 0 : 1; a < field.atom_count; ++a) {

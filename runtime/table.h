@@ -20,6 +20,8 @@
 // A required field that is unset, null, of the wrong type, out of its int bounds or not one of its
 // enum values makes the decision the policy default with kind kInvalidInput and reason
 // "invalid input: FIELD". So a bad value can never make a guard be skipped and a later row replay.
+// A derived field (field_derived()) is not read from the Input: after validation it is computed
+// as `lhs op rhs` over two required int fields (docs/table-format.md, derivations).
 #pragma once
 
 #include <cstddef>
@@ -140,6 +142,9 @@ class Table {
   uint32_t field_count() const noexcept;
   uint32_t field_index(std::string_view name) const noexcept;  // kNoField when unknown
   FieldInfo field(uint32_t index) const noexcept;
+  // True when the field is a derived bool (computed from two int fields after validation; its
+  // value in an Input is ignored). False for an out-of-range index.
+  bool field_derived(uint32_t index) const noexcept;
 
   uint32_t verb_count() const noexcept;
   std::string_view verb_name(uint32_t verb) const noexcept;

@@ -16,8 +16,9 @@
 //
 // Layout (all offsets from the start of the file)
 //   Header            80 bytes, struct Header below
-//   SectionEntry[16]  24 bytes each, directly after the header (at header_size)
-//   sections          in kind order 1..16, each 8-byte aligned
+//   SectionEntry[N]   24 bytes each, directly after the header (at header_size); N is
+//                     section_count: 16, or 17 when the policy has derived fields
+//   sections          in kind order 1..N, each 8-byte aligned
 //
 // Digests (XXH3-128, stored as low 64 bits then high 64 bits, both little-endian; printed as 32 hex
 // digits, high half first, like XXH128_canonical):
@@ -25,7 +26,8 @@
 //   decision_digest   over every section except kProvenance, in directory order, each preceded by
 //                     its kind (u32) and length (u64): fields, verbs, dictionaries, cuts, guards,
 //                     tables and rows, rule catalog with ids and reasons, meta (policy id,
-//                     revision, description, default verb and reason). Provenance-independent: the
+//                     revision, description, default verb and reason), derivations (when there
+//                     are any, after provenance in the directory). Provenance-independent: the
 //                     same IR gives the same decision digest whatever file it came from.
 //   provenance_digest over the kProvenance section bytes.
 //
@@ -81,8 +83,13 @@ enum SectionKind : uint32_t {
   kRowKeys = 14,     // u32[] atoms or kWildcard, per table rows x keys, row-major
   kCatalog = 15,     // CatalogRecord[catalog_count] = ir::rule_catalog() order
   kProvenance = 16,  // ProvenanceHeader, u32 line[catalog_count], name bytes, digest bytes
+  // DerivationRecord[], one per derived field, ascending field index. Present only when the policy
+  // has derived fields (section_count 17); a policy without any keeps the 16-section layout, so
+  // its bytes (and digests) are the same as before derived fields existed.
+  kDerivations = 17,
 };
-inline constexpr uint32_t kSectionCount = 16;
+inline constexpr uint32_t kSectionCount = 16;     // sections every table has
+inline constexpr uint32_t kMaxSectionCount = 17;  // with the optional kDerivations section
 
 struct Header {
   char magic[8];
@@ -210,6 +217,17 @@ struct CatalogRecord {
   uint32_t reserved;
 };
 static_assert(sizeof(CatalogRecord) == 32);
+
+// A derived bool field (ir::Derivation): after validation its atom is 2 (true) when
+// `value(lhs) op value(rhs)`, else 1 (false). The field is kTypeBool and required; lhs and rhs are
+// required kTypeInt fields with smaller indices; op is an ir::Op code among eq ne lt le gt ge.
+struct DerivationRecord {
+  uint32_t field;
+  uint32_t op;
+  uint32_t lhs;
+  uint32_t rhs;
+};
+static_assert(sizeof(DerivationRecord) == 16);
 
 struct ProvenanceHeader {
   uint32_t line_count;  // == catalog_count

@@ -26,6 +26,7 @@ struct Table::Impl {
     uint32_t dict_begin = 0, dict_count = 0;
     uint32_t slot_begin = 0, slot_count = 0;
     uint32_t cut_begin = 0, cut_count = 0;
+    bool derived = false;  // computed from two int fields; see `derivations`
   };
   struct DictEntry {
     uint64_t hash = 0;
@@ -80,6 +81,7 @@ struct Table::Impl {
   std::vector<uint32_t> row_slots;
   std::vector<uint32_t> row_keys;
   std::vector<CatalogEntry> catalog;
+  std::vector<format::DerivationRecord> derivations;  // ascending field; validated at load
 
   std::string_view source_name, source_digest;
   std::vector<uint32_t> source_lines;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the -Werror build with unit and property tests, the shipped policies' cases,
-# then the same suites under AddressSanitizer + UBSan (skip with RG_SKIP_SANITIZE=1).
+# then the same suites under AddressSanitizer + UBSan (skip with RG_SKIP_SANITIZE=1), then the
+# hot-reload and C API tests under ThreadSanitizer (skip with RG_SKIP_TSAN=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -14,4 +15,13 @@ if [ "${RG_SKIP_SANITIZE:-0}" != 1 ]; then
   RG_BUILD_DIR=build-asan RG_SANITIZE=1 RG_BUILD_TYPE=Debug tools/setup.sh
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
+fi
+if [ "${RG_SKIP_TSAN:-0}" != 1 ]; then
+  # Only the runtime test binary, and only the concurrent suites: keeps the stage to minutes.
+  echo "== ThreadSanitizer build (hot reload, C API) ==" >&2
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREPLAYGATE_WERROR=ON \
+    -DREPLAYGATE_TSAN=ON -DREPLAYGATE_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build-tsan -j "$(nproc)" --target rg_runtime_tests
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -R '^(Reload|ReloadCApi|CApi)\.'
 fi

@@ -14,6 +14,7 @@
 #include "compiler/compile.h"
 #include "compiler/yaml_policy.h"
 #include "compiler/yaml_tree.h"
+#include "runtime/test_policies.h"
 
 namespace replaygate {
 namespace {
@@ -226,6 +227,34 @@ TEST_F(ShippedPolicy, SourceMapPointsAtTheDefinitions) {
   EXPECT_EQ(s.rows[4][0].line, 80u);
   EXPECT_EQ(s.rows[4][8].line, 96u);
   EXPECT_EQ(s.rows[4][0].column, 9u);
+  ASSERT_EQ(s.invariants.size(), 4u);
+  EXPECT_EQ(at(s.invariants[0]), "invariant");
+  EXPECT_EQ(s.invariants[0].line, 101u);
+  EXPECT_EQ(s.invariants[3].line, 116u);
+  ASSERT_EQ(s.invariant_conditions.size(), 4u);
+  ASSERT_EQ(s.invariant_conditions[0].size(), 1u);
+  EXPECT_EQ(at(s.invariant_conditions[0][0]), "already_committed");
+  EXPECT_EQ(at(s.invariant_conditions[2][0]), "ge");
+  EXPECT_EQ(s.invariant_conditions[2][0].line, 112u);
+  EXPECT_EQ(s.invariant_conditions[2][0].column, 23u);
+}
+
+// The hand-built reference IR (tests/runtime/test_policies.h) includes the shipped invariants:
+// the front-end's IR and source map for them are exactly the hand-built ones.
+TEST_F(ShippedPolicy, InvariantsMatchTheHandBuiltReference) {
+  ASSERT_TRUE(loaded_.policy.has_value());
+  const ir::CheckedPolicy expected = testing::reference_gate();
+  EXPECT_EQ(loaded_.policy->policy.invariants, expected.policy.invariants);
+  const ir::SourceMap& s = loaded_.policy->source;
+  ASSERT_EQ(s.invariants.size(), expected.source.invariants.size());
+  for (size_t i = 0; i < s.invariants.size(); ++i) {
+    EXPECT_EQ(s.invariants[i].line, expected.source.invariants[i].line) << i;
+    EXPECT_EQ(s.invariants[i].column, expected.source.invariants[i].column) << i;
+    ASSERT_EQ(s.invariant_conditions[i].size(), 1u);
+    EXPECT_EQ(s.invariant_conditions[i][0].line, expected.source.invariant_conditions[i][0].line);
+    EXPECT_EQ(s.invariant_conditions[i][0].column,
+              expected.source.invariant_conditions[i][0].column);
+  }
 }
 
 TEST(Check, Yaml11WordsStayTheStringsTheAuthorWrote) {

@@ -161,6 +161,31 @@ inline ir::Policy shipped_policy_by_hand() {
     table.rows.push_back(std::move(row));
   }
   p.rules.emplace_back(std::move(table));
+
+  const auto invariant = [&](const char* id, const char* reason, ir::Condition premise,
+                             ir::InvariantOp op, std::vector<uint32_t> verbs, ir::Effect effect) {
+    ir::Invariant inv;
+    inv.id = id;
+    inv.reason = reason;
+    inv.conditions = {std::move(premise)};
+    inv.op = op;
+    inv.verbs = std::move(verbs);
+    inv.effect = effect;
+    p.invariants.push_back(std::move(inv));
+  };
+  invariant("committed_is_never_replayed", "work that already landed must never be repeated",
+            {4, ir::Op::kEq, {Value::Bool(true)}, ""}, ir::InvariantOp::kEffectNot, {},
+            ir::Effect::kCreate);
+  invariant("no_key_no_replay", "without an idempotency key a requeue may repeat the side effect",
+            {3, ir::Op::kAbsent, {}, ""}, ir::InvariantOp::kVerbNotIn, {kReplayOnce},
+            ir::Effect::kNone);
+  invariant("exhausted_waits_or_parks",
+            "an exhausted attempt budget needs an operator or a ticket, never another try",
+            {2, ir::Op::kGe, {Value::Int(3)}, "max_attempts"}, ir::InvariantOp::kVerbIn,
+            {kHold, kNever}, ir::Effect::kNone);
+  invariant("replay_once_means_once", "a letter the gate already requeued is never requeued again",
+            {5, ir::Op::kGe, {Value::Int(1)}, ""}, ir::InvariantOp::kVerbNotIn, {kReplayOnce},
+            ir::Effect::kNone);
   return p;
 }
 

@@ -174,6 +174,31 @@ inline ir::CheckedPolicy reference_gate() {
     t.rows.push_back(row(t.id, {S(keys[i].first), S(keys[i].second)}, verbs[i], row_reasons[i]));
   }
   p.rules.push_back(t);
+  // The shipped invariants (not part of the table: lowering ignores them).
+  const auto invariant = [&](const char* id, const char* reason, ir::Condition premise,
+                             ir::InvariantOp op, std::vector<uint32_t> verbs, ir::Effect effect) {
+    ir::Invariant inv;
+    inv.id = id;
+    inv.reason = reason;
+    inv.conditions = {std::move(premise)};
+    inv.op = op;
+    inv.verbs = std::move(verbs);
+    inv.effect = effect;
+    p.invariants.push_back(std::move(inv));
+  };
+  invariant("committed_is_never_replayed", "work that already landed must never be repeated",
+            cond(kAlreadyCommitted, ir::Op::kEq, {B(true)}), ir::InvariantOp::kEffectNot, {},
+            ir::Effect::kCreate);
+  invariant("no_key_no_replay", "without an idempotency key a requeue may repeat the side effect",
+            cond(kIdempotencyKey, ir::Op::kAbsent), ir::InvariantOp::kVerbNotIn, {kReplayOnce},
+            ir::Effect::kNone);
+  invariant("exhausted_waits_or_parks",
+            "an exhausted attempt budget needs an operator or a ticket, never another try",
+            cond(kAttempts, ir::Op::kGe, {I(3)}, "max_attempts"), ir::InvariantOp::kVerbIn,
+            {kHold, kNever}, ir::Effect::kNone);
+  invariant("replay_once_means_once", "a letter the gate already requeued is never requeued again",
+            cond(kReplays, ir::Op::kGe, {I(1)}), ir::InvariantOp::kVerbNotIn, {kReplayOnce},
+            ir::Effect::kNone);
 
   ir::SourceMap& src = checked.source;
   src.path = "policies/replay_gate.yaml";
@@ -185,6 +210,12 @@ inline ir::CheckedPolicy reference_gate() {
                     {}};
   src.rows = {{}, {}, {}, {}, {}};
   for (uint32_t line = 80; line <= 96; line += 2) src.rows[4].push_back(ir::Span{line, 9, 0, 0});
+  // Invariant spans: the `invariant` key; condition spans: the field, or the op of `{ge: ..}`.
+  for (uint32_t line : {101u, 106u, 111u, 116u}) src.invariants.push_back(ir::Span{line, 5, 0, 0});
+  src.invariant_conditions = {{ir::Span{102, 12, 0, 0}},
+                              {ir::Span{107, 12, 0, 0}},
+                              {ir::Span{112, 23, 0, 0}},
+                              {ir::Span{117, 22, 0, 0}}};
   checked.source_base_name = "replay_gate.yaml";
   checked.source_digest = "00112233445566778899aabbccddeeff";
   return checked;

@@ -525,7 +525,11 @@ TEST_F(CliTest, TestShippedCasesPass) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto lines = lines_of(r.out);
   ASSERT_FALSE(lines.empty());
-  EXPECT_EQ(lines.back(), "40 passed, 0 failed");
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[lines.size() - 2], "40 passed, 0 failed");
+  // The invariant count follows policies/replay_gate.yaml's invariants section (issue 3).
+  EXPECT_EQ(lines.back().rfind("coverage: rules 13/13 (100.0%), invariants ", 0), 0u)
+      << lines.back();
 }
 
 TEST_F(CliTest, TestReportsFailures) {
@@ -542,12 +546,17 @@ TEST_F(CliTest, TestReportsFailures) {
              "    rule: already_committed\n");
   const Result r = run({"test", kPolicy, (dir_ / "cases.yaml").string()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out,
-            "PASS timeout replays\n"
-            "FAIL wrong expectation: expected never (rule already_committed), got replay_once "
-            "(rule known_failures:payment.capture/timeout, reason \"the capture timed out "
-            "before an answer; the idempotency key makes one requeue safe\")\n"
-            "1 passed, 1 failed\n");
+  // The coverage line's invariant count follows the shipped policy (see TestShippedCasesPass).
+  EXPECT_EQ(r.out.rfind(
+                "PASS timeout replays\n"
+                "FAIL wrong expectation: expected never (rule already_committed), got replay_once "
+                "(rule known_failures:payment.capture/timeout, reason \"the capture timed out "
+                "before an answer; the idempotency key makes one requeue safe\")\n"
+                "1 passed, 1 failed\n"
+                "coverage: rules 1/13 (7.7%), invariants ",
+                0),
+            0u)
+      << r.out;
 }
 
 TEST_F(CliTest, TestCaseFileErrorsAreDiagnostics) {
@@ -566,7 +575,8 @@ TEST_F(CliTest, TestCaseFileErrorsAreDiagnostics) {
                        ":4:13: error[RG404]: unknown verb 'replay_onec'"),
             std::string::npos)
       << r.err;
-  EXPECT_EQ(r.out, "0 passed, 0 failed\n");
+  EXPECT_EQ(r.out.rfind("0 passed, 0 failed\ncoverage: rules 0/13 (0.0%), invariants 0/", 0), 0u)
+      << r.out;
 }
 
 TEST_F(CliTest, TestMissingCaseFileIsAnIoError) {

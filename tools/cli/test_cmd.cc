@@ -17,15 +17,22 @@
 #include <stdlib.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "compiler/interpret.h"
+#include "compiler/lower.h"
 #include "compiler/yaml_tree.h"
 #include "runtime/table.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/coverage.h"
 #include "tools/cli/files.h"
 #include "tools/cli/mapping.h"
 #include "tools/cli/policy_source.h"
@@ -38,6 +45,9 @@ constexpr size_t kMaxCaseFileBytes = size_t{16} << 20;
 struct TestOptions {
   std::string policy;
   std::vector<std::string> case_files;
+  std::string format = "text";
+  bool coverage = false;
+  double min_coverage = -1;  // < 0: no threshold
 };
 
 struct Case {
@@ -228,18 +238,14 @@ class CaseReader {
   const Table& table_;
 };
 
-void set_case_value(const Table& table, uint32_t field, const yaml::Node& value, Input& input) {
-  const FieldType type = table.field(field).type;
+// A case input value as a letter would carry it (see the header comment for the typing rules).
+LetterValue case_value(const yaml::Node& value) {
   if (value.is_null() ||
       (value.is_scalar() && !value.quoted &&
        (value.scalar == "null" || value.scalar == "~" || value.scalar.empty()))) {
-    input.set_null(field);
-    return;
+    return LetterValue::Null();
   }
-  if (!value.is_scalar()) {
-    input.set_invalid(field);
-    return;
-  }
+  if (!value.is_scalar()) return LetterValue::Invalid();
   const std::string& text = value.scalar;
   bool flag = false;
   int64_t number = 0;
@@ -247,33 +253,135 @@ void set_case_value(const Table& table, uint32_t field, const yaml::Node& value,
   const size_t digits_from = !text.empty() && text[0] == '-' ? 1 : 0;
   const bool looks_int = !value.quoted && text.size() > digits_from &&
                          text.find_first_not_of("0123456789", digits_from) == std::string::npos;
-  if (!value.quoted && parse_bool_strict(text, &flag)) {
-    if (type == FieldType::kBool) {
-      input.set_bool(field, flag);
-    } else {
-      input.set_invalid(field);
+  if (!value.quoted && parse_bool_strict(text, &flag)) return LetterValue::Bool(flag);
+  if (looks_int) {
+    return parse_int64_strict(text, &number) ? LetterValue::Int(number) : LetterValue::Invalid();
+  }
+  return LetterValue::String(text);
+}
+
+// Hands a letter to the runtime. A value of the wrong kind for its field makes the field invalid
+// there, exactly as interpret() treats it. The strings must outlive decide().
+void set_input(const Letter& letter, Input& input) {
+  input.clear();
+  for (uint32_t f = 0; f < letter.size(); ++f) {
+    const LetterValue& v = letter[f];
+    switch (v.kind) {
+      case LetterValue::Kind::kMissing:
+        break;
+      case LetterValue::Kind::kNull:
+        input.set_null(f);
+        break;
+      case LetterValue::Kind::kString:
+        input.set_string(f, v.s);
+        break;
+      case LetterValue::Kind::kInt:
+        input.set_int(f, v.i);
+        break;
+      case LetterValue::Kind::kBool:
+        input.set_bool(f, v.b);
+        break;
+      case LetterValue::Kind::kInvalid:
+        input.set_invalid(f);
+        break;
     }
-  } else if (looks_int) {
-    if (type == FieldType::kInt && parse_int64_strict(text, &number)) {
-      input.set_int(field, number);
-    } else {
-      input.set_invalid(field);
-    }
-  } else if (type == FieldType::kString || type == FieldType::kEnum) {
-    input.set_string(field, text);
-  } else {
-    input.set_invalid(field);
   }
 }
 
+struct CaseResult {
+  std::string file;
+  std::string name;
+  bool passed = false;
+  std::string expect_verb;
+  std::string expect_rule;    // "" when the case names none
+  std::string expect_reason;  // "" when the case names none
+  bool has_expect_rule = false, has_expect_reason = false;
+  std::string verb, rule, reason;
+  std::string failure;  // the text form of the mismatch
+};
+
+std::string percent_text(double percent) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f%%", percent);
+  return buffer;
+}
+
+std::string json_document(const std::string& policy_path, const std::vector<CaseResult>& results,
+                          size_t passed, size_t failed, bool case_file_errors, const Coverage& cov,
+                          const std::vector<Uncovered>& uncovered, const TestOptions& options) {
+  using Json = nlohmann::ordered_json;
+  Json doc;
+  doc["policy"] = policy_path;
+  Json cases = Json::array();
+  for (const CaseResult& r : results) {
+    Json c;
+    c["file"] = r.file;
+    c["name"] = r.name;
+    c["status"] = r.passed ? "pass" : "fail";
+    Json expected;
+    expected["verb"] = r.expect_verb;
+    if (r.has_expect_rule) expected["rule"] = r.expect_rule;
+    if (r.has_expect_reason) expected["reason"] = r.expect_reason;
+    c["expected"] = expected;
+    c["actual"] = {{"verb", r.verb}, {"rule", r.rule}, {"reason", r.reason}};
+    cases.push_back(std::move(c));
+  }
+  doc["cases"] = std::move(cases);
+  doc["summary"] = {{"passed", passed}, {"failed", failed}, {"case_file_errors", case_file_errors}};
+  Json coverage;
+  coverage["rules"] = {{"covered", cov.rules_covered()},
+                       {"total", cov.rules_total()},
+                       {"percent", std::round(cov.percent() * 10) / 10}};
+  coverage["guards"] = {{"covered", cov.guards_covered}, {"total", cov.guards_total}};
+  coverage["rows"] = {{"covered", cov.rows_covered}, {"total", cov.rows_total}};
+  coverage["invariants"] = {{"covered", cov.invariants_covered()},
+                            {"total", cov.invariants.size()}};
+  Json list = Json::array();
+  for (const Uncovered& u : uncovered) {
+    list.push_back({{"kind", u.kind}, {"id", u.id}, {"path", policy_path}, {"line", u.line}});
+  }
+  coverage["uncovered"] = std::move(list);
+  if (options.min_coverage >= 0) {
+    coverage["min_coverage"] = options.min_coverage;
+    coverage["below_min"] = cov.percent() < options.min_coverage;
+  }
+  doc["coverage"] = std::move(coverage);
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
 int run_test(const TestOptions& options) {
+  if (options.format != "text" && options.format != "json") {
+    std::fprintf(stderr, "replaygate test: error: --format must be text or json, not '%s'\n",
+                 options.format.c_str());
+    return kExitUsage;
+  }
+  const bool json = options.format == "json";
+  LoadedPolicy loaded;
+  if (const int code = load_policy_reporting(options.policy, DiagnosticFormat::kText, &loaded);
+      code != kExitOk) {
+    return code;
+  }
+  const ir::CheckedPolicy& checked = *loaded.policy;
+  const ir::Policy& policy = checked.policy;
   std::unique_ptr<Table> table;
-  if (const int code = open_table(options.policy, "", &table); code != kExitOk) return code;
+  {
+    const std::vector<uint8_t> bytes = lower(checked);
+    LoadStatus status;
+    table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+    if (table == nullptr) {
+      std::fprintf(stderr, "replaygate: internal error: the table compiled from %s does not load\n",
+                   options.policy.c_str());
+      return kExitUsage;
+    }
+  }
+  Coverage cov = empty_coverage(policy);
+
   std::vector<std::string> files = options.case_files;
   if (files.empty()) files.push_back(default_case_file(options.policy));
 
   size_t passed = 0, failed = 0;
   bool case_file_errors = false;
+  std::vector<CaseResult> results;
   Input input(*table);
   for (const std::string& path : files) {
     std::string text, io_error;
@@ -295,35 +403,81 @@ int run_test(const TestOptions& options) {
       continue;
     }
     for (const Case& c : cases) {
-      input.clear();
+      Letter letter(policy.fields.size());
       if (c.input->is_mapping()) {
         for (const auto& [key, value] : c.input->entries) {
-          set_case_value(*table, table->field_index(key.scalar), value, input);
+          letter.at(table->field_index(key.scalar)) = case_value(value);
         }
       }
+      set_input(letter, input);
       const Decision d = table->decide(input);
-      const std::string verb(table->verb_name(d.verb));
-      const std::string rule(table->rule_name(d));
-      const std::string reason(table->reason(d));
-      std::string failure;
-      if (d.verb != c.expect_verb || (c.has_rule && rule != c.rule)) {
-        failure = "expected " + c.expect_verb_name + (c.has_rule ? " (rule " + c.rule + ")" : "") +
-                  ", got " + verb + " (rule " + rule + ", reason \"" + reason + "\")";
-      } else if (c.has_reason && reason != c.reason) {
-        failure = "expected reason \"" + c.reason + "\", got \"" + reason + "\"";
+      const InterpretResult oracle = interpret(policy, letter);
+      if (oracle.verb != d.verb ||
+          static_cast<uint8_t>(oracle.kind) != static_cast<uint8_t>(d.kind) ||
+          oracle.rule != d.rule) {
+        std::fprintf(stderr,
+                     "replaygate: internal error: case '%s': the table and the interpreter "
+                     "disagree\n",
+                     c.name.c_str());
+        return kExitUsage;
       }
-      if (failure.empty()) {
+      record_case(policy, letter, oracle, &cov);
+      CaseResult r;
+      r.file = path;
+      r.name = c.name;
+      r.expect_verb = c.expect_verb_name;
+      r.has_expect_rule = c.has_rule;
+      r.expect_rule = c.rule;
+      r.has_expect_reason = c.has_reason;
+      r.expect_reason = c.reason;
+      r.verb = table->verb_name(d.verb);
+      r.rule = table->rule_name(d);
+      r.reason = table->reason(d);
+      if (d.verb != c.expect_verb || (c.has_rule && r.rule != c.rule)) {
+        r.failure = "expected " + c.expect_verb_name +
+                    (c.has_rule ? " (rule " + c.rule + ")" : "") + ", got " + r.verb + " (rule " +
+                    r.rule + ", reason \"" + r.reason + "\")";
+      } else if (c.has_reason && r.reason != c.reason) {
+        r.failure = "expected reason \"" + c.reason + "\", got \"" + r.reason + "\"";
+      }
+      r.passed = r.failure.empty();
+      if (r.passed) {
         ++passed;
-        std::printf("PASS %s\n", c.name.c_str());
+        if (!json) std::printf("PASS %s\n", c.name.c_str());
       } else {
         ++failed;
-        std::printf("FAIL %s: %s\n", c.name.c_str(), failure.c_str());
+        if (!json) std::printf("FAIL %s: %s\n", c.name.c_str(), r.failure.c_str());
+      }
+      results.push_back(std::move(r));
+    }
+  }
+  const std::vector<Uncovered> uncovered = uncovered_items(checked, cov);
+  const bool below = options.min_coverage >= 0 && cov.percent() < options.min_coverage;
+  if (json) {
+    const std::string doc = json_document(options.policy, results, passed, failed, case_file_errors,
+                                          cov, uncovered, options);
+    std::fwrite(doc.data(), 1, doc.size(), stdout);
+  } else {
+    std::printf("%zu passed, %zu failed\n", passed, failed);
+    std::printf("coverage: rules %zu/%zu (%s), invariants %zu/%zu\n", cov.rules_covered(),
+                cov.rules_total(), percent_text(cov.percent()).c_str(), cov.invariants_covered(),
+                cov.invariants.size());
+    if (options.coverage) {
+      for (const Uncovered& u : uncovered) {
+        std::printf("uncovered: %s:%u: %s %s\n", options.policy.c_str(), u.line, u.kind.c_str(),
+                    u.id.c_str());
       }
     }
   }
-  std::printf("%zu passed, %zu failed\n", passed, failed);
-  std::fflush(stdout);
-  return failed > 0 || case_file_errors ? kExitFindings : kExitOk;
+  if (below) {
+    std::fprintf(stderr, "replaygate test: rule coverage %s is below --min-coverage %g%%\n",
+                 percent_text(cov.percent()).c_str(), options.min_coverage);
+  }
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "replaygate: cannot write to standard output\n");
+    return kExitUsage;
+  }
+  return failed > 0 || case_file_errors || below ? kExitFindings : kExitOk;
 }
 
 }  // namespace
@@ -332,10 +486,19 @@ Runner setup_test(CLI::App& sub) {
   auto options = std::make_shared<TestOptions>();
   sub.footer(
       "Run test cases against POLICY (compiled in memory). Without CASES, reads POLICY's\n"
-      "sibling .test.yaml (policies/x.yaml -> policies/x.test.yaml). Prints PASS/FAIL per case\n"
-      "and 'N passed, N failed'. Exit: 0 all pass, 1 failures or errors, 2 usage/I/O.");
+      "sibling .test.yaml (policies/x.yaml -> policies/x.test.yaml). Prints PASS/FAIL per case,\n"
+      "'N passed, N failed' and a coverage line: rules (guards + table rows) that decided some\n"
+      "case, and invariants whose premise some valid case satisfies.\n"
+      "Exit: 0 all pass, 1 failures, case-file errors or coverage below --min-coverage,\n"
+      "2 usage/I/O.");
   sub.add_option("POLICY", options->policy, "Policy file (.policy or .yaml)")->required();
   sub.add_option("CASES", options->case_files, "Case files (default: POLICY's .test.yaml)");
+  sub.add_option("--format", options->format, "text (default) or json (one document on stdout)");
+  sub.add_flag("--coverage", options->coverage,
+               "List every uncovered guard, row and invariant with file:line");
+  sub.add_option("--min-coverage", options->min_coverage,
+                 "Fail (exit 1) when rule coverage, in percent of guards + rows, is below PCT")
+      ->check(CLI::Range(0.0, 100.0));
   return [options] { return run_test(*options); };
 }
 

@@ -1,0 +1,208 @@
+"""Tests of the ctypes binding (run by CTest: python_binding). Needs $RG_LIBRARY (the shared
+library) and $RG_SOURCE_DIR (the repository, for the golden table and the example letters)."""
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import replaygate  # noqa: E402
+
+SOURCE = os.environ.get("RG_SOURCE_DIR", os.path.join(HERE, "..", "..", ".."))
+TABLE = os.path.join(SOURCE, "tests", "data", "tables", "replay_gate.rgt")
+LETTERS = os.path.join(SOURCE, "examples", "letters.jsonl")
+
+# The reference gate (replay_gate.py from the seed article), as the oracle.
+POLICY = {
+    ("payment.capture", "timeout"): "replay_once",
+    ("payment.capture", "insufficient_funds"): "never",
+    ("payment.capture", "duplicate"): "never",
+    ("inventory.reserve", "lock_timeout"): "replay_once",
+    ("inventory.reserve", "overbook"): "never",
+    ("webhook.partner", "http_503"): "replay_once",
+    ("webhook.partner", "http_400"): "never",
+    ("mail.receipt", "smtp_421"): "replay_once",
+    ("mail.receipt", "unknown_recipient"): "never",
+}
+
+
+def reference(topic, error_class, attempts, idempotency_key, already_committed):
+    if not idempotency_key:
+        return "hold"
+    if already_committed:
+        return "never"
+    if attempts >= 3:
+        return "hold"
+    return POLICY.get((topic, error_class), "hold")
+
+
+SEED = dict(topic="payment.capture", error_class="timeout", attempts=1,
+            idempotency_key="cap_9f3a", already_committed=False)
+
+
+class TableTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.table = replaygate.Table.load(TABLE)
+
+    def test_five_seed_cases(self):
+        t = self.table
+        self.assertEqual(t.decide(**SEED).verb, "replay_once")
+        self.assertEqual(t.decide(**{**SEED, "already_committed": True}).verb, "never")
+        self.assertEqual(t.decide(**{**SEED, "error_class": "weird_partner_code"}).verb, "hold")
+        self.assertEqual(t.decide(**{**SEED, "idempotency_key": ""}).verb, "hold")
+        self.assertEqual(t.decide(**{**SEED, "error_class": "insufficient_funds"}).verb, "never")
+
+    def test_decision_details(self):
+        d = self.table.decide(**SEED)
+        self.assertEqual(d.rule, "known_failures:payment.capture/timeout")
+        self.assertEqual(d.kind, "rule")
+        self.assertEqual(d.effect, "create")
+        self.assertEqual(d.table_checksum, self.table.checksum)
+        self.assertEqual(len(d.table_checksum), 32)
+        self.assertEqual(self.table.policy_id, "dlq-replay-gate")
+        self.assertEqual(self.table.verbs, ["never", "replay_once", "hold"])
+
+    def test_bad_values_fail_closed(self):
+        for bad in [dict(attempts="1"), dict(attempts=1.0), dict(attempts=1 << 70),
+                    dict(attempts=True), dict(already_committed="false"), dict(attempts=None)]:
+            d = self.table.decide(**{**SEED, **bad})
+            self.assertEqual((d.verb, d.kind), ("hold", "invalid_input"), bad)
+        missing = dict(SEED)
+        del missing["topic"]
+        d = self.table.decide(**missing)
+        self.assertEqual((d.verb, d.kind, d.reason), ("hold", "invalid_input",
+                                                      "invalid input: topic"))
+
+    def test_unknown_field_raises(self):
+        with self.assertRaises(replaygate.ReplaygateError) as cm:
+            self.table.decide(**SEED, colour="red")
+        self.assertEqual(cm.exception.status, "unknown_field")
+
+    def test_load_errors(self):
+        with self.assertRaises(replaygate.ReplaygateError) as cm:
+            replaygate.Table.load("/nonexistent/gate.rgt")
+        self.assertEqual(cm.exception.status, "io")
+        self.assertIn("cannot open /nonexistent/gate.rgt", cm.exception.message)
+        with open(TABLE, "rb") as f:
+            data = bytearray(f.read())
+        data[len(data) // 2] ^= 1
+        with self.assertRaises(replaygate.ReplaygateError) as cm:
+            replaygate.Table.from_bytes(bytes(data))
+        self.assertEqual(cm.exception.status, "bad_checksum")
+        with self.assertRaises(replaygate.ReplaygateError) as cm:
+            replaygate.Table.from_bytes(b"")
+        self.assertEqual(cm.exception.status, "truncated")
+
+    def test_batch_matches_the_reference_gate_on_every_combination(self):
+        topics = ["payment.capture", "inventory.reserve", "webhook.partner", "mail.receipt", "x"]
+        errors = ["timeout", "insufficient_funds", "duplicate", "lock_timeout", "overbook",
+                  "http_503", "http_400", "smtp_421", "unknown_recipient", "weird"]
+        rows = list(itertools.product(topics, errors, [0, 2, 3, 7], ["", "k1"], [False, True]))
+        cols = {name: [r[i] for r in rows] for i, name in enumerate(
+            ["topic", "error_class", "attempts", "idempotency_key", "already_committed"])}
+        got = self.table.decide_columns(cols)
+        self.assertEqual(got, [reference(*r) for r in rows])
+        # One record at a time agrees too.
+        for r, verb in zip(rows[:50], got):
+            self.assertEqual(self.table.decide(**dict(zip(cols, r))).verb, verb)
+
+    def test_batch_nulls_and_bad_values(self):
+        n = 4
+        cols = {k: [v] * n for k, v in SEED.items()}
+        cols["idempotency_key"] = ["k", None, "k", "k"]        # null key: absent -> hold
+        cols["attempts"] = [1, 1, "1", 1 << 64]                 # wrong type, overflow: invalid
+        cols["replays"] = [None, None, None, 1]
+        self.assertEqual(self.table.decide_columns(cols),
+                         ["replay_once", "hold", "hold", "hold"])
+        raw = self.table.decide_columns_raw({k: [v] for k, v in SEED.items()})
+        self.assertEqual(list(raw), [1])
+        self.assertEqual(self.table.decide_columns({}), [])
+        with self.assertRaises(ValueError):
+            self.table.decide_columns({"topic": ["a"], "attempts": [1, 2]})
+
+
+class SharedTableTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.path = os.path.join(self.dir, "gate.rgt")
+        shutil.copy(TABLE, self.path)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_reload_rejects_corrupt_and_keeps_serving(self):
+        shared = replaygate.SharedTable(self.path)
+        reader = shared.reader()
+        corrupt = os.path.join(self.dir, "corrupt.rgt")
+        with open(TABLE, "rb") as f:
+            data = bytearray(f.read())
+        data[300] ^= 1
+        with open(corrupt, "wb") as f:
+            f.write(data)
+        with self.assertRaises(replaygate.ReplaygateError) as cm:
+            shared.reload(corrupt)
+        self.assertEqual(cm.exception.status, "bad_checksum")
+        with reader.pin() as table:
+            self.assertEqual(table.decide(**SEED).verb, "replay_once")
+        shared.reload(self.path)  # the same table again is compatible
+        self.assertEqual(shared.generation, 1)
+        shared.close()
+
+    def test_threads_decide_while_reloading(self):
+        shared = replaygate.SharedTable(self.path)
+        errors = []
+        stop = threading.Event()
+
+        def work():
+            reader = shared.reader()
+            try:
+                while not stop.is_set():
+                    with reader.pin() as table:
+                        if table.decide(**SEED).verb != "replay_once":
+                            errors.append("wrong verb")
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for _ in range(200):
+            shared.reload(self.path)
+        stop.set()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        shared.close()
+
+
+class ExampleWorkerTest(unittest.TestCase):
+    def test_worker_decides_the_example_letters(self):
+        out = subprocess.run([sys.executable, os.path.join(HERE, "..", "example_worker.py"),
+                              "--table", TABLE, "--batch", "7", LETTERS],
+                             capture_output=True, text=True, check=False)
+        # letters.jsonl ends with a truncated line on purpose: exit 1, and that letter holds.
+        self.assertEqual(out.returncode, 1, out.stderr)
+        lines = [json.loads(x) for x in out.stdout.splitlines()]
+        self.assertEqual(len(lines), 20)
+        self.assertEqual(lines[0], {"message_id": "m-001", "verb": "replay_once",
+                                    "table": replaygate.Table.load(TABLE).checksum})
+        self.assertEqual("".join(x["verb"][0] for x in lines), "rnhhnnrnrnrnhhhrhhhh")
+        self.assertEqual(lines[19]["message_id"], None)
+
+    def test_worker_reports_bad_table(self):
+        out = subprocess.run([sys.executable, os.path.join(HERE, "..", "example_worker.py"),
+                              "--table", "/nonexistent.rgt", LETTERS],
+                             capture_output=True, text=True, check=False)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("io: cannot open /nonexistent.rgt", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

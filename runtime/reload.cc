@@ -1,0 +1,154 @@
+// SharedTable: hot reload with hazard-pointer readers and deferred reclamation (see reload.h).
+#include "runtime/reload.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace replaygate {
+
+std::unique_ptr<SharedTable::Entry> SharedTable::make_entry(std::unique_ptr<Table> table) {
+  auto entry = std::make_unique<Entry>();
+  std::string hex = table->checksum_hex();
+  std::memcpy(entry->checksum, hex.data(), std::min(hex.size(), sizeof entry->checksum - 1));
+  entry->table = std::move(table);
+  return entry;
+}
+
+std::unique_ptr<SharedTable> SharedTable::open(const std::string& path, LoadStatus* status,
+                                               uint32_t max_readers) {
+  std::unique_ptr<Table> table = Table::load_file(path, status);
+  if (table == nullptr) return nullptr;
+  return std::make_unique<SharedTable>(std::move(table), max_readers);
+}
+
+SharedTable::SharedTable(std::unique_ptr<Table> table, uint32_t max_readers)
+    : slot_count_(std::clamp<uint32_t>(max_readers, 1, 4096)) {
+  slots_ = std::make_unique<Slot[]>(slot_count_);
+  owned_.push_back(make_entry(std::move(table)));
+  current_.store(owned_.back().get(), std::memory_order_release);
+}
+
+SharedTable::~SharedTable() = default;
+
+std::string SharedTable::incompatibility(const Table& current, const Table& next) {
+  if (current.field_count() != next.field_count()) {
+    return "incompatible table: " + std::to_string(next.field_count()) + " fields, the current " +
+           "table has " + std::to_string(current.field_count());
+  }
+  for (uint32_t f = 0; f < current.field_count(); ++f) {
+    FieldInfo a = current.field(f), b = next.field(f);
+    if (a.name != b.name || a.type != b.type) {
+      return "incompatible table: field " + std::to_string(f) + " is " + std::string(b.name) +
+             " (" + field_type_name(b.type) + "), the current table has " + std::string(a.name) +
+             " (" + field_type_name(a.type) + ")";
+    }
+  }
+  if (current.verb_count() != next.verb_count()) {
+    return "incompatible table: " + std::to_string(next.verb_count()) + " verbs, the current " +
+           "table has " + std::to_string(current.verb_count());
+  }
+  for (uint32_t v = 0; v < current.verb_count(); ++v) {
+    if (current.verb_name(v) != next.verb_name(v)) {
+      return "incompatible table: verb " + std::to_string(v) + " is " +
+             std::string(next.verb_name(v)) + ", the current table has " +
+             std::string(current.verb_name(v));
+    }
+  }
+  return {};
+}
+
+bool SharedTable::reload(const std::string& path, LoadStatus* status) {
+  LoadStatus ignored;
+  if (status == nullptr) status = &ignored;
+  // Read and verify outside the lock: a slow disk must not delay a concurrent reload's swap.
+  std::unique_ptr<Table> table = Table::load_file(path, status);
+  if (table == nullptr) return false;
+  return replace(std::move(table), status);
+}
+
+bool SharedTable::reload_bytes(const void* data, size_t size, LoadStatus* status) {
+  LoadStatus ignored;
+  if (status == nullptr) status = &ignored;
+  std::unique_ptr<Table> table = Table::load_bytes(data, size, status);
+  if (table == nullptr) return false;
+  return replace(std::move(table), status);
+}
+
+bool SharedTable::replace(std::unique_ptr<Table> table, LoadStatus* status) {
+  LoadStatus ignored;
+  if (status == nullptr) status = &ignored;
+  std::unique_ptr<Entry> entry = make_entry(std::move(table));
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Entry* old = current_.load(std::memory_order_relaxed);  // only writers store, under mutex_
+  std::string why = incompatibility(*old->table, *entry->table);
+  if (!why.empty()) {
+    *status = {LoadError::kMalformed, std::move(why)};
+    return false;
+  }
+  owned_.push_back(std::move(entry));
+  // seq_cst pairs with the readers' seq_cst hazard store and re-check (see Reader::acquire).
+  current_.store(owned_.back().get(), std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_relaxed);
+  free_unpinned();
+  *status = {};
+  return true;
+}
+
+void SharedTable::free_unpinned() {
+  const Entry* now = current_.load(std::memory_order_relaxed);
+  auto pinned = [&](const Entry* e) {
+    for (uint32_t i = 0; i < slot_count_; ++i) {
+      if (slots_[i].hazard.load(std::memory_order_seq_cst) == e) return true;
+    }
+    return false;
+  };
+  std::erase_if(
+      owned_, [&](const std::unique_ptr<Entry>& e) { return e.get() != now && !pinned(e.get()); });
+}
+
+size_t SharedTable::reclaim() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_unpinned();
+  return owned_.size() - 1;
+}
+
+size_t SharedTable::retired_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return owned_.size() - 1;
+}
+
+SharedTable::Reader::Reader(SharedTable& shared) noexcept : shared_(&shared) {
+  for (uint32_t i = 0; i < shared.slot_count_; ++i) {
+    bool expected = false;
+    if (shared.slots_[i].claimed.compare_exchange_strong(expected, true,
+                                                         std::memory_order_acq_rel)) {
+      slot_ = &shared.slots_[i];
+      return;
+    }
+  }
+}
+
+SharedTable::Reader::Reader(Reader&& other) noexcept : shared_(other.shared_), slot_(other.slot_) {
+  other.slot_ = nullptr;
+}
+
+SharedTable::Reader::~Reader() {
+  if (slot_ == nullptr) return;
+  slot_->hazard.store(nullptr, std::memory_order_release);
+  slot_->claimed.store(false, std::memory_order_release);
+}
+
+SharedTable::Guard SharedTable::Reader::acquire() noexcept {
+  const Entry* entry = shared_->current_.load(std::memory_order_acquire);
+  for (;;) {
+    // Publish, then re-check: if the pointer is still current after the hazard is visible, a
+    // reload that swapped it out later will see the hazard and keep the entry alive.
+    slot_->hazard.store(entry, std::memory_order_seq_cst);
+    const Entry* again = shared_->current_.load(std::memory_order_seq_cst);
+    if (again == entry) return Guard(&slot_->hazard, entry);
+    entry = again;
+  }
+}
+
+}  // namespace replaygate

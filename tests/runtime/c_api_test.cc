@@ -1,0 +1,269 @@
+// The C API (runtime/replaygate.h): the reference gate's five seed cases, by name and by index,
+// the batch call against single decisions, every error code a caller can provoke, and that
+// strings are copied and decisions name their table.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "compiler/lower.h"
+#include "runtime/replaygate.h"
+#include "runtime/table.h"
+#include "runtime/test_policies.h"
+
+namespace replaygate {
+namespace {
+
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
+std::string s(rg_str v) { return std::string(v.data, v.size); }
+
+class CApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bytes_ = lower(reference_gate());
+    rg_error err;
+    ASSERT_EQ(rg_table_load_bytes(bytes_.data(), bytes_.size(), &table_, &err), RG_OK)
+        << err.message;
+    ASSERT_EQ(rg_input_new(table_, &in_), RG_OK);
+    // The seed letter: payment.capture / timeout, first attempt, key persisted, not committed.
+    ASSERT_EQ(rg_input_set_string_by_name(in_, "topic", "payment.capture", 15), RG_OK);
+    ASSERT_EQ(rg_input_set_string_by_name(in_, "error_class", "timeout", 7), RG_OK);
+    ASSERT_EQ(rg_input_set_int_by_name(in_, "attempts", 1), RG_OK);
+    ASSERT_EQ(rg_input_set_string_by_name(in_, "idempotency_key", "cap_9f3a", 8), RG_OK);
+    ASSERT_EQ(rg_input_set_bool_by_name(in_, "already_committed", 0), RG_OK);
+  }
+  void TearDown() override {
+    rg_input_free(in_);
+    rg_table_free(table_);
+  }
+  // "verb rule kind" of the current input.
+  std::string decide() {
+    rg_decision d;
+    EXPECT_EQ(rg_decide(table_, in_, &d), RG_OK);
+    return s(rg_table_verb_name(table_, d.verb)) + " " + s(rg_table_rule_name(table_, &d)) + " " +
+           std::to_string(d.kind);
+  }
+
+  std::vector<uint8_t> bytes_;
+  rg_table* table_ = nullptr;
+  rg_input* in_ = nullptr;
+};
+
+TEST_F(CApi, FiveSeedCases) {
+  EXPECT_EQ(decide(), "replay_once known_failures:payment.capture/timeout 0");
+  ASSERT_EQ(rg_input_set_bool(in_, kAlreadyCommitted, 1), RG_OK);
+  EXPECT_EQ(decide(), "never already_committed 0");
+  ASSERT_EQ(rg_input_set_bool(in_, kAlreadyCommitted, 0), RG_OK);
+  ASSERT_EQ(rg_input_set_string(in_, kErrorClass, "weird_partner_code", 18), RG_OK);
+  EXPECT_EQ(decide(), "hold default 1");
+  ASSERT_EQ(rg_input_set_string(in_, kErrorClass, "insufficient_funds", 18), RG_OK);
+  EXPECT_EQ(decide(), "never known_failures:payment.capture/insufficient_funds 0");
+  ASSERT_EQ(rg_input_set_string(in_, kErrorClass, "timeout", 7), RG_OK);
+  ASSERT_EQ(rg_input_set_string(in_, kIdempotencyKey, "", 0), RG_OK);
+  EXPECT_EQ(decide(), "hold no_idempotency_key 0");
+}
+
+TEST_F(CApi, DecisionCarriesEffectReasonAndTableChecksum) {
+  rg_decision d;
+  ASSERT_EQ(rg_decide(table_, in_, &d), RG_OK);
+  EXPECT_EQ(d.effect, static_cast<uint32_t>(RG_EFFECT_CREATE));
+  EXPECT_EQ(s(rg_table_reason(table_, &d)),
+            "the capture timed out before an answer; the idempotency key makes one requeue safe");
+  LoadStatus status;
+  auto table = Table::load_bytes(bytes_.data(), bytes_.size(), &status);
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(std::string(d.table_checksum), table->checksum_hex());
+  EXPECT_EQ(std::string(rg_table_checksum(table_)), table->checksum_hex());
+  EXPECT_EQ(s(rg_table_policy_id(table_)), "dlq-replay-gate");
+  EXPECT_EQ(rg_table_revision(table_), 1);
+}
+
+TEST_F(CApi, MissingRequiredFieldFailsClosed) {
+  ASSERT_EQ(rg_input_unset(in_, kAttempts), RG_OK);
+  rg_decision d;
+  ASSERT_EQ(rg_decide(table_, in_, &d), RG_OK);
+  EXPECT_EQ(d.kind, static_cast<uint32_t>(RG_KIND_INVALID_INPUT));
+  EXPECT_EQ(d.invalid_field, static_cast<uint32_t>(kAttempts));
+  EXPECT_EQ(s(rg_table_verb_name(table_, d.verb)), "hold");
+  EXPECT_EQ(s(rg_table_reason(table_, &d)), "invalid input: attempts");
+  // Wrong type for the field: also the default.
+  ASSERT_EQ(rg_input_set_string(in_, kAttempts, "1", 1), RG_OK);
+  EXPECT_EQ(decide(), "hold default 2");
+  rg_input_clear(in_);
+  EXPECT_EQ(decide(), "hold default 2");
+}
+
+TEST_F(CApi, StringsAreCopiedIntoTheInput) {
+  std::string topic = "payment.capture";
+  ASSERT_EQ(rg_input_set_string(in_, kTopic, topic.data(), topic.size()), RG_OK);
+  topic.assign("xxxxxxx.xxxxxxx");  // the caller reuses its buffer before deciding
+  EXPECT_EQ(decide(), "replay_once known_failures:payment.capture/timeout 0");
+}
+
+TEST_F(CApi, FieldAndVerbLookups) {
+  EXPECT_EQ(rg_table_field_count(table_), 6u);
+  EXPECT_EQ(rg_table_field_index(table_, "replays", 7), static_cast<uint32_t>(kReplays));
+  EXPECT_EQ(rg_table_field_index(table_, "nope", 4), RG_NO_INDEX);
+  EXPECT_EQ(s(rg_table_field_name(table_, kAttempts)), "attempts");
+  EXPECT_EQ(rg_table_field_type(table_, kAttempts), static_cast<uint32_t>(RG_FIELD_INT));
+  EXPECT_EQ(rg_table_field_type(table_, 99), RG_NO_INDEX);
+  EXPECT_EQ(s(rg_table_field_name(table_, 99)), "");
+  EXPECT_EQ(rg_table_verb_count(table_), 3u);
+  EXPECT_EQ(rg_table_verb_index(table_, "hold", 4), static_cast<uint32_t>(kHold));
+  EXPECT_EQ(rg_table_verb_effect(table_, kReplayOnce), static_cast<uint32_t>(RG_EFFECT_CREATE));
+  EXPECT_EQ(s(rg_table_verb_name(table_, 3)), "");
+  EXPECT_STREQ(rg_status_name(RG_ERR_INCOMPATIBLE), "incompatible");
+  EXPECT_STREQ(rg_status_name(static_cast<rg_status>(77)), "unknown");
+}
+
+TEST_F(CApi, ArgumentErrors) {
+  EXPECT_EQ(rg_input_set_string_by_name(in_, "nope", "x", 1), RG_ERR_UNKNOWN_FIELD);
+  EXPECT_EQ(rg_input_set_int_by_name(in_, nullptr, 1), RG_ERR_UNKNOWN_FIELD);
+  EXPECT_EQ(rg_input_set_int(in_, 6, 1), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_string(in_, kTopic, nullptr, 3), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_bool(nullptr, 0, 1), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_invalid(in_, 6), RG_ERR_ARGUMENT);
+  ASSERT_EQ(rg_input_set_invalid(in_, kIdempotencyKey), RG_OK);
+  EXPECT_EQ(decide(), "hold default 2");  // present but unreadable is not absent
+  rg_decision d;
+  EXPECT_EQ(rg_decide(nullptr, in_, &d), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_decide(table_, nullptr, &d), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_decide(table_, in_, nullptr), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_new(nullptr, &in_), RG_ERR_ARGUMENT);
+  EXPECT_EQ(in_, nullptr);  // *out is reset on error
+  rg_table_free(nullptr);
+  rg_input_free(nullptr);
+}
+
+TEST_F(CApi, InputOfAnotherTableIsRejected) {
+  std::vector<uint8_t> other = lower(small_policy());
+  rg_table* small = nullptr;
+  ASSERT_EQ(rg_table_load_bytes(other.data(), other.size(), &small, nullptr), RG_OK);
+  rg_decision d;
+  EXPECT_EQ(rg_decide(small, in_, &d), RG_ERR_ARGUMENT);
+  rg_table_free(small);
+}
+
+TEST(CApiLoad, ErrorsComeWithCodesAndMessages) {
+  rg_table* t = reinterpret_cast<rg_table*>(1);
+  rg_error err;
+  EXPECT_EQ(rg_table_load_file("/nonexistent/gate.rgt", &t, &err), RG_ERR_IO);
+  EXPECT_EQ(t, nullptr);
+  EXPECT_EQ(err.status, RG_ERR_IO);
+  EXPECT_NE(std::string(err.message).find("cannot open /nonexistent/gate.rgt"), std::string::npos)
+      << err.message;
+
+  std::vector<uint8_t> bytes = lower(reference_gate());
+  EXPECT_EQ(rg_table_load_bytes(bytes.data(), 40, &t, &err), RG_ERR_TRUNCATED);
+  bytes[bytes.size() - 9] ^= 0x01;
+  EXPECT_EQ(rg_table_load_bytes(bytes.data(), bytes.size(), &t, &err), RG_ERR_BAD_CHECKSUM);
+  EXPECT_EQ(std::string(err.message).rfind("bad checksum", 0), 0u) << err.message;
+  const char junk[] =
+      "not a table at all, just some bytes that are long enough for a header....."
+      "......";
+  EXPECT_EQ(rg_table_load_bytes(junk, sizeof junk, &t, nullptr), RG_ERR_BAD_MAGIC);
+  EXPECT_EQ(rg_table_load_bytes(nullptr, 10, &t, &err), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_table_load_file(nullptr, &t, &err), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_table_load_file("x", nullptr, &err), RG_ERR_ARGUMENT);
+  EXPECT_EQ(t, nullptr);
+}
+
+TEST_F(CApi, GoldenTableFileLoads) {
+  rg_table* t = nullptr;
+  rg_error err;
+  ASSERT_EQ(rg_table_load_file(RG_SOURCE_DIR "/tests/data/tables/replay_gate.rgt", &t, &err), RG_OK)
+      << err.message;
+  EXPECT_EQ(err.status, RG_OK);
+  EXPECT_EQ(s(rg_table_policy_id(t)), "dlq-replay-gate");
+  rg_table_free(t);
+}
+
+// The five seed letters (and a null key) as columns, decided in one call, agree with rg_decide.
+TEST_F(CApi, BatchColumnsAgreeWithSingleDecisions) {
+  const std::vector<std::string> topics = {"payment.capture", "payment.capture", "payment.capture",
+                                           "payment.capture", "payment.capture", "payment.capture"};
+  const std::vector<std::string> errors = {
+      "timeout", "timeout", "weird_partner_code", "timeout", "insufficient_funds", "timeout"};
+  const std::vector<std::string> keys = {"cap_9f3a", "cap_9f3a", "cap_9f3a", "", "cap_9f3a", ""};
+  const std::vector<uint8_t> key_present = {1, 1, 1, 1, 1, 2};  // last row: null
+  const std::vector<int64_t> attempts = {1, 1, 1, 1, 1, 1};
+  const std::vector<uint8_t> committed = {0, 1, 0, 0, 0, 0};
+  auto pack = [](const std::vector<std::string>& v, std::string* bytes,
+                 std::vector<uint64_t>* offsets) {
+    offsets->push_back(0);
+    for (const std::string& x : v) {
+      *bytes += x;
+      offsets->push_back(bytes->size());
+    }
+  };
+  std::string tb, eb, kb;
+  std::vector<uint64_t> to, eo, ko;
+  pack(topics, &tb, &to);
+  pack(errors, &eb, &eo);
+  pack(keys, &kb, &ko);
+  std::vector<rg_column> cols(5);
+  cols[0] = {kTopic, RG_COLUMN_STRING, nullptr, tb.data(), to.data(), nullptr, nullptr};
+  cols[1] = {kErrorClass, RG_COLUMN_STRING, nullptr, eb.data(), eo.data(), nullptr, nullptr};
+  cols[2] = {kIdempotencyKey, RG_COLUMN_STRING, key_present.data(), kb.data(), ko.data(),
+             nullptr,         nullptr};
+  cols[3] = {kAttempts, RG_COLUMN_INT, nullptr, nullptr, nullptr, attempts.data(), nullptr};
+  cols[4] = {kAlreadyCommitted, RG_COLUMN_BOOL, nullptr,         nullptr,
+             nullptr,           nullptr,        committed.data()};
+  std::vector<uint32_t> verbs(6, 99);
+  std::vector<rg_decision> decisions(6);
+  ASSERT_EQ(rg_decide_columns(table_, cols.data(), cols.size(), 6, verbs.data(), decisions.data()),
+            RG_OK);
+  EXPECT_EQ(verbs, (std::vector<uint32_t>{kReplayOnce, kNever, kHold, kHold, kNever, kHold}));
+  EXPECT_EQ(s(rg_table_rule_name(table_, &decisions[5])), "no_idempotency_key");
+  EXPECT_EQ(std::string(decisions[0].table_checksum), rg_table_checksum(table_));
+  for (size_t i = 0; i < 6; ++i) {
+    rg_input_clear(in_);
+    rg_input_set_string(in_, kTopic, topics[i].data(), topics[i].size());
+    rg_input_set_string(in_, kErrorClass, errors[i].data(), errors[i].size());
+    if (key_present[i] == 1) {
+      rg_input_set_string(in_, kIdempotencyKey, keys[i].data(), keys[i].size());
+    } else {
+      rg_input_set_null(in_, kIdempotencyKey);
+    }
+    rg_input_set_int(in_, kAttempts, attempts[i]);
+    rg_input_set_bool(in_, kAlreadyCommitted, committed[i]);
+    rg_decision d;
+    ASSERT_EQ(rg_decide(table_, in_, &d), RG_OK);
+    EXPECT_EQ(d.verb, verbs[i]) << i;
+    EXPECT_EQ(d.rule, decisions[i].rule) << i;
+    EXPECT_EQ(d.kind, decisions[i].kind) << i;
+  }
+  // An invalid marker (3, or any unknown value) fails closed: hold, kind invalid input.
+  const std::vector<uint8_t> committed_present = {1, 3, 1, 1, 9, 1};
+  cols[4].present = committed_present.data();
+  ASSERT_EQ(rg_decide_columns(table_, cols.data(), cols.size(), 6, nullptr, decisions.data()),
+            RG_OK);
+  EXPECT_EQ(decisions[1].kind, static_cast<uint32_t>(RG_KIND_INVALID_INPUT));
+  EXPECT_EQ(decisions[1].invalid_field, static_cast<uint32_t>(kAlreadyCommitted));
+  EXPECT_EQ(decisions[4].kind, static_cast<uint32_t>(RG_KIND_INVALID_INPUT));
+  EXPECT_EQ(decisions[0].verb, static_cast<uint32_t>(kReplayOnce));
+  cols[4].present = nullptr;
+
+  // A column set without the required fields fails closed row by row.
+  ASSERT_EQ(rg_decide_columns(table_, cols.data(), 1, 6, verbs.data(), nullptr), RG_OK);
+  EXPECT_EQ(verbs, std::vector<uint32_t>(6, kHold));
+
+  // Bad columns are argument errors.
+  std::vector<uint64_t> backwards = {0, 5, 3, 3, 3, 3, 3};
+  rg_column bad = {kTopic,           RG_COLUMN_STRING, nullptr, tb.data(),
+                   backwards.data(), nullptr,          nullptr};
+  EXPECT_EQ(rg_decide_columns(table_, &bad, 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
+  bad = {kAttempts, RG_COLUMN_INT, nullptr, nullptr, nullptr, nullptr, nullptr};
+  EXPECT_EQ(rg_decide_columns(table_, &bad, 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
+  bad = {6, RG_COLUMN_BOOL, nullptr, nullptr, nullptr, nullptr, committed.data()};
+  EXPECT_EQ(rg_decide_columns(table_, &bad, 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
+  bad = {kTopic, 7, nullptr, nullptr, nullptr, nullptr, nullptr};
+  EXPECT_EQ(rg_decide_columns(table_, &bad, 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_decide_columns(table_, nullptr, 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_decide_columns(nullptr, cols.data(), 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace replaygate
