@@ -166,7 +166,7 @@ default hold
 rule r: when stale -> hold "stale"
 rule s: when topic == x.y -> go "known"
 invariant i1: when stale -> effect != create "never create on stale"
-invariant i2: when topic == x.y -> verb in (go)
+invariant i2: when topic == x.y and not stale -> verb in (go)
 )";
   const LoadedPolicy loaded = load_policy_text(text, "p.policy");
   if (!loaded.policy || loaded.policy->policy.invariants.empty() ||
