@@ -3,7 +3,7 @@
 // Nothing inside the compiler prints. A stage returns its diagnostics; the CLI renders them with
 // render_text() (file:line:col: severity[CODE]: message, the source line, a caret, a hint) or
 // render_json(). Codes are stable and documented in docs/diagnostics.md; ranges:
-//   RG0xx YAML syntax and structure (yaml_tree)   RG1xx names, types, values (check)
+//   RG0xx syntax and structure (yaml_tree, dsl_parse)   RG1xx names, types, values (check)
 //   RG2xx analysis: shadowed, conflicting, never-true rules (analysis)
 //   RG3xx input mapping files (tools/cli)          RG4xx test case files (tools/cli)
 #pragma once

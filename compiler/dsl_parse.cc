@@ -70,6 +70,7 @@ RG_KW(kw_table, "table");
 RG_KW(kw_by, "by");
 RG_KW(kw_as, "as");
 RG_KW(kw_invariant, "invariant");
+RG_KW(kw_sensitive, "sensitive");
 #undef RG_KW
 
 // Strings: double quotes, on one line, escapes \" \\ \n \t \xHH.
@@ -77,7 +78,8 @@ struct escape_code : sor<one<'"', '\\', 'n', 't'>, seq<one<'x'>, xdigit, xdigit>
 struct escape : seq<one<'\\'>, must<escape_code>> {};
 struct string_char : sor<escape, not_one<'"', '\\', '\n', '\r', '\t'>> {};
 struct close_quote : one<'"'> {};
-struct quoted : seq<one<'"'>, star<string_char>, must<close_quote>> {};
+struct no_raw_tab : not_at<one<'\t'>> {};
+struct quoted : seq<one<'"'>, star<string_char>, must<no_raw_tab, close_quote>> {};
 
 // Literals. lit_* actions set State::literal; the enclosing rule's action takes it.
 struct lit_quoted : quoted {};
@@ -218,8 +220,12 @@ struct invariant_item
     : seq<invariant_keyword, _, must<invariant_id>, _, must<colon>, _, opt<invariant_premise, _>,
           must<requirement>, opt<_, invariant_reason>> {};
 
-struct item : sor<description_item, input_item, verb_item, default_item, const_item, rule_item,
-                  table_item, invariant_item> {};
+// sensitive (FIELD, ...): letter fields whose values tools never print
+struct sensitive_list : value_list {};
+struct sensitive_item : seq<kw_sensitive, _, must<sensitive_list>> {};
+
+struct item : sor<description_item, sensitive_item, input_item, verb_item, default_item, const_item,
+                  rule_item, table_item, invariant_item> {};
 struct end_of_file : eof {};
 struct file : seq<_, must<header>, _, star<item, _, opt<one<';'>, _>>, must<end_of_file>> {};
 
@@ -234,6 +240,8 @@ inline constexpr const char* message = nullptr;
   template <>              \
   inline constexpr const char* message<g::rule> = text
 RG_MSG(escape_code, "unknown escape in a string\nthe escapes are \\\", \\\\, \\n, \\t and \\xHH");
+RG_MSG(no_raw_tab,
+       "a tab inside a string\nwrite \\t for a tab in a string (tabs between words are fine)");
 RG_MSG(close_quote,
        "unterminated string\na string ends on the line it starts; write \\n for a line break, "
        "\\t for a tab, \\\" for a quote");
@@ -349,8 +357,11 @@ RG_MSG(require_verbs, "expected the verbs in parentheses\nfor example: verb in (
 RG_MSG(require_effect_value,
        "expected an effect: none, read, copy or create\nfor example: effect "
        "!= create");
+RG_MSG(sensitive_list,
+       "expected the sensitive field names in parentheses\nfor example: sensitive (prompt, "
+       "signed_url)");
 RG_MSG(end_of_file,
-       "expected an item: description, input, verb, default, const, rule, table or "
+       "expected an item: description, sensitive, input, verb, default, const, rule, table or "
        "invariant\neach item starts with its keyword; see docs/policy-language.md");
 #undef RG_MSG
 // Inner sor<> operands of must<> in require_verb / require_effect.
@@ -527,6 +538,18 @@ struct Action<g::policy_description> {
   template <typename Input>
   static void apply(const Input& in, State& s) {
     s.policy.description = quoted_literal(in);
+  }
+};
+
+template <>
+struct Action<g::sensitive_list> {
+  template <typename Input>
+  static void apply(const Input&, State& s) {
+    if (!s.policy.sensitive) {
+      s.policy.sensitive = s.list;
+    } else {
+      for (const ast::Literal& item : s.list.items) s.policy.sensitive->items.push_back(item);
+    }
   }
 };
 

@@ -52,4 +52,10 @@ bool is_name_token(std::string_view text);
 // `text` in double quotes with the DSL escapes (\" \\ \n \t \xHH for other bytes < 0x20, 0x7F).
 std::string quote(std::string_view text);
 
+namespace testing {
+// Runs tao::pegtl::analyze on the grammar (rules that could loop without consuming input) and
+// returns the number of problems found; the unit tests assert 0.
+size_t analyze_grammar();
+}  // namespace testing
+
 }  // namespace replaygate::dsl

@@ -37,6 +37,7 @@ class Printer {
                          " revision " + (p.revision ? literal(*p.revision) : std::string("0"));
     emit("header", header);
     if (p.description) emit("description", "description " + literal(*p.description));
+    if (p.sensitive) emit("sensitive", "sensitive " + list(p.sensitive->items));
     if (p.inputs && !p.inputs->empty()) {
       out_ += "\n";
       for (size_t i = 0; i < p.inputs->size(); ++i)
@@ -119,6 +120,7 @@ class Printer {
     };
     add(p.id_span, "header");
     if (p.description) add(p.description->span, "description");
+    if (p.sensitive) add(p.sensitive->span, "sensitive");
     if (p.inputs) {
       for (size_t i = 0; i < p.inputs->size(); ++i)
         add((*p.inputs)[i].span, "i" + std::to_string(i));
@@ -372,6 +374,12 @@ ast::Policy to_ast(const ir::Policy& p) {
   out.id = dsl::is_name_token(p.id) ? bare(p.id) : quoted(p.id);
   out.revision = bare(std::to_string(p.revision));
   if (!p.description.empty()) out.description = quoted(p.description);
+  if (!p.sensitive.empty()) {
+    out.sensitive.emplace();
+    for (const std::string& name : p.sensitive) {
+      out.sensitive->items.push_back(dsl::is_bare_word(name) ? bare(name) : quoted(name));
+    }
+  }
   out.inputs.emplace();
   for (const ir::Field& f : p.fields) {
     ast::Input in;

@@ -125,6 +125,11 @@ std::string print_yaml(const ir::Policy& policy) {
   std::string out;
   out += "policy: " + text(policy.id) + "\nrevision: " + std::to_string(policy.revision) + "\n";
   if (!policy.description.empty()) out += "description: " + quoted(policy.description) + "\n";
+  if (!policy.sensitive.empty()) {
+    std::vector<std::string> names;
+    for (const std::string& name : policy.sensitive) names.push_back(text(name));
+    out += "sensitive: " + list(names) + "\n";
+  }
   out += "\ninputs:\n";
   for (const ir::Field& f : policy.fields) {
     out += "  " + f.name + ":\n    type: " + ir::field_type_name(f.type) + "\n";

@@ -468,19 +468,20 @@ TEST(Check, HeaderErrors) {
 }
 
 TEST(Compile, ExtensionsAndIoErrors) {
+  // .policy goes to the DSL front-end: a syntax error there is RG014.
   const LoadedPolicy dsl = load_policy_text("policy x {}", "a/b.policy");
   ASSERT_EQ(dsl.diagnostics.size(), 1u);
-  EXPECT_EQ(dsl.diagnostics[0].code, "RG012");
-  EXPECT_EQ(dsl.diagnostics[0].message, "the DSL front-end is not available yet");
+  EXPECT_EQ(dsl.diagnostics[0].code, "RG014");
+  EXPECT_EQ(dsl.diagnostics[0].message, "expected 'revision N' after the policy's name");
   EXPECT_FALSE(dsl.policy.has_value());
   EXPECT_FALSE(dsl.io_error);
 
   const LoadedPolicy json = load_policy_text("{}", "p.json");
   ASSERT_EQ(json.diagnostics.size(), 1u);
   EXPECT_EQ(render_text(json.diagnostics, json.source_text),
-            "p.json: error[RG013]: unsupported policy file extension '.json'; supported: .yaml, "
-            ".yml (and .policy once the DSL exists)\n"
-            "      = hint: rename the file to end in .yaml\n");
+            "p.json: error[RG013]: unsupported policy file extension '.json'; supported: .policy "
+            "(the policy language), .yaml, .yml (YAML)\n"
+            "      = hint: rename the file to end in .policy or .yaml\n");
   EXPECT_EQ(load_policy_text("", "Policy.YML").diagnostics.at(0).code, "RG100");
 
   const LoadedPolicy missing = load_policy_file("/nonexistent/dir/p.yaml");

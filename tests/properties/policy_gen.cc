@@ -11,6 +11,8 @@
 #include <set>
 #include <utility>
 
+#include "compiler/print_yaml.h"
+
 namespace replaygate::testing {
 namespace {
 
@@ -328,19 +330,6 @@ ir::CheckedPolicy generate_policy() {
       plan.field.empty_means_absent = true;
       break;
     }
-  }
-  // Derived bools (issue 5): about half the required bools become `lhs op rhs` over required ints
-  // declared before them; their letter values are then ignored by both runtime and interpreter.
-  for (uint32_t f = 0; f < plans.size(); ++f) {
-    ir::Field& field = plans[f].field;
-    if (field.type != FieldType::kBool || field.optional || !chance(50)) continue;
-    std::vector<uint32_t> ints;
-    for (uint32_t g = 0; g < f; ++g) {
-      if (plans[g].field.type == FieldType::kInt && !plans[g].field.optional) ints.push_back(g);
-    }
-    if (ints.empty()) continue;
-    field.derived = ir::Derivation{
-        pick(ints), pick<Op>({Op::kEq, Op::kNe, Op::kLt, Op::kLe, Op::kGt, Op::kGe}), pick(ints)};
   }
   for (const auto& plan : plans) policy.fields.push_back(plan.field);
   const uint32_t field_count = static_cast<uint32_t>(plans.size());
@@ -743,53 +732,6 @@ Letter generate_letter(const std::vector<LetterPlan>& plans) {
   return letter;
 }
 
-void append_quoted(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += static_cast<char>(ch);
-    } else if (ch < 0x20 || ch == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
-      out += buf;
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  out += '"';
-}
-
-std::string yaml_value(const ir::Value& v) {
-  std::string out;
-  switch (v.kind) {
-    case ir::Value::Kind::kString:
-      append_quoted(out, v.str);
-      break;
-    case ir::Value::Kind::kInt:
-      out = std::to_string(v.i);
-      break;
-    case ir::Value::Kind::kBool:
-      out = v.b ? "true" : "false";
-      break;
-  }
-  return out;
-}
-
-std::string yaml_operand(const ir::Condition& c, size_t i) {
-  if (!c.constant.empty()) return c.constant;
-  return yaml_value(c.values.at(i));
-}
-
-std::string yaml_list(const ir::Condition& c) {
-  std::string out = "[";
-  for (size_t i = 0; i < c.values.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += yaml_value(c.values[i]);
-  }
-  return out + "]";
-}
-
 }  // namespace
 
 ir::CheckedPolicy with_source_map(ir::Policy policy, std::string digest) {
@@ -828,118 +770,7 @@ rc::Gen<Letter> gen_letter(const ir::Policy& policy) {
   return rc::gen::exec([plans = letter_plans(policy)] { return generate_letter(plans); });
 }
 
-std::string to_yaml(const ir::Policy& policy) {
-  std::string out;
-  out += "policy: ";
-  append_quoted(out, policy.id);
-  out += "\nrevision: " + std::to_string(policy.revision) + "\ndescription: ";
-  append_quoted(out, policy.description);
-  out += "\ninputs:\n";
-  for (const auto& f : policy.fields) {
-    out += "  " + f.name + ":\n    type: " + ir::field_type_name(f.type) + "\n";
-    if (f.optional) out += "    optional: true\n";
-    if (f.empty_means_absent) out += "    empty_means_absent: true\n";
-    if (f.min) out += "    min: " + std::to_string(*f.min) + "\n";
-    if (f.max) out += "    max: " + std::to_string(*f.max) + "\n";
-    if (f.derived) {
-      out += std::string("    derived: {") + ir::op_name(f.derived->op) + ": [" +
-             policy.fields[f.derived->lhs].name + ", " + policy.fields[f.derived->rhs].name +
-             "]}\n";
-    }
-    if (f.type == FieldType::kEnum) {
-      out += "    values: [";
-      for (size_t i = 0; i < f.enum_values.size(); ++i) {
-        out += (i > 0 ? ", " : "") + f.enum_values[i];
-      }
-      out += "]\n";
-    }
-    if (!f.description.empty()) {
-      out += "    description: ";
-      append_quoted(out, f.description);
-      out += "\n";
-    }
-  }
-  out += "verbs:\n";
-  for (const auto& v : policy.verbs) {
-    out += "  " + v.name + ":\n    effect: " + ir::effect_name(v.effect) + "\n";
-    if (!v.description.empty()) {
-      out += "    description: ";
-      append_quoted(out, v.description);
-      out += "\n";
-    }
-  }
-  out += "default: " + policy.verbs.at(policy.default_verb).name + "\n";
-  out += "default_reason: ";
-  append_quoted(out, policy.default_reason);
-  out += "\n";
-  if (!policy.constants.empty()) {
-    out += "constants:\n";
-    for (const auto& k : policy.constants)
-      out += "  " + k.name + ": " + std::to_string(k.value) + "\n";
-  }
-  out += "rules:\n";
-  for (const auto& rule : policy.rules) {
-    if (const auto* guard = std::get_if<ir::Guard>(&rule)) {
-      out += "  - guard: " + guard->id + "\n    when:\n";
-      // Conditions on one field are consecutive (the generator groups them).
-      for (size_t i = 0; i < guard->conditions.size();) {
-        size_t j = i;
-        while (j < guard->conditions.size() &&
-               guard->conditions[j].field == guard->conditions[i].field)
-          ++j;
-        out += "      " + policy.fields.at(guard->conditions[i].field).name + ": ";
-        const ir::Condition& first = guard->conditions[i];
-        if (j - i == 1 && first.op == Op::kAbsent) {
-          out += "absent";
-        } else if (j - i == 1 && first.op == Op::kPresent) {
-          out += "present";
-        } else {
-          out += "{ ";
-          for (size_t c = i; c < j; ++c) {
-            const ir::Condition& cond = guard->conditions[c];
-            out += std::string(c > i ? ", " : "") + ir::op_name(cond.op) + ": ";
-            out += cond.op == Op::kIn || cond.op == Op::kNotIn ? yaml_list(cond)
-                                                               : yaml_operand(cond, 0);
-          }
-          out += " }";
-        }
-        out += "\n";
-        i = j;
-      }
-      out += "    verb: " + policy.verbs.at(guard->verb).name + "\n    reason: ";
-      append_quoted(out, guard->reason);
-      out += "\n";
-    } else {
-      const auto& table = std::get<ir::Table>(rule);
-      out += "  - table: " + table.id + "\n    keys: [";
-      for (size_t k = 0; k < table.key_fields.size(); ++k) {
-        out += (k > 0 ? ", " : "") + policy.fields.at(table.key_fields[k]).name;
-      }
-      out += "]\n    rows:\n";
-      for (const auto& row : table.rows) {
-        std::string keys;
-        std::string derived = table.id + ":";
-        for (size_t k = 0; k < row.keys.size(); ++k) {
-          keys += (k > 0 ? ", " : "") + (row.keys[k] ? yaml_value(*row.keys[k]) : "'*'");
-          derived += (k > 0 ? "/" : "") + key_text(row.keys[k]);
-        }
-        const std::string& verb = policy.verbs.at(row.verb).name;
-        if (row.id == derived && row.reason.empty()) {
-          out += "      - [" + keys + ", " + verb + "]\n";
-        } else {
-          out += "      - { keys: [" + keys + "], verb: " + verb;
-          if (row.id != derived) out += ", id: " + row.id;
-          if (!row.reason.empty()) {
-            out += ", reason: ";
-            append_quoted(out, row.reason);
-          }
-          out += " }\n";
-        }
-      }
-    }
-  }
-  return out;
-}
+std::string to_yaml(const ir::Policy& policy) { return print_yaml(policy); }
 
 void tag_policy(const ir::Policy& policy) {
   size_t wildcard_rows = 0, exact_rows = 0, max_keys = 0;
@@ -956,9 +787,6 @@ void tag_policy(const ir::Policy& policy) {
   RC_CLASSIFY(wildcard_rows > 0 && exact_rows > 0, "wildcard+exact rows");
   RC_CLASSIFY(max_keys == 3, "3-key table");
   RC_CLASSIFY(wildcard_rows + exact_rows >= 30, "30+ rows");
-  RC_CLASSIFY(std::any_of(policy.fields.begin(), policy.fields.end(),
-                          [](const ir::Field& f) { return f.derived.has_value(); }),
-              "derived field");
 }
 
 void fill_input(const Letter& letter, Input* input) {
