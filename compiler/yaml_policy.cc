@@ -41,8 +41,8 @@ class AstBuilder {
       return policy;
     }
     static const std::vector<std::string> kTopKeys = {
-        "policy",  "revision",       "description", "inputs", "verbs",
-        "default", "default_reason", "constants",   "rules",  "sensitive", "invariants"};
+        "policy",         "revision",  "description", "inputs",    "verbs",     "default",
+        "default_reason", "constants", "rules",       "sensitive", "invariants"};
     for (const auto& [key, value] : root.entries) {
       const std::string& k = key.scalar;
       if (k == "policy") {
@@ -176,8 +176,9 @@ class AstBuilder {
   std::optional<std::vector<ast::Input>> inputs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
-    static const std::vector<std::string> kProps = {
-        "type", "optional", "empty_means_absent", "min", "max", "values", "domain", "description", "derived"};
+    static const std::vector<std::string> kProps = {"type",   "optional",    "empty_means_absent",
+                                                    "min",    "max",         "values",
+                                                    "domain", "description", "derived"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;

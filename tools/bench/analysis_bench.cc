@@ -60,8 +60,8 @@ ir::CheckedPolicy synthetic_policy(size_t rows) {
   guard("g2", {{2, ir::Op::kGe, {V::Int(5)}, ""}}, 0);
   guard("g3", {{5, ir::Op::kGe, {V::Int(1)}, ""}}, 0);
   for (int i = 0; i < 8; ++i) {
-    guard("p" + std::to_string(i), {{7, ir::Op::kEq, {V::String("partner" + std::to_string(i))}, ""}},
-          i % 2 == 0 ? 1 : 2);
+    guard("p" + std::to_string(i),
+          {{7, ir::Op::kEq, {V::String("partner" + std::to_string(i))}, ""}}, i % 2 == 0 ? 1 : 2);
   }
   guard("r0", {{6, ir::Op::kEq, {V::String("sa")}, ""}}, 0);
   guard("r1", {{6, ir::Op::kIn, {V::String("ap")}, ""}, {2, ir::Op::kGe, {V::Int(3)}, ""}}, 0);
@@ -70,8 +70,10 @@ ir::CheckedPolicy synthetic_policy(size_t rows) {
   guard("t0", {{0, ir::Op::kEq, {V::String("topic0")}, ""}, {2, ir::Op::kGe, {V::Int(2)}, ""}}, 0);
   guard("e0", {{1, ir::Op::kEq, {V::String("fatal")}, ""}}, 1);
   guard("e1", {{1, ir::Op::kIn, {V::String("poison"), V::String("schema")}, ""}}, 1);
-  guard("x0", {{7, ir::Op::kNe, {V::String("partner0")}, ""}, {2, ir::Op::kLt, {V::Int(1)}, ""},
-               {6, ir::Op::kEq, {V::String("eu")}, ""}},
+  guard("x0",
+        {{7, ir::Op::kNe, {V::String("partner0")}, ""},
+         {2, ir::Op::kLt, {V::Int(1)}, ""},
+         {6, ir::Op::kEq, {V::String("eu")}, ""}},
         2);
   ir::Table table;
   table.id = "t";
