@@ -355,20 +355,96 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
+namespace {
+
+// Candidate ints of an int field's interval atom: both ends and their neighbours, inside min/max.
+void interval_candidates(const FieldPartition& field, uint32_t atom, std::vector<int64_t>* out) {
+  if (atom == kAtomAbsent) return;
+  const size_t k = atom - 1;
+  int64_t lo = k == 0 ? std::numeric_limits<int64_t>::min() : field.cuts[k - 1];
+  int64_t hi = k == field.cuts.size() ? std::numeric_limits<int64_t>::max() : field.cuts[k] - 1;
+  if (field.min) lo = std::max(lo, *field.min);
+  if (field.max) hi = std::min(hi, *field.max);
+  if (lo > hi) return;
+  // Small, readable values first.
+  if (lo <= 0 && 0 <= hi) out->push_back(0);
+  if (lo <= 1 && 1 <= hi) out->push_back(1);
+  for (int64_t v : {lo, lo < hi ? lo + 1 : lo, lo < hi ? hi - 1 : hi, hi}) out->push_back(v);
+}
+
+bool compare(ir::Op op, int64_t a, int64_t b) {
+  switch (op) {
+    case ir::Op::kEq:
+      return a == b;
+    case ir::Op::kNe:
+      return a != b;
+    case ir::Op::kLt:
+      return a < b;
+    case ir::Op::kLe:
+      return a <= b;
+    case ir::Op::kGt:
+      return a > b;
+    case ir::Op::kGe:
+      return a >= b;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 std::string example_letter(const ir::Policy& policy, const Partition& partition,
                            const Domains& domains, const Box& box) {
-  std::string out = "{";
-  bool first = true;
-  for (size_t f = 0; f < policy.fields.size() && f < box.size(); ++f) {
+  const size_t n = std::min(policy.fields.size(), box.size());
+  std::vector<std::optional<ir::Value>> values(n);
+  for (size_t f = 0; f < n; ++f) {
     const auto& atoms = atoms_of(domains, f, box[f]);
     if (atoms.empty()) continue;
     const FieldPartition& part = partition.fields[f];
     const uint32_t atom = example_atom(part, atoms);
     if (atom == kAtomAbsent) continue;
-    const ir::Value value = example_value(part, atom, policy.fields[f].empty_means_absent);
+    values[f] = example_value(part, atom, policy.fields[f].empty_means_absent);
+  }
+  // A derived bool is computed from its operands, so pick operand values (inside the region)
+  // that make it the value the region needs; otherwise the letter would not reproduce.
+  for (size_t f = 0; f < n; ++f) {
+    const auto& derived = policy.fields[f].derived;
+    if (!derived || !values[f] || derived->lhs >= n || derived->rhs >= n) continue;
+    const bool wanted = values[f]->b;
+    if (values[derived->lhs] && values[derived->rhs] &&
+        compare(derived->op, values[derived->lhs]->i, values[derived->rhs]->i) == wanted) {
+      continue;
+    }
+    std::vector<int64_t> left, right;
+    for (uint32_t atom : atoms_of(domains, derived->lhs, box[derived->lhs])) {
+      interval_candidates(partition.fields[derived->lhs], atom, &left);
+    }
+    for (uint32_t atom : atoms_of(domains, derived->rhs, box[derived->rhs])) {
+      interval_candidates(partition.fields[derived->rhs], atom, &right);
+    }
+    bool found = false;
+    for (size_t i = 0; i < left.size() && !found; ++i) {
+      for (size_t j = 0; j < right.size() && !found; ++j) {
+        if (compare(derived->op, left[i], right[j]) == wanted) {
+          values[derived->lhs] = ir::Value::Int(left[i]);
+          values[derived->rhs] = ir::Value::Int(right[j]);
+          found = true;
+        }
+      }
+    }
+  }
+  std::string out = "{";
+  bool first = true;
+  std::vector<std::string> printed;  // a retyped field appears twice in diff's joint policy
+  for (size_t f = 0; f < n; ++f) {
+    if (!values[f]) continue;
+    const std::string& name = policy.fields[f].name;
+    if (std::find(printed.begin(), printed.end(), name) != printed.end()) continue;
+    printed.push_back(name);
+    const ir::Value& value = *values[f];
     out += first ? "" : ", ";
     first = false;
-    out += json_string(policy.fields[f].name) + ": ";
+    out += json_string(name) + ": ";
     switch (value.kind) {
       case ir::Value::Kind::kString:
         out += json_string(value.str);

@@ -496,3 +496,70 @@ TEST_F(RecoveryTest, ConcurrentWritersKilledMidAppendLoseNothingAcknowledged) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- decide --audit ----
+
+TEST_F(RecoveryTest, DecideAuditRecordsEveryDecisionBeforePrintingIt) {
+  const std::string letters = std::string(RG_SOURCE_DIR) + "/examples/letters.jsonl";
+  const std::string gate = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
+  const Result r =
+      run({"decide", "--policy", gate, "--audit", log(), "--operator", "ana", letters});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // the example holds invalid letters on purpose
+  const std::string text = read_file(log());
+  const audit::VerifyReport report = audit::verify_bytes(text);
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.entries, 20u);
+  EXPECT_EQ(report.decisions, 20u);
+  // Entry N is stdout line N: same verb and rule, in input order.
+  std::vector<std::string> out_lines, log_lines;
+  for (const auto* src : {&r.out, &text}) {
+    auto& lines = src == &r.out ? out_lines : log_lines;
+    size_t at = 0;
+    while (at < src->size()) {
+      const size_t end = src->find('\n', at);
+      lines.push_back(src->substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  ASSERT_EQ(out_lines.size(), 20u);
+  ASSERT_EQ(log_lines.size(), 20u);
+  for (size_t i = 0; i < out_lines.size(); ++i) {
+    const nlohmann::json printed = json_of(out_lines[i]);
+    const nlohmann::json logged = json_of(log_lines[i]);
+    EXPECT_EQ(logged["seq"], i + 1);
+    EXPECT_EQ(logged["action"], printed["verb"]);
+    EXPECT_EQ(logged["rule"], printed["rule"]);
+    EXPECT_EQ(logged["record"], printed["n"]);
+    EXPECT_EQ(logged["operator"], "ana");
+    EXPECT_EQ(logged["table_checksum"], printed["table"]);
+  }
+  // A second run continues the same chain.
+  const Result again =
+      run({"decide", "--policy", gate, "--audit", log(), "--operator", "ana", letters});
+  EXPECT_EQ(again.exit_code, 1);
+  const audit::VerifyReport both = audit::verify_bytes(read_file(log()));
+  EXPECT_TRUE(both.ok());
+  EXPECT_EQ(both.entries, 40u);
+}
+
+TEST_F(RecoveryTest, DecideAuditFailurePrintsNoDecision) {
+  const std::string letters = std::string(RG_SOURCE_DIR) + "/examples/letters.jsonl";
+  const std::string gate = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
+  const Result full =
+      run({"decide", "--policy", gate, "--audit", "/dev/full", "--operator", "ana", letters});
+  EXPECT_EQ(full.exit_code, 2);
+  EXPECT_EQ(full.out, "");
+  EXPECT_NE(full.err.find("were NOT recorded and are not taken"), std::string::npos) << full.err;
+  const Result missing = run({"decide", "--policy", gate, "--audit", (dir_ / "no/dir/log").string(),
+                              "--operator", "ana", letters});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.out, "");
+  const Result no_operator = run({"decide", "--policy", gate, "--audit", log(), letters});
+  EXPECT_EQ(no_operator.exit_code, 2);
+  EXPECT_NE(no_operator.err.find("--audit needs --operator NAME"), std::string::npos);
+  EXPECT_FALSE(fs::exists(log()));
+}
+
+}  // namespace

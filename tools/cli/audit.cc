@@ -147,6 +147,13 @@ VerifyReport verify_bytes(std::string_view bytes) {
 }
 
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq) {
+  std::vector<nlohmann::json> entries;
+  entries.push_back(std::move(entry));
+  return append_batch(path, std::move(entries), decision_seq);
+}
+
+AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
+                          uint64_t decision_seq) {
   AppendResult result;
   auto fail = [&](std::string message) {
     result.ok = false;
@@ -212,11 +219,23 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
                   std::to_string(decision_seq));
     }
   }
-  entry["seq"] = seq;
-  entry["prev"] = prev;
-  const std::string line = entry.dump();  // ASCII-safe: nlohmann escapes control characters
-  const std::string record = line + "\n";
-  // One write(2): under O_APPEND the line lands whole at the end or (short write) is removed.
+  if (entries.empty()) {
+    result.ok = true;
+    result.seq = seq - 1;
+    result.hash = prev;
+    return result;
+  }
+  std::string record;
+  std::string line;
+  for (nlohmann::json& entry : entries) {
+    entry["seq"] = seq++;
+    entry["prev"] = prev;
+    line = entry.dump();  // ASCII-safe: nlohmann escapes control characters
+    prev = line_hash(line);
+    record += line;
+    record += '\n';
+  }
+  // One write(2): under O_APPEND the lines land whole at the end or (short write) are removed.
   ssize_t n = 0;
   do {
     n = ::write(f.fd, record.data(), record.size());
@@ -234,8 +253,8 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
   }
   if (::fsync(f.fd) != 0) return fail("cannot fsync " + path + ": " + errno_text(errno));
   result.ok = true;
-  result.seq = seq;
-  result.hash = line_hash(line);
+  result.seq = seq - 1;
+  result.hash = prev;
   return result;
 }
 

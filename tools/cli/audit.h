@@ -41,6 +41,14 @@ struct AppendResult {
 // or `decision_seq` names no decision entry.
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
 
+// Appends `entries` (JSON objects; `seq` and `prev` are set here, continuing the chain in order)
+// under one lock with one write(2) and one fsync(2): all of them or none (a short write is
+// truncated away). Used by `decide --audit`, which appends a block of decisions before it prints
+// them. Errors as for append(); `decision_seq` as for append(). On success `seq` and `hash` are
+// those of the last entry appended (for an empty batch: of the log's last line, seq 0 if empty).
+AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
+                          uint64_t decision_seq = 0);
+
 struct VerifyReport {
   uint64_t entries = 0;     // complete, valid lines
   uint64_t decisions = 0;   // of which decision entries

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -101,11 +102,21 @@ Runner setup_audit(CLI::App& sub) {
   CLI::App* result =
       sub.add_subcommand("result", "Append a worker's result entry for a recorded decision");
   result->add_option("--log", o->log, "Audit log")->required();
-  result->add_option("--decision", o->decision, "Seq of the decision entry")->required();
-  result->add_option("--revision", o->revision, "The operation record's new local revision")
-      ->required();
+  result->add_option("--decision", o->decision, "Seq of the decision entry (1 or more)")
+      ->required()
+      ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()));
+  result->add_option("--revision", o->revision, "The operation record's new local revision (>= 0)")
+      ->required()
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   result->add_option("--outcome", o->outcome, "What happened, e.g. succeeded, failed: ...")
-      ->required();
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.find_first_not_of(" \t") == std::string::npos
+                       ? std::string("--outcome must say what happened (it is empty)")
+                       : std::string();
+          },
+          "TEXT"));
   result->add_option("--operator", o->operator_name, "Who or what carried the action out");
   return [o, verify, result] {
     if (verify->parsed()) return run_verify(*o);

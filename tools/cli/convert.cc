@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "compiler/print_dsl.h"
 #include "compiler/print_yaml.h"
@@ -54,10 +55,41 @@ int run_convert(const ConvertOptions& options) {
     const std::string from = kind_of(options.input);
     to = from == "policy" ? "yaml" : "policy";
   }
+  std::error_code same_error;
+  if (!options.output.empty() &&
+      std::filesystem::equivalent(options.input, options.output, same_error)) {
+    std::fprintf(stderr,
+                 "replaygate: error: the output '%s' is the input file; convert would replace "
+                 "it (and drop its comments)\n      = hint: write to a new file, or use "
+                 "'replaygate fmt --write' to reformat in place\n",
+                 options.output.c_str());
+    return kExitUsage;
+  }
   LoadedPolicy loaded;
   const int code = load_policy_reporting(options.input, DiagnosticFormat::kText, &loaded);
   if (code != kExitOk) return code;
   const ir::Policy& policy = loaded.policy->policy;
+  if (to == "yaml") {
+    // YAML reads any quoted '*' in a row's keys as the wildcard, so a literal "*" key (which the
+    // policy language can say) cannot be written there without changing decisions.
+    for (const ir::Rule& rule : policy.rules) {
+      const auto* table = std::get_if<ir::Table>(&rule);
+      if (table == nullptr) continue;
+      for (const ir::Row& row : table->rows) {
+        for (const auto& key : row.keys) {
+          if (key && key->kind == ir::Value::Kind::kString && key->str == "*") {
+            std::fprintf(stderr,
+                         "replaygate: error: row '%s' of table '%s' has the literal key \"*\", "
+                         "which YAML can only read as the wildcard; not converted\n"
+                         "      = hint: keep this policy in the .policy form, or rename the "
+                         "value\n",
+                         row.id.c_str(), table->id.c_str());
+            return kExitFindings;
+          }
+        }
+      }
+    }
+  }
   const std::string text = to == "yaml" ? print_yaml(policy) : print_dsl(policy);
   if (options.output.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);

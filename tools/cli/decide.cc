@@ -22,6 +22,7 @@
 #include <xxhash.h>
 
 #include "runtime/table.h"
+#include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/kafka.h"
 #include "tools/cli/letters.h"
@@ -42,6 +43,8 @@ struct DecideOptions {
   std::string max_replays;       // a decimal count, when given
   bool max_replays_set = false;  // --max-replays was on the command line (even as "")
   std::string dedupe_field;      // "": idempotency_key when the policy has it
+  std::string audit;             // --audit FILE: append every decision to this audit log
+  std::string operator_name;     // --operator NAME, required with --audit
 };
 
 const char* action_words(Effect effect) {
@@ -76,6 +79,12 @@ int usage(const std::string& message) {
 int run_decide(const DecideOptions& o) {
   if (o.policy.empty() == o.table.empty()) {
     return usage("give exactly one of --policy POLICY.yaml or --table TABLE.rgt");
+  }
+  if (!o.audit.empty() && o.operator_name.empty()) {
+    return usage("--audit needs --operator NAME (who takes these decisions)");
+  }
+  if (o.audit.empty() && !o.operator_name.empty()) {
+    return usage("--operator only applies with --audit FILE");
   }
   if (o.format != "letters" && o.format != "kafka") {
     return usage("--format must be letters or kafka, not '" + o.format + "'");
@@ -171,6 +180,26 @@ int run_decide(const DecideOptions& o) {
   Input input(*table);
   LineReader reader(fd);
   BlockWriter out(stdout);
+  // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
+  // printed, so a decision that reaches stdout is always on record; when the append fails the
+  // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
+  std::vector<nlohmann::json> pending_audit;
+  bool audit_failed = false;
+  auto commit_block = [&]() {
+    if (o.audit.empty() || pending_audit.empty()) return true;
+    const audit::AppendResult appended = audit::append_batch(o.audit, std::move(pending_audit));
+    pending_audit.clear();
+    if (!appended.ok) {
+      out.buffer().clear();
+      std::fprintf(stderr,
+                   "replaygate: %s\nreplaygate: the decisions not printed above were NOT "
+                   "recorded and are not taken; do not act on them\n",
+                   appended.error.c_str());
+      audit_failed = true;
+      return false;
+    }
+    return true;
+  };
   std::unordered_set<XXH128_hash_t, KeyHash, KeyEqual> replayed_keys;
   std::vector<uint64_t> per_verb(table->verb_count(), 0);
   uint64_t total = 0, invalid_count = 0, duplicate_holds = 0, budget_holds = 0, replays = 0;
@@ -183,7 +212,7 @@ int run_decide(const DecideOptions& o) {
     const LineReader::Status status = reader.next(&line);
     if (status == LineReader::Status::kEnd) break;
     if (status == LineReader::Status::kError) {
-      out.flush();
+      if (commit_block()) out.flush();
       std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
                    std::strerror(reader.error_number()));
       exit_code = kExitUsage;
@@ -254,10 +283,35 @@ int run_decide(const DecideOptions& o) {
     append_json_string(buffer, reason);
     buffer += tail;
     buffer += invalid ? ",\"invalid\":true}\n" : ",\"invalid\":false}\n";
+    if (!o.audit.empty()) {
+      nlohmann::json entry;
+      entry["kind"] = "decision";
+      entry["time"] = audit::utc_now();
+      entry["operator"] = o.operator_name;
+      entry["source"] = input_name;
+      entry["record"] = reader.line_number();
+      entry["message_id"] =
+          meta.has_message_id ? nlohmann::json(std::string(meta.message_id)) : nlohmann::json();
+      entry["operation_id"] = nullptr;
+      entry["action"] = std::string(table->verb_name(verb));
+      entry["effect"] = effect_name(table->verb_effect(verb));
+      entry["rule"] = std::string(rule);
+      entry["policy"] = std::string(table->policy_id());
+      entry["policy_revision"] = table->revision();
+      entry["table_checksum"] = table->checksum_hex();
+      entry["record_revision"] = nullptr;
+      pending_audit.push_back(std::move(entry));
+    }
+    if (buffer.size() >= BlockWriter::kBlockBytes && !commit_block()) break;
     out.maybe_flush();
     if (!out.ok()) break;
   }
   if (fd != STDIN_FILENO) ::close(fd);
+  if (!audit_failed) commit_block();
+  if (audit_failed) {
+    out.buffer().clear();
+    return kExitUsage;
+  }
   if (!out.flush()) {
     std::fprintf(stderr, "replaygate: cannot write decisions to standard output\n");
     return kExitUsage;
@@ -298,6 +352,9 @@ Runner setup_decide(CLI::App& sub) {
       "default verb");
   sub.add_option("--dedupe-field", o->dedupe_field,
                  "String input whose value may be replayed once per run (default idempotency_key)");
+  sub.add_option("--audit", o->audit,
+                 "Append every decision to this audit log (docs/recovery.md) before printing it");
+  sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
   return [o, max_replays] {
     o->max_replays_set = max_replays->count() > 0;
     return run_decide(*o);

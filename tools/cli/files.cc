@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 namespace replaygate::cli {
@@ -54,7 +55,26 @@ bool read_whole_file(const std::string& path, size_t max_bytes, std::string* tex
   return ok;
 }
 
-bool write_file_atomically(const std::string& path, std::string_view bytes, std::string* error) {
+bool write_file_atomically(const std::string& requested, std::string_view bytes,
+                           std::string* error) {
+  // Replace what a symlink points at, not the link itself, and keep an existing file's mode and
+  // owner; refuse a file the caller may not write (renaming over it would bypass its mode).
+  std::string path = requested;
+  struct stat existing {};
+  const bool exists = ::stat(requested.c_str(), &existing) == 0;
+  if (exists) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::canonical(requested, ec);
+    if (!ec) path = target.string();
+    if (!S_ISREG(existing.st_mode)) {
+      *error = "cannot write " + requested + ": not a regular file";
+      return false;
+    }
+    if (::access(path.c_str(), W_OK) != 0) {
+      *error = "cannot write " + requested + ": " + std::strerror(errno);
+      return false;
+    }
+  }
   const std::string directory = directory_of(path);
   std::string temp_name = path + ".tmp.XXXXXX";
   std::vector<char> temp(temp_name.begin(), temp_name.end());
@@ -80,10 +100,18 @@ bool write_file_atomically(const std::string& path, std::string_view bytes, std:
     }
     written += static_cast<size_t>(n);
   }
-  // mkstemp creates 0600; a table is not a secret, give it the usual 0644 (umask applies too).
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) return fail("chmod");
+  // mkstemp creates 0600: keep the replaced file's mode (and owner, where allowed); a new file
+  // gets the usual 0666 & ~umask (a table or a policy is not a secret).
+  if (exists) {
+    if (::fchmod(fd, existing.st_mode & 07777) != 0) return fail("chmod");
+    if (::fchown(fd, existing.st_uid, existing.st_gid) != 0) {
+      // Not the owner (and not root): the new file stays ours, with the old mode.
+    }
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    if (::fchmod(fd, 0666 & ~mask) != 0) return fail("chmod");
+  }
   if (::fsync(fd) != 0) return fail("fsync");
   if (::close(fd) != 0) {
     *error = "cannot write " + path + ": close: " + std::strerror(errno);

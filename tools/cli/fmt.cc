@@ -64,6 +64,23 @@ int run_fmt(const FmtOptions& options) {
       worst(kExitFindings);
       continue;
     }
+    // Never hand on (or write) a canonical form that would not parse back, e.g. a list printed on
+    // one line longer than the front-end's line limit (RG015).
+    const FormatResult reparsed = format_dsl(*formatted.text, path);
+    if (!reparsed.text || *reparsed.text != *formatted.text) {
+      const std::string why =
+          !reparsed.text && !reparsed.diagnostics.empty()
+              ? reparsed.diagnostics.front().code + ": " + reparsed.diagnostics.front().message
+              : "it is not stable under a second fmt";
+      std::fprintf(stderr,
+                   "replaygate: error: %s: the canonical form of this file would not read back "
+                   "(%s); the file is left unchanged\n"
+                   "      = hint: split the long item (for example a long 'in (...)' list into a "
+                   "table, or several rules)\n",
+                   path.c_str(), why.c_str());
+      worst(kExitFindings);
+      continue;
+    }
     if (options.check) {
       if (*formatted.text != text) {
         std::printf("%s\n", path.c_str());

@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -498,7 +499,21 @@ Runner setup_test(CLI::App& sub) {
                "List every uncovered guard, row and invariant with file:line");
   sub.add_option("--min-coverage", options->min_coverage,
                  "Fail (exit 1) when rule coverage, in percent of guards + rows, is below PCT")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // CLI::Range lets "nan" through (every comparison with NaN is false), which would
+            // turn the gate off; accept only a plain decimal number in [0, 100].
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (text.empty() || end != text.c_str() + text.size() || !(v >= 0.0 && v <= 100.0) ||
+                text.find_first_not_of("0123456789.") != std::string::npos) {
+              return "expected a percentage between 0 and 100, e.g. 80 or 92.5; "
+                     "got '" +
+                     text + "'";
+            }
+            return std::string();
+          },
+          "PCT"));
   return [options] { return run_test(*options); };
 }
 
