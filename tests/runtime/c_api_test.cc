@@ -131,8 +131,9 @@ TEST_F(CApi, ArgumentErrors) {
   EXPECT_EQ(rg_decide(nullptr, in_, &d), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_decide(table_, nullptr, &d), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_decide(table_, in_, nullptr), RG_ERR_ARGUMENT);
-  EXPECT_EQ(rg_input_new(nullptr, &in_), RG_ERR_ARGUMENT);
-  EXPECT_EQ(in_, nullptr);  // *out is reset on error
+  rg_input* other = in_;  // any non-null value: *out must be reset on error
+  EXPECT_EQ(rg_input_new(nullptr, &other), RG_ERR_ARGUMENT);
+  EXPECT_EQ(other, nullptr);
   rg_table_free(nullptr);
   rg_input_free(nullptr);
 }
