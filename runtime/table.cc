@@ -17,7 +17,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <system_error>
@@ -745,10 +744,11 @@ class Loader {
       const uint32_t* slots = t_.row_slots.data() + mask.slot_begin;
       bool bad = false;
       if (uniform) {
-        const bool ours = rows > 0 && mask.mask == row_masks[0];
-        for (uint32_t s = 0; s < mask.slot_count; ++s) {
-          bad |= (slots[s] > rows) | (slots[s] != 0 && !ours);
-        }
+        // Used slots may name rows 1..rows, or none when the rows have another mask.
+        const uint32_t limit = rows > 0 && mask.mask == row_masks[0] ? rows : 0;
+        uint32_t largest = 0;
+        for (uint32_t s = 0; s < mask.slot_count; ++s) largest = std::max(largest, slots[s]);
+        bad = largest > limit;
       } else {
         for (uint32_t s = 0; s < mask.slot_count && !bad; ++s) {
           const uint32_t v = slots[s];
@@ -952,28 +952,46 @@ const char* effect_name(Effect effect) {
   return "?";
 }
 
+void TableBuffer::allocate(size_t size) {
+  const size_t words = (size + 7) / 8;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (size >= 2 * kHuge) {
+    // Map one huge page more than needed, then unmap the parts outside the aligned range.
+    const size_t length = (words * 8 + kHuge - 1) & ~(kHuge - 1);
+    void* p =
+        mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      const uintptr_t raw = reinterpret_cast<uintptr_t>(p);
+      const uintptr_t begin = (raw + kHuge - 1) & ~(uintptr_t{kHuge} - 1);
+      if (begin > raw) munmap(p, begin - raw);
+      munmap(reinterpret_cast<void*>(begin + length), raw + kHuge - begin);  // never 0 bytes
+      // Hints: a kernel without them (or with huge pages off) fills the pages on first touch.
+      madvise(reinterpret_cast<void*>(begin), length, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+      madvise(reinterpret_cast<void*>(begin), length, MADV_POPULATE_WRITE);
+#endif
+      words_ = reinterpret_cast<uint64_t*>(begin);
+      mapped_ = length;
+      return;
+    }
+  }
+#endif
+  words_ = new uint64_t[words];  // default-initialised: no fill
+}
+
+TableBuffer::~TableBuffer() {
+  if (mapped_ != 0) {
+    munmap(words_, mapped_);
+  } else {
+    delete[] words_;
+  }
+}
+
 Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Table::~Table() = default;
 
 namespace {
-
-// A fresh 8-byte aligned buffer for `size` table bytes, not zero-filled: the loader writes every
-// byte of [0, size) before reading any, and nothing reads past size.
-std::unique_ptr<uint64_t[]> table_buffer(size_t size) {
-  const size_t words = (size + 7) / 8;
-  uint64_t* p = new uint64_t[words];  // default-initialised: no fill
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  // A large table fills this buffer once: transparent huge pages (when the system allows them on
-  // request) save one page fault per 4 KiB. Only a hint; an error changes nothing.
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  if (size >= 2 * kHuge) {
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + words * 8) & ~(kHuge - 1);
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  }
-#endif
-  return std::unique_ptr<uint64_t[]>(p);
-}
 
 // The checks load_bytes() makes before allocating: true when the bytes may be a table.
 bool precheck(const void* data, size_t size, LoadStatus* status) {
@@ -1066,7 +1084,7 @@ std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* sta
   }
   const size_t size = static_cast<size_t>(st.st_size);
   auto impl = std::make_unique<Impl>();
-  impl->storage = table_buffer(size);
+  impl->storage.allocate(size);
   impl->size = size;
   uint8_t* out = reinterpret_cast<uint8_t*>(impl->storage.get());
   TableHasher hasher(size);
@@ -1104,7 +1122,7 @@ std::unique_ptr<Table> Table::load_bytes(const void* data, size_t size, LoadStat
   *status = {};
   if (!precheck(data, size, status)) return nullptr;
   auto impl = std::make_unique<Impl>();
-  impl->storage = table_buffer(size);
+  impl->storage.allocate(size);
   impl->size = size;
   uint8_t* out = reinterpret_cast<uint8_t*>(impl->storage.get());
   const uint8_t* in = static_cast<const uint8_t*>(data);

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -17,6 +16,24 @@
 #include "runtime/table_format.h"
 
 namespace replaygate {
+
+// The memory holding a table's bytes: 8-byte aligned, not zero-filled. A large one is its own
+// anonymous mapping on 2 MiB boundaries with transparent huge pages requested and its pages
+// populated in one call: filling 130 MB through 4 KiB page faults cost more than everything else
+// the loader does (docs/benchmarks.md).
+class TableBuffer {
+ public:
+  TableBuffer() = default;
+  ~TableBuffer();
+  void allocate(size_t size);  // once, for `size` bytes
+  TableBuffer(const TableBuffer&) = delete;
+  TableBuffer& operator=(const TableBuffer&) = delete;
+  uint64_t* get() const { return words_; }
+
+ private:
+  uint64_t* words_ = nullptr;
+  size_t mapped_ = 0;  // bytes mapped by mmap, or 0 when words_ came from new[]
+};
 
 struct Table::Impl {
   struct Field {
@@ -61,7 +78,7 @@ struct Table::Impl {
 
   // The table bytes, 8-byte aligned (every section starts 8-byte aligned, so each span below is
   // suitably aligned for its record type); every string_view and span points here.
-  std::unique_ptr<uint64_t[]> storage;
+  TableBuffer storage;
   size_t size = 0;
   std::string_view strings;  // the kStrings section
   format::Header header{};
