@@ -1,10 +1,14 @@
 // Loading and verifying a frozen decision table, its accessors, its dump, and Input.
 //
-// load_bytes() copies the bytes into an 8-byte-aligned buffer, checks the header (size caps,
-// magic, version, sizes, checksum), the section directory (order, alignment, bounds) and then
-// decodes every section into validated native structures (runtime/table_impl.h): every string
-// reference, index, atom, hash slot and count is range-checked here, once, so decide()
-// (runtime/decide.cc) never meets a bad index. Each failure is a specific LoadError and message.
+// load_file() reads a regular file straight into an 8-byte-aligned buffer sized from fstat, and
+// load_bytes() copies into one, in pieces; each piece is hashed while still in cache
+// (TableHasher: checksum, decision and provenance digests). The loader then checks the header
+// (size caps, magic, version, sizes, checksum), the section directory (order, alignment, bounds)
+// and every section: every string reference, index, atom, hash slot and count is range-checked
+// here, once, so decide() (runtime/decide.cc) never meets a bad index. Record sections stay in
+// the buffer as spans (runtime/table_impl.h); only small per-field, per-verb, per-rule and
+// per-condition structures and the string dictionary are decoded. Each failure is a specific
+// LoadError and message.
 #include "runtime/table.h"
 
 #include <fcntl.h>
