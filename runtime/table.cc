@@ -1132,7 +1132,10 @@ std::unique_ptr<Table> Table::load_bytes(const void* data, size_t size, LoadStat
   const uint8_t* in = static_cast<const uint8_t*>(data);
   TableHasher hasher(size);
   for (size_t done = 0; done < size;) {
-    const size_t n = std::min(kChunk, size - done);
+    // The first piece ends before the hasher can plan (kMaxDirectoryEnd, 488) but, in a table
+    // of 16 sections, inside the first section (at 464), as a short read() of a file may: so
+    // every load_bytes() also takes the path where the plan catches up on bytes already seen.
+    const size_t n = std::min(done == 0 ? size_t{480} : kChunk, size - done);
     std::memcpy(out + done, in + done, n);
     hasher.feed(out, done, done + n);
     done += n;
