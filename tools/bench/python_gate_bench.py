@@ -6,6 +6,7 @@ Usage (from the repository root, after building): tools/bench/python_gate_bench.
 Needs RG_LIBRARY or build/runtime/libreplaygate_runtime.so. Prints one line per measurement:
 ns per record, median of 5 runs. Every gate must pass the reference gate's five cases first.
 """
+import array
 import json
 import os
 import random
@@ -156,7 +157,8 @@ def main():
             out.extend(table.decide_columns({k: [r.get(k) for r in chunk] for k in FIELDS}))
 
     def rg_jsonl_streaming():
-        out = []
+        # Verbs stay a machine array (one C memcpy per batch), never one Python object each.
+        out = array.array("I")
         for i in range(0, n, batch):
             out.extend(jsonl.decide_lines_raw(b"".join(blob_lines[i:i + batch]))[0])
 

@@ -56,8 +56,8 @@ bool fail_json(std::string* problem, simdjson::error_code code) {
 
 // Reads `value` into field `index` of `type`. Returns false only for malformed JSON (*problem
 // set); a well-formed value of the wrong type marks the field invalid instead.
-bool set_field(od::value& value, uint32_t index, FieldType type, Input& input,
-               std::string* problem) {
+bool set_field(od::value& value, uint32_t index, FieldType type, Input& input, std::string* problem,
+               bool* saw_container) {
   od::json_type json_type;
   if (auto error = value.type().get(json_type)) return fail_json(problem, error);
   switch (json_type) {
@@ -112,6 +112,7 @@ bool set_field(od::value& value, uint32_t index, FieldType type, Input& input,
     }
     case od::json_type::array:
     case od::json_type::object:
+      *saw_container = true;
       input.set_invalid(index);  // skipped (without recursion) when the object moves on
       return true;
   }
@@ -139,12 +140,20 @@ bool read_metadata(od::value& value, const char* key, std::string_view* out, boo
 
 }  // namespace
 
+// The structural pre-check (scan_json_shape) takes precedence over every other problem. It is
+// run only when it can change the outcome: after any failure (to report nesting or trailing
+// content instead), and after a success that skipped a nested array/object. A record without
+// nested values that simdjson read to its end has neither (its depth is 1 and nothing follows).
 bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
                          std::string* problem) {
-  State& s = *state_;
-  input.clear();
-  *meta = RecordMeta{};
-  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return fail(problem, "blank line");
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
+    input.clear();
+    *meta = RecordMeta{};
+    return fail(problem, "blank line");
+  }
+  bool saw_container = false;
+  const bool ok = parse_object(line, input, meta, problem, &saw_container);
+  if (ok && !saw_container) return true;
   switch (scan_json_shape(line, kMaxJsonDepth)) {
     case JsonShape::kTooDeep:
       return fail(problem, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -153,6 +162,14 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
     case JsonShape::kOk:
       break;
   }
+  return ok;
+}
+
+bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta* meta,
+                                std::string* problem, bool* saw_container) {
+  State& s = *state_;
+  input.clear();
+  *meta = RecordMeta{};
   const simdjson::padded_string_view padded(line.data(), line.size(),
                                             line.size() + LineReader::kPadding);
   od::document document;
@@ -187,7 +204,7 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
       if (!read_metadata(value, "body_hash", &meta->body_hash, &meta->has_body_hash, problem)) {
         return false;
       }
-    } else if (!set_field(value, index, s.types[index], input, problem)) {
+    } else if (!set_field(value, index, s.types[index], input, problem, saw_container)) {
       return false;
     }
   }
