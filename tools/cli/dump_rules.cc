@@ -2,15 +2,18 @@
 #include "tools/cli/dump_rules.h"
 
 #define XXH_INLINE_ALL
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 namespace replaygate::cli {
 namespace {
 
 constexpr size_t kFirstSlots = 1024;
+constexpr size_t kHugePage = size_t{2} << 20;
 
 // Smallest power-of-two slot count that holds `keys` at a load of at most 3/4.
 uint64_t slots_for(uint64_t keys) {
@@ -41,38 +44,71 @@ uint64_t ReplayedKeys::max_bytes(uint64_t max_keys) noexcept {
 bool ReplayedKeys::contains(uint64_t fingerprint) const noexcept {
   if (size_ == 0) return false;
   for (size_t i = home(fingerprint, mask_);; i = (i + 1) & mask_) {
-    if (slots_[i] == fingerprint) return true;
-    if (slots_[i] == 0) return false;
+    if (slots_.data[i] == fingerprint) return true;
+    if (slots_.data[i] == 0) return false;
   }
 }
 
 void ReplayedKeys::prefetch(uint64_t fingerprint) const noexcept {
-  if (slots_ != nullptr) __builtin_prefetch(&slots_[home(fingerprint, mask_)]);
+  if (slots_.data != nullptr) __builtin_prefetch(&slots_.data[home(fingerprint, mask_)]);
 }
 
-void ReplayedKeys::Free::operator()(uint64_t* p) const noexcept { std::free(p); }
+ReplayedKeys::Slots::Slots(size_t slots) : bytes(slots * sizeof(uint64_t)) {
+  if (bytes >= kHugePage) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without it the array still works
+    data = static_cast<uint64_t*>(p);
+    mapped = true;
+  } else {
+    data = static_cast<uint64_t*>(std::calloc(slots, sizeof(uint64_t)));
+    if (data == nullptr) throw std::bad_alloc();
+  }
+}
+
+ReplayedKeys::Slots::Slots(Slots&& other) noexcept
+    : data(std::exchange(other.data, nullptr)),
+      bytes(std::exchange(other.bytes, 0)),
+      mapped(std::exchange(other.mapped, false)) {}
+
+ReplayedKeys::Slots& ReplayedKeys::Slots::operator=(Slots&& other) noexcept {
+  if (this != &other) {
+    Slots old(std::move(*this));
+    data = std::exchange(other.data, nullptr);
+    bytes = std::exchange(other.bytes, 0);
+    mapped = std::exchange(other.mapped, false);
+  }
+  return *this;
+}
+
+ReplayedKeys::Slots::~Slots() {
+  if (mapped) {
+    ::munmap(data, bytes);
+  } else {
+    std::free(data);
+  }
+}
 
 bool ReplayedKeys::insert(uint64_t fingerprint) {
   if (size_ >= max_keys_) return false;
-  if (slots_ == nullptr || (size_ + 1) > (mask_ + 1) / 4 * 3) grow();
+  if (slots_.data == nullptr || (size_ + 1) > (mask_ + 1) / 4 * 3) grow();
   size_t i = home(fingerprint, mask_);
-  while (slots_[i] != 0) i = (i + 1) & mask_;
-  slots_[i] = fingerprint;
+  while (slots_.data[i] != 0) i = (i + 1) & mask_;
+  slots_.data[i] = fingerprint;
   ++size_;
   return true;
 }
 
 void ReplayedKeys::grow() {
-  const size_t slots = slots_ == nullptr ? kFirstSlots : (mask_ + 1) * 2;
-  std::unique_ptr<uint64_t[], Free> fresh(static_cast<uint64_t*>(std::calloc(slots, 8)));
-  if (fresh == nullptr) throw std::bad_alloc();
+  const size_t slots = slots_.data == nullptr ? kFirstSlots : (mask_ + 1) * 2;
+  Slots fresh(slots);
   const size_t mask = slots - 1;
-  for (size_t k = 0; slots_ != nullptr && k <= mask_; ++k) {
-    const uint64_t f = slots_[k];
+  for (size_t k = 0; slots_.data != nullptr && k <= mask_; ++k) {
+    const uint64_t f = slots_.data[k];
     if (f == 0) continue;
     size_t i = home(f, mask);
-    while (fresh[i] != 0) i = (i + 1) & mask;
-    fresh[i] = f;
+    while (fresh.data[i] != 0) i = (i + 1) & mask;
+    fresh.data[i] = f;
   }
   slots_ = std::move(fresh);
   mask_ = mask;

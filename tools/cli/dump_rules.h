@@ -51,15 +51,24 @@ class ReplayedKeys {
 
  private:
   void grow();
-  struct Free {
-    void operator()(uint64_t* p) const noexcept;
+  // A zeroed array of `slots`; large ones are mapped from the kernel (zero pages, faulted in as
+  // they are touched) with transparent huge pages requested: the probes are random, so 4 KiB
+  // pages would cost a TLB miss each.
+  struct Slots {
+    Slots() = default;
+    explicit Slots(size_t slots);
+    Slots(Slots&& other) noexcept;
+    Slots& operator=(Slots&& other) noexcept;
+    ~Slots();
+    uint64_t* data = nullptr;
+    size_t bytes = 0;
+    bool mapped = false;
   };
 
   uint64_t max_keys_;
   uint64_t size_ = 0;
   size_t mask_ = 0;  // slot count - 1 (slot count is a power of two), 0 before the first insert
-  // calloc'd: large arrays come zeroed from the kernel, page by page as they are touched.
-  std::unique_ptr<uint64_t[], Free> slots_;
+  Slots slots_;
 };
 
 class DumpRules {
