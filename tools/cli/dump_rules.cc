@@ -50,7 +50,10 @@ bool ReplayedKeys::contains(uint64_t fingerprint) const noexcept {
 }
 
 void ReplayedKeys::prefetch(uint64_t fingerprint) const noexcept {
-  if (slots_.data != nullptr) __builtin_prefetch(&slots_.data[home(fingerprint, mask_)]);
+  if (slots_.data == nullptr) return;
+  const size_t i = home(fingerprint, mask_);
+  __builtin_prefetch(&slots_.data[i]);
+  __builtin_prefetch(&slots_.data[(i + 8) & mask_]);  // probes often run into the next line
 }
 
 ReplayedKeys::Slots::Slots(size_t slots) : bytes(slots * sizeof(uint64_t)) {
