@@ -120,7 +120,7 @@ class DecisionText {
           cached = add(verb, "dump:replay_budget", "replay budget exhausted", false);
           break;
         case DumpRules::Outcome::kKeyLimit:
-        case DumpRules::Outcome::kReplay:
+        case DumpRules::Outcome::kReplay:  // not a hold; never asked for
           cached = add(verb, "dump:key_limit",
                        "too many replayed keys to remember (--max-replayed-keys); held so that "
                        "a later duplicate cannot be replayed",
@@ -174,7 +174,7 @@ void append_decimal(std::string& out, uint64_t value) {
   out.append(digits, static_cast<size_t>(result.ptr - digits));
 }
 
-// --max-replayed-keys above this is refused: 2^33 keys would need a 128 GiB array.
+// --max-replayed-keys above this is refused (2^32 keys already take a 64 GiB array).
 constexpr int64_t kMaxKeysLimit = int64_t{1} << 32;
 
 int usage(const std::string& message) {
@@ -461,7 +461,7 @@ Runner setup_decide(CLI::App& sub) {
       "default verb");
   CLI::Option* max_keys = sub.add_option(
       "--max-replayed-keys", o->max_keys,
-      "Remember at most N replayed idempotency keys (8 bytes each; default 10000000, about "
+      "Remember at most N replayed idempotency keys (8 to 16 bytes each; default 10000000: "
       "128 MiB at most); once full, create verbs for new keys get the default");
   sub.add_option("--dedupe-field", o->dedupe_field,
                  "String input whose value may be replayed once per run (default idempotency_key)");
