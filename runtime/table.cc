@@ -829,6 +829,7 @@ std::unique_ptr<Table> Table::load_bytes(const void* data, size_t size, LoadStat
   impl->size = size;
   Loader loader(*impl, status);
   if (!loader.run()) return nullptr;
+  build_decide_index(*impl);
   return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
 
