@@ -12,6 +12,7 @@
 // wherever no index was built) hashes strings with XXH3 and probes each table once per wildcard
 // mask, however many rows the table has.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "runtime/table.h"
@@ -189,31 +190,9 @@ uint32_t probe_table(const Table::Impl& t, const Table::Impl::Rule& rule,
   return best;
 }
 
-template <bool kIndexed>
-Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
-  Decision d;
-  d.verb = t.default_verb;
-  d.kind = DecisionKind::kDefault;
-
-  uint32_t atoms[format::kMaxFields];
-  const uint32_t field_count = static_cast<uint32_t>(t.fields.size());
-  const Slot unset{};
-  for (uint32_t f = 0; f < field_count; ++f) {
-    // An Input made for another table may be shorter: the missing slots count as unset.
-    const Slot& slot = f < input.size() ? input.slots()[f] : unset;
-    if (t.fields[f].derived) continue;  // computed below; the input's value is ignored
-    const uint32_t atom = kIndexed ? intern_planned(t, t.fast.fields[f], t.fields[f], slot)
-                                   : intern(t, t.fields[f], slot);
-    if (atom == kInvalid) {
-      d.kind = DecisionKind::kInvalidInput;
-      d.invalid_field = f;
-      return d;
-    }
-    atoms[f] = atom;
-  }
-
-  // Derived bools: both operands are required ints that passed validation, so their slots hold
-  // ints (the loader checked the field kinds and that the operands come first).
+// The derived bools: both operands are required ints that passed validation, so their slots
+// hold ints (the loader checked the field kinds and that the operands come first).
+inline void derive(const Table::Impl& t, const Input& input, uint32_t* atoms) noexcept {
   for (const format::DerivationRecord& dr : t.derivations) {
     const int64_t lhs = input.slots()[dr.lhs].i, rhs = input.slots()[dr.rhs].i;
     bool b = false;
@@ -239,6 +218,96 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
     }
     atoms[dr.field] = b ? 2 : 1;
   }
+}
+
+inline Decision by_rule(const Table::Impl& t, uint32_t catalog) noexcept {
+  Decision d;
+  d.kind = DecisionKind::kRule;
+  d.rule = catalog;
+  d.verb = t.catalog[catalog].verb;
+  return d;
+}
+
+// Table rule r through its dense matrix (kIndexed and built) or the probes: a decision, or
+// kind kDefault when no row matches.
+template <bool kIndexed>
+inline Decision lookup_table(const Table::Impl& t, uint32_t r, const uint32_t* atoms) noexcept {
+  const Table::Impl::Rule& rule = t.rules[r];
+  Decision d;
+  d.kind = DecisionKind::kDefault;
+  if (kIndexed && t.fast.dense[r].enabled) {
+    const Index::Dense& dense = t.fast.dense[r];
+    uint32_t at = dense.cell_begin;
+    for (uint32_t k = 0; k < rule.item_count; ++k) {
+      at += atoms[t.table_keys[rule.item_begin + k]] * dense.stride[k];
+    }
+    const uint32_t cell = t.fast.dense_cells[at];
+    if (cell != 0) {
+      d.kind = DecisionKind::kRule;
+      d.rule = (cell >> Index::kCellVerbBits) - 1;
+      d.verb = cell & ((1u << Index::kCellVerbBits) - 1);
+    }
+    return d;
+  }
+  const uint32_t best = probe_table(t, rule, atoms);
+  return best == kInvalid ? d : by_rule(t, rule.catalog_begin + best);
+}
+
+template <bool kIndexed>
+Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
+  Decision d;
+  d.verb = t.default_verb;
+  d.kind = DecisionKind::kDefault;
+
+  uint32_t atoms[format::kMaxFields];
+  const uint32_t field_count = static_cast<uint32_t>(t.fields.size());
+  const Slot unset{};
+  // With guard masks: the rules still possible after the fields seen so far.
+  const bool masked = kIndexed && t.fast.masked;
+  uint64_t live = kIndexed ? t.fast.all_rules : 0;
+  for (uint32_t f = 0; f < field_count; ++f) {
+    // An Input made for another table may be shorter: the missing slots count as unset.
+    const Slot& slot = f < input.size() ? input.slots()[f] : unset;
+    if (t.fields[f].derived) continue;  // computed below; the input's value is ignored
+    uint32_t atom;
+    if constexpr (kIndexed) {
+      const Index::FieldPlan& p = t.fast.fields[f];
+      atom = intern_planned(t, p, t.fields[f], slot);
+      if (atom != kInvalid && p.mask_begin != Index::kNoMask) {
+        live &= t.fast.rule_masks[p.mask_begin + atom];
+      }
+    } else {
+      atom = intern(t, t.fields[f], slot);
+    }
+    if (atom == kInvalid) {
+      d.kind = DecisionKind::kInvalidInput;
+      d.invalid_field = f;
+      return d;
+    }
+    atoms[f] = atom;
+  }
+  if (!t.derivations.empty()) {
+    derive(t, input, atoms);
+    if (masked) {
+      for (const format::DerivationRecord& dr : t.derivations) {
+        const Index::FieldPlan& p = t.fast.fields[dr.field];
+        if (p.mask_begin != Index::kNoMask)
+          live &= t.fast.rule_masks[p.mask_begin + atoms[dr.field]];
+      }
+    }
+  }
+
+  if (masked) {
+    // The lowest live rule: a guard whose conditions all hold, or a table to look up.
+    while (live != 0) {
+      const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
+      if (!((t.fast.table_rules >> r) & 1u)) return by_rule(t, t.rules[r].catalog_begin);
+      const Decision row = lookup_table<true>(t, r, atoms);
+      if (row.kind == DecisionKind::kRule) return row;
+      live &= live - 1;
+    }
+    return d;
+  }
 
   for (uint32_t r = 0; r < t.rules.size(); ++r) {
     const Table::Impl::Rule& rule = t.rules[r];
@@ -249,36 +318,11 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
         uint32_t atom = atoms[cond.field];
         holds = (t.bitsets[cond.bits_begin + atom / 64] >> (atom % 64)) & 1u;
       }
-      if (holds) {
-        d.kind = DecisionKind::kRule;
-        d.rule = rule.catalog_begin;
-        d.verb = t.catalog[d.rule].verb;
-        return d;
-      }
+      if (holds) return by_rule(t, rule.catalog_begin);
       continue;
     }
-    if (kIndexed && t.fast.dense[r].enabled) {
-      const Index::Dense& dense = t.fast.dense[r];
-      uint32_t at = dense.cell_begin;
-      for (uint32_t k = 0; k < rule.item_count; ++k) {
-        at += atoms[t.table_keys[rule.item_begin + k]] * dense.stride[k];
-      }
-      const uint32_t cell = t.fast.dense_cells[at];
-      if (cell != 0) {
-        d.kind = DecisionKind::kRule;
-        d.rule = (cell >> Index::kCellVerbBits) - 1;
-        d.verb = cell & ((1u << Index::kCellVerbBits) - 1);
-        return d;
-      }
-      continue;
-    }
-    const uint32_t best = probe_table(t, rule, atoms);
-    if (best != kInvalid) {
-      d.kind = DecisionKind::kRule;
-      d.rule = rule.catalog_begin + best;
-      d.verb = t.catalog[d.rule].verb;
-      return d;
-    }
+    const Decision row = lookup_table<kIndexed>(t, r, atoms);
+    if (row.kind == DecisionKind::kRule) return row;
   }
   return d;
 }
@@ -313,6 +357,7 @@ DecideIndexStats decide_index_stats(const Table& table) noexcept {
     s.probed_tables += !t.fast.dense[r].enabled;
   }
   s.dense_cells = t.fast.dense_cells.size();
+  s.guard_masks = t.fast.masked;
   return s;
 }
 

@@ -230,6 +230,46 @@ bool build_dense(const Table::Impl& t, uint32_t r, Index& x, uint64_t& total_cel
   return true;
 }
 
+// The guard masks (see DecideIndex::rule_masks); leaves x.masked false when the policy has more
+// than 64 rules or the masks would be over kMaxMaskEntries.
+void build_masks(const Table::Impl& t, Index& x) {
+  if (t.rules.size() > 64) return;
+  uint64_t entries = 0;
+  std::vector<uint8_t> conditioned(t.fields.size(), 0);
+  for (const Table::Impl::Rule& rule : t.rules) {
+    if (rule.is_table) continue;
+    for (uint32_t c = 0; c < rule.item_count; ++c) {
+      const uint32_t f = t.conditions[rule.item_begin + c].field;
+      if (!conditioned[f]) entries += t.fields[f].atom_count;
+      conditioned[f] = 1;
+    }
+  }
+  if (entries > Index::kMaxMaskEntries) return;
+  for (uint32_t f = 0; f < t.fields.size(); ++f) {
+    if (!conditioned[f]) continue;
+    x.fields[f].mask_begin = static_cast<uint32_t>(x.rule_masks.size());
+    x.rule_masks.resize(x.rule_masks.size() + t.fields[f].atom_count, ~uint64_t{0});
+  }
+  for (uint32_t r = 0; r < t.rules.size(); ++r) {
+    const Table::Impl::Rule& rule = t.rules[r];
+    x.all_rules |= uint64_t{1} << r;
+    if (rule.is_table) {
+      x.table_rules |= uint64_t{1} << r;
+      continue;
+    }
+    for (uint32_t c = 0; c < rule.item_count; ++c) {
+      const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
+      uint64_t* masks = x.rule_masks.data() + x.fields[cond.field].mask_begin;
+      for (uint32_t a = 0; a < t.fields[cond.field].atom_count; ++a) {
+        if (!((t.bitsets[cond.bits_begin + a / 64] >> (a % 64)) & 1u)) {
+          masks[a] &= ~(uint64_t{1} << r);
+        }
+      }
+    }
+  }
+  x.masked = true;
+}
+
 }  // namespace
 
 void build_decide_index(Table::Impl& t) {
@@ -238,6 +278,7 @@ void build_decide_index(Table::Impl& t) {
   x.fields.reserve(t.fields.size());
   for (const Table::Impl::Field& field : t.fields) x.fields.push_back(plan_field(t, field, x));
 
+  build_masks(t, x);
   x.dense.resize(t.rules.size());
   const bool packable = t.verbs.size() <= (1u << Index::kCellVerbBits) &&
                         t.catalog.size() < (1u << (32 - Index::kCellVerbBits)) - 1;

@@ -15,6 +15,9 @@
 //    that places every entry without a collision, when one does). A hit compares the length and
 //    the two loaded words (which cover every byte of a value up to 16 bytes) plus memcmp for
 //    longer values: the bytes decide, the hash only picks where to look.
+//  * Guard masks: per field and atom, the set of rules (up to 64) whose conditions on that field
+//    the atom satisfies, ANDed while interning; the first set bit is the deciding guard or the
+//    next table to look up, in rule order.
 //  * Dense tables: for a decision table whose key-atom product is small, a matrix from the key
 //    atoms (every combination, absent and "other" included) to the deciding row, with wildcards
 //    and first-match-in-the-most-specific-group resolved at load. Capped in size (see
@@ -52,6 +55,9 @@ struct DecideIndex {
     uint64_t seed = 0;
     int64_t min = INT64_MIN, max = INT64_MAX;  // ints: inclusive bounds
     uint32_t cut_begin = 0, cut_count = 0;
+    // rule_masks[mask_begin + atom]: the rules this atom leaves possible (see rule_masks), or
+    // kNoMask when no guard has a condition on the field.
+    uint32_t mask_begin = kNoMask;
   };
   // One entry of a small-dictionary index; atom 0 marks an empty slot.
   struct StrSlot {
@@ -68,6 +74,10 @@ struct DecideIndex {
   };
 
   static constexpr uint32_t kInvalidAtom = 0xFFFFFFFFu;
+  static constexpr uint32_t kNoMask = 0xFFFFFFFFu;
+  // Guard masks are built for policies of at most 64 rules, with at most kMaxMaskEntries masks
+  // (8 MiB) over all fields.
+  static constexpr uint32_t kMaxMaskEntries = uint32_t{1} << 20;
   static constexpr uint32_t kNoEmptyRule = 0xFFFFFFFEu;
   static constexpr uint32_t kMaxLinearCuts = 8;
   // A dense matrix is built when its cells number at most max(kDenseMinCap, 4 x the table's rows)
@@ -81,6 +91,13 @@ struct DecideIndex {
 
   bool built = false;  // false: decide() takes the general path everywhere
   std::vector<FieldPlan> fields;
+  // Guard masks: when `masked`, bit r of rule_masks[fields[f].mask_begin + atom] is clear when
+  // rule r is a guard with a condition on field f that `atom` fails. Table rules' bits are always
+  // set (table_rules); so the AND over the fields' masks holds exactly the guards whose every
+  // condition holds, plus the tables, and the lowest bit is the first rule to try.
+  bool masked = false;
+  uint64_t all_rules = 0, table_rules = 0;
+  std::vector<uint64_t> rule_masks;
   std::vector<StrSlot> str_slots;
   std::vector<Dense> dense;
   std::vector<uint32_t> dense_cells;
@@ -133,6 +150,7 @@ struct DecideIndexStats {
   uint32_t dense_tables = 0;       // table rules decided by a dense matrix
   uint32_t probed_tables = 0;      // table rules left to the hash probes
   uint64_t dense_cells = 0;
+  bool guard_masks = false;  // guards decided by per-field rule masks (at most 64 rules)
 };
 DecideIndexStats decide_index_stats(const Table& table) noexcept;
 

@@ -97,6 +97,42 @@ TEST(DecideIndex, ShippedGateGetsSmallDictionariesAnUnhashedKeyAndADenseTable) {
   EXPECT_EQ(s.dense_tables, 1u);
   EXPECT_EQ(s.probed_tables, 0u);
   EXPECT_EQ(s.dense_cells, 6u * 11u);  // topic: absent, other, 4 values; error: absent, other, 9
+  EXPECT_TRUE(s.guard_masks);
+}
+
+// More than 64 rules: no guard masks (the guards are evaluated one by one); the same decisions,
+// and guards after the table still decide.
+TEST(DecideIndex, PolicyOverSixtyFourRulesAgrees) {
+  ir::CheckedPolicy checked = reference_gate();
+  for (int64_t v = 10; v < 80; ++v) {
+    checked.policy.rules.push_back(
+        guard("error_" + std::to_string(v),
+              {cond(kErrorClass, ir::Op::kEq, {S("e" + std::to_string(v))})},
+              static_cast<uint32_t>(v % 3), "r"));
+  }
+  checked.source.rules.clear();
+  checked.source.conditions.clear();
+  checked.source.rows.clear();
+  auto table = build(checked);
+  ASSERT_NE(table, nullptr);
+  EXPECT_FALSE(decide_index_stats(*table).guard_masks);
+  std::vector<Setter> errors = {str("timeout"), str("nope")};
+  for (int64_t v = 8; v < 82; ++v) errors.push_back(str("e" + std::to_string(v)));
+  compare_all(*table, {{str("payment.capture"), str("nope")},
+                       errors,
+                       {num(0), num(3)},
+                       {str("k"), str("")},
+                       {flag(false), flag(true)},
+                       {kUnset, num(-1), num(0), num(1)}});
+  // A guard after the table decides an error class the table does not know.
+  Input in(*table);
+  in.set_string(kTopic, "payment.capture");
+  in.set_string(kErrorClass, "e75");
+  in.set_int(kAttempts, 0);
+  in.set_string(kIdempotencyKey, "k");
+  in.set_bool(kAlreadyCommitted, false);
+  const Decision d = expect_same(*table, in, "late guard");
+  EXPECT_EQ(table->rule_id(d.rule), "error_75");
 }
 
 TEST(DecideIndex, ShippedGateAgreesOnEveryEdgeCombination) {
