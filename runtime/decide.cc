@@ -13,7 +13,6 @@
 // mask, however many rows the table has.
 #include <algorithm>
 #include <bit>
-#include <cstring>
 
 #include "runtime/table.h"
 #include "runtime/table_format.h"
@@ -101,7 +100,7 @@ inline uint32_t small_lookup(const Index& x, const Index::FieldPlan& p,
     const Index::StrSlot& e = slots[at];
     if (e.atom == 0) return 0;
     if (e.a == a && e.b == b && e.size == value.size() &&
-        (value.size() <= 16 || std::memcmp(e.data, value.data(), value.size()) == 0)) {
+        (value.size() <= 16 || same_middle(e.data, value.data(), value.size()))) {
       return e.atom;
     }
     at = (at + 1) & p.slot_mask;
@@ -238,9 +237,8 @@ inline Decision lookup_table(const Table::Impl& t, uint32_t r, const uint32_t* a
   if (kIndexed && t.fast.dense[r].enabled) {
     const Index::Dense& dense = t.fast.dense[r];
     uint32_t at = dense.cell_begin;
-    for (uint32_t k = 0; k < rule.item_count; ++k) {
-      at += atoms[t.table_keys[rule.item_begin + k]] * dense.stride[k];
-    }
+    for (uint32_t k = 0; k < dense.key_count; ++k)
+      at += atoms[dense.key_field[k]] * dense.stride[k];
     const uint32_t cell = t.fast.dense_cells[at];
     if (cell != 0) {
       d.kind = DecisionKind::kRule;
@@ -268,15 +266,16 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
   for (uint32_t f = 0; f < field_count; ++f) {
     // An Input made for another table may be shorter: the missing slots count as unset.
     const Slot& slot = f < input.size() ? input.slots()[f] : unset;
-    if (t.fields[f].derived) continue;  // computed below; the input's value is ignored
     uint32_t atom;
     if constexpr (kIndexed) {
       const Index::FieldPlan& p = t.fast.fields[f];
+      if (p.kind == Index::Kind::kDerived) continue;  // computed below; the input's is ignored
       atom = intern_planned(t, p, t.fields[f], slot);
       if (atom != kInvalid && p.mask_begin != Index::kNoMask) {
         live &= t.fast.rule_masks[p.mask_begin + atom];
       }
     } else {
+      if (t.fields[f].derived) continue;  // computed below; the input's value is ignored
       atom = intern(t, t.fields[f], slot);
     }
     if (atom == kInvalid) {

@@ -189,6 +189,8 @@ bool build_dense(const Table::Impl& t, uint32_t r, Index& x, uint64_t& total_cel
     stride *= atoms[k];
   }
   dense.cell_begin = static_cast<uint32_t>(x.dense_cells.size());
+  dense.key_count = keys;
+  for (uint32_t k = 0; k < keys; ++k) dense.key_field[k] = t.table_keys[rule.item_begin + k];
   x.dense_cells.resize(x.dense_cells.size() + cells, 0);
   uint32_t* base = x.dense_cells.data() + dense.cell_begin;
 

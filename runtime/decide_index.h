@@ -69,8 +69,10 @@ struct DecideIndex {
   // Per rule (index = rule index); enabled only for table rules with a dense matrix.
   struct Dense {
     bool enabled = false;
-    uint32_t cell_begin = 0;                 // dense_cells index of the all-zero-atoms cell
-    uint32_t stride[format::kMaxKeys] = {};  // cell offset per atom of key k
+    uint32_t cell_begin = 0;  // dense_cells index of the all-zero-atoms cell
+    uint32_t key_count = 0;
+    uint32_t key_field[format::kMaxKeys] = {};  // the field of key k
+    uint32_t stride[format::kMaxKeys] = {};     // cell offset per atom of key k
   };
 
   static constexpr uint32_t kInvalidAtom = 0xFFFFFFFFu;
@@ -125,6 +127,18 @@ inline void string_words(const char* data, size_t size, uint64_t* a, uint64_t* b
     *a = 0;
     *b = 0;
   }
+}
+
+// Whether two values of the same size over 16 bytes, whose first and last 8 bytes are known
+// equal, are equal: compares [8, size - 8) in 8-byte loads (the last may overlap the tail).
+inline bool same_middle(const char* x, const char* y, size_t size) noexcept {
+  for (size_t i = 8; i + 8 < size; i += 8) {
+    uint64_t u, v;
+    __builtin_memcpy(&u, x + i, 8);
+    __builtin_memcpy(&v, y + i, 8);
+    if (u != v) return false;
+  }
+  return true;
 }
 
 // Where a small-dictionary index starts probing (before masking).

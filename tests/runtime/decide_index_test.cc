@@ -222,6 +222,7 @@ ir::CheckedPolicy colliding_policy() {
       std::string(12, 'q') + "middle-one" + std::string(18, 'z'),
       std::string(12, 'q') + "middle-two" + std::string(18, 'z'),
       "0123456789abcdef",
+      "0123456789abcdefXyyyyyyyy",  // 25 bytes: byte 16 is neither in the head nor the tail
       "01234567",
       "a",
       "ab",
@@ -301,7 +302,7 @@ TEST(DecideIndex, CollidingWordsShortStringsAndEmptyValuesAgree) {
   in.set_string(0, "");  // "" is an ordinary value of s
   d = expect_same(*table, in, "empty string as a dictionary value");
   EXPECT_EQ(d.kind, DecisionKind::kRule);
-  EXPECT_EQ(d.rule, 13u);
+  EXPECT_EQ(d.rule, 14u);
   in.set_string(2, "");  // required and empty_means_absent: invalid
   d = expect_same(*table, in, "required field, empty");
   EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
