@@ -237,8 +237,13 @@ inline Decision lookup_table(const Table::Impl& t, uint32_t r, const uint32_t* a
   if (kIndexed && t.fast.dense[r].enabled) {
     const Index::Dense& dense = t.fast.dense[r];
     uint32_t at = dense.cell_begin;
-    for (uint32_t k = 0; k < dense.key_count; ++k)
-      at += atoms[dense.key_field[k]] * dense.stride[k];
+    if (dense.key_count == 2) {  // the common shape, unrolled (the last stride is 1: row-major)
+      at += atoms[dense.key_field[0]] * dense.stride[0] + atoms[dense.key_field[1]];
+    } else {
+      for (uint32_t k = 0; k < dense.key_count; ++k) {
+        at += atoms[dense.key_field[k]] * dense.stride[k];
+      }
+    }
     const uint32_t cell = t.fast.dense_cells[at];
     if (cell != 0) {
       d.kind = DecisionKind::kRule;
@@ -263,9 +268,11 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
   // With guard masks: the rules still possible after the fields seen so far.
   const bool masked = kIndexed && t.fast.masked;
   uint64_t live = kIndexed ? t.fast.all_rules : 0;
+  const Slot* slots = input.slots();
+  const bool complete = input.size() >= field_count;
   for (uint32_t f = 0; f < field_count; ++f) {
     // An Input made for another table may be shorter: the missing slots count as unset.
-    const Slot& slot = f < input.size() ? input.slots()[f] : unset;
+    const Slot& slot = complete || f < input.size() ? slots[f] : unset;
     uint32_t atom;
     if constexpr (kIndexed) {
       const Index::FieldPlan& p = t.fast.fields[f];
