@@ -399,6 +399,18 @@ void BM_UnorderedMap(benchmark::State& state) {
   percentiles(state, one);
 }
 
+// Table::load_bytes of each bench policy (verify and decode, then build the load-time index):
+// for the index's share of load time (perf record this benchmark; build_decide_index).
+void BM_LoadBytes(benchmark::State& state) {
+  Setup& s = setup(static_cast<size_t>(state.range(0)));
+  rg::LoadStatus status;
+  for (auto _ : state) {
+    auto table = rg::Table::load_bytes(s.bytes.data(), s.bytes.size(), &status);
+    if (!table) state.SkipWithError(status.message.c_str());
+    benchmark::DoNotOptimize(table);
+  }
+}
+
 // decide through SharedTable::Reader (hazard slot, no lock), with state.range(0) == 1 while a
 // second thread reloads the shipped table in a loop (each reload reads, verifies and swaps).
 void BM_SharedTableDecide(benchmark::State& state) {
@@ -442,5 +454,6 @@ BENCHMARK(BM_Replaygate)->Arg(0)->Arg(100)->Arg(10000)->Arg(1000000);
 BENCHMARK(BM_ReplaygateUnindexed)->Arg(0)->Arg(100)->Arg(10000)->Arg(1000000);
 BENCHMARK(BM_ReplaygateFill)->Arg(0)->Arg(100)->Arg(10000)->Arg(1000000);
 BENCHMARK(BM_UnorderedMap)->Arg(0)->Arg(100)->Arg(10000)->Arg(1000000);
+BENCHMARK(BM_LoadBytes)->Arg(0)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SharedTableDecide)->Arg(0)->Arg(1);
 BENCHMARK_MAIN();
