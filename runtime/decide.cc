@@ -1,10 +1,18 @@
 // decide(): validates and interns an Input against a loaded table, then runs the rules in order.
 //
-// Works only on the validated structures in Table::Impl (runtime/table_impl.h). No allocation,
-// no I/O, no exceptions: the interned atoms live in a stack array of format::kMaxFields, every
-// string is hashed once, and a table lookup costs one probe sequence per wildcard mask, however
-// many rows the table has.
+// Works only on the validated structures in Table::Impl (runtime/table_impl.h) and the load-time
+// index built from them (runtime/decide_index.h). No allocation, no I/O, no exceptions: the
+// interned atoms live in a stack array of format::kMaxFields. Every field is validated and
+// interned before any rule runs, in field order (the first bad field is the one reported).
+//
+// Two paths with the same decisions: the indexed one (decide()) plans each field at load (the
+// Input slot state that takes the fast path; strings without dictionary entries are not hashed;
+// small dictionaries use a cheap hash whose hit is confirmed byte for byte) and reads a dense
+// (key atoms -> row) matrix for small tables; the general one (decide_unindexed(), and decide()
+// wherever no index was built) hashes strings with XXH3 and probes each table once per wildcard
+// mask, however many rows the table has.
 #include <algorithm>
+#include <bit>
 
 #include "runtime/table.h"
 #include "runtime/table_format.h"
@@ -44,9 +52,11 @@ uint32_t Table::Impl::int_atom(const Field& field, int64_t value) const noexcept
 namespace {
 
 using Slot = Input::Slot;
+using Index = DecideIndex;
 constexpr uint32_t kInvalid = 0xFFFFFFFFu;
+static_assert(Index::kInvalidAtom == kInvalid);
 
-// The atom of one field's input value, or kInvalid.
+// The atom of one field's input value, or kInvalid: the general path.
 uint32_t intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot& slot) noexcept {
   switch (slot.state) {
     case Slot::State::kUnset:
@@ -77,32 +87,111 @@ uint32_t intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot& s
   return kInvalid;
 }
 
-}  // namespace
-
-Decision Table::decide(const Input& input) const noexcept {
-  const Impl& t = *impl_;
-  Decision d;
-  d.verb = t.default_verb;
-  d.kind = DecisionKind::kDefault;
-
-  uint32_t atoms[format::kMaxFields];
-  const uint32_t field_count = static_cast<uint32_t>(t.fields.size());
-  const Slot unset{};
-  for (uint32_t f = 0; f < field_count; ++f) {
-    // An Input made for another table may be shorter: the missing slots count as unset.
-    const Slot& slot = f < input.size() ? input.slots()[f] : unset;
-    if (t.fields[f].derived) continue;  // computed below; the input's value is ignored
-    uint32_t atom = intern(t, t.fields[f], slot);
-    if (atom == kInvalid) {
-      d.kind = DecisionKind::kInvalidInput;
-      d.invalid_field = f;
-      return d;
+// The atom of `value` in a small-dictionary index, or 0. The probe ends at an empty slot (the
+// index is at most half full); a hit needs the same size and words, and for values over 16 bytes
+// (which the words do not cover) the same bytes.
+inline uint32_t small_lookup(const Index& x, const Index::FieldPlan& p,
+                             std::string_view value) noexcept {
+  uint64_t a, b;
+  string_words(value.data(), value.size(), &a, &b);
+  const Index::StrSlot* slots = x.str_slots.data() + p.slot_begin;
+  uint32_t at = static_cast<uint32_t>(small_string_hash(a, b, value.size(), p.seed)) & p.slot_mask;
+  for (;;) {
+    const Index::StrSlot& e = slots[at];
+    if (e.atom == 0) return 0;
+    if (e.a == a && e.b == b && e.size == value.size() &&
+        (value.size() <= 16 || same_middle(e.data, value.data(), value.size()))) {
+      return e.atom;
     }
-    atoms[f] = atom;
+    at = (at + 1) & p.slot_mask;
   }
+}
 
-  // Derived bools: both operands are required ints that passed validation, so their slots hold
-  // ints (the loader checked the field kinds and that the operands come first).
+// The atom of one field's value through its load-time plan, or kInvalid. An unset or null slot
+// is absent (or invalid when required); any other state than the plan's (invalid, wrong type)
+// takes the general path, as does a field without a plan.
+inline uint32_t intern_planned(const Table::Impl& t, const Index::FieldPlan& p,
+                               const Table::Impl::Field& f, const Slot& slot) noexcept {
+  if (static_cast<uint8_t>(slot.state) != p.want_state) {
+    static_assert(Slot::State::kUnset == Slot::State{0} && Slot::State::kNull == Slot::State{1});
+    if (slot.state <= Slot::State::kNull) return p.absent_atom;
+    return intern(t, f, slot);
+  }
+  switch (p.kind) {
+    case Index::Kind::kStringNoDict:
+      if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
+      return 1;
+    case Index::Kind::kStringDict: {
+      if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
+      const uint32_t atom = small_lookup(t.fast, p, slot.s);
+      return atom == 0 ? 1 : atom;
+    }
+    case Index::Kind::kEnum: {
+      const uint32_t atom = small_lookup(t.fast, p, slot.s);
+      return atom == 0 ? kInvalid : atom;
+    }
+    case Index::Kind::kInt: {
+      if (slot.i < p.min || slot.i > p.max) return kInvalid;
+      const int64_t* cuts = t.cuts.data() + p.cut_begin;
+      uint32_t atom = 1;
+      for (uint32_t c = 0; c < p.cut_count; ++c) atom += cuts[c] <= slot.i;
+      return atom;
+    }
+    case Index::Kind::kIntSearch:
+      if (slot.i < p.min || slot.i > p.max) return kInvalid;
+      return t.int_atom(f, slot.i);
+    case Index::Kind::kBool:
+      return slot.b ? 2 : 1;
+    case Index::Kind::kGeneral:
+    case Index::Kind::kDerived:
+      break;
+  }
+  return intern(t, f, slot);
+}
+
+// The deciding row of table rule `rule` for `atoms` through the general path: one probe
+// sequence per wildcard mask, the most specific group with a hit, its lowest row. kInvalid when
+// no row matches.
+uint32_t probe_table(const Table::Impl& t, const Table::Impl::Rule& rule,
+                     const uint32_t* atoms) noexcept {
+  uint32_t key_atoms[format::kMaxKeys];
+  for (uint32_t k = 0; k < rule.item_count; ++k) {
+    key_atoms[k] = atoms[t.table_keys[rule.item_begin + k]];
+  }
+  uint32_t best = kInvalid;
+  uint32_t group = kInvalid;  // concrete_count of the masks probed so far
+  for (uint32_t m = 0; m < rule.mask_count; ++m) {
+    const format::MaskRecord& mask = t.masks[rule.mask_begin + m];
+    if (mask.concrete_count != group) {
+      if (best != kInvalid) break;  // a more specific group already matched
+      group = mask.concrete_count;
+    }
+    const uint32_t slot_mask = mask.slot_count - 1;
+    uint32_t at =
+        static_cast<uint32_t>(format::key_tuple_hash(key_atoms, rule.item_count, mask.mask)) &
+        slot_mask;
+    for (uint32_t probes = 0; probes < mask.slot_count; ++probes) {
+      uint32_t v = t.row_slots[mask.slot_begin + at];
+      if (v == 0) break;
+      const uint32_t row = v - 1;
+      const uint32_t* keys = t.row_keys.data() + rule.row_key_begin + row * rule.item_count;
+      bool equal = true;
+      for (uint32_t k = 0; k < rule.item_count && equal; ++k) {
+        if ((mask.mask >> k) & 1u) equal = keys[k] == key_atoms[k];
+      }
+      if (equal) {
+        best = std::min(best, row);
+        break;
+      }
+      at = (at + 1) & slot_mask;
+    }
+  }
+  return best;
+}
+
+// The derived bools: both operands are required ints that passed validation, so their slots
+// hold ints (the loader checked the field kinds and that the operands come first).
+inline void derive(const Table::Impl& t, const Input& input, uint32_t* atoms) noexcept {
   for (const format::DerivationRecord& dr : t.derivations) {
     const int64_t lhs = input.slots()[dr.lhs].i, rhs = input.slots()[dr.rhs].i;
     bool b = false;
@@ -128,63 +217,154 @@ Decision Table::decide(const Input& input) const noexcept {
     }
     atoms[dr.field] = b ? 2 : 1;
   }
+}
 
-  for (const Impl::Rule& rule : t.rules) {
+inline Decision by_rule(const Table::Impl& t, uint32_t catalog) noexcept {
+  Decision d;
+  d.kind = DecisionKind::kRule;
+  d.rule = catalog;
+  d.verb = t.catalog[catalog].verb;
+  return d;
+}
+
+// Table rule r through its dense matrix (kIndexed and built) or the probes: a decision, or
+// kind kDefault when no row matches.
+template <bool kIndexed>
+inline Decision lookup_table(const Table::Impl& t, uint32_t r, const uint32_t* atoms) noexcept {
+  const Table::Impl::Rule& rule = t.rules[r];
+  Decision d;
+  d.kind = DecisionKind::kDefault;
+  if (kIndexed && t.fast.dense[r].enabled) {
+    const Index::Dense& dense = t.fast.dense[r];
+    uint32_t at = dense.cell_begin;
+    if (dense.key_count == 2) {  // the common shape, unrolled (the last stride is 1: row-major)
+      at += atoms[dense.key_field[0]] * dense.stride[0] + atoms[dense.key_field[1]];
+    } else {
+      for (uint32_t k = 0; k < dense.key_count; ++k) {
+        at += atoms[dense.key_field[k]] * dense.stride[k];
+      }
+    }
+    const uint32_t cell = t.fast.dense_cells[at];
+    if (cell != 0) {
+      d.kind = DecisionKind::kRule;
+      d.rule = (cell >> Index::kCellVerbBits) - 1;
+      d.verb = cell & ((1u << Index::kCellVerbBits) - 1);
+    }
+    return d;
+  }
+  const uint32_t best = probe_table(t, rule, atoms);
+  return best == kInvalid ? d : by_rule(t, rule.catalog_begin + best);
+}
+
+template <bool kIndexed>
+Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
+  Decision d;
+  d.verb = t.default_verb;
+  d.kind = DecisionKind::kDefault;
+
+  uint32_t atoms[format::kMaxFields];
+  const uint32_t field_count = static_cast<uint32_t>(t.fields.size());
+  const Slot unset{};
+  // With guard masks: the rules still possible after the fields seen so far.
+  const bool masked = kIndexed && t.fast.masked;
+  uint64_t live = kIndexed ? t.fast.all_rules : 0;
+  const Slot* slots = input.slots();
+  const bool complete = input.size() >= field_count;
+  for (uint32_t f = 0; f < field_count; ++f) {
+    // An Input made for another table may be shorter: the missing slots count as unset.
+    const Slot& slot = complete || f < input.size() ? slots[f] : unset;
+    uint32_t atom;
+    if constexpr (kIndexed) {
+      const Index::FieldPlan& p = t.fast.fields[f];
+      if (p.kind == Index::Kind::kDerived) continue;  // computed below; the input's is ignored
+      atom = intern_planned(t, p, t.fields[f], slot);
+      if (atom != kInvalid && p.mask_begin != Index::kNoMask) {
+        live &= t.fast.rule_masks[p.mask_begin + atom];
+      }
+    } else {
+      if (t.fields[f].derived) continue;  // computed below; the input's value is ignored
+      atom = intern(t, t.fields[f], slot);
+    }
+    if (atom == kInvalid) {
+      d.kind = DecisionKind::kInvalidInput;
+      d.invalid_field = f;
+      return d;
+    }
+    atoms[f] = atom;
+  }
+  if (!t.derivations.empty()) {
+    derive(t, input, atoms);
+    if (masked) {
+      for (const format::DerivationRecord& dr : t.derivations) {
+        const Index::FieldPlan& p = t.fast.fields[dr.field];
+        if (p.mask_begin != Index::kNoMask)
+          live &= t.fast.rule_masks[p.mask_begin + atoms[dr.field]];
+      }
+    }
+  }
+
+  if (masked) {
+    // The lowest live rule: a guard whose conditions all hold, or a table to look up.
+    while (live != 0) {
+      const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
+      if (!((t.fast.table_rules >> r) & 1u)) return by_rule(t, t.rules[r].catalog_begin);
+      const Decision row = lookup_table<true>(t, r, atoms);
+      if (row.kind == DecisionKind::kRule) return row;
+      live &= live - 1;
+    }
+    return d;
+  }
+
+  for (uint32_t r = 0; r < t.rules.size(); ++r) {
+    const Table::Impl::Rule& rule = t.rules[r];
     if (!rule.is_table) {
       bool holds = true;
       for (uint32_t c = 0; c < rule.item_count && holds; ++c) {
-        const Impl::Condition& cond = t.conditions[rule.item_begin + c];
+        const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
         uint32_t atom = atoms[cond.field];
         holds = (t.bitsets[cond.bits_begin + atom / 64] >> (atom % 64)) & 1u;
       }
-      if (holds) {
-        d.kind = DecisionKind::kRule;
-        d.rule = rule.catalog_begin;
-        d.verb = t.catalog[d.rule].verb;
-        return d;
-      }
+      if (holds) return by_rule(t, rule.catalog_begin);
       continue;
     }
-    uint32_t key_atoms[format::kMaxKeys];
-    for (uint32_t k = 0; k < rule.item_count; ++k) {
-      key_atoms[k] = atoms[t.table_keys[rule.item_begin + k]];
-    }
-    uint32_t best = kInvalid;
-    uint32_t group = kInvalid;  // concrete_count of the masks probed so far
-    for (uint32_t m = 0; m < rule.mask_count; ++m) {
-      const format::MaskRecord& mask = t.masks[rule.mask_begin + m];
-      if (mask.concrete_count != group) {
-        if (best != kInvalid) break;  // a more specific group already matched
-        group = mask.concrete_count;
-      }
-      const uint32_t slot_mask = mask.slot_count - 1;
-      uint32_t at =
-          static_cast<uint32_t>(format::key_tuple_hash(key_atoms, rule.item_count, mask.mask)) &
-          slot_mask;
-      for (uint32_t probes = 0; probes < mask.slot_count; ++probes) {
-        uint32_t v = t.row_slots[mask.slot_begin + at];
-        if (v == 0) break;
-        const uint32_t row = v - 1;
-        const uint32_t* keys = t.row_keys.data() + rule.row_key_begin + row * rule.item_count;
-        bool equal = true;
-        for (uint32_t k = 0; k < rule.item_count && equal; ++k) {
-          if ((mask.mask >> k) & 1u) equal = keys[k] == key_atoms[k];
-        }
-        if (equal) {
-          best = std::min(best, row);
-          break;
-        }
-        at = (at + 1) & slot_mask;
-      }
-    }
-    if (best != kInvalid) {
-      d.kind = DecisionKind::kRule;
-      d.rule = rule.catalog_begin + best;
-      d.verb = t.catalog[d.rule].verb;
-      return d;
-    }
+    const Decision row = lookup_table<kIndexed>(t, r, atoms);
+    if (row.kind == DecisionKind::kRule) return row;
   }
   return d;
+}
+
+}  // namespace
+
+Decision Table::decide(const Input& input) const noexcept {
+  const Impl& t = *impl_;
+  return t.fast.built ? decide_with<true>(t, input) : decide_with<false>(t, input);
+}
+
+struct DecideIndexAccess {
+  static const Table::Impl& impl(const Table& table) noexcept { return *table.impl_; }
+};
+
+Decision decide_unindexed(const Table& table, const Input& input) noexcept {
+  return decide_with<false>(DecideIndexAccess::impl(table), input);
+}
+
+DecideIndexStats decide_index_stats(const Table& table) noexcept {
+  const Table::Impl& t = DecideIndexAccess::impl(table);
+  DecideIndexStats s;
+  if (!t.fast.built) return s;
+  for (const Index::FieldPlan& p : t.fast.fields) {
+    s.small_dict_fields += p.kind == Index::Kind::kStringDict || p.kind == Index::Kind::kEnum;
+    s.unhashed_fields += p.kind == Index::Kind::kStringNoDict;
+    s.general_fields += p.kind == Index::Kind::kGeneral;
+  }
+  for (uint32_t r = 0; r < t.rules.size(); ++r) {
+    if (!t.rules[r].is_table) continue;
+    s.dense_tables += t.fast.dense[r].enabled;
+    s.probed_tables += !t.fast.dense[r].enabled;
+  }
+  s.dense_cells = t.fast.dense_cells.size();
+  s.guard_masks = t.fast.masked;
+  return s;
 }
 
 }  // namespace replaygate

@@ -1117,6 +1117,7 @@ std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* sta
   }
   if (!precheck(out, size, status)) return nullptr;
   if (!Loader(*impl, hasher, status).run()) return nullptr;
+  build_decide_index(*impl);
   return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
 
@@ -1141,6 +1142,7 @@ std::unique_ptr<Table> Table::load_bytes(const void* data, size_t size, LoadStat
     done += n;
   }
   if (!Loader(*impl, hasher, status).run()) return nullptr;
+  build_decide_index(*impl);
   return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
 

@@ -186,7 +186,8 @@ class Table {
   explicit Table(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   friend class Input;
-  friend struct TableTraceAccess;  // runtime/trace.cc reads the loaded table (read only)
+  friend struct TableTraceAccess;   // runtime/trace.cc reads the loaded table (read only)
+  friend struct DecideIndexAccess;  // runtime/decide.cc: the unindexed path, for tests (read only)
 };
 
 }  // namespace replaygate

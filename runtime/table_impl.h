@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/decide_index.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
 
@@ -119,6 +120,11 @@ struct Table::Impl {
   uint32_t lookup(const Field& field, std::string_view value, uint64_t hash) const noexcept;
   // The interval atom of an int value.
   uint32_t int_atom(const Field& field, int64_t value) const noexcept;
+
+  // decide()'s load-time index over the structures above (runtime/decide_index.h), built by
+  // build_decide_index() at the end of load. Kept last so that it is built from, and never
+  // mistaken for, the verified decoded table.
+  DecideIndex fast;
 };
 
 uint64_t string_hash(std::string_view bytes) noexcept;

@@ -5,10 +5,15 @@
 // docs/benchmarks.md); never from ctest.
 //
 // Each benchmark decides a stream of 4096 prebuilt letters (60% known pairs, 20% unknown pairs,
-// 20% stopped by a guard) in a loop. Besides Google Benchmark's mean per iteration (one
-// iteration = one letter, Input filled and decided), the counters p50_ns and p99_ns are
-// percentiles of per-decision latency, measured in batches of 16 decisions timed with
-// steady_clock (clock overhead subtracted), 20,000 batches.
+// 20% stopped by a guard) in a loop. The timed loop is symmetric: BM_Replaygate calls decide() on
+// an Input filled per letter beforehand, the baselines call their (not inlined) function on a
+// GateInput struct built per letter beforehand; BM_ReplaygateFill adds filling a reused Input
+// (what a worker does per message). Before timing, every letter (and a set of edge letters: bounds,
+// guards, unknown and empty strings) must get the same verb and the same rule from decide() and
+// each baseline, else the bench exits 2. Besides Google Benchmark's mean per iteration (one
+// iteration = one letter), the counters p50_ns and p99_ns are percentiles of per-decision
+// latency, measured in batches of 16 decisions timed with steady_clock (clock overhead
+// subtracted), 20,000 batches.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -25,6 +30,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/lower.h"
+#include "runtime/decide_index.h"
 #include "runtime/reload.h"
 #include "runtime/table.h"
 #include "tests/runtime/test_policies.h"
@@ -39,30 +45,63 @@ struct Letter {
   std::string topic, error_class, key;
   int64_t attempts = 1;
   bool committed = false;
+  std::optional<int64_t> replays;  // absent unless set (the bench letters leave it absent)
 };
 
 enum Verb : uint32_t { kNeverV = 0, kReplayOnceV = 1, kHoldV = 2 };
 
-// The seed article's replay_gate.py, written by hand in C++: what a team would write instead.
-uint32_t hand_written(const Letter& l) {
-  if (l.key.empty()) return kHoldV;
-  if (l.committed) return kNeverV;
-  if (l.attempts < 0 || l.attempts >= 3) return kHoldV;
-  const std::string_view t = l.topic, e = l.error_class;
+// What a hand-written gate takes: a typed struct. The types already guarantee what the policy's
+// `type` and required checks do (every required field is present and of its type); what they do
+// not guarantee, the gate checks itself: the int bounds (attempts >= 0, replays >= 0) and
+// empty_means_absent on idempotency_key.
+struct GateInput {
+  std::string_view topic, error_class, idempotency_key;
+  int64_t attempts = 0;
+  bool already_committed = false;
+  std::optional<int64_t> replays;
+};
+
+GateInput gate_input(const Letter& l) {
+  return GateInput{l.topic, l.error_class, l.key, l.attempts, l.committed, l.replays};
+}
+
+// A baseline's answer: the verb and which rule decided, in the table's terms: a catalog index
+// (guards 0..3, then the table rows in order), kDefaultRule, or kInvalidRule + field index.
+struct Answer {
+  uint32_t verb;
+  uint32_t rule;
+  bool operator==(const Answer&) const = default;
+};
+constexpr uint32_t kDefaultRule = 1u << 30, kInvalidRule = 1u << 31;
+constexpr uint32_t kAttemptsField = 2, kReplaysField = 5;  // field order of the policy
+
+// The seed article's replay_gate.py written by hand in C++, with the same rules as
+// policies/replay_gate.yaml: bounds first (fail closed: an out-of-range value decides the default
+// before any rule), then the four guards in order, then an if chain over the seed table. Not
+// inlined into the benchmark loop: like decide(), it is one call per letter.
+[[gnu::noinline]] Answer hand_written(const GateInput& in) {
+  if (in.attempts < 0) return {kHoldV, kInvalidRule | kAttemptsField};
+  if (in.replays && *in.replays < 0) return {kHoldV, kInvalidRule | kReplaysField};
+  if (in.idempotency_key.empty()) return {kHoldV, 0};
+  if (in.already_committed) return {kNeverV, 1};
+  if (in.attempts >= 3) return {kHoldV, 2};
+  if (in.replays.value_or(0) >= 1) return {kHoldV, 3};
+  const std::string_view t = in.topic, e = in.error_class;
   if (t == "payment.capture") {
-    if (e == "timeout") return kReplayOnceV;
-    if (e == "insufficient_funds" || e == "duplicate") return kNeverV;
+    if (e == "timeout") return {kReplayOnceV, 4};
+    if (e == "insufficient_funds") return {kNeverV, 5};
+    if (e == "duplicate") return {kNeverV, 6};
   } else if (t == "inventory.reserve") {
-    if (e == "lock_timeout") return kReplayOnceV;
-    if (e == "overbook") return kNeverV;
+    if (e == "lock_timeout") return {kReplayOnceV, 7};
+    if (e == "overbook") return {kNeverV, 8};
   } else if (t == "webhook.partner") {
-    if (e == "http_503") return kReplayOnceV;
-    if (e == "http_400") return kNeverV;
+    if (e == "http_503") return {kReplayOnceV, 9};
+    if (e == "http_400") return {kNeverV, 10};
   } else if (t == "mail.receipt") {
-    if (e == "smtp_421") return kReplayOnceV;
-    if (e == "unknown_recipient") return kNeverV;
+    if (e == "smtp_421") return {kReplayOnceV, 11};
+    if (e == "unknown_recipient") return {kNeverV, 12};
   }
-  return kHoldV;
+  return {kHoldV, kDefaultRule};
 }
 
 struct PairHash {
@@ -71,16 +110,18 @@ struct PairHash {
     return a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
   }
 };
-using PairMap =
-    std::unordered_map<std::pair<std::string_view, std::string_view>, uint32_t, PairHash>;
+using PairMap = std::unordered_map<std::pair<std::string_view, std::string_view>, Answer, PairHash>;
 
-// The same guards, then a plain unordered_map lookup of the key pair.
-uint32_t map_gate(const PairMap& map, const Letter& l) {
-  if (l.key.empty()) return kHoldV;
-  if (l.committed) return kNeverV;
-  if (l.attempts < 0 || l.attempts >= 3) return kHoldV;
-  auto it = map.find({l.topic, l.error_class});
-  return it == map.end() ? kHoldV : it->second;
+// The same bounds and guards, then a plain unordered_map lookup of the key pair.
+[[gnu::noinline]] Answer map_gate(const PairMap& map, const GateInput& in) {
+  if (in.attempts < 0) return {kHoldV, kInvalidRule | kAttemptsField};
+  if (in.replays && *in.replays < 0) return {kHoldV, kInvalidRule | kReplaysField};
+  if (in.idempotency_key.empty()) return {kHoldV, 0};
+  if (in.already_committed) return {kNeverV, 1};
+  if (in.attempts >= 3) return {kHoldV, 2};
+  if (in.replays.value_or(0) >= 1) return {kHoldV, 3};
+  auto it = map.find({in.topic, in.error_class});
+  return it == map.end() ? Answer{kHoldV, kDefaultRule} : it->second;
 }
 
 const std::pair<const char*, const char*> kSeedPairs[] = {
@@ -99,7 +140,93 @@ struct Setup {
   PairMap map;
   std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<Letter> letters;
+  // The letters, prebuilt for each side: an Input filled per letter for decide(), a GateInput per
+  // letter for the baselines. The timed loops only decide (see BM_ReplaygateFill for the cost of
+  // filling an Input).
+  std::vector<rg::Input> inputs;
+  std::vector<GateInput> gate_inputs;
 };
+
+Answer answer(const rg::Decision& d) {
+  switch (d.kind) {
+    case rg::DecisionKind::kRule:
+      return {d.verb, d.rule};
+    case rg::DecisionKind::kDefault:
+      return {d.verb, kDefaultRule};
+    case rg::DecisionKind::kInvalidInput:
+      break;
+  }
+  return {d.verb, kInvalidRule | d.invalid_field};
+}
+
+void fill(rg::Input& in, const Letter& l) {
+  in.set_string(0, l.topic);
+  in.set_string(1, l.error_class);
+  in.set_int(2, l.attempts);
+  in.set_string(3, l.key);
+  in.set_bool(4, l.committed);
+  if (l.replays) {
+    in.set_int(5, *l.replays);
+  } else {
+    in.set_null(5);  // absent: the Input may be reused
+  }
+}
+
+// Letters for the agreement check beyond the bench stream: every guard and bound edge (negative
+// and extreme ints, replays absent / below its bound / 0 / 1, empty key, committed) on every seed
+// pair, an unknown pair and an empty topic.
+std::vector<Letter> edge_letters(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::vector<std::pair<std::string, std::string>> keys(
+      pairs.begin(), pairs.begin() + std::min<size_t>(pairs.size(), 32));
+  keys.emplace_back("payment.capture", "no_such_error");
+  keys.emplace_back("", "timeout");
+  keys.emplace_back("payment.captur", "timeou");
+  std::vector<Letter> out;
+  const int64_t ints[] = {INT64_MIN, -1, 0, 1, 2, 3, 4, INT64_MAX};
+  const std::optional<int64_t> replays[] = {std::nullopt, INT64_MIN, -1, 0, 1, 2};
+  for (const auto& [t, e] : keys) {
+    for (int64_t a : ints) {
+      for (const auto& r : replays) {
+        for (const char* key : {"", "k"}) {
+          for (bool committed : {false, true}) out.push_back(Letter{t, e, key, a, committed, r});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Before anything is timed: every bench letter and edge letter gets the same verb and the same
+// rule from decide(), decide_unindexed() and each baseline, else the bench aborts (a faster
+// baseline that decides differently would not be a baseline).
+void check_agreement(Setup& s, bool with_hand_written) {
+  std::vector<Letter> letters = edge_letters(s.pairs);
+  letters.insert(letters.end(), s.letters.begin(), s.letters.end());
+  rg::Input in(*s.table);
+  for (const Letter& l : letters) {
+    in.clear();
+    fill(in, l);
+    const Answer want = answer(s.table->decide(in));
+    if (!(answer(rg::decide_unindexed(*s.table, in)) == want)) {
+      std::fprintf(stderr, "decide_bench: decide() and decide_unindexed() disagree on (%s, %s)\n",
+                   l.topic.c_str(), l.error_class.c_str());
+      std::exit(2);
+    }
+    const GateInput g = gate_input(l);
+    const Answer map = map_gate(s.map, g);
+    const Answer hand = with_hand_written ? hand_written(g) : want;
+    if (!(map == want) || !(hand == want)) {
+      std::fprintf(stderr,
+                   "decide_bench: baselines disagree with decide() on (%s, %s, attempts %lld, "
+                   "key '%s', committed %d): decide verb %u rule %#x, unordered_map verb %u rule "
+                   "%#x, hand-written verb %u rule %#x\n",
+                   l.topic.c_str(), l.error_class.c_str(), static_cast<long long>(l.attempts),
+                   l.key.c_str(), l.committed ? 1 : 0, want.verb, want.rule, map.verb, map.rule,
+                   hand.verb, hand.rule);
+      std::exit(2);
+    }
+  }
+}
 
 std::string synthetic_topic(size_t i) { return "topic." + std::to_string(i); }
 std::string synthetic_error(size_t j) { return "error_" + std::to_string(j); }
@@ -146,7 +273,7 @@ Setup& setup(size_t rows) {
   rg::Input in(*s.table);
   s.strings.reserve(s.pairs.size() * 2);
   for (const auto& [topic, error] : s.pairs) {
-    Letter l{topic, error, "k", 1, false};
+    Letter l{topic, error, "k", 1, false, std::nullopt};
     in.clear();
     in.set_string(0, l.topic);
     in.set_string(1, l.error_class);
@@ -154,7 +281,7 @@ Setup& setup(size_t rows) {
     in.set_string(3, "k");
     in.set_bool(4, false);
     s.map.emplace(std::pair<std::string_view, std::string_view>(topic, error),
-                  s.table->decide(in).verb);
+                  answer(s.table->decide(in)));
   }
   std::mt19937_64 rng(20261129);
   for (int i = 0; i < 4096; ++i) {
@@ -171,20 +298,19 @@ Setup& setup(size_t rows) {
     if (kind == 4 && (rng() & 1)) l.attempts = 5;
     s.letters.push_back(std::move(l));
   }
+  check_agreement(s, rows == 0);
+  s.inputs.reserve(s.letters.size());
+  for (const Letter& l : s.letters) {
+    s.inputs.emplace_back(*s.table);
+    fill(s.inputs.back(), l);
+    s.gate_inputs.push_back(gate_input(l));
+  }
   return s;
-}
-
-void fill(rg::Input& in, const Letter& l) {
-  in.set_string(0, l.topic);
-  in.set_string(1, l.error_class);
-  in.set_int(2, l.attempts);
-  in.set_string(3, l.key);
-  in.set_bool(4, l.committed);
 }
 
 // Per-decision p50/p99 from timed batches of 16 decisions.
 template <typename F>
-void percentiles(benchmark::State& state, const std::vector<Letter>& letters, F&& decide_one) {
+void percentiles(benchmark::State& state, F&& decide_one) {
   using clock = std::chrono::steady_clock;
   constexpr int kBatch = 16, kBatches = 20000;
   auto t0 = clock::now();
@@ -196,7 +322,7 @@ void percentiles(benchmark::State& state, const std::vector<Letter>& letters, F&
   for (int b = 0; b < kBatches; ++b) {
     auto start = clock::now();
     for (int k = 0; k < kBatch; ++k) {
-      benchmark::DoNotOptimize(decide_one(letters[at]));
+      benchmark::DoNotOptimize(decide_one(at));
       at = (at + 1) & 4095;
     }
     auto end = clock::now();
@@ -207,41 +333,82 @@ void percentiles(benchmark::State& state, const std::vector<Letter>& letters, F&
   state.counters["p99_ns"] = ns[kBatches * 99 / 100];
 }
 
+// decide() on prefilled Inputs: the timed loop is the call, as for the baselines on their
+// prebuilt GateInputs.
 void BM_Replaygate(benchmark::State& state) {
   Setup& s = setup(static_cast<size_t>(state.range(0)));
+  auto one = [&](size_t i) { return s.table->decide(s.inputs[i]).verb; };
+  size_t at = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(one(at));
+    at = (at + 1) & 4095;
+  }
+  percentiles(state, one);
+  state.counters["table_bytes"] = static_cast<double>(s.bytes.size());
+}
+
+// The same, through decide_unindexed(): the general path without the load-time index (XXH3 for
+// every string, a hash probe per wildcard mask), i.e. decide() as it was before the index.
+void BM_ReplaygateUnindexed(benchmark::State& state) {
+  Setup& s = setup(static_cast<size_t>(state.range(0)));
+  auto one = [&](size_t i) { return rg::decide_unindexed(*s.table, s.inputs[i]).verb; };
+  size_t at = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(one(at));
+    at = (at + 1) & 4095;
+  }
+  percentiles(state, one);
+}
+
+// Filling a reused Input from the letter (five setter calls), then decide(): what a worker does
+// per message.
+void BM_ReplaygateFill(benchmark::State& state) {
+  Setup& s = setup(static_cast<size_t>(state.range(0)));
   rg::Input in(*s.table);
-  auto one = [&](const Letter& l) {
-    fill(in, l);
+  auto one = [&](size_t i) {
+    fill(in, s.letters[i]);
     return s.table->decide(in).verb;
   };
   size_t at = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(one(s.letters[at]));
+    benchmark::DoNotOptimize(one(at));
     at = (at + 1) & 4095;
   }
-  percentiles(state, s.letters, one);
-  state.counters["table_bytes"] = static_cast<double>(s.bytes.size());
+  percentiles(state, one);
 }
 
 void BM_HandWritten(benchmark::State& state) {
   Setup& s = setup(0);
+  auto one = [&](size_t i) { return hand_written(s.gate_inputs[i]).verb; };
   size_t at = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(hand_written(s.letters[at]));
+    benchmark::DoNotOptimize(one(at));
     at = (at + 1) & 4095;
   }
-  percentiles(state, s.letters, hand_written);
+  percentiles(state, one);
 }
 
 void BM_UnorderedMap(benchmark::State& state) {
   Setup& s = setup(static_cast<size_t>(state.range(0)));
-  auto one = [&](const Letter& l) { return map_gate(s.map, l); };
+  auto one = [&](size_t i) { return map_gate(s.map, s.gate_inputs[i]).verb; };
   size_t at = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(one(s.letters[at]));
+    benchmark::DoNotOptimize(one(at));
     at = (at + 1) & 4095;
   }
-  percentiles(state, s.letters, one);
+  percentiles(state, one);
+}
+
+// Table::load_bytes of each bench policy (verify and decode, then build the load-time index):
+// for the index's share of load time (perf record this benchmark; build_decide_index).
+void BM_LoadBytes(benchmark::State& state) {
+  Setup& s = setup(static_cast<size_t>(state.range(0)));
+  rg::LoadStatus status;
+  for (auto _ : state) {
+    auto table = rg::Table::load_bytes(s.bytes.data(), s.bytes.size(), &status);
+    if (!table) state.SkipWithError(status.message.c_str());
+    benchmark::DoNotOptimize(table);
+  }
 }
 
 // decide through SharedTable::Reader (hazard slot, no lock), with state.range(0) == 1 while a
@@ -264,17 +431,17 @@ void BM_SharedTableDecide(benchmark::State& state) {
   }
   rg::SharedTable::Reader reader(shared);
   rg::Input in(reader.acquire().table());
-  auto one = [&](const Letter& l) {
-    fill(in, l);
+  auto one = [&](size_t i) {
+    fill(in, s.letters[i]);
     auto guard = reader.acquire();
     return guard.table().decide(in).verb;
   };
   size_t at = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(one(s.letters[at]));
+    benchmark::DoNotOptimize(one(at));
     at = (at + 1) & 4095;
   }
-  percentiles(state, s.letters, one);
+  percentiles(state, one);
   stop = true;
   if (reloader.joinable()) reloader.join();
   state.counters["reloads"] = static_cast<double>(reloads.load());
@@ -284,6 +451,9 @@ void BM_SharedTableDecide(benchmark::State& state) {
 
 BENCHMARK(BM_HandWritten);
 BENCHMARK(BM_Replaygate)->Arg(0)->Arg(100)->Arg(10000)->Arg(1000000);
+BENCHMARK(BM_ReplaygateUnindexed)->Arg(0)->Arg(100)->Arg(10000)->Arg(1000000);
+BENCHMARK(BM_ReplaygateFill)->Arg(0)->Arg(100)->Arg(10000)->Arg(1000000);
 BENCHMARK(BM_UnorderedMap)->Arg(0)->Arg(100)->Arg(10000)->Arg(1000000);
+BENCHMARK(BM_LoadBytes)->Arg(0)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SharedTableDecide)->Arg(0)->Arg(1);
 BENCHMARK_MAIN();

@@ -1,0 +1,294 @@
+// Builds decide()'s load-time index (runtime/decide_index.h) from a verified Table::Impl.
+#include "runtime/decide_index.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "runtime/table_impl.h"
+
+namespace replaygate {
+
+namespace {
+
+using Slot = Input::Slot;
+using Index = DecideIndex;
+
+// Dictionaries above this size keep the general XXH3 index (the small index costs 64 bytes per
+// entry; this bounds it at 8 MiB per field).
+constexpr uint32_t kMaxSmallDict = uint32_t{1} << 16;
+// Seeds tried for a collision-free placement (dictionaries up to kSeedSearchMax entries); the
+// first that places every entry in its home slot wins, else the one with the fewest extra probes.
+constexpr uint32_t kSeedTries = 64;
+constexpr uint32_t kSeedSearchMax = 4096;
+
+uint64_t seed_at(uint32_t i) { return (uint64_t{i} + 1) * 0xD6E8FEB86659FD93ull; }
+
+// Inserts every entry of `field`'s dictionary with `seed` into `slots` (size mask + 1, cleared);
+// returns the total number of probes beyond the home slot.
+uint64_t place(const Table::Impl& t, const Table::Impl::Field& field, uint64_t seed, uint32_t mask,
+               std::vector<Index::StrSlot>& slots) {
+  std::fill(slots.begin(), slots.end(), Index::StrSlot{});
+  uint64_t extra = 0;
+  for (uint32_t i = 0; i < field.dict_count; ++i) {
+    const std::string_view bytes = t.dict[field.dict_begin + i].bytes;
+    Index::StrSlot e;
+    string_words(bytes.data(), bytes.size(), &e.a, &e.b);
+    e.data = bytes.data();
+    e.size = static_cast<uint32_t>(bytes.size());
+    e.atom = field.first_atom + i;
+    uint32_t at = static_cast<uint32_t>(small_string_hash(e.a, e.b, bytes.size(), seed)) & mask;
+    while (slots[at].atom != 0) {
+      at = (at + 1) & mask;
+      ++extra;
+    }
+    slots[at] = e;
+  }
+  return extra;
+}
+
+// The small-dictionary index of a string or enum field; false when the field keeps the general
+// index (too many entries, or a value too long for the u32 size).
+bool build_string_index(const Table::Impl& t, const Table::Impl::Field& field, Index& x,
+                        Index::FieldPlan& plan) {
+  if (field.dict_count > kMaxSmallDict) return false;
+  for (uint32_t i = 0; i < field.dict_count; ++i) {
+    if (t.dict[field.dict_begin + i].bytes.size() > UINT32_MAX) return false;
+  }
+  // At most half full, so a miss meets an empty slot soon (and always meets one).
+  const uint32_t size = std::max<uint32_t>(2, std::bit_ceil(2 * field.dict_count));
+  const uint32_t mask = size - 1;
+  std::vector<Index::StrSlot> slots(size), best;
+  uint64_t best_extra = UINT64_MAX, best_seed = 0;
+  const uint32_t tries = field.dict_count <= kSeedSearchMax ? kSeedTries : 1;
+  for (uint32_t i = 0; i < tries && best_extra != 0; ++i) {
+    const uint64_t extra = place(t, field, seed_at(i), mask, slots);
+    if (extra < best_extra) {
+      best_extra = extra;
+      best_seed = seed_at(i);
+      best = slots;
+    }
+  }
+  plan.slot_begin = static_cast<uint32_t>(x.str_slots.size());
+  plan.slot_mask = mask;
+  plan.seed = best_seed;
+  x.str_slots.insert(x.str_slots.end(), best.begin(), best.end());
+  return true;
+}
+
+Index::FieldPlan plan_field(const Table::Impl& t, const Table::Impl::Field& field, Index& x) {
+  Index::FieldPlan plan;
+  plan.absent_atom = field.optional ? 0 : Index::kInvalidAtom;
+  if (field.derived) {
+    plan.kind = Index::Kind::kDerived;
+    return plan;
+  }
+  switch (field.type) {
+    case FieldType::kString:
+      plan.want_state = static_cast<uint8_t>(Slot::State::kString);
+      plan.empty_atom = !field.empty_means_absent ? Index::kNoEmptyRule
+                        : field.optional          ? 0
+                                                  : Index::kInvalidAtom;
+      if (field.dict_count == 0) {
+        plan.kind = Index::Kind::kStringNoDict;
+      } else if (build_string_index(t, field, x, plan)) {
+        plan.kind = Index::Kind::kStringDict;
+      }
+      break;
+    case FieldType::kEnum:
+      plan.want_state = static_cast<uint8_t>(Slot::State::kString);
+      plan.empty_atom = Index::kNoEmptyRule;
+      if (build_string_index(t, field, x, plan)) plan.kind = Index::Kind::kEnum;
+      break;
+    case FieldType::kInt:
+      plan.want_state = static_cast<uint8_t>(Slot::State::kInt);
+      plan.min = field.has_min ? field.min : INT64_MIN;
+      plan.max = field.has_max ? field.max : INT64_MAX;
+      plan.cut_begin = field.cut_begin;
+      plan.cut_count = field.cut_count;
+      plan.kind =
+          field.cut_count <= Index::kMaxLinearCuts ? Index::Kind::kInt : Index::Kind::kIntSearch;
+      break;
+    case FieldType::kBool:
+      plan.want_state = static_cast<uint8_t>(Slot::State::kBool);
+      plan.kind = Index::Kind::kBool;
+      break;
+  }
+  return plan;
+}
+
+// The row the general path finds for `row`'s own keys under `mask` (a probe of the mask's
+// index), or UINT32_MAX. A row the general path cannot reach must not be reachable densely either.
+uint32_t probe_row(const Table::Impl& t, const Table::Impl::Rule& rule,
+                   const format::MaskRecord& mask, const uint32_t* key_atoms) {
+  const uint32_t slot_mask = mask.slot_count - 1;
+  uint32_t at =
+      static_cast<uint32_t>(format::key_tuple_hash(key_atoms, rule.item_count, mask.mask)) &
+      slot_mask;
+  for (uint32_t probes = 0; probes < mask.slot_count; ++probes) {
+    const uint32_t v = t.row_slots[mask.slot_begin + at];
+    if (v == 0) return UINT32_MAX;
+    const uint32_t* keys =
+        t.row_keys.data() + rule.row_key_begin + uint64_t{v - 1} * rule.item_count;
+    bool equal = true;
+    for (uint32_t k = 0; k < rule.item_count && equal; ++k) {
+      if ((mask.mask >> k) & 1u) equal = keys[k] == key_atoms[k];
+    }
+    if (equal) return v - 1;
+    at = (at + 1) & slot_mask;
+  }
+  return UINT32_MAX;
+}
+
+// The dense matrix of table rule `r`, appended to x.dense_cells; false (nothing appended) when
+// it is over its caps or the row index holds a row its own probe does not find.
+bool build_dense(const Table::Impl& t, uint32_t r, Index& x, uint64_t& total_cells) {
+  const Table::Impl::Rule& rule = t.rules[r];
+  const uint32_t keys = rule.item_count;
+  const uint32_t rows = rule.catalog_count;
+  uint64_t atoms[format::kMaxKeys] = {};
+  uint64_t cells = 1;
+  const uint64_t cap =
+      std::min(Index::kDenseMaxCells, std::max(Index::kDenseMinCap, uint64_t{rows} * 4));
+  for (uint32_t k = 0; k < keys; ++k) {
+    atoms[k] = t.fields[t.table_keys[rule.item_begin + k]].atom_count;
+    if (atoms[k] == 0) return false;
+    cells *= atoms[k];
+    if (cells > cap) return false;
+  }
+  if (total_cells + cells > Index::kDenseMaxCells) return false;
+
+  // The rows the general path can reach: indexed under their mask, found by their own probe.
+  // Also counts the cells their wildcards cover, to bound the build's work.
+  std::vector<uint8_t> reachable(rows, 0);
+  uint64_t writes = 0;
+  uint32_t key_atoms[format::kMaxKeys] = {};
+  for (uint32_t m = 0; m < rule.mask_count; ++m) {
+    const format::MaskRecord& mask = t.masks[rule.mask_begin + m];
+    for (uint32_t s = 0; s < mask.slot_count; ++s) {
+      const uint32_t v = t.row_slots[mask.slot_begin + s];
+      if (v == 0) continue;
+      const uint32_t row = v - 1;
+      const uint32_t* row_keys = t.row_keys.data() + rule.row_key_begin + uint64_t{row} * keys;
+      uint64_t covered = 1;
+      for (uint32_t k = 0; k < keys; ++k) {
+        key_atoms[k] = ((mask.mask >> k) & 1u) ? row_keys[k] : 0;
+        if (!((mask.mask >> k) & 1u)) covered *= atoms[k];
+      }
+      if (probe_row(t, rule, mask, key_atoms) != row) return false;
+      reachable[row] = 1;
+      writes += covered;
+      if (writes > 4 * cap) return false;
+    }
+  }
+
+  Index::Dense& dense = x.dense[r];
+  uint64_t stride = 1;
+  for (uint32_t k = keys; k-- > 0;) {
+    dense.stride[k] = static_cast<uint32_t>(stride);
+    stride *= atoms[k];
+  }
+  dense.cell_begin = static_cast<uint32_t>(x.dense_cells.size());
+  dense.key_count = keys;
+  for (uint32_t k = 0; k < keys; ++k) dense.key_field[k] = t.table_keys[rule.item_begin + k];
+  x.dense_cells.resize(x.dense_cells.size() + cells, 0);
+  uint32_t* base = x.dense_cells.data() + dense.cell_begin;
+
+  // Least specific group first and, within a group, the highest row first: a later write wins,
+  // so a cell ends with the lowest row of the most specific group that matches it, as the
+  // general path's probe order decides.
+  for (uint32_t concrete = 0; concrete <= keys; ++concrete) {
+    for (uint32_t row = rows; row-- > 0;) {
+      if (!reachable[row]) continue;
+      const uint32_t* row_keys = t.row_keys.data() + rule.row_key_begin + uint64_t{row} * keys;
+      uint32_t count = 0, fixed = 0;
+      uint32_t wild[format::kMaxKeys];
+      uint32_t wild_count = 0;
+      for (uint32_t k = 0; k < keys; ++k) {
+        if (row_keys[k] == format::kWildcard) {
+          wild[wild_count++] = k;
+        } else {
+          ++count;
+          fixed += row_keys[k] * dense.stride[k];
+        }
+      }
+      if (count != concrete) continue;
+      const uint32_t catalog = rule.catalog_begin + row;
+      const uint32_t cell = ((catalog + 1) << Index::kCellVerbBits) | t.catalog[catalog].verb;
+      // Every combination of atoms of the wildcard keys (an odometer).
+      uint32_t digit[format::kMaxKeys] = {};
+      for (;;) {
+        uint32_t at = fixed;
+        for (uint32_t w = 0; w < wild_count; ++w) at += digit[w] * dense.stride[wild[w]];
+        base[at] = cell;
+        uint32_t w = 0;
+        while (w < wild_count && ++digit[w] == atoms[wild[w]]) digit[w++] = 0;
+        if (w == wild_count) break;
+      }
+    }
+  }
+  dense.enabled = true;
+  total_cells += cells;
+  return true;
+}
+
+// The guard masks (see DecideIndex::rule_masks); leaves x.masked false when the policy has more
+// than 64 rules or the masks would be over kMaxMaskEntries.
+void build_masks(const Table::Impl& t, Index& x) {
+  if (t.rules.size() > 64) return;
+  uint64_t entries = 0;
+  std::vector<uint8_t> conditioned(t.fields.size(), 0);
+  for (const Table::Impl::Rule& rule : t.rules) {
+    if (rule.is_table) continue;
+    for (uint32_t c = 0; c < rule.item_count; ++c) {
+      const uint32_t f = t.conditions[rule.item_begin + c].field;
+      if (!conditioned[f]) entries += t.fields[f].atom_count;
+      conditioned[f] = 1;
+    }
+  }
+  if (entries > Index::kMaxMaskEntries) return;
+  for (uint32_t f = 0; f < t.fields.size(); ++f) {
+    if (!conditioned[f]) continue;
+    x.fields[f].mask_begin = static_cast<uint32_t>(x.rule_masks.size());
+    x.rule_masks.resize(x.rule_masks.size() + t.fields[f].atom_count, ~uint64_t{0});
+  }
+  for (uint32_t r = 0; r < t.rules.size(); ++r) {
+    const Table::Impl::Rule& rule = t.rules[r];
+    x.all_rules |= uint64_t{1} << r;
+    if (rule.is_table) {
+      x.table_rules |= uint64_t{1} << r;
+      continue;
+    }
+    for (uint32_t c = 0; c < rule.item_count; ++c) {
+      const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
+      uint64_t* masks = x.rule_masks.data() + x.fields[cond.field].mask_begin;
+      for (uint32_t a = 0; a < t.fields[cond.field].atom_count; ++a) {
+        if (!((t.bitsets[cond.bits_begin + a / 64] >> (a % 64)) & 1u)) {
+          masks[a] &= ~(uint64_t{1} << r);
+        }
+      }
+    }
+  }
+  x.masked = true;
+}
+
+}  // namespace
+
+void build_decide_index(Table::Impl& t) {
+  Index& x = t.fast;
+  x = Index{};
+  x.fields.reserve(t.fields.size());
+  for (const Table::Impl::Field& field : t.fields) x.fields.push_back(plan_field(t, field, x));
+
+  build_masks(t, x);
+  x.dense.resize(t.rules.size());
+  const bool packable = t.verbs.size() <= (1u << Index::kCellVerbBits) &&
+                        t.catalog.size() < (1u << (32 - Index::kCellVerbBits)) - 1;
+  uint64_t total_cells = 0;
+  for (uint32_t r = 0; r < t.rules.size() && packable; ++r) {
+    if (t.rules[r].is_table) build_dense(t, r, x, total_cells);
+  }
+  x.built = true;
+}
+
+}  // namespace replaygate

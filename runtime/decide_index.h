@@ -1,0 +1,171 @@
+// decide()'s load-time index: cheaper equivalents of the table's general lookups, built once at
+// the end of load from the already-verified Table::Impl, read by runtime/decide.cc.
+//
+// Nothing here changes a decision: each structure is a different way to reach the same answer as
+// the general path (XXH3 dictionary probes, key-tuple hash probes per wildcard mask), which
+// decide() still uses wherever an index is not built. tests/runtime/decide_index_test.cc and
+// tests/properties/decide_index_test.cc check decide() against decide_unindexed() on random and
+// edge inputs. Private to the runtime (like table_impl.h; tests and benches may include it for
+// decide_unindexed() and decide_index_stats()); not installed.
+//
+//  * Per-field plans: the Input slot state that takes the fast path and what it costs (a string
+//    field without dictionary entries is never hashed: its atom is "other" or absent).
+//  * Small string dictionaries: an open-addressing index keyed by a cheap hash of the length and
+//    two 8-byte (or smaller) loads, with a load-time-chosen seed (the first of a fixed sequence
+//    that places every entry without a collision, when one does). A hit compares the length and
+//    the two loaded words (which cover every byte of a value up to 16 bytes) plus memcmp for
+//    longer values: the bytes decide, the hash only picks where to look.
+//  * Guard masks: per field and atom, the set of rules (up to 64) whose conditions on that field
+//    the atom satisfies, ANDed while interning; the first set bit is the deciding guard or the
+//    next table to look up, in rule order.
+//  * Dense tables: for a decision table whose key-atom product is small, a matrix from the key
+//    atoms (every combination, absent and "other" included) to the deciding row, with wildcards
+//    and first-match-in-the-most-specific-group resolved at load. Capped in size (see
+//    kDenseMaxCells); bigger tables keep the hash probes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/table.h"
+#include "runtime/table_format.h"
+
+namespace replaygate {
+
+struct DecideIndex {
+  enum class Kind : uint8_t {
+    kGeneral = 0,   // no plan: the general intern() (never built today; kept as the safe default)
+    kStringNoDict,  // string field with no dictionary entries: atom 1 ("other") or absent
+    kStringDict,    // string field: the small-dictionary index; a miss is 1 ("other")
+    kEnum,          // enum field: the small-dictionary index; a miss is invalid
+    kInt,           // int field: bounds, then a linear scan of at most kMaxLinearCuts cuts
+    kIntSearch,     // int field: bounds, then binary search over the cuts
+    kBool,          // bool field: 1 false, 2 true
+    kDerived,       // derived bool: skipped here, computed after validation
+  };
+  struct FieldPlan {
+    Kind kind = Kind::kGeneral;
+    uint8_t want_state = 0;    // the Input::Slot::State that takes the fast path
+    uint32_t absent_atom = 0;  // an unset or null slot: 0 (absent) when optional, else invalid
+    // Strings: the atom of an empty value when empty_means_absent (0 when optional, else
+    // kInvalidAtom), or kNoEmptyRule when empty is an ordinary value.
+    uint32_t empty_atom = 0;
+    uint32_t slot_begin = 0, slot_mask = 0;  // string index: str_slots[slot_begin, +mask+1)
+    uint64_t seed = 0;
+    int64_t min = INT64_MIN, max = INT64_MAX;  // ints: inclusive bounds
+    uint32_t cut_begin = 0, cut_count = 0;
+    // rule_masks[mask_begin + atom]: the rules this atom leaves possible (see rule_masks), or
+    // kNoMask when no guard has a condition on the field.
+    uint32_t mask_begin = kNoMask;
+  };
+  // One entry of a small-dictionary index; atom 0 marks an empty slot.
+  struct StrSlot {
+    uint64_t a = 0, b = 0;  // string_words() of the entry
+    const char* data = nullptr;
+    uint32_t size = 0;
+    uint32_t atom = 0;
+  };
+  // Per rule (index = rule index); enabled only for table rules with a dense matrix.
+  struct Dense {
+    bool enabled = false;
+    uint32_t cell_begin = 0;  // dense_cells index of the all-zero-atoms cell
+    uint32_t key_count = 0;
+    uint32_t key_field[format::kMaxKeys] = {};  // the field of key k
+    uint32_t stride[format::kMaxKeys] = {};     // cell offset per atom of key k
+  };
+
+  static constexpr uint32_t kInvalidAtom = 0xFFFFFFFFu;
+  static constexpr uint32_t kNoMask = 0xFFFFFFFFu;
+  // Guard masks are built for policies of at most 64 rules, with at most kMaxMaskEntries masks
+  // (8 MiB) over all fields.
+  static constexpr uint32_t kMaxMaskEntries = uint32_t{1} << 20;
+  static constexpr uint32_t kNoEmptyRule = 0xFFFFFFFEu;
+  static constexpr uint32_t kMaxLinearCuts = 8;
+  // A dense matrix is built when its cells number at most max(kDenseMinCap, 4 x the table's rows)
+  // and at most kDenseMaxCells (64 MiB of u32 cells), and all matrices together stay under
+  // kDenseMaxCells.
+  static constexpr uint64_t kDenseMinCap = uint64_t{1} << 16;
+  static constexpr uint64_t kDenseMaxCells = uint64_t{1} << 24;
+  // Cells: 0 = no row matches; else (catalog index + 1) << 8 | verb (verb < 256, catalog index
+  // < 2^24; a table outside those bounds keeps the hash probes).
+  static constexpr uint32_t kCellVerbBits = 8;
+
+  bool built = false;  // false: decide() takes the general path everywhere
+  std::vector<FieldPlan> fields;
+  // Guard masks: when `masked`, bit r of rule_masks[fields[f].mask_begin + atom] is clear when
+  // rule r is a guard with a condition on field f that `atom` fails. Table rules' bits are always
+  // set (table_rules); so the AND over the fields' masks holds exactly the guards whose every
+  // condition holds, plus the tables, and the lowest bit is the first rule to try.
+  bool masked = false;
+  uint64_t all_rules = 0, table_rules = 0;
+  std::vector<uint64_t> rule_masks;
+  std::vector<StrSlot> str_slots;
+  std::vector<Dense> dense;
+  std::vector<uint32_t> dense_cells;
+};
+
+// The words a small-dictionary index compares: for size >= 8 the first and last 8 bytes, for
+// 4..7 the first and last 4, for 1..3 bytes 0, size/2 and size-1, for 0 nothing. With the size
+// they determine every byte of a value of at most 16 bytes. Reads only [data, data + size).
+inline void string_words(const char* data, size_t size, uint64_t* a, uint64_t* b) noexcept {
+  if (size >= 8) {
+    __builtin_memcpy(a, data, 8);
+    __builtin_memcpy(b, data + size - 8, 8);
+  } else if (size >= 4) {
+    uint32_t x, y;
+    __builtin_memcpy(&x, data, 4);
+    __builtin_memcpy(&y, data + size - 4, 4);
+    *a = x;
+    *b = y;
+  } else if (size > 0) {
+    *a = uint64_t{static_cast<uint8_t>(data[0])} |
+         uint64_t{static_cast<uint8_t>(data[size / 2])} << 8 |
+         uint64_t{static_cast<uint8_t>(data[size - 1])} << 16;
+    *b = 0;
+  } else {
+    *a = 0;
+    *b = 0;
+  }
+}
+
+// Whether two values of the same size over 16 bytes, whose first and last 8 bytes are known
+// equal, are equal: compares [8, size - 8) in 8-byte loads (the last may overlap the tail).
+inline bool same_middle(const char* x, const char* y, size_t size) noexcept {
+  for (size_t i = 8; i + 8 < size; i += 8) {
+    uint64_t u, v;
+    __builtin_memcpy(&u, x + i, 8);
+    __builtin_memcpy(&v, y + i, 8);
+    if (u != v) return false;
+  }
+  return true;
+}
+
+// Where a small-dictionary index starts probing (before masking).
+inline uint64_t small_string_hash(uint64_t a, uint64_t b, uint64_t size, uint64_t seed) noexcept {
+  uint64_t h = (a ^ seed) * 0x9E3779B97F4A7C15ull ^ (b + size) * 0xC2B2AE3D27D4EB4Full;
+  return h ^ (h >> 29) ^ (h >> 47);
+}
+
+// Builds t.fast from the verified structures of t (called once at the end of load). Allocates;
+// throws std::bad_alloc like the rest of load. Leaves t.fast.built false (general path) when a
+// structure cannot be indexed.
+void build_decide_index(Table::Impl& t);
+
+// decide() without the load-time index: the general path for every field and table. Same
+// contract and same decisions as Table::decide(); for the equivalence tests and the bench.
+Decision decide_unindexed(const Table& table, const Input& input) noexcept;
+
+// What the load-time index of `table` holds, so tests can tell which path they exercise.
+struct DecideIndexStats {
+  uint32_t small_dict_fields = 0;  // string and enum fields with a small-dictionary index
+  uint32_t unhashed_fields = 0;    // string fields without dictionary entries (never hashed)
+  uint32_t general_fields = 0;     // fields left to the general path (big dictionaries)
+  uint32_t dense_tables = 0;       // table rules decided by a dense matrix
+  uint32_t probed_tables = 0;      // table rules left to the hash probes
+  uint64_t dense_cells = 0;
+  bool guard_masks = false;  // guards decided by per-field rule masks (at most 64 rules)
+};
+DecideIndexStats decide_index_stats(const Table& table) noexcept;
+
+}  // namespace replaygate

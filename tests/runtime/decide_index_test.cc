@@ -1,0 +1,426 @@
+// decide()'s load-time index (runtime/decide_index.h) against the general path
+// (decide_unindexed()): which index each policy gets, and identical decisions on exhaustive and
+// random inputs, with the edges the index is most likely to get wrong: empty strings with
+// empty_means_absent, unknown strings, strings the cheap hash cannot tell apart (same size, first
+// and last 8 bytes), 1..3-byte strings, NUL bytes, invalid enum values, ints at bounds and cuts,
+// wildcard specificity, and tables too big for a dense matrix.
+#include "runtime/decide_index.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/lower.h"
+#include "runtime/table.h"
+#include "runtime/test_policies.h"
+
+namespace replaygate {
+namespace {
+
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+std::unique_ptr<Table> build(const ir::CheckedPolicy& policy) {
+  std::vector<uint8_t> bytes = lower(policy);
+  LoadStatus status;
+  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  EXPECT_TRUE(status.ok()) << status.message;
+  return table;
+}
+
+std::string show(const Decision& d) {
+  return "{verb " + std::to_string(d.verb) + ", rule " + std::to_string(d.rule) + ", kind " +
+         std::to_string(static_cast<int>(d.kind)) + ", field " + std::to_string(d.invalid_field) +
+         "}";
+}
+
+// decide() and decide_unindexed() agree on every field of the decision. Returns decide()'s.
+Decision expect_same(const Table& table, const Input& in, const std::string& what) {
+  const Decision fast = decide_unindexed(table, in);
+  const Decision general = table.decide(in);
+  EXPECT_TRUE(fast.verb == general.verb && fast.rule == general.rule && fast.kind == general.kind &&
+              fast.invalid_field == general.invalid_field)
+      << what << ": indexed " << show(general) << ", general " << show(fast);
+  return general;
+}
+
+// One way to set a field: a value, or a state.
+using Setter = std::function<void(Input&, uint32_t)>;
+Setter str(std::string s) {
+  return [s = std::move(s)](Input& in, uint32_t f) { in.set_string(f, s); };
+}
+Setter num(int64_t v) {
+  return [v](Input& in, uint32_t f) { in.set_int(f, v); };
+}
+Setter flag(bool v) {
+  return [v](Input& in, uint32_t f) { in.set_bool(f, v); };
+}
+const Setter kUnset = [](Input&, uint32_t) {};
+const Setter kNull = [](Input& in, uint32_t f) { in.set_null(f); };
+const Setter kBad = [](Input& in, uint32_t f) { in.set_invalid(f); };
+
+// Every combination of the per-field setters, each compared; returns how many were compared.
+size_t compare_all(const Table& table, const std::vector<std::vector<Setter>>& per_field) {
+  Input in(table);
+  std::vector<size_t> digit(per_field.size(), 0);
+  size_t count = 0;
+  for (;;) {
+    in.clear();
+    std::string what = "combination";
+    for (uint32_t f = 0; f < per_field.size(); ++f) {
+      per_field[f][digit[f]](in, f);
+      what += " " + std::to_string(digit[f]);
+    }
+    expect_same(table, in, what);
+    ++count;
+    size_t f = 0;
+    while (f < digit.size() && ++digit[f] == per_field[f].size()) digit[f++] = 0;
+    if (f == digit.size()) break;
+  }
+  return count;
+}
+
+TEST(DecideIndex, ShippedGateGetsSmallDictionariesAnUnhashedKeyAndADenseTable) {
+  auto table = build(reference_gate());
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  EXPECT_EQ(s.small_dict_fields, 2u);  // topic, error_class
+  EXPECT_EQ(s.unhashed_fields, 1u);    // idempotency_key: no rule compares its value
+  EXPECT_EQ(s.general_fields, 0u);
+  EXPECT_EQ(s.dense_tables, 1u);
+  EXPECT_EQ(s.probed_tables, 0u);
+  EXPECT_EQ(s.dense_cells, 6u * 11u);  // topic: absent, other, 4 values; error: absent, other, 9
+  EXPECT_TRUE(s.guard_masks);
+}
+
+// More than 64 rules: no guard masks (the guards are evaluated one by one); the same decisions,
+// and guards after the table still decide.
+TEST(DecideIndex, PolicyOverSixtyFourRulesAgrees) {
+  ir::CheckedPolicy checked = reference_gate();
+  for (int64_t v = 10; v < 80; ++v) {
+    checked.policy.rules.push_back(
+        guard("error_" + std::to_string(v),
+              {cond(kErrorClass, ir::Op::kEq, {S("e" + std::to_string(v))})},
+              static_cast<uint32_t>(v % 3), "r"));
+  }
+  checked.source.rules.clear();
+  checked.source.conditions.clear();
+  checked.source.rows.clear();
+  auto table = build(checked);
+  ASSERT_NE(table, nullptr);
+  EXPECT_FALSE(decide_index_stats(*table).guard_masks);
+  std::vector<Setter> errors = {str("timeout"), str("nope")};
+  for (int64_t v = 8; v < 82; ++v) errors.push_back(str("e" + std::to_string(v)));
+  compare_all(*table, {{str("payment.capture"), str("nope")},
+                       errors,
+                       {num(0), num(3)},
+                       {str("k"), str("")},
+                       {flag(false), flag(true)},
+                       {kUnset, num(-1), num(0), num(1)}});
+  // A guard after the table decides an error class the table does not know.
+  Input in(*table);
+  in.set_string(kTopic, "payment.capture");
+  in.set_string(kErrorClass, "e75");
+  in.set_int(kAttempts, 0);
+  in.set_string(kIdempotencyKey, "k");
+  in.set_bool(kAlreadyCommitted, false);
+  const Decision d = expect_same(*table, in, "late guard");
+  EXPECT_EQ(table->rule_id(d.rule), "error_75");
+}
+
+TEST(DecideIndex, ShippedGateAgreesOnEveryEdgeCombination) {
+  auto table = build(reference_gate());
+  ASSERT_NE(table, nullptr);
+  const std::vector<Setter> topics = {str("payment.capture"),
+                                      str("inventory.reserve"),
+                                      str("webhook.partner"),
+                                      str("mail.receipt"),
+                                      str(""),
+                                      str("payment.captur"),
+                                      str("payment.capturf"),
+                                      str(std::string("payment.capture\0", 16)),
+                                      str(std::string(100, 'x')),
+                                      kUnset,
+                                      kNull,
+                                      num(1)};
+  const std::vector<Setter> errors = {str("timeout"),
+                                      str("insufficient_funds"),
+                                      str("duplicate"),
+                                      str("lock_timeout"),
+                                      str("overbook"),
+                                      str("http_503"),
+                                      str("http_400"),
+                                      str("smtp_421"),
+                                      str("unknown_recipient"),
+                                      str("unknown_recipienT"),
+                                      str("http_50"),
+                                      str(""),
+                                      kBad};
+  const std::vector<Setter> attempts = {num(kMin), num(-1),   num(0), num(2),
+                                        num(3),    num(kMax), kUnset, flag(true)};
+  const std::vector<Setter> keys = {str(""), str("k"), kUnset, kNull, num(7)};
+  const std::vector<Setter> committed = {flag(false), flag(true), kUnset, str("true")};
+  const std::vector<Setter> replays = {kUnset, kNull, num(-1), num(0), num(1), num(kMax), str("1")};
+  EXPECT_EQ(compare_all(*table, {topics, errors, attempts, keys, committed, replays}),
+            12u * 13 * 8 * 5 * 4 * 7);
+}
+
+TEST(DecideIndex, ShippedGateDecidesTheSeedRowsThroughTheDenseMatrix) {
+  auto table = build(reference_gate());
+  ASSERT_NE(table, nullptr);
+  Input in(*table);
+  in.set_string(kTopic, "webhook.partner");
+  in.set_string(kErrorClass, "http_400");
+  in.set_int(kAttempts, 1);
+  in.set_string(kIdempotencyKey, "k");
+  in.set_bool(kAlreadyCommitted, false);
+  Decision d = expect_same(*table, in, "webhook.partner/http_400");
+  EXPECT_EQ(d.kind, DecisionKind::kRule);
+  EXPECT_EQ(table->rule_id(d.rule), "known_failures:webhook.partner/http_400");
+  EXPECT_EQ(d.verb, kNever);
+  // An empty key is absent (empty_means_absent) without being hashed: the first guard holds.
+  in.set_string(kIdempotencyKey, "");
+  d = expect_same(*table, in, "empty key");
+  EXPECT_EQ(table->rule_id(d.rule), "no_idempotency_key");
+  // An unknown error class is "other": the default.
+  in.set_string(kIdempotencyKey, "k");
+  in.set_string(kErrorClass, "http_401");
+  d = expect_same(*table, in, "unknown error");
+  EXPECT_EQ(d.kind, DecisionKind::kDefault);
+  EXPECT_EQ(d.verb, kHold);
+}
+
+// Strings the small index cannot tell apart by its words: the same size and the same first and
+// last 8 bytes (only memcmp of the middle decides), at sizes 17 and 40; sizes 16 and 8 (words
+// cover everything); 1..3-byte strings; NUL bytes; "" as a dictionary value of a field without
+// empty_means_absent, and a required field with empty_means_absent.
+ir::CheckedPolicy colliding_policy() {
+  ir::CheckedPolicy checked;
+  ir::Policy& p = checked.policy;
+  p.id = "colliding";
+  p.revision = 1;
+  p.fields = {
+      string_field("s"),
+      enum_field("e", {"abcdefgh-one-12345678", "abcdefgh-two-12345678", "a", "ab", "ba", ""}),
+      string_field("r", false, true), int_field("n", 0, 0)};
+  p.verbs = {verb("hold", ir::Effect::kNone, ""), verb("go", ir::Effect::kCreate, "")};
+  p.default_verb = 0;
+  p.default_reason = "none";
+  ir::Table t;
+  t.id = "t";
+  t.key_fields = {0, 1};
+  const std::vector<std::string> values = {
+      "abcdefgh-one-12345678",
+      "abcdefgh-two-12345678",
+      std::string(12, 'q') + "middle-one" + std::string(18, 'z'),
+      std::string(12, 'q') + "middle-two" + std::string(18, 'z'),
+      "0123456789abcdef",
+      "0123456789abcdefXyyyyyyyy",  // 25 bytes: byte 16 is neither in the head nor the tail
+      "01234567",
+      "a",
+      "ab",
+      "ba",
+      "aab",
+      "aba",
+      std::string("a\0b", 3),
+      std::string("\0", 1),
+      "",
+  };
+  for (size_t i = 0; i < values.size(); ++i) {
+    t.rows.push_back(row(t.id, {S(values[i]), std::nullopt}, static_cast<uint32_t>(i % 2)));
+  }
+  t.rows.push_back(row(t.id, {std::nullopt, S("abcdefgh-two-12345678")}, 1));
+  p.rules.push_back(t);
+  return checked;
+}
+
+TEST(DecideIndex, CollidingWordsShortStringsAndEmptyValuesAgree) {
+  auto table = build(colliding_policy());
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  EXPECT_EQ(s.small_dict_fields, 2u);
+  EXPECT_EQ(s.unhashed_fields, 1u);
+  EXPECT_EQ(s.dense_tables, 1u);
+  std::vector<Setter> strings;
+  for (const std::string& v : {std::string("abcdefgh-one-12345678"),
+                               std::string("abcdefgh-two-12345678"),
+                               std::string("abcdefgh-six-12345678"),
+                               std::string("abcdefgh-one-1234567"),
+                               std::string(12, 'q') + "middle-one" + std::string(18, 'z'),
+                               std::string(12, 'q') + "middle-two" + std::string(18, 'z'),
+                               std::string(12, 'q') + "middle-six" + std::string(18, 'z'),
+                               std::string("0123456789abcdef"),
+                               std::string("0123456789abcdeF"),
+                               std::string("01234567"),
+                               std::string("01234568"),
+                               std::string("a"),
+                               std::string("b"),
+                               std::string("ab"),
+                               std::string("ba"),
+                               std::string("bb"),
+                               std::string("aab"),
+                               std::string("aba"),
+                               std::string("abb"),
+                               std::string("a\0b", 3),
+                               std::string("a\0c", 3),
+                               std::string("\0", 1),
+                               std::string("\0\0", 2),
+                               std::string("")}) {
+    strings.push_back(str(v));
+  }
+  std::vector<Setter> s_values = strings, e_values = strings;
+  s_values.push_back(kUnset);
+  e_values.push_back(kNull);
+  const std::vector<Setter> r_values = {str(""), str("x"), kUnset};
+  const std::vector<Setter> n_values = {num(-1), num(0), num(1)};
+  compare_all(*table, {s_values, e_values, r_values, n_values});
+
+  // Spot checks with the expected answers, not only agreement.
+  Input in(*table);
+  in.set_string(0, "abcdefgh-six-12345678");
+  in.set_string(1, "abcdefgh-six-12345678");
+  in.set_string(2, "x");
+  in.set_int(3, 0);
+  Decision d = expect_same(*table, in, "unknown enum value with colliding words");
+  EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+  EXPECT_EQ(d.invalid_field, 1u);
+  in.set_string(1, "");  // an enum value, not absent
+  d = expect_same(*table, in, "unknown string with colliding words");
+  EXPECT_EQ(d.kind, DecisionKind::kDefault);
+  const std::string middle_two = std::string(12, 'q') + "middle-two" + std::string(18, 'z');
+  in.set_string(0, middle_two);  // the Input keeps a view: the string must outlive decide()
+  d = expect_same(*table, in, "long string, the middle decides");
+  EXPECT_EQ(d.kind, DecisionKind::kRule);
+  EXPECT_EQ(d.rule, 3u);
+  in.set_string(0, "");  // "" is an ordinary value of s
+  d = expect_same(*table, in, "empty string as a dictionary value");
+  EXPECT_EQ(d.kind, DecisionKind::kRule);
+  EXPECT_EQ(d.rule, 14u);
+  in.set_string(2, "");  // required and empty_means_absent: invalid
+  d = expect_same(*table, in, "required field, empty");
+  EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+  EXPECT_EQ(d.invalid_field, 2u);
+}
+
+TEST(DecideIndex, WildcardSpecificityAgreesOnEveryCombination) {
+  auto table = build(small_policy());
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(decide_index_stats(*table).dense_tables, 1u);
+  std::vector<Setter> tiers = {kUnset, kNull, str("1")};
+  for (int64_t v = -1; v <= 10; ++v) tiers.push_back(num(v));
+  compare_all(*table,
+              {{kUnset, kNull, kBad, str("eu"), str("us"), str("ap"), str("EU"), str(""), num(0)},
+               tiers,
+               {kUnset, kNull, flag(true), flag(false), str("true")},
+               {kUnset, kNull, str("acme"), str("acm"), str("acmf"), str(std::string("evil\0", 5)),
+                str("evil"), str("bad"), str("")}});
+  // [us, 2, acme] is the only three-key row: it wins over [*, *, acme] (a lower row).
+  Input in(*table);
+  in.set_string(kRegion, "us");
+  in.set_int(kTier, 2);
+  in.set_string(kPartner, "acme");
+  Decision d = expect_same(*table, in, "most specific");
+  EXPECT_EQ(table->rule_id(d.rule), "routes:us/2/acme");
+  // [eu, 1, acme]: two rows of two keys match, [eu, 1, *] (row 0) and [eu, *, acme] (row 2):
+  // the lower wins.
+  in.set_string(kRegion, "eu");
+  in.set_int(kTier, 1);
+  d = expect_same(*table, in, "lowest row of the group");
+  EXPECT_EQ(table->rule_id(d.rule), "routes:eu/1/*");
+}
+
+// Int fields with more cuts than the linear scan takes (binary search) and with a few, and their
+// bounds, on every value around each cut and bound.
+TEST(DecideIndex, IntsAtBoundsAndCutsAgree) {
+  ir::CheckedPolicy checked;
+  ir::Policy& p = checked.policy;
+  p.id = "ints";
+  p.revision = 1;
+  p.fields = {int_field("many", -5, 100), int_field("few", std::nullopt, 7, true),
+              int_field("free", std::nullopt, std::nullopt)};
+  p.verbs = {verb("hold", ir::Effect::kNone, ""), verb("go", ir::Effect::kCreate, "")};
+  p.default_verb = 0;
+  p.default_reason = "none";
+  for (int64_t c = 1; c <= 12; ++c) {
+    p.rules.push_back(guard("many_lt_" + std::to_string(c * 3),
+                            {cond(0, ir::Op::kLt, {I(c * 3)}), cond(2, ir::Op::kGe, {I(c)})},
+                            static_cast<uint32_t>(c % 2), "r"));
+  }
+  p.rules.push_back(guard("few_ge_2", {cond(1, ir::Op::kGe, {I(2)})}, 1, "r"));
+  p.rules.push_back(guard("few_absent", {cond(1, ir::Op::kAbsent)}, 1, "r"));
+  auto table = build(checked);
+  ASSERT_NE(table, nullptr);
+  std::vector<Setter> many = {num(kMin), num(kMax), num(-6), num(-5), num(100), num(101)};
+  for (int64_t c = 3; c <= 36; ++c) many.push_back(num(c));
+  std::vector<Setter> few = {kUnset, kNull, num(kMin), num(1), num(2), num(3), num(7), num(8)};
+  std::vector<Setter> free = {num(kMin), num(kMax), num(0), str("1")};
+  for (int64_t c = 1; c <= 13; ++c) free.push_back(num(c));
+  compare_all(*table, {many, few, free});
+}
+
+// Two keys of 300 values each, 300 rows on the diagonal: 302 x 302 cells is over the dense cap
+// (max(2^16, 4 x rows)), so the table keeps the hash probes; decisions still agree.
+TEST(DecideIndex, TableOverTheDenseCapKeepsTheProbesAndAgrees) {
+  ir::CheckedPolicy checked = reference_gate();
+  ir::Table& t = std::get<ir::Table>(checked.policy.rules[4]);
+  t.rows.clear();
+  for (int i = 0; i < 300; ++i) {
+    t.rows.push_back(row(t.id, {S("t" + std::to_string(i)), S("e" + std::to_string(i))},
+                         i % 2 ? kNever : kReplayOnce));
+  }
+  checked.source.rows.clear();
+  auto table = build(checked);
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  EXPECT_EQ(s.dense_tables, 0u);
+  EXPECT_EQ(s.probed_tables, 1u);
+  EXPECT_EQ(s.small_dict_fields, 2u);
+  std::mt19937 rng(20261130);
+  Input in(*table);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string topic = "t" + std::to_string(rng() % 320);
+    // Half the letters on the diagonal (a row), half anywhere (mostly no row).
+    const std::string error = rng() % 2 ? "e" + topic.substr(1) : "e" + std::to_string(rng() % 320);
+    in.clear();
+    in.set_string(kTopic, topic);
+    in.set_string(kErrorClass, error);
+    in.set_int(kAttempts, static_cast<int64_t>(rng() % 5) - 1);
+    in.set_string(kIdempotencyKey, rng() % 8 ? "k" : "");
+    in.set_bool(kAlreadyCommitted, rng() % 8 == 0);
+    expect_same(*table, in, topic + "/" + error);
+  }
+  in.clear();
+  in.set_string(kTopic, "t17");
+  in.set_string(kErrorClass, "e17");
+  in.set_int(kAttempts, 0);
+  in.set_string(kIdempotencyKey, "k");
+  in.set_bool(kAlreadyCommitted, false);
+  const Decision d = expect_same(*table, in, "t17/e17");
+  EXPECT_EQ(table->rule_id(d.rule), "known_failures:t17/e17");
+}
+
+// An Input made for a table with fewer fields: the missing slots are unset on both paths.
+TEST(DecideIndex, ShorterInputAgrees) {
+  auto gate = build(reference_gate());
+  auto small = build(small_policy());
+  ASSERT_NE(gate, nullptr);
+  ASSERT_NE(small, nullptr);
+  Input in(*small);  // 4 slots; the gate has 6, replays (optional) among the missing
+  in.set_string(0, "payment.capture");
+  in.set_string(1, "timeout");
+  in.set_int(2, 1);
+  in.set_string(3, "k");
+  const Decision d = expect_same(*gate, in, "short input");
+  EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+  EXPECT_EQ(d.invalid_field, 4u);  // already_committed is required and missing
+}
+
+}  // namespace
+}  // namespace replaygate
