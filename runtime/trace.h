@@ -6,6 +6,8 @@
 // looked up and the row that hit, found by a linear scan of the rows (most concrete keys wins, ties
 // go to the earlier row) rather than decide()'s hash probes. Its decision equals decide()'s for
 // every input (tested on the shipped policy and random inputs); decide() itself is untouched.
+// outline() and structure() read the same stored rules without an input: outline() for pictures,
+// structure() in full (atoms included) for compiler/lift.h.
 //
 // Standard library only, like the rest of runtime/. Allocates; never throws (beyond
 // std::bad_alloc); never does I/O. Thread-safe like decide(): the Table is only read.
