@@ -190,4 +190,54 @@ std::vector<OutlineRule> outline(const Table& table) {
   return out;
 }
 
+static_assert(kStructureWildcard == format::kWildcard);
+
+Structure structure(const Table& table) {
+  const Table::Impl& t = TableTraceAccess::impl(table);
+  Structure out;
+  for (const Table::Impl::Field& f : t.fields) {
+    StructureField s;
+    for (uint32_t i = 0; i < f.dict_count; ++i) {
+      s.dictionary.emplace_back(t.dict[f.dict_begin + i].bytes);
+    }
+    s.cuts.assign(t.cuts.begin() + f.cut_begin, t.cuts.begin() + f.cut_begin + f.cut_count);
+    s.atom_count = f.atom_count;
+    out.fields.push_back(std::move(s));
+  }
+  for (const format::DerivationRecord& d : t.derivations) {
+    StructureField& s = out.fields[d.field];
+    s.derived = true;
+    s.derived_op = d.op;
+    s.derived_lhs = d.lhs;
+    s.derived_rhs = d.rhs;
+  }
+  for (const Table::Impl::Rule& rule : t.rules) {
+    StructureRule r;
+    r.is_table = rule.is_table;
+    r.id = std::string(rule.id);
+    r.catalog_begin = rule.catalog_begin;
+    r.catalog_count = rule.catalog_count;
+    if (!rule.is_table) {
+      for (uint32_t c = 0; c < rule.item_count; ++c) {
+        const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
+        StructureCondition sc{cond.field, cond.op, std::string(cond.text), {}};
+        const uint32_t atoms = t.fields[cond.field].atom_count;
+        for (uint32_t a = 0; a < atoms; ++a) {
+          if ((t.bitsets[cond.bits_begin + a / 64] >> (a % 64)) & 1u) sc.atoms.push_back(a);
+        }
+        r.conditions.push_back(std::move(sc));
+      }
+    } else {
+      r.key_fields.assign(t.table_keys.begin() + rule.item_begin,
+                          t.table_keys.begin() + rule.item_begin + rule.item_count);
+      for (uint32_t row = 0; row < rule.catalog_count; ++row) {
+        const uint32_t* keys = t.row_keys.data() + rule.row_key_begin + row * rule.item_count;
+        r.row_keys.emplace_back(keys, keys + rule.item_count);
+      }
+    }
+    out.rules.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace replaygate

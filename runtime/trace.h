@@ -6,6 +6,8 @@
 // looked up and the row that hit, found by a linear scan of the rows (most concrete keys wins, ties
 // go to the earlier row) rather than decide()'s hash probes. Its decision equals decide()'s for
 // every input (tested on the shipped policy and random inputs); decide() itself is untouched.
+// outline() and structure() read the same stored rules without an input: outline() for pictures,
+// structure() in full (atoms included) for compiler/lift.h.
 //
 // Standard library only, like the rest of runtime/. Allocates; never throws (beyond
 // std::bad_alloc); never does I/O. Thread-safe like decide(): the Table is only read.
@@ -68,5 +70,44 @@ struct OutlineRule {
   uint32_t catalog_count = 0;              // 1 for a guard, the row count for a table
 };
 std::vector<OutlineRule> outline(const Table& table);
+
+// The complete stored decision structure of a loaded table, atoms and all (numbering as in
+// runtime/table_format.h), for tools that rebuild a policy from a table: compiler/lift.h, which
+// `replaygate diff` uses to compare deployed tables. Everything here was verified at load.
+struct StructureField {
+  // String: the dictionary (strings the rules mention, sorted bytewise; atom 2 + i); enum: the
+  // values in declaration order (atom 1 + i). Empty for other types.
+  std::vector<std::string> dictionary;
+  std::vector<int64_t> cuts;  // int: the cut points, ascending (atom 1 + count of cuts <= value)
+  uint32_t atom_count = 0;    // including absent (0)
+  bool derived = false;       // computed `lhs op rhs` over two int fields (table_format.h)
+  uint32_t derived_op = 0;    // ir::Op code among eq ne lt le gt ge, when derived
+  uint32_t derived_lhs = 0, derived_rhs = 0;
+};
+
+struct StructureCondition {
+  uint32_t field = 0;
+  uint32_t op = 0;              // ir::Op code as written (decide() reads only `atoms`)
+  std::string operand;          // as stored for dump: "3", "max_attempts (3)", ["a", "b"]
+  std::vector<uint32_t> atoms;  // the atoms the condition accepts, ascending
+};
+
+inline constexpr uint32_t kStructureWildcard = 0xFFFFFFFFu;  // a row key that is `*`
+
+struct StructureRule {
+  bool is_table = false;
+  std::string id;              // guard id or table id
+  uint32_t catalog_begin = 0;  // catalog index of the guard or the table's first row
+  uint32_t catalog_count = 0;  // 1 for a guard, the row count for a table
+  std::vector<StructureCondition> conditions;   // guards, in order
+  std::vector<uint32_t> key_fields;             // tables
+  std::vector<std::vector<uint32_t>> row_keys;  // tables: per row, per key an atom or the wildcard
+};
+
+struct Structure {
+  std::vector<StructureField> fields;  // declaration order
+  std::vector<StructureRule> rules;    // evaluation order
+};
+Structure structure(const Table& table);
 
 }  // namespace replaygate

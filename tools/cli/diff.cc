@@ -1,16 +1,23 @@
 // `replaygate diff OLD NEW`: every region of inputs whose verb or deciding rule changes.
 //
+// Each side is a policy (.yaml, .yml, .policy) or a frozen table (.rgt, or any file that starts
+// with the table magic), which is lifted back into a policy (compiler/lift.h) and diffed like one.
 // Exit: 0 no input changes its verb; 1 some do, none to a more dangerous effect; 3 some input
-// gets a more dangerous effect than before; 2 usage, I/O, policy errors, tables, or an
-// incomplete analysis.
+// gets a more dangerous effect than before; 2 usage, I/O, policy errors, unloadable or unliftable
+// tables, or an incomplete analysis.
 #include "compiler/diff.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler/lift.h"
+#include "runtime/table_format.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
@@ -25,10 +32,68 @@ struct DiffOptions {
   std::string old_path;
   std::string new_path;
   std::string format = "text";
+  // Filled by run_diff for the renderers: the checksum of a side that is a table, else empty.
+  std::string old_checksum, new_checksum;
 };
 
-bool is_table_path(const std::string& path) {
-  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".rgt") == 0;
+// One side of the diff: a checked policy, and when it came from a frozen table, that table's
+// identity for the output header.
+struct DiffSide {
+  std::optional<ir::CheckedPolicy> policy;
+  std::string checksum;  // tables: Table::checksum_hex()
+};
+
+// A table by its magic (whatever the name), or by the .rgt extension (so a .rgt file that is not a
+// table is reported by the loader as such, not parsed as YAML).
+bool is_table_file(const std::string& path) {
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".rgt") == 0) return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof(format::kMagic)] = {};
+  return in.read(magic, sizeof(magic)) && std::memcmp(magic, format::kMagic, sizeof(magic)) == 0;
+}
+
+// Loads one side; prints why it cannot and returns false (exit 2).
+bool load_side(const std::string& path, DiffSide* side) {
+  if (is_table_file(path)) {
+    LoadStatus status;
+    const std::unique_ptr<Table> table = Table::load_file(path, &status);
+    if (table == nullptr) {
+      std::fprintf(stderr, "%s\n", describe_load_failure(path, status).c_str());
+      return false;
+    }
+    LiftResult lifted = lift(*table);
+    if (!lifted.policy) {
+      std::fprintf(stderr, "replaygate: error: %s: %s\n", path.c_str(), lifted.error.c_str());
+      return false;
+    }
+    side->checksum = table->checksum_hex();
+    side->policy = std::move(lifted.policy);
+    return true;
+  }
+  LoadedPolicy loaded;
+  const int code = load_policy_reporting(path, DiagnosticFormat::kText, &loaded);
+  if (code == kExitOk && loaded.policy) {
+    side->policy = std::move(loaded.policy);
+    return true;
+  }
+  if (code != kExitUsage) {
+    std::fprintf(stderr, "replaygate: error: both policies must compile to be diffed\n");
+  }
+  return false;
+}
+
+// The header lines naming the sides that are tables: "old PATH is a frozen table (checksum X)",
+// with `quote` around the path and checksum (Markdown: "`").
+std::vector<std::string> table_notes(const DiffOptions& o, const char* quote) {
+  std::vector<std::string> out;
+  const auto note = [&](const char* which, const std::string& path, const std::string& checksum) {
+    if (checksum.empty()) return;
+    out.push_back(std::string(which) + " " + quote + path + quote +
+                  " is a frozen table (checksum " + quote + checksum + quote + ")");
+  };
+  note("old", o.old_path, o.old_checksum);
+  note("new", o.new_path, o.new_checksum);
+  return out;
 }
 
 std::string plural(uint64_t n, const char* word) {
@@ -56,6 +121,7 @@ std::string render_text(const DiffOptions& o, const PolicyDiff& d) {
                     plural(total_regions(d.verb_changes), "region") + " change verb, " +
                     plural(total_regions(d.provenance_changes), "region") +
                     " change only the deciding rule\n";
+  for (const std::string& note : table_notes(o, "")) out += note + "\n";
   for (const auto& f : d.fields) out += "field '" + f.name + "': " + f.change + "\n";
   if (!d.verb_changes.empty()) out += "\nverb changes:\n";
   for (const auto& g : d.verb_changes) {
@@ -95,6 +161,9 @@ void append_group_json(std::string& out, const DiffGroup& g) {
 std::string render_json(const DiffOptions& o, const PolicyDiff& d) {
   std::string out =
       "{\"old\": " + json_string(o.old_path) + ", \"new\": " + json_string(o.new_path);
+  // Present only for a side that is a frozen table.
+  if (!o.old_checksum.empty()) out += ", \"old_table_checksum\": " + json_string(o.old_checksum);
+  if (!o.new_checksum.empty()) out += ", \"new_table_checksum\": " + json_string(o.new_checksum);
   out += ", \"more_dangerous\": ";
   out += d.any_more_dangerous() ? "true" : "false";
   out += ", \"verb_change_regions\": " + std::to_string(total_regions(d.verb_changes));
@@ -133,6 +202,7 @@ std::string render_markdown(const DiffOptions& o, const PolicyDiff& d) {
     out +=
         "**Some inputs get a more dangerous effect than before: a second review is needed.**\n\n";
   }
+  for (const std::string& note : table_notes(o, "`")) out += "- " + note + "\n";
   out += "- " + plural(total_regions(d.verb_changes), "region") + " of inputs change verb\n";
   out += "- " + plural(total_regions(d.provenance_changes), "region") +
          " change only the deciding rule\n";
@@ -165,25 +235,14 @@ int run_diff(const DiffOptions& options) {
                  options.format.c_str());
     return kExitUsage;
   }
-  for (const std::string* path : {&options.old_path, &options.new_path}) {
-    if (is_table_path(*path)) {
-      std::fprintf(stderr,
-                   "replaygate: error: %s is a frozen table; diff compares policies (tables keep "
-                   "no rule structure to diff yet): pass the policy files\n",
-                   path->c_str());
-      return kExitUsage;
-    }
-  }
-  LoadedPolicy old_loaded, new_loaded;
-  const int old_code =
-      load_policy_reporting(options.old_path, DiagnosticFormat::kText, &old_loaded);
-  const int new_code =
-      load_policy_reporting(options.new_path, DiagnosticFormat::kText, &new_loaded);
-  if (old_code != kExitOk || new_code != kExitOk || !old_loaded.policy || !new_loaded.policy) {
-    std::fprintf(stderr, "replaygate: error: both policies must compile to be diffed\n");
-    return kExitUsage;
-  }
-  const PolicyDiff diff = diff_policies(old_loaded.policy->policy, new_loaded.policy->policy);
+  DiffSide old_side, new_side;
+  const bool old_ok = load_side(options.old_path, &old_side);
+  const bool new_ok = load_side(options.new_path, &new_side);
+  if (!old_ok || !new_ok) return kExitUsage;
+  DiffOptions o = options;
+  o.old_checksum = old_side.checksum;
+  o.new_checksum = new_side.checksum;
+  const PolicyDiff diff = diff_policies(old_side.policy->policy, new_side.policy->policy);
   if (!diff.complete) {
     std::fprintf(stderr,
                  "replaygate: error: the diff ran out of its work budget after %llu regions; the "
@@ -193,11 +252,11 @@ int run_diff(const DiffOptions& options) {
   }
   std::string text;
   if (options.format == "json") {
-    text = render_json(options, diff);
+    text = render_json(o, diff);
   } else if (options.format == "markdown") {
-    text = render_markdown(options, diff);
+    text = render_markdown(o, diff);
   } else {
-    text = render_text(options, diff);
+    text = render_text(o, diff);
   }
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
     std::fprintf(stderr, "replaygate: error: cannot write the diff to stdout\n");
@@ -216,10 +275,16 @@ Runner setup_diff(CLI::App& sub) {
       "by\n"
       "old -> new verb, with the rules and an example letter) and, separately, regions that keep\n"
       "their verb but change the deciding rule.\n"
+      "Either side may be a frozen table (.rgt, or any file with the table magic), e.g. the table\n"
+      "deployed in production: it is lifted back into the policy it decides like and diffed as "
+      "one.\n"
       "Exit: 0 no verb changes, 1 verb changes but no more dangerous effect, 3 some input gets a\n"
-      "more dangerous effect (none < read < copy < create), 2 usage/I/O/policy errors.");
-  sub.add_option("OLD", options->old_path, "The policy before the change (.yaml)")->required();
-  sub.add_option("NEW", options->new_path, "The policy after the change (.yaml)")->required();
+      "more dangerous effect (none < read < copy < create), 2 usage/I/O/policy errors, tables\n"
+      "that do not load.");
+  sub.add_option("OLD", options->old_path, "The policy or table before the change (.yaml, .rgt)")
+      ->required();
+  sub.add_option("NEW", options->new_path, "The policy or table after the change (.yaml, .rgt)")
+      ->required();
   sub.add_option("--format", options->format, "text (default), json or markdown");
   return [options] { return run_diff(*options); };
 }
