@@ -483,8 +483,15 @@ class Analyzer {
           row.never_true = true;
           continue;
         }
-        row.box[f] =
-            intersect_sets(row.box[f], restrict_to_domain(f, key_atoms(part, source.keys[p])));
+        // A concrete key is one atom (key_atoms() of it): build the set in place, without the
+        // temporaries, since this runs for every key of every row.
+        AtomSet single;
+        single.all = false;
+        if (std::binary_search(domains_[f].begin(), domains_[f].end(), row.tuple[p])) {
+          single.atoms.push_back(row.tuple[p]);
+        }
+        if (single.atoms.size() == domains_[f].size()) single = AtomSet{};
+        row.box[f] = row.box[f].all ? std::move(single) : intersect_sets(row.box[f], single);
         if (empty_set(f, row.box[f])) row.never_true = true;
       }
       row.constrained = constrained_fields(row.box);

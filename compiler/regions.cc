@@ -64,9 +64,11 @@ std::vector<Clause> first_match_clauses(const ir::Policy& policy, const Partitio
   const size_t width = partition.fields.size();
   std::vector<Clause> out;
   uint32_t catalog = 0;
+  std::vector<uint32_t> key_atom(1);
   // Narrows `box` on one column; false when no valid atom is left.
   const auto narrow = [&](Box& box, uint32_t col, const std::vector<uint32_t>& atoms) {
-    AtomSet set = intersect_sets(box[col], restrict_to(domains[col], atoms));
+    AtomSet restricted = restrict_to(domains[col], atoms);
+    AtomSet set = box[col].all ? std::move(restricted) : intersect_sets(box[col], restricted);
     if (!set.all && set.atoms.empty()) return false;
     if (!set.all && set.atoms.size() == domains[col].size()) set = AtomSet{};
     box[col] = std::move(set);
@@ -108,8 +110,9 @@ std::vector<Clause> first_match_clauses(const ir::Policy& policy, const Partitio
           possible = false;
           break;
         }
-        possible =
-            possible && narrow(clause.box, col, key_atoms(partition.fields[col], row.keys[k]));
+        // key_atoms() of a concrete key is its one atom; skip the temporary vector.
+        key_atom[0] = partition.fields[col].atom_of(*row.keys[k]);
+        possible = possible && narrow(clause.box, col, key_atom);
       }
       if (possible) out.push_back(std::move(clause));
     }
