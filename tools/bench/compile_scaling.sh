@@ -73,7 +73,7 @@ PY
     kib=$(awk -F': ' '/Maximum resident/ {print $2}' "$out/time_${fe}_$n.txt")
     bytes=$(stat -c %s "$out/gate_${fe}_$n.rgt")
     load=$(RG_BENCH_TABLES="$out/gate_${fe}_$n.rgt" build/bin/rg_load_bench --benchmark_format=csv 2>/dev/null |
-      awk -F, '/BM_Load/ {print $3}')
+      awk -F, '/BM_Load/ {print $3}' || true)
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n' "$fe" "$n" "$secs" "$cpu" "$kib" "$bytes" \
       "$(echo "$bytes / $n" | bc -l)" "$load" >> "$tsv"
   done
