@@ -1,11 +1,20 @@
 // Loading and verifying a frozen decision table, its accessors, its dump, and Input.
 //
-// load_bytes() copies the bytes into an 8-byte-aligned buffer, checks the header (size caps,
-// magic, version, sizes, checksum), the section directory (order, alignment, bounds) and then
-// decodes every section into validated native structures (runtime/table_impl.h): every string
-// reference, index, atom, hash slot and count is range-checked here, once, so decide()
-// (runtime/decide.cc) never meets a bad index. Each failure is a specific LoadError and message.
+// load_file() reads a regular file straight into an 8-byte-aligned buffer sized from fstat, and
+// load_bytes() copies into one, in pieces; each piece is hashed while still in cache
+// (TableHasher: checksum, decision and provenance digests). The loader then checks the header
+// (size caps, magic, version, sizes, checksum), the section directory (order, alignment, bounds)
+// and every section: every string reference, index, atom, hash slot and count is range-checked
+// here, once, so decide() (runtime/decide.cc) never meets a bad index. Record sections stay in
+// the buffer as spans (runtime/table_impl.h); only small per-field, per-verb, per-rule and
+// per-condition structures and the string dictionary are decoded. Each failure is a specific
+// LoadError and message.
 #include "runtime/table.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -18,6 +27,7 @@
 
 #include "runtime/table_format.h"
 #include "runtime/table_impl.h"
+#include "runtime/xxh3_wide.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -100,10 +110,143 @@ bool in_range(uint64_t begin, uint64_t count, uint64_t size) {
 
 bool is_pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+// One XXH3-128 stream, updated by the AVX2 kernel when the CPU has it (runtime/xxh3_wide.cc).
+class Xxh128 {
+ public:
+  Xxh128() { XXH3_128bits_reset(&state_); }
+  void update(const void* data, size_t size) {
+    if (size == 0) return;
+    if (detail::xxh3_wide_available()) {
+      detail::xxh3_wide_update(&state_, data, size);
+    } else {
+      XXH3_128bits_update(&state_, data, size);
+    }
+  }
+  XXH128_hash_t digest() const { return XXH3_128bits_digest(&state_); }
+
+ private:
+  XXH3_state_t state_;
+};
+
+bool digest_equals(const uint8_t stored[16], XXH128_hash_t h) {
+  uint8_t bytes[16];
+  std::memcpy(bytes, &h.low64, 8);
+  std::memcpy(bytes + 8, &h.high64, 8);
+  return std::memcmp(stored, bytes, 16) == 0;
+}
+
+// The bytes are copied (or read) into the table's buffer in pieces of this size, and each piece is
+// hashed right after, while it is still in cache: the three digests then cost one pass over
+// memory instead of three (two of them over nearly the whole table).
+constexpr size_t kChunk = size_t{256} << 10;
+
+// Computes the checksum, decision digest and provenance digest (runtime/table_format.h) of a
+// table while its bytes arrive, in order and without gaps, through feed(). The decision and
+// provenance digests need the section directory: once the directory bytes have arrived and look
+// usable (kinds in order, sections in bounds and ascending), the hasher plans which byte ranges
+// feed which digest. When they do not, planned() is false and the loader, which will then reject
+// the directory anyway, computes nothing from the plan.
+class TableHasher {
+ public:
+  explicit TableHasher(size_t size) : size_(size) {}
+
+  // Bytes [from, to) of the table at `base` have arrived; `from` is the previous call's `to`.
+  void feed(const uint8_t* base, size_t from, size_t to) {
+    // The checksum covers the file with its own 16 bytes taken as zero.
+    constexpr size_t kSumBegin = fm::kChecksumOffset, kSumEnd = fm::kChecksumOffset + 16;
+    static constexpr uint8_t kZeros[16] = {};
+    size_t at = from;
+    if (at < kSumBegin) {
+      const size_t end = std::min(to, kSumBegin);
+      checksum_.update(base + at, end - at);
+      at = end;
+    }
+    if (at < to && at < kSumEnd) {
+      const size_t end = std::min(to, kSumEnd);
+      checksum_.update(kZeros, end - at);
+      at = end;
+    }
+    checksum_.update(base + at, to - at);
+
+    if (!planned_ && !unplannable_ && (to >= kMaxDirectoryEnd || to == size_)) plan(base, to);
+    if (planned_) {
+      for (; segment_ < segment_count_ && segments_[segment_].offset <= to; ++segment_) {
+        const Segment& s = segments_[segment_];
+        if (!prefixed_) {  // each section is preceded by its kind (u32) and length (u64)
+          decision_.update(&s.kind, sizeof(s.kind));
+          decision_.update(&s.length, sizeof(s.length));
+          prefixed_ = true;
+        }
+        const uint64_t begin = std::max<uint64_t>(s.offset, fed_), end = s.offset + s.length;
+        decision_.update(base + begin, std::min<uint64_t>(end, to) - begin);
+        if (end > to) break;
+        prefixed_ = false;
+      }
+      if (provenance_.offset < to && provenance_.offset + provenance_.length > fed_) {
+        const uint64_t begin = std::max<uint64_t>(provenance_.offset, fed_);
+        const uint64_t end = std::min<uint64_t>(provenance_.offset + provenance_.length, to);
+        provenance_digest_.update(base + begin, end - begin);
+      }
+      fed_ = to;
+    }
+  }
+
+  XXH128_hash_t checksum() const { return checksum_.digest(); }
+  bool planned() const { return planned_; }
+  XXH128_hash_t decision_digest() const { return decision_.digest(); }
+  XXH128_hash_t provenance_digest() const { return provenance_digest_.digest(); }
+
+ private:
+  static constexpr size_t kMaxDirectoryEnd =
+      sizeof(fm::Header) + fm::kMaxSectionCount * sizeof(fm::SectionEntry);
+
+  struct Segment {
+    uint32_t kind;
+    uint64_t offset, length;
+  };
+
+  // `base` holds [0, available); the directory must lie in it.
+  void plan(const uint8_t* base, size_t available) {
+    unplannable_ = true;
+    if (available < sizeof(fm::Header)) return;
+    fm::Header h;
+    std::memcpy(&h, base, sizeof(h));
+    if (h.section_count != fm::kSectionCount && h.section_count != fm::kMaxSectionCount) return;
+    if (sizeof(fm::Header) + h.section_count * sizeof(fm::SectionEntry) > available) return;
+    uint64_t previous_end = 0;
+    for (uint32_t i = 0; i < h.section_count; ++i) {
+      fm::SectionEntry e;
+      std::memcpy(&e, base + sizeof(fm::Header) + i * sizeof(e), sizeof(e));
+      if (e.kind != i + 1 || !in_range(e.offset, e.length, size_) || e.offset < previous_end) {
+        return;
+      }
+      previous_end = e.offset + e.length;
+      if (e.kind == fm::kProvenance) {
+        provenance_ = {e.kind, e.offset, e.length};
+      } else {
+        segments_[segment_count_++] = {e.kind, e.offset, e.length};
+      }
+    }
+    unplannable_ = false;
+    planned_ = true;
+  }
+
+  size_t size_;
+  Xxh128 checksum_, decision_, provenance_digest_;
+  bool planned_ = false, unplannable_ = false;
+  Segment segments_[fm::kMaxSectionCount] = {};  // decision digest input, in file order
+  uint32_t segment_count_ = 0;
+  uint32_t segment_ = 0;   // the first segment not completely fed
+  bool prefixed_ = false;  // segments_[segment_]'s kind and length are fed
+  Segment provenance_{};
+  uint64_t fed_ = 0;  // bytes [0, fed_) went through the plan
+};
+
 // Decodes and validates; each check_* returns false after setting the status.
 class Loader {
  public:
-  Loader(Table::Impl& t, LoadStatus* status) : t_(t), status_(status) {}
+  Loader(Table::Impl& t, const TableHasher& hasher, LoadStatus* status)
+      : t_(t), hasher_(hasher), status_(status) {}
 
   bool fail(LoadError error, std::string message) {
     status_->error = error;
@@ -160,18 +303,10 @@ class Loader {
     if (directory_end_ > t_.size) {
       return fail(LoadError::kTruncated, "truncated: the section directory ends past the table");
     }
-    XXH3_state_t state;
-    XXH3_128bits_reset(&state);
-    const uint8_t zeros[16] = {};
-    XXH3_128bits_update(&state, base(), fm::kChecksumOffset);
-    XXH3_128bits_update(&state, zeros, sizeof(zeros));
-    XXH3_128bits_update(&state, base() + fm::kChecksumOffset + 16,
-                        t_.size - fm::kChecksumOffset - 16);
-    std::string actual = hex128(XXH3_128bits_digest(&state));
-    std::string stated = hex128(h.checksum);
-    if (actual != stated && !kSkipDigests) {
-      return fail(LoadError::kBadChecksum,
-                  "bad checksum: header says " + stated + ", content hashes to " + actual);
+    const XXH128_hash_t checksum = hasher_.checksum();
+    if (!digest_equals(h.checksum, checksum) && !kSkipDigests) {
+      return fail(LoadError::kBadChecksum, "bad checksum: header says " + hex128(h.checksum) +
+                                               ", content hashes to " + hex128(checksum));
     }
     return true;
   }
@@ -204,26 +339,35 @@ class Loader {
 
   const fm::SectionEntry& section(uint32_t kind) const { return sections_[kind - 1]; }
 
+  // A view of a section's records in place. Sections start 8-byte aligned in an 8-byte aligned
+  // buffer, so the records are aligned for every record type; the buffer's bytes were copied in
+  // whole, which gives them the records' (implicit-lifetime) types.
   template <typename T>
-  bool read_array(uint32_t kind, std::vector<T>& out) {
+  bool view(uint32_t kind, std::span<const T>& out) {
     const fm::SectionEntry& e = section(kind);
     if (e.length % sizeof(T) != 0) {
       return fail(LoadError::kMalformed,
                   std::string("section ") + section_name(kind) + " length " + num(e.length) +
                       " is not a multiple of its record size " + num(sizeof(T)));
     }
-    out.resize(e.length / sizeof(T));
-    if (!out.empty()) std::memcpy(out.data(), base() + e.offset, e.length);
+    static_assert(alignof(T) <= fm::kAlign);
+    out = std::span<const T>(reinterpret_cast<const T*>(base() + e.offset), e.length / sizeof(T));
     return true;
   }
 
+  // True when the reference lies in the string section (no overflow: both halves are u32).
+  bool str_ok(const fm::StrRef& ref) const {
+    return uint64_t{ref.offset} + ref.length <= strings_.size();
+  }
+
+  bool bad_str(const fm::StrRef& ref, const std::string& what) {
+    return fail(LoadError::kBadOffset, "string offset out of range in " + what + " (offset " +
+                                           num(ref.offset) + ", length " + num(ref.length) +
+                                           ", string section " + num(strings_.size()) + " bytes)");
+  }
+
   bool str(const fm::StrRef& ref, std::string_view* out, const std::string& what) {
-    if (!in_range(ref.offset, ref.length, strings_.size())) {
-      return fail(LoadError::kBadOffset, "string offset out of range in " + what + " (offset " +
-                                             num(ref.offset) + ", length " + num(ref.length) +
-                                             ", string section " + num(strings_.size()) +
-                                             " bytes)");
-    }
+    if (!str_ok(ref)) return bad_str(ref, what);
     *out = strings_.substr(ref.offset, ref.length);
     return true;
   }
@@ -231,6 +375,7 @@ class Loader {
   bool decode_strings() {
     const fm::SectionEntry& e = section(fm::kStrings);
     strings_ = std::string_view(reinterpret_cast<const char*>(base()) + e.offset, e.length);
+    t_.strings = strings_;
     return true;
   }
 
@@ -255,10 +400,10 @@ class Loader {
   }
 
   bool decode_fields() {
-    std::vector<fm::FieldRecord> records;
-    std::vector<fm::DictEntry> entries;
-    if (!read_array(fm::kFields, records) || !read_array(fm::kDictEntries, entries) ||
-        !read_array(fm::kDictSlots, t_.dict_slots) || !read_array(fm::kCuts, t_.cuts)) {
+    std::span<const fm::FieldRecord> records;
+    std::span<const fm::DictEntry> entries;
+    if (!view(fm::kFields, records) || !view(fm::kDictEntries, entries) ||
+        !view(fm::kDictSlots, t_.dict_slots) || !view(fm::kCuts, t_.cuts)) {
       return false;
     }
     if (records.size() != meta_.field_count) {
@@ -269,7 +414,8 @@ class Loader {
     t_.dict.resize(entries.size());
     for (size_t i = 0; i < entries.size(); ++i) {
       t_.dict[i].hash = entries[i].hash;
-      if (!str(entries[i].bytes, &t_.dict[i].bytes, "dictionary entry " + num(i))) return false;
+      if (!str_ok(entries[i].bytes)) return bad_str(entries[i].bytes, "dictionary entry " + num(i));
+      t_.dict[i].bytes = strings_.substr(entries[i].bytes.offset, entries[i].bytes.length);
       if (string_hash(t_.dict[i].bytes) != entries[i].hash) {
         return fail(LoadError::kMalformed, "dictionary entry " + num(i) + " has a wrong hash");
       }
@@ -381,8 +527,8 @@ class Loader {
   }
 
   bool decode_verbs() {
-    std::vector<fm::VerbRecord> records;
-    if (!read_array(fm::kVerbs, records)) return false;
+    std::span<const fm::VerbRecord> records;
+    if (!view(fm::kVerbs, records)) return false;
     if (records.size() != meta_.verb_count || records.empty()) {
       return fail(LoadError::kMalformed, "meta says " + num(meta_.verb_count) +
                                              " verbs, verbs section holds " + num(records.size()));
@@ -411,41 +557,47 @@ class Loader {
     return true;
   }
 
+  // The catalog stays in the table bytes (Table::Impl::catalog). One branch-free pass checks
+  // every entry; only when it finds a bad one does a second pass name the first.
   bool decode_catalog() {
-    std::vector<fm::CatalogRecord> records;
-    if (!read_array(fm::kCatalog, records)) return false;
+    std::span<const fm::CatalogRecord> records;
+    if (!view(fm::kCatalog, records)) return false;
     if (records.size() != meta_.catalog_count) {
       return fail(LoadError::kMalformed, "meta says " + num(meta_.catalog_count) +
                                              " catalog entries, catalog holds " +
                                              num(records.size()));
     }
+    const uint64_t string_bytes = strings_.size();
+    const uint32_t verb_count = static_cast<uint32_t>(t_.verbs.size());
+    bool bad = false;
+    for (const fm::CatalogRecord& r : records) {
+      bad |= (uint64_t{r.id.offset} + r.id.length > string_bytes) |
+             (uint64_t{r.reason.offset} + r.reason.length > string_bytes) | (r.verb >= verb_count);
+    }
+    if (!bad) {
+      t_.catalog = records;
+      return true;
+    }
     for (size_t c = 0; c < records.size(); ++c) {
-      Table::Impl::CatalogEntry out;
       const std::string what = "catalog entry " + num(c);
-      if (!str(records[c].id, &out.id, what + " id") ||
-          !str(records[c].reason, &out.reason, what + " reason")) {
-        return false;
-      }
-      if (records[c].verb >= t_.verbs.size()) {
+      if (!str_ok(records[c].id)) return bad_str(records[c].id, what + " id");
+      if (!str_ok(records[c].reason)) return bad_str(records[c].reason, what + " reason");
+      if (records[c].verb >= verb_count) {
         return fail(LoadError::kBadOffset, what + " verb index " + num(records[c].verb) +
                                                " out of range (" + num(t_.verbs.size()) +
                                                " verbs)");
       }
-      out.verb = records[c].verb;
-      out.rule = records[c].rule;
-      out.row = records[c].row;
-      t_.catalog.push_back(out);
     }
-    return true;
+    return fail(LoadError::kMalformed, "catalog check disagrees with itself");  // unreachable
   }
 
   bool decode_rules() {
-    std::vector<fm::RuleRecord> records;
-    std::vector<fm::ConditionRecord> conditions;
-    if (!read_array(fm::kRules, records) || !read_array(fm::kConditions, conditions) ||
-        !read_array(fm::kBitsets, t_.bitsets) || !read_array(fm::kTableKeys, t_.table_keys) ||
-        !read_array(fm::kMasks, t_.masks) || !read_array(fm::kRowSlots, t_.row_slots) ||
-        !read_array(fm::kRowKeys, t_.row_keys)) {
+    std::span<const fm::RuleRecord> records;
+    std::span<const fm::ConditionRecord> conditions;
+    if (!view(fm::kRules, records) || !view(fm::kConditions, conditions) ||
+        !view(fm::kBitsets, t_.bitsets) || !view(fm::kTableKeys, t_.table_keys) ||
+        !view(fm::kMasks, t_.masks) || !view(fm::kRowSlots, t_.row_slots) ||
+        !view(fm::kRowKeys, t_.row_keys)) {
       return false;
     }
     if (records.size() != meta_.rule_count) {
@@ -494,9 +646,13 @@ class Loader {
           (!out.is_table && r.catalog_count != 1)) {
         return fail(LoadError::kMalformed, what + " catalog range does not follow the rules");
       }
+      const fm::CatalogRecord* entries = t_.catalog.data() + r.catalog_begin;
+      bool mismatch = false;
       for (uint32_t i = 0; i < r.catalog_count; ++i) {
-        const auto& entry = t_.catalog[r.catalog_begin + i];
-        if (entry.rule != ri || entry.row != i) {
+        mismatch |= (entries[i].rule != ri) | (entries[i].row != i);
+      }
+      for (uint32_t i = 0; mismatch && i < r.catalog_count; ++i) {
+        if (entries[i].rule != ri || entries[i].row != i) {
           return fail(LoadError::kMalformed,
                       "catalog entry " + num(r.catalog_begin + i) + " does not match " + what);
         }
@@ -543,18 +699,28 @@ class Loader {
     if (!in_range(r.row_key_begin, key_cells, t_.row_keys.size())) {
       return fail(LoadError::kBadOffset, what + " row keys out of range");
     }
-    std::vector<uint32_t> row_masks(r.catalog_count, 0);
-    for (uint32_t row = 0; row < r.catalog_count; ++row) {
+    uint32_t atom_counts[fm::kMaxKeys];
+    for (uint32_t k = 0; k < r.item_count; ++k) {
+      atom_counts[k] = t_.fields[t_.table_keys[r.item_begin + k]].atom_count;
+    }
+    // Each row's mask of concrete keys (item_count <= kMaxKeys = 8 bits).
+    const uint32_t rows = r.catalog_count;
+    std::unique_ptr<uint8_t[]> row_masks(new uint8_t[rows]);
+    const uint32_t* keys = t_.row_keys.data() + r.row_key_begin;
+    bool uniform = true;  // every row has the same mask, row_masks[0]
+    for (uint32_t row = 0; row < rows; ++row, keys += r.item_count) {
+      uint32_t row_mask = 0;
       for (uint32_t k = 0; k < r.item_count; ++k) {
-        uint32_t atom = t_.row_keys[r.row_key_begin + uint64_t{row} * r.item_count + k];
+        const uint32_t atom = keys[k];
         if (atom == fm::kWildcard) continue;
-        const uint32_t field = t_.table_keys[r.item_begin + k];
-        if (atom == 0 || atom >= t_.fields[field].atom_count) {
+        if (atom == 0 || atom >= atom_counts[k]) {
           return fail(LoadError::kBadOffset, what + " row " + num(row) + " key " + num(k) +
                                                  " atom " + num(atom) + " out of range");
         }
-        row_masks[row] |= 1u << k;
+        row_mask |= 1u << k;
       }
+      row_masks[row] = static_cast<uint8_t>(row_mask);
+      uniform &= row_mask == row_masks[0];
     }
     if (!in_range(r.mask_begin, r.mask_count, t_.masks.size())) {
       return fail(LoadError::kBadOffset, what + " mask range out of range");
@@ -576,8 +742,25 @@ class Loader {
           !in_range(mask.slot_begin, mask.slot_count, t_.row_slots.size())) {
         return fail(LoadError::kBadOffset, mwhat + " row slots out of range");
       }
-      for (uint32_t s = 0; s < mask.slot_count; ++s) {
-        uint32_t v = t_.row_slots[mask.slot_begin + s];
+      // A fast pass finds whether any slot is bad; only then does the loop below name it. When
+      // all rows share one mask (a table without wildcards, say), a slot's row need not be looked
+      // up: a slot of that mask is good when in range, any used slot of another mask is bad.
+      const uint32_t* slots = t_.row_slots.data() + mask.slot_begin;
+      bool bad = false;
+      if (uniform) {
+        // Used slots may name rows 1..rows, or none when the rows have another mask.
+        const uint32_t limit = rows > 0 && mask.mask == row_masks[0] ? rows : 0;
+        uint32_t largest = 0;
+        for (uint32_t s = 0; s < mask.slot_count; ++s) largest = std::max(largest, slots[s]);
+        bad = largest > limit;
+      } else {
+        for (uint32_t s = 0; s < mask.slot_count && !bad; ++s) {
+          const uint32_t v = slots[s];
+          bad = v != 0 && (v > rows || row_masks[v - 1] != mask.mask);
+        }
+      }
+      for (uint32_t s = 0; bad && s < mask.slot_count; ++s) {
+        uint32_t v = slots[s];
         if (v == 0) continue;
         if (v > r.catalog_count) {
           return fail(LoadError::kBadOffset,
@@ -606,9 +789,8 @@ class Loader {
     if (need > e.length) {
       return fail(LoadError::kBadOffset, "provenance content runs past its section");
     }
-    t_.source_lines.resize(h.line_count);
-    const uint8_t* p = base() + e.offset + sizeof(h);
-    if (h.line_count) std::memcpy(t_.source_lines.data(), p, uint64_t{h.line_count} * 4);
+    const uint8_t* p = base() + e.offset + sizeof(h);  // 8-byte aligned + 16: u32-aligned
+    t_.source_lines = std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(p), h.line_count);
     p += uint64_t{h.line_count} * 4;
     t_.source_name = std::string_view(reinterpret_cast<const char*>(p), h.name_length);
     t_.source_digest =
@@ -621,7 +803,7 @@ class Loader {
   // ascending field order, each a required bool computed from two earlier required ints.
   bool decode_derivations() {
     if (section_count_ < fm::kDerivations) return true;
-    if (!read_array(fm::kDerivations, t_.derivations)) return false;
+    if (!view(fm::kDerivations, t_.derivations)) return false;
     if (t_.derivations.empty()) {
       return fail(LoadError::kMalformed, "derivations section is present but empty");
     }
@@ -648,35 +830,46 @@ class Loader {
     return true;
   }
 
+  // The digests were computed while the bytes arrived (TableHasher). The hasher plans from the
+  // same directory check_directory() accepted, so it always has them here; computing them anew
+  // when it does not only guards against the two checks drifting apart.
   bool check_digests() {
-    XXH3_state_t state;
-    XXH3_128bits_reset(&state);
-    for (uint32_t i = 0; i < section_count_; ++i) {
-      const fm::SectionEntry& e = sections_[i];
-      if (e.kind == fm::kProvenance) continue;
-      uint32_t kind = e.kind;
-      uint64_t length = e.length;
-      XXH3_128bits_update(&state, &kind, sizeof(kind));
-      XXH3_128bits_update(&state, &length, sizeof(length));
-      XXH3_128bits_update(&state, base() + e.offset, e.length);
+    XXH128_hash_t decision{}, provenance{};
+    if (hasher_.planned()) {
+      decision = hasher_.decision_digest();
+      provenance = hasher_.provenance_digest();
+    } else {
+      Xxh128 d;
+      for (uint32_t i = 0; i < section_count_; ++i) {
+        const fm::SectionEntry& e = sections_[i];
+        if (e.kind == fm::kProvenance) continue;
+        uint32_t kind = e.kind;
+        uint64_t length = e.length;
+        d.update(&kind, sizeof(kind));
+        d.update(&length, sizeof(length));
+        d.update(base() + e.offset, e.length);
+      }
+      decision = d.digest();
+      const fm::SectionEntry& prov = section(fm::kProvenance);
+      Xxh128 p;
+      p.update(base() + prov.offset, prov.length);
+      provenance = p.digest();
     }
-    std::string actual = hex128(XXH3_128bits_digest(&state));
-    std::string stated = hex128(t_.header.decision_digest);
-    if (actual != stated && !kSkipDigests) {
-      return fail(LoadError::kBadChecksum,
-                  "bad decision digest: header says " + stated + ", sections hash to " + actual);
+    if (!digest_equals(t_.header.decision_digest, decision) && !kSkipDigests) {
+      return fail(LoadError::kBadChecksum, "bad decision digest: header says " +
+                                               hex128(t_.header.decision_digest) +
+                                               ", sections hash to " + hex128(decision));
     }
-    const fm::SectionEntry& prov = section(fm::kProvenance);
-    actual = hex128(XXH3_128bits(base() + prov.offset, prov.length));
-    stated = hex128(t_.header.provenance_digest);
-    if (actual != stated && !kSkipDigests) {
-      return fail(LoadError::kBadChecksum,
-                  "bad provenance digest: header says " + stated + ", section hashes to " + actual);
+    if (!digest_equals(t_.header.provenance_digest, provenance) && !kSkipDigests) {
+      return fail(LoadError::kBadChecksum, "bad provenance digest: header says " +
+                                               hex128(t_.header.provenance_digest) +
+                                               ", section hashes to " + hex128(provenance));
     }
     return true;
   }
 
   Table::Impl& t_;
+  const TableHasher& hasher_;
   LoadStatus* status_;
   uint64_t directory_end_ = 0;
   uint32_t section_count_ = fm::kSectionCount;
@@ -763,55 +956,57 @@ const char* effect_name(Effect effect) {
   return "?";
 }
 
+void TableBuffer::allocate(size_t size) {
+  const size_t words = (size + 7) / 8;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (size >= 2 * kHuge) {
+    // Map one huge page more than needed, then unmap the parts outside the aligned range.
+    const size_t length = (words * 8 + kHuge - 1) & ~(kHuge - 1);
+    void* p =
+        mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      const uintptr_t raw = reinterpret_cast<uintptr_t>(p);
+      const uintptr_t begin = (raw + kHuge - 1) & ~(uintptr_t{kHuge} - 1);
+      if (begin > raw) munmap(p, begin - raw);
+      munmap(reinterpret_cast<void*>(begin + length), raw + kHuge - begin);  // never 0 bytes
+      // Hints: a kernel without them (or with huge pages off) fills the pages on first touch.
+      madvise(reinterpret_cast<void*>(begin), length, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+      madvise(reinterpret_cast<void*>(begin), length, MADV_POPULATE_WRITE);
+#endif
+      words_ = reinterpret_cast<uint64_t*>(begin);
+      mapped_ = length;
+      return;
+    }
+  }
+#endif
+  words_ = new uint64_t[words];  // default-initialised: no fill
+}
+
+TableBuffer::~TableBuffer() {
+  if (mapped_ != 0) {
+    munmap(words_, mapped_);
+  } else {
+    delete[] words_;
+  }
+}
+
 Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Table::~Table() = default;
 
-std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* status) {
-  LoadStatus ignored;
-  if (status == nullptr) status = &ignored;
-  // Read in chunks until EOF rather than trusting a size from seeking: works for pipes, and a
-  // directory fails with a read error instead of a bogus size.
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    *status = {LoadError::kIo,
-               "cannot open " + path + ": " + std::generic_category().message(errno)};
-    return nullptr;
-  }
-  std::string bytes;
-  char chunk[1 << 16];
-  size_t n = 0;
-  while ((n = std::fread(chunk, 1, sizeof(chunk), file)) > 0) {
-    if (n > kMaxTableBytes - bytes.size()) {
-      std::fclose(file);
-      *status = {LoadError::kTooLarge,
-                 path + " is over the limit of " + num(kMaxTableBytes) + " bytes"};
-      return nullptr;
-    }
-    bytes.append(chunk, n);
-  }
-  const bool failed = std::ferror(file) != 0;
-  const int error = errno;
-  std::fclose(file);
-  if (failed) {
-    *status = {LoadError::kIo,
-               "cannot read " + path + ": " + std::generic_category().message(error)};
-    return nullptr;
-  }
-  return load_bytes(bytes.data(), bytes.size(), status);
-}
+namespace {
 
-std::unique_ptr<Table> Table::load_bytes(const void* data, size_t size, LoadStatus* status) {
-  LoadStatus ignored;
-  if (status == nullptr) status = &ignored;
-  *status = {};
-  if (size > kMaxTableBytes) {
+// The checks load_bytes() makes before allocating: true when the bytes may be a table.
+bool precheck(const void* data, size_t size, LoadStatus* status) {
+  if (size > Table::kMaxTableBytes) {
     *status = {LoadError::kTooLarge,
-               num(size) + " bytes, over the limit of " + num(kMaxTableBytes)};
-    return nullptr;
+               num(size) + " bytes, over the limit of " + num(Table::kMaxTableBytes)};
+    return false;
   }
   if (data == nullptr || size == 0) {
     *status = {LoadError::kTruncated, "empty table"};
-    return nullptr;
+    return false;
   }
   if (size < sizeof(fm::Header)) {
     size_t prefix = std::min(size, sizeof(fm::kMagic));
@@ -821,14 +1016,131 @@ std::unique_ptr<Table> Table::load_bytes(const void* data, size_t size, LoadStat
       *status = {LoadError::kTruncated,
                  "truncated: " + num(size) + " bytes, the header needs " + num(sizeof(fm::Header))};
     }
+    return false;
+  }
+  return true;
+}
+
+std::string io_error(const char* what, const std::string& path, int error) {
+  return std::string(what) + " " + path + ": " + std::generic_category().message(error);
+}
+
+// read(2) that retries when a signal interrupts it.
+ssize_t read_some(int fd, void* buffer, size_t size) {
+  ssize_t n;
+  do {
+    n = ::read(fd, buffer, size);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+// Owns a file descriptor.
+struct Fd {
+  int fd;
+  ~Fd() { ::close(fd); }
+};
+
+}  // namespace
+
+std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* status) {
+  LoadStatus ignored;
+  if (status == nullptr) status = &ignored;
+  *status = {};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *status = {LoadError::kIo, io_error("cannot open", path, errno)};
     return nullptr;
   }
+  Fd closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    *status = {LoadError::kIo, io_error("cannot read", path, errno)};
+    return nullptr;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size <= 0) {
+    // Pipes, devices, directories (whose read fails with EISDIR) and files that report no size
+    // (some in /proc): read to EOF into a growing buffer, then load_bytes().
+    std::string bytes;
+    char chunk[1 << 16];
+    ssize_t n = 0;
+    while ((n = read_some(fd, chunk, sizeof(chunk))) > 0) {
+      if (static_cast<size_t>(n) > kMaxTableBytes - bytes.size()) {
+        *status = {LoadError::kTooLarge,
+                   path + " is over the limit of " + num(kMaxTableBytes) + " bytes"};
+        return nullptr;
+      }
+      bytes.append(chunk, static_cast<size_t>(n));
+    }
+    if (n < 0) {
+      *status = {LoadError::kIo, io_error("cannot read", path, errno)};
+      return nullptr;
+    }
+    return load_bytes(bytes.data(), bytes.size(), status);
+  }
+
+  // A regular file: read straight into the table's buffer, sized from fstat, hashing each piece
+  // as it arrives. Publishers replace a table by atomic rename, so the open descriptor keeps
+  // the old file whole; a file changed in place that ends early or runs long is an I/O error.
+  if (static_cast<uint64_t>(st.st_size) > kMaxTableBytes) {
+    *status = {LoadError::kTooLarge,
+               path + " is over the limit of " + num(kMaxTableBytes) + " bytes"};
+    return nullptr;
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
   auto impl = std::make_unique<Impl>();
-  impl->storage.resize((size + 7) / 8, 0);
-  std::memcpy(impl->storage.data(), data, size);
+  impl->storage.allocate(size);
   impl->size = size;
-  Loader loader(*impl, status);
-  if (!loader.run()) return nullptr;
+  uint8_t* out = reinterpret_cast<uint8_t*>(impl->storage.get());
+  TableHasher hasher(size);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = read_some(fd, out + done, std::min(kChunk, size - done));
+    if (n < 0) {
+      *status = {LoadError::kIo, io_error("cannot read", path, errno)};
+      return nullptr;
+    }
+    if (n == 0) {
+      *status = {LoadError::kIo, "cannot read " + path + ": the file shrank from " + num(size) +
+                                     " to " + num(done) + " bytes while being read"};
+      return nullptr;
+    }
+    hasher.feed(out, done, done + static_cast<size_t>(n));
+    done += static_cast<size_t>(n);
+  }
+  char extra;
+  const ssize_t more = read_some(fd, &extra, 1);
+  if (more != 0) {
+    *status = {LoadError::kIo, more < 0 ? io_error("cannot read", path, errno)
+                                        : "cannot read " + path + ": the file grew past " +
+                                              num(size) + " bytes while being read"};
+    return nullptr;
+  }
+  if (!precheck(out, size, status)) return nullptr;
+  if (!Loader(*impl, hasher, status).run()) return nullptr;
+  return std::unique_ptr<Table>(new Table(std::move(impl)));
+}
+
+std::unique_ptr<Table> Table::load_bytes(const void* data, size_t size, LoadStatus* status) {
+  LoadStatus ignored;
+  if (status == nullptr) status = &ignored;
+  *status = {};
+  if (!precheck(data, size, status)) return nullptr;
+  auto impl = std::make_unique<Impl>();
+  impl->storage.allocate(size);
+  impl->size = size;
+  uint8_t* out = reinterpret_cast<uint8_t*>(impl->storage.get());
+  const uint8_t* in = static_cast<const uint8_t*>(data);
+  TableHasher hasher(size);
+  for (size_t done = 0; done < size;) {
+    // The first piece ends before the hasher can plan (kMaxDirectoryEnd, 488) but, in a table
+    // of 16 sections, inside the first section (at 464), as a short read() of a file may: so
+    // every load_bytes() also takes the path where the plan catches up on bytes already seen.
+    const size_t n = std::min(done == 0 ? size_t{480} : kChunk, size - done);
+    std::memcpy(out + done, in + done, n);
+    hasher.feed(out, done, done + n);
+    done += n;
+  }
+  if (!Loader(*impl, hasher, status).run()) return nullptr;
   return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
 
@@ -881,10 +1193,10 @@ std::string_view Table::default_reason() const noexcept { return impl_->default_
 
 uint32_t Table::rule_count() const noexcept { return static_cast<uint32_t>(impl_->catalog.size()); }
 std::string_view Table::rule_id(uint32_t rule) const noexcept {
-  return rule < impl_->catalog.size() ? impl_->catalog[rule].id : std::string_view();
+  return rule < impl_->catalog.size() ? impl_->catalog_id(rule) : std::string_view();
 }
 std::string_view Table::rule_reason(uint32_t rule) const noexcept {
-  return rule < impl_->catalog.size() ? impl_->catalog[rule].reason : std::string_view();
+  return rule < impl_->catalog.size() ? impl_->catalog_reason(rule) : std::string_view();
 }
 uint32_t Table::rule_verb(uint32_t rule) const noexcept {
   return rule < impl_->catalog.size() ? impl_->catalog[rule].verb : impl_->default_verb;
@@ -897,7 +1209,7 @@ std::string_view Table::source_digest() const noexcept { return impl_->source_di
 
 std::string_view Table::rule_name(const Decision& d) const noexcept {
   if (d.kind == DecisionKind::kRule && d.rule < impl_->catalog.size()) {
-    return impl_->catalog[d.rule].id;
+    return impl_->catalog_id(d.rule);
   }
   return "default";
 }
@@ -980,9 +1292,9 @@ std::string Table::dump() const {
   }
   line("rules: " + num(t.rules.size()) + ", catalog entries: " + num(t.catalog.size()));
   auto entry_text = [&](uint32_t c, const std::string& keys) {
-    const Impl::CatalogEntry& e = t.catalog[c];
-    return "[" + num(c) + "] " + std::string(e.id) + keys + " -> " +
-           std::string(verb_name(e.verb)) + ", reason " + quoted(e.reason) + ", line " +
+    const fm::CatalogRecord& e = t.catalog[c];
+    return "[" + num(c) + "] " + std::string(t.catalog_id(c)) + keys + " -> " +
+           std::string(verb_name(e.verb)) + ", reason " + quoted(t.catalog_reason(c)) + ", line " +
            num(rule_source_line(c));
   };
   // A row key: "*", or the atom's label, with a one-value int interval shown as the value.

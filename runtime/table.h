@@ -116,9 +116,12 @@ class Table {
   static constexpr size_t kMaxTableBytes = size_t{1} << 30;  // 1 GiB
   static constexpr uint32_t kNoField = 0xFFFFFFFFu;
 
-  // Reads the whole file into memory, then load_bytes(). Publishers replace tables by atomic
-  // rename, so a reader never maps a file a writer may truncate. nullptr on error, with *status
-  // set.
+  // Reads the whole file into memory and verifies it like load_bytes(). Publishers replace
+  // tables by atomic rename, so a reader never maps a file a writer may truncate: a regular file
+  // is read into a buffer of the size fstat gives, and one that ends before that size or runs
+  // past it (changed in place while being read) is kIo. Pipes and files that report no size are
+  // read to their end. kIo also when the file cannot be opened or read, kTooLarge over
+  // kMaxTableBytes; then every error of load_bytes(). nullptr on error, with *status set.
   static std::unique_ptr<Table> load_file(const std::string& path, LoadStatus* status);
   // Copies and verifies `size` bytes: header, version, checksum, every offset and index.
   static std::unique_ptr<Table> load_bytes(const void* data, size_t size, LoadStatus* status);

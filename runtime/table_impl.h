@@ -1,9 +1,14 @@
-// Private to the runtime: the validated, decoded form of a table that table.cc builds at load and
+// Private to the runtime: the validated form of a table that table.cc builds at load and
 // decide.cc reads. Every index in here was range-checked by the loader, so decide() can use them
 // without checks. Not installed, not included outside runtime/.
+//
+// Sections whose on-disk records are what decide() needs are kept as std::span views into the
+// table bytes (`storage`), not copied: the loader verifies them in place. Only the small per-field,
+// per-verb, per-rule and per-condition structures and the string dictionary are decoded.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -11,6 +16,24 @@
 #include "runtime/table_format.h"
 
 namespace replaygate {
+
+// The memory holding a table's bytes: 8-byte aligned, not zero-filled. A large one is its own
+// anonymous mapping on 2 MiB boundaries with transparent huge pages requested and its pages
+// populated in one call: filling 130 MB through 4 KiB page faults cost more than everything else
+// the loader does (docs/benchmarks.md).
+class TableBuffer {
+ public:
+  TableBuffer() = default;
+  ~TableBuffer();
+  void allocate(size_t size);  // once, for `size` bytes
+  TableBuffer(const TableBuffer&) = delete;
+  TableBuffer& operator=(const TableBuffer&) = delete;
+  uint64_t* get() const { return words_; }
+
+ private:
+  uint64_t* words_ = nullptr;
+  size_t mapped_ = 0;  // bytes mapped by mmap, or 0 when words_ came from new[]
+};
 
 struct Table::Impl {
   struct Field {
@@ -52,16 +75,12 @@ struct Table::Impl {
     uint32_t bits_count = 0;
     std::string_view text;
   };
-  struct CatalogEntry {
-    std::string_view id;
-    std::string_view reason;
-    uint32_t verb = 0;
-    uint32_t rule = 0;
-    uint32_t row = 0;
-  };
 
-  std::vector<uint64_t> storage;  // the table bytes, 8-byte aligned; string_views point here
+  // The table bytes, 8-byte aligned (every section starts 8-byte aligned, so each span below is
+  // suitably aligned for its record type); every string_view and span points here.
+  TableBuffer storage;
   size_t size = 0;
+  std::string_view strings;  // the kStrings section
   format::Header header{};
 
   std::string_view policy_id, description, default_reason;
@@ -70,23 +89,31 @@ struct Table::Impl {
 
   std::vector<Field> fields;
   std::vector<DictEntry> dict;
-  std::vector<uint32_t> dict_slots;
-  std::vector<int64_t> cuts;
+  std::span<const uint32_t> dict_slots;
+  std::span<const int64_t> cuts;
   std::vector<Verb> verbs;
   std::vector<Rule> rules;
   std::vector<Condition> conditions;
-  std::vector<uint64_t> bitsets;
-  std::vector<uint32_t> table_keys;
-  std::vector<format::MaskRecord> masks;
-  std::vector<uint32_t> row_slots;
-  std::vector<uint32_t> row_keys;
-  std::vector<CatalogEntry> catalog;
-  std::vector<format::DerivationRecord> derivations;  // ascending field; validated at load
+  std::span<const uint64_t> bitsets;
+  std::span<const uint32_t> table_keys;
+  std::span<const format::MaskRecord> masks;
+  std::span<const uint32_t> row_slots;
+  std::span<const uint32_t> row_keys;
+  // Verb, rule and row of every entry checked at load; the id and reason through catalog_id() and
+  // catalog_reason() (their string references were checked too).
+  std::span<const format::CatalogRecord> catalog;
+  std::span<const format::DerivationRecord> derivations;  // ascending field; validated at load
 
   std::string_view source_name, source_digest;
-  std::vector<uint32_t> source_lines;
+  std::span<const uint32_t> source_lines;
 
-  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(storage.data()); }
+  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(storage.get()); }
+  // A string reference the loader checked against `strings`.
+  std::string_view str(const format::StrRef& ref) const noexcept {
+    return strings.substr(ref.offset, ref.length);
+  }
+  std::string_view catalog_id(uint32_t c) const noexcept { return str(catalog[c].id); }
+  std::string_view catalog_reason(uint32_t c) const noexcept { return str(catalog[c].reason); }
 
   // The dictionary atom of `value` (whose hash is `hash`) in `field`, or 0 when it is not there.
   uint32_t lookup(const Field& field, std::string_view value, uint64_t hash) const noexcept;

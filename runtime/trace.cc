@@ -113,7 +113,7 @@ Trace trace(const Table& table, const Input& input) {
     step.rule = r;
     step.is_table = rule.is_table;
     if (!rule.is_table) {
-      step.id = std::string(t.catalog[rule.catalog_begin].id);
+      step.id = std::string(t.catalog_id(rule.catalog_begin));
       bool holds = true;
       for (uint32_t c = 0; c < rule.item_count && holds; ++c) {
         const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
@@ -174,7 +174,7 @@ std::vector<OutlineRule> outline(const Table& table) {
     o.catalog_begin = rule.catalog_begin;
     o.catalog_count = rule.catalog_count;
     if (!rule.is_table) {
-      o.id = std::string(t.catalog[rule.catalog_begin].id);
+      o.id = std::string(t.catalog_id(rule.catalog_begin));
       for (uint32_t c = 0; c < rule.item_count; ++c) {
         const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
         o.conditions.push_back({cond.field, op_word(cond.op), std::string(cond.text), false});

@@ -1,8 +1,10 @@
 // rgj_*: JSON Lines batches decided in one call (bindings/jsonl/replaygate_jsonl.h).
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bindings/jsonl/replaygate_jsonl.h"
 #include "runtime/reload.h"
@@ -12,9 +14,29 @@ using replaygate::Input;
 using replaygate::LoadStatus;
 using replaygate::SharedTable;
 
+namespace {
+
+// What one rgj_decide_lines call needs besides the table: the strict reader (its simdjson parser
+// sized for 1 MiB lines is the expensive part to build), an Input, and a padded copy of a line
+// that sits too close to the end of the caller's buffer. Built once and reused by later calls
+// (field names, types and indices are stable across reloads: SharedTable refuses a table whose
+// fields differ).
+struct Scratch {
+  explicit Scratch(const replaygate::Table& table) : parser(table), input(table) {}
+  replaygate::cli::LetterParser parser;
+  Input input;
+  replaygate::cli::RecordMeta meta;
+  std::string problem;
+  std::string line;
+};
+
+}  // namespace
+
 struct rgj_gate {
   std::unique_ptr<SharedTable> shared;
   std::vector<std::string> verbs;  // stable across reloads (SharedTable checks compatibility)
+  std::mutex pool_mutex;           // guards `pool` only, held for a push or a pop
+  std::vector<std::unique_ptr<Scratch>> pool;  // idle scratch, one per concurrent call at most
 };
 
 namespace {
@@ -95,11 +117,17 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
     auto guard = reader.acquire();
     const replaygate::Table& table = guard.table();
     if (checksum_out != nullptr) std::memcpy(checksum_out, guard.checksum(), 33);
-    replaygate::cli::LetterParser parser(table);
-    Input input(table);
-    replaygate::cli::RecordMeta meta;
-    std::string problem;
-    std::string line;  // the current line plus simdjson's padding
+    std::unique_ptr<Scratch> scratch;
+    {
+      std::lock_guard<std::mutex> lock(gate->pool_mutex);
+      if (!gate->pool.empty()) {
+        scratch = std::move(gate->pool.back());
+        gate->pool.pop_back();
+      }
+    }
+    if (scratch == nullptr) scratch = std::make_unique<Scratch>(table);
+    constexpr size_t kPadding = replaygate::cli::LineReader::kPadding;
+    const uint32_t default_verb = table.default_verb();
     size_t n = 0, bad = 0, at = 0;
     while (at < size && n < capacity) {
       const char* nl = static_cast<const char*>(std::memchr(buf + at, '\n', size - at));
@@ -108,20 +136,31 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
       at = nl == nullptr ? size : end + 1;
       if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
       if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
-      uint32_t verb = table.default_verb();
+      uint32_t verb = default_verb;
       if (text.size() > replaygate::cli::kMaxRecordBytes) {
         ++bad;
       } else {
-        line.assign(text);
-        const size_t length = line.size();
-        line.append(replaygate::cli::LineReader::kPadding, ' ');
-        if (parser.parse(std::string_view(line.data(), length), input, &meta, &problem)) {
-          verb = table.decide(input).verb;
+        // simdjson reads up to kPadding bytes past the line; their content does not matter
+        // (simdjson.h: "It does not matter what those bytes are initialized to, as long as they
+        // are allocated"). The caller's buffer is that padding for every line that ends at least
+        // kPadding bytes before the buffer does; only the last lines are copied.
+        std::string_view padded = text;
+        if (static_cast<size_t>(buf + size - (text.data() + text.size())) < kPadding) {
+          scratch->line.assign(text);
+          scratch->line.append(kPadding, ' ');
+          padded = std::string_view(scratch->line.data(), text.size());
+        }
+        if (scratch->parser.parse(padded, scratch->input, &scratch->meta, &scratch->problem)) {
+          verb = table.decide(scratch->input).verb;
         } else {
           ++bad;
         }
       }
       verbs[n++] = verb;
+    }
+    {
+      std::lock_guard<std::mutex> lock(gate->pool_mutex);
+      gate->pool.push_back(std::move(scratch));
     }
     *count = n;
     if (invalid != nullptr) *invalid = bad;

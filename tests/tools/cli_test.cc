@@ -483,6 +483,46 @@ TEST_F(CliTest, DecideMaxReplaysHoldsTheRest) {
             "0, budget holds 5\n");
 }
 
+TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
+  // K, L, M, N are replay keys; with room for two, M and N cannot be remembered, so they are held
+  // (a later duplicate of them could not be caught). The duplicate of K is still caught.
+  const Result r = run({"decide", "--policy", kPolicy, "--max-replayed-keys", "2",
+                        kSource + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_NE(lines[0].find("\"verb\":\"replay_once\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("\"rule\":\"dump:duplicate_key\""), std::string::npos) << lines[1];
+  EXPECT_NE(lines[3].find("\"verb\":\"replay_once\""), std::string::npos) << lines[3];
+  for (size_t i : {4u, 5u}) {
+    EXPECT_NE(lines[i].find("\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\","
+                            "\"rule\":\"dump:key_limit\",\"reason\":\"too many replayed keys to "
+                            "remember (--max-replayed-keys); held so that a later duplicate cannot "
+                            "be replayed\""),
+              std::string::npos)
+        << lines[i];
+    EXPECT_NE(lines[i].find("\"invalid\":false}"), std::string::npos) << lines[i];
+  }
+  EXPECT_EQ(r.err,
+            "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, duplicate-key holds "
+            "1, budget holds 0, key-limit holds 2\n");
+  // 0 remembers nothing: every keyed create verb is held.
+  const Result zero = run({"decide", "--policy", kPolicy, "--max-replayed-keys", "0",
+                           kSource + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(zero.err,
+            "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, duplicate-key holds "
+            "0, budget holds 0, key-limit holds 5\n");
+  for (const char* bad : {"-1", "abc", "1e3", "", "4294967297"}) {
+    const Result b = run({"decide", "--policy", kPolicy, "--max-replayed-keys", bad,
+                          kSource + "/tests/data/letters/duplicates.jsonl"});
+    EXPECT_EQ(b.exit_code, 2) << bad;
+    EXPECT_TRUE(b.out.empty()) << bad;
+    EXPECT_EQ(b.err, std::string("replaygate decide: error: --max-replayed-keys takes a whole "
+                                 "number from 0 to 4294967296 (decimal), not '") +
+                         bad + "'\nRun 'replaygate decide --help' for usage.\n");
+  }
+}
+
 TEST_F(CliTest, DecideShippedLetters) {
   const Result r = run({"decide", "--policy", kPolicy, kSource + "/examples/letters.jsonl"});
   EXPECT_EQ(r.exit_code, 1);

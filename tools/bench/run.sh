@@ -46,7 +46,7 @@ build/bin/replaygate compile policies/replay_gate.yaml -o "$out/gate.rgt"
   > /dev/null 2> "$out/e2e.txt" || true
 grep -E "Elapsed|Maximum resident|User time|System time" "$out/e2e.txt"
 grep "^summary" "$out/e2e.txt" || true
-echo "== parse floor (simdjson On Demand, same dump, in memory) =="
+echo "== parse floor (the dump read as decide reads it + simdjson On Demand; and in memory) =="
 RG_BENCH_DUMP="$out/dump.jsonl" build/bin/rg_parse_floor_bench | tee "$out/parse_floor.txt"
 
 echo "== Node.js baselines (Cedar WebAssembly, json-rules-engine) =="

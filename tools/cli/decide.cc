@@ -1,29 +1,34 @@
 // `replaygate decide`: decide every record of a dead-letter dump, one JSON line out per line in.
 //
 // Streams: one capped line in memory at a time, output in 1 MiB blocks; the only state that grows
-// is one 16-byte hash per idempotency key granted a replay (duplicate detection). Dump semantics
-// on top of the policy (docs/cli.md), which only ever turn a create-effect verb into the default:
+// is one 8-byte fingerprint per idempotency key granted a replay, capped by --max-replayed-keys
+// (dump_rules.h). Dump semantics on top of the policy (docs/cli.md), which only ever turn a
+// create-effect verb into the default:
 //   * within one run only the first record with a given idempotency key may get a create verb;
 //     later ones get the default, rule "dump:duplicate_key";
-//   * --max-replays N: create verbs after the first N get the default, rule "dump:replay_budget".
+//   * --max-replays N: create verbs after the first N get the default, rule "dump:replay_budget";
+//   * --max-replayed-keys N: once N keys are remembered, a create verb for a new key gets the
+//     default, rule "dump:key_limit" (it could not be checked against later duplicates).
+//
+// Per record the loop does no allocation in the common case: everything after the metadata on an
+// output line depends only on (verb, rule, reason, invalid), so it is rendered once per distinct
+// decision (DecisionText) and copied; only the line number and echoed metadata are formatted.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include "runtime/table.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/dump_rules.h"
 #include "tools/cli/kafka.h"
 #include "tools/cli/letters.h"
 #include "tools/cli/mapping.h"
@@ -42,9 +47,11 @@ struct DecideOptions {
   std::string mapping;
   std::string max_replays;       // a decimal count, when given
   bool max_replays_set = false;  // --max-replays was on the command line (even as "")
-  std::string dedupe_field;      // "": idempotency_key when the policy has it
-  std::string audit;             // --audit FILE: append every decision to this audit log
-  std::string operator_name;     // --operator NAME, required with --audit
+  std::string max_keys;          // --max-replayed-keys, a decimal count, when given
+  bool max_keys_set = false;
+  std::string dedupe_field;   // "": idempotency_key when the policy has it
+  std::string audit;          // --audit FILE: append every decision to this audit log
+  std::string operator_name;  // --operator NAME, required with --audit
 };
 
 const char* action_words(Effect effect) {
@@ -61,14 +68,114 @@ const char* action_words(Effect effect) {
   return "nothing";
 }
 
-struct KeyHash {
-  size_t operator()(const XXH128_hash_t& h) const noexcept { return static_cast<size_t>(h.low64); }
-};
-struct KeyEqual {
-  bool operator()(const XXH128_hash_t& a, const XXH128_hash_t& b) const noexcept {
-    return XXH128_isEqual(a, b) != 0;
+// The text of an output line after its metadata, from ',"verb":' to the newline, for each
+// distinct (verb, rule, reason, invalid): rendered on first use and kept (bounded by the table's
+// catalog and fields, not by the dump).
+class DecisionText {
+ public:
+  explicit DecisionText(const Table& table) : table_(table) {
+    for (uint32_t v = 0; v < table.verb_count(); ++v) {
+      std::string s = ",\"verb\":";
+      append_json_string(s, table.verb_name(v));
+      s += ",\"effect\":";
+      append_json_string(s, effect_name(table.verb_effect(v)));
+      s += ",\"action\":";
+      append_json_string(s, action_words(table.verb_effect(v)));
+      verb_json_.push_back(std::move(s));
+    }
+    tail_ = ",\"policy\":";
+    append_json_string(tail_, table.policy_id());
+    tail_ += ",\"revision\":" + std::to_string(table.revision()) + ",\"table\":";
+    append_json_string(tail_, table.checksum_hex());
+    rules_.resize(table.rule_count());
+    fields_.resize(table.field_count());
   }
+
+  // The text for a decision of the table, unchanged by the dump rules.
+  std::string_view of(const Decision& d) {
+    Span* cached = &default_;
+    if (d.kind == DecisionKind::kRule && d.rule < rules_.size()) {
+      cached = &rules_[d.rule];
+    } else if (d.kind == DecisionKind::kInvalidInput && d.invalid_field < fields_.size()) {
+      cached = &fields_[d.invalid_field];
+    } else if (d.kind == DecisionKind::kInvalidInput) {
+      cached = &invalid_other_;
+    }
+    if (cached->length == 0) {
+      *cached =
+          add(d.verb, table_.rule_name(d), table_.reason(d), d.kind == DecisionKind::kInvalidInput);
+    }
+    return view(*cached);
+  }
+  // The text for a create verb the dump rules turned into the default.
+  std::string_view held(DumpRules::Outcome outcome) {
+    Span& cached = held_[static_cast<int>(outcome)];
+    if (cached.length == 0) {
+      const uint32_t verb = table_.default_verb();
+      switch (outcome) {
+        case DumpRules::Outcome::kDuplicate:
+          cached = add(verb, "dump:duplicate_key", "duplicate idempotency key in this dump", false);
+          break;
+        case DumpRules::Outcome::kBudget:
+          cached = add(verb, "dump:replay_budget", "replay budget exhausted", false);
+          break;
+        case DumpRules::Outcome::kKeyLimit:
+        case DumpRules::Outcome::kReplay:  // not a hold; never asked for
+          cached = add(verb, "dump:key_limit",
+                       "too many replayed keys to remember (--max-replayed-keys); held so that "
+                       "a later duplicate cannot be replayed",
+                       false);
+          break;
+      }
+    }
+    return view(cached);
+  }
+  // A record that could not be read: the default verb with `problem` as the reason (rare, not
+  // cached). Appends to `out`.
+  void append_unreadable(std::string& out, std::string_view problem) const {
+    out += verb_json_[table_.default_verb()];
+    out += ",\"rule\":\"default\",\"reason\":";
+    append_json_string(out, problem);
+    out += tail_;
+    out += ",\"invalid\":true}\n";
+  }
+
+ private:
+  struct Span {
+    uint32_t offset = 0, length = 0;
+  };
+  Span add(uint32_t verb, std::string_view rule, std::string_view reason, bool invalid) {
+    const size_t offset = arena_.size();
+    arena_ += verb_json_[verb];
+    arena_ += ",\"rule\":";
+    append_json_string(arena_, rule);
+    arena_ += ",\"reason\":";
+    append_json_string(arena_, reason);
+    arena_ += tail_;
+    arena_ += invalid ? ",\"invalid\":true}\n" : ",\"invalid\":false}\n";
+    return Span{static_cast<uint32_t>(offset), static_cast<uint32_t>(arena_.size() - offset)};
+  }
+  std::string_view view(Span span) const {
+    return std::string_view(arena_).substr(span.offset, span.length);
+  }
+
+  const Table& table_;
+  std::vector<std::string> verb_json_;  // ,"verb":..,"effect":..,"action":..
+  std::string tail_;                    // ,"policy":..,"revision":..,"table":..
+  std::string arena_;                   // every rendered text, back to back
+  std::vector<Span> rules_, fields_;
+  Span default_, invalid_other_, held_[4];
 };
+
+// Appends `value` in decimal.
+void append_decimal(std::string& out, uint64_t value) {
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, static_cast<size_t>(result.ptr - digits));
+}
+
+// --max-replayed-keys above this is refused (2^32 keys already take a 64 GiB array).
+constexpr int64_t kMaxKeysLimit = int64_t{1} << 32;
 
 int usage(const std::string& message) {
   std::fprintf(stderr, "replaygate decide: error: %s\nRun 'replaygate decide --help' for usage.\n",
@@ -101,6 +208,12 @@ int run_decide(const DecideOptions& o) {
   int64_t max_replays = -1;  // -1: no budget
   if (o.max_replays_set && (!parse_int64_strict(o.max_replays, &max_replays) || max_replays < 0)) {
     return usage("--max-replays takes a whole number >= 0 (decimal), not '" + o.max_replays + "'");
+  }
+  int64_t max_keys = static_cast<int64_t>(ReplayedKeys::kDefaultMaxKeys);
+  if (o.max_keys_set &&
+      (!parse_int64_strict(o.max_keys, &max_keys) || max_keys < 0 || max_keys > kMaxKeysLimit)) {
+    return usage("--max-replayed-keys takes a whole number from 0 to " +
+                 std::to_string(kMaxKeysLimit) + " (decimal), not '" + o.max_keys + "'");
   }
 
   std::unique_ptr<Table> table;
@@ -160,22 +273,10 @@ int run_decide(const DecideOptions& o) {
   }
   const std::string input_name = o.input == "-" ? "standard input" : o.input;
 
-  // Everything that is the same on every output line, rendered once.
   const uint32_t default_verb = table->default_verb();
-  std::vector<std::string> verb_json;  // "verb":..,"effect":..,"action":..
-  for (uint32_t v = 0; v < table->verb_count(); ++v) {
-    std::string s = "\"verb\":";
-    append_json_string(s, table->verb_name(v));
-    s += ",\"effect\":";
-    append_json_string(s, effect_name(table->verb_effect(v)));
-    s += ",\"action\":";
-    append_json_string(s, action_words(table->verb_effect(v)));
-    verb_json.push_back(std::move(s));
-  }
-  std::string tail = ",\"policy\":";
-  append_json_string(tail, table->policy_id());
-  tail += ",\"revision\":" + std::to_string(table->revision()) + ",\"table\":";
-  append_json_string(tail, table->checksum_hex());
+  DecisionText texts(*table);
+  std::string checksum_hex;  // for --audit entries
+  if (!o.audit.empty()) checksum_hex = table->checksum_hex();
 
   Input input(*table);
   LineReader reader(fd);
@@ -200,9 +301,9 @@ int run_decide(const DecideOptions& o) {
     }
     return true;
   };
-  std::unordered_set<XXH128_hash_t, KeyHash, KeyEqual> replayed_keys;
+  DumpRules dump_rules(max_replays, static_cast<uint64_t>(max_keys));
   std::vector<uint64_t> per_verb(table->verb_count(), 0);
-  uint64_t total = 0, invalid_count = 0, duplicate_holds = 0, budget_holds = 0, replays = 0;
+  uint64_t total = 0, invalid_count = 0, duplicate_holds = 0, budget_holds = 0, key_limit_holds = 0;
   std::string problem;
   RecordMeta meta;
   std::string_view line;
@@ -228,35 +329,45 @@ int run_decide(const DecideOptions& o) {
     }
     uint32_t verb = default_verb;
     std::string_view rule = "default";
-    std::string_view reason = problem;
+    std::string_view text;  // empty: unreadable, the reason is `problem`
     bool invalid = true;
     if (readable) {
+      // The key's fingerprint first, so its slot is on its way from memory during decide().
+      const Input::Slot* key_slot =
+          dedupe_field != Table::kNoField ? &input.slots()[dedupe_field] : nullptr;
+      const bool has_key = key_slot != nullptr && key_slot->state == Input::Slot::State::kString;
+      uint64_t fingerprint = 0;
+      if (has_key) {
+        fingerprint = dump_rules.fingerprint_of(key_slot->s);
+        dump_rules.keys().prefetch(fingerprint);
+      }
       const Decision decision = table->decide(input);
       verb = decision.verb;
-      rule = table->rule_name(decision);
-      reason = table->reason(decision);
+      rule = table->rule_name(decision);  // for --audit
       invalid = decision.kind == DecisionKind::kInvalidInput;
+      text = texts.of(decision);
       if (!invalid && table->verb_effect(verb) == Effect::kCreate) {
-        const bool has_key = dedupe_field != Table::kNoField &&
-                             input.slots()[dedupe_field].state == Input::Slot::State::kString;
-        XXH128_hash_t key_hash{};
-        if (has_key) {
-          const std::string_view key = input.slots()[dedupe_field].s;
-          key_hash = XXH3_128bits(key.data(), key.size());
+        const DumpRules::Outcome outcome =
+            dump_rules.judge_fingerprint(has_key ? &fingerprint : nullptr);
+        if (outcome != DumpRules::Outcome::kReplay) {
+          verb = default_verb;
+          text = texts.held(outcome);
         }
-        if (has_key && replayed_keys.count(key_hash) != 0) {
-          verb = default_verb;
-          rule = "dump:duplicate_key";
-          reason = "duplicate idempotency key in this dump";
-          ++duplicate_holds;
-        } else if (max_replays >= 0 && replays >= static_cast<uint64_t>(max_replays)) {
-          verb = default_verb;
-          rule = "dump:replay_budget";
-          reason = "replay budget exhausted";
-          ++budget_holds;
-        } else {
-          ++replays;
-          if (has_key) replayed_keys.insert(key_hash);
+        switch (outcome) {
+          case DumpRules::Outcome::kReplay:
+            break;
+          case DumpRules::Outcome::kDuplicate:
+            rule = "dump:duplicate_key";
+            ++duplicate_holds;
+            break;
+          case DumpRules::Outcome::kBudget:
+            rule = "dump:replay_budget";
+            ++budget_holds;
+            break;
+          case DumpRules::Outcome::kKeyLimit:
+            rule = "dump:key_limit";
+            ++key_limit_holds;
+            break;
         }
       }
     }
@@ -265,24 +376,21 @@ int run_decide(const DecideOptions& o) {
     if (invalid) ++invalid_count;
 
     std::string& buffer = out.buffer();
-    buffer += "{\"n\":";
-    buffer += std::to_string(reader.line_number());
+    buffer.append("{\"n\":", 5);
+    append_decimal(buffer, reader.line_number());
     if (meta.has_message_id) {
-      buffer += ",\"message_id\":";
+      buffer.append(",\"message_id\":", 14);
       append_json_string(buffer, meta.message_id);
     }
     if (meta.has_body_hash) {
-      buffer += ",\"body_hash\":";
+      buffer.append(",\"body_hash\":", 13);
       append_json_string(buffer, meta.body_hash);
     }
-    buffer += ',';
-    buffer += verb_json[verb];
-    buffer += ",\"rule\":";
-    append_json_string(buffer, rule);
-    buffer += ",\"reason\":";
-    append_json_string(buffer, reason);
-    buffer += tail;
-    buffer += invalid ? ",\"invalid\":true}\n" : ",\"invalid\":false}\n";
+    if (readable) {
+      buffer.append(text.data(), text.size());
+    } else {
+      texts.append_unreadable(buffer, problem);
+    }
     if (!o.audit.empty()) {
       nlohmann::json entry;
       entry["kind"] = "decision";
@@ -298,7 +406,7 @@ int run_decide(const DecideOptions& o) {
       entry["rule"] = std::string(rule);
       entry["policy"] = std::string(table->policy_id());
       entry["policy_revision"] = table->revision();
-      entry["table_checksum"] = table->checksum_hex();
+      entry["table_checksum"] = checksum_hex;
       entry["record_revision"] = nullptr;
       pending_audit.push_back(std::move(entry));
     }
@@ -323,6 +431,7 @@ int run_decide(const DecideOptions& o) {
   }
   summary += "; invalid " + std::to_string(invalid_count) + ", duplicate-key holds " +
              std::to_string(duplicate_holds) + ", budget holds " + std::to_string(budget_holds);
+  if (key_limit_holds > 0) summary += ", key-limit holds " + std::to_string(key_limit_holds);
   std::fprintf(stderr, "%s\n", summary.c_str());
   if (exit_code != kExitOk) return exit_code;
   return invalid_count > 0 ? kExitFindings : kExitOk;
@@ -350,13 +459,18 @@ Runner setup_decide(CLI::App& sub) {
       "--max-replays", o->max_replays,
       "Allow at most N create-effect verbs (replays) in this run; later ones get the "
       "default verb");
+  CLI::Option* max_keys = sub.add_option(
+      "--max-replayed-keys", o->max_keys,
+      "Remember at most N replayed idempotency keys (8 to 16 bytes each; default 10000000: "
+      "128 MiB at most); once full, create verbs for new keys get the default");
   sub.add_option("--dedupe-field", o->dedupe_field,
                  "String input whose value may be replayed once per run (default idempotency_key)");
   sub.add_option("--audit", o->audit,
                  "Append every decision to this audit log (docs/recovery.md) before printing it");
   sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
-  return [o, max_replays] {
+  return [o, max_replays, max_keys] {
     o->max_replays_set = max_replays->count() > 0;
+    o->max_keys_set = max_keys->count() > 0;
     return run_decide(*o);
   };
 }

@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "compiler/diagnostic.h"
@@ -16,7 +17,8 @@ struct LetterParser::State {
   const Table* table = nullptr;
   std::vector<std::string> names;  // field names by index, then the metadata keys
   std::vector<FieldType> types;
-  std::vector<uint8_t> seen;                       // per key, reset per record
+  std::vector<uint8_t> seen;   // per key, reset per record
+  std::vector<uint8_t> plain;  // per key: no '"' or '\\' in the name, so raw bytes can match it
   uint32_t message_id_key = 0, body_hash_key = 0;  // indices into names (after the fields)
   od::parser parser{kMaxRecordBytes + 64};
 };
@@ -39,6 +41,9 @@ LetterParser::LetterParser(const Table& table) : state_(std::make_unique<State>(
                               : static_cast<uint32_t>(state_->names.size());
   if (state_->body_hash_key != Table::kNoField) state_->names.emplace_back("body_hash");
   state_->seen.assign(state_->names.size(), 0);
+  for (const std::string& name : state_->names) {
+    state_->plain.push_back(name.find_first_of("\"\\") == std::string::npos);
+  }
 }
 
 LetterParser::~LetterParser() = default;
@@ -56,8 +61,8 @@ bool fail_json(std::string* problem, simdjson::error_code code) {
 
 // Reads `value` into field `index` of `type`. Returns false only for malformed JSON (*problem
 // set); a well-formed value of the wrong type marks the field invalid instead.
-bool set_field(od::value& value, uint32_t index, FieldType type, Input& input,
-               std::string* problem) {
+bool set_field(od::value& value, uint32_t index, FieldType type, Input& input, std::string* problem,
+               bool* saw_container) {
   od::json_type json_type;
   if (auto error = value.type().get(json_type)) return fail_json(problem, error);
   switch (json_type) {
@@ -112,10 +117,27 @@ bool set_field(od::value& value, uint32_t index, FieldType type, Input& input,
     }
     case od::json_type::array:
     case od::json_type::object:
+      *saw_container = true;
       input.set_invalid(index);  // skipped (without recursion) when the object moves on
       return true;
   }
   return fail(problem, "bad JSON (unknown value type)");
+}
+
+// The index of the name whose bytes are exactly the raw key at `raw` (just after its opening
+// quote) followed by the closing quote, or names.size(). A key written with escapes never
+// matches here (a backslash is not in a plain name) and goes the slow, unescaping way.
+uint32_t match_plain_key(const std::vector<std::string>& names, const std::vector<uint8_t>& plain,
+                         const char* raw, const char* line_end) {
+  const size_t available = static_cast<size_t>(line_end - raw);
+  for (uint32_t i = 0; i < names.size(); ++i) {
+    const size_t length = names[i].size();
+    if (plain[i] && length < available && raw[length] == '"' &&
+        std::memcmp(raw, names[i].data(), length) == 0) {
+      return i;
+    }
+  }
+  return static_cast<uint32_t>(names.size());
 }
 
 bool read_metadata(od::value& value, const char* key, std::string_view* out, bool* present,
@@ -139,12 +161,20 @@ bool read_metadata(od::value& value, const char* key, std::string_view* out, boo
 
 }  // namespace
 
+// The structural pre-check (scan_json_shape) takes precedence over every other problem. It is
+// run only when it can change the outcome: after any failure (to report nesting or trailing
+// content instead), and after a success that skipped a nested array/object. A record without
+// nested values that simdjson read to its end has neither (its depth is 1 and nothing follows).
 bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
                          std::string* problem) {
-  State& s = *state_;
-  input.clear();
-  *meta = RecordMeta{};
-  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return fail(problem, "blank line");
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
+    input.clear();
+    *meta = RecordMeta{};
+    return fail(problem, "blank line");
+  }
+  bool saw_container = false;
+  const bool ok = parse_object(line, input, meta, problem, &saw_container);
+  if (ok && !saw_container) return true;
   switch (scan_json_shape(line, kMaxJsonDepth)) {
     case JsonShape::kTooDeep:
       return fail(problem, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -153,6 +183,15 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
     case JsonShape::kOk:
       break;
   }
+  return ok;
+}
+
+bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta* meta,
+                                std::string* problem, bool* saw_container) {
+  State& s = *state_;
+  input.clear();
+  *meta = RecordMeta{};
+  const char* const line_end = line.data() + line.size();
   const simdjson::padded_string_view padded(line.data(), line.size(),
                                             line.size() + LineReader::kPadding);
   od::document document;
@@ -166,10 +205,13 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   for (auto field_result : object) {
     od::field field;
     if (auto error = std::move(field_result).get(field)) return fail_json(problem, error);
+    uint32_t index = match_plain_key(s.names, s.plain, field.key().raw(), line_end);
     std::string_view key;
-    if (auto error = field.unescaped_key().get(key)) return fail_json(problem, error);
-    uint32_t index = 0;
-    while (index < s.names.size() && s.names[index] != key) ++index;
+    if (index == s.names.size()) {
+      if (auto error = field.unescaped_key().get(key)) return fail_json(problem, error);
+      index = 0;
+      while (index < s.names.size() && s.names[index] != key) ++index;
+    }
     if (index == s.names.size()) {
       std::string what = "unknown key " + quote_for_reason(key);
       const std::string suggestion = closest_match(key, s.names);
@@ -187,7 +229,7 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
       if (!read_metadata(value, "body_hash", &meta->body_hash, &meta->has_body_hash, problem)) {
         return false;
       }
-    } else if (!set_field(value, index, s.types[index], input, problem)) {
+    } else if (!set_field(value, index, s.types[index], input, problem, saw_container)) {
       return false;
     }
   }

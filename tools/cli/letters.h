@@ -27,6 +27,10 @@ class LetterParser : public RecordParser {
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
 
  private:
+  // parse() without the structural pre-check; *saw_container when a nested value was skipped.
+  bool parse_object(std::string_view line, Input& input, RecordMeta* meta, std::string* problem,
+                    bool* saw_container);
+
   struct State;
   std::unique_ptr<State> state_;
 };

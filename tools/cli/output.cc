@@ -36,12 +36,20 @@ void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
   size_t i = 0;
   while (i < text.size()) {
-    const auto c = static_cast<uint8_t>(text[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-      ++i;
+    // Copy the longest run of printable ASCII other than '"' and '\\' in one append (most text
+    // is exactly that), then handle the one byte that ended it.
+    size_t run = i;
+    while (run < text.size()) {
+      const auto c = static_cast<uint8_t>(text[run]);
+      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
+      ++run;
+    }
+    if (run > i) {
+      out.append(text.data() + i, run - i);
+      i = run;
       continue;
     }
+    const auto c = static_cast<uint8_t>(text[i]);
     switch (c) {
       case '"':
         out += "\\\"";

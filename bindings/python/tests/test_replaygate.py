@@ -204,6 +204,33 @@ class JsonlGateTest(unittest.TestCase):
         self.assertEqual(cm.exception.status, "io")
         gate.close()
 
+    def test_inputs_longer_than_one_call_are_decided_in_several(self):
+        gate = replaygate.JsonlGate(TABLE)
+        with open(LETTERS, "rb") as f:
+            data = f.read()
+        whole = gate.decide_lines_raw(data)
+        gate._CHUNK = 3  # 20 letters (one truncated): seven C calls
+        chunked = gate.decide_lines_raw(data)
+        self.assertEqual(list(chunked[0]), list(whole[0]))
+        self.assertEqual(chunked[1:], whole[1:])
+        self.assertEqual(whole[1], 2)
+        self.assertEqual("".join(gate.verbs[v][0] for v in chunked[0]), "rnhhnnrnrnrnhhhrhhhh")
+        gate.close()
+
+    def test_bytes_after_a_line_do_not_change_its_decision(self):
+        # Lines are parsed in place: what follows a line (the next line, CRLF) is only padding.
+        gate = replaygate.JsonlGate(TABLE)
+        line = (b'{"topic":"payment.capture","error_class":"timeout","attempts":1,'
+                b'"idempotency_key":"k","already_committed":false}')
+        cases = [(b"", 0), (b"\n", 0), (b"\r\n", 0), (b"\n2" * 40, 40), (b"\n" + b"}" * 100, 1),
+                 (b'\n"' * 50, 50)]  # the extra lines are invalid records of their own
+        for after, extra_invalid in cases:
+            verbs, invalid, _ = gate.decide_lines(line + after)
+            self.assertEqual((verbs[0], invalid), ("replay_once", extra_invalid), after[:4])
+        cut = line[:-1]  # no closing brace, then a line of digits
+        self.assertEqual(gate.decide_lines(cut + b"\n" + b"1" * 100)[:2], (["hold", "hold"], 2))
+        gate.close()
+
 
 class ExampleWorkerTest(unittest.TestCase):
     def test_worker_decides_the_example_letters(self):
