@@ -256,7 +256,7 @@ class Analyzer {
         partition_(partition_policy(policy_)),
         budget_(work_budget) {}
 
-  std::vector<Diagnostic> run() {
+  std::vector<Diagnostic> run(StageClock* clock = nullptr) {
     if (!build_domains()) return {};  // no valid input exists; check() reports why
     guards_.resize(policy_.rules.size());
     tables_.resize(policy_.rules.size());
@@ -267,8 +267,10 @@ class Analyzer {
         analyze_table(r, std::get<ir::Table>(policy_.rules[r]));
       }
     }
+    if (clock != nullptr) clock->lap("analysis: rows");
     // Invariants and gaps need every decision region (compiler/invariants.h).
     for (Diagnostic& d : region_diagnostics(checked_)) out_.push_back(std::move(d));
+    if (clock != nullptr) clock->lap("analysis: regions");
     return std::move(out_);
   }
 
@@ -481,8 +483,15 @@ class Analyzer {
           row.never_true = true;
           continue;
         }
-        row.box[f] =
-            intersect_sets(row.box[f], restrict_to_domain(f, key_atoms(part, source.keys[p])));
+        // A concrete key is one atom (key_atoms() of it): build the set in place, without the
+        // temporaries, since this runs for every key of every row.
+        AtomSet single;
+        single.all = false;
+        if (std::binary_search(domains_[f].begin(), domains_[f].end(), row.tuple[p])) {
+          single.atoms.push_back(row.tuple[p]);
+        }
+        if (single.atoms.size() == domains_[f].size()) single = AtomSet{};
+        row.box[f] = row.box[f].all ? std::move(single) : intersect_sets(row.box[f], single);
         if (empty_set(f, row.box[f])) row.never_true = true;
       }
       row.constrained = constrained_fields(row.box);
@@ -794,16 +803,20 @@ class Analyzer {
     };
     // Most rules are reachable, and one point shows it: try the point the last search found
     // (or the first atoms) before collecting every overlapping box.
-    Box probe(box.size());
+    // The probe and its hits are reused members: this runs once per row, a million times for a
+    // million-row table, and allocating them each time cost more than the query.
+    Box& probe = probe_;
+    probe.resize(box.size());
     for (size_t f = 0; f < box.size(); ++f) {
       const auto& atoms = box[f].all ? domains_[f] : box[f].atoms;
       uint32_t last = last_witness_[f];
       bool reuse = last != kWildcardAtom && std::binary_search(atoms.begin(), atoms.end(), last);
-      probe[f] = AtomSet{false, {reuse ? last : atoms.front()}};
+      probe[f].all = false;
+      probe[f].atoms.assign(1, reuse ? last : atoms.front());
     }
-    std::vector<Hit> probe_hits;
-    gather(probe, probe_hits);
-    if (probe_hits.empty()) return false;
+    probe_hits_.clear();
+    gather(probe, probe_hits_);
+    if (probe_hits_.empty()) return false;
 
     gather(box, hits);
     std::vector<const Box*> boxes;
@@ -867,6 +880,8 @@ class Analyzer {
   std::vector<TableInfo> tables_;  // per rule index; unused for guards
   std::vector<Diagnostic> out_;
   std::vector<uint32_t> last_witness_;  // per field: an atom of the last uncovered tuple found
+  Box probe_;                           // shadowed()'s scratch point
+  std::vector<Hit> probe_hits_;         // shadowed()'s scratch hits
   uint64_t budget_;
   uint64_t naming_budget_ = kNamingBudget;
   bool gave_up_ = false;
@@ -875,8 +890,11 @@ class Analyzer {
 
 }  // namespace
 
-std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy) {
-  return Analyzer(policy, kWorkBudget).run();
+std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy, StageTimings* timings) {
+  StageClock clock(timings);
+  Analyzer analyzer(policy, kWorkBudget);
+  clock.lap("analysis: partition");
+  return analyzer.run(&clock);
 }
 
 std::vector<Diagnostic> analyze_with_budget(const ir::CheckedPolicy& policy, uint64_t work_budget) {

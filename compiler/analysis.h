@@ -12,13 +12,17 @@
 
 #include "compiler/diagnostic.h"
 #include "compiler/ir.h"
+#include "compiler/timings.h"
 
 namespace replaygate {
 
 // Returns the RG2xx diagnostics of `policy` (codes in docs/diagnostics.md), in rule order (rows in
 // file order). Never throws except std::bad_alloc; pathological policies get one RG209 info
 // instead of an unbounded search. Precondition: `policy` passed check() (indices are in range).
-std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy);
+// With `timings`, appends the wall times of its stages: "analysis: partition" (atoms per field),
+// "analysis: rows" (usefulness and row checks), "analysis: regions" (decision regions, invariants
+// and gaps).
+std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy, StageTimings* timings = nullptr);
 
 // The same with an explicit budget of usefulness work units (analyze() uses 10,000,000), so tests
 // can reach the RG209 path.

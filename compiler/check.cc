@@ -675,9 +675,13 @@ class Checker {
   // `*constant`). Reports RG106, RG108, RG109, RG111.
   std::optional<ir::Value> typed_value(const ir::Field& f, const Literal& literal,
                                        std::string* constant) {
-    const std::string label = ir::field_type_name(f.type) + std::string(" field ") + quote(f.name);
+    // Built only for a diagnostic: typed_value runs once per table key, a million times for a
+    // million-row table.
+    const auto label = [&f] {
+      return ir::field_type_name(f.type) + std::string(" field ") + quote(f.name);
+    };
     if (literal.kind == Literal::Kind::kNull) {
-      error("RG108", "missing value for " + label, literal.span,
+      error("RG108", "missing value for " + label(), literal.span,
             "write a value; quote it ('null') if you mean the word");
       return std::nullopt;
     }
@@ -700,7 +704,7 @@ class Checker {
         for (const std::string& value : f.enum_values) {
           if (value == literal.text) return ir::Value::String(literal.text);
         }
-        error("RG111", quote(literal.text) + " is not a value of " + label, literal.span,
+        error("RG111", quote(literal.text) + " is not a value of " + label(), literal.span,
               did_you_mean(literal.text, f.enum_values));
         return std::nullopt;
       }
@@ -708,19 +712,19 @@ class Checker {
         if (bare_bool) return ir::Value::Bool(literal.text == "true");
         if (literal.kind == Literal::Kind::kBare && looks_like_yaml11_bool(literal.text)) {
           error("RG108",
-                quote(literal.text) + " is not a boolean; " + label + " needs true or false",
+                quote(literal.text) + " is not a boolean; " + label() + " needs true or false",
                 literal.span, "write true or false");
         } else {
           error("RG108",
                 (literal.kind == Literal::Kind::kQuoted ? "the quoted string " : "") +
-                    quote(literal.text) + " is not a boolean; " + label + " needs true or false",
+                    quote(literal.text) + " is not a boolean; " + label() + " needs true or false",
                 literal.span, "write true or false");
         }
         return std::nullopt;
       case ir::FieldType::kInt: {
         if (literal.kind == Literal::Kind::kQuoted) {
           error("RG108",
-                "the quoted string " + quote(literal.text) + " is not an int; " + label +
+                "the quoted string " + quote(literal.text) + " is not an int; " + label() +
                     " needs an int",
                 literal.span, "write the number without quotes");
           return std::nullopt;

@@ -12,6 +12,7 @@
 
 #include "compiler/diagnostic.h"
 #include "compiler/ir.h"
+#include "compiler/timings.h"
 
 namespace replaygate {
 
@@ -21,6 +22,8 @@ struct LoadedPolicy {
   std::string source_text;                  // the file's bytes, for rendering excerpts
   bool io_error = false;                    // the file could not be read (exit code 2)
   std::string io_message;
+  // Wall seconds per stage (read, parse, ast, check, analysis: rows, analysis: regions), in order.
+  StageTimings timings;
 };
 
 // Reads and compiles `path`. Never throws.

@@ -265,7 +265,10 @@ struct Lowering {
         key_next += keys;
         r.row_key_begin = row_key_next;
         // Row keys as atoms, and the set of masks in use.
-        std::vector<std::vector<uint32_t>> row_atoms(table.rows.size());
+        // Flat, `keys` atoms per row: one allocation instead of one per row.
+        std::vector<uint32_t> row_atoms;
+        row_atoms.reserve(table.rows.size() * keys);
+        const auto atoms_of_row = [&](size_t row) { return row_atoms.data() + row * keys; };
         std::vector<uint32_t> row_mask(table.rows.size(), 0);
         for (size_t row = 0; row < table.rows.size(); ++row) {
           for (uint32_t k = 0; k < keys; ++k) {
@@ -275,7 +278,7 @@ struct Lowering {
               atom = partition.fields[table.key_fields[k]].atom_of(*key);
               row_mask[row] |= 1u << k;
             }
-            row_atoms[row].push_back(atom);
+            row_atoms.push_back(atom);
             sec(fmtx::kRowKeys).put(atom);
           }
           row_key_next += keys;
@@ -296,10 +299,13 @@ struct Lowering {
           uint32_t slots = slot_count_for(members.size());
           std::vector<uint32_t> index(slots, 0);
           for (uint32_t row : members) {
-            size_t at = fmtx::key_tuple_hash(row_atoms[row].data(), keys, mask) & (slots - 1);
+            size_t at = fmtx::key_tuple_hash(atoms_of_row(row), keys, mask) & (slots - 1);
             bool duplicate = false;
             while (index[at] != 0) {
-              if (row_atoms[index[at] - 1] == row_atoms[row]) duplicate = true;
+              if (std::equal(atoms_of_row(index[at] - 1), atoms_of_row(index[at] - 1) + keys,
+                             atoms_of_row(row))) {
+                duplicate = true;
+              }
               at = (at + 1) & (slots - 1);
             }
             if (!duplicate) index[at] = row + 1;  // a repeated key tuple: the earlier row wins

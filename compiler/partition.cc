@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
+#include <unordered_set>
 
 namespace replaygate {
 namespace {
@@ -111,14 +113,23 @@ std::string FieldPartition::atom_label(uint32_t atom) const {
 
 namespace {
 
+// Per string field, the strings already noted: a million-row table mentions the same key value
+// many times, and copying and sorting every mention costs more than the hash lookups. The views
+// point into the policy, which outlives the build. Only the sorted result is observable.
+using Seen = std::vector<std::unordered_set<std::string_view>>;
+
+void note_string(Partition& out, Seen& seen, uint32_t field, const std::string& value) {
+  if (seen[field].insert(value).second) out.fields[field].strings.push_back(value);
+}
+
 // Notes the strings and int cuts a conjunction of conditions mentions.
-void note_conditions(Partition& out, const std::vector<ir::Condition>& conditions) {
+void note_conditions(Partition& out, Seen& seen, const std::vector<ir::Condition>& conditions) {
   for (const auto& c : conditions) {
     auto& p = out.fields[c.field];
     if (p.type == ir::FieldType::kInt) {
       note_int_condition(p.cuts, c);
     } else if (p.type == ir::FieldType::kString) {
-      for (const auto& v : c.values) p.strings.push_back(v.str);
+      for (const auto& v : c.values) note_string(out, seen, c.field, v.str);
     }
   }
 }
@@ -126,6 +137,7 @@ void note_conditions(Partition& out, const std::vector<ir::Condition>& condition
 Partition build_partition(const ir::Policy& policy, bool for_analysis) {
   Partition out;
   out.fields.resize(policy.fields.size());
+  Seen seen(policy.fields.size());
   for (size_t f = 0; f < policy.fields.size(); ++f) {
     const auto& field = policy.fields[f];
     auto& p = out.fields[f];
@@ -141,12 +153,12 @@ Partition build_partition(const ir::Policy& policy, bool for_analysis) {
       if (field.max) add_cut_after(p.cuts, *field.max);
     }
     if (for_analysis && field.type == ir::FieldType::kString) {
-      p.strings.insert(p.strings.end(), field.domain.begin(), field.domain.end());
+      for (const std::string& value : field.domain) note_string(out, seen, f, value);
     }
   }
   for (const auto& rule : policy.rules) {
     if (const auto* guard = std::get_if<ir::Guard>(&rule)) {
-      note_conditions(out, guard->conditions);
+      note_conditions(out, seen, guard->conditions);
     } else {
       const auto& table = std::get<ir::Table>(rule);
       for (const auto& row : table.rows) {
@@ -157,14 +169,15 @@ Partition build_partition(const ir::Policy& policy, bool for_analysis) {
             ir::Condition eq{f, ir::Op::kEq, {*row.keys[k]}, ""};
             note_int_condition(out.fields[f].cuts, eq);
           } else if (out.fields[f].type == ir::FieldType::kString) {
-            out.fields[f].strings.push_back(row.keys[k]->str);
+            note_string(out, seen, f, row.keys[k]->str);
           }
         }
       }
     }
   }
   if (for_analysis) {
-    for (const auto& invariant : policy.invariants) note_conditions(out, invariant.conditions);
+    for (const auto& invariant : policy.invariants)
+      note_conditions(out, seen, invariant.conditions);
   }
   for (auto& p : out.fields) {
     switch (p.type) {

@@ -64,9 +64,11 @@ std::vector<Clause> first_match_clauses(const ir::Policy& policy, const Partitio
   const size_t width = partition.fields.size();
   std::vector<Clause> out;
   uint32_t catalog = 0;
+  std::vector<uint32_t> key_atom(1);
   // Narrows `box` on one column; false when no valid atom is left.
   const auto narrow = [&](Box& box, uint32_t col, const std::vector<uint32_t>& atoms) {
-    AtomSet set = intersect_sets(box[col], restrict_to(domains[col], atoms));
+    AtomSet restricted = restrict_to(domains[col], atoms);
+    AtomSet set = box[col].all ? std::move(restricted) : intersect_sets(box[col], restricted);
     if (!set.all && set.atoms.empty()) return false;
     if (!set.all && set.atoms.size() == domains[col].size()) set = AtomSet{};
     box[col] = std::move(set);
@@ -108,8 +110,9 @@ std::vector<Clause> first_match_clauses(const ir::Policy& policy, const Partitio
           possible = false;
           break;
         }
-        possible =
-            possible && narrow(clause.box, col, key_atoms(partition.fields[col], row.keys[k]));
+        // key_atoms() of a concrete key is its one atom; skip the temporary vector.
+        key_atom[0] = partition.fields[col].atom_of(*row.keys[k]);
+        possible = possible && narrow(clause.box, col, key_atom);
       }
       if (possible) out.push_back(std::move(clause));
     }
@@ -147,7 +150,9 @@ RegionStatus visit_regions(const Domains& domains, const std::vector<ClauseList>
   stack.push_back(std::move(root));
   Decided decided(lists.size());
   std::vector<Touch> touches;
-  std::vector<uint32_t> in_class;
+  std::vector<uint32_t> full_positions;
+  std::vector<std::pair<std::vector<uint32_t>, std::vector<uint32_t>>> classes;  // (sig, atoms)
+  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> by_atom;               // (sig, atom)
   while (!stack.empty()) {
     Node node = std::move(stack.back());
     stack.pop_back();
@@ -219,17 +224,25 @@ RegionStatus visit_regions(const Domains& domains, const std::vector<ClauseList>
     budget -= extra;
     std::sort(touches.begin(), touches.end());
     // Classes: atoms with the same touching clauses. Signature = the positions p, in order.
-    std::vector<std::pair<std::vector<uint32_t>, std::vector<uint32_t>>> classes;  // (sig, atoms)
+    // Only touched atoms get a signature of their own; the untouched atoms (often most of a wide
+    // column) form one class with the empty signature, found without a vector per atom.
+    classes.clear();
     {
-      std::vector<std::pair<std::vector<uint32_t>, uint32_t>> by_atom;  // (sig, atom)
+      by_atom.clear();
+      std::vector<uint32_t> untouched;
       size_t t = 0;
       for (uint32_t atom : atoms) {
-        std::vector<uint32_t> sig;
         while (t < touches.size() && touches[t].atom < atom) ++t;
+        if (t == touches.size() || touches[t].atom != atom) {
+          untouched.push_back(atom);
+          continue;
+        }
+        std::vector<uint32_t> sig;
         while (t < touches.size() && touches[t].atom == atom) sig.push_back(touches[t++].clause);
         std::sort(sig.begin(), sig.end());
         by_atom.emplace_back(std::move(sig), atom);
       }
+      if (!untouched.empty()) classes.emplace_back(std::vector<uint32_t>{}, std::move(untouched));
       std::stable_sort(by_atom.begin(), by_atom.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
       for (size_t i = 0; i < by_atom.size();) {
@@ -247,6 +260,13 @@ RegionStatus visit_regions(const Domains& domains, const std::vector<ClauseList>
     // Children in order of their smallest atom; pushed in reverse so the smallest comes first.
     std::sort(classes.begin(), classes.end(),
               [](const auto& a, const auto& b) { return a.second.front() < b.second.front(); });
+    // The positions that stay live in every class, in order; each child merges them with its
+    // signature, so building a child costs its own size, not the node's (a wide split of a long
+    // list would otherwise cost classes x live).
+    full_positions.clear();
+    for (uint32_t p = 0; p < node.live.size(); ++p) {
+      if (full[p]) full_positions.push_back(p);
+    }
     for (auto it = classes.rbegin(); it != classes.rend(); ++it) {
       const auto& [sig, members] = *it;
       Node child;
@@ -257,11 +277,23 @@ RegionStatus visit_regions(const Domains& domains, const std::vector<ClauseList>
         child.box[col] = AtomSet{false, members};
       }
       child.begin.push_back(0);
-      size_t s = 0;
+      child.live.reserve(full_positions.size() + sig.size());
+      size_t s = 0, f = 0;
       for (uint32_t k = 0; k < lists.size(); ++k) {
-        for (uint32_t p = node.begin[k]; p < node.begin[k + 1]; ++p) {
-          while (s < sig.size() && sig[s] < p) ++s;
-          if (full[p] || (s < sig.size() && sig[s] == p)) child.live.push_back(node.live[p]);
+        const uint32_t end = node.begin[k + 1];
+        // Positions of list k in increasing order: the union of the full ones and the signature.
+        while (true) {
+          const bool has_f = f < full_positions.size() && full_positions[f] < end;
+          const bool has_s = s < sig.size() && sig[s] < end;
+          if (!has_f && !has_s) break;
+          uint32_t p;
+          if (has_f && (!has_s || full_positions[f] <= sig[s])) {
+            p = full_positions[f++];
+            if (has_s && sig[s] == p) ++s;
+          } else {
+            p = sig[s++];
+          }
+          child.live.push_back(node.live[p]);
         }
         child.begin.push_back(static_cast<uint32_t>(child.live.size()));
       }

@@ -216,6 +216,34 @@ TEST_F(CliTest, CompileJsonDiagnosticsGoToStdout) {
   EXPECT_NE(r.out.find("nevr"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, CompileTimingsListEveryStageAndChangeNoByte) {
+  compile_gate();
+  const std::string plain = read_file(table_path());
+  const std::string timed = (dir_ / "timed.rgt").string();
+  const Result r = run({"compile", "--timings", kPolicy, "-o", timed});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(timed), plain);
+  std::vector<std::string> stages;
+  for (const std::string& line : lines_of(r.err)) {
+    if (line.rfind("timing: ", 0) != 0) continue;
+    EXPECT_NE(line.find(" s wall "), std::string::npos) << line;
+    EXPECT_NE(line.find(" s cpu"), std::string::npos) << line;
+    // "timing: <stage>  <wall> s wall  <cpu> s cpu": the stage is the text before the numbers.
+    const std::string rest = line.substr(8);
+    const size_t digits = rest.find_first_of("0123456789");
+    std::string stage = rest.substr(0, digits);
+    stage.erase(stage.find_last_not_of(' ') + 1);
+    stages.push_back(stage);
+  }
+  EXPECT_EQ(stages,
+            (std::vector<std::string>{"read", "parse", "ast", "check", "digest",
+                                      "analysis: partition", "analysis: rows", "analysis: regions",
+                                      "lower", "verify", "write", "total"}));
+  // Without the flag, no timing lines.
+  const Result quiet = run({"compile", kPolicy, "-o", timed});
+  EXPECT_EQ(quiet.err.find("timing:"), std::string::npos);
+}
+
 TEST_F(CliTest, CompileUnreadablePolicyIsAnIoError) {
   const Result r = run({"compile", (dir_ / "missing.yaml").string(), "-o", table_path()});
   EXPECT_EQ(r.exit_code, 2);

@@ -17,7 +17,8 @@ extract() {
 }
 extract BM_Replaygate > "$work/rg.dat"
 extract BM_UnorderedMap > "$work/map.dat"
-awk -F'\t' 'NR > 1 && $3 ~ /^[0-9.]+$/ {print $2, $3}' "$compile" > "$work/compile.dat"
+awk -F'\t' 'NR > 1 && $1 == "yaml" && $3 ~ /^[0-9.]+$/ {print $2, $3}' "$compile" > "$work/compile.dat"
+awk -F'\t' 'NR > 1 && $1 == "dsl" && $3 ~ /^[0-9.]+$/ {print $2, $3}' "$compile" > "$work/compile_dsl.dat"
 gnuplot <<GP
 set terminal pngcairo size 1000,420 font "sans,10" noenhanced
 set output "$png"
@@ -32,8 +33,9 @@ plot "$work/rg.dat" using 1:2 with linespoints title "replaygate decide", \
      "$work/map.dat" using 1:2 with linespoints title "unordered_map + guards"
 set logscale y
 set ylabel "seconds"
-set title "compile time (YAML front-end)"
-plot "$work/compile.dat" using 1:2 with linespoints title "replaygate compile (yaml)"
+set title "compile time per front-end"
+plot "$work/compile.dat" using 1:2 with linespoints title "replaygate compile (yaml)", \
+     "$work/compile_dsl.dat" using 1:2 with linespoints title "replaygate compile (.policy)"
 unset multiplot
 GP
 echo "wrote $png"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/lower.h"
+#include "compiler/timings.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/policy_source.h"
@@ -21,7 +22,22 @@ struct CompileOptions {
   std::string policy;
   std::string output;
   std::string format = "text";
+  bool timings = false;
 };
+
+// `--timings`: one line per stage on stderr, "timing: <stage> <wall> s wall <cpu> s cpu", then
+// the total.
+void print_timings(const StageTimings& timings) {
+  StageTime total{"total"};
+  for (const StageTime& t : timings) {
+    std::fprintf(stderr, "timing: %-20s %8.3f s wall %8.3f s cpu\n", t.stage.c_str(),
+                 t.wall_seconds, t.cpu_seconds);
+    total.wall_seconds += t.wall_seconds;
+    total.cpu_seconds += t.cpu_seconds;
+  }
+  std::fprintf(stderr, "timing: %-20s %8.3f s wall %8.3f s cpu\n", "total", total.wall_seconds,
+               total.cpu_seconds);
+}
 
 int run_compile(const CompileOptions& options) {
   DiagnosticFormat format;
@@ -51,7 +67,9 @@ int run_compile(const CompileOptions& options) {
   }
   LoadedPolicy loaded;
   const int code = load_policy_reporting(options.policy, format, &loaded);
+  StageClock clock(&loaded.timings);
   if (code != kExitOk) {
+    if (options.timings) print_timings(loaded.timings);
     if (code == kExitFindings) {
       std::fprintf(stderr, "%s: errors found; %s not written\n", options.policy.c_str(),
                    options.output.c_str());
@@ -59,9 +77,11 @@ int run_compile(const CompileOptions& options) {
     return code;
   }
   const std::vector<uint8_t> bytes = lower(*loaded.policy);
+  clock.lap("lower");
   // Load what we are about to publish: never write a table the runtime would refuse.
   LoadStatus status;
   const std::unique_ptr<Table> table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  clock.lap("verify");
   if (table == nullptr) {
     std::fprintf(stderr, "replaygate: internal error: the compiled table does not load: %s: %s\n",
                  load_error_name(status.error), status.message.c_str());
@@ -73,6 +93,8 @@ int run_compile(const CompileOptions& options) {
     std::fprintf(stderr, "replaygate: %s\n", error.c_str());
     return kExitUsage;
   }
+  clock.lap("write");
+  if (options.timings) print_timings(loaded.timings);
   std::fprintf(stderr, "%s: wrote %s (%zu bytes, policy %s revision %lld, checksum %s)\n",
                options.policy.c_str(), options.output.c_str(), bytes.size(),
                std::string(table->policy_id()).c_str(), static_cast<long long>(table->revision()),
@@ -91,6 +113,10 @@ Runner setup_compile(CLI::App& sub) {
   sub.add_option("POLICY", options->policy, "Policy file (.policy or .yaml)")->required();
   sub.add_option("-o,--output", options->output, "Table file to write (e.g. gate.rgt)")->required();
   sub.add_option("--format", options->format, "Diagnostics format: text (default) or json");
+  sub.add_flag(
+      "--timings", options->timings,
+      "Print the wall and CPU time of each stage (read, parse, check, analysis, lower, verify, "
+      "write) to stderr");
   return [options] { return run_compile(*options); };
 }
 
