@@ -83,10 +83,12 @@ struct DecideIndex {
   static constexpr uint32_t kNoEmptyRule = 0xFFFFFFFEu;
   static constexpr uint32_t kMaxLinearCuts = 8;
   // A dense matrix is built when its cells number at most max(kDenseMinCap, 4 x the table's rows)
-  // and at most kDenseMaxCells (64 MiB of u32 cells), and all matrices together stay under
-  // kDenseMaxCells.
+  // and at most kDenseMaxCells (2 MiB of u32 cells), and all matrices together stay under
+  // kDenseMaxCells. The cap keeps load time bounded: building a matrix probes every row once
+  // (to include only rows the general path reaches), which at 1,000,000 rows cost ~165 ms of the
+  // load, against a 50 ms load target (docs/benchmarks.md).
   static constexpr uint64_t kDenseMinCap = uint64_t{1} << 16;
-  static constexpr uint64_t kDenseMaxCells = uint64_t{1} << 24;
+  static constexpr uint64_t kDenseMaxCells = uint64_t{1} << 19;
   // Cells: 0 = no row matches; else (catalog index + 1) << 8 | verb (verb < 256, catalog index
   // < 2^24; a table outside those bounds keeps the hash probes).
   static constexpr uint32_t kCellVerbBits = 8;
