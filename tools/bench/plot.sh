@@ -22,7 +22,7 @@ awk -F'\t' 'NR > 1 && $1 == "dsl" && $3 ~ /^[0-9.]+$/ {print $2, $3}' "$compile"
 gnuplot <<GP
 set terminal pngcairo size 1000,420 font "sans,10" noenhanced
 set output "$png"
-set multiplot layout 1,2 title "replaygate on 2 shared cores (see docs/benchmarks.md)"
+set multiplot layout 1,2 title "replaygate on a 2-vCPU VM (see docs/benchmarks.md)"
 set logscale x
 set xlabel "table rows"
 set grid
