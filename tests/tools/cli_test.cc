@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/table.h"
@@ -317,8 +318,9 @@ TEST_F(CliTest, DecideLettersEveryBadRecordGetsOneLine) {
       run({"decide", "--table", table_path(), kSource + "/tests/data/letters/records.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
-            "summary: 23 records, never 1, replay_once 2, hold 20; invalid 17, duplicate-key "
-            "holds 0, budget holds 0\n");
+            "summary: 23 records, never 1, replay_once 2, hold 20; invalid 17, maybe-duplicate "
+            "holds 0, budget holds 0; replayed keys 2 in a 16 MiB filter, false-positive rate "
+            "3.5e-18\n");
   EXPECT_EQ(lines_of(r.out).size(), 23u);
   expect_golden(r.out, checksum, "letters/records.expected.jsonl");
 }
@@ -374,16 +376,17 @@ TEST_F(CliTest, DecideDuplicateIdempotencyKeyReplaysOnce) {
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_NE(lines[0].find("\"verb\":\"replay_once\""), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find("\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\","
-                          "\"rule\":\"dump:duplicate_key\",\"reason\":\"duplicate idempotency "
-                          "key in this dump\""),
+                          "\"rule\":\"dump:maybe_duplicate\",\"reason\":\"idempotency key "
+                          "probably replayed earlier in this dump (a replayed-key filter match; "
+                          "its false-positive rate is in the run summary)\""),
             std::string::npos)
       << lines[1];
   EXPECT_NE(lines[1].find("\"invalid\":false"), std::string::npos);
   // A never verb is never touched by the dump rules, even with a seen key.
   EXPECT_NE(lines[2].find("\"verb\":\"never\""), std::string::npos) << lines[2];
   EXPECT_EQ(r.err,
-            "summary: 6 records, never 1, replay_once 4, hold 1; invalid 0, duplicate-key holds "
-            "1, budget holds 0\n");
+            "summary: 6 records, never 1, replay_once 4, hold 1; invalid 0, maybe-duplicate holds "
+            "1, budget holds 0; replayed keys 4 in a 16 MiB filter, false-positive rate 6.9e-18\n");
 }
 
 TEST_F(CliTest, DecideMisspelledDedupeFieldIsAUsageError) {
@@ -416,7 +419,7 @@ TEST_F(CliTest, DecideSaysSoWhenThePolicyHasNoIdempotencyKey) {
   EXPECT_EQ(r.err,
             "replaygate: note: the policy has no string input 'idempotency_key'; every letter "
             "may be replayed (name one with --dedupe-field)\n"
-            "summary: 2 records, hold 0, replay_once 2; invalid 0, duplicate-key holds 0, "
+            "summary: 2 records, hold 0, replay_once 2; invalid 0, maybe-duplicate holds 0, "
             "budget holds 0\n");
 }
 
@@ -474,13 +477,13 @@ TEST_F(CliTest, DecideMaxReplaysHoldsTheRest) {
         << lines[i];
   }
   EXPECT_EQ(r.err,
-            "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, duplicate-key holds "
-            "1, budget holds 2\n");
+            "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, maybe-duplicate holds "
+            "1, budget holds 2; replayed keys 2 in a 16 MiB filter, false-positive rate 3.5e-18\n");
   const Result zero = run({"decide", "--policy", kPolicy, "--max-replays", "0",
                            kSource + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(zero.err,
-            "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, duplicate-key holds "
-            "0, budget holds 5\n");
+            "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, maybe-duplicate holds "
+            "0, budget holds 5; replayed keys 0 in a 16 MiB filter, false-positive rate 0\n");
 }
 
 TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
@@ -492,7 +495,7 @@ TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_NE(lines[0].find("\"verb\":\"replay_once\""), std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find("\"rule\":\"dump:duplicate_key\""), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("\"rule\":\"dump:maybe_duplicate\""), std::string::npos) << lines[1];
   EXPECT_NE(lines[3].find("\"verb\":\"replay_once\""), std::string::npos) << lines[3];
   for (size_t i : {4u, 5u}) {
     EXPECT_NE(lines[i].find("\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\","
@@ -504,14 +507,16 @@ TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
     EXPECT_NE(lines[i].find("\"invalid\":false}"), std::string::npos) << lines[i];
   }
   EXPECT_EQ(r.err,
-            "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, duplicate-key holds "
-            "1, budget holds 0, key-limit holds 2\n");
+            "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, maybe-duplicate holds "
+            "1, budget holds 0, key-limit holds 2; replayed keys 2 in a 16 MiB filter, "
+            "false-positive rate 3.5e-18\n");
   // 0 remembers nothing: every keyed create verb is held.
   const Result zero = run({"decide", "--policy", kPolicy, "--max-replayed-keys", "0",
                            kSource + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(zero.err,
-            "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, duplicate-key holds "
-            "0, budget holds 0, key-limit holds 5\n");
+            "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, maybe-duplicate holds "
+            "0, budget holds 0, key-limit holds 5; replayed keys 0 in a 16 MiB filter, "
+            "false-positive rate 0\n");
   for (const char* bad : {"-1", "abc", "1e3", "", "4294967297"}) {
     const Result b = run({"decide", "--policy", kPolicy, "--max-replayed-keys", bad,
                           kSource + "/tests/data/letters/duplicates.jsonl"});
@@ -523,13 +528,85 @@ TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
   }
 }
 
+TEST_F(CliTest, DecideReplayedKeysMemoryTakesWholeMiB) {
+  for (const char* bad : {"0", "-1", "abc", "1.5", "", "16MiB", "65537"}) {
+    const Result b = run({"decide", "--policy", kPolicy, "--replayed-keys-memory", bad,
+                          kSource + "/tests/data/letters/duplicates.jsonl"});
+    EXPECT_EQ(b.exit_code, 2) << bad;
+    EXPECT_TRUE(b.out.empty()) << bad;
+    EXPECT_EQ(b.err, std::string("replaygate decide: error: --replayed-keys-memory takes a whole "
+                                 "number of MiB from 1 to 65536 (decimal), not '") +
+                         bad + "'\nRun 'replaygate decide --help' for usage.\n");
+  }
+  const Result r = run({"decide", "--policy", kPolicy, "--replayed-keys-memory", "1",
+                        kSource + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "summary: 6 records, never 1, replay_once 4, hold 1; invalid 0, maybe-duplicate holds "
+            "1, budget holds 0; replayed keys 4 in a 1 MiB filter, false-positive rate 1.1e-16\n");
+}
+
+TEST_F(CliTest, DecideOverfullFilterHoldsAndWarns) {
+  // 240,000 create-verb letters with 160,000 distinct keys (every third repeats a key seen
+  // before) through the smallest filter, 1 MiB: the filter's rate passes 1e-6, so the run
+  // warns. Whatever its mistakes, every repeated key is held and no key is replayed twice.
+  std::string dump;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 240000; ++i) {
+    const int key = i % 3 == 2 ? (i * 7919) % (i / 3 * 2 + 1) : i / 3 * 2 + i % 3;
+    keys.push_back("k" + std::to_string(key));
+    dump +=
+        "{\"topic\":\"payment.capture\",\"error_class\":\"timeout\",\"attempts\":1,"
+        "\"idempotency_key\":\"" +
+        keys.back() + "\",\"already_committed\":false}\n";
+  }
+  write_file(dir_ / "many.jsonl", dump);
+  const Result r = run({"decide", "--policy", kPolicy, "--replayed-keys-memory", "1",
+                        (dir_ / "many.jsonl").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), keys.size());
+  std::unordered_set<std::string> seen, replayed;
+  size_t first_held = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const bool repeat = !seen.insert(keys[i]).second;
+    const bool replay = lines[i].find("\"verb\":\"replay_once\"") != std::string::npos;
+    if (replay) {
+      ASSERT_FALSE(repeat) << i << " " << lines[i];
+      ASSERT_TRUE(replayed.insert(keys[i]).second) << i;
+    } else {
+      ASSERT_NE(lines[i].find("\"rule\":\"dump:maybe_duplicate\""), std::string::npos) << lines[i];
+      if (!repeat) ++first_held;  // a false positive: held, never replayed
+    }
+  }
+  EXPECT_EQ(seen.size(), 160000u);
+  EXPECT_EQ(replayed.size() + first_held, 160000u);
+  EXPECT_NE(r.err.find("summary: 240000 records, never 0, replay_once " +
+                       std::to_string(replayed.size())),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("replayed keys " + std::to_string(replayed.size()) +
+                       " in a 1 MiB filter, false-positive rate "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("\nreplaygate: warning: the 1 MiB replayed-key filter is too full: a new "
+                       "key is now held as dump:maybe_duplicate by mistake with probability "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("; decide the dump again with --replayed-keys-memory 2 (keeps the rate "
+                       "under 1.0e-06 for up to 240000 keys)\n"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(CliTest, DecideShippedLetters) {
   const Result r = run({"decide", "--policy", kPolicy, kSource + "/examples/letters.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(lines_of(r.out).size(), 20u);
-  EXPECT_EQ(r.err,
-            "summary: 20 records, never 6, replay_once 4, hold 10; invalid 3, duplicate-key holds "
-            "1, budget holds 0\n");
+  EXPECT_EQ(
+      r.err,
+      "summary: 20 records, never 6, replay_once 4, hold 10; invalid 3, maybe-duplicate holds "
+      "1, budget holds 0; replayed keys 4 in a 16 MiB filter, false-positive rate 6.9e-18\n");
 }
 
 // ---- decide: kafka ----
@@ -540,9 +617,10 @@ TEST_F(CliTest, DecideKafkaThroughTheMapping) {
                         kSource + "/tests/data/mapping/spring.mapping.yaml",
                         kSource + "/tests/data/mapping/records.kcat.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "summary: 15 records, never 1, replay_once 1, hold 13; invalid 9, duplicate-key holds "
-            "1, budget holds 0\n");
+  EXPECT_EQ(
+      r.err,
+      "summary: 15 records, never 1, replay_once 1, hold 13; invalid 9, maybe-duplicate holds "
+      "1, budget holds 0; replayed keys 1 in a 16 MiB filter, false-positive rate 1.7e-18\n");
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 15u);
   EXPECT_NE(lines[2].find("\"reason\":\"invalid input: error_class (no mapping for "
@@ -582,8 +660,9 @@ TEST_F(CliTest, DecideShippedKafkaDump) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(lines_of(r.out).size(), 62u);
   EXPECT_EQ(r.err,
-            "summary: 62 records, never 18, replay_once 21, hold 23; invalid 6, duplicate-key "
-            "holds 2, budget holds 0\n");
+            "summary: 62 records, never 18, replay_once 21, hold 23; invalid 6, maybe-duplicate "
+            "holds 2, budget holds 0; replayed keys 21 in a 16 MiB filter, false-positive rate "
+            "3.7e-17\n");
 }
 
 // ---- test ----

@@ -1,53 +1,98 @@
-// The run-wide rules of `replaygate decide` (tools/cli/dump_rules.h): the bounded fingerprint set,
-// the key cap, and the direction of a fingerprint collision (always a hold, never a replay).
+// The run-wide rules of `replaygate decide` (tools/cli/dump_rules.h): the fixed-size split block
+// Bloom filter of replayed keys, its false-positive estimate, the key cap, and the direction of
+// every mistake (a hold, never a second replay).
 #include "tools/cli/dump_rules.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace replaygate::cli {
 namespace {
 
 using Outcome = DumpRules::Outcome;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-TEST(ReplayedKeysTest, RemembersExactlyWhatWasInserted) {
-  ReplayedKeys keys(100000);
-  for (uint64_t k = 1; k <= 50000; ++k) ASSERT_TRUE(keys.insert(k * 7919));
-  EXPECT_EQ(keys.size(), 50000u);
-  for (uint64_t k = 1; k <= 50000; ++k) ASSERT_TRUE(keys.contains(k * 7919)) << k;
-  for (uint64_t k = 1; k <= 50000; ++k) ASSERT_FALSE(keys.contains(k * 7919 + 1)) << k;
+uint64_t hash_of(const std::string& key) { return ReplayedKeyFilter::hash(key); }
+
+TEST(ReplayedKeyFilterTest, SizeIsWholeBlocksAndAtLeastOne) {
+  EXPECT_EQ(ReplayedKeyFilter(16 * kMiB).blocks(), 524288u);
+  EXPECT_EQ(ReplayedKeyFilter(16 * kMiB).bytes(), 16 * kMiB);
+  EXPECT_EQ(ReplayedKeyFilter(100).blocks(), 3u);  // 96 bytes
+  EXPECT_EQ(ReplayedKeyFilter(0).blocks(), 1u);
+  EXPECT_EQ(ReplayedKeyFilter(31).bytes(), 32u);
 }
 
-TEST(ReplayedKeysTest, RefusesKeysBeyondTheCap) {
-  ReplayedKeys keys(3);
-  EXPECT_TRUE(keys.insert(11));
-  EXPECT_TRUE(keys.insert(22));
-  EXPECT_TRUE(keys.insert(33));
-  EXPECT_FALSE(keys.insert(44));
-  EXPECT_EQ(keys.size(), 3u);
-  EXPECT_FALSE(keys.contains(44));
-  EXPECT_TRUE(keys.contains(33));
-
-  ReplayedKeys none(0);
-  EXPECT_FALSE(none.insert(1));
-  EXPECT_FALSE(none.contains(1));
+TEST(ReplayedKeyFilterTest, NeverForgetsAKey) {
+  // No false negatives, even in a filter far too small for its keys.
+  for (const uint64_t bytes : {uint64_t{64} << 10, uint64_t{32}}) {
+    ReplayedKeyFilter filter(bytes);
+    for (int k = 0; k < 100000; ++k) filter.insert(hash_of("k" + std::to_string(k)));
+    for (int k = 0; k < 100000; ++k) {
+      ASSERT_TRUE(filter.contains(hash_of("k" + std::to_string(k)))) << bytes << " " << k;
+    }
+  }
 }
 
-TEST(ReplayedKeysTest, MemoryIsBoundedByTheCap) {
-  // 8 bytes per slot, at most 3/4 full: the default cap of 10,000,000 keys needs 2^24 slots.
-  EXPECT_EQ(ReplayedKeys::max_bytes(ReplayedKeys::kDefaultMaxKeys), uint64_t{128} << 20);
-  EXPECT_EQ(ReplayedKeys::max_bytes(768), 8192u);  // the first array (1,024 slots)
-  EXPECT_EQ(ReplayedKeys::max_bytes(769), 16384u);
-  EXPECT_EQ(ReplayedKeys::max_bytes(0), 0u);
+TEST(ReplayedKeyFilterTest, EmptyFilterContainsNothing) {
+  ReplayedKeyFilter filter(kMiB);
+  for (int k = 0; k < 10000; ++k) ASSERT_FALSE(filter.contains(hash_of("k" + std::to_string(k))));
 }
 
-TEST(ReplayedKeysTest, FingerprintIsNeverTheEmptyMarker) {
-  EXPECT_NE(ReplayedKeys::fingerprint(""), 0u);
-  EXPECT_EQ(ReplayedKeys::fingerprint("k1"), ReplayedKeys::fingerprint(std::string("k1")));
-  EXPECT_NE(ReplayedKeys::fingerprint("k1"), ReplayedKeys::fingerprint("k2"));
+TEST(ReplayedKeyFilterTest, BlockFromTheUpperBitsWordBitsFromTheLower) {
+  // Parquet's layout: with one block every hash lands in it, and the eight bits come from the
+  // lower 32 bits only, so two hashes that differ only above bit 31 are the same entry.
+  ReplayedKeyFilter one(32);
+  one.insert(0x1234567800000001ull);
+  EXPECT_TRUE(one.contains(0xFFFFFFFF00000001ull));
+  EXPECT_TRUE(one.contains(0x0000000000000001ull));
+  EXPECT_FALSE(one.contains(0x1234567800000002ull));
+  // With two blocks the upper 32 bits pick the block: 0x8000_0000 and above is block 1.
+  ReplayedKeyFilter two(64);
+  two.insert(0x0000000000000001ull);
+  EXPECT_TRUE(two.contains(0x7FFFFFFF00000001ull));
+  EXPECT_FALSE(two.contains(0x8000000000000001ull));
+}
+
+TEST(ReplayedKeyFilterTest, EstimatedRateMatchesTheDocumentedFigures) {
+  const uint64_t blocks_16mib = 16 * kMiB / ReplayedKeyFilter::kBlockBytes;
+  EXPECT_EQ(ReplayedKeyFilter::false_positive_rate(0, blocks_16mib), 0.0);
+  // docs/cli.md "Dump semantics": 16 MiB holds 1,000,000 keys at 3.3e-8, 10,000,000 at 3.2e-3.
+  const double at_1m = ReplayedKeyFilter::false_positive_rate(1'000'000, blocks_16mib);
+  EXPECT_GT(at_1m, 3.2e-8);
+  EXPECT_LT(at_1m, 3.4e-8);
+  const double at_10m = ReplayedKeyFilter::false_positive_rate(10'000'000, blocks_16mib);
+  EXPECT_GT(at_10m, 3.1e-3);
+  EXPECT_LT(at_10m, 3.2e-3);
+  // 64 MiB keeps 10,000,000 keys under 1e-5 (2.5e-6).
+  const double at_10m_64 = ReplayedKeyFilter::false_positive_rate(
+      10'000'000, 64 * kMiB / ReplayedKeyFilter::kBlockBytes);
+  EXPECT_GT(at_10m_64, 2.4e-6);
+  EXPECT_LT(at_10m_64, 2.6e-6);
+  // Saturated: one block and thousands of keys (no underflow on the way).
+  EXPECT_GT(ReplayedKeyFilter::false_positive_rate(100000, 1), 0.999);
+  EXPECT_LE(ReplayedKeyFilter::false_positive_rate(100000, 1), 1.0);
+}
+
+TEST(ReplayedKeyFilterTest, MeasuredRateIsCloseToTheEstimate) {
+  // 2,048 blocks and 40,000 keys (about 20 a block): the estimate is 3.5e-3, so of 400,000 keys
+  // never inserted about 1,400 should look contained.
+  ReplayedKeyFilter filter(64 << 10);
+  for (int k = 0; k < 40000; ++k) filter.insert(hash_of("in" + std::to_string(k)));
+  int false_positives = 0;
+  const int queries = 400000;
+  for (int k = 0; k < queries; ++k)
+    false_positives += filter.contains(hash_of("out" + std::to_string(k)));
+  const double estimate = ReplayedKeyFilter::false_positive_rate(40000, filter.blocks());
+  EXPECT_GT(estimate, 3.4e-3);
+  EXPECT_LT(estimate, 3.6e-3);
+  const double measured = static_cast<double>(false_positives) / queries;
+  EXPECT_GT(measured, estimate * 0.85) << false_positives;
+  EXPECT_LT(measured, estimate * 1.15) << false_positives;
 }
 
 std::vector<Outcome> judge_all(DumpRules& rules, const std::vector<std::string>& keys) {
@@ -60,52 +105,136 @@ std::vector<Outcome> judge_all(DumpRules& rules, const std::vector<std::string>&
 }
 
 TEST(DumpRulesTest, OneReplayPerKey) {
-  DumpRules rules(-1, 10);
+  DumpRules rules(-1, 10, 16 * kMiB);
   EXPECT_EQ(judge_all(rules, {"a", "b", "a", "c", "b"}),
-            (std::vector<Outcome>{Outcome::kReplay, Outcome::kReplay, Outcome::kDuplicate,
-                                  Outcome::kReplay, Outcome::kDuplicate}));
+            (std::vector<Outcome>{Outcome::kReplay, Outcome::kReplay, Outcome::kMaybeDuplicate,
+                                  Outcome::kReplay, Outcome::kMaybeDuplicate}));
   EXPECT_EQ(rules.replays(), 3u);
+  EXPECT_EQ(rules.keys(), 3u);
   EXPECT_EQ(rules.judge(nullptr), Outcome::kReplay);  // no key: only the budget applies
   EXPECT_EQ(rules.judge(nullptr), Outcome::kReplay);
+  EXPECT_EQ(rules.keys(), 3u);
+}
+
+TEST(DumpRulesTest, EveryRealDuplicateIsHeldAndNoKeyIsReplayedTwice) {
+  // 30,000 keys, each appearing one to four times in a scrambled order, through a filter of
+  // 16 KiB (512 blocks, ~60 keys a block: about 1 new key in 5 looks seen). Whatever the
+  // filter's mistakes, a key is replayed at most once and every repeat is held.
+  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, 16 << 10);
+  std::vector<std::string> stream;
+  for (int k = 0; k < 30000; ++k) {
+    for (int copy = 0; copy <= k % 4; ++copy) stream.push_back("key-" + std::to_string(k));
+  }
+  uint64_t state = 12345;
+  for (size_t i = stream.size() - 1; i > 0; --i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(stream[i], stream[(state >> 33) % (i + 1)]);
+  }
+  std::unordered_map<std::string, int> seen, replayed;
+  uint64_t first_held = 0;
+  for (const std::string& key : stream) {
+    const std::string_view view = key;
+    const Outcome outcome = rules.judge(&view);
+    const bool repeat = seen[key]++ > 0;
+    if (repeat) {
+      ASSERT_EQ(outcome, Outcome::kMaybeDuplicate) << key;
+    } else if (outcome != Outcome::kReplay) {
+      ASSERT_EQ(outcome, Outcome::kMaybeDuplicate) << key;  // a false positive: held
+      ++first_held;
+    }
+    if (outcome == Outcome::kReplay) {
+      ASSERT_EQ(++replayed[key], 1) << key;
+    }
+  }
+  EXPECT_GT(first_held, 0u);  // the filter was too small: it did make mistakes...
+  EXPECT_EQ(rules.replays(), 30000u - first_held);  // ...and each one cost a replay, not a key
+  EXPECT_GT(rules.false_positive_rate(), DumpRules::kWarnFalsePositiveRate);
+  EXPECT_EQ(rules.keys_seen_at_most(), stream.size());  // every lookup counted once
 }
 
 uint64_t everything_collides(std::string_view) noexcept { return 42; }
 
-TEST(DumpRulesTest, AFingerprintCollisionHoldsNeverReplays) {
-  // Different keys with the same fingerprint: the second is held as a duplicate.
-  DumpRules rules(-1, 10, &everything_collides);
+TEST(DumpRulesTest, AHashCollisionHoldsNeverReplays) {
+  // Different keys with the same hash: the second is held as a maybe-duplicate.
+  DumpRules rules(-1, 10, 16 * kMiB, &everything_collides);
   EXPECT_EQ(judge_all(rules, {"k1", "k2", "k3", "k1"}),
-            (std::vector<Outcome>{Outcome::kReplay, Outcome::kDuplicate, Outcome::kDuplicate,
-                                  Outcome::kDuplicate}));
+            (std::vector<Outcome>{Outcome::kReplay, Outcome::kMaybeDuplicate,
+                                  Outcome::kMaybeDuplicate, Outcome::kMaybeDuplicate}));
   EXPECT_EQ(rules.replays(), 1u);
+  EXPECT_EQ(rules.keys(), 1u);
 }
 
-uint64_t zero_fingerprint(std::string_view) noexcept { return 0; }
+uint64_t zero_hash(std::string_view) noexcept { return 0; }
 
-TEST(DumpRulesTest, AZeroFingerprintStillCountsAsSeen) {
-  DumpRules rules(-1, 10, &zero_fingerprint);
+TEST(DumpRulesTest, AZeroHashIsAKeyLikeAnyOther) {
+  DumpRules rules(-1, 10, 16 * kMiB, &zero_hash);
   EXPECT_EQ(judge_all(rules, {"a", "b"}),
-            (std::vector<Outcome>{Outcome::kReplay, Outcome::kDuplicate}));
+            (std::vector<Outcome>{Outcome::kReplay, Outcome::kMaybeDuplicate}));
+}
+
+TEST(DumpRulesTest, ASaturatedFilterHoldsNewKeys) {
+  // One 32-byte block: after some dozens of keys most bits are set and most new keys look seen:
+  // they are held (the filter fills ever more slowly, since held keys are not inserted). Nothing
+  // is ever replayed twice, and the rate says how bad it is.
+  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, 32);
+  uint64_t replays = 0, holds = 0;
+  for (int k = 0; k < 3000; ++k) {
+    const std::string key = "k" + std::to_string(k);
+    const std::string_view view = key;
+    const Outcome outcome = rules.judge(&view);
+    if (outcome == Outcome::kReplay) {
+      ++replays;
+    } else {
+      ASSERT_EQ(outcome, Outcome::kMaybeDuplicate) << key;
+      ++holds;
+    }
+  }
+  EXPECT_LT(replays, 150u);
+  EXPECT_EQ(rules.replays(), replays);
+  EXPECT_EQ(rules.keys(), replays);
+  // The selected keys filled the block far more than as many random keys would (estimate 0.55):
+  // the rate is measured, and is what the run saw.
+  EXPECT_GT(rules.false_positive_rate(), 0.95);
+  EXPECT_NEAR(rules.false_positive_rate(), static_cast<double>(holds - 100) / (3000 - 100), 0.05);
+  EXPECT_EQ(rules.keys_seen_at_most(), 3000u);
+  // 3,000 keys in 1 MiB stay far under the warning rate.
+  EXPECT_EQ(rules.mib_for_rate(DumpRules::kWarnFalsePositiveRate), 1u);
+}
+
+TEST(DumpRulesTest, MemoryForARateGrowsWithTheKeys) {
+  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, 16 * kMiB);
+  EXPECT_EQ(rules.false_positive_rate(), 0.0);
+  for (int k = 0; k < 500000; ++k) {
+    const std::string key = "k" + std::to_string(k);
+    const std::string_view view = key;
+    ASSERT_EQ(rules.judge(&view), Outcome::kReplay) << key;  // 16 MiB: no mistake expected
+  }
+  EXPECT_LT(rules.false_positive_rate(), 1e-8);
+  EXPECT_EQ(rules.mib_for_rate(1e-6), 4u);  // 500,000 keys: 4 MiB reach 1e-6
 }
 
 TEST(DumpRulesTest, KeyLimitHoldsNewKeysButStillCatchesDuplicates) {
-  DumpRules rules(-1, 2);
-  EXPECT_EQ(judge_all(rules, {"a", "b", "c", "a", "d", "c"}),
-            (std::vector<Outcome>{Outcome::kReplay, Outcome::kReplay, Outcome::kKeyLimit,
-                                  Outcome::kDuplicate, Outcome::kKeyLimit, Outcome::kKeyLimit}));
+  DumpRules rules(-1, 2, 16 * kMiB);
+  EXPECT_EQ(
+      judge_all(rules, {"a", "b", "c", "a", "d", "c"}),
+      (std::vector<Outcome>{Outcome::kReplay, Outcome::kReplay, Outcome::kKeyLimit,
+                            Outcome::kMaybeDuplicate, Outcome::kKeyLimit, Outcome::kKeyLimit}));
   EXPECT_EQ(rules.replays(), 2u);
-  EXPECT_EQ(rules.keys().size(), 2u);
+  EXPECT_EQ(rules.keys(), 2u);
   // Records without a key are not remembered, so the cap does not hold them.
   EXPECT_EQ(rules.judge(nullptr), Outcome::kReplay);
+  DumpRules none(-1, 0, 16 * kMiB);
+  EXPECT_EQ(judge_all(none, {"a", "a"}),
+            (std::vector<Outcome>{Outcome::kKeyLimit, Outcome::kKeyLimit}));
 }
 
 TEST(DumpRulesTest, BudgetComesAfterDuplicatesAndBeforeTheKeyLimit) {
-  DumpRules rules(2, 2);
+  DumpRules rules(2, 2, 16 * kMiB);
   EXPECT_EQ(judge_all(rules, {"a", "a", "b", "c", "b"}),
-            (std::vector<Outcome>{Outcome::kReplay, Outcome::kDuplicate, Outcome::kReplay,
-                                  Outcome::kBudget, Outcome::kDuplicate}));
+            (std::vector<Outcome>{Outcome::kReplay, Outcome::kMaybeDuplicate, Outcome::kReplay,
+                                  Outcome::kBudget, Outcome::kMaybeDuplicate}));
   EXPECT_EQ(rules.judge(nullptr), Outcome::kBudget);
-  DumpRules zero(0, 10);
+  DumpRules zero(0, 10, 16 * kMiB);
   EXPECT_EQ(judge_all(zero, {"a", "a"}),
             (std::vector<Outcome>{Outcome::kBudget, Outcome::kBudget}));
 }

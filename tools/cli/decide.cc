@@ -1,14 +1,15 @@
 // `replaygate decide`: decide every record of a dead-letter dump, one JSON line out per line in.
 //
-// Streams: one capped line in memory at a time, output in 1 MiB blocks; the only state that grows
-// is one 8-byte fingerprint per idempotency key granted a replay, capped by --max-replayed-keys
-// (dump_rules.h). Dump semantics on top of the policy (docs/cli.md), which only ever turn a
+// Streams: one capped line in memory at a time, output in 1 MiB blocks, and a fixed-size filter
+// of the idempotency keys granted a replay (--replayed-keys-memory, dump_rules.h): memory does not
+// grow with the dump. Dump semantics on top of the policy (docs/cli.md), which only ever turn a
 // create-effect verb into the default:
 //   * within one run only the first record with a given idempotency key may get a create verb;
-//     later ones get the default, rule "dump:duplicate_key";
+//     a later one whose key is in the filter gets the default, rule "dump:maybe_duplicate" (a
+//     filter can also match a key it never saw: rarely, and only ever as a hold);
 //   * --max-replays N: create verbs after the first N get the default, rule "dump:replay_budget";
-//   * --max-replayed-keys N: once N keys are remembered, a create verb for a new key gets the
-//     default, rule "dump:key_limit" (it could not be checked against later duplicates).
+//   * --max-replayed-keys N: once N keys were replayed, a create verb for a new key gets the
+//     default, rule "dump:key_limit".
 //
 // Per record the loop does no allocation in the common case: everything after the metadata on an
 // output line depends only on (verb, rule, reason, invalid), so it is rendered once per distinct
@@ -17,11 +18,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,8 @@ struct DecideOptions {
   bool max_replays_set = false;  // --max-replays was on the command line (even as "")
   std::string max_keys;          // --max-replayed-keys, a decimal count, when given
   bool max_keys_set = false;
+  std::string filter_mib;  // --replayed-keys-memory, whole MiB, when given
+  bool filter_mib_set = false;
   std::string dedupe_field;   // "": idempotency_key when the policy has it
   std::string audit;          // --audit FILE: append every decision to this audit log
   std::string operator_name;  // --operator NAME, required with --audit
@@ -107,37 +112,53 @@ class DecisionText {
     }
     return view(*cached);
   }
+  // The rule name of a create verb the dump rules turned into the default.
+  static std::string_view held_rule(DumpRules::Outcome outcome) {
+    switch (outcome) {
+      case DumpRules::Outcome::kMaybeDuplicate:
+        return "dump:maybe_duplicate";
+      case DumpRules::Outcome::kBudget:
+        return "dump:replay_budget";
+      case DumpRules::Outcome::kKeyLimit:
+      case DumpRules::Outcome::kReplay:  // not a hold; never asked for
+        break;
+    }
+    return "dump:key_limit";
+  }
   // The text for a create verb the dump rules turned into the default.
   std::string_view held(DumpRules::Outcome outcome) {
     Span& cached = held_[static_cast<int>(outcome)];
     if (cached.length == 0) {
-      const uint32_t verb = table_.default_verb();
+      std::string_view reason;
       switch (outcome) {
-        case DumpRules::Outcome::kDuplicate:
-          cached = add(verb, "dump:duplicate_key", "duplicate idempotency key in this dump", false);
+        case DumpRules::Outcome::kMaybeDuplicate:
+          reason =
+              "idempotency key probably replayed earlier in this dump (a replayed-key filter "
+              "match; its false-positive rate is in the run summary)";
           break;
         case DumpRules::Outcome::kBudget:
-          cached = add(verb, "dump:replay_budget", "replay budget exhausted", false);
+          reason = "replay budget exhausted";
           break;
         case DumpRules::Outcome::kKeyLimit:
         case DumpRules::Outcome::kReplay:  // not a hold; never asked for
-          cached = add(verb, "dump:key_limit",
-                       "too many replayed keys to remember (--max-replayed-keys); held so that "
-                       "a later duplicate cannot be replayed",
-                       false);
+          reason =
+              "too many replayed keys to remember (--max-replayed-keys); held so that a later "
+              "duplicate cannot be replayed";
           break;
       }
+      cached = add(table_.default_verb(), held_rule(outcome), reason, false);
     }
     return view(cached);
   }
   // A record that could not be read: the default verb with `problem` as the reason (rare, not
   // cached). Appends to `out`.
-  void append_unreadable(std::string& out, std::string_view problem) const {
-    out += verb_json_[table_.default_verb()];
-    out += ",\"rule\":\"default\",\"reason\":";
-    append_json_string(out, problem);
-    out += tail_;
-    out += ",\"invalid\":true}\n";
+  void append_unreadable(ByteBuffer& out, std::string_view problem) const {
+    std::string text = verb_json_[table_.default_verb()];
+    text += ",\"rule\":\"default\",\"reason\":";
+    append_json_string(text, problem);
+    text += tail_;
+    text += ",\"invalid\":true}\n";
+    out.append(text.data(), text.size());
   }
 
  private:
@@ -167,15 +188,44 @@ class DecisionText {
   Span default_, invalid_other_, held_[4];
 };
 
-// Appends `value` in decimal.
-void append_decimal(std::string& out, uint64_t value) {
-  char digits[24];
-  const auto result = std::to_chars(digits, digits + sizeof digits, value);
-  out.append(digits, static_cast<size_t>(result.ptr - digits));
+// Writes the start of a record's output line, `{"n":N` and the echoed metadata, into `out`.
+void write_prefix(ByteBuffer& out, uint64_t line_number, const RecordMeta& meta) {
+  constexpr std::string_view kN = "{\"n\":", kMessageId = ",\"message_id\":",
+                             kBodyHash = ",\"body_hash\":";
+  size_t bound = kN.size() + 20;
+  if (meta.has_message_id) bound += kMessageId.size() + json_string_bound(meta.message_id);
+  if (meta.has_body_hash) bound += kBodyHash.size() + json_string_bound(meta.body_hash);
+  char* w = out.room(bound);
+  std::memcpy(w, kN.data(), kN.size());
+  w = std::to_chars(w + kN.size(), w + kN.size() + 20, line_number).ptr;
+  if (meta.has_message_id) {
+    std::memcpy(w, kMessageId.data(), kMessageId.size());
+    w = write_json_string(w + kMessageId.size(), meta.message_id);
+  }
+  if (meta.has_body_hash) {
+    std::memcpy(w, kBodyHash.data(), kBodyHash.size());
+    w = write_json_string(w + kBodyHash.size(), meta.body_hash);
+  }
+  out.commit(w);
 }
 
-// --max-replayed-keys above this is refused (2^32 keys already take a 64 GiB array).
+// --max-replayed-keys above this is refused (even the largest filter below would hold 2^32 keys
+// at a false-positive rate near 1%).
 constexpr int64_t kMaxKeysLimit = int64_t{1} << 32;
+// --replayed-keys-memory above this (MiB) is refused: 64 GiB, half the largest split block
+// filter Parquet's 32-bit block index can address.
+constexpr int64_t kMaxFilterMiB = int64_t{1} << 16;
+// Records decided ahead of the dump rules (see the main loop): enough that a filter block
+// prefetched in stage 1 has arrived by stage 2 (~300 ns a record), few enough to stay in L1.
+constexpr size_t kBatchRecords = 16;
+
+// A probability for the summary: "0", or two significant digits ("3.3e-08").
+std::string format_rate(double rate) {
+  if (rate <= 0) return "0";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1e", rate);
+  return text;
+}
 
 int usage(const std::string& message) {
   std::fprintf(stderr, "replaygate decide: error: %s\nRun 'replaygate decide --help' for usage.\n",
@@ -209,11 +259,17 @@ int run_decide(const DecideOptions& o) {
   if (o.max_replays_set && (!parse_int64_strict(o.max_replays, &max_replays) || max_replays < 0)) {
     return usage("--max-replays takes a whole number >= 0 (decimal), not '" + o.max_replays + "'");
   }
-  int64_t max_keys = static_cast<int64_t>(ReplayedKeys::kDefaultMaxKeys);
+  int64_t max_keys = static_cast<int64_t>(DumpRules::kDefaultMaxKeys);
   if (o.max_keys_set &&
       (!parse_int64_strict(o.max_keys, &max_keys) || max_keys < 0 || max_keys > kMaxKeysLimit)) {
     return usage("--max-replayed-keys takes a whole number from 0 to " +
                  std::to_string(kMaxKeysLimit) + " (decimal), not '" + o.max_keys + "'");
+  }
+  int64_t filter_mib = static_cast<int64_t>(DumpRules::kDefaultFilterMiB);
+  if (o.filter_mib_set && (!parse_int64_strict(o.filter_mib, &filter_mib) || filter_mib < 1 ||
+                           filter_mib > kMaxFilterMiB)) {
+    return usage("--replayed-keys-memory takes a whole number of MiB from 1 to " +
+                 std::to_string(kMaxFilterMiB) + " (decimal), not '" + o.filter_mib + "'");
   }
 
   std::unique_ptr<Table> table;
@@ -301,119 +357,162 @@ int run_decide(const DecideOptions& o) {
     }
     return true;
   };
-  DumpRules dump_rules(max_replays, static_cast<uint64_t>(max_keys));
+  std::unique_ptr<DumpRules> rules;
+  try {
+    rules = std::make_unique<DumpRules>(max_replays, static_cast<uint64_t>(max_keys),
+                                        static_cast<uint64_t>(filter_mib) << 20);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "replaygate: cannot map %lld MiB for the replayed-key filter; give a smaller "
+                 "--replayed-keys-memory\n",
+                 static_cast<long long>(filter_mib));
+    if (fd != STDIN_FILENO) ::close(fd);
+    return kExitUsage;
+  }
+  DumpRules& dump_rules = *rules;
   std::vector<uint64_t> per_verb(table->verb_count(), 0);
-  uint64_t total = 0, invalid_count = 0, duplicate_holds = 0, budget_holds = 0, key_limit_holds = 0;
+  uint64_t total = 0, invalid_count = 0, maybe_duplicate_holds = 0, budget_holds = 0,
+           key_limit_holds = 0;
   std::string problem;
   RecordMeta meta;
   std::string_view line;
   int exit_code = kExitOk;
 
+  // Records go through in batches: each is read, decided and its key's filter block prefetched
+  // (stage 1), then the batch is judged by the dump rules and written in input order (stage 2),
+  // so a block has a whole batch's time to arrive from memory instead of one decide(). Stage 1
+  // renders what does not depend on the dump rules into `scratch`: the line's metadata prefix, or
+  // the whole line for an unreadable record. With --audit the batch is one record (an audit entry
+  // echoes the record's message_id, a view valid until the next line is read).
+  struct Pending {
+    uint64_t line_number = 0;
+    size_t begin = 0, end = 0;  // the record's text in `scratch`
+    bool readable = false;
+    bool has_key = false;
+    uint64_t key_hash = 0;
+    Decision decision;
+  };
+  const size_t batch_size = o.audit.empty() ? kBatchRecords : 1;
+  std::vector<Pending> batch(batch_size);
+  size_t batched = 0;
+  ByteBuffer scratch(batch_size * 256);
+  const Input::Slot* key_slot =
+      dedupe_field != Table::kNoField ? &input.slots()[dedupe_field] : nullptr;
+
+  // Stage 2 for the batch: false when the run must stop (a failed write or audit append).
+  auto emit_batch = [&]() {
+    bool ok = true;
+    for (size_t i = 0; i < batched && ok; ++i) {
+      const Pending& p = batch[i];
+      uint32_t verb = default_verb;
+      std::string_view text;  // after the prefix; empty for an unreadable record
+      bool invalid = true;
+      DumpRules::Outcome outcome = DumpRules::Outcome::kReplay;
+      if (p.readable) {
+        verb = p.decision.verb;
+        invalid = p.decision.kind == DecisionKind::kInvalidInput;
+        text = texts.of(p.decision);
+        if (!invalid && table->verb_effect(verb) == Effect::kCreate) {
+          outcome = dump_rules.judge_hash(p.has_key ? &p.key_hash : nullptr);
+          switch (outcome) {
+            case DumpRules::Outcome::kReplay:
+              break;
+            case DumpRules::Outcome::kMaybeDuplicate:
+              ++maybe_duplicate_holds;
+              break;
+            case DumpRules::Outcome::kBudget:
+              ++budget_holds;
+              break;
+            case DumpRules::Outcome::kKeyLimit:
+              ++key_limit_holds;
+              break;
+          }
+          if (outcome != DumpRules::Outcome::kReplay) {
+            verb = default_verb;
+            text = texts.held(outcome);
+          }
+        }
+      }
+      ++total;
+      ++per_verb[verb];
+      if (invalid) ++invalid_count;
+
+      ByteBuffer& buffer = out.buffer();
+      char* w = buffer.room(p.end - p.begin + text.size());
+      std::memcpy(w, scratch.data() + p.begin, p.end - p.begin);
+      w += p.end - p.begin;
+      std::memcpy(w, text.data(), text.size());
+      buffer.commit(w + text.size());
+      if (!o.audit.empty()) {
+        std::string_view rule = "default";
+        if (outcome != DumpRules::Outcome::kReplay) {
+          rule = DecisionText::held_rule(outcome);
+        } else if (p.readable) {
+          rule = table->rule_name(p.decision);
+        }
+        nlohmann::json entry;
+        entry["kind"] = "decision";
+        entry["time"] = audit::utc_now();
+        entry["operator"] = o.operator_name;
+        entry["source"] = input_name;
+        entry["record"] = p.line_number;
+        entry["message_id"] =
+            meta.has_message_id ? nlohmann::json(std::string(meta.message_id)) : nlohmann::json();
+        entry["operation_id"] = nullptr;
+        entry["action"] = std::string(table->verb_name(verb));
+        entry["effect"] = effect_name(table->verb_effect(verb));
+        entry["rule"] = std::string(rule);
+        entry["policy"] = std::string(table->policy_id());
+        entry["policy_revision"] = table->revision();
+        entry["table_checksum"] = checksum_hex;
+        entry["record_revision"] = nullptr;
+        pending_audit.push_back(std::move(entry));
+      }
+      if (out.full() && !commit_block()) ok = false;
+      if (ok) out.maybe_flush();
+      if (!out.ok()) ok = false;
+    }
+    batched = 0;
+    scratch.clear();
+    return ok;
+  };
+
   while (true) {
     const LineReader::Status status = reader.next(&line);
     if (status == LineReader::Status::kEnd) break;
     if (status == LineReader::Status::kError) {
-      if (commit_block()) out.flush();
+      if (emit_batch() && commit_block()) out.flush();
       std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
                    std::strerror(reader.error_number()));
       exit_code = kExitUsage;
       break;
     }
-    bool readable = false;
+    Pending& p = batch[batched];
+    p.line_number = reader.line_number();
+    p.readable = false;
+    p.has_key = false;
     if (status == LineReader::Status::kTooLarge) {
       problem =
           "invalid record: record too large (over " + std::to_string(reader.max_line()) + " bytes)";
       meta = RecordMeta{};
     } else {
-      readable = parser->parse(line, input, &meta, &problem);
+      p.readable = parser->parse(line, input, &meta, &problem);
     }
-    uint32_t verb = default_verb;
-    std::string_view rule = "default";
-    std::string_view text;  // empty: unreadable, the reason is `problem`
-    bool invalid = true;
-    if (readable) {
-      // The key's fingerprint first, so its slot is on its way from memory during decide().
-      const Input::Slot* key_slot =
-          dedupe_field != Table::kNoField ? &input.slots()[dedupe_field] : nullptr;
-      const bool has_key = key_slot != nullptr && key_slot->state == Input::Slot::State::kString;
-      uint64_t fingerprint = 0;
-      if (has_key) {
-        fingerprint = dump_rules.fingerprint_of(key_slot->s);
-        dump_rules.keys().prefetch(fingerprint);
+    if (p.readable) {
+      if (key_slot != nullptr && key_slot->state == Input::Slot::State::kString) {
+        p.has_key = true;
+        p.key_hash = dump_rules.hash_of(key_slot->s);
+        dump_rules.prefetch(p.key_hash);
       }
-      const Decision decision = table->decide(input);
-      verb = decision.verb;
-      rule = table->rule_name(decision);  // for --audit
-      invalid = decision.kind == DecisionKind::kInvalidInput;
-      text = texts.of(decision);
-      if (!invalid && table->verb_effect(verb) == Effect::kCreate) {
-        const DumpRules::Outcome outcome =
-            dump_rules.judge_fingerprint(has_key ? &fingerprint : nullptr);
-        if (outcome != DumpRules::Outcome::kReplay) {
-          verb = default_verb;
-          text = texts.held(outcome);
-        }
-        switch (outcome) {
-          case DumpRules::Outcome::kReplay:
-            break;
-          case DumpRules::Outcome::kDuplicate:
-            rule = "dump:duplicate_key";
-            ++duplicate_holds;
-            break;
-          case DumpRules::Outcome::kBudget:
-            rule = "dump:replay_budget";
-            ++budget_holds;
-            break;
-          case DumpRules::Outcome::kKeyLimit:
-            rule = "dump:key_limit";
-            ++key_limit_holds;
-            break;
-        }
-      }
+      p.decision = table->decide(input);
     }
-    ++total;
-    ++per_verb[verb];
-    if (invalid) ++invalid_count;
-
-    std::string& buffer = out.buffer();
-    buffer.append("{\"n\":", 5);
-    append_decimal(buffer, reader.line_number());
-    if (meta.has_message_id) {
-      buffer.append(",\"message_id\":", 14);
-      append_json_string(buffer, meta.message_id);
-    }
-    if (meta.has_body_hash) {
-      buffer.append(",\"body_hash\":", 13);
-      append_json_string(buffer, meta.body_hash);
-    }
-    if (readable) {
-      buffer.append(text.data(), text.size());
-    } else {
-      texts.append_unreadable(buffer, problem);
-    }
-    if (!o.audit.empty()) {
-      nlohmann::json entry;
-      entry["kind"] = "decision";
-      entry["time"] = audit::utc_now();
-      entry["operator"] = o.operator_name;
-      entry["source"] = input_name;
-      entry["record"] = reader.line_number();
-      entry["message_id"] =
-          meta.has_message_id ? nlohmann::json(std::string(meta.message_id)) : nlohmann::json();
-      entry["operation_id"] = nullptr;
-      entry["action"] = std::string(table->verb_name(verb));
-      entry["effect"] = effect_name(table->verb_effect(verb));
-      entry["rule"] = std::string(rule);
-      entry["policy"] = std::string(table->policy_id());
-      entry["policy_revision"] = table->revision();
-      entry["table_checksum"] = checksum_hex;
-      entry["record_revision"] = nullptr;
-      pending_audit.push_back(std::move(entry));
-    }
-    if (buffer.size() >= BlockWriter::kBlockBytes && !commit_block()) break;
-    out.maybe_flush();
-    if (!out.ok()) break;
+    p.begin = scratch.size();
+    write_prefix(scratch, p.line_number, meta);
+    if (!p.readable) texts.append_unreadable(scratch, problem);
+    p.end = scratch.size();
+    if (++batched == batch_size && !emit_batch()) break;
   }
+  if (batched > 0 && !audit_failed && out.ok()) emit_batch();
   if (fd != STDIN_FILENO) ::close(fd);
   if (!audit_failed) commit_block();
   if (audit_failed) {
@@ -429,10 +528,29 @@ int run_decide(const DecideOptions& o) {
   for (uint32_t v = 0; v < table->verb_count(); ++v) {
     summary += ", " + std::string(table->verb_name(v)) + " " + std::to_string(per_verb[v]);
   }
-  summary += "; invalid " + std::to_string(invalid_count) + ", duplicate-key holds " +
-             std::to_string(duplicate_holds) + ", budget holds " + std::to_string(budget_holds);
+  summary += "; invalid " + std::to_string(invalid_count) + ", maybe-duplicate holds " +
+             std::to_string(maybe_duplicate_holds) + ", budget holds " +
+             std::to_string(budget_holds);
   if (key_limit_holds > 0) summary += ", key-limit holds " + std::to_string(key_limit_holds);
+  const double rate = dump_rules.false_positive_rate();
+  if (dedupe_field != Table::kNoField) {
+    summary += "; replayed keys " + std::to_string(dump_rules.keys()) + " in a " +
+               std::to_string(filter_mib) + " MiB filter, false-positive rate " + format_rate(rate);
+  }
   std::fprintf(stderr, "%s\n", summary.c_str());
+  if (dedupe_field != Table::kNoField && rate > DumpRules::kWarnFalsePositiveRate) {
+    const std::string threshold = format_rate(DumpRules::kWarnFalsePositiveRate);
+    std::fprintf(
+        stderr,
+        "replaygate: warning: the %lld MiB replayed-key filter is too full: a new key is now held "
+        "as dump:maybe_duplicate by mistake with probability %s (above %s), so some of the %llu "
+        "maybe-duplicate holds may be first occurrences of their key; decide the dump again "
+        "with --replayed-keys-memory %llu (keeps the rate under %s for up to %llu keys)\n",
+        static_cast<long long>(filter_mib), format_rate(rate).c_str(), threshold.c_str(),
+        static_cast<unsigned long long>(maybe_duplicate_holds),
+        static_cast<unsigned long long>(dump_rules.mib_for_rate(DumpRules::kWarnFalsePositiveRate)),
+        threshold.c_str(), static_cast<unsigned long long>(dump_rules.keys_seen_at_most()));
+  }
   if (exit_code != kExitOk) return exit_code;
   return invalid_count > 0 ? kExitFindings : kExitOk;
 }
@@ -461,16 +579,21 @@ Runner setup_decide(CLI::App& sub) {
       "default verb");
   CLI::Option* max_keys = sub.add_option(
       "--max-replayed-keys", o->max_keys,
-      "Remember at most N replayed idempotency keys (8 to 16 bytes each; default 10000000: "
-      "128 MiB at most); once full, create verbs for new keys get the default");
+      "Replay at most N distinct idempotency keys (default 10000000); after that, create "
+      "verbs for new keys get the default (rule dump:key_limit)");
+  CLI::Option* filter_mib = sub.add_option(
+      "--replayed-keys-memory", o->filter_mib,
+      "MiB for the filter of replayed idempotency keys (default 16: a new key is held by "
+      "mistake with probability 3e-8 after 1,000,000 keys, 3e-3 after 10,000,000)");
   sub.add_option("--dedupe-field", o->dedupe_field,
                  "String input whose value may be replayed once per run (default idempotency_key)");
   sub.add_option("--audit", o->audit,
                  "Append every decision to this audit log (docs/recovery.md) before printing it");
   sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
-  return [o, max_replays, max_keys] {
+  return [o, max_replays, max_keys, filter_mib] {
     o->max_replays_set = max_replays->count() > 0;
     o->max_keys_set = max_keys->count() > 0;
+    o->filter_mib_set = filter_mib->count() > 0;
     return run_decide(*o);
   };
 }

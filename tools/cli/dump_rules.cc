@@ -1,144 +1,156 @@
-// Bounded fingerprint set and the run-wide dump rules of `replaygate decide` (dump_rules.h).
+// The fixed-size replayed-key filter and the run-wide dump rules of `replaygate decide`
+// (dump_rules.h).
 #include "tools/cli/dump_rules.h"
 
 #define XXH_INLINE_ALL
 #include <sys/mman.h>
 #include <xxhash.h>
 
-#include <cstdlib>
+#include <algorithm>
+#include <cmath>
 #include <new>
-#include <utility>
 
 namespace replaygate::cli {
 namespace {
 
-constexpr size_t kFirstSlots = 1024;
 constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kWordsPerBlock = 8;
 
-// Smallest power-of-two slot count that holds `keys` at a load of at most 3/4.
-uint64_t slots_for(uint64_t keys) {
-  uint64_t slots = kFirstSlots;
-  while (slots / 4 * 3 < keys) slots *= 2;
-  return slots;
-}
+// The eight salts of the Parquet split block Bloom filter (BloomFilter.md, "Technical
+// Approach"): odd constants whose products with the key spread its bits over the eight words.
+constexpr uint32_t kSalt[kWordsPerBlock] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
+                                            0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
 
-// Spreads the fingerprint's bits over the index (XXH3 output is already uniform; this guards
-// against test fingerprints that are not).
-size_t home(uint64_t fingerprint, size_t mask) {
-  return static_cast<size_t>((fingerprint * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+// Parquet's block_index: the upper 32 bits of the hash scaled to [0, blocks) by multiply-shift
+// (no power-of-two size needed).
+inline uint64_t block_of(uint64_t hash, uint64_t blocks) { return ((hash >> 32) * blocks) >> 32; }
+
+// Parquet's mask: bit (key * salt[i]) >> 27 of word i, for the lower 32 bits of the hash.
+inline uint32_t bit_of(uint64_t hash, size_t word) {
+  const uint32_t product = static_cast<uint32_t>(hash) * kSalt[word];
+  return uint32_t{1} << (product >> 27);
 }
 
 }  // namespace
 
-ReplayedKeys::ReplayedKeys(uint64_t max_keys) : max_keys_(max_keys) {}
-
-uint64_t ReplayedKeys::fingerprint(std::string_view key) noexcept {
-  const uint64_t h = XXH3_64bits(key.data(), key.size());
-  return h == 0 ? 1 : h;
+ReplayedKeyFilter::ReplayedKeyFilter(uint64_t bytes)
+    : blocks_(std::max<uint64_t>(bytes / kBlockBytes, 1)) {
+  // Parquet's block index takes 32 bits: at most 2^32 blocks (128 GiB).
+  blocks_ = std::min<uint64_t>(blocks_, uint64_t{1} << 32);
+  mapped_bytes_ = static_cast<size_t>(blocks_ * kBlockBytes);
+  void* p =
+      ::mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  if (mapped_bytes_ >= kHugePage) ::madvise(p, mapped_bytes_, MADV_HUGEPAGE);  // a hint
+  words_ = static_cast<uint32_t*>(p);
 }
 
-uint64_t ReplayedKeys::max_bytes(uint64_t max_keys) noexcept {
-  return max_keys == 0 ? 0 : slots_for(max_keys) * sizeof(uint64_t);
+ReplayedKeyFilter::~ReplayedKeyFilter() { ::munmap(words_, mapped_bytes_); }
+
+uint64_t ReplayedKeyFilter::hash(std::string_view key) noexcept {
+  return XXH3_64bits(key.data(), key.size());
 }
 
-bool ReplayedKeys::contains(uint64_t fingerprint) const noexcept {
-  if (size_ == 0) return false;
-  for (size_t i = home(fingerprint, mask_);; i = (i + 1) & mask_) {
-    if (slots_.data[i] == fingerprint) return true;
-    if (slots_.data[i] == 0) return false;
+bool ReplayedKeyFilter::contains(uint64_t hash) const noexcept {
+  const uint32_t* block = words_ + block_of(hash, blocks_) * kWordsPerBlock;
+  bool all = true;
+  for (size_t i = 0; i < kWordsPerBlock; ++i) all &= (block[i] & bit_of(hash, i)) != 0;
+  return all;
+}
+
+void ReplayedKeyFilter::insert(uint64_t hash) noexcept {
+  uint32_t* block = words_ + block_of(hash, blocks_) * kWordsPerBlock;
+  for (size_t i = 0; i < kWordsPerBlock; ++i) block[i] |= bit_of(hash, i);
+}
+
+void ReplayedKeyFilter::prefetch(uint64_t hash) const noexcept {
+  // For writing: the block is written (insert) right after it is read whenever the key is new.
+  __builtin_prefetch(words_ + block_of(hash, blocks_) * kWordsPerBlock, 1);
+}
+
+double ReplayedKeyFilter::false_positive_rate(uint64_t keys, uint64_t blocks) {
+  if (keys == 0 || blocks == 0) return 0;
+  // Sum over k (keys in the query's block, Poisson with mean lambda) of P(k) * (1 - (31/32)^k)^8,
+  // in log space so a saturated filter (lambda in the thousands) does not underflow exp(-lambda).
+  const double lambda = static_cast<double>(keys) / static_cast<double>(blocks);
+  const double spread = 12 * std::sqrt(lambda) + 40;
+  const double first = std::max(0.0, std::floor(lambda - spread));
+  const double last = std::ceil(lambda + spread);
+  const double log_keep = std::log(31.0 / 32.0);
+  double rate = 0;
+  for (double k = first; k <= last; ++k) {
+    const double log_p = k * std::log(lambda) - lambda - std::lgamma(k + 1);
+    const double word_hit = -std::expm1(k * log_keep);  // 1 - (31/32)^k
+    rate += std::exp(log_p) * std::pow(word_hit, 8);
   }
+  return std::min(rate, 1.0);
 }
 
-void ReplayedKeys::prefetch(uint64_t fingerprint) const noexcept {
-  if (slots_.data == nullptr) return;
-  const size_t i = home(fingerprint, mask_);
-  __builtin_prefetch(&slots_.data[i]);
-  __builtin_prefetch(&slots_.data[(i + 8) & mask_]);  // probes often run into the next line
-}
-
-ReplayedKeys::Slots::Slots(size_t slots) : bytes(slots * sizeof(uint64_t)) {
-  if (bytes >= kHugePage) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without it the array still works
-    data = static_cast<uint64_t*>(p);
-    mapped = true;
-  } else {
-    data = static_cast<uint64_t*>(std::calloc(slots, sizeof(uint64_t)));
-    if (data == nullptr) throw std::bad_alloc();
+double ReplayedKeyFilter::measured_false_positive_rate() const noexcept {
+  // A key never inserted is contained when its bit is set in each of its block's eight words:
+  // the mean over blocks of the product of the words' fill fractions.
+  double sum = 0;
+  for (uint64_t b = 0; b < blocks_; ++b) {
+    const uint32_t* block = words_ + b * kWordsPerBlock;
+    double product = 1;
+    for (size_t i = 0; i < kWordsPerBlock && product > 0; ++i) {
+      product *= __builtin_popcount(block[i]) / 32.0;
+    }
+    sum += product;
   }
+  return sum / static_cast<double>(blocks_);
 }
 
-ReplayedKeys::Slots::Slots(Slots&& other) noexcept
-    : data(std::exchange(other.data, nullptr)),
-      bytes(std::exchange(other.bytes, 0)),
-      mapped(std::exchange(other.mapped, false)) {}
-
-ReplayedKeys::Slots& ReplayedKeys::Slots::operator=(Slots&& other) noexcept {
-  if (this != &other) {
-    Slots old(std::move(*this));
-    data = std::exchange(other.data, nullptr);
-    bytes = std::exchange(other.bytes, 0);
-    mapped = std::exchange(other.mapped, false);
-  }
-  return *this;
-}
-
-ReplayedKeys::Slots::~Slots() {
-  if (mapped) {
-    ::munmap(data, bytes);
-  } else {
-    std::free(data);
-  }
-}
-
-bool ReplayedKeys::insert(uint64_t fingerprint) {
-  if (size_ >= max_keys_) return false;
-  if (slots_.data == nullptr || (size_ + 1) > (mask_ + 1) / 4 * 3) grow();
-  size_t i = home(fingerprint, mask_);
-  while (slots_.data[i] != 0) i = (i + 1) & mask_;
-  slots_.data[i] = fingerprint;
-  ++size_;
-  return true;
-}
-
-void ReplayedKeys::grow() {
-  const size_t slots = slots_.data == nullptr ? kFirstSlots : (mask_ + 1) * 2;
-  Slots fresh(slots);
-  const size_t mask = slots - 1;
-  for (size_t k = 0; slots_.data != nullptr && k <= mask_; ++k) {
-    const uint64_t f = slots_.data[k];
-    if (f == 0) continue;
-    size_t i = home(f, mask);
-    while (fresh.data[i] != 0) i = (i + 1) & mask;
-    fresh.data[i] = f;
-  }
-  slots_ = std::move(fresh);
-  mask_ = mask;
-}
-
-DumpRules::DumpRules(int64_t max_replays, uint64_t max_keys, Fingerprint fingerprint)
-    : max_replays_(max_replays), fingerprint_(fingerprint), keys_(max_keys) {}
-
-uint64_t DumpRules::fingerprint_of(std::string_view key) const noexcept {
-  const uint64_t f = fingerprint_(key);
-  return f == 0 ? 1 : f;
-}
+DumpRules::DumpRules(int64_t max_replays, uint64_t max_keys, uint64_t filter_bytes, Hash hash)
+    : max_replays_(max_replays), max_keys_(max_keys), hash_(hash), filter_(filter_bytes) {}
 
 DumpRules::Outcome DumpRules::judge(const std::string_view* key) {
-  if (key == nullptr) return judge_fingerprint(nullptr);
-  const uint64_t f = fingerprint_of(*key);
-  return judge_fingerprint(&f);
+  if (key == nullptr) return judge_hash(nullptr);
+  const uint64_t h = hash_of(*key);
+  return judge_hash(&h);
 }
 
-DumpRules::Outcome DumpRules::judge_fingerprint(const uint64_t* fingerprint) {
-  if (fingerprint != nullptr && keys_.contains(*fingerprint)) return Outcome::kDuplicate;
+DumpRules::Outcome DumpRules::judge_hash(const uint64_t* hash) {
+  if (hash != nullptr && filter_.contains(*hash)) {
+    ++maybe_duplicates_;
+    return Outcome::kMaybeDuplicate;
+  }
   if (max_replays_ >= 0 && replays_ >= static_cast<uint64_t>(max_replays_)) {
+    if (hash != nullptr) ++misses_not_inserted_;
     return Outcome::kBudget;
   }
-  if (fingerprint != nullptr && !keys_.insert(*fingerprint)) return Outcome::kKeyLimit;
+  if (hash != nullptr) {
+    if (keys_ >= max_keys_) {
+      ++misses_not_inserted_;
+      return Outcome::kKeyLimit;
+    }
+    filter_.insert(*hash);
+    ++keys_;
+  }
   ++replays_;
   return Outcome::kReplay;
+}
+
+double DumpRules::false_positive_rate() const {
+  const double estimate = ReplayedKeyFilter::false_positive_rate(keys_, filter_.blocks());
+  // A key is inserted only when it missed the filter, so inserted keys overlap less than random
+  // ones: once misses are rare no more, the filter is fuller than the estimate says. Measure it.
+  return estimate < kMeasureAboveRate ? estimate : filter_.measured_false_positive_rate();
+}
+
+uint64_t DumpRules::keys_seen_at_most() const noexcept {
+  return keys_ + maybe_duplicates_ + misses_not_inserted_;
+}
+
+uint64_t DumpRules::mib_for_rate(double rate) const {
+  const uint64_t keys = keys_seen_at_most();
+  uint64_t mib = 1;
+  while (mib < (uint64_t{1} << 16) &&
+         ReplayedKeyFilter::false_positive_rate(
+             keys, (mib << 20) / ReplayedKeyFilter::kBlockBytes) > rate) {
+    mib *= 2;
+  }
+  return mib;
 }
 
 }  // namespace replaygate::cli

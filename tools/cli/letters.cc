@@ -20,6 +20,9 @@ struct LetterParser::State {
   std::vector<uint8_t> seen;   // per key, reset per record
   std::vector<uint8_t> plain;  // per key: no '"' or '\\' in the name, so raw bytes can match it
   uint32_t message_id_key = 0, body_hash_key = 0;  // indices into names (after the fields)
+  // The key index found at each position of the previous record: a dump's records nearly always
+  // list their keys in the same order, so that name is tried first (one compare per key).
+  std::vector<uint32_t> previous_order;
   od::parser parser{kMaxRecordBytes + 64};
 };
 
@@ -44,6 +47,7 @@ LetterParser::LetterParser(const Table& table) : state_(std::make_unique<State>(
   for (const std::string& name : state_->names) {
     state_->plain.push_back(name.find_first_of("\"\\") == std::string::npos);
   }
+  state_->previous_order.assign(state_->names.size(), static_cast<uint32_t>(state_->names.size()));
 }
 
 LetterParser::~LetterParser() = default;
@@ -128,8 +132,15 @@ bool set_field(od::value& value, uint32_t index, FieldType type, Input& input, s
 // quote) followed by the closing quote, or names.size(). A key written with escapes never
 // matches here (a backslash is not in a plain name) and goes the slow, unescaping way.
 uint32_t match_plain_key(const std::vector<std::string>& names, const std::vector<uint8_t>& plain,
-                         const char* raw, const char* line_end) {
+                         uint32_t guess, const char* raw, const char* line_end) {
   const size_t available = static_cast<size_t>(line_end - raw);
+  if (guess < names.size()) {
+    const size_t length = names[guess].size();
+    if (plain[guess] && length < available && raw[length] == '"' &&
+        std::memcmp(raw, names[guess].data(), length) == 0) {
+      return guess;
+    }
+  }
   for (uint32_t i = 0; i < names.size(); ++i) {
     const size_t length = names[i].size();
     if (plain[i] && length < available && raw[length] == '"' &&
@@ -202,10 +213,16 @@ bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta*
   od::object object;
   if (auto error = document.get_object().get(object)) return fail_json(problem, error);
   std::fill(s.seen.begin(), s.seen.end(), 0);
+  size_t position = 0;
   for (auto field_result : object) {
-    od::field field;
-    if (auto error = std::move(field_result).get(field)) return fail_json(problem, error);
-    uint32_t index = match_plain_key(s.names, s.plain, field.key().raw(), line_end);
+    // The field in place (no copy out of the result: on the hot path a copy of simdjson's small
+    // structs costs store-forwarding stalls).
+    if (auto error = field_result.error()) return fail_json(problem, error);
+    od::field& field = field_result.value_unsafe();
+    const uint32_t guess = position < s.previous_order.size()
+                               ? s.previous_order[position]
+                               : static_cast<uint32_t>(s.names.size());
+    uint32_t index = match_plain_key(s.names, s.plain, guess, field.key().raw(), line_end);
     std::string_view key;
     if (index == s.names.size()) {
       if (auto error = field.unescaped_key().get(key)) return fail_json(problem, error);
@@ -220,7 +237,9 @@ bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta*
     }
     if (s.seen[index]) return fail(problem, "duplicate key '" + s.names[index] + "'");
     s.seen[index] = 1;
-    od::value value = field.value();
+    if (position < s.previous_order.size()) s.previous_order[position] = index;
+    ++position;
+    od::value& value = field.value();
     if (index == s.message_id_key) {
       if (!read_metadata(value, "message_id", &meta->message_id, &meta->has_message_id, problem)) {
         return false;

@@ -2,6 +2,8 @@
 #include "tools/cli/output.h"
 
 #include <cstdint>
+#include <cstring>
+#include <utility>
 
 namespace replaygate::cli {
 namespace {
@@ -32,65 +34,100 @@ size_t utf8_sequence_length(std::string_view text, size_t i) {
   return 0;
 }
 
-void append_json_string(std::string& out, std::string_view text) {
-  out.push_back('"');
+namespace {
+
+// True when one of the 8 bytes of `word` needs more than a copy in a JSON string: below 0x20,
+// '"', '\\' or 0x80 and above (bit tricks from "Bit Twiddling Hacks", haszero/hasless).
+inline bool needs_care(uint64_t word) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  const auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+  const uint64_t below_space = (word - kOnes * 0x20) & ~word & kHigh;
+  return (below_space | has_zero(word ^ (kOnes * '"')) | has_zero(word ^ (kOnes * '\\')) |
+          (word & kHigh)) != 0;
+}
+
+}  // namespace
+
+char* write_json_string(char* out, std::string_view text) {
+  *out++ = '"';
+  const char* const begin = text.data();
+  const size_t size = text.size();
   size_t i = 0;
-  while (i < text.size()) {
-    // Copy the longest run of printable ASCII other than '"' and '\\' in one append (most text
-    // is exactly that), then handle the one byte that ended it.
-    size_t run = i;
-    while (run < text.size()) {
-      const auto c = static_cast<uint8_t>(text[run]);
-      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
-      ++run;
+  while (i < size) {
+    // Eight plain bytes at a time (most text is printable ASCII), then one byte at a time.
+    if (size - i >= 8) {
+      uint64_t word;
+      std::memcpy(&word, begin + i, 8);
+      if (!needs_care(word)) {
+        std::memcpy(out, &word, 8);
+        out += 8;
+        i += 8;
+        continue;
+      }
     }
-    if (run > i) {
-      out.append(text.data() + i, run - i);
-      i = run;
+    const auto c = static_cast<uint8_t>(begin[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      *out++ = static_cast<char>(c);
+      ++i;
       continue;
     }
-    const auto c = static_cast<uint8_t>(text[i]);
     switch (c) {
       case '"':
-        out += "\\\"";
+        *out++ = '\\';
+        *out++ = '"';
         ++i;
         continue;
       case '\\':
-        out += "\\\\";
+        *out++ = '\\';
+        *out++ = '\\';
         ++i;
         continue;
       case '\n':
-        out += "\\n";
+        *out++ = '\\';
+        *out++ = 'n';
         ++i;
         continue;
       case '\r':
-        out += "\\r";
+        *out++ = '\\';
+        *out++ = 'r';
         ++i;
         continue;
       case '\t':
-        out += "\\t";
+        *out++ = '\\';
+        *out++ = 't';
         ++i;
         continue;
       default:
         break;
     }
     if (c < 0x20) {
-      out += "\\u00";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
+      std::memcpy(out, "\\u00", 4);
+      out[4] = kHex[c >> 4];
+      out[5] = kHex[c & 0xF];
+      out += 6;
       ++i;
       continue;
     }
     const size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
-      out += "\\ufffd";  // not UTF-8: never emit invalid JSON text
+      std::memcpy(out, "\\ufffd", 6);  // not UTF-8: never emit invalid JSON text
+      out += 6;
       ++i;
       continue;
     }
-    out.append(text.substr(i, length));
+    std::memcpy(out, begin + i, length);
+    out += length;
     i += length;
   }
-  out.push_back('"');
+  *out++ = '"';
+  return out;
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+  const size_t old = out.size();
+  out.resize(old + json_string_bound(text));
+  char* const end = write_json_string(out.data() + old, text);
+  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 std::string json_string(std::string_view text) {
@@ -99,8 +136,17 @@ std::string json_string(std::string_view text) {
   return out;
 }
 
+void ByteBuffer::grow(size_t n) {
+  size_t capacity = capacity_ * 2;
+  if (capacity < size_ + n) capacity = size_ + n;
+  std::unique_ptr<char[]> bigger(new char[capacity]);
+  std::memcpy(bigger.get(), data_.get(), size_);
+  data_ = std::move(bigger);
+  capacity_ = capacity;
+}
+
 bool BlockWriter::flush() {
-  if (!buffer_.empty() && ok_) {
+  if (buffer_.size() > 0 && ok_) {
     if (std::fwrite(buffer_.data(), 1, buffer_.size(), stream_) != buffer_.size()) ok_ = false;
   }
   buffer_.clear();
