@@ -188,16 +188,47 @@ class DecisionText {
   Span default_, invalid_other_, held_[4];
 };
 
+// A line number kept in decimal: lines go up one at a time, so the text is incremented in place
+// (a carry through trailing 9s) instead of converted per line.
+class LineNumberText {
+ public:
+  std::string_view of(uint64_t n) {
+    if (n != value_ + 1 || length_ == 0) {
+      length_ =
+          static_cast<size_t>(std::to_chars(digits_, digits_ + sizeof digits_, n).ptr - digits_);
+    } else {
+      size_t i = length_;
+      while (i > 0 && digits_[i - 1] == '9') digits_[--i] = '0';
+      if (i > 0) {
+        ++digits_[i - 1];
+      } else {  // 99 -> 100
+        std::memmove(digits_ + 1, digits_, length_);
+        digits_[0] = '1';
+        ++length_;
+      }
+    }
+    value_ = n;
+    return std::string_view(digits_, length_);
+  }
+
+ private:
+  char digits_[24] = {};
+  size_t length_ = 0;
+  uint64_t value_ = 0;
+};
+
 // Writes the start of a record's output line, `{"n":N` and the echoed metadata, into `out`.
-void write_prefix(ByteBuffer& out, uint64_t line_number, const RecordMeta& meta) {
+void write_prefix(ByteBuffer& out, std::string_view line_number, const RecordMeta& meta) {
   constexpr std::string_view kN = "{\"n\":", kMessageId = ",\"message_id\":",
                              kBodyHash = ",\"body_hash\":";
-  size_t bound = kN.size() + 20;
+  size_t bound = kN.size() + line_number.size();
   if (meta.has_message_id) bound += kMessageId.size() + json_string_bound(meta.message_id);
   if (meta.has_body_hash) bound += kBodyHash.size() + json_string_bound(meta.body_hash);
   char* w = out.room(bound);
   std::memcpy(w, kN.data(), kN.size());
-  w = std::to_chars(w + kN.size(), w + kN.size() + 20, line_number).ptr;
+  w += kN.size();
+  std::memcpy(w, line_number.data(), line_number.size());
+  w += line_number.size();
   if (meta.has_message_id) {
     std::memcpy(w, kMessageId.data(), kMessageId.size());
     w = write_json_string(w + kMessageId.size(), meta.message_id);
@@ -209,8 +240,8 @@ void write_prefix(ByteBuffer& out, uint64_t line_number, const RecordMeta& meta)
   out.commit(w);
 }
 
-// --max-replayed-keys above this is refused (even the largest filter below would hold 2^32 keys
-// at a false-positive rate near 1%).
+// --max-replayed-keys above this is refused (the limit of the exact set it was first written for;
+// it keeps a typo such as 10000000000 from reading as "no cap").
 constexpr int64_t kMaxKeysLimit = int64_t{1} << 32;
 // --replayed-keys-memory above this (MiB) is refused: 64 GiB, half the largest split block
 // filter Parquet's 32-bit block index can address.
@@ -396,6 +427,7 @@ int run_decide(const DecideOptions& o) {
   std::vector<Pending> batch(batch_size);
   size_t batched = 0;
   ByteBuffer scratch(batch_size * 256);
+  LineNumberText line_text;
   const Input::Slot* key_slot =
       dedupe_field != Table::kNoField ? &input.slots()[dedupe_field] : nullptr;
 
@@ -507,7 +539,7 @@ int run_decide(const DecideOptions& o) {
       p.decision = table->decide(input);
     }
     p.begin = scratch.size();
-    write_prefix(scratch, p.line_number, meta);
+    write_prefix(scratch, line_text.of(p.line_number), meta);
     if (!p.readable) texts.append_unreadable(scratch, problem);
     p.end = scratch.size();
     if (++batched == batch_size && !emit_batch()) break;

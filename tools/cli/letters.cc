@@ -153,21 +153,23 @@ uint32_t match_plain_key(const std::vector<std::string>& names, const std::vecto
 
 bool read_metadata(od::value& value, const char* key, std::string_view* out, bool* present,
                    std::string* problem) {
+  // Nearly always a string: try that first, and look at the type only when it is not one.
+  const simdjson::error_code error = value.get_string().get(*out);
+  if (!error) {
+    *present = true;
+    return true;
+  }
+  if (error != simdjson::INCORRECT_TYPE) return fail_json(problem, error);
   od::json_type json_type;
-  if (auto error = value.type().get(json_type)) return fail_json(problem, error);
+  if (auto type_error = value.type().get(json_type)) return fail_json(problem, type_error);
   if (json_type == od::json_type::null) {
     bool is_null = false;
-    if (auto error = value.is_null().get(is_null)) return fail_json(problem, error);
+    if (auto null_error = value.is_null().get(is_null)) return fail_json(problem, null_error);
     if (!is_null) return fail(problem, "bad JSON (malformed literal)");
     *present = false;
     return true;
   }
-  if (json_type != od::json_type::string) {
-    return fail(problem, std::string(key) + " must be a string");
-  }
-  if (auto error = value.get_string().get(*out)) return fail_json(problem, error);
-  *present = true;
-  return true;
+  return fail(problem, std::string(key) + " must be a string");
 }
 
 }  // namespace
