@@ -419,6 +419,7 @@ int run_decide(const DecideOptions& o) {
     uint64_t line_number = 0;
     size_t begin = 0, end = 0;  // the record's text in `scratch`
     bool readable = false;
+    bool create = false;  // a valid decision with a create-effect verb: the dump rules apply
     bool has_key = false;
     uint64_t key_hash = 0;
     Decision decision;
@@ -444,7 +445,7 @@ int run_decide(const DecideOptions& o) {
         verb = p.decision.verb;
         invalid = p.decision.kind == DecisionKind::kInvalidInput;
         text = texts.of(p.decision);
-        if (!invalid && table->verb_effect(verb) == Effect::kCreate) {
+        if (p.create) {
           outcome = dump_rules.judge_hash(p.has_key ? &p.key_hash : nullptr);
           switch (outcome) {
             case DumpRules::Outcome::kReplay:
@@ -522,6 +523,7 @@ int run_decide(const DecideOptions& o) {
     Pending& p = batch[batched];
     p.line_number = reader.line_number();
     p.readable = false;
+    p.create = false;
     p.has_key = false;
     if (status == LineReader::Status::kTooLarge) {
       problem =
@@ -531,12 +533,15 @@ int run_decide(const DecideOptions& o) {
       p.readable = parser->parse(line, input, &meta, &problem);
     }
     if (p.readable) {
-      if (key_slot != nullptr && key_slot->state == Input::Slot::State::kString) {
+      p.decision = table->decide(input);
+      // Only a create verb meets the dump rules: only its key is hashed and its block fetched.
+      p.create = p.decision.kind != DecisionKind::kInvalidInput &&
+                 table->verb_effect(p.decision.verb) == Effect::kCreate;
+      if (p.create && key_slot != nullptr && key_slot->state == Input::Slot::State::kString) {
         p.has_key = true;
         p.key_hash = dump_rules.hash_of(key_slot->s);
         dump_rules.prefetch(p.key_hash);
       }
-      p.decision = table->decide(input);
     }
     p.begin = scratch.size();
     write_prefix(scratch, line_text.of(p.line_number), meta);
