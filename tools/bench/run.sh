@@ -46,6 +46,14 @@ build/bin/replaygate compile policies/replay_gate.yaml -o "$out/gate.rgt"
   > /dev/null 2> "$out/e2e.txt" || true
 grep -E "Elapsed|Maximum resident|User time|System time" "$out/e2e.txt"
 grep "^summary" "$out/e2e.txt" || true
+echo "-- the first tenth of the dump (memory must be the same: the replayed-key filter is fixed) --"
+head -n "$((records / 10))" "$out/dump.jsonl" > "$out/dump_tenth.jsonl"
+/usr/bin/time -v build/bin/replaygate decide --table "$out/gate.rgt" "$out/dump_tenth.jsonl" \
+  > /dev/null 2> "$out/e2e_tenth.txt" || true
+grep -E "Elapsed|Maximum resident|User time|System time" "$out/e2e_tenth.txt"
+echo "-- decide's stages (read, + strict letter reader, + decide()) --"
+RG_BENCH_DUMP="$out/dump.jsonl" RG_BENCH_TABLE="$out/gate.rgt" build/bin/rg_decide_stages_bench \
+  | tee "$out/decide_stages.txt"
 echo "== parse floor (the dump read as decide reads it + simdjson On Demand; and in memory) =="
 RG_BENCH_DUMP="$out/dump.jsonl" build/bin/rg_parse_floor_bench | tee "$out/parse_floor.txt"
 
