@@ -409,34 +409,43 @@ int run_decide(const DecideOptions& o) {
   std::string_view line;
   int exit_code = kExitOk;
 
-  // Records go through in batches: each is read, decided and its key's filter block prefetched
-  // (stage 1), then the batch is judged by the dump rules and written in input order (stage 2),
-  // so a block has a whole batch's time to arrive from memory instead of one decide(). Stage 1
-  // renders what does not depend on the dump rules into `scratch`: the line's metadata prefix, or
-  // the whole line for an unreadable record. With --audit the batch is one record (an audit entry
-  // echoes the record's message_id, a view valid until the next line is read).
+  // Records go through in batches, two at a time: a batch is read and decided, its records'
+  // filter blocks are prefetched all together (stage 1), and then the batch before it is judged
+  // by the dump rules and written, in input order (stage 2). So a block has a whole batch's time
+  // to arrive from memory, and the misses of a batch overlap instead of stalling one by one.
+  // Stage 1 renders what does not depend on the dump rules into the batch's `scratch`: the line's
+  // metadata prefix, or the whole line for an unreadable record. With --audit a batch is one
+  // record, written at once (its audit entry echoes the record's message_id, a view valid until
+  // the next line is read).
   struct Pending {
     uint64_t line_number = 0;
-    size_t begin = 0, end = 0;  // the record's text in `scratch`
+    size_t begin = 0, end = 0;  // the record's text in its batch's `scratch`
     bool readable = false;
     bool create = false;  // a valid decision with a create-effect verb: the dump rules apply
     bool has_key = false;
     uint64_t key_hash = 0;
     Decision decision;
   };
-  const size_t batch_size = o.audit.empty() ? kBatchRecords : 1;
-  std::vector<Pending> batch(batch_size);
-  size_t batched = 0;
-  ByteBuffer scratch(batch_size * 256);
+  struct Batch {
+    explicit Batch(size_t size) : records(size), scratch(size * 256) {}
+    std::vector<Pending> records;
+    size_t count = 0;
+    ByteBuffer scratch;
+  };
+  const bool audited = !o.audit.empty();
+  const size_t batch_size = audited ? 1 : kBatchRecords;
+  Batch batches[2] = {Batch(batch_size), Batch(batch_size)};
+  int current = 0;  // the batch being filled; the other one waits for stage 2
   LineNumberText line_text;
   const Input::Slot* key_slot =
       dedupe_field != Table::kNoField ? &input.slots()[dedupe_field] : nullptr;
 
-  // Stage 2 for the batch: false when the run must stop (a failed write or audit append).
-  auto emit_batch = [&]() {
+  // Stage 2 for a batch: false when the run must stop (a failed write or audit append).
+  auto emit_batch = [&](Batch& batch) {
     bool ok = true;
-    for (size_t i = 0; i < batched && ok; ++i) {
-      const Pending& p = batch[i];
+    const ByteBuffer& scratch = batch.scratch;
+    for (size_t i = 0; i < batch.count && ok; ++i) {
+      const Pending& p = batch.records[i];
       uint32_t verb = default_verb;
       std::string_view text;  // after the prefix; empty for an unreadable record
       bool invalid = true;
@@ -505,22 +514,27 @@ int run_decide(const DecideOptions& o) {
       if (ok) out.maybe_flush();
       if (!out.ok()) ok = false;
     }
-    batched = 0;
-    scratch.clear();
+    batch.count = 0;
+    batch.scratch.clear();
     return ok;
+  };
+  // Stage 2 for every batch not yet written, oldest first.
+  auto emit_all = [&]() {
+    return emit_batch(batches[1 - current]) && emit_batch(batches[current]);
   };
 
   while (true) {
     const LineReader::Status status = reader.next(&line);
     if (status == LineReader::Status::kEnd) break;
     if (status == LineReader::Status::kError) {
-      if (emit_batch() && commit_block()) out.flush();
+      if (emit_all() && commit_block()) out.flush();
       std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
                    std::strerror(reader.error_number()));
       exit_code = kExitUsage;
       break;
     }
-    Pending& p = batch[batched];
+    Batch& batch = batches[current];
+    Pending& p = batch.records[batch.count];
     p.line_number = reader.line_number();
     p.readable = false;
     p.create = false;
@@ -540,16 +554,24 @@ int run_decide(const DecideOptions& o) {
       if (p.create && key_slot != nullptr && key_slot->state == Input::Slot::State::kString) {
         p.has_key = true;
         p.key_hash = dump_rules.hash_of(key_slot->s);
-        dump_rules.prefetch(p.key_hash);
       }
     }
-    p.begin = scratch.size();
-    write_prefix(scratch, line_text.of(p.line_number), meta);
-    if (!p.readable) texts.append_unreadable(scratch, problem);
-    p.end = scratch.size();
-    if (++batched == batch_size && !emit_batch()) break;
+    p.begin = batch.scratch.size();
+    write_prefix(batch.scratch, line_text.of(p.line_number), meta);
+    if (!p.readable) texts.append_unreadable(batch.scratch, problem);
+    p.end = batch.scratch.size();
+    if (++batch.count < batch_size) continue;
+    if (audited) {
+      if (!emit_batch(batch)) break;
+      continue;
+    }
+    for (size_t i = 0; i < batch.count; ++i) {
+      if (batch.records[i].has_key) dump_rules.prefetch(batch.records[i].key_hash);
+    }
+    current = 1 - current;
+    if (!emit_batch(batches[current])) break;  // the batch before: its blocks have arrived
   }
-  if (batched > 0 && !audit_failed && out.ok()) emit_batch();
+  if (!audit_failed && out.ok()) emit_all();
   if (fd != STDIN_FILENO) ::close(fd);
   if (!audit_failed) commit_block();
   if (audit_failed) {
