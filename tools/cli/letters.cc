@@ -207,13 +207,16 @@ bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta*
   const char* const line_end = line.data() + line.size();
   const simdjson::padded_string_view padded(line.data(), line.size(),
                                             line.size() + LineReader::kPadding);
-  od::document document;
-  if (auto error = s.parser.iterate(padded).get(document)) return fail_json(problem, error);
+  // Results used in place, not copied out (as for the fields below).
+  auto document_result = s.parser.iterate(padded);
+  if (auto error = document_result.error()) return fail_json(problem, error);
+  od::document& document = document_result.value_unsafe();
   od::json_type top_type;
   if (auto error = document.type().get(top_type)) return fail_json(problem, error);
   if (top_type != od::json_type::object) return fail(problem, "not a JSON object");
-  od::object object;
-  if (auto error = document.get_object().get(object)) return fail_json(problem, error);
+  auto object_result = document.get_object();
+  if (auto error = object_result.error()) return fail_json(problem, error);
+  od::object& object = object_result.value_unsafe();
   std::fill(s.seen.begin(), s.seen.end(), 0);
   size_t position = 0;
   for (auto field_result : object) {
