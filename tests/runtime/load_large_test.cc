@@ -25,6 +25,7 @@ namespace {
 namespace fm = replaygate::format;
 using Bytes = testing::TableBytes;
 using testing::entry_offset;
+using testing::expect_file_load_error;
 using testing::expect_load_error;
 using testing::get;
 using testing::load_status;
@@ -183,10 +184,8 @@ TEST(LoadLarge, FromAPipe) {
 
 // Files in /proc report size 0 and are read to their end like a pipe: not a table.
 TEST(LoadLarge, FileReportingNoSize) {
-  LoadStatus status;
-  EXPECT_EQ(Table::load_file("/proc/self/status", &status), nullptr);
-  EXPECT_EQ(status.error, LoadError::kBadMagic);
-  EXPECT_EQ(status.message, "bad magic: not a replaygate table");
+  expect_file_load_error("/proc/self/status", LoadError::kBadMagic,
+                         "bad magic: not a replaygate table");
 }
 
 // A file that ends before the size fstat gave (sysfs reports 4096 bytes for a few) is an I/O

@@ -19,6 +19,7 @@ namespace {
 namespace fm = replaygate::format;
 using Bytes = testing::TableBytes;
 using testing::entry_offset;
+using testing::expect_file_load_error;
 using testing::expect_load_error;
 using testing::get;
 using testing::header_of;
@@ -73,24 +74,17 @@ TEST(Load, CommittedGoldenTable) {
 }
 
 TEST(Load, MissingFileIsIo) {
-  LoadStatus status;
-  EXPECT_EQ(Table::load_file("/nonexistent/dir/table.rgt", &status), nullptr);
-  EXPECT_EQ(status.error, LoadError::kIo);
-  EXPECT_EQ(status.message, "cannot open /nonexistent/dir/table.rgt: No such file or directory");
+  expect_file_load_error("/nonexistent/dir/table.rgt", LoadError::kIo,
+                         "cannot open /nonexistent/dir/table.rgt: No such file or directory");
 }
 
 TEST(Load, DirectoryIsIo) {
-  LoadStatus status;
-  EXPECT_EQ(Table::load_file(RG_SOURCE_DIR, &status), nullptr);
-  EXPECT_EQ(status.error, LoadError::kIo);
-  EXPECT_EQ(status.message, std::string("cannot read ") + RG_SOURCE_DIR + ": Is a directory");
+  expect_file_load_error(RG_SOURCE_DIR, LoadError::kIo,
+                         std::string("cannot read ") + RG_SOURCE_DIR + ": Is a directory");
 }
 
 TEST(Load, EmptyFileIsTruncated) {
-  LoadStatus status;
-  EXPECT_EQ(Table::load_file("/dev/null", &status), nullptr);
-  EXPECT_EQ(status.error, LoadError::kTruncated);
-  EXPECT_EQ(status.message, "empty table");
+  expect_file_load_error("/dev/null", LoadError::kTruncated, "empty table");
 }
 
 TEST(Load, Empty) {

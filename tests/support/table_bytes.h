@@ -49,6 +49,15 @@ inline void expect_load_error(const TableBytes& bytes, LoadError error,
   EXPECT_NE(s.message.find(message_part), std::string::npos) << s.message;
 }
 
+// Table::load_file(path) fails with `error` and exactly `message`.
+inline void expect_file_load_error(const std::string& path, LoadError error,
+                                   const std::string& message) {
+  LoadStatus status;
+  EXPECT_EQ(Table::load_file(path, &status), nullptr) << path;
+  EXPECT_EQ(load_error_name(status.error), std::string(load_error_name(error))) << path;
+  EXPECT_EQ(status.message, message) << path;
+}
+
 // Recomputes the header checksum, so that a deliberate edit reaches the structural checks.
 inline void reseal(TableBytes& bytes) {
   std::memset(bytes.data() + format::kChecksumOffset, 0, 16);
