@@ -24,16 +24,8 @@ namespace {
 
 namespace fm = replaygate::format;
 using Bytes = testing::TableBytes;
-using testing::entry_offset;
-using testing::expect_file_load_error;
-using testing::expect_load_error;
-using testing::get;
-using testing::load_status;
-using testing::reseal;
+using namespace testing;  // NOLINT: table-bytes test vocabulary
 using testing::S;
-using testing::section;
-using testing::set;
-using testing::write_temp_table;
 
 constexpr uint32_t kExtraRows = 40000;  // ~5 MiB: over 2 x 2 MiB, and about 20 read pieces
 

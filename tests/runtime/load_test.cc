@@ -18,17 +18,7 @@ namespace {
 
 namespace fm = replaygate::format;
 using Bytes = testing::TableBytes;
-using testing::entry_offset;
-using testing::expect_file_load_error;
-using testing::expect_load_error;
-using testing::get;
-using testing::header_of;
-using testing::load_status;
-using testing::put_header;
-using testing::reseal;
-using testing::section;
-using testing::set;
-using testing::write_temp_table;
+using namespace testing;  // NOLINT: table-bytes test vocabulary
 
 Bytes reference_bytes() { return lower(testing::reference_gate()); }
 
