@@ -87,20 +87,28 @@ uint32_t intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot& s
   return kInvalid;
 }
 
-// The atom of `value` in a small-dictionary index, or 0. The probe ends at an empty slot (the
-// index is at most half full); a hit needs the same size and words, and for values over 16 bytes
-// (which the words do not cover) the same bytes.
-inline uint32_t small_lookup(const Index& x, const Index::FieldPlan& p,
-                             std::string_view value) noexcept {
-  uint64_t a, b;
-  string_words(value.data(), value.size(), &a, &b);
+// The atom of `value` in a small-dictionary index, or 0. A hit needs the same size and words,
+// and for values over kWordBytes bytes (which the words do not cover) the same bytes. In a
+// perfect index (every entry in its home slot) the home slot decides, without a branch on the
+// comparison; otherwise the probe ends at an empty slot (the index is at most half full). An
+// empty slot has atom 0, so matching one (the empty value) is a miss too.
+[[gnu::always_inline]] inline uint32_t small_lookup(const Index& x, const Index::FieldPlan& p,
+                                                    std::string_view value) noexcept {
+  uint64_t a, b, c;
+  string_words(value.data(), value.size(), &a, &b, &c);
   const Index::StrSlot* slots = x.str_slots.data() + p.slot_begin;
   uint32_t at = static_cast<uint32_t>(small_string_hash(a, b, value.size(), p.seed)) & p.slot_mask;
+  if (p.perfect && value.size() <= kWordBytes) [[likely]] {
+    const Index::StrSlot& e = slots[at];
+    const bool hit = ((e.a ^ a) | (e.b ^ b) | (e.c ^ c) | (e.size ^ value.size())) == 0;
+    return hit ? e.atom : 0;
+  }
   for (;;) {
     const Index::StrSlot& e = slots[at];
     if (e.atom == 0) return 0;
-    if (e.a == a && e.b == b && e.size == value.size() &&
-        (value.size() <= 16 || same_middle(e.data, value.data(), value.size()))) {
+    if (e.a == a && e.b == b && e.c == c && e.size == value.size() &&
+        (value.size() <= kWordBytes ||
+         same_middle(x.str_data[p.slot_begin + at], value.data(), value.size()))) {
       return e.atom;
     }
     at = (at + 1) & p.slot_mask;
@@ -121,7 +129,8 @@ inline uint32_t intern_planned(const Table::Impl& t, const Index::FieldPlan& p,
     case Index::Kind::kStringNoDict:
       if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
       return 1;
-    case Index::Kind::kStringDict: {
+    case Index::Kind::kStringDict:
+    case Index::Kind::kStringLazy: {  // looked up here: this path interns every field
       if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
       const uint32_t atom = small_lookup(t.fast, p, slot.s);
       return atom == 0 ? 1 : atom;
@@ -333,10 +342,140 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
   return d;
 }
 
+// The fast path (DecideIndex::fast_path: guard masks, every field planned, no derived fields).
+// Same contract and decisions as decide_with<true>, which it falls back to for any input that is
+// not plainly valid (an invalid or wrong-typed slot, a value out of bounds, an Input shorter than
+// the table): that path validates in field order and names the first bad field. So when a rule
+// is reached here, every field passed validation. Differences in how, not in what:
+//  * a kStringLazy field (read only by tables) is validated in field order (slot state, empty
+//    value), but its dictionary lookup, which cannot fail, waits until a table needs its atom:
+//    a letter a guard decides never hashes the table keys;
+//  * a guard's decision is one load (DecideIndex::guards), a two-key dense table one matrix read.
+constexpr uint32_t kLazy = 0xFFFFFFFDu;
+
+// The atom of lazy field `f` (atoms[f] == kLazy: a string slot, not an absent empty value).
+inline uint32_t resolve_lazy(const Index& x, const Slot* slots, uint32_t f) noexcept {
+  const uint32_t atom = small_lookup(x, x.fields[f], slots[f].s);
+  return atom == 0 ? 1 : atom;
+}
+
+Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
+  const Index& x = t.fast;
+  const uint32_t field_count = static_cast<uint32_t>(x.fields.size());
+  if (input.size() < field_count) [[unlikely]] {
+    return decide_with<true>(t, input);
+  }
+  const Slot* slots = input.slots();
+  const Index::FieldPlan* plans = x.fields.data();
+  const uint64_t* masks = x.rule_masks.data();
+  uint32_t atoms[format::kMaxFields];
+  uint64_t live = x.all_rules;
+  for (uint32_t f = 0; f < field_count; ++f) {
+    const Index::FieldPlan& p = plans[f];
+    const Slot& slot = slots[f];
+    uint32_t atom;
+    if (static_cast<uint8_t>(slot.state) != p.want_state) {
+      // Unset or null: absent, or invalid when required. Any other state is the wrong type
+      // or kInvalid: invalid.
+      if (slot.state > Slot::State::kNull) [[unlikely]] {
+        return decide_with<true>(t, input);
+      }
+      atom = p.absent_atom;
+    } else {
+      switch (p.kind) {
+        case Index::Kind::kStringLazy:
+          atom = slot.s.empty() && p.empty_atom != Index::kNoEmptyRule ? p.empty_atom : kLazy;
+          break;
+        case Index::Kind::kStringNoDict:
+          atom = slot.s.empty() && p.empty_atom != Index::kNoEmptyRule ? p.empty_atom : 1;
+          break;
+        case Index::Kind::kStringDict:
+          if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) {
+            atom = p.empty_atom;
+          } else {
+            atom = small_lookup(x, p, slot.s);
+            atom = atom == 0 ? 1 : atom;
+          }
+          break;
+        case Index::Kind::kEnum:
+          atom = small_lookup(x, p, slot.s);
+          atom = atom == 0 ? kInvalid : atom;
+          break;
+        case Index::Kind::kInt: {
+          if (slot.i < p.min || slot.i > p.max) [[unlikely]] {
+            return decide_with<true>(t, input);
+          }
+          const int64_t* cuts = t.cuts.data() + p.cut_begin;
+          atom = 1;
+          for (uint32_t c = 0; c < p.cut_count; ++c) atom += cuts[c] <= slot.i;
+          break;
+        }
+        case Index::Kind::kIntSearch:
+          if (slot.i < p.min || slot.i > p.max) [[unlikely]] {
+            return decide_with<true>(t, input);
+          }
+          atom = t.int_atom(t.fields[f], slot.i);
+          break;
+        case Index::Kind::kBool:
+          atom = slot.b ? 2 : 1;
+          break;
+        default:  // kGeneral, kDerived: not on the fast path (fast_path is false)
+          return decide_with<true>(t, input);
+      }
+    }
+    if (atom == kInvalid) [[unlikely]] {
+      return decide_with<true>(t, input);
+    }
+    atoms[f] = atom;
+    if (p.mask_begin != Index::kNoMask) live &= masks[p.mask_begin + atom];
+  }
+
+  // The lowest live rule: a guard whose conditions all hold, or a table to look up.
+  while (live != 0) {
+    const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
+    if (!((x.table_rules >> r) & 1u)) {
+      Decision d;
+      d.kind = DecisionKind::kRule;
+      d.rule = x.guards[r].catalog;
+      d.verb = x.guards[r].verb;
+      return d;
+    }
+    const Index::Dense& dense = x.dense[r];
+    if (dense.enabled && dense.key_count == 2) {
+      const uint32_t f0 = dense.key_field[0], f1 = dense.key_field[1];
+      uint32_t a0 = atoms[f0], a1 = atoms[f1];
+      if (a0 == kLazy) atoms[f0] = a0 = resolve_lazy(x, slots, f0);
+      if (a1 == kLazy) atoms[f1] = a1 = resolve_lazy(x, slots, f1);
+      const uint32_t cell = x.dense_cells[dense.cell_begin + a0 * dense.stride[0] + a1];
+      if (cell != 0) {
+        Decision d;
+        d.kind = DecisionKind::kRule;
+        d.rule = (cell >> Index::kCellVerbBits) - 1;
+        d.verb = cell & ((1u << Index::kCellVerbBits) - 1);
+        return d;
+      }
+    } else {
+      const Table::Impl::Rule& rule = t.rules[r];
+      for (uint32_t k = 0; k < rule.item_count; ++k) {
+        const uint32_t f = t.table_keys[rule.item_begin + k];
+        if (atoms[f] == kLazy) atoms[f] = resolve_lazy(x, slots, f);
+      }
+      const Decision row = lookup_table<true>(t, r, atoms);
+      if (row.kind == DecisionKind::kRule) return row;
+    }
+    live &= live - 1;
+  }
+  Decision d;
+  d.verb = t.default_verb;
+  d.kind = DecisionKind::kDefault;
+  return d;
+}
+
 }  // namespace
 
 Decision Table::decide(const Input& input) const noexcept {
   const Impl& t = *impl_;
+  if (t.fast.fast_path) return decide_fast(t, input);
   return t.fast.built ? decide_with<true>(t, input) : decide_with<false>(t, input);
 }
 
@@ -353,7 +492,10 @@ DecideIndexStats decide_index_stats(const Table& table) noexcept {
   DecideIndexStats s;
   if (!t.fast.built) return s;
   for (const Index::FieldPlan& p : t.fast.fields) {
-    s.small_dict_fields += p.kind == Index::Kind::kStringDict || p.kind == Index::Kind::kEnum;
+    s.small_dict_fields += p.kind == Index::Kind::kStringDict ||
+                           p.kind == Index::Kind::kStringLazy || p.kind == Index::Kind::kEnum;
+    s.lazy_fields += p.kind == Index::Kind::kStringLazy;
+    s.perfect_fields += p.perfect;
     s.unhashed_fields += p.kind == Index::Kind::kStringNoDict;
     s.general_fields += p.kind == Index::Kind::kGeneral;
   }
@@ -364,6 +506,7 @@ DecideIndexStats decide_index_stats(const Table& table) noexcept {
   }
   s.dense_cells = t.fast.dense_cells.size();
   s.guard_masks = t.fast.masked;
+  s.fast_path = t.fast.fast_path;
   return s;
 }
 

@@ -27,14 +27,14 @@ uint64_t seed_at(uint32_t i) { return (uint64_t{i} + 1) * 0xD6E8FEB86659FD93ull;
 // Inserts every entry of `field`'s dictionary with `seed` into `slots` (size mask + 1, cleared);
 // returns the total number of probes beyond the home slot.
 uint64_t place(const Table::Impl& t, const Table::Impl::Field& field, uint64_t seed, uint32_t mask,
-               std::vector<Index::StrSlot>& slots) {
+               std::vector<Index::StrSlot>& slots, std::vector<const char*>& data) {
   std::fill(slots.begin(), slots.end(), Index::StrSlot{});
+  std::fill(data.begin(), data.end(), nullptr);
   uint64_t extra = 0;
   for (uint32_t i = 0; i < field.dict_count; ++i) {
     const std::string_view bytes = t.dict[field.dict_begin + i].bytes;
     Index::StrSlot e;
-    string_words(bytes.data(), bytes.size(), &e.a, &e.b);
-    e.data = bytes.data();
+    string_words(bytes.data(), bytes.size(), &e.a, &e.b, &e.c);
     e.size = static_cast<uint32_t>(bytes.size());
     e.atom = field.first_atom + i;
     uint32_t at = static_cast<uint32_t>(small_string_hash(e.a, e.b, bytes.size(), seed)) & mask;
@@ -43,6 +43,7 @@ uint64_t place(const Table::Impl& t, const Table::Impl::Field& field, uint64_t s
       ++extra;
     }
     slots[at] = e;
+    data[at] = bytes.data();
   }
   return extra;
 }
@@ -59,20 +60,24 @@ bool build_string_index(const Table::Impl& t, const Table::Impl::Field& field, I
   const uint32_t size = std::max<uint32_t>(2, std::bit_ceil(2 * field.dict_count));
   const uint32_t mask = size - 1;
   std::vector<Index::StrSlot> slots(size), best;
+  std::vector<const char*> data(size), best_data;
   uint64_t best_extra = UINT64_MAX, best_seed = 0;
   const uint32_t tries = field.dict_count <= kSeedSearchMax ? kSeedTries : 1;
   for (uint32_t i = 0; i < tries && best_extra != 0; ++i) {
-    const uint64_t extra = place(t, field, seed_at(i), mask, slots);
+    const uint64_t extra = place(t, field, seed_at(i), mask, slots, data);
     if (extra < best_extra) {
       best_extra = extra;
       best_seed = seed_at(i);
       best = slots;
+      best_data = data;
     }
   }
   plan.slot_begin = static_cast<uint32_t>(x.str_slots.size());
   plan.slot_mask = mask;
   plan.seed = best_seed;
+  plan.perfect = best_extra == 0;
   x.str_slots.insert(x.str_slots.end(), best.begin(), best.end());
+  x.str_data.insert(x.str_data.end(), best_data.begin(), best_data.end());
   return true;
 }
 
@@ -281,6 +286,23 @@ void build_decide_index(Table::Impl& t) {
   for (const Table::Impl::Field& field : t.fields) x.fields.push_back(plan_field(t, field, x));
 
   build_masks(t, x);
+  // A string field no guard mask reads is needed only by table lookups: the fast path defers its
+  // lookup (it cannot make the field invalid: a miss is "other").
+  bool all_planned = true;
+  for (Index::FieldPlan& plan : x.fields) {
+    if (x.masked && plan.kind == Index::Kind::kStringDict && plan.mask_begin == Index::kNoMask) {
+      plan.kind = Index::Kind::kStringLazy;
+    }
+    all_planned =
+        all_planned && plan.kind != Index::Kind::kGeneral && plan.kind != Index::Kind::kDerived;
+  }
+  x.guards.resize(t.rules.size());
+  for (uint32_t r = 0; r < t.rules.size(); ++r) {
+    if (t.rules[r].is_table) continue;
+    x.guards[r].catalog = t.rules[r].catalog_begin;
+    x.guards[r].verb = t.catalog[t.rules[r].catalog_begin].verb;
+  }
+  x.fast_path = x.masked && all_planned && t.derivations.empty();
   x.dense.resize(t.rules.size());
   const bool packable = t.verbs.size() <= (1u << Index::kCellVerbBits) &&
                         t.catalog.size() < (1u << (32 - Index::kCellVerbBits)) - 1;
