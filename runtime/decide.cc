@@ -2,15 +2,18 @@
 //
 // Works only on the validated structures in Table::Impl (runtime/table_impl.h) and the load-time
 // index built from them (runtime/decide_index.h). No allocation, no I/O, no exceptions: the
-// interned atoms live in a stack array of format::kMaxFields. Every field is validated and
-// interned before any rule runs, in field order (the first bad field is the one reported).
+// interned atoms live in a stack array of format::kMaxFields. Every field is validated before
+// any rule runs, and the first bad field (in field order) is the one reported.
 //
-// Two paths with the same decisions: the indexed one (decide()) plans each field at load (the
-// Input slot state that takes the fast path; strings without dictionary entries are not hashed;
-// small dictionaries use a cheap hash whose hit is confirmed byte for byte) and reads a dense
-// (key atoms -> row) matrix for small tables; the general one (decide_unindexed(), and decide()
-// wherever no index was built) hashes strings with XXH3 and probes each table once per wildcard
-// mask, however many rows the table has.
+// Three paths with the same decisions: the indexed one (decide_with<true>) plans each field at
+// load (the Input slot state that takes the fast path; strings without dictionary entries are
+// not hashed; small dictionaries use a cheap hash whose hit is confirmed byte for byte) and reads
+// a dense (key atoms -> row) matrix for small tables; the fast path (decide_fast, for policies
+// with guard masks and no derived fields) does the same work with the slot states checked eight
+// at a time, per-field work grouped by kind, and the lookup of table-only string keys deferred
+// until a table reads them, and hands any input that is not plainly valid to the indexed path;
+// the general one (decide_unindexed(), and decide() wherever no index was built) hashes strings
+// with XXH3 and probes each table once per wildcard mask, however many rows the table has.
 #include <algorithm>
 #include <bit>
 
@@ -97,7 +100,8 @@ uint32_t intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot& s
   uint64_t a, b, c;
   string_words(value.data(), value.size(), &a, &b, &c);
   const Index::StrSlot* slots = x.str_slots.data() + p.slot_begin;
-  uint32_t at = static_cast<uint32_t>(small_string_hash(a, b, value.size(), p.seed)) & p.slot_mask;
+  uint32_t at =
+      static_cast<uint32_t>(small_string_hash(a, b, value.size(), p.seed) >> p.slot_shift);
   if (p.perfect && value.size() <= kWordBytes) [[likely]] {
     const Index::StrSlot& e = slots[at];
     const bool hit = ((e.a ^ a) | (e.b ^ b) | (e.c ^ c) | (e.size ^ value.size())) == 0;
@@ -344,19 +348,50 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
 
 // The fast path (DecideIndex::fast_path: guard masks, every field planned, no derived fields).
 // Same contract and decisions as decide_with<true>, which it falls back to for any input that is
-// not plainly valid (an invalid or wrong-typed slot, a value out of bounds, an Input shorter than
-// the table): that path validates in field order and names the first bad field. So when a rule
-// is reached here, every field passed validation. Differences in how, not in what:
-//  * a kStringLazy field (read only by tables) is validated in field order (slot state, empty
-//    value), but its dictionary lookup, which cannot fail, waits until a table needs its atom:
-//    a letter a guard decides never hashes the table keys;
+// not plainly valid (a slot of the wrong state, a value out of bounds, an empty value that is
+// invalid, an unknown enum value, an Input shorter than the table): that path validates in
+// field order and names the first bad field. So when a rule is reached here, every field passed
+// validation. It differs in how, not in what:
+//  * every field's slot state is checked first, eight at a time (Input::states() against
+//    DecideIndex::want_states), then the per-field work runs in lists grouped by kind;
+//  * a kStringLazy field (read only by tables) gets no per-field work: its slot state was
+//    checked with the others, and its dictionary lookup, which cannot fail, waits until a table
+//    reads its atom: a letter a guard decides never hashes the table keys;
 //  * a guard's decision is one load (DecideIndex::guards), a two-key dense table one matrix read.
-constexpr uint32_t kLazy = 0xFFFFFFFDu;
+constexpr uint64_t kHighBits = 0x8080808080808080ull, kLowBits = 0x7F7F7F7F7F7F7F7Full;
 
-// The atom of lazy field `f` (atoms[f] == kLazy: a string slot, not an absent empty value).
-inline uint32_t resolve_lazy(const Index& x, const Slot* slots, uint32_t f) noexcept {
-  const uint32_t atom = small_lookup(x, x.fields[f], slots[f].s);
+// 0x80 in each nonzero byte of x, 0 in each zero byte.
+inline uint64_t nonzero_bytes(uint64_t x) noexcept {
+  return (((x & kLowBits) + kLowBits) | x) & kHighBits;
+}
+
+// The atom of a kStringLazy field whose slot passed validation: absent (0) or an empty value
+// that means absent (0), else its dictionary atom or 1 ("other").
+[[gnu::always_inline]] inline uint32_t resolve_lazy(const Index& x, const Slot* slots,
+                                                    uint32_t f) noexcept {
+  const Slot& slot = slots[f];
+  const Index::FieldPlan& p = x.fields[f];
+  if (slot.state != Slot::State::kString) return 0;
+  if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
+  const uint32_t atom = small_lookup(x, p, slot.s);
   return atom == 0 ? 1 : atom;
+}
+
+[[gnu::always_inline]] inline uint32_t key_atom(const Index& x, const Slot* slots,
+                                                const uint32_t* atoms, uint32_t f) noexcept {
+  return x.fields[f].kind == Index::Kind::kStringLazy ? resolve_lazy(x, slots, f) : atoms[f];
+}
+
+// A table rule other than a two-key dense one: its lazy keys resolved into atoms, then the
+// general lookup. Out of line: the common shape does not need its registers.
+[[gnu::noinline]] Decision lookup_table_fast(const Table::Impl& t, uint32_t r, const Slot* slots,
+                                             uint32_t* atoms) noexcept {
+  const Table::Impl::Rule& rule = t.rules[r];
+  for (uint32_t k = 0; k < rule.item_count; ++k) {
+    const uint32_t f = t.table_keys[rule.item_begin + k];
+    atoms[f] = key_atom(t.fast, slots, atoms, f);
+  }
+  return lookup_table<true>(t, r, atoms);
 }
 
 Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
@@ -365,64 +400,64 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
   if (input.size() < field_count) [[unlikely]] {
     return decide_with<true>(t, input);
   }
+  // Every slot state at once: a field whose state differs from its plan's is absent (unset or
+  // null, state <= 1) in an optional field, else invalid.
+  const uint8_t* states = input.states();
+  uint64_t bad = 0;
+  for (uint32_t w = 0; w < x.want_states.size(); ++w) {
+    uint64_t st;
+    __builtin_memcpy(&st, states + 8 * w, 8);
+    const uint64_t differs = nonzero_bytes(st ^ x.want_states[w]);
+    const uint64_t present = nonzero_bytes(st & ~0x0101010101010101ull);  // state >= 2
+    bad |= differs & (present | ~x.optional_bytes[w]) & x.field_bytes[w];
+  }
+  if (bad != 0) [[unlikely]] {
+    return decide_with<true>(t, input);
+  }
+
+  // Every slot now holds its planned state or is absent in an optional field.
   const Slot* slots = input.slots();
-  const Index::FieldPlan* plans = x.fields.data();
   const uint64_t* masks = x.rule_masks.data();
-  uint32_t atoms[format::kMaxFields];
+  uint32_t atoms[format::kMaxFields];  // kStringLazy fields' entries are set only when resolved
   uint64_t live = x.all_rules;
-  for (uint32_t f = 0; f < field_count; ++f) {
-    const Index::FieldPlan& p = plans[f];
+  for (const Index::FastBool& e : x.fast_bools) {
+    const Slot& slot = slots[e.field];
+    const uint32_t atom = slot.state == Slot::State::kBool ? 1u + slot.b : 0u;
+    atoms[e.field] = atom;
+    if (e.mask_begin != Index::kNoMask) live &= masks[e.mask_begin + atom];
+  }
+  for (const Index::FastString& e : x.fast_strings) {
+    const Slot& slot = slots[e.field];
+    uint32_t atom = slot.s.empty() ? e.empty_atom : e.present_atom;
+    if (slot.state != Slot::State::kString) atom = 0;
+    if (atom == kInvalid) [[unlikely]] {
+      return decide_with<true>(t, input);
+    }
+    atoms[e.field] = atom;
+    if (e.mask_begin != Index::kNoMask) live &= masks[e.mask_begin + atom];
+  }
+  for (const uint32_t f : x.fast_ints) {
     const Slot& slot = slots[f];
-    uint32_t atom;
-    if (static_cast<uint8_t>(slot.state) != p.want_state) {
-      // Unset or null: absent, or invalid when required. Any other state is the wrong type
-      // or kInvalid: invalid.
-      if (slot.state > Slot::State::kNull) [[unlikely]] {
+    const Index::FieldPlan& p = x.fields[f];
+    uint32_t atom = 0;
+    if (slot.state == Slot::State::kInt) {
+      if (slot.i < p.min || slot.i > p.max) [[unlikely]] {
         return decide_with<true>(t, input);
       }
-      atom = p.absent_atom;
-    } else {
-      switch (p.kind) {
-        case Index::Kind::kStringLazy:
-          atom = slot.s.empty() && p.empty_atom != Index::kNoEmptyRule ? p.empty_atom : kLazy;
-          break;
-        case Index::Kind::kStringNoDict:
-          atom = slot.s.empty() && p.empty_atom != Index::kNoEmptyRule ? p.empty_atom : 1;
-          break;
-        case Index::Kind::kStringDict:
-          if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) {
-            atom = p.empty_atom;
-          } else {
-            atom = small_lookup(x, p, slot.s);
-            atom = atom == 0 ? 1 : atom;
-          }
-          break;
-        case Index::Kind::kEnum:
-          atom = small_lookup(x, p, slot.s);
-          atom = atom == 0 ? kInvalid : atom;
-          break;
-        case Index::Kind::kInt: {
-          if (slot.i < p.min || slot.i > p.max) [[unlikely]] {
-            return decide_with<true>(t, input);
-          }
-          const int64_t* cuts = t.cuts.data() + p.cut_begin;
-          atom = 1;
-          for (uint32_t c = 0; c < p.cut_count; ++c) atom += cuts[c] <= slot.i;
-          break;
-        }
-        case Index::Kind::kIntSearch:
-          if (slot.i < p.min || slot.i > p.max) [[unlikely]] {
-            return decide_with<true>(t, input);
-          }
-          atom = t.int_atom(t.fields[f], slot.i);
-          break;
-        case Index::Kind::kBool:
-          atom = slot.b ? 2 : 1;
-          break;
-        default:  // kGeneral, kDerived: not on the fast path (fast_path is false)
-          return decide_with<true>(t, input);
+      if (p.kind == Index::Kind::kInt) {
+        const int64_t* cuts = t.cuts.data() + p.cut_begin;
+        atom = 1;
+        for (uint32_t c = 0; c < p.cut_count; ++c) atom += cuts[c] <= slot.i;
+      } else {
+        atom = t.int_atom(t.fields[f], slot.i);
       }
     }
+    atoms[f] = atom;
+    if (p.mask_begin != Index::kNoMask) live &= masks[p.mask_begin + atom];
+  }
+  for (const uint32_t f : x.fast_planned) {
+    const Index::FieldPlan& p = x.fields[f];
+    const uint32_t atom = intern_planned(t, p, t.fields[f], slots[f]);
     if (atom == kInvalid) [[unlikely]] {
       return decide_with<true>(t, input);
     }
@@ -442,10 +477,8 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
     }
     const Index::Dense& dense = x.dense[r];
     if (dense.enabled && dense.key_count == 2) {
-      const uint32_t f0 = dense.key_field[0], f1 = dense.key_field[1];
-      uint32_t a0 = atoms[f0], a1 = atoms[f1];
-      if (a0 == kLazy) atoms[f0] = a0 = resolve_lazy(x, slots, f0);
-      if (a1 == kLazy) atoms[f1] = a1 = resolve_lazy(x, slots, f1);
+      const uint32_t a0 = key_atom(x, slots, atoms, dense.key_field[0]);
+      const uint32_t a1 = key_atom(x, slots, atoms, dense.key_field[1]);
       const uint32_t cell = x.dense_cells[dense.cell_begin + a0 * dense.stride[0] + a1];
       if (cell != 0) {
         Decision d;
@@ -455,12 +488,7 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
         return d;
       }
     } else {
-      const Table::Impl::Rule& rule = t.rules[r];
-      for (uint32_t k = 0; k < rule.item_count; ++k) {
-        const uint32_t f = t.table_keys[rule.item_begin + k];
-        if (atoms[f] == kLazy) atoms[f] = resolve_lazy(x, slots, f);
-      }
-      const Decision row = lookup_table<true>(t, r, atoms);
+      const Decision row = lookup_table_fast(t, r, slots, atoms);
       if (row.kind == DecisionKind::kRule) return row;
     }
     live &= live - 1;

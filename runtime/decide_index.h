@@ -12,9 +12,10 @@
 //    field without dictionary entries is never hashed: its atom is "other" or absent).
 //  * Small string dictionaries: an open-addressing index keyed by a cheap hash of the length and
 //    two 8-byte (or smaller) loads, with a load-time-chosen seed (the first of a fixed sequence
-//    that places every entry without a collision, when one does). A hit compares the length and
-//    the two loaded words (which cover every byte of a value up to 16 bytes) plus memcmp for
-//    longer values: the bytes decide, the hash only picks where to look.
+//    that places every entry without a collision, when one does: then a lookup reads only the
+//    home slot). A hit compares the length and three loaded words (which cover every byte of a
+//    value up to 24 bytes) plus the middle bytes of longer values: the bytes decide, the hash
+//    only picks where to look.
 //  * Guard masks: per field and atom, the set of rules (up to 64) whose conditions on that field
 //    the atom satisfies, ANDed while interning; the first set bit is the deciding guard or the
 //    next table to look up, in rule order.
@@ -22,6 +23,9 @@
 //    atoms (every combination, absent and "other" included) to the deciding row, with wildcards
 //    and first-match-in-the-most-specific-group resolved at load. Capped in size (see
 //    kDenseMaxCells); bigger tables keep the hash probes.
+//  * Fast path (fast_path): per-8-field state words and per-kind work lists, so decide() checks
+//    slot states eight at a time and defers the lookup of string fields only tables read
+//    (Kind::kStringLazy).
 #pragma once
 
 #include <cstddef>
@@ -54,6 +58,7 @@ struct DecideIndex {
     // kInvalidAtom), or kNoEmptyRule when empty is an ordinary value.
     uint32_t empty_atom = 0;
     uint32_t slot_begin = 0, slot_mask = 0;  // string index: str_slots[slot_begin, +mask+1)
+    uint32_t slot_shift = 63;                // home slot: small_string_hash() >> slot_shift
     // Every entry of the string index sits in its home slot: a lookup reads one slot, and a
     // mismatch there is a miss (no probe loop).
     bool perfect = false;
@@ -71,6 +76,25 @@ struct DecideIndex {
     uint32_t size = 0;
     uint32_t atom = 0;
   };
+  // decide()'s fast path (decide.cc, decide_fast), built when fast_path. Its first check covers
+  // every field's slot state, eight fields per 64-bit word of Input::states(): per word, the
+  // planned state of each field (FieldPlan::want_state; 0 in padding bytes), 0x80 in the byte of
+  // each optional field (an unset or null slot is absent there, invalid elsewhere), and 0x80 in
+  // the byte of each field (padding bytes are ignored).
+  std::vector<uint64_t> want_states, optional_bytes, field_bytes;
+  // Then the per-field work, grouped by kind (no dispatch per field); each entry names a field.
+  // kFixedString (kStringNoDict, and kStringLazy when an empty value is invalid): absent 0, empty
+  // empty_atom, else present_atom (1; kLazyAtom for a lazy field, whose atom is not kept).
+  struct FastString {
+    uint32_t field = 0, mask_begin = kNoMask, empty_atom = 0, present_atom = 0;
+  };
+  struct FastBool {  // absent 0, false 1, true 2
+    uint32_t field = 0, mask_begin = kNoMask;
+  };
+  std::vector<FastString> fast_strings;
+  std::vector<FastBool> fast_bools;
+  std::vector<uint32_t> fast_ints;     // kInt and kIntSearch: bounds, then the cuts
+  std::vector<uint32_t> fast_planned;  // kStringDict and kEnum: the small-dictionary lookup
   // A guard's decision, by rule index (guards only): its catalog index and verb.
   struct GuardHot {
     uint32_t catalog = 0, verb = 0;
@@ -85,6 +109,8 @@ struct DecideIndex {
   };
 
   static constexpr uint32_t kInvalidAtom = 0xFFFFFFFFu;
+  // The fast path's placeholder atom of a kStringLazy field (looked up when a table reads it).
+  static constexpr uint32_t kLazyAtom = 0xFFFFFFFDu;
   static constexpr uint32_t kNoMask = 0xFFFFFFFFu;
   // Guard masks are built for policies of at most 64 rules, with at most kMaxMaskEntries masks
   // (8 MiB) over all fields.
@@ -166,10 +192,10 @@ inline bool same_middle(const char* x, const char* y, size_t size) noexcept {
   return true;
 }
 
-// Where a small-dictionary index starts probing (before masking).
+// Where a small-dictionary index of 2^k slots starts probing: the top k bits (the best-mixed
+// bits of the two products; no finalizer, to keep decide()'s dependency chain short).
 inline uint64_t small_string_hash(uint64_t a, uint64_t b, uint64_t size, uint64_t seed) noexcept {
-  uint64_t h = (a ^ seed) * 0x9E3779B97F4A7C15ull ^ (b + size) * 0xC2B2AE3D27D4EB4Full;
-  return h ^ (h >> 29) ^ (h >> 47);
+  return (a ^ seed) * 0x9E3779B97F4A7C15ull ^ (b + size) * 0xC2B2AE3D27D4EB4Full;
 }
 
 // Builds t.fast from the verified structures of t (called once at the end of load). Allocates;
