@@ -39,8 +39,6 @@ namespace replaygate {
 namespace {
 
 constexpr uint32_t kWildcardAtom = std::numeric_limits<uint32_t>::max();
-// Units of usefulness work for the whole policy; ordinary policies use a tiny fraction of it.
-constexpr uint64_t kWorkBudget = 10'000'000;
 constexpr size_t kNamedShadowers = 3;
 // Shadowed rules with more overlapping boxes than this name them all instead of a minimal cover.
 constexpr size_t kMaxMinimizedShadowers = 32;
@@ -250,11 +248,12 @@ std::string describe_bounds(const ir::Field& field) {
 
 class Analyzer {
  public:
-  Analyzer(const ir::CheckedPolicy& checked, uint64_t work_budget)
+  Analyzer(const ir::CheckedPolicy& checked, const AnalysisBudget& budget)
       : checked_(checked),
         policy_(checked.policy),
         partition_(partition_policy(policy_)),
-        budget_(work_budget) {}
+        budget_(budget.rows),
+        region_budget_(budget.regions) {}
 
   std::vector<Diagnostic> run(StageClock* clock = nullptr) {
     if (!build_domains()) return {};  // no valid input exists; check() reports why
@@ -269,7 +268,7 @@ class Analyzer {
     }
     if (clock != nullptr) clock->lap("analysis: rows");
     // Invariants and gaps need every decision region (compiler/invariants.h).
-    for (Diagnostic& d : region_diagnostics(checked_)) out_.push_back(std::move(d));
+    for (Diagnostic& d : region_diagnostics(checked_, region_budget_)) out_.push_back(std::move(d));
     if (clock != nullptr) clock->lap("analysis: regions");
     return std::move(out_);
   }
@@ -882,7 +881,8 @@ class Analyzer {
   std::vector<uint32_t> last_witness_;  // per field: an atom of the last uncovered tuple found
   Box probe_;                           // shadowed()'s scratch point
   std::vector<Hit> probe_hits_;         // shadowed()'s scratch hits
-  uint64_t budget_;
+  uint64_t budget_;                     // usefulness work left (AnalysisBudget::rows)
+  uint64_t region_budget_;
   uint64_t naming_budget_ = kNamingBudget;
   bool gave_up_ = false;
   size_t overlap_reports_ = 0;
@@ -892,13 +892,15 @@ class Analyzer {
 
 std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy, StageTimings* timings) {
   StageClock clock(timings);
-  Analyzer analyzer(policy, kWorkBudget);
+  // Ordinary policies use a tiny fraction of the default budgets.
+  Analyzer analyzer(policy, AnalysisBudget{});
   clock.lap("analysis: partition");
   return analyzer.run(&clock);
 }
 
-std::vector<Diagnostic> analyze_with_budget(const ir::CheckedPolicy& policy, uint64_t work_budget) {
-  return Analyzer(policy, work_budget).run();
+std::vector<Diagnostic> analyze_with_budget(const ir::CheckedPolicy& policy,
+                                            AnalysisBudget budget) {
+  return Analyzer(policy, budget).run();
 }
 
 }  // namespace replaygate

@@ -12,6 +12,7 @@
 
 #include "compiler/diagnostic.h"
 #include "compiler/ir.h"
+#include "compiler/regions.h"
 #include "compiler/timings.h"
 
 namespace replaygate {
@@ -24,8 +25,17 @@ namespace replaygate {
 // and gaps).
 std::vector<Diagnostic> analyze(const ir::CheckedPolicy& policy, StageTimings* timings = nullptr);
 
-// The same with an explicit budget of usefulness work units (analyze() uses 10,000,000), so tests
-// can reach the RG209 path.
-std::vector<Diagnostic> analyze_with_budget(const ir::CheckedPolicy& policy, uint64_t work_budget);
+// The work budgets of the analysis; analyze() uses the defaults.
+struct AnalysisBudget {
+  // Units of usefulness work (rows examined per class) for the shadowing and conflict checks;
+  // when it runs out the analysis reports RG209 once and stops those checks.
+  uint64_t rows = 10'000'000;
+  // Units of decision-region work (compiler/regions.h) for invariants and gaps; when it runs out,
+  // every invariant not yet proven is RG213 (error, fail closed) and the gaps are RG212 (info).
+  uint64_t regions = kRegionBudget;
+};
+
+// As analyze(), with explicit budgets for both stages, so tests can reach RG209, RG212 and RG213.
+std::vector<Diagnostic> analyze_with_budget(const ir::CheckedPolicy& policy, AnalysisBudget budget);
 
 }  // namespace replaygate

@@ -148,29 +148,7 @@ InterpretResult interpret(const ir::Policy& policy, const Letter& letter) {
     if (!policy.fields[f].derived) continue;
     const ir::Derivation& d = *policy.fields[f].derived;
     const int64_t lhs = values.at(d.lhs)->i, rhs = values.at(d.rhs)->i;
-    bool b = false;
-    switch (d.op) {
-      case ir::Op::kEq:
-        b = lhs == rhs;
-        break;
-      case ir::Op::kNe:
-        b = lhs != rhs;
-        break;
-      case ir::Op::kLt:
-        b = lhs < rhs;
-        break;
-      case ir::Op::kLe:
-        b = lhs <= rhs;
-        break;
-      case ir::Op::kGt:
-        b = lhs > rhs;
-        break;
-      case ir::Op::kGe:
-        b = lhs >= rhs;
-        break;
-      default:
-        break;
-    }
+    const bool b = ir::compare(d.op, lhs, rhs);
     values[f] = LetterValue::Bool(b);
   }
 

@@ -69,6 +69,29 @@ const char* op_name(Op op) {
   return "?";
 }
 
+bool compare(Op op, int64_t a, int64_t b) {
+  switch (op) {
+    case Op::kEq:
+      return a == b;
+    case Op::kNe:
+      return a != b;
+    case Op::kLt:
+      return a < b;
+    case Op::kLe:
+      return a <= b;
+    case Op::kGt:
+      return a > b;
+    case Op::kGe:
+      return a >= b;
+    case Op::kIn:
+    case Op::kNotIn:
+    case Op::kAbsent:
+    case Op::kPresent:
+      return false;
+  }
+  return false;
+}
+
 const char* invariant_op_name(InvariantOp op) {
   switch (op) {
     case InvariantOp::kVerbIn:

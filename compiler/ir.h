@@ -219,6 +219,10 @@ std::vector<CatalogEntry> rule_catalog(const Policy& policy);
 const char* effect_name(Effect effect);       // "none", "read", "copy", "create"
 const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
 const char* op_name(Op op);                   // "eq", "ne", "in", "not_in", "lt", ... "absent"
+// `a op b` for the comparison ops kEq, kNe, kLt, kLe, kGt and kGe on ints: how a condition's
+// bound and a Derivation's value are evaluated. false
+// for every other op (kIn, kNotIn, kAbsent, kPresent do not compare two ints).
+bool compare(Op op, int64_t a, int64_t b);
 // "verb_in", "verb_not_in", "effect_at_most", "effect_not" (the YAML spelling).
 const char* invariant_op_name(InvariantOp op);
 

@@ -404,25 +404,6 @@ void interval_candidates(const FieldPartition& field, uint32_t atom, std::vector
   for (int64_t v : {lo, lo < hi ? lo + 1 : lo, lo < hi ? hi - 1 : hi, hi}) out->push_back(v);
 }
 
-bool compare(ir::Op op, int64_t a, int64_t b) {
-  switch (op) {
-    case ir::Op::kEq:
-      return a == b;
-    case ir::Op::kNe:
-      return a != b;
-    case ir::Op::kLt:
-      return a < b;
-    case ir::Op::kLe:
-      return a <= b;
-    case ir::Op::kGt:
-      return a > b;
-    case ir::Op::kGe:
-      return a >= b;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 std::string example_letter(const ir::Policy& policy, const Partition& partition,
@@ -444,7 +425,7 @@ std::string example_letter(const ir::Policy& policy, const Partition& partition,
     if (!derived || !values[f] || derived->lhs >= n || derived->rhs >= n) continue;
     const bool wanted = values[f]->b;
     if (values[derived->lhs] && values[derived->rhs] &&
-        compare(derived->op, values[derived->lhs]->i, values[derived->rhs]->i) == wanted) {
+        ir::compare(derived->op, values[derived->lhs]->i, values[derived->rhs]->i) == wanted) {
       continue;
     }
     std::vector<int64_t> left, right;
@@ -457,7 +438,7 @@ std::string example_letter(const ir::Policy& policy, const Partition& partition,
     bool found = false;
     for (size_t i = 0; i < left.size() && !found; ++i) {
       for (size_t j = 0; j < right.size() && !found; ++j) {
-        if (compare(derived->op, left[i], right[j]) == wanted) {
+        if (ir::compare(derived->op, left[i], right[j]) == wanted) {
           values[derived->lhs] = ir::Value::Int(left[i]);
           values[derived->rhs] = ir::Value::Int(right[j]);
           found = true;

@@ -502,7 +502,9 @@ TEST(AnalysisTest, TenThousandExactRowsWithWildcardsAndGuards) {
 TEST(AnalysisTest, BudgetExhaustionIsReportedOnceAndStopsTheSearch) {
   PolicyBuilder b = shipped_policy(true);
   EXPECT_EQ(analyze_lines(b).size(), 3u);
-  EXPECT_EQ(lines(analyze_with_budget(b.get(), 1)),
+  AnalysisBudget budget;
+  budget.rows = 1;
+  EXPECT_EQ(lines(analyze_with_budget(b.get(), budget)),
             want({"61 info RG209: analysis stopped early at rule 'already_committed': the policy "
                   "is too complex to finish the shadowing and conflict checks | split large "
                   "wildcard tables or guards; the compiled decisions are not affected"}));

@@ -6,9 +6,36 @@
 
 #include "compiler/compile.h"
 #include "compiler/interpret.h"
+#include "compiler/ir.h"
 
 namespace replaygate {
 namespace {
+
+// ir::compare, shared by the analysis (regions), the interpreter and the CLI's explain: every
+// comparison op on both sides of equality and at the int64 ends; false for the ops that do not
+// compare two ints.
+TEST(IrCompare, EveryOp) {
+  using ir::Op;
+  const int64_t lo = INT64_MIN, hi = INT64_MAX;
+  struct Case {
+    Op op;
+    bool less, equal, greater;  // compare(op, a, b) for a < b, a == b, a > b
+  };
+  for (const Case& c : {Case{Op::kEq, false, true, false}, Case{Op::kNe, true, false, true},
+                        Case{Op::kLt, true, false, false}, Case{Op::kLe, true, true, false},
+                        Case{Op::kGt, false, false, true}, Case{Op::kGe, false, true, true}}) {
+    EXPECT_EQ(ir::compare(c.op, 1, 2), c.less) << ir::op_name(c.op);
+    EXPECT_EQ(ir::compare(c.op, lo, hi), c.less) << ir::op_name(c.op);
+    EXPECT_EQ(ir::compare(c.op, -7, -7), c.equal) << ir::op_name(c.op);
+    EXPECT_EQ(ir::compare(c.op, hi, hi), c.equal) << ir::op_name(c.op);
+    EXPECT_EQ(ir::compare(c.op, 0, -1), c.greater) << ir::op_name(c.op);
+    EXPECT_EQ(ir::compare(c.op, hi, lo), c.greater) << ir::op_name(c.op);
+  }
+  for (Op op : {Op::kIn, Op::kNotIn, Op::kAbsent, Op::kPresent}) {
+    EXPECT_FALSE(ir::compare(op, 1, 1)) << ir::op_name(op);
+    EXPECT_FALSE(ir::compare(op, 1, 2)) << ir::op_name(op);
+  }
+}
 
 const char* kPolicy = R"(policy: t
 revision: 1

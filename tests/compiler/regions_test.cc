@@ -104,31 +104,50 @@ TEST(Regions, BudgetRunsOut) {
   EXPECT_FALSE(result.complete);
 }
 
-// RG213 (one per invariant the walk had not yet proven when the budget ran out, fail closed) and
-// RG212 (the regions, hence gaps, are incomplete), with their exact text and spans.
-TEST(Regions, BudgetRunsOutBeforeTheInvariantsAreProven) {
-  const ir::CheckedPolicy gate = testing::reference_gate();
-  const auto diagnostics = region_diagnostics(gate, 5);
+// "LINE SEVERITY CODE: MESSAGE | HINT" for each diagnostic.
+std::vector<std::string> diagnostic_lines(const std::vector<Diagnostic>& diagnostics) {
   std::vector<std::string> got;
   for (const Diagnostic& d : diagnostics) {
     got.push_back(std::to_string(d.span.line) + " " + severity_name(d.severity) + " " + d.code +
                   ": " + d.message + " | " + d.hint);
   }
+  return got;
+}
+
+// The reference gate's diagnostics when the region walk gets 5 units of work: RG213 for each
+// invariant (none was proven yet, fail closed) and RG212 (the regions, hence gaps, are incomplete).
+std::vector<std::string> gate_out_of_region_budget() {
   const std::string hint =
       " | split large wildcard tables or guards so the policy has fewer regions";
   const std::string rg213 = " error RG213: invariant '";
   const std::string why = "' could not be proven: the analysis ran out of its work budget";
-  EXPECT_EQ(got, (std::vector<std::string>{
-                     "101" + rg213 + "committed_is_never_replayed" + why + hint,
-                     "106" + rg213 + "no_key_no_replay" + why + hint,
-                     "111" + rg213 + "exhausted_waits_or_parks" + why + hint,
-                     "116" + rg213 + "replay_once_means_once" + why + hint,
-                     "0 info RG212: decision regions incomplete: the analysis stopped after 0 "
-                     "regions; gaps were not all reported | the compiled decisions are not "
-                     "affected",
-                 }));
+  return {
+      "101" + rg213 + "committed_is_never_replayed" + why + hint,
+      "106" + rg213 + "no_key_no_replay" + why + hint,
+      "111" + rg213 + "exhausted_waits_or_parks" + why + hint,
+      "116" + rg213 + "replay_once_means_once" + why + hint,
+      "0 info RG212: decision regions incomplete: the analysis stopped after 0 "
+      "regions; gaps were not all reported | the compiled decisions are not "
+      "affected",
+  };
+}
+
+// RG213 and RG212 from the region stage, with their exact text and spans.
+TEST(Regions, BudgetRunsOutBeforeTheInvariantsAreProven) {
+  const ir::CheckedPolicy gate = testing::reference_gate();
+  EXPECT_EQ(diagnostic_lines(region_diagnostics(gate, 5)), gate_out_of_region_budget());
   // With the default budget the shipped gate's invariants are all proven: neither code appears.
   EXPECT_TRUE(region_diagnostics(gate).empty());
+}
+
+// The same through the analysis: analyze_with_budget hands its region budget to the region stage.
+TEST(Regions, AnalysisRegionBudgetReachesTheRegionStage) {
+  const ir::CheckedPolicy gate = testing::reference_gate();
+  AnalysisBudget budget;
+  budget.regions = 5;
+  EXPECT_EQ(diagnostic_lines(analyze_with_budget(gate, budget)), gate_out_of_region_budget());
+  EXPECT_EQ(diagnostic_lines(analyze_with_budget(gate, {})), diagnostic_lines(analyze(gate)));
+  EXPECT_TRUE(analyze(gate).empty());
 }
 
 TEST(Regions, GapsOnlyWithDomains) {

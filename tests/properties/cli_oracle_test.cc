@@ -3,7 +3,6 @@
 // types, floats and objects for unreadable values), decided by `replaygate decide --policy` in a
 // separate process. Every output line must name the interpreter's verb, rule and invalid field.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +17,7 @@
 
 #include "compiler/interpret.h"
 #include "tests/properties/policy_gen.h"
+#include "tests/support/cli_runner.h"
 
 namespace replaygate::testing {
 namespace {
@@ -74,15 +74,9 @@ std::string json_letter(const ir::Policy& policy, const Letter& letter, int salt
   return out + "}";
 }
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 TEST(CliOracleTest, DecideAgreesWithTheInterpreter) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("rg_cli_oracle_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("rg_cli_oracle");
+  const std::filesystem::path& dir = scratch.path();
   rc::Random random(20261129);
   size_t compared = 0, invalid = 0;
   for (int i = 0; i < 15; ++i) {
@@ -96,16 +90,11 @@ TEST(CliOracleTest, DecideAgreesWithTheInterpreter) {
     }
     std::ofstream(dir / "gen.yaml", std::ios::binary) << to_yaml(policy);
     std::ofstream(dir / "letters.jsonl", std::ios::binary) << jsonl;
-    const std::string command =
-        std::string(RG_BINARY) + " decide --policy '" + (dir / "gen.yaml").string() + "' '" +
-        (dir / "letters.jsonl").string() + "' > '" + (dir / "out.jsonl").string() + "' 2> '" +
-        (dir / "err.txt").string() + "'";
-    const int status = std::system(command.c_str());
-    ASSERT_TRUE(WIFEXITED(status));
-    const int code = WEXITSTATUS(status);
-    ASSERT_TRUE(code == 0 || code == 1) << read_text(dir / "err.txt");
+    const CliResult r = run_cli_args(
+        dir, {"decide", "--policy", (dir / "gen.yaml").string(), (dir / "letters.jsonl").string()});
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
 
-    std::istringstream out(read_text(dir / "out.jsonl"));
+    std::istringstream out(r.out);
     const auto catalog = ir::rule_catalog(policy);
     std::string line;
     size_t n = 0;
@@ -139,10 +128,9 @@ TEST(CliOracleTest, DecideAgreesWithTheInterpreter) {
       ++n;
       ++compared;
     }
-    ASSERT_EQ(n, letters.size()) << read_text(dir / "err.txt");
-    EXPECT_EQ(code, any_invalid ? 1 : 0);
+    ASSERT_EQ(n, letters.size()) << r.err;
+    EXPECT_EQ(r.exit_code, any_invalid ? 1 : 0);
   }
-  std::filesystem::remove_all(dir);
   EXPECT_EQ(compared, 15u * 40u);
   EXPECT_GT(invalid, 0u);
 }

@@ -27,8 +27,7 @@ RC_GTEST_PROP(DecideIndexTest, IndexedDecideAgreesWithTheGeneralPath, ()) {
   with_shrink_budget([] {
     const ir::CheckedPolicy checked = *gen_policy();
     const ir::Policy& policy = checked.policy;
-    const BuiltTable built = build_table(checked);
-    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    const BuiltTable built = build_table_or_fail(checked);
     const Table& table = *built.table;
     const DecideIndexStats stats = decide_index_stats(table);
     // Generated dictionaries are small: every string and enum field gets an index. Tables of
@@ -37,8 +36,7 @@ RC_GTEST_PROP(DecideIndexTest, IndexedDecideAgreesWithTheGeneralPath, ()) {
     RC_CLASSIFY(stats.unhashed_fields > 0, "a string field without dictionary entries");
     RC_CLASSIFY(stats.dense_tables > 0, "a dense table");
     RC_CLASSIFY(stats.probed_tables > 0, "a probed table");
-    const auto letters =
-        *rc::gen::container<std::vector<Letter>>(kLettersPerPolicy, gen_letter(policy));
+    const auto letters = gen_letters(policy, kLettersPerPolicy);
     Input input(table);
     for (const Letter& letter : letters) {
       input.clear();

@@ -5,7 +5,6 @@
 // (skipped while the CLI is not built).
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "compiler/compile.h"
 #include "compiler/interpret.h"
 #include "tests/properties/policy_gen.h"
+#include "tests/support/cli_runner.h"
 
 namespace replaygate::testing {
 namespace {
@@ -43,8 +43,7 @@ RC_GTEST_PROP(DeterminismTest, LowerIsAFunctionOfThePolicy, ()) {
 RC_GTEST_PROP(DeterminismTest, ProvenanceNeverChangesTheDecisionDigest, ()) {
   with_shrink_budget([] {
     const ir::CheckedPolicy checked = *gen_policy();
-    const BuiltTable a = build_table(checked);
-    if (!a.table) RC_FAIL("table does not load: " + a.status.message);
+    const BuiltTable a = build_table_or_fail(checked);
 
     ir::CheckedPolicy shifted = checked;
     shifted.source_digest = std::string(32, 'f');
@@ -53,8 +52,7 @@ RC_GTEST_PROP(DeterminismTest, ProvenanceNeverChangesTheDecisionDigest, ()) {
       for (auto& span : spans) span.line += 7;
     }
     for (auto& span : shifted.source.rules) span.line += 7;
-    const BuiltTable b = build_table(shifted);
-    if (!b.table) RC_FAIL("table does not load: " + b.status.message);
+    const BuiltTable b = build_table_or_fail(shifted);
     RC_ASSERT(a.bytes != b.bytes);  // provenance is in the table...
     RC_ASSERT(a.table->decision_digest_hex() == b.table->decision_digest_hex());  // ...not in this
     RC_ASSERT(a.table->checksum_hex() != b.table->checksum_hex());
@@ -73,7 +71,7 @@ RC_GTEST_PROP(DeterminismTest, TwoLoadsDecideIdentically, ()) {
     RC_ASSERT(a->dump() == b->dump());
     RC_ASSERT(a->checksum_hex() == b->checksum_hex());
     Input in_a(*a), in_b(*b);
-    const auto letters = *rc::gen::container<std::vector<Letter>>(20, gen_letter(checked.policy));
+    const auto letters = gen_letters(checked.policy, 20);
     for (const Letter& letter : letters) {
       const InterpretResult ra = runtime_decide(*a, letter, &in_a);
       const InterpretResult rb = runtime_decide(*b, letter, &in_b);
@@ -95,22 +93,16 @@ std::vector<uint8_t> read_bytes(const std::filesystem::path& path) {
 // *bytes with the table written (empty when none), *log with what the process printed.
 int compile_with_cli(const std::filesystem::path& policy, const std::filesystem::path& out,
                      std::vector<uint8_t>* bytes, std::string* log) {
-  const std::filesystem::path log_path = out.string() + ".log";
-  const std::string command = std::string(RG_BINARY) + " compile '" + policy.string() + "' -o '" +
-                              out.string() + "' > '" + log_path.string() + "' 2>&1";
-  const int status = std::system(command.c_str());
-  const std::vector<uint8_t> text = read_bytes(log_path);
-  log->assign(text.begin(), text.end());
+  const CliResult r =
+      run_cli_args(out.parent_path(), {"compile", policy.string(), "-o", out.string()});
+  *log = r.out + r.err;
   *bytes = read_bytes(out);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r.exit_code;
 }
 
 class CliDeterminismTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ =
-        std::filesystem::temp_directory_path() / ("rg_determinism_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
     std::vector<uint8_t> bytes;
     std::string log;
     const std::string shipped = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
@@ -118,8 +110,8 @@ class CliDeterminismTest : public ::testing::Test {
       GTEST_SKIP() << "`replaygate compile` is not available yet: " << log;
     }
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
+  ScratchDir scratch_{"rg_determinism"};
+  const std::filesystem::path& dir_ = scratch_.path();
 };
 
 // The shipped policy, twice, in two processes: identical bytes, equal to lower() in this process.

@@ -56,8 +56,7 @@ RC_GTEST_PROP(FailClosedTest, NoMatchingRuleGivesTheDefault, ()) {
     RC_CLASSIFY(stripped.rules.empty(), "no rules left");
     const ir::CheckedPolicy checked = with_source_map(stripped, original.source_digest);
 
-    const BuiltTable built = build_table(checked);
-    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    const BuiltTable built = build_table_or_fail(checked);
     Input input(*built.table);
     const InterpretResult actual = runtime_decide(*built.table, letter, &input);
     const InterpretResult expected{stripped.default_verb, InterpretKind::kDefault, 0, 0};
@@ -169,8 +168,7 @@ RC_GTEST_PROP(FailClosedTest, InvalidFieldGivesExactlyTheDefault, ()) {
     const InterpretResult oracle = interpret(policy, letter);
     RC_ASSERT(oracle == expected);
 
-    const BuiltTable built = build_table(checked);
-    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    const BuiltTable built = build_table_or_fail(checked);
     Input input(*built.table);
     const InterpretResult actual = runtime_decide(*built.table, letter, &input);
     if (actual != expected) {

@@ -65,8 +65,7 @@ RC_GTEST_PROP(LiftTest, LiftedTableDecidesLikeThePolicy, ()) {
   with_shrink_budget([] {
     const ir::CheckedPolicy checked = *gen_policy();
     tag_policy(checked.policy);
-    const BuiltTable built = build_table(checked);
-    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    const BuiltTable built = build_table_or_fail(checked);
     const LiftResult lifted = lift(*built.table);
     if (!lifted.policy) RC_FAIL("lift failed: " + lifted.error);
     const ir::Policy& original = checked.policy;
@@ -90,8 +89,7 @@ RC_GTEST_PROP(LiftTest, LiftedTableDecidesLikeThePolicy, ()) {
     const BuiltTable relowered = build_table(*lifted.policy);
     if (!relowered.table) RC_FAIL("lifted table does not load: " + relowered.status.message);
     Input scratch(*relowered.table);
-    const auto letters =
-        *rc::gen::container<std::vector<Letter>>(kLettersPerPolicy, gen_letter(original));
+    const auto letters = gen_letters(original, kLettersPerPolicy);
     for (const Letter& letter : letters) {
       const InterpretResult want = interpret(original, letter);
       RC_ASSERT(interpret(policy, letter) == want);
@@ -145,8 +143,7 @@ RC_GTEST_PROP(LiftTest, EditedTablesLiftExactlyOrNotAtAll, ()) {
       return;
     }
     Input scratch(*table);
-    const auto letters =
-        *rc::gen::container<std::vector<Letter>>(kLettersPerPolicy, gen_letter(checked.policy));
+    const auto letters = gen_letters(checked.policy, kLettersPerPolicy);
     for (const Letter& letter : letters) {
       RC_ASSERT(interpret(lifted.policy->policy, letter) ==
                 runtime_decide(*table, letter, &scratch));

@@ -25,14 +25,12 @@ RC_GTEST_PROP(OracleTest, RuntimeAgreesWithInterpreter, ()) {
   with_shrink_budget([] {
     const ir::CheckedPolicy checked = *gen_policy();
     const ir::Policy& policy = checked.policy;
-    const BuiltTable built = build_table(checked);
-    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    const BuiltTable built = build_table_or_fail(checked);
     const Table& table = *built.table;
     for (uint32_t f = 0; f < policy.fields.size(); ++f) {
       RC_ASSERT(table.field_index(policy.fields[f].name) == f);
     }
-    const auto letters =
-        *rc::gen::container<std::vector<Letter>>(kLettersPerPolicy, gen_letter(policy));
+    const auto letters = gen_letters(policy, kLettersPerPolicy);
     Input input(table);
     bool kinds[3] = {false, false, false};
     for (const Letter& letter : letters) {
@@ -53,8 +51,7 @@ RC_GTEST_PROP(OracleTest, TableCarriesThePolicysNames, ()) {
   with_shrink_budget([] {
     const ir::CheckedPolicy checked = *gen_policy();
     const ir::Policy& p = checked.policy;
-    const BuiltTable built = build_table(checked);
-    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    const BuiltTable built = build_table_or_fail(checked);
     const Table& t = *built.table;
     RC_ASSERT(t.policy_id() == p.id);
     RC_ASSERT(t.revision() == p.revision);

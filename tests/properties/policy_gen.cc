@@ -853,6 +853,16 @@ BuiltTable build_table(const ir::CheckedPolicy& policy) {
   return out;
 }
 
+BuiltTable build_table_or_fail(const ir::CheckedPolicy& policy) {
+  BuiltTable out = build_table(policy);
+  if (!out.table) RC_FAIL("table does not load: " + out.status.message);
+  return out;
+}
+
+std::vector<Letter> gen_letters(const ir::Policy& policy, size_t count) {
+  return *rc::gen::container<std::vector<Letter>>(count, gen_letter(policy));
+}
+
 InterpretResult runtime_decide(const Table& table, const Letter& letter, Input* scratch) {
   fill_input(letter, scratch);
   Decision d = table.decide(*scratch);

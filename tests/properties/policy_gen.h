@@ -58,6 +58,12 @@ struct BuiltTable {
   std::unique_ptr<Table> table;
 };
 BuiltTable build_table(const ir::CheckedPolicy& policy);
+// build_table() inside a property: the property fails (RC_FAIL, with the loader's message) when
+// the table does not load, so `table` is never nullptr.
+BuiltTable build_table_or_fail(const ir::CheckedPolicy& policy);
+
+// Inside a property: `count` letters for `policy` (gen_letter).
+std::vector<Letter> gen_letters(const ir::Policy& policy, size_t count);
 
 // fill_input() + decide(), translated to the interpreter's result type.
 InterpretResult runtime_decide(const Table& table, const Letter& letter, Input* scratch);

@@ -101,8 +101,7 @@ RC_GTEST_PROP(RegionsTest, EveryRegionDecidesLikeInterpreterAndRuntime, ()) {
     const RegionResult result = decision_regions(policy);
     RC_ASSERT(result.complete);
     RC_ASSERT(!result.regions.empty());
-    const BuiltTable built = build_table(checked);
-    if (!built.table) RC_FAIL("table does not load: " + built.status.message);
+    const BuiltTable built = build_table_or_fail(checked);
     Input input(*built.table);
     const size_t step = std::max<size_t>(1, result.regions.size() / kRegionsPerPolicy);
     for (size_t r = 0; r < result.regions.size(); r += step) {
@@ -144,7 +143,7 @@ RC_GTEST_PROP(RegionsTest, RandomLettersFallInTheirRegion, ()) {
     const ir::CheckedPolicy checked = *gen_policy();
     const ir::Policy& policy = checked.policy;
     const RegionResult result = decision_regions(policy);
-    const auto letters = *rc::gen::container<std::vector<Letter>>(30, gen_letter(policy));
+    const auto letters = gen_letters(policy, 30);
     for (const Letter& letter : letters) {
       const InterpretResult expected = interpret(policy, letter);
       if (expected.kind == InterpretKind::kInvalidInput) continue;
@@ -194,7 +193,7 @@ RC_GTEST_PROP(RegionsTest, InvariantCounterexamplesAreReal, ()) {
     RC_ASSERT(report.complete);
     const Partition partition = analysis_partition(policy);
     const Domains domains = valid_domains(policy, partition);
-    const auto letters = *rc::gen::container<std::vector<Letter>>(30, gen_letter(policy));
+    const auto letters = gen_letters(policy, 30);
     for (size_t i = 0; i < policy.invariants.size(); ++i) {
       const ir::Invariant& inv = policy.invariants[i];
       const InvariantVerdict& verdict = report.verdicts[i];

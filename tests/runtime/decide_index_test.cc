@@ -18,6 +18,7 @@
 #include "compiler/lower.h"
 #include "runtime/table.h"
 #include "runtime/test_policies.h"
+#include "tests/support/table_bytes.h"
 
 namespace replaygate {
 namespace {
@@ -26,14 +27,6 @@ using namespace replaygate::testing;  // NOLINT: test vocabulary
 
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-std::unique_ptr<Table> build(const ir::CheckedPolicy& policy) {
-  std::vector<uint8_t> bytes = lower(policy);
-  LoadStatus status;
-  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
-  EXPECT_TRUE(status.ok()) << status.message;
-  return table;
-}
 
 std::string show(const Decision& d) {
   return "{verb " + std::to_string(d.verb) + ", rule " + std::to_string(d.rule) + ", kind " +
@@ -88,7 +81,7 @@ size_t compare_all(const Table& table, const std::vector<std::vector<Setter>>& p
 }
 
 TEST(DecideIndex, ShippedGateGetsSmallDictionariesAnUnhashedKeyAndADenseTable) {
-  auto table = build(reference_gate());
+  auto table = load_lowered(reference_gate());
   ASSERT_NE(table, nullptr);
   const DecideIndexStats s = decide_index_stats(*table);
   EXPECT_EQ(s.small_dict_fields, 2u);  // topic, error_class
@@ -117,7 +110,7 @@ TEST(DecideIndex, PolicyOverSixtyFourRulesAgrees) {
   checked.source.rules.clear();
   checked.source.conditions.clear();
   checked.source.rows.clear();
-  auto table = build(checked);
+  auto table = load_lowered(checked);
   ASSERT_NE(table, nullptr);
   EXPECT_FALSE(decide_index_stats(*table).guard_masks);
   EXPECT_FALSE(decide_index_stats(*table).fast_path);  // the fast path needs the guard masks
@@ -142,7 +135,7 @@ TEST(DecideIndex, PolicyOverSixtyFourRulesAgrees) {
 }
 
 TEST(DecideIndex, ShippedGateAgreesOnEveryEdgeCombination) {
-  auto table = build(reference_gate());
+  auto table = load_lowered(reference_gate());
   ASSERT_NE(table, nullptr);
   const std::vector<Setter> topics = {str("payment.capture"),
                                       str("inventory.reserve"),
@@ -179,7 +172,7 @@ TEST(DecideIndex, ShippedGateAgreesOnEveryEdgeCombination) {
 }
 
 TEST(DecideIndex, ShippedGateDecidesTheSeedRowsThroughTheDenseMatrix) {
-  auto table = build(reference_gate());
+  auto table = load_lowered(reference_gate());
   ASSERT_NE(table, nullptr);
   Input in(*table);
   in.set_string(kTopic, "webhook.partner");
@@ -248,7 +241,7 @@ ir::CheckedPolicy colliding_policy() {
 }
 
 TEST(DecideIndex, CollidingWordsShortStringsAndEmptyValuesAgree) {
-  auto table = build(colliding_policy());
+  auto table = load_lowered(colliding_policy());
   ASSERT_NE(table, nullptr);
   const DecideIndexStats s = decide_index_stats(*table);
   EXPECT_EQ(s.small_dict_fields, 2u);
@@ -316,7 +309,7 @@ TEST(DecideIndex, CollidingWordsShortStringsAndEmptyValuesAgree) {
 }
 
 TEST(DecideIndex, WildcardSpecificityAgreesOnEveryCombination) {
-  auto table = build(small_policy());
+  auto table = load_lowered(small_policy());
   ASSERT_NE(table, nullptr);
   EXPECT_EQ(decide_index_stats(*table).dense_tables, 1u);
   std::vector<Setter> tiers = {kUnset, kNull, str("1")};
@@ -361,7 +354,7 @@ TEST(DecideIndex, IntsAtBoundsAndCutsAgree) {
   }
   p.rules.push_back(guard("few_ge_2", {cond(1, ir::Op::kGe, {I(2)})}, 1, "r"));
   p.rules.push_back(guard("few_absent", {cond(1, ir::Op::kAbsent)}, 1, "r"));
-  auto table = build(checked);
+  auto table = load_lowered(checked);
   ASSERT_NE(table, nullptr);
   std::vector<Setter> many = {num(kMin), num(kMax), num(-6), num(-5), num(100), num(101)};
   for (int64_t c = 3; c <= 36; ++c) many.push_back(num(c));
@@ -382,7 +375,7 @@ TEST(DecideIndex, TableOverTheDenseCapKeepsTheProbesAndAgrees) {
                          i % 2 ? kNever : kReplayOnce));
   }
   checked.source.rows.clear();
-  auto table = build(checked);
+  auto table = load_lowered(checked);
   ASSERT_NE(table, nullptr);
   const DecideIndexStats s = decide_index_stats(*table);
   EXPECT_EQ(s.dense_tables, 0u);
@@ -414,8 +407,8 @@ TEST(DecideIndex, TableOverTheDenseCapKeepsTheProbesAndAgrees) {
 
 // An Input made for a table with fewer fields: the missing slots are unset on both paths.
 TEST(DecideIndex, ShorterInputAgrees) {
-  auto gate = build(reference_gate());
-  auto small = build(small_policy());
+  auto gate = load_lowered(reference_gate());
+  auto small = load_lowered(small_policy());
   ASSERT_NE(gate, nullptr);
   ASSERT_NE(small, nullptr);
   Input in(*small);  // 4 slots; the gate has 6, replays (optional) among the missing

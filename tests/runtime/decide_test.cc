@@ -9,19 +9,12 @@
 #include "compiler/lower.h"
 #include "runtime/table.h"
 #include "runtime/test_policies.h"
+#include "tests/support/table_bytes.h"
 
 namespace replaygate {
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
-
-std::unique_ptr<Table> build(const ir::CheckedPolicy& policy) {
-  std::vector<uint8_t> bytes = lower(policy);
-  LoadStatus status;
-  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
-  EXPECT_TRUE(status.ok()) << status.message;
-  return table;
-}
 
 // What a decision looks like from outside: verb name, rule name, reason, kind.
 struct Outcome {
@@ -42,7 +35,7 @@ Outcome outcome(const Table& table, const Decision& d) {
 class ReferenceGate : public ::testing::Test {
  protected:
   void SetUp() override {
-    table_ = build(reference_gate());
+    table_ = load_lowered(reference_gate());
     ASSERT_NE(table_, nullptr);
     in_ = std::make_unique<Input>(*table_);
     // The seed letter: payment.capture / timeout, first attempt, key persisted, not committed.
@@ -210,7 +203,7 @@ TEST_F(ReferenceGate, StringsMatchByteForByte) {
 }
 
 TEST_F(ReferenceGate, ShortInputCountsAsUnset) {
-  auto other = build(small_policy());
+  auto other = load_lowered(small_policy());
   Input small(*other);  // 4 slots for a 6-field table
   small.set_string(0, "payment.capture");
   small.set_string(1, "timeout");
@@ -250,7 +243,7 @@ TEST_F(ReferenceGate, ConcurrentDecisionsAgree) {
 class SmallPolicy : public ::testing::Test {
  protected:
   void SetUp() override {
-    table_ = build(small_policy());
+    table_ = load_lowered(small_policy());
     ASSERT_NE(table_, nullptr);
     in_ = std::make_unique<Input>(*table_);
   }
@@ -350,7 +343,7 @@ TEST(EdgePolicies, NoFieldsNoRules) {
   checked.policy.id = "empty";
   checked.policy.verbs = {verb("hold", ir::Effect::kNone, "")};
   checked.policy.default_reason = "nothing to decide";
-  auto table = build(checked);
+  auto table = load_lowered(checked);
   ASSERT_NE(table, nullptr);
   Input in(*table);
   EXPECT_EQ(outcome(*table, table->decide(in)),
@@ -373,7 +366,7 @@ TEST(EdgePolicies, AllWildcardRowAndEmptyTable) {
   t.rows.push_back(row("t", {B(true), S("y")}, 0));
   t.rows.push_back(row("t", {std::nullopt, std::nullopt}, 1));
   p.rules.push_back(t);
-  auto table = build(checked);
+  auto table = load_lowered(checked);
   ASSERT_NE(table, nullptr);
   Input in(*table);
   in.set_string(1, "y");

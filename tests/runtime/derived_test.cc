@@ -12,15 +12,16 @@
 #include "runtime/table.h"
 #include "runtime/table_format.h"
 #include "runtime/test_policies.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "tests/support/table_bytes.h"
 
 namespace replaygate {
 namespace {
 
 namespace fm = replaygate::format;
-using Bytes = std::vector<uint8_t>;
+using Bytes = testing::TableBytes;
+using testing::header_of;
+using testing::reseal;
+using testing::section;
 
 // Fields: 0 msg (int >= 0), 1 rec (int >= 0), 2 label (string), 3 stale = msg OP rec,
 // 4 flag (optional bool). Verbs: 0 hold (none, default), 1 ack (none), 2 go (create).
@@ -49,22 +50,6 @@ ir::CheckedPolicy derived_policy(ir::Op op = ir::Op::kLt) {
   return c;
 }
 
-fm::Header header_of(const Bytes& b) {
-  fm::Header h;
-  std::memcpy(&h, b.data(), sizeof(h));
-  return h;
-}
-fm::SectionEntry section(const Bytes& b, uint32_t kind) {
-  fm::SectionEntry e;
-  std::memcpy(&e, b.data() + sizeof(fm::Header) + (kind - 1) * sizeof(fm::SectionEntry), sizeof(e));
-  return e;
-}
-void reseal(Bytes& bytes) {
-  std::memset(bytes.data() + fm::kChecksumOffset, 0, 16);
-  XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
-  std::memcpy(bytes.data() + fm::kChecksumOffset, &h.low64, 8);
-  std::memcpy(bytes.data() + fm::kChecksumOffset + 8, &h.high64, 8);
-}
 std::string load_error(const Bytes& bytes) {
   LoadStatus status;
   auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);

@@ -17,15 +17,14 @@
 #include "runtime/table.h"
 #include "runtime/table_format.h"
 #include "runtime/test_policies.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "tests/support/table_bytes.h"
 
 namespace replaygate {
 namespace {
 
 namespace fm = replaygate::format;
-using Bytes = std::vector<uint8_t>;
+using Bytes = testing::TableBytes;
+using namespace testing;  // NOLINT: table-bytes test vocabulary
 using testing::S;
 
 constexpr uint32_t kExtraRows = 40000;  // ~5 MiB: over 2 x 2 MiB, and about 20 read pieces
@@ -45,59 +44,13 @@ const Bytes& large_bytes() {
   return bytes;
 }
 
-fm::SectionEntry section(const Bytes& bytes, uint32_t kind) {
-  fm::SectionEntry e;
-  std::memcpy(&e, bytes.data() + sizeof(fm::Header) + (kind - 1) * sizeof(fm::SectionEntry),
-              sizeof(e));
-  return e;
-}
-
-template <typename T>
-T get(const Bytes& bytes, size_t offset) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset, sizeof(T));
-  return v;
-}
-template <typename T>
-void set(Bytes& bytes, size_t offset, const T& v) {
-  std::memcpy(bytes.data() + offset, &v, sizeof(T));
-}
-
-void reseal(Bytes& bytes) {
-  std::memset(bytes.data() + fm::kChecksumOffset, 0, 16);
-  XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
-  std::memcpy(bytes.data() + fm::kChecksumOffset, &h.low64, 8);
-  std::memcpy(bytes.data() + fm::kChecksumOffset + 8, &h.high64, 8);
-}
-
-LoadStatus load(const Bytes& bytes) {
-  LoadStatus status;
-  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
-  EXPECT_EQ(table == nullptr, !status.ok());
-  return status;
-}
-
-void expect_error(const Bytes& bytes, LoadError error, const std::string& message_part) {
-  LoadStatus s = load(bytes);
-  EXPECT_EQ(load_error_name(s.error), std::string(load_error_name(error))) << s.message;
-  EXPECT_NE(s.message.find(message_part), std::string::npos) << s.message;
-}
-
-std::string write_temp(const Bytes& bytes, const std::string& name) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  return path;
-}
-
 TEST(LoadLarge, FromBytesAndFromFileAlike) {
   const Bytes& bytes = large_bytes();
   ASSERT_GT(bytes.size(), size_t{5} << 20);
   LoadStatus status;
   auto from_bytes = Table::load_bytes(bytes.data(), bytes.size(), &status);
   ASSERT_TRUE(status.ok()) << status.message;
-  const std::string path = write_temp(bytes, "rg_load_large.rgt");
+  const std::string path = write_temp_table(bytes, "rg_load_large.rgt");
   auto from_file = Table::load_file(path, &status);
   ASSERT_TRUE(status.ok()) << status.message;
   std::remove(path.c_str());
@@ -136,7 +89,7 @@ TEST(LoadLarge, FlipInAnyPieceFailsTheChecksum) {
   for (size_t at : offsets) {
     Bytes bytes = original;
     bytes[at] ^= 0x10;
-    expect_error(bytes, LoadError::kBadChecksum, "bad checksum");
+    expect_load_error(bytes, LoadError::kBadChecksum, "bad checksum");
   }
 }
 
@@ -152,13 +105,13 @@ TEST(LoadLarge, DigestsCoverLatePieces) {
                                offsetof(fm::CatalogRecord, reason));
   bytes[strings.offset + reason] ^= 0x20;
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadChecksum, "bad decision digest");
+  expect_load_error(bytes, LoadError::kBadChecksum, "bad decision digest");
 
   bytes = original;
   const fm::SectionEntry prov = section(bytes, fm::kProvenance);
   bytes[prov.offset + prov.length - 1] ^= 1;  // the last byte of the source digest
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadChecksum, "bad provenance digest");
+  expect_load_error(bytes, LoadError::kBadChecksum, "bad provenance digest");
 }
 
 // Every row of the large table is concrete in both keys, so the loader checks its slots without
@@ -170,8 +123,8 @@ TEST(LoadLarge, RowSlotOutOfRangeInAUniformTable) {
   while (get<uint32_t>(bytes, at) == 0) at -= 4;
   set<uint32_t>(bytes, at, 9 + kExtraRows + 1);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset,
-               "names row " + std::to_string(9 + kExtraRows) + ", out of range");
+  expect_load_error(bytes, LoadError::kBadOffset,
+                    "names row " + std::to_string(9 + kExtraRows) + ", out of range");
 }
 
 // A catalog entry far into the table that names the wrong row.
@@ -183,8 +136,8 @@ TEST(LoadLarge, LateCatalogEntryMustMatchItsRule) {
       bytes, catalog.offset + last * sizeof(fm::CatalogRecord) + offsetof(fm::CatalogRecord, row),
       7);
   reseal(bytes);
-  expect_error(bytes, LoadError::kMalformed,
-               "catalog entry " + std::to_string(last) + " does not match rule 4");
+  expect_load_error(bytes, LoadError::kMalformed,
+                    "catalog entry " + std::to_string(last) + " does not match rule 4");
 }
 
 // In a table with wildcards, a slot of one mask must name a row with exactly that mask.
@@ -199,7 +152,7 @@ TEST(LoadLarge, SlotNamingARowWithOtherWildcardsIsMalformed) {
   ASSERT_EQ(get<uint32_t>(bytes, at), 5u);  // row 4, + 1
   set<uint32_t>(bytes, at, 1);              // row 0: [eu, 1, *]
   reseal(bytes);
-  expect_error(bytes, LoadError::kMalformed, "mask 0 indexes row 0 whose wildcards differ");
+  expect_load_error(bytes, LoadError::kMalformed, "mask 0 indexes row 0 whose wildcards differ");
 }
 
 // A pipe has no size to read up front: the loader reads it to its end.
@@ -223,10 +176,8 @@ TEST(LoadLarge, FromAPipe) {
 
 // Files in /proc report size 0 and are read to their end like a pipe: not a table.
 TEST(LoadLarge, FileReportingNoSize) {
-  LoadStatus status;
-  EXPECT_EQ(Table::load_file("/proc/self/status", &status), nullptr);
-  EXPECT_EQ(status.error, LoadError::kBadMagic);
-  EXPECT_EQ(status.message, "bad magic: not a replaygate table");
+  expect_file_load_error("/proc/self/status", LoadError::kBadMagic,
+                         "bad magic: not a replaygate table");
 }
 
 // A file that ends before the size fstat gave (sysfs reports 4096 bytes for a few) is an I/O

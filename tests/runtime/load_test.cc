@@ -11,65 +11,16 @@
 #include "runtime/table.h"
 #include "runtime/table_format.h"
 #include "runtime/test_policies.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "tests/support/table_bytes.h"
 
 namespace replaygate {
 namespace {
 
 namespace fm = replaygate::format;
-using Bytes = std::vector<uint8_t>;
+using Bytes = testing::TableBytes;
+using namespace testing;  // NOLINT: table-bytes test vocabulary
 
 Bytes reference_bytes() { return lower(testing::reference_gate()); }
-
-LoadStatus load(const Bytes& bytes) {
-  LoadStatus status;
-  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
-  EXPECT_EQ(table == nullptr, !status.ok());
-  return status;
-}
-
-// Recomputes the header checksum so that a deliberate edit reaches the structural checks.
-void reseal(Bytes& bytes) {
-  std::memset(bytes.data() + fm::kChecksumOffset, 0, 16);
-  XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
-  std::memcpy(bytes.data() + fm::kChecksumOffset, &h.low64, 8);
-  std::memcpy(bytes.data() + fm::kChecksumOffset + 8, &h.high64, 8);
-}
-
-fm::Header header_of(const Bytes& bytes) {
-  fm::Header h;
-  std::memcpy(&h, bytes.data(), sizeof(h));
-  return h;
-}
-void put_header(Bytes& bytes, const fm::Header& h) { std::memcpy(bytes.data(), &h, sizeof(h)); }
-
-size_t entry_offset(uint32_t kind) {
-  return sizeof(fm::Header) + (kind - 1) * sizeof(fm::SectionEntry);
-}
-fm::SectionEntry section(const Bytes& bytes, uint32_t kind) {
-  fm::SectionEntry e;
-  std::memcpy(&e, bytes.data() + entry_offset(kind), sizeof(e));
-  return e;
-}
-
-template <typename T>
-T get(const Bytes& bytes, size_t offset) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset, sizeof(T));
-  return v;
-}
-template <typename T>
-void set(Bytes& bytes, size_t offset, const T& v) {
-  std::memcpy(bytes.data() + offset, &v, sizeof(T));
-}
-
-void expect_error(const Bytes& bytes, LoadError error, const std::string& message_part) {
-  LoadStatus s = load(bytes);
-  EXPECT_EQ(load_error_name(s.error), std::string(load_error_name(error))) << s.message;
-  EXPECT_NE(s.message.find(message_part), std::string::npos) << s.message;
-}
 
 TEST(Load, RoundTrip) {
   Bytes bytes = reference_bytes();
@@ -86,12 +37,7 @@ TEST(Load, RoundTrip) {
 
 TEST(Load, FromFile) {
   Bytes bytes = reference_bytes();
-  std::string path = ::testing::TempDir() + "rg_load_test.rgt";
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-  }
+  const std::string path = write_temp_table(bytes, "rg_load_test.rgt");
   LoadStatus status;
   auto table = Table::load_file(path, &status);
   ASSERT_TRUE(status.ok()) << status.message;
@@ -118,24 +64,17 @@ TEST(Load, CommittedGoldenTable) {
 }
 
 TEST(Load, MissingFileIsIo) {
-  LoadStatus status;
-  EXPECT_EQ(Table::load_file("/nonexistent/dir/table.rgt", &status), nullptr);
-  EXPECT_EQ(status.error, LoadError::kIo);
-  EXPECT_EQ(status.message, "cannot open /nonexistent/dir/table.rgt: No such file or directory");
+  expect_file_load_error("/nonexistent/dir/table.rgt", LoadError::kIo,
+                         "cannot open /nonexistent/dir/table.rgt: No such file or directory");
 }
 
 TEST(Load, DirectoryIsIo) {
-  LoadStatus status;
-  EXPECT_EQ(Table::load_file(RG_SOURCE_DIR, &status), nullptr);
-  EXPECT_EQ(status.error, LoadError::kIo);
-  EXPECT_EQ(status.message, std::string("cannot read ") + RG_SOURCE_DIR + ": Is a directory");
+  expect_file_load_error(RG_SOURCE_DIR, LoadError::kIo,
+                         std::string("cannot read ") + RG_SOURCE_DIR + ": Is a directory");
 }
 
 TEST(Load, EmptyFileIsTruncated) {
-  LoadStatus status;
-  EXPECT_EQ(Table::load_file("/dev/null", &status), nullptr);
-  EXPECT_EQ(status.error, LoadError::kTruncated);
-  EXPECT_EQ(status.message, "empty table");
+  expect_file_load_error("/dev/null", LoadError::kTruncated, "empty table");
 }
 
 TEST(Load, Empty) {
@@ -144,8 +83,8 @@ TEST(Load, Empty) {
   EXPECT_EQ(status.error, LoadError::kTruncated);
   EXPECT_EQ(status.message, "empty table");
   Bytes one = {0};
-  expect_error(Bytes{}, LoadError::kTruncated, "empty table");
-  expect_error(one, LoadError::kBadMagic, "bad magic");
+  expect_load_error(Bytes{}, LoadError::kTruncated, "empty table");
+  expect_load_error(one, LoadError::kBadMagic, "bad magic");
 }
 
 TEST(Load, OversizeInputIsRejectedBeforeReading) {
@@ -160,17 +99,17 @@ TEST(Load, TruncatedAtSeveralPoints) {
   for (size_t size : {size_t{4}, size_t{8}, size_t{40}, size_t{79}, size_t{80}, size_t{200},
                       bytes.size() / 2, bytes.size() - 8, bytes.size() - 1}) {
     SCOPED_TRACE(size);
-    expect_error(Bytes(bytes.begin(), bytes.begin() + static_cast<long>(size)),
-                 LoadError::kTruncated, "truncated");
+    expect_load_error(Bytes(bytes.begin(), bytes.begin() + static_cast<long>(size)),
+                      LoadError::kTruncated, "truncated");
   }
 }
 
 TEST(Load, WrongMagic) {
   Bytes bytes = reference_bytes();
   bytes[0] = 'X';
-  expect_error(bytes, LoadError::kBadMagic, "bad magic: not a replaygate table");
+  expect_load_error(bytes, LoadError::kBadMagic, "bad magic: not a replaygate table");
   Bytes text(100, 'a');
-  expect_error(text, LoadError::kBadMagic, "bad magic");
+  expect_load_error(text, LoadError::kBadMagic, "bad magic");
 }
 
 TEST(Load, UnknownVersion) {
@@ -178,8 +117,8 @@ TEST(Load, UnknownVersion) {
   fm::Header h = header_of(bytes);
   h.version = 2;
   put_header(bytes, h);
-  expect_error(bytes, LoadError::kUnsupportedVersion,
-               "unsupported format version 2 (this runtime reads 1)");
+  expect_load_error(bytes, LoadError::kUnsupportedVersion,
+                    "unsupported format version 2 (this runtime reads 1)");
 }
 
 TEST(Load, OversizeHeaderClaims) {
@@ -187,48 +126,48 @@ TEST(Load, OversizeHeaderClaims) {
   fm::Header h = header_of(bytes);
   h.total_size = uint64_t{1} << 40;
   put_header(bytes, h);
-  expect_error(bytes, LoadError::kTooLarge, "header claims 1099511627776 bytes");
+  expect_load_error(bytes, LoadError::kTooLarge, "header claims 1099511627776 bytes");
 
   bytes = reference_bytes();
   h = header_of(bytes);
   h.header_size = 4096;
   put_header(bytes, h);
-  expect_error(bytes, LoadError::kMalformed, "bad header size 4096 (expected 80)");
+  expect_load_error(bytes, LoadError::kMalformed, "bad header size 4096 (expected 80)");
 
   bytes = reference_bytes();
   h = header_of(bytes);
   h.section_count = 1000;
   put_header(bytes, h);
   reseal(bytes);
-  expect_error(bytes, LoadError::kMalformed, "expected 16 sections, header says 1000");
+  expect_load_error(bytes, LoadError::kMalformed, "expected 16 sections, header says 1000");
 }
 
 TEST(Load, TrailingBytes) {
   Bytes bytes = reference_bytes();
   bytes.resize(bytes.size() + 8, 0);
-  expect_error(bytes, LoadError::kMalformed, "trailing bytes");
+  expect_load_error(bytes, LoadError::kMalformed, "trailing bytes");
 }
 
 TEST(Load, FlippedPayloadByteFailsTheChecksum) {
   Bytes bytes = reference_bytes();
   fm::SectionEntry strings = section(bytes, fm::kStrings);
   bytes[strings.offset + 3] ^= 0x20;
-  expect_error(bytes, LoadError::kBadChecksum, "bad checksum: header says ");
+  expect_load_error(bytes, LoadError::kBadChecksum, "bad checksum: header says ");
   bytes = reference_bytes();
   bytes[bytes.size() - 1] ^= 1;  // padding and provenance are covered too
-  expect_error(bytes, LoadError::kBadChecksum, "bad checksum");
+  expect_load_error(bytes, LoadError::kBadChecksum, "bad checksum");
 }
 
 TEST(Load, SectionOffsetOutOfRange) {
   Bytes bytes = reference_bytes();
   set<uint64_t>(bytes, entry_offset(fm::kVerbs) + 8, bytes.size() + 64);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "section verbs (offset ");
+  expect_load_error(bytes, LoadError::kBadOffset, "section verbs (offset ");
 
   bytes = reference_bytes();
   set<uint64_t>(bytes, entry_offset(fm::kCatalog) + 16, uint64_t{1} << 63);  // huge length
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "lies outside the table");
+  expect_load_error(bytes, LoadError::kBadOffset, "lies outside the table");
 }
 
 TEST(Load, SectionMisalignedOrOverlapping) {
@@ -236,17 +175,17 @@ TEST(Load, SectionMisalignedOrOverlapping) {
   fm::SectionEntry verbs = section(bytes, fm::kVerbs);
   set<uint64_t>(bytes, entry_offset(fm::kVerbs) + 8, verbs.offset + 4);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "is not 8-byte aligned");
+  expect_load_error(bytes, LoadError::kBadOffset, "is not 8-byte aligned");
 
   bytes = reference_bytes();
   set<uint64_t>(bytes, entry_offset(fm::kVerbs) + 8, section(bytes, fm::kMeta).offset);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "overlaps");
+  expect_load_error(bytes, LoadError::kBadOffset, "overlaps");
 
   bytes = reference_bytes();
   set<uint32_t>(bytes, entry_offset(fm::kVerbs), 3);
   reseal(bytes);
-  expect_error(bytes, LoadError::kMalformed, "directory entry 6 has kind 3, expected 7");
+  expect_load_error(bytes, LoadError::kMalformed, "directory entry 6 has kind 3, expected 7");
 }
 
 TEST(Load, StringOffsetOutOfRange) {
@@ -254,14 +193,14 @@ TEST(Load, StringOffsetOutOfRange) {
   fm::SectionEntry meta = section(bytes, fm::kMeta);
   set<uint32_t>(bytes, meta.offset + offsetof(fm::MetaRecord, policy_id), 0xFFFFFF00u);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "string offset out of range in meta policy id");
+  expect_load_error(bytes, LoadError::kBadOffset, "string offset out of range in meta policy id");
 
   bytes = reference_bytes();
   fm::SectionEntry catalog = section(bytes, fm::kCatalog);
   // Length runs past the pool end: offset + length overflows u32 arithmetic if done naively.
   set<uint32_t>(bytes, catalog.offset + offsetof(fm::CatalogRecord, reason) + 4, 0xFFFFFFFFu);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "string offset out of range in catalog entry 0");
+  expect_load_error(bytes, LoadError::kBadOffset, "string offset out of range in catalog entry 0");
 }
 
 TEST(Load, VerbIndexOutOfRange) {
@@ -270,13 +209,14 @@ TEST(Load, VerbIndexOutOfRange) {
   set<uint32_t>(
       bytes, catalog.offset + 2 * sizeof(fm::CatalogRecord) + offsetof(fm::CatalogRecord, verb), 3);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "catalog entry 2 verb index 3 out of range (3 verbs)");
+  expect_load_error(bytes, LoadError::kBadOffset,
+                    "catalog entry 2 verb index 3 out of range (3 verbs)");
 
   bytes = reference_bytes();
   fm::SectionEntry meta = section(bytes, fm::kMeta);
   set<uint32_t>(bytes, meta.offset + offsetof(fm::MetaRecord, default_verb), 77);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "default verb index 77 out of range");
+  expect_load_error(bytes, LoadError::kBadOffset, "default verb index 77 out of range");
 }
 
 TEST(Load, DefaultVerbMustHaveNoEffect) {
@@ -284,7 +224,7 @@ TEST(Load, DefaultVerbMustHaveNoEffect) {
   fm::SectionEntry meta = section(bytes, fm::kMeta);
   set<uint32_t>(bytes, meta.offset + offsetof(fm::MetaRecord, default_verb), 1);  // replay_once
   reseal(bytes);
-  expect_error(bytes, LoadError::kMalformed, "default verb must have effect none");
+  expect_load_error(bytes, LoadError::kMalformed, "default verb must have effect none");
 }
 
 TEST(Load, UnsortedCutPoints) {
@@ -296,7 +236,7 @@ TEST(Load, UnsortedCutPoints) {
   set<int64_t>(bytes, cuts.offset, 3);
   set<int64_t>(bytes, cuts.offset + 8, 0);
   reseal(bytes);
-  expect_error(bytes, LoadError::kMalformed, "field 2 cut points are not sorted");
+  expect_load_error(bytes, LoadError::kMalformed, "field 2 cut points are not sorted");
 }
 
 TEST(Load, DictionarySlotOutOfRange) {
@@ -306,7 +246,7 @@ TEST(Load, DictionarySlotOutOfRange) {
   while (get<uint32_t>(bytes, at) == 0) at += 4;  // the first occupied slot (field topic)
   set<uint32_t>(bytes, at, 500);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "field 0 index slot");
+  expect_load_error(bytes, LoadError::kBadOffset, "field 0 index slot");
 }
 
 TEST(Load, DictionaryEntryMissingFromIndex) {
@@ -316,7 +256,7 @@ TEST(Load, DictionaryEntryMissingFromIndex) {
   while (get<uint32_t>(bytes, at) == 0) at += 4;
   set<uint32_t>(bytes, at, 0);
   reseal(bytes);
-  expect_error(bytes, LoadError::kMalformed, "field 0 index holds 3 entries, expected 4");
+  expect_load_error(bytes, LoadError::kMalformed, "field 0 index holds 3 entries, expected 4");
 }
 
 TEST(Load, RowSlotOutOfRange) {
@@ -326,7 +266,7 @@ TEST(Load, RowSlotOutOfRange) {
   while (get<uint32_t>(bytes, at) == 0) at += 4;
   set<uint32_t>(bytes, at, 10);  // nine rows: slot values 1..9
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "rule 4 mask 0 slot");
+  expect_load_error(bytes, LoadError::kBadOffset, "rule 4 mask 0 slot");
 }
 
 TEST(Load, RowKeyAtomOutOfRange) {
@@ -334,7 +274,7 @@ TEST(Load, RowKeyAtomOutOfRange) {
   fm::SectionEntry keys = section(bytes, fm::kRowKeys);
   set<uint32_t>(bytes, keys.offset + 4, 1000);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "rule 4 row 0 key 1 atom 1000 out of range");
+  expect_load_error(bytes, LoadError::kBadOffset, "rule 4 row 0 key 1 atom 1000 out of range");
 }
 
 TEST(Load, ConditionFieldOutOfRange) {
@@ -342,7 +282,7 @@ TEST(Load, ConditionFieldOutOfRange) {
   fm::SectionEntry conditions = section(bytes, fm::kConditions);
   set<uint32_t>(bytes, conditions.offset + offsetof(fm::ConditionRecord, field), 6);
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadOffset, "condition 0 field index 6 out of range");
+  expect_load_error(bytes, LoadError::kBadOffset, "condition 0 field index 6 out of range");
 }
 
 TEST(Load, BadFieldType) {
@@ -350,7 +290,7 @@ TEST(Load, BadFieldType) {
   fm::SectionEntry fields = section(bytes, fm::kFields);
   set<uint8_t>(bytes, fields.offset + offsetof(fm::FieldRecord, type), 9);
   reseal(bytes);
-  expect_error(bytes, LoadError::kMalformed, "field 0 has a bad type or flag byte");
+  expect_load_error(bytes, LoadError::kMalformed, "field 0 has a bad type or flag byte");
 }
 
 TEST(Load, DecisionDigestIsVerified) {
@@ -361,7 +301,7 @@ TEST(Load, DecisionDigestIsVerified) {
   uint32_t description = get<uint32_t>(bytes, verbs.offset + offsetof(fm::VerbRecord, description));
   bytes[strings.offset + description] ^= 0x20;
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadChecksum, "bad decision digest");
+  expect_load_error(bytes, LoadError::kBadChecksum, "bad decision digest");
 }
 
 TEST(Load, ProvenanceDigestIsVerified) {
@@ -369,7 +309,7 @@ TEST(Load, ProvenanceDigestIsVerified) {
   fm::SectionEntry prov = section(bytes, fm::kProvenance);
   bytes[prov.offset + sizeof(fm::ProvenanceHeader)] ^= 1;  // first source line
   reseal(bytes);
-  expect_error(bytes, LoadError::kBadChecksum, "bad provenance digest");
+  expect_load_error(bytes, LoadError::kBadChecksum, "bad provenance digest");
 }
 
 // Every truncation and every resealed single-byte change either loads or fails cleanly; a table
@@ -378,7 +318,7 @@ TEST(Load, EveryByteCorruptionFailsCleanly) {
   const Bytes original = reference_bytes();
   for (size_t size = 0; size < original.size(); size += 7) {
     Bytes cut(original.begin(), original.begin() + static_cast<long>(size));
-    EXPECT_FALSE(load(cut).ok()) << size;
+    EXPECT_FALSE(load_status(cut).ok()) << size;
   }
   size_t loaded = 0;
   for (size_t at = 0; at < original.size(); ++at) {

@@ -13,61 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/cli_runner.h"
+
 namespace {
 
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
 namespace fs = std::filesystem;
-const std::string kSource = RG_SOURCE_DIR;
-const std::string kBinary = RG_BINARY;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-std::string shell_quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-class CliSafetyTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/rg_cli_safety.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-    write_file(dir_ / "stdin", stdin_text);
-    std::string command = shell_quote(kBinary);
-    for (const auto& a : args) command += " " + shell_quote(a);
-    command += " <" + shell_quote((dir_ / "stdin").string()) + " >" +
-               shell_quote((dir_ / "stdout").string()) + " 2>" +
-               shell_quote((dir_ / "stderr").string());
-    const int status = std::system(command.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(dir_ / "stdout");
-    r.err = read_file(dir_ / "stderr");
-    return r;
-  }
-
-  fs::path dir_;
-};
+class CliSafetyTest : public CliFixture {};
 
 const char* const kSmallPolicy =
     "policy star revision 1\n"
@@ -79,13 +33,13 @@ const char* const kSmallPolicy =
 
 TEST_F(CliSafetyTest, FmtWriteThroughASymlinkFormatsTheTargetAndKeepsItsMode) {
   const fs::path target = dir_ / "p.policy";
-  std::string text = read_file(kSource + "/policies/replay_gate.policy");
+  std::string text = read_file(kSourceDir + "/policies/replay_gate.policy");
   const std::string canonical = text;
   text += "\n\n";  // not canonical: extra blank lines at the end
   write_file(target, text);
   ASSERT_EQ(::chmod(target.c_str(), 0640), 0);
   fs::create_symlink("p.policy", dir_ / "link.policy");
-  const Result r = run({"fmt", "--write", (dir_ / "link.policy").string()});
+  const CliResult r = run({"fmt", "--write", (dir_ / "link.policy").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::is_symlink(dir_ / "link.policy"));
   EXPECT_EQ(read_file(target), canonical);
@@ -103,7 +57,7 @@ TEST_F(CliSafetyTest, FmtRefusesACanonicalFormThatWouldNotReadBack) {
   const fs::path path = dir_ / "many.policy";
   write_file(path, text);
   ASSERT_EQ(run({"lint", path.string()}).exit_code, 0);
-  const Result r = run({"fmt", "--write", path.string()});
+  const CliResult r = run({"fmt", "--write", path.string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("would not read back (RG015"), std::string::npos) << r.err;
   EXPECT_EQ(read_file(path), text);  // untouched
@@ -113,9 +67,9 @@ TEST_F(CliSafetyTest, FmtRefusesACanonicalFormThatWouldNotReadBack) {
 TEST_F(CliSafetyTest, ConvertRefusesToOverwriteItsInput) {
   const fs::path path = dir_ / "gate.policy";
   const std::string text =
-      "# a comment convert would drop\n" + read_file(kSource + "/policies/replay_gate.policy");
+      "# a comment convert would drop\n" + read_file(kSourceDir + "/policies/replay_gate.policy");
   write_file(path, text);
-  const Result r = run({"convert", path.string(), "-o", path.string()});
+  const CliResult r = run({"convert", path.string(), "-o", path.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("is the input file"), std::string::npos) << r.err;
   EXPECT_EQ(read_file(path), text);
@@ -128,16 +82,16 @@ TEST_F(CliSafetyTest, ConvertRefusesALiteralStarKeyThatYamlWouldReadAsTheWildcar
                        "  \"*\", timeout -> replay_once \"a topic literally named *\"\n"
                        "}\n");
   ASSERT_EQ(run({"lint", path.string()}).exit_code, 0);
-  const Result r = run({"convert", path.string(), "-o", (dir_ / "star.yaml").string()});
+  const CliResult r = run({"convert", path.string(), "-o", (dir_ / "star.yaml").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("has the literal key \"*\""), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "star.yaml"));
 }
 
 TEST_F(CliSafetyTest, MinCoverageRejectsNanAndWords) {
-  const std::string gate = kSource + "/policies/replay_gate.yaml";
+  const std::string gate = kSourceDir + "/policies/replay_gate.yaml";
   for (const char* bad : {"nan", "NaN", "inf", "abc", "-1", "101", "0x10"}) {
-    const Result r = run({"test", gate, "--min-coverage", bad});
+    const CliResult r = run({"test", gate, "--min-coverage", bad});
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_NE(r.err.find("expected a percentage between 0 and 100"), std::string::npos) << r.err;
   }
@@ -154,7 +108,7 @@ TEST_F(CliSafetyTest, AuditResultRejectsArgumentsThatWouldBreakTheLog) {
                  "--outcome", "done"})
                 .exit_code,
             2);
-  const Result empty = run(
+  const CliResult empty = run(
       {"audit", "result", "--log", log, "--decision", "1", "--revision", "1", "--outcome", " "});
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_NE(empty.err.find("--outcome must say what happened"), std::string::npos) << empty.err;
@@ -162,7 +116,7 @@ TEST_F(CliSafetyTest, AuditResultRejectsArgumentsThatWouldBreakTheLog) {
 }
 
 TEST_F(CliSafetyTest, CounterexampleForADerivedInputReproduces) {
-  std::string text = read_file(kSource + "/policies/generation_recovery.yaml");
+  std::string text = read_file(kSourceDir + "/policies/generation_recovery.yaml");
   const std::string anchor = "invariants:\n";
   const size_t at = text.find(anchor);
   ASSERT_NE(at, std::string::npos);
@@ -173,7 +127,7 @@ TEST_F(CliSafetyTest, CounterexampleForADerivedInputReproduces) {
               "    reason: false on purpose\n");
   const fs::path path = dir_ / "g.yaml";
   write_file(path, text);
-  const Result lint = run({"lint", path.string()});
+  const CliResult lint = run({"lint", path.string()});
   EXPECT_EQ(lint.exit_code, 1);
   const size_t start = lint.err.find("{\"phase\"");
   ASSERT_NE(start, std::string::npos) << lint.err;
@@ -181,8 +135,9 @@ TEST_F(CliSafetyTest, CounterexampleForADerivedInputReproduces) {
   // stale = message_revision < record_revision must really be true in the letter.
   EXPECT_NE(letter.find("\"message_revision\": 0, \"record_revision\": 1"), std::string::npos)
       << letter;
-  const Result decided = run(
-      {"decide", "--policy", kSource + "/policies/generation_recovery.yaml", "-"}, letter + "\n");
+  const CliResult decided =
+      run({"decide", "--policy", kSourceDir + "/policies/generation_recovery.yaml", "-"},
+          letter + "\n");
   EXPECT_EQ(decided.exit_code, 0) << decided.err;
   EXPECT_NE(decided.out.find("\"rule\":\"stale_message\""), std::string::npos) << decided.out;
 }

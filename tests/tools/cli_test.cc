@@ -17,79 +17,21 @@
 #include <vector>
 
 #include "runtime/table.h"
+#include "tests/support/cli_runner.h"
 
 namespace {
 
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
 namespace fs = std::filesystem;
 
-const std::string kSource = RG_SOURCE_DIR;
-const std::string kBinary = RG_BINARY;
-const std::string kPolicy = kSource + "/policies/replay_gate.yaml";
+const std::string kPolicy = kSourceDir + "/policies/replay_gate.yaml";
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-std::string shell_quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-class CliTest : public ::testing::Test {
+class CliTest : public CliFixture {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/rg_cli_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-    write_file(dir_ / "stdin", stdin_text);
-    std::string command = shell_quote(kBinary);
-    for (const auto& a : args) command += " " + shell_quote(a);
-    command += " <" + shell_quote((dir_ / "stdin").string()) + " >" +
-               shell_quote((dir_ / "stdout").string()) + " 2>" +
-               shell_quote((dir_ / "stderr").string());
-    const int status = std::system(command.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(dir_ / "stdout");
-    r.err = read_file(dir_ / "stderr");
-    return r;
-  }
-
   // Compiles the shipped policy into dir_/gate.rgt and returns its checksum.
   std::string compile_gate() {
-    const Result r = run({"compile", kPolicy, "-o", table_path()});
+    const CliResult r = run({"compile", kPolicy, "-o", table_path()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     replaygate::LoadStatus status;
     auto table = replaygate::Table::load_file(table_path(), &status);
@@ -105,25 +47,20 @@ class CliTest : public ::testing::Test {
     for (size_t at; !checksum.empty() && (at = normalised.find(checksum)) != std::string::npos;) {
       normalised.replace(at, checksum.size(), "@TABLE@");
     }
-    const fs::path path = kSource + "/tests/data/" + golden;
-    if (std::getenv("RG_UPDATE_GOLDEN") != nullptr) write_file(path, normalised);
-    EXPECT_EQ(normalised, read_file(path)) << "actual output (golden " << golden << "):\n"
-                                           << normalised;
+    replaygate::testing::expect_golden(normalised, golden);
   }
-
-  fs::path dir_;
 };
 
 // ---- usage errors: exit 2 with a message saying what to fix ----
 
 TEST_F(CliTest, NoCommandIsAUsageError) {
-  const Result r = run({});
+  const CliResult r = run({});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("Run 'replaygate --help' for usage."), std::string::npos) << r.err;
 }
 
 TEST_F(CliTest, UnknownCommandSuggestsTheClosest) {
-  const Result r = run({"decid"});
+  const CliResult r = run({"decid"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate: error: unknown command 'decid'; did you mean 'decide'?\n"
@@ -131,7 +68,7 @@ TEST_F(CliTest, UnknownCommandSuggestsTheClosest) {
 }
 
 TEST_F(CliTest, HelpExitsZero) {
-  const Result r = run({"decide", "--help"});
+  const CliResult r = run({"decide", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--max-replays"), std::string::npos) << r.out;
 }
@@ -140,7 +77,7 @@ TEST_F(CliTest, DecideNeedsExactlyOneOfPolicyAndTable) {
   const std::string message =
       "replaygate decide: error: give exactly one of --policy POLICY.yaml or --table TABLE.rgt\n"
       "Run 'replaygate decide --help' for usage.\n";
-  Result r = run({"decide", "-"});
+  CliResult r = run({"decide", "-"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, message);
   r = run({"decide", "--policy", kPolicy, "--table", "x.rgt", "-"});
@@ -149,7 +86,7 @@ TEST_F(CliTest, DecideNeedsExactlyOneOfPolicyAndTable) {
 }
 
 TEST_F(CliTest, DecideFormatAndMappingMistakes) {
-  Result r = run({"decide", "--policy", kPolicy, "--format", "avro"});
+  CliResult r = run({"decide", "--policy", kPolicy, "--format", "avro"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate decide: error: --format must be letters or kafka, not 'avro'\n"
@@ -166,7 +103,7 @@ TEST_F(CliTest, DecideFormatAndMappingMistakes) {
 }
 
 TEST_F(CliTest, DecideMissingInputFileIsAnIoError) {
-  const Result r = run({"decide", "--policy", kPolicy, (dir_ / "nope.jsonl").string()});
+  const CliResult r = run({"decide", "--policy", kPolicy, (dir_ / "nope.jsonl").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "replaygate: cannot open " + (dir_ / "nope.jsonl").string() +
                        ": No such file or directory\n");
@@ -192,7 +129,7 @@ TEST_F(CliTest, CompileOnErrorsWritesNothingAndKeepsTheOldTable) {
   policy.replace(at, 11, "verb: nevr");
   write_file(dir_ / "bad.yaml", policy);
   const std::string out = (dir_ / "bad.rgt").string();
-  Result r = run({"compile", (dir_ / "bad.yaml").string(), "-o", out});
+  CliResult r = run({"compile", (dir_ / "bad.yaml").string(), "-o", out});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_NE(r.err.find("nevr"), std::string::npos) << r.err;
@@ -208,7 +145,7 @@ TEST_F(CliTest, CompileJsonDiagnosticsGoToStdout) {
   std::string policy = read_file(kPolicy);
   policy.replace(policy.find("verb: never"), 11, "verb: nevr");
   write_file(dir_ / "bad.yaml", policy);
-  const Result r =
+  const CliResult r =
       run({"compile", (dir_ / "bad.yaml").string(), "-o", table_path(), "--format", "json"});
   EXPECT_EQ(r.exit_code, 1);
   ASSERT_FALSE(r.out.empty());
@@ -220,7 +157,7 @@ TEST_F(CliTest, CompileTimingsListEveryStageAndChangeNoByte) {
   compile_gate();
   const std::string plain = read_file(table_path());
   const std::string timed = (dir_ / "timed.rgt").string();
-  const Result r = run({"compile", "--timings", kPolicy, "-o", timed});
+  const CliResult r = run({"compile", "--timings", kPolicy, "-o", timed});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(read_file(timed), plain);
   std::vector<std::string> stages;
@@ -240,12 +177,12 @@ TEST_F(CliTest, CompileTimingsListEveryStageAndChangeNoByte) {
                                       "analysis: partition", "analysis: rows", "analysis: regions",
                                       "lower", "verify", "write", "total"}));
   // Without the flag, no timing lines.
-  const Result quiet = run({"compile", kPolicy, "-o", timed});
+  const CliResult quiet = run({"compile", kPolicy, "-o", timed});
   EXPECT_EQ(quiet.err.find("timing:"), std::string::npos);
 }
 
 TEST_F(CliTest, CompileUnreadablePolicyIsAnIoError) {
-  const Result r = run({"compile", (dir_ / "missing.yaml").string(), "-o", table_path()});
+  const CliResult r = run({"compile", (dir_ / "missing.yaml").string(), "-o", table_path()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(fs::exists(table_path()));
 }
@@ -253,7 +190,7 @@ TEST_F(CliTest, CompileUnreadablePolicyIsAnIoError) {
 // ---- lint ----
 
 TEST_F(CliTest, LintShippedPolicyIsClean) {
-  const Result r = run({"lint", kPolicy});
+  const CliResult r = run({"lint", kPolicy});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, kPolicy + ": ok\n");
 }
@@ -262,7 +199,7 @@ TEST_F(CliTest, LintReportsErrors) {
   std::string policy = read_file(kPolicy);
   policy.replace(policy.find("verb: never"), 11, "verb: nevr");
   write_file(dir_ / "bad.yaml", policy);
-  const Result r = run({"lint", (dir_ / "bad.yaml").string()});
+  const CliResult r = run({"lint", (dir_ / "bad.yaml").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("error["), std::string::npos) << r.err;
   EXPECT_NE(r.err.find((dir_ / "bad.yaml").string() + ": 1 error"), std::string::npos) << r.err;
@@ -272,14 +209,14 @@ TEST_F(CliTest, LintReportsErrors) {
 
 TEST_F(CliTest, DumpPrintsTheTable) {
   compile_gate();
-  const Result r = run({"dump", table_path()});
+  const CliResult r = run({"dump", table_path()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("dlq-replay-gate"), std::string::npos);
 }
 
 TEST_F(CliTest, DumpOfACorruptTableIsAnInputError) {
   write_file(dir_ / "junk.rgt", "this is not a table, just some text that is long enough......");
-  Result r = run({"dump", (dir_ / "junk.rgt").string()});
+  CliResult r = run({"dump", (dir_ / "junk.rgt").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.rfind(
                 "replaygate: cannot load table " + (dir_ / "junk.rgt").string() + ": bad_magic", 0),
@@ -313,8 +250,8 @@ TEST_F(CliTest, DumpOfACorruptTableIsAnInputError) {
 
 TEST_F(CliTest, DecideLettersEveryBadRecordGetsOneLine) {
   const std::string checksum = compile_gate();
-  const Result r =
-      run({"decide", "--table", table_path(), kSource + "/tests/data/letters/records.jsonl"});
+  const CliResult r =
+      run({"decide", "--table", table_path(), kSourceDir + "/tests/data/letters/records.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "summary: 23 records, never 1, replay_once 2, hold 20; invalid 17, duplicate-key "
@@ -325,9 +262,9 @@ TEST_F(CliTest, DecideLettersEveryBadRecordGetsOneLine) {
 
 TEST_F(CliTest, DecideFromStdinWithPolicyMatchesTable) {
   const std::string checksum = compile_gate();
-  const std::string letters = read_file(kSource + "/tests/data/letters/records.jsonl");
-  const Result from_table = run({"decide", "--table", table_path(), "-"}, letters);
-  const Result from_policy = run({"decide", "--policy", kPolicy}, letters);
+  const std::string letters = read_file(kSourceDir + "/tests/data/letters/records.jsonl");
+  const CliResult from_table = run({"decide", "--table", table_path(), "-"}, letters);
+  const CliResult from_policy = run({"decide", "--policy", kPolicy}, letters);
   EXPECT_EQ(from_policy.exit_code, 1);
   EXPECT_EQ(from_policy.out, from_table.out);
   EXPECT_NE(from_policy.out.find(checksum), std::string::npos);
@@ -341,7 +278,7 @@ TEST_F(CliTest, DecideRecordTooLargeIsOneInvalidLine) {
   const std::string good2 =
       "{\"topic\":\"payment.capture\",\"error_class\":\"timeout\",\"attempts\":1,"
       "\"idempotency_key\":\"k2\",\"already_committed\":false}\n";
-  const Result r = run({"decide", "--policy", kPolicy}, good + huge + good2);
+  const CliResult r = run({"decide", "--policy", kPolicy}, good + huge + good2);
   EXPECT_EQ(r.exit_code, 1);
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 3u) << r.out.substr(0, 2000);
@@ -359,16 +296,16 @@ TEST_F(CliTest, DecidePolicyErrorsStopBeforeReadingInput) {
   std::string policy = read_file(kPolicy);
   policy.replace(policy.find("verb: never"), 11, "verb: nevr");
   write_file(dir_ / "bad.yaml", policy);
-  const Result r = run({"decide", "--policy", (dir_ / "bad.yaml").string(),
-                        (dir_ / "does-not-exist.jsonl").string()});
+  const CliResult r = run({"decide", "--policy", (dir_ / "bad.yaml").string(),
+                           (dir_ / "does-not-exist.jsonl").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
   EXPECT_EQ(r.err.find("cannot open"), std::string::npos) << r.err;
 }
 
 TEST_F(CliTest, DecideDuplicateIdempotencyKeyReplaysOnce) {
-  const Result r =
-      run({"decide", "--policy", kPolicy, kSource + "/tests/data/letters/duplicates.jsonl"});
+  const CliResult r =
+      run({"decide", "--policy", kPolicy, kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 6u);
@@ -388,8 +325,8 @@ TEST_F(CliTest, DecideDuplicateIdempotencyKeyReplaysOnce) {
 
 TEST_F(CliTest, DecideMisspelledDedupeFieldIsAUsageError) {
   // A typo must not silently switch off the one-replay-per-key rule.
-  Result r = run({"decide", "--policy", kPolicy, "--dedupe-field", "idempotency_kye",
-                  kSource + "/tests/data/letters/duplicates.jsonl"});
+  CliResult r = run({"decide", "--policy", kPolicy, "--dedupe-field", "idempotency_kye",
+                     kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.out.empty());
   EXPECT_EQ(r.err,
@@ -398,7 +335,7 @@ TEST_F(CliTest, DecideMisspelledDedupeFieldIsAUsageError) {
             "Run 'replaygate decide --help' for usage.\n");
   // A non-string input cannot carry a key either.
   r = run({"decide", "--policy", kPolicy, "--dedupe-field", "attempts",
-           kSource + "/tests/data/letters/duplicates.jsonl"});
+           kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("'attempts' is not a string input"), std::string::npos) << r.err;
 }
@@ -409,8 +346,8 @@ TEST_F(CliTest, DecideSaysSoWhenThePolicyHasNoIdempotencyKey) {
              "verbs:\n  hold: {effect: none}\n  replay_once: {effect: create}\n"
              "default: hold\nrules:\n  - table: t\n    keys: [topic]\n    rows:\n"
              "      - [orders, replay_once]\n");
-  const Result r = run({"decide", "--policy", (dir_ / "nokey.yaml").string(), "-"},
-                       "{\"topic\":\"orders\"}\n{\"topic\":\"orders\"}\n");
+  const CliResult r = run({"decide", "--policy", (dir_ / "nokey.yaml").string(), "-"},
+                          "{\"topic\":\"orders\"}\n{\"topic\":\"orders\"}\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lines_of(r.out).size(), 2u);
   EXPECT_EQ(r.err,
@@ -421,15 +358,15 @@ TEST_F(CliTest, DecideSaysSoWhenThePolicyHasNoIdempotencyKey) {
 }
 
 TEST_F(CliTest, VersionExitsZero) {
-  const Result r = run({"--version"});
+  const CliResult r = run({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "replaygate 0.1.0 (table format 1)\n");
 }
 
 TEST_F(CliTest, DecideMaxReplaysTakesADecimalCount) {
   for (const char* bad : {"-1", "abc", "0x2", "1.5", ""}) {
-    const Result r = run({"decide", "--policy", kPolicy, "--max-replays", bad,
-                          kSource + "/tests/data/letters/duplicates.jsonl"});
+    const CliResult r = run({"decide", "--policy", kPolicy, "--max-replays", bad,
+                             kSourceDir + "/tests/data/letters/duplicates.jsonl"});
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_TRUE(r.out.empty()) << bad;
     EXPECT_EQ(r.err, std::string("replaygate decide: error: --max-replays takes a whole "
@@ -441,7 +378,7 @@ TEST_F(CliTest, DecideMaxReplaysTakesADecimalCount) {
 TEST_F(CliTest, CompileRefusesToOverwriteThePolicyOrANonRegularFile) {
   const std::string policy = read_file(kPolicy);
   write_file(dir_ / "p.yaml", policy);
-  Result r = run({"compile", (dir_ / "p.yaml").string(), "-o", (dir_ / "p.yaml").string()});
+  CliResult r = run({"compile", (dir_ / "p.yaml").string(), "-o", (dir_ / "p.yaml").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("it is the policy file itself"), std::string::npos) << r.err;
   EXPECT_EQ(read_file(dir_ / "p.yaml"), policy);
@@ -460,8 +397,8 @@ TEST_F(CliTest, CompileRefusesToOverwriteThePolicyOrANonRegularFile) {
 }
 
 TEST_F(CliTest, DecideMaxReplaysHoldsTheRest) {
-  const Result r = run({"decide", "--policy", kPolicy, "--max-replays", "2",
-                        kSource + "/tests/data/letters/duplicates.jsonl"});
+  const CliResult r = run({"decide", "--policy", kPolicy, "--max-replays", "2",
+                           kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 6u);
@@ -476,8 +413,8 @@ TEST_F(CliTest, DecideMaxReplaysHoldsTheRest) {
   EXPECT_EQ(r.err,
             "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, duplicate-key holds "
             "1, budget holds 2\n");
-  const Result zero = run({"decide", "--policy", kPolicy, "--max-replays", "0",
-                           kSource + "/tests/data/letters/duplicates.jsonl"});
+  const CliResult zero = run({"decide", "--policy", kPolicy, "--max-replays", "0",
+                              kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(zero.err,
             "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, duplicate-key holds "
             "0, budget holds 5\n");
@@ -486,8 +423,8 @@ TEST_F(CliTest, DecideMaxReplaysHoldsTheRest) {
 TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
   // K, L, M, N are replay keys; with room for two, M and N cannot be remembered, so they are held
   // (a later duplicate of them could not be caught). The duplicate of K is still caught.
-  const Result r = run({"decide", "--policy", kPolicy, "--max-replayed-keys", "2",
-                        kSource + "/tests/data/letters/duplicates.jsonl"});
+  const CliResult r = run({"decide", "--policy", kPolicy, "--max-replayed-keys", "2",
+                           kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 6u);
@@ -507,14 +444,14 @@ TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
             "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, duplicate-key holds "
             "1, budget holds 0, key-limit holds 2\n");
   // 0 remembers nothing: every keyed create verb is held.
-  const Result zero = run({"decide", "--policy", kPolicy, "--max-replayed-keys", "0",
-                           kSource + "/tests/data/letters/duplicates.jsonl"});
+  const CliResult zero = run({"decide", "--policy", kPolicy, "--max-replayed-keys", "0",
+                              kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(zero.err,
             "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, duplicate-key holds "
             "0, budget holds 0, key-limit holds 5\n");
   for (const char* bad : {"-1", "abc", "1e3", "", "4294967297"}) {
-    const Result b = run({"decide", "--policy", kPolicy, "--max-replayed-keys", bad,
-                          kSource + "/tests/data/letters/duplicates.jsonl"});
+    const CliResult b = run({"decide", "--policy", kPolicy, "--max-replayed-keys", bad,
+                             kSourceDir + "/tests/data/letters/duplicates.jsonl"});
     EXPECT_EQ(b.exit_code, 2) << bad;
     EXPECT_TRUE(b.out.empty()) << bad;
     EXPECT_EQ(b.err, std::string("replaygate decide: error: --max-replayed-keys takes a whole "
@@ -524,7 +461,7 @@ TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
 }
 
 TEST_F(CliTest, DecideShippedLetters) {
-  const Result r = run({"decide", "--policy", kPolicy, kSource + "/examples/letters.jsonl"});
+  const CliResult r = run({"decide", "--policy", kPolicy, kSourceDir + "/examples/letters.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(lines_of(r.out).size(), 20u);
   EXPECT_EQ(r.err,
@@ -536,9 +473,9 @@ TEST_F(CliTest, DecideShippedLetters) {
 
 TEST_F(CliTest, DecideKafkaThroughTheMapping) {
   const std::string checksum = compile_gate();
-  const Result r = run({"decide", "--table", table_path(), "--format", "kafka", "--mapping",
-                        kSource + "/tests/data/mapping/spring.mapping.yaml",
-                        kSource + "/tests/data/mapping/records.kcat.jsonl"});
+  const CliResult r = run({"decide", "--table", table_path(), "--format", "kafka", "--mapping",
+                           kSourceDir + "/tests/data/mapping/spring.mapping.yaml",
+                           kSourceDir + "/tests/data/mapping/records.kcat.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "summary: 15 records, never 1, replay_once 1, hold 13; invalid 9, duplicate-key holds "
@@ -553,9 +490,9 @@ TEST_F(CliTest, DecideKafkaThroughTheMapping) {
 }
 
 TEST_F(CliTest, DecideKafkaBadMappingIsReportedWithPositions) {
-  const std::string mapping = kSource + "/tests/data/mapping/bad.mapping.yaml";
-  const Result r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping", mapping,
-                        kSource + "/tests/data/mapping/records.kcat.jsonl"});
+  const std::string mapping = kSourceDir + "/tests/data/mapping/bad.mapping.yaml";
+  const CliResult r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping", mapping,
+                           kSourceDir + "/tests/data/mapping/records.kcat.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
   for (const std::string& expected : {
@@ -576,9 +513,9 @@ TEST_F(CliTest, DecideKafkaBadMappingIsReportedWithPositions) {
 }
 
 TEST_F(CliTest, DecideShippedKafkaDump) {
-  const Result r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
-                        kSource + "/examples/kafka-spring-dlt.mapping.yaml",
-                        kSource + "/examples/payments-dlt.kcat.jsonl"});
+  const CliResult r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
+                           kSourceDir + "/examples/kafka-spring-dlt.mapping.yaml",
+                           kSourceDir + "/examples/payments-dlt.kcat.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(lines_of(r.out).size(), 62u);
   EXPECT_EQ(r.err,
@@ -589,7 +526,7 @@ TEST_F(CliTest, DecideShippedKafkaDump) {
 // ---- test ----
 
 TEST_F(CliTest, TestShippedCasesPass) {
-  const Result r = run({"test", kPolicy});
+  const CliResult r = run({"test", kPolicy});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto lines = lines_of(r.out);
   ASSERT_FALSE(lines.empty());
@@ -612,7 +549,7 @@ TEST_F(CliTest, TestReportsFailures) {
              "            idempotency_key: k, already_committed: false}\n"
              "    expect: never\n"
              "    rule: already_committed\n");
-  const Result r = run({"test", kPolicy, (dir_ / "cases.yaml").string()});
+  const CliResult r = run({"test", kPolicy, (dir_ / "cases.yaml").string()});
   EXPECT_EQ(r.exit_code, 1);
   // The coverage line's invariant count follows the shipped policy (see TestShippedCasesPass).
   EXPECT_EQ(r.out.rfind(
@@ -633,7 +570,7 @@ TEST_F(CliTest, TestCaseFileErrorsAreDiagnostics) {
              "  - name: typo\n"
              "    input: {topik: payment.capture}\n"
              "    expect: replay_onec\n");
-  const Result r = run({"test", kPolicy, (dir_ / "cases.yaml").string()});
+  const CliResult r = run({"test", kPolicy, (dir_ / "cases.yaml").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find((dir_ / "cases.yaml").string() +
                        ":3:13: error[RG403]: 'topik' is not an input of the policy"),
@@ -649,7 +586,7 @@ TEST_F(CliTest, TestCaseFileErrorsAreDiagnostics) {
 
 TEST_F(CliTest, TestMissingCaseFileIsAnIoError) {
   write_file(dir_ / "p.yaml", read_file(kPolicy));
-  const Result r = run({"test", (dir_ / "p.yaml").string()});
+  const CliResult r = run({"test", (dir_ / "p.yaml").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("p.test.yaml"), std::string::npos) << r.err;
 }

@@ -2,108 +2,105 @@
 // dangerous, renamed-only) in text, JSON and Markdown, and one test per exit code; the same
 // fixtures compiled to frozen tables at test time (table vs table, policy vs table), and tables
 // that do not load.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compiler/compile.h"
 #include "compiler/lower.h"
 #include "runtime/table.h"
 #include "tests/compiler/analysis_builder.h"
+#include "tests/support/cli_runner.h"
 
 namespace {
 
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
 namespace fs = std::filesystem;
 
-const std::string kSource = RG_SOURCE_DIR;
-const std::string kBinary = RG_BINARY;
-
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Runs `replaygate diff ARGS` in `dir` (the source directory unless given), so paths in the
-// output are relative.
-Result diff(const std::string& args, const std::string& dir = kSource) {
-  const fs::path out = fs::temp_directory_path() / ("rg_diff_test_" + std::to_string(::getpid()));
-  const std::string command = "cd '" + dir + "' && '" + kBinary + "' diff " + args + " >'" +
-                              out.string() + ".out' 2>'" + out.string() + ".err'";
-  const int status = std::system(command.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(out.string() + ".out");
-  r.err = read_file(out.string() + ".err");
-  fs::remove(out.string() + ".out");
-  fs::remove(out.string() + ".err");
-  return r;
+// output are relative; `stdin_from` is a shell command whose output is piped to the diff.
+// The timeout turns a diff that waits forever (e.g. on a FIFO it opens twice) into exit 124.
+CliResult diff_args(const std::vector<std::string>& args, const std::string& dir = kSourceDir,
+                    const std::string& stdin_from = "") {
+  const ScratchDir scratch("rg_diff_test");
+  std::vector<std::string> all = {"diff"};
+  all.insert(all.end(), args.begin(), args.end());
+  CliRun run;
+  run.args = std::move(all);
+  run.cwd = dir;
+  run.stdin_command = stdin_from;
+  run.timeout_seconds = 60;
+  return run_cli(scratch.path(), run);
 }
 
-void expect_golden(const std::string& actual, const std::string& golden) {
-  const fs::path path = kSource + "/tests/data/diff/" + golden;
-  if (std::getenv("RG_UPDATE_GOLDEN") != nullptr) std::ofstream(path, std::ios::binary) << actual;
-  EXPECT_EQ(actual, read_file(path)) << "golden " << golden << ", actual:\n" << actual;
+// As diff_args, with the arguments given as one string of space-separated words.
+CliResult diff(const std::string& args, const std::string& dir = kSourceDir,
+               const std::string& stdin_from = "") {
+  std::vector<std::string> words;
+  std::istringstream in(args);
+  for (std::string word; in >> word;) words.push_back(word);
+  return diff_args(words, dir, stdin_from);
 }
 
-Result diff_fixture(const std::string& name, const std::string& format) {
+CliResult diff_fixture(const std::string& name, const std::string& format) {
   return diff("tests/data/diff/base.yaml tests/data/diff/" + name + ".yaml --format " + format);
 }
 
 TEST(DiffCommand, UnchangedExitsZero) {
-  const Result r = diff_fixture("unchanged", "text");
+  const CliResult r = diff_fixture("unchanged", "text");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  expect_golden(r.out, "unchanged.text.expected");
+  expect_golden(r.out, "diff/unchanged.text.expected");
 }
 
 TEST(DiffCommand, SaferChangeExitsOne) {
   for (const char* format : {"text", "json", "markdown"}) {
-    const Result r = diff_fixture("safer", format);
+    const CliResult r = diff_fixture("safer", format);
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    expect_golden(r.out, std::string("safer.") + format + ".expected");
+    expect_golden(r.out, std::string("diff/safer.") + format + ".expected");
   }
 }
 
 TEST(DiffCommand, MoreDangerousChangeExitsThree) {
   for (const char* format : {"text", "json", "markdown"}) {
-    const Result r = diff_fixture("more_dangerous", format);
+    const CliResult r = diff_fixture("more_dangerous", format);
     EXPECT_EQ(r.exit_code, 3) << r.err;
-    expect_golden(r.out, std::string("more_dangerous.") + format + ".expected");
+    expect_golden(r.out, std::string("diff/more_dangerous.") + format + ".expected");
   }
 }
 
 TEST(DiffCommand, RenamedRuleIsAProvenanceChangeOnly) {
-  const Result r = diff_fixture("renamed", "text");
+  const CliResult r = diff_fixture("renamed", "text");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  expect_golden(r.out, "renamed.text.expected");
-  const Result j = diff_fixture("renamed", "json");
+  expect_golden(r.out, "diff/renamed.text.expected");
+  const CliResult j = diff_fixture("renamed", "json");
   EXPECT_NE(j.out.find("\"verb_change_regions\": 0, \"provenance_change_regions\": 1"),
             std::string::npos)
       << j.out;
 }
 
 TEST(DiffCommand, FieldChangesAreReported) {
-  const Result r = diff_fixture("fields", "text");
+  const CliResult r = diff_fixture("fields", "text");
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  expect_golden(r.out, "fields.text.expected");
+  expect_golden(r.out, "diff/fields.text.expected");
 }
 
 TEST(DiffCommand, ErrorsExitTwo) {
-  Result r = diff("tests/data/diff/base.yaml tests/data/diff/missing.yaml");
+  CliResult r = diff("tests/data/diff/base.yaml tests/data/diff/missing.yaml");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("cannot read"), std::string::npos) << r.err;
   r = diff("tests/data/diff/base.yaml tests/data/diff/safer.yaml --format html");
@@ -127,7 +124,7 @@ class DiffTables : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("rg_diff_tables_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     for (const char* name : {"base", "unchanged", "safer", "more_dangerous", "renamed", "fields"}) {
-      const std::string yaml = kSource + "/tests/data/diff/" + name + ".yaml";
+      const std::string yaml = kSourceDir + "/tests/data/diff/" + name + ".yaml";
       const replaygate::LoadedPolicy loaded = replaygate::load_policy_file(yaml);
       ASSERT_TRUE(loaded.policy) << yaml;
       const std::vector<uint8_t> bytes = replaygate::lower(*loaded.policy);
@@ -140,7 +137,9 @@ class DiffTables : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
-  static Result run(const std::string& args) { return diff(args, dir_.string()); }
+  static CliResult run(const std::string& args, const std::string& stdin_from = "") {
+    return diff(args, dir_.string(), stdin_from);
+  }
   static void write(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_ / name, std::ios::binary) << bytes;
   }
@@ -166,62 +165,62 @@ std::string body(const std::string& text) {
 }
 
 TEST_F(DiffTables, UnchangedTablesExitZero) {
-  const Result r = run("base.rgt unchanged.rgt");
+  const CliResult r = run("base.rgt unchanged.rgt");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  expect_golden(r.out, "table_unchanged.text.expected");
-  EXPECT_EQ(body(r.out), body(read_file(kSource + "/tests/data/diff/unchanged.text.expected")));
+  expect_golden(r.out, "diff/table_unchanged.text.expected");
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/unchanged.text.expected")));
 }
 
 TEST_F(DiffTables, SaferTableExitsOne) {
   for (const char* format : {"text", "json", "markdown"}) {
-    const Result r = run(std::string("base.rgt safer.rgt --format ") + format);
+    const CliResult r = run(std::string("base.rgt safer.rgt --format ") + format);
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    expect_golden(r.out, std::string("table_safer.") + format + ".expected");
+    expect_golden(r.out, std::string("diff/table_safer.") + format + ".expected");
   }
-  const Result r = run("base.rgt safer.rgt");
-  EXPECT_EQ(body(r.out), body(read_file(kSource + "/tests/data/diff/safer.text.expected")));
+  const CliResult r = run("base.rgt safer.rgt");
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/safer.text.expected")));
 }
 
 TEST_F(DiffTables, MoreDangerousTableExitsThree) {
-  const Result r = run("base.rgt more_dangerous.rgt");
+  const CliResult r = run("base.rgt more_dangerous.rgt");
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  expect_golden(r.out, "table_more_dangerous.text.expected");
+  expect_golden(r.out, "diff/table_more_dangerous.text.expected");
   EXPECT_EQ(body(r.out),
-            body(read_file(kSource + "/tests/data/diff/more_dangerous.text.expected")));
-  const Result j = run("base.rgt more_dangerous.rgt --format json");
+            body(read_file(kSourceDir + "/tests/data/diff/more_dangerous.text.expected")));
+  const CliResult j = run("base.rgt more_dangerous.rgt --format json");
   EXPECT_EQ(j.exit_code, 3) << j.err;
   EXPECT_NE(j.out.find("\"more_dangerous\": true"), std::string::npos) << j.out;
 }
 
 TEST_F(DiffTables, RenamedRuleInATableIsAProvenanceChangeOnly) {
-  const Result r = run("base.rgt renamed.rgt");
+  const CliResult r = run("base.rgt renamed.rgt");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  expect_golden(r.out, "table_renamed.text.expected");
-  EXPECT_EQ(body(r.out), body(read_file(kSource + "/tests/data/diff/renamed.text.expected")));
+  expect_golden(r.out, "diff/table_renamed.text.expected");
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/renamed.text.expected")));
 }
 
 TEST_F(DiffTables, FieldChangesBetweenTablesAreReported) {
-  const Result r = run("base.rgt fields.rgt");
+  const CliResult r = run("base.rgt fields.rgt");
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  expect_golden(r.out, "table_fields.text.expected");
-  EXPECT_EQ(body(r.out), body(read_file(kSource + "/tests/data/diff/fields.text.expected")));
+  expect_golden(r.out, "diff/table_fields.text.expected");
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/fields.text.expected")));
 }
 
 // The deployed table against a new policy, and a policy against a table.
 TEST_F(DiffTables, PolicyAgainstTableBothWays) {
-  Result r = run("base.rgt safer.yaml");
+  CliResult r = run("base.rgt safer.yaml");
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  expect_golden(r.out, "table_policy_safer.text.expected");
-  EXPECT_EQ(body(r.out), body(read_file(kSource + "/tests/data/diff/safer.text.expected")));
+  expect_golden(r.out, "diff/table_policy_safer.text.expected");
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/safer.text.expected")));
   r = run("base.yaml more_dangerous.rgt --format markdown");
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  expect_golden(r.out, "policy_table_more_dangerous.markdown.expected");
+  expect_golden(r.out, "diff/policy_table_more_dangerous.markdown.expected");
 }
 
 // A table is recognised by its magic whatever its name.
 TEST_F(DiffTables, TableWithoutTheExtensionIsATable) {
   write("deployed.table", bytes("base.rgt"));
-  const Result r = run("deployed.table base.yaml");
+  const CliResult r = run("deployed.table base.yaml");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("old deployed.table is a frozen table (checksum "), std::string::npos)
       << r.out;
@@ -231,7 +230,7 @@ TEST_F(DiffTables, TablesThatDoNotLoadExitTwo) {
   std::string corrupt = bytes("base.rgt");
   corrupt[corrupt.size() / 2] ^= 0x40;  // payload no longer matches the checksum
   write("corrupt.rgt", corrupt);
-  Result r = run("corrupt.rgt safer.rgt");
+  CliResult r = run("corrupt.rgt safer.rgt");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_EQ(r.err.rfind("replaygate: cannot load table corrupt.rgt: bad_checksum: ", 0), 0u)
@@ -269,6 +268,111 @@ TEST_F(DiffTables, TablesThatDoNotLoadExitTwo) {
   r = run("base.rgt missing.rgt");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.rfind("replaygate: cannot load table missing.rgt: io", 0), 0u) << r.err;
+}
+
+// Markdown has no escapes inside code spans: a name with backticks gets a longer fence (and a
+// space inside it when it starts or ends with one), so it cannot end its span early.
+TEST_F(DiffTables, MarkdownKeepsNamesWithBackticksInTheirCodeSpans) {
+  write("old `v1`.yaml", bytes("base.yaml"));
+  write("``new``.rgt", bytes("safer.rgt"));
+  const CliResult r =
+      diff_args({"old `v1`.yaml", "``new``.rgt", "--format", "markdown"}, dir_.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "### Policy diff: ``old `v1`.yaml`` → ``` ``new``.rgt ```");
+  expect_golden(r.out, "diff/backtick_names.markdown.expected");
+}
+
+// ---- inputs that can be read only once (FIFOs, pipes on /dev/stdin) ----
+
+// Feeds `bytes` to a new FIFO at `path` from a thread: waits (up to 60 s) for a reader to open it,
+// writes everything and closes it. A diff that opens the FIFO a second time then waits for a
+// writer that never comes, until `timeout` ends it (exit 124).
+class FifoWriter {
+ public:
+  FifoWriter(const fs::path& path, std::string bytes) {
+    EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+    thread_ = std::thread([path, bytes = std::move(bytes)] {
+      // A reader that closes early gives EPIPE here, not a SIGPIPE that ends the test.
+      sigset_t pipe_signal;
+      sigemptyset(&pipe_signal);
+      sigaddset(&pipe_signal, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      int fd = -1;
+      while ((fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+        if (errno != ENXIO || std::chrono::steady_clock::now() > deadline) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      size_t done = 0;
+      while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+      ::close(fd);
+    });
+  }
+  ~FifoWriter() { thread_.join(); }
+
+ private:
+  std::thread thread_;
+};
+
+TEST_F(DiffTables, TableFromAFifoIsReadOnce) {
+  const fs::path fifo = dir_ / "deployed";  // no .rgt: recognised by its magic
+  FifoWriter writer(fifo, bytes("base.rgt"));
+  const CliResult r = run("deployed safer.yaml");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("diff deployed -> safer.yaml: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\nold deployed is a frozen table (checksum "), std::string::npos) << r.out;
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/safer.text.expected")));
+}
+
+TEST_F(DiffTables, PolicyFromAFifoIsReadOnce) {
+  FifoWriter writer(dir_ / "old.yaml", bytes("base.yaml"));
+  const CliResult r = run("old.yaml safer.rgt");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/safer.text.expected")));
+}
+
+TEST_F(DiffTables, TablePipedToDevStdin) {
+  const CliResult r = run("/dev/stdin safer.rgt", "cat base.rgt");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("\nold /dev/stdin is a frozen table (checksum "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/safer.text.expected")));
+}
+
+// Inputs diff cannot use exit 2 with nothing on stdout and a message that says what the input is
+// and what diff takes. A policy has no magic: its extension picks the language, so a policy
+// under a name without one (here /dev/stdin) is a usage error that says how to fix it.
+TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
+  const std::string accepted =
+      "diff takes a policy (a file named *.policy, *.yaml or *.yml) or a frozen table (*.rgt, or "
+      "any file that starts with the table magic RGTABLE)";
+  struct Case {
+    std::string args, stdin_from, err;
+  };
+  const Case cases[] = {
+      {"/dev/stdin safer.rgt", "cat base.yaml",
+       "replaygate: error: cannot tell what /dev/stdin is: it is not a frozen table (it does not "
+       "start with the table magic) and its name does not end in .policy, .yaml or .yml, which "
+       "pick the policy language; save it to a file with one of those extensions (" +
+           accepted + ")\n"},
+      {"/dev/null base.yaml", "", "replaygate: error: /dev/null is empty: " + accepted + "\n"},
+      {". base.yaml", "", "replaygate: cannot read '.': it is a directory\n"},
+  };
+  for (const Case& c : cases) {
+    const CliResult r = run(c.args, c.stdin_from);
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_EQ(r.out, "") << c.args;
+    EXPECT_EQ(r.err, c.err) << c.args;
+  }
 }
 
 }  // namespace

@@ -11,61 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/cli_runner.h"
+
 namespace {
+
+using namespace replaygate::testing;  // NOLINT: test vocabulary
 
 namespace fs = std::filesystem;
 
-const std::string kSource = RG_SOURCE_DIR;
-const std::string kBinary = RG_BINARY;
-
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-std::string shell_quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-class DslCliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/rg_dsl_cli_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::vector<std::string>& args) {
-    std::string command = shell_quote(kBinary);
-    for (const auto& a : args) command += " " + shell_quote(a);
-    command += " </dev/null >" + shell_quote((dir_ / "stdout").string()) + " 2>" +
-               shell_quote((dir_ / "stderr").string());
-    const int status = std::system(command.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(dir_ / "stdout");
-    r.err = read_file(dir_ / "stderr");
-    return r;
-  }
-
-  fs::path dir_;
-};
+class DslCliTest : public CliFixture {};
 
 constexpr const char* kMessy =
     "policy  p revision 1 # head\n"
@@ -88,7 +42,7 @@ constexpr const char* kCanonical =
 TEST_F(DslCliTest, FmtPrintsChecksAndWrites) {
   const fs::path file = dir_ / "p.policy";
   write_file(file, kMessy);
-  Result r = run({"fmt", file.string()});
+  CliResult r = run({"fmt", file.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, kCanonical);
   EXPECT_EQ(read_file(file), kMessy);
@@ -116,12 +70,12 @@ TEST_F(DslCliTest, FmtPrintsChecksAndWrites) {
 TEST_F(DslCliTest, FmtErrors) {
   const fs::path bad = dir_ / "bad.policy";
   write_file(bad, "policy p revision 1\ninput x bool\n");
-  Result r = run({"fmt", "--write", bad.string()});
+  CliResult r = run({"fmt", "--write", bad.string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("error[RG014]: expected ':' after the name"), std::string::npos) << r.err;
   EXPECT_EQ(read_file(bad), "policy p revision 1\ninput x bool\n");
 
-  r = run({"fmt", kSource + "/policies/replay_gate.yaml"});
+  r = run({"fmt", kSourceDir + "/policies/replay_gate.yaml"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("fmt formats .policy files only; YAML comments cannot be kept"),
             std::string::npos)
@@ -134,9 +88,9 @@ TEST_F(DslCliTest, FmtErrors) {
 }
 
 TEST_F(DslCliTest, ShippedPolicyIsCanonicalAndPassesItsCases) {
-  Result r = run({"fmt", "--check", kSource + "/policies/replay_gate.policy"});
+  CliResult r = run({"fmt", "--check", kSourceDir + "/policies/replay_gate.policy"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  r = run({"test", kSource + "/policies/replay_gate.policy"});
+  r = run({"test", kSourceDir + "/policies/replay_gate.policy"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(" passed, 0 failed"), std::string::npos) << r.out;
 }
@@ -144,10 +98,10 @@ TEST_F(DslCliTest, ShippedPolicyIsCanonicalAndPassesItsCases) {
 TEST_F(DslCliTest, ConvertBothWays) {
   const fs::path policy = dir_ / "gate.policy";
   const fs::path yaml = dir_ / "gate.yaml";
-  Result r = run({"convert", kSource + "/policies/replay_gate.yaml", "-o", policy.string()});
+  CliResult r = run({"convert", kSourceDir + "/policies/replay_gate.yaml", "-o", policy.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The shipped .policy is the converted YAML plus its header comments.
-  std::string shipped = read_file(kSource + "/policies/replay_gate.policy");
+  std::string shipped = read_file(kSourceDir + "/policies/replay_gate.policy");
   shipped = shipped.substr(shipped.find("policy dlq-replay-gate"));
   EXPECT_EQ(read_file(policy), shipped);
 

@@ -20,64 +20,22 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/cli_runner.h"
 #include "tools/cli/audit.h"
 
 namespace {
 
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
 namespace fs = std::filesystem;
 namespace audit = replaygate::cli::audit;
 
-const std::string kSource = RG_SOURCE_DIR;
-const std::string kBinary = RG_BINARY;
-const std::string kPolicy = kSource + "/policies/generation_recovery.yaml";
-const std::string kExamples = kSource + "/examples/recovery/";
+const std::string kPolicy = kSourceDir + "/policies/generation_recovery.yaml";
+const std::string kExamples = kSourceDir + "/examples/recovery/";
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-std::string shell_quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-class RecoveryTest : public ::testing::Test {
+class RecoveryTest : public CliFixture {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/rg_recovery_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::vector<std::string>& args) {
-    std::string command = shell_quote(kBinary);
-    for (const auto& a : args) command += " " + shell_quote(a);
-    command += " </dev/null >" + shell_quote((dir_ / "stdout").string()) + " 2>" +
-               shell_quote((dir_ / "stderr").string());
-    const int status = std::system(command.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(dir_ / "stdout");
-    r.err = read_file(dir_ / "stderr");
-    return r;
-  }
-
-  Result review(const std::string& fixture, std::vector<std::string> extra = {}) {
+  CliResult review(const std::string& fixture, std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"review",
                                      "--policy",
                                      kPolicy,
@@ -90,8 +48,6 @@ class RecoveryTest : public ::testing::Test {
   }
 
   std::string log() const { return (dir_ / "audit.log").string(); }
-
-  fs::path dir_;
 };
 
 nlohmann::json json_of(const std::string& text) { return nlohmann::json::parse(text); }
@@ -99,7 +55,7 @@ nlohmann::json json_of(const std::string& text) { return nlohmann::json::parse(t
 // ---- review ----
 
 TEST_F(RecoveryTest, AcceptedWithKnownJobObservesInPlainWords) {
-  const Result r = review("accepted");
+  const CliResult r = review("accepted");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   const std::string prefix =
@@ -131,21 +87,21 @@ TEST_F(RecoveryTest, AcceptedWithKnownJobObservesInPlainWords) {
 
 TEST_F(RecoveryTest, ReplayingAnAcceptedMessageTwiceObservesBothTimes) {
   for (int i = 0; i < 2; ++i) {
-    const Result r = review("accepted", {"--format", "json"});
+    const CliResult r = review("accepted", {"--format", "json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = json_of(r.out);
     EXPECT_EQ(j["action"], "observe");
     EXPECT_EQ(j["effect"], "read");
   }
   // Even an operator's confirmation does not turn it into a create.
-  const Result r =
+  const CliResult r =
       review("accepted", {"--format", "json", "--confirm", "--operator", "ana", "--audit", log()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json_of(r.out)["action"], "observe");
 }
 
 TEST_F(RecoveryTest, FailedPostWithErrorJobIdObserves) {
-  const Result r = review("submit502", {"--format", "json"});
+  const CliResult r = review("submit502", {"--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json_of(r.out);
   EXPECT_EQ(j["remote_job_id"], "job_9a02");
@@ -154,7 +110,7 @@ TEST_F(RecoveryTest, FailedPostWithErrorJobIdObserves) {
 }
 
 TEST_F(RecoveryTest, DeliveryFailureReusesTheOutput) {
-  const Result r = review("delivery", {"--format", "json"});
+  const CliResult r = review("delivery", {"--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json_of(r.out);
   EXPECT_EQ(j["action"], "retry_delivery");
@@ -164,7 +120,7 @@ TEST_F(RecoveryTest, DeliveryFailureReusesTheOutput) {
 }
 
 TEST_F(RecoveryTest, StaleMessageForDeliveredOperationIsObsolete) {
-  const Result r = review("stale", {"--format", "json"});
+  const CliResult r = review("stale", {"--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json_of(r.out);
   EXPECT_EQ(j["action"], "acknowledge_obsolete");
@@ -172,7 +128,7 @@ TEST_F(RecoveryTest, StaleMessageForDeliveredOperationIsObsolete) {
 }
 
 TEST_F(RecoveryTest, PreparedHoldsUntilConfirmedThenDispatchesAndRecords) {
-  Result r = review("prepared", {"--format", "json"});
+  CliResult r = review("prepared", {"--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json_of(r.out)["action"], "hold_for_review");
   EXPECT_FALSE(fs::exists(log()));
@@ -220,7 +176,7 @@ TEST_F(RecoveryTest, SecretsNeverReachAnyOutputOrTheLog) {
   const char* secrets[] = {"SECRET-PROMPT", "SECRET-SIG", "SECRET-TOKEN"};
   for (const char* fixture : {"accepted", "submit502", "delivery", "prepared"}) {
     for (const char* format : {"text", "json"}) {
-      const Result r =
+      const CliResult r =
           review(fixture, {"--format", format, "--confirm", "--operator", "ana", "--audit", log()});
       ASSERT_EQ(r.exit_code, 0) << fixture << r.err;
       for (const char* secret : secrets) {
@@ -244,7 +200,7 @@ TEST_F(RecoveryTest, AnIdentifyingFieldDeclaredSensitiveIsRedactedToo) {
   std::string policy = read_file(kPolicy);
   policy.replace(policy.find("sensitive: [prompt,"), 19, "sensitive: [message_id, prompt,");
   write_file(dir_ / "p.yaml", policy);
-  const Result r =
+  const CliResult r =
       run({"review", "--policy", (dir_ / "p.yaml").string(), "--message",
            (dir_ / "m.json").string(), "--record", (dir_ / "r.json").string(), "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -257,8 +213,8 @@ TEST_F(RecoveryTest, AnIdentifyingFieldDeclaredSensitiveIsRedactedToo) {
 TEST_F(RecoveryTest, UnknownPhaseGetsManualReconciliation) {
   write_file(dir_ / "m.json", R"({"message_id": "m1", "operation_id": "op1", "revision": 1})");
   write_file(dir_ / "r.json", R"({"operation_id": "op1", "phase": "rendering", "revision": 1})");
-  const Result r = run({"review", "--policy", kPolicy, "--message", (dir_ / "m.json").string(),
-                        "--record", (dir_ / "r.json").string(), "--format", "json"});
+  const CliResult r = run({"review", "--policy", kPolicy, "--message", (dir_ / "m.json").string(),
+                           "--record", (dir_ / "r.json").string(), "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json_of(r.out);
   EXPECT_EQ(j["action"], "manual_reconciliation");
@@ -270,7 +226,7 @@ TEST_F(RecoveryTest, BadInputsAndUsage) {
   write_file(dir_ / "other.json", R"({"operation_id": "op2", "phase": "accepted", "revision": 1})");
   write_file(dir_ / "list.json", "[1, 2]");
   const std::string m = (dir_ / "m.json").string();
-  Result r = run(
+  CliResult r = run(
       {"review", "--policy", kPolicy, "--message", m, "--record", (dir_ / "other.json").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "replaygate: the message and the operation record name different operations\n");
@@ -297,7 +253,7 @@ TEST_F(RecoveryTest, BadInputsAndUsage) {
 TEST_F(RecoveryTest, WorksFromACompiledTable) {
   const std::string table = (dir_ / "g.rgt").string();
   ASSERT_EQ(run({"compile", kPolicy, "-o", table}).exit_code, 0);
-  const Result r =
+  const CliResult r =
       run({"review", "--table", table, "--message", kExamples + "accepted.message.json", "--record",
            kExamples + "accepted.record.json", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -311,11 +267,11 @@ TEST_F(RecoveryTest, PolicyLanguageFormDecidesTheSame) {
   const std::string yaml_table = (dir_ / "y.rgt").string();
   const std::string dsl_table = (dir_ / "d.rgt").string();
   ASSERT_EQ(run({"compile", kPolicy, "-o", yaml_table}).exit_code, 0);
-  ASSERT_EQ(
-      run({"compile", kSource + "/policies/generation_recovery.policy", "-o", dsl_table}).exit_code,
-      0);
+  ASSERT_EQ(run({"compile", kSourceDir + "/policies/generation_recovery.policy", "-o", dsl_table})
+                .exit_code,
+            0);
   auto digest = [&](const std::string& table) {
-    const Result r = run({"dump", table});
+    const CliResult r = run({"dump", table});
     const size_t at = r.out.find("decision digest: ");
     return at == std::string::npos ? std::string("?") : r.out.substr(at, 49);
   };
@@ -324,17 +280,17 @@ TEST_F(RecoveryTest, PolicyLanguageFormDecidesTheSame) {
 }
 
 TEST_F(RecoveryTest, UnwritableAuditLogTakesNoDecision) {
-  const Result r = review("prepared", {"--confirm", "--operator", "ana", "--audit",
-                                       (dir_ / "no/such/dir/audit.log").string()});
+  const CliResult r = review("prepared", {"--confirm", "--operator", "ana", "--audit",
+                                          (dir_ / "no/such/dir/audit.log").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");  // nothing reported as taken
   EXPECT_NE(r.err.find("cannot open audit log"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("the decision was NOT recorded and is not taken"), std::string::npos);
-  const Result dir =
+  const CliResult dir =
       review("prepared", {"--confirm", "--operator", "ana", "--audit", dir_.string()});
   EXPECT_EQ(dir.exit_code, 2);
   EXPECT_EQ(dir.out, "");
-  const Result full =
+  const CliResult full =
       review("prepared", {"--confirm", "--operator", "ana", "--audit", "/dev/full"});
   EXPECT_EQ(full.exit_code, 2);
   EXPECT_EQ(full.out, "");
@@ -384,7 +340,7 @@ TEST_F(RecoveryTest, VerifyDetectsEditsRemovalsAndTornTails) {
 
   // An appender drops a torn tail first, then continues the chain.
   write_file(log(), good + "{\"seq\": 4, \"ki");
-  Result r = run({"audit", "verify", log()});
+  CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("torn last line (14 bytes without a newline)"), std::string::npos) << r.out;
   const audit::AppendResult appended = audit::append(log(), decision("m4"));
@@ -491,7 +447,7 @@ TEST_F(RecoveryTest, ConcurrentWritersKilledMidAppendLoseNothingAcknowledged) {
     if (j.is_object()) present.insert(j.value("message_id", ""));
   }
   for (const std::string& id : acknowledged) EXPECT_TRUE(present.count(id)) << id;
-  const Result r = run({"audit", "verify", log()});
+  const CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
@@ -504,7 +460,7 @@ namespace {
 TEST_F(RecoveryTest, DecideAuditRecordsEveryDecisionBeforePrintingIt) {
   const std::string letters = std::string(RG_SOURCE_DIR) + "/examples/letters.jsonl";
   const std::string gate = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
-  const Result r =
+  const CliResult r =
       run({"decide", "--policy", gate, "--audit", log(), "--operator", "ana", letters});
   EXPECT_EQ(r.exit_code, 1) << r.err;  // the example holds invalid letters on purpose
   const std::string text = read_file(log());
@@ -536,7 +492,7 @@ TEST_F(RecoveryTest, DecideAuditRecordsEveryDecisionBeforePrintingIt) {
     EXPECT_EQ(logged["table_checksum"], printed["table"]);
   }
   // A second run continues the same chain.
-  const Result again =
+  const CliResult again =
       run({"decide", "--policy", gate, "--audit", log(), "--operator", "ana", letters});
   EXPECT_EQ(again.exit_code, 1);
   const audit::VerifyReport both = audit::verify_bytes(read_file(log()));
@@ -547,16 +503,16 @@ TEST_F(RecoveryTest, DecideAuditRecordsEveryDecisionBeforePrintingIt) {
 TEST_F(RecoveryTest, DecideAuditFailurePrintsNoDecision) {
   const std::string letters = std::string(RG_SOURCE_DIR) + "/examples/letters.jsonl";
   const std::string gate = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
-  const Result full =
+  const CliResult full =
       run({"decide", "--policy", gate, "--audit", "/dev/full", "--operator", "ana", letters});
   EXPECT_EQ(full.exit_code, 2);
   EXPECT_EQ(full.out, "");
   EXPECT_NE(full.err.find("were NOT recorded and are not taken"), std::string::npos) << full.err;
-  const Result missing = run({"decide", "--policy", gate, "--audit", (dir_ / "no/dir/log").string(),
-                              "--operator", "ana", letters});
+  const CliResult missing = run({"decide", "--policy", gate, "--audit",
+                                 (dir_ / "no/dir/log").string(), "--operator", "ana", letters});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.out, "");
-  const Result no_operator = run({"decide", "--policy", gate, "--audit", log(), letters});
+  const CliResult no_operator = run({"decide", "--policy", gate, "--audit", log(), letters});
   EXPECT_EQ(no_operator.exit_code, 2);
   EXPECT_NE(no_operator.err.find("--audit needs --operator NAME"), std::string::npos);
   EXPECT_FALSE(fs::exists(log()));

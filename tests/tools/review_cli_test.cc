@@ -21,95 +21,32 @@
 #include "compiler/compile.h"
 #include "compiler/diagnostic.h"
 #include "compiler/interpret.h"
+#include "tests/support/cli_runner.h"
 #include "tools/cli/coverage.h"
 
 namespace {
 
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
 namespace fs = std::filesystem;
 
-const std::string kSource = RG_SOURCE_DIR;
-const std::string kBinary = RG_BINARY;
-
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-std::string shell_quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-class ReviewCliTest : public ::testing::Test {
+// The commands run in the source tree, so paths in the output are relative (tests/data/...).
+class ReviewCliTest : public CliFixture {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/rg_review_cli_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs the binary in the source tree (relative paths in output), stdin from `stdin_text`.
-  Result run(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-    write_file(dir_ / "stdin", stdin_text);
-    std::string command = "cd " + shell_quote(kSource) + " && " + shell_quote(kBinary);
-    for (const auto& a : args) command += " " + shell_quote(a);
-    command += " <" + shell_quote((dir_ / "stdin").string()) + " >" +
-               shell_quote((dir_ / "stdout").string()) + " 2>" +
-               shell_quote((dir_ / "stderr").string());
-    const int status = std::system(command.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(dir_ / "stdout");
-    r.err = read_file(dir_ / "stderr");
-    return r;
-  }
-
-  int run_shell(const std::string& command) {
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  void expect_golden(const std::string& actual, const std::string& golden) {
-    const fs::path path = kSource + "/tests/data/" + golden;
-    if (std::getenv("RG_UPDATE_GOLDEN") != nullptr) write_file(path, actual);
-    EXPECT_EQ(actual, read_file(path)) << "actual output (golden " << golden << "):\n" << actual;
-  }
-
-  fs::path dir_;
+  ReviewCliTest() : CliFixture(kSourceDir) {}
 };
 
 // ---- test: coverage ----
 
 TEST_F(ReviewCliTest, TestCoverageOnTheSmallFixture) {
-  const Result r = run({"test", "tests/data/test/small.yaml", "--coverage"});
+  const CliResult r = run({"test", "tests/data/test/small.yaml", "--coverage"});
   EXPECT_EQ(r.exit_code, 1);  // one case fails on purpose
   EXPECT_EQ(r.err, "");
   expect_golden(r.out, "test/small.expected.txt");
 }
 
 TEST_F(ReviewCliTest, TestCoverageJsonDocument) {
-  const Result r =
+  const CliResult r =
       run({"test", "tests/data/test/small.yaml", "--format", "json", "--min-coverage", "50"});
   EXPECT_EQ(r.exit_code, 1);
   expect_golden(r.out, "test/small.expected.json");
@@ -118,19 +55,19 @@ TEST_F(ReviewCliTest, TestCoverageJsonDocument) {
 TEST_F(ReviewCliTest, TestMinCoverageThreshold) {
   // Only the passing cases, so the exit code depends on coverage alone. Without the wrong case
   // (the one reaching pairs:mail/*) they cover no_key and pairs:pay/timeout: 2 of 5 = 40.0%.
-  std::string cases = read_file(kSource + "/tests/data/test/small.test.yaml");
+  std::string cases = read_file(kSourceDir + "/tests/data/test/small.test.yaml");
   const size_t from = cases.find("  - name: mail is resent");
   const size_t to = cases.find("  - name: invalid attempts holds");
   ASSERT_NE(from, std::string::npos);
   ASSERT_NE(to, std::string::npos);
   cases.erase(from, to - from);
   cases.replace(cases.find("policy: small.yaml"), 18,
-                "policy: " + kSource + "/tests/data/test/small.yaml");
+                "policy: " + kSourceDir + "/tests/data/test/small.yaml");
   write_file(dir_ / "pass.yaml", cases);
   const std::string policy = "tests/data/test/small.yaml";
   const std::string file = (dir_ / "pass.yaml").string();
 
-  Result r = run({"test", policy, file, "--min-coverage", "60"});
+  CliResult r = run({"test", policy, file, "--min-coverage", "60"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("3 passed, 0 failed\ncoverage: rules 2/5 (40.0%), invariants 0/0\n"),
             std::string::npos)
@@ -149,7 +86,7 @@ TEST_F(ReviewCliTest, TestMinCoverageThreshold) {
 }
 
 TEST_F(ReviewCliTest, TestCoverageOfTheShippedCasesIsComplete) {
-  const Result r =
+  const CliResult r =
       run({"test", "policies/replay_gate.yaml", "--coverage", "--min-coverage", "100"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("40 passed, 0 failed\ncoverage: rules 13/13 (100.0%), invariants "),
@@ -164,7 +101,7 @@ TEST_F(ReviewCliTest, TestCoverageOfTheShippedCasesIsComplete) {
 TEST(Coverage, InvariantsCoveredByPremise) {
   using replaygate::LetterValue;
   replaygate::LoadedPolicy loaded =
-      replaygate::load_policy_file(kSource + "/tests/data/test/small.yaml");
+      replaygate::load_policy_file(kSourceDir + "/tests/data/test/small.yaml");
   ASSERT_TRUE(loaded.policy.has_value());
   replaygate::ir::CheckedPolicy checked = *loaded.policy;
   replaygate::ir::Policy& policy = checked.policy;
@@ -229,12 +166,13 @@ TEST_F(ReviewCliTest, ExplainGoldenSameTextForPolicyAndTable) {
   for (const char* name : {"replay", "exhausted", "unknown_pair", "invalid", "below_min"}) {
     SCOPED_TRACE(name);
     const std::string letter = std::string("tests/data/explain/") + name + ".json";
-    const Result by_policy = run({"explain", "--policy", "policies/replay_gate.yaml", letter});
+    const CliResult by_policy = run({"explain", "--policy", "policies/replay_gate.yaml", letter});
     EXPECT_EQ(by_policy.exit_code, 0) << by_policy.err;
     EXPECT_EQ(by_policy.err, "");
     expect_golden(by_policy.out, std::string("explain/") + name + ".expected.txt");
     // The table walk (runtime/trace.h) prints the same, but for the source it names.
-    const Result by_table = run({"explain", "--table", table}, read_file(kSource + "/" + letter));
+    const CliResult by_table =
+        run({"explain", "--table", table}, read_file(kSourceDir + "/" + letter));
     EXPECT_EQ(by_table.exit_code, 0) << by_table.err;
     std::string expected = by_policy.out;
     const std::string from = "(policies/replay_gate.yaml)";
@@ -245,15 +183,15 @@ TEST_F(ReviewCliTest, ExplainGoldenSameTextForPolicyAndTable) {
 }
 
 TEST_F(ReviewCliTest, ExplainJson) {
-  const Result r = run({"explain", "--policy", "policies/replay_gate.yaml", "--format", "json",
-                        "tests/data/explain/replay.json"});
+  const CliResult r = run({"explain", "--policy", "policies/replay_gate.yaml", "--format", "json",
+                           "tests/data/explain/replay.json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   expect_golden(r.out, "explain/replay.expected.json");
 }
 
 TEST_F(ReviewCliTest, ExplainMistakes) {
   const std::string letter = "tests/data/explain/replay.json";
-  Result r = run({"explain", letter});
+  CliResult r = run({"explain", letter});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate explain: error: give exactly one of --policy POLICY.yaml or --table "
@@ -280,7 +218,8 @@ TEST_F(ReviewCliTest, ExplainMistakes) {
 // ---- the pre-commit hook (tools/pre-commit) ----
 
 TEST_F(ReviewCliTest, PreCommitHook) {
-  const std::string hook = "cd " + shell_quote(kSource) + " && REPLAYGATE=" + shell_quote(kBinary);
+  const std::string hook =
+      "cd " + shell_quote(kSourceDir) + " && REPLAYGATE=" + shell_quote(kCliBinary);
   const std::string quiet = " >/dev/null 2>&1";
   EXPECT_EQ(run_shell(hook + " tools/pre-commit policies/replay_gate.yaml README.md" + quiet), 0);
   // A case file maps to its policy; small.yaml's cases fail and cover 60% < 100%.
@@ -293,7 +232,7 @@ TEST_F(ReviewCliTest, PreCommitHook) {
   EXPECT_EQ(run_shell(hook + " RG_POLICY_DIR=tests/data/lint tools/pre-commit --lint-only " +
                       "tests/data/lint/warnings.yaml" + quiet),
             1);
-  EXPECT_EQ(run_shell("cd " + shell_quote(kSource) +
+  EXPECT_EQ(run_shell("cd " + shell_quote(kSourceDir) +
                       " && REPLAYGATE=/nonexistent/replaygate tools/pre-commit "
                       "policies/replay_gate.yaml" +
                       quiet),
@@ -303,12 +242,12 @@ TEST_F(ReviewCliTest, PreCommitHook) {
 // ---- graph ----
 
 TEST_F(ReviewCliTest, GraphDotGoldenSameForPolicyAndTable) {
-  const Result by_policy = run({"graph", "--policy", "policies/replay_gate.yaml"});
+  const CliResult by_policy = run({"graph", "--policy", "policies/replay_gate.yaml"});
   EXPECT_EQ(by_policy.exit_code, 0) << by_policy.err;
   expect_golden(by_policy.out, "graph/replay_gate.expected.dot");
   const std::string table = (dir_ / "gate.rgt").string();
   ASSERT_EQ(run({"compile", "policies/replay_gate.yaml", "-o", table}).exit_code, 0);
-  const Result by_table = run({"graph", "--table", table});
+  const CliResult by_table = run({"graph", "--table", table});
   EXPECT_EQ(by_table.exit_code, 0) << by_table.err;
   EXPECT_EQ(by_table.out, by_policy.out);
   const std::string file = (dir_ / "g.dot").string();
@@ -317,7 +256,7 @@ TEST_F(ReviewCliTest, GraphDotGoldenSameForPolicyAndTable) {
 }
 
 TEST_F(ReviewCliTest, GraphMistakesAndSvg) {
-  Result r = run({"graph"});
+  CliResult r = run({"graph"});
   EXPECT_EQ(r.exit_code, 2);
   r = run({"graph", "--policy", "policies/replay_gate.yaml", "--format", "png"});
   EXPECT_EQ(r.exit_code, 2);
@@ -340,7 +279,7 @@ TEST_F(ReviewCliTest, GraphMistakesAndSvg) {
 // ---- matrix ----
 
 TEST_F(ReviewCliTest, MatrixGoldens) {
-  Result r = run({"matrix", "tests/data/graph/matrix.yaml"});
+  CliResult r = run({"matrix", "tests/data/graph/matrix.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   expect_golden(r.out, "graph/matrix.expected.html");
   // The guard on a key pre-empts the whole "legacy" row; hover text is escaped.
@@ -360,7 +299,7 @@ TEST_F(ReviewCliTest, MatrixGoldens) {
 }
 
 TEST_F(ReviewCliTest, MatrixMistakes) {
-  Result r = run({"matrix", "policies/replay_gate.yaml", "--table-id", "known_failure"});
+  CliResult r = run({"matrix", "policies/replay_gate.yaml", "--table-id", "known_failure"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate matrix: error: the policy has no table 'known_failure'; did you mean "
@@ -398,7 +337,7 @@ TEST_F(ReviewCliTest, LintGoldenForEveryFormat) {
   for (const LintCase& c : cases) {
     SCOPED_TRACE(std::string(c.policy) + " " + c.format);
     const std::string path = std::string("tests/data/lint/") + c.policy + ".yaml";
-    const Result r = run({"lint", path, "--format", c.format});
+    const CliResult r = run({"lint", path, "--format", c.format});
     EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
     // Text goes to stderr (with the summary line); every other format to stdout.
     expect_golden(std::string(c.format) == "text" ? r.err : r.out, c.golden);
@@ -408,19 +347,20 @@ TEST_F(ReviewCliTest, LintGoldenForEveryFormat) {
 TEST_F(ReviewCliTest, LintWerrorFailsOnWarningsInEveryFormat) {
   for (const char* format : {"text", "json", "sarif", "github"}) {
     SCOPED_TRACE(format);
-    const Result r = run({"lint", "tests/data/lint/warnings.yaml", "--format", format, "--werror"});
+    const CliResult r =
+        run({"lint", "tests/data/lint/warnings.yaml", "--format", format, "--werror"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("tests/data/lint/warnings.yaml: ok with 2 warnings (failing: --werror)"),
               std::string::npos)
         << r.err;
   }
-  const Result r = run({"lint", "policies/replay_gate.yaml", "--format", "github", "--werror"});
+  const CliResult r = run({"lint", "policies/replay_gate.yaml", "--format", "github", "--werror"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "");
 }
 
 TEST_F(ReviewCliTest, LintUnknownFormatIsAUsageError) {
-  const Result r = run({"lint", "policies/replay_gate.yaml", "--format", "junit"});
+  const CliResult r = run({"lint", "policies/replay_gate.yaml", "--format", "junit"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate: error: --format must be text, json, sarif or github, not 'junit'\n");
@@ -428,19 +368,19 @@ TEST_F(ReviewCliTest, LintUnknownFormatIsAUsageError) {
 }
 
 TEST_F(ReviewCliTest, LintSarifValidatesAgainstTheSchema) {
-  const std::string schema = kSource + "/tests/data/lint/sarif-schema-2.1.0.json";
-  const std::string validator = kSource + "/tests/scripts/validate_json_schema.py";
+  const std::string schema = kSourceDir + "/tests/data/lint/sarif-schema-2.1.0.json";
+  const std::string validator = kSourceDir + "/tests/scripts/validate_json_schema.py";
   for (const char* policy : {"tests/data/lint/policy.yaml", "tests/data/lint/warnings.yaml",
                              "policies/replay_gate.yaml"}) {
     SCOPED_TRACE(policy);
-    const Result r = run({"lint", policy, "--format", "sarif"});
+    const CliResult r = run({"lint", policy, "--format", "sarif"});
     write_file(dir_ / "out.sarif", r.out);
     EXPECT_EQ(run_shell("/usr/bin/python3 " + shell_quote(validator) + " " + shell_quote(schema) +
                         " " + shell_quote((dir_ / "out.sarif").string())),
               0);
   }
   // The validator does reject a log that breaks the schema (so the check above can fail).
-  const Result r = run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif"});
+  const CliResult r = run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif"});
   std::string broken = r.out;
   broken.replace(broken.find("\"level\": \"error\""), 16, "\"level\": \"fatal\"");
   write_file(dir_ / "broken.sarif", broken);
@@ -488,7 +428,7 @@ TEST(LintFormats, EveryDocumentedCodeHasATitle) {
   std::set<std::string> documented;
   const std::regex row(R"(^\| (RG\d\d\d) )");
   for (const char* doc : {"docs/diagnostics.md", "docs/input-mapping.md", "docs/cli.md"}) {
-    std::istringstream in(read_file(kSource + "/" + doc));
+    std::istringstream in(read_file(kSourceDir + "/" + doc));
     for (std::string line; std::getline(in, line);) {
       std::smatch m;
       if (std::regex_search(line, m, row)) documented.insert(m[1]);

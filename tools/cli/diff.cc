@@ -2,21 +2,30 @@
 //
 // Each side is a policy (.yaml, .yml, .policy) or a frozen table (.rgt, or any file that starts
 // with the table magic), which is lifted back into a policy (compiler/lift.h) and diffed like one.
+// Each input is read once, so FIFOs and /dev/stdin work.
 // Exit: 0 no input changes its verb; 1 some do, none to a more dangerous effect; 3 some input
 // gets a more dangerous effect than before; 2 usage, I/O, policy errors, unloadable or unliftable
 // tables, or an incomplete analysis.
 #include "compiler/diff.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "compiler/lift.h"
+#include "compiler/yaml_tree.h"
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
@@ -43,53 +52,187 @@ struct DiffSide {
   std::string checksum;  // tables: Table::checksum_hex()
 };
 
-// A table by its magic (whatever the name), or by the .rgt extension (so a .rgt file that is not a
-// table is reported by the loader as such, not parsed as YAML).
-bool is_table_file(const std::string& path) {
-  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".rgt") == 0) return true;
-  std::ifstream in(path, std::ios::binary);
-  char magic[sizeof(format::kMagic)] = {};
-  return in.read(magic, sizeof(magic)) && std::memcmp(magic, format::kMagic, sizeof(magic)) == 0;
+bool ends_with(const std::string& text, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
+}
+
+// The extensions that pick a policy's front-end (compiler/compile.h), lower-cased.
+bool has_policy_extension(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return extension == ".policy" || extension == ".yaml" || extension == ".yml";
+}
+
+// Appends from `fd` to *bytes until end of file or until *bytes holds `limit` bytes. -1 on a read
+// error (errno set), else 0.
+int read_up_to(int fd, size_t limit, std::string* bytes) {
+  char chunk[1 << 16];
+  while (bytes->size() < limit) {
+    const ssize_t n = ::read(fd, chunk, std::min(sizeof(chunk), limit - bytes->size()));
+    if (n < 0 && errno == EINTR) continue;  // a signal interrupted the read: retry
+    if (n < 0) return -1;
+    if (n == 0) break;
+    bytes->append(chunk, static_cast<size_t>(n));
+  }
+  return 0;
+}
+
+const char kAccepted[] =
+    "diff takes a policy (a file named *.policy, *.yaml or *.yml) or a frozen table (*.rgt, or "
+    "any file that starts with the table magic RGTABLE)";
+
+// Lifts a loaded table into side; prints why it cannot and returns false.
+bool lift_side(const std::string& path, const Table& table, DiffSide* side) {
+  LiftResult lifted = lift(table);
+  if (!lifted.policy) {
+    std::fprintf(stderr, "replaygate: error: %s: %s\n", path.c_str(), lifted.error.c_str());
+    return false;
+  }
+  side->checksum = table.checksum_hex();
+  side->policy = std::move(lifted.policy);
+  return true;
+}
+
+bool report_table_failure(const std::string& path, const LoadStatus& status) {
+  std::fprintf(stderr, "%s\n", describe_load_failure(path, status).c_str());
+  return false;
 }
 
 // Loads one side; prints why it cannot and returns false (exit 2).
+//
+// A name ending in .rgt is a table (so a .rgt file that is not one is reported by the loader as
+// such, not parsed as YAML). Any other input is opened and read exactly once, because a FIFO or
+// /dev/stdin cannot be read twice: its first bytes say whether it is a table (the magic, whatever
+// the name); if not, it is a policy whose format its extension picks. The size limits are the
+// loaders': a table up to Table::kMaxTableBytes, a policy up to one byte past yaml::kMaxBytes
+// (enough for the front-end to report RG007, and safe on endless files such as /dev/zero).
 bool load_side(const std::string& path, DiffSide* side) {
-  if (is_table_file(path)) {
+  if (ends_with(path, ".rgt")) {
     LoadStatus status;
     const std::unique_ptr<Table> table = Table::load_file(path, &status);
-    if (table == nullptr) {
-      std::fprintf(stderr, "%s\n", describe_load_failure(path, status).c_str());
-      return false;
+    if (table == nullptr) return report_table_failure(path, status);
+    return lift_side(path, *table, side);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) st = {};  // unknown: read it like a pipe
+  if (S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "replaygate: cannot read '%s': it is a directory\n", path.c_str());
+    return false;
+  }
+  std::string bytes;
+  if (read_up_to(fd, sizeof(format::kMagic), &bytes) != 0) {
+    std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  const bool is_table = bytes.size() == sizeof(format::kMagic) &&
+                        std::memcmp(bytes.data(), format::kMagic, sizeof(format::kMagic)) == 0;
+  if (is_table) {
+    const auto too_large = [&] {
+      return report_table_failure(
+          path, {LoadError::kTooLarge, path + " is over the limit of " +
+                                           std::to_string(Table::kMaxTableBytes) + " bytes"});
+    };
+    // A regular file's size is known: refuse an oversized one before reading it, and read the
+    // rest into one buffer of the right size.
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+      if (static_cast<uint64_t>(st.st_size) > Table::kMaxTableBytes) return too_large();
+      bytes.reserve(static_cast<size_t>(st.st_size) + 1);
     }
-    LiftResult lifted = lift(*table);
-    if (!lifted.policy) {
-      std::fprintf(stderr, "replaygate: error: %s: %s\n", path.c_str(), lifted.error.c_str());
-      return false;
+    // One byte past the limit tells a table that is too large from one that just fits.
+    if (read_up_to(fd, Table::kMaxTableBytes + 1, &bytes) != 0) {
+      return report_table_failure(
+          path, {LoadError::kIo, "cannot read " + path + ": " + std::strerror(errno)});
     }
-    side->checksum = table->checksum_hex();
-    side->policy = std::move(lifted.policy);
-    return true;
+    if (bytes.size() > Table::kMaxTableBytes) return too_large();
+    LoadStatus status;
+    const std::unique_ptr<Table> table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+    if (table == nullptr) return report_table_failure(path, status);
+    return lift_side(path, *table, side);
+  }
+  if (!has_policy_extension(path)) {
+    // Not a table, and nothing says which policy language it is in (e.g. /dev/stdin).
+    if (bytes.empty()) {
+      std::fprintf(stderr, "replaygate: error: %s is empty: %s\n", path.c_str(), kAccepted);
+    } else {
+      std::fprintf(stderr,
+                   "replaygate: error: cannot tell what %s is: it is not a frozen table (it does "
+                   "not start with the table magic) and its name does not end in .policy, .yaml "
+                   "or .yml, which pick the policy language; save it to a file with one of those "
+                   "extensions (%s)\n",
+                   path.c_str(), kAccepted);
+    }
+    return false;
+  }
+  if (read_up_to(fd, yaml::kMaxBytes + 1, &bytes) != 0) {
+    std::fprintf(stderr, "replaygate: cannot read '%s': read error\n", path.c_str());
+    return false;
   }
   LoadedPolicy loaded;
-  const int code = load_policy_reporting(path, DiagnosticFormat::kText, &loaded);
+  const int code = compile_policy_reporting(bytes, path, DiagnosticFormat::kText, &loaded);
   if (code == kExitOk && loaded.policy) {
     side->policy = std::move(loaded.policy);
     return true;
   }
-  if (code != kExitUsage) {
-    std::fprintf(stderr, "replaygate: error: both policies must compile to be diffed\n");
-  }
+  std::fprintf(stderr, "replaygate: error: both policies must compile to be diffed\n");
   return false;
 }
 
+// How a renderer shows a name (a path, a rule id, an example letter) in running text.
+using Quote = std::string (*)(const std::string&);
+
+std::string single_quoted(const std::string& text) { return "'" + text + "'"; }
+std::string bare(const std::string& text) { return text; }
+
+// `text` as a Markdown code span. CommonMark has no escapes inside code spans, so the fence is one
+// backtick longer than the longest run of backticks in the text, with a space inside each end when
+// the text starts or ends with a backtick or with a space (the renderer strips one space each
+// side). Control characters are shown as \n, \r, \t or \xHH: a line break would end the heading or
+// the table row.
+std::string code_span(const std::string& text) {
+  std::string shown;
+  size_t run = 0, longest = 0;
+  for (const char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      shown += "\\n";
+    } else if (c == '\r') {
+      shown += "\\r";
+    } else if (c == '\t') {
+      shown += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      shown += std::string("\\x") + kHex[byte >> 4] + kHex[byte & 0x0f];
+    } else {
+      shown += c;
+    }
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !shown.empty() && (shown.front() == '`' || shown.back() == '`' ||
+                                      (shown.front() == ' ' && shown.back() == ' '));
+  const std::string space = pad ? " " : "";
+  return fence + space + shown + space + fence;
+}
+
 // The header lines naming the sides that are tables: "old PATH is a frozen table (checksum X)",
-// with `quote` around the path and checksum (Markdown: "`").
-std::vector<std::string> table_notes(const DiffOptions& o, const char* quote) {
+// the path and checksum shown by `quote`.
+std::vector<std::string> table_notes(const DiffOptions& o, Quote quote) {
   std::vector<std::string> out;
   const auto note = [&](const char* which, const std::string& path, const std::string& checksum) {
     if (checksum.empty()) return;
-    out.push_back(std::string(which) + " " + quote + path + quote +
-                  " is a frozen table (checksum " + quote + checksum + quote + ")");
+    out.push_back(std::string(which) + " " + quote(path) + " is a frozen table (checksum " +
+                  quote(checksum) + ")");
   };
   note("old", o.old_path, o.old_checksum);
   note("new", o.new_path, o.new_checksum);
@@ -100,10 +243,10 @@ std::string plural(uint64_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-std::string rule_list(const std::vector<std::string>& rules, const char* quote) {
+std::string rule_list(const std::vector<std::string>& rules, Quote quote) {
   std::string out;
   for (size_t i = 0; i < rules.size() && i < kShownRules; ++i) {
-    out += (i ? ", " : "") + std::string(quote) + rules[i] + quote;
+    out += (i ? ", " : "") + quote(rules[i]);
   }
   if (rules.size() > kShownRules)
     out += " and " + std::to_string(rules.size() - kShownRules) + " more";
@@ -121,22 +264,22 @@ std::string render_text(const DiffOptions& o, const PolicyDiff& d) {
                     plural(total_regions(d.verb_changes), "region") + " change verb, " +
                     plural(total_regions(d.provenance_changes), "region") +
                     " change only the deciding rule\n";
-  for (const std::string& note : table_notes(o, "")) out += note + "\n";
+  for (const std::string& note : table_notes(o, bare)) out += note + "\n";
   for (const auto& f : d.fields) out += "field '" + f.name + "': " + f.change + "\n";
   if (!d.verb_changes.empty()) out += "\nverb changes:\n";
   for (const auto& g : d.verb_changes) {
     out += "  " + g.old_verb + " -> " + g.new_verb + " (effect " + ir::effect_name(g.old_effect) +
            " -> " + ir::effect_name(g.new_effect) + (g.more_dangerous() ? ", MORE DANGEROUS" : "") +
            "): " + plural(g.regions, "region") + "\n";
-    out += "    old rules: " + rule_list(g.old_rules, "'") + "\n";
-    out += "    new rules: " + rule_list(g.new_rules, "'") + "\n";
+    out += "    old rules: " + rule_list(g.old_rules, single_quoted) + "\n";
+    out += "    new rules: " + rule_list(g.new_rules, single_quoted) + "\n";
     out += "    e.g. " + g.example + "\n";
     out += "    in " + g.description + "\n";
   }
   if (!d.provenance_changes.empty()) out += "\nprovenance changes (same verb, another rule):\n";
   for (const auto& g : d.provenance_changes) {
-    out += "  " + g.old_verb + ": " + rule_list(g.old_rules, "'") + " -> " +
-           rule_list(g.new_rules, "'") + ": " + plural(g.regions, "region") + "\n";
+    out += "  " + g.old_verb + ": " + rule_list(g.old_rules, single_quoted) + " -> " +
+           rule_list(g.new_rules, single_quoted) + ": " + plural(g.regions, "region") + "\n";
     out += "    e.g. " + g.example + "\n";
   }
   return out;
@@ -186,7 +329,7 @@ std::string render_json(const DiffOptions& o, const PolicyDiff& d) {
   return out + "]}\n";
 }
 
-// Markdown for a pull-request comment; `|` in cells is escaped.
+// Markdown for a pull-request comment: names in code spans (code_span), `|` in cells escaped.
 std::string cell(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -197,33 +340,34 @@ std::string cell(const std::string& text) {
 }
 
 std::string render_markdown(const DiffOptions& o, const PolicyDiff& d) {
-  std::string out = "### Policy diff: `" + o.old_path + "` → `" + o.new_path + "`\n\n";
+  std::string out =
+      "### Policy diff: " + code_span(o.old_path) + " → " + code_span(o.new_path) + "\n\n";
   if (d.any_more_dangerous()) {
     out +=
         "**Some inputs get a more dangerous effect than before: a second review is needed.**\n\n";
   }
-  for (const std::string& note : table_notes(o, "`")) out += "- " + note + "\n";
+  for (const std::string& note : table_notes(o, code_span)) out += "- " + note + "\n";
   out += "- " + plural(total_regions(d.verb_changes), "region") + " of inputs change verb\n";
   out += "- " + plural(total_regions(d.provenance_changes), "region") +
          " change only the deciding rule\n";
-  for (const auto& f : d.fields) out += "- field `" + f.name + "`: " + f.change + "\n";
+  for (const auto& f : d.fields) out += "- field " + code_span(f.name) + ": " + f.change + "\n";
   if (!d.verb_changes.empty()) {
     out += "\n| old verb | new verb | effect | regions | old rules | new rules | example |\n";
     out += "|---|---|---|---|---|---|---|\n";
     for (const auto& g : d.verb_changes) {
       out += "| " + g.old_verb + " | " + g.new_verb + " | " + ir::effect_name(g.old_effect) +
              " → " + ir::effect_name(g.new_effect) + (g.more_dangerous() ? " ⚠️" : "") + " | " +
-             std::to_string(g.regions) + " | " + cell(rule_list(g.old_rules, "`")) + " | " +
-             cell(rule_list(g.new_rules, "`")) + " | `" + cell(g.example) + "` |\n";
+             std::to_string(g.regions) + " | " + cell(rule_list(g.old_rules, code_span)) + " | " +
+             cell(rule_list(g.new_rules, code_span)) + " | " + cell(code_span(g.example)) + " |\n";
     }
   }
   if (!d.provenance_changes.empty()) {
     out += "\nProvenance only (same verb, another rule):\n\n";
     out += "| verb | old rules | new rules | regions | example |\n|---|---|---|---|---|\n";
     for (const auto& g : d.provenance_changes) {
-      out += "| " + g.old_verb + " | " + cell(rule_list(g.old_rules, "`")) + " | " +
-             cell(rule_list(g.new_rules, "`")) + " | " + std::to_string(g.regions) + " | `" +
-             cell(g.example) + "` |\n";
+      out += "| " + g.old_verb + " | " + cell(rule_list(g.old_rules, code_span)) + " | " +
+             cell(rule_list(g.new_rules, code_span)) + " | " + std::to_string(g.regions) + " | " +
+             cell(code_span(g.example)) + " |\n";
     }
   }
   return out;
@@ -278,6 +422,8 @@ Runner setup_diff(CLI::App& sub) {
       "Either side may be a frozen table (.rgt, or any file with the table magic), e.g. the table\n"
       "deployed in production: it is lifted back into the policy it decides like and diffed as "
       "one.\n"
+      "Each input is read once, so a FIFO or /dev/stdin works; a policy needs a .policy, .yaml or\n"
+      ".yml name (its extension picks the language), a table is known by its magic.\n"
       "Exit: 0 no verb changes, 1 verb changes but no more dangerous effect, 3 some input gets a\n"
       "more dangerous effect (none < read < copy < create), 2 usage/I/O/policy errors, tables\n"
       "that do not load.");

@@ -63,25 +63,6 @@ std::string validate_field(const ir::Field& field, const LetterValue& value, Fie
   return "unreadable";
 }
 
-bool compare(ir::Op op, int64_t a, int64_t b) {
-  switch (op) {
-    case ir::Op::kEq:
-      return a == b;
-    case ir::Op::kNe:
-      return a != b;
-    case ir::Op::kLt:
-      return a < b;
-    case ir::Op::kLe:
-      return a <= b;
-    case ir::Op::kGt:
-      return a > b;
-    case ir::Op::kGe:
-      return a >= b;
-    default:
-      return false;
-  }
-}
-
 bool equals(const ir::Field& field, const LetterValue& value, const ir::Value& literal) {
   switch (field.type) {
     case ir::FieldType::kString:
@@ -145,7 +126,7 @@ ValidatedLetter validate_letter(const ir::Policy& policy, const Letter& letter) 
     const FieldValue& lhs = out.values.at(derived->lhs);
     const FieldValue& rhs = out.values.at(derived->rhs);
     // Both operands are required ints, so both are present on a valid letter.
-    out.values[f] = LetterValue::Bool(lhs && rhs && compare(derived->op, lhs->i, rhs->i));
+    out.values[f] = LetterValue::Bool(lhs && rhs && ir::compare(derived->op, lhs->i, rhs->i));
   }
   out.valid = true;
   return out;
@@ -194,7 +175,7 @@ FailWhy check_condition(const ir::Policy& policy, const ir::Condition& c,
     case ir::Op::kLe:
     case ir::Op::kGt:
     case ir::Op::kGe:
-      return compare(c.op, v.i, c.values.at(0).i) ? FailWhy::kHolds : FailWhy::kBound;
+      return ir::compare(c.op, v.i, c.values.at(0).i) ? FailWhy::kHolds : FailWhy::kBound;
     case ir::Op::kAbsent:
       break;
   }

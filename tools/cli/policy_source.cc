@@ -8,6 +8,16 @@
 #include "tools/cli/commands.h"
 
 namespace replaygate::cli {
+namespace {
+
+// Reports a compiled policy's diagnostics; 0 when it has no errors, else 1.
+int report_loaded(const LoadedPolicy& loaded, DiagnosticFormat format) {
+  report_diagnostics(loaded.diagnostics, loaded.source_text, format);
+  if (has_errors(loaded.diagnostics) || !loaded.policy.has_value()) return kExitFindings;
+  return kExitOk;
+}
+
+}  // namespace
 
 bool parse_diagnostic_format(const std::string& word, DiagnosticFormat* format) {
   if (word == "text") {
@@ -44,9 +54,13 @@ int load_policy_reporting(const std::string& path, DiagnosticFormat format, Load
         loaded->io_message.empty() ? ("cannot read " + path).c_str() : loaded->io_message.c_str());
     return kExitUsage;
   }
-  report_diagnostics(loaded->diagnostics, loaded->source_text, format);
-  if (has_errors(loaded->diagnostics) || !loaded->policy.has_value()) return kExitFindings;
-  return kExitOk;
+  return report_loaded(*loaded, format);
+}
+
+int compile_policy_reporting(std::string_view text, const std::string& path,
+                             DiagnosticFormat format, LoadedPolicy* loaded) {
+  *loaded = load_policy_text(text, path);
+  return report_loaded(*loaded, format);
 }
 
 std::string describe_load_failure(const std::string& path, const LoadStatus& status) {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/compile.h"
@@ -26,6 +27,13 @@ void report_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::s
 //   0 when the policy has no errors (loaded->policy is set), 1 on policy errors,
 //   2 when the file cannot be read (message on stderr).
 int load_policy_reporting(const std::string& path, DiagnosticFormat format, LoadedPolicy* loaded);
+
+// As load_policy_reporting, for a policy whose bytes the caller has already read (a FIFO or
+// /dev/stdin can be read only once): compiles `text` as if read from `path` (the extension picks
+// the front-end, compile.h) and reports every diagnostic. Returns 0 when the policy has no errors
+// (loaded->policy is set), 1 on policy errors (including RG013, an unknown extension).
+int compile_policy_reporting(std::string_view text, const std::string& path,
+                             DiagnosticFormat format, LoadedPolicy* loaded);
 
 // Opens the table a subcommand runs against: exactly one of `policy_path` (compiled in memory:
 // load, check, lower, load_bytes) and `table_path` (Table::load_file) is non-empty.
