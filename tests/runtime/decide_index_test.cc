@@ -425,7 +425,7 @@ TEST(DecideIndex, ShorterInputAgrees) {
 // every field before any rule: a guard that holds never hides a bad field, earlier or later, and
 // the first bad field is the one reported.
 TEST(DecideIndex, LazyKeysStillFailClosedBeforeAGuardDecides) {
-  auto table = build(reference_gate());
+  auto table = load_lowered(reference_gate());
   ASSERT_NE(table, nullptr);
   ASSERT_TRUE(decide_index_stats(*table).fast_path);
   Input in(*table);
@@ -481,14 +481,14 @@ TEST(DecideIndex, LazyKeysStillFailClosedBeforeAGuardDecides) {
 // An Input made for a table with more fields: the states past this table's fields (in the
 // fast path's last 8-byte word) are ignored on both paths.
 TEST(DecideIndex, LongerInputAgrees) {
-  auto gate = build(reference_gate());
+  auto gate = load_lowered(reference_gate());
   ir::CheckedPolicy wide = reference_gate();
   for (int i = 0; i < 5; ++i)
     wide.policy.fields.push_back(int_field("x" + std::to_string(i), 0, 9));
   wide.source.rules.clear();
   wide.source.conditions.clear();
   wide.source.rows.clear();
-  auto big = build(wide);
+  auto big = load_lowered(wide);
   ASSERT_NE(gate, nullptr);
   ASSERT_NE(big, nullptr);
   ASSERT_EQ(big->field_count(), 11u);
@@ -521,7 +521,7 @@ TEST(DecideIndex, DerivedFieldsKeepTheOrderedPath) {
   p.default_reason = "none";
   p.rules.push_back(guard("stale", {cond(3, ir::Op::kEq, {ir::Value::Bool(true)})}, 1, "r"));
   p.rules.push_back(guard("x", {cond(2, ir::Op::kEq, {S("x")})}, 1, "r"));
-  auto table = build(c);
+  auto table = load_lowered(c);
   ASSERT_NE(table, nullptr);
   const DecideIndexStats s = decide_index_stats(*table);
   EXPECT_TRUE(s.guard_masks);
@@ -543,7 +543,7 @@ TEST(DecideIndex, ImperfectDictionaryAgrees) {
                          i % 2 ? kNever : kReplayOnce));
   }
   checked.source.rows.clear();
-  auto table = build(checked);
+  auto table = load_lowered(checked);
   ASSERT_NE(table, nullptr);
   const DecideIndexStats s = decide_index_stats(*table);
   EXPECT_TRUE(s.fast_path);
