@@ -355,9 +355,7 @@ rg_status rg_input_set_invalid(rg_input* in, uint32_t field) {
 }
 rg_status rg_input_unset(rg_input* in, uint32_t field) {
   if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
-  // Input has no per-field unset setter; its slots are ours (the vector is not const), so reset
-  // the one slot in place rather than widening the C++ API for the C layer.
-  const_cast<Input::Slot*>(in->input.slots())[field] = Input::Slot{};
+  in->input.set_unset(field);
   return RG_OK;
 }
 

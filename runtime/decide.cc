@@ -2,15 +2,18 @@
 //
 // Works only on the validated structures in Table::Impl (runtime/table_impl.h) and the load-time
 // index built from them (runtime/decide_index.h). No allocation, no I/O, no exceptions: the
-// interned atoms live in a stack array of format::kMaxFields. Every field is validated and
-// interned before any rule runs, in field order (the first bad field is the one reported).
+// interned atoms live in a stack array of format::kMaxFields. Every field is validated before
+// any rule runs, and the first bad field (in field order) is the one reported.
 //
-// Two paths with the same decisions: the indexed one (decide()) plans each field at load (the
-// Input slot state that takes the fast path; strings without dictionary entries are not hashed;
-// small dictionaries use a cheap hash whose hit is confirmed byte for byte) and reads a dense
-// (key atoms -> row) matrix for small tables; the general one (decide_unindexed(), and decide()
-// wherever no index was built) hashes strings with XXH3 and probes each table once per wildcard
-// mask, however many rows the table has.
+// Three paths with the same decisions: the indexed one (decide_with<true>) plans each field at
+// load (the Input slot state that takes the fast path; strings without dictionary entries are
+// not hashed; small dictionaries use a cheap hash whose hit is confirmed byte for byte) and reads
+// a dense (key atoms -> row) matrix for small tables; the fast path (decide_fast, for policies
+// with guard masks and no derived fields) does the same work with the slot states checked eight
+// at a time, per-field work grouped by kind, and the lookup of table-only string keys deferred
+// until a table reads them, and hands any input that is not plainly valid to the indexed path;
+// the general one (decide_unindexed(), and decide() wherever no index was built) hashes strings
+// with XXH3 and probes each table once per wildcard mask, however many rows the table has.
 #include <algorithm>
 #include <bit>
 
@@ -87,20 +90,29 @@ uint32_t intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot& s
   return kInvalid;
 }
 
-// The atom of `value` in a small-dictionary index, or 0. The probe ends at an empty slot (the
-// index is at most half full); a hit needs the same size and words, and for values over 16 bytes
-// (which the words do not cover) the same bytes.
-inline uint32_t small_lookup(const Index& x, const Index::FieldPlan& p,
-                             std::string_view value) noexcept {
-  uint64_t a, b;
-  string_words(value.data(), value.size(), &a, &b);
+// The atom of `value` in a small-dictionary index, or 0. A hit needs the same size and words,
+// and for values over kWordBytes bytes (which the words do not cover) the same bytes. In a
+// perfect index (every entry in its home slot) the home slot decides, without a branch on the
+// comparison; otherwise the probe ends at an empty slot (the index is at most half full). An
+// empty slot has atom 0, so matching one (the empty value) is a miss too.
+[[gnu::always_inline]] inline uint32_t small_lookup(const Index& x, const Index::FieldPlan& p,
+                                                    std::string_view value) noexcept {
+  uint64_t a, b, c;
+  string_words(value.data(), value.size(), &a, &b, &c);
   const Index::StrSlot* slots = x.str_slots.data() + p.slot_begin;
-  uint32_t at = static_cast<uint32_t>(small_string_hash(a, b, value.size(), p.seed)) & p.slot_mask;
+  uint32_t at =
+      static_cast<uint32_t>(small_string_hash(a, b, value.size(), p.seed) >> p.slot_shift);
+  if (p.perfect && value.size() <= kWordBytes) [[likely]] {
+    const Index::StrSlot& e = slots[at];
+    const bool hit = ((e.a ^ a) | (e.b ^ b) | (e.c ^ c) | (e.size ^ value.size())) == 0;
+    return hit ? e.atom : 0;
+  }
   for (;;) {
     const Index::StrSlot& e = slots[at];
     if (e.atom == 0) return 0;
-    if (e.a == a && e.b == b && e.size == value.size() &&
-        (value.size() <= 16 || same_middle(e.data, value.data(), value.size()))) {
+    if (e.a == a && e.b == b && e.c == c && e.size == value.size() &&
+        (value.size() <= kWordBytes ||
+         same_middle(x.str_data[p.slot_begin + at], value.data(), value.size()))) {
       return e.atom;
     }
     at = (at + 1) & p.slot_mask;
@@ -121,7 +133,8 @@ inline uint32_t intern_planned(const Table::Impl& t, const Index::FieldPlan& p,
     case Index::Kind::kStringNoDict:
       if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
       return 1;
-    case Index::Kind::kStringDict: {
+    case Index::Kind::kStringDict:
+    case Index::Kind::kStringLazy: {  // looked up here: this path interns every field
       if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
       const uint32_t atom = small_lookup(t.fast, p, slot.s);
       return atom == 0 ? 1 : atom;
@@ -333,10 +346,164 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
   return d;
 }
 
+// The fast path (DecideIndex::fast_path: guard masks, every field planned, no derived fields).
+// Same contract and decisions as decide_with<true>, which it falls back to for any input that is
+// not plainly valid (a slot of the wrong state, a value out of bounds, an empty value that is
+// invalid, an unknown enum value, an Input shorter than the table): that path validates in
+// field order and names the first bad field. So when a rule is reached here, every field passed
+// validation. It differs in how, not in what:
+//  * every field's slot state is checked first, eight at a time (Input::states() against
+//    DecideIndex::want_states), then the per-field work runs in lists grouped by kind;
+//  * a kStringLazy field (read only by tables) gets no per-field work: its slot state was
+//    checked with the others, and its dictionary lookup, which cannot fail, waits until a table
+//    reads its atom: a letter a guard decides never hashes the table keys;
+//  * a guard's decision is one load (DecideIndex::guards), a two-key dense table one matrix read.
+constexpr uint64_t kHighBits = 0x8080808080808080ull, kLowBits = 0x7F7F7F7F7F7F7F7Full;
+
+// 0x80 in each nonzero byte of x, 0 in each zero byte.
+inline uint64_t nonzero_bytes(uint64_t x) noexcept {
+  return (((x & kLowBits) + kLowBits) | x) & kHighBits;
+}
+
+// The atom of a kStringLazy field whose slot passed validation: absent (0) or an empty value
+// that means absent (0), else its dictionary atom or 1 ("other").
+[[gnu::always_inline]] inline uint32_t resolve_lazy(const Index& x, const Slot* slots,
+                                                    uint32_t f) noexcept {
+  const Slot& slot = slots[f];
+  const Index::FieldPlan& p = x.fields[f];
+  if (slot.state != Slot::State::kString) return 0;
+  if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
+  const uint32_t atom = small_lookup(x, p, slot.s);
+  return atom == 0 ? 1 : atom;
+}
+
+[[gnu::always_inline]] inline uint32_t key_atom(const Index& x, const Slot* slots,
+                                                const uint32_t* atoms, uint32_t f) noexcept {
+  return x.fields[f].kind == Index::Kind::kStringLazy ? resolve_lazy(x, slots, f) : atoms[f];
+}
+
+// A table rule other than a two-key dense one: its lazy keys resolved into atoms, then the
+// general lookup. Out of line: the common shape does not need its registers.
+[[gnu::noinline]] Decision lookup_table_fast(const Table::Impl& t, uint32_t r, const Slot* slots,
+                                             uint32_t* atoms) noexcept {
+  const Table::Impl::Rule& rule = t.rules[r];
+  for (uint32_t k = 0; k < rule.item_count; ++k) {
+    const uint32_t f = t.table_keys[rule.item_begin + k];
+    atoms[f] = key_atom(t.fast, slots, atoms, f);
+  }
+  return lookup_table<true>(t, r, atoms);
+}
+
+Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
+  const Index& x = t.fast;
+  const uint32_t field_count = static_cast<uint32_t>(x.fields.size());
+  if (input.size() < field_count) [[unlikely]] {
+    return decide_with<true>(t, input);
+  }
+  // Every slot state at once: a field whose state differs from its plan's is absent (unset or
+  // null, state <= 1) in an optional field, else invalid.
+  const uint8_t* states = input.states();
+  uint64_t bad = 0;
+  for (uint32_t w = 0; w < x.want_states.size(); ++w) {
+    uint64_t st;
+    __builtin_memcpy(&st, states + 8 * w, 8);
+    const uint64_t differs = nonzero_bytes(st ^ x.want_states[w]);
+    const uint64_t present = nonzero_bytes(st & ~0x0101010101010101ull);  // state >= 2
+    bad |= differs & (present | ~x.optional_bytes[w]) & x.field_bytes[w];
+  }
+  if (bad != 0) [[unlikely]] {
+    return decide_with<true>(t, input);
+  }
+
+  // Every slot now holds its planned state or is absent in an optional field.
+  const Slot* slots = input.slots();
+  const uint64_t* masks = x.rule_masks.data();
+  uint32_t atoms[format::kMaxFields];  // kStringLazy fields' entries are set only when resolved
+  uint64_t live = x.all_rules;
+  for (const Index::FastBool& e : x.fast_bools) {
+    const Slot& slot = slots[e.field];
+    const uint32_t atom = slot.state == Slot::State::kBool ? 1u + slot.b : 0u;
+    atoms[e.field] = atom;
+    if (e.mask_begin != Index::kNoMask) live &= masks[e.mask_begin + atom];
+  }
+  for (const Index::FastString& e : x.fast_strings) {
+    const Slot& slot = slots[e.field];
+    uint32_t atom = slot.s.empty() ? e.empty_atom : e.present_atom;
+    if (slot.state != Slot::State::kString) atom = 0;
+    if (atom == kInvalid) [[unlikely]] {
+      return decide_with<true>(t, input);
+    }
+    atoms[e.field] = atom;
+    if (e.mask_begin != Index::kNoMask) live &= masks[e.mask_begin + atom];
+  }
+  for (const uint32_t f : x.fast_ints) {
+    const Slot& slot = slots[f];
+    const Index::FieldPlan& p = x.fields[f];
+    uint32_t atom = 0;
+    if (slot.state == Slot::State::kInt) {
+      if (slot.i < p.min || slot.i > p.max) [[unlikely]] {
+        return decide_with<true>(t, input);
+      }
+      if (p.kind == Index::Kind::kInt) {
+        const int64_t* cuts = t.cuts.data() + p.cut_begin;
+        atom = 1;
+        for (uint32_t c = 0; c < p.cut_count; ++c) atom += cuts[c] <= slot.i;
+      } else {
+        atom = t.int_atom(t.fields[f], slot.i);
+      }
+    }
+    atoms[f] = atom;
+    if (p.mask_begin != Index::kNoMask) live &= masks[p.mask_begin + atom];
+  }
+  for (const uint32_t f : x.fast_planned) {
+    const Index::FieldPlan& p = x.fields[f];
+    const uint32_t atom = intern_planned(t, p, t.fields[f], slots[f]);
+    if (atom == kInvalid) [[unlikely]] {
+      return decide_with<true>(t, input);
+    }
+    atoms[f] = atom;
+    if (p.mask_begin != Index::kNoMask) live &= masks[p.mask_begin + atom];
+  }
+
+  // The lowest live rule: a guard whose conditions all hold, or a table to look up.
+  while (live != 0) {
+    const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
+    if (!((x.table_rules >> r) & 1u)) {
+      Decision d;
+      d.kind = DecisionKind::kRule;
+      d.rule = x.guards[r].catalog;
+      d.verb = x.guards[r].verb;
+      return d;
+    }
+    const Index::Dense& dense = x.dense[r];
+    if (dense.enabled && dense.key_count == 2) {
+      const uint32_t a0 = key_atom(x, slots, atoms, dense.key_field[0]);
+      const uint32_t a1 = key_atom(x, slots, atoms, dense.key_field[1]);
+      const uint32_t cell = x.dense_cells[dense.cell_begin + a0 * dense.stride[0] + a1];
+      if (cell != 0) {
+        Decision d;
+        d.kind = DecisionKind::kRule;
+        d.rule = (cell >> Index::kCellVerbBits) - 1;
+        d.verb = cell & ((1u << Index::kCellVerbBits) - 1);
+        return d;
+      }
+    } else {
+      const Decision row = lookup_table_fast(t, r, slots, atoms);
+      if (row.kind == DecisionKind::kRule) return row;
+    }
+    live &= live - 1;
+  }
+  Decision d;
+  d.verb = t.default_verb;
+  d.kind = DecisionKind::kDefault;
+  return d;
+}
+
 }  // namespace
 
 Decision Table::decide(const Input& input) const noexcept {
   const Impl& t = *impl_;
+  if (t.fast.fast_path) return decide_fast(t, input);
   return t.fast.built ? decide_with<true>(t, input) : decide_with<false>(t, input);
 }
 
@@ -353,7 +520,10 @@ DecideIndexStats decide_index_stats(const Table& table) noexcept {
   DecideIndexStats s;
   if (!t.fast.built) return s;
   for (const Index::FieldPlan& p : t.fast.fields) {
-    s.small_dict_fields += p.kind == Index::Kind::kStringDict || p.kind == Index::Kind::kEnum;
+    s.small_dict_fields += p.kind == Index::Kind::kStringDict ||
+                           p.kind == Index::Kind::kStringLazy || p.kind == Index::Kind::kEnum;
+    s.lazy_fields += p.kind == Index::Kind::kStringLazy;
+    s.perfect_fields += p.perfect;
     s.unhashed_fields += p.kind == Index::Kind::kStringNoDict;
     s.general_fields += p.kind == Index::Kind::kGeneral;
   }
@@ -364,6 +534,7 @@ DecideIndexStats decide_index_stats(const Table& table) noexcept {
   }
   s.dense_cells = t.fast.dense_cells.size();
   s.guard_masks = t.fast.masked;
+  s.fast_path = t.fast.fast_path;
   return s;
 }
 

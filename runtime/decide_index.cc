@@ -27,22 +27,23 @@ uint64_t seed_at(uint32_t i) { return (uint64_t{i} + 1) * 0xD6E8FEB86659FD93ull;
 // Inserts every entry of `field`'s dictionary with `seed` into `slots` (size mask + 1, cleared);
 // returns the total number of probes beyond the home slot.
 uint64_t place(const Table::Impl& t, const Table::Impl::Field& field, uint64_t seed, uint32_t mask,
-               std::vector<Index::StrSlot>& slots) {
+               uint32_t shift, std::vector<Index::StrSlot>& slots, std::vector<const char*>& data) {
   std::fill(slots.begin(), slots.end(), Index::StrSlot{});
+  std::fill(data.begin(), data.end(), nullptr);
   uint64_t extra = 0;
   for (uint32_t i = 0; i < field.dict_count; ++i) {
     const std::string_view bytes = t.dict[field.dict_begin + i].bytes;
     Index::StrSlot e;
-    string_words(bytes.data(), bytes.size(), &e.a, &e.b);
-    e.data = bytes.data();
+    string_words(bytes.data(), bytes.size(), &e.a, &e.b, &e.c);
     e.size = static_cast<uint32_t>(bytes.size());
     e.atom = field.first_atom + i;
-    uint32_t at = static_cast<uint32_t>(small_string_hash(e.a, e.b, bytes.size(), seed)) & mask;
+    uint32_t at = static_cast<uint32_t>(small_string_hash(e.a, e.b, bytes.size(), seed) >> shift);
     while (slots[at].atom != 0) {
       at = (at + 1) & mask;
       ++extra;
     }
     slots[at] = e;
+    data[at] = bytes.data();
   }
   return extra;
 }
@@ -58,21 +59,27 @@ bool build_string_index(const Table::Impl& t, const Table::Impl::Field& field, I
   // At most half full, so a miss meets an empty slot soon (and always meets one).
   const uint32_t size = std::max<uint32_t>(2, std::bit_ceil(2 * field.dict_count));
   const uint32_t mask = size - 1;
+  const uint32_t shift = 64 - static_cast<uint32_t>(std::countr_zero(size));
   std::vector<Index::StrSlot> slots(size), best;
+  std::vector<const char*> data(size), best_data;
   uint64_t best_extra = UINT64_MAX, best_seed = 0;
   const uint32_t tries = field.dict_count <= kSeedSearchMax ? kSeedTries : 1;
   for (uint32_t i = 0; i < tries && best_extra != 0; ++i) {
-    const uint64_t extra = place(t, field, seed_at(i), mask, slots);
+    const uint64_t extra = place(t, field, seed_at(i), mask, shift, slots, data);
     if (extra < best_extra) {
       best_extra = extra;
       best_seed = seed_at(i);
       best = slots;
+      best_data = data;
     }
   }
   plan.slot_begin = static_cast<uint32_t>(x.str_slots.size());
   plan.slot_mask = mask;
+  plan.slot_shift = shift;
   plan.seed = best_seed;
+  plan.perfect = best_extra == 0;
   x.str_slots.insert(x.str_slots.end(), best.begin(), best.end());
+  x.str_data.insert(x.str_data.end(), best_data.begin(), best_data.end());
   return true;
 }
 
@@ -272,6 +279,47 @@ void build_masks(const Table::Impl& t, Index& x) {
   x.masked = true;
 }
 
+// The fast path's state words and per-kind work lists (DecideIndex::want_states and after).
+void build_fast_path(const Table::Impl& t, Index& x) {
+  const uint32_t n = static_cast<uint32_t>(x.fields.size());
+  const uint32_t words = (n + 7) / 8;
+  x.want_states.assign(words, 0);
+  x.optional_bytes.assign(words, 0);
+  x.field_bytes.assign(words, 0);
+  for (uint32_t f = 0; f < n; ++f) {
+    const Index::FieldPlan& plan = x.fields[f];
+    const uint32_t shift = 8 * (f % 8);
+    x.want_states[f / 8] |= uint64_t{plan.want_state} << shift;
+    x.field_bytes[f / 8] |= uint64_t{0x80} << shift;
+    if (t.fields[f].optional) x.optional_bytes[f / 8] |= uint64_t{0x80} << shift;
+    switch (plan.kind) {
+      case Index::Kind::kStringNoDict:
+      case Index::Kind::kStringLazy: {
+        const bool lazy = plan.kind == Index::Kind::kStringLazy;
+        // A lazy field needs no work here unless an empty value makes it invalid.
+        if (lazy && plan.empty_atom != Index::kInvalidAtom) break;
+        Index::FastString e;
+        e.field = f;
+        e.mask_begin = plan.mask_begin;
+        e.present_atom = lazy ? Index::kLazyAtom : 1;
+        e.empty_atom = plan.empty_atom == Index::kNoEmptyRule ? e.present_atom : plan.empty_atom;
+        x.fast_strings.push_back(e);
+        break;
+      }
+      case Index::Kind::kBool:
+        x.fast_bools.push_back(Index::FastBool{f, plan.mask_begin});
+        break;
+      case Index::Kind::kInt:
+      case Index::Kind::kIntSearch:
+        x.fast_ints.push_back(f);
+        break;
+      default:  // kStringDict, kEnum (kGeneral and kDerived do not take the fast path)
+        x.fast_planned.push_back(f);
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 void build_decide_index(Table::Impl& t) {
@@ -281,6 +329,24 @@ void build_decide_index(Table::Impl& t) {
   for (const Table::Impl::Field& field : t.fields) x.fields.push_back(plan_field(t, field, x));
 
   build_masks(t, x);
+  // A string field no guard mask reads is needed only by table lookups: the fast path defers its
+  // lookup (it cannot make the field invalid: a miss is "other").
+  bool all_planned = true;
+  for (Index::FieldPlan& plan : x.fields) {
+    if (x.masked && plan.kind == Index::Kind::kStringDict && plan.mask_begin == Index::kNoMask) {
+      plan.kind = Index::Kind::kStringLazy;
+    }
+    all_planned =
+        all_planned && plan.kind != Index::Kind::kGeneral && plan.kind != Index::Kind::kDerived;
+  }
+  x.guards.resize(t.rules.size());
+  for (uint32_t r = 0; r < t.rules.size(); ++r) {
+    if (t.rules[r].is_table) continue;
+    x.guards[r].catalog = t.rules[r].catalog_begin;
+    x.guards[r].verb = t.catalog[t.rules[r].catalog_begin].verb;
+  }
+  x.fast_path = x.masked && all_planned && t.derivations.empty();
+  if (x.fast_path) build_fast_path(t, x);
   x.dense.resize(t.rules.size());
   const bool packable = t.verbs.size() <= (1u << Index::kCellVerbBits) &&
                         t.catalog.size() < (1u << (32 - Index::kCellVerbBits)) - 1;

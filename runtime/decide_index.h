@@ -12,9 +12,10 @@
 //    field without dictionary entries is never hashed: its atom is "other" or absent).
 //  * Small string dictionaries: an open-addressing index keyed by a cheap hash of the length and
 //    two 8-byte (or smaller) loads, with a load-time-chosen seed (the first of a fixed sequence
-//    that places every entry without a collision, when one does). A hit compares the length and
-//    the two loaded words (which cover every byte of a value up to 16 bytes) plus memcmp for
-//    longer values: the bytes decide, the hash only picks where to look.
+//    that places every entry without a collision, when one does: then a lookup reads only the
+//    home slot). A hit compares the length and three loaded words (which cover every byte of a
+//    value up to 24 bytes) plus the middle bytes of longer values: the bytes decide, the hash
+//    only picks where to look.
 //  * Guard masks: per field and atom, the set of rules (up to 64) whose conditions on that field
 //    the atom satisfies, ANDed while interning; the first set bit is the deciding guard or the
 //    next table to look up, in rule order.
@@ -22,6 +23,9 @@
 //    atoms (every combination, absent and "other" included) to the deciding row, with wildcards
 //    and first-match-in-the-most-specific-group resolved at load. Capped in size (see
 //    kDenseMaxCells); bigger tables keep the hash probes.
+//  * Fast path (fast_path): per-8-field state words and per-kind work lists, so decide() checks
+//    slot states eight at a time and defers the lookup of string fields only tables read
+//    (Kind::kStringLazy).
 #pragma once
 
 #include <cstddef>
@@ -38,6 +42,8 @@ struct DecideIndex {
     kGeneral = 0,   // no plan: the general intern() (never built today; kept as the safe default)
     kStringNoDict,  // string field with no dictionary entries: atom 1 ("other") or absent
     kStringDict,    // string field: the small-dictionary index; a miss is 1 ("other")
+    kStringLazy,    // kStringDict for a field only tables read (no guard mask): decide()'s fast
+                    // path validates it in field order but looks it up only when a table needs it
     kEnum,          // enum field: the small-dictionary index; a miss is invalid
     kInt,           // int field: bounds, then a linear scan of at most kMaxLinearCuts cuts
     kIntSearch,     // int field: bounds, then binary search over the cuts
@@ -52,6 +58,10 @@ struct DecideIndex {
     // kInvalidAtom), or kNoEmptyRule when empty is an ordinary value.
     uint32_t empty_atom = 0;
     uint32_t slot_begin = 0, slot_mask = 0;  // string index: str_slots[slot_begin, +mask+1)
+    uint32_t slot_shift = 63;                // home slot: small_string_hash() >> slot_shift
+    // Every entry of the string index sits in its home slot: a lookup reads one slot, and a
+    // mismatch there is a miss (no probe loop).
+    bool perfect = false;
     uint64_t seed = 0;
     int64_t min = INT64_MIN, max = INT64_MAX;  // ints: inclusive bounds
     uint32_t cut_begin = 0, cut_count = 0;
@@ -59,12 +69,35 @@ struct DecideIndex {
     // kNoMask when no guard has a condition on the field.
     uint32_t mask_begin = kNoMask;
   };
-  // One entry of a small-dictionary index; atom 0 marks an empty slot.
+  // One entry of a small-dictionary index (32 bytes); atom 0 marks an empty slot, whose words
+  // and size are 0. The bytes of an entry over kWordBytes long are in str_data (same index).
   struct StrSlot {
-    uint64_t a = 0, b = 0;  // string_words() of the entry
-    const char* data = nullptr;
+    uint64_t a = 0, b = 0, c = 0;  // string_words() of the entry
     uint32_t size = 0;
     uint32_t atom = 0;
+  };
+  // decide()'s fast path (decide.cc, decide_fast), built when fast_path. Its first check covers
+  // every field's slot state, eight fields per 64-bit word of Input::states(): per word, the
+  // planned state of each field (FieldPlan::want_state; 0 in padding bytes), 0x80 in the byte of
+  // each optional field (an unset or null slot is absent there, invalid elsewhere), and 0x80 in
+  // the byte of each field (padding bytes are ignored).
+  std::vector<uint64_t> want_states, optional_bytes, field_bytes;
+  // Then the per-field work, grouped by kind (no dispatch per field); each entry names a field.
+  // kFixedString (kStringNoDict, and kStringLazy when an empty value is invalid): absent 0, empty
+  // empty_atom, else present_atom (1; kLazyAtom for a lazy field, whose atom is not kept).
+  struct FastString {
+    uint32_t field = 0, mask_begin = kNoMask, empty_atom = 0, present_atom = 0;
+  };
+  struct FastBool {  // absent 0, false 1, true 2
+    uint32_t field = 0, mask_begin = kNoMask;
+  };
+  std::vector<FastString> fast_strings;
+  std::vector<FastBool> fast_bools;
+  std::vector<uint32_t> fast_ints;     // kInt and kIntSearch: bounds, then the cuts
+  std::vector<uint32_t> fast_planned;  // kStringDict and kEnum: the small-dictionary lookup
+  // A guard's decision, by rule index (guards only): its catalog index and verb.
+  struct GuardHot {
+    uint32_t catalog = 0, verb = 0;
   };
   // Per rule (index = rule index); enabled only for table rules with a dense matrix.
   struct Dense {
@@ -76,6 +109,8 @@ struct DecideIndex {
   };
 
   static constexpr uint32_t kInvalidAtom = 0xFFFFFFFFu;
+  // The fast path's placeholder atom of a kStringLazy field (looked up when a table reads it).
+  static constexpr uint32_t kLazyAtom = 0xFFFFFFFDu;
   static constexpr uint32_t kNoMask = 0xFFFFFFFFu;
   // Guard masks are built for policies of at most 64 rules, with at most kMaxMaskEntries masks
   // (8 MiB) over all fields.
@@ -94,6 +129,9 @@ struct DecideIndex {
   static constexpr uint32_t kCellVerbBits = 8;
 
   bool built = false;  // false: decide() takes the general path everywhere
+  // decide()'s fast path applies (see decide.cc, decide_fast): built, guard masks, no derived
+  // fields, every field planned. Otherwise decide() runs the ordered per-field loop.
+  bool fast_path = false;
   std::vector<FieldPlan> fields;
   // Guard masks: when `masked`, bit r of rule_masks[fields[f].mask_begin + atom] is clear when
   // rule r is a guard with a condition on field f that `atom` fails. Table rules' bits are always
@@ -103,38 +141,49 @@ struct DecideIndex {
   uint64_t all_rules = 0, table_rules = 0;
   std::vector<uint64_t> rule_masks;
   std::vector<StrSlot> str_slots;
+  std::vector<const char*> str_data;  // parallel to str_slots: the entry's bytes
+  std::vector<GuardHot> guards;       // by rule index; meaningful for guards
   std::vector<Dense> dense;
   std::vector<uint32_t> dense_cells;
 };
 
-// The words a small-dictionary index compares: for size >= 8 the first and last 8 bytes, for
-// 4..7 the first and last 4, for 1..3 bytes 0, size/2 and size-1, for 0 nothing. With the size
-// they determine every byte of a value of at most 16 bytes. Reads only [data, data + size).
-inline void string_words(const char* data, size_t size, uint64_t* a, uint64_t* b) noexcept {
-  if (size >= 8) {
+// Values up to this many bytes are determined by their size and string_words().
+inline constexpr size_t kWordBytes = 24;
+
+// The words a small-dictionary index compares: for size >= 8 the 8 bytes at 0, at size - 8 and at
+// min(8, size - 8) (so [0, size) is covered up to 24 bytes), for 4..7 the first and last 4, for
+// 1..3 bytes 0, size/2 and size-1, for 0 nothing. With the size they determine every byte of a
+// value of at most kWordBytes bytes. Reads only [data, data + size).
+inline void string_words(const char* data, size_t size, uint64_t* a, uint64_t* b,
+                         uint64_t* c) noexcept {
+  if (size >= 8) [[likely]] {
     __builtin_memcpy(a, data, 8);
     __builtin_memcpy(b, data + size - 8, 8);
+    __builtin_memcpy(c, data + (size < 16 ? size - 8 : 8), 8);
   } else if (size >= 4) {
     uint32_t x, y;
     __builtin_memcpy(&x, data, 4);
     __builtin_memcpy(&y, data + size - 4, 4);
     *a = x;
     *b = y;
+    *c = 0;
   } else if (size > 0) {
     *a = uint64_t{static_cast<uint8_t>(data[0])} |
          uint64_t{static_cast<uint8_t>(data[size / 2])} << 8 |
          uint64_t{static_cast<uint8_t>(data[size - 1])} << 16;
     *b = 0;
+    *c = 0;
   } else {
     *a = 0;
     *b = 0;
+    *c = 0;
   }
 }
 
-// Whether two values of the same size over 16 bytes, whose first and last 8 bytes are known
-// equal, are equal: compares [8, size - 8) in 8-byte loads (the last may overlap the tail).
+// Whether two values of the same size over kWordBytes bytes, whose string_words() are known
+// equal, are equal: compares [16, size - 8) in 8-byte loads (the last may overlap the tail).
 inline bool same_middle(const char* x, const char* y, size_t size) noexcept {
-  for (size_t i = 8; i + 8 < size; i += 8) {
+  for (size_t i = 16; i + 8 < size; i += 8) {
     uint64_t u, v;
     __builtin_memcpy(&u, x + i, 8);
     __builtin_memcpy(&v, y + i, 8);
@@ -143,10 +192,10 @@ inline bool same_middle(const char* x, const char* y, size_t size) noexcept {
   return true;
 }
 
-// Where a small-dictionary index starts probing (before masking).
+// Where a small-dictionary index of 2^k slots starts probing: the top k bits (the best-mixed
+// bits of the two products; no finalizer, to keep decide()'s dependency chain short).
 inline uint64_t small_string_hash(uint64_t a, uint64_t b, uint64_t size, uint64_t seed) noexcept {
-  uint64_t h = (a ^ seed) * 0x9E3779B97F4A7C15ull ^ (b + size) * 0xC2B2AE3D27D4EB4Full;
-  return h ^ (h >> 29) ^ (h >> 47);
+  return (a ^ seed) * 0x9E3779B97F4A7C15ull ^ (b + size) * 0xC2B2AE3D27D4EB4Full;
 }
 
 // Builds t.fast from the verified structures of t (called once at the end of load). Allocates;
@@ -161,12 +210,15 @@ Decision decide_unindexed(const Table& table, const Input& input) noexcept;
 // What the load-time index of `table` holds, so tests can tell which path they exercise.
 struct DecideIndexStats {
   uint32_t small_dict_fields = 0;  // string and enum fields with a small-dictionary index
+  uint32_t lazy_fields = 0;        // of those, string fields looked up only when a table needs them
+  uint32_t perfect_fields = 0;     // of those, indexes with every entry in its home slot
   uint32_t unhashed_fields = 0;    // string fields without dictionary entries (never hashed)
   uint32_t general_fields = 0;     // fields left to the general path (big dictionaries)
   uint32_t dense_tables = 0;       // table rules decided by a dense matrix
   uint32_t probed_tables = 0;      // table rules left to the hash probes
   uint64_t dense_cells = 0;
   bool guard_masks = false;  // guards decided by per-field rule masks (at most 64 rules)
+  bool fast_path = false;    // decide() takes the fast path (DecideIndex::fast_path)
 };
 DecideIndexStats decide_index_stats(const Table& table) noexcept;
 

@@ -1359,30 +1359,33 @@ std::string Table::dump() const {
   return out;
 }
 
-Input::Input(const Table& table) : slots_(table.field_count()) {}
+Input::Input(const Table& table)
+    : slots_(table.field_count()), states_((table.field_count() + 7) / 8 * 8, 0) {}
 
 void Input::clear() noexcept {
   for (Slot& s : slots_) s = Slot{};
+  std::fill(states_.begin(), states_.end(), uint8_t{0});
+}
+void Input::set(uint32_t field, const Slot& slot) noexcept {
+  if (field >= slots_.size()) return;
+  slots_[field] = slot;
+  states_[field] = static_cast<uint8_t>(slot.state);
 }
 void Input::set_string(uint32_t field, std::string_view value) noexcept {
-  if (field >= slots_.size()) return;
-  slots_[field] = Slot{Slot::State::kString, false, 0, value};
+  set(field, Slot{Slot::State::kString, false, 0, value});
 }
 void Input::set_int(uint32_t field, int64_t value) noexcept {
-  if (field >= slots_.size()) return;
-  slots_[field] = Slot{Slot::State::kInt, false, value, {}};
+  set(field, Slot{Slot::State::kInt, false, value, {}});
 }
 void Input::set_bool(uint32_t field, bool value) noexcept {
-  if (field >= slots_.size()) return;
-  slots_[field] = Slot{Slot::State::kBool, value, 0, {}};
+  set(field, Slot{Slot::State::kBool, value, 0, {}});
 }
 void Input::set_null(uint32_t field) noexcept {
-  if (field >= slots_.size()) return;
-  slots_[field] = Slot{Slot::State::kNull, false, 0, {}};
+  set(field, Slot{Slot::State::kNull, false, 0, {}});
 }
 void Input::set_invalid(uint32_t field) noexcept {
-  if (field >= slots_.size()) return;
-  slots_[field] = Slot{Slot::State::kInvalid, false, 0, {}};
+  set(field, Slot{Slot::State::kInvalid, false, 0, {}});
 }
+void Input::set_unset(uint32_t field) noexcept { set(field, Slot{}); }
 
 }  // namespace replaygate

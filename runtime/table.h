@@ -96,6 +96,7 @@ class Input {
   void set_bool(uint32_t field, bool value) noexcept;
   void set_null(uint32_t field) noexcept;     // explicit null: absent for optional fields
   void set_invalid(uint32_t field) noexcept;  // present but unreadable (bad JSON type, overflow)
+  void set_unset(uint32_t field) noexcept;    // back to unset (= missing), like clear() for one
 
   struct Slot {
     enum class State : uint8_t { kUnset = 0, kNull, kString, kInt, kBool, kInvalid };
@@ -106,9 +107,15 @@ class Input {
   };
   const Slot* slots() const noexcept { return slots_.data(); }
   size_t size() const noexcept { return slots_.size(); }
+  // The slots' states again, contiguous: states()[f] == slots()[f].state for f < size(), padded
+  // with kUnset to a multiple of 8 bytes, so decide() checks eight fields' states in one load.
+  // Only the setters and clear() write either copy (never write through slots()).
+  const uint8_t* states() const noexcept { return states_.data(); }
 
  private:
+  void set(uint32_t field, const Slot& slot) noexcept;
   std::vector<Slot> slots_;
+  std::vector<uint8_t> states_;
 };
 
 class Table {

@@ -91,6 +91,10 @@ TEST(DecideIndex, ShippedGateGetsSmallDictionariesAnUnhashedKeyAndADenseTable) {
   EXPECT_EQ(s.probed_tables, 0u);
   EXPECT_EQ(s.dense_cells, 6u * 11u);  // topic: absent, other, 4 values; error: absent, other, 9
   EXPECT_TRUE(s.guard_masks);
+  // No guard reads topic or error_class: they are looked up only when the table needs them.
+  EXPECT_EQ(s.lazy_fields, 2u);
+  EXPECT_EQ(s.perfect_fields, 2u);  // 4 and 9 values, each in its home slot
+  EXPECT_TRUE(s.fast_path);
 }
 
 // More than 64 rules: no guard masks (the guards are evaluated one by one); the same decisions,
@@ -109,6 +113,8 @@ TEST(DecideIndex, PolicyOverSixtyFourRulesAgrees) {
   auto table = load_lowered(checked);
   ASSERT_NE(table, nullptr);
   EXPECT_FALSE(decide_index_stats(*table).guard_masks);
+  EXPECT_FALSE(decide_index_stats(*table).fast_path);  // the fast path needs the guard masks
+  EXPECT_EQ(decide_index_stats(*table).lazy_fields, 0u);
   std::vector<Setter> errors = {str("timeout"), str("nope")};
   for (int64_t v = 8; v < 82; ++v) errors.push_back(str("e" + std::to_string(v)));
   compare_all(*table, {{str("payment.capture"), str("nope")},
@@ -413,6 +419,150 @@ TEST(DecideIndex, ShorterInputAgrees) {
   const Decision d = expect_same(*gate, in, "short input");
   EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
   EXPECT_EQ(d.invalid_field, 4u);  // already_committed is required and missing
+}
+
+// The fast path defers the lookup of topic and error_class (no guard reads them) but validates
+// every field before any rule: a guard that holds never hides a bad field, earlier or later, and
+// the first bad field is the one reported.
+TEST(DecideIndex, LazyKeysStillFailClosedBeforeAGuardDecides) {
+  auto table = load_lowered(reference_gate());
+  ASSERT_NE(table, nullptr);
+  ASSERT_TRUE(decide_index_stats(*table).fast_path);
+  Input in(*table);
+  auto letter = [&] {
+    in.clear();
+    in.set_string(kTopic, "payment.capture");
+    in.set_string(kErrorClass, "timeout");
+    in.set_int(kAttempts, 1);
+    in.set_string(kIdempotencyKey, "");  // no_idempotency_key holds
+    in.set_bool(kAlreadyCommitted, false);
+  };
+  letter();
+  Decision d = expect_same(*table, in, "guard");
+  EXPECT_EQ(table->rule_id(d.rule), "no_idempotency_key");
+  // A later field invalid: the invalid-input default, naming it, not the guard.
+  letter();
+  in.set_int(kReplays, -1);
+  d = expect_same(*table, in, "guard, replays below its bound");
+  EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+  EXPECT_EQ(d.invalid_field, static_cast<uint32_t>(kReplays));
+  EXPECT_EQ(d.verb, kHold);
+  letter();
+  in.set_string(kAlreadyCommitted, "true");
+  d = expect_same(*table, in, "guard, committed of the wrong type");
+  EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+  EXPECT_EQ(d.invalid_field, static_cast<uint32_t>(kAlreadyCommitted));
+  // A lazy key itself invalid (wrong type, unset, unreadable) while a guard holds: it is
+  // reported, and being first, before a later bad field.
+  const Setter unset = [](Input& input, uint32_t f) { input.set_unset(f); };
+  for (const Setter& bad : {num(1), unset, kNull, kBad}) {
+    letter();
+    bad(in, kErrorClass);
+    in.set_int(kReplays, -1);
+    d = expect_same(*table, in, "guard, bad error_class");
+    EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+    EXPECT_EQ(d.invalid_field, static_cast<uint32_t>(kErrorClass));
+  }
+  // Valid lazy keys that are not in the dictionary, empty, or differ in one byte: the guard.
+  for (const std::string& error : {std::string("no_such_error"), std::string(""),
+                                   std::string("timeouT"), std::string(40, 'x')}) {
+    letter();
+    in.set_string(kErrorClass, error);
+    d = expect_same(*table, in, "guard, unknown error_class");
+    EXPECT_EQ(table->rule_id(d.rule), "no_idempotency_key");
+  }
+  // No guard: the lazy keys are looked up for the table.
+  letter();
+  in.set_string(kIdempotencyKey, "k");
+  d = expect_same(*table, in, "table");
+  EXPECT_EQ(table->rule_id(d.rule), "known_failures:payment.capture/timeout");
+}
+
+// An Input made for a table with more fields: the states past this table's fields (in the
+// fast path's last 8-byte word) are ignored on both paths.
+TEST(DecideIndex, LongerInputAgrees) {
+  auto gate = load_lowered(reference_gate());
+  ir::CheckedPolicy wide = reference_gate();
+  for (int i = 0; i < 5; ++i)
+    wide.policy.fields.push_back(int_field("x" + std::to_string(i), 0, 9));
+  wide.source.rules.clear();
+  wide.source.conditions.clear();
+  wide.source.rows.clear();
+  auto big = load_lowered(wide);
+  ASSERT_NE(gate, nullptr);
+  ASSERT_NE(big, nullptr);
+  ASSERT_EQ(big->field_count(), 11u);
+  Input in(*big);
+  for (const Setter& extra : {kUnset, kNull, kBad, num(-1), str("x"), flag(true)}) {
+    in.clear();
+    in.set_string(kTopic, "payment.capture");
+    in.set_string(kErrorClass, "timeout");
+    in.set_int(kAttempts, 1);
+    in.set_string(kIdempotencyKey, "k");
+    in.set_bool(kAlreadyCommitted, false);
+    for (uint32_t f = 6; f < 11; ++f) extra(in, f);
+    const Decision d = expect_same(*gate, in, "longer input");
+    EXPECT_EQ(gate->rule_id(d.rule), "known_failures:payment.capture/timeout");
+  }
+}
+
+// A policy with a derived field does not take the fast path (derived bools are computed after
+// validation, on the ordered path); decisions agree.
+TEST(DecideIndex, DerivedFieldsKeepTheOrderedPath) {
+  ir::CheckedPolicy c;
+  ir::Policy& p = c.policy;
+  p.id = "derived";
+  p.revision = 1;
+  p.fields = {int_field("msg", 0, std::nullopt), int_field("rec", 0, std::nullopt),
+              string_field("label"), bool_field("stale")};
+  p.fields[3].derived = ir::Derivation{0, ir::Op::kLt, 1};
+  p.verbs = {verb("hold", ir::Effect::kNone, ""), verb("go", ir::Effect::kCreate, "")};
+  p.default_verb = 0;
+  p.default_reason = "none";
+  p.rules.push_back(guard("stale", {cond(3, ir::Op::kEq, {ir::Value::Bool(true)})}, 1, "r"));
+  p.rules.push_back(guard("x", {cond(2, ir::Op::kEq, {S("x")})}, 1, "r"));
+  auto table = load_lowered(c);
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  EXPECT_TRUE(s.guard_masks);
+  EXPECT_FALSE(s.fast_path);
+  compare_all(*table, {{num(-1), num(0), num(5), kUnset},
+                       {num(0), num(5), num(9), str("1")},
+                       {str("x"), str("y"), str(""), kNull},
+                       {flag(true), kUnset, kBad}});
+}
+
+// A dictionary too big for the seed search (over 4096 values) is not perfect: its lookups probe
+// past a mismatching home slot. Decisions agree on values in and out of it.
+TEST(DecideIndex, ImperfectDictionaryAgrees) {
+  ir::CheckedPolicy checked = reference_gate();
+  ir::Table& t = std::get<ir::Table>(checked.policy.rules[4]);
+  t.rows.clear();
+  for (int i = 0; i < 5000; ++i) {
+    t.rows.push_back(row(t.id, {S("topic.number." + std::to_string(i)), std::nullopt},
+                         i % 2 ? kNever : kReplayOnce));
+  }
+  checked.source.rows.clear();
+  auto table = load_lowered(checked);
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  EXPECT_TRUE(s.fast_path);
+  EXPECT_EQ(s.small_dict_fields, 1u);  // error_class has no values left
+  EXPECT_EQ(s.perfect_fields, 0u);
+  std::mt19937 rng(20261130);
+  Input in(*table);
+  for (int i = 0; i < 20000; ++i) {
+    const uint32_t number = rng() % 5200;  // 5000 and over: not in the dictionary
+    const std::string topic = "topic.number." + std::to_string(number);
+    in.clear();
+    in.set_string(kTopic, topic);
+    in.set_string(kErrorClass, "e");
+    in.set_int(kAttempts, 1);
+    in.set_string(kIdempotencyKey, "k");
+    in.set_bool(kAlreadyCommitted, false);
+    const Decision d = expect_same(*table, in, topic);
+    EXPECT_EQ(d.kind == DecisionKind::kRule, number < 5000) << topic;
+  }
 }
 
 }  // namespace
