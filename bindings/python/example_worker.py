@@ -8,8 +8,12 @@ replaygate C API (one call per batch), and writes one JSON object per letter to 
 The table is shared and hot-reloaded: when its file changes (publish it by atomic rename), the
 worker reloads it before the next batch; a corrupt or incompatible file is reported on stderr and
 the old table keeps deciding. Each output line names the table (checksum) that decided it.
-A letter that is not a JSON object gets the table's default through an invalid field.
-Exit codes: 0 success, 1 some letters were not valid JSON, 2 usage or table errors.
+Letters are read as strictly as `replaygate decide` reads them: a line that is not a JSON
+object, has a key twice (json.loads alone would keep the last one, so `"already_committed":
+true, "already_committed": false` would read as not committed) or a key that is neither a
+policy input nor message_id/body_hash is invalid and gets the table's default (every field
+missing), never a replay.
+Exit codes: 0 success, 1 some letters were invalid, 2 usage or table errors.
 """
 import argparse
 import json
@@ -18,6 +22,29 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replaygate  # noqa: E402
+
+
+METADATA = ("message_id", "body_hash")
+
+
+def _no_duplicate_keys(pairs):
+    obj = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def read_letter(line, fields):
+    """The letter on `line` as a dict, or None when it is invalid (see the module doc)."""
+    try:
+        rec = json.loads(line, object_pairs_hook=_no_duplicate_keys)
+    except ValueError:  # bad JSON, a duplicate key, or bad UTF-8 (UnicodeDecodeError)
+        return None
+    if not isinstance(rec, dict) or any(k not in fields and k not in METADATA for k in rec):
+        return None
+    return rec
 
 
 def batches(lines, size):
@@ -46,7 +73,9 @@ def main(argv=None) -> int:
     reader = shared.reader()
     mtime = os.stat(args.table).st_mtime_ns
     bad_json = 0
-    src = open(args.letters, encoding="utf-8") if args.letters else sys.stdin
+    # Bytes, not text: a line that is not UTF-8 is one invalid letter (json.loads decodes each
+    # line and refuses it), not an exception that stops the worker.
+    src = open(args.letters, "rb") if args.letters else sys.stdin.buffer
     with src:
         for batch in batches(src, args.batch):
             try:
@@ -59,14 +88,12 @@ def main(argv=None) -> int:
                       file=sys.stderr)
             with reader.pin() as table:
                 records = []
+                fields = set(table.fields)
                 for line in batch:
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        rec = None
-                    if not isinstance(rec, dict):
+                    rec = read_letter(line, fields)
+                    if rec is None:
                         bad_json += 1
-                        rec = {}
+                        rec = {}  # every field missing: the table's default
                     records.append(rec)
                 # Columns: every declared field, None (null) where a letter lacks it; a field
                 # missing from every letter is left out (= missing, which fails closed).

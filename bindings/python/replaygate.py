@@ -59,8 +59,17 @@ class _Column(ctypes.Structure):
 
 # Per field type: the Python types a column value may have, and the placeholder stored for a
 # row that is null or invalid (its `present` marker decides; the placeholder is never read).
-_COLUMN_TYPES = {_STRING: ({str, bytes}, b""), _ENUM: ({str, bytes}, b""), _INT: ({int}, 0),
+_COLUMN_TYPES = {_STRING: ({str}, ""), _ENUM: ({str}, ""), _INT: ({int}, 0),
                  _BOOL: ({bool}, False)}
+
+
+def _utf8(v: str) -> Optional[bytes]:
+    """`v` as UTF-8, or None when it holds a lone surrogate (Python allows one in a str; it is
+    not Unicode text, and the CLI's readers refuse its bytes as invalid UTF-8)."""
+    try:
+        return v.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 def _in_range(v) -> bool:
@@ -209,7 +218,8 @@ class Table:
     def decide(self, **values) -> Decision:
         """Decides one record: keyword arguments by field name (str, int, bool or None for
         null); fields not given are missing. Fails closed like the runtime: a value of the wrong
-        type (or any other Python type) gives the default verb, kind "invalid_input". Raises
+        type (or any other Python type, bytes included, or a str with a lone surrogate, which is
+        not Unicode text) gives the default verb, kind "invalid_input". Raises
         ReplaygateError("unknown_field") for a name the table does not declare."""
         lib, inp = self._lib, self._input
         lib.rg_input_clear(inp)
@@ -222,8 +232,8 @@ class Table:
             elif isinstance(value, int):
                 code = lib.rg_input_set_int(inp, f, value) if _in_range(value) \
                     else lib.rg_input_set_invalid(inp, f)  # overflow: unreadable, fails closed
-            elif isinstance(value, str):
-                b = value.encode("utf-8", "surrogatepass")
+            elif isinstance(value, str) and _utf8(value) is not None:
+                b = _utf8(value)
                 code = lib.rg_input_set_string(inp, f, b, len(b))
             else:  # float, list, ...: unreadable, so the decision fails closed
                 code = lib.rg_input_set_invalid(inp, f)
@@ -241,8 +251,9 @@ class Table:
 
     def _columns(self, columns: Mapping[str, Sequence]):
         """Packs per-field value lists into rg_column structs (and keeps the buffers alive).
-        A value of the wrong Python type for its field (or an int outside int64) is marked
-        invalid, so the record fails closed; None is null."""
+        A value of the wrong Python type for its field (bytes included: strings are str), an int
+        outside int64 or a str with a lone surrogate (not Unicode text, so never valid UTF-8) is
+        marked invalid, so the record fails closed; None is null."""
         n = None
         packed, keep = [], []
         for name, values in columns.items():
@@ -260,7 +271,13 @@ class Table:
                                     for v in values)
                 values = [v if p == 1 else placeholder for v, p in zip(values, present)]
             if t in (_STRING, _ENUM):
-                enc = [v.encode("utf-8", "surrogatepass") if type(v) is str else v for v in values]
+                try:
+                    enc = [v.encode("utf-8") for v in values]
+                except UnicodeEncodeError:  # a lone surrogate: that value is invalid
+                    enc = [_utf8(v) for v in values]
+                    present = bytearray(3 if e is None else p for e, p in
+                                        zip(enc, present or bytearray(b"\x01" * n)))
+                    enc = [b"" if e is None else e for e in enc]
                 data = b"".join(enc)
                 offsets = array.array("Q", [0])
                 offsets.extend(itertools.accumulate(map(len, enc)))

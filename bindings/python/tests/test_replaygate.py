@@ -121,6 +121,16 @@ class TableTest(unittest.TestCase):
         cols["replays"] = [None, None, None, 1]
         self.assertEqual(self.table.decide_columns(cols),
                          ["replay_once", "hold", "hold", "hold"])
+        # Strings are str: bytes (even valid UTF-8) and a str with a lone surrogate (not Unicode
+        # text) are invalid, in a batch as one at a time, so they can never replay.
+        for field, bad in [("topic", b"payment.capture"), ("idempotency_key", b"\xff"),
+                           ("idempotency_key", "k\ud800"), ("topic", "payment.capture\udfff")]:
+            cols = {k: [v] * 3 for k, v in SEED.items()}
+            cols[field] = [cols[field][0], bad, cols[field][0]]
+            self.assertEqual(self.table.decide_columns(cols), ["replay_once", "hold", "replay_once"],
+                             (field, bad))
+            d = self.table.decide(**dict(SEED, **{field: bad}))
+            self.assertEqual((d.verb, d.kind), ("hold", "invalid_input"), (field, bad))
         raw = self.table.decide_columns_raw({k: [v] for k, v in SEED.items()})
         self.assertEqual(list(raw), [1])
         self.assertEqual(self.table.decide_columns({}), [])
@@ -245,6 +255,27 @@ class ExampleWorkerTest(unittest.TestCase):
                                     "table": replaygate.Table.load(TABLE).checksum})
         self.assertEqual("".join(x["verb"][0] for x in lines), "rnhhnnrnrnrnhhhrhhhh")
         self.assertEqual(lines[19]["message_id"], None)
+
+    def test_worker_reads_letters_as_strictly_as_the_cli(self):
+        ok = ('"topic":"payment.capture","error_class":"timeout","attempts":1,'
+              '"already_committed":false')
+        letters = [
+            '{"message_id":"a",%s,"idempotency_key":"k1"}' % ok,  # valid: replays
+            # a key twice: json.loads alone keeps the last, which would read as not committed
+            '{"message_id":"b","already_committed":true,%s,"idempotency_key":"k2"}' % ok,
+            '{"message_id":"c",%s,"idempotency_key":"k3","replayz":3}' % ok,  # unknown key
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "w.jsonl")
+            with open(path, "wb") as f:
+                f.write("\n".join(letters).encode() + b"\n")
+                f.write(b'{"message_id":"d",' + ok.encode() + b',"idempotency_key":"k\xff"}\n')
+            out = subprocess.run([sys.executable, os.path.join(HERE, "..", "example_worker.py"),
+                                  "--table", TABLE, path],
+                                 capture_output=True, text=True, check=False)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        verbs = [json.loads(x)["verb"] for x in out.stdout.splitlines()]
+        self.assertEqual(verbs, ["replay_once", "hold", "hold", "hold"])
 
     def test_worker_reports_bad_table(self):
         out = subprocess.run([sys.executable, os.path.join(HERE, "..", "example_worker.py"),
