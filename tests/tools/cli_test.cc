@@ -341,6 +341,14 @@ TEST_F(CliTest, DecideMisspelledDedupeFieldIsAUsageError) {
            kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("'attempts' is not a string input"), std::string::npos) << r.err;
+  // Nor can an empty name (it used to fall back to idempotency_key silently).
+  r = run({"decide", "--policy", kPolicy, "--dedupe-field", "",
+           kSourceDir + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.err,
+            "replaygate decide: error: --dedupe-field '' is not a string input of the policy\n"
+            "Run 'replaygate decide --help' for usage.\n");
 }
 
 TEST_F(CliTest, DecideSaysSoWhenThePolicyHasNoIdempotencyKey) {

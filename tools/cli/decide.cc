@@ -54,9 +54,10 @@ struct DecideOptions {
   bool max_keys_set = false;
   std::string filter_mib;  // --replayed-keys-memory, whole MiB, when given
   bool filter_mib_set = false;
-  std::string dedupe_field;   // "": idempotency_key when the policy has it
-  std::string audit;          // --audit FILE: append every decision to this audit log
-  std::string operator_name;  // --operator NAME, required with --audit
+  std::string dedupe_field;       // when not given: idempotency_key, if the policy has it
+  bool dedupe_field_set = false;  // given, even as '' (which then names no input: exit 2)
+  std::string audit;              // --audit FILE: append every decision to this audit log
+  std::string operator_name;      // --operator NAME, required with --audit
 };
 
 const char* action_words(Effect effect) {
@@ -314,11 +315,11 @@ int run_decide(const DecideOptions& o) {
       string_inputs.emplace_back(table->field(f).name);
   }
   uint32_t dedupe_field =
-      table->field_index(o.dedupe_field.empty() ? "idempotency_key" : o.dedupe_field);
+      table->field_index(o.dedupe_field_set ? o.dedupe_field : "idempotency_key");
   if (dedupe_field != Table::kNoField && table->field(dedupe_field).type != FieldType::kString) {
     dedupe_field = Table::kNoField;
   }
-  if (!o.dedupe_field.empty() && dedupe_field == Table::kNoField) {
+  if (o.dedupe_field_set && dedupe_field == Table::kNoField) {
     std::string message =
         "--dedupe-field '" + o.dedupe_field + "' is not a string input of the policy";
     const std::string suggestion = closest_match(o.dedupe_field, string_inputs);
@@ -644,12 +645,14 @@ Runner setup_decide(CLI::App& sub) {
       "--replayed-keys-memory", o->filter_mib,
       "MiB for the filter of replayed idempotency keys (default 16: a new key is held by "
       "mistake with probability 3e-8 after 1,000,000 keys, 3e-3 after 10,000,000)");
-  sub.add_option("--dedupe-field", o->dedupe_field,
-                 "String input whose value may be replayed once per run (default idempotency_key)");
+  CLI::Option* dedupe = sub.add_option(
+      "--dedupe-field", o->dedupe_field,
+      "String input whose value may be replayed once per run (default idempotency_key)");
   sub.add_option("--audit", o->audit,
                  "Append every decision to this audit log (docs/recovery.md) before printing it");
   sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
-  return [o, max_replays, max_keys, filter_mib] {
+  return [o, max_replays, max_keys, filter_mib, dedupe] {
+    o->dedupe_field_set = dedupe->count() > 0;
     o->max_replays_set = max_replays->count() > 0;
     o->max_keys_set = max_keys->count() > 0;
     o->filter_mib_set = filter_mib->count() > 0;
