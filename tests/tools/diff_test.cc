@@ -348,6 +348,14 @@ TEST_F(DiffTables, TablePipedToDevStdin) {
   EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/safer.text.expected")));
 }
 
+TEST_F(DiffTables, DashIsStandardInput) {
+  const CliResult r = run("- safer.rgt", "cat base.rgt");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("\nold - is a frozen table (checksum "), std::string::npos) << r.out;
+  EXPECT_EQ(body(r.out), body(read_file(kSourceDir + "/tests/data/diff/safer.text.expected")));
+}
+
 // Inputs diff cannot use exit 2 with nothing on stdout and a message that says what the input is
 // and what diff takes. A policy has no magic: its extension picks the language, so a policy
 // under a name without one (here /dev/stdin) is a usage error that says how to fix it.

@@ -114,7 +114,9 @@ bool load_side(const std::string& path, DiffSide* side) {
     if (table == nullptr) return report_table_failure(path, status);
     return lift_side(path, *table, side);
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // "-" is standard input, as for decide and explain (a duplicate, so the Closer below owns it).
+  const int fd = path == "-" ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                             : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
     return false;
@@ -422,7 +424,8 @@ Runner setup_diff(CLI::App& sub) {
       "Either side may be a frozen table (.rgt, or any file with the table magic), e.g. the table\n"
       "deployed in production: it is lifted back into the policy it decides like and diffed as "
       "one.\n"
-      "Each input is read once, so a FIFO or /dev/stdin works; a policy needs a .policy, .yaml or\n"
+      "Each input is read once, so a FIFO or /dev/stdin (or -) works; a policy needs a .policy, "
+      ".yaml or\n"
       ".yml name (its extension picks the language), a table is known by its magic.\n"
       "Exit: 0 no verb changes, 1 verb changes but no more dangerous effect, 3 some input gets a\n"
       "more dangerous effect (none < read < copy < create), 2 usage/I/O/policy errors, tables\n"
