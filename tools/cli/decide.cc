@@ -484,7 +484,7 @@ int run_decide(const DecideOptions& o) {
       char* w = buffer.room(p.end - p.begin + text.size());
       std::memcpy(w, scratch.data() + p.begin, p.end - p.begin);
       w += p.end - p.begin;
-      std::memcpy(w, text.data(), text.size());
+      if (!text.empty()) std::memcpy(w, text.data(), text.size());  // an empty view may be null
       buffer.commit(w + text.size());
       if (!o.audit.empty()) {
         std::string_view rule = "default";

@@ -140,7 +140,7 @@ void ByteBuffer::grow(size_t n) {
   size_t capacity = capacity_ * 2;
   if (capacity < size_ + n) capacity = size_ + n;
   std::unique_ptr<char[]> bigger(new char[capacity]);
-  std::memcpy(bigger.get(), data_.get(), size_);
+  if (size_ != 0) std::memcpy(bigger.get(), data_.get(), size_);  // data_ is null at first
   data_ = std::move(bigger);
   capacity_ = capacity;
 }

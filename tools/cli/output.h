@@ -48,6 +48,7 @@ class ByteBuffer {
   }
   void commit(const char* end) { size_ = static_cast<size_t>(end - data_.get()); }
   void append(const char* bytes, size_t n) {
+    if (n == 0) return;  // `bytes` may be null then (an empty view), which memcpy must not get
     std::memcpy(room(n), bytes, n);
     size_ += n;
   }
