@@ -333,17 +333,24 @@ void percentiles(benchmark::State& state, F&& decide_one) {
   state.counters["p99_ns"] = ns[kBatches * 99 / 100];
 }
 
+// The timed loop every decide benchmark shares: one decision per iteration over the 4,096 letters
+// in turn, then the percentiles from batches.
+template <typename F>
+void time_stream(benchmark::State& state, F&& decide_one) {
+  size_t at = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(decide_one(at));
+    at = (at + 1) & 4095;
+  }
+  percentiles(state, decide_one);
+}
+
 // decide() on prefilled Inputs: the timed loop is the call, as for the baselines on their
 // prebuilt GateInputs.
 void BM_Replaygate(benchmark::State& state) {
   Setup& s = setup(static_cast<size_t>(state.range(0)));
   auto one = [&](size_t i) { return s.table->decide(s.inputs[i]).verb; };
-  size_t at = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(one(at));
-    at = (at + 1) & 4095;
-  }
-  percentiles(state, one);
+  time_stream(state, one);
   state.counters["table_bytes"] = static_cast<double>(s.bytes.size());
 }
 
@@ -352,12 +359,7 @@ void BM_Replaygate(benchmark::State& state) {
 void BM_ReplaygateUnindexed(benchmark::State& state) {
   Setup& s = setup(static_cast<size_t>(state.range(0)));
   auto one = [&](size_t i) { return rg::decide_unindexed(*s.table, s.inputs[i]).verb; };
-  size_t at = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(one(at));
-    at = (at + 1) & 4095;
-  }
-  percentiles(state, one);
+  time_stream(state, one);
 }
 
 // Filling a reused Input from the letter (five setter calls), then decide(): what a worker does
@@ -369,34 +371,19 @@ void BM_ReplaygateFill(benchmark::State& state) {
     fill(in, s.letters[i]);
     return s.table->decide(in).verb;
   };
-  size_t at = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(one(at));
-    at = (at + 1) & 4095;
-  }
-  percentiles(state, one);
+  time_stream(state, one);
 }
 
 void BM_HandWritten(benchmark::State& state) {
   Setup& s = setup(0);
   auto one = [&](size_t i) { return hand_written(s.gate_inputs[i]).verb; };
-  size_t at = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(one(at));
-    at = (at + 1) & 4095;
-  }
-  percentiles(state, one);
+  time_stream(state, one);
 }
 
 void BM_UnorderedMap(benchmark::State& state) {
   Setup& s = setup(static_cast<size_t>(state.range(0)));
   auto one = [&](size_t i) { return map_gate(s.map, s.gate_inputs[i]).verb; };
-  size_t at = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(one(at));
-    at = (at + 1) & 4095;
-  }
-  percentiles(state, one);
+  time_stream(state, one);
 }
 
 // Table::load_bytes of each bench policy (verify and decode, then build the load-time index):
@@ -441,12 +428,7 @@ void BM_SharedTableDecide(benchmark::State& state) {
     auto guard = reader.acquire();
     return guard.table().decide(in).verb;
   };
-  size_t at = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(one(at));
-    at = (at + 1) & 4095;
-  }
-  percentiles(state, one);
+  time_stream(state, one);
   stop = true;
   if (reloader.joinable()) reloader.join();
   state.counters["reloads"] = static_cast<double>(reloads.load());
