@@ -499,10 +499,96 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
   return d;
 }
 
+// The kernel (DecideIndex::Kernel: at most eight fields, each a bool, an int of a few cuts or a
+// string no guard compares). Same contract and decisions as decide_fast, which it mirrors: one
+// state word checks every slot; one branch-free operation per bool, int and undictionaried
+// string reads Slot::i, folds its bounds into `bad` and ANDs its guard mask; the first table's
+// keys and dense cell are read without waiting for the masks (pure in-bounds reads whatever the
+// input: an absent or wrong-state slot holds an empty string, and every atom used as an index is
+// one the table has), then the lowest live rule picks the guard, the cell or the default. Any
+// input that is not plainly valid goes to decide_with<true>, before any rule's result is used.
+[[gnu::always_inline]] inline uint32_t kernel_key_atom(const Index& x, const Index::KernelTable& kt,
+                                                       uint32_t key, const Slot* slots,
+                                                       const uint32_t* atoms) noexcept {
+  if (!kt.key_lazy[key]) return atoms[kt.key_field[key]];
+  const Slot& slot = slots[kt.key_field[key]];
+  const uint32_t hit = small_lookup(x, kt.key_plan[key], slot.s);
+  uint32_t atom = hit == 0 ? 1 : hit;
+  if (slot.s.empty() && kt.key_empty[key] != Index::kNoEmptyRule) atom = kt.key_empty[key];
+  return slot.state == Slot::State::kString ? atom : 0;
+}
+
+Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
+  const Index& x = t.fast;
+  const Index::Kernel& k = x.kernel;
+  if (input.size() < k.field_count) [[unlikely]] {
+    return decide_with<true>(t, input);
+  }
+  uint64_t st;
+  __builtin_memcpy(&st, input.states(), 8);  // padded to 8 bytes (Input::states())
+  const uint64_t present = nonzero_bytes(st & ~0x0101010101010101ull);  // 0x80: state >= 2
+  uint64_t bad = nonzero_bytes(st ^ k.want_states) & (present | ~k.optional_bytes) & k.field_bytes;
+
+  const Slot* slots = input.slots();
+  uint32_t atoms[Index::kKernelFields];  // the table's atoms of the ops' fields
+  uint64_t live = k.all_rules;
+  for (uint32_t o = 0; o < k.op_count; ++o) {
+    const Index::KernelOp& op = k.ops[o];
+    const uint64_t v = static_cast<uint64_t>(slots[op.field].i);
+    const uint64_t here = (present >> (8 * op.field + 7)) & 1u;
+    uint32_t atom = 1;
+#pragma GCC unroll 8
+    for (uint32_t c = 0; c < Index::kKernelCuts; ++c) {
+      atom += static_cast<int64_t>(v) >= op.cut[c];
+    }
+    atom = here ? atom : 0;
+    bad |= here & (v - static_cast<uint64_t>(op.lo) > op.span);
+    live &= op.mask[atom];
+    atoms[op.field] = op.atom[atom];
+  }
+
+  uint32_t cell = 0;
+  const Index::KernelTable& kt = k.table;
+  if (kt.rule != Index::kNoRule) {
+    const uint32_t a0 = kernel_key_atom(x, kt, 0, slots, atoms);
+    const uint32_t a1 = kernel_key_atom(x, kt, 1, slots, atoms);
+    cell = x.dense_cells[kt.cell_begin + a0 * kt.stride + a1];
+  }
+  if (bad != 0) [[unlikely]] {
+    return decide_with<true>(t, input);
+  }
+
+  // The lowest live rule: a guard, the table whose cell was read, another table to look up, or
+  // the sentinel bit after the last rule (the default).
+  for (;;) {
+    const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
+    const uint32_t c = r == kt.rule ? cell : k.hot[r];
+    if (c == Index::kDefaultCell) {
+      Decision d;
+      d.verb = k.default_verb;
+      d.kind = DecisionKind::kDefault;
+      return d;
+    }
+    if (c != 0) {
+      Decision d;
+      d.kind = DecisionKind::kRule;
+      d.rule = (c >> Index::kCellVerbBits) - 1;
+      d.verb = c & ((1u << Index::kCellVerbBits) - 1);
+      return d;
+    }
+    if (r != kt.rule) {
+      const Decision row = lookup_table_fast(t, r, slots, atoms);
+      if (row.kind == DecisionKind::kRule) return row;
+    }
+    live &= live - 1;
+  }
+}
+
 }  // namespace
 
 Decision Table::decide(const Input& input) const noexcept {
   const Impl& t = *impl_;
+  if (t.fast.kernel.enabled) return decide_kernel(t, input);
   if (t.fast.fast_path) return decide_fast(t, input);
   return t.fast.built ? decide_with<true>(t, input) : decide_with<false>(t, input);
 }
@@ -535,6 +621,8 @@ DecideIndexStats decide_index_stats(const Table& table) noexcept {
   s.dense_cells = t.fast.dense_cells.size();
   s.guard_masks = t.fast.masked;
   s.fast_path = t.fast.fast_path;
+  s.kernel = t.fast.kernel.enabled;
+  s.kernel_table = t.fast.kernel.enabled && t.fast.kernel.table.rule != Index::kNoRule;
   return s;
 }
 

@@ -320,6 +320,91 @@ void build_fast_path(const Table::Impl& t, Index& x) {
   }
 }
 
+// The kernel (DecideIndex::Kernel), when the policy fits it: the fast path's checks and lists
+// restated as fixed-size ops. Called after the guard masks, the fast path and the dense matrices.
+void build_kernel(const Table::Impl& t, Index& x) {
+  Index::Kernel& k = x.kernel;
+  const uint32_t n = static_cast<uint32_t>(x.fields.size());
+  if (!x.fast_path || n == 0 || n > Index::kKernelFields || t.rules.size() >= 64) return;
+  for (const Index::FieldPlan& plan : x.fields) {
+    const bool fits = plan.kind == Index::Kind::kBool || plan.kind == Index::Kind::kStringNoDict ||
+                      plan.kind == Index::Kind::kStringLazy ||
+                      (plan.kind == Index::Kind::kInt && plan.cut_count <= Index::kKernelCuts);
+    if (!fits) return;
+  }
+  // Guards' decisions are packed like dense cells; kDefaultCell is never one of them.
+  if (t.verbs.size() > (1u << Index::kCellVerbBits) ||
+      t.catalog.size() >= (1u << (32 - Index::kCellVerbBits)) - 1) {
+    return;
+  }
+  k.field_count = n;
+  k.want_states = x.want_states[0];
+  k.optional_bytes = x.optional_bytes[0];
+  k.field_bytes = x.field_bytes[0];
+  k.all_rules = x.all_rules | uint64_t{1} << t.rules.size();
+  k.default_verb = t.default_verb;
+  for (uint32_t f = 0; f < n; ++f) {
+    const Index::FieldPlan& plan = x.fields[f];
+    const bool lazy = plan.kind == Index::Kind::kStringLazy;
+    if (lazy) k.lazy_field[k.lazy_count++] = f;
+    // A lazy field needs an op only to reject an empty value.
+    if (lazy && plan.empty_atom != Index::kInvalidAtom) continue;
+    Index::KernelOp& op = k.ops[k.op_count++];
+    op.field = f;
+    for (int64_t& cut : op.cut) cut = INT64_MAX;
+    // The table's atom of each kernel atom; kernel atoms a value cannot reach get a valid one.
+    uint32_t atom[Index::kKernelAtoms] = {};
+    if (plan.kind == Index::Kind::kInt) {
+      op.lo = plan.min;
+      op.span = static_cast<uint64_t>(plan.max) - static_cast<uint64_t>(plan.min);
+      for (uint32_t c = 0; c < plan.cut_count; ++c) op.cut[c] = t.cuts[plan.cut_begin + c];
+      // Padding cuts count only for INT64_MAX, which every real cut is at most.
+      for (uint32_t a = 1; a < Index::kKernelAtoms; ++a) atom[a] = std::min(a, plan.cut_count + 1);
+    } else if (plan.kind == Index::Kind::kBool) {
+      op.lo = 0;
+      op.span = 1;
+      op.cut[0] = 1;  // false 1, true 2
+      for (uint32_t a = 1; a < Index::kKernelAtoms; ++a) atom[a] = std::min(a, 2u);
+    } else {  // a string's size: empty 1, else 2
+      const bool empty_invalid = plan.empty_atom == Index::kInvalidAtom;
+      op.lo = empty_invalid ? 1 : 0;
+      op.span = static_cast<uint64_t>(INT64_MAX) - static_cast<uint64_t>(op.lo);
+      op.cut[0] = 1;
+      const uint32_t empty = plan.empty_atom == Index::kNoEmptyRule ? 1
+                             : empty_invalid                        ? 0
+                                                                    : plan.empty_atom;
+      atom[1] = empty;
+      for (uint32_t a = 2; a < Index::kKernelAtoms; ++a) atom[a] = 1;  // "other"
+    }
+    for (uint32_t a = 0; a < Index::kKernelAtoms; ++a) {
+      op.atom[a] = atom[a];
+      op.mask[a] = plan.mask_begin == Index::kNoMask ? ~uint64_t{0}
+                                                     : x.rule_masks[plan.mask_begin + atom[a]];
+    }
+  }
+  for (uint32_t r = 0; r < t.rules.size(); ++r) {
+    if (!t.rules[r].is_table) {
+      k.hot[r] = ((x.guards[r].catalog + 1) << Index::kCellVerbBits) | x.guards[r].verb;
+      continue;
+    }
+    if (k.table.rule != Index::kNoRule) continue;
+    const Index::Dense& dense = x.dense[r];
+    if (!dense.enabled || dense.key_count != 2) continue;
+    k.table.rule = r;
+    k.table.cell_begin = dense.cell_begin;
+    k.table.stride = dense.stride[0];
+    for (uint32_t key = 0; key < 2; ++key) {
+      const Index::FieldPlan& plan = x.fields[dense.key_field[key]];
+      k.table.key_field[key] = dense.key_field[key];
+      k.table.key_lazy[key] = plan.kind == Index::Kind::kStringLazy;
+      k.table.key_plan[key] = plan;
+      k.table.key_empty[key] = plan.empty_atom == Index::kInvalidAtom ? 0 : plan.empty_atom;
+    }
+  }
+  k.hot[t.rules.size()] = Index::kDefaultCell;
+  k.enabled = true;
+}
+
 }  // namespace
 
 void build_decide_index(Table::Impl& t) {
@@ -354,6 +439,7 @@ void build_decide_index(Table::Impl& t) {
   for (uint32_t r = 0; r < t.rules.size() && packable; ++r) {
     if (t.rules[r].is_table) build_dense(t, r, x, total_cells);
   }
+  build_kernel(t, x);
   x.built = true;
 }
 

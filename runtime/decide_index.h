@@ -95,6 +95,63 @@ struct DecideIndex {
   std::vector<FastBool> fast_bools;
   std::vector<uint32_t> fast_ints;     // kInt and kIntSearch: bounds, then the cuts
   std::vector<uint32_t> fast_planned;  // kStringDict and kEnum: the small-dictionary lookup
+  // The kernel (decide.cc, decide_kernel): decide_fast's work for a policy of at most
+  // kKernelFields fields and fewer than 64 rules whose fields are all bools, ints of at most
+  // kKernelCuts cuts, and strings without guard-read dictionaries (kStringNoDict, kStringLazy),
+  // in one fixed-size struct (no vector to reload, no per-kind lists, no 4 KiB atoms array).
+  // Every bool, int and undictionaried string is the same operation on one number, Slot::i (an
+  // int's value, a bool's 0 or 1, a string's size): absent (an unset or null slot) is kernel atom
+  // 0; else it must lie in [lo, lo + span] (one unsigned compare: an int's bounds, a bool's
+  // [0, 1], a string's [1, max] when an empty value is invalid, else [0, max]) and its kernel
+  // atom is 1 + the number of cuts <= it (padding cuts are INT64_MAX). A bool is an int with the
+  // cut 1, a string its size with the cut 1 (empty, then not), so the one operation covers them.
+  static constexpr uint32_t kKernelFields = 8, kKernelCuts = 4, kKernelAtoms = kKernelCuts + 2;
+  struct KernelOp {
+    uint32_t field = 0;
+    int64_t lo = 0;
+    uint64_t span = 0;
+    int64_t cut[kKernelCuts] = {};
+    // By kernel atom: the rules it leaves possible (all bits set when no guard reads the field),
+    // and the table's atom of the field (what a table key reads).
+    uint64_t mask[kKernelAtoms] = {};
+    uint32_t atom[kKernelAtoms] = {};
+  };
+  // A table rule's lookup in the kernel, for the first table rule when it has a dense matrix of
+  // two keys: both keys' atoms (a lookup of a kStringLazy key, else the op's atom) and the cell
+  // are computed before the guard masks are combined, so their loads overlap the guard work.
+  struct KernelTable {
+    uint32_t rule = kNoRule;  // kNoRule: no such table (the first table rule, if any, is looked
+                              // up after the masks, like any other)
+    uint32_t cell_begin = 0, stride = 0;
+    uint32_t key_field[2] = {};
+    bool key_lazy[2] = {};
+    // A lazy key's plan (its small-dictionary index) and the atom of an empty value: the plan's
+    // empty_atom, 0 in place of kInvalidAtom (the field's op then fails validation, and the
+    // cell read stays in bounds), or kNoEmptyRule.
+    FieldPlan key_plan[2];
+    uint32_t key_empty[2] = {};
+  };
+  struct Kernel {
+    bool enabled = false;
+    uint32_t field_count = 0;
+    // The slot-state check of decide_fast for the one state word (see want_states).
+    uint64_t want_states = 0, optional_bytes = 0, field_bytes = 0;
+    uint64_t all_rules = 0;  // the rule bits and a sentinel bit at the rule count
+    uint32_t op_count = 0;
+    KernelOp ops[kKernelFields];
+    uint32_t lazy_count = 0;  // kStringLazy fields (their plans are in fields)
+    uint32_t lazy_field[kKernelFields] = {};
+    KernelTable table;
+    // By rule index: a guard's packed decision (as a dense cell), 0 for a table rule (look it
+    // up); at the rule count (the sentinel bit), kDefaultCell.
+    uint32_t hot[65] = {};
+    uint32_t default_verb = 0;
+  };
+  static constexpr uint32_t kNoRule = 0xFFFFFFFFu;
+  // The kernel's packed "no rule matched: the default verb" (never a dense cell: see
+  // kCellVerbBits).
+  static constexpr uint32_t kDefaultCell = 0xFFFFFFFFu;
+
   // A guard's decision, by rule index (guards only): its catalog index and verb.
   struct GuardHot {
     uint32_t catalog = 0, verb = 0;
@@ -145,6 +202,7 @@ struct DecideIndex {
   std::vector<GuardHot> guards;       // by rule index; meaningful for guards
   std::vector<Dense> dense;
   std::vector<uint32_t> dense_cells;
+  Kernel kernel;  // last: the members above keep the offsets decide_fast was tuned with
 };
 
 // Values up to this many bytes are determined by their size and string_words().
@@ -217,8 +275,10 @@ struct DecideIndexStats {
   uint32_t dense_tables = 0;       // table rules decided by a dense matrix
   uint32_t probed_tables = 0;      // table rules left to the hash probes
   uint64_t dense_cells = 0;
-  bool guard_masks = false;  // guards decided by per-field rule masks (at most 64 rules)
-  bool fast_path = false;    // decide() takes the fast path (DecideIndex::fast_path)
+  bool guard_masks = false;   // guards decided by per-field rule masks (at most 64 rules)
+  bool fast_path = false;     // decide() takes the fast path (DecideIndex::fast_path)
+  bool kernel = false;        // ... through its fixed-size kernel (DecideIndex::Kernel)
+  bool kernel_table = false;  // the kernel reads a two-key dense table before the guard masks
 };
 DecideIndexStats decide_index_stats(const Table& table) noexcept;
 

@@ -1372,13 +1372,13 @@ void Input::set(uint32_t field, const Slot& slot) noexcept {
   states_[field] = static_cast<uint8_t>(slot.state);
 }
 void Input::set_string(uint32_t field, std::string_view value) noexcept {
-  set(field, Slot{Slot::State::kString, false, 0, value});
+  set(field, Slot{Slot::State::kString, false, static_cast<int64_t>(value.size()), value});
 }
 void Input::set_int(uint32_t field, int64_t value) noexcept {
   set(field, Slot{Slot::State::kInt, false, value, {}});
 }
 void Input::set_bool(uint32_t field, bool value) noexcept {
-  set(field, Slot{Slot::State::kBool, value, 0, {}});
+  set(field, Slot{Slot::State::kBool, value, value ? 1 : 0, {}});
 }
 void Input::set_null(uint32_t field) noexcept {
   set(field, Slot{Slot::State::kNull, false, 0, {}});

@@ -102,8 +102,10 @@ class Input {
     enum class State : uint8_t { kUnset = 0, kNull, kString, kInt, kBool, kInvalid };
     State state = State::kUnset;
     bool b = false;
+    // The int's value; also a string's size and a bool's 0 or 1 (0 in the other states), so
+    // decide() reads one number per bool, int or string field (runtime/decide.cc, the kernel).
     int64_t i = 0;
-    std::string_view s;
+    std::string_view s;  // empty unless kString
   };
   const Slot* slots() const noexcept { return slots_.data(); }
   size_t size() const noexcept { return slots_.size(); }

@@ -565,5 +565,140 @@ TEST(DecideIndex, ImperfectDictionaryAgrees) {
   }
 }
 
+// The kernel (DecideIndex::Kernel): every field kind it takes, through its one operation per
+// field and its early table read, on every combination of edge values: ints at INT64_MIN and
+// INT64_MAX (a cut at INT64_MAX, where the kernel's padding cuts also count), an unbounded int
+// (the whole range), bounds, a required string whose empty value is invalid (a lazy table key),
+// an optional one whose empty value is absent (a guard reads it), an empty string that is a
+// dictionary value, an int table key, a second table (looked up after the masks), guards before,
+// between and after the tables, and wrong states, unset, null and unreadable slots everywhere.
+ir::CheckedPolicy kernel_policy(int extra_cut) {
+  ir::CheckedPolicy c;
+  ir::Policy& p = c.policy;
+  p.id = "kernel";
+  p.revision = 1;
+  // level: cuts 0, 10, 100 (+ extra_cut), INT64_MAX (+ 1000 when extra_cut); no bounds.
+  p.fields = {string_field("code", false, true),
+              int_field("level", std::nullopt, std::nullopt),
+              bool_field("flag", true),
+              string_field("note", true, true),
+              string_field("zone", true),
+              int_field("size", 0, std::nullopt)};  // cuts 0 (its min), 1, 2, 3
+  p.verbs = {verb("never", ir::Effect::kNone, ""), verb("go", ir::Effect::kCreate, ""),
+             verb("hold", ir::Effect::kNone, "")};
+  p.default_verb = 2;
+  p.default_reason = "none";
+  p.rules.push_back(guard("top", {cond(1, ir::Op::kGe, {I(kMax)})}, 1, "r"));
+  ir::Table t1;
+  t1.id = "codes";
+  t1.key_fields = {0, 4};
+  t1.rows.push_back(row(t1.id, {S("A"), std::nullopt}, 1));
+  t1.rows.push_back(row(t1.id, {S("A"), S("z1")}, 0));
+  t1.rows.push_back(row(t1.id, {S("B"), S("z2")}, 1));
+  t1.rows.push_back(row(t1.id, {S("C"), S("")}, 1));
+  t1.rows.push_back(row(t1.id, {std::nullopt, S("z2")}, 0));
+  p.rules.push_back(t1);
+  p.rules.push_back(guard("flagged", {cond(2, ir::Op::kEq, {B(true)})}, 0, "r"));
+  p.rules.push_back(guard("low", {cond(3, ir::Op::kAbsent), cond(1, ir::Op::kLt, {I(0)})}, 2, "r"));
+  ir::Table t2;
+  t2.id = "sizes";
+  t2.key_fields = {5, 0};
+  t2.rows.push_back(row(t2.id, {I(1), S("A")}, 0));
+  t2.rows.push_back(row(t2.id, {I(2), std::nullopt}, 1));
+  p.rules.push_back(t2);
+  p.rules.push_back(guard("mid", {cond(1, ir::Op::kGe, {I(10)})}, 1, "r"));
+  p.rules.push_back(guard("high", {cond(1, ir::Op::kGe, {I(100 + extra_cut)})}, 0, "r"));
+  if (extra_cut != 0) p.rules.push_back(guard("higher", {cond(1, ir::Op::kGe, {I(1000)})}, 0, "r"));
+  return c;
+}
+
+TEST(DecideIndex, KernelAgreesOnEveryEdgeCombination) {
+  auto table = load_lowered(kernel_policy(0));
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  ASSERT_TRUE(s.fast_path);
+  ASSERT_TRUE(s.kernel);
+  ASSERT_TRUE(s.kernel_table);   // codes: two lazy string keys, a dense matrix
+  EXPECT_EQ(s.lazy_fields, 2u);  // code and zone
+  EXPECT_EQ(s.dense_tables, 2u);
+  const size_t n = compare_all(
+      *table, {{str("A"), str("B"), str("C"), str(""), str("Z"), kUnset, kNull, kBad, num(1)},
+               {num(kMin), num(-1), num(0), num(9), num(10), num(99), num(100), num(kMax - 1),
+                num(kMax), kUnset, str("1"), flag(true)},
+               {flag(true), flag(false), kUnset, kNull, kBad, num(1)},
+               {str(""), str("n"), kUnset, flag(true)},
+               {str("z1"), str("z2"), str(""), str("zz"), kUnset, kBad},
+               {num(-1), num(0), num(1), num(2), num(9), num(10), kUnset, kNull}});
+  EXPECT_EQ(n, 9u * 12u * 6u * 4u * 6u * 8u);
+
+  // Spot checks of each way out of the kernel.
+  Input in(*table);
+  auto letter = [&](int64_t level) {
+    in.clear();
+    in.set_string(0, "A");
+    in.set_int(1, level);
+    in.set_string(3, "n");
+    in.set_string(4, "z1");
+    in.set_int(5, 1);
+  };
+  letter(kMax);
+  EXPECT_EQ(table->rule_id(expect_same(*table, in, "top").rule), "top");
+  letter(5);
+  EXPECT_EQ(table->rule_id(expect_same(*table, in, "codes").rule), "codes:A/z1");
+  letter(5);
+  in.set_string(0, "B");
+  in.set_int(5, 2);
+  EXPECT_EQ(table->rule_id(expect_same(*table, in, "sizes").rule), "sizes:2/*");
+  letter(50);
+  in.set_string(0, "Z");
+  in.set_int(5, 3);
+  EXPECT_EQ(table->rule_id(expect_same(*table, in, "mid").rule), "mid");
+  letter(5);
+  in.set_string(0, "Z");
+  in.set_int(5, 3);
+  Decision d = expect_same(*table, in, "default");
+  EXPECT_EQ(d.kind, DecisionKind::kDefault);
+  EXPECT_EQ(d.verb, 2u);
+  // An empty code is invalid (required, empty counts as absent), even where a guard would decide
+  // and a later field is bad too.
+  letter(kMax);
+  in.set_string(0, "");
+  in.set_int(5, 10);
+  d = expect_same(*table, in, "empty code");
+  EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+  EXPECT_EQ(d.invalid_field, 0u);
+}
+
+// Past the kernel's limits (an int with five cuts; more than eight fields): the fast path
+// without the kernel, with the same decisions.
+TEST(DecideIndex, PoliciesPastTheKernelKeepTheFastPath) {
+  auto table = load_lowered(kernel_policy(1));  // level: cuts 0, 10, 101, 1000, INT64_MAX
+  ASSERT_NE(table, nullptr);
+  DecideIndexStats s = decide_index_stats(*table);
+  EXPECT_TRUE(s.fast_path);
+  EXPECT_FALSE(s.kernel);
+  compare_all(*table, {{str("A"), str("Z"), str(""), kUnset},
+                       {num(kMin), num(-1), num(0), num(10), num(101), num(1000), num(kMax)},
+                       {flag(true), kUnset},
+                       {str(""), str("n")},
+                       {str("z1"), str("z2")},
+                       {num(1), num(2), kUnset}});
+  ir::CheckedPolicy wide = reference_gate();
+  for (int i = 0; i < 3; ++i)
+    wide.policy.fields.push_back(int_field("x" + std::to_string(i), 0, 9));
+  wide.source.rules.clear();
+  wide.source.conditions.clear();
+  wide.source.rows.clear();
+  auto big = load_lowered(wide);
+  ASSERT_NE(big, nullptr);
+  s = decide_index_stats(*big);
+  EXPECT_TRUE(s.fast_path);
+  EXPECT_FALSE(s.kernel);  // nine fields
+  auto gate = load_lowered(reference_gate());
+  ASSERT_NE(gate, nullptr);
+  EXPECT_TRUE(decide_index_stats(*gate).kernel);
+  EXPECT_TRUE(decide_index_stats(*gate).kernel_table);
+}
+
 }  // namespace
 }  // namespace replaygate
