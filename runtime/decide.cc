@@ -5,7 +5,9 @@
 // interned atoms live in a stack array of format::kMaxFields. Every field is validated before
 // any rule runs, and the first bad field (in field order) is the one reported.
 //
-// Three paths with the same decisions: the indexed one (decide_with<true>) plans each field at
+// Four paths with the same decisions: the kernel (decide_kernel, for policies of at most eight
+// simple fields: decide_fast's checks in one fixed-size struct, one uniform op per field); the
+// indexed one (decide_with<true>) plans each field at
 // load (the Input slot state that takes the fast path; strings without dictionary entries are
 // not hashed; small dictionaries use a cheap hash whose hit is confirmed byte for byte) and reads
 // a dense (key atoms -> row) matrix for small tables; the fast path (decide_fast, for policies
@@ -501,12 +503,12 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
 
 // The kernel (DecideIndex::Kernel: at most eight fields, each a bool, an int of a few cuts or a
 // string no guard compares). Same contract and decisions as decide_fast, which it mirrors: one
-// state word checks every slot; one branch-free operation per bool, int and undictionaried
-// string reads Slot::i, folds its bounds into `bad` and ANDs its guard mask; the first table's
-// keys and dense cell are read without waiting for the masks (pure in-bounds reads whatever the
-// input: an absent or wrong-state slot holds an empty string, and every atom used as an index is
-// one the table has), then the lowest live rule picks the guard, the cell or the default. Any
-// input that is not plainly valid goes to decide_with<true>, before any rule's result is used.
+// state word checks every slot; one operation per bool, int and undictionaried string reads
+// Slot::i, folds its bounds into `bad` (one unsigned compare) and ANDs its guard mask; any input
+// that is not plainly valid then goes to decide_with<true>, before any rule's result is used;
+// else the lowest live rule picks a guard's packed decision, the first table's dense cell (its
+// lazy keys looked up only then), another table's lookup, or the default (a sentinel bit past
+// the last rule). kCuts: the cuts compared per op (DecideIndex::Kernel::cut_width).
 [[gnu::always_inline]] inline uint32_t kernel_key_atom(const Index& x, const Index::KernelTable& kt,
                                                        uint32_t key, const Slot* slots,
                                                        const uint32_t* atoms) noexcept {
@@ -518,6 +520,7 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
   return slot.state == Slot::State::kString ? atom : 0;
 }
 
+template <uint32_t kCuts>
 Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
   const Index& x = t.fast;
   const Index::Kernel& k = x.kernel;
@@ -532,13 +535,15 @@ Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
   const Slot* slots = input.slots();
   uint32_t atoms[Index::kKernelFields];  // the table's atoms of the ops' fields
   uint64_t live = k.all_rules;
-  for (uint32_t o = 0; o < k.op_count; ++o) {
-    const Index::KernelOp& op = k.ops[o];
-    const uint64_t v = static_cast<uint64_t>(slots[op.field].i);
-    const uint64_t here = (present >> (8 * op.field + 7)) & 1u;
+  for (const Index::KernelOp *op_at = k.ops, *op_end = k.ops + k.op_count; op_at != op_end;
+       ++op_at) {
+    const Index::KernelOp& op = *op_at;
+    const Slot& slot = slots[op.field];
+    const uint64_t v = static_cast<uint64_t>(slot.i);
+    const uint64_t here = slot.state >= Slot::State::kString;
     uint32_t atom = 1;
 #pragma GCC unroll 8
-    for (uint32_t c = 0; c < Index::kKernelCuts; ++c) {
+    for (uint32_t c = 0; c < kCuts; ++c) {
       atom += static_cast<int64_t>(v) >= op.cut[c];
     }
     atom = here ? atom : 0;
@@ -547,13 +552,7 @@ Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
     atoms[op.field] = op.atom[atom];
   }
 
-  uint32_t cell = 0;
   const Index::KernelTable& kt = k.table;
-  if (kt.rule != Index::kNoRule) {
-    const uint32_t a0 = kernel_key_atom(x, kt, 0, slots, atoms);
-    const uint32_t a1 = kernel_key_atom(x, kt, 1, slots, atoms);
-    cell = x.dense_cells[kt.cell_begin + a0 * kt.stride + a1];
-  }
   if (bad != 0) [[unlikely]] {
     return decide_with<true>(t, input);
   }
@@ -562,7 +561,12 @@ Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
   // the sentinel bit after the last rule (the default).
   for (;;) {
     const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
-    const uint32_t c = r == kt.rule ? cell : k.hot[r];
+    uint32_t c = k.hot[r];
+    if (r == kt.rule) {
+      const uint32_t a0 = kernel_key_atom(x, kt, 0, slots, atoms);
+      const uint32_t a1 = kernel_key_atom(x, kt, 1, slots, atoms);
+      c = x.dense_cells[kt.cell_begin + a0 * kt.stride + a1];
+    }
     if (c == Index::kDefaultCell) {
       Decision d;
       d.verb = k.default_verb;
@@ -588,7 +592,16 @@ Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
 
 Decision Table::decide(const Input& input) const noexcept {
   const Impl& t = *impl_;
-  if (t.fast.kernel.enabled) return decide_kernel(t, input);
+  if (t.fast.kernel.enabled) {
+    switch (t.fast.kernel.cut_width) {
+      case 1:
+        return decide_kernel<1>(t, input);
+      case 2:
+        return decide_kernel<2>(t, input);
+      default:
+        return decide_kernel<Index::kKernelCuts>(t, input);
+    }
+  }
   if (t.fast.fast_path) return decide_fast(t, input);
   return t.fast.built ? decide_with<true>(t, input) : decide_with<false>(t, input);
 }

@@ -327,9 +327,10 @@ void build_kernel(const Table::Impl& t, Index& x) {
   const uint32_t n = static_cast<uint32_t>(x.fields.size());
   if (!x.fast_path || n == 0 || n > Index::kKernelFields || t.rules.size() >= 64) return;
   for (const Index::FieldPlan& plan : x.fields) {
-    const bool fits = plan.kind == Index::Kind::kBool || plan.kind == Index::Kind::kStringNoDict ||
-                      plan.kind == Index::Kind::kStringLazy ||
-                      (plan.kind == Index::Kind::kInt && plan.cut_count <= Index::kKernelCuts);
+    const bool fits =
+        plan.kind == Index::Kind::kBool || plan.kind == Index::Kind::kStringNoDict ||
+        plan.kind == Index::Kind::kStringLazy ||
+        plan.kind == Index::Kind::kInt;  // kIntSearch: more cuts than the kernel takes
     if (!fits) return;
   }
   // Guards' decisions are packed like dense cells; kDefaultCell is never one of them.
@@ -343,6 +344,7 @@ void build_kernel(const Table::Impl& t, Index& x) {
   k.field_bytes = x.field_bytes[0];
   k.all_rules = x.all_rules | uint64_t{1} << t.rules.size();
   k.default_verb = t.default_verb;
+  uint32_t width = 0;  // the most cuts an op keeps
   for (uint32_t f = 0; f < n; ++f) {
     const Index::FieldPlan& plan = x.fields[f];
     const bool lazy = plan.kind == Index::Kind::kStringLazy;
@@ -351,37 +353,58 @@ void build_kernel(const Table::Impl& t, Index& x) {
     if (lazy && plan.empty_atom != Index::kInvalidAtom) continue;
     Index::KernelOp& op = k.ops[k.op_count++];
     op.field = f;
-    for (int64_t& cut : op.cut) cut = INT64_MAX;
-    // The table's atom of each kernel atom; kernel atoms a value cannot reach get a valid one.
-    uint32_t atom[Index::kKernelAtoms] = {};
+    // The field as bounds [lo, hi], its cuts and the table's atom of each "virtual" atom
+    // (1 + the number of those cuts <= the value), before the cuts at or below lo (every valid
+    // value counts them) and above hi (none does) are dropped.
+    int64_t hi = INT64_MAX;
+    std::vector<int64_t> cuts;
+    std::vector<uint32_t> virt;  // the table's atom of virtual atom a >= 1 (index a - 1)
     if (plan.kind == Index::Kind::kInt) {
       op.lo = plan.min;
-      op.span = static_cast<uint64_t>(plan.max) - static_cast<uint64_t>(plan.min);
-      for (uint32_t c = 0; c < plan.cut_count; ++c) op.cut[c] = t.cuts[plan.cut_begin + c];
-      // Padding cuts count only for INT64_MAX, which every real cut is at most.
-      for (uint32_t a = 1; a < Index::kKernelAtoms; ++a) atom[a] = std::min(a, plan.cut_count + 1);
+      hi = plan.max;
+      for (uint32_t c = 0; c < plan.cut_count; ++c) cuts.push_back(t.cuts[plan.cut_begin + c]);
+      for (uint32_t a = 1; a <= plan.cut_count + 1; ++a) virt.push_back(a);
     } else if (plan.kind == Index::Kind::kBool) {
       op.lo = 0;
-      op.span = 1;
-      op.cut[0] = 1;  // false 1, true 2
-      for (uint32_t a = 1; a < Index::kKernelAtoms; ++a) atom[a] = std::min(a, 2u);
-    } else {  // a string's size: empty 1, else 2
+      hi = 1;
+      cuts = {1};  // false 1, true 2
+      virt = {1, 2};
+    } else {  // a string's size: empty, then not
       const bool empty_invalid = plan.empty_atom == Index::kInvalidAtom;
       op.lo = empty_invalid ? 1 : 0;
-      op.span = static_cast<uint64_t>(INT64_MAX) - static_cast<uint64_t>(op.lo);
-      op.cut[0] = 1;
+      cuts = {1};
       const uint32_t empty = plan.empty_atom == Index::kNoEmptyRule ? 1
-                             : empty_invalid                        ? 0
+                             : empty_invalid                        ? 0  // never used: invalid
                                                                     : plan.empty_atom;
-      atom[1] = empty;
-      for (uint32_t a = 2; a < Index::kKernelAtoms; ++a) atom[a] = 1;  // "other"
+      virt = {empty, 1};  // 1: "other"
     }
+    op.span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(op.lo);
+    uint32_t dropped = 0;
+    std::vector<int64_t> kept;
+    for (const int64_t cut : cuts) {
+      if (cut <= op.lo) {
+        ++dropped;
+      } else if (cut <= hi) {
+        kept.push_back(cut);
+      }
+    }
+    if (kept.size() > Index::kKernelCuts) {
+      k = Index::Kernel{};
+      return;
+    }
+    width = std::max<uint32_t>(width, static_cast<uint32_t>(kept.size()));
+    for (uint32_t c = 0; c < Index::kKernelCuts; ++c)
+      op.cut[c] = c < kept.size() ? kept[c] : INT64_MAX;
+    // Kernel atom a >= 1 is virtual atom a + dropped; padding cuts (INT64_MAX) count only for
+    // INT64_MAX, which every real cut is at most, so larger kernel atoms take the last one.
     for (uint32_t a = 0; a < Index::kKernelAtoms; ++a) {
-      op.atom[a] = atom[a];
-      op.mask[a] = plan.mask_begin == Index::kNoMask ? ~uint64_t{0}
-                                                     : x.rule_masks[plan.mask_begin + atom[a]];
+      const uint32_t atom = a == 0 ? 0 : virt[std::min<size_t>(a - 1 + dropped, virt.size() - 1)];
+      op.atom[a] = atom;
+      op.mask[a] =
+          plan.mask_begin == Index::kNoMask ? ~uint64_t{0} : x.rule_masks[plan.mask_begin + atom];
     }
   }
+  k.cut_width = width <= 1 ? 1 : width <= 2 ? 2 : 4;
   for (uint32_t r = 0; r < t.rules.size(); ++r) {
     if (!t.rules[r].is_table) {
       k.hot[r] = ((x.guards[r].catalog + 1) << Index::kCellVerbBits) | x.guards[r].verb;

@@ -26,6 +26,9 @@
 //  * Fast path (fast_path): per-8-field state words and per-kind work lists, so decide() checks
 //    slot states eight at a time and defers the lookup of string fields only tables read
 //    (Kind::kStringLazy).
+//  * Kernel (kernel): the fast path for policies of at most 8 fields of simple kinds, in one
+//    fixed-size struct: one state word, one op per bool, int and undictionaried string, the
+//    first two-key dense table read inline.
 #pragma once
 
 #include <cstddef>
@@ -96,15 +99,19 @@ struct DecideIndex {
   std::vector<uint32_t> fast_ints;     // kInt and kIntSearch: bounds, then the cuts
   std::vector<uint32_t> fast_planned;  // kStringDict and kEnum: the small-dictionary lookup
   // The kernel (decide.cc, decide_kernel): decide_fast's work for a policy of at most
-  // kKernelFields fields and fewer than 64 rules whose fields are all bools, ints of at most
-  // kKernelCuts cuts, and strings without guard-read dictionaries (kStringNoDict, kStringLazy),
-  // in one fixed-size struct (no vector to reload, no per-kind lists, no 4 KiB atoms array).
-  // Every bool, int and undictionaried string is the same operation on one number, Slot::i (an
-  // int's value, a bool's 0 or 1, a string's size): absent (an unset or null slot) is kernel atom
-  // 0; else it must lie in [lo, lo + span] (one unsigned compare: an int's bounds, a bool's
-  // [0, 1], a string's [1, max] when an empty value is invalid, else [0, max]) and its kernel
-  // atom is 1 + the number of cuts <= it (padding cuts are INT64_MAX). A bool is an int with the
-  // cut 1, a string its size with the cut 1 (empty, then not), so the one operation covers them.
+  // kKernelFields fields and fewer than 64 rules whose fields are all bools, ints with at most
+  // kKernelCuts cuts strictly inside their bounds, and strings without guard-read dictionaries
+  // (kStringNoDict, kStringLazy), in one fixed-size struct (no vector to reload, no per-kind
+  // lists, no 4 KiB atoms array). Every bool, int and undictionaried string is the same
+  // operation on one number, Slot::i (an int's value, a bool's 0 or 1, a string's size): absent
+  // (an unset or null slot) is kernel atom 0; else it must lie in [lo, lo + span] (one unsigned
+  // compare: an int's bounds, a bool's [0, 1], a string's [1, max] when an empty value is
+  // invalid, else [0, max]) and its kernel atom is 1 + the number of cuts <= it. A bool is an
+  // int with the cut 1, a string its size with the cut 1 (empty, then not), so the one operation
+  // covers them. Cuts at or below lo (every valid value is past them: the table's atom is
+  // shifted instead) and above the upper bound (no valid value reaches them) are left out, and
+  // decide() compares only cut_width cuts per op (1, 2 or 4, the most any op keeps; padding cuts
+  // are INT64_MAX, which only INT64_MAX reaches: its kernel atom maps to the last atom).
   static constexpr uint32_t kKernelFields = 8, kKernelCuts = 4, kKernelAtoms = kKernelCuts + 2;
   struct KernelOp {
     uint32_t field = 0;
@@ -116,9 +123,11 @@ struct DecideIndex {
     uint64_t mask[kKernelAtoms] = {};
     uint32_t atom[kKernelAtoms] = {};
   };
-  // A table rule's lookup in the kernel, for the first table rule when it has a dense matrix of
-  // two keys: both keys' atoms (a lookup of a kStringLazy key, else the op's atom) and the cell
-  // are computed before the guard masks are combined, so their loads overlap the guard work.
+  // The first table rule, when it has a dense matrix of two keys: the kernel reads its keys'
+  // atoms (a lookup of a kStringLazy key, else the op's atom) and its cell inline, when the
+  // masks leave it the lowest live rule. (Reading them before the masks were combined, so the
+  // loads would overlap the guard work, measured ~2 ns slower: letters a guard decides then
+  // pay both lookups.)
   struct KernelTable {
     uint32_t rule = kNoRule;  // kNoRule: no such table (the first table rule, if any, is looked
                               // up after the masks, like any other)
@@ -133,6 +142,7 @@ struct DecideIndex {
   };
   struct Kernel {
     bool enabled = false;
+    uint32_t cut_width = 0;  // cuts compared per op: 1, 2 or 4
     uint32_t field_count = 0;
     // The slot-state check of decide_fast for the one state word (see want_states).
     uint64_t want_states = 0, optional_bytes = 0, field_bytes = 0;
