@@ -636,6 +636,7 @@ DecideIndexStats decide_index_stats(const Table& table) noexcept {
   s.fast_path = t.fast.fast_path;
   s.kernel = t.fast.kernel.enabled;
   s.kernel_table = t.fast.kernel.enabled && t.fast.kernel.table.rule != Index::kNoRule;
+  s.kernel_cuts = t.fast.kernel.cut_width;
   return s;
 }
 

@@ -288,7 +288,8 @@ struct DecideIndexStats {
   bool guard_masks = false;   // guards decided by per-field rule masks (at most 64 rules)
   bool fast_path = false;     // decide() takes the fast path (DecideIndex::fast_path)
   bool kernel = false;        // ... through its fixed-size kernel (DecideIndex::Kernel)
-  bool kernel_table = false;  // the kernel reads a two-key dense table before the guard masks
+  bool kernel_table = false;  // the kernel reads a two-key dense table inline
+  uint32_t kernel_cuts = 0;   // cuts the kernel compares per field (1, 2 or 4)
 };
 DecideIndexStats decide_index_stats(const Table& table) noexcept;
 

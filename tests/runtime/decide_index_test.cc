@@ -619,6 +619,7 @@ TEST(DecideIndex, KernelAgreesOnEveryEdgeCombination) {
   ASSERT_TRUE(s.fast_path);
   ASSERT_TRUE(s.kernel);
   ASSERT_TRUE(s.kernel_table);   // codes: two lazy string keys, a dense matrix
+  EXPECT_EQ(s.kernel_cuts, 4u);  // level, unbounded: 0, 10, 100, INT64_MAX
   EXPECT_EQ(s.lazy_fields, 2u);  // code and zone
   EXPECT_EQ(s.dense_tables, 2u);
   const size_t n = compare_all(
@@ -698,6 +699,34 @@ TEST(DecideIndex, PoliciesPastTheKernelKeepTheFastPath) {
   ASSERT_NE(gate, nullptr);
   EXPECT_TRUE(decide_index_stats(*gate).kernel);
   EXPECT_TRUE(decide_index_stats(*gate).kernel_table);
+}
+
+// The shipped gate's ints have the cuts 0 (their min, left out: every valid value is past it)
+// and 3 or 1: the kernel compares one cut per field. A second attempts threshold makes it two;
+// decisions agree at and around every cut and bound, absent, empty and wrong-state values.
+TEST(DecideIndex, KernelCutWidthsAgree) {
+  auto gate = load_lowered(reference_gate());
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(decide_index_stats(*gate).kernel_cuts, 1u);
+  ir::CheckedPolicy two = reference_gate();
+  two.policy.rules.insert(two.policy.rules.begin() + 2,
+                          guard("many", {cond(kAttempts, ir::Op::kGe, {I(7)})}, kNever, "r"));
+  two.source.rules.clear();
+  two.source.conditions.clear();
+  two.source.rows.clear();
+  auto table = load_lowered(two);
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  EXPECT_TRUE(s.kernel);
+  EXPECT_EQ(s.kernel_cuts, 2u);  // attempts: 0 (min, left out), 3, 7
+  for (const Table* t : {gate.get(), table.get()}) {
+    compare_all(*t, {{str("payment.capture"), str("mail.receipt"), str(""), kUnset},
+                     {str("timeout"), str("smtp_421"), str("nope"), num(3)},
+                     {num(kMin), num(-1), num(0), num(2), num(3), num(6), num(7), num(kMax), kNull},
+                     {str("k"), str(""), kUnset, kNull, num(0)},
+                     {flag(false), flag(true), kUnset, str("x")},
+                     {kUnset, kNull, num(-1), num(0), num(1), num(kMax), flag(true)}});
+  }
 }
 
 }  // namespace
