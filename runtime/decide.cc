@@ -557,8 +557,9 @@ Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
     return decide_with<true>(t, input);
   }
 
-  // The lowest live rule: a guard, the table whose cell was read, another table to look up, or
-  // the sentinel bit after the last rule (the default).
+  // The lowest live rule: a guard (its packed decision), the first dense table (its cell), another
+  // table (looked up out of line), or the sentinel bit after the last rule (the default). A table
+  // without a matching row (cell 0) passes on to the next live rule.
   for (;;) {
     const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
     uint32_t c = k.hot[r];

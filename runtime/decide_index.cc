@@ -348,7 +348,6 @@ void build_kernel(const Table::Impl& t, Index& x) {
   for (uint32_t f = 0; f < n; ++f) {
     const Index::FieldPlan& plan = x.fields[f];
     const bool lazy = plan.kind == Index::Kind::kStringLazy;
-    if (lazy) k.lazy_field[k.lazy_count++] = f;
     // A lazy field needs an op only to reject an empty value.
     if (lazy && plan.empty_atom != Index::kInvalidAtom) continue;
     Index::KernelOp& op = k.ops[k.op_count++];

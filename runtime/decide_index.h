@@ -100,9 +100,9 @@ struct DecideIndex {
   std::vector<uint32_t> fast_planned;  // kStringDict and kEnum: the small-dictionary lookup
   // The kernel (decide.cc, decide_kernel): decide_fast's work for a policy of at most
   // kKernelFields fields and fewer than 64 rules whose fields are all bools, ints with at most
-  // kKernelCuts cuts strictly inside their bounds, and strings without guard-read dictionaries
-  // (kStringNoDict, kStringLazy), in one fixed-size struct (no vector to reload, no per-kind
-  // lists, no 4 KiB atoms array). Every bool, int and undictionaried string is the same
+  // kKernelCuts cuts above their min and up to their max, and strings without guard-read
+  // dictionaries (kStringNoDict, kStringLazy), in one fixed-size struct (no vector to reload, no
+  // per-kind lists, no 4 KiB atoms array). Every bool, int and undictionaried string is the same
   // operation on one number, Slot::i (an int's value, a bool's 0 or 1, a string's size): absent
   // (an unset or null slot) is kernel atom 0; else it must lie in [lo, lo + span] (one unsigned
   // compare: an int's bounds, a bool's [0, 1], a string's [1, max] when an empty value is
@@ -123,14 +123,14 @@ struct DecideIndex {
     uint64_t mask[kKernelAtoms] = {};
     uint32_t atom[kKernelAtoms] = {};
   };
-  // The first table rule, when it has a dense matrix of two keys: the kernel reads its keys'
-  // atoms (a lookup of a kStringLazy key, else the op's atom) and its cell inline, when the
-  // masks leave it the lowest live rule. (Reading them before the masks were combined, so the
+  // The first table rule with a dense matrix of two keys (the shipped policy's only table): the
+  // kernel reads its keys' atoms (a lookup of a kStringLazy key, else the op's atom) and its
+  // cell inline, when the masks leave it the lowest live rule; other tables are looked up out of
+  // line. (Reading them before the masks were combined, so the
   // loads would overlap the guard work, measured ~2 ns slower: letters a guard decides then
   // pay both lookups.)
   struct KernelTable {
-    uint32_t rule = kNoRule;  // kNoRule: no such table (the first table rule, if any, is looked
-                              // up after the masks, like any other)
+    uint32_t rule = kNoRule;  // kNoRule: no such table
     uint32_t cell_begin = 0, stride = 0;
     uint32_t key_field[2] = {};
     bool key_lazy[2] = {};
@@ -149,8 +149,6 @@ struct DecideIndex {
     uint64_t all_rules = 0;  // the rule bits and a sentinel bit at the rule count
     uint32_t op_count = 0;
     KernelOp ops[kKernelFields];
-    uint32_t lazy_count = 0;  // kStringLazy fields (their plans are in fields)
-    uint32_t lazy_field[kKernelFields] = {};
     KernelTable table;
     // By rule index: a guard's packed decision (as a dense cell), 0 for a table rule (look it
     // up); at the rule count (the sentinel bit), kDefaultCell.
@@ -212,7 +210,7 @@ struct DecideIndex {
   std::vector<GuardHot> guards;       // by rule index; meaningful for guards
   std::vector<Dense> dense;
   std::vector<uint32_t> dense_cells;
-  Kernel kernel;  // last: the members above keep the offsets decide_fast was tuned with
+  Kernel kernel;  // last, so the members above keep decide_fast's layout
 };
 
 // Values up to this many bytes are determined by their size and string_words().
