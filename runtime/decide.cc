@@ -546,7 +546,7 @@ Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
     for (uint32_t c = 0; c < kCuts; ++c) {
       atom += static_cast<int64_t>(v) >= op.cut[c];
     }
-    atom = here ? atom : 0;
+    atom &= 0u - static_cast<uint32_t>(here);  // absent: 0 (no branch: presence varies)
     bad |= here & (v - static_cast<uint64_t>(op.lo) > op.span);
     live &= op.mask[atom];
     atoms[op.field] = op.atom[atom];
