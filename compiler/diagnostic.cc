@@ -428,6 +428,28 @@ std::string lower_code(std::string_view code) {
   return out;
 }
 
+// A file path as a SARIF artifactLocation.uri, which is a URI reference (SARIF 2.1.0 section
+// 3.4.3, RFC 3986): every byte outside RFC 3986's unreserved and sub-delims characters and '@' is
+// percent-encoded, '/' stays the segment separator, and ':' is encoded too so that a relative
+// path such as "c:x.yaml" is not read as a scheme (RFC 3986 section 4.2).
+std::string path_uri_reference(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : path) {
+    const unsigned char b = static_cast<unsigned char>(c);
+    const bool keep = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
+                      std::string_view("-._~!$&'()*+,;=@/").find(c) != std::string_view::npos;
+    if (keep) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+  }
+  return out;
+}
+
 // GitHub workflow-command escaping; `property` adds ':' and ','.
 std::string github_escape(std::string_view text, bool property) {
   std::string out;
@@ -522,7 +544,7 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
     out += "}";
     if (!d.path.empty()) {
       out += ", \"locations\": [{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ";
-      append_json_string(out, d.path);
+      append_json_string(out, path_uri_reference(d.path));
       out += "}";
       if (d.span.line > 0) {
         out += ", \"region\": {\"startLine\": " + std::to_string(d.span.line);
