@@ -101,8 +101,8 @@ int read_object(const std::string& path, const char* what, json* out) {
     return kExitFindings;
   }
   if (!duplicate.empty()) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s has the key '%s' twice\n", what,
-                 path.c_str(), duplicate.c_str());
+    std::fprintf(stderr, "replaygate: invalid %s: %s has the key '%s' twice\n", what, path.c_str(),
+                 duplicate.c_str());
     return kExitFindings;
   }
   return kExitOk;
