@@ -10,6 +10,7 @@
 
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/output.h"
 
 namespace replaygate::cli {
 namespace {
@@ -63,8 +64,7 @@ int run_verify(const AuditOptions& o) {
             " decisions, " + std::to_string(report.results) + " results), last hash " +
             report.last_hash + "\n";
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (std::fflush(stdout) != 0) return kExitUsage;
+  if (!print_to_stdout(text, "the report")) return kExitUsage;
   return report.ok() ? kExitOk : kExitFindings;
 }
 

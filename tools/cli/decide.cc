@@ -259,6 +259,20 @@ std::string format_rate(double rate) {
   return text;
 }
 
+// Says why the decisions could not all be written and what the output holds: the complete lines
+// of the first `printed` records (BlockWriter cut back a partial line where it could).
+void report_write_failure(const BlockWriter& out, uint64_t printed) {
+  std::fprintf(stderr, "replaygate: cannot write decisions to %s: %s\n",
+               describe_stream(STDOUT_FILENO, "standard output").c_str(),
+               std::strerror(out.error_number()));
+  std::fprintf(stderr,
+               "replaygate: the output holds the decisions for the first %llu records only%s\n",
+               static_cast<unsigned long long>(printed),
+               out.partial_line_left()
+                   ? ", then part of the next line (not a regular file: it cannot be cut back)"
+                   : "");
+}
+
 int usage(const std::string& message) {
   std::fprintf(stderr, "replaygate decide: error: %s\nRun 'replaygate decide --help' for usage.\n",
                message.c_str());
@@ -368,7 +382,7 @@ int run_decide(const DecideOptions& o) {
 
   Input input(*table);
   LineReader reader(fd);
-  BlockWriter out(stdout);
+  BlockWriter out(STDOUT_FILENO);
   // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
   // printed, so a decision that reaches stdout is always on record; when the append fails the
   // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
@@ -405,6 +419,12 @@ int run_decide(const DecideOptions& o) {
   std::vector<uint64_t> per_verb(table->verb_count(), 0);
   uint64_t total = 0, invalid_count = 0, maybe_duplicate_holds = 0, budget_holds = 0,
            key_limit_holds = 0;
+  uint64_t printed = 0;  // records whose output lines are written, whole (the first `printed`)
+  // Writes what is buffered (every record so far); false once a write failed.
+  auto flush_out = [&] {
+    if (out.flush()) printed = total;
+    return out.ok();
+  };
   std::string problem;
   RecordMeta meta;
   std::string_view line;
@@ -511,9 +531,7 @@ int run_decide(const DecideOptions& o) {
         entry["record_revision"] = nullptr;
         pending_audit.push_back(std::move(entry));
       }
-      if (out.full() && !commit_block()) ok = false;
-      if (ok) out.maybe_flush();
-      if (!out.ok()) ok = false;
+      if (out.full() && (!commit_block() || !flush_out())) ok = false;
     }
     batch.count = 0;
     batch.scratch.clear();
@@ -528,7 +546,7 @@ int run_decide(const DecideOptions& o) {
     const LineReader::Status status = reader.next(&line);
     if (status == LineReader::Status::kEnd) break;
     if (status == LineReader::Status::kError) {
-      if (emit_all() && commit_block()) out.flush();
+      if (emit_all() && commit_block()) flush_out();
       std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
                    std::strerror(reader.error_number()));
       exit_code = kExitUsage;
@@ -579,8 +597,8 @@ int run_decide(const DecideOptions& o) {
     out.buffer().clear();
     return kExitUsage;
   }
-  if (!out.flush()) {
-    std::fprintf(stderr, "replaygate: cannot write decisions to standard output\n");
+  if (!flush_out()) {
+    report_write_failure(out, printed + out.failed_block_lines());
     return kExitUsage;
   }
 

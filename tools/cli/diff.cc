@@ -404,10 +404,7 @@ int run_diff(const DiffOptions& options) {
   } else {
     text = render_text(o, diff);
   }
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "replaygate: error: cannot write the diff to stdout\n");
-    return kExitUsage;
-  }
+  if (!print_to_stdout(text, "the diff")) return kExitUsage;
   if (diff.any_more_dangerous()) return kExitMoreDangerous;
   return diff.verb_changes.empty() ? kExitOk : kExitFindings;
 }
