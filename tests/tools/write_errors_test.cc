@@ -77,6 +77,75 @@ TEST_F(WriteErrorsTest, DecideToAFullDeviceNamesTheCause) {
             "device\nreplaygate: the output holds the decisions for the first 0 records only\n");
 }
 
+// --audit records a decision before printing it. A stdout that cannot be written is refused before
+// anything is decided, so nothing is recorded that no one could see.
+TEST_F(WriteErrorsTest, DecideWithAuditToAClosedOrReadOnlyStdoutRecordsNothing) {
+  const std::string log = (dir_ / "audit.log").string();
+  for (const std::string redirect : {">&-", "1</dev/null"}) {
+    const int code = run_redirected(
+        "true", {"decide", "--policy", kPolicy, "--audit", log, "--operator", "ana", kLetters},
+        redirect);
+    EXPECT_EQ(code, 2) << redirect;
+    EXPECT_EQ(err_,
+              "replaygate: cannot write decisions to standard output: Bad file descriptor; no "
+              "record decided\n")
+        << redirect;
+    EXPECT_FALSE(std::filesystem::exists(log)) << redirect;
+  }
+}
+
+// A write that fails after the audit append: the run says exactly which recorded decisions were
+// not printed, by record and by audit entry.
+TEST_F(WriteErrorsTest, DecideWithAuditSaysWhichRecordedDecisionsWereNotPrinted) {
+  const std::string log = (dir_ / "audit.log").string();
+  for (const char* entries : {"1 to 20", "21 to 40"}) {
+    const int code = run_redirected(
+        "true", {"decide", "--policy", kPolicy, "--audit", log, "--operator", "ana", kLetters},
+        "> /dev/full");
+    EXPECT_EQ(code, 2);
+    EXPECT_EQ(err_,
+              "replaygate: cannot write decisions to standard output (/dev/full): No space left on "
+              "device\nreplaygate: the output holds the decisions for the first 0 records only\n"
+              "replaygate: the decisions for records 1 to 20 are in the audit log " +
+                  log + " (entries " + entries + ") but were NOT printed\n");
+  }
+  EXPECT_EQ(lines_of(read_file(log)).size(), 40u);
+}
+
+// The same when the write fails part way: long body hashes make the output lines longer than the
+// audit entries, so the log fits under the file size limit and the output does not.
+TEST_F(WriteErrorsTest, DecideWithAuditCutPartWayNamesTheRest) {
+  std::string dump;
+  for (int i = 1; i <= 20; ++i) {
+    dump += R"({"message_id":"m-)" + std::to_string(i) + R"(","body_hash":")" +
+            std::string(2000, 'a') +
+            R"(","topic":"payment.capture","error_class":"timeout","attempts":1,)"
+            R"("idempotency_key":"k)" +
+            std::to_string(i) + R"(","already_committed":false})" + "\n";
+  }
+  const std::string letters = (dir_ / "long.jsonl").string();
+  write_file(letters, dump);
+  const CliResult full = run({"decide", "--policy", kPolicy, letters});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  constexpr size_t kLimit = 16 * 1024;  // ulimit -f 16
+  const std::string kept = full.out.substr(0, full.out.rfind('\n', kLimit - 1) + 1);
+  const size_t k = lines_of(kept).size();
+  ASSERT_EQ(k, 6u);
+  const std::string log = (dir_ / "audit.log").string();
+  const std::string out = (dir_ / "out").string();
+  const int code = run_redirected(
+      "ulimit -f 16", {"decide", "--policy", kPolicy, "--audit", log, "--operator", "ana", letters},
+      "> " + shell_quote(out));
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(read_file(out), kept);
+  EXPECT_EQ(err_, "replaygate: cannot write decisions to standard output (" + out +
+                      "): File too large\nreplaygate: the output holds the decisions for the "
+                      "first 6 records only\nreplaygate: the decisions for records 7 to 20 are in "
+                      "the audit log " +
+                      log + " (entries 7 to 20) but were NOT printed\n");
+  EXPECT_EQ(lines_of(read_file(log)).size(), 20u);
+}
+
 // Every command that prints a document says what it could not write, where, and why.
 TEST_F(WriteErrorsTest, EveryPrintingCommandNamesTheCause) {
   const std::string gate = (dir_ / "gate.rgt").string();

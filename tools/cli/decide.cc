@@ -318,6 +318,17 @@ int run_decide(const DecideOptions& o) {
                  std::to_string(kMaxFilterMiB) + " (decimal), not '" + o.filter_mib + "'");
   }
 
+  // Standard output must be open for writing before anything is decided (and before anything is
+  // opened: open() would reuse a closed descriptor 1). Otherwise --audit would record decisions
+  // that no one can print.
+  const int out_flags = ::fcntl(STDOUT_FILENO, F_GETFL);
+  if (out_flags < 0 || (out_flags & O_ACCMODE) == O_RDONLY) {
+    std::fprintf(stderr,
+                 "replaygate: cannot write decisions to standard output: %s; no record decided\n",
+                 std::strerror(out_flags < 0 ? errno : EBADF));
+    return kExitUsage;
+  }
+
   std::unique_ptr<Table> table;
   if (const int code = open_table(o.policy, o.table, &table); code != kExitOk) return code;
 
@@ -388,10 +399,17 @@ int run_decide(const DecideOptions& o) {
   // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
   std::vector<nlohmann::json> pending_audit;
   bool audit_failed = false;
+  uint64_t audited_records = 0;  // records whose decision entries are in the log (the first ones)
+  uint64_t last_audit_seq = 0;   // the seq of the last of them
   auto commit_block = [&]() {
     if (o.audit.empty() || pending_audit.empty()) return true;
+    const size_t entries = pending_audit.size();
     const audit::AppendResult appended = audit::append_batch(o.audit, std::move(pending_audit));
     pending_audit.clear();
+    if (appended.ok) {
+      audited_records += entries;
+      last_audit_seq = appended.seq;
+    }
     if (!appended.ok) {
       out.buffer().clear();
       std::fprintf(stderr,
@@ -592,13 +610,25 @@ int run_decide(const DecideOptions& o) {
   }
   if (!audit_failed && out.ok()) emit_all();
   if (fd != STDIN_FILENO) ::close(fd);
-  if (!audit_failed) commit_block();
+  if (!audit_failed && out.ok()) commit_block();
   if (audit_failed) {
     out.buffer().clear();
     return kExitUsage;
   }
   if (!flush_out()) {
-    report_write_failure(out, printed + out.failed_block_lines());
+    const uint64_t kept = printed + out.failed_block_lines();
+    report_write_failure(out, kept);
+    if (audited_records > kept) {
+      // Logged before printing, as they must be, but never printed: say exactly which.
+      const uint64_t first_seq = last_audit_seq - (audited_records - kept) + 1;
+      std::fprintf(stderr,
+                   "replaygate: the decisions for records %llu to %llu are in the audit log %s "
+                   "(entries %llu to %llu) but were NOT printed\n",
+                   static_cast<unsigned long long>(kept + 1),
+                   static_cast<unsigned long long>(audited_records), o.audit.c_str(),
+                   static_cast<unsigned long long>(first_seq),
+                   static_cast<unsigned long long>(last_audit_seq));
+    }
     return kExitUsage;
   }
 
