@@ -23,6 +23,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string>
@@ -35,6 +36,7 @@
 #include "tools/cli/kafka.h"
 #include "tools/cli/letters.h"
 #include "tools/cli/mapping.h"
+#include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
@@ -243,10 +245,10 @@ void write_prefix(ByteBuffer& out, std::string_view line_number, const RecordMet
 
 // --max-replayed-keys above this is refused (the limit of the exact set it was first written for;
 // it keeps a typo such as 10000000000 from reading as "no cap").
-constexpr int64_t kMaxKeysLimit = int64_t{1} << 32;
+constexpr uint64_t kMaxKeysLimit = uint64_t{1} << 32;
 // --replayed-keys-memory above this (MiB) is refused: 64 GiB, half the largest split block
 // filter Parquet's 32-bit block index can address.
-constexpr int64_t kMaxFilterMiB = int64_t{1} << 16;
+constexpr uint64_t kMaxFilterMiB = uint64_t{1} << 16;
 // Records decided ahead of the dump rules (see the main loop): enough that a filter block
 // prefetched in stage 1 has arrived by stage 2 (~300 ns a record), few enough to stay in L1.
 constexpr size_t kBatchRecords = 16;
@@ -301,21 +303,25 @@ int run_decide(const DecideOptions& o) {
     return usage("--mapping applies to --format kafka only");
   }
 
+  constexpr uint64_t kNoMax = std::numeric_limits<int64_t>::max();
+  const CountOption replays_option{"--max-replays", 0, kNoMax, ""};
+  const CountOption keys_option{"--max-replayed-keys", 0, kMaxKeysLimit, ""};
+  const CountOption memory_option{"--replayed-keys-memory", 1, kMaxFilterMiB, "MiB"};
+  uint64_t count = 0;
   int64_t max_replays = -1;  // -1: no budget
-  if (o.max_replays_set && (!parse_int64_strict(o.max_replays, &max_replays) || max_replays < 0)) {
-    return usage("--max-replays takes a whole number >= 0 (decimal), not '" + o.max_replays + "'");
+  if (o.max_replays_set) {
+    if (!parse_count(replays_option, o.max_replays, &count)) {
+      return usage(count_error(replays_option, o.max_replays));
+    }
+    max_replays = static_cast<int64_t>(count);
   }
-  int64_t max_keys = static_cast<int64_t>(DumpRules::kDefaultMaxKeys);
-  if (o.max_keys_set &&
-      (!parse_int64_strict(o.max_keys, &max_keys) || max_keys < 0 || max_keys > kMaxKeysLimit)) {
-    return usage("--max-replayed-keys takes a whole number from 0 to " +
-                 std::to_string(kMaxKeysLimit) + " (decimal), not '" + o.max_keys + "'");
+  uint64_t max_keys = DumpRules::kDefaultMaxKeys;
+  if (o.max_keys_set && !parse_count(keys_option, o.max_keys, &max_keys)) {
+    return usage(count_error(keys_option, o.max_keys));
   }
-  int64_t filter_mib = static_cast<int64_t>(DumpRules::kDefaultFilterMiB);
-  if (o.filter_mib_set && (!parse_int64_strict(o.filter_mib, &filter_mib) || filter_mib < 1 ||
-                           filter_mib > kMaxFilterMiB)) {
-    return usage("--replayed-keys-memory takes a whole number of MiB from 1 to " +
-                 std::to_string(kMaxFilterMiB) + " (decimal), not '" + o.filter_mib + "'");
+  uint64_t filter_mib = DumpRules::kDefaultFilterMiB;
+  if (o.filter_mib_set && !parse_count(memory_option, o.filter_mib, &filter_mib)) {
+    return usage(count_error(memory_option, o.filter_mib));
   }
 
   // Standard output must be open for writing before anything is decided (and before anything is
