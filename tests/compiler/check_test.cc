@@ -14,7 +14,7 @@
 #include "compiler/compile.h"
 #include "compiler/yaml_policy.h"
 #include "compiler/yaml_tree.h"
-#include "runtime/test_policies.h"
+#include "tests/support/test_policies.h"
 
 namespace replaygate {
 namespace {
@@ -239,7 +239,7 @@ TEST_F(ShippedPolicy, SourceMapPointsAtTheDefinitions) {
   EXPECT_EQ(s.invariant_conditions[2][0].column, 23u);
 }
 
-// The hand-built reference IR (tests/runtime/test_policies.h) includes the shipped invariants:
+// The hand-built reference IR (tests/support/test_policies.h) includes the shipped invariants:
 // the front-end's IR and source map for them are exactly the hand-built ones.
 TEST_F(ShippedPolicy, InvariantsMatchTheHandBuiltReference) {
   ASSERT_TRUE(loaded_.policy.has_value());

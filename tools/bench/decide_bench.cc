@@ -33,7 +33,7 @@
 #include "runtime/decide_index.h"
 #include "runtime/reload.h"
 #include "runtime/table.h"
-#include "tests/runtime/test_policies.h"
+#include "tests/support/test_policies.h"
 
 namespace rg = replaygate;
 namespace ir = replaygate::ir;

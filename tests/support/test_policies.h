@@ -1,5 +1,7 @@
-// Test helper: checked policies built by hand (no front-end needed), shared by runtime and lower
-// tests. reference_gate() mirrors policies/replay_gate.yaml rule for rule.
+// Test helper: checked policies built by hand (no front-end needed), shared by the compiler,
+// runtime and property tests and the decide benchmark. reference_gate() is the one hand-built IR
+// of policies/replay_gate.yaml, rule for rule (tests/properties/reference_gate_test.cc checks
+// that the front-end builds exactly this IR from the file).
 #pragma once
 
 #include <cstdint>
