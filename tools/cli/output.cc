@@ -10,36 +10,12 @@
 #include <cstring>
 #include <utility>
 
+#include "compiler/utf8.h"
+
 namespace replaygate::cli {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
-
-}  // namespace
-
-size_t utf8_sequence_length(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
-  const uint8_t lead = byte(i);
-  const size_t left = text.size() - i;
-  const auto continuation = [&](size_t k) { return (byte(k) & 0xC0) == 0x80; };
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) return left >= 2 && continuation(i + 1) ? 2 : 0;
-  if (lead >= 0xE0 && lead <= 0xEF) {
-    if (left < 3 || !continuation(i + 1) || !continuation(i + 2)) return 0;
-    if (lead == 0xE0 && byte(i + 1) < 0xA0) return 0;   // overlong
-    if (lead == 0xED && byte(i + 1) >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (lead >= 0xF0 && lead <= 0xF4) {
-    if (left < 4 || !continuation(i + 1) || !continuation(i + 2) || !continuation(i + 3)) return 0;
-    if (lead == 0xF0 && byte(i + 1) < 0x90) return 0;   // overlong
-    if (lead == 0xF4 && byte(i + 1) >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-namespace {
 
 // True when one of the 8 bytes of `word` needs more than a copy in a JSON string: below 0x20,
 // '"', '\\' or 0x80 and above (bit tricks from "Bit Twiddling Hacks", haszero/hasless).

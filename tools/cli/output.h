@@ -19,10 +19,6 @@
 
 namespace replaygate::cli {
 
-// Length of the valid UTF-8 sequence that starts at text[i], or 0 when the bytes there are not
-// UTF-8 (overlong forms, surrogates and code points above U+10FFFF are not).
-size_t utf8_sequence_length(std::string_view text, size_t i);
-
 // The most bytes write_json_string() writes for `text` (every byte escaped as \uXXXX, quotes).
 constexpr size_t json_string_bound(std::string_view text) { return 6 * text.size() + 2; }
 
