@@ -12,34 +12,10 @@
 #include <string>
 #include <tuple>
 
+#include "compiler/utf8.h"
+
 namespace replaygate {
 namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are invalid.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  uint32_t min_code = 0;
-  uint32_t code = 0;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2, min_code = 0x80, code = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, min_code = 0x800, code = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, min_code = 0x10000, code = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > s.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-  return length;
-}
 
 uint32_t decode_utf8(std::string_view s, size_t i, size_t length) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };

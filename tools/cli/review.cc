@@ -35,6 +35,7 @@
 #include "runtime/table.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
 
@@ -356,10 +357,7 @@ int run_review(const Options& o) {
       row("confirmed:", "no (review only; nothing recorded; --confirm to record and act)");
     }
   }
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "replaygate: cannot write to stdout\n");
-    return kExitUsage;
-  }
+  if (!print_to_stdout(text, "the review record")) return kExitUsage;
   return kExitOk;
 }
 
