@@ -12,34 +12,10 @@
 #include <string>
 #include <tuple>
 
+#include "compiler/utf8.h"
+
 namespace replaygate {
 namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are invalid.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  uint32_t min_code = 0;
-  uint32_t code = 0;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2, min_code = 0x80, code = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, min_code = 0x800, code = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, min_code = 0x10000, code = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > s.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-  return length;
-}
 
 uint32_t decode_utf8(std::string_view s, size_t i, size_t length) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
@@ -428,6 +404,28 @@ std::string lower_code(std::string_view code) {
   return out;
 }
 
+// A file path as a SARIF artifactLocation.uri, which is a URI reference (SARIF 2.1.0 section
+// 3.4.3, RFC 3986): every byte outside RFC 3986's unreserved and sub-delims characters and '@' is
+// percent-encoded, '/' stays the segment separator, and ':' is encoded too so that a relative
+// path such as "c:x.yaml" is not read as a scheme (RFC 3986 section 4.2).
+std::string path_uri_reference(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : path) {
+    const unsigned char b = static_cast<unsigned char>(c);
+    const bool keep = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
+                      std::string_view("-._~!$&'()*+,;=@/").find(c) != std::string_view::npos;
+    if (keep) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+  }
+  return out;
+}
+
 // GitHub workflow-command escaping; `property` adds ':' and ','.
 std::string github_escape(std::string_view text, bool property) {
   std::string out;
@@ -522,7 +520,7 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
     out += "}";
     if (!d.path.empty()) {
       out += ", \"locations\": [{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ";
-      append_json_string(out, d.path);
+      append_json_string(out, path_uri_reference(d.path));
       out += "}";
       if (d.span.line > 0) {
         out += ", \"region\": {\"startLine\": " + std::to_string(d.span.line);

@@ -12,8 +12,13 @@ namespace {
 using ast::Literal;
 
 // Where comments go: keyed by the item they belong to.
+struct Leading {
+  std::string text;
+  uint32_t line = 0;
+  bool blank_after = false;  // the source has a blank line between it and what follows it
+};
 struct Attached {
-  std::vector<std::string> leading;
+  std::vector<Leading> leading;
   std::vector<std::string> trailing;
 };
 
@@ -103,7 +108,7 @@ class Printer {
     const auto it = attached_.find("eof");
     if (it != attached_.end()) {
       out_ += "\n";
-      for (const std::string& c : it->second.leading) out_ += "#" + c + "\n";
+      for (const Leading& c : it->second.leading) out_ += "#" + c.text + "\n";
     }
     return out_;
   }
@@ -170,7 +175,19 @@ class Printer {
       }
       const auto next = std::find_if(anchors.begin(), anchors.end(),
                                      [&](const Anchor& a) { return a.line > comment.line; });
-      attached_[next == anchors.end() ? "eof" : next->key].leading.push_back(comment.text);
+      attached_[next == anchors.end() ? "eof" : next->key].leading.push_back(
+          {comment.text, comment.line});
+    }
+    // A blank line after an own-line comment (before the next comment of its block, or before
+    // its item) is kept, as one: it sets a comment about a whole section apart from the item.
+    for (const Anchor& anchor : anchors) {
+      const auto it = attached_.find(anchor.key);
+      if (it == attached_.end()) continue;
+      std::vector<Leading>& leading = it->second.leading;
+      for (size_t i = 0; i < leading.size(); ++i) {
+        const uint32_t next_line = i + 1 < leading.size() ? leading[i + 1].line : anchor.line;
+        leading[i].blank_after = next_line > leading[i].line + 1;
+      }
     }
   }
 
@@ -179,7 +196,10 @@ class Printer {
     const auto it = attached_.find(key);
     if (it != attached_.end()) {
       const std::string& lead = comment_indent.empty() ? indent : comment_indent;
-      for (const std::string& c : it->second.leading) out_ += lead + "#" + c + "\n";
+      for (const Leading& c : it->second.leading) {
+        out_ += lead + "#" + c.text + "\n";
+        if (c.blank_after) out_ += "\n";
+      }
     }
     out_ += indent + line;
     if (it != attached_.end()) {

@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "compiler/utf8.h"
+
 namespace replaygate::yaml {
 
 const Node* Node::find(std::string_view key) const {
@@ -321,32 +323,6 @@ class SecondDocumentProbe : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-// Length of the valid UTF-8 sequence at text[i], or 0 when invalid.
-size_t utf8_length(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  size_t length = 0;
-  uint32_t code = 0;
-  uint32_t min_code = 0;
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2, code = lead & 0x1F, min_code = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, code = lead & 0x0F, min_code = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, code = lead & 0x07, min_code = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-  return length;
-}
-
 // Byte-level screening yaml-cpp does not do: BOM, invalid UTF-8, NUL and control bytes.
 // Returns false (with one diagnostic) when the bytes are not a text file we accept.
 bool screen_bytes(std::string_view text, const LineIndex& lines, std::string_view path,
@@ -372,7 +348,7 @@ bool screen_bytes(std::string_view text, const LineIndex& lines, std::string_vie
       return fail("RG011", std::string("the file contains the control byte ") + hex, i,
                   "remove it; a policy is plain UTF-8 text");
     }
-    const size_t length = utf8_length(text, i);
+    const size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", c);

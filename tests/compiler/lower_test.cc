@@ -14,7 +14,7 @@
 #include "compiler/compile.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
-#include "runtime/test_policies.h"
+#include "tests/support/test_policies.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

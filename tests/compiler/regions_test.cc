@@ -11,8 +11,8 @@
 #include "compiler/analysis.h"
 #include "compiler/diff.h"
 #include "compiler/invariants.h"
-#include "runtime/test_policies.h"
 #include "tests/compiler/analysis_builder.h"
+#include "tests/support/test_policies.h"
 
 namespace replaygate {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <limits>
 
-#include "tests/properties/reference_gate.h"
+#include "tests/support/test_policies.h"
 
 namespace replaygate {
 namespace {
@@ -332,7 +332,7 @@ TEST(InterpretTest, TiesGoToTheEarlierRow) {
 }
 
 TEST(InterpretTest, ShippedPolicyByHand) {
-  const ir::Policy p = testing::shipped_policy_by_hand();
+  const ir::Policy p = testing::reference_gate().policy;
   auto letter = [](std::string topic, std::string error, int64_t attempts, LV key, bool committed,
                    LV replays) {
     return Letter{LV::String(std::move(topic)),

@@ -23,7 +23,7 @@ const std::string kShippedPolicy = std::string(RG_SOURCE_DIR) + "/policies/repla
 
 std::vector<std::string> topics() {
   std::vector<std::string> out;
-  for (const auto& [key, verb] : ref_policy()) {
+  for (const auto& [key, verb] : seed_policy()) {
     if (out.empty() || out.back() != key.first) out.push_back(key.first);
   }
   // Unknown ones: new, case, NUL, trailing space, empty.
@@ -37,7 +37,7 @@ std::vector<std::string> topics() {
 
 std::vector<std::string> error_classes() {
   std::vector<std::string> out;
-  for (const auto& [key, verb] : ref_policy()) out.push_back(key.second);
+  for (const auto& [key, verb] : seed_policy()) out.push_back(key.second);
   for (std::string e : {std::string("weird_partner_code"), std::string("Timeout"),
                         std::string("timeout\0", 8), std::string("")}) {
     out.push_back(e);
@@ -46,7 +46,7 @@ std::vector<std::string> error_classes() {
 }
 
 struct Case {
-  RefDeadLetter ref;
+  SeedDeadLetter ref;
   Letter letter;  // the same record for the shipped policy's fields
   std::string text;
 };
@@ -83,35 +83,35 @@ std::vector<Case> all_cases() {
 TEST(ReferenceGateTest, TranscriptionPassesTheSeedsOwnTests) {
   // test_replay_gate.py, with letter(**kwargs) defaults.
   auto letter = [] {
-    return RefDeadLetter{"payment.capture", "timeout", 1, std::string("cap_9f3a"), false};
+    return SeedDeadLetter{"payment.capture", "timeout", 1, std::string("cap_9f3a"), false};
   };
-  EXPECT_EQ(ref_decide(letter()), RefVerb::kReplayOnce);
+  EXPECT_EQ(seed_decide(letter()), SeedVerb::kReplayOnce);
   auto committed = letter();
   committed.already_committed = true;
-  EXPECT_EQ(ref_decide(committed), RefVerb::kNever);
+  EXPECT_EQ(seed_decide(committed), SeedVerb::kNever);
   auto unknown = letter();
   unknown.error_class = "weird_partner_code";
-  EXPECT_EQ(ref_decide(unknown), RefVerb::kHold);
+  EXPECT_EQ(seed_decide(unknown), SeedVerb::kHold);
   auto no_key = letter();
   no_key.idempotency_key = "";
-  EXPECT_EQ(ref_decide(no_key), RefVerb::kHold);
+  EXPECT_EQ(seed_decide(no_key), SeedVerb::kHold);
   auto funds = letter();
   funds.error_class = "insufficient_funds";
-  EXPECT_EQ(ref_decide(funds), RefVerb::kNever);
+  EXPECT_EQ(seed_decide(funds), SeedVerb::kNever);
 }
 
 TEST(ReferenceGateTest, InterpreterOverHandBuiltIrAgreesEverywhere) {
-  const ir::Policy policy = shipped_policy_by_hand();
+  const ir::Policy policy = reference_gate().policy;
   const auto cases = all_cases();
   ASSERT_EQ(cases.size(), 9u * 13u * 6u * 3u * 2u * 2u);
   size_t replays = 0;
   for (const Case& c : cases) {
-    const RefVerb want = ref_decide(c.ref);
+    const SeedVerb want = seed_decide(c.ref);
     const InterpretResult got = interpret(policy, c.letter);
     ASSERT_NE(got.kind, InterpretKind::kInvalidInput) << describe_letter(policy, c.letter);
-    ASSERT_EQ(policy.verbs[got.verb].name, ref_verb_name(want))
+    ASSERT_EQ(policy.verbs[got.verb].name, seed_verb_name(want))
         << describe_letter(policy, c.letter);
-    replays += want == RefVerb::kReplayOnce;
+    replays += want == SeedVerb::kReplayOnce;
   }
   EXPECT_EQ(replays, 4u * 3u * 2u);  // 4 replayable pairs x attempts 0..2 x replays missing/null
 }
@@ -123,9 +123,9 @@ void expect_runtime_agrees(const ir::CheckedPolicy& checked) {
   const Table& table = *built.table;
   Input input(table);
   for (const Case& c : all_cases()) {
-    const RefVerb want = ref_decide(c.ref);
+    const SeedVerb want = seed_decide(c.ref);
     const InterpretResult got = runtime_decide(table, c.letter, &input);
-    ASSERT_EQ(table.verb_name(got.verb), ref_verb_name(want))
+    ASSERT_EQ(table.verb_name(got.verb), seed_verb_name(want))
         << describe_letter(checked.policy, c.letter);
     ASSERT_EQ(got, interpret(checked.policy, c.letter))
         << describe_letter(checked.policy, c.letter);
@@ -136,7 +136,7 @@ void expect_runtime_agrees(const ir::CheckedPolicy& checked) {
     for (int64_t replays : {1, 2, 1000}) {
       letter[5] = LetterValue::Int(replays);
       const InterpretResult got = runtime_decide(table, letter, &input);
-      if (ref_decide(c.ref) == RefVerb::kReplayOnce) {
+      if (seed_decide(c.ref) == SeedVerb::kReplayOnce) {
         ASSERT_EQ(table.verb_name(got.verb), "hold") << describe_letter(checked.policy, letter);
         ASSERT_EQ(table.rule_id(got.rule), "already_replayed");
       }
@@ -145,7 +145,7 @@ void expect_runtime_agrees(const ir::CheckedPolicy& checked) {
 }
 
 TEST(ReferenceGateTest, RuntimeOverHandBuiltIrAgreesEverywhere) {
-  expect_runtime_agrees(with_source_map(shipped_policy_by_hand()));
+  expect_runtime_agrees(reference_gate());
 }
 
 std::string diagnostics_text(const LoadedPolicy& loaded) {
@@ -164,7 +164,7 @@ TEST(ReferenceGateTest, FrontEndBuildsTheHandBuiltIr) {
   }
   ASSERT_FALSE(loaded.io_error) << loaded.io_message;
   ASSERT_TRUE(loaded.policy.has_value()) << diagnostics_text(loaded);
-  const ir::Policy expected = shipped_policy_by_hand();
+  const ir::Policy expected = reference_gate().policy;
   const ir::Policy& actual = loaded.policy->policy;
   EXPECT_EQ(actual.fields, expected.fields);
   EXPECT_EQ(actual.verbs, expected.verbs);

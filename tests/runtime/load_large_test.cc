@@ -16,8 +16,8 @@
 #include "compiler/lower.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
-#include "runtime/test_policies.h"
 #include "tests/support/table_bytes.h"
+#include "tests/support/test_policies.h"
 
 namespace replaygate {
 namespace {

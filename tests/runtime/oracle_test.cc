@@ -12,7 +12,7 @@
 
 #include "compiler/lower.h"
 #include "runtime/table.h"
-#include "runtime/test_policies.h"
+#include "tests/support/test_policies.h"
 
 namespace replaygate {
 namespace {

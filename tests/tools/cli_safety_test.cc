@@ -100,14 +100,23 @@ TEST_F(CliSafetyTest, MinCoverageRejectsNanAndWords) {
 
 TEST_F(CliSafetyTest, AuditResultRejectsArgumentsThatWouldBreakTheLog) {
   const std::string log = (dir_ / "audit.log").string();
-  EXPECT_EQ(run({"audit", "result", "--log", log, "--decision", "0", "--revision", "1", "--outcome",
-                 "done"})
-                .exit_code,
-            2);
-  EXPECT_EQ(run({"audit", "result", "--log", log, "--decision", "1", "--revision", "-5",
-                 "--outcome", "done"})
-                .exit_code,
-            2);
+  // --decision and --revision are counts: plain decimal digits, nothing else.
+  for (const char* bad : {"0", "-1", "-0", "+1", " 1", "0x1", "1e0", "", "9223372036854775808"}) {
+    const CliResult r = run({"audit", "result", "--log", log, "--decision", bad, "--revision", "1",
+                             "--outcome", "done"});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_EQ(r.err, std::string("replaygate: error: --decision takes a whole number >= 1 "
+                                 "(decimal), not '") +
+                         bad + "'\nRun 'replaygate audit result --help' for usage.\n");
+  }
+  for (const char* bad : {"-5", "-0", "+0", "0x0", " 0", "1.0"}) {
+    const CliResult r = run({"audit", "result", "--log", log, "--decision", "1", "--revision", bad,
+                             "--outcome", "done"});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_EQ(r.err, std::string("replaygate: error: --revision takes a whole number >= 0 "
+                                 "(decimal), not '") +
+                         bad + "'\nRun 'replaygate audit result --help' for usage.\n");
+  }
   const CliResult empty = run(
       {"audit", "result", "--log", log, "--decision", "1", "--revision", "1", "--outcome", " "});
   EXPECT_EQ(empty.exit_code, 2);

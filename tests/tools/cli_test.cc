@@ -375,7 +375,9 @@ TEST_F(CliTest, VersionExitsZero) {
 }
 
 TEST_F(CliTest, DecideMaxReplaysTakesADecimalCount) {
-  for (const char* bad : {"-1", "abc", "0x2", "1.5", ""}) {
+  // Plain decimal digits only: no sign (not even "-0"), spaces, hex, separators or overflow.
+  for (const char* bad : {"-1", "abc", "0x2", "1.5", "", "-0", "+1", "+0", " 1", "1 ", "1_000",
+                          "1e3", "9223372036854775808", "99999999999999999999999"}) {
     const CliResult r = run({"decide", "--policy", kPolicy, "--max-replays", bad,
                              kSourceDir + "/tests/data/letters/duplicates.jsonl"});
     EXPECT_EQ(r.exit_code, 2) << bad;
@@ -462,7 +464,8 @@ TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
             "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, maybe-duplicate holds "
             "0, budget holds 0, key-limit holds 5; replayed keys 0 in a 16 MiB filter, "
             "false-positive rate 0\n");
-  for (const char* bad : {"-1", "abc", "1e3", "", "4294967297"}) {
+  for (const char* bad :
+       {"-1", "abc", "1e3", "", "4294967297", "-0", "+1", " 2", "0x2", "18446744073709551617"}) {
     const CliResult b = run({"decide", "--policy", kPolicy, "--max-replayed-keys", bad,
                              kSourceDir + "/tests/data/letters/duplicates.jsonl"});
     EXPECT_EQ(b.exit_code, 2) << bad;
@@ -474,7 +477,8 @@ TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
 }
 
 TEST_F(CliTest, DecideReplayedKeysMemoryTakesWholeMiB) {
-  for (const char* bad : {"0", "-1", "abc", "1.5", "", "16MiB", "65537"}) {
+  for (const char* bad :
+       {"0", "-1", "abc", "1.5", "", "16MiB", "65537", "-0", "+1", "-16", " 16", "0x10"}) {
     const CliResult b = run({"decide", "--policy", kPolicy, "--replayed-keys-memory", bad,
                              kSourceDir + "/tests/data/letters/duplicates.jsonl"});
     EXPECT_EQ(b.exit_code, 2) << bad;

@@ -366,6 +366,7 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
   struct Case {
     std::string args, stdin_from, err;
   };
+  for (const char* name : {"empty.yaml", "empty.yml", "empty.policy"}) write(name, "");
   const Case cases[] = {
       {"/dev/stdin safer.rgt", "cat base.yaml",
        "replaygate: error: cannot tell what /dev/stdin is: it is not a frozen table (it does not "
@@ -373,6 +374,11 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
        "pick the policy language; save it to a file with one of those extensions (" +
            accepted + ")\n"},
       {"/dev/null base.yaml", "", "replaygate: error: /dev/null is empty: " + accepted + "\n"},
+      // An empty policy file gets the same message, whatever its extension (not a diagnostic).
+      {"empty.yaml base.yaml", "", "replaygate: error: empty.yaml is empty: " + accepted + "\n"},
+      {"base.yaml empty.yml", "", "replaygate: error: empty.yml is empty: " + accepted + "\n"},
+      {"empty.policy base.yaml", "",
+       "replaygate: error: empty.policy is empty: " + accepted + "\n"},
       {". base.yaml", "", "replaygate: cannot read '.': it is a directory\n"},
   };
   for (const Case& c : cases) {

@@ -234,6 +234,29 @@ TEST_F(RecoveryTest, BadInputsAndUsage) {
       {"review", "--policy", kPolicy, "--message", m, "--record", (dir_ / "list.json").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is not a JSON object"), std::string::npos);
+  // A key given twice, at the top or inside a nested object, is refused (the last would win).
+  write_file(
+      dir_ / "twice.json",
+      R"({"operation_id": "op1", "phase": "accepted", "revision": 1, "phase": "delivered"})");
+  r = run(
+      {"review", "--policy", kPolicy, "--message", m, "--record", (dir_ / "twice.json").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "replaygate: invalid operation record: " + (dir_ / "twice.json").string() +
+                       " has the key 'phase' twice\n");
+  write_file(dir_ / "nested.json", R"({"message_id": "m1", "operation_id": "op1", "revision": 1,)"
+                                   R"( "error": {"job_id": "a", "code": 1, "job_id": "b"}})");
+  r = run({"review", "--policy", kPolicy, "--message", (dir_ / "nested.json").string(), "--record",
+           (dir_ / "other.json").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "replaygate: invalid message: " + (dir_ / "nested.json").string() +
+                       " has the key 'job_id' twice\n");
+  // The same key in two different objects is not a duplicate.
+  write_file(
+      dir_ / "apart.json",
+      R"({"message_id": "m1", "operation_id": "op1", "revision": 1, "error": {"revision": 2}})");
+  r = run({"review", "--policy", kPolicy, "--message", (dir_ / "apart.json").string(), "--record",
+           (dir_ / "m.json").string()});
+  EXPECT_EQ(r.err.find("twice"), std::string::npos) << r.err;
   write_file(dir_ / "deep.json", std::string(5000, '[') + std::string(5000, ']'));
   r = run(
       {"review", "--policy", kPolicy, "--message", (dir_ / "deep.json").string(), "--record", m});

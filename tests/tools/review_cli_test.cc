@@ -423,6 +423,23 @@ TEST(LintFormats, SarifWithoutPathOrDiagnostics) {
   EXPECT_EQ(one.find("locations"), std::string::npos) << one;
 }
 
+// The artifact URI is a URI reference (RFC 3986): a space, '%', '#', '?', ':' and non-ASCII bytes
+// in the path are percent-encoded, '/' separates segments.
+TEST(LintFormats, SarifUriIsPercentEncoded) {
+  replaygate::Diagnostic d;
+  d.code = "RG104";
+  d.message = "unknown verb";
+  d.path = "my policies/100%#1?v=2/c:gate \xC3\xA9.yaml";
+  const std::string log = replaygate::render_sarif({d}, "", "1.2.3", "https://x.test");
+  EXPECT_NE(log.find("{\"uri\": \"my%20policies/100%25%231%3Fv=2/c%3Agate%20%C3%A9.yaml\"}"),
+            std::string::npos)
+      << log;
+  d.path = "policies/replay_gate.yaml";
+  EXPECT_NE(replaygate::render_sarif({d}, "", "1.2.3", "https://x.test")
+                .find("{\"uri\": \"policies/replay_gate.yaml\"}"),
+            std::string::npos);
+}
+
 // Every code the docs list has a SARIF short description, and nothing else does.
 TEST(LintFormats, EveryDocumentedCodeHasATitle) {
   std::set<std::string> documented;

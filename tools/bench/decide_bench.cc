@@ -33,7 +33,7 @@
 #include "runtime/decide_index.h"
 #include "runtime/reload.h"
 #include "runtime/table.h"
-#include "tests/runtime/test_policies.h"
+#include "tests/support/test_policies.h"
 
 namespace rg = replaygate;
 namespace ir = replaygate::ir;
@@ -123,13 +123,6 @@ using PairMap = std::unordered_map<std::pair<std::string_view, std::string_view>
   auto it = map.find({in.topic, in.error_class});
   return it == map.end() ? Answer{kHoldV, kDefaultRule} : it->second;
 }
-
-const std::pair<const char*, const char*> kSeedPairs[] = {
-    {"payment.capture", "timeout"},       {"payment.capture", "insufficient_funds"},
-    {"payment.capture", "duplicate"},     {"inventory.reserve", "lock_timeout"},
-    {"inventory.reserve", "overbook"},    {"webhook.partner", "http_503"},
-    {"webhook.partner", "http_400"},      {"mail.receipt", "smtp_421"},
-    {"mail.receipt", "unknown_recipient"}};
 
 // A policy of `rows` table rows: the reference gate's guards and nine seed rows, then synthetic
 // rows (topic tI, error_class eJ). rows == 0 means the shipped policy, compiled from YAML.
@@ -246,11 +239,11 @@ Setup& setup(size_t rows) {
       std::exit(2);
     }
     s.bytes = rg::lower(*loaded.policy);
-    for (auto [t, e] : kSeedPairs) s.pairs.emplace_back(t, e);
+    for (auto [t, e] : kKnownFailureKeys) s.pairs.emplace_back(t, e);
   } else {
     ir::CheckedPolicy p = reference_gate();
     ir::Table& t = std::get<ir::Table>(p.policy.rules[4]);
-    for (auto [topic, error] : kSeedPairs) s.pairs.emplace_back(topic, error);
+    for (auto [topic, error] : kKnownFailureKeys) s.pairs.emplace_back(topic, error);
     size_t side = 1;
     while (side * side < rows) ++side;
     for (size_t i = 0; s.pairs.size() < rows; ++i) {

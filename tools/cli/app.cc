@@ -43,6 +43,9 @@ int usage_error(const std::string& message, const std::string& command) {
 int run(int argc, char** argv) {
   // A closed pipe must surface as a write error (exit 2), not kill the process silently.
   std::signal(SIGPIPE, SIG_IGN);
+  // Likewise the file size limit (ulimit -f): write(2) then fails with EFBIG, which is reported
+  // and cleaned up (a cut line is truncated away), instead of the process dying mid-line.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     CLI::App app{
         "replaygate: reviewed policies decide what may happen to dead-lettered messages.\n"

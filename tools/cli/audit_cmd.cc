@@ -10,6 +10,8 @@
 
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/options.h"
+#include "tools/cli/output.h"
 
 namespace replaygate::cli {
 namespace {
@@ -17,8 +19,7 @@ namespace {
 struct AuditOptions {
   std::string file, format = "text";
   std::string log, outcome, operator_name;
-  uint64_t decision = 0;
-  int64_t revision = 0;
+  std::string decision, revision;  // counts, parsed by run_result (options.h)
 };
 
 int run_verify(const AuditOptions& o) {
@@ -63,20 +64,34 @@ int run_verify(const AuditOptions& o) {
             " decisions, " + std::to_string(report.results) + " results), last hash " +
             report.last_hash + "\n";
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (std::fflush(stdout) != 0) return kExitUsage;
+  if (!print_to_stdout(text, "the report")) return kExitUsage;
   return report.ok() ? kExitOk : kExitFindings;
 }
 
 int run_result(const AuditOptions& o) {
+  constexpr uint64_t kNoMax = std::numeric_limits<int64_t>::max();
+  const CountOption decision_option{"--decision", 1, kNoMax, ""};
+  const CountOption revision_option{"--revision", 0, kNoMax, ""};
+  // Parses one count option; false (with the usage message) when its value is not a count.
+  const auto count = [](const CountOption& option, const std::string& text, uint64_t* value) {
+    if (parse_count(option, text, value)) return true;
+    std::fprintf(stderr, "replaygate: error: %s\nRun 'replaygate audit result --help' for usage.\n",
+                 count_error(option, text).c_str());
+    return false;
+  };
+  uint64_t decision = 0, revision = 0;
+  if (!count(decision_option, o.decision, &decision) ||
+      !count(revision_option, o.revision, &revision)) {
+    return kExitUsage;
+  }
   nlohmann::json entry;
   entry["kind"] = "result";
   entry["time"] = audit::utc_now();
-  entry["decision"] = o.decision;
-  entry["revision"] = o.revision;
+  entry["decision"] = decision;
+  entry["revision"] = revision;
   entry["outcome"] = o.outcome;
   if (!o.operator_name.empty()) entry["operator"] = o.operator_name;
-  const audit::AppendResult appended = audit::append(o.log, entry, o.decision);
+  const audit::AppendResult appended = audit::append(o.log, entry, decision);
   if (!appended.ok) {
     std::fprintf(stderr, "replaygate: %s\nreplaygate: the result was NOT recorded\n",
                  appended.error.c_str());
@@ -84,7 +99,7 @@ int run_result(const AuditOptions& o) {
   }
   std::printf("recorded result entry %llu for decision %llu (hash %s)\n",
               static_cast<unsigned long long>(appended.seq),
-              static_cast<unsigned long long>(o.decision), appended.hash.c_str());
+              static_cast<unsigned long long>(decision), appended.hash.c_str());
   return std::fflush(stdout) == 0 ? kExitOk : kExitUsage;
 }
 
@@ -103,11 +118,9 @@ Runner setup_audit(CLI::App& sub) {
       sub.add_subcommand("result", "Append a worker's result entry for a recorded decision");
   result->add_option("--log", o->log, "Audit log")->required();
   result->add_option("--decision", o->decision, "Seq of the decision entry (1 or more)")
-      ->required()
-      ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()));
+      ->required();
   result->add_option("--revision", o->revision, "The operation record's new local revision (>= 0)")
-      ->required()
-      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+      ->required();
   result->add_option("--outcome", o->outcome, "What happened, e.g. succeeded, failed: ...")
       ->required()
       ->check(CLI::Validator(

@@ -12,6 +12,7 @@
 #include "compiler/print_yaml.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -92,8 +93,7 @@ int run_convert(const ConvertOptions& options) {
   }
   const std::string text = to == "yaml" ? print_yaml(policy) : print_dsl(policy);
   if (options.output.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return kExitOk;
+    return print_to_stdout(text, "the converted policy") ? kExitOk : kExitUsage;
   }
   std::string error;
   if (!write_file_atomically(options.output, text, &error)) {

@@ -23,6 +23,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string>
@@ -35,6 +36,7 @@
 #include "tools/cli/kafka.h"
 #include "tools/cli/letters.h"
 #include "tools/cli/mapping.h"
+#include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
@@ -243,10 +245,10 @@ void write_prefix(ByteBuffer& out, std::string_view line_number, const RecordMet
 
 // --max-replayed-keys above this is refused (the limit of the exact set it was first written for;
 // it keeps a typo such as 10000000000 from reading as "no cap").
-constexpr int64_t kMaxKeysLimit = int64_t{1} << 32;
+constexpr uint64_t kMaxKeysLimit = uint64_t{1} << 32;
 // --replayed-keys-memory above this (MiB) is refused: 64 GiB, half the largest split block
 // filter Parquet's 32-bit block index can address.
-constexpr int64_t kMaxFilterMiB = int64_t{1} << 16;
+constexpr uint64_t kMaxFilterMiB = uint64_t{1} << 16;
 // Records decided ahead of the dump rules (see the main loop): enough that a filter block
 // prefetched in stage 1 has arrived by stage 2 (~300 ns a record), few enough to stay in L1.
 constexpr size_t kBatchRecords = 16;
@@ -257,6 +259,20 @@ std::string format_rate(double rate) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1e", rate);
   return text;
+}
+
+// Says why the decisions could not all be written and what the output holds: the complete lines
+// of the first `printed` records (BlockWriter cut back a partial line where it could).
+void report_write_failure(const BlockWriter& out, uint64_t printed) {
+  std::fprintf(stderr, "replaygate: cannot write decisions to %s: %s\n",
+               describe_stream(STDOUT_FILENO, "standard output").c_str(),
+               std::strerror(out.error_number()));
+  std::fprintf(stderr,
+               "replaygate: the output holds the decisions for the first %llu records only%s\n",
+               static_cast<unsigned long long>(printed),
+               out.partial_line_left()
+                   ? ", then part of the next line (not a regular file: it cannot be cut back)"
+                   : "");
 }
 
 int usage(const std::string& message) {
@@ -287,21 +303,36 @@ int run_decide(const DecideOptions& o) {
     return usage("--mapping applies to --format kafka only");
   }
 
+  constexpr uint64_t kNoMax = std::numeric_limits<int64_t>::max();
+  const CountOption replays_option{"--max-replays", 0, kNoMax, ""};
+  const CountOption keys_option{"--max-replayed-keys", 0, kMaxKeysLimit, ""};
+  const CountOption memory_option{"--replayed-keys-memory", 1, kMaxFilterMiB, "MiB"};
+  uint64_t count = 0;
   int64_t max_replays = -1;  // -1: no budget
-  if (o.max_replays_set && (!parse_int64_strict(o.max_replays, &max_replays) || max_replays < 0)) {
-    return usage("--max-replays takes a whole number >= 0 (decimal), not '" + o.max_replays + "'");
+  if (o.max_replays_set) {
+    if (!parse_count(replays_option, o.max_replays, &count)) {
+      return usage(count_error(replays_option, o.max_replays));
+    }
+    max_replays = static_cast<int64_t>(count);
   }
-  int64_t max_keys = static_cast<int64_t>(DumpRules::kDefaultMaxKeys);
-  if (o.max_keys_set &&
-      (!parse_int64_strict(o.max_keys, &max_keys) || max_keys < 0 || max_keys > kMaxKeysLimit)) {
-    return usage("--max-replayed-keys takes a whole number from 0 to " +
-                 std::to_string(kMaxKeysLimit) + " (decimal), not '" + o.max_keys + "'");
+  uint64_t max_keys = DumpRules::kDefaultMaxKeys;
+  if (o.max_keys_set && !parse_count(keys_option, o.max_keys, &max_keys)) {
+    return usage(count_error(keys_option, o.max_keys));
   }
-  int64_t filter_mib = static_cast<int64_t>(DumpRules::kDefaultFilterMiB);
-  if (o.filter_mib_set && (!parse_int64_strict(o.filter_mib, &filter_mib) || filter_mib < 1 ||
-                           filter_mib > kMaxFilterMiB)) {
-    return usage("--replayed-keys-memory takes a whole number of MiB from 1 to " +
-                 std::to_string(kMaxFilterMiB) + " (decimal), not '" + o.filter_mib + "'");
+  uint64_t filter_mib = DumpRules::kDefaultFilterMiB;
+  if (o.filter_mib_set && !parse_count(memory_option, o.filter_mib, &filter_mib)) {
+    return usage(count_error(memory_option, o.filter_mib));
+  }
+
+  // Standard output must be open for writing before anything is decided (and before anything is
+  // opened: open() would reuse a closed descriptor 1). Otherwise --audit would record decisions
+  // that no one can print.
+  const int out_flags = ::fcntl(STDOUT_FILENO, F_GETFL);
+  if (out_flags < 0 || (out_flags & O_ACCMODE) == O_RDONLY) {
+    std::fprintf(stderr,
+                 "replaygate: cannot write decisions to standard output: %s; no record decided\n",
+                 std::strerror(out_flags < 0 ? errno : EBADF));
+    return kExitUsage;
   }
 
   std::unique_ptr<Table> table;
@@ -368,16 +399,23 @@ int run_decide(const DecideOptions& o) {
 
   Input input(*table);
   LineReader reader(fd);
-  BlockWriter out(stdout);
+  BlockWriter out(STDOUT_FILENO);
   // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
   // printed, so a decision that reaches stdout is always on record; when the append fails the
   // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
   std::vector<nlohmann::json> pending_audit;
   bool audit_failed = false;
+  uint64_t audited_records = 0;  // records whose decision entries are in the log (the first ones)
+  uint64_t last_audit_seq = 0;   // the seq of the last of them
   auto commit_block = [&]() {
     if (o.audit.empty() || pending_audit.empty()) return true;
+    const size_t entries = pending_audit.size();
     const audit::AppendResult appended = audit::append_batch(o.audit, std::move(pending_audit));
     pending_audit.clear();
+    if (appended.ok) {
+      audited_records += entries;
+      last_audit_seq = appended.seq;
+    }
     if (!appended.ok) {
       out.buffer().clear();
       std::fprintf(stderr,
@@ -405,6 +443,12 @@ int run_decide(const DecideOptions& o) {
   std::vector<uint64_t> per_verb(table->verb_count(), 0);
   uint64_t total = 0, invalid_count = 0, maybe_duplicate_holds = 0, budget_holds = 0,
            key_limit_holds = 0;
+  uint64_t printed = 0;  // records whose output lines are written, whole (the first `printed`)
+  // Writes what is buffered (every record so far); false once a write failed.
+  auto flush_out = [&] {
+    if (out.flush()) printed = total;
+    return out.ok();
+  };
   std::string problem;
   RecordMeta meta;
   std::string_view line;
@@ -511,9 +555,7 @@ int run_decide(const DecideOptions& o) {
         entry["record_revision"] = nullptr;
         pending_audit.push_back(std::move(entry));
       }
-      if (out.full() && !commit_block()) ok = false;
-      if (ok) out.maybe_flush();
-      if (!out.ok()) ok = false;
+      if (out.full() && (!commit_block() || !flush_out())) ok = false;
     }
     batch.count = 0;
     batch.scratch.clear();
@@ -528,7 +570,7 @@ int run_decide(const DecideOptions& o) {
     const LineReader::Status status = reader.next(&line);
     if (status == LineReader::Status::kEnd) break;
     if (status == LineReader::Status::kError) {
-      if (emit_all() && commit_block()) out.flush();
+      if (emit_all() && commit_block()) flush_out();
       std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
                    std::strerror(reader.error_number()));
       exit_code = kExitUsage;
@@ -574,13 +616,25 @@ int run_decide(const DecideOptions& o) {
   }
   if (!audit_failed && out.ok()) emit_all();
   if (fd != STDIN_FILENO) ::close(fd);
-  if (!audit_failed) commit_block();
+  if (!audit_failed && out.ok()) commit_block();
   if (audit_failed) {
     out.buffer().clear();
     return kExitUsage;
   }
-  if (!out.flush()) {
-    std::fprintf(stderr, "replaygate: cannot write decisions to standard output\n");
+  if (!flush_out()) {
+    const uint64_t kept = printed + out.failed_block_lines();
+    report_write_failure(out, kept);
+    if (audited_records > kept) {
+      // Logged before printing, as they must be, but never printed: say exactly which.
+      const uint64_t first_seq = last_audit_seq - (audited_records - kept) + 1;
+      std::fprintf(stderr,
+                   "replaygate: the decisions for records %llu to %llu are in the audit log %s "
+                   "(entries %llu to %llu) but were NOT printed\n",
+                   static_cast<unsigned long long>(kept + 1),
+                   static_cast<unsigned long long>(audited_records), o.audit.c_str(),
+                   static_cast<unsigned long long>(first_seq),
+                   static_cast<unsigned long long>(last_audit_seq));
+    }
     return kExitUsage;
   }
 

@@ -161,10 +161,15 @@ bool load_side(const std::string& path, DiffSide* side) {
     if (table == nullptr) return report_table_failure(path, status);
     return lift_side(path, *table, side);
   }
+  // An empty input is neither a table nor a policy, whatever its name says: one message for all.
+  const auto report_empty = [&] {
+    std::fprintf(stderr, "replaygate: error: %s is empty: %s\n", path.c_str(), kAccepted);
+    return false;
+  };
   if (!has_policy_extension(path)) {
     // Not a table, and nothing says which policy language it is in (e.g. /dev/stdin).
     if (bytes.empty()) {
-      std::fprintf(stderr, "replaygate: error: %s is empty: %s\n", path.c_str(), kAccepted);
+      report_empty();
     } else {
       std::fprintf(stderr,
                    "replaygate: error: cannot tell what %s is: it is not a frozen table (it does "
@@ -176,9 +181,10 @@ bool load_side(const std::string& path, DiffSide* side) {
     return false;
   }
   if (read_up_to(fd, yaml::kMaxBytes + 1, &bytes) != 0) {
-    std::fprintf(stderr, "replaygate: cannot read '%s': read error\n", path.c_str());
+    std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
+  if (bytes.empty()) return report_empty();
   LoadedPolicy loaded;
   const int code = compile_policy_reporting(bytes, path, DiagnosticFormat::kText, &loaded);
   if (code == kExitOk && loaded.policy) {
@@ -404,10 +410,7 @@ int run_diff(const DiffOptions& options) {
   } else {
     text = render_text(o, diff);
   }
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "replaygate: error: cannot write the diff to stdout\n");
-    return kExitUsage;
-  }
+  if (!print_to_stdout(text, "the diff")) return kExitUsage;
   if (diff.any_more_dangerous()) return kExitMoreDangerous;
   return diff.verb_changes.empty() ? kExitOk : kExitFindings;
 }

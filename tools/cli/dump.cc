@@ -8,6 +8,7 @@
 
 #include "runtime/table.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -21,11 +22,7 @@ int run_dump(const std::string& path) {
     return kExitUsage;
   }
   const std::string listing = table->dump();
-  if (std::fwrite(listing.data(), 1, listing.size(), stdout) != listing.size() ||
-      std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "replaygate: cannot write to stdout\n");
-    return kExitUsage;
-  }
+  if (!print_to_stdout(listing, "the listing")) return kExitUsage;
   return kExitOk;
 }
 

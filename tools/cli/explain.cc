@@ -30,6 +30,7 @@
 #include "tools/cli/files.h"
 #include "tools/cli/ir_eval.h"
 #include "tools/cli/letters.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -403,10 +404,7 @@ int run_explain(const ExplainOptions& options) {
   }
   const std::string out =
       options.format == "json" ? render_json(report, source) : render_text(report, source);
-  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "replaygate: cannot write to standard output\n");
-    return kExitUsage;
-  }
+  if (!print_to_stdout(out, "the explanation")) return kExitUsage;
   return kExitOk;
 }
 

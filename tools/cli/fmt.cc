@@ -12,6 +12,7 @@
 #include "compiler/yaml_tree.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -96,7 +97,7 @@ int run_fmt(const FmtOptions& options) {
         std::fprintf(stderr, "formatted %s\n", path.c_str());
       }
     } else {
-      std::fwrite(formatted.text->data(), 1, formatted.text->size(), stdout);
+      if (!print_to_stdout(*formatted.text, "the formatted policy")) return kExitUsage;
     }
   }
   if (options.check && exit_code == kExitFindings) {

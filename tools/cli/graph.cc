@@ -27,6 +27,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/ir_eval.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -276,10 +277,7 @@ int run_graph(const GraphOptions& options) {
     }
     return kExitOk;
   }
-  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "replaygate: cannot write to standard output\n");
-    return kExitUsage;
-  }
+  if (!print_to_stdout(out, "the graph")) return kExitUsage;
   return kExitOk;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/diagnostic.h"
+#include "compiler/utf8.h"
 #include "tools/cli/output.h"
 
 namespace replaygate::cli {

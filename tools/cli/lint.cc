@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tools/cli/commands.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -51,10 +52,7 @@ int run_lint(const LintOptions& options) {
     const std::string out = f == "sarif" ? render_sarif(loaded.diagnostics, loaded.source_text,
                                                         REPLAYGATE_VERSION, options.docs_url)
                                          : render_github(loaded.diagnostics);
-    if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
-      std::fprintf(stderr, "replaygate: cannot write to standard output\n");
-      return kExitUsage;
-    }
+    if (!print_to_stdout(out, "the diagnostics")) return kExitUsage;
   }
   size_t errors = 0, warnings = 0;
   for (const Diagnostic& d : loaded.diagnostics) {

@@ -21,6 +21,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/ir_eval.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -364,10 +365,7 @@ int run_matrix(const MatrixOptions& options) {
     }
     return kExitOk;
   }
-  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "replaygate: cannot write to standard output\n");
-    return kExitUsage;
-  }
+  if (!print_to_stdout(out, "the matrix")) return kExitUsage;
   return kExitOk;
 }
 

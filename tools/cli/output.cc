@@ -1,40 +1,21 @@
 // JSON string escaping with UTF-8 validation, and the block-buffered writer (see output.h).
 #include "tools/cli/output.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <utility>
+
+#include "compiler/utf8.h"
 
 namespace replaygate::cli {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
-
-}  // namespace
-
-size_t utf8_sequence_length(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
-  const uint8_t lead = byte(i);
-  const size_t left = text.size() - i;
-  const auto continuation = [&](size_t k) { return (byte(k) & 0xC0) == 0x80; };
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) return left >= 2 && continuation(i + 1) ? 2 : 0;
-  if (lead >= 0xE0 && lead <= 0xEF) {
-    if (left < 3 || !continuation(i + 1) || !continuation(i + 2)) return 0;
-    if (lead == 0xE0 && byte(i + 1) < 0xA0) return 0;   // overlong
-    if (lead == 0xED && byte(i + 1) >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (lead >= 0xF0 && lead <= 0xF4) {
-    if (left < 4 || !continuation(i + 1) || !continuation(i + 2) || !continuation(i + 3)) return 0;
-    if (lead == 0xF0 && byte(i + 1) < 0x90) return 0;   // overlong
-    if (lead == 0xF4 && byte(i + 1) >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-namespace {
 
 // True when one of the 8 bytes of `word` needs more than a copy in a JSON string: below 0x20,
 // '"', '\\' or 0x80 and above (bit tricks from "Bit Twiddling Hacks", haszero/hasless).
@@ -145,12 +126,63 @@ void ByteBuffer::grow(size_t n) {
   capacity_ = capacity;
 }
 
+int write_fully(int fd, const char* bytes, size_t size, size_t* written) {
+  *written = 0;
+  while (*written < size) {
+    const ssize_t n = ::write(fd, bytes + *written, size - *written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;  // write(2) made no progress and said nothing: do not spin
+    *written += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+std::string describe_stream(int fd, const std::string& stream) {
+  char target[4096];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+  // "pipe:[123]" and "socket:[123]" name no file; a path starts with '/'.
+  if (n <= 0 || target[0] != '/') return stream;
+  return stream + " (" + std::string(target, static_cast<size_t>(n)) + ")";
+}
+
+bool print_to_stdout(std::string_view text, std::string_view what) {
+  int error = 0;
+  if (std::fflush(stdout) != 0) error = errno;  // anything printed through stdio goes first
+  size_t written = 0;
+  if (error == 0) error = write_fully(STDOUT_FILENO, text.data(), text.size(), &written);
+  if (error == 0) return true;
+  std::fprintf(stderr, "replaygate: cannot write %.*s to %s: %s\n", static_cast<int>(what.size()),
+               what.data(), describe_stream(STDOUT_FILENO, "standard output").c_str(),
+               std::strerror(error));
+  return false;
+}
+
 bool BlockWriter::flush() {
   if (buffer_.size() > 0 && ok_) {
-    if (std::fwrite(buffer_.data(), 1, buffer_.size(), stream_) != buffer_.size()) ok_ = false;
+    size_t written = 0;
+    const int error = write_fully(fd_, buffer_.data(), buffer_.size(), &written);
+    if (error != 0) {
+      ok_ = false;
+      error_ = error;
+      const char* const begin = buffer_.data();
+      const auto lines = std::count(begin, begin + written, '\n');
+      failed_block_lines_ = static_cast<uint64_t>(lines);
+      // The bytes after the last '\n' written: the start of a line the failure cut.
+      const void* last = written == 0 ? nullptr : ::memrchr(begin, '\n', written);
+      const size_t tail =
+          last == nullptr ? written : written - (static_cast<const char*>(last) - begin + 1);
+      if (tail > 0) {
+        struct stat st {};
+        const off_t end = ::lseek(fd_, 0, SEEK_CUR);  // just past our last byte, O_APPEND or not
+        partial_line_left_ = ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || end < 0 ||
+                             static_cast<uint64_t>(end) < tail ||
+                             ::ftruncate(fd_, end - static_cast<off_t>(tail)) != 0;
+      }
+    }
   }
   buffer_.clear();
-  if (ok_ && std::fflush(stream_) != 0) ok_ = false;
   return ok_;
 }
 

@@ -5,10 +5,12 @@
 // characters as \uXXXX escapes, so every line the CLI prints is valid JSON whatever it echoes.
 // ByteBuffer is written through raw pointers (reserve room, write, commit): `decide` formats a
 // million lines a second with it, where each std::string::append is a call and a capacity check.
-// BlockWriter collects output in blocks and writes them with fwrite; it remembers the first
-// write error so callers can finish the run and exit 2.
+// BlockWriter collects JSON Lines output in blocks and writes them with write(2); it remembers the
+// first write error (and its errno) so callers can finish the run and exit 2, and it never leaves
+// half a line in a regular file (see flush()).
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -16,10 +18,6 @@
 #include <string_view>
 
 namespace replaygate::cli {
-
-// Length of the valid UTF-8 sequence that starts at text[i], or 0 when the bytes there are not
-// UTF-8 (overlong forms, surrogates and code points above U+10FFFF are not).
-size_t utf8_sequence_length(std::string_view text, size_t i);
 
 // The most bytes write_json_string() writes for `text` (every byte escaped as \uXXXX, quotes).
 constexpr size_t json_string_bound(std::string_view text) { return 6 * text.size() + 2; }
@@ -64,31 +62,56 @@ class ByteBuffer {
   size_t size_ = 0;
 };
 
+// Writes all of `bytes` to `fd`, again after a short write or EINTR. Returns 0, or the errno of
+// the write that failed (EBADF for a closed descriptor, ENOSPC for a full disk, EFBIG past the file
+// size limit when SIGXFSZ is ignored, EPIPE for a closed pipe when SIGPIPE is). `*written` is
+// what was written either way.
+int write_fully(int fd, const char* bytes, size_t size, size_t* written);
+
+// What to call descriptor `fd` in an error message: `stream` ("standard output"), followed by the
+// file's path in parentheses when it has one ("standard output (/tmp/out)"; not for a pipe).
+std::string describe_stream(int fd, const std::string& stream);
+
+// Writes `text` to standard output and flushes it. On failure prints
+// "replaygate: cannot write WHAT to standard output (PATH): STRERROR" to stderr and returns false.
+bool print_to_stdout(std::string_view text, std::string_view what);
+
 class BlockWriter {
  public:
   // Large blocks: few write(2) calls (each costs microseconds under virtualization); 128 KiB and
   // 256 KiB blocks measured no faster on the end-to-end benchmark.
   static constexpr size_t kBlockBytes = size_t{1} << 20;  // 1 MiB
 
-  explicit BlockWriter(std::FILE* stream) : buffer_(kBlockBytes + 4096), stream_(stream) {}
+  // Writes to `fd` (STDOUT_FILENO for decide), which nothing else may write to meanwhile.
+  explicit BlockWriter(int fd) : buffer_(kBlockBytes + 4096), fd_(fd) {}
   BlockWriter(const BlockWriter&) = delete;
   BlockWriter& operator=(const BlockWriter&) = delete;
   ~BlockWriter() { flush(); }
 
-  // The buffer to write to; call maybe_flush() after each record.
+  // The buffer to write to; after each line, flush() when full().
   ByteBuffer& buffer() { return buffer_; }
   bool full() const { return buffer_.size() >= kBlockBytes; }
-  void maybe_flush() {
-    if (full()) flush();
-  }
-  // Writes everything buffered and flushes the stream. Returns false once any write failed.
+  // Writes everything buffered. Returns false once any write failed; then nothing more is
+  // written, and when `fd` is a regular file the bytes written after its last '\n' (the start of
+  // a line the write cut) are truncated away, so a reader of the file never sees half a line.
+  // Callers that flush only after whole lines thus leave only complete lines behind.
   bool flush();
   bool ok() const { return ok_; }
+  // After a failed flush(): the errno of the write that failed.
+  int error_number() const { return error_; }
+  // After a failed flush(): how many complete lines of the block that failed are in the output.
+  uint64_t failed_block_lines() const { return failed_block_lines_; }
+  // After a failed flush(): true when part of a line stayed in the output (not a regular file, or
+  // the truncation failed).
+  bool partial_line_left() const { return partial_line_left_; }
 
  private:
   ByteBuffer buffer_;
-  std::FILE* stream_;
+  int fd_;
   bool ok_ = true;
+  int error_ = 0;
+  uint64_t failed_block_lines_ = 0;
+  bool partial_line_left_ = false;
 };
 
 }  // namespace replaygate::cli

@@ -6,13 +6,15 @@
 
 #include "compiler/lower.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/output.h"
 
 namespace replaygate::cli {
 namespace {
 
-// Reports a compiled policy's diagnostics; 0 when it has no errors, else 1.
+// Reports a compiled policy's diagnostics; 0 when it has no errors, else 1 (2 when the JSON
+// diagnostics cannot be written).
 int report_loaded(const LoadedPolicy& loaded, DiagnosticFormat format) {
-  report_diagnostics(loaded.diagnostics, loaded.source_text, format);
+  if (!report_diagnostics(loaded.diagnostics, loaded.source_text, format)) return kExitUsage;
   if (has_errors(loaded.diagnostics) || !loaded.policy.has_value()) return kExitFindings;
   return kExitOk;
 }
@@ -31,19 +33,18 @@ bool parse_diagnostic_format(const std::string& word, DiagnosticFormat* format) 
   return false;
 }
 
-void report_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source,
+bool report_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source,
                         DiagnosticFormat format) {
   if (format == DiagnosticFormat::kJson) {
-    const std::string json = render_json(diagnostics);
-    std::fwrite(json.data(), 1, json.size(), stdout);
-    if (json.empty() || json.back() != '\n') std::fputc('\n', stdout);
-    std::fflush(stdout);
-    return;
+    std::string json = render_json(diagnostics);
+    if (json.empty() || json.back() != '\n') json += '\n';
+    return print_to_stdout(json, "the diagnostics");
   }
-  if (diagnostics.empty()) return;
+  if (diagnostics.empty()) return true;
   const std::string text = render_text(diagnostics, source);
   std::fwrite(text.data(), 1, text.size(), stderr);
   if (!text.empty() && text.back() != '\n') std::fputc('\n', stderr);
+  return true;
 }
 
 int load_policy_reporting(const std::string& path, DiagnosticFormat format, LoadedPolicy* loaded) {

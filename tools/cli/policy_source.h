@@ -19,19 +19,21 @@ enum class DiagnosticFormat { kText, kJson };
 bool parse_diagnostic_format(const std::string& word, DiagnosticFormat* format);
 
 // Renders diagnostics: text goes to stderr (with excerpts from `source`), JSON to stdout.
-// Nothing is printed for an empty list in text form; JSON always prints an array.
-void report_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source,
+// Nothing is printed for an empty list in text form; JSON always prints an array. Returns false
+// when the JSON cannot be written to stdout (print_to_stdout() said why on stderr), else true.
+bool report_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source,
                         DiagnosticFormat format);
 
 // Loads and checks `path`, reports every diagnostic, and returns
 //   0 when the policy has no errors (loaded->policy is set), 1 on policy errors,
-//   2 when the file cannot be read (message on stderr).
+//   2 when the file cannot be read, or JSON diagnostics cannot be written (message on stderr).
 int load_policy_reporting(const std::string& path, DiagnosticFormat format, LoadedPolicy* loaded);
 
 // As load_policy_reporting, for a policy whose bytes the caller has already read (a FIFO or
 // /dev/stdin can be read only once): compiles `text` as if read from `path` (the extension picks
 // the front-end, compile.h) and reports every diagnostic. Returns 0 when the policy has no errors
-// (loaded->policy is set), 1 on policy errors (including RG013, an unknown extension).
+// (loaded->policy is set), 1 on policy errors (including RG013, an unknown extension), 2 when
+// JSON diagnostics cannot be written.
 int compile_policy_reporting(std::string_view text, const std::string& path,
                              DiagnosticFormat format, LoadedPolicy* loaded);
 

@@ -35,6 +35,7 @@
 #include "runtime/table.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
 
@@ -81,9 +82,28 @@ int read_object(const std::string& path, const char* what, json* out) {
                  what, path.c_str());
     return kExitFindings;
   }
-  *out = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // A key given twice is refused, as in dump records: with nlohmann's default the last one would
+  // win, so `"already_committed": true, "already_committed": false` would read as false.
+  std::vector<std::set<std::string>> keys_seen;  // one set per open object
+  std::string duplicate;
+  const json::parser_callback_t no_duplicate_keys = [&](int, json::parse_event_t event,
+                                                        json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
+    if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty() &&
+        !keys_seen.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  *out = json::parse(text, no_duplicate_keys, /*allow_exceptions=*/false);
   if (out->is_discarded() || !out->is_object()) {
     std::fprintf(stderr, "replaygate: invalid %s: %s is not a JSON object\n", what, path.c_str());
+    return kExitFindings;
+  }
+  if (!duplicate.empty()) {
+    std::fprintf(stderr, "replaygate: invalid %s: %s has the key '%s' twice\n", what, path.c_str(),
+                 duplicate.c_str());
     return kExitFindings;
   }
   return kExitOk;
@@ -337,10 +357,7 @@ int run_review(const Options& o) {
       row("confirmed:", "no (review only; nothing recorded; --confirm to record and act)");
     }
   }
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "replaygate: cannot write to stdout\n");
-    return kExitUsage;
-  }
+  if (!print_to_stdout(text, "the review record")) return kExitUsage;
   return kExitOk;
 }
 

@@ -1,5 +1,7 @@
-// Test helper: checked policies built by hand (no front-end needed), shared by runtime and lower
-// tests. reference_gate() mirrors policies/replay_gate.yaml rule for rule.
+// Test helper: checked policies built by hand (no front-end needed), shared by the compiler,
+// runtime and property tests and the decide benchmark. reference_gate() is the one hand-built IR
+// of policies/replay_gate.yaml, rule for rule (tests/properties/reference_gate_test.cc checks
+// that the front-end builds exactly this IR from the file).
 #pragma once
 
 #include <cstdint>
@@ -12,41 +14,37 @@
 
 namespace replaygate::testing {
 
-inline ir::Field string_field(std::string name, bool optional = false,
-                              bool empty_means_absent = false) {
+// A field of `type`; the typed helpers below add what their type has.
+inline ir::Field typed_field(std::string name, ir::FieldType type, bool optional) {
   ir::Field f;
   f.name = std::move(name);
-  f.type = ir::FieldType::kString;
+  f.type = type;
   f.optional = optional;
+  return f;
+}
+
+inline ir::Field string_field(std::string name, bool optional = false,
+                              bool empty_means_absent = false) {
+  ir::Field f = typed_field(std::move(name), ir::FieldType::kString, optional);
   f.empty_means_absent = empty_means_absent;
   return f;
 }
 
 inline ir::Field int_field(std::string name, std::optional<int64_t> min, std::optional<int64_t> max,
                            bool optional = false) {
-  ir::Field f;
-  f.name = std::move(name);
-  f.type = ir::FieldType::kInt;
-  f.optional = optional;
+  ir::Field f = typed_field(std::move(name), ir::FieldType::kInt, optional);
   f.min = min;
   f.max = max;
   return f;
 }
 
 inline ir::Field bool_field(std::string name, bool optional = false) {
-  ir::Field f;
-  f.name = std::move(name);
-  f.type = ir::FieldType::kBool;
-  f.optional = optional;
-  return f;
+  return typed_field(std::move(name), ir::FieldType::kBool, optional);
 }
 
 inline ir::Field enum_field(std::string name, std::vector<std::string> values,
                             bool optional = false) {
-  ir::Field f;
-  f.name = std::move(name);
-  f.type = ir::FieldType::kEnum;
-  f.optional = optional;
+  ir::Field f = typed_field(std::move(name), ir::FieldType::kEnum, optional);
   f.enum_values = std::move(values);
   return f;
 }
@@ -108,6 +106,14 @@ enum RefField : uint32_t {
 };
 enum RefVerb : uint32_t { kNever = 0, kReplayOnce = 1, kHold = 2 };
 
+// The (topic, error_class) keys of reference_gate()'s table known_failures, in row order.
+inline constexpr std::pair<const char*, const char*> kKnownFailureKeys[] = {
+    {"payment.capture", "timeout"},       {"payment.capture", "insufficient_funds"},
+    {"payment.capture", "duplicate"},     {"inventory.reserve", "lock_timeout"},
+    {"inventory.reserve", "overbook"},    {"webhook.partner", "http_503"},
+    {"webhook.partner", "http_400"},      {"mail.receipt", "smtp_421"},
+    {"mail.receipt", "unknown_recipient"}};
+
 // policies/replay_gate.yaml as IR, with the source lines of its rules and rows.
 inline ir::CheckedPolicy reference_gate() {
   ir::CheckedPolicy checked;
@@ -151,12 +157,7 @@ inline ir::CheckedPolicy reference_gate() {
   ir::Table t;
   t.id = "known_failures";
   t.key_fields = {kTopic, kErrorClass};
-  const std::pair<const char*, const char*> keys[] = {
-      {"payment.capture", "timeout"},       {"payment.capture", "insufficient_funds"},
-      {"payment.capture", "duplicate"},     {"inventory.reserve", "lock_timeout"},
-      {"inventory.reserve", "overbook"},    {"webhook.partner", "http_503"},
-      {"webhook.partner", "http_400"},      {"mail.receipt", "smtp_421"},
-      {"mail.receipt", "unknown_recipient"}};
+  const auto& keys = kKnownFailureKeys;
   const uint32_t verbs[] = {kReplayOnce, kNever, kNever,      kReplayOnce, kNever,
                             kReplayOnce, kNever, kReplayOnce, kNever};
   const char* const row_reasons[] = {

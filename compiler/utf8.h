@@ -1,0 +1,40 @@
+// UTF-8 validation shared by the front-ends' byte screening, diagnostic rendering and the CLI's
+// JSON escaping: one definition of which bytes are UTF-8.
+//
+// Header-only and inline: the CLI's JSON writer calls it per non-ASCII byte on its hot path.
+// runtime/ does not use it (runtime/ depends on no compiler/ code and compares bytes only).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace replaygate {
+
+// Length (1 to 4) of the valid UTF-8 sequence that starts at text[i], or 0 when the bytes there
+// are not UTF-8: a stray continuation byte, a sequence cut short by the end of `text`, an overlong
+// form (C0, C1, E0 80..9F, F0 80..8F), a surrogate (ED A0..BF) or a code point above U+10FFFF
+// (F4 90.. and F5..FF). `i` must be below text.size().
+inline size_t utf8_sequence_length(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
+  const uint8_t lead = byte(i);
+  const size_t left = text.size() - i;
+  const auto continuation = [&](size_t k) { return (byte(k) & 0xC0) == 0x80; };
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) return left >= 2 && continuation(i + 1) ? 2 : 0;
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    if (left < 3 || !continuation(i + 1) || !continuation(i + 2)) return 0;
+    if (lead == 0xE0 && byte(i + 1) < 0xA0) return 0;   // overlong
+    if (lead == 0xED && byte(i + 1) >= 0xA0) return 0;  // surrogate
+    return 3;
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    if (left < 4 || !continuation(i + 1) || !continuation(i + 2) || !continuation(i + 3)) return 0;
+    if (lead == 0xF0 && byte(i + 1) < 0x90) return 0;   // overlong
+    if (lead == 0xF4 && byte(i + 1) >= 0x90) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace replaygate
