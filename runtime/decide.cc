@@ -61,6 +61,15 @@ using Index = DecideIndex;
 constexpr uint32_t kInvalid = 0xFFFFFFFFu;
 static_assert(Index::kInvalidAtom == kInvalid);
 
+// The decision a nonzero dense-matrix cell holds: (catalog index + 1) << kCellVerbBits | verb.
+[[gnu::always_inline]] inline Decision rule_of_cell(uint32_t cell) noexcept {
+  Decision d;
+  d.kind = DecisionKind::kRule;
+  d.rule = (cell >> Index::kCellVerbBits) - 1;
+  d.verb = cell & ((1u << Index::kCellVerbBits) - 1);
+  return d;
+}
+
 // The atom of one field's input value, or kInvalid: the general path.
 uint32_t intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot& slot) noexcept {
   switch (slot.state) {
@@ -260,12 +269,7 @@ inline Decision lookup_table(const Table::Impl& t, uint32_t r, const uint32_t* a
       }
     }
     const uint32_t cell = t.fast.dense_cells[at];
-    if (cell != 0) {
-      d.kind = DecisionKind::kRule;
-      d.rule = (cell >> Index::kCellVerbBits) - 1;
-      d.verb = cell & ((1u << Index::kCellVerbBits) - 1);
-    }
-    return d;
+    return cell != 0 ? rule_of_cell(cell) : d;
   }
   const uint32_t best = probe_table(t, rule, atoms);
   return best == kInvalid ? d : by_rule(t, rule.catalog_begin + best);
@@ -482,13 +486,7 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
       const uint32_t a0 = key_atom(x, slots, atoms, dense.key_field[0]);
       const uint32_t a1 = key_atom(x, slots, atoms, dense.key_field[1]);
       const uint32_t cell = x.dense_cells[dense.cell_begin + a0 * dense.stride[0] + a1];
-      if (cell != 0) {
-        Decision d;
-        d.kind = DecisionKind::kRule;
-        d.rule = (cell >> Index::kCellVerbBits) - 1;
-        d.verb = cell & ((1u << Index::kCellVerbBits) - 1);
-        return d;
-      }
+      if (cell != 0) return rule_of_cell(cell);
     } else {
       const Decision row = lookup_table_fast(t, r, slots, atoms);
       if (row.kind == DecisionKind::kRule) return row;
@@ -574,13 +572,7 @@ Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
       d.kind = DecisionKind::kDefault;
       return d;
     }
-    if (c != 0) {
-      Decision d;
-      d.kind = DecisionKind::kRule;
-      d.rule = (c >> Index::kCellVerbBits) - 1;
-      d.verb = c & ((1u << Index::kCellVerbBits) - 1);
-      return d;
-    }
+    if (c != 0) return rule_of_cell(c);
     if (r != kt.rule) {
       const Decision row = lookup_table_fast(t, r, slots, atoms);
       if (row.kind == DecisionKind::kRule) return row;

@@ -34,6 +34,18 @@ std::string show(const Decision& d) {
          "}";
 }
 
+// The reference gate with `extra` more int fields x0, x1, ... (0..9) that no rule reads, and no
+// source spans (the added fields have none).
+ir::CheckedPolicy gate_with_extra_fields(int extra) {
+  ir::CheckedPolicy wide = reference_gate();
+  for (int i = 0; i < extra; ++i)
+    wide.policy.fields.push_back(int_field("x" + std::to_string(i), 0, 9));
+  wide.source.rules.clear();
+  wide.source.conditions.clear();
+  wide.source.rows.clear();
+  return wide;
+}
+
 // decide() and decide_unindexed() agree on every field of the decision. Returns decide()'s.
 Decision expect_same(const Table& table, const Input& in, const std::string& what) {
   const Decision fast = decide_unindexed(table, in);
@@ -482,13 +494,7 @@ TEST(DecideIndex, LazyKeysStillFailClosedBeforeAGuardDecides) {
 // fast path's last 8-byte word) are ignored on both paths.
 TEST(DecideIndex, LongerInputAgrees) {
   auto gate = load_lowered(reference_gate());
-  ir::CheckedPolicy wide = reference_gate();
-  for (int i = 0; i < 5; ++i)
-    wide.policy.fields.push_back(int_field("x" + std::to_string(i), 0, 9));
-  wide.source.rules.clear();
-  wide.source.conditions.clear();
-  wide.source.rows.clear();
-  auto big = load_lowered(wide);
+  auto big = load_lowered(gate_with_extra_fields(5));
   ASSERT_NE(gate, nullptr);
   ASSERT_NE(big, nullptr);
   ASSERT_EQ(big->field_count(), 11u);
@@ -684,13 +690,7 @@ TEST(DecideIndex, PoliciesPastTheKernelKeepTheFastPath) {
                        {str(""), str("n")},
                        {str("z1"), str("z2")},
                        {num(1), num(2), kUnset}});
-  ir::CheckedPolicy wide = reference_gate();
-  for (int i = 0; i < 3; ++i)
-    wide.policy.fields.push_back(int_field("x" + std::to_string(i), 0, 9));
-  wide.source.rules.clear();
-  wide.source.conditions.clear();
-  wide.source.rows.clear();
-  auto big = load_lowered(wide);
+  auto big = load_lowered(gate_with_extra_fields(3));
   ASSERT_NE(big, nullptr);
   s = decide_index_stats(*big);
   EXPECT_TRUE(s.fast_path);
