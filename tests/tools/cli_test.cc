@@ -74,6 +74,25 @@ TEST_F(CliTest, HelpExitsZero) {
   EXPECT_NE(r.out.find("--max-replays"), std::string::npos) << r.out;
 }
 
+// `--opt=` with nothing after '=' is a usage error: CLI11 alone would take the next argument as
+// the value (`--max-replays= 0 FILE` ran with 0; `audit result --decision= 2` appended an entry).
+TEST_F(CliTest, AnEmptyValueAfterEqualsIsAUsageError) {
+  const std::string log = (dir_ / "a.log").string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"decide", "--policy", kPolicy, "--max-replays=", "0", "-"},
+        std::vector<std::string>{"audit", "result", "--log", log, "--decision=", "2", "--revision",
+                                 "1", "--outcome", "succeeded"}}) {
+    const CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    const std::string name = args[0] == "decide" ? "--max-replays" : "--decision";
+    EXPECT_EQ(r.err, "replaygate: error: " + name + " has nothing after '=': give " + name +
+                         "=VALUE\nRun 'replaygate " + args[0] + " --help' for usage.\n");
+  }
+  EXPECT_FALSE(std::filesystem::exists(log));
+  // After `--`, such a word is an operand, not an option.
+  EXPECT_NE(run({"decide", "--policy", kPolicy, "--", "--x="}).err.find("--x="), std::string::npos);
+}
+
 TEST_F(CliTest, DecideNeedsExactlyOneOfPolicyAndTable) {
   const std::string message =
       "replaygate decide: error: give exactly one of --policy POLICY.yaml or --table TABLE.rgt\n"

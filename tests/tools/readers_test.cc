@@ -134,5 +134,11 @@ TEST(QuoteForReason, CutsLongTextOnACharacterBoundary) {
   EXPECT_EQ(quote_for_reason(long_text), "'" + std::string(63, 'a') + "...'");
 }
 
+TEST(QuoteForReason, EscapesControlBytesAndBackslashes) {
+  EXPECT_EQ(quote_for_reason(std::string("a\x1b[31mRED\x07\nFAKE\0b\x7f\\", 19)),
+            "'a\\u001b[31mRED\\u0007\\u000aFAKE\\u0000b\\u007f\\\\'");
+  EXPECT_EQ(quote_for_reason("caf\xC3\xA9"), "'caf\xC3\xA9'");  // UTF-8 stays as it is
+}
+
 }  // namespace
 }  // namespace replaygate::cli

@@ -250,6 +250,19 @@ TEST_F(RecoveryTest, BadInputsAndUsage) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "replaygate: invalid message: " + (dir_ / "nested.json").string() +
                        " has the key 'job_id' twice\n");
+  // A key is shown escaped (no raw control bytes reach the terminal), and bad UTF-8 is named.
+  write_file(dir_ / "ctrl.json", "{\"a\\u001b[31m\\nFAKE\": 1, \"a\\u001b[31m\\nFAKE\": 2}");
+  r = run(
+      {"review", "--policy", kPolicy, "--message", (dir_ / "ctrl.json").string(), "--record", m});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "replaygate: invalid message: " + (dir_ / "ctrl.json").string() +
+                       " has the key 'a\\u001b[31m\\u000aFAKE' twice\n");
+  write_file(dir_ / "latin1.json", "{\"message_id\": \"caf\xE9\"}");
+  r = run(
+      {"review", "--policy", kPolicy, "--message", (dir_ / "latin1.json").string(), "--record", m});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "replaygate: invalid message: " + (dir_ / "latin1.json").string() +
+                       " is not valid UTF-8 (byte 20)\n");
   // The same key in two different objects is not a duplicate.
   write_file(
       dir_ / "apart.json",

@@ -183,4 +183,38 @@ TEST_F(WriteErrorsTest, EveryPrintingCommandNamesTheCause) {
   }
 }
 
+// review --confirm records the decision before printing the review record: a stdout that cannot
+// be written is refused first (nothing recorded), and a print that fails after the record says
+// which audit entry holds the decision.
+TEST_F(WriteErrorsTest, ReviewConfirmNeverRecordsSilentlyWhatItCannotPrint) {
+  const std::string log = (dir_ / "review.log").string();
+  const std::string examples = kSourceDir + "/examples/recovery/";
+  const std::vector<std::string> args = {"review",
+                                         "--policy",
+                                         kSourceDir + "/policies/generation_recovery.yaml",
+                                         "--message",
+                                         examples + "accepted.message.json",
+                                         "--record",
+                                         examples + "accepted.record.json",
+                                         "--confirm",
+                                         "--operator",
+                                         "ana",
+                                         "--audit",
+                                         log};
+  for (const std::string redirect : {">&-", "1</dev/null"}) {
+    EXPECT_EQ(run_redirected("true", args, redirect), 2) << redirect;
+    EXPECT_EQ(err_,
+              "replaygate: cannot write the review record to standard output: Bad file "
+              "descriptor; nothing recorded\n")
+        << redirect;
+    EXPECT_FALSE(std::filesystem::exists(log)) << redirect;
+  }
+  EXPECT_EQ(run_redirected("true", args, "> /dev/full"), 2);
+  EXPECT_EQ(err_,
+            "replaygate: cannot write the review record to standard output (/dev/full): No space "
+            "left on device\nreplaygate: the decision IS recorded, as audit entry 1 in " +
+                log + ", but this review record was NOT printed\n");
+  EXPECT_EQ(lines_of(read_file(log)).size(), 1u);
+}
+
 }  // namespace

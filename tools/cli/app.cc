@@ -73,6 +73,18 @@ int run(int argc, char** argv) {
         return usage_error(message, "");
       }
     }
+    // CLI11 reads `--opt=` (nothing after '=') as `--opt` and takes the next argument as its
+    // value: `--max-replays= 0 FILE` would run with 0, and `audit result --decision= 2` append a
+    // permanent entry. An empty value after '=' is refused, like `--opt ''`.
+    for (int i = 2; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (arg == "--") break;
+      if (arg.size() > 3 && arg.substr(0, 2) == "--" && arg.find('=') == arg.size() - 1) {
+        const std::string name(arg.substr(0, arg.size() - 1));
+        return usage_error(name + " has nothing after '=': give " + name + "=VALUE",
+                           argv[1][0] == '-' ? "" : argv[1]);
+      }
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

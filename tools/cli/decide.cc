@@ -327,11 +327,10 @@ int run_decide(const DecideOptions& o) {
   // Standard output must be open for writing before anything is decided (and before anything is
   // opened: open() would reuse a closed descriptor 1). Otherwise --audit would record decisions
   // that no one can print.
-  const int out_flags = ::fcntl(STDOUT_FILENO, F_GETFL);
-  if (out_flags < 0 || (out_flags & O_ACCMODE) == O_RDONLY) {
+  if (const std::string why = stdout_unwritable(); !why.empty()) {
     std::fprintf(stderr,
                  "replaygate: cannot write decisions to standard output: %s; no record decided\n",
-                 std::strerror(out_flags < 0 ? errno : EBADF));
+                 why.c_str());
     return kExitUsage;
   }
 

@@ -1,6 +1,7 @@
 // JSON string escaping with UTF-8 validation, and the block-buffered writer (see output.h).
 #include "tools/cli/output.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,6 +146,12 @@ std::string describe_stream(int fd, const std::string& stream) {
   // "pipe:[123]" and "socket:[123]" name no file; a path starts with '/'.
   if (n <= 0 || target[0] != '/') return stream;
   return stream + " (" + std::string(target, static_cast<size_t>(n)) + ")";
+}
+
+std::string stdout_unwritable() {
+  const int flags = ::fcntl(STDOUT_FILENO, F_GETFL);
+  if (flags >= 0 && (flags & O_ACCMODE) != O_RDONLY) return "";
+  return std::strerror(flags < 0 ? errno : EBADF);
 }
 
 bool print_to_stdout(std::string_view text, std::string_view what) {

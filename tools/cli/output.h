@@ -72,6 +72,11 @@ int write_fully(int fd, const char* bytes, size_t size, size_t* written);
 // file's path in parentheses when it has one ("standard output (/tmp/out)"; not for a pipe).
 std::string describe_stream(int fd, const std::string& stream);
 
+// Why standard output cannot be written ("Bad file descriptor" when it is closed or open read
+// only), or "" when it is open for writing. Checked before anything is recorded or opened (open()
+// would reuse a closed descriptor 1), so no record is logged that no one can print.
+std::string stdout_unwritable();
+
 // Writes `text` to standard output and flushes it. On failure prints
 // "replaygate: cannot write WHAT to standard output (PATH): STRERROR" to stderr and returns false.
 bool print_to_stdout(std::string_view text, std::string_view what);

@@ -85,7 +85,9 @@ class RecordParser {
 enum class JsonShape { kOk, kTooDeep, kTrailing };
 JsonShape scan_json_shape(std::string_view json, size_t max_depth);
 
-// 'text' in single quotes for a reason, cut to 64 bytes ("...") so reasons stay one short line.
+// 'text' in single quotes for a reason or a message, cut to 64 bytes ("...") so reasons stay one
+// short line, with control bytes written as \u00XX and a backslash doubled (a key read from a
+// letter cannot cut or forge a line of the output or the terminal).
 std::string quote_for_reason(std::string_view text);
 
 // "blank line", "not valid UTF-8", "bad JSON (...)": the readable name of a simdjson error code.

@@ -32,6 +32,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/lower.h"
+#include "compiler/utf8.h"
 #include "runtime/table.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
@@ -96,14 +97,23 @@ int read_object(const std::string& path, const char* what, json* out) {
     }
     return true;
   };
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      std::fprintf(stderr, "replaygate: invalid %s: %s is not valid UTF-8 (byte %zu)\n", what,
+                   path.c_str(), i + 1);
+      return kExitFindings;
+    }
+    i += length;
+  }
   *out = json::parse(text, no_duplicate_keys, /*allow_exceptions=*/false);
   if (out->is_discarded() || !out->is_object()) {
     std::fprintf(stderr, "replaygate: invalid %s: %s is not a JSON object\n", what, path.c_str());
     return kExitFindings;
   }
   if (!duplicate.empty()) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s has the key '%s' twice\n", what, path.c_str(),
-                 duplicate.c_str());
+    std::fprintf(stderr, "replaygate: invalid %s: %s has the key %s twice\n", what, path.c_str(),
+                 quote_for_reason(duplicate).c_str());
     return kExitFindings;
   }
   return kExitOk;
@@ -294,6 +304,17 @@ int run_review(const Options& o) {
   out["table_checksum"] = table->checksum_hex();
   out["confirmed"] = o.confirm;
 
+  // With --confirm the decision is recorded before it is printed: standard output must be open for
+  // writing first, so a closed or read-only one records nothing (as for decide --audit).
+  if (o.confirm) {
+    if (const std::string why = stdout_unwritable(); !why.empty()) {
+      std::fprintf(stderr,
+                   "replaygate: cannot write the review record to standard output: %s; nothing "
+                   "recorded\n",
+                   why.c_str());
+      return kExitUsage;
+    }
+  }
   if (o.confirm) {
     json entry;
     entry["kind"] = "decision";
@@ -357,7 +378,16 @@ int run_review(const Options& o) {
       row("confirmed:", "no (review only; nothing recorded; --confirm to record and act)");
     }
   }
-  if (!print_to_stdout(text, "the review record")) return kExitUsage;
+  if (!print_to_stdout(text, "the review record")) {
+    if (o.confirm) {
+      std::fprintf(stderr,
+                   "replaygate: the decision IS recorded, as audit entry %llu in %s, but this "
+                   "review record was NOT printed\n",
+                   static_cast<unsigned long long>(out["audit_entry"].get<uint64_t>()),
+                   o.audit.c_str());
+    }
+    return kExitUsage;
+  }
   return kExitOk;
 }
 
