@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/cli_runner.h"
@@ -251,18 +252,16 @@ TEST_F(RecoveryTest, BadInputsAndUsage) {
   EXPECT_EQ(r.err, "replaygate: invalid message: " + (dir_ / "nested.json").string() +
                        " has the key 'job_id' twice\n");
   // A key is shown escaped (no raw control bytes reach the terminal), and bad UTF-8 is named.
-  write_file(dir_ / "ctrl.json", "{\"a\\u001b[31m\\nFAKE\": 1, \"a\\u001b[31m\\nFAKE\": 2}");
-  r = run(
-      {"review", "--policy", kPolicy, "--message", (dir_ / "ctrl.json").string(), "--record", m});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "replaygate: invalid message: " + (dir_ / "ctrl.json").string() +
-                       " has the key 'a\\u001b[31m\\u000aFAKE' twice\n");
-  write_file(dir_ / "latin1.json", "{\"message_id\": \"caf\xE9\"}");
-  r = run(
-      {"review", "--policy", kPolicy, "--message", (dir_ / "latin1.json").string(), "--record", m});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "replaygate: invalid message: " + (dir_ / "latin1.json").string() +
-                       " is not valid UTF-8 (byte 20)\n");
+  for (const auto& [file, text, problem] :
+       {std::tuple<std::string, std::string, std::string>{
+            "ctrl.json", "{\"a\\u001b[31m\\nFAKE\": 1, \"a\\u001b[31m\\nFAKE\": 2}",
+            " has the key 'a\\u001b[31m\\u000aFAKE' twice\n"},
+        {"latin1.json", "{\"message_id\": \"caf\xE9\"}", " is not valid UTF-8 (byte 20)\n"}}) {
+    write_file(dir_ / file, text);
+    r = run({"review", "--policy", kPolicy, "--message", (dir_ / file).string(), "--record", m});
+    EXPECT_EQ(r.exit_code, 1) << file;
+    EXPECT_EQ(r.err, "replaygate: invalid message: " + (dir_ / file).string() + problem);
+  }
   // The same key in two different objects is not a duplicate.
   write_file(
       dir_ / "apart.json",
