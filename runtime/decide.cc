@@ -518,6 +518,28 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
   return slot.state == Slot::State::kString ? atom : 0;
 }
 
+// The kernel table's cell for the keys' values through its pair index (KernelTable::pair): the
+// home slot of both values holds them (same words, same sizes, both slots strings) or the cell is
+// 0. Validation passed, so a key slot is a string or absent; an absent one has no bytes (size 0),
+// like an empty value, and no pair's value is empty.
+[[gnu::always_inline]] inline uint32_t kernel_pair_cell(const Index& x,
+                                                        const Index::KernelTable& kt,
+                                                        const Slot* slots) noexcept {
+  const Slot& s0 = slots[kt.key_field[0]];
+  const Slot& s1 = slots[kt.key_field[1]];
+  uint64_t a0, b0, c0, a1, b1, c1;
+  string_words(s0.s.data(), s0.s.size(), &a0, &b0, &c0);
+  string_words(s1.s.data(), s1.s.size(), &a1, &b1, &c1);
+  const Index::PairSlot& e =
+      x.pair_slots[pair_hash(a0, b0, c0, s0.s.size(), a1, b1, c1, s1.s.size(), kt.pair_seed) >>
+                   kt.pair_shift];
+  const uint64_t differ = (e.w0[0] ^ a0) | (e.w0[1] ^ b0) | (e.w0[2] ^ c0) | (e.w1[0] ^ a1) |
+                          (e.w1[1] ^ b1) | (e.w1[2] ^ c1) | (e.size0 ^ s0.s.size()) |
+                          (e.size1 ^ s1.s.size());
+  const bool strings = s0.state == Slot::State::kString && s1.state == Slot::State::kString;
+  return differ == 0 && strings ? e.cell : 0;
+}
+
 template <uint32_t kCuts>
 Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
   const Index& x = t.fast;
@@ -561,7 +583,9 @@ Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
   for (;;) {
     const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
     uint32_t c = k.hot[r];
-    if (r == kt.rule) {
+    if (r == kt.rule && kt.pair) {
+      c = kernel_pair_cell(x, kt, slots);
+    } else if (r == kt.rule) {
       const uint32_t a0 = kernel_key_atom(x, kt, 0, slots, atoms);
       const uint32_t a1 = kernel_key_atom(x, kt, 1, slots, atoms);
       c = x.dense_cells[kt.cell_begin + a0 * kt.stride + a1];
@@ -630,6 +654,7 @@ DecideIndexStats decide_index_stats(const Table& table) noexcept {
   s.kernel = t.fast.kernel.enabled;
   s.kernel_table = t.fast.kernel.enabled && t.fast.kernel.table.rule != Index::kNoRule;
   s.kernel_cuts = t.fast.kernel.cut_width;
+  s.kernel_pair = s.kernel_table && t.fast.kernel.table.pair;
   return s;
 }
 

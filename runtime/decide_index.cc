@@ -320,6 +320,70 @@ void build_fast_path(const Table::Impl& t, Index& x) {
   }
 }
 
+// The pair index of the kernel table (DecideIndex::KernelTable::pair), when it qualifies: both
+// keys lazy strings, at most kMaxPairs nonzero cells, each at two dictionary atoms whose values are
+// nonempty and at most kWordBytes bytes (so the words and size decide equality), and a seed that
+// puts every pair in its home slot within kMaxPairSlots slots. Then a pair the index does not hold
+// has cell 0, whichever atoms its values have (absent, empty, "other" or a dictionary pair
+// without a row), and a miss is that cell.
+void build_pair_index(const Table::Impl& t, Index& x) {
+  Index::KernelTable& kt = x.kernel.table;
+  if (!kt.key_lazy[0] || !kt.key_lazy[1]) return;
+  const Table::Impl::Field& f0 = t.fields[kt.key_field[0]];
+  const Table::Impl::Field& f1 = t.fields[kt.key_field[1]];
+  const uint32_t atoms0 = f0.atom_count, atoms1 = f1.atom_count;
+  if (kt.stride != atoms1) return;  // row-major: dense_cells[a0 * stride + a1]
+  std::vector<Index::PairSlot> pairs;
+  auto value = [&](const Table::Impl::Field& f, uint32_t atom, std::string_view* bytes) {
+    if (atom < f.first_atom || atom - f.first_atom >= f.dict_count) return false;
+    *bytes = t.dict[f.dict_begin + (atom - f.first_atom)].bytes;
+    return !bytes->empty() && bytes->size() <= kWordBytes;
+  };
+  for (uint32_t a0 = 0; a0 < atoms0; ++a0) {
+    for (uint32_t a1 = 0; a1 < atoms1; ++a1) {
+      const uint32_t cell = x.dense_cells[kt.cell_begin + a0 * kt.stride + a1];
+      if (cell == 0) continue;
+      std::string_view v0, v1;
+      if (!value(f0, a0, &v0) || !value(f1, a1, &v1) || pairs.size() == Index::kMaxPairs) return;
+      Index::PairSlot e;
+      string_words(v0.data(), v0.size(), &e.w0[0], &e.w0[1], &e.w0[2]);
+      string_words(v1.data(), v1.size(), &e.w1[0], &e.w1[1], &e.w1[2]);
+      e.size0 = static_cast<uint32_t>(v0.size());
+      e.size1 = static_cast<uint32_t>(v1.size());
+      e.cell = cell;
+      pairs.push_back(e);
+    }
+  }
+  if (pairs.empty()) return;
+  // The smallest table (at least 4 slots per pair) with a seed that places every pair alone.
+  for (uint32_t size = std::bit_ceil(4 * static_cast<uint32_t>(pairs.size()));
+       size <= Index::kMaxPairSlots; size *= 2) {
+    const uint32_t shift = 64 - static_cast<uint32_t>(std::countr_zero(size));
+    std::vector<Index::PairSlot> slots(size);
+    for (uint32_t i = 0; i < kSeedTries; ++i) {
+      const uint64_t seed = seed_at(i);
+      std::fill(slots.begin(), slots.end(), Index::PairSlot{});
+      bool alone = true;
+      for (const Index::PairSlot& e : pairs) {
+        const uint64_t at = pair_hash(e.w0[0], e.w0[1], e.w0[2], e.size0, e.w1[0], e.w1[1], e.w1[2],
+                                      e.size1, seed) >>
+                            shift;
+        if (slots[at].cell != 0) {
+          alone = false;
+          break;
+        }
+        slots[at] = e;
+      }
+      if (!alone) continue;
+      kt.pair = true;
+      kt.pair_shift = shift;
+      kt.pair_seed = seed;
+      x.pair_slots = std::move(slots);
+      return;
+    }
+  }
+}
+
 // The kernel (DecideIndex::Kernel), when the policy fits it: the fast path's checks and lists
 // restated as fixed-size ops. Called after the guard masks, the fast path and the dense matrices.
 void build_kernel(const Table::Impl& t, Index& x) {
@@ -424,6 +488,7 @@ void build_kernel(const Table::Impl& t, Index& x) {
     }
   }
   k.hot[t.rules.size()] = Index::kDefaultCell;
+  if (k.table.rule != Index::kNoRule) build_pair_index(t, x);
   k.enabled = true;
 }
 

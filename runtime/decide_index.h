@@ -139,6 +139,21 @@ struct DecideIndex {
     // cell read stays in bounds), or kNoEmptyRule.
     FieldPlan key_plan[2];
     uint32_t key_empty[2] = {};
+    // The pair index (pair_slots), when built: both keys lazy strings, and every nonzero cell at
+    // two dictionary values (nonempty, at most kWordBytes bytes), each pair in its home slot.
+    // Then one probe keyed by both values' words replaces the two dictionary lookups and the
+    // dependent cell read, and a miss is cell 0 (no row: the next live rule decides).
+    bool pair = false;
+    uint32_t pair_shift = 63;  // home slot: pair_hash() >> pair_shift
+    uint64_t pair_seed = 0;
+  };
+  // One pair of the kernel table's keys (64 bytes, one cache line): both values' string_words()
+  // and sizes, and the pair's cell; an empty slot is all 0 (a 0 size never matches a value: the
+  // pairs' values are nonempty).
+  struct PairSlot {
+    uint64_t w0[3] = {}, w1[3] = {};
+    uint32_t size0 = 0, size1 = 0;
+    uint32_t cell = 0, unused = 0;
   };
   struct Kernel {
     bool enabled = false;
@@ -210,6 +225,10 @@ struct DecideIndex {
   std::vector<GuardHot> guards;       // by rule index; meaningful for guards
   std::vector<Dense> dense;
   std::vector<uint32_t> dense_cells;
+  std::vector<PairSlot> pair_slots;  // the kernel table's pair index (KernelTable::pair)
+  // The pair index's bounds: at most kMaxPairs pairs in at most kMaxPairSlots slots (64 KiB);
+  // bigger tables, and tables whose pairs find no collision-free seed, keep the per-key lookups.
+  static constexpr uint32_t kMaxPairs = 64, kMaxPairSlots = 1024;
   Kernel kernel;  // last, so the members above keep decide_fast's layout
 };
 
@@ -264,6 +283,15 @@ inline uint64_t small_string_hash(uint64_t a, uint64_t b, uint64_t size, uint64_
   return (a ^ seed) * 0x9E3779B97F4A7C15ull ^ (b + size) * 0xC2B2AE3D27D4EB4Full;
 }
 
+// The pair index's hash of two values' string_words() and sizes: like small_string_hash() of
+// each (the third word added in, so values that differ only there can still be told apart), with
+// different multipliers, XORed: the top bits mix both values.
+inline uint64_t pair_hash(uint64_t a0, uint64_t b0, uint64_t c0, uint64_t size0, uint64_t a1,
+                          uint64_t b1, uint64_t c1, uint64_t size1, uint64_t seed) noexcept {
+  return ((a0 ^ seed) * 0x9E3779B97F4A7C15ull) ^ ((b0 + c0 + size0) * 0xC2B2AE3D27D4EB4Full) ^
+         ((a1 + seed) * 0x165667B19E3779F9ull) ^ ((b1 + c1 + size1) * 0xD6E8FEB86659FD93ull);
+}
+
 // Builds t.fast from the verified structures of t (called once at the end of load). Allocates;
 // throws std::bad_alloc like the rest of load. Leaves t.fast.built false (general path) when a
 // structure cannot be indexed.
@@ -287,6 +315,7 @@ struct DecideIndexStats {
   bool fast_path = false;     // decide() takes the fast path (DecideIndex::fast_path)
   bool kernel = false;        // ... through its fixed-size kernel (DecideIndex::Kernel)
   bool kernel_table = false;  // the kernel reads a two-key dense table inline
+  bool kernel_pair = false;   // ... through the pair index (one probe for both keys)
   uint32_t kernel_cuts = 0;   // cuts the kernel compares per field (1, 2 or 4)
 };
 DecideIndexStats decide_index_stats(const Table& table) noexcept;

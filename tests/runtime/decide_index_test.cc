@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/lower.h"
@@ -625,6 +628,7 @@ TEST(DecideIndex, KernelAgreesOnEveryEdgeCombination) {
   ASSERT_TRUE(s.fast_path);
   ASSERT_TRUE(s.kernel);
   ASSERT_TRUE(s.kernel_table);   // codes: two lazy string keys, a dense matrix
+  EXPECT_FALSE(s.kernel_pair);   // wildcard rows: "other" and absent values have rows
   EXPECT_EQ(s.kernel_cuts, 4u);  // level, unbounded: 0, 10, 100, INT64_MAX
   EXPECT_EQ(s.lazy_fields, 2u);  // code and zone
   EXPECT_EQ(s.dense_tables, 2u);
@@ -699,6 +703,7 @@ TEST(DecideIndex, PoliciesPastTheKernelKeepTheFastPath) {
   ASSERT_NE(gate, nullptr);
   EXPECT_TRUE(decide_index_stats(*gate).kernel);
   EXPECT_TRUE(decide_index_stats(*gate).kernel_table);
+  EXPECT_TRUE(decide_index_stats(*gate).kernel_pair);  // nine (topic, error_class) pairs
 }
 
 // The shipped gate's ints have the cuts 0 (their min, left out: every valid value is past it)
@@ -726,6 +731,150 @@ TEST(DecideIndex, KernelCutWidthsAgree) {
                      {str("k"), str(""), kUnset, kNull, num(0)},
                      {flag(false), flag(true), kUnset, str("x")},
                      {kUnset, kNull, num(-1), num(0), num(1), num(kMax), flag(true)}});
+  }
+}
+
+// The kernel table's pair index (DecideIndex::KernelTable::pair): one probe keyed by both key
+// values. A policy of two lazy string keys with rows only at dictionary pairs gets it; the values
+// are of every string_words() shape (1..3 bytes, 4..7, 8, 16, 17, and 24-byte values that differ
+// only in their third word), rows on some pairs and not others, and a guard before and after the
+// table. Decisions agree with the general path on every combination of those values, near misses
+// (one byte off, a prefix, 25 bytes), the empty value, absent, unset, null, unreadable and
+// wrong-type slots.
+const std::vector<std::string>& pair_values() {
+  static const std::vector<std::string> values = {
+      "a",
+      "ab",
+      "ba",
+      "aab",
+      "aba",
+      std::string("a\0b", 3),
+      "abcd",
+      "abce",
+      "abcdefg",
+      "01234567",
+      "0123456789abcdef",
+      "0123456789abcdefX",
+      "AAAAAAAAmiddle01ZZZZZZZZ",  // 24 bytes: only the third word tells these two apart
+      "AAAAAAAAmiddle02ZZZZZZZZ",
+  };
+  return values;
+}
+
+// Rows at (x, y) for x, y in pair_values() where (i + j) % 3 != 0, with `extra` appended.
+ir::CheckedPolicy pair_policy(
+    std::vector<std::pair<std::optional<std::string>, std::string>> extra) {
+  ir::CheckedPolicy c;
+  ir::Policy& p = c.policy;
+  p.id = "pairs";
+  p.revision = 1;
+  p.fields = {string_field("x"), string_field("y", true, true), int_field("n", 0, 5),
+              bool_field("flag", true)};
+  p.verbs = {verb("never", ir::Effect::kNone, ""), verb("go", ir::Effect::kCreate, ""),
+             verb("hold", ir::Effect::kNone, "")};
+  p.default_verb = 2;
+  p.default_reason = "none";
+  p.rules.push_back(guard("high", {cond(2, ir::Op::kGe, {I(3)})}, 2, "r"));
+  ir::Table t;
+  t.id = "pairs";
+  t.key_fields = {0, 1};
+  const std::vector<std::string>& values = pair_values();
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t j = 0; j < 6; ++j) {
+      if ((i + j) % 3 == 0) continue;
+      t.rows.push_back(row(t.id, {S(values[i]), S(values[j])}, static_cast<uint32_t>((i * j) % 2)));
+    }
+  }
+  for (const auto& [x, y] : extra) {
+    t.rows.push_back(row(t.id, {x ? std::optional<ir::Value>(S(*x)) : std::nullopt, S(y)}, 1));
+  }
+  p.rules.push_back(t);
+  p.rules.push_back(guard("flagged", {cond(3, ir::Op::kEq, {B(true)})}, 0, "r"));
+  return c;
+}
+
+size_t compare_pairs(const Table& table) {
+  std::vector<Setter> xs, ys;
+  for (const std::string& v : pair_values()) {
+    xs.push_back(str(v));
+    ys.push_back(str(v));
+  }
+  for (const std::string& v :
+       {std::string(""), std::string("b"), std::string("abcf"), std::string("0123456789abcdeX"),
+        std::string("0123456789abcdefY"), std::string("AAAAAAAAmiddle03ZZZZZZZZ"),
+        std::string("AAAAAAAAmiddle01ZZZZZZZZZ"), std::string(std::string("a\0c", 3)),
+        std::string(40, 'q'), std::string("long enough to be over twenty-four bytes")}) {
+    xs.push_back(str(v));
+    ys.push_back(str(v));
+  }
+  for (const Setter& s : {kUnset, kNull, kBad, num(1)}) {
+    xs.push_back(s);
+    ys.push_back(s);
+  }
+  return compare_all(
+      table, {xs, ys, {num(0), num(2), num(3), num(6), kUnset}, {flag(false), flag(true), kUnset}});
+}
+
+TEST(DecideIndex, KernelPairIndexAgrees) {
+  auto table = load_lowered(pair_policy({}));
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  ASSERT_TRUE(s.kernel);
+  ASSERT_TRUE(s.kernel_table);
+  EXPECT_TRUE(s.kernel_pair);
+  EXPECT_EQ(compare_pairs(*table), 28u * 28u * 5u * 3u);
+
+  // Spot checks with the expected answers: a row, a pair without a row (then the guard after the
+  // table, else the default), and the two values that differ only in their third word.
+  const std::vector<std::string>& values = pair_values();
+  Input in(*table);
+  in.set_string(0, values[12]);
+  in.set_string(1, values[1]);  // (12 + 1) % 3 != 0: a row, verb (12 * 1) % 2 = 0
+  in.set_int(2, 0);
+  Decision d = expect_same(*table, in, "row");
+  EXPECT_EQ(d.kind, DecisionKind::kRule);
+  EXPECT_EQ(table->rule_id(d.rule), "pairs:" + values[12] + "/" + values[1]);
+  in.set_string(0, values[13]);  // (13 + 1) % 3 != 0: its own row, verb (13 * 1) % 2 = 1
+  d = expect_same(*table, in, "third word");
+  EXPECT_EQ(table->rule_id(d.rule), "pairs:" + values[13] + "/" + values[1]);
+  EXPECT_EQ(d.verb, 1u);
+  in.set_string(1, values[2]);  // (13 + 2) % 3 == 0: no row
+  d = expect_same(*table, in, "no row");
+  EXPECT_EQ(d.kind, DecisionKind::kDefault);
+  in.set_bool(3, true);
+  d = expect_same(*table, in, "no row, the guard after the table");
+  EXPECT_EQ(table->rule_id(d.rule), "flagged");
+
+  // Values that differ from a pair's only in the third word: some land in that pair's home slot
+  // (one in a few hundred), where only the comparison of every word and size tells them apart.
+  in.set_bool(3, false);
+  in.set_string(1, values[1]);
+  for (int i = 0; i < 4096; ++i) {
+    char middle[9];
+    std::snprintf(middle, sizeof middle, "mid%05d", i);
+    const std::string x = "AAAAAAAA" + std::string(middle) + "ZZZZZZZZ";
+    in.set_string(0, x);
+    d = expect_same(*table, in, x);
+    EXPECT_EQ(d.kind, DecisionKind::kDefault) << x;  // "mid" and 5 digits: no pair's value
+  }
+}
+
+// A pair index is built only where a miss means "no row": not when a row has a wildcard (then
+// "other" and absent values have rows), a value over kWordBytes (its words do not decide
+// equality), or an empty value. Those tables keep the per-key lookups, with the same decisions.
+TEST(DecideIndex, KernelPairIndexOnlyWhereAMissMeansNoRow) {
+  const std::vector<std::vector<std::pair<std::optional<std::string>, std::string>>> extras = {
+      {{std::nullopt, "b"}},
+      {{"long enough to be over twenty-four bytes", "a"}},
+      {{"", "a"}},
+  };
+  for (const auto& extra : extras) {
+    auto table = load_lowered(pair_policy(extra));
+    ASSERT_NE(table, nullptr);
+    const DecideIndexStats s = decide_index_stats(*table);
+    ASSERT_TRUE(s.kernel_table);
+    EXPECT_FALSE(s.kernel_pair);
+    compare_pairs(*table);
   }
 }
 
