@@ -287,6 +287,24 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
+ir::Span span_in_text(std::string_view text, size_t offset, size_t length) {
+  const bool at_end = offset >= text.size();
+  offset = std::min(offset, text.size());
+  if (at_end && !text.empty() && text.back() == '\n') {
+    --offset;  // the last line's break
+    if (offset > 0 && text[offset - 1] == '\r') --offset;
+  }
+  const size_t line_start = offset == 0 ? 0 : text.rfind('\n', offset - 1) + 1;  // npos + 1 == 0
+  const size_t line =
+      1 + static_cast<size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+  ir::Span span;
+  span.line = static_cast<uint32_t>(line);
+  span.column = static_cast<uint32_t>(offset - line_start + 1);
+  span.offset = static_cast<uint32_t>(offset);
+  span.length = at_end ? 0 : static_cast<uint32_t>(std::min(length, text.size() - offset));
+  return span;
+}
+
 }  // namespace replaygate
 
 // ---- SARIF and GitHub renderers (CI formats) ----

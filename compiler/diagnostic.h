@@ -69,6 +69,13 @@ std::string render_github(const std::vector<Diagnostic>& diagnostics);
 // A short title for a diagnostic code ("unknown verb" for RG104), or "" for an unknown code.
 std::string_view diagnostic_code_title(std::string_view code);
 
+// The span of `length` bytes at byte `offset` of `text` (line and column 1-based, columns count
+// bytes). An offset past the end is taken as the end. The end of a text that ends with a line
+// break is on a line the text does not have: a span there is put at the end of the last line
+// instead (its break), so no diagnostic points past the end of a file. The length is cut to what
+// the text holds from the offset on, and is 0 for a span at the end.
+ir::Span span_in_text(std::string_view text, size_t offset, size_t length);
+
 // Levenshtein-based suggestion: the candidate closest to `word` within a small distance, or "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
