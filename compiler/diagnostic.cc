@@ -444,6 +444,13 @@ std::string path_uri_reference(std::string_view path) {
   return out;
 }
 
+// SARIF 2.1.0 section 3.10.2 asks for an absolute URI where the path is absolute: "/tmp/x.yaml"
+// is "file:///tmp/x.yaml" (RFC 8089). A relative path stays a relative reference.
+std::string artifact_uri(std::string_view path) {
+  const std::string reference = path_uri_reference(path);
+  return path.starts_with('/') ? "file://" + reference : reference;
+}
+
 // GitHub workflow-command escaping; `property` adds ':' and ','.
 std::string github_escape(std::string_view text, bool property) {
   std::string out;
@@ -538,7 +545,7 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
     out += "}";
     if (!d.path.empty()) {
       out += ", \"locations\": [{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ";
-      append_json_string(out, path_uri_reference(d.path));
+      append_json_string(out, artifact_uri(d.path));
       out += "}";
       if (d.span.line > 0) {
         out += ", \"region\": {\"startLine\": " + std::to_string(d.span.line);

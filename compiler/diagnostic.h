@@ -52,7 +52,8 @@ std::string render_json(const std::vector<Diagnostic>& diagnostics);
 // from diagnostic_code_title(). Results carry ruleId, ruleIndex, level (error, warning, note),
 // message (plus the hint) and, when the diagnostic has a path, a location with the artifact URI
 // (the path as a URI reference: bytes outside RFC 3986's unreserved and sub-delims
-// characters, '@' and '/' are percent-encoded, ':' included) and, when its line is known, region
+// characters, '@' and '/' are percent-encoded, ':' included; an absolute path is a file:// URI,
+// "/tmp/x.yaml" is "file:///tmp/x.yaml") and, when its line is known, region
 // startLine/startColumn. Columns are converted from bytes to code points using `source` (the text
 // of the file the diagnostics point into; may be empty: columns are then left in bytes) and the run
 // says columnKind unicodeCodePoints. Deterministic: same input, same bytes. Never fails.
