@@ -221,6 +221,8 @@ TEST_F(WriteErrorsTest, EveryPrintingCommandNamesTheCause) {
   const std::string log = (dir_ / "audit.log").string();
   write_file(log, "");
   const std::string recovery = kSourceDir + "/examples/recovery/prepared.";
+  const std::string unformatted = (dir_ / "unformatted.policy").string();
+  write_file(unformatted, read_file(kSourceDir + "/policies/replay_gate.policy") + "\n\n");
   struct Case {
     std::vector<std::string> args;
     std::string what;
@@ -236,6 +238,9 @@ TEST_F(WriteErrorsTest, EveryPrintingCommandNamesTheCause) {
       {{"convert", kPolicy, "--to", "policy"}, "the converted policy"},
       {{"fmt", kSourceDir + "/policies/replay_gate.policy"}, "the formatted policy"},
       {{"audit", "verify", log}, "the report"},
+      {{"test", kPolicy}, "the test report"},
+      {{"test", kPolicy, "--format", "json"}, "the test report"},
+      {{"fmt", "--check", unformatted}, "the list of files"},
       {{"review", "--policy", kSourceDir + "/policies/generation_recovery.yaml", "--message",
         recovery + "message.json", "--record", recovery + "record.json"},
        "the review record"},
