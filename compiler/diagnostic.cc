@@ -287,6 +287,24 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
+ir::Span span_in_text(std::string_view text, size_t offset, size_t length) {
+  const bool at_end = offset >= text.size();
+  offset = std::min(offset, text.size());
+  if (at_end && !text.empty() && text.back() == '\n') {
+    --offset;  // the last line's break
+    if (offset > 0 && text[offset - 1] == '\r') --offset;
+  }
+  const size_t line_start = offset == 0 ? 0 : text.rfind('\n', offset - 1) + 1;  // npos + 1 == 0
+  const size_t line =
+      1 + static_cast<size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+  ir::Span span;
+  span.line = static_cast<uint32_t>(line);
+  span.column = static_cast<uint32_t>(offset - line_start + 1);
+  span.offset = static_cast<uint32_t>(offset);
+  span.length = at_end ? 0 : static_cast<uint32_t>(std::min(length, text.size() - offset));
+  return span;
+}
+
 }  // namespace replaygate
 
 // ---- SARIF and GitHub renderers (CI formats) ----
@@ -426,6 +444,13 @@ std::string path_uri_reference(std::string_view path) {
   return out;
 }
 
+// SARIF 2.1.0 section 3.10.2 asks for an absolute URI where the path is absolute: "/tmp/x.yaml"
+// is "file:///tmp/x.yaml" (RFC 8089). A relative path stays a relative reference.
+std::string artifact_uri(std::string_view path) {
+  const std::string reference = path_uri_reference(path);
+  return path.starts_with('/') ? "file://" + reference : reference;
+}
+
 // GitHub workflow-command escaping; `property` adds ':' and ','.
 std::string github_escape(std::string_view text, bool property) {
   std::string out;
@@ -520,7 +545,7 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
     out += "}";
     if (!d.path.empty()) {
       out += ", \"locations\": [{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ";
-      append_json_string(out, path_uri_reference(d.path));
+      append_json_string(out, artifact_uri(d.path));
       out += "}";
       if (d.span.line > 0) {
         out += ", \"region\": {\"startLine\": " + std::to_string(d.span.line);

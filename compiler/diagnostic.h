@@ -52,7 +52,8 @@ std::string render_json(const std::vector<Diagnostic>& diagnostics);
 // from diagnostic_code_title(). Results carry ruleId, ruleIndex, level (error, warning, note),
 // message (plus the hint) and, when the diagnostic has a path, a location with the artifact URI
 // (the path as a URI reference: bytes outside RFC 3986's unreserved and sub-delims
-// characters, '@' and '/' are percent-encoded, ':' included) and, when its line is known, region
+// characters, '@' and '/' are percent-encoded, ':' included; an absolute path is a file:// URI,
+// "/tmp/x.yaml" is "file:///tmp/x.yaml") and, when its line is known, region
 // startLine/startColumn. Columns are converted from bytes to code points using `source` (the text
 // of the file the diagnostics point into; may be empty: columns are then left in bytes) and the run
 // says columnKind unicodeCodePoints. Deterministic: same input, same bytes. Never fails.
@@ -68,6 +69,13 @@ std::string render_github(const std::vector<Diagnostic>& diagnostics);
 
 // A short title for a diagnostic code ("unknown verb" for RG104), or "" for an unknown code.
 std::string_view diagnostic_code_title(std::string_view code);
+
+// The span of `length` bytes at byte `offset` of `text` (line and column 1-based, columns count
+// bytes). An offset past the end is taken as the end. The end of a text that ends with a line
+// break is on a line the text does not have: a span there is put at the end of the last line
+// instead (its break), so no diagnostic points past the end of a file. The length is cut to what
+// the text holds from the offset on, and is 0 for a span at the end.
+ir::Span span_in_text(std::string_view text, size_t offset, size_t length);
 
 // Levenshtein-based suggestion: the candidate closest to `word` within a small distance, or "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);

@@ -1147,9 +1147,35 @@ std::string quote(std::string_view text) {
   return out;
 }
 
+// Whether `text` holds nothing but blanks, line ends and comments: an empty policy.
+bool only_blanks_and_comments(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '#') {
+      i = text.find('\n', i);
+      if (i == std::string_view::npos) return true;
+    } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+      return false;
+    }
+  }
+  return true;
+}
+
 ParseResult parse(std::string_view text, std::string_view path) {
   ParseResult result;
   if (!screen(text, path, result.diagnostics)) return result;
+  if (only_blanks_and_comments(text)) {
+    // The same message as an empty YAML policy, and no position: there is nothing to point at.
+    result.diagnostics.push_back(
+        Diagnostic{Severity::kError,
+                   "RG100",
+                   "the policy file is empty",
+                   std::string(path),
+                   {},
+                   "a .policy file starts with 'policy NAME revision N', for example: policy "
+                   "dlq-replay-gate revision 1 (see docs/policy-language.md)"});
+    return result;
+  }
   State state;
   state.text = text;
   state.policy.span = ir::Span{1, 1, 0, 0};
@@ -1162,8 +1188,7 @@ ParseResult parse(std::string_view text, std::string_view path) {
     ir::Span span;
     if (!e.positions().empty()) {
       const auto& position = e.positions().front();
-      span = ir::Span{static_cast<uint32_t>(position.line), static_cast<uint32_t>(position.column),
-                      static_cast<uint32_t>(position.byte), 1};
+      span = span_in_text(text, position.byte, 1);
     }
     result.diagnostics.push_back(
         Diagnostic{Severity::kError, "RG014", what.substr(0, split), std::string(path), span,

@@ -108,7 +108,10 @@ class Printer {
     const auto it = attached_.find("eof");
     if (it != attached_.end()) {
       out_ += "\n";
-      for (const Leading& c : it->second.leading) out_ += "#" + c.text + "\n";
+      for (const Leading& c : it->second.leading) {
+        out_ += "#" + c.text + "\n";
+        if (c.blank_after) out_ += "\n";
+      }
     }
     return out_;
   }
@@ -187,6 +190,13 @@ class Printer {
       for (size_t i = 0; i < leading.size(); ++i) {
         const uint32_t next_line = i + 1 < leading.size() ? leading[i + 1].line : anchor.line;
         leading[i].blank_after = next_line > leading[i].line + 1;
+      }
+    }
+    // The same between the comments at the end of the file (none after the last: the file ends).
+    if (const auto it = attached_.find("eof"); it != attached_.end()) {
+      std::vector<Leading>& leading = it->second.leading;
+      for (size_t i = 0; i + 1 < leading.size(); ++i) {
+        leading[i].blank_after = leading[i + 1].line > leading[i].line + 1;
       }
     }
   }

@@ -37,4 +37,15 @@ inline size_t utf8_sequence_length(std::string_view text, size_t i) {
   return 0;
 }
 
+// The offset of the first byte of `text` where no valid UTF-8 sequence starts (see
+// utf8_sequence_length()), or std::string_view::npos when all of `text` is valid UTF-8.
+inline size_t first_invalid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = utf8_sequence_length(text, i);
+    if (length == 0) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace replaygate

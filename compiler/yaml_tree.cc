@@ -52,7 +52,7 @@ class LineIndex {
     }
   }
   ir::Span span_at(size_t offset, size_t length = 1) const {
-    offset = std::min(offset, text_.size());
+    if (offset >= text_.size()) return span_in_text(text_, offset, length);  // never past the end
     const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
     const size_t line = static_cast<size_t>(it - line_starts_.begin());
     ir::Span span;

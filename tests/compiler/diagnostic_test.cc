@@ -173,5 +173,17 @@ TEST(ClosestMatch, SuggestsTyposOnly) {
   EXPECT_EQ(closest_match("ab", {"aa", "bb"}), "aa");
 }
 
+// span_in_text never points past the end of the text: the end of a text that ends with a line
+// break is shown at the end of its last line, with length 0.
+TEST(SpanInText, NeverPastTheEnd) {
+  EXPECT_EQ(span_in_text("ab\ncd\n", 4, 1), (ir::Span{2, 2, 4, 1}));
+  EXPECT_EQ(span_in_text("ab\ncd\n", 4, 9), (ir::Span{2, 2, 4, 2}));  // cut at the end
+  EXPECT_EQ(span_in_text("ab\ncd\n", 6, 1), (ir::Span{2, 3, 5, 0}));  // the end: line 2's break
+  EXPECT_EQ(span_in_text("ab\ncd\r\n", 7, 1), (ir::Span{2, 3, 5, 0}));
+  EXPECT_EQ(span_in_text("ab\ncd", 99, 1), (ir::Span{2, 3, 5, 0}));  // no break: after "cd"
+  EXPECT_EQ(span_in_text("\n\n", 2, 1), (ir::Span{2, 1, 1, 0}));
+  EXPECT_EQ(span_in_text("", 0, 1), (ir::Span{1, 1, 0, 0}));
+}
+
 }  // namespace
 }  // namespace replaygate

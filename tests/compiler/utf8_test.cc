@@ -88,5 +88,20 @@ TEST(Utf8Test, FourByteSequencesMatchTheDefinition) {
   }
 }
 
+// first_invalid_utf8: the offset where the first sequence that is not UTF-8 starts, npos if none.
+TEST(Utf8Test, FirstInvalidOffset) {
+  constexpr size_t npos = std::string_view::npos;
+  EXPECT_EQ(first_invalid_utf8(""), npos);
+  EXPECT_EQ(first_invalid_utf8("plain ascii"), npos);
+  EXPECT_EQ(first_invalid_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80"), npos);
+  EXPECT_EQ(first_invalid_utf8("\xFF"), 0u);                         // never a lead byte
+  EXPECT_EQ(first_invalid_utf8("ab\x80"), 2u);                       // stray continuation
+  EXPECT_EQ(first_invalid_utf8("caf\xC3\xA9\xE9t\xE9"), 5u);         // Latin-1 after UTF-8
+  EXPECT_EQ(first_invalid_utf8("x\xC0\xAF"), 1u);                    // overlong '/'
+  EXPECT_EQ(first_invalid_utf8("x\xED\xA0\x80"), 1u);                // surrogate
+  EXPECT_EQ(first_invalid_utf8("\xC3\xA9\xE2\x82"), 2u);             // cut short at the end
+  EXPECT_EQ(first_invalid_utf8(std::string_view("a\0b", 3)), npos);  // NUL is UTF-8
+}
+
 }  // namespace
 }  // namespace replaygate

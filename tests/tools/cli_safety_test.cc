@@ -105,17 +105,23 @@ TEST_F(CliSafetyTest, AuditResultRejectsArgumentsThatWouldBreakTheLog) {
     const CliResult r = run({"audit", "result", "--log", log, "--decision", bad, "--revision", "1",
                              "--outcome", "done"});
     EXPECT_EQ(r.exit_code, 2) << bad;
-    EXPECT_EQ(r.err, std::string("replaygate: error: --decision takes a whole number >= 1 "
-                                 "(decimal), not '") +
-                         bad + "'\nRun 'replaygate audit result --help' for usage.\n");
+    EXPECT_EQ(
+        r.err,
+        std::string(
+            "replaygate: error: --decision takes a whole number from 1 to 9223372036854775807 "
+            "(decimal), not '") +
+            bad + "'\nRun 'replaygate audit result --help' for usage.\n");
   }
   for (const char* bad : {"-5", "-0", "+0", "0x0", " 0", "1.0"}) {
     const CliResult r = run({"audit", "result", "--log", log, "--decision", "1", "--revision", bad,
                              "--outcome", "done"});
     EXPECT_EQ(r.exit_code, 2) << bad;
-    EXPECT_EQ(r.err, std::string("replaygate: error: --revision takes a whole number >= 0 "
-                                 "(decimal), not '") +
-                         bad + "'\nRun 'replaygate audit result --help' for usage.\n");
+    EXPECT_EQ(
+        r.err,
+        std::string(
+            "replaygate: error: --revision takes a whole number from 0 to 9223372036854775807 "
+            "(decimal), not '") +
+            bad + "'\nRun 'replaygate audit result --help' for usage.\n");
   }
   const CliResult empty = run(
       {"audit", "result", "--log", log, "--decision", "1", "--revision", "1", "--outcome", " "});

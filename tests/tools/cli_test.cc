@@ -402,7 +402,7 @@ TEST_F(CliTest, DecideMaxReplaysTakesADecimalCount) {
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_TRUE(r.out.empty()) << bad;
     EXPECT_EQ(r.err, std::string("replaygate decide: error: --max-replays takes a whole "
-                                 "number >= 0 (decimal), not '") +
+                                 "number from 0 to 9223372036854775807 (decimal), not '") +
                          bad + "'\nRun 'replaygate decide --help' for usage.\n");
   }
 }

@@ -367,6 +367,10 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
     std::string args, stdin_from, err;
   };
   for (const char* name : {"empty.yaml", "empty.yml", "empty.policy"}) write(name, "");
+  write("blank.yaml", "  \n\n");
+  write("blank.policy", " \t\r\n\n");
+  write("comments.yaml", "# nothing yet\n\n");
+  write("comments.policy", "# nothing yet\n");
   const Case cases[] = {
       {"/dev/stdin safer.rgt", "cat base.yaml",
        "replaygate: error: cannot tell what /dev/stdin is: it is not a frozen table (it does not "
@@ -379,6 +383,18 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
       {"base.yaml empty.yml", "", "replaygate: error: empty.yml is empty: " + accepted + "\n"},
       {"empty.policy base.yaml", "",
        "replaygate: error: empty.policy is empty: " + accepted + "\n"},
+      // White space alone is empty too; comments alone are the compiler's RG100, no position.
+      {"blank.yaml base.yaml", "", "replaygate: error: blank.yaml is empty: " + accepted + "\n"},
+      {"base.yaml blank.policy", "",
+       "replaygate: error: blank.policy is empty: " + accepted + "\n"},
+      {"comments.yaml base.yaml", "",
+       "comments.yaml: error[RG100]: the policy file is empty\n      = hint: a policy is a "
+       "mapping with the keys policy, revision, inputs, verbs, default and rules (see "
+       "docs/policy-language.md)\nreplaygate: error: both policies must compile to be diffed\n"},
+      {"comments.policy base.yaml", "",
+       "comments.policy: error[RG100]: the policy file is empty\n      = hint: a .policy file "
+       "starts with 'policy NAME revision N', for example: policy dlq-replay-gate revision 1 (see "
+       "docs/policy-language.md)\nreplaygate: error: both policies must compile to be diffed\n"},
       {". base.yaml", "", "replaygate: cannot read '.': it is a directory\n"},
   };
   for (const Case& c : cases) {

@@ -438,6 +438,11 @@ TEST(LintFormats, SarifUriIsPercentEncoded) {
   EXPECT_NE(replaygate::render_sarif({d}, "", "1.2.3", "https://x.test")
                 .find("{\"uri\": \"policies/replay_gate.yaml\"}"),
             std::string::npos);
+  // An absolute path is an absolute file URI (SARIF 2.1.0 section 3.10.2), encoded the same way.
+  d.path = "/tmp/my policies/x.yaml";
+  EXPECT_NE(replaygate::render_sarif({d}, "", "1.2.3", "https://x.test")
+                .find("{\"uri\": \"file:///tmp/my%20policies/x.yaml\"}"),
+            std::string::npos);
 }
 
 // Every code the docs list has a SARIF short description, and nothing else does.

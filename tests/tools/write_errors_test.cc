@@ -53,20 +53,72 @@ TEST_F(WriteErrorsTest, DecidePastTheFileSizeLimitCutsBackToTheLastCompleteLine)
   EXPECT_EQ(lines_of(kept).size(), 3u);
 }
 
+// Appending past the file size limit keeps what the file held and complete lines; a held file
+// whose last line is unfinished gets its '\n' first, which the cut back never removes.
 TEST_F(WriteErrorsTest, DecideAppendingKeepsWhatTheFileHeldAndCompleteLines) {
   const std::string full = full_output();
   const std::string out = (dir_ / "out").string();
-  write_file(out, "earlier run\n");
+  for (const std::string held : {"earlier run\n", "earlier run"}) {
+    write_file(out, held);
+    const int code = run_redirected("ulimit -f 1", {"decide", "--policy", kPolicy, kLetters},
+                                    ">> " + shell_quote(out));
+    EXPECT_EQ(code, 2);
+    const size_t room = kLimitBytes - std::string("earlier run\n").size();
+    const std::string kept = full.substr(0, full.rfind('\n', room - 1) + 1);
+    EXPECT_EQ(read_file(out), "earlier run\n" + kept);
+    const std::string note = held.ends_with('\n') ? ""
+                                                  : "replaygate: note: standard output (" + out +
+                                                        ") does not end with a newline; the "
+                                                        "decisions start on a new line\n";
+    EXPECT_EQ(err_, note + "replaygate: cannot write decisions to standard output (" + out +
+                        "): File too large\nreplaygate: the output holds the decisions for the "
+                        "first " +
+                        std::to_string(lines_of(kept).size()) + " records only\n");
+  }
+}
+
+// `>>` onto a file whose last line is unfinished: the decisions start on a line of their own, so
+// the file stays JSON Lines, and stderr says so once.
+TEST_F(WriteErrorsTest, DecideAppendingToAnUnfinishedLineStartsOnANewLine) {
+  const CliResult full = run({"decide", "--policy", kPolicy, kLetters});
+  const std::string out = (dir_ / "out").string();
+  write_file(out, "earlier run");
+  const int code =
+      run_redirected("true", {"decide", "--policy", kPolicy, kLetters}, ">> " + shell_quote(out));
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(read_file(out), "earlier run\n" + full.out);
+  EXPECT_EQ(err_, "replaygate: note: standard output (" + out +
+                      ") does not end with a newline; the decisions start on a new line\n" +
+                      full.err);
+  // A file that ends with a newline, or an empty one, gets no extra line and no note.
+  for (const std::string held : {"", "earlier run\n"}) {
+    write_file(out, held);
+    EXPECT_EQ(
+        run_redirected("true", {"decide", "--policy", kPolicy, kLetters}, ">> " + shell_quote(out)),
+        1);
+    EXPECT_EQ(read_file(out), held + full.out);
+    EXPECT_EQ(err_, full.err);
+  }
+}
+
+// Written over from its start (`1<>`), a file is never cut back below the size it had: the bytes
+// that were there stay, and the message says part of a line is left.
+TEST_F(WriteErrorsTest, DecideNeverCutsAFileBelowItsSizeAtStart) {
+  const std::string full = full_output();
+  const std::string out = (dir_ / "out").string();
+  const std::string held = std::string(2 * kLimitBytes - 1, 'y') + "\n";
+  write_file(out, held);
   const int code = run_redirected("ulimit -f 1", {"decide", "--policy", kPolicy, kLetters},
-                                  ">> " + shell_quote(out));
+                                  "1<> " + shell_quote(out));
   EXPECT_EQ(code, 2);
-  const size_t room = kLimitBytes - std::string("earlier run\n").size();
-  const std::string kept = full.substr(0, full.rfind('\n', room - 1) + 1);
-  EXPECT_EQ(read_file(out), "earlier run\n" + kept);
+  EXPECT_EQ(read_file(out), full.substr(0, kLimitBytes) + held.substr(kLimitBytes));
+  const size_t lines = lines_of(full.substr(0, full.rfind('\n', kLimitBytes - 1) + 1)).size();
   EXPECT_EQ(err_, "replaygate: cannot write decisions to standard output (" + out +
                       "): File too large\nreplaygate: the output holds the decisions for the "
                       "first " +
-                      std::to_string(lines_of(kept).size()) + " records only\n");
+                      std::to_string(lines) +
+                      " records only, then part of the next line (it cannot be cut back: not a "
+                      "regular file, or the cut would reach bytes that were there before)\n");
 }
 
 TEST_F(WriteErrorsTest, DecideToAFullDeviceNamesTheCause) {
@@ -156,6 +208,8 @@ TEST_F(WriteErrorsTest, EveryPrintingCommandNamesTheCause) {
   const std::string log = (dir_ / "audit.log").string();
   write_file(log, "");
   const std::string recovery = kSourceDir + "/examples/recovery/prepared.";
+  const std::string unformatted = (dir_ / "unformatted.policy").string();
+  write_file(unformatted, read_file(kSourceDir + "/policies/replay_gate.policy") + "\n\n");
   struct Case {
     std::vector<std::string> args;
     std::string what;
@@ -171,6 +225,9 @@ TEST_F(WriteErrorsTest, EveryPrintingCommandNamesTheCause) {
       {{"convert", kPolicy, "--to", "policy"}, "the converted policy"},
       {{"fmt", kSourceDir + "/policies/replay_gate.policy"}, "the formatted policy"},
       {{"audit", "verify", log}, "the report"},
+      {{"test", kPolicy}, "the test report"},
+      {{"test", kPolicy, "--format", "json"}, "the test report"},
+      {{"fmt", "--check", unformatted}, "the list of files"},
       {{"review", "--policy", kSourceDir + "/policies/generation_recovery.yaml", "--message",
         recovery + "message.json", "--record", recovery + "record.json"},
        "the review record"},

@@ -271,7 +271,8 @@ void report_write_failure(const BlockWriter& out, uint64_t printed) {
                "replaygate: the output holds the decisions for the first %llu records only%s\n",
                static_cast<unsigned long long>(printed),
                out.partial_line_left()
-                   ? ", then part of the next line (not a regular file: it cannot be cut back)"
+                   ? ", then part of the next line (it cannot be cut back: not a regular file, or "
+                     "the cut would reach bytes that were there before)"
                    : "");
 }
 
@@ -399,6 +400,15 @@ int run_decide(const DecideOptions& o) {
   Input input(*table);
   LineReader reader(fd);
   BlockWriter out(STDOUT_FILENO);
+  // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
+  // glued onto it, and the file would no longer be JSON Lines.
+  if (ends_mid_line(STDOUT_FILENO)) {
+    out.start_on_new_line();
+    std::fprintf(stderr,
+                 "replaygate: note: %s does not end with a newline; the decisions start on a new "
+                 "line\n",
+                 describe_stream(STDOUT_FILENO, "standard output").c_str());
+  }
   // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
   // printed, so a decision that reaches stdout is always on record; when the append fails the
   // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.

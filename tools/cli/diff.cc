@@ -184,7 +184,8 @@ bool load_side(const std::string& path, DiffSide* side) {
     std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
-  if (bytes.empty()) return report_empty();
+  // White space alone is empty too (a policy with only comments gets the compiler's RG100).
+  if (bytes.find_first_not_of(" \t\r\n") == std::string::npos) return report_empty();
   LoadedPolicy loaded;
   const int code = compile_policy_reporting(bytes, path, DiagnosticFormat::kText, &loaded);
   if (code == kExitOk && loaded.policy) {

@@ -84,7 +84,7 @@ int run_fmt(const FmtOptions& options) {
     }
     if (options.check) {
       if (*formatted.text != text) {
-        std::printf("%s\n", path.c_str());
+        if (!print_to_stdout(path + "\n", "the list of files")) return kExitUsage;
         worst(kExitFindings);
       }
     } else if (options.write) {

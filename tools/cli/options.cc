@@ -1,8 +1,6 @@
 // Strict parsing of count options (see options.h).
 #include "tools/cli/options.h"
 
-#include <limits>
-
 namespace replaygate::cli {
 
 bool parse_count(const CountOption& option, std::string_view text, uint64_t* value) {
@@ -24,11 +22,8 @@ std::string count_error(const CountOption& option, std::string_view text) {
   std::string message(option.name);
   message += " takes a whole number";
   if (!option.unit.empty()) message += " of " + std::string(option.unit);
-  if (option.max == static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    message += " >= " + std::to_string(option.min);
-  } else {
-    message += " from " + std::to_string(option.min) + " to " + std::to_string(option.max);
-  }
+  // The range in full, the largest value too: "9223372036854775808" is then plainly too large.
+  message += " from " + std::to_string(option.min) + " to " + std::to_string(option.max);
   message += " (decimal), not '" + std::string(text) + "'";
   return message;
 }

@@ -22,8 +22,8 @@ struct CountOption {
 // separators, or a number out of the range (overflow included, however many digits).
 bool parse_count(const CountOption& option, std::string_view text, uint64_t* value);
 
-// The usage message for a bad value: "--max-replays takes a whole number >= 0 (decimal), not '-0'"
-// (">= MIN" when max is INT64_MAX, else "from MIN to MAX"; "a whole number of UNIT" with a unit).
+// The usage message for a bad value: "--max-replays takes a whole number from 0 to
+// 9223372036854775807 (decimal), not '-0'" ("a whole number of UNIT" with a unit).
 std::string count_error(const CountOption& option, std::string_view text);
 
 }  // namespace replaygate::cli

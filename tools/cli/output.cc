@@ -166,7 +166,40 @@ bool print_to_stdout(std::string_view text, std::string_view what) {
   return false;
 }
 
+bool ends_mid_line(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return false;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ((flags & O_APPEND) == 0 && ::lseek(fd, 0, SEEK_CUR) != st.st_size)) {
+    return false;
+  }
+  char last = '\n';
+  // `>>` opens the file write only: read its last byte through a descriptor of our own.
+  ssize_t n = ::pread(fd, &last, 1, st.st_size - 1);
+  if (n != 1) {
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const int reader = ::open(link.c_str(), O_RDONLY | O_CLOEXEC);
+    if (reader < 0) return false;
+    n = ::pread(reader, &last, 1, st.st_size - 1);
+    ::close(reader);
+  }
+  return n == 1 && last != '\n';
+}
+
+BlockWriter::BlockWriter(int fd) : buffer_(kBlockBytes + 4096), fd_(fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) floor_ = st.st_size;
+}
+
 bool BlockWriter::flush() {
+  if (buffer_.size() > 0 && ok_ && newline_first_) {
+    newline_first_ = false;
+    size_t written = 0;
+    if (const int error = write_fully(fd_, "\n", 1, &written); error != 0) {
+      ok_ = false;
+      error_ = error;
+    }
+  }
   if (buffer_.size() > 0 && ok_) {
     size_t written = 0;
     const int error = write_fully(fd_, buffer_.data(), buffer_.size(), &written);
@@ -184,7 +217,7 @@ bool BlockWriter::flush() {
         struct stat st {};
         const off_t end = ::lseek(fd_, 0, SEEK_CUR);  // just past our last byte, O_APPEND or not
         partial_line_left_ = ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || end < 0 ||
-                             static_cast<uint64_t>(end) < tail ||
+                             end - static_cast<off_t>(tail) < floor_ ||
                              ::ftruncate(fd_, end - static_cast<off_t>(tail)) != 0;
       }
     }

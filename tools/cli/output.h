@@ -10,6 +10,8 @@
 // half a line in a regular file (see flush()).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -81,6 +83,11 @@ std::string stdout_unwritable();
 // "replaygate: cannot write WHAT to standard output (PATH): STRERROR" to stderr and returns false.
 bool print_to_stdout(std::string_view text, std::string_view what);
 
+// Whether writing to `fd` would glue the first byte onto an unfinished last line: `fd` is a
+// regular file that is not empty, is written at its end (opened for append, or positioned there),
+// and its last byte is not '\n'. False when that cannot be told (e.g. the file cannot be read).
+bool ends_mid_line(int fd);
+
 class BlockWriter {
  public:
   // Large blocks: few write(2) calls (each costs microseconds under virtualization); 128 KiB and
@@ -88,17 +95,22 @@ class BlockWriter {
   static constexpr size_t kBlockBytes = size_t{1} << 20;  // 1 MiB
 
   // Writes to `fd` (STDOUT_FILENO for decide), which nothing else may write to meanwhile.
-  explicit BlockWriter(int fd) : buffer_(kBlockBytes + 4096), fd_(fd) {}
+  // A regular file's size now is the floor below which flush() never cuts it back.
+  explicit BlockWriter(int fd);
   BlockWriter(const BlockWriter&) = delete;
   BlockWriter& operator=(const BlockWriter&) = delete;
   ~BlockWriter() { flush(); }
 
+  // Makes the first write that has bytes to write start with a '\n' (for ends_mid_line()), so
+  // the output starts on a line of its own; nothing is written when nothing else is.
+  void start_on_new_line() { newline_first_ = true; }
   // The buffer to write to; after each line, flush() when full().
   ByteBuffer& buffer() { return buffer_; }
   bool full() const { return buffer_.size() >= kBlockBytes; }
   // Writes everything buffered. Returns false once any write failed; then nothing more is
   // written, and when `fd` is a regular file the bytes written after its last '\n' (the start of
-  // a line the write cut) are truncated away, so a reader of the file never sees half a line.
+  // a line the write cut) are truncated away, so a reader of the file never sees half a line;
+  // never below the file's size when the writer was made (bytes already there are kept).
   // Callers that flush only after whole lines thus leave only complete lines behind.
   bool flush();
   bool ok() const { return ok_; }
@@ -106,13 +118,15 @@ class BlockWriter {
   int error_number() const { return error_; }
   // After a failed flush(): how many complete lines of the block that failed are in the output.
   uint64_t failed_block_lines() const { return failed_block_lines_; }
-  // After a failed flush(): true when part of a line stayed in the output (not a regular file, or
-  // the truncation failed).
+  // After a failed flush(): true when part of a line stayed in the output (not a regular file,
+  // cutting it back would go below the floor, or the truncation failed).
   bool partial_line_left() const { return partial_line_left_; }
 
  private:
   ByteBuffer buffer_;
   int fd_;
+  off_t floor_ = 0;  // a regular file is never cut back below this size
+  bool newline_first_ = false;
   bool ok_ = true;
   int error_ = 0;
   uint64_t failed_block_lines_ = 0;

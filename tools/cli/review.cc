@@ -97,14 +97,10 @@ int read_object(const std::string& path, const char* what, json* out) {
     }
     return true;
   };
-  for (size_t i = 0; i < text.size();) {
-    const size_t length = utf8_sequence_length(text, i);
-    if (length == 0) {
-      std::fprintf(stderr, "replaygate: invalid %s: %s is not valid UTF-8 (byte %zu)\n", what,
-                   path.c_str(), i + 1);
-      return kExitFindings;
-    }
-    i += length;
+  if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
+    std::fprintf(stderr, "replaygate: invalid %s: %s is not valid UTF-8 (byte %zu)\n", what,
+                 path.c_str(), bad + 1);
+    return kExitFindings;
   }
   *out = json::parse(text, no_duplicate_keys, /*allow_exceptions=*/false);
   if (out->is_discarded() || !out->is_object()) {
@@ -314,8 +310,6 @@ int run_review(const Options& o) {
                    why.c_str());
       return kExitUsage;
     }
-  }
-  if (o.confirm) {
     json entry;
     entry["kind"] = "decision";
     entry["time"] = audit::utc_now();

@@ -15,6 +15,7 @@
 // Problems in the case file are diagnostics RG401-RG406 (exit 1, no case runs).
 #include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -36,6 +37,7 @@
 #include "tools/cli/coverage.h"
 #include "tools/cli/files.h"
 #include "tools/cli/mapping.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -457,7 +459,7 @@ int run_test(const TestOptions& options) {
   if (json) {
     const std::string doc = json_document(options.policy, results, passed, failed, case_file_errors,
                                           cov, uncovered, options);
-    std::fwrite(doc.data(), 1, doc.size(), stdout);
+    if (!print_to_stdout(doc, "the test report")) return kExitUsage;
   } else {
     std::printf("%zu passed, %zu failed\n", passed, failed);
     std::printf("coverage: rules %zu/%zu (%s), invariants %zu/%zu\n", cov.rules_covered(),
@@ -474,8 +476,11 @@ int run_test(const TestOptions& options) {
     std::fprintf(stderr, "replaygate test: rule coverage %s is below --min-coverage %g%%\n",
                  percent_text(cov.percent()).c_str(), options.min_coverage);
   }
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "replaygate: cannot write to standard output\n");
+  // The text report went through stdio: print_to_stdout() flushes it and names the cause.
+  if (!print_to_stdout("", "the test report")) return kExitUsage;
+  if (std::ferror(stdout)) {  // an earlier flush failed (its errno is gone)
+    std::fprintf(stderr, "replaygate: cannot write the test report to %s\n",
+                 describe_stream(STDOUT_FILENO, "standard output").c_str());
     return kExitUsage;
   }
   return failed > 0 || case_file_errors || below ? kExitFindings : kExitOk;
