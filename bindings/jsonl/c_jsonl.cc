@@ -135,7 +135,8 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
       std::string_view text(buf + at, end - at);
       at = nl == nullptr ? size : end + 1;
       if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-      if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+      // Every line is a record, a blank one included (the parser rejects it as "blank line", as
+      // `replaygate decide` does): skipping it would shift every later verb onto the wrong line.
       uint32_t verb = default_verb;
       if (text.size() > replaygate::cli::kMaxRecordBytes) {
         ++bad;

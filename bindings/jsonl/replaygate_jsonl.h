@@ -33,13 +33,18 @@ RG_API rg_status rgj_reload(rgj_gate* gate, const char* path, rg_error* err);
 RG_API uint32_t rgj_verb_count(const rgj_gate* gate);
 RG_API rg_str rgj_verb_name(const rgj_gate* gate, uint32_t verb);
 
-/* Decides every non-blank line of buf[0, size) as a `letters` record (docs/cli.md), all on one
- * table, whose checksum is copied to checksum_out (33 bytes, NUL-terminated) if not NULL.
- * verbs[i] receives the verb index of the i-th record; *count the number of records (at most
- * `capacity`: the rest of the buffer is not read, *consumed says how many bytes were). A line
- * that is not a valid record (bad JSON, unknown or duplicate key, over 1 MiB) gets the policy
- * default and counts in *invalid. Errors: RG_ERR_ARGUMENT (NULL gate, buffer, verbs, count),
- * RG_ERR_NO_READER_SLOT, RG_ERR_NO_MEMORY. */
+/* Decides every line of buf[0, size) as a `letters` record (docs/cli.md), all on one table, whose
+ * checksum is copied to checksum_out (33 bytes, NUL-terminated) if not NULL. Lines end at '\n' (a
+ * '\r' before it is dropped); a last line without '\n' is a line, and an empty buffer has none,
+ * so a buffer of N lines yields N verbs, exactly one per line in order, like `replaygate decide`
+ * prints one output line per input line. verbs[i] receives the verb index of the i-th line;
+ * *count the number of lines decided (at most `capacity`: the rest of the buffer is not read,
+ * *consumed says how many bytes were, always whole lines). A line that is not a valid record
+ * (blank or whitespace only, bad JSON, unknown or duplicate key, over 1 MiB) gets the policy
+ * default (fail closed) and counts in *invalid; it is never skipped. Every line takes at least one
+ * byte, so capacity >= size always suffices for one call. The caller owns buf, verbs and
+ * checksum_out; nothing is kept after the call. Errors: RG_ERR_ARGUMENT (NULL gate, buffer,
+ * verbs, count), RG_ERR_NO_READER_SLOT, RG_ERR_NO_MEMORY. */
 RG_API rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_t* verbs,
                                   size_t capacity, size_t* count, size_t* invalid, size_t* consumed,
                                   char* checksum_out);

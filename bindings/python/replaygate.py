@@ -403,7 +403,9 @@ class JsonlGate:
     the path that beats a Python dict-lookup gate. Hot-reloadable; thread-safe.
 
         gate = JsonlGate("gate.rgt")
-        verbs, invalid, checksum = gate.decide_lines(b"".join(messages))
+        verbs, invalid, checksum = gate.decide_lines(b"\\n".join(messages))
+        # len(verbs) == len(messages): verbs[i] is messages[i]'s, an empty message included
+        # (invalid -> the default verb), as long as no message holds a raw newline.
     """
 
     def __init__(self, path: str, library: Optional[str] = None):
@@ -437,13 +439,16 @@ class JsonlGate:
     _CHUNK = 65536  # verbs per C call at most: the per-thread buffer is 256 KiB
 
     def decide_lines_raw(self, data: bytes):
-        """(verb indices as array('I'), invalid record count, table checksum) for every
-        non-blank line of `data`."""
-        # A non-blank line takes at least 2 bytes (a character and its newline), except the last,
-        # so (len + 1) // 2 bounds the verbs: no pass over `data` to count lines (that cost a
-        # sixth of the call). The output buffer is per thread and reused; only the verbs written
-        # are copied out. Inputs with more lines than _CHUNK take several calls (one table each;
-        # the checksum returned is the last call's).
+        """(verb indices as array('I'), invalid record count, table checksum) for `data`: exactly
+        one verb per line, in order (lines end at b"\\n"; a last line without it counts; b""
+        has none). A line that is not a valid record -- blank or whitespace only, bad JSON, an
+        unknown or repeated key -- gets the table's default verb (fail closed) and counts as
+        invalid, like `replaygate decide`; it is never skipped, so verbs[i] is always line i's."""
+        # Every line takes at least 1 byte (a blank line is its newline), so len bounds the verbs:
+        # no pass over `data` to count lines (that cost a sixth of the call). The output buffer is
+        # per thread and reused; only the verbs written are copied out. Inputs with more lines
+        # than _CHUNK take several calls (one table each; the checksum returned is the last
+        # call's).
         scratch = self._scratch
         verbs = getattr(scratch, "verbs", None)
         if verbs is None:
@@ -455,7 +460,7 @@ class JsonlGate:
         address = verbs.buffer_info()[0]
         out, bad, at, size = None, 0, 0, len(data)
         while True:
-            cap = max(1, min((size - at + 1) // 2, self._CHUNK))
+            cap = max(1, min(size - at, self._CHUNK))
             _check(self._lib.rgj_decide_lines(self._h, base + at, size - at, address, cap,
                                               ctypes.byref(count), ctypes.byref(invalid),
                                               ctypes.byref(consumed), checksum))

@@ -71,8 +71,106 @@ TEST_F(CliSafetyTest, ConvertRefusesToOverwriteItsInput) {
   write_file(path, text);
   const CliResult r = run({"convert", path.string(), "-o", path.string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("is the input file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "replaygate: error: refusing to write " + path.string() +
+                       ": it is the input file itself; choose another -o path (to reformat in "
+                       "place, use 'replaygate fmt --write')\n");
+  EXPECT_EQ(r.out, "");
   EXPECT_EQ(read_file(path), text);
+}
+
+// ---- every -o/--output refuses its own input, a hard link to it, and any symbolic link ----
+
+// The cases each command with an output file must refuse (exit 2, the exact message, nothing
+// written anywhere): the input itself, a hard link to it, a symbolic link to it, a symbolic link
+// to an unrelated file, a directory.
+class OutputFileTest : public CliFixture {
+ protected:
+  // Runs `args_before_o` + {"-o", out}; expects exit 2, no stdout, exactly `message`.
+  void expect_refused(std::vector<std::string> args, const fs::path& out, const std::string& why) {
+    args.push_back("-o");
+    args.push_back(out.string());
+    const CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << out;
+    EXPECT_EQ(r.out, "") << out;
+    EXPECT_EQ(r.err, "replaygate: error: refusing to write " + out.string() + ": " + why + "\n");
+  }
+  // All five cases for a command whose input is `input` (called `what` in the message). The
+  // outputs end in .yaml, which every command accepts (convert picks its syntax by extension).
+  void expect_all_refused(const std::vector<std::string>& args, const fs::path& input,
+                          const std::string& what, const std::string& example) {
+    const std::string before = read_file(input);
+    const std::string itself = "it is " + what + " itself; choose another -o path" + example;
+    const std::string not_regular =
+        "it exists and is not a regular file (a directory, device or symbolic link)";
+    expect_refused(args, input, itself);
+    fs::create_hard_link(input, dir_ / "hard.yaml");
+    expect_refused(args, dir_ / "hard.yaml", itself);
+    fs::create_symlink(input.filename(), dir_ / "soft.yaml");
+    expect_refused(args, dir_ / "soft.yaml", not_regular);
+    write_file(dir_ / "other", "KEEP");
+    fs::create_symlink("other", dir_ / "other.yaml");
+    expect_refused(args, dir_ / "other.yaml", not_regular);
+    fs::create_directory(dir_ / "adir.yaml");
+    expect_refused(args, dir_ / "adir.yaml", not_regular);
+    EXPECT_EQ(read_file(input), before);
+    EXPECT_EQ(read_file(dir_ / "other"), "KEEP");
+    EXPECT_TRUE(fs::is_symlink(dir_ / "soft.yaml"));
+    EXPECT_TRUE(fs::is_symlink(dir_ / "other.yaml"));
+    EXPECT_TRUE(fs::is_empty(dir_ / "adir.yaml"));
+  }
+  fs::path copy_of(const std::string& source, const std::string& name) {
+    write_file(dir_ / name, read_file(kSourceDir + "/" + source));
+    return dir_ / name;
+  }
+};
+
+TEST_F(OutputFileTest, CompileRefuses) {
+  const fs::path policy = copy_of("policies/replay_gate.yaml", "p.yaml");
+  expect_all_refused({"compile", policy.string()}, policy, "the policy file", " (e.g. gate.rgt)");
+}
+
+TEST_F(OutputFileTest, ConvertRefuses) {
+  const fs::path policy = copy_of("policies/replay_gate.policy", "p.policy");
+  expect_all_refused({"convert", policy.string()}, policy, "the input file",
+                     " (to reformat in place, use 'replaygate fmt --write')");
+}
+
+TEST_F(OutputFileTest, GraphPolicyRefuses) {
+  const fs::path policy = copy_of("policies/replay_gate.yaml", "p.yaml");
+  expect_all_refused({"graph", "--policy", policy.string()}, policy, "the policy file",
+                     " (e.g. gate.dot)");
+}
+
+TEST_F(OutputFileTest, GraphTableRefuses) {
+  const fs::path table = copy_of("tests/data/tables/replay_gate.rgt", "t.rgt");
+  expect_all_refused({"graph", "--table", table.string()}, table, "the table file",
+                     " (e.g. gate.dot)");
+}
+
+TEST_F(OutputFileTest, MatrixRefuses) {
+  const fs::path policy = copy_of("policies/replay_gate.yaml", "p.yaml");
+  expect_all_refused({"matrix", policy.string()}, policy, "the policy file", " (e.g. matrix.html)");
+}
+
+// A new path and an existing regular file that is not an input are still written.
+TEST_F(OutputFileTest, OrdinaryOutputsAreStillWritten) {
+  const fs::path policy = copy_of("policies/replay_gate.yaml", "p.yaml");
+  const fs::path table = copy_of("tests/data/tables/replay_gate.rgt", "t.rgt");
+  write_file(dir_ / "old.dot", "OLD");
+  const std::vector<std::vector<std::string>> runs = {
+      {"compile", policy.string(), "-o", (dir_ / "new.rgt").string()},
+      {"convert", policy.string(), "-o", (dir_ / "new.policy").string()},
+      {"graph", "--policy", policy.string(), "-o", (dir_ / "old.dot").string()},
+      {"graph", "--table", table.string(), "-o", (dir_ / "t.dot").string()},
+      {"matrix", policy.string(), "-o", (dir_ / "m.html").string()}};
+  for (const auto& args : runs) {
+    const CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_TRUE(fs::is_regular_file(args.back()));
+    EXPECT_GT(fs::file_size(args.back()), 100u) << args.back();
+  }
+  EXPECT_EQ(read_file(dir_ / "old.dot"), read_file(dir_ / "t.dot"));  // same DOT both ways
+  EXPECT_EQ(read_file(dir_ / "old.dot").rfind("digraph", 0), 0u);
 }
 
 TEST_F(CliSafetyTest, ConvertRefusesALiteralStarKeyThatYamlWouldReadAsTheWildcard) {

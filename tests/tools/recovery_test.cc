@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -381,6 +382,7 @@ TEST_F(RecoveryTest, VerifyDetectsEditsRemovalsAndTornTails) {
   const audit::AppendResult appended = audit::append(log(), decision("m4"));
   ASSERT_TRUE(appended.ok) << appended.error;
   EXPECT_EQ(appended.seq, 4u);
+  EXPECT_EQ(appended.removed_torn_tail, "{\"seq\": 4, \"ki");
   report = audit::verify_bytes(read_file(log()));
   EXPECT_TRUE(report.ok());
   EXPECT_FALSE(report.torn_tail);
@@ -551,6 +553,175 @@ TEST_F(RecoveryTest, DecideAuditFailurePrintsNoDecision) {
   EXPECT_EQ(no_operator.exit_code, 2);
   EXPECT_NE(no_operator.err.find("--audit needs --operator NAME"), std::string::npos);
   EXPECT_FALSE(fs::exists(log()));
+}
+
+}  // namespace
+
+namespace {
+
+// ---- a last entry that lost only its newline ----
+
+// Three decisions recorded by `decide --audit` (all printed), then the final '\n' lost.
+class UnterminatedTest : public RecoveryTest {
+ protected:
+  const std::string kLetter =
+      "{\"message_id\":\"m-001\",\"topic\":\"payment.capture\",\"error_class\":\"timeout\","
+      "\"attempts\":1,\"idempotency_key\":\"cap_9f3a\",\"already_committed\":false}\n";
+  std::string good_;
+  void SetUp() override {
+    RecoveryTest::SetUp();
+    const std::string gate = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
+    const std::string letters = kLetter + kLetter + kLetter;
+    const CliResult r =
+        run({"decide", "--policy", gate, "--audit", log(), "--operator", "ana"}, letters);
+    ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << r.out << r.err;
+    good_ = read_file(log());
+    ASSERT_EQ(good_.back(), '\n');
+    write_file(log(), good_.substr(0, good_.size() - 1));
+  }
+};
+
+TEST_F(UnterminatedTest, VerifyKeepsTheEntryAndSaysItLacksItsNewline) {
+  const audit::VerifyReport report = audit::verify_bytes(read_file(log()));
+  EXPECT_TRUE(report.ok());
+  EXPECT_TRUE(report.unterminated);
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_EQ(report.torn_bytes, 0u);
+  EXPECT_EQ(report.entries, 3u);
+  EXPECT_EQ(report.decisions, 3u);
+  EXPECT_EQ(report.last_hash, audit::verify_bytes(good_).last_hash);
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, log() +
+                       ": the last line is a complete entry continuing the chain but lacks its "
+                       "final newline; it is kept, and the next append writes the newline first\n" +
+                       log() + ": ok, 3 entries (3 decisions, 0 results), last hash " +
+                       report.last_hash + "\n");
+  r = run({"audit", "verify", "--format", "json", log()});
+  EXPECT_EQ(r.exit_code, 0);
+  const nlohmann::json j = json_of(r.out);
+  EXPECT_EQ(j["unterminated"], true);
+  EXPECT_EQ(j["torn_tail"], false);
+  EXPECT_EQ(j["entries"], 3);
+}
+
+TEST_F(UnterminatedTest, AuditResultTerminatesTheEntryAndContinuesTheChain) {
+  const CliResult r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "1",
+                           "--outcome", "done"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("recorded result entry 4 for decision 1 (hash ", 0), 0u) << r.out;
+  const std::string text = read_file(log());
+  EXPECT_EQ(text.substr(0, good_.size()), good_);  // entry 3 kept, byte for byte, now terminated
+  const audit::VerifyReport report = audit::verify_bytes(text);
+  EXPECT_TRUE(report.ok()) << report.problems.front();
+  EXPECT_FALSE(report.unterminated);
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_EQ(report.entries, 4u);
+  EXPECT_EQ(report.results, 1u);
+  const nlohmann::json result = json_of(text.substr(good_.size()));
+  EXPECT_EQ(result["seq"], 4);
+  EXPECT_EQ(result["prev"], audit::verify_bytes(good_).last_hash);
+}
+
+TEST_F(UnterminatedTest, TheUnterminatedDecisionCanBeNamedByAResult) {
+  const audit::AppendResult appended = audit::append(
+      log(),
+      {{"kind", "result"}, {"time", "t"}, {"decision", 3}, {"revision", 2}, {"outcome", "done"}},
+      3);
+  ASSERT_TRUE(appended.ok) << appended.error;
+  EXPECT_EQ(appended.seq, 4u);
+  EXPECT_EQ(appended.removed_torn_tail, "");
+  EXPECT_TRUE(audit::verify_bytes(read_file(log())).ok());
+}
+
+TEST_F(UnterminatedTest, DecideAuditAndAnEmptyBatchKeepIt) {
+  // An empty batch writes nothing and reports the kept entry as the last one.
+  const audit::AppendResult empty = audit::append_batch(log(), {});
+  ASSERT_TRUE(empty.ok) << empty.error;
+  EXPECT_EQ(empty.seq, 3u);
+  EXPECT_EQ(empty.hash, audit::verify_bytes(good_).last_hash);
+  EXPECT_EQ(read_file(log()), good_.substr(0, good_.size() - 1));
+  const std::string gate = std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml";
+  const CliResult r =
+      run({"decide", "--policy", gate, "--audit", log(), "--operator", "ana"}, kLetter);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.rfind("summary: 1 records", 0), 0u) << r.err;  // no warning before it
+  const std::string text = read_file(log());
+  EXPECT_EQ(text.substr(0, good_.size()), good_);
+  const audit::VerifyReport report = audit::verify_bytes(text);
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.entries, 4u);
+}
+
+// A complete-looking last line whose chain does not verify (wrong seq or prev) is a torn tail: it
+// is removed by the next append, and the removed bytes are printed, not dropped silently.
+TEST_F(UnterminatedTest, AFragmentThatDoesNotContinueTheChainIsTornAndShown) {
+  const size_t third = good_.rfind('\n', good_.size() - 2) + 1;
+  nlohmann::json entry = json_of(good_.substr(third));
+  entry["seq"] = 7;
+  const std::string fragment = entry.dump();
+  write_file(log(), good_ + fragment);
+  const audit::VerifyReport report = audit::verify_bytes(read_file(log()));
+  EXPECT_TRUE(report.ok());
+  EXPECT_TRUE(report.torn_tail);
+  EXPECT_FALSE(report.unterminated);
+  EXPECT_EQ(report.torn_bytes, fragment.size());
+  EXPECT_EQ(report.entries, 3u);
+  const CliResult r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "1",
+                           "--outcome", "done"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() + " (" +
+                       std::to_string(fragment.size()) +
+                       " bytes without a newline that are not a whole entry continuing the chain: "
+                       "an append that crashed before completing, never acknowledged): " +
+                       nlohmann::json(fragment).dump() + "\n");
+  const std::string text = read_file(log());
+  EXPECT_EQ(text.substr(0, good_.size()), good_);
+  EXPECT_EQ(audit::verify_bytes(text).entries, 4u);
+  EXPECT_TRUE(audit::verify_bytes(text).ok());
+}
+
+// A broken last complete line refuses the append and leaves the file untouched, torn tail included.
+TEST_F(UnterminatedTest, ARefusedAppendChangesNothing) {
+  const std::string broken = good_ + "garbage\n{\"seq\"";
+  write_file(log(), broken);
+  const audit::AppendResult refused = audit::append(log(), decision("m"));
+  EXPECT_FALSE(refused.ok);
+  EXPECT_EQ(refused.removed_torn_tail, "");
+  EXPECT_EQ(read_file(log()), broken);
+}
+
+// Concurrent appenders on a log whose last entry lost its newline: exactly one terminates it, every
+// entry lands whole, and the chain verifies.
+TEST_F(UnterminatedTest, ConcurrentAppendersTerminateItOnce) {
+  constexpr int kWriters = 4;
+  constexpr int kEach = 5;
+  std::vector<pid_t> pids;
+  for (int w = 0; w < kWriters; ++w) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int i = 0; i < kEach; ++i) {
+        if (!audit::append(log(), decision("w" + std::to_string(w) + "i" + std::to_string(i))).ok)
+          ::_exit(3);
+      }
+      ::_exit(0);
+    }
+    pids.push_back(pid);
+  }
+  for (const pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  const std::string text = read_file(log());
+  EXPECT_EQ(text.substr(0, good_.size()), good_);
+  const audit::VerifyReport report = audit::verify_bytes(text);
+  EXPECT_TRUE(report.ok()) << report.problems.front();
+  EXPECT_FALSE(report.unterminated);
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_EQ(report.entries, 3u + kWriters * kEach);
 }
 
 }  // namespace

@@ -95,22 +95,25 @@ std::string utc_now() {
   return buf;
 }
 
+// Whether the unterminated last fragment of a log is a complete entry that continues the chain
+// (seq `expected_seq`, prev `prev_hash`): an entry that lost only its '\n' (an editor, a copy, a
+// write cut exactly before the newline). Such an entry may have been acknowledged, so it is kept.
+bool continues_chain(std::string_view fragment, uint64_t expected_seq,
+                     const std::string& prev_hash) {
+  nlohmann::json entry;
+  if (!check_entry(fragment, &entry).empty()) return false;
+  return entry["seq"] == expected_seq && entry["prev"] == prev_hash;
+}
+
 VerifyReport verify_bytes(std::string_view bytes) {
   VerifyReport report;
   report.last_hash = kZeroHash;
   const size_t last_newline = bytes.rfind('\n');
   const size_t complete = last_newline == std::string_view::npos ? 0 : last_newline + 1;
-  if (complete < bytes.size()) {
-    report.torn_tail = true;
-    report.torn_bytes = bytes.size() - complete;
-  }
   std::set<uint64_t> decisions;
   uint64_t line_number = 0;
-  size_t at = 0;
-  while (at < complete) {
-    const size_t end = bytes.find('\n', at);
-    const std::string_view line = bytes.substr(at, end - at);
-    at = end + 1;
+  // Checks one line (complete, or the kept unterminated last one) and advances the chain.
+  const auto check_line = [&](std::string_view line) {
     ++line_number;
     const std::string where = "line " + std::to_string(line_number) + ": ";
     nlohmann::json entry;
@@ -142,8 +145,35 @@ VerifyReport verify_bytes(std::string_view bytes) {
       ++report.entries;
     }
     report.last_hash = line_hash(line);
+  };
+  size_t at = 0;
+  while (at < complete) {
+    const size_t end = bytes.find('\n', at);
+    check_line(bytes.substr(at, end - at));
+    at = end + 1;
+  }
+  if (complete < bytes.size()) {
+    const std::string_view fragment = bytes.substr(complete);
+    if (continues_chain(fragment, line_number + 1, report.last_hash)) {
+      report.unterminated = true;
+      check_line(fragment);
+    } else {
+      report.torn_tail = true;
+      report.torn_bytes = fragment.size();
+    }
   }
   return report;
+}
+
+std::string removed_tail_note(const std::string& path, const AppendResult& appended) {
+  if (appended.removed_torn_tail.empty()) return "";
+  return "replaygate: warning: removed a torn last line from " + path + " (" +
+         std::to_string(appended.removed_torn_tail.size()) +
+         " bytes without a newline that are not a whole entry continuing the chain: an append "
+         "that crashed before completing, never acknowledged): " +
+         nlohmann::json(appended.removed_torn_tail)
+             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
 }
 
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq) {
@@ -176,24 +206,16 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   if (!read_all(f.fd, static_cast<uint64_t>(st.st_size), &bytes, &error)) {
     return fail("cannot read " + path + ": " + errno_text(error));
   }
-  // A torn tail is an append that crashed before completing its line; it was never acknowledged
-  // (acknowledgement follows the fsync of a complete line), so it is dropped, not continued.
+  // Continue the chain from the last complete line; refuse to extend a broken one (and touch
+  // nothing, not even a torn tail, when refusing).
   const size_t last_newline = bytes.rfind('\n');
   const size_t complete = last_newline == std::string::npos ? 0 : last_newline + 1;
-  if (complete < bytes.size()) {
-    if (::ftruncate(f.fd, static_cast<off_t>(complete)) != 0 || ::fsync(f.fd) != 0) {
-      return fail("cannot repair the torn last line of " + path + ": " + errno_text(errno));
-    }
-    bytes.resize(complete);
-  }
-  // Continue the chain from the last complete line; refuse to extend a broken one.
   uint64_t seq = 1;
   std::string prev = kZeroHash;
-  if (!bytes.empty()) {
-    const size_t start = bytes.rfind('\n', bytes.size() - 2);
-    const std::string_view last = std::string_view(bytes).substr(
-        start == std::string::npos ? 0 : start + 1,
-        bytes.size() - 1 - (start == std::string::npos ? 0 : start + 1));
+  if (complete > 0) {
+    const size_t start = complete >= 2 ? bytes.rfind('\n', complete - 2) : std::string::npos;
+    const size_t from = start == std::string::npos ? 0 : start + 1;
+    const std::string_view last = std::string_view(bytes).substr(from, complete - 1 - from);
     nlohmann::json last_entry;
     const std::string problem = check_entry(last, &last_entry);
     if (!problem.empty()) {
@@ -202,6 +224,30 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     }
     seq = last_entry["seq"].get<uint64_t>() + 1;
     prev = line_hash(last);
+  }
+  // The size to restore when a write is cut short: the file as found (after any torn-tail repair).
+  size_t restore_size = bytes.size();
+  std::string terminator;  // "\n" when the last entry lost only its newline
+  if (complete < bytes.size()) {
+    const std::string_view fragment = std::string_view(bytes).substr(complete);
+    if (continues_chain(fragment, seq, prev)) {
+      // A whole entry without its '\n': it may have been acknowledged, so it is kept and
+      // terminated (by the same write as the new entries), never truncated.
+      ++seq;
+      prev = line_hash(fragment);
+      terminator = "\n";
+      bytes += '\n';  // in memory only, so the decision lookup below sees whole lines
+    } else {
+      // A torn tail: an append that crashed before completing its line, never acknowledged
+      // (acknowledgement follows the fsync of a complete line). It is removed, not continued,
+      // and its bytes are handed back so the command can show what it removed.
+      if (::ftruncate(f.fd, static_cast<off_t>(complete)) != 0 || ::fsync(f.fd) != 0) {
+        return fail("cannot repair the torn last line of " + path + ": " + errno_text(errno));
+      }
+      result.removed_torn_tail = std::string(fragment);
+      bytes.resize(complete);
+      restore_size = complete;
+    }
   }
   if (decision_seq != 0) {
     bool found = false;
@@ -225,7 +271,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     result.hash = prev;
     return result;
   }
-  std::string record;
+  std::string record = terminator;
   std::string line;
   for (nlohmann::json& entry : entries) {
     entry["seq"] = seq++;
@@ -245,7 +291,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
                                   : "short write (" + std::to_string(n) + " of " +
                                         std::to_string(record.size()) +
                                         " bytes: disk full or file size limit)";
-    if (n > 0 && ::ftruncate(f.fd, static_cast<off_t>(bytes.size())) != 0) {
+    if (n > 0 && ::ftruncate(f.fd, static_cast<off_t>(restore_size)) != 0) {
       return fail("cannot write " + path + ": " + why +
                   "; the partial line could not be removed (the next append drops it)");
     }

@@ -11,9 +11,13 @@
 // which the hash printed when it was appended anchors). XXH3 is not a signature: someone who can
 // rewrite the file can recompute the chain; the chain is against accidents and naive edits.
 //
-// Durability and concurrency: append() takes an exclusive flock(2) on the file, repairs a torn
-// tail (bytes after the last '\n', left by a crash mid-append: that entry was never acknowledged),
-// writes the line with one write(2) under O_APPEND, fsync(2)s, and only then reports success.
+// Durability and concurrency: append() takes an exclusive flock(2) on the file, looks at the
+// bytes after the last '\n' (if any): when they are a whole entry that continues the chain (it
+// lost only its '\n', e.g. to an editor or a copy) the entry is kept and its '\n' is written
+// first, in the same write(2) as the new line; otherwise they are a torn tail (a crash
+// mid-append: never acknowledged) that is truncated away and handed back to the caller
+// (AppendResult::removed_torn_tail) to show. It writes with one write(2) under O_APPEND,
+// fsync(2)s, and only then reports success.
 // A short write (full disk, file size limit) is truncated away before the error is returned, so
 // a failed append leaves no partial line.
 #pragma once
@@ -31,14 +35,19 @@ struct AppendResult {
   std::string error;  // when !ok: what failed, e.g. "cannot write /x/audit.log: No space left"
   uint64_t seq = 0;   // when ok: the new entry's seq
   std::string hash;   // when ok: XXH3-128 hex of the new line (the next entry's `prev`)
+  // The torn tail this append removed (bytes after the last '\n' that were not a whole entry
+  // continuing the chain), "" when none; set even when the append then fails. Commands print it
+  // on stderr so that no bytes disappear silently.
+  std::string removed_torn_tail;
 };
 
 // Appends `entry` (a JSON object; its `seq` and `prev` are set here) to the log at `path`,
 // creating the file (mode 0644) when it does not exist. When `decision_seq` is non-zero, the log
 // must already hold a decision entry with that seq (for result entries). Errors (ok false): the
 // path cannot be opened or is not a regular file, locking, reading, writing or fsync fails, the
-// last complete line is not a valid entry (the chain cannot be continued: run `audit verify`),
-// or `decision_seq` names no decision entry.
+// last complete line is not a valid entry (the chain cannot be continued: run `audit verify`;
+// nothing is changed then), or `decision_seq` names no decision entry (an unterminated last
+// entry that continues the chain counts as an entry).
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
 
 // Appends `entries` (JSON objects; `seq` and `prev` are set here, continuing the chain in order)
@@ -49,20 +58,31 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
                           uint64_t decision_seq = 0);
 
+// The stderr note for a torn tail that `appended` removed from the log at `path` (its bytes as a
+// JSON string, so nothing disappears silently), "" when none was removed.
+std::string removed_tail_note(const std::string& path, const AppendResult& appended);
+
 struct VerifyReport {
-  uint64_t entries = 0;     // complete, valid lines
-  uint64_t decisions = 0;   // of which decision entries
-  uint64_t results = 0;     // of which result entries
-  bool torn_tail = false;   // the file ends in an unterminated fragment (a crashed append)
+  uint64_t entries = 0;    // complete, valid lines
+  uint64_t decisions = 0;  // of which decision entries
+  uint64_t results = 0;    // of which result entries
+  // The file ends in an unterminated fragment that is not a whole entry continuing the chain (a
+  // crashed append); it is not counted in `entries`.
+  bool torn_tail = false;
   uint64_t torn_bytes = 0;  // its length
-  std::string last_hash;    // hash of the last complete line (32 zeros for an empty log)
+  // The last entry is complete and continues the chain but lacks its '\n'; it is counted in
+  // `entries` and kept (an append writes the '\n' first).
+  bool unterminated = false;
+  std::string last_hash;              // hash of the last complete line (32 zeros for an empty log)
   std::vector<std::string> problems;  // "line N: ..." for every broken line, in file order
   bool ok() const { return problems.empty(); }
 };
 
 // Checks a whole log held in memory: every complete line parses as an entry of a known kind
 // with its fields, seq counts up from 1, every prev matches the previous line's hash, every
-// result names an earlier decision. A torn tail is reported (torn_tail) but is not a problem.
+// result names an earlier decision. An unterminated last fragment that parses as an entry with
+// the next seq and the previous line's hash is that entry (unterminated; checked like the
+// others); any other unterminated fragment is a torn tail, reported (torn_tail) but not a problem.
 VerifyReport verify_bytes(std::string_view bytes);
 
 // XXH3-128 of `line` as 32 hex digits (high half first).

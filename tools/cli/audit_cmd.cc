@@ -49,6 +49,7 @@ int run_verify(const AuditOptions& o) {
     j["results"] = report.results;
     j["torn_tail"] = report.torn_tail;
     j["torn_bytes"] = report.torn_bytes;
+    j["unterminated"] = report.unterminated;
     j["last_hash"] = report.last_hash;
     j["problems"] = report.problems;
     text = j.dump() + "\n";
@@ -57,7 +58,12 @@ int run_verify(const AuditOptions& o) {
     if (report.torn_tail) {
       text += o.file + ": torn last line (" + std::to_string(report.torn_bytes) +
               " bytes without a newline): an append that crashed before completing; it was "
-              "never acknowledged, and the next append removes it\n";
+              "never acknowledged, and the next append removes it (and shows its bytes)\n";
+    }
+    if (report.unterminated) {
+      text += o.file +
+              ": the last line is a complete entry continuing the chain but lacks its final "
+              "newline; it is kept, and the next append writes the newline first\n";
     }
     text += o.file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
             std::to_string(report.entries) + " entries (" + std::to_string(report.decisions) +
@@ -92,6 +98,7 @@ int run_result(const AuditOptions& o) {
   entry["outcome"] = o.outcome;
   if (!o.operator_name.empty()) entry["operator"] = o.operator_name;
   const audit::AppendResult appended = audit::append(o.log, entry, decision);
+  std::fputs(audit::removed_tail_note(o.log, appended).c_str(), stderr);
   if (!appended.ok) {
     std::fprintf(stderr, "replaygate: %s\nreplaygate: the result was NOT recorded\n",
                  appended.error.c_str());

@@ -3,7 +3,6 @@
 // On any error diagnostic nothing is written, and an existing TABLE keeps its old content.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,22 +47,14 @@ int run_compile(const CompileOptions& options) {
   }
   // The atomic rename replaces whatever is at TABLE: refuse anything but an old table, so that a
   // slip of the hand cannot turn the reviewed policy, a device or a symlink into table bytes.
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status out_status = fs::symlink_status(options.output, ec);
-  if (!ec && fs::exists(out_status) && !fs::is_regular_file(out_status)) {
-    std::fprintf(stderr,
-                 "replaygate: error: refusing to write %s: it exists and is not a regular file "
-                 "(a directory, device or symbolic link)\n",
-                 options.output.c_str());
-    return kExitUsage;
-  }
-  if (fs::equivalent(options.policy, options.output, ec) && !ec) {
-    std::fprintf(stderr,
-                 "replaygate: error: refusing to write %s: it is the policy file itself; choose "
-                 "another -o path (e.g. gate.rgt)\n",
-                 options.output.c_str());
-    return kExitUsage;
+  {
+    std::vector<InputFile> inputs;
+    inputs.push_back(InputFile{options.policy, "the policy file"});
+    std::string error;
+    if (!check_output_file(options.output, inputs, " (e.g. gate.rgt)", &error)) {
+      std::fprintf(stderr, "replaygate: error: %s\n", error.c_str());
+      return kExitUsage;
+    }
   }
   LoadedPolicy loaded;
   const int code = load_policy_reporting(options.policy, format, &loaded);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "compiler/print_dsl.h"
 #include "compiler/print_yaml.h"
@@ -56,15 +57,16 @@ int run_convert(const ConvertOptions& options) {
     const std::string from = kind_of(options.input);
     to = from == "policy" ? "yaml" : "policy";
   }
-  std::error_code same_error;
-  if (!options.output.empty() &&
-      std::filesystem::equivalent(options.input, options.output, same_error)) {
-    std::fprintf(stderr,
-                 "replaygate: error: the output '%s' is the input file; convert would replace "
-                 "it (and drop its comments)\n      = hint: write to a new file, or use "
-                 "'replaygate fmt --write' to reformat in place\n",
-                 options.output.c_str());
-    return kExitUsage;
+  // convert would replace the input (and drop its comments): 'fmt --write' reformats in place.
+  if (!options.output.empty()) {
+    std::vector<InputFile> inputs;
+    inputs.push_back(InputFile{options.input, "the input file"});
+    std::string error;
+    if (!check_output_file(options.output, inputs,
+                           " (to reformat in place, use 'replaygate fmt --write')", &error)) {
+      std::fprintf(stderr, "replaygate: error: %s\n", error.c_str());
+      return kExitUsage;
+    }
   }
   LoadedPolicy loaded;
   const int code = load_policy_reporting(options.input, DiagnosticFormat::kText, &loaded);

@@ -420,6 +420,7 @@ int run_decide(const DecideOptions& o) {
     if (o.audit.empty() || pending_audit.empty()) return true;
     const size_t entries = pending_audit.size();
     const audit::AppendResult appended = audit::append_batch(o.audit, std::move(pending_audit));
+    std::fputs(audit::removed_tail_note(o.audit, appended).c_str(), stderr);
     pending_audit.clear();
     if (appended.ok) {
       audited_records += entries;

@@ -23,6 +23,27 @@ std::string directory_of(const std::string& path) {
 
 }  // namespace
 
+bool check_output_file(const std::string& output, const std::vector<InputFile>& inputs,
+                       const std::string& example, std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(output, ec);
+  if (!ec && fs::exists(status) && !fs::is_regular_file(status)) {
+    *error = "refusing to write " + output +
+             ": it exists and is not a regular file (a directory, device or symbolic link)";
+    return false;
+  }
+  for (const InputFile& input : inputs) {
+    if (input.path.empty()) continue;
+    if (fs::equivalent(input.path, output, ec) && !ec) {
+      *error = "refusing to write " + output + ": it is " + input.what +
+               " itself; choose another -o path" + example;
+      return false;
+    }
+  }
+  return true;
+}
+
 bool read_whole_file(const std::string& path, size_t max_bytes, std::string* text,
                      std::string* error) {
   std::FILE* file = std::fopen(path.c_str(), "rb");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace replaygate::cli {
 
@@ -17,5 +18,25 @@ bool read_whole_file(const std::string& path, size_t max_bytes, std::string* tex
 // `path` and fsyncs the directory. A reader never sees a half-written file, and on any failure
 // `path` keeps its old content and the temporary file is removed. *error: "cannot write PATH: ...".
 bool write_file_atomically(const std::string& path, std::string_view bytes, std::string* error);
+
+// One file a command reads, for check_output_file(): its path and what to call it in the
+// message ("the policy file", "the table file", "the input file").
+struct InputFile {
+  std::string path;
+  std::string what;
+};
+
+// Whether a command may write its output to `output` (by write_file_atomically, which renames
+// over it). Refused (false, *error set, without a "replaygate: error: " prefix) when
+//  - `output` exists and is not a regular file: a directory, a device or a symbolic link (the
+//    rename would replace what the link points at, e.g. the reviewed policy):
+//    "refusing to write OUT: it exists and is not a regular file (a directory, device or
+//    symbolic link)";
+//  - `output` is the same file (device and inode) as one of `inputs` with a non-empty path, which
+//    also catches a hard link: "refusing to write OUT: it is WHAT itself; choose another -o path"
+//    followed by `example` (e.g. " (e.g. gate.rgt)").
+// Every command with an -o/--output option checks this before it reads its inputs (exit 2).
+bool check_output_file(const std::string& output, const std::vector<InputFile>& inputs,
+                       const std::string& example, std::string* error);
 
 }  // namespace replaygate::cli

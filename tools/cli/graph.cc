@@ -247,6 +247,16 @@ int run_graph(const GraphOptions& options) {
                  options.format.c_str());
     return kExitUsage;
   }
+  if (!options.output.empty()) {
+    std::vector<InputFile> inputs;
+    inputs.push_back(InputFile{options.policy, "the policy file"});
+    inputs.push_back(InputFile{options.table, "the table file"});
+    std::string error;
+    if (!check_output_file(options.output, inputs, " (e.g. gate.dot)", &error)) {
+      std::fprintf(stderr, "replaygate: error: %s\n", error.c_str());
+      return kExitUsage;
+    }
+  }
   GraphModel model;
   if (!options.policy.empty()) {
     LoadedPolicy loaded;

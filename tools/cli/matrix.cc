@@ -323,6 +323,15 @@ int run_matrix(const MatrixOptions& options) {
                  options.format.c_str());
     return kExitUsage;
   }
+  if (!options.output.empty()) {
+    std::vector<InputFile> inputs;
+    inputs.push_back(InputFile{options.policy, "the policy file"});
+    std::string error;
+    if (!check_output_file(options.output, inputs, " (e.g. matrix.html)", &error)) {
+      std::fprintf(stderr, "replaygate: error: %s\n", error.c_str());
+      return kExitUsage;
+    }
+  }
   LoadedPolicy loaded;
   if (const int code = load_policy_reporting(options.policy, DiagnosticFormat::kText, &loaded);
       code != kExitOk) {

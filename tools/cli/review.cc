@@ -320,6 +320,7 @@ int run_review(const Options& o) {
     }
     entry["record_revision"] = out["record_revision"];
     const audit::AppendResult appended = audit::append(o.audit, entry);
+    std::fputs(audit::removed_tail_note(o.audit, appended).c_str(), stderr);
     if (!appended.ok) {
       std::fprintf(stderr,
                    "replaygate: %s\nreplaygate: the decision was NOT recorded and is not "

@@ -1,5 +1,6 @@
 """Tests of the ctypes binding (run by CTest: python_binding). Needs $RG_LIBRARY (the shared
-library) and $RG_SOURCE_DIR (the repository, for the golden table and the example letters)."""
+library), $RG_SOURCE_DIR (the repository, for the golden table and the example letters) and
+$RG_CLI (the replaygate executable, to compare JsonlGate with `replaygate decide`)."""
 import itertools
 import json
 import os
@@ -204,10 +205,15 @@ class JsonlGateTest(unittest.TestCase):
         rows = [dict(topic=t, error_class=e, attempts=a, idempotency_key=k, already_committed=c)
                 for t, e in list(POLICY) + [("x", "y")] for a in (0, 3) for k in ("", "k")
                 for c in (False, True)]
-        data = "\n\n".join(json.dumps(r) for r in rows).encode()  # blank lines are skipped
+        data = "\n".join(json.dumps(r) for r in rows).encode()
         verbs, invalid, _ = gate.decide_lines(data)
         self.assertEqual(invalid, 0)
         self.assertEqual(verbs, [reference(**r) for r in rows])
+        # A blank line between records is a record of its own (invalid -> hold), never skipped.
+        verbs, invalid, _ = gate.decide_lines(data.replace(b"\n", b"\n\n"))
+        self.assertEqual(invalid, len(rows) - 1)
+        self.assertEqual(verbs[0::2], [reference(**r) for r in rows])
+        self.assertEqual(verbs[1::2], ["hold"] * (len(rows) - 1))
         self.assertEqual(gate.decide_lines(b""), ([], 0, checksum))
         with self.assertRaises(replaygate.ReplaygateError) as cm:
             gate.reload("/nonexistent.rgt")
@@ -240,6 +246,79 @@ class JsonlGateTest(unittest.TestCase):
         cut = line[:-1]  # no closing brace, then a line of digits
         self.assertEqual(gate.decide_lines(cut + b"\n" + b"1" * 100)[:2], (["hold", "hold"], 2))
         gate.close()
+
+
+class JsonlGateOneVerdictPerLineTest(unittest.TestCase):
+    """decide_lines returns exactly one verb per input line, in order: a blank or whitespace-only
+    line is an invalid record that gets the default (hold), as `replaygate decide` treats it."""
+
+    REPLAY = (b'{"topic":"payment.capture","error_class":"timeout","attempts":1,'
+              b'"idempotency_key":"k1","already_committed":false}')
+    NEVER = (b'{"topic":"payment.capture","error_class":"duplicate","attempts":1,'
+             b'"idempotency_key":"k2","already_committed":false}')
+
+    def setUp(self):
+        self.gate = replaygate.JsonlGate(TABLE)
+
+    def tearDown(self):
+        self.gate.close()
+
+    def test_an_empty_kafka_value_does_not_shift_later_verdicts(self):
+        values = [self.NEVER, b"", self.REPLAY]  # the documented b"\n".join(kafka_values)
+        verbs, invalid, _ = self.gate.decide_lines(b"\n".join(values))
+        self.assertEqual(verbs, ["never", "hold", "replay_once"])
+        self.assertEqual(invalid, 1)
+
+    def test_blank_and_whitespace_lines_each_get_hold(self):
+        cases = [
+            (b"\n", ["hold"], 1),
+            (b"\n\n", ["hold", "hold"], 2),
+            (b" \t", ["hold"], 1),
+            (b"\r\n", ["hold"], 1),
+            (b" \r\n" + self.REPLAY, ["hold", "replay_once"], 1),
+            (self.REPLAY + b"\n\n", ["replay_once", "hold"], 1),
+            (self.REPLAY + b"\n \n\t\n" + self.NEVER + b"\n",
+             ["replay_once", "hold", "hold", "never"], 2),
+            (self.REPLAY + b"\n", ["replay_once"], 0),  # the final newline ends a line
+            (b"", [], 0),
+        ]
+        for data, want, want_invalid in cases:
+            verbs, invalid, _ = self.gate.decide_lines(data)
+            self.assertEqual((verbs, invalid), (want, want_invalid), data)
+
+    def test_blank_lines_split_over_several_calls_stay_in_place(self):
+        data = b"\n".join([self.REPLAY, b"", b"", self.NEVER, b"  ", self.REPLAY, b""] * 5)
+        whole = self.gate.decide_lines(data)
+        self.gate._CHUNK = 2
+        chunked = self.gate.decide_lines(data)
+        self.assertEqual(chunked, whole)
+        self.assertEqual(len(whole[0]), data.count(b"\n"))  # it ends with a newline: 34 lines
+        self.assertEqual(whole[0][:7], ["replay_once", "hold", "hold", "never", "hold",
+                                        "replay_once", "hold"])
+        self.assertEqual(whole[1], 19)  # 4 blank lines per group, the last group's last is none
+
+    def test_the_same_verbs_as_replaygate_decide_line_for_line(self):
+        with open(LETTERS, "rb") as f:
+            letters = f.read().split(b"\n")
+        data = b"\n".join(letters[:4] + [b"", b" \t", b"\r"] + letters[4:]) + b"\n\n"
+        verbs, invalid, checksum = self.gate.decide_lines(data)
+        out = subprocess.run([os.environ["RG_CLI"], "decide", "--table", TABLE, "-"],
+                             input=data, capture_output=True, check=False)
+        self.assertEqual(out.returncode, 1, out.stderr)  # invalid records are findings
+        cli = [json.loads(line) for line in out.stdout.decode().splitlines()]
+        self.assertEqual(len(cli), len(verbs))
+        # The CLI also holds a dump's second replay of a key (rule "dump:..."); a worker decides
+        # each letter alone, so those lines are compared by validity only.
+        self.assertEqual([v for v, c in zip(verbs, cli) if not c["rule"].startswith("dump:")],
+                         [c["verb"] for c in cli if not c["rule"].startswith("dump:")])
+        self.assertLessEqual(sum(1 for c in cli if c["rule"].startswith("dump:")), 2)
+        # `invalid` counts records that do not parse ("invalid record: ..."); a record that
+        # parses with a value out of range ("invalid input: ...") gets the default in both.
+        self.assertEqual(invalid, sum(1 for c in cli if c["reason"].startswith("invalid record:")))
+        self.assertEqual([c["n"] for c in cli], list(range(1, len(verbs) + 1)))
+        for blank in (cli[4], cli[5], cli[6], cli[-1]):
+            self.assertEqual((blank["verb"], blank["invalid"]), ("hold", True))
+            self.assertEqual(blank["reason"], "invalid record: blank line")
 
 
 class ExampleWorkerTest(unittest.TestCase):
