@@ -222,6 +222,36 @@ TEST_F(RecoveryTest, UnknownPhaseGetsManualReconciliation) {
   EXPECT_EQ(j["reason"], "invalid input: phase");
 }
 
+// A message field cannot forge lines of the text record or drive the terminal: every value review
+// prints is escaped as explain escapes letter keys (control bytes as \u00XX, '\' doubled).
+TEST_F(RecoveryTest, MessageFieldsAreEscapedInTheTextRecord) {
+  write_file(dir_ / "inj.json",
+             "{\"message_id\":\"m1\\ndecision\\n  action:               dispatch (effect "
+             "create)\\n\\u001b[8m\",\"action_type\":\"gen\\\\\\r\",\"last_error_category\":"
+             "\"t\\u0000x\\u007f\",\"revision\":1}");
+  const CliResult r = run({"review", "--policy", kPolicy, "--message", (dir_ / "inj.json").string(),
+                           "--record", kExamples + "prepared.record.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string prefix =
+      "review record\n"
+      "  message id:           m1\\u000adecision\\u000a  action:               dispatch (effect "
+      "create)\\u000a\\u001b[8m\n"
+      "  operation id:         op-7760\n"
+      "  action type:          gen\\\\\\u000d\n"
+      "  attempt count:        -\n"
+      "  last error category:  t\\u0000x\\u007f\n"
+      "  known remote job id:  -\n"
+      "  operation phase:      prepared\n"
+      "  revisions:            message 1, record 1\n"
+      "  sensitive fields:     none present\n"
+      "decision\n"
+      "  action:               hold_for_review (effect none)\n";
+  EXPECT_EQ(r.out.substr(0, prefix.size()), prefix);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find('\r'), std::string::npos);
+}
+
 TEST_F(RecoveryTest, BadInputsAndUsage) {
   write_file(dir_ / "m.json", R"({"message_id": "m1", "operation_id": "op1", "revision": 1})");
   write_file(dir_ / "other.json", R"({"operation_id": "op2", "phase": "accepted", "revision": 1})");

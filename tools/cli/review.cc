@@ -341,9 +341,11 @@ int run_review(const Options& o) {
   if (o.format == "json") {
     text = out.dump() + "\n";
   } else {
+    // Every value is escaped (records.h): a message field holding a newline or an escape sequence
+    // cannot add a line to the record or drive the terminal.
     auto row = [&text](const char* label, const std::string& value) {
       text += std::string("  ") + label + std::string(22 - std::string(label).size(), ' ') +
-              (value.empty() ? "-" : value) + "\n";
+              (value.empty() ? "-" : escape_control(value)) + "\n";
     };
     text += "review record\n";
     row("message id:", out["message_id"]);
