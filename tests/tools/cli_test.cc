@@ -605,7 +605,7 @@ TEST_F(CliTest, DecideKafkaBadMappingIsReportedWithPositions) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
   for (const std::string& expected : {
-           mapping + ":3:3: error[RG303]: policy input 'error_class' is not mapped",
+           mapping + ":2:1: error[RG303]: policy input 'error_class' is not mapped",
            mapping + ":4:3: error[RG302]: 'error_clas' is not an input of policy "
                      "'dlq-replay-gate'",
            mapping + ":5:47: error[RG305]: input 'attempts' is int in the policy, not 'string'",
@@ -619,6 +619,20 @@ TEST_F(CliTest, DecideKafkaBadMappingIsReportedWithPositions) {
        }) {
     EXPECT_NE(r.err.find(expected), std::string::npos) << expected << "\n---\n" << r.err;
   }
+}
+
+// A policy input missing from a mapping is reported at the inputs: key (or the file, without one).
+TEST_F(CliTest, DecideKafkaUnmappedInputPointsAtTheInputsKey) {
+  write_file(dir_ / "m.yaml",
+             "# a comment\nformat: kcat-json\n\ninputs:\n  topic: {header: t}\n  error_class: "
+             "{header: e}\n  attempts: {header: a}\n  idempotency_key: {header: k}\n  "
+             "already_committed: {header: c}\n");
+  const CliResult r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
+                           (dir_ / "m.yaml").string(), "/dev/null"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(
+      r.err.substr(0, r.err.find('\n')),
+      (dir_ / "m.yaml").string() + ":4:1: error[RG303]: policy input 'replays' is not mapped");
 }
 
 TEST_F(CliTest, DecideShippedKafkaDump) {

@@ -232,6 +232,10 @@ class Checker {
       read_metadata(*node, "body_hash", &mapping->body_hash);
     }
     const yaml::Node* inputs = root.find("inputs");
+    const yaml::Node* inputs_key = &root;  // where RG303 points: the inputs: key itself
+    for (const auto& entry : root.entries) {
+      if (entry.first.scalar == "inputs") inputs_key = &entry.first;
+    }
     if (inputs == nullptr || !inputs->is_mapping()) {
       error(inputs ? *inputs : root, "RG301", "the mapping file needs an inputs: mapping",
             "map every policy input, e.g. inputs: {topic: {header: kafka_dlt-original-topic}}");
@@ -246,7 +250,7 @@ class Checker {
         bool named = false;  // named but broken: already reported
         for (const auto& entry : inputs->entries) named = named || entry.first.scalar == info.name;
         if (!named) {
-          error(*inputs, "RG303", "policy input '" + std::string(info.name) + "' is not mapped",
+          error(*inputs_key, "RG303", "policy input '" + std::string(info.name) + "' is not mapped",
                 "every input needs a source; use optional: true when the record may lack it");
         }
       }
