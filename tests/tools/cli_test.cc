@@ -686,6 +686,22 @@ TEST_F(CliTest, DecideKafkaUnmappedInputPointsAtTheInputsKey) {
       (dir_ / "m.yaml").string() + ":4:1: error[RG303]: policy input 'replays' is not mapped");
 }
 
+// A compiled table given as a policy: RG013 says to use --table.
+TEST_F(CliTest, TableGivenAsPolicyHintsAtTable) {
+  compile_gate();
+  CliResult r = run({"decide", "--policy", table_path(), "/dev/null"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error[RG013]: unsupported policy file extension '.rgt'"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: this is a compiled table: use --table\n"), std::string::npos)
+      << r.err;
+  write_file(dir_ / "p.txt", "policy: p\n");
+  r = run({"decide", "--policy", (dir_ / "p.txt").string(), "/dev/null"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("hint: rename the file to end in .policy or .yaml\n"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(CliTest, DecideShippedKafkaDump) {
   const CliResult r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
                            kSourceDir + "/examples/kafka-spring-dlt.mapping.yaml",
