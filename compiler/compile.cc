@@ -16,6 +16,7 @@
 #include "compiler/dsl_policy.h"
 #include "compiler/yaml_policy.h"
 #include "compiler/yaml_tree.h"
+#include "runtime/table_format.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -79,7 +80,12 @@ LoadedPolicy load_policy_text(std::string_view text, const std::string& path) {
     return fail("RG013",
                 "unsupported policy file extension '" + extension +
                     "'; supported: .policy (the policy language), .yaml, .yml (YAML)",
-                "rename the file to end in .policy or .yaml");
+                // A table file given where a policy is expected: say which option takes it.
+                text.size() >= sizeof format::kMagic &&
+                        text.compare(0, sizeof format::kMagic,
+                                     std::string_view(format::kMagic, sizeof format::kMagic)) == 0
+                    ? "this is a compiled table: use --table"
+                    : "rename the file to end in .policy or .yaml");
   }
   StageClock clock(&out.timings);
   // The YAML tree is released once the AST is built (it is the largest structure of a YAML

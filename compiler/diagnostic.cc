@@ -388,6 +388,7 @@ constexpr CodeTitle kCodeTitles[] = {
     {"RG303", "policy input not mapped"},
     {"RG304", "bad mapping source"},
     {"RG305", "mapping type or value mismatch"},
+    {"RG306", "derived input mapped"},
     {"RG401", "case file structure"},
     {"RG402", "case file names another policy"},
     {"RG403", "case input is not a policy input"},

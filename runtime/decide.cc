@@ -217,29 +217,7 @@ uint32_t probe_table(const Table::Impl& t, const Table::Impl::Rule& rule,
 // hold ints (the loader checked the field kinds and that the operands come first).
 inline void derive(const Table::Impl& t, const Input& input, uint32_t* atoms) noexcept {
   for (const format::DerivationRecord& dr : t.derivations) {
-    const int64_t lhs = input.slots()[dr.lhs].i, rhs = input.slots()[dr.rhs].i;
-    bool b = false;
-    switch (dr.op) {
-      case 0:  // eq
-        b = lhs == rhs;
-        break;
-      case 1:  // ne
-        b = lhs != rhs;
-        break;
-      case 4:  // lt
-        b = lhs < rhs;
-        break;
-      case 5:  // le
-        b = lhs <= rhs;
-        break;
-      case 6:  // gt
-        b = lhs > rhs;
-        break;
-      default:  // 7, ge (the loader admits no other code)
-        b = lhs >= rhs;
-        break;
-    }
-    atoms[dr.field] = b ? 2 : 1;
+    atoms[dr.field] = derived_atom(dr, input.slots()[dr.lhs].i, input.slots()[dr.rhs].i);
   }
 }
 

@@ -129,4 +129,31 @@ struct Table::Impl {
 
 uint64_t string_hash(std::string_view bytes) noexcept;
 
+// The atom of a derived bool (2 true, 1 false): `lhs op rhs` with the record's op code. Shared by
+// decide() and trace() so that the two compute derived fields the same way.
+inline uint32_t derived_atom(const format::DerivationRecord& d, int64_t lhs, int64_t rhs) noexcept {
+  bool b = false;
+  switch (d.op) {
+    case 0:  // eq
+      b = lhs == rhs;
+      break;
+    case 1:  // ne
+      b = lhs != rhs;
+      break;
+    case 4:  // lt
+      b = lhs < rhs;
+      break;
+    case 5:  // le
+      b = lhs <= rhs;
+      break;
+    case 6:  // gt
+      b = lhs > rhs;
+      break;
+    default:  // 7, ge (the loader admits no other code)
+      b = lhs >= rhs;
+      break;
+  }
+  return b ? 2 : 1;
+}
+
 }  // namespace replaygate

@@ -95,6 +95,12 @@ Trace trace(const Table& table, const Input& input) {
   std::vector<uint32_t> atoms(t.fields.size(), 0);
   for (uint32_t f = 0; f < t.fields.size(); ++f) {
     const Slot& slot = f < input.size() ? input.slots()[f] : unset;
+    if (t.fields[f].derived) {  // computed below, after every field is valid; never read
+      TraceField field;
+      field.derived = true;
+      out.fields.push_back(std::move(field));
+      continue;
+    }
     TraceField field = intern(t, t.fields[f], slot);
     if (field.valid) field.atom_label = table.atom_label(f, field.atom);
     const bool valid = field.valid;
@@ -105,6 +111,13 @@ Trace trace(const Table& table, const Input& input) {
       out.decision.invalid_field = f;
       return out;
     }
+  }
+  // Both operands are required ints that passed validation (the loader checked that).
+  for (const format::DerivationRecord& d : t.derivations) {
+    const uint32_t atom = derived_atom(d, input.slots()[d.lhs].i, input.slots()[d.rhs].i);
+    atoms[d.field] = atom;
+    out.fields[d.field].atom = atom;
+    out.fields[d.field].atom_label = table.atom_label(d.field, atom);
   }
 
   for (uint32_t r = 0; r < t.rules.size(); ++r) {

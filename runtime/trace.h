@@ -27,6 +27,7 @@ struct TraceField {
   uint32_t atom = 0;       // interned atom when valid (0 = absent)
   std::string atom_label;  // Table::atom_label(field, atom) when valid
   std::string problem;     // when !valid: "missing", "null", "not an int", "below its min 0", ...
+  bool derived = false;    // computed after validation as decide() does, never read from the input
 };
 
 struct TraceCondition {
@@ -58,6 +59,8 @@ struct Trace {
 };
 
 // Traces the decision for `input` (made for `table`; a shorter Input counts as unset there).
+// Derived fields are skipped by validation and computed after it, exactly as decide() does: the
+// input's value for one is ignored.
 Trace trace(const Table& table, const Input& input);
 
 // The decision structure of a loaded table, for pictures (`replaygate graph --table`).

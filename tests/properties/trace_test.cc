@@ -103,6 +103,48 @@ RC_GTEST_PROP(Trace, AgreesWithDecideOnTheShippedPolicy, ()) {
   check_trace(*loaded.policy, *built.table, letter);
 }
 
+// The recovery policy has a derived input (`stale`): trace() computes it as decide() does and
+// ignores whatever the letter says for it.
+RC_GTEST_PROP(Trace, AgreesWithDecideOnTheRecoveryPolicy, ()) {
+  static const LoadedPolicy loaded =
+      load_policy_file(std::string(RG_SOURCE_DIR) + "/policies/generation_recovery.yaml");
+  RC_ASSERT(loaded.policy.has_value());
+  static const testing::BuiltTable built = build_table(*loaded.policy);
+  RC_ASSERT(built.table != nullptr);
+  const Letter letter = *testing::gen_letter(loaded.policy->policy);
+  check_trace(*loaded.policy, *built.table, letter);
+}
+
+TEST(Trace, DerivedInputIsComputedNotRead) {
+  const LoadedPolicy loaded =
+      load_policy_file(std::string(RG_SOURCE_DIR) + "/policies/generation_recovery.yaml");
+  ASSERT_TRUE(loaded.policy.has_value());
+  const testing::BuiltTable built = build_table(*loaded.policy);
+  ASSERT_NE(built.table, nullptr);
+  const Table& table = *built.table;
+  const uint32_t stale = table.field_index("stale");
+  Input input(table);
+  input.set_string(table.field_index("phase"), "accepted");
+  input.set_int(table.field_index("message_revision"), 1);
+  input.set_int(table.field_index("record_revision"), 2);
+  input.set_string(table.field_index("remote_job_id"), "j1");
+  Trace t = trace(table, input);
+  EXPECT_EQ(table.rule_name(t.decision), "stale_message");
+  EXPECT_EQ(table.rule_name(t.decision), table.rule_name(table.decide(input)));
+  EXPECT_TRUE(t.fields.at(stale).derived);
+  EXPECT_EQ(t.fields.at(stale).atom_label, "true");
+  ASSERT_EQ(t.rules.size(), 1u);
+  EXPECT_TRUE(t.rules[0].conditions.at(0).holds);
+
+  // A current message that claims to be stale: the claim is ignored.
+  input.set_int(table.field_index("message_revision"), 2);
+  input.set_bool(stale, true);
+  t = trace(table, input);
+  EXPECT_EQ(t.fields.at(stale).atom_label, "false");
+  EXPECT_EQ(table.rule_name(t.decision), "known_remote_job");
+  EXPECT_EQ(table.rule_name(t.decision), table.rule_name(table.decide(input)));
+}
+
 TEST(Trace, ShippedPolicyStepByStep) {
   const LoadedPolicy loaded =
       load_policy_file(std::string(RG_SOURCE_DIR) + "/policies/replay_gate.yaml");

@@ -605,7 +605,7 @@ TEST_F(CliTest, DecideKafkaBadMappingIsReportedWithPositions) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
   for (const std::string& expected : {
-           mapping + ":3:3: error[RG303]: policy input 'error_class' is not mapped",
+           mapping + ":2:1: error[RG303]: policy input 'error_class' is not mapped",
            mapping + ":4:3: error[RG302]: 'error_clas' is not an input of policy "
                      "'dlq-replay-gate'",
            mapping + ":5:47: error[RG305]: input 'attempts' is int in the policy, not 'string'",
@@ -619,6 +619,87 @@ TEST_F(CliTest, DecideKafkaBadMappingIsReportedWithPositions) {
        }) {
     EXPECT_NE(r.err.find(expected), std::string::npos) << expected << "\n---\n" << r.err;
   }
+}
+
+// Derived inputs are computed, never read: a mapping need not (and must not) map them.
+TEST_F(CliTest, DecideKafkaMappingLeavesDerivedInputsOut) {
+  const std::string policy = kSourceDir + "/policies/generation_recovery.yaml";
+  std::string inputs;
+  for (const char* name : {"phase", "message_revision", "record_revision"}) {
+    inputs += std::string("  ") + name + ": {payload: /" + name + "}\n";
+  }
+  for (const char* name : {"remote_job_id", "copy_complete", "refund_resolved",
+                           "dispatch_confirmed_absent", "model_current", "spec_current",
+                           "user_authorized", "remaining_budget", "operator_confirmed"}) {
+    inputs += std::string("  ") + name + ": {payload: /" + name + ", optional: true}\n";
+  }
+  write_file(dir_ / "m.yaml", "format: kcat-json\ninputs:\n" + inputs);
+  write_file(dir_ / "r.jsonl",
+             "{\"topic\":\"gen.DLT\",\"partition\":0,\"offset\":1,\"key\":null,\"payload\":"
+             "\"{\\\"phase\\\":\\\"accepted\\\",\\\"message_revision\\\":1,"
+             "\\\"record_revision\\\":2,\\\"remote_job_id\\\":\\\"j1\\\"}\"}\n"
+             "{\"topic\":\"gen.DLT\",\"partition\":0,\"offset\":2,\"key\":null,\"payload\":"
+             "\"{\\\"phase\\\":\\\"accepted\\\",\\\"message_revision\\\":2,"
+             "\\\"record_revision\\\":2,\\\"remote_job_id\\\":\\\"j1\\\"}\"}\n");
+  CliResult r = run({"decide", "--policy", policy, "--format", "kafka", "--mapping",
+                     (dir_ / "m.yaml").string(), (dir_ / "r.jsonl").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_NE(lines[0].find("\"verb\":\"acknowledge_obsolete\",\"effect\":\"none\""),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("\"rule\":\"stale_message\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("\"verb\":\"observe\",\"effect\":\"read\""), std::string::npos)
+      << lines[1];
+
+  // Mapping one is an error (RG306) pointing at its key, with the fix.
+  write_file(dir_ / "m.yaml",
+             "format: kcat-json\ninputs:\n" + inputs + "  stale: {payload: /stale}\n");
+  r = run({"decide", "--policy", policy, "--format", "kafka", "--mapping",
+           (dir_ / "m.yaml").string(), (dir_ / "r.jsonl").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  const std::string mapping = (dir_ / "m.yaml").string();
+  EXPECT_NE(
+      r.err.find(mapping +
+                 ":15:3: error[RG306]: input 'stale' is derived; it is computed, never read\n"),
+      std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: remove it; derived inputs are computed from message_revision and "
+                       "record_revision (stale = message_revision < record_revision)"),
+            std::string::npos)
+      << r.err;
+}
+
+// A policy input missing from a mapping is reported at the inputs: key (or the file, without one).
+TEST_F(CliTest, DecideKafkaUnmappedInputPointsAtTheInputsKey) {
+  write_file(dir_ / "m.yaml",
+             "# a comment\nformat: kcat-json\n\ninputs:\n  topic: {header: t}\n  error_class: "
+             "{header: e}\n  attempts: {header: a}\n  idempotency_key: {header: k}\n  "
+             "already_committed: {header: c}\n");
+  const CliResult r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
+                           (dir_ / "m.yaml").string(), "/dev/null"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(
+      r.err.substr(0, r.err.find('\n')),
+      (dir_ / "m.yaml").string() + ":4:1: error[RG303]: policy input 'replays' is not mapped");
+}
+
+// A compiled table given as a policy: RG013 says to use --table.
+TEST_F(CliTest, TableGivenAsPolicyHintsAtTable) {
+  compile_gate();
+  CliResult r = run({"decide", "--policy", table_path(), "/dev/null"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error[RG013]: unsupported policy file extension '.rgt'"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: this is a compiled table: use --table\n"), std::string::npos)
+      << r.err;
+  write_file(dir_ / "p.txt", "policy: p\n");
+  r = run({"decide", "--policy", (dir_ / "p.txt").string(), "/dev/null"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("hint: rename the file to end in .policy or .yaml\n"), std::string::npos)
+      << r.err;
 }
 
 TEST_F(CliTest, DecideShippedKafkaDump) {

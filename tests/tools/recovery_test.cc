@@ -223,6 +223,82 @@ TEST_F(RecoveryTest, UnknownPhaseGetsManualReconciliation) {
   EXPECT_EQ(j["reason"], "invalid input: phase");
 }
 
+// A message field cannot forge lines of the text record or drive the terminal: every value review
+// prints is escaped as explain escapes letter keys (control bytes as \u00XX, '\' doubled).
+TEST_F(RecoveryTest, MessageFieldsAreEscapedInTheTextRecord) {
+  write_file(dir_ / "inj.json",
+             "{\"message_id\":\"m1\\ndecision\\n  action:               dispatch (effect "
+             "create)\\n\\u001b[8m\",\"action_type\":\"gen\\\\\\r\",\"last_error_category\":"
+             "\"t\\u0000x\\u007f\",\"revision\":1}");
+  const CliResult r = run({"review", "--policy", kPolicy, "--message", (dir_ / "inj.json").string(),
+                           "--record", kExamples + "prepared.record.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string prefix =
+      "review record\n"
+      "  message id:           m1\\u000adecision\\u000a  action:               dispatch (effect "
+      "create)\\u000a\\u001b[8m\n"
+      "  operation id:         op-7760\n"
+      "  action type:          gen\\\\\\u000d\n"
+      "  attempt count:        -\n"
+      "  last error category:  t\\u0000x\\u007f\n"
+      "  known remote job id:  -\n"
+      "  operation phase:      prepared\n"
+      "  revisions:            message 1, record 1\n"
+      "  sensitive fields:     none present\n"
+      "decision\n"
+      "  action:               hold_for_review (effect none)\n";
+  EXPECT_EQ(r.out.substr(0, prefix.size()), prefix);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find('\r'), std::string::npos);
+}
+
+// An identifying field that is not a string or an integer is an invalid message or record: it is
+// named, nothing is printed, decided or written to the audit log.
+TEST_F(RecoveryTest, NonScalarIdentifyingFieldIsAnInvalidRecord) {
+  const std::string record = kExamples + "prepared.record.json";
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"message_id": {"token": "SECRET-X"}, "revision": 1})", "'message_id' is an object"},
+           {R"({"message_id": "m1", "action_type": ["a"], "revision": 1})",
+            "'action_type' is an array"},
+           {R"({"message_id": "m1", "last_error_category": true, "revision": 1})",
+            "'last_error_category' is a boolean"},
+           {R"({"message_id": "m1", "attempt_count": 1.5, "revision": 1})",
+            "'attempt_count' is a number with a fraction"},
+           {R"({"message_id": "m1", "revision": {"n": 1}})", "'revision' is an object"},
+           {R"({"message_id": "m1", "revision": 1, "error": {"job_id": {"id": "j"}}})",
+            "'error.job_id' is an object"}}) {
+    SCOPED_TRACE(text);
+    const std::string message = (dir_ / "m.json").string();
+    write_file(message, text);
+    fs::remove(log());
+    const CliResult r = run({"review", "--policy", kPolicy, "--message", message, "--record",
+                             record, "--confirm", "--operator", "ana", "--audit", log()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "replaygate: invalid message: " + message + ": " + why +
+                         "; an identifying field must be a string or an integer (nothing "
+                         "decided, nothing recorded)\n");
+    EXPECT_FALSE(fs::exists(log()));
+  }
+  write_file(dir_ / "r.json",
+             R"({"operation_id": "op-7760", "phase": ["prepared"], "revision": 1})");
+  const CliResult r =
+      run({"review", "--policy", kPolicy, "--message", kExamples + "prepared.message.json",
+           "--record", (dir_ / "r.json").string(), "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "replaygate: invalid operation record: " + (dir_ / "r.json").string() +
+                       ": 'phase' is an array; an identifying field must be a string or an "
+                       "integer (nothing decided, nothing recorded)\n");
+  // An integer id is still an id.
+  write_file(dir_ / "m.json", R"({"message_id": 17, "revision": 1})");
+  const CliResult ok = run({"review", "--policy", kPolicy, "--message", (dir_ / "m.json").string(),
+                            "--record", record, "--format", "json"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(json_of(ok.out)["message_id"], "17");
+}
+
 TEST_F(RecoveryTest, BadInputsAndUsage) {
   write_file(dir_ / "m.json", R"({"message_id": "m1", "operation_id": "op1", "revision": 1})");
   write_file(dir_ / "other.json", R"({"operation_id": "op2", "phase": "accepted", "revision": 1})");

@@ -182,6 +182,32 @@ TEST_F(ReviewCliTest, ExplainGoldenSameTextForPolicyAndTable) {
   }
 }
 
+// A derived input (generation_recovery's `stale`) is computed in both walks, as decide() does:
+// a stale letter is explained (not "explain and decide disagree"), and a letter's own value for
+// the derived input is ignored.
+TEST_F(ReviewCliTest, ExplainComputesDerivedInputsForPolicyAndTable) {
+  const std::string policy = "policies/generation_recovery.yaml";
+  const std::string table = (dir_ / "recovery.rgt").string();
+  ASSERT_EQ(run({"compile", policy, "-o", table}).exit_code, 0);
+  for (const char* name : {"recovery_stale", "recovery_stale_in_letter"}) {
+    SCOPED_TRACE(name);
+    const std::string letter = std::string("tests/data/explain/") + name + ".json";
+    const CliResult by_policy = run({"explain", "--policy", policy, letter});
+    EXPECT_EQ(by_policy.exit_code, 0) << by_policy.err;
+    EXPECT_EQ(by_policy.err, "");
+    expect_golden(by_policy.out, std::string("explain/") + name + ".expected.txt");
+    const CliResult by_table =
+        run({"explain", "--table", table}, read_file(kSourceDir + "/" + letter));
+    EXPECT_EQ(by_table.exit_code, 0) << by_table.err;
+    EXPECT_EQ(by_table.err, "");
+    std::string expected = by_policy.out;
+    const std::string from = "(" + policy + ")";
+    ASSERT_NE(expected.find(from), std::string::npos);
+    expected.replace(expected.find(from), from.size(), "(" + table + ")");
+    EXPECT_EQ(by_table.out, expected);
+  }
+}
+
 TEST_F(ReviewCliTest, ExplainJson) {
   const CliResult r = run({"explain", "--policy", "policies/replay_gate.yaml", "--format", "json",
                            "tests/data/explain/replay.json"});

@@ -197,6 +197,12 @@ Report explain_table(const Table& table, const Input& input, const Letter& lette
     report.invalid_why = tr.fields.at(f).problem;
     report.invalid_value = describe_value(f < letter.size() ? letter[f] : LetterValue());
   }
+  // A derived field's value is the one trace() computed (as decide() does), never the letter's.
+  auto value_of = [&](uint32_t f) {
+    const TraceField& value = tr.fields.at(f);
+    if (value.derived) return value.atom_label;
+    return value.absent ? std::string("absent") : describe_value(letter.at(f));
+  };
   for (const TraceRule& tr_rule : tr.rules) {
     RuleStep step;
     step.is_table = tr_rule.is_table;
@@ -213,13 +219,11 @@ Report explain_table(const Table& table, const Input& input, const Letter& lette
               : (c.op == "lt" || c.op == "le" || c.op == "gt" || c.op == "ge") ? "bound"
                                                                                : "value";
       }
-      step.conditions.push_back({text, field,
-                                 value.absent ? "absent" : describe_value(letter.at(c.field)),
-                                 c.holds, why});
+      step.conditions.push_back({text, field, value_of(c.field), c.holds, why});
     }
     for (uint32_t f : tr_rule.key_fields) {
       step.key_fields.emplace_back(table.field(f).name);
-      step.key_values.push_back(tr.fields.at(f).absent ? "absent" : describe_value(letter.at(f)));
+      step.key_values.push_back(value_of(f));
     }
     if (tr_rule.is_table && tr_rule.matched) step.row = table.rule_id(tr_rule.catalog);
     report.steps.push_back(std::move(step));

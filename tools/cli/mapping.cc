@@ -3,9 +3,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
+#include "compiler/ir.h"
 #include "compiler/yaml_tree.h"
+#include "runtime/trace.h"
 #include "tools/cli/files.h"
+#include "tools/cli/ir_eval.h"
 
 namespace replaygate::cli {
 namespace {
@@ -150,6 +154,18 @@ class Checker {
             suggestion.empty() ? "inputs: " + join(names) : "did you mean '" + suggestion + "'?");
       return;
     }
+    if (table_.field_derived(field)) {
+      // Computed from two other inputs after validation, never read (as for letters): a source
+      // here would be ignored at best, and a missing one would make every record invalid.
+      const StructureField& d = derivation_structure().fields.at(field);
+      const std::string lhs(table_.field(d.derived_lhs).name);
+      const std::string rhs(table_.field(d.derived_rhs).name);
+      error(key, "RG306", "input '" + name + "' is derived; it is computed, never read",
+            "remove it; derived inputs are computed from " + lhs + " and " + rhs + " (" + name +
+                " = " + lhs + " " + op_word_symbol(ir::op_name(static_cast<ir::Op>(d.derived_op))) +
+                " " + rhs + ")");
+      return;
+    }
     if (!body.is_mapping()) {
       error(body, "RG301", "the mapping of input '" + name + "' must be a mapping",
             "e.g. " + name + ": {header: NAME}");
@@ -232,6 +248,10 @@ class Checker {
       read_metadata(*node, "body_hash", &mapping->body_hash);
     }
     const yaml::Node* inputs = root.find("inputs");
+    const yaml::Node* inputs_key = &root;  // where RG303 points: the inputs: key itself
+    for (const auto& entry : root.entries) {
+      if (entry.first.scalar == "inputs") inputs_key = &entry.first;
+    }
     if (inputs == nullptr || !inputs->is_mapping()) {
       error(inputs ? *inputs : root, "RG301", "the mapping file needs an inputs: mapping",
             "map every policy input, e.g. inputs: {topic: {header: kafka_dlt-original-topic}}");
@@ -241,12 +261,12 @@ class Checker {
     for (uint32_t i = 0; i < table_.field_count(); ++i) {
       const bool mapped = std::any_of(mapping->fields.begin(), mapping->fields.end(),
                                       [&](const FieldMapping& f) { return f.field == i; });
-      if (!mapped) {
+      if (!mapped && !table_.field_derived(i)) {  // derived inputs are computed, never mapped
         const FieldInfo info = table_.field(i);
         bool named = false;  // named but broken: already reported
         for (const auto& entry : inputs->entries) named = named || entry.first.scalar == info.name;
         if (!named) {
-          error(*inputs, "RG303", "policy input '" + std::string(info.name) + "' is not mapped",
+          error(*inputs_key, "RG303", "policy input '" + std::string(info.name) + "' is not mapped",
                 "every input needs a source; use optional: true when the record may lack it");
         }
       }
@@ -258,6 +278,13 @@ class Checker {
   std::vector<Diagnostic> take() { return std::move(diagnostics_); }
 
  private:
+  // The table's stored structure, read once and only when a derived input needs describing.
+  const Structure& derivation_structure() {
+    if (!structure_cache_) structure_cache_ = structure(table_);
+    return *structure_cache_;
+  }
+  std::optional<Structure> structure_cache_;
+
   const std::string& path_;
   const Table& table_;
   std::vector<Diagnostic> diagnostics_;

@@ -129,19 +129,11 @@ JsonShape scan_json_shape(std::string_view json, size_t max_depth) {
   return JsonShape::kOk;
 }
 
-std::string quote_for_reason(std::string_view text) {
-  constexpr size_t kMax = 64;
-  std::string_view shown = text;
-  if (text.size() > kMax) {
-    size_t cut = kMax;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
-    shown = text.substr(0, cut);
-  }
-  // Control bytes (NUL, ESC, CR, LF, DEL, ...) are written as \u00XX and '\\' as "\\\\": a key
-  // from a letter must not cut the message, start a new log line or drive the terminal.
+std::string escape_control(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  for (const char c : shown) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
     const unsigned char b = static_cast<unsigned char>(c);
     if (b < 0x20 || b == 0x7f) {
       out += "\\u00";
@@ -153,7 +145,18 @@ std::string quote_for_reason(std::string_view text) {
       out += c;
     }
   }
-  return out + (shown.size() < text.size() ? "...'" : "'");
+  return out;
+}
+
+std::string quote_for_reason(std::string_view text) {
+  constexpr size_t kMax = 64;
+  std::string_view shown = text;
+  if (text.size() > kMax) {
+    size_t cut = kMax;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+    shown = text.substr(0, cut);
+  }
+  return "'" + escape_control(shown) + (shown.size() < text.size() ? "...'" : "'");
 }
 
 std::string describe_json_error(int simdjson_error_code) {

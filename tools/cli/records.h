@@ -85,9 +85,13 @@ class RecordParser {
 enum class JsonShape { kOk, kTooDeep, kTrailing };
 JsonShape scan_json_shape(std::string_view json, size_t max_depth);
 
+// `text` with control bytes (NUL, ESC, CR, LF, DEL, ...) written as \u00XX and a backslash
+// doubled, so a value read from a letter or a message cannot cut or forge a line of the output or
+// drive the terminal. The one escaping function for untrusted text in plain-text output.
+std::string escape_control(std::string_view text);
+
 // 'text' in single quotes for a reason or a message, cut to 64 bytes ("...") so reasons stay one
-// short line, with control bytes written as \u00XX and a backslash doubled (a key read from a
-// letter cannot cut or forge a line of the output or the terminal).
+// short line, escaped with escape_control().
 std::string quote_for_reason(std::string_view text);
 
 // "blank line", "not valid UTF-8", "bad JSON (...)": the readable name of a simdjson error code.

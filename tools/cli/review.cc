@@ -16,6 +16,9 @@
 //   anything else       record.NAME, else message.NAME, else missing
 // JSON strings, integers, booleans and null become the matching input values; any other JSON
 // value makes the input invalid (the policy default, fail closed).
+// The identifying fields the record prints and the audit log keeps must be strings or integers:
+// another JSON value there makes the message or record invalid (exit 1, nothing recorded). Every
+// value the text record prints is escaped (escape_control, records.h).
 //
 // Secrets: values of sensitive fields (the policy's `sensitive` list plus a built-in list of
 // common secret names) are never printed, logged or written to the audit log; the record names
@@ -26,8 +29,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compiler/compile.h"
@@ -125,6 +130,40 @@ std::string text_of(const json* value) {
   if (value == nullptr || value->is_null()) return "";
   if (value->is_string()) return value->get<std::string>();
   return value->dump();
+}
+
+// The JSON kind of a value that cannot identify anything, for the error message.
+const char* non_scalar_kind(const json& value) {
+  if (value.is_object()) return "an object";
+  if (value.is_array()) return "an array";
+  if (value.is_boolean()) return "a boolean";
+  return "a number with a fraction";
+}
+
+// The identifying fields review prints and records (with the job id candidates and revisions) must
+// each be a JSON string or integer, or null/missing: an object or array would be printed and
+// written to the audit log as JSON text, whatever it holds. Returns the first offender as
+// "'message_id' is an object", or "".
+std::string non_scalar_identifier(const json& doc, bool is_message) {
+  static const char* const kMessageKeys[] = {"message_id",          "operation_id", "action_type",
+                                             "attempt_count",       "attempt",      "revision",
+                                             "last_error_category", "remote_job_id"};
+  static const char* const kRecordKeys[] = {"operation_id", "phase", "revision", "remote_job_id"};
+  auto bad = [](const json* v) {
+    return v != nullptr && !v->is_null() && !v->is_string() && !v->is_number_integer();
+  };
+  for (const char* key : is_message ? std::span<const char* const>(kMessageKeys)
+                                    : std::span<const char* const>(kRecordKeys)) {
+    if (const json* v = member(doc, key); bad(v)) {
+      return "'" + std::string(key) + "' is " + non_scalar_kind(*v);
+    }
+  }
+  if (const json* e = member(doc, "error"); is_message && e && e->is_object()) {
+    if (const json* v = member(*e, "job_id"); bad(v)) {
+      return std::string("'error.job_id' is ") + non_scalar_kind(*v);
+    }
+  }
+  return "";
 }
 
 struct Review {
@@ -238,6 +277,16 @@ int run_review(const Options& o) {
       }
     }
   }
+  for (const auto& [doc, what, path] : {std::tuple{&r.message, "message", &o.message},
+                                        std::tuple{&r.record, "operation record", &o.record}}) {
+    if (const std::string why = non_scalar_identifier(*doc, doc == &r.message); !why.empty()) {
+      std::fprintf(stderr,
+                   "replaygate: invalid %s: %s: %s; an identifying field must be a string or an "
+                   "integer (nothing decided, nothing recorded)\n",
+                   what, path->c_str(), why.c_str());
+      return kExitFindings;
+    }
+  }
   const std::string message_op = text_of(member(r.message, "operation_id"));
   const std::string record_op = text_of(member(r.record, "operation_id"));
   if (!message_op.empty() && !record_op.empty() && message_op != record_op) {
@@ -336,9 +385,11 @@ int run_review(const Options& o) {
   if (o.format == "json") {
     text = out.dump() + "\n";
   } else {
+    // Every value is escaped (records.h): a message field holding a newline or an escape sequence
+    // cannot add a line to the record or drive the terminal.
     auto row = [&text](const char* label, const std::string& value) {
       text += std::string("  ") + label + std::string(22 - std::string(label).size(), ' ') +
-              (value.empty() ? "-" : value) + "\n";
+              (value.empty() ? "-" : escape_control(value)) + "\n";
     };
     text += "review record\n";
     row("message id:", out["message_id"]);
