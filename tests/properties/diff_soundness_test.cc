@@ -21,8 +21,8 @@ namespace {
 
 constexpr size_t kLettersPerPair = 60;
 
-const ir::Op kComparisons[] = {ir::Op::kEq, ir::Op::kNe, ir::Op::kLt,
-                               ir::Op::kLe, ir::Op::kGt, ir::Op::kGe};
+const std::vector<ir::Op> kComparisons = {ir::Op::kEq, ir::Op::kNe, ir::Op::kLt,
+                                          ir::Op::kLe, ir::Op::kGt, ir::Op::kGe};
 
 // Whether some condition or table key of `policy` uses the string "" on field `f`.
 bool mentions_empty(const ir::Policy& policy, uint32_t f) {
