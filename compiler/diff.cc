@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -73,8 +74,30 @@ void add_unique(std::vector<std::string>& list, const std::string& name) {
   if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
 }
 
-std::string describe_field_change(const ir::Field& a, const ir::Field& b) {
+// `op(lhs, rhs)` of a derived bool, with its operands' names, or "" for an input field.
+std::string derivation_text(const ir::Policy& policy, const ir::Field& field) {
+  if (!field.derived) return "";
+  const auto name = [&](uint32_t f) {
+    return f < policy.fields.size() ? policy.fields[f].name : std::string("?");
+  };
+  return fmt::format("{}({}, {})", ir::op_name(field.derived->op), name(field.derived->lhs),
+                     name(field.derived->rhs));
+}
+
+std::string describe_field_change(const ir::Policy& old_policy, const ir::Field& a,
+                                  const ir::Policy& new_policy, const ir::Field& b) {
   std::vector<std::string> parts;
+  const std::string old_derivation = derivation_text(old_policy, a);
+  const std::string new_derivation = derivation_text(new_policy, b);
+  if (old_derivation != new_derivation) {
+    if (old_derivation.empty()) {
+      parts.push_back("now derived " + new_derivation);
+    } else if (new_derivation.empty()) {
+      parts.push_back("no longer derived (was " + old_derivation + ")");
+    } else {
+      parts.push_back("derived " + old_derivation + " -> " + new_derivation);
+    }
+  }
   if (a.optional != b.optional) parts.push_back(b.optional ? "now optional" : "now required");
   if (a.min != b.min || a.max != b.max) {
     const auto bound = [](const std::optional<int64_t>& v) {
@@ -93,6 +116,166 @@ std::string describe_field_change(const ir::Field& a, const ir::Field& b) {
   return out;
 }
 
+// A derived bool column of the joint partition: its value is `lhs op rhs` over two int columns.
+struct DerivedColumn {
+  uint32_t column = 0;
+  uint32_t lhs = 0;
+  uint32_t rhs = 0;
+  ir::Op op = ir::Op::kLt;
+};
+
+enum class Feasibility : uint8_t { kFeasible, kInfeasible, kUnknown };
+
+// Whether some input of `box` gives every derived column a value its set in `box` allows, i.e.
+// whether the region holds a real letter (the tree treats derived bools as free columns, so a
+// region may pair values no operands give, such as lt(a, b) true with le(a, b) false). On
+// kFeasible, `solution` holds operand values (nullopt: absent) that do. Exact for the
+// comparisons a Derivation allows: with n operand columns the constraints are difference
+// constraints of constants -1/0/+1 (plus disequalities), so when a solution exists one exists
+// within n + 1 of an end of the operands' ranges; those candidates are searched, and a search
+// longer than `kSearchLimit` steps gives kUnknown (treated as feasible by the caller).
+Feasibility derived_feasible(const std::vector<DerivedColumn>& derived, const Partition& partition,
+                             const Domains& domains, const Box& box, ValueOverrides* solution) {
+  struct Constraint {
+    size_t lhs, rhs;  // indices into `vars`
+    ir::Op op;
+    bool wanted;
+  };
+  std::vector<uint32_t> vars;
+  std::vector<Constraint> constraints;
+  const auto var_of = [&](uint32_t column) {
+    auto it = std::find(vars.begin(), vars.end(), column);
+    if (it != vars.end()) return static_cast<size_t>(it - vars.begin());
+    vars.push_back(column);
+    return vars.size() - 1;
+  };
+  for (const DerivedColumn& d : derived) {
+    const auto& atoms = box[d.column].all ? domains[d.column] : box[d.column].atoms;
+    if (atoms.size() != 1 || atoms[0] == kAtomAbsent) continue;
+    constraints.push_back({var_of(d.lhs), var_of(d.rhs), d.op, atoms[0] == 2});
+  }
+  solution->clear();
+  if (constraints.empty()) return Feasibility::kFeasible;
+  // Per operand: its ranges (adjacent interval atoms merged) and whether absent is allowed.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges(vars.size());
+  std::vector<bool> may_be_absent(vars.size(), false);
+  std::vector<int64_t> ends;
+  for (size_t v = 0; v < vars.size(); ++v) {
+    const FieldPartition& part = partition.fields[vars[v]];
+    const auto& atoms = box[vars[v]].all ? domains[vars[v]] : box[vars[v]].atoms;
+    for (uint32_t atom : atoms) {
+      if (atom == kAtomAbsent) {
+        may_be_absent[v] = true;
+        continue;
+      }
+      const size_t k = atom - 1;
+      const int64_t lo = k == 0 ? std::numeric_limits<int64_t>::min() : part.cuts[k - 1];
+      const int64_t hi =
+          k == part.cuts.size() ? std::numeric_limits<int64_t>::max() : part.cuts[k] - 1;
+      if (lo > hi) continue;
+      if (!ranges[v].empty() && ranges[v].back().second != std::numeric_limits<int64_t>::max() &&
+          ranges[v].back().second + 1 == lo) {
+        ranges[v].back().second = hi;
+      } else {
+        ranges[v].emplace_back(lo, hi);
+      }
+    }
+    for (const auto& [lo, hi] : ranges[v]) {
+      ends.push_back(lo);
+      ends.push_back(hi);
+    }
+  }
+  const int64_t slack = static_cast<int64_t>(vars.size()) + 1;
+  std::vector<std::vector<std::optional<int64_t>>> candidates(vars.size());
+  for (size_t v = 0; v < vars.size(); ++v) {
+    std::vector<int64_t> values;
+    const auto inside = [&](int64_t x) {
+      return std::any_of(ranges[v].begin(), ranges[v].end(),
+                         [&](const auto& r) { return r.first <= x && x <= r.second; });
+    };
+    for (int64_t x : {int64_t{0}, int64_t{1}}) {
+      if (inside(x)) values.push_back(x);
+    }
+    for (int64_t end : ends) {
+      for (int64_t d = -slack; d <= slack; ++d) {
+        int64_t x = 0;
+        if (!__builtin_add_overflow(end, d, &x) && inside(x)) values.push_back(x);
+      }
+    }
+    // Readable values first: the smallest magnitudes.
+    std::stable_sort(values.begin(), values.end(), [](int64_t a, int64_t b) {
+      const uint64_t ma = a < 0 ? 0 - static_cast<uint64_t>(a) : static_cast<uint64_t>(a);
+      const uint64_t mb = b < 0 ? 0 - static_cast<uint64_t>(b) : static_cast<uint64_t>(b);
+      return ma != mb ? ma < mb : a > b;
+    });
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    for (int64_t x : values) {
+      if (std::find(candidates[v].begin(), candidates[v].end(), x) == candidates[v].end()) {
+        candidates[v].push_back(x);
+      }
+    }
+    if (may_be_absent[v]) candidates[v].push_back(std::nullopt);
+  }
+  // Depth-first search; a constraint is checked once both its operands are chosen. An absent
+  // operand makes the letter invalid for the side that derives the value, so the value does not
+  // matter there: the constraint holds vacuously.
+  constexpr uint64_t kSearchLimit = 2'000'000;
+  uint64_t steps = 0;
+  std::vector<size_t> choice(vars.size(), 0);
+  std::vector<std::optional<int64_t>> value(vars.size());
+  const auto consistent = [&](size_t upto) {
+    for (const Constraint& c : constraints) {
+      if (c.lhs > upto || c.rhs > upto) continue;
+      if (!value[c.lhs] || !value[c.rhs]) continue;
+      if (ir::compare(c.op, *value[c.lhs], *value[c.rhs]) != c.wanted) return false;
+    }
+    return true;
+  };
+  size_t v = 0;
+  while (true) {
+    if (++steps > kSearchLimit) return Feasibility::kUnknown;
+    if (choice[v] == candidates[v].size()) {
+      if (v == 0) return Feasibility::kInfeasible;
+      choice[v] = 0;
+      --v;
+      ++choice[v];
+      continue;
+    }
+    value[v] = candidates[v][choice[v]];
+    if (!consistent(v)) {
+      ++choice[v];
+      continue;
+    }
+    if (v + 1 == vars.size()) break;
+    ++v;
+  }
+  for (size_t i = 0; i < vars.size(); ++i) {
+    solution->emplace_back(
+        vars[i], value[i] ? std::optional<ir::Value>(ir::Value::Int(*value[i])) : std::nullopt);
+  }
+  return Feasibility::kFeasible;
+}
+
+// On the columns where `reads_empty_as_absent(column)`, makes `clause` hold the empty-string
+// atom exactly when it holds absent (its side reads "" as absent). False when the clause then
+// holds no input.
+template <typename Pred>
+bool read_empty_as_absent(Clause& clause, const Domains& domains,
+                          const std::vector<uint32_t>& empty_atom, Pred reads_empty_as_absent) {
+  for (uint32_t c = 0; c < clause.box.size(); ++c) {
+    AtomSet& set = clause.box[c];
+    if (set.all || empty_atom[c] == kNone || !reads_empty_as_absent(c)) continue;
+    const bool absent = std::binary_search(set.atoms.begin(), set.atoms.end(), kAtomAbsent);
+    std::erase(set.atoms, empty_atom[c]);
+    if (absent)
+      set.atoms.insert(std::upper_bound(set.atoms.begin(), set.atoms.end(), empty_atom[c]),
+                       empty_atom[c]);
+    if (set.atoms.empty()) return false;
+    if (set.atoms == domains[c]) set = AtomSet{};
+  }
+  return true;
+}
+
 }  // namespace
 
 bool PolicyDiff::any_more_dangerous() const {
@@ -107,6 +290,7 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
   std::vector<Column> columns;
   ir::Policy joint;
   Side old_side, new_side;
+  std::vector<uint32_t> split_columns;  // derived bools whose definition changed
   old_side.policy = &old_policy;
   new_side.policy = &new_policy;
   for (uint32_t f = 0; f < old_policy.fields.size(); ++f) {
@@ -133,6 +317,35 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
       if (old_field.type == field.type) match = c;
     }
     if (match) {
+      // A derived bool whose definition changed (or that became, or stopped being, derived) is
+      // two columns, one per side: the joint tree then splits on both values, and each region's
+      // combination is checked against both definitions (derived_feasible()).
+      const ir::Field& old_field = old_policy.fields[columns[*match].old_field];
+      bool same_derivation = !old_field.derived && !field.derived;
+      if (old_field.derived && field.derived) {
+        same_derivation =
+            old_field.derived->op == field.derived->op &&
+            old_side.columns[old_field.derived->lhs] == new_side.columns[field.derived->lhs] &&
+            old_side.columns[old_field.derived->rhs] == new_side.columns[field.derived->rhs];
+      }
+      if (!same_derivation) {
+        out.fields.push_back(
+            {field.name, describe_field_change(old_policy, old_field, new_policy, field)});
+        joint.fields[*match].name = old_field.name + " (old)";
+        split_columns.push_back(*match);
+        split_columns.push_back(static_cast<uint32_t>(columns.size()));
+        new_side.columns.push_back(static_cast<uint32_t>(columns.size()));
+        columns.push_back(Column{kNone, f});
+        ir::Field j = field;
+        j.name = field.name + " (new)";
+        j.optional = true;
+        j.min.reset();
+        j.max.reset();
+        j.empty_means_absent = false;
+        j.derived.reset();
+        joint.fields.push_back(std::move(j));
+        continue;
+      }
       columns[*match].new_field = f;
       new_side.columns.push_back(*match);
       ir::Field& j = joint.fields[*match];
@@ -146,8 +359,8 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
           j.domain.push_back(v);
         }
       }
-      const std::string change =
-          describe_field_change(old_policy.fields[columns[*match].old_field], field);
+      const std::string change = describe_field_change(
+          old_policy, old_policy.fields[columns[*match].old_field], new_policy, field);
       if (!change.empty()) out.fields.push_back({field.name, change});
       continue;
     }
@@ -193,18 +406,41 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
   for (uint32_t f = 0; f < new_policy.fields.size(); ++f) {
     add_bound_cuts(joint, new_side.columns[f], new_policy.fields[f]);
   }
+  // The empty string is an atom of its own on a string column that exactly one side reads as
+  // absent when empty: that side decides it as absent, the other as the string "" (or "any
+  // other"). When both sides do, "" is absent on both and is left out (the absent atom covers it).
+  const auto side_field = [&](int s, uint32_t c) -> const ir::Field* {
+    const uint32_t f = s == 0 ? columns[c].old_field : columns[c].new_field;
+    if (f == kNone) return nullptr;
+    return &(s == 0 ? old_policy : new_policy).fields[f];
+  };
+  const auto empty_is_absent = [&](int s, uint32_t c) {
+    const ir::Field* field = side_field(s, c);
+    return field != nullptr && field->type == ir::FieldType::kString && field->empty_means_absent;
+  };
+  for (uint32_t c = 0; c < columns.size(); ++c) {
+    if (empty_is_absent(0, c) != empty_is_absent(1, c) &&
+        std::find(joint.fields[c].domain.begin(), joint.fields[c].domain.end(), "") ==
+            joint.fields[c].domain.end()) {
+      joint.fields[c].domain.emplace_back();
+    }
+  }
   const Partition partition = analysis_partition(joint);
+  std::vector<uint32_t> empty_atom(columns.size(), kNone);
   Domains domains(columns.size());
   for (uint32_t c = 0; c < columns.size(); ++c) {
     domains[c] = partition.fields[c].domain();
-    // An empty string that one side reads as absent is left out of the comparison.
-    const bool empty_is_absent = (columns[c].old_field != kNone &&
-                                  old_policy.fields[columns[c].old_field].empty_means_absent) ||
-                                 (columns[c].new_field != kNone &&
-                                  new_policy.fields[columns[c].new_field].empty_means_absent);
-    if (empty_is_absent && partition.fields[c].type == ir::FieldType::kString) {
+    if (empty_is_absent(0, c) != empty_is_absent(1, c)) {
+      empty_atom[c] = partition.fields[c].atom_of(ir::Value::String(""));
+    } else if (empty_is_absent(0, c)) {
       const uint32_t empty = partition.fields[c].atom_of(ir::Value::String(""));
       if (empty != kAtomOther) std::erase(domains[c], empty);
+    }
+    // A derived bool is computed, never absent: a column only derived fields use has no absent.
+    const ir::Field* a = side_field(0, c);
+    const ir::Field* b = side_field(1, c);
+    if ((a == nullptr || a->derived) && (b == nullptr || b->derived)) {
+      std::erase(domains[c], kAtomAbsent);
     }
   }
 
@@ -222,7 +458,7 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
       const FieldPartition& part = partition.fields[c];
       for (uint32_t atom : domains[c]) {
         bool valid = true;
-        if (atom == kAtomAbsent) {
+        if (atom == kAtomAbsent || (atom == empty_atom[c] && field.empty_means_absent)) {
           valid = field.optional;
         } else if (field.type == ir::FieldType::kInt) {
           valid = int_atom_valid(part, atom, field);
@@ -254,7 +490,12 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
       side->clauses.push_back(std::move(pseudo));
     }
     std::vector<Clause> rules = first_match_clauses(p, partition, domains, side->columns);
-    for (Clause& clause : rules) side->clauses.push_back(std::move(clause));
+    for (Clause& clause : rules) {
+      if (read_empty_as_absent(clause, domains, empty_atom,
+                               [&](uint32_t c) { return empty_is_absent(s, c); })) {
+        side->clauses.push_back(std::move(clause));
+      }
+    }
     for (const ir::CatalogEntry& entry : ir::rule_catalog(p)) {
       const ir::Rule& r = p.rules[entry.rule];
       if (const auto* g = std::get_if<ir::Guard>(&r)) {
@@ -265,6 +506,22 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
     }
   }
 
+  std::vector<DerivedColumn> derived;
+  for (int s = 0; s < 2; ++s) {
+    const Side& side = s == 0 ? old_side : new_side;
+    for (uint32_t f = 0; f < side.policy->fields.size(); ++f) {
+      const auto& d = side.policy->fields[f].derived;
+      if (!d) continue;
+      const DerivedColumn column{side.columns[f], side.columns[d->lhs], side.columns[d->rhs],
+                                 d->op};
+      if (std::none_of(derived.begin(), derived.end(),
+                       [&](const DerivedColumn& o) { return o.column == column.column; })) {
+        derived.push_back(column);
+      }
+    }
+  }
+  ValueOverrides solution;
+
   // ---- the joint decision tree ----
   std::map<std::pair<std::string, std::string>, size_t> verb_index;
   std::map<std::tuple<std::string, std::string, std::string>, size_t> provenance_index;
@@ -273,7 +530,9 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
   const auto note = [&](DiffGroup& group, const Box& box, const std::string& old_rule,
                         const std::string& new_rule) {
     if (group.regions++ == 0) {
-      group.example = example_letter(joint, partition, domains, box);
+      Box shown = box;  // the per-side columns of a changed derived bool are not letter fields
+      for (uint32_t c : split_columns) shown[c] = AtomSet{false, {}};
+      group.example = example_letter(joint, partition, domains, shown, solution);
       group.description = describe_box(joint, partition, box);
     }
     add_unique(group.old_rules, old_rule);
@@ -288,7 +547,20 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
         const ir::Verb& new_verb = new_side.verb(new_clause);
         const std::string old_rule = old_side.rule_name(old_clause);
         const std::string new_rule = new_side.rule_name(new_clause);
-        if (old_verb.name != new_verb.name || old_verb.effect != new_verb.effect) {
+        const bool verb_changed =
+            old_verb.name != new_verb.name || old_verb.effect != new_verb.effect;
+        if (!verb_changed && old_rule == new_rule) return true;
+        // Derived bools are free columns in the tree: keep only regions some letter reaches.
+        switch (derived_feasible(derived, partition, domains, box, &solution)) {
+          case Feasibility::kInfeasible:
+            return true;
+          case Feasibility::kUnknown:
+            ++out.unresolved;
+            break;
+          case Feasibility::kFeasible:
+            break;
+        }
+        if (verb_changed) {
           auto [it, inserted] =
               verb_index.try_emplace({old_verb.name, new_verb.name}, out.verb_changes.size());
           if (inserted) {

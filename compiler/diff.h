@@ -6,7 +6,14 @@
 // thresholds (and both sides' bounds); a field only one side declares, or whose type changed, is
 // reported and is a column the other side ignores. An input that one side rejects (a required
 // field absent, an int outside its bounds, a value outside its enum) gets that side's default,
-// named "invalid input". The joint decision tree (compiler/regions.h, two clause lists at once)
+// named "invalid input". On a string column that either side reads as absent when empty, "" is
+// an atom of its own, which that side's clauses (and validity) treat exactly like absent. A derived
+// bool with the same definition on both sides (same comparison over the same columns) is one
+// column; otherwise each side gets its own column ("NAME (old)", "NAME (new)") and a field change
+// is reported. The tree treats derived columns as free bools, so a changed region is kept only
+// when some operand values give every derived column a value its region allows (an exact search,
+// see diff.cc; a search that gives up keeps the region and counts it in `unresolved`). The joint
+// decision tree (compiler/regions.h, two clause lists at once)
 // yields regions where both sides' deciding rules are constant; regions whose verb names differ
 // are verb changes, regions with the same verb but another deciding rule id are provenance
 // changes. Nothing is enumerated per input, and nothing is printed.
@@ -43,6 +50,9 @@ struct PolicyDiff {
   std::vector<DiffGroup> provenance_changes;  // same verb, another rule id
   uint64_t regions = 0;                       // joint regions visited
   bool complete = true;                       // false: the budget ran out (results partial)
+  // Changed regions kept although the search for operands of their derived bools gave up
+  // (reported as changes all the same: diff never drops a region it cannot rule out).
+  uint64_t unresolved = 0;
   bool any_more_dangerous() const;
 };
 

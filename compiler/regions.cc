@@ -407,7 +407,8 @@ void interval_candidates(const FieldPartition& field, uint32_t atom, std::vector
 }  // namespace
 
 std::string example_letter(const ir::Policy& policy, const Partition& partition,
-                           const Domains& domains, const Box& box) {
+                           const Domains& domains, const Box& box,
+                           const ValueOverrides& overrides) {
   const size_t n = std::min(policy.fields.size(), box.size());
   std::vector<std::optional<ir::Value>> values(n);
   for (size_t f = 0; f < n; ++f) {
@@ -445,6 +446,9 @@ std::string example_letter(const ir::Policy& policy, const Partition& partition,
         }
       }
     }
+  }
+  for (const auto& [f, value] : overrides) {
+    if (f < n) values[f] = value;
   }
   std::string out = "{";
   bool first = true;

@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir.h"
@@ -101,8 +102,13 @@ RegionResult decision_regions(const ir::Policy& policy, uint64_t budget = kRegio
 // absent, a mentioned string before any other, an interval's lowest valid int), as a JSON object
 // with the policy's field names; an absent field is left out. Fields whose set is empty are left
 // out too. Example: {"topic": "payment.capture", "attempts": 0, "already_committed": true}.
+//
+// `overrides` (field index, value; nullopt: absent) replace the values picked for those fields,
+// e.g. operands that `replaygate diff` solved so that both policies' derived bools hold.
+using ValueOverrides = std::vector<std::pair<size_t, std::optional<ir::Value>>>;
 std::string example_letter(const ir::Policy& policy, const Partition& partition,
-                           const Domains& domains, const Box& box);
+                           const Domains& domains, const Box& box,
+                           const ValueOverrides& overrides = {});
 
 // The atom example_letter() picks from one field's set.
 uint32_t example_atom(const FieldPartition& field, const std::vector<uint32_t>& atoms);

@@ -206,6 +206,35 @@ TEST(Diff, BoundsChangeMakesInputsInvalid) {
   EXPECT_FALSE(d.any_more_dangerous());
 }
 
+// Without empty_means_absent an empty key is a string again: the letters that held as "no key"
+// now replay, in a region of their own (the empty string).
+TEST(Diff, EmptyStringIsItsOwnRegionWhenOneSideReadsItAsAbsent) {
+  const ir::Policy old_gate = testing::reference_gate().policy;
+  ir::Policy new_gate = old_gate;
+  size_t key = 0;
+  while (key < new_gate.fields.size() && new_gate.fields[key].name != "idempotency_key") ++key;
+  ASSERT_LT(key, new_gate.fields.size());
+  ASSERT_TRUE(new_gate.fields[key].empty_means_absent);
+  new_gate.fields[key].empty_means_absent = false;
+  const PolicyDiff d = diff_policies(old_gate, new_gate);
+  ASSERT_EQ(d.fields.size(), 1u);
+  EXPECT_EQ(d.fields[0].change, "no longer empty_means_absent");
+  EXPECT_TRUE(d.any_more_dangerous());
+  bool found = false;
+  for (const DiffGroup& g : d.verb_changes) {
+    if (!g.more_dangerous()) continue;
+    found = true;
+    EXPECT_EQ(g.old_verb, "hold");
+    EXPECT_NE(g.example.find("\"idempotency_key\": \"\""), std::string::npos) << g.example;
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(d.unresolved, 0u);
+  // Back again: only safer changes.
+  const PolicyDiff back = diff_policies(new_gate, old_gate);
+  EXPECT_FALSE(back.any_more_dangerous());
+  EXPECT_FALSE(back.verb_changes.empty());
+}
+
 }  // namespace
 }  // namespace replaygate
 

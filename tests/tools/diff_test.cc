@@ -99,6 +99,50 @@ TEST(DiffCommand, FieldChangesAreReported) {
   expect_golden(r.out, "diff/fields.text.expected");
 }
 
+// Removing `empty_means_absent` makes an empty string a value again: the empty idempotency key
+// that was absent (hold) now replays. The empty string is a region of its own.
+TEST(DiffCommand, EmptyMeansAbsentRemovedIsMoreDangerous) {
+  for (const char* format : {"text", "json"}) {
+    const CliResult r = diff(std::string("tests/data/diff/replay_gate.yaml "
+                                         "tests/data/diff/no_empty_absent.yaml --format ") +
+                             format);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    expect_golden(r.out, std::string("diff/no_empty_absent.") + format + ".expected");
+  }
+  // Put back, the empty key is absent again: safer.
+  const CliResult back =
+      diff("tests/data/diff/no_empty_absent.yaml tests/data/diff/replay_gate.yaml");
+  EXPECT_EQ(back.exit_code, 1) << back.err;
+  expect_golden(back.out, "diff/empty_absent_added.text.expected");
+}
+
+// A derived bool's comparison changed (le -> lt): where the revisions are equal the letter was
+// stale before and dispatches now.
+TEST(DiffCommand, DerivedComparisonChangeIsMoreDangerous) {
+  for (const char* format : {"text", "json"}) {
+    const CliResult r = diff(std::string("tests/data/diff/generation_recovery_le.yaml "
+                                         "tests/data/diff/generation_recovery.yaml --format ") +
+                             format);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    expect_golden(r.out, std::string("diff/derived_le_lt.") + format + ".expected");
+  }
+  // Swapped operands: stale now means the record is behind the message.
+  const CliResult swapped = diff(
+      "tests/data/diff/generation_recovery_swapped.yaml tests/data/diff/generation_recovery.yaml");
+  EXPECT_EQ(swapped.exit_code, 3) << swapped.err;
+  expect_golden(swapped.out, "diff/derived_swapped.text.expected");
+  // lt -> le only makes more letters stale: safer, and the equal-revision region is reported.
+  const CliResult safer =
+      diff("tests/data/diff/generation_recovery.yaml tests/data/diff/generation_recovery_le.yaml");
+  EXPECT_EQ(safer.exit_code, 1) << safer.err;
+  expect_golden(safer.out, "diff/derived_lt_le.text.expected");
+  // The same definition on both sides: no change at all.
+  const CliResult same =
+      diff("tests/data/diff/generation_recovery.yaml tests/data/diff/generation_recovery.yaml");
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("0 regions change verb, 0 regions"), std::string::npos) << same.out;
+}
+
 TEST(DiffCommand, ErrorsExitTwo) {
   CliResult r = diff("tests/data/diff/base.yaml tests/data/diff/missing.yaml");
   EXPECT_EQ(r.exit_code, 2);
@@ -123,7 +167,9 @@ class DiffTables : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("rg_diff_tables_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    for (const char* name : {"base", "unchanged", "safer", "more_dangerous", "renamed", "fields"}) {
+    for (const char* name : {"base", "unchanged", "safer", "more_dangerous", "renamed", "fields",
+                             "replay_gate", "no_empty_absent", "generation_recovery",
+                             "generation_recovery_le", "generation_recovery_swapped"}) {
       const std::string yaml = kSourceDir + "/tests/data/diff/" + name + ".yaml";
       const replaygate::LoadedPolicy loaded = replaygate::load_policy_file(yaml);
       ASSERT_TRUE(loaded.policy) << yaml;
@@ -190,6 +236,24 @@ TEST_F(DiffTables, MoreDangerousTableExitsThree) {
   const CliResult j = run("base.rgt more_dangerous.rgt --format json");
   EXPECT_EQ(j.exit_code, 3) << j.err;
   EXPECT_NE(j.out.find("\"more_dangerous\": true"), std::string::npos) << j.out;
+}
+
+// The compiled tables keep empty_means_absent and derived definitions: the same findings.
+TEST_F(DiffTables, EmptyMeansAbsentAndDerivedChangesInTables) {
+  const CliResult r = run("replay_gate.rgt no_empty_absent.rgt");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  expect_golden(r.out, "diff/table_no_empty_absent.text.expected");
+  EXPECT_EQ(body(r.out),
+            body(read_file(kSourceDir + "/tests/data/diff/no_empty_absent.text.expected")));
+  const CliResult d = run("generation_recovery_le.rgt generation_recovery.rgt");
+  EXPECT_EQ(d.exit_code, 3) << d.err;
+  expect_golden(d.out, "diff/table_derived_le_lt.text.expected");
+  EXPECT_EQ(body(d.out),
+            body(read_file(kSourceDir + "/tests/data/diff/derived_le_lt.text.expected")));
+  const CliResult s = run("generation_recovery_swapped.rgt generation_recovery.rgt");
+  EXPECT_EQ(s.exit_code, 3) << s.err;
+  EXPECT_EQ(body(s.out),
+            body(read_file(kSourceDir + "/tests/data/diff/derived_swapped.text.expected")));
 }
 
 TEST_F(DiffTables, RenamedRuleInATableIsAProvenanceChangeOnly) {

@@ -403,6 +403,13 @@ int run_diff(const DiffOptions& options) {
                  static_cast<unsigned long long>(diff.regions));
     return kExitUsage;
   }
+  if (diff.unresolved > 0) {
+    std::fprintf(stderr,
+                 "replaygate: note: %llu changed regions were kept without proof that a letter "
+                 "reaches them (the search for derived-bool operands gave up); they may be "
+                 "unreachable\n",
+                 static_cast<unsigned long long>(diff.unresolved));
+  }
   std::string text;
   if (options.format == "json") {
     text = render_json(o, diff);
