@@ -20,10 +20,12 @@ case "$got" in
   "$expected_cpp "[0-9a-f]*) ;;
   *) echo "consumer_c printed '$got'" >&2; exit 1 ;;
 esac
-# The shared consumer must use the installed library, not the build tree's.
-ldd "$work/build/consumer_c" | grep -q "$work/prefix/.*libreplaygate_runtime.so" || {
+# The shared consumer must use the installed library, not the build tree's. (ldd's output is
+# kept whole: `ldd | grep -q` fails under pipefail when grep exits before ldd has written.)
+libs=$(ldd "$work/build/consumer_c")
+grep -q "$work/prefix/.*libreplaygate_runtime.so" <<<"$libs" || {
   echo "consumer_c does not load the installed libreplaygate_runtime.so:" >&2
-  ldd "$work/build/consumer_c" >&2
+  echo "$libs" >&2
   exit 1
 }
 # pkg-config: a plain C compile with nothing but the .pc file.
