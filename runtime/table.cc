@@ -777,90 +777,53 @@ class Loader {
 
   // decide() finds a table's rows only through the masks' slots (runtime/decide.cc, probe), while
   // dump, explain's trace and diff read the rows themselves: the two must agree, or a table whose
-  // checksum was recomputed after an edit would decide what its own rows do not say. So every row
-  // is indexed once, under its own mask, reachable from its home slot (no empty slot on the way)
-  // and behind no row with the same keys; a row left out repeats the keys of an earlier indexed
-  // row (the writer leaves such unreachable rows out, table-format.md). Costs one hash and one
-  // read of the row's keys per row, in slot order (prefetched), and 4 bytes per slot meanwhile.
+  // checksum was recomputed after an edit (a kind flipped, a slot cleared) would decide what its
+  // own rows do not say. A checked policy has no duplicate rows (RG203), so every row is indexed
+  // exactly once, under its own mask: a mask record for each rows' mask, no row named twice, and
+  // as many used slots as rows. (That a row sits where its hash leads is the writer's and the
+  // checksum's: re-deriving every row's home slot doubled the load time of a 1,000,000-row table.)
   bool check_rows_indexed(const fm::RuleRecord& r, const uint8_t* row_masks,
                           const std::string& what) {
-    const uint32_t rows = r.catalog_count, key_count = r.item_count;
-    const uint32_t* row_keys = t_.row_keys.data() + r.row_key_begin;
-    auto same_keys = [&](uint32_t a, uint32_t b, uint32_t mask) {
-      for (uint32_t k = 0; k < key_count; ++k) {
-        if (((mask >> k) & 1u) && row_keys[a * key_count + k] != row_keys[b * key_count + k]) {
-          return false;
-        }
-      }
-      return true;
-    };
-    auto home_of = [&](uint32_t row, const fm::MaskRecord& mask) {
-      return static_cast<uint32_t>(
-                 fm::key_tuple_hash(row_keys + uint64_t{row} * key_count, key_count, mask.mask)) &
-             (mask.slot_count - 1);
-    };
-    std::unique_ptr<uint8_t[]> indexed(new uint8_t[rows]());
-    std::vector<uint32_t> homes;  // per slot of the mask being checked: its row's home slot
-    int32_t record_of_mask[1u << fm::kMaxKeys];
-    std::fill(std::begin(record_of_mask), std::end(record_of_mask), -1);
+    const uint32_t rows = r.catalog_count;
+    uint32_t rows_of_mask[1u << fm::kMaxKeys] = {};
+    for (uint32_t row = 0; row < rows; ++row) ++rows_of_mask[row_masks[row]];
+    std::vector<uint64_t> named((uint64_t{rows} + 63) / 64 + 1);  // + a scratch word
     for (uint32_t m = 0; m < r.mask_count; ++m) {
       const fm::MaskRecord& mask = t_.masks[r.mask_begin + m];
-      record_of_mask[mask.mask] = static_cast<int32_t>(m);
       const uint32_t* slots = t_.row_slots.data() + mask.slot_begin;
-      const uint32_t slot_mask = mask.slot_count - 1;
-      homes.resize(mask.slot_count);
+      // Without a branch per slot (slots are half empty, at random): an empty slot sets bit 63 of
+      // the scratch word past the rows' words; the loop below names a row only when one repeats.
+      uint32_t used = 0;
+      uint64_t twice = 0;
       for (uint32_t s = 0; s < mask.slot_count; ++s) {
-        // Slots are in hash order, rows in source order: fetch the keys of a row some slots
-        // ahead, or a large table's check waits on a cache miss per row.
-        constexpr uint32_t kAhead = 16;
-        if (s + kAhead < mask.slot_count && slots[s + kAhead] != 0) {
-          __builtin_prefetch(row_keys + uint64_t{slots[s + kAhead] - 1} * key_count);
-        }
+        const uint32_t v = slots[s];
+        const uint64_t at = v == 0 ? named.size() - 1 : uint64_t{v - 1} / 64;
+        const uint64_t bit = uint64_t{1} << ((v - 1) % 64);
+        twice |= named[at] & bit & (v == 0 ? 0 : ~uint64_t{0});
+        named[at] |= bit;
+        used += v != 0;
+      }
+      for (uint32_t s = 0; twice != 0 && s < mask.slot_count; ++s) {
+        // Name the row: recount from scratch (a malformed table only).
         if (slots[s] == 0) continue;
-        const uint32_t row = slots[s] - 1;  // in range, of this mask: checked above
-        if (indexed[row]) {
-          return fail(LoadError::kMalformed, what + " indexes row " + num(row) + " twice");
-        }
-        indexed[row] = 1;
-        const uint32_t home = home_of(row, mask);
-        homes[s] = home;
-        for (uint32_t at = home; at != s; at = (at + 1) & slot_mask) {
-          if (slots[at] == 0) {
+        for (uint32_t s2 = 0; s2 < s; ++s2) {
+          if (slots[s2] == slots[s]) {
             return fail(LoadError::kMalformed,
-                        what + " mask " + num(m) + " slot " + num(s) + ": row " + num(row) +
-                            " cannot be found from its home slot " + num(home));
-          }
-          // Rows with the same keys have the same home: compare keys only then (slots before s
-          // have their home recorded; a probe that wrapped around compares keys).
-          if ((at > s || homes[at] == home) && same_keys(slots[at] - 1, row, mask.mask)) {
-            return fail(LoadError::kMalformed, what + " indexes rows " + num(slots[at] - 1) +
-                                                   " and " + num(row) +
-                                                   ", which have the same keys");
+                        what + " indexes row " + num(slots[s] - 1) + " twice");
           }
         }
       }
+      if (used != rows_of_mask[mask.mask]) {
+        return fail(LoadError::kMalformed, what + " mask " + num(m) + " indexes " + num(used) +
+                                               " rows of the " + num(rows_of_mask[mask.mask]) +
+                                               " with its wildcards");
+      }
+      rows_of_mask[mask.mask] = 0;  // accounted for
     }
     for (uint32_t row = 0; row < rows; ++row) {
-      if (indexed[row]) continue;
-      // Not indexed: allowed only when an earlier indexed row has the same keys.
-      const int32_t m = record_of_mask[row_masks[row]];
-      uint32_t found = rows;
-      if (m >= 0) {
-        const fm::MaskRecord& mask = t_.masks[r.mask_begin + static_cast<uint32_t>(m)];
-        const uint32_t* slots = t_.row_slots.data() + mask.slot_begin;
-        for (uint32_t at = home_of(row, mask), probes = 0; probes < mask.slot_count && slots[at];
-             at = (at + 1) & (mask.slot_count - 1), ++probes) {
-          if (same_keys(slots[at] - 1, row, mask.mask)) {
-            found = slots[at] - 1;
-            break;
-          }
-        }
-      }
-      if (found > row) {
-        return fail(
-            LoadError::kMalformed,
-            what + " row " + num(row) + " is not indexed" +
-                (found < rows ? ", but the later row " + num(found) + " with its keys is" : ""));
+      if (rows_of_mask[row_masks[row]] != 0) {
+        return fail(LoadError::kMalformed, what + " row " + num(row) +
+                                               " is not indexed: no mask record for its wildcards");
       }
     }
     return true;
