@@ -155,6 +155,62 @@ TEST(LoadLarge, SlotNamingARowWithOtherWildcardsIsMalformed) {
   expect_load_error(bytes, LoadError::kMalformed, "mask 0 indexes row 0 whose wildcards differ");
 }
 
+// The first used slot of `mask` followed by `empties` empty slots (the index is at most half
+// full), as a byte offset into `bytes`. No row's probe passes it: clearing or moving it on
+// affects its own row only.
+size_t used_slot_before_empty_ones(const Bytes& bytes, const fm::MaskRecord& mask,
+                                   uint32_t empties) {
+  const fm::SectionEntry slots = section(bytes, fm::kRowSlots);
+  for (uint32_t s = 0; s + empties < mask.slot_count; ++s) {
+    const size_t at = slots.offset + (mask.slot_begin + s) * 4;
+    bool found = get<uint32_t>(bytes, at) != 0;
+    for (uint32_t e = 1; e <= empties; ++e) found &= get<uint32_t>(bytes, at + 4 * e) == 0;
+    if (found) return at;
+  }
+  ADD_FAILURE() << "no used slot before " << empties << " empty ones";
+  return slots.offset;
+}
+
+// A guard whose kind is flipped to "table" has rows that no mask indexes: decide() would never
+// reach them while dump and diff read them (found by a break-it test, with the checksum and
+// digests recomputed).
+TEST(LoadLarge, GuardFlippedToATableIsMalformed) {
+  Bytes bytes = lower(reference_gate());
+  const fm::SectionEntry rules = section(bytes, fm::kRules);
+  ASSERT_EQ(get<uint32_t>(bytes, rules.offset + offsetof(fm::RuleRecord, kind)), fm::kRuleGuard);
+  set<uint32_t>(bytes, rules.offset + offsetof(fm::RuleRecord, kind), fm::kRuleTable);
+  reseal(bytes);
+  expect_load_error(bytes, LoadError::kMalformed,
+                    "rule 0 row 0 is not indexed: no mask record for its wildcards");
+}
+
+// A row whose slot is cleared is no longer found by decide(): refused.
+TEST(LoadLarge, RowMissingFromTheIndexIsMalformed) {
+  Bytes bytes = large_bytes();
+  const auto mask = get<fm::MaskRecord>(bytes, section(bytes, fm::kMasks).offset);
+  const size_t at = used_slot_before_empty_ones(bytes, mask, 1);
+  set<uint32_t>(bytes, at, 0);
+  reseal(bytes);
+  expect_load_error(bytes, LoadError::kMalformed,
+                    "rule 4 mask 0 indexes " + std::to_string(9 + kExtraRows - 1) +
+                        " rows of the " + std::to_string(9 + kExtraRows) + " with its wildcards");
+}
+
+// The same row in two slots of one mask.
+TEST(LoadLarge, RowIndexedTwiceIsMalformed) {
+  Bytes bytes = large_bytes();
+  const auto first = get<fm::MaskRecord>(bytes, section(bytes, fm::kMasks).offset);
+  const size_t at = used_slot_before_empty_ones(bytes, first, 1);
+  const uint32_t v = get<uint32_t>(bytes, at);
+  set<uint32_t>(bytes, at + 4, v);
+  reseal(bytes);
+  const LoadStatus status = load_status(bytes);
+  EXPECT_EQ(status.error, LoadError::kMalformed);
+  EXPECT_NE(status.message.find("indexes row " + std::to_string(v - 1) + " twice"),
+            std::string::npos)
+      << status.message;
+}
+
 // A pipe has no size to read up front: the loader reads it to its end.
 TEST(LoadLarge, FromAPipe) {
   const Bytes& bytes = large_bytes();
