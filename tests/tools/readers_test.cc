@@ -138,6 +138,13 @@ TEST(QuoteForReason, EscapesControlBytesAndBackslashes) {
   EXPECT_EQ(quote_for_reason(std::string("a\x1b[31mRED\x07\nFAKE\0b\x7f\\", 19)),
             "'a\\u001b[31mRED\\u0007\\u000aFAKE\\u0000b\\u007f\\\\'");
   EXPECT_EQ(quote_for_reason("caf\xC3\xA9"), "'caf\xC3\xA9'");  // UTF-8 stays as it is
+  // C1 controls (CSI U+009B, NEL U+0085) and the line/paragraph separators are escaped too.
+  EXPECT_EQ(quote_for_reason("a\xC2\x9B"
+                             "2J\xC2\x85"
+                             "b\xE2\x80\xA8"
+                             "c\xE2\x80\xA9"
+                             "d\xC2\xA0"),
+            "'a\\u009b2J\\u0085b\\u2028c\\u2029d\xC2\xA0'");
 }
 
 }  // namespace

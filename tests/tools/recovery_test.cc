@@ -111,6 +111,33 @@ TEST_F(RecoveryTest, FailedPostWithErrorJobIdObserves) {
   EXPECT_EQ(j["redacted"], nlohmann::json::array({"message.error.token"}));
 }
 
+// An empty remote_job_id in the record or the message is "not given": the search goes on to the
+// error envelope's job id, so the known job is never dispatched again (found by a break-it test:
+// "" stopped the search, and with --confirm the job was dispatched a second time).
+TEST_F(RecoveryTest, EmptyJobIdDoesNotHideTheEnvelopesJobId) {
+  const std::string message = (dir_ / "m.json").string(), record = (dir_ / "r.json").string();
+  for (const auto& [message_extra, record_extra] : std::vector<std::pair<std::string, std::string>>{
+           {"", R"(, "remote_job_id": "")"},
+           {R"("remote_job_id": "", )", R"(, "remote_job_id": null)"},
+           {R"("remote_job_id": "", )", ""}}) {
+    SCOPED_TRACE(message_extra + record_extra);
+    write_file(message,
+               "{" + message_extra +
+                   R"("message_id": "msg-0201", "operation_id": "op-7740", "revision": 2, )"
+                   R"("error": {"status": 502, "job_id": "job_9a02"}})");
+    write_file(record, R"({"operation_id": "op-7740", "phase": "submitting", "revision": 2)" +
+                           record_extra + "}");
+    const CliResult r =
+        run({"review", "--policy", kPolicy, "--message", message, "--record", record, "--format",
+             "json", "--confirm", "--operator", "ana", "--audit", log()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = json_of(r.out);
+    EXPECT_EQ(j["remote_job_id"], "job_9a02");
+    EXPECT_EQ(j["action"], "observe");
+    EXPECT_EQ(j["effect"], "read");
+  }
+}
+
 TEST_F(RecoveryTest, DeliveryFailureReusesTheOutput) {
   const CliResult r = review("delivery", {"--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -267,7 +294,9 @@ TEST_F(RecoveryTest, NonScalarIdentifyingFieldIsAnInvalidRecord) {
             "'attempt_count' is a number with a fraction"},
            {R"({"message_id": "m1", "revision": {"n": 1}})", "'revision' is an object"},
            {R"({"message_id": "m1", "revision": 1, "error": {"job_id": {"id": "j"}}})",
-            "'error.job_id' is an object"}}) {
+            "'error.job_id' is an object"},
+           {R"({"message_id": 100000000000000000000000, "revision": 1})",
+            "'message_id' is a number beyond the 64-bit integer range"}}) {
     SCOPED_TRACE(text);
     const std::string message = (dir_ / "m.json").string();
     write_file(message, text);
@@ -279,6 +308,24 @@ TEST_F(RecoveryTest, NonScalarIdentifyingFieldIsAnInvalidRecord) {
     EXPECT_EQ(r.err, "replaygate: invalid message: " + message + ": " + why +
                          "; an identifying field must be a string or an integer (nothing "
                          "decided, nothing recorded)\n");
+    EXPECT_FALSE(fs::exists(log()));
+  }
+  // A stringified or listed error envelope could hide the remote job id: invalid, not "no job".
+  for (const auto& [error, kind] : std::vector<std::pair<std::string, std::string>>{
+           {R"("{\"job_id\":\"job_9a02\"}")", "a string"},
+           {R"([{"job_id": "job_9a02"}])", "an array"},
+           {"502", "a number"}}) {
+    SCOPED_TRACE(error);
+    const std::string message = (dir_ / "m.json").string();
+    write_file(message, R"({"message_id": "m1", "revision": 1, "error": )" + error + "}");
+    fs::remove(log());
+    const CliResult r = run({"review", "--policy", kPolicy, "--message", message, "--record",
+                             record, "--confirm", "--operator", "ana", "--audit", log()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "replaygate: invalid message: " + message + ": 'error' is " + kind +
+                         "; the error envelope must be an object (nothing decided, nothing "
+                         "recorded)\n");
     EXPECT_FALSE(fs::exists(log()));
   }
   write_file(dir_ / "r.json",

@@ -12,7 +12,8 @@
 //   message_revision    message.revision (the record revision the message was produced from)
 //   record_revision     record.revision
 //   remote_job_id       record.remote_job_id, else message.remote_job_id, else
-//                       message.error.job_id (a failed POST's error envelope)
+//                       message.error.job_id (a failed POST's error envelope); null or ""
+//                       is "not given" there, and a non-object `error` is an invalid message
 //   anything else       record.NAME, else message.NAME, else missing
 // JSON strings, integers, booleans and null become the matching input values; any other JSON
 // value makes the input invalid (the policy default, fail closed).
@@ -24,6 +25,7 @@
 // common secret names) are never printed, logged or written to the audit log; the record names
 // the fields as `<redacted: field NAME>`.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -137,14 +139,19 @@ const char* non_scalar_kind(const json& value) {
   if (value.is_object()) return "an object";
   if (value.is_array()) return "an array";
   if (value.is_boolean()) return "a boolean";
-  return "a number with a fraction";
+  // nlohmann reads an integer beyond uint64 as a double: say so, not "a fraction".
+  return std::fabs(value.get<double>()) >= 9.2e18 ? "a number beyond the 64-bit integer range"
+                                                  : "a number with a fraction";
 }
 
 // The identifying fields review prints and records (with the job id candidates and revisions) must
 // each be a JSON string or integer, or null/missing: an object or array would be printed and
-// written to the audit log as JSON text, whatever it holds. Returns the first offender as
-// "'message_id' is an object", or "".
+// written to the audit log as JSON text, whatever it holds; a message's `error`, when given, must
+// be an object. Returns the first offender and the rule, as "'message_id' is an object; an
+// identifying field must be ...", or "".
 std::string non_scalar_identifier(const json& doc, bool is_message) {
+  static constexpr const char* kScalarRule =
+      "; an identifying field must be a string or an integer";
   static const char* const kMessageKeys[] = {"message_id",          "operation_id", "action_type",
                                              "attempt_count",       "attempt",      "revision",
                                              "last_error_category", "remote_job_id"};
@@ -155,12 +162,21 @@ std::string non_scalar_identifier(const json& doc, bool is_message) {
   for (const char* key : is_message ? std::span<const char* const>(kMessageKeys)
                                     : std::span<const char* const>(kRecordKeys)) {
     if (const json* v = member(doc, key); bad(v)) {
-      return "'" + std::string(key) + "' is " + non_scalar_kind(*v);
+      return "'" + std::string(key) + "' is " + non_scalar_kind(*v) + kScalarRule;
     }
   }
-  if (const json* e = member(doc, "error"); is_message && e && e->is_object()) {
+  if (const json* e = member(doc, "error"); is_message && e && !e->is_null()) {
+    // The error envelope may hold the remote job id (job_id_source): a stringified or listed
+    // envelope must not read as "no job id".
+    if (!e->is_object()) {
+      return std::string("'error' is ") +
+             (e->is_string()   ? "a string"
+              : e->is_number() ? "a number"
+                               : non_scalar_kind(*e)) +
+             "; the error envelope must be an object";
+    }
     if (const json* v = member(*e, "job_id"); bad(v)) {
-      return std::string("'error.job_id' is ") + non_scalar_kind(*v);
+      return std::string("'error.job_id' is ") + non_scalar_kind(*v) + kScalarRule;
     }
   }
   return "";
@@ -188,11 +204,18 @@ json shown_json(const Review& r, const std::string& name, const json* value) {
 // Printable form of a JSON value for the text record ("" for null).
 std::string text_of_json(const json& value) { return text_of(&value); }
 
+// The first job id given: null and "" are "not given here" and the search goes on, so an empty
+// record.remote_job_id cannot hide the job id of a failed POST's error envelope (which would
+// make a known job look absent and let the policy dispatch it again).
 const json* job_id_source(const Review& r) {
-  if (const json* v = member(r.record, "remote_job_id"); v && !v->is_null()) return v;
-  if (const json* v = member(r.message, "remote_job_id"); v && !v->is_null()) return v;
+  auto given = [](const json* v) {
+    return v != nullptr && !v->is_null() &&
+           !(v->is_string() && v->get_ref<const std::string&>().empty());
+  };
+  if (const json* v = member(r.record, "remote_job_id"); given(v)) return v;
+  if (const json* v = member(r.message, "remote_job_id"); given(v)) return v;
   if (const json* e = member(r.message, "error"); e && e->is_object()) {
-    if (const json* v = member(*e, "job_id"); v && !v->is_null()) return v;
+    if (const json* v = member(*e, "job_id"); given(v)) return v;
   }
   return nullptr;
 }
@@ -280,9 +303,7 @@ int run_review(const Options& o) {
   for (const auto& [doc, what, path] : {std::tuple{&r.message, "message", &o.message},
                                         std::tuple{&r.record, "operation record", &o.record}}) {
     if (const std::string why = non_scalar_identifier(*doc, doc == &r.message); !why.empty()) {
-      std::fprintf(stderr,
-                   "replaygate: invalid %s: %s: %s; an identifying field must be a string or an "
-                   "integer (nothing decided, nothing recorded)\n",
+      std::fprintf(stderr, "replaygate: invalid %s: %s: %s (nothing decided, nothing recorded)\n",
                    what, path->c_str(), why.c_str());
       return kExitFindings;
     }
