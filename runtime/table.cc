@@ -778,52 +778,60 @@ class Loader {
   // decide() finds a table's rows only through the masks' slots (runtime/decide.cc, probe), while
   // dump, explain's trace and diff read the rows themselves: the two must agree, or a table whose
   // checksum was recomputed after an edit (a kind flipped, a slot cleared) would decide what its
-  // own rows do not say. A checked policy has no duplicate rows (RG203), so every row is indexed
-  // exactly once, under its own mask: a mask record for each rows' mask, no row named twice, and
-  // as many used slots as rows. (That a row sits where its hash leads is the writer's and the
-  // checksum's: re-deriving every row's home slot doubled the load time of a 1,000,000-row table.)
+  // own rows do not say. So no row is named by two slots, and a row no slot names must repeat the
+  // keys of an earlier row that its mask's index finds (lower.cc leaves such unreachable rows
+  // out; a checked policy has none, RG203): a probe per row left out, none in a normal table.
+  // (That each indexed row sits where its hash leads is the writer's and the checksum's:
+  // re-deriving every row's home slot doubled the load time of a 1,000,000-row table.)
   bool check_rows_indexed(const fm::RuleRecord& r, const uint8_t* row_masks,
                           const std::string& what) {
-    const uint32_t rows = r.catalog_count;
-    uint32_t rows_of_mask[1u << fm::kMaxKeys] = {};
-    for (uint32_t row = 0; row < rows; ++row) ++rows_of_mask[row_masks[row]];
-    std::vector<uint64_t> named((uint64_t{rows} + 63) / 64 + 1);  // + a scratch word
+    const uint32_t rows = r.catalog_count, key_count = r.item_count;
+    const uint32_t* row_keys = t_.row_keys.data() + r.row_key_begin;
+    int32_t record_of_mask[1u << fm::kMaxKeys];
+    std::fill(std::begin(record_of_mask), std::end(record_of_mask), -1);
+    // How many slots name each row, saturating at 2: [0] counts the empty slots, row r is [r + 1]
+    // (no branch per slot: half the slots are empty, at random).
+    std::unique_ptr<uint8_t[]> named(new uint8_t[uint64_t{rows} + 1]());
     for (uint32_t m = 0; m < r.mask_count; ++m) {
       const fm::MaskRecord& mask = t_.masks[r.mask_begin + m];
+      record_of_mask[mask.mask] = static_cast<int32_t>(m);
       const uint32_t* slots = t_.row_slots.data() + mask.slot_begin;
-      // Without a branch per slot (slots are half empty, at random): an empty slot sets bit 63 of
-      // the scratch word past the rows' words; the loop below names a row only when one repeats.
-      uint32_t used = 0;
-      uint64_t twice = 0;
       for (uint32_t s = 0; s < mask.slot_count; ++s) {
-        const uint32_t v = slots[s];
-        const uint64_t at = v == 0 ? named.size() - 1 : uint64_t{v - 1} / 64;
-        const uint64_t bit = uint64_t{1} << ((v - 1) % 64);
-        twice |= named[at] & bit & (v == 0 ? 0 : ~uint64_t{0});
-        named[at] |= bit;
-        used += v != 0;
+        uint8_t& count = named[slots[s]];
+        count = static_cast<uint8_t>(count | ((count & 1u) << 1) | 1u);  // 0 -> 1 -> 3
       }
-      for (uint32_t s = 0; twice != 0 && s < mask.slot_count; ++s) {
-        // Name the row: recount from scratch (a malformed table only).
-        if (slots[s] == 0) continue;
-        for (uint32_t s2 = 0; s2 < s; ++s2) {
-          if (slots[s2] == slots[s]) {
-            return fail(LoadError::kMalformed,
-                        what + " indexes row " + num(slots[s] - 1) + " twice");
+    }
+    for (uint32_t row = 0; row < rows; ++row) {
+      if (named[row + 1] == 1) continue;
+      if (named[row + 1] != 0) {
+        return fail(LoadError::kMalformed, what + " indexes row " + num(row) + " twice");
+      }
+      const int32_t m = record_of_mask[row_masks[row]];
+      uint32_t found = rows;
+      if (m >= 0) {
+        const fm::MaskRecord& mask = t_.masks[r.mask_begin + static_cast<uint32_t>(m)];
+        const uint32_t* slots = t_.row_slots.data() + mask.slot_begin;
+        const uint32_t* keys = row_keys + uint64_t{row} * key_count;
+        uint32_t at = static_cast<uint32_t>(fm::key_tuple_hash(keys, key_count, mask.mask));
+        for (uint32_t probes = 0; probes < mask.slot_count; ++probes, ++at) {
+          at &= mask.slot_count - 1;
+          if (slots[at] == 0) break;
+          const uint32_t* other = row_keys + uint64_t{slots[at] - 1} * key_count;
+          bool same = true;
+          for (uint32_t k = 0; k < key_count; ++k) {
+            same &= !((mask.mask >> k) & 1u) || other[k] == keys[k];
+          }
+          if (same) {
+            found = slots[at] - 1;
+            break;
           }
         }
       }
-      if (used != rows_of_mask[mask.mask]) {
-        return fail(LoadError::kMalformed, what + " mask " + num(m) + " indexes " + num(used) +
-                                               " rows of the " + num(rows_of_mask[mask.mask]) +
-                                               " with its wildcards");
-      }
-      rows_of_mask[mask.mask] = 0;  // accounted for
-    }
-    for (uint32_t row = 0; row < rows; ++row) {
-      if (rows_of_mask[row_masks[row]] != 0) {
-        return fail(LoadError::kMalformed, what + " row " + num(row) +
-                                               " is not indexed: no mask record for its wildcards");
+      if (found >= row) {
+        return fail(
+            LoadError::kMalformed,
+            what + " row " + num(row) + " is not indexed" +
+                (found < rows ? ", but the later row " + num(found) + " with its keys is" : ""));
       }
     }
     return true;

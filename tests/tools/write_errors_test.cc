@@ -99,6 +99,14 @@ TEST_F(WriteErrorsTest, DecideAppendingToAnUnfinishedLineStartsOnANewLine) {
     EXPECT_EQ(read_file(out), held + full.out);
     EXPECT_EQ(err_, full.err);
   }
+  // No records, no decisions: nothing is written, not even the '\n', and no note.
+  write_file(out, "earlier run");
+  const std::string none = (dir_ / "none.jsonl").string();
+  write_file(none, "");
+  EXPECT_EQ(run_redirected("true", {"decide", "--policy", kPolicy, none}, ">> " + shell_quote(out)),
+            0);
+  EXPECT_EQ(read_file(out), "earlier run");
+  EXPECT_EQ(err_.find("note:"), std::string::npos) << err_;
 }
 
 // Written over from its start (`1<>`), a file is never cut back below the size it had: the bytes

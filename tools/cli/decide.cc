@@ -402,13 +402,9 @@ int run_decide(const DecideOptions& o) {
   BlockWriter out(STDOUT_FILENO);
   // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
   // glued onto it, and the file would no longer be JSON Lines.
-  if (ends_mid_line(STDOUT_FILENO)) {
-    out.start_on_new_line();
-    std::fprintf(stderr,
-                 "replaygate: note: %s does not end with a newline; the decisions start on a new "
-                 "line\n",
-                 describe_stream(STDOUT_FILENO, "standard output").c_str());
-  }
+  // (The note is printed once decisions were written: with no records, nothing is.)
+  const bool started_mid_line = ends_mid_line(STDOUT_FILENO);
+  if (started_mid_line) out.start_on_new_line();
   // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
   // printed, so a decision that reaches stdout is always on record; when the append fails the
   // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
@@ -631,7 +627,14 @@ int run_decide(const DecideOptions& o) {
     out.buffer().clear();
     return kExitUsage;
   }
-  if (!flush_out()) {
+  const bool flushed = flush_out();
+  if (started_mid_line && total > 0) {
+    std::fprintf(stderr,
+                 "replaygate: note: %s does not end with a newline; the decisions start on a new "
+                 "line\n",
+                 describe_stream(STDOUT_FILENO, "standard output").c_str());
+  }
+  if (!flushed) {
     const uint64_t kept = printed + out.failed_block_lines();
     report_write_failure(out, kept);
     if (audited_records > kept) {
