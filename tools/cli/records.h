@@ -86,8 +86,9 @@ enum class JsonShape { kOk, kTooDeep, kTrailing };
 JsonShape scan_json_shape(std::string_view json, size_t max_depth);
 
 // `text` with control characters (C0 bytes NUL, ESC, CR, LF, ..., DEL, the C1 controls
-// U+0080..U+009F, and U+2028/U+2029) written as \u00XX / \u2028 and a backslash doubled, so a value read from a letter or a message cannot cut or forge a line of the output or
-// drive the terminal. The one escaping function for untrusted text in plain-text output.
+// U+0080..U+009F, and U+2028/U+2029) written as \u00XX / \u2028 and a backslash doubled, so a value
+// read from a letter or a message cannot cut or forge a line of the output or drive the terminal.
+// The one escaping function for untrusted text in plain-text output.
 std::string escape_control(std::string_view text);
 
 // 'text' in single quotes for a reason or a message, cut to 64 bytes ("...") so reasons stay one
