@@ -16,6 +16,20 @@
 namespace replaygate {
 namespace {
 
+// A column of the joint policy: any value either side's field may see, so optional, unbounded,
+// "" kept as a string, and not derived (each side's bounds, absence and derivation are applied
+// when that side is evaluated).
+ir::Field joint_field(const ir::Field& field, std::string name) {
+  ir::Field j = field;
+  j.name = std::move(name);
+  j.optional = true;
+  j.min.reset();
+  j.max.reset();
+  j.empty_means_absent = false;
+  j.derived.reset();
+  return j;
+}
+
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 
 struct Column {
@@ -297,13 +311,7 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
     const ir::Field& field = old_policy.fields[f];
     old_side.columns.push_back(static_cast<uint32_t>(columns.size()));
     columns.push_back(Column{f, kNone});
-    ir::Field j = field;
-    j.optional = true;
-    j.min.reset();
-    j.max.reset();
-    j.empty_means_absent = false;
-    j.derived.reset();
-    joint.fields.push_back(std::move(j));
+    joint.fields.push_back(joint_field(field, field.name));
   }
   for (uint32_t f = 0; f < new_policy.fields.size(); ++f) {
     const ir::Field& field = new_policy.fields[f];
@@ -336,14 +344,7 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
         split_columns.push_back(static_cast<uint32_t>(columns.size()));
         new_side.columns.push_back(static_cast<uint32_t>(columns.size()));
         columns.push_back(Column{kNone, f});
-        ir::Field j = field;
-        j.name = field.name + " (new)";
-        j.optional = true;
-        j.min.reset();
-        j.max.reset();
-        j.empty_means_absent = false;
-        j.derived.reset();
-        joint.fields.push_back(std::move(j));
+        joint.fields.push_back(joint_field(field, field.name + " (new)"));
         continue;
       }
       columns[*match].new_field = f;
@@ -379,13 +380,7 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
     }
     new_side.columns.push_back(static_cast<uint32_t>(columns.size()));
     columns.push_back(Column{kNone, f});
-    ir::Field j = field;
-    j.optional = true;
-    j.min.reset();
-    j.max.reset();
-    j.empty_means_absent = false;
-    j.derived.reset();
-    joint.fields.push_back(std::move(j));
+    joint.fields.push_back(joint_field(field, field.name));
   }
   for (const Column& c : columns) {
     if (c.old_field == kNone) continue;
