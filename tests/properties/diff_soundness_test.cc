@@ -8,6 +8,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -146,7 +147,11 @@ std::vector<Letter> letters_for(const ir::Policy& source, const ir::Policy& any)
       const uint32_t from = *rc::gen::elementOf(ints);
       const uint32_t to = *rc::gen::elementOf(ints);
       if (letter[from].kind == LetterValue::Kind::kInt) {
-        letter[to] = LetterValue::Int(letter[from].i + *rc::gen::inRange<int64_t>(-1, 2));
+        // Saturating, so that the int64 extremes the letters hold do not overflow.
+        const int64_t v = letter[from].i, delta = *rc::gen::inRange<int64_t>(-1, 2);
+        const bool stuck = (delta < 0 && v == std::numeric_limits<int64_t>::min()) ||
+                           (delta > 0 && v == std::numeric_limits<int64_t>::max());
+        letter[to] = LetterValue::Int(stuck ? v : v + delta);
       }
     }
   }
