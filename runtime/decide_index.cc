@@ -467,6 +467,12 @@ void build_kernel(const Table::Impl& t, Index& x) {
           plan.mask_begin == Index::kNoMask ? ~uint64_t{0} : x.rule_masks[plan.mask_begin + atom];
     }
   }
+  // Required fields' ops first (field order kept within each group: the ops are independent).
+  std::stable_partition(k.ops, k.ops + k.op_count,
+                        [&](const Index::KernelOp& op) { return !t.fields[op.field].optional; });
+  k.required_count = static_cast<uint32_t>(
+      std::count_if(k.ops, k.ops + k.op_count,
+                    [&](const Index::KernelOp& op) { return !t.fields[op.field].optional; }));
   k.cut_width = width <= 1 ? 1 : width <= 2 ? 2 : 4;
   for (uint32_t r = 0; r < t.rules.size(); ++r) {
     if (!t.rules[r].is_table) {
@@ -489,6 +495,8 @@ void build_kernel(const Table::Impl& t, Index& x) {
   }
   k.hot[t.rules.size()] = Index::kDefaultCell;
   if (k.table.rule != Index::kNoRule) build_pair_index(t, x);
+  k.pair_only = k.table.pair && std::count_if(t.rules.begin(), t.rules.end(),
+                                              [](const auto& r) { return r.is_table; }) == 1;
   k.enabled = true;
 }
 
@@ -528,6 +536,7 @@ void build_decide_index(Table::Impl& t) {
   }
   build_kernel(t, x);
   x.built = true;
+  x.entry = select_decide(x);
 }
 
 }  // namespace replaygate

@@ -40,6 +40,11 @@
 
 namespace replaygate {
 
+struct DecideIndex;
+
+// The general path (decide.cc): every field interned and every table probed without the index.
+Decision decide_general(const Table::Impl& t, const Input& input) noexcept;
+
 struct DecideIndex {
   enum class Kind : uint8_t {
     kGeneral = 0,   // no plan: the general intern() (never built today; kept as the safe default)
@@ -163,6 +168,12 @@ struct DecideIndex {
     uint64_t want_states = 0, optional_bytes = 0, field_bytes = 0;
     uint64_t all_rules = 0;  // the rule bits and a sentinel bit at the rule count
     uint32_t op_count = 0;
+    // ops[0, required_count) are required fields' ops: once the state word passed, each of their
+    // slots holds its planned state, so they skip the presence test the optional fields' ops make.
+    uint32_t required_count = 0;
+    // The kernel table has a pair index and is the only table rule: no rule reads the ops'
+    // table atoms, so decide() neither stores them nor keeps the out-of-line lookup.
+    bool pair_only = false;
     KernelOp ops[kKernelFields];
     KernelTable table;
     // By rule index: a guard's packed decision (as a dense cell), 0 for a table rule (look it
@@ -230,7 +241,16 @@ struct DecideIndex {
   // bigger tables, and tables whose pairs find no collision-free seed, keep the per-key lookups.
   static constexpr uint32_t kMaxPairs = 64, kMaxPairSlots = 1024;
   Kernel kernel;  // last, so the members above keep decide_fast's layout
+  // The body Table::decide() runs, chosen once at load (select_decide()): a tail call through
+  // one pointer instead of per-decision tests of the flags above, and each body (the kernel's
+  // variants, the fast path, the indexed and general paths) compiled as its own function, so
+  // none pays for another's registers.
+  using DecideFn = Decision (*)(const Table::Impl&, const Input&) noexcept;
+  DecideFn entry = &decide_general;
 };
+
+// The decide() body for an index that build_decide_index() finished (decide.cc).
+DecideIndex::DecideFn select_decide(const DecideIndex& x) noexcept;
 
 // Values up to this many bytes are determined by their size and string_words().
 inline constexpr size_t kWordBytes = 24;
@@ -311,12 +331,13 @@ struct DecideIndexStats {
   uint32_t dense_tables = 0;       // table rules decided by a dense matrix
   uint32_t probed_tables = 0;      // table rules left to the hash probes
   uint64_t dense_cells = 0;
-  bool guard_masks = false;   // guards decided by per-field rule masks (at most 64 rules)
-  bool fast_path = false;     // decide() takes the fast path (DecideIndex::fast_path)
-  bool kernel = false;        // ... through its fixed-size kernel (DecideIndex::Kernel)
-  bool kernel_table = false;  // the kernel reads a two-key dense table inline
-  bool kernel_pair = false;   // ... through the pair index (one probe for both keys)
-  uint32_t kernel_cuts = 0;   // cuts the kernel compares per field (1, 2 or 4)
+  bool guard_masks = false;       // guards decided by per-field rule masks (at most 64 rules)
+  bool fast_path = false;         // decide() takes the fast path (DecideIndex::fast_path)
+  bool kernel = false;            // ... through its fixed-size kernel (DecideIndex::Kernel)
+  bool kernel_table = false;      // the kernel reads a two-key dense table inline
+  bool kernel_pair = false;       // ... through the pair index (one probe for both keys)
+  bool kernel_pair_only = false;  // ... which is the only table (Kernel::pair_only)
+  uint32_t kernel_cuts = 0;       // cuts the kernel compares per field (1, 2 or 4)
 };
 DecideIndexStats decide_index_stats(const Table& table) noexcept;
 

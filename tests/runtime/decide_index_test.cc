@@ -822,6 +822,7 @@ TEST(DecideIndex, KernelPairIndexAgrees) {
   ASSERT_TRUE(s.kernel);
   ASSERT_TRUE(s.kernel_table);
   EXPECT_TRUE(s.kernel_pair);
+  EXPECT_TRUE(s.kernel_pair_only);  // guards before and after the one table, picked branch-free
   EXPECT_EQ(compare_pairs(*table), 28u * 28u * 5u * 3u);
 
   // Spot checks with the expected answers: a row, a pair without a row (then the guard after the
@@ -857,6 +858,30 @@ TEST(DecideIndex, KernelPairIndexAgrees) {
     d = expect_same(*table, in, x);
     EXPECT_EQ(d.kind, DecisionKind::kDefault) << x;  // "mid" and 5 digits: no pair's value
   }
+}
+
+// With a second table after the pair-indexed one, the kernel keeps its general pick (the second
+// table is looked up out of line, from the atoms the ops stored): same decisions.
+TEST(DecideIndex, KernelPairIndexWithASecondTableAgrees) {
+  ir::CheckedPolicy c = pair_policy({});
+  ir::Table second;
+  second.id = "by_y";
+  second.key_fields = {1};
+  second.rows.push_back(row(second.id, {S(pair_values()[2])}, 1));
+  second.rows.push_back(row(second.id, {std::nullopt}, 0));  // any y, absent included
+  c.policy.rules.insert(c.policy.rules.end() - 1, second);
+  auto table = load_lowered(c);
+  ASSERT_NE(table, nullptr);
+  const DecideIndexStats s = decide_index_stats(*table);
+  ASSERT_TRUE(s.kernel_pair);
+  EXPECT_FALSE(s.kernel_pair_only);
+  EXPECT_EQ(compare_pairs(*table), 28u * 28u * 5u * 3u);
+  Input in(*table);
+  in.set_string(0, "no such x");
+  in.set_string(1, pair_values()[2]);
+  in.set_int(2, 0);
+  const Decision d = expect_same(*table, in, "second table");
+  EXPECT_EQ(table->rule_id(d.rule), "by_y:" + pair_values()[2]);
 }
 
 // A pair index is built only where a miss means "no row": not when a row has a wildcard (then
