@@ -106,8 +106,11 @@ bool is_hex32(const json& v) {
 }
 
 // A whole number from `min` to `max` (JSON integers only: 1.0 and 1e0 are not counts).
+// (A parsed non-negative number is unsigned; one the writer set from an int64_t is signed.)
 bool is_count(const json& v, uint64_t min, uint64_t max) {
-  return v.is_number_unsigned() && v.get<uint64_t>() >= min && v.get<uint64_t>() <= max;
+  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) return false;
+  const auto value = v.get<uint64_t>();
+  return value >= min && value <= max;
 }
 
 // "YYYY-MM-DDTHH:MM:SSZ" naming a real UTC second (utc_now()'s form; no leap second: gmtime_r
@@ -168,24 +171,21 @@ const char* const kDecision[] = {
     "policy",   "policy_revision", "table_checksum", "record_revision", "source", "record"};
 const char* const kResult[] = {"decision", "revision", "outcome", "operator"};
 
-// The problem with one complete line, or "" when it is a valid entry (then *out holds it). Only
-// the line itself is checked here; its place in the chain and the log is verify_bytes()'.
-std::string check_entry(std::string_view line, json* out) {
-  if (line.empty()) return "empty line";
-  if (is_blank(line)) return "blank line (only whitespace)";
-  json j;
-  if (std::string problem = parse_object(line, &j); !problem.empty()) return problem;
+// The problem with one entry (a JSON object, so no key twice), or "" when it is valid. Only the
+// entry itself is checked here; its place in the chain and the log is verify_bytes()'.
+std::string check_fields(const json& j) {
   if (!j.contains("seq")) return "no 'seq'";
-  if (!is_count(j["seq"], 1, UINT64_MAX)) {
-    return "'seq' is " + shown(j["seq"]) + "; expected a whole number from 1";
+  if (!is_count(j.at("seq"), 1, UINT64_MAX)) {
+    return "'seq' is " + shown(j.at("seq")) + "; expected a whole number from 1";
   }
   if (!j.contains("prev")) return "no 'prev' hash";
-  if (!is_hex32(j["prev"])) return "'prev' is " + shown(j["prev"]) + "; expected 32 hex digits";
+  if (!is_hex32(j.at("prev")))
+    return "'prev' is " + shown(j.at("prev")) + "; expected 32 hex digits";
   if (!j.contains("kind")) return "no 'kind'";
-  if (j["kind"] != "decision" && j["kind"] != "result") {
-    return "unknown kind " + shown(j["kind"]) + "; expected \"decision\" or \"result\"";
+  if (j.at("kind") != "decision" && j.at("kind") != "result") {
+    return "unknown kind " + shown(j.at("kind")) + "; expected \"decision\" or \"result\"";
   }
-  const bool decision = j["kind"] == "decision";
+  const bool decision = j.at("kind") == "decision";
   const std::string kind = decision ? "decision" : "result";
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -198,14 +198,15 @@ std::string check_entry(std::string_view line, json* out) {
   }
   const auto missing = [&](const char* key) { return kind + " entry without '" + key + "'"; };
   const auto bad = [&](const char* key, const std::string& expected) {
-    return "'" + std::string(key) + "' is " + shown(j[key]) + "; expected " + expected;
+    return "'" + std::string(key) + "' is " + shown(j.at(key)) + "; expected " + expected;
   };
   if (!j.contains("time")) return missing("time");
-  if (!is_utc_time(j["time"])) return bad("time", "a UTC time YYYY-MM-DDTHH:MM:SSZ");
+  if (!is_utc_time(j.at("time"))) return bad("time", "a UTC time YYYY-MM-DDTHH:MM:SSZ");
   if (j.contains("operator") || decision) {
     if (!j.contains("operator")) return missing("operator");
-    if (!j["operator"].is_string()) return bad("operator", "a string");
-    if (const std::string why = operator_name_problem(j["operator"].get_ref<const std::string&>());
+    if (!j.at("operator").is_string()) return bad("operator", "a string");
+    if (const std::string why =
+            operator_name_problem(j.at("operator").get_ref<const std::string&>());
         !why.empty()) {
       return "'operator' " + why;
     }
@@ -218,30 +219,30 @@ std::string check_entry(std::string_view line, json* out) {
       }
     }
     for (const char* key : {"message_id", "operation_id"}) {
-      if (!j[key].is_string() && !j[key].is_null()) return bad(key, "a string or null");
+      if (!j.at(key).is_string() && !j.at(key).is_null()) return bad(key, "a string or null");
     }
     for (const char* key : {"action", "rule", "policy"}) {
-      if (!j[key].is_string() || j[key].get_ref<const std::string&>().empty()) {
+      if (!j.at(key).is_string() || j.at(key).get_ref<const std::string&>().empty()) {
         return bad(key, "a non-empty string");
       }
     }
-    const json& effect = j["effect"];
+    const json& effect = j.at("effect");
     if (effect != "none" && effect != "read" && effect != "copy" && effect != "create") {
       return bad("effect", "none, read, copy or create");
     }
     // 'default' is a reserved rule id: it names the default decision, whose verb has effect none
     // (the compiler and the table loader both enforce it).
-    if (j["rule"] == "default" && effect != "none") {
+    if (j.at("rule") == "default" && effect != "none") {
       return "'effect' is " + shown(effect) +
              " but 'rule' is \"default\": the default verb's effect is always none";
     }
-    if (!is_count(j["policy_revision"], 0, kMaxRevision)) {
+    if (!is_count(j.at("policy_revision"), 0, kMaxRevision)) {
       return bad("policy_revision", kRevisionRange);
     }
-    if (!is_hex32(j["table_checksum"])) return bad("table_checksum", "32 hex digits");
+    if (!is_hex32(j.at("table_checksum"))) return bad("table_checksum", "32 hex digits");
     // The operation record's revision as read (review copies it; a record may hold any integer,
     // or a string; null when absent or when decide recorded it).
-    const json& record_revision = j["record_revision"];
+    const json& record_revision = j.at("record_revision");
     if (!record_revision.is_number_integer() && !record_revision.is_string() &&
         !record_revision.is_null()) {
       return bad("record_revision", "an integer, a string or null");
@@ -249,23 +250,33 @@ std::string check_entry(std::string_view line, json* out) {
     if (j.contains("source") != j.contains("record")) {
       return j.contains("source") ? missing("record") : missing("source");
     }
-    if (j.contains("source") && !j["source"].is_string()) return bad("source", "a string");
-    if (j.contains("record") && !is_count(j["record"], 1, UINT64_MAX)) {
+    if (j.contains("source") && !j.at("source").is_string()) return bad("source", "a string");
+    if (j.contains("record") && !is_count(j.at("record"), 1, UINT64_MAX)) {
       return bad("record", "a line number (a whole number from 1)");
     }
   } else {
     for (const char* key : {"decision", "revision", "outcome"}) {
       if (!j.contains(key)) return missing(key);
     }
-    if (!is_count(j["decision"], 1, UINT64_MAX)) {
-      return "result entry's 'decision' is " + shown(j["decision"]) +
+    if (!is_count(j.at("decision"), 1, UINT64_MAX)) {
+      return "result entry's 'decision' is " + shown(j.at("decision")) +
              "; expected the seq of a decision entry";
     }
-    if (!is_count(j["revision"], 0, kMaxRevision)) return bad("revision", kRevisionRange);
-    if (!j["outcome"].is_string() || is_blank(j["outcome"].get_ref<const std::string&>())) {
+    if (!is_count(j.at("revision"), 0, kMaxRevision)) return bad("revision", kRevisionRange);
+    if (!j.at("outcome").is_string() || is_blank(j.at("outcome").get_ref<const std::string&>())) {
       return bad("outcome", "a string that says what happened");
     }
   }
+  return "";
+}
+
+// The problem with one complete line, or "" when it is a valid entry (then *out holds it).
+std::string check_entry(std::string_view line, json* out) {
+  if (line.empty()) return "empty line";
+  if (is_blank(line)) return "blank line (only whitespace)";
+  json j;
+  if (std::string problem = parse_object(line, &j); !problem.empty()) return problem;
+  if (std::string problem = check_fields(j); !problem.empty()) return problem;
   *out = std::move(j);
   return "";
 }
@@ -588,11 +599,11 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   for (nlohmann::json& entry : entries) {
     entry["seq"] = seq++;
     entry["prev"] = prev;
-    line = entry.dump();  // ASCII-safe: nlohmann escapes control characters
     // What is written must verify: a caller's bad value is refused here, not found later.
-    if (const std::string problem = line_problem(line); !problem.empty()) {
+    if (const std::string problem = check_fields(entry); !problem.empty()) {
       return fail("refusing to append an invalid entry to " + path + " (" + problem + ")");
     }
+    line = entry.dump();  // ASCII-safe: nlohmann escapes control characters
     prev = line_hash(line);
     record += line;
     record += '\n';
