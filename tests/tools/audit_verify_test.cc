@@ -316,6 +316,25 @@ TEST_F(AuditVerifyTest, WhatTheWritersWriteVerifies) {
   EXPECT_NE(r.out.find(": ok, 4 entries (3 decisions, 1 results)"), std::string::npos) << r.out;
 }
 
+// A file name that is not UTF-8 is recorded with U+FFFD for its bad bytes, and the decisions are
+// recorded before they are printed (the JSON writer used to throw after rendering them).
+TEST_F(AuditVerifyTest, DecideAuditRecordsAFileNameThatIsNotUtf8) {
+  const std::string letter =
+      "{\"message_id\":\"m-001\",\"topic\":\"payment.capture\",\"error_class\":\"timeout\","
+      "\"attempts\":1,\"idempotency_key\":\"cap_9f3a\",\"already_committed\":false}\n";
+  const std::string name = (dir_ / "\xff.jsonl").string();
+  write_file(name, letter);
+  const CliResult r =
+      run({"decide", "--policy", kGate, "--audit", log(), "--operator", "ana", name});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 1u);
+  const audit::VerifyReport report = audit::verify_bytes(read_file(log()));
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.decisions, 1u);
+  EXPECT_EQ(nlohmann::json::parse(read_file(log()))["source"],
+            (dir_ / "\xef\xbf\xbd.jsonl").string());
+}
+
 // The writer refuses what verify would reject: a second result for one decision, and (a caller's
 // bug) an invalid entry. Nothing is written then.
 TEST_F(AuditVerifyTest, AppendsRefuseASecondResultAndInvalidEntries) {

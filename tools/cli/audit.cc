@@ -263,7 +263,10 @@ std::string check_fields(const json& j) {
              "; expected the seq of a decision entry";
     }
     if (!is_count(j.at("revision"), 0, kMaxRevision)) return bad("revision", kRevisionRange);
-    if (!j.at("outcome").is_string() || is_blank(j.at("outcome").get_ref<const std::string&>())) {
+    // Not only spaces and tabs: what `audit result --outcome` accepts.
+    if (!j.at("outcome").is_string() ||
+        j.at("outcome").get_ref<const std::string&>().find_first_not_of(" \t") ==
+            std::string::npos) {
       return bad("outcome", "a string that says what happened");
     }
   }
@@ -603,7 +606,10 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     if (const std::string problem = check_fields(entry); !problem.empty()) {
       return fail("refusing to append an invalid entry to " + path + " (" + problem + ")");
     }
-    line = entry.dump();  // ASCII-safe: nlohmann escapes control characters
+    // Control characters are escaped. A string that is not UTF-8 (only a file name can be: decide's
+    // `source`; letters and operators are checked) gets U+FFFD for its bad bytes: the default
+    // would throw, after decide has rendered the decisions this append must record first.
+    line = entry.dump(-1, ' ', false, json::error_handler_t::replace);
     prev = line_hash(line);
     record += line;
     record += '\n';
