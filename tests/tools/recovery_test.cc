@@ -459,11 +459,17 @@ TEST_F(RecoveryTest, UnwritableAuditLogTakesNoDecision) {
 // ---- audit library ----
 
 nlohmann::json decision(const std::string& message_id) {
-  return {{"kind", "decision"},   {"time", "2026-11-29T00:00:00Z"},
-          {"operator", "t"},      {"message_id", message_id},
-          {"operation_id", "op"}, {"action", "observe"},
-          {"rule", "r"},          {"policy", "p"},
-          {"policy_revision", 1}, {"table_checksum", std::string(32, 'a')},
+  return {{"kind", "decision"},
+          {"time", "2026-11-29T00:00:00Z"},
+          {"operator", "t"},
+          {"message_id", message_id},
+          {"operation_id", "op"},
+          {"action", "observe"},
+          {"effect", "read"},
+          {"rule", "r"},
+          {"policy", "p"},
+          {"policy_revision", 1},
+          {"table_checksum", std::string(32, 'a')},
           {"record_revision", 1}};
 }
 
@@ -748,10 +754,13 @@ TEST_F(UnterminatedTest, AuditResultTerminatesTheEntryAndContinuesTheChain) {
 }
 
 TEST_F(UnterminatedTest, TheUnterminatedDecisionCanBeNamedByAResult) {
-  const audit::AppendResult appended = audit::append(
-      log(),
-      {{"kind", "result"}, {"time", "t"}, {"decision", 3}, {"revision", 2}, {"outcome", "done"}},
-      3);
+  const audit::AppendResult appended = audit::append(log(),
+                                                     {{"kind", "result"},
+                                                      {"time", "2026-11-29T00:00:00Z"},
+                                                      {"decision", 3},
+                                                      {"revision", 2},
+                                                      {"outcome", "done"}},
+                                                     3);
   ASSERT_TRUE(appended.ok) << appended.error;
   EXPECT_EQ(appended.seq, 4u);
   EXPECT_EQ(appended.removed_torn_tail, "");
@@ -784,6 +793,7 @@ TEST_F(UnterminatedTest, AFragmentThatDoesNotContinueTheChainIsTornAndShown) {
   nlohmann::json entry = json_of(good_.substr(third));
   entry["seq"] = 7;
   const std::string fragment = entry.dump();
+  ASSERT_GT(fragment.size(), 200u);  // shown cut to its first 200 bytes
   write_file(log(), good_ + fragment);
   const audit::VerifyReport report = audit::verify_bytes(read_file(log()));
   EXPECT_TRUE(report.ok());
@@ -797,8 +807,9 @@ TEST_F(UnterminatedTest, AFragmentThatDoesNotContinueTheChainIsTornAndShown) {
   EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() + " (" +
                        std::to_string(fragment.size()) +
                        " bytes without a newline that are not a whole entry continuing the chain: "
-                       "an append that crashed before completing, never acknowledged): " +
-                       nlohmann::json(fragment).dump() + "\n");
+                       "an append that crashed before completing, never acknowledged): '" +
+                       fragment.substr(0, 200) + "'... (" + std::to_string(fragment.size()) +
+                       " bytes in all)\n");
   const std::string text = read_file(log());
   EXPECT_EQ(text.substr(0, good_.size()), good_);
   EXPECT_EQ(audit::verify_bytes(text).entries, 4u);

@@ -1,5 +1,6 @@
 // The command line front door: the subcommand table, CLI11 parsing, usage errors -> exit 2.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -9,6 +10,7 @@
 
 #include "compiler/diagnostic.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 namespace {
@@ -67,10 +69,31 @@ int run(int argc, char** argv) {
       bool known = false;
       for (const auto& name : names) known = known || name == word;
       if (!known) {
-        std::string message = "unknown command '" + word + "'";
+        std::string message = "unknown command '" + escape_control(word) + "'";
         const std::string suggestion = closest_match(word, names);
         if (!suggestion.empty()) message += "; did you mean '" + suggestion + "'?";
         return usage_error(message, "");
+      }
+      // A command with actions of its own (`audit verify|result`): a missing or unknown action
+      // is named with the valid ones, not CLI11's "A subcommand is required".
+      std::vector<std::string> actions;
+      for (const CLI::App* action : app.get_subcommand(word)->get_subcommands({})) {
+        actions.push_back(action->get_name());
+      }
+      if (!actions.empty() && (argc < 3 || argv[2][0] != '-')) {
+        std::string list;
+        for (size_t i = 0; i < actions.size(); ++i) {
+          list += (i == 0 ? "" : ", ") + actions[i];
+        }
+        if (argc < 3) return usage_error(word + " needs an action, one of: " + list, word);
+        const std::string action = argv[2];
+        if (std::find(actions.begin(), actions.end(), action) == actions.end()) {
+          std::string message = "unknown " + word + " action '" + escape_control(action) +
+                                "'; the actions are: " + list;
+          const std::string suggestion = closest_match(action, actions);
+          if (!suggestion.empty()) message += "; did you mean '" + suggestion + "'?";
+          return usage_error(message, word);
+        }
       }
     }
     // CLI11 reads `--opt=` (nothing after '=') as `--opt` and takes the next argument as its

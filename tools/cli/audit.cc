@@ -6,11 +6,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <set>
+#include <span>
 #include <system_error>
+#include <utility>
+
+#include "compiler/utf8.h"
+#include "tools/cli/options.h"
+#include "tools/cli/records.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -18,7 +26,11 @@
 namespace replaygate::cli::audit {
 namespace {
 
+using nlohmann::json;
+
 const std::string kZeroHash(32, '0');
+constexpr uint64_t kMaxRevision = 9223372036854775807u;  // INT64_MAX, as the writers' counts
+constexpr const char* kRevisionRange = "a whole number from 0 to 9223372036854775807";
 
 std::string errno_text(int error) { return std::generic_category().message(error); }
 
@@ -47,33 +59,257 @@ bool read_all(int fd, uint64_t size, std::string* out, int* error) {
   return true;
 }
 
-// The problem with one complete line, or "" when it is a valid entry. Fills *seq and *kind.
-std::string check_entry(std::string_view line, nlohmann::json* out) {
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return "not valid JSON";
-  if (!j.is_object()) return "not a JSON object";
-  if (!j.contains("seq") || !j["seq"].is_number_unsigned()) return "no numeric 'seq'";
-  if (!j.contains("prev") || !j["prev"].is_string()) return "no 'prev' hash";
-  if (!j.contains("kind") || !j["kind"].is_string()) return "no 'kind'";
-  const std::string kind = j["kind"];
-  static const char* const kDecision[] = {
-      "time", "operator", "message_id",      "operation_id",   "action",
-      "rule", "policy",   "policy_revision", "table_checksum", "record_revision"};
-  static const char* const kResult[] = {"time", "decision", "revision", "outcome"};
-  if (kind == "decision") {
-    for (const char* key : kDecision) {
-      if (!j.contains(key)) return std::string("decision entry without '") + key + "'";
+// `bytes` cut to at most `max` bytes at a UTF-8 sequence boundary.
+std::string_view utf8_prefix(std::string_view bytes, size_t max) {
+  if (bytes.size() <= max) return bytes;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(bytes[cut]) & 0xC0) == 0x80) --cut;
+  return bytes.substr(0, cut);
+}
+
+// Untrusted bytes for a one-line message: control characters escaped (escape_control) and every
+// byte that is not UTF-8 written as \xHH, so nothing reaches the terminal raw.
+std::string escape_bytes(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  size_t valid_from = 0;
+  for (size_t i = 0; i < bytes.size();) {
+    if (const size_t length = utf8_sequence_length(bytes, i); length != 0) {
+      i += length;
+      continue;
     }
-  } else if (kind == "result") {
-    for (const char* key : kResult) {
-      if (!j.contains(key)) return std::string("result entry without '") + key + "'";
-    }
-    if (!j["decision"].is_number_unsigned()) return "result entry's 'decision' is not a seq";
-  } else {
-    return "unknown kind '" + kind + "'";
+    out += escape_control(bytes.substr(valid_from, i - valid_from));
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    out += "\\x";
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+    valid_from = ++i;
   }
+  out += escape_control(bytes.substr(valid_from));
+  return out;
+}
+
+// A field's value for a message: its JSON text, escaped, cut to 64 bytes ("...").
+std::string shown(const json& value) {
+  const std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string_view cut = utf8_prefix(text, 64);
+  return escape_control(cut) + (cut.size() < text.size() ? "..." : "");
+}
+
+// A field name for a message (an unknown key may hold anything).
+std::string name_of(std::string_view key) { return "'" + escape_bytes(utf8_prefix(key, 64)) + "'"; }
+
+bool is_hex32(const json& v) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// A whole number from `min` to `max` (JSON integers only: 1.0 and 1e0 are not counts).
+// (A parsed non-negative number is unsigned; one the writer set from an int64_t is signed.)
+bool is_count(const json& v, uint64_t min, uint64_t max) {
+  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) return false;
+  const auto value = v.get<uint64_t>();
+  return value >= min && value <= max;
+}
+
+// "YYYY-MM-DDTHH:MM:SSZ" naming a real UTC second (utc_now()'s form; no leap second: gmtime_r
+// never gives one).
+bool is_utc_time(const json& v) {
+  if (!v.is_string()) return false;
+  const std::string& t = v.get_ref<const std::string&>();
+  static constexpr char kShape[] = "dddd-dd-ddTdd:dd:ddZ";
+  if (t.size() != sizeof(kShape) - 1) return false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (kShape[i] == 'd' ? (t[i] < '0' || t[i] > '9') : t[i] != kShape[i]) return false;
+  }
+  const auto number = [&t](size_t at, size_t digits) {
+    int n = 0;
+    for (size_t i = at; i < at + digits; ++i) n = n * 10 + (t[i] - '0');
+    return n;
+  };
+  const int year = number(0, 4), month = number(5, 2), day = number(8, 2);
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12 || day < 1) return false;
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) return false;
+  return number(11, 2) <= 23 && number(14, 2) <= 59 && number(17, 2) <= 59;
+}
+
+bool is_blank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+// Parses one line as a JSON object with no key given twice (nlohmann would keep the last one, so
+// `"effect":"none","effect":"create"` would read as create). "" or what is wrong.
+std::string parse_object(std::string_view line, json* out) {
+  std::vector<std::set<std::string>> keys_seen;  // one set per open object
+  std::string duplicate;
+  const json::parser_callback_t no_duplicate_keys = [&](int, json::parse_event_t event,
+                                                        json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
+    if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty() &&
+        !keys_seen.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  *out = json::parse(line, no_duplicate_keys, /*allow_exceptions=*/false);
+  if (out->is_discarded()) return "not valid JSON";
+  if (!out->is_object()) return "not a JSON object";
+  if (!duplicate.empty()) return "the field " + name_of(duplicate) + " is given twice";
+  return "";
+}
+
+// What every entry has, then each kind's fields (docs/recovery.md, "Audit trail"), in the order
+// they are checked. `source` and `record` are written by `decide --audit` only (both or neither);
+// a result's `operator` is optional.
+const char* const kCommon[] = {"seq", "prev", "kind", "time"};
+const char* const kDecision[] = {
+    "operator", "message_id",      "operation_id",   "action",          "effect", "rule",
+    "policy",   "policy_revision", "table_checksum", "record_revision", "source", "record"};
+const char* const kResult[] = {"decision", "revision", "outcome", "operator"};
+
+// The problem with one entry (a JSON object, so no key twice), or "" when it is valid. Only the
+// entry itself is checked here; its place in the chain and the log is verify_bytes()'.
+std::string check_fields(const json& j) {
+  if (!j.contains("seq")) return "no 'seq'";
+  if (!is_count(j.at("seq"), 1, UINT64_MAX)) {
+    return "'seq' is " + shown(j.at("seq")) + "; expected a whole number from 1";
+  }
+  if (!j.contains("prev")) return "no 'prev' hash";
+  if (!is_hex32(j.at("prev")))
+    return "'prev' is " + shown(j.at("prev")) + "; expected 32 hex digits";
+  if (!j.contains("kind")) return "no 'kind'";
+  if (j.at("kind") != "decision" && j.at("kind") != "result") {
+    return "unknown kind " + shown(j.at("kind")) + "; expected \"decision\" or \"result\"";
+  }
+  const bool decision = j.at("kind") == "decision";
+  const std::string kind = decision ? "decision" : "result";
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* name : kCommon) known = known || key == name;
+    for (const char* name : decision ? std::span<const char* const>(kDecision)
+                                     : std::span<const char* const>(kResult)) {
+      known = known || key == name;
+    }
+    if (!known) return "unknown field " + name_of(key) + " in a " + kind + " entry";
+  }
+  const auto missing = [&](const char* key) { return kind + " entry without '" + key + "'"; };
+  const auto bad = [&](const char* key, const std::string& expected) {
+    return "'" + std::string(key) + "' is " + shown(j.at(key)) + "; expected " + expected;
+  };
+  if (!j.contains("time")) return missing("time");
+  if (!is_utc_time(j.at("time"))) return bad("time", "a UTC time YYYY-MM-DDTHH:MM:SSZ");
+  if (j.contains("operator") || decision) {
+    if (!j.contains("operator")) return missing("operator");
+    if (!j.at("operator").is_string()) return bad("operator", "a string");
+    if (const std::string why =
+            operator_name_problem(j.at("operator").get_ref<const std::string&>());
+        !why.empty()) {
+      return "'operator' " + why;
+    }
+  }
+  if (decision) {
+    for (const char* key : kDecision) {
+      if (!j.contains(key) && std::string_view(key) != "source" &&
+          std::string_view(key) != "record") {
+        return missing(key);
+      }
+    }
+    for (const char* key : {"message_id", "operation_id"}) {
+      if (!j.at(key).is_string() && !j.at(key).is_null()) return bad(key, "a string or null");
+    }
+    for (const char* key : {"action", "rule", "policy"}) {
+      if (!j.at(key).is_string() || j.at(key).get_ref<const std::string&>().empty()) {
+        return bad(key, "a non-empty string");
+      }
+    }
+    const json& effect = j.at("effect");
+    if (effect != "none" && effect != "read" && effect != "copy" && effect != "create") {
+      return bad("effect", "none, read, copy or create");
+    }
+    // 'default' is a reserved rule id: it names the default decision, whose verb has effect none
+    // (the compiler and the table loader both enforce it).
+    if (j.at("rule") == "default" && effect != "none") {
+      return "'effect' is " + shown(effect) +
+             " but 'rule' is \"default\": the default verb's effect is always none";
+    }
+    if (!is_count(j.at("policy_revision"), 0, kMaxRevision)) {
+      return bad("policy_revision", kRevisionRange);
+    }
+    if (!is_hex32(j.at("table_checksum"))) return bad("table_checksum", "32 hex digits");
+    // The operation record's revision as read (review copies it; a record may hold any integer,
+    // or a string; null when absent or when decide recorded it).
+    const json& record_revision = j.at("record_revision");
+    if (!record_revision.is_number_integer() && !record_revision.is_string() &&
+        !record_revision.is_null()) {
+      return bad("record_revision", "an integer, a string or null");
+    }
+    if (j.contains("source") != j.contains("record")) {
+      return j.contains("source") ? missing("record") : missing("source");
+    }
+    if (j.contains("source") && !j.at("source").is_string()) return bad("source", "a string");
+    if (j.contains("record") && !is_count(j.at("record"), 1, UINT64_MAX)) {
+      return bad("record", "a line number (a whole number from 1)");
+    }
+  } else {
+    for (const char* key : {"decision", "revision", "outcome"}) {
+      if (!j.contains(key)) return missing(key);
+    }
+    if (!is_count(j.at("decision"), 1, UINT64_MAX)) {
+      return "result entry's 'decision' is " + shown(j.at("decision")) +
+             "; expected the seq of a decision entry";
+    }
+    if (!is_count(j.at("revision"), 0, kMaxRevision)) return bad("revision", kRevisionRange);
+    // Not only spaces and tabs: what `audit result --outcome` accepts.
+    if (!j.at("outcome").is_string() ||
+        j.at("outcome").get_ref<const std::string&>().find_first_not_of(" \t") ==
+            std::string::npos) {
+      return bad("outcome", "a string that says what happened");
+    }
+  }
+  return "";
+}
+
+// The problem with one complete line, or "" when it is a valid entry (then *out holds it).
+std::string check_entry(std::string_view line, json* out) {
+  if (line.empty()) return "empty line";
+  if (is_blank(line)) return "blank line (only whitespace)";
+  json j;
+  if (std::string problem = parse_object(line, &j); !problem.empty()) return problem;
+  if (std::string problem = check_fields(j); !problem.empty()) return problem;
   *out = std::move(j);
   return "";
+}
+
+// The problem with one complete line (see check_entry), "" when it is a valid entry.
+std::string line_problem(std::string_view line) {
+  json entry;
+  return check_entry(line, &entry);
+}
+
+// Whether the unterminated last fragment of a log is a whole entry that continues the chain: a
+// JSON object (so not a prefix of a line cut by a crash: a line ends with its closing brace) with
+// seq `expected_seq` and prev `prev_hash`. It may have been acknowledged and lost only its '\n'
+// (an editor, a copy), so it is kept, never truncated, whatever else is wrong with it (that is
+// then a problem of its line).
+bool continues_chain(std::string_view fragment, uint64_t expected_seq,
+                     const std::string& prev_hash) {
+  const json entry = json::parse(fragment, nullptr, /*allow_exceptions=*/false);
+  if (!entry.is_object()) return false;
+  const auto seq = entry.find("seq");
+  const auto prev = entry.find("prev");
+  return seq != entry.end() && *seq == expected_seq && prev != entry.end() && *prev == prev_hash;
+}
+
+// The end of the last line of bytes[0, complete) that is not empty, its '\n' included (0 when
+// every line there is empty): the lines between it and `complete` are empty lines ("\n").
+size_t end_of_last_nonempty_line(std::string_view bytes, size_t complete) {
+  size_t end = complete;
+  while (end > 0 && (end == 1 || bytes[end - 2] == '\n')) --end;
+  return end;
 }
 
 }  // namespace
@@ -95,36 +331,50 @@ std::string utc_now() {
   return buf;
 }
 
-// Whether the unterminated last fragment of a log is a complete entry that continues the chain
-// (seq `expected_seq`, prev `prev_hash`): an entry that lost only its '\n' (an editor, a copy, a
-// write cut exactly before the newline). Such an entry may have been acknowledged, so it is kept.
-bool continues_chain(std::string_view fragment, uint64_t expected_seq,
-                     const std::string& prev_hash) {
-  nlohmann::json entry;
-  if (!check_entry(fragment, &entry).empty()) return false;
-  return entry["seq"] == expected_seq && entry["prev"] == prev_hash;
-}
-
 VerifyReport verify_bytes(std::string_view bytes) {
   VerifyReport report;
   report.last_hash = kZeroHash;
   const size_t last_newline = bytes.rfind('\n');
   const size_t complete = last_newline == std::string_view::npos ? 0 : last_newline + 1;
-  std::set<uint64_t> decisions;
+  // Empty lines at the very end, after the last entry (the file ends "\n\n"): no entry is missing
+  // there, so they are tolerated (and removed by the next append), unless an entry follows them.
+  const size_t body_end = end_of_last_nonempty_line(bytes, complete);
+  std::map<uint64_t, uint64_t> decisions;  // decision seq -> seq of its result (0: none yet)
+  // What each table (by checksum) was recorded as: one table is one policy revision, and gives
+  // each verb one effect.
+  struct TableSeen {
+    std::string policy;
+    json revision;
+    uint64_t line = 0;
+    std::map<std::string, std::pair<std::string, uint64_t>> effects;  // action -> effect, line
+  };
+  std::map<std::string, TableSeen> tables;
   uint64_t line_number = 0;
+  uint64_t seq_expected = 0;  // counts the lines that are not blank
   // Checks one line (complete, or the kept unterminated last one) and advances the chain.
   const auto check_line = [&](std::string_view line) {
     ++line_number;
     const std::string where = "line " + std::to_string(line_number) + ": ";
-    nlohmann::json entry;
+    if (is_blank(line)) {
+      // Never written by an appender, so not part of the chain: the entries around it are checked
+      // as if it were not there.
+      report.problems.push_back(where +
+                                (line.empty() ? "empty line" : "blank line (only whitespace)") +
+                                "; delete it (the entries around it are checked as if it were "
+                                "not there)");
+      ++report.blank_lines;
+      return;
+    }
+    ++seq_expected;
+    json entry;
     const std::string problem = check_entry(line, &entry);
     if (!problem.empty()) {
       report.problems.push_back(where + problem);
     } else {
       const uint64_t seq = entry["seq"];
-      if (seq != line_number) {
+      if (seq != seq_expected) {
         report.problems.push_back(where + "seq " + std::to_string(seq) + ", expected " +
-                                  std::to_string(line_number) + " (a line was removed or moved)");
+                                  std::to_string(seq_expected) + " (a line was removed or moved)");
       }
       if (entry["prev"] != report.last_hash) {
         report.problems.push_back(where +
@@ -132,13 +382,44 @@ VerifyReport verify_bytes(std::string_view bytes) {
                                   "before it was edited, removed or reordered)");
       }
       if (entry["kind"] == "decision") {
-        decisions.insert(seq);
+        decisions.emplace(seq, 0);
         ++report.decisions;
+        const std::string& checksum = entry["table_checksum"].get_ref<const std::string&>();
+        const std::string& action = entry["action"].get_ref<const std::string&>();
+        const std::string& effect = entry["effect"].get_ref<const std::string&>();
+        const auto [table, first] = tables.try_emplace(checksum);
+        if (first) {
+          table->second = {entry["policy"], entry["policy_revision"], line_number, {}};
+        } else if (table->second.policy != entry["policy"] ||
+                   table->second.revision != entry["policy_revision"]) {
+          report.problems.push_back(
+              where + "'table_checksum' " + checksum + " is policy " + shown(entry["policy"]) +
+              " revision " + shown(entry["policy_revision"]) + " here but policy " +
+              shown(table->second.policy) + " revision " + shown(table->second.revision) +
+              " on line " + std::to_string(table->second.line) +
+              " (one table is one policy revision)");
+        }
+        const auto [seen, new_action] =
+            table->second.effects.try_emplace(action, effect, line_number);
+        if (!new_action && seen->second.first != effect) {
+          report.problems.push_back(
+              where + "'effect' is " + shown(entry["effect"]) + " for action " +
+              shown(entry["action"]) + " but " + shown(seen->second.first) + " on line " +
+              std::to_string(seen->second.second) +
+              " under the same 'table_checksum' (a table gives each verb one effect)");
+        }
       } else {
         const uint64_t decision = entry["decision"];
-        if (!decisions.count(decision)) {
+        const auto it = decisions.find(decision);
+        if (it == decisions.end()) {
           report.problems.push_back(where + "result refers to decision " +
                                     std::to_string(decision) + ", which is not an earlier entry");
+        } else if (it->second != 0) {
+          report.problems.push_back(where + "a second result for decision " +
+                                    std::to_string(decision) + " (its result is entry " +
+                                    std::to_string(it->second) + "); a decision has one result");
+        } else {
+          it->second = seq;
         }
         ++report.results;
       }
@@ -146,18 +427,23 @@ VerifyReport verify_bytes(std::string_view bytes) {
     }
     report.last_hash = line_hash(line);
   };
-  size_t at = 0;
-  while (at < complete) {
-    const size_t end = bytes.find('\n', at);
-    check_line(bytes.substr(at, end - at));
-    at = end + 1;
-  }
-  if (complete < bytes.size()) {
-    const std::string_view fragment = bytes.substr(complete);
-    if (continues_chain(fragment, line_number + 1, report.last_hash)) {
-      report.unterminated = true;
-      check_line(fragment);
-    } else {
+  const auto check_lines = [&](size_t from, size_t to) {
+    while (from < to) {
+      const size_t end = bytes.find('\n', from);
+      check_line(bytes.substr(from, end - from));
+      from = end + 1;
+    }
+  };
+  check_lines(0, body_end);
+  const std::string_view fragment = bytes.substr(complete);
+  if (!fragment.empty() && continues_chain(fragment, seq_expected + 1, report.last_hash)) {
+    // The last entry lost only its '\n': the empty lines before it are between entries.
+    check_lines(body_end, complete);
+    report.unterminated = true;
+    check_line(fragment);
+  } else {
+    report.trailing_empty_lines = complete - body_end;
+    if (!fragment.empty()) {
       report.torn_tail = true;
       report.torn_bytes = fragment.size();
     }
@@ -166,14 +452,28 @@ VerifyReport verify_bytes(std::string_view bytes) {
 }
 
 std::string removed_tail_note(const std::string& path, const AppendResult& appended) {
-  if (appended.removed_torn_tail.empty()) return "";
-  return "replaygate: warning: removed a torn last line from " + path + " (" +
-         std::to_string(appended.removed_torn_tail.size()) +
-         " bytes without a newline that are not a whole entry continuing the chain: an append "
-         "that crashed before completing, never acknowledged): " +
-         nlohmann::json(appended.removed_torn_tail)
-             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-         "\n";
+  std::string note;
+  if (appended.removed_empty_lines > 0) {
+    const bool one = appended.removed_empty_lines == 1;
+    note += "replaygate: note: removed " + std::to_string(appended.removed_empty_lines) +
+            (one ? " empty line" : " empty lines") + " from the end of " + path +
+            " (after the last entry; no entry was changed)\n";
+  }
+  if (!appended.removed_torn_tail.empty()) {
+    // The first kShown bytes only: a torn tail can be megabytes.
+    constexpr size_t kShown = 200;
+    const std::string& tail = appended.removed_torn_tail;
+    const std::string_view head = utf8_prefix(tail, kShown);
+    note += "replaygate: warning: removed a torn last line from " + path + " (" +
+            std::to_string(tail.size()) +
+            " bytes without a newline that are not a whole entry continuing the chain: an append "
+            "that crashed before completing, never acknowledged): '" +
+            escape_bytes(head) + "'" +
+            (head.size() < tail.size() ? "... (" + std::to_string(tail.size()) + " bytes in all)"
+                                       : "") +
+            "\n";
+  }
+  return note;
 }
 
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq) {
@@ -206,63 +506,89 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   if (!read_all(f.fd, static_cast<uint64_t>(st.st_size), &bytes, &error)) {
     return fail("cannot read " + path + ": " + errno_text(error));
   }
-  // Continue the chain from the last complete line; refuse to extend a broken one (and touch
-  // nothing, not even a torn tail, when refusing).
+  // Continue the chain from the last complete line that is not empty; refuse to extend a broken
+  // one (and touch nothing, not even a torn tail, when refusing).
   const size_t last_newline = bytes.rfind('\n');
   const size_t complete = last_newline == std::string::npos ? 0 : last_newline + 1;
+  const size_t body_end = end_of_last_nonempty_line(bytes, complete);
+  const auto line_number_at = [&bytes](size_t offset) {
+    return std::to_string(std::count(bytes.begin(), bytes.begin() + offset, '\n') + 1);
+  };
   uint64_t seq = 1;
   std::string prev = kZeroHash;
-  if (complete > 0) {
-    const size_t start = complete >= 2 ? bytes.rfind('\n', complete - 2) : std::string::npos;
+  if (body_end > 0) {
+    const size_t start = body_end >= 2 ? bytes.rfind('\n', body_end - 2) : std::string::npos;
     const size_t from = start == std::string::npos ? 0 : start + 1;
-    const std::string_view last = std::string_view(bytes).substr(from, complete - 1 - from);
+    const std::string_view last = std::string_view(bytes).substr(from, body_end - 1 - from);
     nlohmann::json last_entry;
     const std::string problem = check_entry(last, &last_entry);
     if (!problem.empty()) {
-      return fail("the last line of " + path + " is not a valid audit entry (" + problem +
-                  "); run 'replaygate audit verify " + path + "'");
+      return fail("the last line of " + path + " (line " + line_number_at(from) +
+                  ") is not a valid audit entry (" + problem + "); run 'replaygate audit verify " +
+                  path + "'");
     }
     seq = last_entry["seq"].get<uint64_t>() + 1;
     prev = line_hash(last);
   }
-  // The size to restore when a write is cut short: the file as found (after any torn-tail repair).
+  // The size to restore when a write is cut short: the file as found (after any repair).
   size_t restore_size = bytes.size();
   std::string terminator;  // "\n" when the last entry lost only its newline
-  if (complete < bytes.size()) {
-    const std::string_view fragment = std::string_view(bytes).substr(complete);
-    if (continues_chain(fragment, seq, prev)) {
-      // A whole entry without its '\n': it may have been acknowledged, so it is kept and
-      // terminated (by the same write as the new entries), never truncated.
-      ++seq;
-      prev = line_hash(fragment);
-      terminator = "\n";
-      bytes += '\n';  // in memory only, so the decision lookup below sees whole lines
-    } else {
-      // A torn tail: an append that crashed before completing its line, never acknowledged
-      // (acknowledgement follows the fsync of a complete line). It is removed, not continued,
-      // and its bytes are handed back so the command can show what it removed.
-      if (::ftruncate(f.fd, static_cast<off_t>(complete)) != 0 || ::fsync(f.fd) != 0) {
-        return fail("cannot repair the torn last line of " + path + ": " + errno_text(errno));
-      }
-      result.removed_torn_tail = std::string(fragment);
-      bytes.resize(complete);
-      restore_size = complete;
+  const std::string_view fragment = std::string_view(bytes).substr(complete);
+  if (!fragment.empty() && continues_chain(fragment, seq, prev)) {
+    // A whole entry without its '\n': it may have been acknowledged, so it is kept and
+    // terminated (by the same write as the new entries), never truncated; but it must be valid,
+    // and no empty line may stand between it and the entry before.
+    if (body_end < complete) {
+      return fail("line " + line_number_at(body_end) + " of " + path +
+                  " is an empty line between entries; delete it (run 'replaygate audit verify " +
+                  path + "')");
     }
+    const std::string problem = line_problem(fragment);
+    if (!problem.empty()) {
+      return fail("the last line of " + path + " (line " + line_number_at(complete) +
+                  ", without its newline) is not a valid audit entry (" + problem +
+                  "); run 'replaygate audit verify " + path + "'");
+    }
+    ++seq;
+    prev = line_hash(fragment);
+    terminator = "\n";
+    bytes += '\n';  // in memory only, so the decision lookup below sees whole lines
+  } else if (body_end < bytes.size()) {
+    // A torn tail (an append that crashed before completing its line, never acknowledged:
+    // acknowledgement follows the fsync of a complete line) and/or empty lines after the last
+    // entry (no entry is there). Both are removed, not continued; the torn bytes are handed
+    // back so the command can show what it removed.
+    if (::ftruncate(f.fd, static_cast<off_t>(body_end)) != 0 || ::fsync(f.fd) != 0) {
+      return fail("cannot repair the end of " + path + ": " + errno_text(errno));
+    }
+    result.removed_torn_tail = std::string(fragment);
+    result.removed_empty_lines = complete - body_end;
+    bytes.resize(body_end);
+    restore_size = body_end;
   }
   if (decision_seq != 0) {
     bool found = false;
+    uint64_t result_seq = 0;
     size_t at = 0;
-    while (at < bytes.size() && !found) {
+    while (at < bytes.size()) {
       const size_t end = bytes.find('\n', at);
       nlohmann::json e;
       if (check_entry(std::string_view(bytes).substr(at, end - at), &e).empty()) {
-        found = e["kind"] == "decision" && e["seq"] == decision_seq;
+        if (e["kind"] == "decision" && e["seq"] == decision_seq) found = true;
+        if (e["kind"] == "result" && e["decision"] == decision_seq && result_seq == 0) {
+          result_seq = e["seq"];
+        }
       }
       at = end + 1;
     }
     if (!found) {
       return fail("the audit log " + path + " has no decision entry " +
                   std::to_string(decision_seq));
+    }
+    if (result_seq != 0) {
+      return fail("decision entry " + std::to_string(decision_seq) + " in " + path +
+                  " already has its result (entry " + std::to_string(result_seq) +
+                  "); a decision has one result");
     }
   }
   if (entries.empty()) {
@@ -276,7 +602,14 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   for (nlohmann::json& entry : entries) {
     entry["seq"] = seq++;
     entry["prev"] = prev;
-    line = entry.dump();  // ASCII-safe: nlohmann escapes control characters
+    // What is written must verify: a caller's bad value is refused here, not found later.
+    if (const std::string problem = check_fields(entry); !problem.empty()) {
+      return fail("refusing to append an invalid entry to " + path + " (" + problem + ")");
+    }
+    // Control characters are escaped. A string that is not UTF-8 (only a file name can be: decide's
+    // `source`; letters and operators are checked) gets U+FFFD for its bad bytes: the default
+    // would throw, after decide has rendered the decisions this append must record first.
+    line = entry.dump(-1, ' ', false, json::error_handler_t::replace);
     prev = line_hash(line);
     record += line;
     record += '\n';

@@ -1,22 +1,30 @@
 // The append-only audit trail of reviewed decisions (issue 5): JSON Lines with a hash chain.
 //
-// Format (docs/recovery.md, "Audit trail"): one JSON object per line, '\n'-terminated. Every
-// entry has `seq` (1, 2, 3, ... in file order), `prev` (32 hex digits: XXH3-128 of the previous
-// line's bytes without its '\n'; 32 zeros for the first line) and `kind`:
-//   "decision": time, operator, message_id, operation_id, action, effect, rule, policy,
-//               policy_revision, table_checksum, record_revision
-//   "result":   time, decision (the seq of an earlier decision entry), revision (the new local
-//               revision), outcome
+// Format (docs/recovery.md, "Audit trail"): one JSON object per line, '\n'-terminated, no key
+// twice, no other keys than these. Every entry has `seq` (1, 2, 3, ... in file order), `prev` (32
+// hex digits: XXH3-128 of the previous line's bytes without its '\n'; 32 zeros for the first
+// line), `kind` and `time` (UTC, "YYYY-MM-DDTHH:MM:SSZ"):
+//   "decision": operator (a name: operator_name_problem() in options.h), message_id and
+//               operation_id (string or null), action, rule, policy (non-empty strings), effect
+//               (none, read, copy or create; none when rule is "default"), policy_revision
+//               (0 to INT64_MAX), table_checksum (32 hex digits), record_revision (integer, string
+//               or null); `decide --audit` adds source (string) and record (line number, >= 1)
+//   "result":   decision (the seq of an earlier decision entry, which has no other result),
+//               revision (the new local revision, 0 to INT64_MAX), outcome (not blank), and
+//               optionally operator
+// Entries under one table_checksum name one policy and revision and give each action one effect.
 // The chain detects a removed, reordered or edited line (except an edit of the very last line,
 // which the hash printed when it was appended anchors). XXH3 is not a signature: someone who can
 // rewrite the file can recompute the chain; the chain is against accidents and naive edits.
 //
 // Durability and concurrency: append() takes an exclusive flock(2) on the file, looks at the
-// bytes after the last '\n' (if any): when they are a whole entry that continues the chain (it
-// lost only its '\n', e.g. to an editor or a copy) the entry is kept and its '\n' is written
-// first, in the same write(2) as the new line; otherwise they are a torn tail (a crash
-// mid-append: never acknowledged) that is truncated away and handed back to the caller
-// (AppendResult::removed_torn_tail) to show. It writes with one write(2) under O_APPEND,
+// bytes after the last '\n' (if any): when they are a whole entry that continues the chain (a
+// JSON object with the next seq and the last line's hash: it lost only its '\n', e.g. to an
+// editor or a copy) the entry is kept and its '\n' is written first, in the same write(2) as the
+// new line; otherwise they are a torn tail (a crash mid-append: never acknowledged) that is
+// truncated away and handed back to the caller (AppendResult::removed_torn_tail) to show. Empty
+// lines after the last entry (the file ends "\n\n": an editor) hold no entry and are truncated
+// away too (AppendResult::removed_empty_lines). It writes with one write(2) under O_APPEND,
 // fsync(2)s, and only then reports success.
 // A short write (full disk, file size limit) is truncated away before the error is returned, so
 // a failed append leaves no partial line.
@@ -39,15 +47,20 @@ struct AppendResult {
   // continuing the chain), "" when none; set even when the append then fails. Commands print it
   // on stderr so that no bytes disappear silently.
   std::string removed_torn_tail;
+  // How many empty lines after the last entry this append removed (set as removed_torn_tail).
+  uint64_t removed_empty_lines = 0;
 };
 
 // Appends `entry` (a JSON object; its `seq` and `prev` are set here) to the log at `path`,
 // creating the file (mode 0644) when it does not exist. When `decision_seq` is non-zero, the log
 // must already hold a decision entry with that seq (for result entries). Errors (ok false): the
 // path cannot be opened or is not a regular file, locking, reading, writing or fsync fails, the
-// last complete line is not a valid entry (the chain cannot be continued: run `audit verify`;
-// nothing is changed then), or `decision_seq` names no decision entry (an unterminated last
-// entry that continues the chain counts as an entry).
+// last line that is not empty is not a valid entry (the chain cannot be continued: run `audit
+// verify`; nothing is changed then; "(line N) is not a valid audit entry (PROBLEM)"), an empty
+// line stands before an unterminated last entry, `decision_seq` names no decision entry (an
+// unterminated last entry that continues the chain counts as an entry) or one that already has a
+// result entry, or an entry to append is not valid (a caller's bug: "refusing to append an
+// invalid entry ..."; what is written always verifies).
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
 
 // Appends `entries` (JSON objects; `seq` and `prev` are set here, continuing the chain in order)
@@ -58,8 +71,10 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
                           uint64_t decision_seq = 0);
 
-// The stderr note for a torn tail that `appended` removed from the log at `path` (its bytes as a
-// JSON string, so nothing disappears silently), "" when none was removed.
+// The stderr notes for what `appended` removed from the log at `path`, "" when nothing: a line
+// for removed empty lines, and a warning for a torn tail that shows its first 200 bytes (control
+// characters escaped by escape_control(), bytes that are not UTF-8 as \xHH) and, when it is
+// longer, "... (N bytes in all)", so nothing disappears silently and a huge tail stays one line.
 std::string removed_tail_note(const std::string& path, const AppendResult& appended);
 
 struct VerifyReport {
@@ -73,16 +88,25 @@ struct VerifyReport {
   // The last entry is complete and continues the chain but lacks its '\n'; it is counted in
   // `entries` and kept (an append writes the '\n' first).
   bool unterminated = false;
+  // Empty lines after the last entry (the file ends "\n\n"), with nothing but a torn tail after
+  // them: tolerated, not problems (no entry is missing), removed by the next append.
+  uint64_t trailing_empty_lines = 0;
+  // Empty or blank (whitespace-only) lines elsewhere, each also a problem: never written by an
+  // appender, so the entries around them are checked as if they were not there.
+  uint64_t blank_lines = 0;
   std::string last_hash;              // hash of the last complete line (32 zeros for an empty log)
   std::vector<std::string> problems;  // "line N: ..." for every broken line, in file order
   bool ok() const { return problems.empty(); }
 };
 
-// Checks a whole log held in memory: every complete line parses as an entry of a known kind
-// with its fields, seq counts up from 1, every prev matches the previous line's hash, every
-// result names an earlier decision. An unterminated last fragment that parses as an entry with
-// the next seq and the previous line's hash is that entry (unterminated; checked like the
-// others); any other unterminated fragment is a torn tail, reported (torn_tail) but not a problem.
+// Checks a whole log held in memory: every complete line is an entry as described above (one
+// problem per line: the first thing wrong, naming the field), seq counts up from 1, every prev
+// matches the previous entry line's hash, every result names an earlier decision that has no
+// other result, and the entries under one table_checksum agree (policy, revision, each action's
+// effect). An unterminated last fragment that is a JSON object with the next seq and the previous
+// line's hash is that entry (unterminated; checked like the others); any other unterminated
+// fragment is a torn tail, reported (torn_tail) but not a problem. Empty lines: see
+// trailing_empty_lines and blank_lines.
 VerifyReport verify_bytes(std::string_view bytes);
 
 // XXH3-128 of `line` as 32 hex digits (high half first).

@@ -1,8 +1,13 @@
 // `replaygate audit verify FILE` and `replaygate audit result ...`: check the audit trail, and
 // append a worker's result entry for a recorded decision (format in tools/cli/audit.h).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -20,23 +25,42 @@ struct AuditOptions {
   std::string file, format = "text";
   std::string log, outcome, operator_name;
   std::string decision, revision;  // counts, parsed by run_result (options.h)
+  bool operator_given = false;
 };
+
+// Reads the whole log at `path` into *bytes: "" or the cause ("it is a directory", strerror).
+std::string read_log(const std::string& path, std::string* bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return "it is a directory";
+  }
+  char chunk[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return std::strerror(error);
+    }
+    if (n == 0) break;
+    bytes->append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return "";
+}
 
 int run_verify(const AuditOptions& o) {
   if (o.format != "text" && o.format != "json") {
     std::fprintf(stderr, "replaygate: error: --format must be text or json\n");
     return kExitUsage;
   }
-  std::ifstream in(o.file, std::ios::binary);
   std::string bytes;
-  if (in) {
-    char chunk[65536];
-    while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
-      bytes.append(chunk, static_cast<size_t>(in.gcount()));
-    }
-  }
-  if (!in.eof() || in.bad()) {
-    std::fprintf(stderr, "replaygate: cannot read audit log %s\n", o.file.c_str());
+  if (const std::string why = read_log(o.file, &bytes); !why.empty()) {
+    std::fprintf(stderr, "replaygate: cannot read audit log %s: %s\n", o.file.c_str(), why.c_str());
     return kExitUsage;
   }
   const audit::VerifyReport report = audit::verify_bytes(bytes);
@@ -50,11 +74,25 @@ int run_verify(const AuditOptions& o) {
     j["torn_tail"] = report.torn_tail;
     j["torn_bytes"] = report.torn_bytes;
     j["unterminated"] = report.unterminated;
+    j["trailing_empty_lines"] = report.trailing_empty_lines;
     j["last_hash"] = report.last_hash;
     j["problems"] = report.problems;
     text = j.dump() + "\n";
   } else {
     for (const std::string& p : report.problems) text += o.file + ": " + p + "\n";
+    if (report.blank_lines > 0 && report.problems.size() == report.blank_lines) {
+      text += o.file +
+              ": apart from the empty lines, every entry and the hash chain check out: deleting "
+              "them repairs the log\n";
+    }
+    if (report.trailing_empty_lines > 0) {
+      const bool one = report.trailing_empty_lines == 1;
+      text += o.file + ": " + std::to_string(report.trailing_empty_lines) +
+              (one ? " empty line" : " empty lines") +
+              " after the last entry: tolerated (no entry is missing or changed); the next "
+              "append removes " +
+              (one ? "it" : "them") + "\n";
+    }
     if (report.torn_tail) {
       text += o.file + ": torn last line (" + std::to_string(report.torn_bytes) +
               " bytes without a newline): an append that crashed before completing; it was "
@@ -85,6 +123,14 @@ int run_result(const AuditOptions& o) {
                  count_error(option, text).c_str());
     return false;
   };
+  if (o.operator_given) {
+    if (const std::string why = operator_error(o.operator_name); !why.empty()) {
+      std::fprintf(stderr,
+                   "replaygate: error: %s\nRun 'replaygate audit result --help' for usage.\n",
+                   why.c_str());
+      return kExitUsage;
+    }
+  }
   uint64_t decision = 0, revision = 0;
   if (!count(decision_option, o.decision, &decision) ||
       !count(revision_option, o.revision, &revision)) {
@@ -96,7 +142,7 @@ int run_result(const AuditOptions& o) {
   entry["decision"] = decision;
   entry["revision"] = revision;
   entry["outcome"] = o.outcome;
-  if (!o.operator_name.empty()) entry["operator"] = o.operator_name;
+  if (o.operator_given) entry["operator"] = o.operator_name;
   const audit::AppendResult appended = audit::append(o.log, entry, decision);
   std::fputs(audit::removed_tail_note(o.log, appended).c_str(), stderr);
   if (!appended.ok) {
@@ -137,8 +183,10 @@ Runner setup_audit(CLI::App& sub) {
                        : std::string();
           },
           "TEXT"));
-  result->add_option("--operator", o->operator_name, "Who or what carried the action out");
-  return [o, verify, result] {
+  CLI::Option* operator_option =
+      result->add_option("--operator", o->operator_name, "Who or what carried the action out");
+  return [o, verify, result, operator_option] {
+    o->operator_given = operator_option->count() > 0;
     if (verify->parsed()) return run_verify(*o);
     if (result->parsed()) return run_result(*o);
     return kExitUsage;

@@ -292,6 +292,9 @@ int run_decide(const DecideOptions& o) {
   if (o.audit.empty() && !o.operator_name.empty()) {
     return usage("--operator only applies with --audit FILE");
   }
+  if (const std::string why = operator_error(o.operator_name); !o.audit.empty() && !why.empty()) {
+    return usage(why);
+  }
   if (o.format != "letters" && o.format != "kafka") {
     return usage("--format must be letters or kafka, not '" + o.format + "'");
   }

@@ -28,8 +28,12 @@ struct InputFile {
 
 // Whether a command may write its output to `output` (by write_file_atomically, which renames
 // over it). Refused (false, *error set, without a "replaygate: error: " prefix) when
-//  - `output` exists and is not a regular file: a directory, a device or a symbolic link (the
-//    rename would replace what the link points at, e.g. the reviewed policy):
+//  - `output` exists and is not a regular file: a directory, a device or a symbolic link
+//    (checked with lstat: a link is refused whatever it points at). For a link the user named
+//    the link, and neither possible write is what they asked for: write_file_atomically()
+//    follows a link to an existing file and renames over its target (replacing a file the user
+//    did not name, possibly elsewhere, e.g. the reviewed policy), while for a dangling link the
+//    rename(2) replaces the link itself with a regular file. Neither may happen silently:
 //    "refusing to write OUT: it exists and is not a regular file (a directory, device or
 //    symbolic link)";
 //  - `output` is the same file (device and inode) as one of `inputs` with a non-empty path, which

@@ -1,5 +1,6 @@
-// Parsing of the numeric values of command-line options, shared by the subcommands so that every
-// count option accepts exactly the same text and says the same thing about a bad one.
+// Parsing of the values of command-line options, shared by the subcommands so that every count
+// option (and every --operator) accepts exactly the same text and says the same thing about a bad
+// one.
 #pragma once
 
 #include <cstdint>
@@ -25,5 +26,20 @@ bool parse_count(const CountOption& option, std::string_view text, uint64_t* val
 // The usage message for a bad value: "--max-replays takes a whole number from 0 to
 // 9223372036854775807 (decimal), not '-0'" ("a whole number of UNIT" with a unit).
 std::string count_error(const CountOption& option, std::string_view text);
+
+// What is wrong with `name` as the name of who acted (`--operator` of review, decide and audit
+// result; the `operator` field of an audit entry), as a phrase to follow the option or field name,
+// or "" when it is usable. The name lands in the audit log and in plain-text output, so it must be
+// one printable line of UTF-8:
+//   "is empty" (also only spaces and tabs),
+//   "is not valid UTF-8 (byte 3)",
+//   "contains the control character U+000A (byte 4)" for C0 controls (NUL to U+001F), DEL, the C1
+//   controls U+0080..U+009F and the line/paragraph separators U+2028/U+2029.
+std::string operator_name_problem(std::string_view name);
+
+// The usage message for a bad --operator value, "" when it is usable: "--operator contains the
+// control character U+000A (byte 4): who acted is recorded in the audit log and must be printable
+// text on one line (e.g. --operator ana)". The value itself is not echoed.
+std::string operator_error(std::string_view name);
 
 }  // namespace replaygate::cli

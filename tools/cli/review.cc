@@ -43,6 +43,7 @@
 #include "runtime/table.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
@@ -267,6 +268,12 @@ int run_review(const Options& o) {
     std::fprintf(stderr,
                  "replaygate: error: --confirm records the decision: give --audit FILE and "
                  "--operator NAME\n");
+    return kExitUsage;
+  }
+  if (const std::string why = operator_error(o.operator_name);
+      !o.operator_name.empty() && !why.empty()) {
+    std::fprintf(stderr, "replaygate: error: %s\nRun 'replaygate review --help' for usage.\n",
+                 why.c_str());
     return kExitUsage;
   }
   Review r;

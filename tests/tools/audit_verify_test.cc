@@ -1,0 +1,479 @@
+// `replaygate audit` against a break-it run: empty lines in a log (tolerated at the end and removed
+// by the next append, a named problem elsewhere), a huge torn tail shown capped and escaped,
+// entries the writers never write (duplicate or unknown keys, contradicting effects, odd revisions
+// and times, a second result for one decision), --operator values that would forge log or terminal
+// lines, an unknown audit action, an unreadable log, and -o through a symbolic link.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/support/cli_runner.h"
+#include "tools/cli/audit.h"
+#include "tools/cli/files.h"
+
+namespace {
+
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
+namespace fs = std::filesystem;
+namespace audit = replaygate::cli::audit;
+
+const std::string kGate = kSourceDir + "/policies/replay_gate.yaml";
+const std::string kRecovery = kSourceDir + "/policies/generation_recovery.yaml";
+const std::string kExamples = kSourceDir + "/examples/recovery/";
+const std::string kChecksum(32, 'a');
+
+// A decision entry as review --confirm writes it (seq and prev are set by the log builder).
+const std::string kDecisionBody =
+    R"("action":"observe","effect":"read","kind":"decision","message_id":"m","operation_id":"op",)"
+    R"("operator":"ana","policy":"p","policy_revision":1,"record_revision":1,"rule":"r",)"
+    R"("table_checksum":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","time":"2026-11-29T00:00:00Z")";
+
+std::string result_body(int decision) {
+  return R"("decision":)" + std::to_string(decision) +
+         R"(,"kind":"result","outcome":"done","revision":2,"time":"2026-11-29T00:00:01Z")";
+}
+
+// A log whose lines are `{"seq":N,"prev":H,BODY}` for each body: a correct chain, so the only
+// problems are those of the bodies.
+std::string chained(const std::vector<std::string>& bodies) {
+  std::string log, prev(32, '0');
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    const std::string line =
+        "{\"seq\":" + std::to_string(i + 1) + ",\"prev\":\"" + prev + "\"," + bodies[i] + "}";
+    prev = audit::line_hash(line);
+    log += line + "\n";
+  }
+  return log;
+}
+
+nlohmann::json decision_entry(const std::string& message_id) {
+  nlohmann::json entry = nlohmann::json::parse("{" + kDecisionBody + "}");
+  entry["message_id"] = message_id;
+  return entry;
+}
+
+class AuditVerifyTest : public CliFixture {
+ protected:
+  std::string log() const { return (dir_ / "audit.log").string(); }
+  // Two decisions appended by the library (as review --confirm does), the log's bytes.
+  std::string two_decisions() {
+    EXPECT_TRUE(audit::append(log(), decision_entry("m1")).ok);
+    EXPECT_TRUE(audit::append(log(), decision_entry("m2")).ok);
+    return read_file(log());
+  }
+  std::string last_hash_of(const std::string& bytes) {
+    return audit::verify_bytes(bytes).last_hash;
+  }
+  CliResult result_for(const std::string& decision) {
+    return run({"audit", "result", "--log", log(), "--decision", decision, "--revision", "2",
+                "--outcome", "done"});
+  }
+};
+
+// ---- 1. empty lines ----
+
+TEST_F(AuditVerifyTest, AnEmptyLastLineIsToleratedAndRemovedByTheNextAppend) {
+  const std::string good = two_decisions();
+  write_file(log(), good + "\n");
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, log() +
+                       ": 1 empty line after the last entry: tolerated (no entry is missing or "
+                       "changed); the next append removes it\n" +
+                       log() + ": ok, 2 entries (2 decisions, 0 results), last hash " +
+                       last_hash_of(good) + "\n");
+  r = run({"audit", "verify", "--format", "json", log()});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["trailing_empty_lines"], 1);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ok"], true);
+
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "replaygate: note: removed 1 empty line from the end of " + log() +
+                       " (after the last entry; no entry was changed)\n");
+  const std::string text = read_file(log());
+  EXPECT_EQ(text.substr(0, good.size()), good);  // every entry kept, byte for byte
+  const audit::VerifyReport report = audit::verify_bytes(text);
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.entries, 3u);
+  EXPECT_EQ(report.trailing_empty_lines, 0u);
+  EXPECT_EQ(nlohmann::json::parse(text.substr(good.size()))["prev"], last_hash_of(good));
+}
+
+TEST_F(AuditVerifyTest, SeveralEmptyLastLinesAndATornTailAreRemovedTogether) {
+  const std::string good = two_decisions();
+  write_file(log(), good + "\n\n{\"seq\":3");
+  const audit::VerifyReport report = audit::verify_bytes(read_file(log()));
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.trailing_empty_lines, 2u);
+  EXPECT_TRUE(report.torn_tail);
+  const CliResult r = result_for("2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "replaygate: note: removed 2 empty lines from the end of " + log() +
+                       " (after the last entry; no entry was changed)\n"
+                       "replaygate: warning: removed a torn last line from " +
+                       log() +
+                       " (8 bytes without a newline that are not a whole entry continuing the "
+                       "chain: an append that crashed before completing, never acknowledged): "
+                       "'{\"seq\":3'\n");
+  const std::string text = read_file(log());
+  EXPECT_EQ(text.substr(0, good.size()), good);
+  EXPECT_EQ(audit::verify_bytes(text).entries, 3u);
+  EXPECT_TRUE(audit::verify_bytes(text).ok());
+}
+
+TEST_F(AuditVerifyTest, AnEmptyLineBetweenEntriesNamesTheLineAndTheFix) {
+  const std::string good = two_decisions();
+  const size_t second = good.find('\n') + 1;
+  write_file(log(), good.substr(0, second) + "\n" + good.substr(second));
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, log() +
+                       ": line 2: empty line; delete it (the entries around it are checked as if "
+                       "it were not there)\n" +
+                       log() +
+                       ": apart from the empty lines, every entry and the hash chain check out: "
+                       "deleting them repairs the log\n" +
+                       log() + ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
+                       last_hash_of(good) + "\n");
+  // A whitespace-only line is named as such; a real problem as well: no claim the rest is intact.
+  write_file(log(), good.substr(0, second) + " \t\n" + good.substr(second) + "garbage\n");
+  r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, log() +
+                       ": line 2: blank line (only whitespace); delete it (the entries around it "
+                       "are checked as if it were not there)\n" +
+                       log() + ": line 4: not valid JSON\n" + log() +
+                       ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
+                       audit::line_hash("garbage") + "\n");
+}
+
+// An empty line before an unterminated last entry is between entries: the append is refused and
+// nothing changes (the entry after it may have been acknowledged).
+TEST_F(AuditVerifyTest, AnEmptyLineBeforeAnUnterminatedEntryRefusesTheAppend) {
+  const std::string good = two_decisions();
+  const size_t second = good.find('\n') + 1;
+  const std::string broken =
+      good.substr(0, second) + "\n" + good.substr(second, good.size() - second - 1);
+  write_file(log(), broken);
+  const audit::VerifyReport report = audit::verify_bytes(broken);
+  EXPECT_TRUE(report.unterminated);
+  EXPECT_EQ(report.entries, 2u);
+  EXPECT_EQ(report.problems,
+            std::vector<std::string>{"line 2: empty line; delete it (the entries around it are "
+                                     "checked as if it were not there)"});
+  const CliResult r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: line 2 of " + log() +
+                       " is an empty line between entries; delete it (run 'replaygate audit "
+                       "verify " +
+                       log() + "')\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(read_file(log()), broken);
+}
+
+// ---- 2. a torn tail is shown capped and escaped ----
+
+TEST_F(AuditVerifyTest, AHugeTornTailIsShownCappedAndEscaped) {
+  const std::string good = two_decisions();
+  // A control character, a byte that is not UTF-8, then a megabyte.
+  const std::string torn = "{\"seq\":3,\"x\":\"\x1b[31m\xff" + std::string(1 << 20, 'a');
+  write_file(log(), good + torn);
+  const CliResult r = result_for("1");
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 400);
+  const std::string shown = "{\"seq\":3,\"x\":\"\\u001b[31m\\xff" + std::string(200 - 20, 'a');
+  EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() + " (" +
+                       std::to_string(torn.size()) +
+                       " bytes without a newline that are not a whole entry continuing the "
+                       "chain: an append that crashed before completing, never acknowledged): '" +
+                       shown + "'... (" + std::to_string(torn.size()) + " bytes in all)\n");
+  EXPECT_EQ(read_file(log()).substr(0, good.size()), good);
+}
+
+// ---- 3. entries the writers never write ----
+
+struct BadEntry {
+  std::vector<std::string> bodies;
+  std::string problem;
+};
+
+TEST_F(AuditVerifyTest, EntriesTheWritersNeverWriteAreFindings) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string body = kDecisionBody;
+    const size_t at = body.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return body.replace(at, from.size(), to);
+  };
+  const std::vector<BadEntry> cases = {
+      {{with(R"("effect":"read")", R"("effect":"read","effect":"create")")},
+       "line 1: the field 'effect' is given twice"},
+      {{with(R"("rule":"r")", R"("rule":"r","note":"x")")},
+       "line 1: unknown field 'note' in a decision entry"},
+      {{kDecisionBody, result_body(1) + R"(,"retries":1)"},
+       "line 2: unknown field 'retries' in a result entry"},
+      {{with(R"("effect":"read")", R"("effect":"none")"),
+        with(R"("effect":"read")", R"("effect":"create")")},
+       "line 2: 'effect' is \"create\" for action \"observe\" but \"none\" on line 1 under the "
+       "same 'table_checksum' (a table gives each verb one effect)"},
+      {{with(R"("rule":"r")", R"("rule":"default")")},
+       "line 1: 'effect' is \"read\" but 'rule' is \"default\": the default verb's effect is "
+       "always none"},
+      {{with(R"("effect":"read")", R"("effect":"explode")")},
+       "line 1: 'effect' is \"explode\"; expected none, read, copy or create"},
+      {{with(R"("effect":"read",)", "")}, "line 1: decision entry without 'effect'"},
+      {{kDecisionBody, with(R"("policy_revision":1)", R"("policy_revision":2)")},
+       "line 2: 'table_checksum' aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa is policy \"p\" revision 2 "
+       "here but policy \"p\" revision 1 on line 1 (one table is one policy revision)"},
+      {{with(R"("policy_revision":1)", R"("policy_revision":-1)")},
+       "line 1: 'policy_revision' is -1; expected a whole number from 0 to 9223372036854775807"},
+      {{with(R"("policy_revision":1)", R"("policy_revision":1.5)")},
+       "line 1: 'policy_revision' is 1.5; expected a whole number from 0 to 9223372036854775807"},
+      {{with(R"("policy_revision":1)", R"("policy_revision":"1")")},
+       "line 1: 'policy_revision' is \"1\"; expected a whole number from 0 to "
+       "9223372036854775807"},
+      {{with(R"("policy_revision":1)", R"("policy_revision":9223372036854775808)")},
+       "line 1: 'policy_revision' is 9223372036854775808; expected a whole number from 0 to "
+       "9223372036854775807"},
+      {{with(R"("record_revision":1)", R"("record_revision":[1])")},
+       "line 1: 'record_revision' is [1]; expected an integer, a string or null"},
+      {{with(R"("2026-11-29T00:00:00Z")", R"("t")")},
+       "line 1: 'time' is \"t\"; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
+      {{with(R"("2026-11-29T00:00:00Z")", R"("2026-02-29T00:00:00Z")")},
+       "line 1: 'time' is \"2026-02-29T00:00:00Z\"; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
+      {{with(R"("2026-11-29T00:00:00Z")", R"("2026-11-29T24:00:00Z")")},
+       "line 1: 'time' is \"2026-11-29T24:00:00Z\"; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
+      {{with(R"("2026-11-29T00:00:00Z")", R"("2026-11-29 00:00:00Z")")},
+       "line 1: 'time' is \"2026-11-29 00:00:00Z\"; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
+      {{with(R"("2026-11-29T00:00:00Z")", "1764374400")},
+       "line 1: 'time' is 1764374400; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
+      {{kDecisionBody, result_body(1), result_body(1)},
+       "line 3: a second result for decision 1 (its result is entry 2); a decision has one "
+       "result"},
+      {{with(R"("operator":"ana")", R"("operator":"a\u0007na")")},
+       "line 1: 'operator' contains the control character U+0007 (byte 2)"},
+      {{with(R"("operator":"ana")", R"("operator":"a\u2028")")},
+       "line 1: 'operator' contains the control character U+2028 (byte 2)"},
+      {{with(R"("operator":"ana")", R"("operator":"")")}, "line 1: 'operator' is empty"},
+      {{with(R"("table_checksum":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")",
+             R"("table_checksum":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")")},
+       "line 1: 'table_checksum' is \"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"; expected 32 hex "
+       "digits"},
+      {{with(R"("rule":"r")", R"("rule":"r","source":"-")")},
+       "line 1: decision entry without 'record'"},
+      {{kDecisionBody, R"("decision":1,"kind":"result","outcome":" ","revision":2,)"
+                       R"("time":"2026-11-29T00:00:01Z")"},
+       "line 2: 'outcome' is \" \"; expected a string that says what happened"},
+  };
+  for (const BadEntry& c : cases) {
+    const audit::VerifyReport report = audit::verify_bytes(chained(c.bodies));
+    EXPECT_EQ(report.problems, std::vector<std::string>{c.problem}) << c.bodies.back();
+  }
+  // A result's revision is a count too.
+  const audit::VerifyReport report = audit::verify_bytes(
+      chained({kDecisionBody, R"("decision":1,"kind":"result","outcome":"done","revision":-2,)"
+                              R"("time":"2026-11-29T00:00:01Z")"}));
+  EXPECT_EQ(report.problems,
+            std::vector<std::string>{"line 2: 'revision' is -2; expected a whole number from 0 "
+                                     "to 9223372036854775807"});
+
+  // The CLI: each finding on its own line, exit 1.
+  write_file(log(), chained({kDecisionBody, result_body(1), result_body(1),
+                             with(R"("effect":"read")", R"("effect":"read","effect":"create")")}));
+  const CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.substr(0, r.out.rfind(", last hash")),
+            log() +
+                ": line 3: a second result for decision 1 (its result is entry 2); a decision "
+                "has one result\n" +
+                log() + ": line 4: the field 'effect' is given twice\n" + log() +
+                ": BROKEN, 3 entries (1 decisions, 2 results)");
+}
+
+// A leap day, a valid seq/prev chain of what the library writes, and entries the writers write
+// all verify.
+TEST_F(AuditVerifyTest, WhatTheWritersWriteVerifies) {
+  std::string leap = kDecisionBody;
+  leap.replace(leap.find("2026-11-29"), 10, "2028-02-29");
+  EXPECT_TRUE(audit::verify_bytes(chained({leap, result_body(1)})).ok());
+  // decide --audit's entries (source, record, null ids and revision) and review --confirm's.
+  const std::string letter =
+      "{\"message_id\":\"m-001\",\"topic\":\"payment.capture\",\"error_class\":\"timeout\","
+      "\"attempts\":1,\"idempotency_key\":\"cap_9f3a\",\"already_committed\":false}\n"
+      "not json\n";
+  CliResult r = run({"decide", "--policy", kGate, "--audit", log(), "--operator", "ana"}, letter);
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // the second record is invalid, and recorded as such
+  r = run({"review", "--policy", kRecovery, "--message", kExamples + "prepared.message.json",
+           "--record", kExamples + "prepared.record.json", "--confirm", "--operator", "José",
+           "--audit", log()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(result_for("3").exit_code, 0);
+  r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(": ok, 4 entries (3 decisions, 1 results)"), std::string::npos) << r.out;
+}
+
+// A file name that is not UTF-8 is recorded with U+FFFD for its bad bytes, and the decisions are
+// recorded before they are printed (the JSON writer used to throw after rendering them).
+TEST_F(AuditVerifyTest, DecideAuditRecordsAFileNameThatIsNotUtf8) {
+  const std::string letter =
+      "{\"message_id\":\"m-001\",\"topic\":\"payment.capture\",\"error_class\":\"timeout\","
+      "\"attempts\":1,\"idempotency_key\":\"cap_9f3a\",\"already_committed\":false}\n";
+  const std::string name = (dir_ / "\xff.jsonl").string();
+  write_file(name, letter);
+  const CliResult r =
+      run({"decide", "--policy", kGate, "--audit", log(), "--operator", "ana", name});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 1u);
+  const audit::VerifyReport report = audit::verify_bytes(read_file(log()));
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.decisions, 1u);
+  EXPECT_EQ(nlohmann::json::parse(read_file(log()))["source"],
+            (dir_ / "\xef\xbf\xbd.jsonl").string());
+}
+
+// The writer refuses what verify would reject: a second result for one decision, and (a caller's
+// bug) an invalid entry. Nothing is written then.
+TEST_F(AuditVerifyTest, AppendsRefuseASecondResultAndInvalidEntries) {
+  const std::string good = two_decisions();
+  CliResult r = result_for("1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string one_result = read_file(log());
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: decision entry 1 in " + log() +
+                       " already has its result (entry 3); a decision has one result\n"
+                       "replaygate: the result was NOT recorded\n");
+  EXPECT_EQ(read_file(log()), one_result);
+  EXPECT_EQ(result_for("2").exit_code, 0);
+
+  nlohmann::json bad = decision_entry("m");
+  bad["effect"] = "explode";
+  const audit::AppendResult refused = audit::append(log(), bad);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_EQ(refused.error, "refusing to append an invalid entry to " + log() +
+                               " ('effect' is \"explode\"; expected none, read, copy or create)");
+  // A last line the writers never write stops appends, naming the line and the field.
+  write_file(log(), chained({kDecisionBody, kDecisionBody + ",\"x\":1"}));
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: the last line of " + log() +
+                       " (line 2) is not a valid audit entry (unknown field 'x' in a decision "
+                       "entry); run 'replaygate audit verify " +
+                       log() + "'\nreplaygate: the result was NOT recorded\n");
+}
+
+// ---- 4. --operator ----
+
+// Who acted lands in the log and in plain-text output: control characters (C0, DEL, C1,
+// U+2028/2029), invalid UTF-8 and an empty name are usage errors, and nothing is recorded.
+TEST_F(AuditVerifyTest, OperatorMustBeOnePrintableLine) {
+  const std::string rule =
+      ": who acted is recorded in the audit log and must be printable text on one line (e.g. "
+      "--operator ana)";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "is empty"},
+      {"  ", "is empty"},
+      {"ana\nseq 9", "contains the control character U+000A (byte 4)"},
+      {"a\x1b[31m", "contains the control character U+001B (byte 2)"},
+      {"a\x7f", "contains the control character U+007F (byte 2)"},
+      {"ab\xc2\x85", "contains the control character U+0085 (byte 3)"},
+      {"a\xe2\x80\xa9", "contains the control character U+2029 (byte 2)"},
+      {"a\xff", "is not valid UTF-8 (byte 2)"},
+      {"\xc3", "is not valid UTF-8 (byte 1)"},
+  };
+  for (const auto& [name, problem] : cases) {
+    const CliResult r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision",
+                             "1", "--outcome", "done", "--operator", name});
+    EXPECT_EQ(r.exit_code, 2) << problem;
+    EXPECT_EQ(r.err, "replaygate: error: --operator " + problem + rule +
+                         "\nRun 'replaygate audit result --help' for usage.\n");
+  }
+  for (const auto& [name, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"ana\nseq 9", "contains the control character U+000A (byte 4)"},
+           {"a\xff", "is not valid UTF-8 (byte 2)"}}) {
+    CliResult r = run({"decide", "--policy", kGate, "--audit", log(), "--operator", name}, "");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "replaygate decide: error: --operator " + problem + rule +
+                         "\nRun 'replaygate decide --help' for usage.\n");
+    r = run({"review", "--policy", kRecovery, "--message", kExamples + "prepared.message.json",
+             "--record", kExamples + "prepared.record.json", "--confirm", "--operator", name,
+             "--audit", log()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "replaygate: error: --operator " + problem + rule +
+                         "\nRun 'replaygate review --help' for usage.\n");
+  }
+  EXPECT_FALSE(fs::exists(log()));
+  // A name in any script is fine.
+  two_decisions();
+  const CliResult r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "1",
+                           "--outcome", "done", "--operator", "Zoë 李"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(audit::verify_bytes(read_file(log())).ok());
+}
+
+// ---- 5. unknown actions, unreadable logs ----
+
+TEST_F(AuditVerifyTest, UnknownActionsAndUnreadableLogsSayWhy) {
+  CliResult r = run({"audit", "bogus"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "replaygate: error: unknown audit action 'bogus'; the actions are: verify, result\n"
+            "Run 'replaygate audit --help' for usage.\n");
+  r = run({"audit", "verfy", log()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate: error: unknown audit action 'verfy'; the actions are: verify, result; "
+            "did you mean 'verify'?\nRun 'replaygate audit --help' for usage.\n");
+  r = run({"audit", "a\x1b]0;x\x07"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate: error: unknown audit action 'a\\u001b]0;x\\u0007'; the actions are: "
+            "verify, result\nRun 'replaygate audit --help' for usage.\n");
+  r = run({"audit"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate: error: audit needs an action, one of: verify, result\n"
+            "Run 'replaygate audit --help' for usage.\n");
+  EXPECT_EQ(run({"audit", "--help"}).exit_code, 0);
+
+  r = run({"audit", "verify", dir_.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "replaygate: cannot read audit log " + dir_.string() + ": it is a directory\n");
+  r = run({"audit", "verify", (dir_ / "missing.log").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: cannot read audit log " + (dir_ / "missing.log").string() +
+                       ": No such file or directory\n");
+}
+
+// ---- 6. -o through a symbolic link ----
+
+// Why check_output_file() refuses a link: write_file_atomically() follows a link to an existing
+// file and replaces its target (a file the user did not name), and a dangling link would itself be
+// replaced by a regular file. The CLI refuses both and changes nothing.
+TEST_F(AuditVerifyTest, OutputThroughASymbolicLinkIsRefused) {
+  write_file(dir_ / "target", "KEEP");
+  fs::create_symlink(dir_ / "target", dir_ / "link.rgt");
+  std::string error;
+  ASSERT_TRUE(replaygate::cli::write_file_atomically((dir_ / "link.rgt").string(), "NEW", &error))
+      << error;
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.rgt"));
+  EXPECT_EQ(read_file(dir_ / "target"), "NEW");  // what the refusal protects
+
+  fs::create_symlink(dir_ / "nowhere", dir_ / "dangling.rgt");
+  const CliResult r = run({"compile", kGate, "-o", (dir_ / "dangling.rgt").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: error: refusing to write " + (dir_ / "dangling.rgt").string() +
+                       ": it exists and is not a regular file (a directory, device or symbolic "
+                       "link)\n");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "dangling.rgt"));
+  EXPECT_FALSE(fs::exists(dir_ / "nowhere"));
+}
+
+}  // namespace
