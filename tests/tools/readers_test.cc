@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,31 @@ std::vector<Read> read_all(const std::string& text, size_t max_line) {
   }
   ::close(fd);
   return out;
+}
+
+// The size of the file behind `fd` after a BlockWriter on it buffered one line and went out of
+// scope, normally or while an exception unwound.
+off_t size_after_block_writer(bool throw_before_flush) {
+  char path[] = "/tmp/rg_block_writer.XXXXXX";
+  const int fd = ::mkstemp(path);
+  EXPECT_GE(fd, 0);
+  ::unlink(path);
+  try {
+    BlockWriter out(fd);
+    out.buffer().append("decided\n", 8);
+    if (throw_before_flush) throw std::runtime_error("the audit append failed");
+  } catch (const std::runtime_error&) {
+  }
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  ::close(fd);
+  return size;
+}
+
+// decide --audit records a block in the audit log before it prints it: a block whose recording
+// threw must not be printed by the writer's destructor on the way out.
+TEST(BlockWriter, FlushesOnScopeExitButNotWhileAnExceptionUnwinds) {
+  EXPECT_EQ(size_after_block_writer(false), 8);
+  EXPECT_EQ(size_after_block_writer(true), 0);
 }
 
 TEST(LineReader, SplitsLinesDropsCrAndKeepsTheLastUnterminatedLine) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -99,7 +100,12 @@ class BlockWriter {
   explicit BlockWriter(int fd);
   BlockWriter(const BlockWriter&) = delete;
   BlockWriter& operator=(const BlockWriter&) = delete;
-  ~BlockWriter() { flush(); }
+  // Flushes what is buffered, except while an exception thrown after construction unwinds: a
+  // caller that records each block elsewhere first (decide --audit appends the decisions to the
+  // audit log, then prints them) must not have a block it failed to record printed anyway.
+  ~BlockWriter() {
+    if (std::uncaught_exceptions() == exceptions_at_start_) flush();
+  }
 
   // Makes the first write that has bytes to write start with a '\n' (for ends_mid_line()), so
   // the output starts on a line of its own; nothing is written when nothing else is.
@@ -131,6 +137,7 @@ class BlockWriter {
   int error_ = 0;
   uint64_t failed_block_lines_ = 0;
   bool partial_line_left_ = false;
+  int exceptions_at_start_ = std::uncaught_exceptions();
 };
 
 }  // namespace replaygate::cli
