@@ -447,10 +447,15 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
       {"base.yaml empty.yml", "", "replaygate: error: empty.yml is empty: " + accepted + "\n"},
       {"empty.policy base.yaml", "",
        "replaygate: error: empty.policy is empty: " + accepted + "\n"},
-      // White space alone is empty too; comments alone are the compiler's RG100, no position.
-      {"blank.yaml base.yaml", "", "replaygate: error: blank.yaml is empty: " + accepted + "\n"},
+      // White space alone, like comments alone, is the compiler's RG100, no position.
+      {"blank.yaml base.yaml", "",
+       "blank.yaml: error[RG100]: the policy file is empty\n      = hint: a policy is a "
+       "mapping with the keys policy, revision, inputs, verbs, default and rules (see "
+       "docs/policy-language.md)\nreplaygate: error: both policies must compile to be diffed\n"},
       {"base.yaml blank.policy", "",
-       "replaygate: error: blank.policy is empty: " + accepted + "\n"},
+       "blank.policy: error[RG100]: the policy file is empty\n      = hint: a .policy file "
+       "starts with 'policy NAME revision N', for example: policy dlq-replay-gate revision 1 (see "
+       "docs/policy-language.md)\nreplaygate: error: both policies must compile to be diffed\n"},
       {"comments.yaml base.yaml", "",
        "comments.yaml: error[RG100]: the policy file is empty\n      = hint: a policy is a "
        "mapping with the keys policy, revision, inputs, verbs, default and rules (see "
@@ -460,6 +465,13 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
        "starts with 'policy NAME revision N', for example: policy dlq-replay-gate revision 1 (see "
        "docs/policy-language.md)\nreplaygate: error: both policies must compile to be diffed\n"},
       {". base.yaml", "", "replaygate: cannot read '.': it is a directory\n"},
+      // Standard input can be read once: both sides on it is a usage error, before any read.
+      {"- -", "cat base.yaml",
+       "replaygate: error: OLD and NEW are both standard input (- and -), which can be read only "
+       "once; save one of them to a file\nRun 'replaygate diff --help' for usage.\n"},
+      {"- /dev/stdin", "cat base.rgt",
+       "replaygate: error: OLD and NEW are both standard input (- and /dev/stdin), which can be "
+       "read only once; save one of them to a file\nRun 'replaygate diff --help' for usage.\n"},
   };
   for (const Case& c : cases) {
     const CliResult r = run(c.args, c.stdin_from);

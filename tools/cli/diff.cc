@@ -184,8 +184,8 @@ bool load_side(const std::string& path, DiffSide* side) {
     std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
-  // White space alone is empty too (a policy with only comments gets the compiler's RG100).
-  if (bytes.find_first_not_of(" \t\r\n") == std::string::npos) return report_empty();
+  // White space alone goes to the compiler like a policy with only comments: its RG100 says the
+  // policy file is empty, with the language's hint.
   LoadedPolicy loaded;
   const int code = compile_policy_reporting(bytes, path, DiagnosticFormat::kText, &loaded);
   if (code == kExitOk && loaded.policy) {
@@ -388,6 +388,16 @@ int run_diff(const DiffOptions& options) {
                  options.format.c_str());
     return kExitUsage;
   }
+  // Standard input can be read only once: the second side would read nothing.
+  const auto is_stdin = [](const std::string& path) { return path == "-" || path == "/dev/stdin"; };
+  if (is_stdin(options.old_path) && is_stdin(options.new_path)) {
+    std::fprintf(stderr,
+                 "replaygate: error: OLD and NEW are both standard input (%s and %s), which can "
+                 "be read only once; save one of them to a file\nRun 'replaygate diff --help' for "
+                 "usage.\n",
+                 options.old_path.c_str(), options.new_path.c_str());
+    return kExitUsage;
+  }
   DiffSide old_side, new_side;
   const bool old_ok = load_side(options.old_path, &old_side);
   const bool new_ok = load_side(options.new_path, &new_side);
@@ -435,7 +445,8 @@ Runner setup_diff(CLI::App& sub) {
       "Either side may be a frozen table (.rgt, or any file with the table magic), e.g. the table\n"
       "deployed in production: it is lifted back into the policy it decides like and diffed as "
       "one.\n"
-      "Each input is read once, so a FIFO or /dev/stdin (or -) works; a policy needs a .policy, "
+      "Each input is read once, so a FIFO or /dev/stdin (or -) works, for one side only; a policy "
+      "needs a .policy, "
       ".yaml or\n"
       ".yml name (its extension picks the language), a table is known by its magic.\n"
       "Exit: 0 no verb changes, 1 verb changes but no more dangerous effect, 3 some input gets a\n"
