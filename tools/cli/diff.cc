@@ -161,15 +161,10 @@ bool load_side(const std::string& path, DiffSide* side) {
     if (table == nullptr) return report_table_failure(path, status);
     return lift_side(path, *table, side);
   }
-  // An empty input is neither a table nor a policy, whatever its name says: one message for all.
-  const auto report_empty = [&] {
-    std::fprintf(stderr, "replaygate: error: %s is empty: %s\n", path.c_str(), kAccepted);
-    return false;
-  };
   if (!has_policy_extension(path)) {
     // Not a table, and nothing says which policy language it is in (e.g. /dev/stdin).
     if (bytes.empty()) {
-      report_empty();
+      std::fprintf(stderr, "replaygate: error: %s is empty: %s\n", path.c_str(), kAccepted);
     } else {
       std::fprintf(stderr,
                    "replaygate: error: cannot tell what %s is: it is not a frozen table (it does "
@@ -184,8 +179,8 @@ bool load_side(const std::string& path, DiffSide* side) {
     std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
-  // White space alone goes to the compiler like a policy with only comments: its RG100 says the
-  // policy file is empty, with the language's hint.
+  // A policy file that is empty, white space or comments only goes to the compiler: its RG100
+  // says the policy file is empty, with the language's hint, as from compile and lint.
   LoadedPolicy loaded;
   const int code = compile_policy_reporting(bytes, path, DiagnosticFormat::kText, &loaded);
   if (code == kExitOk && loaded.policy) {
