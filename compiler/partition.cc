@@ -8,6 +8,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "compiler/regions.h"
+
 namespace replaygate {
 namespace {
 
@@ -114,21 +116,6 @@ std::string FieldPartition::atom_label(uint32_t atom) const {
     }
   }
   return "?";
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{:04x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 namespace {

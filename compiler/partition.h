@@ -40,14 +40,11 @@ struct FieldPartition {
   // The atom a concrete value interns to (the value must have the field's type).
   uint32_t atom_of(const ir::Value& value) const;
   // A readable name for an atom: "absent", "<other>", "\"payment.capture\"", "[0, 3)", "true".
-  // Strings are JSON string literals (json_string()), and an enum value that is not a plain word
-  // is one too: a policy's text never reaches a message with raw quotes or control bytes.
+  // Strings are JSON string literals (compiler/regions.h json_string()), and an enum value that is
+  // not a plain word is one too: a policy's text never reaches a message with raw quotes or control
+  // bytes.
   std::string atom_label(uint32_t atom) const;
 };
-
-// `text` as a JSON string literal (quotes included; control bytes as \u00XX, other bytes kept:
-// policy strings are valid UTF-8).
-std::string json_string(const std::string& text);
 
 struct Partition {
   std::vector<FieldPartition> fields;  // per Policy::fields

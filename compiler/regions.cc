@@ -372,6 +372,21 @@ ir::Value example_value(const FieldPartition& field, uint32_t atom, bool empty_m
   return ir::Value::String("");
 }
 
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\u{:04x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
 namespace {
 
 // Candidate ints of an int field's interval atom: both ends and their neighbours, inside min/max.

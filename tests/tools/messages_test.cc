@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compiler/diagnostic.h"
 #include "tests/support/cli_runner.h"
@@ -13,12 +15,28 @@ namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
 
+const char kGate[] = "policies/replay_gate.yaml";
+
 class MessagesTest : public CliFixture {
  protected:
   MessagesTest() : CliFixture(kSourceDir) {}
-};
 
-const char kGate[] = "policies/replay_gate.yaml";
+  // Runs `test` on the shipped gate with a case file holding `text`: exit 1 and, on stderr, each
+  // of `diagnostics` after the file's path (a blank line between them), then the line saying
+  // that the file's cases were not run.
+  void expect_case_file_errors(const std::string& text,
+                               const std::vector<std::string>& diagnostics) {
+    const std::string cases = (dir_ / "cases.yaml").string();
+    write_file(cases, text);
+    const CliResult r = run({"test", kGate, cases});
+    EXPECT_EQ(r.exit_code, 1);
+    std::string expected;
+    for (size_t i = 0; i < diagnostics.size(); ++i) {
+      expected += (i ? "\n" : "") + cases + diagnostics[i];
+    }
+    EXPECT_EQ(r.err, expected + cases + ": errors found; its cases were not run\n");
+  }
+};
 
 // The decide output line for an unreadable record `n` with `reason`, for replay_gate.yaml run
 // with --policy (the table checksum is the compiled policy's, read from the first line).
@@ -65,20 +83,19 @@ TEST_F(MessagesTest, DecideNamesANumberOutOfRangeAndAByteOrderMark) {
 
 // explain reads its letter with the same parser: the same names, as an unreadable letter (exit 1).
 TEST_F(MessagesTest, ExplainNamesANumberOutOfRangeAndAByteOrderMark) {
-  const CliResult huge = run({"explain", "--policy", kGate},
-                             "{\"topic\":\"payment.capture\",\"attempts\":12e99999}\n");
-  EXPECT_EQ(huge.exit_code, 1);
-  EXPECT_EQ(huge.out, "");
-  EXPECT_EQ(huge.err,
-            "replaygate explain: <stdin>: unreadable letter: invalid record: number out of "
-            "range for 'attempts': 12e99999\n");
-  const CliResult bom = run({"explain", "--policy", kGate},
-                            "\xEF\xBB\xBF{\"topic\":\"payment.capture\",\"attempts\":1}\n");
-  EXPECT_EQ(bom.exit_code, 1);
-  EXPECT_EQ(bom.out, "");
-  EXPECT_EQ(bom.err,
-            "replaygate explain: <stdin>: unreadable letter: invalid record: starts with a UTF-8 "
-            "byte-order mark (remove it)\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {"{\"topic\":\"payment.capture\",\"attempts\":12e99999}\n",
+       "number out of range for 'attempts': 12e99999"},
+      {"\xEF\xBB\xBF{\"topic\":\"payment.capture\",\"attempts\":1}\n",
+       "starts with a UTF-8 byte-order mark (remove it)"},
+  };
+  for (const auto& [letter, problem] : cases) {
+    const CliResult r = run({"explain", "--policy", kGate}, letter);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err,
+              "replaygate explain: <stdin>: unreadable letter: invalid record: " + problem + "\n");
+  }
 }
 
 // review reads whole JSON documents with nlohmann (not the letters parser); a number no double
@@ -98,59 +115,47 @@ TEST_F(MessagesTest, ReviewNamesANumberOutOfRange) {
 
 // An unknown verb and an unknown rule in one case are two independent mistakes: both reported.
 TEST_F(MessagesTest, TestReportsAnUnknownVerbAndAnUnknownRuleTogether) {
-  const std::string cases = (dir_ / "cases.yaml").string();
-  write_file(cases,
-             "cases:\n"
-             "  - name: both wrong\n"
-             "    input: {topic: payment.capture, error_class: timeout, attempts: 1,\n"
-             "            idempotency_key: k, already_committed: false}\n"
-             "    expect: replay_onec\n"
-             "    rule: already_comitted\n");
-  const CliResult r = run({"test", kGate, cases});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, cases +
-                       ":5:13: error[RG404]: unknown verb 'replay_onec'\n"
-                       "    5 |     expect: replay_onec\n"
-                       "      |             ^~~~~~~~~~~\n"
-                       "      = hint: did you mean 'replay_once'?\n\n" +
-                       cases +
-                       ":6:11: error[RG406]: the policy has no rule 'already_comitted'\n"
-                       "    6 |     rule: already_comitted\n"
-                       "      |           ^~~~~~~~~~~~~~~~\n"
-                       "      = hint: did you mean 'already_committed'?\n" +
-                       cases + ": errors found; its cases were not run\n");
+  expect_case_file_errors(
+      "cases:\n"
+      "  - name: both wrong\n"
+      "    input: {topic: payment.capture, error_class: timeout, attempts: 1,\n"
+      "            idempotency_key: k, already_committed: false}\n"
+      "    expect: replay_onec\n"
+      "    rule: already_comitted\n",
+      {":5:13: error[RG404]: unknown verb 'replay_onec'\n"
+       "    5 |     expect: replay_onec\n"
+       "      |             ^~~~~~~~~~~\n"
+       "      = hint: did you mean 'replay_once'?\n",
+       ":6:11: error[RG406]: the policy has no rule 'already_comitted'\n"
+       "    6 |     rule: already_comitted\n"
+       "      |           ^~~~~~~~~~~~~~~~\n"
+       "      = hint: did you mean 'already_committed'?\n"});
 }
 
 // `attempts: 01` is not silently 1: the policy's rule for int text (RG109) holds in case files.
 TEST_F(MessagesTest, TestRefusesALeadingZeroInt) {
-  const std::string cases = (dir_ / "cases.yaml").string();
-  write_file(cases,
-             "cases:\n"
-             "  - name: leading zero\n"
-             "    input: {topic: payment.capture, error_class: timeout, attempts: 01,\n"
-             "            idempotency_key: k, already_committed: false}\n"
-             "    expect: replay_once\n"
-             "  - name: negative, and quoted is a string\n"
-             "    input: {topic: payment.capture, error_class: '007', attempts: -007,\n"
-             "            idempotency_key: k, already_committed: false}\n"
-             "    expect: hold\n");
-  const CliResult r = run({"test", kGate, cases});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, cases +
-                       ":3:69: error[RG109]: '01' has a leading zero\n"
-                       "    3 |     input: {topic: payment.capture, error_class: timeout, "
-                       "attempts: 01,\n"
-                       "      | " +
-                       std::string(68, ' ') + "^~\n" +
-                       "      = hint: write 1, not 01 (or quote it for a string: '01')\n\n" +
-                       cases +
-                       ":7:67: error[RG109]: '-007' has a leading zero\n"
-                       "    7 |     input: {topic: payment.capture, error_class: '007', "
-                       "attempts: -007,\n"
-                       "      | " +
-                       std::string(66, ' ') + "^~~~\n" +
-                       "      = hint: write -7, not -007 (or quote it for a string: '-007')\n" +
-                       cases + ": errors found; its cases were not run\n");
+  expect_case_file_errors(
+      "cases:\n"
+      "  - name: leading zero\n"
+      "    input: {topic: payment.capture, error_class: timeout, attempts: 01,\n"
+      "            idempotency_key: k, already_committed: false}\n"
+      "    expect: replay_once\n"
+      "  - name: negative, and quoted is a string\n"
+      "    input: {topic: payment.capture, error_class: '007', attempts: -007,\n"
+      "            idempotency_key: k, already_committed: false}\n"
+      "    expect: hold\n",
+      {":3:69: error[RG109]: '01' has a leading zero\n"
+       "    3 |     input: {topic: payment.capture, error_class: timeout, attempts: 01,\n"
+       "      | " +
+           std::string(68, ' ') +
+           "^~\n"
+           "      = hint: write 1, not 01 (or quote it for a string: '01')\n",
+       ":7:67: error[RG109]: '-007' has a leading zero\n"
+       "    7 |     input: {topic: payment.capture, error_class: '007', attempts: -007,\n"
+       "      | " +
+           std::string(66, ' ') +
+           "^~~~\n"
+           "      = hint: write -7, not -007 (or quote it for a string: '-007')\n"});
 }
 
 // RG211 shows the policy's strings as JSON string literals: a quote, a tab or an escape byte in a
