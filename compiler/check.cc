@@ -225,34 +225,31 @@ class Checker {
     return literal.text;
   }
 
-  // A strict decimal int: optional '-', digits, no leading zero, fits int64. Reports RG109.
+  // A strict decimal int (read_decimal_int()). Reports RG109.
   std::optional<int64_t> parse_int(const Literal& literal) {
     const std::string& text = literal.text;
-    const bool negative = !text.empty() && text[0] == '-';
-    const std::string_view digits = std::string_view(text).substr(negative ? 1 : 0);
-    bool all_digits = !digits.empty();
-    for (char c : digits) all_digits = all_digits && c >= '0' && c <= '9';
-    if (!all_digits) {
-      std::string hint = "write a decimal integer such as 3 or -1";
-      if (text.size() > 1 && (text.substr(0, 2) == "0x" || text.substr(0, 2) == "0o")) {
-        hint = "only decimal ints are accepted: write the value in decimal";
-      }
-      error("RG109", quote(text) + " is not a decimal integer", literal.span, hint);
-      return std::nullopt;
-    }
-    if (digits.size() > 1 && digits[0] == '0') {
-      error("RG109", quote(text) + " has a leading zero", literal.span,
-            "write it without leading zeros (YAML 1.1 would read it as octal)");
-      return std::nullopt;
-    }
     int64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size()) {
-      error("RG109", quote(text) + " does not fit in a 64-bit integer", literal.span,
-            "ints range from -9223372036854775808 to 9223372036854775807");
-      return std::nullopt;
+    switch (read_decimal_int(text, &value)) {
+      case IntText::kOk:
+        return value;
+      case IntText::kNotDecimal: {
+        std::string hint = "write a decimal integer such as 3 or -1";
+        if (text.size() > 1 && (text.substr(0, 2) == "0x" || text.substr(0, 2) == "0o")) {
+          hint = "only decimal ints are accepted: write the value in decimal";
+        }
+        error("RG109", quote(text) + " is not a decimal integer", literal.span, hint);
+        return std::nullopt;
+      }
+      case IntText::kLeadingZero:
+        error("RG109", quote(text) + " has a leading zero", literal.span,
+              "write it without leading zeros (YAML 1.1 would read it as octal)");
+        return std::nullopt;
+      case IntText::kOutOfRange:
+        break;
     }
-    return value;
+    error("RG109", quote(text) + " does not fit in a 64-bit integer", literal.span,
+          "ints range from -9223372036854775808 to 9223372036854775807");
+    return std::nullopt;
   }
 
   // An int property (revision, min, max, a constant): bare decimal only.
@@ -1024,6 +1021,20 @@ class Checker {
 };
 
 }  // namespace
+
+IntText read_decimal_int(std::string_view text, int64_t* value) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::string_view digits = text.substr(negative ? 1 : 0);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return IntText::kNotDecimal;
+  }
+  if (digits.size() > 1 && digits[0] == '0') return IntText::kLeadingZero;
+  int64_t parsed = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  if (ec != std::errc() || end != text.data() + text.size()) return IntText::kOutOfRange;
+  *value = parsed;
+  return IntText::kOk;
+}
 
 CheckResult check(const ast::Policy& policy, std::string_view path) {
   CheckResult result;

@@ -11,6 +11,7 @@
 // analysis (compiler/analysis.h, RG2xx), which runs on an error-free result.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -30,5 +31,12 @@ struct CheckResult {
 // `path` goes into diagnostics and SourceMap::path. Does not fill source_base_name or
 // source_digest (the caller has the bytes). Never throws.
 CheckResult check(const ast::Policy& policy, std::string_view path);
+
+// How the text of a plain int literal reads: an optional '-', decimal digits, no leading zero
+// (YAML 1.1 reads `010` as octal, YAML 1.2 as 10: neither is what a reader expects), inside int64.
+// The one rule for ints written in YAML: check() reports anything but kOk as RG109, and the case
+// files of `replaygate test` use it too. *value is set only for kOk. Never throws.
+enum class IntText { kOk, kNotDecimal, kLeadingZero, kOutOfRange };
+IntText read_decimal_int(std::string_view text, int64_t* value);
 
 }  // namespace replaygate

@@ -423,18 +423,24 @@ std::string lower_code(std::string_view code) {
   return out;
 }
 
-// A file path as a SARIF artifactLocation.uri, which is a URI reference (SARIF 2.1.0 section
-// 3.4.3, RFC 3986): every byte outside RFC 3986's unreserved and sub-delims characters and '@' is
-// percent-encoded, '/' stays the segment separator, and ':' is encoded too so that a relative
-// path such as "c:x.yaml" is not read as a scheme (RFC 3986 section 4.2).
-std::string path_uri_reference(std::string_view path) {
+bool is_hex_digit(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// `text` with every byte percent-encoded except RFC 3986's unreserved characters (ALPHA DIGIT
+// - . _ ~), the bytes in `keep`, and, when `keep_escapes`, a '%' that already starts a
+// percent-encoding (%XX), so an encoded URL passes unchanged.
+std::string percent_encode(std::string_view text, std::string_view keep, bool keep_escapes) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  for (const char c : path) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const unsigned char b = static_cast<unsigned char>(c);
-    const bool keep = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
-                      std::string_view("-._~!$&'()*+,;=@/").find(c) != std::string_view::npos;
-    if (keep) {
+    const bool escape = c == '%' && keep_escapes && i + 2 < text.size() &&
+                        is_hex_digit(text[i + 1]) && is_hex_digit(text[i + 2]);
+    const bool unreserved = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ||
+                            (b >= '0' && b <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+    if (escape || unreserved || keep.find(c) != std::string_view::npos) {
       out += c;
     } else {
       out += '%';
@@ -443,6 +449,23 @@ std::string path_uri_reference(std::string_view path) {
     }
   }
   return out;
+}
+
+// A file path as a SARIF artifactLocation.uri, which is a URI reference (SARIF 2.1.0 section
+// 3.4.3, RFC 3986): every byte outside RFC 3986's unreserved and sub-delims characters and '@' is
+// percent-encoded, '/' stays the segment separator, and ':' is encoded too so that a relative
+// path such as "c:x.yaml" is not read as a scheme (RFC 3986 section 4.2).
+std::string path_uri_reference(std::string_view path) {
+  return percent_encode(path, "!$&'()*+,;=@/", /*keep_escapes=*/false);
+}
+
+// The --docs-url base as the start of a URI (RFC 3986): its reserved characters (scheme ':',
+// '/', '?', '@', '[' ']' of an IPv6 host, sub-delims) and existing %XX escapes are kept, so a
+// valid URL is unchanged; a space, a non-ASCII byte, '"', '<', '>', '\\', '^', '`', '{', '|', '}',
+// a control byte or a lone '%' is encoded. So is '#': the helpUri adds its own fragment, and a
+// URI has at most one.
+std::string help_base_uri(std::string_view base) {
+  return percent_encode(base, ":/?[]@!$&'()*+,;=", /*keep_escapes=*/true);
 }
 
 // SARIF 2.1.0 section 3.10.2 asks for an absolute URI where the path is absolute: "/tmp/x.yaml"
@@ -511,7 +534,8 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
       "          \"version\": ";
   append_json_string(out, tool_version);
   out += ",\n          \"informationUri\": ";
-  append_json_string(out, std::string(help_base) + "/docs/diagnostics.md");
+  const std::string base = help_base_uri(help_base);
+  append_json_string(out, base + "/docs/diagnostics.md");
   out += ",\n          \"rules\": [";
   for (size_t i = 0; i < codes.size(); ++i) {
     const std::string_view title = diagnostic_code_title(codes[i]);
@@ -521,8 +545,7 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
     out += ", \"shortDescription\": {\"text\": ";
     append_json_string(out, title.empty() ? "replaygate diagnostic " + codes[i] : title);
     out += "}, \"helpUri\": ";
-    append_json_string(out,
-                       std::string(help_base) + "/docs/diagnostics.md#" + lower_code(codes[i]));
+    append_json_string(out, base + "/docs/diagnostics.md#" + lower_code(codes[i]));
     out += "}";
   }
   out += codes.empty() ? "]\n" : "\n          ]\n";

@@ -48,7 +48,10 @@ std::string render_json(const std::vector<Diagnostic>& diagnostics);
 
 // SARIF 2.1.0 log (one run) for code-scanning tools. `tool_version` goes to tool.driver.version;
 // `help_base` is the URL the docs live under (no trailing slash): each rules[] entry (one per
-// distinct code, sorted) gets helpUri HELP_BASE/docs/diagnostics.md#rgNNN and a short description
+// distinct code, sorted) gets helpUri HELP_BASE/docs/diagnostics.md#rgNNN (HELP_BASE
+// percent-encoded where RFC 3986 requires it: a space, a non-ASCII or control byte, '"', '<', '>',
+// '\\', '^', '`', '{', '|', '}', '#', a '%' that starts no %XX; a valid URL is kept as is; the
+// same for informationUri) and a short description
 // from diagnostic_code_title(). Results carry ruleId, ruleIndex, level (error, warning, note),
 // message (plus the hint) and, when the diagnostic has a path, a location with the artifact URI
 // (the path as a URI reference: bytes outside RFC 3986's unreserved and sub-delims

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "compiler/regions.h"
+
 namespace replaygate {
 namespace {
 
@@ -96,9 +98,14 @@ std::string FieldPartition::atom_label(uint32_t atom) const {
   switch (type) {
     case ir::FieldType::kString:
       if (atom == kAtomOther) return "<other>";
-      return fmt::format("\"{}\"", strings.at(atom - 2));
-    case ir::FieldType::kEnum:
-      return strings.at(atom - 1);
+      return json_string(strings.at(atom - 2));
+    case ir::FieldType::kEnum: {
+      const std::string& value = strings.at(atom - 1);
+      const bool plain = std::all_of(value.begin(), value.end(), [](unsigned char c) {
+        return c > ' ' && c != '"' && c != '\\' && c != 0x7f;
+      });
+      return plain && !value.empty() ? value : json_string(value);
+    }
     case ir::FieldType::kBool:
       return atom == 2 ? "true" : "false";
     case ir::FieldType::kInt: {

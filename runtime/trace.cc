@@ -203,6 +203,14 @@ std::vector<OutlineRule> outline(const Table& table) {
   return out;
 }
 
+std::vector<TraceDerivation> derivations(const Table& table) {
+  std::vector<TraceDerivation> out;
+  for (const format::DerivationRecord& d : TableTraceAccess::impl(table).derivations) {
+    out.push_back({d.field, d.op, d.lhs, d.rhs});
+  }
+  return out;
+}
+
 static_assert(kStructureWildcard == format::kWildcard);
 
 Structure structure(const Table& table) {

@@ -63,6 +63,17 @@ struct Trace {
 // input's value for one is ignored.
 Trace trace(const Table& table, const Input& input);
 
+// A derived field's definition as stored (runtime/table_format.h derivations): the bool `field`
+// is `lhs op rhs` over two int fields, `op` an ir::Op code among eq ne lt le gt ge.
+struct TraceDerivation {
+  uint32_t field = 0;
+  uint32_t op = 0;
+  uint32_t lhs = 0, rhs = 0;
+};
+// Every derived field of `table`, ascending by field (verified at load). Cheap: no rule is read,
+// unlike structure(). `explain --table` shows the formula of each.
+std::vector<TraceDerivation> derivations(const Table& table);
+
 // The decision structure of a loaded table, for pictures (`replaygate graph --table`).
 struct OutlineRule {
   bool is_table = false;

@@ -430,6 +430,19 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
   struct Case {
     std::string args, stdin_from, err;
   };
+  const auto rg100_yaml = [](const std::string& name) {
+    return name +
+           ": error[RG100]: the policy file is empty\n      = hint: a policy is a mapping with the "
+           "keys policy, revision, inputs, verbs, default and rules (see docs/policy-language.md)"
+           "\nreplaygate: error: both policies must compile to be diffed\n";
+  };
+  const auto rg100_dsl = [](const std::string& name) {
+    return name +
+           ": error[RG100]: the policy file is empty\n      = hint: a .policy file starts with "
+           "'policy NAME revision N', for example: policy dlq-replay-gate revision 1 (see "
+           "docs/policy-language.md)\nreplaygate: error: both policies must compile to be "
+           "diffed\n";
+  };
   for (const char* name : {"empty.yaml", "empty.yml", "empty.policy"}) write(name, "");
   write("blank.yaml", "  \n\n");
   write("blank.policy", " \t\r\n\n");
@@ -442,24 +455,23 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
        "pick the policy language; save it to a file with one of those extensions (" +
            accepted + ")\n"},
       {"/dev/null base.yaml", "", "replaygate: error: /dev/null is empty: " + accepted + "\n"},
-      // An empty policy file gets the same message, whatever its extension (not a diagnostic).
-      {"empty.yaml base.yaml", "", "replaygate: error: empty.yaml is empty: " + accepted + "\n"},
-      {"base.yaml empty.yml", "", "replaygate: error: empty.yml is empty: " + accepted + "\n"},
-      {"empty.policy base.yaml", "",
-       "replaygate: error: empty.policy is empty: " + accepted + "\n"},
-      // White space alone is empty too; comments alone are the compiler's RG100, no position.
-      {"blank.yaml base.yaml", "", "replaygate: error: blank.yaml is empty: " + accepted + "\n"},
-      {"base.yaml blank.policy", "",
-       "replaygate: error: blank.policy is empty: " + accepted + "\n"},
-      {"comments.yaml base.yaml", "",
-       "comments.yaml: error[RG100]: the policy file is empty\n      = hint: a policy is a "
-       "mapping with the keys policy, revision, inputs, verbs, default and rules (see "
-       "docs/policy-language.md)\nreplaygate: error: both policies must compile to be diffed\n"},
-      {"comments.policy base.yaml", "",
-       "comments.policy: error[RG100]: the policy file is empty\n      = hint: a .policy file "
-       "starts with 'policy NAME revision N', for example: policy dlq-replay-gate revision 1 (see "
-       "docs/policy-language.md)\nreplaygate: error: both policies must compile to be diffed\n"},
+      // A policy file that is empty, white space or comments only is the compiler's RG100 (no
+      // position), as from compile and lint; its extension picks the language's hint.
+      {"empty.yaml base.yaml", "", rg100_yaml("empty.yaml")},
+      {"base.yaml empty.yml", "", rg100_yaml("empty.yml")},
+      {"empty.policy base.yaml", "", rg100_dsl("empty.policy")},
+      {"blank.yaml base.yaml", "", rg100_yaml("blank.yaml")},
+      {"base.yaml blank.policy", "", rg100_dsl("blank.policy")},
+      {"comments.yaml base.yaml", "", rg100_yaml("comments.yaml")},
+      {"comments.policy base.yaml", "", rg100_dsl("comments.policy")},
       {". base.yaml", "", "replaygate: cannot read '.': it is a directory\n"},
+      // Standard input can be read once: both sides on it is a usage error, before any read.
+      {"- -", "cat base.yaml",
+       "replaygate: error: OLD and NEW are both standard input (- and -), which can be read only "
+       "once; save one of them to a file\nRun 'replaygate diff --help' for usage.\n"},
+      {"- /dev/stdin", "cat base.rgt",
+       "replaygate: error: OLD and NEW are both standard input (- and /dev/stdin), which can be "
+       "read only once; save one of them to a file\nRun 'replaygate diff --help' for usage.\n"},
   };
   for (const Case& c : cases) {
     const CliResult r = run(c.args, c.stdin_from);

@@ -189,7 +189,8 @@ TEST_F(ReviewCliTest, ExplainComputesDerivedInputsForPolicyAndTable) {
   const std::string policy = "policies/generation_recovery.yaml";
   const std::string table = (dir_ / "recovery.rgt").string();
   ASSERT_EQ(run({"compile", policy, "-o", table}).exit_code, 0);
-  for (const char* name : {"recovery_stale", "recovery_stale_in_letter"}) {
+  for (const char* name :
+       {"recovery_stale", "recovery_stale_in_letter", "recovery_invalid_stale_in_letter"}) {
     SCOPED_TRACE(name);
     const std::string letter = std::string("tests/data/explain/") + name + ".json";
     const CliResult by_policy = run({"explain", "--policy", policy, letter});
@@ -205,6 +206,20 @@ TEST_F(ReviewCliTest, ExplainComputesDerivedInputsForPolicyAndTable) {
     ASSERT_NE(expected.find(from), std::string::npos);
     expected.replace(expected.find(from), from.size(), "(" + table + ")");
     EXPECT_EQ(by_table.out, expected);
+  }
+  // The JSON form: `letter` holds the computed value, `derived` the formula and the letter's own
+  // value, which decide() ignores; the same from the table.
+  const std::string letter = "tests/data/explain/recovery_stale_in_letter.json";
+  for (const std::vector<std::string>& source :
+       {std::vector<std::string>{"--policy", policy}, std::vector<std::string>{"--table", table}}) {
+    const CliResult r = run({"explain", source[0], source[1], "--format", "json", letter});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("    \"stale\": \"false\",\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  \"derived\": {\n    \"stale\": {\n      \"formula\": "
+                         "\"message_revision < record_revision\",\n      \"computed\": "
+                         "\"false\",\n      \"ignored_letter_value\": \"true\"\n    }\n  },\n"),
+              std::string::npos)
+        << r.out;
   }
 }
 

@@ -161,15 +161,10 @@ bool load_side(const std::string& path, DiffSide* side) {
     if (table == nullptr) return report_table_failure(path, status);
     return lift_side(path, *table, side);
   }
-  // An empty input is neither a table nor a policy, whatever its name says: one message for all.
-  const auto report_empty = [&] {
-    std::fprintf(stderr, "replaygate: error: %s is empty: %s\n", path.c_str(), kAccepted);
-    return false;
-  };
   if (!has_policy_extension(path)) {
     // Not a table, and nothing says which policy language it is in (e.g. /dev/stdin).
     if (bytes.empty()) {
-      report_empty();
+      std::fprintf(stderr, "replaygate: error: %s is empty: %s\n", path.c_str(), kAccepted);
     } else {
       std::fprintf(stderr,
                    "replaygate: error: cannot tell what %s is: it is not a frozen table (it does "
@@ -184,8 +179,8 @@ bool load_side(const std::string& path, DiffSide* side) {
     std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
-  // White space alone is empty too (a policy with only comments gets the compiler's RG100).
-  if (bytes.find_first_not_of(" \t\r\n") == std::string::npos) return report_empty();
+  // A policy file that is empty, white space or comments only goes to the compiler: its RG100
+  // says the policy file is empty, with the language's hint, as from compile and lint.
   LoadedPolicy loaded;
   const int code = compile_policy_reporting(bytes, path, DiagnosticFormat::kText, &loaded);
   if (code == kExitOk && loaded.policy) {
@@ -388,6 +383,16 @@ int run_diff(const DiffOptions& options) {
                  options.format.c_str());
     return kExitUsage;
   }
+  // Standard input can be read only once: the second side would read nothing.
+  const auto is_stdin = [](const std::string& path) { return path == "-" || path == "/dev/stdin"; };
+  if (is_stdin(options.old_path) && is_stdin(options.new_path)) {
+    std::fprintf(stderr,
+                 "replaygate: error: OLD and NEW are both standard input (%s and %s), which can "
+                 "be read only once; save one of them to a file\nRun 'replaygate diff --help' for "
+                 "usage.\n",
+                 options.old_path.c_str(), options.new_path.c_str());
+    return kExitUsage;
+  }
   DiffSide old_side, new_side;
   const bool old_ok = load_side(options.old_path, &old_side);
   const bool new_ok = load_side(options.new_path, &new_side);
@@ -435,7 +440,8 @@ Runner setup_diff(CLI::App& sub) {
       "Either side may be a frozen table (.rgt, or any file with the table magic), e.g. the table\n"
       "deployed in production: it is lifted back into the policy it decides like and diffed as "
       "one.\n"
-      "Each input is read once, so a FIFO or /dev/stdin (or -) works; a policy needs a .policy, "
+      "Each input is read once, so a FIFO or /dev/stdin (or -) works, for one side only; a policy "
+      "needs a .policy, "
       ".yaml or\n"
       ".yml name (its extension picks the language), a table is known by its magic.\n"
       "Exit: 0 no verb changes, 1 verb changes but no more dangerous effect, 3 some input gets a\n"

@@ -10,6 +10,8 @@
 // With --policy the walk runs over the checked IR (tools/cli/ir_eval.h, the interpreter's
 // semantics); with --table over the frozen table (runtime/trace.h). Both build the same Report, so
 // the two print the same text for the same policy; both are checked against decide().
+// The letter section shows a derived field (compiler/ir.h Derivation) with the value the rules saw,
+// the computed one, and its formula; a value the letter gave for it is shown as ignored.
 // Exit: 0 explained (whatever the verb), 1 policy errors or an unreadable letter, 2 usage/I/O.
 #include <simdjson.h>
 
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "compiler/interpret.h"
+#include "compiler/ir.h"
 #include "compiler/lower.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
@@ -63,10 +66,25 @@ struct RuleStep {
   std::string row;                        // tables: the row that hit, or ""
 };
 
+// A derived field (compiler/ir.h Derivation): how it is computed and the value the walk used.
+struct DerivedField {
+  bool derived = false;
+  std::string formula;   // "message_revision < record_revision"
+  std::string computed;  // "true", "false"; "" when not computed (invalid input)
+};
+
+struct LetterLine {
+  std::string field;
+  std::string value;  // as read ("<missing>" when the letter has none); derived: the computed one
+  DerivedField derived;
+  std::string letter_value;  // derived fields only: the letter's own value, ignored ("" if none)
+};
+
 struct Report {
   std::string policy_id;
   int64_t revision = 0;
-  std::vector<std::pair<std::string, std::string>> letter;  // field -> value as read
+  std::vector<LetterLine> letter;
+  std::vector<DerivedField> derived;  // per field, filled by the walk
   bool valid = true;
   std::string invalid_field, invalid_why, invalid_value;
   std::vector<RuleStep> steps;
@@ -92,6 +110,25 @@ LetterValue slot_value(const Input::Slot& slot) {
   return LetterValue::Invalid();
 }
 
+// "message_revision < record_revision": a derived field's formula, in describe_condition()'s
+// symbols.
+std::string derivation_text(const std::string& lhs, ir::Op op, const std::string& rhs) {
+  return lhs + " " + op_word_symbol(ir::op_name(op)) + " " + rhs;
+}
+
+// The letter section's line for one field. A derived field shows the value the rules saw (the
+// computed one) and its formula; a value the letter gave for it is named as ignored, since
+// decide() never reads it.
+std::string letter_line_text(const LetterLine& line) {
+  if (!line.derived.derived) return line.value;
+  std::string out = line.value + " (derived: " + line.derived.formula;
+  if (line.derived.computed.empty()) out += "; the input is invalid";
+  if (!line.letter_value.empty()) {
+    out += "; the letter's value " + line.letter_value + " is ignored";
+  }
+  return out + ")";
+}
+
 // The decision part, common to both walks (read from the table, which both have).
 void fill_decision(const Table& table, const Decision& d, uint32_t line, Report* report) {
   report->verb = table.verb_name(d.verb);
@@ -111,6 +148,16 @@ Report explain_policy(const ir::CheckedPolicy& checked, const Table& table, cons
   report.policy_id = policy.id;
   report.revision = policy.revision;
   const ValidatedLetter valid = validate_letter(policy, letter);
+  for (uint32_t f = 0; f < policy.fields.size(); ++f) {
+    DerivedField derived;
+    if (const auto& d = policy.fields[f].derived) {
+      derived.derived = true;
+      derived.formula =
+          derivation_text(policy.fields.at(d->lhs).name, d->op, policy.fields.at(d->rhs).name);
+      if (valid.valid) derived.computed = describe_field_value(valid.values.at(f));
+    }
+    report.derived.push_back(std::move(derived));
+  }
   if (!valid.valid) {
     report.valid = false;
     report.invalid_field = policy.fields.at(valid.invalid_field).name;
@@ -190,6 +237,18 @@ Report explain_table(const Table& table, const Input& input, const Letter& lette
   report.policy_id = table.policy_id();
   report.revision = table.revision();
   const Trace tr = trace(table, input);
+  report.derived.resize(table.field_count());
+  for (const TraceDerivation& d : derivations(table)) {
+    DerivedField& derived = report.derived.at(d.field);
+    derived.derived = true;
+    derived.formula =
+        derivation_text(std::string(table.field(d.lhs).name), static_cast<ir::Op>(d.op),
+                        std::string(table.field(d.rhs).name));
+    // trace() computes a derived field only when every field is valid, as decide() does.
+    if (tr.decision.kind != DecisionKind::kInvalidInput && d.field < tr.fields.size()) {
+      derived.computed = tr.fields[d.field].atom_label;
+    }
+  }
   if (tr.decision.kind == DecisionKind::kInvalidInput) {
     const uint32_t f = tr.decision.invalid_field;
     report.valid = false;
@@ -238,7 +297,9 @@ Report explain_table(const Table& table, const Input& input, const Letter& lette
 std::string render_text(const Report& r, const std::string& source) {
   std::string out = "policy " + r.policy_id + " revision " + std::to_string(r.revision) + " (" +
                     source + ")\nletter:\n";
-  for (const auto& [field, value] : r.letter) out += "  " + field + " = " + value + "\n";
+  for (const LetterLine& line : r.letter) {
+    out += "  " + line.field + " = " + letter_line_text(line) + "\n";
+  }
   if (!r.valid) {
     // An unreadable value has nothing to show beyond the why.
     const std::string value =
@@ -284,8 +345,19 @@ std::string render_json(const Report& r, const std::string& source) {
   Json doc;
   doc["policy"] = {{"id", r.policy_id}, {"revision", r.revision}, {"source", source}};
   Json letter = Json::object();
-  for (const auto& [field, value] : r.letter) letter[field] = value;
+  Json derived = Json::object();
+  for (const LetterLine& line : r.letter) {
+    letter[line.field] = line.value;
+    if (!line.derived.derived) continue;
+    Json d = {
+        {"formula", line.derived.formula},
+        {"computed", line.derived.computed.empty() ? Json(nullptr) : Json(line.derived.computed)}};
+    // The letter's own value for the field, which decide() ignores (null when it gave none).
+    d["ignored_letter_value"] = line.letter_value.empty() ? Json(nullptr) : Json(line.letter_value);
+    derived[line.field] = std::move(d);
+  }
   doc["letter"] = std::move(letter);
+  if (!derived.empty()) doc["derived"] = std::move(derived);
   doc["valid"] = r.valid;
   if (!r.valid) {
     doc["invalid"] = {
@@ -396,7 +468,15 @@ int run_explain(const ExplainOptions& options) {
   Report report =
       checked ? explain_policy(*checked, *table, letter) : explain_table(*table, input, letter);
   for (uint32_t f = 0; f < table->field_count(); ++f) {
-    report.letter.emplace_back(std::string(table->field(f).name), describe_value(letter[f]));
+    LetterLine line;
+    line.field = table->field(f).name;
+    line.value = describe_value(letter[f]);
+    if (f < report.derived.size() && report.derived[f].derived) {
+      line.derived = report.derived[f];
+      if (letter[f].kind != LetterValue::Kind::kMissing) line.letter_value = line.value;
+      line.value = line.derived.computed.empty() ? "<not computed>" : line.derived.computed;
+    }
+    report.letter.push_back(std::move(line));
   }
   // The explanation must name the verb and rule decide() gives; anything else is a bug.
   const Decision d = table->decide(input);

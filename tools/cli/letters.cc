@@ -4,6 +4,9 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -63,10 +66,56 @@ bool fail_json(std::string* problem, simdjson::error_code code) {
   return fail(problem, describe_json_error(code));
 }
 
-// Reads `value` into field `index` of `type`. Returns false only for malformed JSON (*problem
-// set); a well-formed value of the wrong type marks the field invalid instead.
-bool set_field(od::value& value, uint32_t index, FieldType type, Input& input, std::string* problem,
-               bool* saw_container) {
+// True when `token` is a JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?).
+bool is_json_number(std::string_view token) {
+  size_t i = 0;
+  const auto digits = [&] {
+    const size_t from = i;
+    while (i < token.size() && token[i] >= '0' && token[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < token.size() && token[i] == '-') ++i;
+  if (i < token.size() && token[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < token.size() && token[i] == '.' && (++i, !digits())) return false;
+  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    if (i < token.size() && (token[i] == '+' || token[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == token.size();
+}
+
+// When `value` (a number simdjson would not read) is well-formed JSON whose magnitude no double
+// holds (1e400), sets *problem to "number out of range for 'FIELD': 1e400" and returns true:
+// simdjson calls it a number error, but the record is valid JSON and the value is what is wrong.
+// Only on error paths: the value is still unread there, so its raw token is available.
+bool number_out_of_range(od::value& value, const std::string& name, std::string* problem) {
+  std::string_view token = value.raw_json_token();
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\r' ||
+                            token.back() == '\n')) {
+    token.remove_suffix(1);
+  }
+  if (!is_json_number(token)) return false;
+  const std::string copy(token);
+  errno = 0;
+  const double magnitude = std::strtod(copy.c_str(), nullptr);
+  if (errno != ERANGE || !std::isinf(magnitude)) return false;
+  constexpr size_t kShown = 40;  // a number may be a megabyte of digits
+  const std::string shown =
+      token.size() > kShown ? std::string(token.substr(0, kShown)) + "..." : copy;
+  fail(problem, "number out of range for " + quote_for_reason(name) + ": " + shown);
+  return true;
+}
+
+// Reads `value` into field `index` (named `name`) of `type`. Returns false only for malformed JSON
+// or a number beyond the double range (*problem set); a well-formed value of the wrong type marks
+// the field invalid instead.
+bool set_field(od::value& value, uint32_t index, const std::string& name, FieldType type,
+               Input& input, std::string* problem, bool* saw_container) {
   od::json_type json_type;
   if (auto error = value.type().get(json_type)) return fail_json(problem, error);
   switch (json_type) {
@@ -105,6 +154,7 @@ bool set_field(od::value& value, uint32_t index, FieldType type, Input& input, s
           input.set_int(index, number);
           return true;
         }
+        if (number_out_of_range(value, name, problem)) return false;
         if (error != simdjson::INCORRECT_TYPE && error != simdjson::NUMBER_OUT_OF_RANGE) {
           return fail_json(problem, error);
         }
@@ -113,6 +163,7 @@ bool set_field(od::value& value, uint32_t index, FieldType type, Input& input, s
       }
       double ignored = 0;
       const simdjson::error_code error = value.get_double().get(ignored);
+      if (error && number_out_of_range(value, name, problem)) return false;
       if (error && error != simdjson::NUMBER_OUT_OF_RANGE) {
         return fail_json(problem, error);
       }
@@ -188,6 +239,10 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   bool saw_container = false;
   const bool ok = parse_object(line, input, meta, problem, &saw_container);
   if (ok && !saw_container) return true;
+  // simdjson reads a byte-order mark as bad JSON; say what it is (checked only after a failure).
+  if (!ok && line.starts_with("\xEF\xBB\xBF")) {
+    return fail(problem, "starts with a UTF-8 byte-order mark (remove it)");
+  }
   switch (scan_json_shape(line, kMaxJsonDepth)) {
     case JsonShape::kTooDeep:
       return fail(problem, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -253,7 +308,8 @@ bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta*
       if (!read_metadata(value, "body_hash", &meta->body_hash, &meta->has_body_hash, problem)) {
         return false;
       }
-    } else if (!set_field(value, index, s.types[index], input, problem, saw_container)) {
+    } else if (!set_field(value, index, s.names[index], s.types[index], input, problem,
+                          saw_container)) {
       return false;
     }
   }

@@ -4,9 +4,11 @@
 // Strict on purpose (a typo must never make a field silently absent): an unknown key, a duplicate
 // key, a value of the wrong JSON type for metadata, a line that is not one JSON object, bad JSON,
 // text that is not UTF-8, nesting over kMaxJsonDepth or trailing content make the record
-// unreadable. A field value of the wrong JSON type (a string for an int field, 1.5, an int
-// beyond int64, an object...) is passed to the runtime as invalid, which decides the default with
-// "invalid input: FIELD". JSON null is absent (Input::set_null).
+// unreadable; so do a line that starts with a UTF-8 byte-order mark ("starts with a UTF-8
+// byte-order mark (remove it)") and a number no double can hold, in any field ("number out of
+// range for 'FIELD': 1e400"). A field value of the wrong JSON type (a string for an int field,
+// 1.5, an int beyond int64, an object...) is passed to the runtime as invalid, which decides the
+// default with "invalid input: FIELD". JSON null is absent (Input::set_null).
 #pragma once
 
 #include <memory>

@@ -95,8 +95,10 @@ int read_object(const std::string& path, const char* what, json* out) {
   // win, so `"already_committed": true, "already_committed": false` would read as false.
   std::vector<std::set<std::string>> keys_seen;  // one set per open object
   std::string duplicate;
+  std::string last_key;  // the key whose value is being read (names a number out of range)
   const json::parser_callback_t no_duplicate_keys = [&](int, json::parse_event_t event,
                                                         json& parsed) {
+    if (event == json::parse_event_t::key) last_key = parsed.get<std::string>();
     if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
     if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
     if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty() &&
@@ -111,6 +113,23 @@ int read_object(const std::string& path, const char* what, json* out) {
     return kExitFindings;
   }
   *out = json::parse(text, no_duplicate_keys, /*allow_exceptions=*/false);
+  if (out->is_discarded()) {
+    // Well-formed JSON with a number no double holds (1e400) is refused too, but by its name:
+    // nlohmann reports it as out_of_range 406, which only the throwing parse tells apart.
+    try {
+      keys_seen.clear();
+      const json again = json::parse(text, no_duplicate_keys);
+      (void)again;  // not reached: the same text failed above
+    } catch (const json::out_of_range& e) {
+      if (e.id == 406) {
+        const std::string where = last_key.empty() ? "" : " for " + quote_for_reason(last_key);
+        std::fprintf(stderr, "replaygate: invalid %s: %s: number out of range%s\n", what,
+                     path.c_str(), where.c_str());
+        return kExitFindings;
+      }
+    } catch (const json::exception&) {
+    }
+  }
   if (out->is_discarded() || !out->is_object()) {
     std::fprintf(stderr, "replaygate: invalid %s: %s is not a JSON object\n", what, path.c_str());
     return kExitFindings;

@@ -12,7 +12,8 @@
 // are booleans; plain decimal integers are ints; plain null/~ or an empty value is null (absent);
 // other plain scalars are strings; a sequence or mapping is an invalid value. A value of the wrong
 // type for its field is passed to the runtime as invalid (so invalid inputs can be tested).
-// Problems in the case file are diagnostics RG401-RG406 (exit 1, no case runs).
+// Problems in the case file are diagnostics RG401-RG406, and RG109 for an int written with a
+// leading zero (`01`), as in a policy (exit 1, no case runs).
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/check.h"
 #include "compiler/interpret.h"
 #include "compiler/lower.h"
 #include "compiler/yaml_tree.h"
@@ -186,6 +188,19 @@ class CaseReader {
       }
       if (c.input->is_mapping()) {
         for (const auto& [key, value] : c.input->entries) {
+          // The policy's rule for int text (RG109): `01` is neither 1 nor the string "01".
+          int64_t ignored = 0;
+          if (value.is_scalar() && !value.quoted &&
+              read_decimal_int(value.scalar, &ignored) == IntText::kLeadingZero) {
+            const size_t sign = value.scalar[0] == '-' ? 1 : 0;
+            const size_t zeros = value.scalar.find_first_not_of('0', sign);
+            const std::string fixed =
+                value.scalar.substr(0, sign) +
+                (zeros == std::string::npos ? "0" : value.scalar.substr(zeros));
+            error(value, "RG109", "'" + value.scalar + "' has a leading zero",
+                  "write " + fixed + ", not " + value.scalar + " (or quote it for a string: '" +
+                      value.scalar + "')");
+          }
           if (table_.field_index(key.scalar) != Table::kNoField) continue;
           const std::string suggestion = closest_match(key.scalar, field_names);
           error(key, "RG403", "'" + key.scalar + "' is not an input of the policy",
@@ -206,7 +221,8 @@ class CaseReader {
         const std::string suggestion = closest_match(expect->scalar, verb_names);
         error(*expect, "RG404", "unknown verb '" + expect->scalar + "'",
               suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
-        continue;
+        // The rule and reason are still checked: an unknown verb says nothing about the rule id,
+        // so both mistakes are reported in one run. The case itself is dropped below.
       }
       if (const yaml::Node* rule = item.find("rule")) {
         if (!rule->is_scalar()) {
@@ -229,6 +245,7 @@ class CaseReader {
           c.reason = reason->scalar;
         }
       }
+      if (c.expect_verb == UINT32_MAX) continue;
       cases.push_back(std::move(c));
     }
     return cases;

@@ -1,0 +1,234 @@
+// End-to-end tests of messages a break-it tester found unclear: exact stderr/stdout and exit codes
+// for letters with a number no double holds or a byte-order mark (decide, explain, review), case
+// files with an unknown verb and an unknown rule or a leading-zero int (test), and a gap whose
+// strings hold quotes and control bytes (lint, RG211).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/diagnostic.h"
+#include "tests/support/cli_runner.h"
+
+namespace {
+
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
+const char kGate[] = "policies/replay_gate.yaml";
+
+class MessagesTest : public CliFixture {
+ protected:
+  MessagesTest() : CliFixture(kSourceDir) {}
+
+  // Runs `test` on the shipped gate with a case file holding `text`: exit 1 and, on stderr, each
+  // of `diagnostics` after the file's path (a blank line between them), then the line saying
+  // that the file's cases were not run.
+  void expect_case_file_errors(const std::string& text,
+                               const std::vector<std::string>& diagnostics) {
+    const std::string cases = (dir_ / "cases.yaml").string();
+    write_file(cases, text);
+    const CliResult r = run({"test", kGate, cases});
+    EXPECT_EQ(r.exit_code, 1);
+    std::string expected;
+    for (size_t i = 0; i < diagnostics.size(); ++i) {
+      expected += (i ? "\n" : "") + cases + diagnostics[i];
+    }
+    EXPECT_EQ(r.err, expected + cases + ": errors found; its cases were not run\n");
+  }
+};
+
+// The decide output line for an unreadable record `n` with `reason`, for replay_gate.yaml run
+// with --policy (the table checksum is the compiled policy's, read from the first line).
+std::string invalid_line(int n, const std::string& reason, const std::string& checksum) {
+  return "{\"n\":" + std::to_string(n) +
+         ",\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\",\"rule\":\"default\","
+         "\"reason\":\"" +
+         reason + "\",\"policy\":\"dlq-replay-gate\",\"revision\":1,\"table\":\"" + checksum +
+         "\",\"invalid\":true}\n";
+}
+
+// A number no double can hold is well-formed JSON: the record is refused by the field's name and
+// "number out of range", whatever the field's type (int, string, bool), never as "bad JSON". A
+// line that starts with a UTF-8 byte-order mark is named as such. Both get the default.
+TEST_F(MessagesTest, DecideNamesANumberOutOfRangeAndAByteOrderMark) {
+  const std::string tail =
+      "\"error_class\":\"timeout\",\"idempotency_key\":\"k\",\"already_committed\":false}\n";
+  const std::string letters =
+      "{\"topic\":\"payment.capture\",\"attempts\":1e400," + tail +
+      "{\"topic\":1e400,\"attempts\":1," + tail +
+      "{\"topic\":\"payment.capture\",\"attempts\":1,\"error_class\":\"timeout\","
+      "\"idempotency_key\":\"k\",\"already_committed\":-1E+999}\n"
+      "\xEF\xBB\xBF{\"topic\":\"payment.capture\",\"attempts\":1," +
+      tail +
+      // Not out of range: tiny numbers read as 0 and huge ints as doubles stay invalid inputs.
+      "{\"topic\":\"payment.capture\",\"attempts\":1e-400," + tail +
+      "{\"topic\":\"payment.capture\",\"attempts\":1e300," + tail;
+  const CliResult r = run({"decide", "--policy", kGate}, letters);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const size_t at = r.out.find("\"table\":\"");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string checksum = r.out.substr(at + 9, 32);
+  EXPECT_EQ(
+      r.out,
+      invalid_line(1, "invalid record: number out of range for 'attempts': 1e400", checksum) +
+          invalid_line(2, "invalid record: number out of range for 'topic': 1e400", checksum) +
+          invalid_line(3, "invalid record: number out of range for 'already_committed': -1E+999",
+                       checksum) +
+          invalid_line(4, "invalid record: starts with a UTF-8 byte-order mark (remove it)",
+                       checksum) +
+          invalid_line(5, "invalid input: attempts", checksum) +
+          invalid_line(6, "invalid input: attempts", checksum));
+}
+
+// explain reads its letter with the same parser: the same names, as an unreadable letter (exit 1).
+TEST_F(MessagesTest, ExplainNamesANumberOutOfRangeAndAByteOrderMark) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"{\"topic\":\"payment.capture\",\"attempts\":12e99999}\n",
+       "number out of range for 'attempts': 12e99999"},
+      {"\xEF\xBB\xBF{\"topic\":\"payment.capture\",\"attempts\":1}\n",
+       "starts with a UTF-8 byte-order mark (remove it)"},
+  };
+  for (const auto& [letter, problem] : cases) {
+    const CliResult r = run({"explain", "--policy", kGate}, letter);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err,
+              "replaygate explain: <stdin>: unreadable letter: invalid record: " + problem + "\n");
+  }
+}
+
+// review reads whole JSON documents with nlohmann (not the letters parser); a number no double
+// holds is named there too, with the key that holds it.
+TEST_F(MessagesTest, ReviewNamesANumberOutOfRange) {
+  const std::string message = (dir_ / "message.json").string();
+  const std::string record = (dir_ / "record.json").string();
+  write_file(message, "{\"operation_id\": \"op-1\", \"revision\": 1e400}\n");
+  write_file(record, "{\"operation_id\": \"op-1\", \"phase\": \"accepted\", \"revision\": 2}\n");
+  const CliResult r = run({"review", "--policy", "policies/generation_recovery.yaml", "--message",
+                           message, "--record", record});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "replaygate: invalid message: " + message + ": number out of range for 'revision'\n");
+}
+
+// An unknown verb and an unknown rule in one case are two independent mistakes: both reported.
+TEST_F(MessagesTest, TestReportsAnUnknownVerbAndAnUnknownRuleTogether) {
+  expect_case_file_errors(
+      "cases:\n"
+      "  - name: both wrong\n"
+      "    input: {topic: payment.capture, error_class: timeout, attempts: 1,\n"
+      "            idempotency_key: k, already_committed: false}\n"
+      "    expect: replay_onec\n"
+      "    rule: already_comitted\n",
+      {":5:13: error[RG404]: unknown verb 'replay_onec'\n"
+       "    5 |     expect: replay_onec\n"
+       "      |             ^~~~~~~~~~~\n"
+       "      = hint: did you mean 'replay_once'?\n",
+       ":6:11: error[RG406]: the policy has no rule 'already_comitted'\n"
+       "    6 |     rule: already_comitted\n"
+       "      |           ^~~~~~~~~~~~~~~~\n"
+       "      = hint: did you mean 'already_committed'?\n"});
+}
+
+// `attempts: 01` is not silently 1: the policy's rule for int text (RG109) holds in case files.
+TEST_F(MessagesTest, TestRefusesALeadingZeroInt) {
+  expect_case_file_errors(
+      "cases:\n"
+      "  - name: leading zero\n"
+      "    input: {topic: payment.capture, error_class: timeout, attempts: 01,\n"
+      "            idempotency_key: k, already_committed: false}\n"
+      "    expect: replay_once\n"
+      "  - name: negative, and quoted is a string\n"
+      "    input: {topic: payment.capture, error_class: '007', attempts: -007,\n"
+      "            idempotency_key: k, already_committed: false}\n"
+      "    expect: hold\n",
+      {":3:69: error[RG109]: '01' has a leading zero\n"
+       "    3 |     input: {topic: payment.capture, error_class: timeout, attempts: 01,\n"
+       "      | " +
+           std::string(68, ' ') +
+           "^~\n"
+           "      = hint: write 1, not 01 (or quote it for a string: '01')\n",
+       ":7:67: error[RG109]: '-007' has a leading zero\n"
+       "    7 |     input: {topic: payment.capture, error_class: '007', attempts: -007,\n"
+       "      | " +
+           std::string(66, ' ') +
+           "^~~~\n"
+           "      = hint: write -7, not -007 (or quote it for a string: '-007')\n"});
+}
+
+// RG211 shows the policy's strings as JSON string literals: a quote, a tab or an escape byte in a
+// domain value cannot forge the message or drive the terminal.
+TEST_F(MessagesTest, GapMessageEscapesQuotesAndControlBytes) {
+  const std::string policy = (dir_ / "gap.yaml").string();
+  write_file(policy,
+             "policy: gap\n"
+             "revision: 1\n"
+             "inputs:\n"
+             "  topic:\n"
+             "    type: string\n"
+             "    domain: [\"pay\\\"ments\", \"tab\\there\", \"esc\\e[31m\"]\n"
+             "verbs:\n"
+             "  hold: {effect: none, description: keep it}\n"
+             "  replay: {effect: create, description: send again}\n"
+             "default: hold\n"
+             "default_reason: nothing matched\n"
+             "rules:\n"
+             "  - guard: g\n"
+             "    when: {topic: other}\n"
+             "    verb: replay\n"
+             "    reason: r\n");
+  const CliResult r = run({"lint", policy});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, policy +
+                       ":10:10: info[RG211]: known inputs fall to the default 'hold': topic: "
+                       "\"esc\\u001b[31m\" | \"pay\\\"ments\" | \"tab\\u0009here\"; e.g. "
+                       "{\"topic\": \"esc\\u001b[31m\"}\n"
+                       "   10 | default: hold\n"
+                       "      |          ^~~~\n"
+                       "      = hint: add a row or guard that decides them, or leave them to the "
+                       "default on purpose\n" +
+                       policy + ": ok\n");
+  EXPECT_EQ(r.out, "");
+}
+
+// --docs-url goes into helpUri and informationUri percent-encoded where RFC 3986 requires it
+// (a space, non-ASCII, '"', '<', '>', '\\', '^', '`', '{', '|', '}', a '#' before the fragment,
+// a '%' that starts no %XX); a valid URL, reserved characters and %XX escapes included, is kept.
+TEST(SarifHelpUri, DocsUrlIsPercentEncoded) {
+  replaygate::Diagnostic d;
+  d.code = "RG104";
+  d.message = "unknown verb";
+  const auto help = [&](const std::string& base) {
+    const std::string log = replaygate::render_sarif({d}, "", "1.2.3", base);
+    const std::string key = "\"helpUri\": \"";
+    const size_t at = log.find(key);
+    return at == std::string::npos
+               ? std::string("<none>")
+               : log.substr(at + key.size(), log.find('"', at + key.size()) - at - key.size());
+  };
+  EXPECT_EQ(help("https://example.com/my docs/\xC3\xA9t\xC3\xA9"),
+            "https://example.com/my%20docs/%C3%A9t%C3%A9/docs/diagnostics.md#rg104");
+  EXPECT_EQ(help("https://x.test/a\"b<c>d\\e^f`g{h|i}j#k 100%"),
+            "https://x.test/a%22b%3Cc%3Ed%5Ce%5Ef%60g%7Bh%7Ci%7Dj%23k%20100%25/docs/"
+            "diagnostics.md#rg104");
+  const std::string valid = "https://user@[::1]:8080/p;v=1/a%20b/(x)!$&'*+,=~-._?q=1&r=%7E";
+  EXPECT_EQ(help(valid), valid + "/docs/diagnostics.md#rg104");
+  EXPECT_NE(replaygate::render_sarif({d}, "", "1.2.3", "https://x.test/my docs")
+                .find("\"informationUri\": \"https://x.test/my%20docs/docs/diagnostics.md\""),
+            std::string::npos);
+}
+
+// The same through the CLI: `lint --format sarif --docs-url`.
+TEST_F(MessagesTest, LintSarifEncodesTheDocsUrl) {
+  const CliResult r = run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif", "--docs-url",
+                           "https://docs.test/replay gate"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("\"helpUri\": \"https://docs.test/replay%20gate/docs/diagnostics.md#rg"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("replay gate"), std::string::npos) << r.out;
+}
+
+}  // namespace
