@@ -649,10 +649,6 @@ DecideIndex::DecideFn select_decide(const DecideIndex& x) noexcept {
   return &decide_indexed;
 }
 
-Decision Table::decide(const Input& input) const noexcept {
-  return impl_->fast.entry(*impl_, input);
-}
-
 struct DecideIndexAccess {
   static const Table::Impl& impl(const Table& table) noexcept { return *table.impl_; }
 };

@@ -1054,7 +1054,7 @@ TableBuffer::~TableBuffer() {
   }
 }
 
-Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), decide_(impl_->fast.entry) {}
 Table::~Table() = default;
 
 namespace {

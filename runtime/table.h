@@ -140,7 +140,8 @@ class Table {
   ~Table();
 
   // Fails closed; see the header comment. Never allocates, never throws, never does I/O.
-  Decision decide(const Input& input) const noexcept;
+  // Inline: one indirect call to the body chosen at load (runtime/decide_index.h, entry).
+  Decision decide(const Input& input) const noexcept { return decide_(*impl_, input); }
 
   std::string_view policy_id() const noexcept;
   int64_t revision() const noexcept;
@@ -194,6 +195,7 @@ class Table {
  private:
   explicit Table(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  Decision (*decide_)(const Impl&, const Input&) noexcept;  // impl_->fast.entry
   friend class Input;
   friend struct TableTraceAccess;   // runtime/trace.cc reads the loaded table (read only)
   friend struct DecideIndexAccess;  // runtime/decide.cc: the unindexed path, for tests (read only)
