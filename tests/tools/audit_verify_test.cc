@@ -105,6 +105,28 @@ TEST_F(AuditVerifyTest, AnEmptyLastLineIsToleratedAndRemovedByTheNextAppend) {
   EXPECT_EQ(nlohmann::json::parse(text.substr(good.size()))["prev"], last_hash_of(good));
 }
 
+// A Windows line ending or an editor's spaces on the trailing empty lines: still no entry there,
+// so tolerated and removed like "\n" (they used to block every append).
+TEST_F(AuditVerifyTest, BlankLastLinesWithSpacesOrCrAreToleratedAndRemoved) {
+  const std::string good = two_decisions();
+  write_file(log(), good + "\r\n \t\n");
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, log() +
+                       ": 2 empty lines after the last entry: tolerated (no entry is missing or "
+                       "changed); the next append removes them\n" +
+                       log() + ": ok, 2 entries (2 decisions, 0 results), last hash " +
+                       last_hash_of(good) + "\n");
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "replaygate: note: removed 2 empty lines from the end of " + log() +
+                       " (after the last entry; no entry was changed)\n");
+  const std::string text = read_file(log());
+  EXPECT_EQ(text.substr(0, good.size()), good);
+  EXPECT_TRUE(audit::verify_bytes(text).ok());
+  EXPECT_EQ(audit::verify_bytes(text).entries, 3u);
+}
+
 TEST_F(AuditVerifyTest, SeveralEmptyLastLinesAndATornTailAreRemovedTogether) {
   const std::string good = two_decisions();
   write_file(log(), good + "\n\n{\"seq\":3");
@@ -474,6 +496,27 @@ TEST_F(AuditVerifyTest, OutputThroughASymbolicLinkIsRefused) {
                        "link)\n");
   EXPECT_TRUE(fs::is_symlink(dir_ / "dangling.rgt"));
   EXPECT_FALSE(fs::exists(dir_ / "nowhere"));
+}
+
+// A value nested 100,000 levels deep in an entry (the hash chain intact) crashed every reader of
+// the log (nlohmann's dump() recurses when the value is shown): it is now refused before parsing,
+// like a letter nested deeper than 32 levels, and appends refuse the log with nothing written.
+TEST_F(AuditVerifyTest, AnEntryNestedTooDeeplyIsAFindingNotACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string bytes = chained({kDecisionBody + ",\"deep\":" + deep});
+  write_file(log(), bytes);
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find(": line 1: nested deeper than 32 levels (no entry is)\n"), std::string::npos)
+      << r.out;
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run({"decide", "--policy", kGate, "--audit", log(), "--operator", "ana"},
+          "{\"topic\":\"payment.capture\",\"error_class\":\"timeout\",\"attempts\":1,"
+          "\"idempotency_key\":\"k\",\"already_committed\":false}\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");  // nothing printed that was not recorded
+  EXPECT_EQ(read_file(log()), bytes);
 }
 
 }  // namespace

@@ -155,6 +155,11 @@ std::string parse_object(std::string_view line, json* out) {
     }
     return true;
   };
+  // The same structural bound as letters: no deep nesting reaches the parser (or dump(), which
+  // recurses, when a value is shown in a message).
+  if (scan_json_shape(line, kMaxJsonDepth) == JsonShape::kTooDeep) {
+    return "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (no entry is)";
+  }
   *out = json::parse(line, no_duplicate_keys, /*allow_exceptions=*/false);
   if (out->is_discarded()) return "not valid JSON";
   if (!out->is_object()) return "not a JSON object";
@@ -297,6 +302,7 @@ std::string line_problem(std::string_view line) {
 // then a problem of its line).
 bool continues_chain(std::string_view fragment, uint64_t expected_seq,
                      const std::string& prev_hash) {
+  if (scan_json_shape(fragment, kMaxJsonDepth) == JsonShape::kTooDeep) return false;
   const json entry = json::parse(fragment, nullptr, /*allow_exceptions=*/false);
   if (!entry.is_object()) return false;
   const auto seq = entry.find("seq");
@@ -304,12 +310,23 @@ bool continues_chain(std::string_view fragment, uint64_t expected_seq,
   return seq != entry.end() && *seq == expected_seq && prev != entry.end() && *prev == prev_hash;
 }
 
-// The end of the last line of bytes[0, complete) that is not empty, its '\n' included (0 when
-// every line there is empty): the lines between it and `complete` are empty lines ("\n").
-size_t end_of_last_nonempty_line(std::string_view bytes, size_t complete) {
+// The end of the last line of bytes[0, complete) that is not blank (empty, or only spaces, tabs
+// and CRs: an editor's empty last line, a Windows line ending), its '\n' included (0 when every
+// line there is blank): the lines between it and `complete` hold no entry.
+size_t end_of_last_nonblank_line(std::string_view bytes, size_t complete) {
   size_t end = complete;
-  while (end > 0 && (end == 1 || bytes[end - 2] == '\n')) --end;
+  while (end > 0) {
+    const size_t previous = end >= 2 ? bytes.rfind('\n', end - 2) : std::string_view::npos;
+    const size_t start = previous == std::string_view::npos ? 0 : previous + 1;
+    if (!is_blank(bytes.substr(start, end - 1 - start))) break;
+    end = start;
+  }
   return end;
+}
+
+// How many lines bytes[from, to) holds (whole lines: each ends with '\n').
+size_t lines_in(std::string_view bytes, size_t from, size_t to) {
+  return static_cast<size_t>(std::count(bytes.begin() + from, bytes.begin() + to, '\n'));
 }
 
 }  // namespace
@@ -338,7 +355,7 @@ VerifyReport verify_bytes(std::string_view bytes) {
   const size_t complete = last_newline == std::string_view::npos ? 0 : last_newline + 1;
   // Empty lines at the very end, after the last entry (the file ends "\n\n"): no entry is missing
   // there, so they are tolerated (and removed by the next append), unless an entry follows them.
-  const size_t body_end = end_of_last_nonempty_line(bytes, complete);
+  const size_t body_end = end_of_last_nonblank_line(bytes, complete);
   std::map<uint64_t, uint64_t> decisions;  // decision seq -> seq of its result (0: none yet)
   // What each table (by checksum) was recorded as: one table is one policy revision, and gives
   // each verb one effect.
@@ -442,7 +459,7 @@ VerifyReport verify_bytes(std::string_view bytes) {
     report.unterminated = true;
     check_line(fragment);
   } else {
-    report.trailing_empty_lines = complete - body_end;
+    report.trailing_empty_lines = lines_in(bytes, body_end, complete);
     if (!fragment.empty()) {
       report.torn_tail = true;
       report.torn_bytes = fragment.size();
@@ -510,7 +527,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   // one (and touch nothing, not even a torn tail, when refusing).
   const size_t last_newline = bytes.rfind('\n');
   const size_t complete = last_newline == std::string::npos ? 0 : last_newline + 1;
-  const size_t body_end = end_of_last_nonempty_line(bytes, complete);
+  const size_t body_end = end_of_last_nonblank_line(bytes, complete);
   const auto line_number_at = [&bytes](size_t offset) {
     return std::to_string(std::count(bytes.begin(), bytes.begin() + offset, '\n') + 1);
   };
@@ -562,7 +579,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
       return fail("cannot repair the end of " + path + ": " + errno_text(errno));
     }
     result.removed_torn_tail = std::string(fragment);
-    result.removed_empty_lines = complete - body_end;
+    result.removed_empty_lines = lines_in(bytes, body_end, complete);
     bytes.resize(body_end);
     restore_size = body_end;
   }
