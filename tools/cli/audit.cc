@@ -143,27 +143,18 @@ bool is_blank(std::string_view line) {
 // Parses one line as a JSON object with no key given twice (nlohmann would keep the last one, so
 // `"effect":"none","effect":"create"` would read as create). "" or what is wrong.
 std::string parse_object(std::string_view line, json* out) {
-  std::vector<std::set<std::string>> keys_seen;  // one set per open object
-  std::string duplicate;
-  const json::parser_callback_t no_duplicate_keys = [&](int, json::parse_event_t event,
-                                                        json& parsed) {
-    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
-    if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
-    if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty() &&
-        !keys_seen.back().insert(parsed.get<std::string>()).second) {
-      duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
+  DuplicateKeyWatch watch;
   // The same structural bound as letters: no deep nesting reaches the parser (or dump(), which
   // recurses, when a value is shown in a message).
   if (scan_json_shape(line, kMaxJsonDepth) == JsonShape::kTooDeep) {
     return "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (no entry is)";
   }
-  *out = json::parse(line, no_duplicate_keys, /*allow_exceptions=*/false);
+  *out = json::parse(line, watch.callback(), /*allow_exceptions=*/false);
   if (out->is_discarded()) return "not valid JSON";
   if (!out->is_object()) return "not a JSON object";
-  if (!duplicate.empty()) return "the field " + name_of(duplicate) + " is given twice";
+  if (!watch.duplicate().empty()) {
+    return "the field " + name_of(watch.duplicate()) + " is given twice";
+  }
   return "";
 }
 
@@ -330,6 +321,27 @@ size_t lines_in(std::string_view bytes, size_t from, size_t to) {
 }
 
 }  // namespace
+
+json::parser_callback_t DuplicateKeyWatch::callback() {
+  return [this](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_seen_.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys_seen_.empty()) keys_seen_.pop_back();
+    if (event == json::parse_event_t::key) {
+      last_key_ = parsed.get<std::string>();
+      if (!keys_seen_.empty() && duplicate_.empty() &&
+          !keys_seen_.back().insert(last_key_).second) {
+        duplicate_ = last_key_;
+      }
+    }
+    return true;
+  };
+}
+
+void DuplicateKeyWatch::reset() {
+  keys_seen_.clear();
+  duplicate_.clear();
+  last_key_.clear();
+}
 
 std::string line_hash(std::string_view line) {
   const XXH128_hash_t h = XXH3_128bits(line.data(), line.size());

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,6 +112,22 @@ VerifyReport verify_bytes(std::string_view bytes);
 
 // XXH3-128 of `line` as 32 hex digits (high half first).
 std::string line_hash(std::string_view line);
+
+// Watches a nlohmann parse for a key given twice in one object (nlohmann keeps the last one, so
+// `"effect":"none","effect":"create"` would read as create) and for the key whose value is being
+// read (to name a number out of range). Pass callback() to json::parse; it refuses nothing.
+// One watch per parse: reset() before parsing again.
+class DuplicateKeyWatch {
+ public:
+  nlohmann::json::parser_callback_t callback();
+  const std::string& duplicate() const { return duplicate_; }  // the first key given twice, or ""
+  const std::string& last_key() const { return last_key_; }
+  void reset();
+
+ private:
+  std::vector<std::set<std::string>> keys_seen_;  // one set per open object
+  std::string duplicate_, last_key_;
+};
 
 // The current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
 std::string utc_now();

@@ -93,36 +93,24 @@ int read_object(const std::string& path, const char* what, json* out) {
   }
   // A key given twice is refused, as in dump records: with nlohmann's default the last one would
   // win, so `"already_committed": true, "already_committed": false` would read as false.
-  std::vector<std::set<std::string>> keys_seen;  // one set per open object
-  std::string duplicate;
-  std::string last_key;  // the key whose value is being read (names a number out of range)
-  const json::parser_callback_t no_duplicate_keys = [&](int, json::parse_event_t event,
-                                                        json& parsed) {
-    if (event == json::parse_event_t::key) last_key = parsed.get<std::string>();
-    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
-    if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
-    if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty() &&
-        !keys_seen.back().insert(parsed.get<std::string>()).second) {
-      duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
+  audit::DuplicateKeyWatch watch;
   if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
     std::fprintf(stderr, "replaygate: invalid %s: %s is not valid UTF-8 (byte %zu)\n", what,
                  path.c_str(), bad + 1);
     return kExitFindings;
   }
-  *out = json::parse(text, no_duplicate_keys, /*allow_exceptions=*/false);
+  *out = json::parse(text, watch.callback(), /*allow_exceptions=*/false);
   if (out->is_discarded()) {
     // Well-formed JSON with a number no double holds (1e400) is refused too, but by its name:
     // nlohmann reports it as out_of_range 406, which only the throwing parse tells apart.
     try {
-      keys_seen.clear();
-      const json again = json::parse(text, no_duplicate_keys);
+      watch.reset();
+      const json again = json::parse(text, watch.callback());
       (void)again;  // not reached: the same text failed above
     } catch (const json::out_of_range& e) {
       if (e.id == 406) {
-        const std::string where = last_key.empty() ? "" : " for " + quote_for_reason(last_key);
+        const std::string where =
+            watch.last_key().empty() ? "" : " for " + quote_for_reason(watch.last_key());
         std::fprintf(stderr, "replaygate: invalid %s: %s: number out of range%s\n", what,
                      path.c_str(), where.c_str());
         return kExitFindings;
@@ -134,9 +122,9 @@ int read_object(const std::string& path, const char* what, json* out) {
     std::fprintf(stderr, "replaygate: invalid %s: %s is not a JSON object\n", what, path.c_str());
     return kExitFindings;
   }
-  if (!duplicate.empty()) {
+  if (!watch.duplicate().empty()) {
     std::fprintf(stderr, "replaygate: invalid %s: %s has the key %s twice\n", what, path.c_str(),
-                 quote_for_reason(duplicate).c_str());
+                 quote_for_reason(watch.duplicate()).c_str());
     return kExitFindings;
   }
   return kExitOk;
