@@ -519,4 +519,14 @@ TEST_F(AuditVerifyTest, AnEntryNestedTooDeeplyIsAFindingNotACrash) {
   EXPECT_EQ(read_file(log()), bytes);
 }
 
+// A result for a log that does not exist is refused without creating the log.
+TEST_F(AuditVerifyTest, AResultForAMissingLogCreatesNothing) {
+  const CliResult r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: the audit log " + log() +
+                       " does not exist (a result goes into the log that holds its decision)\n"
+                       "replaygate: the result was NOT recorded\n");
+  EXPECT_FALSE(fs::exists(log()));
+}
+
 }  // namespace

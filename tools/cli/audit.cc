@@ -520,7 +520,14 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     return result;
   };
   Fd f;
-  f.fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  // A result needs the log its decision is in: never create one for it (a refused result would
+  // leave an empty log behind).
+  const int create = decision_seq != 0 ? 0 : O_CREAT;
+  f.fd = ::open(path.c_str(), O_RDWR | O_APPEND | create | O_CLOEXEC, 0644);
+  if (f.fd < 0 && errno == ENOENT && decision_seq != 0) {
+    return fail("the audit log " + path + " does not exist (a result goes into the log that " +
+                "holds its decision)");
+  }
   if (f.fd < 0) return fail("cannot open audit log " + path + ": " + errno_text(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) return fail("cannot stat " + path + ": " + errno_text(errno));

@@ -54,7 +54,8 @@ struct AppendResult {
 
 // Appends `entry` (a JSON object; its `seq` and `prev` are set here) to the log at `path`,
 // creating the file (mode 0644) when it does not exist. When `decision_seq` is non-zero, the log
-// must already hold a decision entry with that seq (for result entries). Errors (ok false): the
+// must already exist (it is never created then) and hold a decision entry with that seq (for
+// result entries). Errors (ok false): the
 // path cannot be opened or is not a regular file, locking, reading, writing or fsync fails, the
 // last line that is not empty is not a valid entry (the chain cannot be continued: run `audit
 // verify`; nothing is changed then; "(line N) is not a valid audit entry (PROBLEM)"), an empty
