@@ -529,4 +529,18 @@ TEST_F(AuditVerifyTest, AResultForAMissingLogCreatesNothing) {
   EXPECT_FALSE(fs::exists(log()));
 }
 
+// A bad value is shown as JSON with everything past ASCII escaped once: an ESC or a right-to-left
+// override in the log cannot drive the terminal, and a backslash is not doubled.
+TEST_F(AuditVerifyTest, ABadValueIsShownEscapedOnce) {
+  std::string body = kDecisionBody;
+  body.replace(body.find("\"kind\":\"decision\""), 17, "\"kind\":\"x\\u001b\u202e\"");
+  write_file(log(), chained({body}));
+  const CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(": line 1: unknown kind \"x\\u001b\\u202e\"; expected \"decision\" or "
+                       "\"result\"\n"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace

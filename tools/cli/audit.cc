@@ -89,11 +89,13 @@ std::string escape_bytes(std::string_view bytes) {
   return out;
 }
 
-// A field's value for a message: its JSON text, escaped, cut to 64 bytes ("...").
+// A field's value for a message: its JSON text with everything past ASCII as \uXXXX (so no
+// control or bidi character reaches the terminal, and nothing is escaped twice), cut to 64 bytes
+// ("...").
 std::string shown(const json& value) {
-  const std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  const std::string_view cut = utf8_prefix(text, 64);
-  return escape_control(cut) + (cut.size() < text.size() ? "..." : "");
+  const std::string text = value.dump(-1, ' ', true, json::error_handler_t::replace);
+  const std::string_view cut = std::string_view(text).substr(0, 64);
+  return std::string(cut) + (cut.size() < text.size() ? "..." : "");
 }
 
 // A field name for a message (an unknown key may hold anything).
