@@ -312,7 +312,7 @@ TEST_F(AuditVerifyTest, EntriesTheWritersNeverWriteAreFindings) {
                 ": line 3: a second result for decision 1 (its result is entry 2); a decision "
                 "has one result\n" +
                 log() + ": line 4: the field 'effect' is given twice\n" + log() +
-                ": BROKEN, 3 entries (1 decisions, 2 results)");
+                ": BROKEN, 3 entries (1 decision, 2 results)");
 }
 
 // A leap day, a valid seq/prev chain of what the library writes, and entries the writers write
@@ -335,7 +335,7 @@ TEST_F(AuditVerifyTest, WhatTheWritersWriteVerifies) {
   EXPECT_EQ(result_for("3").exit_code, 0);
   r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find(": ok, 4 entries (3 decisions, 1 results)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": ok, 4 entries (3 decisions, 1 result)"), std::string::npos) << r.out;
 }
 
 // A file name that is not UTF-8 is recorded with U+FFFD for its bad bytes, and the decisions are

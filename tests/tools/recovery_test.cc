@@ -197,7 +197,7 @@ TEST_F(RecoveryTest, PreparedHoldsUntilConfirmedThenDispatchesAndRecords) {
   EXPECT_NE(r.err.find("has no decision entry 7"), std::string::npos) << r.err;
   r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find(": ok, 2 entries (1 decisions, 1 results), last hash "), std::string::npos)
+  EXPECT_NE(r.out.find(": ok, 2 entries (1 decision, 1 result), last hash "), std::string::npos)
       << r.out;
 }
 

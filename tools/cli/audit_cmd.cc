@@ -103,10 +103,13 @@ int run_verify(const AuditOptions& o) {
               ": the last line is a complete entry continuing the chain but lacks its final "
               "newline; it is kept, and the next append writes the newline first\n";
     }
+    const auto count = [](uint64_t n, const char* one, const char* many) {
+      return std::to_string(n) + " " + (n == 1 ? one : many);
+    };
     text += o.file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
-            std::to_string(report.entries) + " entries (" + std::to_string(report.decisions) +
-            " decisions, " + std::to_string(report.results) + " results), last hash " +
-            report.last_hash + "\n";
+            count(report.entries, "entry", "entries") + " (" +
+            count(report.decisions, "decision", "decisions") + ", " +
+            count(report.results, "result", "results") + "), last hash " + report.last_hash + "\n";
   }
   if (!print_to_stdout(text, "the report")) return kExitUsage;
   return report.ok() ? kExitOk : kExitFindings;
