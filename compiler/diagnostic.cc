@@ -534,7 +534,10 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
       "          \"version\": ";
   append_json_string(out, tool_version);
   out += ",\n          \"informationUri\": ";
-  const std::string base = help_base_uri(help_base);
+  // "https://x.test/" and "https://x.test" both give "https://x.test/docs/...", never "//docs".
+  std::string base = help_base_uri(help_base);
+  const size_t path_start = base.find("://") == std::string::npos ? 0 : base.find("://") + 3;
+  while (base.size() > path_start && base.ends_with('/')) base.pop_back();
   append_json_string(out, base + "/docs/diagnostics.md");
   out += ",\n          \"rules\": [";
   for (size_t i = 0; i < codes.size(); ++i) {

@@ -47,7 +47,8 @@ std::string render_text(const std::vector<Diagnostic>& diagnostics, std::string_
 std::string render_json(const std::vector<Diagnostic>& diagnostics);
 
 // SARIF 2.1.0 log (one run) for code-scanning tools. `tool_version` goes to tool.driver.version;
-// `help_base` is the URL the docs live under (no trailing slash): each rules[] entry (one per
+// `help_base` is the URL the docs live under (an absolute URL without query or fragment: the CLI
+// checks it; trailing slashes are dropped before the path is joined): each rules[] entry (one per
 // distinct code, sorted) gets helpUri HELP_BASE/docs/diagnostics.md#rgNNN (HELP_BASE
 // percent-encoded where RFC 3986 requires it: a space, a non-ASCII or control byte, '"', '<', '>',
 // '\\', '^', '`', '{', '|', '}', '#', a '%' that starts no %XX; a valid URL is kept as is; the

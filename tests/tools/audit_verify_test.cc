@@ -280,6 +280,16 @@ TEST_F(AuditVerifyTest, EntriesTheWritersNeverWriteAreFindings) {
       {{with(R"("operator":"ana")", R"("operator":"a\u2028")")},
        "line 1: 'operator' contains the control character U+2028 (byte 2)"},
       {{with(R"("operator":"ana")", R"("operator":"")")}, "line 1: 'operator' is empty"},
+      {{with(R"("operator":"ana")", R"("operator":"\u200b")")},
+       "line 1: 'operator' has only white space or invisible characters, such as U+200B (byte 1)"},
+      {{with(R"("operator":"ana")", R"("operator":"\u00a0\u3000")")},
+       "line 1: 'operator' has only white space or invisible characters, such as U+00A0 (byte 1)"},
+      {{with(R"("operator":"ana")", R"("operator":"\ufeff")")},
+       "line 1: 'operator' has only white space or invisible characters, such as U+FEFF (byte 1)"},
+      {{with(R"("operator":"ana")", R"("operator":"ana\u202e")")},
+       "line 1: 'operator' contains the bidirectional control character U+202E (byte 4)"},
+      {{with(R"("operator":"ana")", R"("operator":"a\u2067b")")},
+       "line 1: 'operator' contains the bidirectional control character U+2067 (byte 2)"},
       {{with(R"("table_checksum":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")",
              R"("table_checksum":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")")},
        "line 1: 'table_checksum' is \"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"; expected 32 hex "
@@ -406,6 +416,22 @@ TEST_F(AuditVerifyTest, OperatorMustBeOnePrintableLine) {
       {"a\xe2\x80\xa9", "contains the control character U+2029 (byte 2)"},
       {"a\xff", "is not valid UTF-8 (byte 2)"},
       {"\xc3", "is not valid UTF-8 (byte 1)"},
+      // Names that look empty, or reorder the text shown after them.
+      {"\xe2\x80\x8b", "has only white space or invisible characters, such as U+200B (byte 1)"},
+      {" \xc2\xa0", "has only white space or invisible characters, such as U+00A0 (byte 2)"},
+      {"\xef\xbb\xbf", "has only white space or invisible characters, such as U+FEFF (byte 1)"},
+      {"\xe3\x80\x80", "has only white space or invisible characters, such as U+3000 (byte 1)"},
+      {"\xe2\x81\xa0\xe2\x80\x8d",
+       "has only white space or invisible characters, such as U+2060 (byte 1)"},
+      {"\xf3\xa0\x80\x81",
+       "has only white space or invisible characters, such as U+E0001 (byte 1)"},
+      {"ana\xe2\x80\xaenimda", "contains the bidirectional control character U+202E (byte 4)"},
+      {"\xe2\x80\x8e", "contains the bidirectional control character U+200E (byte 1)"},
+      {"a\xe2\x80\x8f", "contains the bidirectional control character U+200F (byte 2)"},
+      {"a\xe2\x80\xaa", "contains the bidirectional control character U+202A (byte 2)"},
+      {"a\xe2\x81\xa6|", "contains the bidirectional control character U+2066 (byte 2)"},
+      {"a\xe2\x81\xa9", "contains the bidirectional control character U+2069 (byte 2)"},
+      {"a\xd8\x9c", "contains the bidirectional control character U+061C (byte 2)"},
   };
   for (const auto& [name, problem] : cases) {
     const CliResult r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision",
@@ -416,7 +442,11 @@ TEST_F(AuditVerifyTest, OperatorMustBeOnePrintableLine) {
   }
   for (const auto& [name, problem] : std::vector<std::pair<std::string, std::string>>{
            {"ana\nseq 9", "contains the control character U+000A (byte 4)"},
-           {"a\xff", "is not valid UTF-8 (byte 2)"}}) {
+           {"a\xff", "is not valid UTF-8 (byte 2)"},
+           {"", "is empty"},
+           {"\xe2\x80\x8b",
+            "has only white space or invisible characters, such as U+200B (byte 1)"},
+           {"ana\xe2\x80\xae", "contains the bidirectional control character U+202E (byte 4)"}}) {
     CliResult r = run({"decide", "--policy", kGate, "--audit", log(), "--operator", name}, "");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.err, "replaygate decide: error: --operator " + problem + rule +
@@ -430,12 +460,46 @@ TEST_F(AuditVerifyTest, OperatorMustBeOnePrintableLine) {
                          "\nRun 'replaygate review --help' for usage.\n");
   }
   EXPECT_FALSE(fs::exists(log()));
-  // A name in any script is fine.
+  // A name in any script is fine, and so are spaces and joiners between visible characters.
   two_decisions();
-  const CliResult r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "1",
-                           "--outcome", "done", "--operator", "Zoë 李"});
+  CliResult r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "1",
+                     "--outcome", "done", "--operator", "Zoë 李"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run({"audit", "result", "--log", log(), "--decision", "2", "--revision", "1", "--outcome",
+           "done", "--operator", "Ana\xc2\xa0Silva \xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(audit::verify_bytes(read_file(log())).ok());
+}
+
+// An empty --operator says so the same way in every command that takes one (it used to be "--audit
+// needs --operator NAME" for decide and "give --audit FILE and --operator NAME" for review).
+TEST_F(AuditVerifyTest, EmptyOperatorSaysEmptyEverywhere) {
+  const std::string message =
+      "--operator is empty: who acted is recorded in the audit log and must be printable text on "
+      "one line (e.g. --operator ana)";
+  CliResult r = run({"decide", "--policy", kGate, "--audit", log(), "--operator", ""}, "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate decide: error: " + message +
+                       "\nRun 'replaygate decide --help' for usage.\n");
+  r = run({"review", "--policy", kRecovery, "--message", kExamples + "prepared.message.json",
+           "--record", kExamples + "prepared.record.json", "--confirm", "--operator", "", "--audit",
+           log()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "replaygate: error: " + message + "\nRun 'replaygate review --help' for usage.\n");
+  r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "1", "--outcome",
+           "done", "--operator", ""});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: error: " + message +
+                       "\nRun 'replaygate audit result --help' for usage.\n");
+  // Not given at all is still the missing-option message.
+  r = run({"decide", "--policy", kGate, "--audit", log()}, "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate decide: error: --audit needs --operator NAME (who takes these decisions)"
+            "\nRun 'replaygate decide --help' for usage.\n");
+  EXPECT_FALSE(fs::exists(log()));
 }
 
 // ---- 5. unknown actions, unreadable logs ----

@@ -472,6 +472,17 @@ TEST_F(DiffTables, InputsItCannotUseSayWhatIsAccepted) {
       {"- /dev/stdin", "cat base.rgt",
        "replaygate: error: OLD and NEW are both standard input (- and /dev/stdin), which can be "
        "read only once; save one of them to a file\nRun 'replaygate diff --help' for usage.\n"},
+      // Its other names, and any path to the same pipe (same device and inode as fd 0).
+      {"/dev/fd/0 -", "cat base.yaml",
+       "replaygate: error: OLD and NEW are both standard input (/dev/fd/0 and -), which can be "
+       "read only once; save one of them to a file\nRun 'replaygate diff --help' for usage.\n"},
+      {"/proc/self/fd/0 -", "cat base.yaml",
+       "replaygate: error: OLD and NEW are both standard input (/proc/self/fd/0 and -), which can "
+       "be read only once; save one of them to a file\nRun 'replaygate diff --help' for usage.\n"},
+      {"/dev/stdin /proc/self/fd/./0", "cat base.yaml",
+       "replaygate: error: OLD and NEW are both standard input (/dev/stdin and /proc/self/fd/./0), "
+       "which can be read only once; save one of them to a file\nRun 'replaygate diff --help' "
+       "for usage.\n"},
   };
   for (const Case& c : cases) {
     const CliResult r = run(c.args, c.stdin_from);

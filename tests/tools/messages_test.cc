@@ -4,6 +4,7 @@
 // strings hold quotes and control bytes (lint, RG211).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,69 @@ TEST_F(MessagesTest, ReviewNamesANumberOutOfRange) {
             "replaygate: invalid message: " + message + ": number out of range for 'revision'\n");
 }
 
+// The kafka format reads the payload with simdjson, which refuses a whole document for one number
+// it cannot hold: the mapped field holding it is named with what it is (never "the payload is not
+// JSON" for valid JSON), the other fields are read. A kcat line or a payload that starts with a
+// byte-order mark says so, as in the letters reader. All of these get the default verb.
+TEST_F(MessagesTest, DecideKafkaNamesANumberOutOfRangeAndAByteOrderMark) {
+  const auto record = [](int offset, const std::string& payload_json) {
+    std::string escaped;
+    for (const char c : payload_json) {
+      if (c == '"' || c == '\\') escaped += '\\';
+      escaped += c;
+    }
+    return "{\"topic\":\"payment.capture.DLT\",\"partition\":0,\"offset\":" +
+           std::to_string(offset) +
+           ",\"headers\":[\"kafka_dlt-original-topic\",\"payment.capture\","
+           "\"kafka_dlt-exception-cause-fqcn\",\"java.net.SocketTimeoutException\"],"
+           "\"key\":\"k\",\"payload\":\"" +
+           escaped + "\"}\n";
+  };
+  const std::string tail = R"(,"idempotency_key":"k","committed":false})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {record(1, R"({"attempts":99999999999999999999)" + tail),
+       "invalid input: attempts (payload /attempts is an integer beyond int64)"},
+      {record(2, R"({"attempts":-99999999999999999999)" + tail),
+       "invalid input: attempts (payload /attempts is an integer beyond int64)"},
+      {record(3, R"({"attempts":18446744073709551615)" + tail),
+       "invalid input: attempts (payload /attempts is an integer beyond int64)"},
+      {record(4, R"({"attempts":1e400)" + tail),
+       "invalid input: attempts (payload /attempts is a number out of range: 1e400)"},
+      {record(5, R"({"attempts":-1E+999,"x":[1e400,"\"1e400\""])" + tail),
+       "invalid input: attempts (payload /attempts is a number out of range: -1E+999)"},
+      // Out of range in a field no input reads: the record is decided.
+      {record(6, R"({"attempts":1,"amount":1e400,"n":{"m":[99999999999999999999]})" + tail), ""},
+      // Not JSON stays not JSON; a string that looks like the reader's marker is refused too.
+      {record(7, R"({"attempts":99999999999999999999-)" + tail),
+       "invalid input: attempts (the payload is not JSON)"},
+      {record(8, R"({"attempts":1e400,"s":"\u0000rg-number:0")" + tail),
+       "invalid input: attempts (the payload is not JSON)"},
+      {record(9, "\xEF\xBB\xBF{\"attempts\":1" + tail),
+       "invalid input: attempts (the payload starts with a UTF-8 byte-order mark (remove it))"},
+      {"\xEF\xBB\xBF" + record(10, R"({"attempts":1)" + tail),
+       "invalid record: starts with a UTF-8 byte-order mark (remove it)"},
+  };
+  std::string input;
+  for (const auto& c : cases) input += c.first;
+  const CliResult r = run({"decide", "--policy", kGate, "--format", "kafka", "--mapping",
+                           "examples/kafka-spring-dlt.mapping.yaml"},
+                          input);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), cases.size()) << r.out << r.err;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const nlohmann::json line = nlohmann::json::parse(lines[i]);
+    if (cases[i].second.empty()) {
+      EXPECT_EQ(line.at("invalid"), false) << lines[i];
+      EXPECT_EQ(line.at("verb"), "replay_once") << lines[i];
+    } else {
+      EXPECT_EQ(line.at("reason"), cases[i].second) << lines[i];
+      EXPECT_EQ(line.at("verb"), "hold") << lines[i];
+      EXPECT_EQ(line.at("invalid"), true) << lines[i];
+    }
+  }
+}
+
 // An unknown verb and an unknown rule in one case are two independent mistakes: both reported.
 TEST_F(MessagesTest, TestReportsAnUnknownVerbAndAnUnknownRuleTogether) {
   expect_case_file_errors(
@@ -156,6 +220,55 @@ TEST_F(MessagesTest, TestRefusesALeadingZeroInt) {
            std::string(66, ' ') +
            "^~~~\n"
            "      = hint: write -7, not -007 (or quote it for a string: '-007')\n"});
+}
+
+// --format json puts the case files' diagnostics in the document (the shape of lint --format json:
+// severity, code, message, path, line, column, hint), not as text on stderr; stderr keeps only
+// the line that says the file's cases were not run.
+TEST_F(MessagesTest, TestJsonCarriesCaseFileDiagnostics) {
+  const std::string cases = (dir_ / "cases.yaml").string();
+  write_file(cases,
+             "cases:\n"
+             "  - name: both wrong\n"
+             "    input: {topic: payment.capture, error_class: timeout, attempts: 01,\n"
+             "            idempotency_key: k, already_committed: false}\n"
+             "    expect: replay_onec\n"
+             "    rule: already_comitted\n");
+  const CliResult r = run({"test", kGate, cases, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, cases + ": errors found; its cases were not run\n");
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const nlohmann::json expected = {
+      {{"severity", "error"},
+       {"code", "RG109"},
+       {"message", "'01' has a leading zero"},
+       {"path", cases},
+       {"line", 3},
+       {"column", 69},
+       {"hint", "write 1, not 01 (or quote it for a string: '01')"}},
+      {{"severity", "error"},
+       {"code", "RG404"},
+       {"message", "unknown verb 'replay_onec'"},
+       {"path", cases},
+       {"line", 5},
+       {"column", 13},
+       {"hint", "did you mean 'replay_once'?"}},
+      {{"severity", "error"},
+       {"code", "RG406"},
+       {"message", "the policy has no rule 'already_comitted'"},
+       {"path", cases},
+       {"line", 6},
+       {"column", 11},
+       {"hint", "did you mean 'already_committed'?"}},
+  };
+  EXPECT_EQ(doc.at("diagnostics"), expected) << r.out;
+  EXPECT_EQ(doc.at("cases"), nlohmann::json::array());
+  EXPECT_EQ(doc.at("summary").at("case_file_errors"), true);
+  // The same renderer as lint's JSON: the keys in its order.
+  EXPECT_NE(r.out.find("\"severity\": \"error\",\n      \"code\": \"RG109\",\n      "
+                       "\"message\": \"'01' has a leading zero\",\n      \"path\": "),
+            std::string::npos)
+      << r.out;
 }
 
 // RG211 shows the policy's strings as JSON string literals: a quote, a tab or an escape byte in a
@@ -213,8 +326,11 @@ TEST(SarifHelpUri, DocsUrlIsPercentEncoded) {
   EXPECT_EQ(help("https://x.test/a\"b<c>d\\e^f`g{h|i}j#k 100%"),
             "https://x.test/a%22b%3Cc%3Ed%5Ce%5Ef%60g%7Bh%7Ci%7Dj%23k%20100%25/docs/"
             "diagnostics.md#rg104");
-  const std::string valid = "https://user@[::1]:8080/p;v=1/a%20b/(x)!$&'*+,=~-._?q=1&r=%7E";
+  const std::string valid = "https://user@[::1]:8080/p;v=1/a%20b/(x)!$&'*+,=~-._r=%7E";
   EXPECT_EQ(help(valid), valid + "/docs/diagnostics.md#rg104");
+  // Trailing slashes are dropped before the path is joined: never "//docs".
+  EXPECT_EQ(help("https://ex.com/"), "https://ex.com/docs/diagnostics.md#rg104");
+  EXPECT_EQ(help("https://ex.com/a//"), "https://ex.com/a/docs/diagnostics.md#rg104");
   EXPECT_NE(replaygate::render_sarif({d}, "", "1.2.3", "https://x.test/my docs")
                 .find("\"informationUri\": \"https://x.test/my%20docs/docs/diagnostics.md\""),
             std::string::npos);
@@ -229,6 +345,33 @@ TEST_F(MessagesTest, LintSarifEncodesTheDocsUrl) {
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("replay gate"), std::string::npos) << r.out;
+}
+
+// SARIF wants absolute URIs and the docs path is appended to --docs-url: an empty, relative or
+// non-http(s) value, one without a host, or one with a query or fragment is a usage error.
+TEST_F(MessagesTest, LintDocsUrlMustBeAnAbsoluteHttpUrl) {
+  for (const std::string url :
+       {"", "relative/path", "/abs/path", "file:///docs", "ftp://ex.com", "https://", "https:///x",
+        "http://user@:80/x", "https://ex.com/?q=1", "https://ex.com/d#frag", "ex.com/docs"}) {
+    const CliResult r =
+        run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif", "--docs-url", url});
+    EXPECT_EQ(r.exit_code, 2) << url;
+    EXPECT_EQ(r.out, "") << url;
+    EXPECT_EQ(r.err,
+              "replaygate: error: --docs-url must be an absolute http:// or https:// URL with a "
+              "host and without a query (?) or fragment (#), e.g. https://example.com/replaygate, "
+              "not '" +
+                  url + "'\n");
+  }
+  const CliResult r = run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif", "--docs-url",
+                           "HTTPS://ex.com/"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("\"informationUri\": \"HTTPS://ex.com/docs/diagnostics.md\""),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\"helpUri\": \"HTTPS://ex.com/docs/diagnostics.md#rg"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("//docs"), std::string::npos) << r.out;
 }
 
 }  // namespace

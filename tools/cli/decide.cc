@@ -60,6 +60,7 @@ struct DecideOptions {
   bool dedupe_field_set = false;  // given, even as '' (which then names no input: exit 2)
   std::string audit;              // --audit FILE: append every decision to this audit log
   std::string operator_name;      // --operator NAME, required with --audit
+  bool operator_set = false;      // --operator was on the command line (even as "")
 };
 
 const char* action_words(Effect effect) {
@@ -286,12 +287,13 @@ int run_decide(const DecideOptions& o) {
   if (o.policy.empty() == o.table.empty()) {
     return usage("give exactly one of --policy POLICY.yaml or --table TABLE.rgt");
   }
-  if (!o.audit.empty() && o.operator_name.empty()) {
+  if (!o.audit.empty() && !o.operator_set) {
     return usage("--audit needs --operator NAME (who takes these decisions)");
   }
-  if (o.audit.empty() && !o.operator_name.empty()) {
+  if (o.audit.empty() && o.operator_set) {
     return usage("--operator only applies with --audit FILE");
   }
+  // Given but empty says "--operator is empty", as for review and audit result.
   if (const std::string why = operator_error(o.operator_name); !o.audit.empty() && !why.empty()) {
     return usage(why);
   }
@@ -720,8 +722,10 @@ Runner setup_decide(CLI::App& sub) {
       "String input whose value may be replayed once per run (default idempotency_key)");
   sub.add_option("--audit", o->audit,
                  "Append every decision to this audit log (docs/recovery.md) before printing it");
-  sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
-  return [o, max_replays, max_keys, filter_mib, dedupe] {
+  CLI::Option* operator_option =
+      sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
+  return [o, max_replays, max_keys, filter_mib, dedupe, operator_option] {
+    o->operator_set = operator_option->count() > 0;
     o->dedupe_field_set = dedupe->count() > 0;
     o->max_replays_set = max_replays->count() > 0;
     o->max_keys_set = max_keys->count() > 0;

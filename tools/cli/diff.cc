@@ -377,6 +377,20 @@ std::string render_markdown(const DiffOptions& o, const PolicyDiff& d) {
   return out;
 }
 
+// Whether reading `path` reads standard input itself: "-", a name of it (/dev/stdin, /dev/fd/0,
+// /proc/self/fd/0), or any path to the same pipe, FIFO, terminal or socket (same device and
+// inode as what fstat says of fd 0, e.g. /proc/self/fd/./0 or the FIFO that stdin is redirected
+// from). A regular file on stdin is not counted by inode: opening it by path reads it afresh.
+bool names_stdin(const std::string& path) {
+  if (path == "-" || path == "/dev/stdin" || path == "/dev/fd/0" || path == "/proc/self/fd/0") {
+    return true;
+  }
+  struct stat in = {};
+  struct stat at = {};
+  if (::fstat(STDIN_FILENO, &in) != 0 || S_ISREG(in.st_mode) || S_ISDIR(in.st_mode)) return false;
+  return ::stat(path.c_str(), &at) == 0 && at.st_dev == in.st_dev && at.st_ino == in.st_ino;
+}
+
 int run_diff(const DiffOptions& options) {
   if (options.format != "text" && options.format != "json" && options.format != "markdown") {
     std::fprintf(stderr, "replaygate: error: --format must be text, json or markdown, not '%s'\n",
@@ -384,8 +398,7 @@ int run_diff(const DiffOptions& options) {
     return kExitUsage;
   }
   // Standard input can be read only once: the second side would read nothing.
-  const auto is_stdin = [](const std::string& path) { return path == "-" || path == "/dev/stdin"; };
-  if (is_stdin(options.old_path) && is_stdin(options.new_path)) {
+  if (names_stdin(options.old_path) && names_stdin(options.new_path)) {
     std::fprintf(stderr,
                  "replaygate: error: OLD and NEW are both standard input (%s and %s), which can "
                  "be read only once; save one of them to a file\nRun 'replaygate diff --help' for "

@@ -3,7 +3,11 @@
 
 #include <simdjson.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -53,6 +57,38 @@ struct Raw {
   std::string other;  // kOther: what it is, e.g. "a number that is not an integer"
 };
 
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+// What load_payload_with_big_numbers() puts in place of a number simdjson cannot hold, followed by
+// the number's index (a NUL first: no text payload field is expected to start with one, and a
+// payload that has such a string is refused rather than misread).
+constexpr std::string_view kMarkerText = std::string_view("\0rg-number:", 11);
+
+// What is wrong with the JSON number `token` for simdjson, "" when nothing (or when it is not a
+// JSON number: the parser then says so): "an integer beyond int64" for an integer outside
+// [-2^63, 2^64) (one up to 2^64 - 1 is read, and reported the same way by resolve_pointer()),
+// "a number out of range: 1e400" for one no double holds (shown cut at 40 characters).
+std::string number_out_of_range(std::string_view token) {
+  if (!is_json_number(token)) return "";
+  const bool integer = token.find_first_of(".eE") == std::string_view::npos;
+  const std::string copy(token);
+  if (integer) {
+    const bool negative = token.starts_with('-');
+    errno = 0;
+    if (negative) {
+      (void)std::strtoll(copy.c_str(), nullptr, 10);
+    } else {
+      (void)std::strtoull(copy.c_str(), nullptr, 10);
+    }
+    return errno == ERANGE ? "an integer beyond int64" : "";
+  }
+  errno = 0;
+  const double magnitude = std::strtod(copy.c_str(), nullptr);
+  if (errno != ERANGE || !std::isinf(magnitude)) return "";
+  constexpr size_t kShown = 40;  // a number may be a megabyte of digits
+  return "a number out of range: " +
+         (token.size() > kShown ? std::string(token.substr(0, kShown)) + "..." : copy);
+}
+
 bool fail_record(std::string* problem, std::string what) {
   *problem = "invalid record: " + std::move(what);
   return false;
@@ -85,6 +121,10 @@ struct KafkaParser::State {
   bool payload_tried = false;
   std::string payload_problem;
   dom::element payload_root;
+  // A payload with numbers simdjson cannot hold, with those numbers replaced by markers
+  // (load_payload_with_big_numbers()), and what each marker stood for ("an integer beyond int64").
+  std::string rewritten_payload;
+  std::vector<std::string> number_problems;
 
   void reset() {
     topic = {};
@@ -97,11 +137,13 @@ struct KafkaParser::State {
     repaired = false;
     payload_tried = false;
     payload_problem.clear();
+    number_problems.clear();
   }
 
   bool read_line(std::string_view line, std::string* problem);
   bool read_headers(od::value& value, std::string* problem);
   bool load_payload();
+  void load_payload_with_big_numbers();
   bool extract(const ValueSource& source, Raw* raw, std::string* why);
   bool resolve_pointer(const ValueSource& source, Raw* raw, std::string* why);
 };
@@ -144,6 +186,10 @@ bool KafkaParser::State::read_headers(od::value& value, std::string* problem) {
 bool KafkaParser::State::read_line(std::string_view line, std::string* problem) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos)
     return fail_record(problem, "blank line");
+  // As the letters reader says it: simdjson would call it bad JSON.
+  if (line.starts_with(kByteOrderMark)) {
+    return fail_record(problem, "starts with a UTF-8 byte-order mark (remove it)");
+  }
   switch (scan_json_shape(line, kMaxJsonDepth)) {
     case JsonShape::kTooDeep:
       return fail_record(problem,
@@ -288,10 +334,79 @@ bool KafkaParser::State::load_payload() {
     payload_problem = "the payload nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
   } else if (auto error =
                  payload_parser.parse(payload.data(), payload.size(), true).get(payload_root)) {
-    payload_problem = error == simdjson::UTF8_ERROR ? "the payload is not valid UTF-8"
-                                                    : "the payload is not JSON";
+    payload_problem = error == simdjson::UTF8_ERROR         ? "the payload is not valid UTF-8"
+                      : payload.starts_with(kByteOrderMark) ? "the payload starts with a UTF-8 "
+                                                              "byte-order mark (remove it)"
+                                                            : "the payload is not JSON";
+    if (error != simdjson::UTF8_ERROR) load_payload_with_big_numbers();
   }
   return payload_problem.empty();
+}
+
+// simdjson refuses a whole document for one number it cannot hold (an integer beyond 64 bits,
+// 1e400), although the JSON is valid and only that value is wrong. Such numbers are replaced by
+// marker strings ("\u0000rg-number:K") and the payload is parsed again; resolve_pointer() then
+// reports a marker as what the number was. Only on this error path. The markers must be the only
+// strings that start with the prefix: if the payload has one already, the payload stays refused.
+void KafkaParser::State::load_payload_with_big_numbers() {
+  static constexpr std::string_view kMarker = "\\u0000rg-number:";  // as written in JSON
+  number_problems.clear();
+  rewritten_payload.clear();
+  bool in_string = false;
+  for (size_t i = 0; i < payload.size();) {
+    const char c = payload[i];
+    if (in_string) {
+      // A backslash escapes the next byte (\" stays inside the string).
+      const size_t length = c == '\\' && i + 1 < payload.size() ? 2 : 1;
+      rewritten_payload += payload.substr(i, length);
+      in_string = c != '"';
+      i += length;
+      continue;
+    }
+    if (c != '-' && (c < '0' || c > '9')) {
+      in_string = c == '"';
+      rewritten_payload += c;
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < payload.size() &&
+           std::string_view("0123456789+-.eE").find(payload[end]) != std::string_view::npos) {
+      ++end;
+    }
+    const std::string_view token = payload.substr(i, end - i);
+    const std::string problem = number_out_of_range(token);
+    if (problem.empty()) {
+      rewritten_payload += token;
+    } else {
+      rewritten_payload +=
+          "\"" + std::string(kMarker) + std::to_string(number_problems.size()) + "\"";
+      number_problems.push_back(problem);
+    }
+    i = end;
+  }
+  if (number_problems.empty()) return;
+  if (payload_parser.parse(rewritten_payload.data(), rewritten_payload.size(), true)
+          .get(payload_root)) {
+    return;
+  }
+  // Every marker must be one of ours: count the strings with the prefix.
+  size_t markers = 0;
+  std::vector<dom::element> pending{payload_root};
+  while (!pending.empty()) {
+    const dom::element element = pending.back();
+    pending.pop_back();
+    if (element.is_string()) {
+      markers += element.get_string().value_unsafe().starts_with(kMarkerText) ? 1 : 0;
+    } else if (element.is_array()) {
+      const dom::array array = element.get_array().value_unsafe();
+      for (const dom::element child : array) pending.push_back(child);
+    } else if (element.is_object()) {
+      const dom::object object = element.get_object().value_unsafe();
+      for (const dom::key_value_pair pair : object) pending.push_back(pair.value);
+    }
+  }
+  if (markers == number_problems.size()) payload_problem.clear();
 }
 
 bool KafkaParser::State::resolve_pointer(const ValueSource& source, Raw* raw, std::string* why) {
@@ -343,6 +458,11 @@ bool KafkaParser::State::resolve_pointer(const ValueSource& source, Raw* raw, st
     case dom::element_type::STRING:
       raw->kind = Raw::Kind::kJsonText;
       raw->text = current.get_string().value_unsafe();
+      if (!number_problems.empty() && raw->text.starts_with(kMarkerText)) {
+        raw->kind = Raw::Kind::kOther;
+        raw->other =
+            number_problems.at(std::stoul(std::string(raw->text.substr(kMarkerText.size()))));
+      }
       break;
     case dom::element_type::INT64:
       raw->kind = Raw::Kind::kInt;

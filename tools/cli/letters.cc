@@ -66,29 +66,6 @@ bool fail_json(std::string* problem, simdjson::error_code code) {
   return fail(problem, describe_json_error(code));
 }
 
-// True when `token` is a JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?).
-bool is_json_number(std::string_view token) {
-  size_t i = 0;
-  const auto digits = [&] {
-    const size_t from = i;
-    while (i < token.size() && token[i] >= '0' && token[i] <= '9') ++i;
-    return i > from;
-  };
-  if (i < token.size() && token[i] == '-') ++i;
-  if (i < token.size() && token[i] == '0') {
-    ++i;
-  } else if (!digits()) {
-    return false;
-  }
-  if (i < token.size() && token[i] == '.' && (++i, !digits())) return false;
-  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
-    ++i;
-    if (i < token.size() && (token[i] == '+' || token[i] == '-')) ++i;
-    if (!digits()) return false;
-  }
-  return i == token.size();
-}
-
 // When `value` (a number simdjson would not read) is well-formed JSON whose magnitude no double
 // holds (1e400), sets *problem to "number out of range for 'FIELD': 1e400" and returns true:
 // simdjson calls it a number error, but the record is valid JSON and the value is what is wrong.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tools/cli/commands.h"
+#include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
@@ -34,6 +35,10 @@ int run_lint(const LintOptions& options) {
     std::fprintf(stderr,
                  "replaygate: error: --format must be text, json, sarif or github, not '%s'\n",
                  f.c_str());
+    return kExitUsage;
+  }
+  if (const std::string why = docs_url_error(options.docs_url); !why.empty()) {
+    std::fprintf(stderr, "replaygate: error: %s\n", why.c_str());
     return kExitUsage;
   }
   LoadedPolicy loaded;

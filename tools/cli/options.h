@@ -34,12 +34,25 @@ std::string count_error(const CountOption& option, std::string_view text);
 //   "is empty" (also only spaces and tabs),
 //   "is not valid UTF-8 (byte 3)",
 //   "contains the control character U+000A (byte 4)" for C0 controls (NUL to U+001F), DEL, the C1
-//   controls U+0080..U+009F and the line/paragraph separators U+2028/U+2029.
+//   controls U+0080..U+009F and the line/paragraph separators U+2028/U+2029,
+//   "contains the bidirectional control character U+202E (byte 4)" for the Bidi_Control
+//   characters (U+061C, U+200E/U+200F, U+202A..U+202E, U+2066..U+2069), which reorder the text,
+//   "has only white space or invisible characters, such as U+200B (byte 1)" when nothing shows
+//   (Unicode White_Space and Default_Ignorable_Code_Point: U+00A0, U+3000, U+200B, U+FEFF, ...;
+//   the first one that is not a space or tab is named).
 std::string operator_name_problem(std::string_view name);
 
 // The usage message for a bad --operator value, "" when it is usable: "--operator contains the
 // control character U+000A (byte 4): who acted is recorded in the audit log and must be printable
 // text on one line (e.g. --operator ana)". The value itself is not echoed.
 std::string operator_error(std::string_view name);
+
+// The usage message for a bad `lint --docs-url` value, "" when it is usable. SARIF's helpUri and
+// informationUri must be absolute URIs, and the docs path is appended to the value: so it must be
+// an absolute http:// or https:// URL (scheme in any case) with a host and without a query ('?')
+// or fragment ('#'). "" (empty), "relative/path", "file:///x", "https://", "https://x/?q=1" are
+// refused: "--docs-url must be an absolute http:// or https:// URL with a host and without a
+// query (?) or fragment (#), e.g. https://example.com/replaygate, not 'relative/path'".
+std::string docs_url_error(std::string_view url);
 
 }  // namespace replaygate::cli

@@ -98,4 +98,9 @@ std::string quote_for_reason(std::string_view text);
 // "blank line", "not valid UTF-8", "bad JSON (...)": the readable name of a simdjson error code.
 std::string describe_json_error(int simdjson_error_code);
 
+// True when `token` is exactly one JSON number (RFC 8259:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?), whatever its magnitude. The readers use it on
+// error paths, to tell a valid number simdjson cannot hold (1e400) from bad JSON.
+bool is_json_number(std::string_view token);
+
 }  // namespace replaygate::cli

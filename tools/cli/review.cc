@@ -63,6 +63,7 @@ const std::set<std::string> kBuiltinSensitive = {
 struct Options {
   std::string policy, table, message, record, operator_name, audit, format = "text";
   bool confirm = false;
+  bool operator_set = false;  // --operator was on the command line (even as "")
 };
 
 // Reads a JSON object from `path`. Returns 0, 1 (not a JSON object: an invalid record) or 2 (I/O).
@@ -271,14 +272,14 @@ int run_review(const Options& o) {
     std::fprintf(stderr, "replaygate: error: give exactly one of --policy and --table\n");
     return kExitUsage;
   }
-  if (o.confirm && (o.audit.empty() || o.operator_name.empty())) {
+  if (o.confirm && (o.audit.empty() || !o.operator_set)) {
     std::fprintf(stderr,
                  "replaygate: error: --confirm records the decision: give --audit FILE and "
                  "--operator NAME\n");
     return kExitUsage;
   }
-  if (const std::string why = operator_error(o.operator_name);
-      !o.operator_name.empty() && !why.empty()) {
+  // Given but empty says "--operator is empty", as for decide and audit result.
+  if (const std::string why = operator_error(o.operator_name); o.operator_set && !why.empty()) {
     std::fprintf(stderr, "replaygate: error: %s\nRun 'replaygate review --help' for usage.\n",
                  why.c_str());
     return kExitUsage;
@@ -490,10 +491,14 @@ Runner setup_review(CLI::App& sub) {
   sub.add_option("--message", o->message, "The dead-lettered message (JSON object)")->required();
   sub.add_option("--record", o->record, "The current operation record (JSON object)")->required();
   sub.add_flag("--confirm", o->confirm, "Confirm as operator: sets operator_confirmed, records");
-  sub.add_option("--operator", o->operator_name, "Operator name for the audit entry");
+  CLI::Option* operator_option =
+      sub.add_option("--operator", o->operator_name, "Operator name for the audit entry");
   sub.add_option("--audit", o->audit, "Audit log (JSON Lines) to append the decision to");
   sub.add_option("--format", o->format, "text (default) or json");
-  return [o] { return run_review(*o); };
+  return [o, operator_option] {
+    o->operator_set = operator_option->count() > 0;
+    return run_review(*o);
+  };
 }
 
 }  // namespace replaygate::cli

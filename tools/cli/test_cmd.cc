@@ -327,7 +327,8 @@ std::string percent_text(double percent) {
 }
 
 std::string json_document(const std::string& policy_path, const std::vector<CaseResult>& results,
-                          size_t passed, size_t failed, bool case_file_errors, const Coverage& cov,
+                          const std::vector<Diagnostic>& case_diagnostics, size_t passed,
+                          size_t failed, bool case_file_errors, const Coverage& cov,
                           const std::vector<Uncovered>& uncovered, const TestOptions& options) {
   using Json = nlohmann::ordered_json;
   Json doc;
@@ -347,6 +348,8 @@ std::string json_document(const std::string& policy_path, const std::vector<Case
     cases.push_back(std::move(c));
   }
   doc["cases"] = std::move(cases);
+  // The case files' diagnostics, as lint --format json writes them (its renderer, parsed back).
+  doc["diagnostics"] = Json::parse(render_json(case_diagnostics));
   doc["summary"] = {{"passed", passed}, {"failed", failed}, {"case_file_errors", case_file_errors}};
   Json coverage;
   coverage["rules"] = {{"covered", cov.rules_covered()},
@@ -402,6 +405,7 @@ int run_test(const TestOptions& options) {
   size_t passed = 0, failed = 0;
   bool case_file_errors = false;
   std::vector<CaseResult> results;
+  std::vector<Diagnostic> case_diagnostics;  // --format json: reported in the document
   Input input(*table);
   for (const std::string& path : files) {
     std::string text, io_error;
@@ -416,7 +420,11 @@ int run_test(const TestOptions& options) {
     std::vector<Diagnostic> diagnostics = document.diagnostics;
     diagnostics.insert(diagnostics.end(), reader.diagnostics.begin(), reader.diagnostics.end());
     sort_diagnostics(diagnostics);
-    report_diagnostics(diagnostics, text, DiagnosticFormat::kText);
+    if (json) {
+      case_diagnostics.insert(case_diagnostics.end(), diagnostics.begin(), diagnostics.end());
+    } else {
+      report_diagnostics(diagnostics, text, DiagnosticFormat::kText);
+    }
     if (has_errors(diagnostics)) {
       std::fprintf(stderr, "%s: errors found; its cases were not run\n", path.c_str());
       case_file_errors = true;
@@ -474,8 +482,8 @@ int run_test(const TestOptions& options) {
   const std::vector<Uncovered> uncovered = uncovered_items(checked, cov);
   const bool below = options.min_coverage >= 0 && cov.percent() < options.min_coverage;
   if (json) {
-    const std::string doc = json_document(options.policy, results, passed, failed, case_file_errors,
-                                          cov, uncovered, options);
+    const std::string doc = json_document(options.policy, results, case_diagnostics, passed, failed,
+                                          case_file_errors, cov, uncovered, options);
     if (!print_to_stdout(doc, "the test report")) return kExitUsage;
   } else {
     std::printf("%zu passed, %zu failed\n", passed, failed);
