@@ -363,6 +363,11 @@ TEST_F(MessagesTest, LintDocsUrlMustBeAnAbsoluteHttpUrl) {
               "not '" +
                   url + "'\n");
   }
+  // A refused URL is echoed escaped: it cannot drive the terminal.
+  const CliResult esc =
+      run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif", "--docs-url", "x\x1b[31m"});
+  EXPECT_EQ(esc.exit_code, 2);
+  EXPECT_NE(esc.err.find("not 'x\\u001b[31m'\n"), std::string::npos) << esc.err;
   const CliResult r = run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif", "--docs-url",
                            "HTTPS://ex.com/"});
   EXPECT_EQ(r.exit_code, 1) << r.err;

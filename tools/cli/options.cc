@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "compiler/utf8.h"
+#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 
@@ -141,7 +142,7 @@ std::string docs_url_error(std::string_view url) {
   if (scheme != 0 && !host.empty() && url.find_first_of("?#") == std::string_view::npos) return "";
   return "--docs-url must be an absolute http:// or https:// URL with a host and without a query "
          "(?) or fragment (#), e.g. https://example.com/replaygate, not '" +
-         std::string(url) + "'";
+         escape_control(url) + "'";
 }
 
 }  // namespace replaygate::cli
