@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 namespace replaygate::cli {
 
@@ -96,7 +97,7 @@ LineReader::Status LineReader::next(std::string_view* line) {
   }
 }
 
-JsonShape scan_json_shape(std::string_view json, size_t max_depth) {
+JsonShape scan_json_shape(std::string_view json, size_t max_depth, size_t* at) {
   const size_t start = json.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos || (json[start] != '{' && json[start] != '[')) {
     return JsonShape::kOk;  // not a container: the parser names the problem
@@ -107,7 +108,10 @@ JsonShape scan_json_shape(std::string_view json, size_t max_depth) {
   for (size_t i = start; i < json.size(); ++i) {
     const char c = json[i];
     if (closed) {
-      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return JsonShape::kTrailing;
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+        if (at != nullptr) *at = i;
+        return JsonShape::kTrailing;
+      }
       continue;
     }
     if (in_string) {
@@ -121,12 +125,77 @@ JsonShape scan_json_shape(std::string_view json, size_t max_depth) {
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return JsonShape::kTooDeep;
+      if (++depth > max_depth) {
+        if (at != nullptr) *at = i;
+        return JsonShape::kTooDeep;
+      }
     } else if ((c == ']' || c == '}') && depth > 0) {
       if (--depth == 0) closed = true;
     }
   }
   return JsonShape::kOk;
+}
+
+namespace {
+
+// A SAX handler that builds nothing and keeps the first error (locate_json_error()).
+class ErrorLocator : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& error) override {
+    // `position` counts the bytes read, the offending one included.
+    found.offset = position > 0 ? position - 1 : 0;
+    // "[json.exception.parse_error.101] parse error at line 1, column 6: syntax error ...": the
+    // position is given separately, so only the part after it is kept.
+    std::string_view what = error.what();
+    const size_t bracket = what.find("] ");
+    if (bracket != std::string_view::npos) what.remove_prefix(bracket + 2);
+    if (what.starts_with("parse error at ")) {
+      const size_t colon = what.find(": ");
+      if (colon != std::string_view::npos) what.remove_prefix(colon + 2);
+    }
+    found.what = std::string(what);
+    return false;
+  }
+  JsonError found;
+};
+
+}  // namespace
+
+JsonError locate_json_error(std::string_view json) {
+  ErrorLocator locator;
+  (void)nlohmann::json::sax_parse(json, &locator, nlohmann::json::input_format_t::json,
+                                  /*strict=*/true, /*ignore_comments=*/false);
+  if (locator.found.offset != RecordParser::kNoOffset && locator.found.offset > json.size()) {
+    locator.found.offset = json.size();
+  }
+  return locator.found;
+}
+
+TextPosition position_of(std::string_view text, size_t offset) {
+  TextPosition position;
+  const size_t end = offset < text.size() ? offset : text.size();
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++position.line;
+      position.column = 1;
+    } else {
+      ++position.column;
+    }
+  }
+  return position;
 }
 
 std::string escape_control(std::string_view text) {

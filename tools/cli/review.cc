@@ -25,6 +25,7 @@
 // common secret names) are never printed, logged or written to the audit log; the record names
 // the fields as `<redacted: field NAME>`.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -34,6 +35,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -86,42 +88,62 @@ int read_object(const std::string& path, const char* what, json* out) {
     std::fprintf(stderr, "replaygate: cannot read %s file %s\n", what, path.c_str());
     return kExitUsage;
   }
-  // The same structural bound as dump records: no deep nesting reaches the parser.
-  if (scan_json_shape(text, kMaxJsonDepth) != JsonShape::kOk) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s is nested too deeply or has trailing data\n",
-                 what, path.c_str());
+  // Problems with one place are reported as PATH:LINE:COLUMN, as the compiler's diagnostics.
+  const auto invalid_at = [&](size_t offset, const std::string& problem) {
+    const TextPosition at = position_of(text, offset);
+    std::fprintf(stderr, "replaygate: invalid %s: %s:%zu:%zu: %s\n", what, path.c_str(), at.line,
+                 at.column, problem.c_str());
     return kExitFindings;
+  };
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    std::fprintf(stderr, "replaygate: invalid %s: %s: empty, not a JSON object\n", what,
+                 path.c_str());
+    return kExitFindings;
+  }
+  // nlohmann would skip a byte-order mark silently; the dump readers name it, and so does this one.
+  if (std::string_view(text).starts_with(kUtf8ByteOrderMark)) {
+    return invalid_at(0, std::string(kByteOrderMarkProblem));
+  }
+  // The same structural bound as dump records: no deep nesting reaches the parser.
+  size_t shape_at = 0;
+  switch (scan_json_shape(text, kMaxJsonDepth, &shape_at)) {
+    case JsonShape::kTooDeep:
+      return invalid_at(shape_at,
+                        "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    case JsonShape::kTrailing:
+      return invalid_at(shape_at, "trailing content after the JSON object");
+    case JsonShape::kOk:
+      break;
   }
   // A key given twice is refused, as in dump records: with nlohmann's default the last one would
   // win, so `"already_committed": true, "already_committed": false` would read as false.
   audit::DuplicateKeyWatch watch;
   if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s is not valid UTF-8 (byte %zu)\n", what,
-                 path.c_str(), bad + 1);
-    return kExitFindings;
+    return invalid_at(bad, "not valid UTF-8");
   }
   *out = json::parse(text, watch.callback(), /*allow_exceptions=*/false);
   if (out->is_discarded()) {
-    // Well-formed JSON with a number no double holds (1e400) is refused too, but by its name:
-    // nlohmann reports it as out_of_range 406, which only the throwing parse tells apart.
-    try {
-      watch.reset();
-      const json again = json::parse(text, watch.callback());
-      (void)again;  // not reached: the same text failed above
-    } catch (const json::out_of_range& e) {
-      if (e.id == 406) {
-        const std::string where =
-            watch.last_key().empty() ? "" : " for " + quote_for_reason(watch.last_key());
-        std::fprintf(stderr, "replaygate: invalid %s: %s: number out of range%s\n", what,
-                     path.c_str(), where.c_str());
-        return kExitFindings;
+    // Where and why, from a second parse that builds nothing (an error path only). Well-formed
+    // JSON with a number no double holds (1e400) is refused too, but by its name: nlohmann reports
+    // it as out_of_range 406 ("number overflow"), after the number.
+    const JsonError error = locate_json_error(text);
+    if (error.what.find("number overflow") != std::string::npos) {
+      size_t start = std::min(error.offset, text.size());
+      while (start > 0 &&
+             std::string_view("0123456789+-.eE").find(text[start - 1]) != std::string_view::npos) {
+        --start;
       }
-    } catch (const json::exception&) {
+      const std::string where =
+          watch.last_key().empty() ? "" : " for " + quote_for_reason(watch.last_key());
+      return invalid_at(start, "number out of range" + where);
+    }
+    if (error.offset != RecordParser::kNoOffset) {
+      return invalid_at(error.offset, "bad JSON (" + escape_control(error.what) + ")");
     }
   }
   if (out->is_discarded() || !out->is_object()) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s is not a JSON object\n", what, path.c_str());
-    return kExitFindings;
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    return invalid_at(first == std::string::npos ? text.size() : first, "not a JSON object");
   }
   if (!watch.duplicate().empty()) {
     std::fprintf(stderr, "replaygate: invalid %s: %s has the key %s twice\n", what, path.c_str(),
