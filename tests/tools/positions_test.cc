@@ -206,6 +206,36 @@ TEST_F(PositionsTest, ReviewNamesAByteOrderMarkAndGivesPositions) {
                        ":1:1: starts with a UTF-8 byte-order mark (remove it)\n");
 }
 
+// A field-level problem found after parsing points at the value (an identifying field of the
+// wrong type; a key in an array's object is not the member of that name) or at the key given
+// the second time (compared unescaped), found again in the file's text.
+TEST_F(PositionsTest, ReviewPointsAtTheValueOrTheRepeatedKey) {
+  const std::string message = (dir_ / "message.json").string();
+  const std::string record = (dir_ / "record.json").string();
+  write_file(record, "{\"operation_id\": \"op-1\", \"phase\": \"accepted\", \"revision\": 2}\n");
+  write_file(message,
+             "{\n"
+             "  \"message_id\": \"m1\",\n"
+             "  \"items\": [{\"error\": 1}],\n"
+             "  \"error\": {\n"
+             "    \"code\": 1,\n"
+             "    \"job_id\": [\"j\"]\n"
+             "  }\n"
+             "}\n");
+  CliResult r = run({"review", "--policy", kRecovery, "--message", message, "--record", record});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "replaygate: invalid message: " + message +
+                       ":6:15: 'error.job_id' is an array; an identifying field must be a string "
+                       "or an integer (nothing decided, nothing recorded)\n");
+  write_file(message, "{\"operation_id\": \"op-1\", \"revision\": 1}\n");
+  write_file(record, "{\"phase\": \"accepted\",\n \"ph\\u0061se\": \"delivered\"}\n");
+  r = run({"review", "--policy", kRecovery, "--message", message, "--record", record});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "replaygate: invalid operation record: " + record +
+                       ":2:2: has the key 'phase' twice\n");
+}
+
 // A plain case-input value YAML reads as a number other than a decimal int is RG109, as a leading
 // zero already was: the message names the form, the hint gives the decimal int (when there is
 // one) or says to quote it for a string. Each case puts its value at line 3 + 3i, column 23.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/table.h"
 
@@ -111,6 +112,13 @@ struct JsonError {
   std::string what;
 };
 JsonError locate_json_error(std::string_view json);
+
+// In a well-formed JSON document (error paths only: a walk of the text, no recursion): the offset
+// of the opening quote of the first key that an object gives twice (compared unescaped), and the
+// offset of the value of the member at `path` (keys from the top-level object down, e.g.
+// {"error", "job_id"}; arrays are not entered). kNoOffset when there is none.
+size_t locate_duplicate_key(std::string_view json);
+size_t locate_member_value(std::string_view json, const std::vector<std::string>& path);
 
 // The 1-based line and column (counted in bytes, as the compiler's diagnostics count them) of
 // byte `offset` of `text`; an offset past the end is the end.

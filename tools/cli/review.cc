@@ -68,8 +68,9 @@ struct Options {
   bool operator_set = false;  // --operator was on the command line (even as "")
 };
 
-// Reads a JSON object from `path`. Returns 0, 1 (not a JSON object: an invalid record) or 2 (I/O).
-int read_object(const std::string& path, const char* what, json* out) {
+// Reads a JSON object from `path` into *out, and its text into *text_out. Returns 0, 1 (not a JSON
+// object: an invalid record) or 2 (I/O).
+int read_object(const std::string& path, const char* what, json* out, std::string* text_out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "replaygate: cannot read %s file %s\n", what, path.c_str());
@@ -146,10 +147,14 @@ int read_object(const std::string& path, const char* what, json* out) {
     return invalid_at(first == std::string::npos ? text.size() : first, "not a JSON object");
   }
   if (!watch.duplicate().empty()) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s has the key %s twice\n", what, path.c_str(),
-                 quote_for_reason(watch.duplicate()).c_str());
+    const std::string problem = "has the key " + quote_for_reason(watch.duplicate()) + " twice";
+    if (const size_t at = locate_duplicate_key(text); at != RecordParser::kNoOffset) {
+      return invalid_at(at, problem);  // at the second one
+    }
+    std::fprintf(stderr, "replaygate: invalid %s: %s: %s\n", what, path.c_str(), problem.c_str());
     return kExitFindings;
   }
+  *text_out = std::move(text);
   return kExitOk;
 }
 
@@ -179,8 +184,10 @@ const char* non_scalar_kind(const json& value) {
 // each be a JSON string or integer, or null/missing: an object or array would be printed and
 // written to the audit log as JSON text, whatever it holds; a message's `error`, when given, must
 // be an object. Returns the first offender and the rule, as "'message_id' is an object; an
-// identifying field must be ...", or "".
-std::string non_scalar_identifier(const json& doc, bool is_message) {
+// identifying field must be ...", or "", and sets *where to the offender's keys ({"error",
+// "job_id"}).
+std::string non_scalar_identifier(const json& doc, bool is_message,
+                                  std::vector<std::string>* where) {
   static constexpr const char* kScalarRule =
       "; an identifying field must be a string or an integer";
   static const char* const kMessageKeys[] = {"message_id",          "operation_id", "action_type",
@@ -193,6 +200,7 @@ std::string non_scalar_identifier(const json& doc, bool is_message) {
   for (const char* key : is_message ? std::span<const char* const>(kMessageKeys)
                                     : std::span<const char* const>(kRecordKeys)) {
     if (const json* v = member(doc, key); bad(v)) {
+      *where = {key};
       return "'" + std::string(key) + "' is " + non_scalar_kind(*v) + kScalarRule;
     }
   }
@@ -200,6 +208,7 @@ std::string non_scalar_identifier(const json& doc, bool is_message) {
     // The error envelope may hold the remote job id (job_id_source): a stringified or listed
     // envelope must not read as "no job id".
     if (!e->is_object()) {
+      *where = {"error"};
       return std::string("'error' is ") +
              (e->is_string()   ? "a string"
               : e->is_number() ? "a number"
@@ -207,6 +216,7 @@ std::string non_scalar_identifier(const json& doc, bool is_message) {
              "; the error envelope must be an object";
     }
     if (const json* v = member(*e, "job_id"); bad(v)) {
+      *where = {"error", "job_id"};
       return std::string("'error.job_id' is ") + non_scalar_kind(*v) + kScalarRule;
     }
   }
@@ -324,8 +334,14 @@ int run_review(const Options& o) {
   } else if (const int code = open_table("", o.table, &table); code != kExitOk) {
     return code;
   }
-  if (int code = read_object(o.message, "message", &r.message); code != kExitOk) return code;
-  if (int code = read_object(o.record, "operation record", &r.record); code != kExitOk) return code;
+  std::string message_text, record_text;
+  if (int code = read_object(o.message, "message", &r.message, &message_text); code != kExitOk) {
+    return code;
+  }
+  if (int code = read_object(o.record, "operation record", &r.record, &record_text);
+      code != kExitOk) {
+    return code;
+  }
   for (const auto* doc : {&r.message, &r.record}) {
     const char* where = doc == &r.message ? "message" : "record";
     for (const auto& [key, value] : doc->items()) {
@@ -337,11 +353,20 @@ int run_review(const Options& o) {
       }
     }
   }
-  for (const auto& [doc, what, path] : {std::tuple{&r.message, "message", &o.message},
-                                        std::tuple{&r.record, "operation record", &o.record}}) {
-    if (const std::string why = non_scalar_identifier(*doc, doc == &r.message); !why.empty()) {
+  for (const auto& [doc, what, path, text] :
+       {std::tuple{&r.message, "message", &o.message, &message_text},
+        std::tuple{&r.record, "operation record", &o.record, &record_text}}) {
+    std::vector<std::string> where;
+    if (const std::string why = non_scalar_identifier(*doc, doc == &r.message, &where);
+        !why.empty()) {
+      // At the offending value, found again in the text (an error path).
+      std::string shown = *path;
+      if (const size_t at = locate_member_value(*text, where); at != RecordParser::kNoOffset) {
+        const TextPosition position = position_of(*text, at);
+        shown += ":" + std::to_string(position.line) + ":" + std::to_string(position.column);
+      }
       std::fprintf(stderr, "replaygate: invalid %s: %s: %s (nothing decided, nothing recorded)\n",
-                   what, path->c_str(), why.c_str());
+                   what, shown.c_str(), why.c_str());
       return kExitFindings;
     }
   }
