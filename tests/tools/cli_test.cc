@@ -664,7 +664,7 @@ TEST_F(CliTest, DecideKafkaMappingLeavesDerivedInputsOut) {
   const std::string mapping = (dir_ / "m.yaml").string();
   EXPECT_NE(
       r.err.find(mapping +
-                 ":15:3: error[RG306]: input 'stale' is derived; it is computed, never read\n"),
+                 ":14:3: error[RG306]: input 'stale' is derived; it is computed, never read\n"),
       std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("hint: remove it; derived inputs are computed from message_revision and "
