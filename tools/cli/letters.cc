@@ -31,15 +31,20 @@ struct LetterParser::State {
   // Where the problem is, set only by a failure that is not bad JSON (a key, a value, trailing
   // content); nullptr: bad JSON, found again by locate_json_error() (see parse()).
   const char* problem_at = nullptr;
+  std::vector<uint32_t> operator_only;  // fields left unset after each record (kIgnore)
 };
 
-LetterParser::LetterParser(const Table& table) : state_(std::make_unique<State>()) {
+LetterParser::LetterParser(const Table& table, OperatorFields operator_fields)
+    : state_(std::make_unique<State>()) {
   state_->table = &table;
   const uint32_t count = table.field_count();
   for (uint32_t i = 0; i < count; ++i) {
     const FieldInfo info = table.field(i);
     state_->names.emplace_back(info.name);
     state_->types.push_back(info.type);
+    if (info.operator_only && operator_fields == OperatorFields::kIgnore) {
+      state_->operator_only.push_back(i);
+    }
   }
   // A policy input that happens to be called message_id/body_hash wins over the metadata key.
   state_->message_id_key = table.field_index("message_id") != Table::kNoField
@@ -230,6 +235,8 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   }
   bool saw_container = false;
   const bool ok = parse_object(line, input, meta, problem, &saw_container);
+  // Only an operator sets these (letters.h): whatever the letter said, they stay unset.
+  for (const uint32_t field : state_->operator_only) input.set_unset(field);
   if (ok && !saw_container) return true;
   // From here on an error path (or a record with a nested value): the problem's position is
   // worked out only now, never for a record that reads.

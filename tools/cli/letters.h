@@ -22,10 +22,18 @@
 
 namespace replaygate::cli {
 
+// An operator-only field (FieldInfo::operator_only, policy `source: operator`) is never taken
+// from a letter: its key is accepted and its value read as usual (bad JSON is still bad JSON), but
+// the field is left unset, so the policy's handling of an absent value applies. The record stays
+// valid: a producer that echoes the field still gets its other fields decided.
 class LetterParser : public RecordParser {
  public:
+  // kKeep reads operator-only fields like any other: for explain, which shows the letter's value
+  // as ignored and unsets the field itself before deciding.
+  enum class OperatorFields : uint8_t { kIgnore, kKeep };
   // Resolves every field name of `table` once.
-  explicit LetterParser(const Table& table);
+  explicit LetterParser(const Table& table,
+                        OperatorFields operator_fields = OperatorFields::kIgnore);
   ~LetterParser() override;
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
 

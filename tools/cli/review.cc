@@ -8,6 +8,8 @@
 // when the append fails, nothing is reported as taken (exit 2).
 //
 // Input mapping, for each policy input NAME (derived inputs are computed, never read):
+//   operator-only       (policy `source: operator`) never read from the files: a bool input is
+//                       true with --confirm, else false; any other type stays unset
 //   operator_confirmed  true with --confirm, else false (never read from the files)
 //   message_revision    message.revision (the record revision the message was produced from)
 //   record_revision     record.revision
@@ -385,9 +387,13 @@ int run_review(const Options& o) {
   const json* job = job_id_source(r);
   for (uint32_t f = 0; f < table->field_count(); ++f) {
     if (table->field_derived(f)) continue;
-    const std::string name(table->field(f).name);
+    const FieldInfo info = table->field(f);
+    const std::string name(info.name);
     const json* value = nullptr;
-    if (name == "operator_confirmed") {
+    if (info.operator_only) {
+      // Only an operator sets it: a bool is this review's --confirm, anything else stays unset.
+      if (info.type == FieldType::kBool) value = &confirmed;
+    } else if (name == "operator_confirmed") {
       value = &confirmed;
     } else if (name == "message_revision") {
       value = member(r.message, "revision");
