@@ -321,9 +321,10 @@ class Table:
         ReplaygateError("unknown_field") for a name the table does not declare. Thread-safe."""
         h, lib = self._handle(), self._lib
         try:
-            inp = self._local.input.ptr
+            inp_h = self._local.input  # held: close() on another thread drops self._local
         except AttributeError:
-            inp = self._new_input(h).ptr
+            inp_h = self._new_input(h)
+        inp = inp_h.ptr
         lib.rg_input_clear(inp)
         for name, value in values.items():
             f = self._field(name)
