@@ -21,8 +21,8 @@ import ctypes
 import ctypes.util
 import itertools
 import os
-import weakref
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -434,6 +434,8 @@ class SharedTable:
 
     def __init__(self, path: str, max_readers: int = 0):
         self._lib = load_library()
+        if max_readers < 0:
+            raise ValueError(f"max_readers must be 0 (the default, 64) or more: {max_readers}")
         h, err = ctypes.c_void_p(), _Error()
         _check(self._lib.rg_shared_open(_path(path), max_readers, ctypes.byref(h),
                                         ctypes.byref(err)), err)
@@ -462,6 +464,9 @@ class SharedTable:
         longer referenced). Raises ReplaygateError("no_reader_slot") when all are taken."""
         r = Reader(self)
         with self._lock:
+            if self._hh is None:  # closed on another thread meanwhile
+                r.close()
+                raise _closed("shared table")
             self._readers.add(r)
         return r
 
@@ -469,9 +474,9 @@ class SharedTable:
         with self._lock:
             readers = list(self._readers)
             self._readers.clear()
+            self._hh = None  # freed once its readers (and their pins) are gone
         for r in readers:
             r.close()
-        self._hh = None
 
 
 class Reader:

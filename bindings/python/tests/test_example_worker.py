@@ -90,7 +90,8 @@ class StrictWorkerTest(unittest.TestCase):
                 mock.patch.object(sys, "stdout", stdout), mock.patch.object(sys, "stderr", stderr):
             code = example_worker.main(["--table", TABLE, path])
         self.assertEqual(code, 2)
-        self.assertEqual(stderr.getvalue(), "example_worker: internal error: RecursionError: boom\n")
+        self.assertEqual(stderr.getvalue(),
+                         "example_worker: internal error: RecursionError: boom\n")
         self.assertEqual(stdout.getvalue(), "")
 
     def test_usage_and_io_errors_exit_2(self):

@@ -263,6 +263,8 @@ class ReaderLifetimeTest(unittest.TestCase):
         with self.assertRaises(replaygate.ReplaygateError) as cm:
             d.pin().__enter__()
         self.assertEqual(str(cm.exception), "argument: reader is closed")
+        with self.assertRaises(ValueError):  # ctypes would wrap -1 to 4294967295 slots
+            replaygate.SharedTable(self.path, max_readers=-1)
 
 
 class StrictTypesTest(unittest.TestCase):
