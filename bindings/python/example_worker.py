@@ -1,21 +1,30 @@
 #!/usr/bin/env python3
-"""An example DLQ worker: reads dead letters as JSON Lines, decides them in batches through the
-replaygate C API (one call per batch), and writes one JSON object per letter to stdout.
+"""An example DLQ worker: reads dead letters as JSON Lines, decides them in batches through
+replaygate's JSON Lines library (one C call per batch), and writes one JSON object per letter to
+stdout.
 
     RG_LIBRARY=build/runtime/libreplaygate_runtime.so \\
+    RG_JSONL_LIBRARY=build/bindings/jsonl/libreplaygate_jsonl.so \\
       python3 bindings/python/example_worker.py --table gate.rgt examples/letters.jsonl
 
-The table is shared and hot-reloaded: when its file changes (publish it by atomic rename), the
-worker reloads it before the next batch; a corrupt or incompatible file is reported on stderr and
-the old table keeps deciding. Each output line names the table (checksum) that decided it.
-Letters are read as strictly as `replaygate decide` reads them: a line that is not a JSON
-object, has a key twice (json.loads alone would keep the last one, so `"already_committed":
-true, "already_committed": false` would read as not committed) or a key that is neither a
-policy input nor message_id/body_hash is invalid and gets the table's default (every field
-missing), never a replay.
-Exit codes: 0 success, 1 some letters were invalid, 2 usage or table errors.
+Letters are read by the same strict reader as `replaygate decide` (JsonlGate: the library parses
+each line, Python never interprets a letter's fields): a line that is blank, not UTF-8, not a
+JSON object, nested too deep, has a key twice, a key that is neither a policy input nor
+message_id/body_hash, or metadata of the wrong type gets the table's default verb, never a
+replay, and every input line gets exactly one output line, in order.
+
+The table is hot-reloaded: when its file changes (publish it by atomic rename), the worker
+reloads it before the next batch; a corrupt or incompatible file is reported on stderr, the old
+table keeps deciding, and the reload is tried again before every batch until one succeeds (a file
+caught half-written is picked up once complete, even within the same mtime tick). Each output
+line names the table (checksum) that decided it; all letters of a batch come from one table.
+
+Exit codes (as the CLI's): 0 every letter was valid, 1 some letters were invalid (they got the
+default), 2 usage, table or I/O errors, or an internal error (the worker stopped; lines already
+printed stand).
 """
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -24,39 +33,67 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replaygate  # noqa: E402
 
 
-METADATA = ("message_id", "body_hash")
-
-
-def _no_duplicate_keys(pairs):
-    obj = {}
-    for key, value in pairs:
-        if key in obj:
-            raise ValueError(f"duplicate key {key!r}")
-        obj[key] = value
-    return obj
-
-
-def read_letter(line, fields):
-    """The letter on `line` as a dict, or None when it is invalid (see the module doc)."""
+def message_id(line: bytes):
+    """The letter's message_id for the output, or None. Only echoed, never decided on: the verb
+    comes from the strict reader, so a line this lenient look-up reads differently still gets the
+    strict reader's verdict."""
     try:
-        rec = json.loads(line, object_pairs_hook=_no_duplicate_keys)
-    except ValueError:  # bad JSON, a duplicate key, or bad UTF-8 (UnicodeDecodeError)
+        rec = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # bad UTF-8 or JSON, or nested too deep for Python
         return None
-    if not isinstance(rec, dict) or any(k not in fields and k not in METADATA for k in rec):
-        return None
-    return rec
+    mid = rec.get("message_id") if isinstance(rec, dict) else None
+    return mid if isinstance(mid, str) else None
 
 
-def batches(lines, size):
-    batch = []
-    for line in lines:
-        if line.strip():
-            batch.append(line)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def table_state(path: str):
+    """What identifies a published table file: an atomic rename changes the inode, an in-place
+    write the size or mtime."""
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class Reloader:
+    """Reloads the table when its file changed since the last successful (re)load, and retries a
+    failed reload before every batch. Each distinct failure is reported once on stderr."""
+
+    def __init__(self, gate: replaygate.JsonlGate, path: str, loaded):
+        self.gate, self.path, self.loaded = gate, path, loaded
+        self.failed = False
+        self.reported = None
+
+    def maybe_reload(self) -> None:
+        try:
+            now = table_state(self.path)
+            if now == self.loaded and not self.failed:
+                return
+            self.gate.reload(self.path)
+            self.loaded, self.failed, self.reported = now, False, None
+        except (replaygate.ReplaygateError, OSError) as e:
+            self.failed = True
+            if str(e) != self.reported:
+                self.reported = str(e)
+                print(f"example_worker: reload rejected, keeping the old table: {e}",
+                      file=sys.stderr, flush=True)
+
+
+def run(gate: replaygate.JsonlGate, reloader: Reloader, src, out, batch_size: int) -> int:
+    """Decides every line of `src` (a binary file) in batches; returns the invalid letter count."""
+    invalid = 0
+    while True:
+        # Lines as read, each with its b"\n" (the last maybe without): joined, they are exactly
+        # len(batch) lines for the library, blank ones included.
+        batch = list(itertools.islice(src, batch_size))
+        if not batch:
+            return invalid
+        reloader.maybe_reload()
+        verbs, bad, checksum = gate.decide_lines(b"".join(batch))
+        if len(verbs) != len(batch):
+            raise RuntimeError(f"{len(batch)} lines but {len(verbs)} verbs")
+        invalid += bad
+        out.write("".join(json.dumps({"message_id": message_id(line), "verb": verb,
+                                      "table": checksum}) + "\n"
+                          for line, verb in zip(batch, verbs)))
+        out.flush()
 
 
 def main(argv=None) -> int:
@@ -65,50 +102,31 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=1024, help="letters per C call (default 1024)")
     ap.add_argument("letters", nargs="?", help="JSON Lines file (default stdin)")
     args = ap.parse_args(argv)
+    if args.batch < 1:
+        ap.error("--batch must be at least 1")
     try:
-        shared = replaygate.SharedTable(args.table)
-    except (replaygate.ReplaygateError, OSError) as e:
+        gate = replaygate.JsonlGate(args.table)
+        loaded = table_state(args.table)  # a change since the load is only reloaded again
+    except (replaygate.ReplaygateError, OSError, ValueError) as e:
         print(f"example_worker: {args.table}: {e}", file=sys.stderr)
         return 2
-    reader = shared.reader()
-    mtime = os.stat(args.table).st_mtime_ns
-    bad_json = 0
-    # Bytes, not text: a line that is not UTF-8 is one invalid letter (json.loads decodes each
-    # line and refuses it), not an exception that stops the worker.
-    src = open(args.letters, "rb") if args.letters else sys.stdin.buffer
-    with src:
-        for batch in batches(src, args.batch):
-            try:
-                now = os.stat(args.table).st_mtime_ns
-                if now != mtime:
-                    mtime = now
-                    shared.reload(args.table)
-            except (replaygate.ReplaygateError, OSError) as e:
-                print(f"example_worker: reload rejected, keeping the old table: {e}",
-                      file=sys.stderr)
-            with reader.pin() as table:
-                records = []
-                fields = set(table.fields)
-                for line in batch:
-                    rec = read_letter(line, fields)
-                    if rec is None:
-                        bad_json += 1
-                        rec = {}  # every field missing: the table's default
-                    records.append(rec)
-                # Columns: every declared field, None (null) where a letter lacks it; a field
-                # missing from every letter is left out (= missing, which fails closed).
-                columns = {}
-                for name in table.fields:
-                    col = [r.get(name) for r in records]
-                    if any(name in r for r in records):
-                        columns[name] = col
-                verbs = table.decide_columns(columns)
-                for rec, verb in zip(records, verbs):
-                    print(json.dumps({"message_id": rec.get("message_id"), "verb": verb,
-                                      "table": table.checksum}))
-    reader.close()
-    shared.close()
-    return 1 if bad_json else 0
+    try:
+        src = open(args.letters, "rb") if args.letters else sys.stdin.buffer
+    except OSError as e:
+        print(f"example_worker: {e}", file=sys.stderr)
+        return 2
+    try:
+        with src:
+            invalid = run(gate, Reloader(gate, args.table, loaded), src, sys.stdout, args.batch)
+    except OSError as e:
+        print(f"example_worker: I/O error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - a crash must not look like "some letters invalid"
+        print(f"example_worker: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    finally:
+        gate.close()
+    return 1 if invalid else 0
 
 
 if __name__ == "__main__":

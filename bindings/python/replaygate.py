@@ -27,6 +27,7 @@ import ctypes.util
 import itertools
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -144,18 +145,105 @@ def load_library(path: Optional[str] = None) -> ctypes.CDLL:
 
 
 class ReplaygateError(Exception):
-    """A C API error: .status is its name ("io", "bad_checksum", "incompatible", ...)."""
+    """A C API error: .status is its name ("io", "bad_checksum", "incompatible", ...). Errors of
+    the binding itself use the C names where one fits ("argument: table is closed") and
+    code -1 otherwise (status "table_changed": JsonlGate.decide_lines)."""
 
-    def __init__(self, code: int, message: str = ""):
+    def __init__(self, code: int, message: str = "", status: Optional[str] = None):
         self.code = code
-        self.status = load_library().rg_status_name(code).decode()
+        self.status = status or load_library().rg_status_name(code).decode()
         self.message = message or self.status
         super().__init__(f"{self.status}: {self.message}")
+
+
+_ERR_ARGUMENT, _ERR_UNKNOWN_FIELD, _ERR_NO_READER_SLOT = 10, 11, 13
 
 
 def _check(code: int, err: Optional[_Error] = None) -> None:
     if code != 0:
         raise ReplaygateError(code, err.message.decode("utf-8", "replace") if err else "")
+
+
+def _closed(what: str) -> ReplaygateError:
+    return ReplaygateError(_ERR_ARGUMENT, f"{what} is closed")
+
+
+def _path(path) -> bytes:
+    """`path` for the C API: a NUL-terminated string cannot hold a NUL, so one would silently
+    cut the path short; refuse it like open() does."""
+    p = os.fsencode(path)
+    if b"\0" in p:
+        raise ValueError(f"embedded null byte in path {path!r}")
+    return p
+
+
+class _Handle:
+    """One C object, freed exactly once, when nothing uses it any more.
+
+    A call in flight holds the handle in a local variable, so close() on another thread only
+    drops the owner's reference and the call finishes on live memory. Handles that others depend
+    on (an rg_shared for its readers, a reader for its pin) also count their dependents
+    explicitly: the cycle collector finalizes garbage in no particular order, and an rg_shared
+    must not be freed before its readers, nor a reader before its pin is released."""
+
+    __slots__ = ("ptr", "_free", "_parent", "_lock", "_count", "__weakref__")
+
+    def __init__(self, ptr: int, free, parent: Optional["_Handle"] = None):
+        self.ptr = ctypes.c_void_p(ptr)
+        self._free = free        # free(ptr), or None when the object is not ours to free
+        self._parent = parent    # outlives this handle
+        self._lock = threading.Lock()
+        self._count = 1          # this object, plus one per live dependent
+        if parent is not None:
+            parent._hold()
+
+    def _hold(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def _drop(self) -> None:
+        with self._lock:
+            self._count -= 1
+            if self._count:
+                return
+        free, self._free = self._free, None
+        if free is not None:
+            free(self.ptr)
+        if self._parent is not None:
+            self._parent._drop()
+
+    def __del__(self):
+        try:
+            self._drop()
+        except Exception:  # interpreter shutdown: the library may already be gone
+            pass
+
+
+class _ReaderHandle(_Handle):
+    """An rg_reader with a pin count: C keeps the first pin when acquired twice and one release
+    drops it, so nested `with reader.pin()` blocks release the C pin only when the outermost
+    ends (until then the inner blocks get the outer block's table)."""
+
+    __slots__ = ("_lib", "_depth")
+
+    def __init__(self, ptr: int, lib, parent: _Handle):
+        super().__init__(ptr, lib.rg_reader_free, parent)
+        self._lib = lib
+        self._depth = 0
+
+    def pin(self) -> _Handle:
+        """A handle on the pinned table; dropping its last reference unpins."""
+        with self._lock:
+            t = ctypes.c_void_p()
+            _check(self._lib.rg_reader_acquire(self.ptr, ctypes.byref(t)))
+            self._depth += 1
+        return _Handle(t.value, self._unpin, parent=self)
+
+    def _unpin(self, _table) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                self._lib.rg_reader_release(self.ptr)
 
 
 @dataclass(frozen=True)
@@ -169,35 +257,41 @@ class Decision:
 
 
 class Table:
-    """A loaded, verified table (immutable; share it between threads)."""
+    """A loaded, verified table (immutable; share it between threads: each thread decides with
+    its own input). close() frees it once no call in flight uses it; later calls raise
+    ReplaygateError("argument: table is closed")."""
 
-    def __init__(self, handle: int, owned: bool = True):
+    def __init__(self, handle: int, owned: bool = True, _hh: Optional[_Handle] = None):
         self._lib = load_library()
-        self._h = ctypes.c_void_p(handle)
-        self._owned = owned
-        n = self._lib.rg_table_field_count(self._h)
+        if _hh is None:
+            _hh = _Handle(handle, self._lib.rg_table_free if owned else None)
+        self._hh: Optional[_Handle] = _hh
+        h = _hh.ptr
+        n = self._lib.rg_table_field_count(h)
         self.fields: Dict[str, int] = {}
         self.field_types: List[int] = []
         # Names of the fields only an operator sets (never take them from the message).
         self.operator_only: List[str] = []
         for f in range(n):
-            name = self._lib.rg_table_field_name(self._h, f).text()
+            name = self._lib.rg_table_field_name(h, f).text()
             self.fields[name] = f
-            self.field_types.append(self._lib.rg_table_field_type(self._h, f))
-            if self._lib.rg_table_field_operator_only(self._h, f):
+            self.field_types.append(self._lib.rg_table_field_type(h, f))
+            if self._lib.rg_table_field_operator_only(h, f):
                 self.operator_only.append(name)
-        self.verbs: List[str] = [self._lib.rg_table_verb_name(self._h, v).text()
-                                 for v in range(self._lib.rg_table_verb_count(self._h))]
-        self.policy_id = self._lib.rg_table_policy_id(self._h).text()
-        self.revision = self._lib.rg_table_revision(self._h)
-        self.checksum = self._lib.rg_table_checksum(self._h).decode()
-        self._input = ctypes.c_void_p()
-        _check(self._lib.rg_input_new(self._h, ctypes.byref(self._input)))
+        self.verbs: List[str] = [self._lib.rg_table_verb_name(h, v).text()
+                                 for v in range(self._lib.rg_table_verb_count(h))]
+        self.policy_id = self._lib.rg_table_policy_id(h).text()
+        self.revision = self._lib.rg_table_revision(h)
+        self.checksum = self._lib.rg_table_checksum(h).decode()
+        # decide()'s rg_input, one per thread (ctypes releases the GIL in every C call, so a
+        # shared input would mix two threads' fields): created on a thread's first decide(),
+        # freed when the thread ends or the table goes.
+        self._local = threading.local()
 
     @classmethod
     def load(cls, path: str) -> "Table":
         lib, h, err = load_library(), ctypes.c_void_p(), _Error()
-        _check(lib.rg_table_load_file(os.fsencode(path), ctypes.byref(h), ctypes.byref(err)), err)
+        _check(lib.rg_table_load_file(_path(path), ctypes.byref(h), ctypes.byref(err)), err)
         return cls(h.value)
 
     @classmethod
@@ -207,59 +301,67 @@ class Table:
         return cls(h.value)
 
     def close(self) -> None:
-        if self._input:
-            self._lib.rg_input_free(self._input)
-            self._input = ctypes.c_void_p()
-        if self._owned and self._h:
-            self._lib.rg_table_free(self._h)
-        self._h = ctypes.c_void_p()
+        self._hh = None  # freed now, or when the last call in flight on another thread returns
+        self._local = threading.local()
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the library may already be gone
-            pass
+    def _handle(self) -> _Handle:
+        h = self._hh
+        if h is None:
+            raise _closed("table")
+        return h
 
     def _field(self, name: str) -> int:
         f = self.fields.get(name)
         if f is None:
-            raise ReplaygateError(11, f"unknown field {name!r}")
+            raise ReplaygateError(_ERR_UNKNOWN_FIELD, f"unknown field {name!r}")
         return f
+
+    def _new_input(self, h: _Handle) -> _Handle:
+        inp = ctypes.c_void_p()
+        _check(self._lib.rg_input_new(h.ptr, ctypes.byref(inp)))
+        handle = self._local.input = _Handle(inp.value, self._lib.rg_input_free)
+        return handle
 
     def decide(self, **values) -> Decision:
         """Decides one record: keyword arguments by field name (str, int, bool or None for
         null); fields not given are missing. Fails closed like the runtime: a value of the wrong
         type (or any other Python type, bytes included, or a str with a lone surrogate, which is
-        not Unicode text) gives the default verb, kind "invalid_input". Raises
+        not Unicode text) gives the default verb, kind "invalid_input". Types are exact, as in
+        decide_columns(): a bool for a bool field, an int that is not a bool for an int field, a
+        str for a string; a subclass (an IntEnum, a str Enum, ...) is invalid too. Raises
         ReplaygateError("unknown_field") for a name the table does not declare. A field in
         self.operator_only is decided like any other: give it only from your operator channel,
         never copied from the message (leave it out otherwise: the policy then treats it as
-        absent, fail closed)."""
-        lib, inp = self._lib, self._input
+        absent, fail closed). Thread-safe."""
+        h, lib = self._handle(), self._lib
+        try:
+            inp_h = self._local.input  # held: close() on another thread drops self._local
+        except AttributeError:
+            inp_h = self._new_input(h)
+        inp = inp_h.ptr
         lib.rg_input_clear(inp)
         for name, value in values.items():
             f = self._field(name)
+            t = type(value)
             if value is None:
                 code = lib.rg_input_set_null(inp, f)
-            elif isinstance(value, bool):
+            elif t is bool:
                 code = lib.rg_input_set_bool(inp, f, int(value))
-            elif isinstance(value, int):
-                code = lib.rg_input_set_int(inp, f, value) if _in_range(value) \
-                    else lib.rg_input_set_invalid(inp, f)  # overflow: unreadable, fails closed
-            elif isinstance(value, str) and _utf8(value) is not None:
-                b = _utf8(value)
+            elif t is int and _in_range(value):
+                code = lib.rg_input_set_int(inp, f, value)
+            elif t is str and (b := _utf8(value)) is not None:
                 code = lib.rg_input_set_string(inp, f, b, len(b))
-            else:  # float, list, ...: unreadable, so the decision fails closed
+            else:  # float, list, an int beyond int64, a subclass: unreadable, so it fails closed
                 code = lib.rg_input_set_invalid(inp, f)
             _check(code)
         d = _Decision()
-        _check(lib.rg_decide(self._h, inp, ctypes.byref(d)))
-        return self._describe(d)
+        _check(lib.rg_decide(h.ptr, inp, ctypes.byref(d)))
+        return self._describe(h, d)
 
-    def _describe(self, d: _Decision) -> Decision:
+    def _describe(self, h: _Handle, d: _Decision) -> Decision:
         lib = self._lib
-        return Decision(self.verbs[d.verb], lib.rg_table_rule_name(self._h, ctypes.byref(d)).text(),
-                        lib.rg_table_reason(self._h, ctypes.byref(d)).text(),
+        return Decision(self.verbs[d.verb], lib.rg_table_rule_name(h.ptr, ctypes.byref(d)).text(),
+                        lib.rg_table_reason(h.ptr, ctypes.byref(d)).text(),
                         _KINDS.get(d.kind, "?"), _EFFECTS.get(d.effect, "?"),
                         d.table_checksum.decode())
 
@@ -272,6 +374,9 @@ class Table:
         packed, keep = [], []
         for name, values in columns.items():
             f = self._field(name)
+            if isinstance(values, (str, bytes, bytearray)):
+                raise TypeError(f"column {name!r} must be a list of values, one per record, "
+                                f"not {type(values).__name__}")
             if n is None:
                 n = len(values)
             elif len(values) != n:
@@ -328,98 +433,123 @@ class Table:
 
     def decide_columns_raw(self, columns: Mapping[str, Sequence]) -> array.array:
         """As decide_columns(), returning verb indices (an array of uint32)."""
+        h = self._handle()
         cols, ncols, n, _keep = self._columns(columns)
         verbs = array.array("I", bytes(4 * n))
-        _check(self._lib.rg_decide_columns(self._h, cols, ncols, n,
+        _check(self._lib.rg_decide_columns(h.ptr, cols, ncols, n,
                                            verbs.buffer_info()[0] if n else None, None))
         return verbs
 
 
 class SharedTable:
-    """A table workers share and reload while they decide. Use one Reader per thread."""
+    """A table workers share and reload while they decide. Use one Reader per thread.
+    Readers (and tables they pin) keep it alive; close() closes every reader it made (a pin open
+    on another thread keeps its table until its block ends) and frees it once none is left."""
 
     def __init__(self, path: str, max_readers: int = 0):
         self._lib = load_library()
-        self._h, err = ctypes.c_void_p(), _Error()
-        _check(self._lib.rg_shared_open(os.fsencode(path), max_readers, ctypes.byref(self._h),
+        if max_readers < 0:
+            raise ValueError(f"max_readers must be 0 (the default, 64) or more: {max_readers}")
+        h, err = ctypes.c_void_p(), _Error()
+        _check(self._lib.rg_shared_open(_path(path), max_readers, ctypes.byref(h),
                                         ctypes.byref(err)), err)
-        self._readers: List["Reader"] = []
+        self._hh: Optional[_Handle] = _Handle(h.value, self._lib.rg_shared_free)
+        self._lock = threading.Lock()
+        self._readers = weakref.WeakSet()  # a Reader nobody holds releases its slot
+
+    def _handle(self) -> _Handle:
+        h = self._hh
+        if h is None:
+            raise _closed("shared table")
+        return h
 
     def reload(self, path: str) -> None:
         """Verifies `path` completely and swaps it in; raises ReplaygateError (the old table keeps
         serving) when it is corrupt, unreadable or incompatible."""
-        err = _Error()
-        _check(self._lib.rg_shared_reload(self._h, os.fsencode(path), ctypes.byref(err)), err)
+        h, err = self._handle(), _Error()
+        _check(self._lib.rg_shared_reload(h.ptr, _path(path), ctypes.byref(err)), err)
 
     @property
     def generation(self) -> int:
-        return self._lib.rg_shared_generation(self._h)
+        return self._lib.rg_shared_generation(self._handle().ptr)
 
     def reader(self) -> "Reader":
+        """A new Reader (one of max_readers slots, 64 by default, until it is closed or no
+        longer referenced). Raises ReplaygateError("no_reader_slot") when all are taken."""
         r = Reader(self)
-        self._readers.append(r)
+        with self._lock:
+            if self._hh is None:  # closed on another thread meanwhile
+                r.close()
+                raise _closed("shared table")
+            self._readers.add(r)
         return r
 
     def close(self) -> None:
-        for r in self._readers:
+        with self._lock:
+            readers = list(self._readers)
+            self._readers.clear()
+            self._hh = None  # freed once its readers (and their pins) are gone
+        for r in readers:
             r.close()
-        self._readers.clear()
-        if self._h:
-            self._lib.rg_shared_free(self._h)
-            self._h = ctypes.c_void_p()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class Reader:
     """One thread's view of a SharedTable. `with reader.pin() as table:` pins the current table
-    (a Table) for a batch: every decision in the block uses it, however many reloads happen."""
+    (a Table) for a batch: every decision in the block uses it, however many reloads happen.
+    Pins nest: an inner `with reader.pin()` gets the outer block's table, and the pin ends with
+    the outermost block. A Reader keeps its SharedTable alive; its slot is released by close()
+    or when the Reader is garbage collected (a pinned table keeps it until its block ends)."""
 
     def __init__(self, shared: SharedTable):
         self._lib = shared._lib
-        self._h = ctypes.c_void_p()
-        _check(self._lib.rg_reader_new(shared._h, ctypes.byref(self._h)))
+        parent = shared._handle()
+        h = ctypes.c_void_p()
+        code = self._lib.rg_reader_new(parent.ptr, ctypes.byref(h))
+        if code == _ERR_NO_READER_SLOT:
+            raise ReplaygateError(code, "every reader slot of this SharedTable is taken "
+                                  "(max_readers, 64 by default): a Reader per thread, and "
+                                  "close() the ones no longer used")
+        _check(code)
+        self._hh: Optional[_ReaderHandle] = _ReaderHandle(h.value, self._lib, parent)
+
+    def _handle(self) -> _ReaderHandle:
+        h = self._hh
+        if h is None:
+            raise _closed("reader")
+        return h
 
     def pin(self) -> "_Pin":
         return _Pin(self)
 
     def close(self) -> None:
-        if self._h:
-            self._lib.rg_reader_release(self._h)
-            self._lib.rg_reader_free(self._h)
-            self._h = ctypes.c_void_p()
+        self._hh = None  # the slot is released now, or when an open pin ends
 
 
 class _Pin:
     def __init__(self, reader: Reader):
         self._reader = reader
-        self._table: Optional[Table] = None
+        self._tables: List[Table] = []
 
     def __enter__(self) -> Table:
-        h = ctypes.c_void_p()
-        _check(self._reader._lib.rg_reader_acquire(self._reader._h, ctypes.byref(h)))
-        self._table = Table(h.value, owned=False)
-        return self._table
+        h = self._reader._handle().pin()
+        table = Table(0, _hh=h)
+        self._tables.append(table)
+        return table
 
     def __exit__(self, *exc) -> None:
-        if self._table is not None:
-            self._table.close()
-        self._reader._lib.rg_reader_release(self._reader._h)
+        self._tables.pop().close()  # unpins once no call in flight uses the table
 
 
 class JsonlGate:
     """Decides JSON Lines bytes in one C call per batch (libreplaygate_jsonl.so, found through
     $RG_JSONL_LIBRARY or next to the runtime library). Python does no per-record work: this is
-    the path that beats a Python dict-lookup gate. Hot-reloadable; thread-safe.
+    the path that beats a Python dict-lookup gate. Hot-reloadable; thread-safe; close() frees it
+    once no call in flight uses it.
 
         gate = JsonlGate("gate.rgt")
-        verbs, invalid, checksum = gate.decide_lines(b"\\n".join(messages))
+        verbs, invalid, checksum = gate.decide_messages(messages)  # e.g. Kafka values
         # len(verbs) == len(messages): verbs[i] is messages[i]'s, an empty message included
-        # (invalid -> the default verb), as long as no message holds a raw newline.
+        # (invalid -> the default verb); every verb of one call comes from the table `checksum`.
 
     A record's value for an operator-only field (policy `source: operator`) is ignored: the field
     stays unset, so a message cannot confirm itself; the record is still decided.
@@ -444,28 +574,40 @@ class JsonlGate:
         lib.rgj_decide_lines.argtypes = [P, P, SZ, P, SZ, PSZ, PSZ, PSZ, ctypes.c_char_p]
         self._lib = lib
         self._scratch = threading.local()  # decide_lines_raw's output buffer, one per thread
-        self._h, err = ctypes.c_void_p(), _Error()
-        _check(lib.rgj_open(os.fsencode(path), ctypes.byref(self._h), ctypes.byref(err)), err)
-        self.verbs = [lib.rgj_verb_name(self._h, v).text()
-                      for v in range(lib.rgj_verb_count(self._h))]
+        h, err = ctypes.c_void_p(), _Error()
+        _check(lib.rgj_open(_path(path), ctypes.byref(h), ctypes.byref(err)), err)
+        self._hh: Optional[_Handle] = _Handle(h.value, lib.rgj_free)
+        self.verbs = [lib.rgj_verb_name(self._hh.ptr, v).text()
+                      for v in range(lib.rgj_verb_count(self._hh.ptr))]
+
+    def _handle(self) -> _Handle:
+        h = self._hh
+        if h is None:
+            raise _closed("gate")
+        return h
 
     def reload(self, path: str) -> None:
-        err = _Error()
-        _check(self._lib.rgj_reload(self._h, os.fsencode(path), ctypes.byref(err)), err)
+        h, err = self._handle(), _Error()
+        _check(self._lib.rgj_reload(h.ptr, _path(path), ctypes.byref(err)), err)
 
     _CHUNK = 65536  # verbs per C call at most: the per-thread buffer is 256 KiB
+    _ATTEMPTS = 4   # tries at deciding a many-call input on one table before table_changed
 
     def decide_lines_raw(self, data: bytes):
         """(verb indices as array('I'), invalid record count, table checksum) for `data`: exactly
         one verb per line, in order (lines end at b"\\n"; a last line without it counts; b""
-        has none). A line that is not a valid record -- blank or whitespace only, bad JSON, an
-        unknown or repeated key -- gets the table's default verb (fail closed) and counts as
-        invalid, like `replaygate decide`; it is never skipped, so verbs[i] is always line i's."""
+        has none, and a final b"\\n" does not start one: see decide_messages()). A line that is
+        not a valid record -- blank or whitespace only, bad JSON, an unknown or repeated key --
+        gets the table's default verb (fail closed) and counts as invalid, like `replaygate
+        decide`; it is never skipped, so verbs[i] is always line i's. Every verb comes from the
+        one table named by the checksum: an input of more than 65,536 lines takes several C calls,
+        and when a reload lands between them the whole input is decided again on the new table;
+        after 4 tries that each straddle a reload, ReplaygateError (status "table_changed",
+        code -1) is raised rather than verbs from two tables."""
         # Every line takes at least 1 byte (a blank line is its newline), so len bounds the verbs:
         # no pass over `data` to count lines (that cost a sixth of the call). The output buffer is
-        # per thread and reused; only the verbs written are copied out. Inputs with more lines
-        # than _CHUNK take several calls (one table each; the checksum returned is the last
-        # call's).
+        # per thread and reused; only the verbs written are copied out.
+        h = self._handle()
         scratch = self._scratch
         verbs = getattr(scratch, "verbs", None)
         if verbs is None:
@@ -475,34 +617,57 @@ class JsonlGate:
         count, invalid, consumed, checksum = scratch.args
         base = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
         address = verbs.buffer_info()[0]
-        out, bad, at, size = None, 0, 0, len(data)
-        while True:
-            cap = max(1, min(size - at, self._CHUNK))
-            _check(self._lib.rgj_decide_lines(self._h, base + at, size - at, address, cap,
-                                              ctypes.byref(count), ctypes.byref(invalid),
-                                              ctypes.byref(consumed), checksum))
-            if out is None:
-                out = verbs[:count.value]
-            else:
-                out.extend(verbs[:count.value])
-            bad += invalid.value
-            at += consumed.value
-            if at >= size or consumed.value == 0:
-                break
-        return out, bad, checksum.value.decode()
+        size = len(data)
+        for _ in range(self._ATTEMPTS):
+            out, bad, at, table = None, 0, 0, None
+            while True:
+                cap = max(1, min(size - at, self._CHUNK))
+                _check(self._lib.rgj_decide_lines(h.ptr, base + at, size - at, address, cap,
+                                                  ctypes.byref(count), ctypes.byref(invalid),
+                                                  ctypes.byref(consumed), checksum))
+                if table is None:
+                    table = checksum.value
+                elif checksum.value != table:  # reloaded between two calls: start again
+                    out = None
+                    break
+                if out is None:
+                    out = verbs[:count.value]
+                else:
+                    out.extend(verbs[:count.value])
+                bad += invalid.value
+                at += consumed.value
+                if at >= size or consumed.value == 0:
+                    break
+            if out is not None:
+                return out, bad, table.decode()
+        raise ReplaygateError(-1, f"the table was reloaded during each of {self._ATTEMPTS} tries "
+                              f"at deciding {size} bytes on one table: retry, or pass at most "
+                              f"{self._CHUNK} lines per call", status="table_changed")
 
     def decide_lines(self, data: bytes):
         """As decide_lines_raw(), with verb names."""
         verbs, invalid, checksum = self.decide_lines_raw(data)
         return [self.verbs[v] for v in verbs], invalid, checksum
 
-    def close(self) -> None:
-        if self._h:
-            self._lib.rgj_free(self._h)
-            self._h = ctypes.c_void_p()
+    def decide_messages_raw(self, messages: Sequence[bytes]):
+        """As decide_lines_raw() for a list of messages (bytes, e.g. Kafka values), one verb per
+        message: len(verbs) == len(messages), an empty message included (invalid: the default).
+        b"\\n".join(messages) alone loses a last empty message, since a final newline does not
+        start a line. A message holding a raw newline (pretty-printed JSON) is not one JSON Lines
+        record: it gets the default verb and counts as invalid, and never shifts a later verdict."""
+        msgs = messages if isinstance(messages, list) else list(messages)
+        terminated = itertools.chain(msgs, (b"",))  # every message ends with a newline
+        verbs, invalid, checksum = self.decide_lines_raw(b"\n".join(terminated))
+        if len(verbs) != len(msgs):  # some message held a newline and made several lines
+            msgs = [b"" if b"\n" in bytes(m) else m for m in msgs]
+            verbs, invalid, checksum = self.decide_lines_raw(
+                b"\n".join(itertools.chain(msgs, (b"",))))
+        return verbs, invalid, checksum
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
+    def decide_messages(self, messages: Sequence[bytes]):
+        """As decide_messages_raw(), with verb names."""
+        verbs, invalid, checksum = self.decide_messages_raw(messages)
+        return [self.verbs[v] for v in verbs], invalid, checksum
+
+    def close(self) -> None:
+        self._hh = None  # freed now, or when the last call in flight on another thread returns
