@@ -395,6 +395,7 @@ constexpr CodeTitle kCodeTitles[] = {
     {"RG404", "expected verb unknown"},
     {"RG405", "duplicate case name"},
     {"RG406", "expected rule unknown"},
+    {"RG407", "case input sets a derived input"},
 };
 
 const char* sarif_level(Severity severity) {

@@ -18,8 +18,10 @@ echo "== machine ==" | tee "$out/machine.txt"
 { nproc; grep -m1 'model name' /proc/cpuinfo; uptime; } | tee -a "$out/machine.txt"
 
 echo "== decide latency (C++) =="
+# Random interleaving runs the repetitions of every benchmark in a shuffled order, so a baseline
+# and decide() see the same drifts of a shared host (its clock and neighbours change over seconds).
 build/bin/rg_decide_bench --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
-  --benchmark_min_time=0.2 | tee "$out/decide_bench.txt"
+  --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2 | tee "$out/decide_bench.txt"
 
 echo "== Python: reference gate vs ctypes binding =="
 RG_LIBRARY=build/runtime/libreplaygate_runtime.so \

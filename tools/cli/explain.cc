@@ -457,8 +457,15 @@ int run_explain(const ExplainOptions& options) {
   std::string problem;
   const std::string source = options.policy.empty() ? options.table : options.policy;
   if (!parser.parse(std::string_view(text.data(), length), input, &meta, &problem)) {
-    std::fprintf(stderr, "replaygate explain: %s: unreadable letter: %s\n",
-                 options.letter == "-" ? "<stdin>" : options.letter.c_str(), problem.c_str());
+    // FILE:LINE:COLUMN, as the compiler's diagnostics, when the problem has one place.
+    std::string where = options.letter == "-" ? "<stdin>" : options.letter;
+    if (parser.problem_offset() != RecordParser::kNoOffset) {
+      const TextPosition at =
+          position_of(std::string_view(text.data(), length), parser.problem_offset());
+      where += ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
+    }
+    std::fprintf(stderr, "replaygate explain: %s: unreadable letter: %s\n", where.c_str(),
+                 problem.c_str());
     return kExitFindings;
   }
   Letter letter(table->field_count());

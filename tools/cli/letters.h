@@ -8,7 +8,8 @@
 // byte-order mark (remove it)") and a number no double can hold, in any field ("number out of
 // range for 'FIELD': 1e400"). A field value of the wrong JSON type (a string for an int field,
 // 1.5, an int beyond int64, an object...) is passed to the runtime as invalid, which decides the
-// default with "invalid input: FIELD". JSON null is absent (Input::set_null).
+// default with "invalid input: FIELD". JSON null is absent (Input::set_null). An unreadable
+// record's problem_offset() (records.h) points at the key, value or byte that is wrong.
 #pragma once
 
 #include <memory>
