@@ -100,61 +100,30 @@ std::string shown(const json& value) {
   return std::string(cut) + (cut.size() < text.size() ? "..." : "");
 }
 
-// The source text of the member `key` of the JSON object `line` (which nlohmann accepted, with no
-// key twice), without the white space around it; "" when it has no such member. A value is shown
+// The source text of the top-level member `key` of the JSON object `line` (which nlohmann
+// accepted), without the white space around it; "" when it has no such member. A value is shown
 // as written: nlohmann reads 100000000000000000000 as a double, which it would dump as 1e+20.
-std::string_view member_text(std::string_view line, std::string_view key) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  const auto skip_space = [&](size_t at) {
-    while (at < line.size() && is_space(line[at])) ++at;
-    return at;
-  };
-  // Just past the closing quote of the string that opens at `at`.
-  const auto string_end = [&line](size_t at) {
-    for (size_t k = at + 1; k < line.size(); ++k) {
-      if (line[k] == '\\') {
-        ++k;
-      } else if (line[k] == '"') {
-        return k + 1;
-      }
+std::string_view member_text(std::string_view line, const char* key) {
+  const size_t start = locate_member_value(line, {key});
+  if (start == RecordParser::kNoOffset) return {};
+  // The value ends at the ',' or '}' that closes it, outside strings and nested brackets.
+  size_t end = start;
+  for (int depth = 0; end < line.size(); ++end) {
+    const char c = line[end];
+    if (c == '"') {
+      for (++end; end < line.size() && line[end] != '"';) end += line[end] == '\\' ? 2 : 1;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}' || c == ',') {
+      if (depth == 0) break;
+      if (c != ',') --depth;
     }
-    return line.size();
-  };
-  size_t i = line.find('{');
-  if (i == std::string_view::npos) return {};
-  for (i = skip_space(i + 1); i < line.size() && line[i] == '"'; i = skip_space(i + 1)) {
-    const size_t key_end = string_end(i);
-    const std::string_view token = line.substr(i, key_end - i);
-    bool match = false;
-    if (token.find('\\') == std::string_view::npos) {
-      match = token.substr(1, token.size() - 2) == key;
-    } else {  // an escaped key is compared by what it spells
-      const json name = json::parse(token, nullptr, /*allow_exceptions=*/false);
-      match = name.is_string() && name.get_ref<const std::string&>() == key;
-    }
-    const size_t start = skip_space(skip_space(key_end) + 1);  // past the ':'
-    size_t end = start;
-    for (int depth = 0; end < line.size(); ++end) {
-      const char c = line[end];
-      if (c == '"') {
-        end = string_end(end) - 1;
-      } else if (c == '[' || c == '{') {
-        ++depth;
-      } else if ((c == ']' || c == '}' || c == ',') && depth == 0) {
-        break;
-      } else if (c == ']' || c == '}') {
-        --depth;
-      }
-    }
-    if (match) {
-      size_t last = end;
-      while (last > start && is_space(line[last - 1])) --last;
-      return line.substr(start, last - start);
-    }
-    if (end >= line.size() || line[end] != ',') break;
-    i = end;
   }
-  return {};
+  while (end > start && (line[end - 1] == ' ' || line[end - 1] == '\t' || line[end - 1] == '\r' ||
+                         line[end - 1] == '\n')) {
+    --end;
+  }
+  return line.substr(start, end - start);
 }
 
 // The value of the member `key` of entry `j` for a message: as written in `line` when that is
