@@ -10,6 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "compiler/names.h"
+
 namespace replaygate {
 namespace {
 
@@ -22,23 +24,9 @@ constexpr size_t kMaxTableKeys = 8;
 constexpr size_t kMaxInputs = 1024;  // runtime/table_format.h kMaxFields
 constexpr const char* kDefaultReason = "no rule matched";
 
-bool is_name(std::string_view text) {
-  if (text.empty()) return false;
-  const auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (!alpha(text[0]) && text[0] != '_') return false;
-  for (char c : text) {
-    if (!alpha(c) && !digit(c) && c != '_' && c != '.' && c != '-') return false;
-  }
-  return true;
-}
-
-bool has_space_or_control(std::string_view text) {
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) return true;
-  }
-  return false;
-}
+// One grammar for names and ids, shared with the tools that read them back (compiler/names.h).
+using names::has_space_or_control;
+using names::is_name;
 
 // YAML 1.1 spellings of booleans that YAML 1.2 (and this checker) reads as plain words.
 bool looks_like_yaml11_bool(std::string_view text) {
@@ -965,16 +953,19 @@ class Checker {
       bool ok = true;
       if (table.keys && row.keys.size() != columns.size()) {
         const size_t k = columns.size();
+        // "1 key", "2 keys": a count with its noun.
+        const auto count = [](size_t n, const char* noun) {
+          return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+        };
         if (row.flow) {
           error("RG123",
-                "this row has " + std::to_string(row.keys.size() + (row.verb ? 1 : 0)) +
-                    " values, but " + label + " has " + std::to_string(k) +
-                    " keys, so a row needs " + std::to_string(k + 1),
-                row.span, "write the " + std::to_string(k) + " key values, then the verb");
+                "this row has " + count(row.keys.size() + (row.verb ? 1 : 0), "value") + ", but " +
+                    label + " has " + count(k, "key") + ", so a row needs " + std::to_string(k + 1),
+                row.span, "write the " + count(k, "key value") + ", then the verb");
         } else {
           error("RG123",
-                "this row has " + std::to_string(row.keys.size()) + " keys, but " + label +
-                    " has " + std::to_string(k),
+                "this row has " + count(row.keys.size(), "key") + ", but " + label + " has " +
+                    std::to_string(k),
                 row.keys_span, "write one value per table key, in the order of 'keys'");
         }
         ok = false;

@@ -1421,7 +1421,8 @@ std::string Table::dump() const {
       uint32_t used = 0;
       for (uint32_t s = 0; s < mask.slot_count; ++s) used += t.row_slots[mask.slot_begin + s] != 0;
       line("    mask " + pattern + ": " + num(mask.concrete_count) + " concrete, " + num(used) +
-           " rows in " + num(mask.slot_count) + " slots");
+           (used == 1 ? " row in " : " rows in ") + num(mask.slot_count) +
+           (mask.slot_count == 1 ? " slot" : " slots"));
     }
     for (uint32_t row = 0; row < rule.catalog_count; ++row) {
       std::string keys = " (";

@@ -367,6 +367,11 @@ TEST(Check, TypeAndValueErrors) {
       {"  - {table: t, keys: [topic, topic, topic, topic, topic, topic, topic, topic, topic], "
        "rows: []}\n",
        "RG126@17:16 table 't' has 9 keys; a table has 1 to 8"},
+      // Counts of one in the singular.
+      {"  - {table: t, keys: [topic], rows: [[hold]]}\n",
+       "RG123@17:38 this row has 1 value, but table 't' has 1 key, so a row needs 2"},
+      {"  - {table: t, keys: [topic], rows: [[a, b, hold]]}\n",
+       "RG123@17:38 this row has 3 values, but table 't' has 1 key, so a row needs 2"},
       {"  - {table: t, keys: [answer], rows: [[perhaps, hold]]}\n",
        "RG111@17:40 'perhaps' is not a value of enum field 'answer'"},
       {"  - {table: t, keys: [attempts], rows: [[11, hold]]}\n",

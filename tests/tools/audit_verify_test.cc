@@ -171,7 +171,12 @@ TEST_F(AuditVerifyTest, AnEmptyLineBetweenEntriesNamesTheLineAndTheFix) {
                        ": line 2: blank line (only whitespace); delete it (the entries around it "
                        "are checked as if it were not there)\n" +
                        log() + ": line 4: not valid JSON\n" + log() +
-                       ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
+                       ": the next append (audit result, review --confirm, decide --audit) will "
+                       "refuse this log and write nothing: line 4 (the last line) is not a valid "
+                       "entry (see above), so the chain cannot continue from it; restore the line "
+                       "from a copy of the log, or delete it if what it records was never acted "
+                       "on\n" +
+                       log() + ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
                        audit::line_hash("garbage") + "\n");
 }
 
@@ -265,9 +270,11 @@ TEST_F(AuditVerifyTest, EntriesTheWritersNeverWriteAreFindings) {
       {{with(R"("2026-11-29T00:00:00Z")", R"("t")")},
        "line 1: 'time' is \"t\"; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
       {{with(R"("2026-11-29T00:00:00Z")", R"("2026-02-29T00:00:00Z")")},
-       "line 1: 'time' is \"2026-02-29T00:00:00Z\"; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
+       "line 1: 'time' is \"2026-02-29T00:00:00Z\" (2026-02 has 28 days); expected a UTC time "
+       "YYYY-MM-DDTHH:MM:SSZ"},
       {{with(R"("2026-11-29T00:00:00Z")", R"("2026-11-29T24:00:00Z")")},
-       "line 1: 'time' is \"2026-11-29T24:00:00Z\"; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
+       "line 1: 'time' is \"2026-11-29T24:00:00Z\" (hours run from 00 to 23); expected a UTC time "
+       "YYYY-MM-DDTHH:MM:SSZ"},
       {{with(R"("2026-11-29T00:00:00Z")", R"("2026-11-29 00:00:00Z")")},
        "line 1: 'time' is \"2026-11-29 00:00:00Z\"; expected a UTC time YYYY-MM-DDTHH:MM:SSZ"},
       {{with(R"("2026-11-29T00:00:00Z")", "1764374400")},
@@ -322,14 +329,18 @@ TEST_F(AuditVerifyTest, EntriesTheWritersNeverWriteAreFindings) {
                 ": line 3: a second result for decision 1 (its result is entry 2); a decision "
                 "has one result\n" +
                 log() + ": line 4: the field 'effect' is given twice\n" + log() +
-                ": BROKEN, 3 entries (1 decision, 2 results)");
+                ": the next append (audit result, review --confirm, decide --audit) will refuse "
+                "this log and write nothing: line 4 (the last line) is not a valid entry (see "
+                "above), so the chain cannot continue from it; restore the line from a copy of "
+                "the log, or delete it if what it records was never acted on\n" +
+                log() + ": BROKEN, 3 entries (1 decision, 2 results)");
 }
 
 // A leap day, a valid seq/prev chain of what the library writes, and entries the writers write
 // all verify.
 TEST_F(AuditVerifyTest, WhatTheWritersWriteVerifies) {
   std::string leap = kDecisionBody;
-  leap.replace(leap.find("2026-11-29"), 10, "2028-02-29");
+  leap.replace(leap.find("2026-11-29"), 10, "2024-02-29");
   EXPECT_TRUE(audit::verify_bytes(chained({leap, result_body(1)})).ok());
   // decide --audit's entries (source, record, null ids and revision) and review --confirm's.
   const std::string letter =
@@ -605,6 +616,444 @@ TEST_F(AuditVerifyTest, ABadValueIsShownEscapedOnce) {
                        "\"result\"\n"),
             std::string::npos)
       << r.out;
+}
+
+// ---- 7. names, times and numbers as the writers write them ----
+
+// The decision body with `from` replaced by `to` (which must occur once).
+std::string decision_with(const std::string& from, const std::string& to) {
+  std::string body = kDecisionBody;
+  const size_t at = body.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? body : body.replace(at, from.size(), to);
+}
+
+// `action` is a verb name and `rule` a rule id in the policy's grammar (compiler/names.h): white
+// space around them, or only white space, names nothing a policy has.
+TEST_F(AuditVerifyTest, ActionAndRuleFollowThePolicyGrammar) {
+  const std::string verb =
+      "; expected a verb name (a letter or '_', then letters, digits, '_', '.' or '-', as in the "
+      "policy)";
+  const std::string rule =
+      "; expected a rule id (one word: no spaces or control characters, as in the policy) or "
+      "\"default\"";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("action":" ")", "line 1: 'action' is \" \"" + verb},
+      {R"("action":"")", "line 1: 'action' is \"\"" + verb},
+      {R"("action":" observe")", "line 1: 'action' is \" observe\"" + verb},
+      {R"("action":"observe ")", "line 1: 'action' is \"observe \"" + verb},
+      {R"("action":"\tobserve")", "line 1: 'action' is \"\\tobserve\"" + verb},
+      {R"("action":"9lives")", "line 1: 'action' is \"9lives\"" + verb},
+      {R"("action":"ob:serve")", "line 1: 'action' is \"ob:serve\"" + verb},
+      {R"("action":1)", "line 1: 'action' is 1" + verb},
+      {R"("rule":"default ")", "line 1: 'rule' is \"default \"" + rule},
+      {R"("rule":" ")", "line 1: 'rule' is \" \"" + rule},
+      {R"("rule":"")", "line 1: 'rule' is \"\"" + rule},
+      {R"("rule":" r")", "line 1: 'rule' is \" r\"" + rule},
+      {R"("rule":"a b")", "line 1: 'rule' is \"a b\"" + rule},
+      {R"("rule":"r\u007f")", "line 1: 'rule' is \"r\\u007f\"" + rule},
+      {R"("rule":null)", "line 1: 'rule' is null" + rule},
+      {R"("policy":"")", "line 1: 'policy' is \"\"; expected a non-empty string"},
+  };
+  for (const auto& [field, problem] : cases) {
+    const std::string key = field.substr(0, field.find(':') + 1);
+    const size_t at = kDecisionBody.find(key);
+    const size_t end = kDecisionBody.find(",\"", at + 1);
+    const std::string body = decision_with(kDecisionBody.substr(at, end - at), field);
+    EXPECT_EQ(audit::verify_bytes(chained({body})).problems, std::vector<std::string>{problem})
+        << field;
+  }
+  // What the writers write: the policy's own names, a table row's derived id, decide's holds, the
+  // default decision.
+  for (const std::string& body :
+       {decision_with(R"("rule":"r")", R"("rule":"pairs:pay/timeout")"),
+        decision_with(R"("rule":"r")", R"("rule":"dump:maybe_duplicate")"),
+        decision_with(R"("action":"observe","effect":"read")",
+                      R"("action":"_x.y-z","effect":"none")"),
+        decision_with(R"("effect":"read")", R"("effect":"none")")
+            .replace(kDecisionBody.find(R"("rule":"r")"), 10, R"("rule":"default")")}) {
+    const audit::VerifyReport report = audit::verify_bytes(chained({body}));
+    EXPECT_TRUE(report.ok()) << body << "\n" << ::testing::PrintToString(report.problems);
+  }
+  // The CLI: the finding names the line and the field, exit 1.
+  write_file(log(),
+             chained({kDecisionBody, decision_with(R"("rule":"r")", R"("rule":"default ")")}));
+  const CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.substr(0, r.out.find(", last hash")),
+            log() + ": line 2: 'rule' is \"default \"" + rule + "\n" + log() +
+                ": the next append (audit result, review --confirm, decide --audit) will refuse "
+                "this log and write nothing: line 2 (the last line) is not a valid entry (see "
+                "above), so the chain cannot continue from it; restore the line from a copy of "
+                "the log, or delete it if what it records was never acted on\n" +
+                log() + ": BROKEN, 1 entry (1 decision, 0 results)");
+}
+
+// `time` is exactly what utc_now() writes: a real UTC second from 1970 on, marked Z.
+TEST_F(AuditVerifyTest, ImpossibleTimesAreFindings) {
+  const std::string expected = "; expected a UTC time YYYY-MM-DDTHH:MM:SSZ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"0000-01-01T00:00:00Z", " (before 1970, which no writer's clock gives)"},
+      {"1969-12-31T23:59:59Z", " (before 1970, which no writer's clock gives)"},
+      {"2026-13-01T00:00:00Z", " (there is no month 13)"},
+      {"2026-00-10T00:00:00Z", " (there is no month 00)"},
+      {"2026-11-00T00:00:00Z", " (there is no day 00)"},
+      {"2026-02-30T00:00:00Z", " (2026-02 has 28 days)"},
+      {"2028-02-30T00:00:00Z", " (2028-02 has 29 days)"},
+      {"2100-02-29T00:00:00Z", " (2100-02 has 28 days)"},
+      {"2026-04-31T00:00:00Z", " (2026-04 has 30 days)"},
+      {"2026-11-29T24:00:00Z", " (hours run from 00 to 23)"},
+      {"2026-11-29T23:60:00Z", " (minutes run from 00 to 59)"},
+      {"2026-12-31T23:59:60Z", " (seconds run from 00 to 59: no writer writes a leap second)"},
+      {"2026-11-29T00:00:00+01:00", " (an offset from UTC, not Z)"},
+      {"2026-11-29T00:00:00-0500", " (an offset from UTC, not Z)"},
+      {"2026-11-29T00:00:00+00:00", " (an offset from UTC, not Z)"},
+      {"2026-11-29T00:00:00z", ""},
+      {"2026-11-29T00:00:00.5Z", ""},
+      {"2026-11-29T00:00:00", ""},
+      {"2026-11-29T00:00:00ZZ", ""},
+      {"+2026-11-29T00:00:00Z", ""},
+      {"２026-11-29T00:00:00Z", ""},
+  };
+  for (const auto& [time, why] : cases) {
+    const std::string body =
+        decision_with(R"("time":"2026-11-29T00:00:00Z")", "\"time\":\"" + time + "\"");
+    const std::string shown = time.find('\xef') == std::string::npos
+                                  ? "\"" + time + "\""
+                                  : "\"\\uff12026-11-29T00:00:00Z\"";
+    EXPECT_EQ(audit::verify_bytes(chained({body})).problems,
+              std::vector<std::string>{"line 1: 'time' is " + shown + why + expected})
+        << time;
+  }
+  for (const char* time :
+       {"1970-01-01T00:00:00Z", "2000-02-29T23:59:59Z", "9999-12-31T23:59:59Z"}) {
+    const std::string body =
+        decision_with(R"("time":"2026-11-29T00:00:00Z")", std::string("\"time\":\"") + time + "\"");
+    EXPECT_TRUE(audit::verify_bytes(chained({body})).ok()) << time;
+  }
+  write_file(log(), chained({decision_with("2026-11-29T00:00:00Z", "0000-01-01T00:00:00Z")}));
+  const CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.out).at(0),
+            log() +
+                ": line 1: 'time' is \"0000-01-01T00:00:00Z\" (before 1970, which no "
+                "writer's clock gives)" +
+                expected);
+}
+
+// Entries are appended in time order: a later line with an earlier time was moved or edited. The
+// writers keep that true when the clock is set back (the entry gets the time before it).
+TEST_F(AuditVerifyTest, TimeThatRunsBackwardsIsAFinding) {
+  const std::string later = decision_with("2026-11-29T00:00:00Z", "2026-11-29T00:00:05Z");
+  // Equal times (one second, several entries) are fine.
+  EXPECT_TRUE(audit::verify_bytes(chained({kDecisionBody, kDecisionBody})).ok());
+  const std::string broken = chained({later, kDecisionBody, result_body(1)});
+  EXPECT_EQ(audit::verify_bytes(broken).problems,
+            std::vector<std::string>{
+                "line 2: 'time' is \"2026-11-29T00:00:00Z\", earlier than "
+                "\"2026-11-29T00:00:05Z\" on line 1; expected no earlier than the entry before "
+                "(entries are appended in time order: a line was moved or edited)"});
+  // An empty line between them does not hide it (it is a problem of its own).
+  std::string with_gap = chained({later, kDecisionBody});
+  with_gap.insert(with_gap.find('\n') + 1, "\n");
+  EXPECT_EQ(audit::verify_bytes(with_gap).problems.size(), 2u);
+  EXPECT_NE(audit::verify_bytes(with_gap).problems.at(1).find("line 3: 'time' is "),
+            std::string::npos);
+  write_file(log(), broken);
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.out).at(0),
+            log() +
+                ": line 2: 'time' is \"2026-11-29T00:00:00Z\", earlier than "
+                "\"2026-11-29T00:00:05Z\" on line 1; expected no earlier than the entry "
+                "before (entries are appended in time order: a line was moved or edited)");
+
+  // A writer whose clock reads earlier than the last entry records the last entry's time.
+  write_file(log(), chained({decision_with("2026-11-29T00:00:00Z", "2999-01-01T00:00:00Z")}));
+  r = result_for("1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json early = decision_entry("m2");
+  early["time"] = "1999-01-01T00:00:00Z";
+  ASSERT_TRUE(audit::append(log(), early).ok);
+  const std::vector<std::string> lines = lines_of(read_file(log()));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["time"], "2999-01-01T00:00:00Z");
+  EXPECT_EQ(nlohmann::json::parse(lines[2])["time"], "2999-01-01T00:00:00Z");
+  r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+// A number is shown as written: nlohmann reads a whole number past 64 bits as a double, which it
+// prints as 1e+20.
+TEST_F(AuditVerifyTest, ABigNumberIsShownAsWritten) {
+  const std::string range = "; expected a whole number from 0 to 9223372036854775807";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("policy_revision":100000000000000000000)",
+       "line 1: 'policy_revision' is 100000000000000000000" + range},
+      {R"("policy_revision":-100000000000000000000)",
+       "line 1: 'policy_revision' is -100000000000000000000" + range},
+      {R"("policy_revision":123456789012345678901234567890)",
+       "line 1: 'policy_revision' is 123456789012345678901234567890" + range},
+      {R"("policy_revision":1E+20)", "line 1: 'policy_revision' is 1E+20" + range},
+      {R"("policy_revision" :  100000000000000000000 )",
+       "line 1: 'policy_revision' is 100000000000000000000" + range},
+      {R"("policy_revision":[100000000000000000000, 1])",
+       "line 1: 'policy_revision' is [100000000000000000000, 1]" + range},
+      {R"("record_revision":{"a":100000000000000000000})",
+       "line 1: 'record_revision' is {\"a\":100000000000000000000}; expected an integer, a "
+       "string or null"},
+      {R"("record_revision":100000000000000000000.5)",
+       "line 1: 'record_revision' is 100000000000000000000.5; expected an integer, a string or "
+       "null"},
+  };
+  for (const auto& [field, problem] : cases) {
+    const std::string key = field.substr(0, field.find('"', 1) + 1);
+    const size_t at = kDecisionBody.find(key + ":");
+    const size_t end = kDecisionBody.find(",\"", at + 1);
+    const std::string body = decision_with(kDecisionBody.substr(at, end - at), field);
+    EXPECT_EQ(audit::verify_bytes(chained({body})).problems, std::vector<std::string>{problem})
+        << field;
+  }
+  // A key spelled with an escape is found by what it spells; the seq and a result's numbers too.
+  EXPECT_EQ(audit::verify_bytes(chained({decision_with(R"("policy_revision":1)",
+                                                       R"("policy_revisio\u006e":1e20)")}))
+                .problems,
+            std::vector<std::string>{"line 1: 'policy_revision' is 1e20" + range});
+  EXPECT_EQ(audit::verify_bytes("{\"seq\":100000000000000000000}\n").problems,
+            std::vector<std::string>{
+                "line 1: 'seq' is 100000000000000000000; expected a whole number from 1"});
+  EXPECT_EQ(
+      audit::verify_bytes(chained({kDecisionBody, R"("decision":100000000000000000000,)"
+                                                  R"("kind":"result","outcome":"done",)"
+                                                  R"("revision":2,"time":"2026-11-29T00:00:01Z")"}))
+          .problems,
+      std::vector<std::string>{"line 2: result entry's 'decision' is 100000000000000000000; "
+                               "expected the seq of a decision entry"});
+  // A value that is not printable ASCII as written is shown escaped, as before.
+  EXPECT_EQ(audit::verify_bytes(chained({decision_with(R"("policy_revision":1)",
+                                                       "\"policy_revision\":\"\xe2\x80\xae\"")}))
+                .problems,
+            std::vector<std::string>{"line 1: 'policy_revision' is \"\\u202e\"" + range});
+
+  write_file(log(), chained({decision_with(R"("policy_revision":1)",
+                                           R"("policy_revision":100000000000000000000)")}));
+  const CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.out).at(0),
+            log() + ": line 1: 'policy_revision' is 100000000000000000000" + range);
+}
+
+// ---- 8. what verify says an append will do ----
+
+// An unterminated last line that continues the chain but is not a valid entry: verify used to say
+// it "is kept" while every append refuses the log. It now says what the append does, and the
+// append says the same.
+TEST_F(AuditVerifyTest, VerifySaysWhatAnAppendDoesWithABrokenUnterminatedLine) {
+  const std::string good = two_decisions();
+  // A third entry chained onto the library's two, with a field no writer writes, and no newline.
+  const std::string line3 =
+      "{\"seq\":3,\"prev\":\"" + last_hash_of(good) + "\"," + kDecisionBody + ",\"x\":1}";
+  const std::string broken = good + line3;
+  write_file(log(), broken);
+  const audit::VerifyReport report = audit::verify_bytes(broken);
+  EXPECT_TRUE(report.unterminated);
+  EXPECT_FALSE(report.torn_tail);
+  const std::string refusal =
+      "line 3 (the last line, without its newline) is not a valid entry (see above), so the chain "
+      "cannot continue from it; restore the line from a copy of the log, or delete it if what it "
+      "records was never acted on";
+  EXPECT_EQ(report.append_refusal, refusal);
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, log() + ": line 3: unknown field 'x' in a decision entry\n" + log() +
+                       ": the last line continues the chain but lacks its final newline: not a "
+                       "torn line (it may have been acknowledged), so no append removes it, and "
+                       "the next append refuses the log until it is repaired (below)\n" +
+                       log() +
+                       ": the next append (audit result, review --confirm, decide --audit) will "
+                       "refuse this log and write nothing: " +
+                       refusal + "\n" + log() +
+                       ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
+                       audit::line_hash(line3) + "\n");
+  r = run({"audit", "verify", "--format", "json", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["appendable"], false);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["append_refusal"], refusal);
+  // The append does what verify said: refuses, exit 2, nothing written.
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: the last line of " + log() +
+                       " (line 3, without its newline) is not a valid audit entry (unknown field "
+                       "'x' in a decision entry); run 'replaygate audit verify " +
+                       log() + "'\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(read_file(log()), broken);
+  // Deleting the line (the repair verify names) lets appends continue.
+  write_file(log(), good);
+  EXPECT_EQ(result_for("1").exit_code, 0);
+
+  // A valid unterminated entry: kept, and verify says the append writes the newline first.
+  write_file(log(), good.substr(0, good.size() - 1));
+  r = run({"audit", "verify", "--format", "json", log()});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["appendable"], true);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["append_refusal"], "");
+  r = run({"audit", "verify", log()});
+  EXPECT_EQ(lines_of(r.out).at(0),
+            log() +
+                ": the last line is a complete entry continuing the chain but lacks its final "
+                "newline; it is kept, and the next append writes the newline first");
+}
+
+// The other refusals verify foresees: an empty line before an unterminated entry, and a last line
+// that is not a valid entry.
+TEST_F(AuditVerifyTest, VerifySaysWhenAnAppendRefusesTheLog) {
+  const std::string good = two_decisions();
+  const size_t second = good.find('\n') + 1;
+  write_file(log(),
+             good.substr(0, second) + "\n \n" + good.substr(second, good.size() - second - 1));
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(log() + ": the next append (audit result, review --confirm, decide "
+                               "--audit) will refuse this log and write nothing: lines 2 to 3 "
+                               "are empty lines before the unterminated last entry; delete "
+                               "them\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(result_for("1").exit_code, 2);
+
+  write_file(log(), good + "garbage\n");
+  r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, log() + ": line 3: not valid JSON\n" + log() +
+                       ": the next append (audit result, review --confirm, decide --audit) will "
+                       "refuse this log and write nothing: line 3 (the last line) is not a valid "
+                       "entry (see above), so the chain cannot continue from it; restore the line "
+                       "from a copy of the log, or delete it if what it records was never acted "
+                       "on\n" +
+                       log() + ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
+                       audit::line_hash("garbage") + "\n");
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: the last line of " + log() +
+                       " (line 3) is not a valid audit entry (not valid JSON); run 'replaygate "
+                       "audit verify " +
+                       log() + "'\nreplaygate: the result was NOT recorded\n");
+  // A torn tail after it stays until the log is repaired: the refused append touches nothing.
+  write_file(log(), good + "garbage\n{\"seq\":4");
+  r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.out).at(1),
+            log() +
+                ": torn last line (8 bytes without a newline): an append that crashed before "
+                "completing; it was never acknowledged, and the first append after the repair "
+                "below removes it (and shows its bytes)");
+  EXPECT_EQ(result_for("1").exit_code, 2);
+  EXPECT_EQ(read_file(log()), good + "garbage\n{\"seq\":4");
+  // A broken line before a valid last one does not stop appends (the chain continues from the
+  // last line), so verify does not say it does.
+  write_file(log(), "garbage\n" + good);
+  EXPECT_EQ(audit::verify_bytes(read_file(log())).append_refusal, "");
+  EXPECT_EQ(result_for("1").exit_code, 0);
+}
+
+// ---- 9. verify reads standard input ----
+
+TEST_F(AuditVerifyTest, VerifyReadsStandardInput) {
+  const std::string good = two_decisions();
+  CliResult r = run({"audit", "verify", "-"}, good);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "standard input: ok, 2 entries (2 decisions, 0 results), last hash " +
+                       last_hash_of(good) + "\n");
+  r = run({"audit", "verify", "--format", "json", "-"}, good + "{\"seq\":3");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["torn_bytes"], 8);
+  r = run({"audit", "verify", "-"}, "garbage\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.out).at(0), "standard input: line 1: not valid JSON");
+  r = run({"audit", "verify", "-"}, "");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "standard input: ok, 0 entries (0 decisions, 0 results), last hash " +
+                       std::string(32, '0') + "\n");
+  // Through a pipe, as `ssh host cat audit.log | replaygate audit verify -` would.
+  CliRun piped;
+  piped.args = {"audit", "verify", "-"};
+  piped.stdin_command = "cat " + shell_quote(log());
+  r = run_cli(dir_, piped);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("standard input: ok, 2 entries", 0), 0u) << r.out;
+  // A directory on standard input cannot be read.
+  const int code = run_shell(
+      shell_quote(kCliBinary) + " audit verify - <" + shell_quote(dir_.string()) + " >" +
+      shell_quote((dir_ / "out").string()) + " 2>" + shell_quote((dir_ / "err").string()));
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(read_file(dir_ / "err"),
+            "replaygate: cannot read the audit log from standard input: it is a directory\n");
+  // The help says so.
+  r = run({"audit", "verify", "--help"});
+  EXPECT_NE(r.out.find("Audit log, or - for standard input"), std::string::npos) << r.out;
+}
+
+// Appends need the log file itself (a lock, a whole read, an append at its end): "-" is refused
+// by every writer, exit 2, and no file called "-" is created.
+TEST_F(AuditVerifyTest, AppendsRefuseStandardInputAndOutput) {
+  const std::string why =
+      "the audit log cannot be '-' (standard input or output): an append locks the log file, "
+      "reads it and appends to it; name the file (./- for a file called '-')";
+  const auto in_dir = [this](std::vector<std::string> args, const std::string& input) {
+    CliRun how;
+    how.args = std::move(args);
+    how.cwd = dir_.string();
+    how.stdin_text = input;
+    return run_cli(dir_, how);
+  };
+  CliResult r = in_dir(
+      {"audit", "result", "--log", "-", "--decision", "1", "--revision", "2", "--outcome", "done"},
+      "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "replaygate: " + why + "\nreplaygate: the result was NOT recorded\n");
+  r = in_dir({"decide", "--policy", kGate, "--audit", "-", "--operator", "ana"},
+             "{\"message_id\":\"m-001\",\"topic\":\"payment.capture\",\"error_class\":"
+             "\"timeout\",\"attempts\":1,\"idempotency_key\":\"cap_9f3a\","
+             "\"already_committed\":false}\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  r = in_dir({"review", "--policy", kRecovery, "--message", kExamples + "prepared.message.json",
+              "--record", kExamples + "prepared.record.json", "--confirm", "--operator", "ana",
+              "--audit", "-"},
+             "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "-"));
+  // A file called "-" is named ./-.
+  r = in_dir({"review", "--policy", kRecovery, "--message", kExamples + "prepared.message.json",
+              "--record", kExamples + "prepared.record.json", "--confirm", "--operator", "ana",
+              "--audit", "./-"},
+             "");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(audit::verify_bytes(read_file(dir_ / "-")).ok());
+}
+
+// ---- 10. counts ----
+
+TEST_F(AuditVerifyTest, OneByteIsOneByte) {
+  const std::string good = two_decisions();
+  write_file(log(), good + "{");
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(lines_of(r.out).at(0),
+            log() +
+                ": torn last line (1 byte without a newline): an append that crashed before "
+                "completing; it was never acknowledged, and the next append removes it (and "
+                "shows its bytes)");
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() +
+                       " (1 byte without a newline that is not a whole entry continuing the "
+                       "chain: an append that crashed before completing, never acknowledged): "
+                       "'{'\n");
 }
 
 }  // namespace

@@ -781,7 +781,7 @@ TEST_F(UnterminatedTest, DecideAuditAndAnEmptyBatchKeepIt) {
   const CliResult r =
       run({"decide", "--policy", gate, "--audit", log(), "--operator", "ana"}, kLetter);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err.rfind("summary: 1 records", 0), 0u) << r.err;  // no warning before it
+  EXPECT_EQ(r.err.rfind("summary: 1 record,", 0), 0u) << r.err;  // no warning before it
   const std::string text = read_file(log());
   EXPECT_EQ(text.substr(0, good_.size()), good_);
   const audit::VerifyReport report = audit::verify_bytes(text);

@@ -170,6 +170,18 @@ TEST_F(WriteErrorsTest, DecideWithAuditSaysWhichRecordedDecisionsWereNotPrinted)
                   log + " (entries " + entries + ") but were NOT printed\n");
   }
   EXPECT_EQ(lines_of(read_file(log)).size(), 40u);
+  // One record: one decision, one entry, in the singular.
+  const std::string one = (dir_ / "one.jsonl").string();
+  write_file(one, lines_of(read_file(kLetters)).at(0) + "\n");
+  const int code = run_redirected(
+      "true", {"decide", "--policy", kPolicy, "--audit", log, "--operator", "ana", one},
+      "> /dev/full");
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(err_,
+            "replaygate: cannot write decisions to standard output (/dev/full): No space left on "
+            "device\nreplaygate: the output holds the decisions for the first 0 records only\n"
+            "replaygate: the decision for record 1 is in the audit log " +
+                log + " (entry 41) but was NOT printed\n");
 }
 
 // The same when the write fails part way: long body hashes make the output lines longer than the

@@ -16,8 +16,10 @@
 #include <system_error>
 #include <utility>
 
+#include "compiler/names.h"
 #include "compiler/utf8.h"
 #include "tools/cli/options.h"
+#include "tools/cli/output.h"
 #include "tools/cli/records.h"
 
 #define XXH_INLINE_ALL
@@ -98,6 +100,46 @@ std::string shown(const json& value) {
   return std::string(cut) + (cut.size() < text.size() ? "..." : "");
 }
 
+// The source text of the top-level member `key` of the JSON object `line` (which nlohmann
+// accepted), without the white space around it; "" when it has no such member. A value is shown
+// as written: nlohmann reads 100000000000000000000 as a double, which it would dump as 1e+20.
+std::string_view member_text(std::string_view line, const char* key) {
+  const size_t start = locate_member_value(line, {key});
+  if (start == RecordParser::kNoOffset) return {};
+  // The value ends at the ',' or '}' that closes it, outside strings and nested brackets.
+  size_t end = start;
+  for (int depth = 0; end < line.size(); ++end) {
+    const char c = line[end];
+    if (c == '"') {
+      for (++end; end < line.size() && line[end] != '"';) end += line[end] == '\\' ? 2 : 1;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}' || c == ',') {
+      if (depth == 0) break;
+      if (c != ',') --depth;
+    }
+  }
+  while (end > start && (line[end - 1] == ' ' || line[end - 1] == '\t' || line[end - 1] == '\r' ||
+                         line[end - 1] == '\n')) {
+    --end;
+  }
+  return line.substr(start, end - start);
+}
+
+// The value of the member `key` of entry `j` for a message: as written in `line` when that is
+// printable ASCII (nothing there can drive a terminal), else shown(); shown() for an entry that was
+// not read from a line (line empty: a writer's entry).
+std::string shown_member(const json& j, std::string_view line, const char* key) {
+  const std::string_view text = line.empty() ? std::string_view() : member_text(line, key);
+  if (text.empty() || std::any_of(text.begin(), text.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7E;
+      })) {
+    return shown(j.at(key));
+  }
+  const std::string_view cut = text.substr(0, 64);
+  return std::string(cut) + (cut.size() < text.size() ? "..." : "");
+}
+
 // A field name for a message (an unknown key may hold anything).
 std::string name_of(std::string_view key) { return "'" + escape_bytes(utf8_prefix(key, 64)) + "'"; }
 
@@ -115,15 +157,27 @@ bool is_count(const json& v, uint64_t min, uint64_t max) {
   return value >= min && value <= max;
 }
 
-// "YYYY-MM-DDTHH:MM:SSZ" naming a real UTC second (utc_now()'s form; no leap second: gmtime_r
-// never gives one).
-bool is_utc_time(const json& v) {
+// Whether `v` is "YYYY-MM-DDTHH:MM:SSZ" naming a real UTC second that utc_now() can write: from
+// 1970 (time(2) counts from then), no leap second (gmtime_r never gives one). When it is not, *why
+// says what is impossible about a value of that shape ("there is no month 13"), or "" for another
+// shape.
+bool is_utc_time(const json& v, std::string* why) {
+  why->clear();
   if (!v.is_string()) return false;
   const std::string& t = v.get_ref<const std::string&>();
   static constexpr char kShape[] = "dddd-dd-ddTdd:dd:ddZ";
-  if (t.size() != sizeof(kShape) - 1) return false;
-  for (size_t i = 0; i < t.size(); ++i) {
-    if (kShape[i] == 'd' ? (t[i] < '0' || t[i] > '9') : t[i] != kShape[i]) return false;
+  constexpr size_t kSize = sizeof(kShape) - 1;
+  const auto digits_match = [&t](size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      if (kShape[i] == 'd' ? (t[i] < '0' || t[i] > '9') : t[i] != kShape[i]) return false;
+    }
+    return true;
+  };
+  if (t.size() < kSize - 1 || !digits_match(kSize - 1)) return false;
+  if (t.size() != kSize || t.back() != 'Z') {
+    // An ISO 8601 offset (+01:00, -0500): the writers write UTC, marked Z.
+    if (t[kSize - 1] == '+' || t[kSize - 1] == '-') *why = "an offset from UTC, not Z";
+    return false;
   }
   const auto number = [&t](size_t at, size_t digits) {
     int n = 0;
@@ -132,10 +186,24 @@ bool is_utc_time(const json& v) {
   };
   const int year = number(0, 4), month = number(5, 2), day = number(8, 2);
   static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (month < 1 || month > 12 || day < 1) return false;
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  if (day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) return false;
-  return number(11, 2) <= 23 && number(14, 2) <= 59 && number(17, 2) <= 59;
+  if (year < 1970) {
+    *why = "before 1970, which no writer's clock gives";
+  } else if (month < 1 || month > 12) {
+    *why = "there is no month " + t.substr(5, 2);
+  } else if (day < 1) {
+    *why = "there is no day 00";
+  } else if (const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+             day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) {
+    *why = t.substr(0, 7) + " has " + std::to_string(kDays[month - 1] + (month == 2 && leap)) +
+           " days";
+  } else if (number(11, 2) > 23) {
+    *why = "hours run from 00 to 23";
+  } else if (number(14, 2) > 59) {
+    *why = "minutes run from 00 to 59";
+  } else if (number(17, 2) > 59) {
+    *why = "seconds run from 00 to 59: no writer writes a leap second";
+  }
+  return why->empty();
 }
 
 bool is_blank(std::string_view line) {
@@ -170,18 +238,19 @@ const char* const kDecision[] = {
 const char* const kResult[] = {"decision", "revision", "outcome", "operator"};
 
 // The problem with one entry (a JSON object, so no key twice), or "" when it is valid. Only the
-// entry itself is checked here; its place in the chain and the log is verify_bytes()'.
-std::string check_fields(const json& j) {
+// entry itself is checked here; its place in the chain and the log is verify_bytes()'. `line` is
+// the entry's source text, from which bad values are shown as written ("" for a writer's entry).
+std::string check_fields(const json& j, std::string_view line = {}) {
+  const auto value_of = [&](const char* key) { return shown_member(j, line, key); };
   if (!j.contains("seq")) return "no 'seq'";
   if (!is_count(j.at("seq"), 1, UINT64_MAX)) {
-    return "'seq' is " + shown(j.at("seq")) + "; expected a whole number from 1";
+    return "'seq' is " + value_of("seq") + "; expected a whole number from 1";
   }
   if (!j.contains("prev")) return "no 'prev' hash";
-  if (!is_hex32(j.at("prev")))
-    return "'prev' is " + shown(j.at("prev")) + "; expected 32 hex digits";
+  if (!is_hex32(j.at("prev"))) return "'prev' is " + value_of("prev") + "; expected 32 hex digits";
   if (!j.contains("kind")) return "no 'kind'";
   if (j.at("kind") != "decision" && j.at("kind") != "result") {
-    return "unknown kind " + shown(j.at("kind")) + "; expected \"decision\" or \"result\"";
+    return "unknown kind " + value_of("kind") + "; expected \"decision\" or \"result\"";
   }
   const bool decision = j.at("kind") == "decision";
   const std::string kind = decision ? "decision" : "result";
@@ -196,10 +265,13 @@ std::string check_fields(const json& j) {
   }
   const auto missing = [&](const char* key) { return kind + " entry without '" + key + "'"; };
   const auto bad = [&](const char* key, const std::string& expected) {
-    return "'" + std::string(key) + "' is " + shown(j.at(key)) + "; expected " + expected;
+    return "'" + std::string(key) + "' is " + value_of(key) + "; expected " + expected;
   };
   if (!j.contains("time")) return missing("time");
-  if (!is_utc_time(j.at("time"))) return bad("time", "a UTC time YYYY-MM-DDTHH:MM:SSZ");
+  if (std::string why; !is_utc_time(j.at("time"), &why)) {
+    return "'time' is " + value_of("time") + (why.empty() ? "" : " (" + why + ")") +
+           "; expected a UTC time YYYY-MM-DDTHH:MM:SSZ";
+  }
   if (j.contains("operator") || decision) {
     if (!j.contains("operator")) return missing("operator");
     if (!j.at("operator").is_string()) return bad("operator", "a string");
@@ -219,10 +291,22 @@ std::string check_fields(const json& j) {
     for (const char* key : {"message_id", "operation_id"}) {
       if (!j.at(key).is_string() && !j.at(key).is_null()) return bad(key, "a string or null");
     }
-    for (const char* key : {"action", "rule", "policy"}) {
-      if (!j.at(key).is_string() || j.at(key).get_ref<const std::string&>().empty()) {
-        return bad(key, "a non-empty string");
-      }
+    // The verb and the rule as the policy names them (compiler/names.h): a value with spaces
+    // around it (" ", "default ") names nothing the policy has.
+    const json& action = j.at("action");
+    if (!action.is_string() || !names::is_name(action.get_ref<const std::string&>())) {
+      return bad("action",
+                 "a verb name (a letter or '_', then letters, digits, '_', '.' or '-', as in the "
+                 "policy)");
+    }
+    const json& rule = j.at("rule");
+    if (!rule.is_string() || !names::is_rule_id(rule.get_ref<const std::string&>())) {
+      return bad("rule",
+                 "a rule id (one word: no spaces or control characters, as in the policy) or "
+                 "\"default\"");
+    }
+    if (!j.at("policy").is_string() || j.at("policy").get_ref<const std::string&>().empty()) {
+      return bad("policy", "a non-empty string");
     }
     const json& effect = j.at("effect");
     if (effect != "none" && effect != "read" && effect != "copy" && effect != "create") {
@@ -231,7 +315,7 @@ std::string check_fields(const json& j) {
     // 'default' is a reserved rule id: it names the default decision, whose verb has effect none
     // (the compiler and the table loader both enforce it).
     if (j.at("rule") == "default" && effect != "none") {
-      return "'effect' is " + shown(effect) +
+      return "'effect' is " + value_of("effect") +
              " but 'rule' is \"default\": the default verb's effect is always none";
     }
     if (!is_count(j.at("policy_revision"), 0, kMaxRevision)) {
@@ -257,7 +341,7 @@ std::string check_fields(const json& j) {
       if (!j.contains(key)) return missing(key);
     }
     if (!is_count(j.at("decision"), 1, UINT64_MAX)) {
-      return "result entry's 'decision' is " + shown(j.at("decision")) +
+      return "result entry's 'decision' is " + value_of("decision") +
              "; expected the seq of a decision entry";
     }
     if (!is_count(j.at("revision"), 0, kMaxRevision)) return bad("revision", kRevisionRange);
@@ -277,15 +361,9 @@ std::string check_entry(std::string_view line, json* out) {
   if (is_blank(line)) return "blank line (only whitespace)";
   json j;
   if (std::string problem = parse_object(line, &j); !problem.empty()) return problem;
-  if (std::string problem = check_fields(j); !problem.empty()) return problem;
+  if (std::string problem = check_fields(j, line); !problem.empty()) return problem;
   *out = std::move(j);
   return "";
-}
-
-// The problem with one complete line (see check_entry), "" when it is a valid entry.
-std::string line_problem(std::string_view line) {
-  json entry;
-  return check_entry(line, &entry);
 }
 
 // Whether the unterminated last fragment of a log is a whole entry that continues the chain: a
@@ -382,6 +460,11 @@ VerifyReport verify_bytes(std::string_view bytes) {
   std::map<std::string, TableSeen> tables;
   uint64_t line_number = 0;
   uint64_t seq_expected = 0;  // counts the lines that are not blank
+  std::string last_time;      // of the last valid entry ("" before the first)
+  uint64_t last_time_line = 0;
+  // The last line that is not blank: its number, whether it is a valid entry, and its seq.
+  uint64_t last_line = 0, last_line_seq = 0;
+  bool last_line_valid = true;
   // Checks one line (complete, or the kept unterminated last one) and advances the chain.
   const auto check_line = [&](std::string_view line) {
     ++line_number;
@@ -399,10 +482,13 @@ VerifyReport verify_bytes(std::string_view bytes) {
     ++seq_expected;
     json entry;
     const std::string problem = check_entry(line, &entry);
+    last_line = line_number;
+    last_line_valid = problem.empty();
     if (!problem.empty()) {
       report.problems.push_back(where + problem);
     } else {
       const uint64_t seq = entry["seq"];
+      last_line_seq = seq;
       if (seq != seq_expected) {
         report.problems.push_back(where + "seq " + std::to_string(seq) + ", expected " +
                                   std::to_string(seq_expected) + " (a line was removed or moved)");
@@ -412,6 +498,16 @@ VerifyReport verify_bytes(std::string_view bytes) {
                                   "prev hash does not match the previous line (a line "
                                   "before it was edited, removed or reordered)");
       }
+      // The writers never record a time earlier than the entry before (append_batch()).
+      const std::string& time = entry["time"].get_ref<const std::string&>();
+      if (time < last_time) {
+        report.problems.push_back(where + "'time' is " + shown(entry["time"]) + ", earlier than " +
+                                  shown(last_time) + " on line " + std::to_string(last_time_line) +
+                                  "; expected no earlier than the entry before (entries are "
+                                  "appended in time order: a line was moved or edited)");
+      }
+      last_time = time;
+      last_time_line = line_number;
       if (entry["kind"] == "decision") {
         decisions.emplace(seq, 0);
         ++report.decisions;
@@ -466,12 +562,38 @@ VerifyReport verify_bytes(std::string_view bytes) {
     }
   };
   check_lines(0, body_end);
+  // What the next append will do (append_batch(), in its words): continue the chain from the last
+  // line that is not blank, which must be a valid entry, ...
+  const auto refuse_for_last_line = [&](const char* which) {
+    report.append_refusal = "line " + std::to_string(last_line) + " (" + which +
+                            ") is not a valid entry (see above), so the chain cannot continue "
+                            "from it; restore the line from a copy of the log, or delete it if "
+                            "what it records was never acted on";
+  };
+  if (!last_line_valid) refuse_for_last_line("the last line");
   const std::string_view fragment = bytes.substr(complete);
-  if (!fragment.empty() && continues_chain(fragment, seq_expected + 1, report.last_hash)) {
+  // ... with the seq after that entry's (an append reads no other line to continue the chain).
+  const uint64_t next_seq = (last_line_valid && last_line > 0 ? last_line_seq : seq_expected) + 1;
+  if (!fragment.empty() && continues_chain(fragment, next_seq, report.last_hash)) {
     // The last entry lost only its '\n': the empty lines before it are between entries.
+    const uint64_t empty_before = lines_in(bytes, body_end, complete);
     check_lines(body_end, complete);
     report.unterminated = true;
     check_line(fragment);
+    // ... which an append keeps and terminates, but only when nothing stands between it and the
+    // entry before, and it is valid itself.
+    if (report.append_refusal.empty() && empty_before > 0) {
+      const uint64_t first = lines_in(bytes, 0, body_end) + 1;
+      report.append_refusal =
+          empty_before == 1
+              ? "line " + std::to_string(first) +
+                    " is an empty line before the unterminated last entry; delete it"
+              : "lines " + std::to_string(first) + " to " +
+                    std::to_string(first + empty_before - 1) +
+                    " are empty lines before the unterminated last entry; delete them";
+    } else if (report.append_refusal.empty() && !last_line_valid) {
+      refuse_for_last_line("the last line, without its newline");
+    }
   } else {
     report.trailing_empty_lines = lines_in(bytes, body_end, complete);
     if (!fragment.empty()) {
@@ -485,10 +607,8 @@ VerifyReport verify_bytes(std::string_view bytes) {
 std::string removed_tail_note(const std::string& path, const AppendResult& appended) {
   std::string note;
   if (appended.removed_empty_lines > 0) {
-    const bool one = appended.removed_empty_lines == 1;
-    note += "replaygate: note: removed " + std::to_string(appended.removed_empty_lines) +
-            (one ? " empty line" : " empty lines") + " from the end of " + path +
-            " (after the last entry; no entry was changed)\n";
+    note += "replaygate: note: removed " + plural(appended.removed_empty_lines, "empty line") +
+            " from the end of " + path + " (after the last entry; no entry was changed)\n";
   }
   if (!appended.removed_torn_tail.empty()) {
     // The first kShown bytes only: a torn tail can be megabytes.
@@ -496,9 +616,10 @@ std::string removed_tail_note(const std::string& path, const AppendResult& appen
     const std::string& tail = appended.removed_torn_tail;
     const std::string_view head = utf8_prefix(tail, kShown);
     note += "replaygate: warning: removed a torn last line from " + path + " (" +
-            std::to_string(tail.size()) +
-            " bytes without a newline that are not a whole entry continuing the chain: an append "
-            "that crashed before completing, never acknowledged): '" +
+            plural(tail.size(), "byte") + " without a newline that " +
+            (tail.size() == 1 ? "is" : "are") +
+            " not a whole entry continuing the chain: an append that crashed before completing, "
+            "never acknowledged): '" +
             escape_bytes(head) + "'" +
             (head.size() < tail.size() ? "... (" + std::to_string(tail.size()) + " bytes in all)"
                                        : "") +
@@ -521,6 +642,13 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     result.error = std::move(message);
     return result;
   };
+  // "-" is not standard input or output here (other commands read "-" so): an append locks the
+  // log, reads it whole and writes at its end, which needs the file itself.
+  if (path == "-") {
+    return fail(
+        "the audit log cannot be '-' (standard input or output): an append locks the log file, "
+        "reads it and appends to it; name the file (./- for a file called '-')");
+  }
   Fd f;
   // A result needs the log its decision is in: never create one for it (a refused result would
   // leave an empty log behind).
@@ -554,6 +682,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   };
   uint64_t seq = 1;
   std::string prev = kZeroHash;
+  std::string last_time;  // of the last entry: no new entry is recorded as earlier
   if (body_end > 0) {
     const size_t start = body_end >= 2 ? bytes.rfind('\n', body_end - 2) : std::string::npos;
     const size_t from = start == std::string::npos ? 0 : start + 1;
@@ -567,6 +696,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     }
     seq = last_entry["seq"].get<uint64_t>() + 1;
     prev = line_hash(last);
+    last_time = last_entry["time"];
   }
   // The size to restore when a write is cut short: the file as found (after any repair).
   size_t restore_size = bytes.size();
@@ -581,7 +711,8 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
                   " is an empty line between entries; delete it (run 'replaygate audit verify " +
                   path + "')");
     }
-    const std::string problem = line_problem(fragment);
+    nlohmann::json fragment_entry;
+    const std::string problem = check_entry(fragment, &fragment_entry);
     if (!problem.empty()) {
       return fail("the last line of " + path + " (line " + line_number_at(complete) +
                   ", without its newline) is not a valid audit entry (" + problem +
@@ -589,6 +720,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     }
     ++seq;
     prev = line_hash(fragment);
+    last_time = fragment_entry["time"];
     terminator = "\n";
     bytes += '\n';  // in memory only, so the decision lookup below sees whole lines
   } else if (body_end < bytes.size()) {
@@ -640,6 +772,14 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   for (nlohmann::json& entry : entries) {
     entry["seq"] = seq++;
     entry["prev"] = prev;
+    // Time runs forward in the log even when the clock was set back (NTP, another host): such an
+    // entry gets the time of the entry before it, so verify's order check holds for what is
+    // written. (The fixed-width UTC form orders as text.)
+    if (entry.contains("time") && entry["time"].is_string() &&
+        entry["time"].get_ref<const std::string&>() < last_time) {
+      entry["time"] = last_time;
+    }
+    if (entry.contains("time") && entry["time"].is_string()) last_time = entry["time"];
     // What is written must verify: a caller's bad value is refused here, not found later.
     if (const std::string problem = check_fields(entry); !problem.empty()) {
       return fail("refusing to append an invalid entry to " + path + " (" + problem + ")");

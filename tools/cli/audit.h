@@ -3,9 +3,12 @@
 // Format (docs/recovery.md, "Audit trail"): one JSON object per line, '\n'-terminated, no key
 // twice, no other keys than these. Every entry has `seq` (1, 2, 3, ... in file order), `prev` (32
 // hex digits: XXH3-128 of the previous line's bytes without its '\n'; 32 zeros for the first
-// line), `kind` and `time` (UTC, "YYYY-MM-DDTHH:MM:SSZ"):
+// line), `kind` and `time` (UTC, "YYYY-MM-DDTHH:MM:SSZ", a real second from 1970 on, never
+// earlier than the entry before's: an append whose clock reads earlier records that time instead):
 //   "decision": operator (a name: operator_name_problem() in options.h), message_id and
-//               operation_id (string or null), action, rule, policy (non-empty strings), effect
+//               operation_id (string or null), action (a verb name) and rule (a rule id, or
+//               "default"), both in the policy's grammar (compiler/names.h), policy (a non-empty
+//               string), effect
 //               (none, read, copy or create; none when rule is "default"), policy_revision
 //               (0 to INT64_MAX), table_checksum (32 hex digits), record_revision (integer, string
 //               or null); `decide --audit` adds source (string) and record (line number, >= 1)
@@ -55,14 +58,14 @@ struct AppendResult {
 // Appends `entry` (a JSON object; its `seq` and `prev` are set here) to the log at `path`,
 // creating the file (mode 0644) when it does not exist. When `decision_seq` is non-zero, the log
 // must already exist (it is never created then) and hold a decision entry with that seq (for
-// result entries). Errors (ok false): the
-// path cannot be opened or is not a regular file, locking, reading, writing or fsync fails, the
-// last line that is not empty is not a valid entry (the chain cannot be continued: run `audit
-// verify`; nothing is changed then; "(line N) is not a valid audit entry (PROBLEM)"), an empty
-// line stands before an unterminated last entry, `decision_seq` names no decision entry (an
-// unterminated last entry that continues the chain counts as an entry) or one that already has a
-// result entry, or an entry to append is not valid (a caller's bug: "refusing to append an
-// invalid entry ..."; what is written always verifies).
+// result entries). Errors (ok false): the path is "-" (standard input or output, as other
+// commands read it: never a log), the path cannot be opened or is not a regular file, locking,
+// reading, writing or fsync fails, the last line that is not empty is not a valid entry (the chain
+// cannot be continued: run `audit verify`; nothing is changed then; "(line N) is not a valid audit
+// entry (PROBLEM)"), an empty line stands before an unterminated last entry, `decision_seq` names
+// no decision entry (an unterminated last entry that continues the chain counts as an entry) or one
+// that already has a result entry, or an entry to append is not valid (a caller's bug: "refusing to
+// append an invalid entry ..."; what is written always verifies).
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
 
 // Appends `entries` (JSON objects; `seq` and `prev` are set here, continuing the chain in order)
@@ -88,7 +91,8 @@ struct VerifyReport {
   bool torn_tail = false;
   uint64_t torn_bytes = 0;  // its length
   // The last entry is complete and continues the chain but lacks its '\n'; it is counted in
-  // `entries` and kept (an append writes the '\n' first).
+  // `entries` and kept: an append writes the '\n' first, unless append_refusal says why it
+  // refuses the log instead.
   bool unterminated = false;
   // Empty lines after the last entry (the file ends "\n\n"), with nothing but a torn tail after
   // them: tolerated, not problems (no entry is missing), removed by the next append.
@@ -98,6 +102,11 @@ struct VerifyReport {
   uint64_t blank_lines = 0;
   std::string last_hash;              // hash of the last complete line (32 zeros for an empty log)
   std::vector<std::string> problems;  // "line N: ..." for every broken line, in file order
+  // Why the next append (append_batch(): audit result, review --confirm, decide --audit) will
+  // refuse this log and write nothing, and how to repair it; "" when it will append. The cases are
+  // append_batch()'s: the last line that is not blank is not a valid entry, or the unterminated
+  // last entry is not valid, or empty lines stand before it. (Each is also a problem.)
+  std::string append_refusal;
   bool ok() const { return problems.empty(); }
 };
 
@@ -105,10 +114,11 @@ struct VerifyReport {
 // problem per line: the first thing wrong, naming the field), seq counts up from 1, every prev
 // matches the previous entry line's hash, every result names an earlier decision that has no
 // other result, and the entries under one table_checksum agree (policy, revision, each action's
-// effect). An unterminated last fragment that is a JSON object with the next seq and the previous
-// line's hash is that entry (unterminated; checked like the others); any other unterminated
-// fragment is a torn tail, reported (torn_tail) but not a problem. Empty lines: see
-// trailing_empty_lines and blank_lines.
+// effect). An unterminated last fragment that is a JSON object with the seq after the last line's
+// (as an append reads it) and that line's hash is that entry (unterminated; checked like the
+// others); any other unterminated fragment is a torn tail, reported (torn_tail) but not a problem.
+// Empty lines: see trailing_empty_lines and blank_lines. Entries' times never run backwards (a
+// problem on the later line).
 VerifyReport verify_bytes(std::string_view bytes);
 
 // XXH3-128 of `line` as 32 hex digits (high half first).

@@ -1,4 +1,4 @@
-// `replaygate audit verify FILE` and `replaygate audit result ...`: check the audit trail, and
+// `replaygate audit verify FILE|-` and `replaygate audit result ...`: check the audit trail, and
 // append a worker's result entry for a recorded decision (format in tools/cli/audit.h).
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -28,9 +28,12 @@ struct AuditOptions {
   bool operator_given = false;
 };
 
-// Reads the whole log at `path` into *bytes: "" or the cause ("it is a directory", strerror).
+// Reads the whole log at `path` ("-": standard input) into *bytes: "" or the cause ("it is a
+// directory", strerror).
 std::string read_log(const std::string& path, std::string* bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A duplicate of standard input, so that the close() below leaves descriptor 0 alone.
+  const int fd = path == "-" ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                             : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::strerror(errno);
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -60,9 +63,17 @@ int run_verify(const AuditOptions& o) {
   }
   std::string bytes;
   if (const std::string why = read_log(o.file, &bytes); !why.empty()) {
-    std::fprintf(stderr, "replaygate: cannot read audit log %s: %s\n", o.file.c_str(), why.c_str());
+    if (o.file == "-") {
+      std::fprintf(stderr, "replaygate: cannot read the audit log from standard input: %s\n",
+                   why.c_str());
+    } else {
+      std::fprintf(stderr, "replaygate: cannot read audit log %s: %s\n", o.file.c_str(),
+                   why.c_str());
+    }
     return kExitUsage;
   }
+  // What each line of the text report starts with.
+  const std::string file = o.file == "-" ? std::string("standard input") : o.file;
   const audit::VerifyReport report = audit::verify_bytes(bytes);
   std::string text;
   if (o.format == "json") {
@@ -77,39 +88,50 @@ int run_verify(const AuditOptions& o) {
     j["trailing_empty_lines"] = report.trailing_empty_lines;
     j["last_hash"] = report.last_hash;
     j["problems"] = report.problems;
+    j["appendable"] = report.append_refusal.empty();
+    j["append_refusal"] = report.append_refusal;
     text = j.dump() + "\n";
   } else {
-    for (const std::string& p : report.problems) text += o.file + ": " + p + "\n";
+    for (const std::string& p : report.problems) text += file + ": " + p + "\n";
+    // Which append removes what appends remove: the next one, or (when appends refuse this log)
+    // the first one after the repair.
+    const std::string remover = report.append_refusal.empty()
+                                    ? "the next append"
+                                    : "the first append after the repair below";
     if (report.blank_lines > 0 && report.problems.size() == report.blank_lines) {
-      text += o.file +
+      text += file +
               ": apart from the empty lines, every entry and the hash chain check out: deleting "
               "them repairs the log\n";
     }
     if (report.trailing_empty_lines > 0) {
-      const bool one = report.trailing_empty_lines == 1;
-      text += o.file + ": " + std::to_string(report.trailing_empty_lines) +
-              (one ? " empty line" : " empty lines") +
-              " after the last entry: tolerated (no entry is missing or changed); the next "
-              "append removes " +
-              (one ? "it" : "them") + "\n";
+      text += file + ": " + plural(report.trailing_empty_lines, "empty line") +
+              " after the last entry: tolerated (no entry is missing or changed); " + remover +
+              " removes " + (report.trailing_empty_lines == 1 ? "it" : "them") + "\n";
     }
     if (report.torn_tail) {
-      text += o.file + ": torn last line (" + std::to_string(report.torn_bytes) +
-              " bytes without a newline): an append that crashed before completing; it was "
-              "never acknowledged, and the next append removes it (and shows its bytes)\n";
+      text += file + ": torn last line (" + plural(report.torn_bytes, "byte") +
+              " without a newline): an append that crashed before completing; it was never "
+              "acknowledged, and " +
+              remover + " removes it (and shows its bytes)\n";
     }
-    if (report.unterminated) {
-      text += o.file +
+    if (report.unterminated && report.append_refusal.empty()) {
+      text += file +
               ": the last line is a complete entry continuing the chain but lacks its final "
               "newline; it is kept, and the next append writes the newline first\n";
+    } else if (report.unterminated) {
+      text += file +
+              ": the last line continues the chain but lacks its final newline: not a torn line "
+              "(it may have been acknowledged), so no append removes it, and the next append "
+              "refuses the log until it is repaired (below)\n";
     }
-    const auto count = [](uint64_t n, const char* one, const char* many) {
-      return std::to_string(n) + " " + (n == 1 ? one : many);
-    };
-    text += o.file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
-            count(report.entries, "entry", "entries") + " (" +
-            count(report.decisions, "decision", "decisions") + ", " +
-            count(report.results, "result", "results") + "), last hash " + report.last_hash + "\n";
+    if (!report.append_refusal.empty()) {
+      text += file + ": the next append (audit result, review --confirm, decide --audit) will " +
+              "refuse this log and write nothing: " + report.append_refusal + "\n";
+    }
+    text += file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
+            plural(report.entries, "entry", "entries") + " (" +
+            plural(report.decisions, "decision") + ", " + plural(report.results, "result") +
+            "), last hash " + report.last_hash + "\n";
   }
   if (!print_to_stdout(text, "the report")) return kExitUsage;
   return report.ok() ? kExitOk : kExitFindings;
@@ -168,7 +190,8 @@ Runner setup_audit(CLI::App& sub) {
       "The audit trail of reviewed decisions (JSON Lines with a hash chain, docs/recovery.md).\n"
       "Exit: 0 ok, 1 a broken log (verify), 2 usage/I/O errors or a failed append.");
   CLI::App* verify = sub.add_subcommand("verify", "Check every line, the seq order and the chain");
-  verify->add_option("FILE", o->file, "Audit log")->required();
+  verify->add_option("FILE", o->file, "Audit log, or - for standard input (a copy, a pipe)")
+      ->required();
   verify->add_option("--format", o->format, "text (default) or json");
   CLI::App* result =
       sub.add_subcommand("result", "Append a worker's result entry for a recorded decision");

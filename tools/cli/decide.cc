@@ -271,9 +271,8 @@ void report_write_failure(const BlockWriter& out, uint64_t printed) {
   std::fprintf(stderr, "replaygate: cannot write decisions to %s: %s\n",
                describe_stream(STDOUT_FILENO, "standard output").c_str(),
                std::strerror(out.error_number()));
-  std::fprintf(stderr,
-               "replaygate: the output holds the decisions for the first %llu records only%s\n",
-               static_cast<unsigned long long>(printed),
+  std::fprintf(stderr, "replaygate: the output holds the decisions for the first %s only%s\n",
+               plural(printed, "record").c_str(),
                out.partial_line_left()
                    ? ", then part of the next line (it cannot be cut back: not a regular file, or "
                      "the cut would reach bytes that were there before)"
@@ -655,18 +654,26 @@ int run_decide(const DecideOptions& o) {
     if (audited_records > kept) {
       // Logged before printing, as they must be, but never printed: say exactly which.
       const uint64_t first_seq = last_audit_seq - (audited_records - kept) + 1;
-      std::fprintf(stderr,
-                   "replaygate: the decisions for records %llu to %llu are in the audit log %s "
-                   "(entries %llu to %llu) but were NOT printed\n",
-                   static_cast<unsigned long long>(kept + 1),
-                   static_cast<unsigned long long>(audited_records), o.audit.c_str(),
-                   static_cast<unsigned long long>(first_seq),
-                   static_cast<unsigned long long>(last_audit_seq));
+      if (audited_records == kept + 1) {
+        std::fprintf(stderr,
+                     "replaygate: the decision for record %llu is in the audit log %s (entry %llu) "
+                     "but was NOT printed\n",
+                     static_cast<unsigned long long>(audited_records), o.audit.c_str(),
+                     static_cast<unsigned long long>(last_audit_seq));
+      } else {
+        std::fprintf(stderr,
+                     "replaygate: the decisions for records %llu to %llu are in the audit log %s "
+                     "(entries %llu to %llu) but were NOT printed\n",
+                     static_cast<unsigned long long>(kept + 1),
+                     static_cast<unsigned long long>(audited_records), o.audit.c_str(),
+                     static_cast<unsigned long long>(first_seq),
+                     static_cast<unsigned long long>(last_audit_seq));
+      }
     }
     return kExitUsage;
   }
 
-  std::string summary = "summary: " + std::to_string(total) + " records";
+  std::string summary = "summary: " + plural(total, "record");
   for (uint32_t v = 0; v < table->verb_count(); ++v) {
     summary += ", " + std::string(table->verb_name(v)) + " " + std::to_string(per_verb[v]);
   }
@@ -685,11 +692,11 @@ int run_decide(const DecideOptions& o) {
     std::fprintf(
         stderr,
         "replaygate: warning: the %lld MiB replayed-key filter is too full: a new key is now held "
-        "as dump:maybe_duplicate by mistake with probability %s (above %s), so some of the %llu "
-        "maybe-duplicate holds may be first occurrences of their key; decide the dump again "
+        "as dump:maybe_duplicate by mistake with probability %s (above %s), so some of the %s "
+        "may be first occurrences of their key; decide the dump again "
         "with --replayed-keys-memory %llu (keeps the rate under %s for up to %llu keys)\n",
         static_cast<long long>(filter_mib), format_rate(rate).c_str(), threshold.c_str(),
-        static_cast<unsigned long long>(maybe_duplicate_holds),
+        plural(maybe_duplicate_holds, "maybe-duplicate hold").c_str(),
         static_cast<unsigned long long>(dump_rules.mib_for_rate(DumpRules::kWarnFalsePositiveRate)),
         threshold.c_str(), static_cast<unsigned long long>(dump_rules.keys_seen_at_most()));
   }

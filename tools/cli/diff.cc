@@ -244,10 +244,6 @@ std::vector<std::string> table_notes(const DiffOptions& o, Quote quote) {
   return out;
 }
 
-std::string plural(uint64_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
 std::string rule_list(const std::vector<std::string>& rules, Quote quote) {
   std::string out;
   for (size_t i = 0; i < rules.size() && i < kShownRules; ++i) {
@@ -434,11 +430,12 @@ int run_diff(const DiffOptions& options) {
     return kExitUsage;
   }
   if (diff.unresolved > 0) {
+    const bool one = diff.unresolved == 1;
     std::fprintf(stderr,
-                 "replaygate: note: %llu changed regions were kept without proof that a letter "
-                 "reaches them (the search for derived-bool operands gave up); they may be "
-                 "unreachable\n",
-                 static_cast<unsigned long long>(diff.unresolved));
+                 "replaygate: note: %s %s kept without proof that a letter reaches %s (the search "
+                 "for derived-bool operands gave up); %s may be unreachable\n",
+                 plural(diff.unresolved, "changed region").c_str(), one ? "was" : "were",
+                 one ? "it" : "them", one ? "it" : "they");
   }
   std::string text;
   if (options.format == "json") {

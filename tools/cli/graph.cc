@@ -174,7 +174,7 @@ std::string render_dot(const GraphModel& m) {
       for (size_t k = 0; k < rule.keys.size(); ++k) keys += (k ? ", " : "") + rule.keys[k];
       out += "  " + node + " [shape=box3d, label=" +
              dot_string("table " + rule.id + "\nkeys (" + keys + ")\n" +
-                        std::to_string(rule.row_verbs.size()) + " rows") +
+                        plural(rule.row_verbs.size(), "row")) +
              "];\n";
     }
     out += "  " + previous + " -> " + node + " [label=" + dot_string(previous_label) + "];\n";
@@ -186,8 +186,7 @@ std::string render_dot(const GraphModel& m) {
       for (uint32_t v : rule.row_verbs) ++per_verb[v];
       for (const auto& [v, count] : per_verb) {
         out += "  " + node + " -> verb_" + std::to_string(v) +
-               " [label=" + dot_string(std::to_string(count) + (count == 1 ? " row" : " rows")) +
-               "];\n";
+               " [label=" + dot_string(plural(count, "row")) + "];\n";
       }
       previous_label = "no row";
     }

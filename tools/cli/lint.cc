@@ -25,10 +25,6 @@ struct LintOptions {
   std::string docs_url = kDefaultDocsUrl;
 };
 
-std::string plural(size_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
 int run_lint(const LintOptions& options) {
   const std::string& f = options.format;
   if (f != "text" && f != "json" && f != "sarif" && f != "github") {

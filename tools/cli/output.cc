@@ -118,6 +118,14 @@ std::string json_string(std::string_view text) {
   return out;
 }
 
+std::string plural(uint64_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+std::string plural(uint64_t n, std::string_view one) {
+  return n == 1 ? plural(n, one, one) : plural(n, one, std::string(one) + "s");
+}
+
 void ByteBuffer::grow(size_t n) {
   size_t capacity = capacity_ * 2;
   if (capacity < size_ + n) capacity = size_ + n;

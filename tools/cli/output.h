@@ -35,6 +35,14 @@ void append_json_string(std::string& out, std::string_view text);
 // Returns `text` as a JSON string literal, quotes included.
 std::string json_string(std::string_view text);
 
+// A count and its noun for a message: "1 entry", "2 entries", "0 entries" (`one` when n is 1,
+// else `many`). The one plural helper of the CLI, so that no message says "1 records".
+std::string plural(uint64_t n, std::string_view one, std::string_view many);
+
+// The same for a noun whose plural adds an s: plural(1, "record") is "1 record", plural(2,
+// "record") "2 records".
+std::string plural(uint64_t n, std::string_view one);
+
 // A growable byte buffer filled through raw pointers: room(n) returns where the next bytes go
 // (at least n writable), commit(end) keeps what was written up to `end`.
 class ByteBuffer {
