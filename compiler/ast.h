@@ -68,6 +68,9 @@ struct Input {
   std::optional<LiteralList> values;
   std::optional<LiteralList> domain;  // kString only: declared known values (ir::Field::domain)
   std::optional<Derivation> derived;  // kBool only (ir::Field::derived)
+  // Who sets the input: "letter" (the default) or "operator" (ir::Field::operator_only). YAML
+  // `source: operator`, DSL `source operator` after the type.
+  std::optional<Name> source;
   std::optional<Literal> description;
   ir::Span span;  // the input's definition (its name)
 };

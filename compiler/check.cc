@@ -358,6 +358,23 @@ class Checker {
         domain_values(*input.domain, label, f);
       }
     }
+    if (input.source) {
+      static const std::vector<std::string> kSources = {"letter", "operator"};
+      if (input.source->text == "operator") {
+        f.operator_only = true;
+      } else if (input.source->text != "letter") {
+        error("RG144", "unknown source " + quote(input.source->text) + " for " + label,
+              input.source->span,
+              did_you_mean(input.source->text, kSources,
+                           "write 'source: operator' (only an operator sets it) or leave it out"));
+      }
+      // A derived input is computed from two others, so nobody sets it.
+      if (f.operator_only && input.derived) {
+        error(
+            "RG145", label + " is derived, so it cannot be set by an operator", input.source->span,
+            "a derived input is computed, so nobody sets it: remove the source or the derivation");
+      }
+    }
     return f;
   }
 

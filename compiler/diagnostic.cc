@@ -370,6 +370,8 @@ constexpr CodeTitle kCodeTitles[] = {
     {"RG141", "bad derivation operator or operand count"},
     {"RG142", "derivation operand is not an earlier required int"},
     {"RG143", "bad sensitive field name"},
+    {"RG144", "unknown input source"},
+    {"RG145", "derived input set by an operator"},
     {"RG201", "guard can never match"},
     {"RG202", "rule never reached"},
     {"RG203", "duplicate table row"},
@@ -389,12 +391,14 @@ constexpr CodeTitle kCodeTitles[] = {
     {"RG304", "bad mapping source"},
     {"RG305", "mapping type or value mismatch"},
     {"RG306", "derived input mapped"},
+    {"RG307", "operator-only input mapped"},
     {"RG401", "case file structure"},
     {"RG402", "case file names another policy"},
     {"RG403", "case input is not a policy input"},
     {"RG404", "expected verb unknown"},
     {"RG405", "duplicate case name"},
     {"RG406", "expected rule unknown"},
+    {"RG407", "case input sets a derived input"},
 };
 
 const char* sarif_level(Severity severity) {

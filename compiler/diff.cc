@@ -88,6 +88,21 @@ void add_unique(std::vector<std::string>& list, const std::string& name) {
   if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
 }
 
+// Whether some guard condition or table key of `policy` reads field `f`.
+bool rules_read(const ir::Policy& policy, uint32_t f) {
+  for (const ir::Rule& rule : policy.rules) {
+    if (const auto* guard = std::get_if<ir::Guard>(&rule)) {
+      for (const ir::Condition& c : guard->conditions) {
+        if (c.field == f) return true;
+      }
+    } else {
+      const auto& keys = std::get<ir::Table>(rule).key_fields;
+      if (std::find(keys.begin(), keys.end(), f) != keys.end()) return true;
+    }
+  }
+  return false;
+}
+
 // `op(lhs, rhs)` of a derived bool, with its operands' names, or "" for an input field.
 std::string derivation_text(const ir::Policy& policy, const ir::Field& field) {
   if (!field.derived) return "";
@@ -119,6 +134,10 @@ std::string describe_field_change(const ir::Policy& old_policy, const ir::Field&
     };
     parts.push_back(fmt::format("bounds [{}, {}] -> [{}, {}]", bound(a.min), bound(a.max),
                                 bound(b.min), bound(b.max)));
+  }
+  if (a.operator_only != b.operator_only) {
+    parts.push_back(b.operator_only ? "now set only by an operator (letters no longer set it)"
+                                    : "no longer operator-only: letters may now set it");
   }
   if (a.enum_values != b.enum_values) parts.push_back("enum values changed");
   if (a.empty_means_absent != b.empty_means_absent) {
@@ -294,7 +313,9 @@ bool read_empty_as_absent(Clause& clause, const Domains& domains,
 
 bool PolicyDiff::any_more_dangerous() const {
   return std::any_of(verb_changes.begin(), verb_changes.end(),
-                     [](const DiffGroup& g) { return g.more_dangerous(); });
+                     [](const DiffGroup& g) { return g.more_dangerous(); }) ||
+         std::any_of(fields.begin(), fields.end(),
+                     [](const FieldChange& f) { return f.more_dangerous; });
 }
 
 PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_policy,
@@ -360,9 +381,12 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
           j.domain.push_back(v);
         }
       }
-      const std::string change = describe_field_change(
-          old_policy, old_policy.fields[columns[*match].old_field], new_policy, field);
-      if (!change.empty()) out.fields.push_back({field.name, change});
+      const std::string change = describe_field_change(old_policy, old_field, new_policy, field);
+      if (!change.empty()) {
+        out.fields.push_back(
+            {field.name, change,
+             old_field.operator_only && !field.operator_only && rules_read(new_policy, f)});
+      }
       continue;
     }
     if (same_name) {

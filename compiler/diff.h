@@ -31,6 +31,12 @@ namespace replaygate {
 struct FieldChange {
   std::string name;
   std::string change;  // "added", "removed", "retyped string -> enum", "now optional", ...
+  // The field lost `source: operator` and the new policy's rules read it: letters (decide,
+  // explain, the JSONL binding) may now set what only an operator set, e.g. a confirmation that
+  // unlocks a `create` verb. The diff does not compute which letters now reach which verb through
+  // it (its regions compare decisions of the same input values), so it counts the change as more
+  // dangerous whenever a rule reads the field.
+  bool more_dangerous = false;
 };
 
 // Regions that share (old verb, new verb) — or, for provenance changes, (verb, old rule, new rule).
@@ -53,7 +59,7 @@ struct PolicyDiff {
   // Changed regions kept although the search for operands of their derived bools gave up
   // (reported as changes all the same: diff never drops a region it cannot rule out).
   uint64_t unresolved = 0;
-  bool any_more_dangerous() const;
+  bool any_more_dangerous() const;  // a verb change or a field change is more dangerous
 };
 
 // Diffs two checked policies (preconditions: both passed check()). Never throws except bad_alloc.

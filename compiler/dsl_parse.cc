@@ -57,6 +57,7 @@ RG_KW(kw_means, "means");
 RG_KW(kw_absent, "absent");
 RG_KW(kw_present, "present");
 RG_KW(kw_domain, "domain");
+RG_KW(kw_source, "source");
 RG_KW(kw_verb, "verb");
 RG_KW(kw_effect, "effect");
 RG_KW(kw_default, "default");
@@ -134,9 +135,12 @@ struct bool_type : seq<type_bool, opt<_, derived_part>> {};
 struct enum_values : value_list {};
 struct enum_type : seq<type_enum, _, must<enum_values>> {};
 struct input_type : sor<string_type, int_type, bool_type, enum_type> {};
+// `source operator`: only an operator sets the input (ast::Input::source; check() reads the name).
+struct source_name : name {};
+struct input_source : seq<kw_source, _, must<source_name>> {};
 struct input_description : quoted {};
 struct input_item : seq<kw_input, _, must<input_name>, _, must<colon>, _, opt<optional_flag, _>,
-                        must<input_type>, opt<_, input_description>> {};
+                        must<input_type>, opt<_, input_source>, opt<_, input_description>> {};
 
 // verb NAME effect EFFECT ["description"]
 struct verb_name : name {};
@@ -286,6 +290,9 @@ RG_MSG(derive_op,
 RG_MSG(derive_rhs,
        "expected the name of an int input after the operator\nfor example: input "
        "stale: bool = message_revision < record_revision");
+RG_MSG(source_name,
+       "expected who sets the input after 'source'\nfor example: input confirmed: optional bool "
+       "source operator");
 RG_MSG(enum_values,
        "expected the enum's values in parentheses\nfor example: input kind: enum (a, b, c)");
 RG_MSG(verb_name, "expected the verb's name after 'verb'\nfor example: verb hold effect none");
@@ -640,6 +647,13 @@ struct Action<g::enum_values> {
   template <typename Input>
   static void apply(const Input&, State& s) {
     s.input.values = s.list;
+  }
+};
+template <>
+struct Action<g::source_name> {
+  template <typename Input>
+  static void apply(const Input& in, State& s) {
+    s.input.source = name_of(in);
   }
 };
 template <>

@@ -70,6 +70,11 @@ struct Field {
   // as a finite domain, so it can report gaps: known combinations that fall to the default.
   std::vector<std::string> domain;
   std::optional<Derivation> derived;  // kBool only, never optional: computed, see Derivation
+  // Only an operator sets this input (YAML `source: operator`): tools that read letters, dumps or
+  // broker records (decide, explain, the JSONL binding, the kafka mapping) never take its value
+  // from them and leave it unset, so the policy's handling of an absent (or, when required,
+  // missing) value applies; `review --confirm` and test case files set it. Any type; never derived.
+  bool operator_only = false;
   bool operator==(const Field&) const = default;
 };
 

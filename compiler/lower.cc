@@ -172,6 +172,7 @@ struct Lowering {
       r.optional = field.optional ? 1 : 0;
       r.empty_means_absent =
           field.type == ir::FieldType::kString && field.empty_means_absent ? 1 : 0;
+      r.operator_only = field.operator_only ? 1 : 0;
       if (field.type == ir::FieldType::kInt) {
         r.has_min = field.min.has_value();
         r.has_max = field.max.has_value();
@@ -386,7 +387,11 @@ struct Lowering {
     std::memcpy(h.magic, fmtx::kMagic, sizeof(h.magic));
     h.version = fmtx::kVersion;
     h.header_size = sizeof(fmtx::Header);
-    h.flags = 0;
+    // The flag makes a loader that predates operator-only fields refuse the table.
+    h.flags = std::any_of(policy.fields.begin(), policy.fields.end(),
+                          [](const ir::Field& f) { return f.operator_only; })
+                  ? fmtx::kFlagOperatorFields
+                  : 0;
     h.total_size = out.size();
     h.section_count = section_count;
 

@@ -273,6 +273,7 @@ class Printer {
     } else if (type == "enum") {
       line += " " + list(in.values ? in.values->items : std::vector<Literal>{});
     }
+    if (in.source) line += " source " + in.source->text;
     if (in.description) line += " " + literal(*in.description);
     return line;
   }
@@ -437,6 +438,7 @@ ast::Policy to_ast(const ir::Policy& p) {
           {name(p.fields.at(f.derived->lhs).name), name(p.fields.at(f.derived->rhs).name)},
           {}};
     }
+    if (f.operator_only) in.source = name("operator");
     if (!f.description.empty()) in.description = quoted(f.description);
     out.inputs->push_back(std::move(in));
   }

@@ -152,6 +152,7 @@ std::string print_yaml(const ir::Policy& policy) {
              policy.fields.at(f.derived->lhs).name + ", " + policy.fields.at(f.derived->rhs).name +
              "]}\n";
     }
+    if (f.operator_only) out += "    source: operator\n";
     if (!f.description.empty()) out += "    description: " + quoted(f.description) + "\n";
   }
   out += "\nverbs:\n";

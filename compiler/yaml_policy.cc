@@ -176,9 +176,9 @@ class AstBuilder {
   std::optional<std::vector<ast::Input>> inputs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
-    static const std::vector<std::string> kProps = {"type",   "optional",    "empty_means_absent",
-                                                    "min",    "max",         "values",
-                                                    "domain", "description", "derived"};
+    static const std::vector<std::string> kProps = {
+        "type",   "optional", "empty_means_absent", "min",     "max",
+        "values", "domain",   "description",        "derived", "source"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;
@@ -209,6 +209,8 @@ class AstBuilder {
           input.description = scalar(prop_value, prop, "description");
         } else if (p == "derived") {
           input.derived = derivation(prop, prop_value);
+        } else if (p == "source") {
+          input.source = name_value(prop_value, prop, "source");
         } else {
           unknown_key(prop, "input property", kProps);
         }

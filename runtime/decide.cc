@@ -555,7 +555,7 @@ template <uint32_t kCuts, bool kPairOnly>
     for (uint32_t c = 0; c < kCuts; ++c) {
       atom += static_cast<int64_t>(v) >= op.cut[c];
     }
-    bad |= v - static_cast<uint64_t>(op.lo) > op.span;
+    bad += op.span < v - static_cast<uint64_t>(op.lo);  // a compare and an add with carry
     live &= op.mask[atom];
     if (!kPairOnly) atoms[op.field] = op.atom[atom];
   }
@@ -570,7 +570,7 @@ template <uint32_t kCuts, bool kPairOnly>
       atom += static_cast<int64_t>(v) >= op.cut[c];
     }
     atom &= 0u - static_cast<uint32_t>(here);  // absent: 0 (no branch: presence varies)
-    bad |= here & (v - static_cast<uint64_t>(op.lo) > op.span);
+    bad += op.span < ((v - static_cast<uint64_t>(op.lo)) & (0 - here));  // absent: in bounds
     live &= op.mask[atom];
     if (!kPairOnly) atoms[op.field] = op.atom[atom];
   }

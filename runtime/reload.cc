@@ -69,6 +69,14 @@ std::string SharedTable::incompatibility(const Table& current, const Table& next
              ") is " + (next.field_derived(f) ? "derived" : "an input") +
              ", the current table has it as " + (current.field_derived(f) ? "derived" : "an input");
     }
+    // Who may set a field decides whether readers of letters take it from the message; a reader
+    // built for the current table (the JSONL binding's) must not meet a different answer.
+    if (a.operator_only != b.operator_only) {
+      return "incompatible table: field " + std::to_string(f) + " (" + std::string(b.name) +
+             ") is " + (b.operator_only ? "operator-only" : "set from letters") +
+             ", the current table has it as " +
+             (a.operator_only ? "operator-only" : "set from letters");
+    }
   }
   if (current.verb_count() != next.verb_count()) {
     return "incompatible table: " + std::to_string(next.verb_count()) + " verbs, the current " +

@@ -71,7 +71,8 @@ class SharedTable {
   // Reads and verifies `path` completely, checks it is compatible with the current table, then
   // swaps it in. Returns true on success. On failure the current table keeps serving and
   // *status says why: any LoadError from Table::load_file, or kMalformed with the message
-  // "incompatible table: ..." when the fields (names, types, order, derived or not) or the verbs
+  // "incompatible table: ..." when the fields (names, types, order, derived or not,
+  // operator-only or not) or the verbs
   // (names, order) differ, because workers hold field indices and Inputs sized for the current
   // table.
   bool reload(const std::string& path, LoadStatus* status);

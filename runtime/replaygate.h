@@ -19,6 +19,10 @@
  *
  * Fail closed: an unset, null, wrong-typed or out-of-range required field makes the decision the
  * policy default (kind RG_KIND_INVALID_INPUT), never a replay. See docs/embedding.md.
+ *
+ * Operator-only fields (rg_table_field_operator_only): set them from the worker's operator
+ * channel only, never from the dead-lettered message; a message saying "operator_confirmed": true
+ * proves nothing. rgj_decide_lines (bindings/jsonl) ignores them in records.
  */
 #ifndef REPLAYGATE_H
 #define REPLAYGATE_H
@@ -129,6 +133,12 @@ RG_API uint32_t rg_table_field_count(const rg_table* table);
 RG_API uint32_t rg_table_field_index(const rg_table* table, const char* name, size_t size);
 RG_API rg_str rg_table_field_name(const rg_table* table, uint32_t field);
 RG_API uint32_t rg_table_field_type(const rg_table* table, uint32_t field); /* rg_field_type */
+/* 1 when only an operator sets the field (policy `source: operator`), else 0 (also for a NULL
+ * table or an out-of-range field). rg_decide reads such a field like any other: the worker must
+ * set it only from its own operator channel (a confirmation it recorded), never from the message
+ * being decided; leave it unset otherwise, so the policy's fail-closed handling of an absent value
+ * applies. A message that carries the field's name is not evidence of an operator's decision. */
+RG_API int rg_table_field_operator_only(const rg_table* table, uint32_t field);
 RG_API uint32_t rg_table_verb_count(const rg_table* table);
 RG_API uint32_t rg_table_verb_index(const rg_table* table, const char* name, size_t size);
 RG_API rg_str rg_table_verb_name(const rg_table* table, uint32_t verb);

@@ -291,7 +291,10 @@ class Loader {
       return fail(LoadError::kMalformed, "trailing bytes: header says " + num(h.total_size) +
                                              " bytes, got " + num(t_.size));
     }
-    if (h.flags != 0) return fail(LoadError::kMalformed, "unknown flags " + num(h.flags));
+    if ((h.flags & ~fm::kKnownFlags) != 0) {
+      return fail(LoadError::kMalformed, "unknown flags " + num(h.flags));
+    }
+    flags_ = h.flags;
     if (h.section_count != fm::kSectionCount && h.section_count != fm::kMaxSectionCount) {
       return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) +
                                              " sections, header says " + num(h.section_count) +
@@ -420,6 +423,7 @@ class Loader {
         return fail(LoadError::kMalformed, "dictionary entry " + num(i) + " has a wrong hash");
       }
     }
+    bool any_operator_only = false;
     for (size_t f = 0; f < records.size(); ++f) {
       const fm::FieldRecord& r = records[f];
       Table::Impl::Field out;
@@ -429,9 +433,15 @@ class Loader {
         return false;
       }
       if (r.type > fm::kTypeEnum || r.optional > 1 || r.empty_means_absent > 1 || r.has_min > 1 ||
-          r.has_max > 1) {
+          r.has_max > 1 || r.operator_only > 1 || r.pad[0] != 0 || r.pad[1] != 0) {
         return fail(LoadError::kMalformed, what + " has a bad type or flag byte");
       }
+      if (r.operator_only && (flags_ & fm::kFlagOperatorFields) == 0) {
+        return fail(LoadError::kMalformed,
+                    what + " is operator-only but the header lacks the operator-fields flag");
+      }
+      out.operator_only = r.operator_only;
+      any_operator_only = any_operator_only || out.operator_only;
       out.type = static_cast<FieldType>(r.type);
       out.optional = r.optional;
       out.empty_means_absent = r.empty_means_absent;
@@ -522,6 +532,10 @@ class Loader {
                       what + " dictionary index does not find entry " + num(i));
         }
       }
+    }
+    if ((flags_ & fm::kFlagOperatorFields) != 0 && !any_operator_only) {
+      return fail(LoadError::kMalformed,
+                  "the header's operator-fields flag is set but no field is operator-only");
     }
     return true;
   }
@@ -882,8 +896,9 @@ class Loader {
       Table::Impl::Field& f = t_.fields[d.field];
       const auto& lhs = t_.fields[d.lhs];
       const auto& rhs = t_.fields[d.rhs];
-      if (!op_ok || f.type != FieldType::kBool || f.optional || lhs.type != FieldType::kInt ||
-          lhs.optional || rhs.type != FieldType::kInt || rhs.optional) {
+      if (!op_ok || f.type != FieldType::kBool || f.optional || f.operator_only ||
+          lhs.type != FieldType::kInt || lhs.optional || rhs.type != FieldType::kInt ||
+          rhs.optional) {
         return fail(LoadError::kMalformed,
                     what + " must compare two required ints into a required bool");
       }
@@ -935,6 +950,7 @@ class Loader {
   LoadStatus* status_;
   uint64_t directory_end_ = 0;
   uint32_t section_count_ = fm::kSectionCount;
+  uint32_t flags_ = 0;  // the header's, checked against kKnownFlags
   fm::SectionEntry sections_[fm::kMaxSectionCount] = {};
   fm::MetaRecord meta_{};
   std::string_view strings_;
@@ -1252,11 +1268,11 @@ uint32_t Table::field_index(std::string_view name) const noexcept {
 }
 FieldInfo Table::field(uint32_t index) const noexcept {
   if (index >= impl_->fields.size()) {
-    return FieldInfo{{}, FieldType::kString, false, false, false, false, 0, 0};
+    return FieldInfo{{}, FieldType::kString, false, false, false, false, 0, 0, false};
   }
   const Impl::Field& f = impl_->fields[index];
-  return FieldInfo{f.name,    f.type,    f.optional, f.empty_means_absent,
-                   f.has_min, f.has_max, f.min,      f.max};
+  return FieldInfo{f.name,    f.type, f.optional, f.empty_means_absent, f.has_min,
+                   f.has_max, f.min,  f.max,      f.operator_only};
 }
 
 bool Table::field_derived(uint32_t index) const noexcept {
@@ -1369,6 +1385,7 @@ std::string Table::dump() const {
              std::string(t.fields[d.rhs].name);
       }
     }
+    if (field.operator_only) s += ", set by an operator only";
     line(s);
     std::string atoms = "      atoms:";
     for (uint32_t a = field.optional ? 0 : 1; a < field.atom_count; ++a) {

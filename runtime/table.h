@@ -22,6 +22,8 @@
 // "invalid input: FIELD". So a bad value can never make a guard be skipped and a later row replay.
 // A derived field (field_derived()) is not read from the Input: after validation it is computed
 // as `lhs op rhs` over two required int fields (docs/table-format.md, derivations).
+// An operator-only field (FieldInfo::operator_only) is read from the Input like any other, but
+// must be set only from an operator's decision, never from the message (see FieldInfo).
 #pragma once
 
 #include <cstddef>
@@ -78,6 +80,11 @@ struct FieldInfo {
   bool empty_means_absent;
   bool has_min, has_max;
   int64_t min, max;
+  // Only an operator sets this field (policy `source: operator`). decide() reads it like any
+  // other field: it is the caller's job to set it only from its operator channel (a review, a
+  // confirmation it recorded), never from the message being decided. The CLI's letter readers
+  // and the JSONL binding leave it unset whatever a record says.
+  bool operator_only;
 };
 
 class Table;

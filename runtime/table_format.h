@@ -91,11 +91,19 @@ enum SectionKind : uint32_t {
 inline constexpr uint32_t kSectionCount = 16;     // sections every table has
 inline constexpr uint32_t kMaxSectionCount = 17;  // with the optional kDerivations section
 
+// Header flags. A loader rejects any bit it does not know, so a flag is how a table says "you
+// must understand this to read me": a loader that predates operator-only fields refuses a table
+// with one (it would otherwise pass the field's letter value on as an ordinary input).
+// kFlagOperatorFields: some FieldRecord has operator_only = 1 (set exactly then). A policy without
+// operator-only fields has flags 0, so its bytes are the same as before the marker existed.
+inline constexpr uint32_t kFlagOperatorFields = 1u;
+inline constexpr uint32_t kKnownFlags = kFlagOperatorFields;
+
 struct Header {
   char magic[8];
   uint16_t version;
   uint16_t header_size;  // sizeof(Header); the directory starts here
-  uint32_t flags;        // 0; no flags are defined in version 1
+  uint32_t flags;        // kFlag* bits; 0 for a policy without operator-only fields
   uint64_t total_size;   // the file's size in bytes
   uint32_t section_count;
   uint32_t reserved;
@@ -143,7 +151,10 @@ struct FieldRecord {
   uint8_t empty_means_absent;
   uint8_t has_min;
   uint8_t has_max;
-  uint8_t pad[3];
+  // 0 or 1: only an operator sets this field (ir::Field::operator_only); tools that read letters
+  // leave it unset. 1 needs kFlagOperatorFields in the header; never on a derived field.
+  uint8_t operator_only;
+  uint8_t pad[2];  // 0 (the loader rejects anything else)
   int64_t min;
   int64_t max;
   uint32_t atom_count;  // including absent (0)

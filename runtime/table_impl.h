@@ -50,7 +50,8 @@ struct Table::Impl {
     uint32_t dict_begin = 0, dict_count = 0;
     uint32_t slot_begin = 0, slot_count = 0;
     uint32_t cut_begin = 0, cut_count = 0;
-    bool derived = false;  // computed from two int fields; see `derivations`
+    bool derived = false;        // computed from two int fields; see `derivations`
+    bool operator_only = false;  // only an operator sets it (FieldRecord::operator_only)
   };
   struct DictEntry {
     uint64_t hash = 0;

@@ -15,6 +15,11 @@ Hot reload: SharedTable.open(path), .reload(path), .reader() per thread (see doc
 The shared library is found through $RG_LIBRARY, else next to this file, else the system
 linker path (libreplaygate_runtime.so).
 Every failure raises ReplaygateError with .status (e.g. "bad_checksum") and .message.
+
+Operator-only fields (Table.operator_only, policy `source: operator`, e.g. operator_confirmed):
+pass them to decide()/decide_columns() only from your own operator channel (a confirmation you
+recorded), never from the message being decided; a message that says "operator_confirmed": true
+proves nothing. JsonlGate ignores them in records.
 """
 import array
 import ctypes
@@ -107,6 +112,7 @@ def load_library(path: Optional[str] = None) -> ctypes.CDLL:
         "rg_table_field_count": (U32, [P]),
         "rg_table_field_name": (_Str, [P, U32]),
         "rg_table_field_type": (U32, [P, U32]),
+        "rg_table_field_operator_only": (ctypes.c_int, [P, U32]),
         "rg_table_verb_count": (U32, [P]),
         "rg_table_verb_name": (_Str, [P, U32]),
         "rg_table_rule_name": (_Str, [P, ctypes.POINTER(_Decision)]),
@@ -172,9 +178,14 @@ class Table:
         n = self._lib.rg_table_field_count(self._h)
         self.fields: Dict[str, int] = {}
         self.field_types: List[int] = []
+        # Names of the fields only an operator sets (never take them from the message).
+        self.operator_only: List[str] = []
         for f in range(n):
-            self.fields[self._lib.rg_table_field_name(self._h, f).text()] = f
+            name = self._lib.rg_table_field_name(self._h, f).text()
+            self.fields[name] = f
             self.field_types.append(self._lib.rg_table_field_type(self._h, f))
+            if self._lib.rg_table_field_operator_only(self._h, f):
+                self.operator_only.append(name)
         self.verbs: List[str] = [self._lib.rg_table_verb_name(self._h, v).text()
                                  for v in range(self._lib.rg_table_verb_count(self._h))]
         self.policy_id = self._lib.rg_table_policy_id(self._h).text()
@@ -220,7 +231,10 @@ class Table:
         null); fields not given are missing. Fails closed like the runtime: a value of the wrong
         type (or any other Python type, bytes included, or a str with a lone surrogate, which is
         not Unicode text) gives the default verb, kind "invalid_input". Raises
-        ReplaygateError("unknown_field") for a name the table does not declare."""
+        ReplaygateError("unknown_field") for a name the table does not declare. A field in
+        self.operator_only is decided like any other: give it only from your operator channel,
+        never copied from the message (leave it out otherwise: the policy then treats it as
+        absent, fail closed)."""
         lib, inp = self._lib, self._input
         lib.rg_input_clear(inp)
         for name, value in values.items():
@@ -406,6 +420,9 @@ class JsonlGate:
         verbs, invalid, checksum = gate.decide_lines(b"\\n".join(messages))
         # len(verbs) == len(messages): verbs[i] is messages[i]'s, an empty message included
         # (invalid -> the default verb), as long as no message holds a raw newline.
+
+    A record's value for an operator-only field (policy `source: operator`) is ignored: the field
+    stays unset, so a message cannot confirm itself; the record is still decided.
     """
 
     def __init__(self, path: str, library: Optional[str] = None):

@@ -1,5 +1,6 @@
 // libFuzzer target for the dump readers: any bytes, as one line, must parse into a record or a
-// named problem (letters and kcat -J through the test mapping), never crash, hang or leak.
+// named problem placed in the line (letters and kcat -J through the test mapping), never crash,
+// hang or leak.
 //
 // Not part of the default build. Build with clang from the repository root (one line):
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. -DRG_SOURCE_DIR=\"$PWD\"
@@ -60,6 +61,9 @@ void check(replaygate::cli::RecordParser& parser, Fixture& f, std::string_view l
   } else if (problem.rfind("invalid record: ", 0) != 0 &&
              problem.rfind("invalid input: ", 0) != 0) {
     __builtin_trap();
+  } else if (parser.problem_offset() != replaygate::cli::RecordParser::kNoOffset &&
+             parser.problem_offset() > line.size()) {
+    __builtin_trap();  // the problem's place is in the line, or just after its end
   }
 }
 

@@ -680,6 +680,49 @@ TEST(DecideIndex, KernelAgreesOnEveryEdgeCombination) {
   EXPECT_EQ(d.invalid_field, 0u);
 }
 
+// Optional ints whose bounds leave out 0 (the value an absent slot holds): absent is valid, 0
+// and every other value out of bounds is invalid input, in the kernel as in the general path.
+TEST(DecideIndex, KernelOptionalIntsBoundedAwayFromZeroAgree) {
+  ir::CheckedPolicy c;
+  ir::Policy& p = c.policy;
+  p.id = "bounded";
+  p.revision = 1;
+  p.fields = {int_field("above", 5, 9, true), int_field("below", -9, -5, true),
+              int_field("plain", 0, 3)};
+  p.verbs = {verb("never", ir::Effect::kNone, ""), verb("go", ir::Effect::kCreate, ""),
+             verb("hold", ir::Effect::kNone, "")};
+  p.default_verb = 2;
+  p.default_reason = "none";
+  p.rules.push_back(guard("high", {cond(0, ir::Op::kGe, {I(7)})}, 1, "r"));
+  p.rules.push_back(guard("low", {cond(1, ir::Op::kLt, {I(-6)})}, 0, "r"));
+  p.rules.push_back(guard("none", {cond(0, ir::Op::kAbsent), cond(1, ir::Op::kAbsent)}, 0, "r"));
+  auto table = load_lowered(c);
+  ASSERT_NE(table, nullptr);
+  ASSERT_TRUE(decide_index_stats(*table).kernel);
+  const std::vector<Setter> above = {num(kMin), num(-1), num(0), num(4),  num(5),
+                                     num(6),    num(7),  num(9), num(10), num(kMax),
+                                     kUnset,    kNull,   kBad,   str("")};
+  const std::vector<Setter> below = {num(kMin), num(-10),  num(-9), num(-6), num(-5), num(-4),
+                                     num(0),    num(kMax), kUnset,  kNull,   kBad,    flag(true)};
+  EXPECT_EQ(compare_all(*table, {above, below, {num(0), num(3), num(4), kUnset}}), 14u * 12u * 4u);
+  Input in(*table);
+  in.set_int(2, 1);
+  Decision d = expect_same(*table, in, "both absent");
+  EXPECT_EQ(table->rule_id(d.rule), "none");
+  in.set_int(0, 0);  // 0 is below `above`'s bounds
+  d = expect_same(*table, in, "above 0");
+  EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+  EXPECT_EQ(d.invalid_field, 0u);
+  in.set_int(0, 6);
+  in.set_int(1, 0);  // 0 is above `below`'s bounds
+  d = expect_same(*table, in, "below 0");
+  EXPECT_EQ(d.kind, DecisionKind::kInvalidInput);
+  EXPECT_EQ(d.invalid_field, 1u);
+  in.set_int(1, -5);
+  d = expect_same(*table, in, "in bounds");
+  EXPECT_EQ(d.kind, DecisionKind::kDefault);
+}
+
 // Past the kernel's limits (an int with five cuts; more than eight fields): the fast path
 // without the kernel, with the same decisions.
 TEST(DecideIndex, PoliciesPastTheKernelKeepTheFastPath) {

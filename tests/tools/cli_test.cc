@@ -628,11 +628,12 @@ TEST_F(CliTest, DecideKafkaMappingLeavesDerivedInputsOut) {
   for (const char* name : {"phase", "message_revision", "record_revision"}) {
     inputs += std::string("  ") + name + ": {payload: /" + name + "}\n";
   }
-  for (const char* name : {"remote_job_id", "copy_complete", "refund_resolved",
-                           "dispatch_confirmed_absent", "model_current", "spec_current",
-                           "user_authorized", "remaining_budget", "operator_confirmed"}) {
+  for (const char* name :
+       {"remote_job_id", "copy_complete", "refund_resolved", "dispatch_confirmed_absent",
+        "model_current", "spec_current", "user_authorized", "remaining_budget"}) {
     inputs += std::string("  ") + name + ": {payload: /" + name + ", optional: true}\n";
   }
+  // operator_confirmed is operator-only: left out too (mapping it is RG307).
   write_file(dir_ / "m.yaml", "format: kcat-json\ninputs:\n" + inputs);
   write_file(dir_ / "r.jsonl",
              "{\"topic\":\"gen.DLT\",\"partition\":0,\"offset\":1,\"key\":null,\"payload\":"
@@ -663,7 +664,7 @@ TEST_F(CliTest, DecideKafkaMappingLeavesDerivedInputsOut) {
   const std::string mapping = (dir_ / "m.yaml").string();
   EXPECT_NE(
       r.err.find(mapping +
-                 ":15:3: error[RG306]: input 'stale' is derived; it is computed, never read\n"),
+                 ":14:3: error[RG306]: input 'stale' is derived; it is computed, never read\n"),
       std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("hint: remove it; derived inputs are computed from message_revision and "

@@ -40,13 +40,16 @@ class MessagesTest : public CliFixture {
 };
 
 // The decide output line for an unreadable record `n` with `reason`, for replay_gate.yaml run
-// with --policy (the table checksum is the compiled policy's, read from the first line).
-std::string invalid_line(int n, const std::string& reason, const std::string& checksum) {
+// with --policy (the table checksum is the compiled policy's, read from the first line), with the
+// problem's `column` when it has one (0: none).
+std::string invalid_line(int n, const std::string& reason, const std::string& checksum,
+                         int column = 0) {
   return "{\"n\":" + std::to_string(n) +
          ",\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\",\"rule\":\"default\","
          "\"reason\":\"" +
          reason + "\",\"policy\":\"dlq-replay-gate\",\"revision\":1,\"table\":\"" + checksum +
-         "\",\"invalid\":true}\n";
+         "\",\"invalid\":true" + (column > 0 ? ",\"column\":" + std::to_string(column) : "") +
+         "}\n";
 }
 
 // A number no double can hold is well-formed JSON: the record is refused by the field's name and
@@ -72,12 +75,12 @@ TEST_F(MessagesTest, DecideNamesANumberOutOfRangeAndAByteOrderMark) {
   const std::string checksum = r.out.substr(at + 9, 32);
   EXPECT_EQ(
       r.out,
-      invalid_line(1, "invalid record: number out of range for 'attempts': 1e400", checksum) +
-          invalid_line(2, "invalid record: number out of range for 'topic': 1e400", checksum) +
+      invalid_line(1, "invalid record: number out of range for 'attempts': 1e400", checksum, 39) +
+          invalid_line(2, "invalid record: number out of range for 'topic': 1e400", checksum, 10) +
           invalid_line(3, "invalid record: number out of range for 'already_committed': -1E+999",
-                       checksum) +
+                       checksum, 107) +
           invalid_line(4, "invalid record: starts with a UTF-8 byte-order mark (remove it)",
-                       checksum) +
+                       checksum, 1) +
           invalid_line(5, "invalid input: attempts", checksum) +
           invalid_line(6, "invalid input: attempts", checksum));
 }
@@ -86,16 +89,15 @@ TEST_F(MessagesTest, DecideNamesANumberOutOfRangeAndAByteOrderMark) {
 TEST_F(MessagesTest, ExplainNamesANumberOutOfRangeAndAByteOrderMark) {
   const std::pair<std::string, std::string> cases[] = {
       {"{\"topic\":\"payment.capture\",\"attempts\":12e99999}\n",
-       "number out of range for 'attempts': 12e99999"},
+       ":1:39: unreadable letter: invalid record: number out of range for 'attempts': 12e99999"},
       {"\xEF\xBB\xBF{\"topic\":\"payment.capture\",\"attempts\":1}\n",
-       "starts with a UTF-8 byte-order mark (remove it)"},
+       ":1:1: unreadable letter: invalid record: starts with a UTF-8 byte-order mark (remove it)"},
   };
   for (const auto& [letter, problem] : cases) {
     const CliResult r = run({"explain", "--policy", kGate}, letter);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err,
-              "replaygate explain: <stdin>: unreadable letter: invalid record: " + problem + "\n");
+    EXPECT_EQ(r.err, "replaygate explain: <stdin>" + problem + "\n");
   }
 }
 
@@ -110,8 +112,8 @@ TEST_F(MessagesTest, ReviewNamesANumberOutOfRange) {
                            message, "--record", record});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "replaygate: invalid message: " + message + ": number out of range for 'revision'\n");
+  EXPECT_EQ(r.err, "replaygate: invalid message: " + message +
+                       ":1:38: number out of range for 'revision'\n");
 }
 
 // The kafka format reads the payload with simdjson, which refuses a whole document for one number

@@ -244,9 +244,10 @@ TEST_F(ReviewCliTest, ExplainMistakes) {
   EXPECT_NE(r.err.find("cannot read nope.json"), std::string::npos) << r.err;
   r = run({"explain", "--policy", "policies/replay_gate.yaml"}, "{\"topik\": \"a\"}\n");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "replaygate explain: <stdin>: unreadable letter: invalid record: unknown key 'topik' "
-            "(did you mean 'topic'?)\n");
+  EXPECT_EQ(
+      r.err,
+      "replaygate explain: <stdin>:1:2: unreadable letter: invalid record: unknown key 'topik' "
+      "(did you mean 'topic'?)\n");
   EXPECT_EQ(r.out, "");
   r = run({"explain", "--policy", "policies/replay_gate.yaml"}, "[1, 2]\n");
   EXPECT_EQ(r.exit_code, 1);

@@ -154,14 +154,17 @@ class DecisionText {
     }
     return view(cached);
   }
-  // A record that could not be read: the default verb with `problem` as the reason (rare, not
-  // cached). Appends to `out`.
-  void append_unreadable(ByteBuffer& out, std::string_view problem) const {
+  // A record that could not be read: the default verb with `problem` as the reason and, when the
+  // problem has one place, its 1-based `column` (in bytes) in the line (rare, not cached).
+  // Appends to `out`.
+  void append_unreadable(ByteBuffer& out, std::string_view problem, size_t column) const {
     std::string text = verb_json_[table_.default_verb()];
     text += ",\"rule\":\"default\",\"reason\":";
     append_json_string(text, problem);
     text += tail_;
-    text += ",\"invalid\":true}\n";
+    text += ",\"invalid\":true";
+    if (column != 0) text += ",\"column\":" + std::to_string(column);
+    text += "}\n";
     out.append(text.data(), text.size());
   }
 
@@ -612,7 +615,14 @@ int run_decide(const DecideOptions& o) {
     }
     p.begin = batch.scratch.size();
     write_prefix(batch.scratch, line_text.of(p.line_number), meta);
-    if (!p.readable) texts.append_unreadable(batch.scratch, problem);
+    if (!p.readable) {
+      size_t column = 0;  // of the problem in the line; 0: it has no one place
+      if (status != LineReader::Status::kTooLarge &&
+          parser->problem_offset() != RecordParser::kNoOffset) {
+        column = parser->problem_offset() + 1;
+      }
+      texts.append_unreadable(batch.scratch, problem, column);
+    }
     p.end = batch.scratch.size();
     if (++batch.count < batch_size) continue;
     if (audited) {

@@ -4,8 +4,9 @@
 // with the table magic), which is lifted back into a policy (compiler/lift.h) and diffed like one.
 // Each input is read once, so FIFOs and /dev/stdin work.
 // Exit: 0 no input changes its verb; 1 some do, none to a more dangerous effect; 3 some input
-// gets a more dangerous effect than before; 2 usage, I/O, policy errors, unloadable or unliftable
-// tables, or an incomplete analysis.
+// gets a more dangerous effect than before, or a field the rules read lost `source: operator`
+// (letters may now set it: FieldChange::more_dangerous); 2 usage, I/O, policy errors, unloadable
+// or unliftable tables, or an incomplete analysis.
 #include "compiler/diff.h"
 
 #include <fcntl.h>
@@ -269,7 +270,10 @@ std::string render_text(const DiffOptions& o, const PolicyDiff& d) {
                     plural(total_regions(d.provenance_changes), "region") +
                     " change only the deciding rule\n";
   for (const std::string& note : table_notes(o, bare)) out += note + "\n";
-  for (const auto& f : d.fields) out += "field '" + f.name + "': " + f.change + "\n";
+  for (const auto& f : d.fields) {
+    out +=
+        "field '" + f.name + "': " + f.change + (f.more_dangerous ? ", MORE DANGEROUS" : "") + "\n";
+  }
   if (!d.verb_changes.empty()) out += "\nverb changes:\n";
   for (const auto& g : d.verb_changes) {
     out += "  " + g.old_verb + " -> " + g.new_verb + " (effect " + ir::effect_name(g.old_effect) +
@@ -318,7 +322,8 @@ std::string render_json(const DiffOptions& o, const PolicyDiff& d) {
   out += ", \"fields\": [";
   for (size_t i = 0; i < d.fields.size(); ++i) {
     out += (i ? ", " : "") + std::string("{\"name\": ") + json_string(d.fields[i].name) +
-           ", \"change\": " + json_string(d.fields[i].change) + "}";
+           ", \"change\": " + json_string(d.fields[i].change) +
+           ", \"more_dangerous\": " + (d.fields[i].more_dangerous ? "true" : "false") + "}";
   }
   out += "], \"verb_changes\": [";
   for (size_t i = 0; i < d.verb_changes.size(); ++i) {
@@ -346,15 +351,22 @@ std::string cell(const std::string& text) {
 std::string render_markdown(const DiffOptions& o, const PolicyDiff& d) {
   std::string out =
       "### Policy diff: " + code_span(o.old_path) + " → " + code_span(o.new_path) + "\n\n";
-  if (d.any_more_dangerous()) {
+  const bool verb_danger = std::any_of(d.verb_changes.begin(), d.verb_changes.end(),
+                                       [](const DiffGroup& g) { return g.more_dangerous(); });
+  if (verb_danger) {
     out +=
         "**Some inputs get a more dangerous effect than before: a second review is needed.**\n\n";
+  } else if (d.any_more_dangerous()) {
+    out += "**Letters may now set a field only an operator set: a second review is needed.**\n\n";
   }
   for (const std::string& note : table_notes(o, code_span)) out += "- " + note + "\n";
   out += "- " + plural(total_regions(d.verb_changes), "region") + " of inputs change verb\n";
   out += "- " + plural(total_regions(d.provenance_changes), "region") +
          " change only the deciding rule\n";
-  for (const auto& f : d.fields) out += "- field " + code_span(f.name) + ": " + f.change + "\n";
+  for (const auto& f : d.fields) {
+    out += "- field " + code_span(f.name) + ": " + f.change + (f.more_dangerous ? " ⚠️" : "") +
+           "\n";
+  }
   if (!d.verb_changes.empty()) {
     out += "\n| old verb | new verb | effect | regions | old rules | new rules | example |\n";
     out += "|---|---|---|---|---|---|---|\n";
@@ -458,8 +470,8 @@ Runner setup_diff(CLI::App& sub) {
       ".yaml or\n"
       ".yml name (its extension picks the language), a table is known by its magic.\n"
       "Exit: 0 no verb changes, 1 verb changes but no more dangerous effect, 3 some input gets a\n"
-      "more dangerous effect (none < read < copy < create), 2 usage/I/O/policy errors, tables\n"
-      "that do not load.");
+      "more dangerous effect (none < read < copy < create) or letters may now set an input the\n"
+      "rules read that only an operator set, 2 usage/I/O/policy errors, tables that do not load.");
   sub.add_option("OLD", options->old_path, "The policy or table before the change (.yaml, .rgt)")
       ->required();
   sub.add_option("NEW", options->new_path, "The policy or table after the change (.yaml, .rgt)")

@@ -11,7 +11,9 @@
 // semantics); with --table over the frozen table (runtime/trace.h). Both build the same Report, so
 // the two print the same text for the same policy; both are checked against decide().
 // The letter section shows a derived field (compiler/ir.h Derivation) with the value the rules saw,
-// the computed one, and its formula; a value the letter gave for it is shown as ignored.
+// the computed one, and its formula; a value the letter gave for it is shown as ignored. So is a
+// value the letter gave for an operator-only field (ir::Field::operator_only): as in decide, the
+// field stays unset (the rules see it absent).
 // Exit: 0 explained (whatever the verb), 1 policy errors or an unreadable letter, 2 usage/I/O.
 #include <simdjson.h>
 
@@ -77,7 +79,9 @@ struct LetterLine {
   std::string field;
   std::string value;  // as read ("<missing>" when the letter has none); derived: the computed one
   DerivedField derived;
-  std::string letter_value;  // derived fields only: the letter's own value, ignored ("" if none)
+  bool operator_only = false;  // only an operator sets it: the letter's value is never used
+  // Derived and operator-only fields: the letter's own value, ignored ("" if none).
+  std::string letter_value;
 };
 
 struct Report {
@@ -120,6 +124,11 @@ std::string derivation_text(const std::string& lhs, ir::Op op, const std::string
 // computed one) and its formula; a value the letter gave for it is named as ignored, since
 // decide() never reads it.
 std::string letter_line_text(const LetterLine& line) {
+  if (line.operator_only) {
+    if (line.letter_value.empty()) return line.value + " (set only by an operator)";
+    return line.value + " (set only by an operator; the letter's value " + line.letter_value +
+           " is ignored)";
+  }
   if (!line.derived.derived) return line.value;
   std::string out = line.value + " (derived: " + line.derived.formula;
   if (line.derived.computed.empty()) out += "; the input is invalid";
@@ -346,8 +355,16 @@ std::string render_json(const Report& r, const std::string& source) {
   doc["policy"] = {{"id", r.policy_id}, {"revision", r.revision}, {"source", source}};
   Json letter = Json::object();
   Json derived = Json::object();
+  Json operator_only = Json::object();
   for (const LetterLine& line : r.letter) {
     letter[line.field] = line.value;
+    if (line.operator_only) {
+      // The letter's value for a field only an operator sets, which decide() never sees.
+      operator_only[line.field] = {{"ignored_letter_value", line.letter_value.empty()
+                                                                ? Json(nullptr)
+                                                                : Json(line.letter_value)}};
+      continue;
+    }
     if (!line.derived.derived) continue;
     Json d = {
         {"formula", line.derived.formula},
@@ -358,6 +375,7 @@ std::string render_json(const Report& r, const std::string& source) {
   }
   doc["letter"] = std::move(letter);
   if (!derived.empty()) doc["derived"] = std::move(derived);
+  if (!operator_only.empty()) doc["operator_only"] = std::move(operator_only);
   doc["valid"] = r.valid;
   if (!r.valid) {
     doc["invalid"] = {
@@ -452,18 +470,33 @@ int run_explain(const ExplainOptions& options) {
   const size_t length = text.size();
   text.append(simdjson::SIMDJSON_PADDING, '\0');
   Input input(*table);
-  LetterParser parser(*table);
+  // Operator-only fields are read here only to show the letter's value as ignored (below).
+  LetterParser parser(*table, LetterParser::OperatorFields::kKeep);
   RecordMeta meta;
   std::string problem;
   const std::string source = options.policy.empty() ? options.table : options.policy;
   if (!parser.parse(std::string_view(text.data(), length), input, &meta, &problem)) {
-    std::fprintf(stderr, "replaygate explain: %s: unreadable letter: %s\n",
-                 options.letter == "-" ? "<stdin>" : options.letter.c_str(), problem.c_str());
+    // FILE:LINE:COLUMN, as the compiler's diagnostics, when the problem has one place.
+    std::string where = options.letter == "-" ? "<stdin>" : options.letter;
+    if (parser.problem_offset() != RecordParser::kNoOffset) {
+      const TextPosition at =
+          position_of(std::string_view(text.data(), length), parser.problem_offset());
+      where += ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
+    }
+    std::fprintf(stderr, "replaygate explain: %s: unreadable letter: %s\n", where.c_str(),
+                 problem.c_str());
     return kExitFindings;
   }
   Letter letter(table->field_count());
+  std::vector<std::string> ignored(table->field_count());  // operator-only: the letter's value
   for (uint32_t f = 0; f < table->field_count() && f < input.size(); ++f) {
     letter[f] = slot_value(input.slots()[f]);
+    if (table->field(f).operator_only) {
+      // As decide does (letters.h): the field stays unset whatever the letter said.
+      if (letter[f].kind != LetterValue::Kind::kMissing) ignored[f] = describe_value(letter[f]);
+      letter[f] = LetterValue::Missing();
+      input.set_unset(f);
+    }
   }
   Report report =
       checked ? explain_policy(*checked, *table, letter) : explain_table(*table, input, letter);
@@ -471,7 +504,10 @@ int run_explain(const ExplainOptions& options) {
     LetterLine line;
     line.field = table->field(f).name;
     line.value = describe_value(letter[f]);
-    if (f < report.derived.size() && report.derived[f].derived) {
+    if (table->field(f).operator_only) {
+      line.operator_only = true;
+      line.letter_value = ignored[f];
+    } else if (f < report.derived.size() && report.derived[f].derived) {
       line.derived = report.derived[f];
       if (letter[f].kind != LetterValue::Kind::kMissing) line.letter_value = line.value;
       line.value = line.derived.computed.empty() ? "<not computed>" : line.derived.computed;

@@ -89,6 +89,21 @@ std::string number_out_of_range(std::string_view token) {
          (token.size() > kShown ? std::string(token.substr(0, kShown)) + "..." : copy);
 }
 
+// The opening quote of the key whose raw text starts at `key_raw` (in `padded`), in `line` (the
+// record as given; `padded` is either it or its repaired copy, in which each byte that is not UTF-8
+// became the 3 bytes of U+FFFD). Error paths only.
+const char* at_key(const char* key_raw, const simdjson::padded_string_view& padded,
+                   std::string_view line) {
+  const size_t target = static_cast<size_t>(key_raw - 1 - padded.data());
+  size_t in_line = 0, in_padded = 0;
+  while (in_line < line.size() && in_padded < target) {
+    const size_t length = utf8_sequence_length(line, in_line);
+    in_line += length == 0 ? 1 : length;
+    in_padded += length == 0 ? 3 : length;
+  }
+  return line.data() + in_line;
+}
+
 bool fail_record(std::string* problem, std::string what) {
   *problem = "invalid record: " + std::move(what);
   return false;
@@ -117,6 +132,10 @@ struct KafkaParser::State {
   // U+FFFD is then rejected ("not valid UTF-8"), so a repaired value never decides anything.
   std::string repaired_line;
   bool repaired = false;
+  // Where read_line()'s problem is, set only by a failure that is not bad JSON (a key, a value,
+  // trailing content, a BOM); nullptr: bad JSON, found again by locate_json_error(). Error paths
+  // only (KafkaParser::parse()).
+  const char* problem_at = nullptr;
   // The payload document, parsed on first use per record.
   bool payload_tried = false;
   std::string payload_problem;
@@ -187,14 +206,18 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
   if (line.find_first_not_of(" \t\r") == std::string_view::npos)
     return fail_record(problem, "blank line");
   // As the letters reader says it: simdjson would call it bad JSON.
-  if (line.starts_with(kByteOrderMark)) {
-    return fail_record(problem, "starts with a UTF-8 byte-order mark (remove it)");
+  if (line.starts_with(kUtf8ByteOrderMark)) {
+    problem_at = line.data();
+    return fail_record(problem, std::string(kByteOrderMarkProblem));
   }
-  switch (scan_json_shape(line, kMaxJsonDepth)) {
+  size_t shape_at = 0;
+  switch (scan_json_shape(line, kMaxJsonDepth, &shape_at)) {
     case JsonShape::kTooDeep:
+      problem_at = line.data() + shape_at;
       return fail_record(problem,
                          "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     case JsonShape::kTrailing:
+      problem_at = line.data() + shape_at;
       return fail_record(problem, "trailing content after the JSON object");
     case JsonShape::kOk:
       break;
@@ -224,7 +247,10 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
   od::json_type top_type;
   if (auto error = document.type().get(top_type))
     return fail_record(problem, describe_json_error(error));
-  if (top_type != od::json_type::object) return fail_record(problem, "not a JSON object");
+  if (top_type != od::json_type::object) {
+    problem_at = line.data() + line.find_first_not_of(" \t\r");  // not blank: checked above
+    return fail_record(problem, "not a JSON object");
+  }
   od::object object;
   if (auto error = document.get_object().get(object))
     return fail_record(problem, describe_json_error(error));
@@ -234,18 +260,24 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
     od::field field;
     if (auto error = std::move(field_result).get(field))
       return fail_record(problem, describe_json_error(error));
+    // Taken before unescaped_key(), which consumes the key (its raw() is then null).
+    const char* const key_raw = field.key().raw();
     std::string_view name;
     if (auto error = field.unescaped_key().get(name))
       return fail_record(problem, describe_json_error(error));
     uint32_t k = 0;
     while (k < kKcatKeyCount && names[k] != name) ++k;
     if (k == kKcatKeyCount) {
+      problem_at = at_key(key_raw, padded, line);
       std::string what = "unknown key " + quote_for_reason(name) + " in a kcat -J record";
       const std::string suggestion = closest_match(name, names);
       if (!suggestion.empty()) what += " (did you mean '" + suggestion + "'?)";
       return fail_record(problem, std::move(what));
     }
-    if (seen[k]) return fail_record(problem, "duplicate key '" + names[k] + "'");
+    if (seen[k]) {
+      problem_at = at_key(key_raw, padded, line);
+      return fail_record(problem, "duplicate key '" + names[k] + "'");
+    }
     seen[k] = true;
     od::value value = field.value();
     od::json_type type;
@@ -314,7 +346,15 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
       case kKcatKeyCount:
         break;
     }
-    if (!ok) return false;
+    if (!ok) {
+      // The value of this key is what is wrong (its type, or bad JSON inside it).
+      problem_at = at_key(key_raw, padded, line);
+      while (problem_at < line.data() + line.size() && *problem_at != ':') ++problem_at;
+      if (problem_at < line.data() + line.size()) ++problem_at;
+      while (problem_at < line.data() + line.size() && (*problem_at == ' ' || *problem_at == '\t'))
+        ++problem_at;
+      return false;
+    }
   }
   if (!document.current_location().error())
     return fail_record(problem, "trailing content after the JSON object");
@@ -643,15 +683,30 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   input.clear();
   *meta = RecordMeta{};
   s.reset();
-  if (!s.read_line(line, problem)) return false;
+  if (!s.read_line(line, problem)) {
+    // An error path: where the problem is, in `line`.
+    if (s.problem_at != nullptr) {
+      problem_offset_ = static_cast<size_t>(s.problem_at - line.data());
+      s.problem_at = nullptr;
+    } else if (const size_t bad = first_invalid_utf8(line); bad != std::string_view::npos) {
+      problem_offset_ = bad;
+    } else if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
+      problem_offset_ = kNoOffset;  // blank
+    } else {
+      problem_offset_ = locate_json_error(line).offset;
+    }
+    return false;
+  }
   // Metadata first, so that even an invalid record names its message.
   const auto read_meta = [&](const std::optional<ValueSource>& source, const char* name,
                              std::string* storage, std::string_view* out, bool* present) {
     if (!source.has_value()) return true;
     Raw raw;
     std::string why;
-    if (!s.extract(*source, &raw, &why))
+    if (!s.extract(*source, &raw, &why)) {
+      problem_offset_ = kNoOffset;  // a mapped value: the reason names it
       return fail_record(problem, std::string(name) + " (" + why + ")");
+    }
     if (raw.kind == Raw::Kind::kMissing || raw.kind == Raw::Kind::kNull ||
         raw.kind == Raw::Kind::kOther) {
       return true;
@@ -671,6 +726,7 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
     Raw raw;
     std::string why;
     const auto invalid = [&](const std::string& detail) {
+      problem_offset_ = kNoOffset;  // a mapped value: the reason names it
       *problem = "invalid input: " + m.input + " (" + detail + ")";
       return false;
     };

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "compiler/diagnostic.h"
+#include "compiler/utf8.h"
 
 namespace replaygate::cli {
 
@@ -27,15 +28,23 @@ struct LetterParser::State {
   // list their keys in the same order, so that name is tried first (one compare per key).
   std::vector<uint32_t> previous_order;
   od::parser parser{kMaxRecordBytes + 64};
+  // Where the problem is, set only by a failure that is not bad JSON (a key, a value, trailing
+  // content); nullptr: bad JSON, found again by locate_json_error() (see parse()).
+  const char* problem_at = nullptr;
+  std::vector<uint32_t> operator_only;  // fields left unset after each record (kIgnore)
 };
 
-LetterParser::LetterParser(const Table& table) : state_(std::make_unique<State>()) {
+LetterParser::LetterParser(const Table& table, OperatorFields operator_fields)
+    : state_(std::make_unique<State>()) {
   state_->table = &table;
   const uint32_t count = table.field_count();
   for (uint32_t i = 0; i < count; ++i) {
     const FieldInfo info = table.field(i);
     state_->names.emplace_back(info.name);
     state_->types.push_back(info.type);
+    if (info.operator_only && operator_fields == OperatorFields::kIgnore) {
+      state_->operator_only.push_back(i);
+    }
   }
   // A policy input that happens to be called message_id/body_hash wins over the metadata key.
   state_->message_id_key = table.field_index("message_id") != Table::kNoField
@@ -179,6 +188,16 @@ uint32_t match_plain_key(const std::vector<std::string>& names, const std::vecto
   return static_cast<uint32_t>(names.size());
 }
 
+// The first byte of the value of the key whose raw text starts at `key_raw` (after its opening
+// quote): past the closing quote, the colon and white space. Error paths only.
+const char* value_start(const char* key_raw, const char* line_end) {
+  const char* p = key_raw;
+  while (p < line_end && *p != '"') p += *p == '\\' ? 2 : 1;
+  if (p < line_end) ++p;
+  while (p < line_end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' || *p == ':')) ++p;
+  return p < line_end ? p : line_end;
+}
+
 bool read_metadata(od::value& value, const char* key, std::string_view* out, bool* present,
                    std::string* problem) {
   // Nearly always a string: try that first, and look at the type only when it is not one.
@@ -211,22 +230,42 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
     input.clear();
     *meta = RecordMeta{};
+    problem_offset_ = kNoOffset;
     return fail(problem, "blank line");
   }
   bool saw_container = false;
   const bool ok = parse_object(line, input, meta, problem, &saw_container);
+  // Only an operator sets these (letters.h): whatever the letter said, they stay unset.
+  for (const uint32_t field : state_->operator_only) input.set_unset(field);
   if (ok && !saw_container) return true;
+  // From here on an error path (or a record with a nested value): the problem's position is
+  // worked out only now, never for a record that reads.
+  const char* problem_at = state_->problem_at;
+  state_->problem_at = nullptr;
   // simdjson reads a byte-order mark as bad JSON; say what it is (checked only after a failure).
-  if (!ok && line.starts_with("\xEF\xBB\xBF")) {
-    return fail(problem, "starts with a UTF-8 byte-order mark (remove it)");
+  if (!ok && line.starts_with(kUtf8ByteOrderMark)) {
+    problem_offset_ = 0;
+    return fail(problem, std::string(kByteOrderMarkProblem));
   }
-  switch (scan_json_shape(line, kMaxJsonDepth)) {
+  size_t shape_at = 0;
+  switch (scan_json_shape(line, kMaxJsonDepth, &shape_at)) {
     case JsonShape::kTooDeep:
+      problem_offset_ = shape_at;
       return fail(problem, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     case JsonShape::kTrailing:
+      problem_offset_ = shape_at;
       return fail(problem, "trailing content after the JSON object");
     case JsonShape::kOk:
       break;
+  }
+  if (!ok) {
+    if (problem_at != nullptr) {
+      problem_offset_ = static_cast<size_t>(problem_at - line.data());
+    } else if (const size_t bad = first_invalid_utf8(line); bad != std::string_view::npos) {
+      problem_offset_ = bad;
+    } else {
+      problem_offset_ = locate_json_error(line).offset;
+    }
   }
   return ok;
 }
@@ -245,7 +284,11 @@ bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta*
   od::document& document = document_result.value_unsafe();
   od::json_type top_type;
   if (auto error = document.type().get(top_type)) return fail_json(problem, error);
-  if (top_type != od::json_type::object) return fail(problem, "not a JSON object");
+  if (top_type != od::json_type::object) {
+    const size_t first = line.find_first_not_of(" \t\r\n");
+    if (first != std::string_view::npos) s.problem_at = line.data() + first;
+    return fail(problem, "not a JSON object");
+  }
   auto object_result = document.get_object();
   if (auto error = object_result.error()) return fail_json(problem, error);
   od::object& object = object_result.value_unsafe();
@@ -259,7 +302,9 @@ bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta*
     const uint32_t guess = position < s.previous_order.size()
                                ? s.previous_order[position]
                                : static_cast<uint32_t>(s.names.size());
-    uint32_t index = match_plain_key(s.names, s.plain, guess, field.key().raw(), line_end);
+    // Taken before unescaped_key(), which consumes the key (its raw() is then null).
+    const char* const key_raw = field.key().raw();
+    uint32_t index = match_plain_key(s.names, s.plain, guess, key_raw, line_end);
     std::string_view key;
     if (index == s.names.size()) {
       if (auto error = field.unescaped_key().get(key)) return fail_json(problem, error);
@@ -267,26 +312,33 @@ bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta*
       while (index < s.names.size() && s.names[index] != key) ++index;
     }
     if (index == s.names.size()) {
+      s.problem_at = key_raw - 1;  // its opening quote
       std::string what = "unknown key " + quote_for_reason(key);
       const std::string suggestion = closest_match(key, s.names);
       if (!suggestion.empty()) what += " (did you mean '" + suggestion + "'?)";
       return fail(problem, std::move(what));
     }
-    if (s.seen[index]) return fail(problem, "duplicate key '" + s.names[index] + "'");
+    if (s.seen[index]) {
+      s.problem_at = key_raw - 1;
+      return fail(problem, "duplicate key '" + s.names[index] + "'");
+    }
     s.seen[index] = 1;
     if (position < s.previous_order.size()) s.previous_order[position] = index;
     ++position;
     od::value& value = field.value();
     if (index == s.message_id_key) {
       if (!read_metadata(value, "message_id", &meta->message_id, &meta->has_message_id, problem)) {
+        s.problem_at = value_start(key_raw, line_end);
         return false;
       }
     } else if (index == s.body_hash_key) {
       if (!read_metadata(value, "body_hash", &meta->body_hash, &meta->has_body_hash, problem)) {
+        s.problem_at = value_start(key_raw, line_end);
         return false;
       }
     } else if (!set_field(value, index, s.names[index], s.types[index], input, problem,
                           saw_container)) {
+      s.problem_at = value_start(key_raw, line_end);
       return false;
     }
   }

@@ -8,7 +8,8 @@
 // byte-order mark (remove it)") and a number no double can hold, in any field ("number out of
 // range for 'FIELD': 1e400"). A field value of the wrong JSON type (a string for an int field,
 // 1.5, an int beyond int64, an object...) is passed to the runtime as invalid, which decides the
-// default with "invalid input: FIELD". JSON null is absent (Input::set_null).
+// default with "invalid input: FIELD". JSON null is absent (Input::set_null). An unreadable
+// record's problem_offset() (records.h) points at the key, value or byte that is wrong.
 #pragma once
 
 #include <memory>
@@ -21,10 +22,18 @@
 
 namespace replaygate::cli {
 
+// An operator-only field (FieldInfo::operator_only, policy `source: operator`) is never taken
+// from a letter: its key is accepted and its value read as usual (bad JSON is still bad JSON), but
+// the field is left unset, so the policy's handling of an absent value applies. The record stays
+// valid: a producer that echoes the field still gets its other fields decided.
 class LetterParser : public RecordParser {
  public:
+  // kKeep reads operator-only fields like any other: for explain, which shows the letter's value
+  // as ignored and unsets the field itself before deciding.
+  enum class OperatorFields : uint8_t { kIgnore, kKeep };
   // Resolves every field name of `table` once.
-  explicit LetterParser(const Table& table);
+  explicit LetterParser(const Table& table,
+                        OperatorFields operator_fields = OperatorFields::kIgnore);
   ~LetterParser() override;
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
 

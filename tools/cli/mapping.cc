@@ -166,6 +166,13 @@ class Checker {
                 " " + rhs + ")");
       return;
     }
+    if (table_.field(field).operator_only) {
+      // Only an operator sets it (policy `source: operator`): a broker record is no operator.
+      error(key, "RG307", "input '" + name + "' is set only by an operator, never from a record",
+            "remove it; it stays unset in decide, so the policy's handling of an absent value "
+            "applies (review --confirm sets it)");
+      return;
+    }
     if (!body.is_mapping()) {
       error(body, "RG301", "the mapping of input '" + name + "' must be a mapping",
             "e.g. " + name + ": {header: NAME}");
@@ -261,7 +268,8 @@ class Checker {
     for (uint32_t i = 0; i < table_.field_count(); ++i) {
       const bool mapped = std::any_of(mapping->fields.begin(), mapping->fields.end(),
                                       [&](const FieldMapping& f) { return f.field == i; });
-      if (!mapped && !table_.field_derived(i)) {  // derived inputs are computed, never mapped
+      // Derived inputs are computed, operator-only ones set by an operator: neither is mapped.
+      if (!mapped && !table_.field_derived(i) && !table_.field(i).operator_only) {
         const FieldInfo info = table_.field(i);
         bool named = false;  // named but broken: already reported
         for (const auto& entry : inputs->entries) named = named || entry.first.scalar == info.name;

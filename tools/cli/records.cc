@@ -6,6 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace replaygate::cli {
 
@@ -96,7 +101,7 @@ LineReader::Status LineReader::next(std::string_view* line) {
   }
 }
 
-JsonShape scan_json_shape(std::string_view json, size_t max_depth) {
+JsonShape scan_json_shape(std::string_view json, size_t max_depth, size_t* at) {
   const size_t start = json.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos || (json[start] != '{' && json[start] != '[')) {
     return JsonShape::kOk;  // not a container: the parser names the problem
@@ -107,7 +112,10 @@ JsonShape scan_json_shape(std::string_view json, size_t max_depth) {
   for (size_t i = start; i < json.size(); ++i) {
     const char c = json[i];
     if (closed) {
-      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return JsonShape::kTrailing;
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+        if (at != nullptr) *at = i;
+        return JsonShape::kTrailing;
+      }
       continue;
     }
     if (in_string) {
@@ -121,12 +129,176 @@ JsonShape scan_json_shape(std::string_view json, size_t max_depth) {
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return JsonShape::kTooDeep;
+      if (++depth > max_depth) {
+        if (at != nullptr) *at = i;
+        return JsonShape::kTooDeep;
+      }
     } else if ((c == ']' || c == '}') && depth > 0) {
       if (--depth == 0) closed = true;
     }
   }
   return JsonShape::kOk;
+}
+
+namespace {
+
+// A SAX handler that builds nothing and keeps the first error (locate_json_error()).
+class ErrorLocator : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& error) override {
+    // `position` counts the bytes read, the offending one included.
+    found.offset = position > 0 ? position - 1 : 0;
+    // "[json.exception.parse_error.101] parse error at line 1, column 6: syntax error ...": the
+    // position is given separately, so only the part after it is kept.
+    std::string_view what = error.what();
+    const size_t bracket = what.find("] ");
+    if (bracket != std::string_view::npos) what.remove_prefix(bracket + 2);
+    if (what.starts_with("parse error at ")) {
+      const size_t colon = what.find(": ");
+      if (colon != std::string_view::npos) what.remove_prefix(colon + 2);
+    }
+    found.what = std::string(what);
+    return false;
+  }
+  JsonError found;
+};
+
+}  // namespace
+
+JsonError locate_json_error(std::string_view json) {
+  ErrorLocator locator;
+  (void)nlohmann::json::sax_parse(json, &locator, nlohmann::json::input_format_t::json,
+                                  /*strict=*/true, /*ignore_comments=*/false);
+  if (locator.found.offset != RecordParser::kNoOffset && locator.found.offset > json.size()) {
+    locator.found.offset = json.size();
+  }
+  return locator.found;
+}
+
+namespace {
+
+// Calls visit(path, key_offset, value_offset, duplicate) for each key of the well-formed JSON
+// document `json`, in order: `path` is the keys from the top-level object down to this one,
+// `duplicate` says that its object gave the same key (unescaped) before. Stops when visit returns
+// true, or at anything a well-formed document does not have. A stack of open containers, not
+// recursion; an array's elements have no path (their keys are visited with `path` empty).
+template <typename Visit>
+void walk_keys(std::string_view json, Visit visit) {
+  struct Frame {
+    bool object = false;
+    bool keyed = false;  // reached as the value of a key of a keyed object (or the top level)
+    std::string via;     // that key
+    std::set<std::string> seen;
+  };
+  std::vector<Frame> stack;
+  std::string pending;  // the key whose value comes next
+  bool pending_keyed = false, expect_key = false;
+  const auto skip_space = [&](size_t i) {
+    while (i < json.size() &&
+           (json[i] == ' ' || json[i] == '\t' || json[i] == '\r' || json[i] == '\n')) {
+      ++i;
+    }
+    return i;
+  };
+  size_t i = 0;
+  while (i < json.size()) {
+    const char c = json[i];
+    if (c == '"') {
+      const size_t start = i++;
+      while (i < json.size() && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
+      if (i >= json.size()) return;
+      const std::string_view raw = json.substr(start + 1, i - start - 1);
+      ++i;
+      if (stack.empty() || !stack.back().object || !expect_key) continue;  // a string value
+      std::string name(raw);
+      if (raw.find('\\') != std::string_view::npos) {
+        const nlohmann::json unescaped =
+            nlohmann::json::parse("\"" + name + "\"", nullptr, /*allow_exceptions=*/false);
+        if (!unescaped.is_string()) return;
+        name = unescaped.get<std::string>();
+      }
+      const size_t colon = skip_space(i);
+      if (colon >= json.size() || json[colon] != ':') return;
+      const size_t value = skip_space(colon + 1);
+      std::vector<std::string> path;
+      if (stack.back().keyed) {
+        for (size_t f = 1; f < stack.size(); ++f) path.push_back(stack[f].via);
+        path.push_back(name);
+      }
+      const bool duplicate = !stack.back().seen.insert(name).second;
+      if (visit(path, start, value, duplicate)) return;
+      pending = std::move(name);
+      pending_keyed = stack.back().keyed;
+      expect_key = false;
+      i = value;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      Frame frame;
+      frame.object = c == '{';
+      frame.keyed = stack.empty() || (stack.back().object && pending_keyed);
+      frame.via = stack.empty() ? "" : pending;
+      stack.push_back(std::move(frame));
+      expect_key = c == '{';
+      pending.clear();
+      pending_keyed = false;
+    } else if (c == '}' || c == ']') {
+      if (stack.empty()) return;
+      stack.pop_back();
+    } else if (c == ',') {
+      expect_key = !stack.empty() && stack.back().object;
+      pending.clear();
+      pending_keyed = false;
+    }
+    ++i;
+  }
+}
+
+}  // namespace
+
+size_t locate_duplicate_key(std::string_view json) {
+  size_t found = RecordParser::kNoOffset;
+  walk_keys(json, [&](const std::vector<std::string>&, size_t key, size_t, bool duplicate) {
+    if (duplicate) found = key;
+    return duplicate;
+  });
+  return found;
+}
+
+size_t locate_member_value(std::string_view json, const std::vector<std::string>& path) {
+  size_t found = RecordParser::kNoOffset;
+  walk_keys(json, [&](const std::vector<std::string>& at, size_t, size_t value, bool) {
+    if (at == path) found = value;
+    return at == path;
+  });
+  return found;
+}
+
+TextPosition position_of(std::string_view text, size_t offset) {
+  TextPosition position;
+  const size_t end = offset < text.size() ? offset : text.size();
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++position.line;
+      position.column = 1;
+    } else {
+      ++position.column;
+    }
+  }
+  return position;
 }
 
 std::string escape_control(std::string_view text) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/table.h"
 
@@ -76,14 +77,55 @@ class RecordParser {
   // 'topic'" or "invalid input: error_class (no mapping for 'x')"); `input` is then unusable.
   virtual bool parse(std::string_view line, Input& input, RecordMeta* meta,
                      std::string* problem) = 0;
+
+  static constexpr size_t kNoOffset = static_cast<size_t>(-1);
+  // After parse() returned false: the byte offset in `line` of what made it unreadable (the
+  // offending key, value or character; line.size() for an unexpected end), or kNoOffset when the
+  // problem has no one place (a blank line, a mapped value). Set only on error paths.
+  size_t problem_offset() const { return problem_offset_; }
+
+ protected:
+  size_t problem_offset_ = kNoOffset;
 };
+
+// A UTF-8 byte-order mark, and what every JSON reader says of a line or document that starts with
+// one (simdjson would call it bad JSON; nlohmann would skip it silently).
+inline constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
+inline constexpr std::string_view kByteOrderMarkProblem =
+    "starts with a UTF-8 byte-order mark (remove it)";
 
 // A cheap structural pre-check that runs before any JSON parser (linear, no recursion; brackets
 // inside strings do not count): kTooDeep when arrays/objects nest deeper than `max_depth`,
 // kTrailing when something other than whitespace follows the first complete top-level
 // array/object (simdjson would report that only as a generic error).
+// When `at` is given and the shape is not kOk, *at is the offset of the bracket that nests too deep
+// or of the first trailing byte.
 enum class JsonShape { kOk, kTooDeep, kTrailing };
-JsonShape scan_json_shape(std::string_view json, size_t max_depth);
+JsonShape scan_json_shape(std::string_view json, size_t max_depth, size_t* at = nullptr);
+
+// Where and why a strict JSON parser (nlohmann's, no DOM built) refuses `json`: the offset of the
+// offending byte (json.size() for an unexpected end) and its message ("syntax error while parsing
+// value - invalid literal; last read: '...'", "number overflow parsing '1e400'"), or offset
+// RecordParser::kNoOffset when it is well-formed. For error paths only: a second, slow parse.
+struct JsonError {
+  size_t offset = RecordParser::kNoOffset;
+  std::string what;
+};
+JsonError locate_json_error(std::string_view json);
+
+// In a well-formed JSON document (error paths only: a walk of the text, no recursion): the offset
+// of the opening quote of the first key that an object gives twice (compared unescaped), and the
+// offset of the value of the member at `path` (keys from the top-level object down, e.g.
+// {"error", "job_id"}; arrays are not entered). kNoOffset when there is none.
+size_t locate_duplicate_key(std::string_view json);
+size_t locate_member_value(std::string_view json, const std::vector<std::string>& path);
+
+// The 1-based line and column (counted in bytes, as the compiler's diagnostics count them) of
+// byte `offset` of `text`; an offset past the end is the end.
+struct TextPosition {
+  size_t line = 1, column = 1;
+};
+TextPosition position_of(std::string_view text, size_t offset);
 
 // `text` with control characters (C0 bytes NUL, ESC, CR, LF, ..., DEL, the C1 controls
 // U+0080..U+009F, and U+2028/U+2029) written as \u00XX / \u2028 and a backslash doubled, so a value

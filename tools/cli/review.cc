@@ -8,6 +8,8 @@
 // when the append fails, nothing is reported as taken (exit 2).
 //
 // Input mapping, for each policy input NAME (derived inputs are computed, never read):
+//   operator-only       (policy `source: operator`) never read from the files: a bool input is
+//                       true with --confirm, else false; any other type stays unset
 //   operator_confirmed  true with --confirm, else false (never read from the files)
 //   message_revision    message.revision (the record revision the message was produced from)
 //   record_revision     record.revision
@@ -25,6 +27,7 @@
 // common secret names) are never printed, logged or written to the audit log; the record names
 // the fields as `<redacted: field NAME>`.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -34,6 +37,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -66,8 +70,9 @@ struct Options {
   bool operator_set = false;  // --operator was on the command line (even as "")
 };
 
-// Reads a JSON object from `path`. Returns 0, 1 (not a JSON object: an invalid record) or 2 (I/O).
-int read_object(const std::string& path, const char* what, json* out) {
+// Reads a JSON object from `path` into *out, and its text into *text_out. Returns 0, 1 (not a JSON
+// object: an invalid record) or 2 (I/O).
+int read_object(const std::string& path, const char* what, json* out, std::string* text_out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "replaygate: cannot read %s file %s\n", what, path.c_str());
@@ -86,48 +91,72 @@ int read_object(const std::string& path, const char* what, json* out) {
     std::fprintf(stderr, "replaygate: cannot read %s file %s\n", what, path.c_str());
     return kExitUsage;
   }
-  // The same structural bound as dump records: no deep nesting reaches the parser.
-  if (scan_json_shape(text, kMaxJsonDepth) != JsonShape::kOk) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s is nested too deeply or has trailing data\n",
-                 what, path.c_str());
+  // Problems with one place are reported as PATH:LINE:COLUMN, as the compiler's diagnostics.
+  const auto invalid_at = [&](size_t offset, const std::string& problem) {
+    const TextPosition at = position_of(text, offset);
+    std::fprintf(stderr, "replaygate: invalid %s: %s:%zu:%zu: %s\n", what, path.c_str(), at.line,
+                 at.column, problem.c_str());
     return kExitFindings;
+  };
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    std::fprintf(stderr, "replaygate: invalid %s: %s: empty, not a JSON object\n", what,
+                 path.c_str());
+    return kExitFindings;
+  }
+  // nlohmann would skip a byte-order mark silently; the dump readers name it, and so does this one.
+  if (std::string_view(text).starts_with(kUtf8ByteOrderMark)) {
+    return invalid_at(0, std::string(kByteOrderMarkProblem));
+  }
+  // The same structural bound as dump records: no deep nesting reaches the parser.
+  size_t shape_at = 0;
+  switch (scan_json_shape(text, kMaxJsonDepth, &shape_at)) {
+    case JsonShape::kTooDeep:
+      return invalid_at(shape_at,
+                        "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    case JsonShape::kTrailing:
+      return invalid_at(shape_at, "trailing content after the JSON object");
+    case JsonShape::kOk:
+      break;
   }
   // A key given twice is refused, as in dump records: with nlohmann's default the last one would
   // win, so `"already_committed": true, "already_committed": false` would read as false.
   audit::DuplicateKeyWatch watch;
   if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s is not valid UTF-8 (byte %zu)\n", what,
-                 path.c_str(), bad + 1);
-    return kExitFindings;
+    return invalid_at(bad, "not valid UTF-8");
   }
   *out = json::parse(text, watch.callback(), /*allow_exceptions=*/false);
   if (out->is_discarded()) {
-    // Well-formed JSON with a number no double holds (1e400) is refused too, but by its name:
-    // nlohmann reports it as out_of_range 406, which only the throwing parse tells apart.
-    try {
-      watch.reset();
-      const json again = json::parse(text, watch.callback());
-      (void)again;  // not reached: the same text failed above
-    } catch (const json::out_of_range& e) {
-      if (e.id == 406) {
-        const std::string where =
-            watch.last_key().empty() ? "" : " for " + quote_for_reason(watch.last_key());
-        std::fprintf(stderr, "replaygate: invalid %s: %s: number out of range%s\n", what,
-                     path.c_str(), where.c_str());
-        return kExitFindings;
+    // Where and why, from a second parse that builds nothing (an error path only). Well-formed
+    // JSON with a number no double holds (1e400) is refused too, but by its name: nlohmann reports
+    // it as out_of_range 406 ("number overflow"), after the number.
+    const JsonError error = locate_json_error(text);
+    if (error.what.find("number overflow") != std::string::npos) {
+      size_t start = std::min(error.offset, text.size());
+      while (start > 0 &&
+             std::string_view("0123456789+-.eE").find(text[start - 1]) != std::string_view::npos) {
+        --start;
       }
-    } catch (const json::exception&) {
+      const std::string where =
+          watch.last_key().empty() ? "" : " for " + quote_for_reason(watch.last_key());
+      return invalid_at(start, "number out of range" + where);
+    }
+    if (error.offset != RecordParser::kNoOffset) {
+      return invalid_at(error.offset, "bad JSON (" + escape_control(error.what) + ")");
     }
   }
   if (out->is_discarded() || !out->is_object()) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s is not a JSON object\n", what, path.c_str());
-    return kExitFindings;
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    return invalid_at(first == std::string::npos ? text.size() : first, "not a JSON object");
   }
   if (!watch.duplicate().empty()) {
-    std::fprintf(stderr, "replaygate: invalid %s: %s has the key %s twice\n", what, path.c_str(),
-                 quote_for_reason(watch.duplicate()).c_str());
+    const std::string problem = "has the key " + quote_for_reason(watch.duplicate()) + " twice";
+    if (const size_t at = locate_duplicate_key(text); at != RecordParser::kNoOffset) {
+      return invalid_at(at, problem);  // at the second one
+    }
+    std::fprintf(stderr, "replaygate: invalid %s: %s: %s\n", what, path.c_str(), problem.c_str());
     return kExitFindings;
   }
+  *text_out = std::move(text);
   return kExitOk;
 }
 
@@ -157,8 +186,10 @@ const char* non_scalar_kind(const json& value) {
 // each be a JSON string or integer, or null/missing: an object or array would be printed and
 // written to the audit log as JSON text, whatever it holds; a message's `error`, when given, must
 // be an object. Returns the first offender and the rule, as "'message_id' is an object; an
-// identifying field must be ...", or "".
-std::string non_scalar_identifier(const json& doc, bool is_message) {
+// identifying field must be ...", or "", and sets *where to the offender's keys ({"error",
+// "job_id"}).
+std::string non_scalar_identifier(const json& doc, bool is_message,
+                                  std::vector<std::string>* where) {
   static constexpr const char* kScalarRule =
       "; an identifying field must be a string or an integer";
   static const char* const kMessageKeys[] = {"message_id",          "operation_id", "action_type",
@@ -171,6 +202,7 @@ std::string non_scalar_identifier(const json& doc, bool is_message) {
   for (const char* key : is_message ? std::span<const char* const>(kMessageKeys)
                                     : std::span<const char* const>(kRecordKeys)) {
     if (const json* v = member(doc, key); bad(v)) {
+      *where = {key};
       return "'" + std::string(key) + "' is " + non_scalar_kind(*v) + kScalarRule;
     }
   }
@@ -178,6 +210,7 @@ std::string non_scalar_identifier(const json& doc, bool is_message) {
     // The error envelope may hold the remote job id (job_id_source): a stringified or listed
     // envelope must not read as "no job id".
     if (!e->is_object()) {
+      *where = {"error"};
       return std::string("'error' is ") +
              (e->is_string()   ? "a string"
               : e->is_number() ? "a number"
@@ -185,6 +218,7 @@ std::string non_scalar_identifier(const json& doc, bool is_message) {
              "; the error envelope must be an object";
     }
     if (const json* v = member(*e, "job_id"); bad(v)) {
+      *where = {"error", "job_id"};
       return std::string("'error.job_id' is ") + non_scalar_kind(*v) + kScalarRule;
     }
   }
@@ -302,8 +336,14 @@ int run_review(const Options& o) {
   } else if (const int code = open_table("", o.table, &table); code != kExitOk) {
     return code;
   }
-  if (int code = read_object(o.message, "message", &r.message); code != kExitOk) return code;
-  if (int code = read_object(o.record, "operation record", &r.record); code != kExitOk) return code;
+  std::string message_text, record_text;
+  if (int code = read_object(o.message, "message", &r.message, &message_text); code != kExitOk) {
+    return code;
+  }
+  if (int code = read_object(o.record, "operation record", &r.record, &record_text);
+      code != kExitOk) {
+    return code;
+  }
   for (const auto* doc : {&r.message, &r.record}) {
     const char* where = doc == &r.message ? "message" : "record";
     for (const auto& [key, value] : doc->items()) {
@@ -315,11 +355,20 @@ int run_review(const Options& o) {
       }
     }
   }
-  for (const auto& [doc, what, path] : {std::tuple{&r.message, "message", &o.message},
-                                        std::tuple{&r.record, "operation record", &o.record}}) {
-    if (const std::string why = non_scalar_identifier(*doc, doc == &r.message); !why.empty()) {
+  for (const auto& [doc, what, path, text] :
+       {std::tuple{&r.message, "message", &o.message, &message_text},
+        std::tuple{&r.record, "operation record", &o.record, &record_text}}) {
+    std::vector<std::string> where;
+    if (const std::string why = non_scalar_identifier(*doc, doc == &r.message, &where);
+        !why.empty()) {
+      // At the offending value, found again in the text (an error path).
+      std::string shown = *path;
+      if (const size_t at = locate_member_value(*text, where); at != RecordParser::kNoOffset) {
+        const TextPosition position = position_of(*text, at);
+        shown += ":" + std::to_string(position.line) + ":" + std::to_string(position.column);
+      }
       std::fprintf(stderr, "replaygate: invalid %s: %s: %s (nothing decided, nothing recorded)\n",
-                   what, path->c_str(), why.c_str());
+                   what, shown.c_str(), why.c_str());
       return kExitFindings;
     }
   }
@@ -338,9 +387,13 @@ int run_review(const Options& o) {
   const json* job = job_id_source(r);
   for (uint32_t f = 0; f < table->field_count(); ++f) {
     if (table->field_derived(f)) continue;
-    const std::string name(table->field(f).name);
+    const FieldInfo info = table->field(f);
+    const std::string name(info.name);
     const json* value = nullptr;
-    if (name == "operator_confirmed") {
+    if (info.operator_only) {
+      // Only an operator sets it: a bool is this review's --confirm, anything else stays unset.
+      if (info.type == FieldType::kBool) value = &confirmed;
+    } else if (name == "operator_confirmed") {
       value = &confirmed;
     } else if (name == "message_revision") {
       value = member(r.message, "revision");

@@ -12,14 +12,18 @@
 // are booleans; plain decimal integers are ints; plain null/~ or an empty value is null (absent);
 // other plain scalars are strings; a sequence or mapping is an invalid value. A value of the wrong
 // type for its field is passed to the runtime as invalid (so invalid inputs can be tested).
-// Problems in the case file are diagnostics RG401-RG406, and RG109 for an int written with a
-// leading zero (`01`), as in a policy (exit 1, no case runs).
+// Problems in the case file are diagnostics RG401-RG407 (RG407: a value for a derived input,
+// which is computed, never read), and RG109 for a plain scalar YAML reads as a number other than a
+// decimal int (`01`, `+1`, `0x1`, `0o7`, `0b1`, `1_000`, `1e3`, `.5`), as in a policy (exit 1, no
+// case runs).
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -38,6 +42,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/coverage.h"
 #include "tools/cli/files.h"
+#include "tools/cli/ir_eval.h"
 #include "tools/cli/mapping.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
@@ -103,9 +108,115 @@ std::string directory_of(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
 }
 
+// How a plain case-input scalar that YAML (1.1 or 1.2) reads as a number is not a decimal int:
+// what it is ("has a leading zero", "is hexadecimal", ...) and the fix.
+struct NumberForm {
+  std::string what, hint;
+};
+
+// The form of `text` (a plain scalar) when it is a number other than a strict decimal int:
+// a leading zero (01), a plus sign (+1), 0x/0o/0b prefixes, digit separators (1_000, YAML 1.1) or
+// a float (1e3, 1.5, .5, 1., .inf, .nan, as YAML 1.2's core schema reads them). nullopt for a
+// decimal int (even one beyond int64: an invalid int) and for anything that is no number (a
+// string). The hint gives the decimal int when there is one ("write 1000, not 1e3").
+std::optional<NumberForm> non_decimal_number(const std::string& text) {
+  const bool has_sign = !text.empty() && (text[0] == '+' || text[0] == '-');
+  const bool negative = has_sign && text[0] == '-';
+  const std::string body = has_sign ? text.substr(1) : text;
+  const auto all_of = [](const std::string& s, const char* chars) {
+    return !s.empty() && s.find_first_not_of(chars) == std::string::npos;
+  };
+  const std::string quoted = " (or quote it for a string: '" + text + "')";
+  // The int `digits` in base `base` (with `negative`) as a decimal text, or "" when it does not
+  // fit in 64 bits.
+  const auto decimal = [&](const std::string& digits, int base) -> std::string {
+    if (base == 10) {  // by text: a leading zero on a number beyond int64 still has its fix
+      const size_t first = digits.find_first_not_of('0');
+      return (negative && first != std::string::npos ? "-" : "") +
+             (first == std::string::npos ? "0" : digits.substr(first));
+    }
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long magnitude = std::strtoull(digits.c_str(), &end, base);
+    if (errno == ERANGE || *end != '\0') return "";
+    if (!negative && magnitude > static_cast<unsigned long long>(INT64_MAX)) return "";
+    if (negative && magnitude > static_cast<unsigned long long>(INT64_MAX) + 1) return "";
+    if (magnitude == 0) return "0";
+    return (negative ? "-" : "") + std::to_string(magnitude);
+  };
+  const auto form = [&](const std::string& what, const std::string& fixed) {
+    return NumberForm{what, fixed.empty() ? "write the value as a decimal int" + quoted
+                                          : "write " + fixed + ", not " + text + quoted};
+  };
+  if (all_of(body, "0123456789")) {
+    if (body.size() > 1 && body[0] == '0') return form("has a leading zero", decimal(body, 10));
+    if (has_sign && !negative) return form("has a plus sign", decimal(body, 10));
+    return std::nullopt;  // a decimal int
+  }
+  const std::string prefix = body.size() > 2 ? body.substr(0, 2) : "";
+  const std::string digits = body.size() > 2 ? body.substr(2) : "";
+  if ((prefix == "0x" || prefix == "0X") && all_of(digits, "0123456789abcdefABCDEF")) {
+    return form("is hexadecimal", decimal(digits, 16));
+  }
+  if ((prefix == "0o" || prefix == "0O") && all_of(digits, "01234567")) {
+    return form("is octal", decimal(digits, 8));
+  }
+  if ((prefix == "0b" || prefix == "0B") && all_of(digits, "01")) {
+    return form("is binary", decimal(digits, 2));
+  }
+  if (body[0] >= '0' && body[0] <= '9' && all_of(body, "0123456789_")) {
+    std::string joined;
+    for (const char c : body) {
+      if (c != '_') joined += c;
+    }
+    return form("has digit separators ('_')", decimal(joined, 10));
+  }
+  for (const char* special : {".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN"}) {
+    if (body == special && (!has_sign || (body[1] != 'n' && body[1] != 'N'))) {
+      return NumberForm{"is a float",
+                        "inputs have no floats: quote it for a string: '" + text + "'"};
+    }
+  }
+  // YAML 1.2 core floats: (\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? after the sign.
+  size_t i = 0;
+  const auto digit_run = [&] {
+    const size_t from = i;
+    while (i < body.size() && body[i] >= '0' && body[i] <= '9') ++i;
+    return i - from;
+  };
+  bool mantissa = false;
+  if (body[0] == '.') {
+    ++i;
+    mantissa = digit_run() > 0;
+  } else if (digit_run() > 0) {
+    mantissa = true;
+    if (i < body.size() && body[i] == '.') {
+      ++i;
+      digit_run();
+    }
+  }
+  if (!mantissa) return std::nullopt;
+  if (i < body.size() && (body[i] == 'e' || body[i] == 'E')) {
+    ++i;
+    if (i < body.size() && (body[i] == '+' || body[i] == '-')) ++i;
+    if (digit_run() == 0) return std::nullopt;
+  }
+  if (i != body.size()) return std::nullopt;
+  // A whole number written as a float (1e3, 1.0) has a decimal int to suggest.
+  errno = 0;
+  const double value = std::strtod(text.c_str(), nullptr);
+  if (errno != ERANGE && std::isfinite(value) && value == std::floor(value) &&
+      std::fabs(value) < 9.0e15) {
+    return form("is a float", std::to_string(static_cast<int64_t>(value)));
+  }
+  return NumberForm{"is a float", "inputs have no floats: write a whole number" + quoted};
+}
+
 class CaseReader {
  public:
-  CaseReader(const std::string& path, const Table& table) : path_(path), table_(table) {}
+  // `table` is `policy` lowered (the same field indices).
+  CaseReader(const std::string& path, const Table& table, const ir::Policy& policy)
+      : path_(path), table_(table), policy_(policy) {}
 
   void error(const yaml::Node& node, const char* code, std::string message, std::string hint = "") {
     Diagnostic d;
@@ -188,20 +299,26 @@ class CaseReader {
       }
       if (c.input->is_mapping()) {
         for (const auto& [key, value] : c.input->entries) {
-          // The policy's rule for int text (RG109): `01` is neither 1 nor the string "01".
-          int64_t ignored = 0;
-          if (value.is_scalar() && !value.quoted &&
-              read_decimal_int(value.scalar, &ignored) == IntText::kLeadingZero) {
-            const size_t sign = value.scalar[0] == '-' ? 1 : 0;
-            const size_t zeros = value.scalar.find_first_not_of('0', sign);
-            const std::string fixed =
-                value.scalar.substr(0, sign) +
-                (zeros == std::string::npos ? "0" : value.scalar.substr(zeros));
-            error(value, "RG109", "'" + value.scalar + "' has a leading zero",
-                  "write " + fixed + ", not " + value.scalar + " (or quote it for a string: '" +
-                      value.scalar + "')");
+          // The policy's rule for int text (RG109): `01`, `+1`, `0x1`, `1_000` or `1e3` is neither
+          // an int nor a string here (YAML would read each as a number).
+          if (value.is_scalar() && !value.quoted) {
+            if (const std::optional<NumberForm> form = non_decimal_number(value.scalar)) {
+              error(value, "RG109", "'" + value.scalar + "' " + form->what, form->hint);
+            }
           }
-          if (table_.field_index(key.scalar) != Table::kNoField) continue;
+          if (const uint32_t f = table_.field_index(key.scalar); f != Table::kNoField) {
+            // A derived input is computed from two others (as in letters and mapping files): a
+            // value given for it would be ignored, so the case would not test what it says.
+            if (const std::optional<ir::Derivation>& d = policy_.fields.at(f).derived) {
+              const std::string& lhs = policy_.fields.at(d->lhs).name;
+              const std::string& rhs = policy_.fields.at(d->rhs).name;
+              error(key, "RG407",
+                    "input '" + key.scalar + "' is derived; it is computed, never read",
+                    "remove it, and set " + lhs + " and " + rhs + " instead (" + key.scalar +
+                        " = " + lhs + " " + op_word_symbol(ir::op_name(d->op)) + " " + rhs + ")");
+            }
+            continue;
+          }
           const std::string suggestion = closest_match(key.scalar, field_names);
           error(key, "RG403", "'" + key.scalar + "' is not an input of the policy",
                 suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
@@ -256,6 +373,7 @@ class CaseReader {
  private:
   const std::string& path_;
   const Table& table_;
+  const ir::Policy& policy_;
 };
 
 // A case input value as a letter would carry it (see the header comment for the typing rules).
@@ -414,7 +532,7 @@ int run_test(const TestOptions& options) {
       return kExitUsage;
     }
     const yaml::Document document = yaml::parse(text, path);
-    CaseReader reader(path, *table);
+    CaseReader reader(path, *table, policy);
     std::vector<Case> cases;
     if (document.ok()) cases = reader.read(document.root, options.policy);
     std::vector<Diagnostic> diagnostics = document.diagnostics;

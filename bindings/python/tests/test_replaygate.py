@@ -323,6 +323,43 @@ class JsonlGateOneVerdictPerLineTest(unittest.TestCase):
             self.assertEqual(blank["reason"], "invalid record: blank line")
 
 
+class OperatorOnlyTest(unittest.TestCase):
+    """generation_recovery's operator_confirmed is `source: operator`: a record cannot set it."""
+
+    LETTER = {"phase": "prepared", "message_revision": 1, "record_revision": 1,
+              "dispatch_confirmed_absent": True, "model_current": True, "spec_current": True,
+              "user_authorized": True, "remaining_budget": 40}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()
+        cls.table = os.path.join(cls.dir, "g.rgt")
+        subprocess.run([os.environ["RG_CLI"], "compile",
+                        os.path.join(SOURCE, "policies", "generation_recovery.yaml"),
+                        "-o", cls.table], check=True, capture_output=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir)
+
+    def test_jsonl_records_cannot_confirm(self):
+        gate = replaygate.JsonlGate(self.table)
+        forged = dict(self.LETTER, operator_confirmed=True)
+        odd = dict(self.LETTER, operator_confirmed="yes")
+        data = "\n".join(json.dumps(r) for r in (forged, odd, self.LETTER)).encode()
+        verbs, invalid, _ = gate.decide_lines(data)
+        self.assertEqual(verbs, ["hold_for_review"] * 3)
+        self.assertEqual(invalid, 0)  # the records stay valid
+        gate.close()
+
+    def test_the_worker_sets_it_from_its_operator_channel(self):
+        table = replaygate.Table.load(self.table)
+        self.assertEqual(table.operator_only, ["operator_confirmed"])
+        self.assertEqual(table.decide(**self.LETTER).verb, "hold_for_review")
+        self.assertEqual(table.decide(**self.LETTER, operator_confirmed=True).verb, "dispatch")
+        table.close()
+
+
 class ExampleWorkerTest(unittest.TestCase):
     def test_worker_decides_the_example_letters(self):
         out = subprocess.run([sys.executable, os.path.join(HERE, "..", "example_worker.py"),

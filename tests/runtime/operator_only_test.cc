@@ -1,0 +1,214 @@
+// Operator-only fields (policy `source: operator`) in the table and the runtime: the FieldRecord
+// byte and the header flag (only when some field has the marker, so other tables keep their
+// bytes), FieldInfo / dump / C API exposure, decide() reading the field like any other, reload
+// refusing a change of the marker, and every corrupt combination of flag and bytes rejected.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/lower.h"
+#include "runtime/reload.h"
+#include "runtime/replaygate.h"
+#include "runtime/table.h"
+#include "runtime/table_format.h"
+#include "tests/support/table_bytes.h"
+#include "tests/support/test_policies.h"
+
+namespace replaygate {
+namespace {
+
+namespace fm = replaygate::format;
+using Bytes = testing::TableBytes;
+using testing::header_of;
+using testing::put_header;
+using testing::reseal;
+using testing::section;
+
+// Fields: 0 phase (enum prepared/accepted), 1 confirmed (optional bool, operator-only),
+// 2 budget (int >= 0, operator-only when `budget_by_operator`), 3 msg, 4 rec (ints),
+// 5 stale = msg < rec. Verbs: 0 hold (none, default), 1 dispatch (create).
+ir::CheckedPolicy operator_policy(bool marked = true, bool budget_by_operator = false) {
+  ir::CheckedPolicy c;
+  ir::Policy& p = c.policy;
+  p.id = "operator";
+  p.revision = 1;
+  p.fields = {testing::enum_field("phase", {"prepared", "accepted"}),
+              testing::bool_field("confirmed", /*optional=*/true),
+              testing::int_field("budget", 0, std::nullopt, /*optional=*/true),
+              testing::int_field("msg", 0, std::nullopt),
+              testing::int_field("rec", 0, std::nullopt),
+              testing::bool_field("stale")};
+  p.fields[1].operator_only = marked;
+  p.fields[2].operator_only = budget_by_operator;
+  p.fields[5].derived = ir::Derivation{3, ir::Op::kLt, 4};
+  p.verbs = {{"hold", ir::Effect::kNone, "wait"}, {"dispatch", ir::Effect::kCreate, "new work"}};
+  p.default_verb = 0;
+  p.default_reason = "no rule matched";
+  p.rules.emplace_back(
+      testing::guard("reviewed",
+                     {testing::cond(0, ir::Op::kEq, {ir::Value::String("prepared")}),
+                      testing::cond(1, ir::Op::kEq, {ir::Value::Bool(true)}),
+                      testing::cond(5, ir::Op::kEq, {ir::Value::Bool(false)})},
+                     1, "an operator confirmed"));
+  c.source_base_name = "operator.yaml";
+  c.source_digest = "00";
+  return c;
+}
+
+std::string load_error(const Bytes& bytes) {
+  LoadStatus status;
+  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  return table ? "" : std::string(load_error_name(status.error)) + ": " + status.message;
+}
+
+size_t field_record_offset(const Bytes& bytes, uint32_t field) {
+  return section(bytes, fm::kFields).offset + field * sizeof(fm::FieldRecord);
+}
+
+fm::FieldRecord field_record(const Bytes& bytes, uint32_t field) {
+  fm::FieldRecord r;
+  std::memcpy(&r, bytes.data() + field_record_offset(bytes, field), sizeof(r));
+  return r;
+}
+
+TEST(OperatorOnlyTable, MarkerByteAndHeaderFlagOnlyWhenAFieldHasIt) {
+  const Bytes marked = lower(operator_policy());
+  EXPECT_EQ(header_of(marked).flags, fm::kFlagOperatorFields);
+  EXPECT_EQ(field_record(marked, 1).operator_only, 1);
+  EXPECT_EQ(field_record(marked, 0).operator_only, 0);
+  EXPECT_EQ(field_record(marked, 2).operator_only, 0);
+  for (uint32_t f = 0; f < 6; ++f) {
+    EXPECT_EQ(field_record(marked, f).pad[0], 0) << f;
+    EXPECT_EQ(field_record(marked, f).pad[1], 0) << f;
+  }
+  EXPECT_EQ(load_error(marked), "");
+
+  // Without any marker: flags 0 and the record byte 0, so the bytes are what they were before
+  // the marker existed (tests/compiler/lower_test.cc holds the golden table and digest).
+  const Bytes plain = lower(operator_policy(/*marked=*/false));
+  EXPECT_EQ(header_of(plain).flags, 0u);
+  for (uint32_t f = 0; f < 6; ++f) EXPECT_EQ(field_record(plain, f).operator_only, 0) << f;
+  EXPECT_EQ(load_error(plain), "");
+  EXPECT_EQ(header_of(lower(testing::reference_gate())).flags, 0u);
+
+  // The marker is part of the decision digest (it is in the fields section).
+  LoadStatus status;
+  auto a = Table::load_bytes(marked.data(), marked.size(), &status);
+  auto b = Table::load_bytes(plain.data(), plain.size(), &status);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->decision_digest_hex(), b->decision_digest_hex());
+}
+
+TEST(OperatorOnlyTable, ExposedInFieldInfoDumpAndTheCApi) {
+  const Bytes bytes = lower(operator_policy(true, /*budget_by_operator=*/true));
+  LoadStatus status;
+  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  ASSERT_TRUE(table) << status.message;
+  EXPECT_FALSE(table->field(0).operator_only);
+  EXPECT_TRUE(table->field(1).operator_only);
+  EXPECT_TRUE(table->field(2).operator_only);
+  EXPECT_FALSE(table->field(99).operator_only);
+  const std::string dump = table->dump();
+  EXPECT_NE(dump.find("  #1 confirmed: bool, optional, set by an operator only\n"),
+            std::string::npos)
+      << dump;
+  EXPECT_NE(dump.find("  #2 budget: int, optional, min 0, set by an operator only\n"),
+            std::string::npos)
+      << dump;
+  EXPECT_NE(dump.find("  #0 phase: enum, required\n"), std::string::npos) << dump;
+
+  rg_table* t = nullptr;
+  rg_error err;
+  ASSERT_EQ(rg_table_load_bytes(bytes.data(), bytes.size(), &t, &err), RG_OK) << err.message;
+  EXPECT_EQ(rg_table_field_operator_only(t, 0), 0);
+  EXPECT_EQ(rg_table_field_operator_only(t, 1), 1);
+  EXPECT_EQ(rg_table_field_operator_only(t, 2), 1);
+  EXPECT_EQ(rg_table_field_operator_only(t, 6), 0);
+  EXPECT_EQ(rg_table_field_operator_only(nullptr, 1), 0);
+  rg_table_free(t);
+}
+
+// decide() reads an operator-only field like any other: the embedding worker sets it from its
+// operator channel (the letter readers are what leave it unset, tests/tools).
+TEST(OperatorOnlyDecide, TheRuntimeReadsTheFieldTheCallerSets) {
+  const Bytes bytes = lower(operator_policy());
+  LoadStatus status;
+  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  ASSERT_TRUE(table) << status.message;
+  Input in(*table);
+  auto run = [&](int confirmed) {
+    in.clear();
+    in.set_string(0, "prepared");
+    in.set_int(3, 2);
+    in.set_int(4, 2);
+    if (confirmed >= 0) in.set_bool(1, confirmed == 1);
+    const Decision d = table->decide(in);
+    return std::string(table->verb_name(d.verb)) + "/" + std::string(table->rule_name(d));
+  };
+  EXPECT_EQ(run(1), "dispatch/reviewed");
+  EXPECT_EQ(run(0), "hold/default");
+  EXPECT_EQ(run(-1), "hold/default");  // unset: absent, the guard fails
+}
+
+// Rewrites field `field`'s record with `edit`, optionally the header flags, and reseals.
+template <typename Edit>
+std::string with_field(uint32_t field, Edit edit, std::optional<uint32_t> flags = std::nullopt,
+                       bool marked = true) {
+  Bytes bytes = lower(operator_policy(marked));
+  fm::FieldRecord r = field_record(bytes, field);
+  edit(r);
+  std::memcpy(bytes.data() + field_record_offset(bytes, field), &r, sizeof(r));
+  if (flags) {
+    fm::Header h = header_of(bytes);
+    h.flags = *flags;
+    put_header(bytes, h);
+  }
+  reseal(bytes);
+  return load_error(bytes);
+}
+
+TEST(OperatorOnlyLoad, CorruptMarkersAndFlagsAreRejected) {
+  const auto keep = [](fm::FieldRecord&) {};
+  EXPECT_EQ(with_field(1, keep), "");
+  const std::string bad_byte = "malformed: field 1 has a bad type or flag byte";
+  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.operator_only = 2; }), bad_byte);
+  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.pad[0] = 1; }), bad_byte);
+  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.pad[1] = 0x80; }), bad_byte);
+  // A pad byte is rejected in a table without any marker too.
+  EXPECT_EQ(with_field(
+                0, [](fm::FieldRecord& r) { r.pad[1] = 1; }, std::nullopt, false),
+            "malformed: field 0 has a bad type or flag byte");
+  // The marker without the header flag (what an old writer could never produce), and the flag
+  // without a marker.
+  EXPECT_EQ(with_field(1, keep, 0u),
+            "malformed: field 1 is operator-only but the header lacks the operator-fields flag");
+  EXPECT_EQ(with_field(1, keep, fm::kFlagOperatorFields, /*marked=*/false),
+            "malformed: the header's operator-fields flag is set but no field is operator-only");
+  // An unknown flag bit, alone or next to the known one.
+  EXPECT_EQ(with_field(1, keep, 2u), "malformed: unknown flags 2");
+  EXPECT_EQ(with_field(1, keep, 3u), "malformed: unknown flags 3");
+  // Never on a derived field (field 5 is stale = msg < rec).
+  EXPECT_EQ(with_field(5, [](fm::FieldRecord& r) { r.operator_only = 1; }),
+            "malformed: derivation 0 must compare two required ints into a required bool");
+}
+
+TEST(OperatorOnlyReload, AChangedMarkerIsIncompatible) {
+  const Bytes marked = lower(operator_policy());
+  const Bytes plain = lower(operator_policy(false));
+  LoadStatus status;
+  auto table = Table::load_bytes(marked.data(), marked.size(), &status);
+  ASSERT_TRUE(table) << status.message;
+  auto shared = std::make_unique<SharedTable>(std::move(table), 2);
+  EXPECT_FALSE(shared->reload_bytes(plain.data(), plain.size(), &status));
+  EXPECT_EQ(status.message,
+            "incompatible table: field 1 (confirmed) is set from letters, the current table has it "
+            "as operator-only");
+  EXPECT_TRUE(shared->reload_bytes(marked.data(), marked.size(), &status)) << status.message;
+}
+
+}  // namespace
+}  // namespace replaygate
