@@ -21,13 +21,23 @@ using replaygate::SharedTable;
 using replaygate::Table;
 using Entry = SharedTable::Entry;
 
+// rg_shared_open's limit (SharedTable itself clamps; the C API refuses instead of silently giving
+// fewer slots than asked for).
+constexpr uint32_t kMaxReaders = 4096;
+
 // rg_table is an incomplete C type; its pointers are SharedTable::Entry pointers, so a table
 // pinned by a reader and a standalone table are the same thing to every accessor.
 struct rg_input {
   Input input;
   std::vector<std::string> strings;  // owned copies of string values, one buffer per field
   std::vector<std::string> names;    // field names, for the by-name setters
-  explicit rg_input(const Table& table) : input(table), strings(table.field_count()) {
+  // The layout fingerprint of the table it was made for (Entry::layout): deciding it on a table
+  // with another layout (same field count, a field renamed or retyped) is RG_ERR_ARGUMENT, since
+  // its values would land in the wrong fields. Compatible reloads keep the fingerprint.
+  uint64_t layout;
+  explicit rg_input(const Entry& e)
+      : input(*e.table), strings(e.table->field_count()), layout(e.layout) {
+    const Table& table = *e.table;
     names.reserve(table.field_count());
     for (uint32_t f = 0; f < table.field_count(); ++f) names.emplace_back(table.field(f).name);
   }
@@ -48,7 +58,10 @@ namespace {
 const Entry* entry_of(const rg_table* t) { return reinterpret_cast<const Entry*>(t); }
 const rg_table* handle_of(const Entry* e) { return reinterpret_cast<const rg_table*>(e); }
 
-rg_str str(std::string_view s) { return rg_str{s.data(), s.size()}; }
+// Never a NULL data pointer (an empty view may have one): bindings build slices from it.
+rg_str str(std::string_view s) {
+  return s.data() == nullptr ? rg_str{"", 0} : rg_str{s.data(), s.size()};
+}
 
 rg_status fail(rg_error* err, rg_status status, std::string_view message) {
   if (err != nullptr) {
@@ -110,16 +123,24 @@ Decision to_decision(const rg_decision* d) {
 
 rg_status decide_one(const Entry& e, const rg_input* input, rg_decision* out) {
   if (input == nullptr || out == nullptr) return RG_ERR_ARGUMENT;
-  if (input->input.size() != e.table->field_count()) return RG_ERR_ARGUMENT;
+  if (input->layout != e.layout || input->input.size() != e.table->field_count()) {
+    return RG_ERR_ARGUMENT;
+  }
   fill(e, e.table->decide(input->input), out);
   return RG_OK;
 }
 
+// Every column is checked before any row is decided. A field with two columns is an error, not
+// "the last one wins": a later column could otherwise override an earlier
+// already_committed = true and replay (the JSON readers refuse a duplicate key for the same
+// reason).
 rg_status check_columns(const Table& t, const rg_column* cols, size_t ncols, size_t rows) {
   if (cols == nullptr && ncols > 0) return RG_ERR_ARGUMENT;
+  std::vector<uint8_t> seen(t.field_count(), 0);
   for (size_t c = 0; c < ncols; ++c) {
     const rg_column& col = cols[c];
-    if (col.field >= t.field_count()) return RG_ERR_ARGUMENT;
+    if (col.field >= t.field_count() || seen[col.field] != 0) return RG_ERR_ARGUMENT;
+    seen[col.field] = 1;
     switch (col.type) {
       case RG_COLUMN_STRING:
         if (col.offsets == nullptr || (col.bytes == nullptr && rows > 0 && col.offsets[rows] > 0)) {
@@ -145,9 +166,11 @@ rg_status check_columns(const Table& t, const rg_column* cols, size_t ncols, siz
 rg_status decide_columns(const Entry& e, const rg_column* cols, size_t ncols, size_t rows,
                          uint32_t* verbs, rg_decision* decisions) {
   const Table& t = *e.table;
-  if (rg_status s = check_columns(t, cols, ncols, rows); s != RG_OK) return s;
   return guarded(nullptr, [&] {
-    Input in(t);  // the batch's only allocation
+    if (rg_status s = check_columns(t, cols, ncols, rows); s != RG_OK) return s;
+    // Nothing to write: the rows would be decided for no one (and rows may be any size_t).
+    if (verbs == nullptr && decisions == nullptr) return RG_OK;
+    Input in(t);  // the batch's allocations: this and check_columns' field set
     for (size_t i = 0; i < rows; ++i) {
       in.clear();
       for (size_t c = 0; c < ncols; ++c) {
@@ -184,7 +207,6 @@ rg_status decide_columns(const Entry& e, const rg_column* cols, size_t ncols, si
 }
 
 uint32_t field_by_name(const rg_input* input, const char* name) {
-  if (name == nullptr) return RG_NO_INDEX;
   std::string_view n(name);
   for (uint32_t f = 0; f < input->names.size(); ++f) {
     if (input->names[f] == n) return f;
@@ -317,7 +339,7 @@ rg_status rg_input_new(const rg_table* t, rg_input** out) {
   *out = nullptr;
   if (t == nullptr) return RG_ERR_ARGUMENT;
   return guarded(nullptr, [&] {
-    *out = new rg_input(*entry_of(t)->table);
+    *out = new rg_input(*entry_of(t));
     return RG_OK;
   });
 }
@@ -365,22 +387,22 @@ rg_status rg_input_unset(rg_input* in, uint32_t field) {
 
 rg_status rg_input_set_string_by_name(rg_input* in, const char* name, const char* data,
                                       size_t size) {
-  if (in == nullptr) return RG_ERR_ARGUMENT;
+  if (in == nullptr || name == nullptr) return RG_ERR_ARGUMENT;
   uint32_t f = field_by_name(in, name);
   return f == RG_NO_INDEX ? RG_ERR_UNKNOWN_FIELD : rg_input_set_string(in, f, data, size);
 }
 rg_status rg_input_set_int_by_name(rg_input* in, const char* name, int64_t value) {
-  if (in == nullptr) return RG_ERR_ARGUMENT;
+  if (in == nullptr || name == nullptr) return RG_ERR_ARGUMENT;
   uint32_t f = field_by_name(in, name);
   return f == RG_NO_INDEX ? RG_ERR_UNKNOWN_FIELD : rg_input_set_int(in, f, value);
 }
 rg_status rg_input_set_bool_by_name(rg_input* in, const char* name, int value) {
-  if (in == nullptr) return RG_ERR_ARGUMENT;
+  if (in == nullptr || name == nullptr) return RG_ERR_ARGUMENT;
   uint32_t f = field_by_name(in, name);
   return f == RG_NO_INDEX ? RG_ERR_UNKNOWN_FIELD : rg_input_set_bool(in, f, value);
 }
 rg_status rg_input_set_null_by_name(rg_input* in, const char* name) {
-  if (in == nullptr) return RG_ERR_ARGUMENT;
+  if (in == nullptr || name == nullptr) return RG_ERR_ARGUMENT;
   uint32_t f = field_by_name(in, name);
   return f == RG_NO_INDEX ? RG_ERR_UNKNOWN_FIELD : rg_input_set_null(in, f);
 }
@@ -401,6 +423,11 @@ rg_status rg_shared_open(const char* path, uint32_t max_readers, rg_shared** out
   *out = nullptr;
   if (path == nullptr) return fail(err, RG_ERR_ARGUMENT, "path is NULL");
   return guarded(err, [&] {
+    if (max_readers > kMaxReaders) {
+      return fail(err, RG_ERR_ARGUMENT,
+                  "max_readers " + std::to_string(max_readers) + " is over the limit of " +
+                      std::to_string(kMaxReaders));
+    }
     LoadStatus status;
     auto shared = SharedTable::open(
         path, &status, max_readers == 0 ? SharedTable::kDefaultMaxReaders : max_readers);

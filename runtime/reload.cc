@@ -5,14 +5,32 @@
 #include <cstring>
 #include <utility>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace replaygate {
 
 std::unique_ptr<SharedTable::Entry> SharedTable::make_entry(std::unique_ptr<Table> table) {
   auto entry = std::make_unique<Entry>();
   std::string hex = table->checksum_hex();
   std::memcpy(entry->checksum, hex.data(), std::min(hex.size(), sizeof entry->checksum - 1));
+  entry->layout = layout_fingerprint(*table);
   entry->table = std::move(table);
   return entry;
+}
+
+uint64_t SharedTable::layout_fingerprint(const Table& table) {
+  // Length-prefixed, so ("ab", "c") and ("a", "bc") differ.
+  std::string bytes;
+  auto put = [&](uint64_t v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(table.field_count());
+  for (uint32_t f = 0; f < table.field_count(); ++f) {
+    const FieldInfo info = table.field(f);
+    put(info.name.size());
+    bytes.append(info.name);
+    put((uint64_t{static_cast<uint8_t>(info.type)} << 8) | (table.field_derived(f) ? 1 : 0));
+  }
+  return XXH3_64bits(bytes.data(), bytes.size());
 }
 
 std::unique_ptr<SharedTable> SharedTable::open(const std::string& path, LoadStatus* status,
@@ -31,6 +49,8 @@ SharedTable::SharedTable(std::unique_ptr<Table> table, uint32_t max_readers)
 
 SharedTable::~SharedTable() = default;
 
+// Compares at least what layout_fingerprint() hashes, so an accepted reload keeps the inputs the
+// C API made for the previous table valid.
 std::string SharedTable::incompatibility(const Table& current, const Table& next) {
   if (current.field_count() != next.field_count()) {
     return "incompatible table: " + std::to_string(next.field_count()) + " fields, the current " +

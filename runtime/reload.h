@@ -46,10 +46,17 @@ class SharedTable {
   struct Entry {
     std::unique_ptr<Table> table;
     char checksum[33] = {};  // 32 hex digits of the header checksum, NUL-terminated
+    uint64_t layout = 0;     // layout_fingerprint(*table)
   };
 
-  // Wraps a loaded table (must not be null) with its checksum.
+  // Wraps a loaded table (must not be null) with its checksum and layout fingerprint.
   static std::unique_ptr<Entry> make_entry(std::unique_ptr<Table> table);
+
+  // A 64-bit hash of the field layout an input depends on: the field count and each field's
+  // name, type and derived flag, in order. Tables that reload() accepts as compatible have the
+  // same fingerprint (incompatibility() compares at least these), so the C API can refuse an
+  // rg_input made for another table with one compare per decision.
+  static uint64_t layout_fingerprint(const Table& table);
 
   // Loads `path` (Table::load_file). nullptr with *status set when it cannot be loaded.
   static std::unique_ptr<SharedTable> open(const std::string& path, LoadStatus* status,

@@ -7,7 +7,12 @@
  * Ownership: every object created by an rg_*_new / rg_*_load_* / rg_*_open function is owned by
  * the caller and freed with the matching rg_*_free (NULL is accepted and ignored). Strings
  * returned as rg_str point into the table and stay valid until that table is freed (for a table
- * pinned by rg_reader_acquire: until rg_reader_release). They are not NUL-terminated.
+ * pinned by rg_reader_acquire: until rg_reader_release). They are not NUL-terminated; `data` is
+ * never NULL (an empty result points at a static "").
+ *
+ * Handles are not validated: passing a freed handle, freeing one twice, or passing one handle
+ * type where another is expected (an rg_reader as an rg_shared) is undefined behaviour, as for
+ * any C library. NULL is the only invalid handle the API detects (RG_ERR_ARGUMENT).
  *
  * Thread safety: an rg_table and an rg_shared may be used by any number of threads at once
  * (rg_shared_reload included). An rg_input and an rg_reader belong to one thread at a time.
@@ -47,7 +52,9 @@ typedef enum rg_status {
   RG_ERR_BAD_OFFSET = 7,          /* a section or index points outside the table */
   RG_ERR_MALFORMED = 8,           /* structurally invalid content */
   RG_ERR_INCOMPATIBLE = 9,        /* reload: fields or verbs differ from the table being served */
-  RG_ERR_ARGUMENT = 10,      /* NULL pointer, index out of range, input made for another table */
+  /* NULL pointer, index out of range, input made for another table (field layout), a field
+   * given two columns, max_readers over 4096 */
+  RG_ERR_ARGUMENT = 10,
   RG_ERR_UNKNOWN_FIELD = 11, /* a field name the table does not declare */
   RG_ERR_NO_MEMORY = 12,     /* allocation failed */
   RG_ERR_NO_READER_SLOT = 13 /* rg_reader_new: all max_readers slots are taken */
@@ -108,6 +115,9 @@ RG_API const char* rg_status_name(rg_status status);
 /* ---- Tables ---------------------------------------------------------------------------- */
 
 /* Reads and verifies a .rgt file. On success *out owns the table (free with rg_table_free).
+ * `path` may be a regular file or a pipe (a FIFO, /dev/stdin): a pipe is read to its end; a FIFO
+ * is opened without waiting for a writer, and one with no writer reads as empty
+ * (RG_ERR_TRUNCATED). A device or any other kind of file is RG_ERR_IO, before any read.
  * Errors: RG_ERR_ARGUMENT (NULL path or out), RG_ERR_IO .. RG_ERR_MALFORMED, RG_ERR_NO_MEMORY;
  * *out is then NULL and *err (if given) holds the message. */
 RG_API rg_status rg_table_load_file(const char* path, rg_table** out, rg_error* err);
@@ -139,8 +149,10 @@ RG_API rg_str rg_table_reason(const rg_table* table, const rg_decision* decision
 
 /* ---- Inputs ---------------------------------------------------------------------------- */
 
-/* A reusable input with every field unset, sized for `table` (and any table compatible with it:
- * same fields in the same order). Errors: RG_ERR_ARGUMENT, RG_ERR_NO_MEMORY. */
+/* A reusable input with every field unset, made for `table`'s field layout: it can be decided on
+ * `table` and on any table with the same layout (the same field names, types and derived flags
+ * in the same order, which every successful rg_shared_reload keeps); rg_decide refuses it on any
+ * other table. Errors: RG_ERR_ARGUMENT, RG_ERR_NO_MEMORY. */
 RG_API rg_status rg_input_new(const rg_table* table, rg_input** out);
 RG_API void rg_input_free(rg_input* input);
 /* Every field unset (= missing). */
@@ -160,7 +172,8 @@ RG_API rg_status rg_input_set_null(rg_input* input, uint32_t field); /* absent i
 RG_API rg_status rg_input_set_invalid(rg_input* input, uint32_t field);
 RG_API rg_status rg_input_unset(rg_input* input, uint32_t field); /* missing */
 
-/* Setters by NUL-terminated field name: as above, plus RG_ERR_UNKNOWN_FIELD. */
+/* Setters by NUL-terminated field name: as above, plus RG_ERR_ARGUMENT for a NULL name and
+ * RG_ERR_UNKNOWN_FIELD for a name the table does not declare. */
 RG_API rg_status rg_input_set_string_by_name(rg_input* input, const char* name, const char* data,
                                              size_t size);
 RG_API rg_status rg_input_set_int_by_name(rg_input* input, const char* name, int64_t value);
@@ -170,7 +183,8 @@ RG_API rg_status rg_input_set_null_by_name(rg_input* input, const char* name);
 /* ---- Deciding -------------------------------------------------------------------------- */
 
 /* Decides one input. Never allocates, never blocks. Errors: RG_ERR_ARGUMENT (NULL argument, or
- * an input whose field count differs from the table's); *out is then untouched. */
+ * an input made for a table with another field layout: a different field count, or a field
+ * renamed, retyped or made derived; see rg_input_new); *out is then untouched. */
 RG_API rg_status rg_decide(const rg_table* table, const rg_input* input, rg_decision* out);
 
 /* Batch: columns of values for `rows` records, decided in one call (one FFI crossing for many
@@ -196,16 +210,21 @@ typedef struct rg_column {
 } rg_column;
 
 /* Writes each row's verb index to verbs[i] (if verbs is not NULL) and its full decision to
- * decisions[i] (if decisions is not NULL). Errors: RG_ERR_ARGUMENT (NULL table, NULL columns with
- * ncolumns > 0, a field out of range, an unknown column type, a missing array for the column's
- * type, string offsets that decrease), RG_ERR_NO_MEMORY; outputs are then unspecified. */
+ * decisions[i] (if decisions is not NULL); each given array holds `rows` entries (offsets
+ * rows + 1). Every column is checked before any row is decided. Errors: RG_ERR_ARGUMENT (NULL
+ * table, NULL columns with ncolumns > 0, a field out of range, a field given two columns, an
+ * unknown column type, a missing array for the column's type, string offsets that decrease),
+ * RG_ERR_NO_MEMORY; outputs are then unspecified. Cost: linear in rows (one decision per row,
+ * plus a pass over each string column's offsets); with both verbs and decisions NULL the columns
+ * are checked and no row is decided. */
 RG_API rg_status rg_decide_columns(const rg_table* table, const rg_column* columns, size_t ncolumns,
                                    size_t rows, uint32_t* verbs, rg_decision* decisions);
 
 /* ---- Hot reload ------------------------------------------------------------------------ */
 
 /* Loads `path` into a shareable, reloadable handle with room for `max_readers` reader threads
- * (0 means 64; at most 4096). Errors: as rg_table_load_file. */
+ * (0 means 64). Errors: as rg_table_load_file, and RG_ERR_ARGUMENT for max_readers over 4096
+ * (refused, not clamped: a worker pool sized above it would meet RG_ERR_NO_READER_SLOT late). */
 RG_API rg_status rg_shared_open(const char* path, uint32_t max_readers, rg_shared** out,
                                 rg_error* err);
 /* No rg_reader of this handle may be alive. */

@@ -1124,7 +1124,10 @@ std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* sta
   LoadStatus ignored;
   if (status == nullptr) status = &ignored;
   *status = {};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a blocking open of a FIFO waits for a writer, forever if none comes (a reload
+  // thread would hang), and opening some devices blocks too. Cleared once the file is known to
+  // be one we read, so that a pipe's reads wait for its writer's bytes.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     *status = {LoadError::kIo, io_error("cannot open", path, errno)};
     return nullptr;
@@ -1135,9 +1138,27 @@ std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* sta
     *status = {LoadError::kIo, io_error("cannot read", path, errno)};
     return nullptr;
   }
+  // Devices (/dev/zero, /dev/urandom, a terminal) are never tables and may never end: refused
+  // before any read. Directories go on to read(), whose EISDIR says what they are.
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    const char* kind = S_ISCHR(st.st_mode)    ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    *status = {LoadError::kIo, "cannot read " + path + ": " + kind +
+                                   ", not a table file (a table is read from a regular file "
+                                   "or a pipe)"};
+    return nullptr;
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    *status = {LoadError::kIo, io_error("cannot read", path, errno)};
+    return nullptr;
+  }
   if (!S_ISREG(st.st_mode) || st.st_size <= 0) {
-    // Pipes, devices, directories (whose read fails with EISDIR) and files that report no size
-    // (some in /proc): read to EOF into a growing buffer, then load_bytes().
+    // Pipes, directories (whose read fails with EISDIR) and files that report no size (some in
+    // /proc): read to EOF into a growing buffer, then load_bytes(). A FIFO that had no writer
+    // when it was opened is at its end at once: it reads as empty.
     std::string bytes;
     char chunk[1 << 16];
     ssize_t n = 0;
@@ -1151,6 +1172,12 @@ std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* sta
     }
     if (n < 0) {
       *status = {LoadError::kIo, io_error("cannot read", path, errno)};
+      return nullptr;
+    }
+    if (bytes.empty() && S_ISFIFO(st.st_mode)) {
+      *status = {LoadError::kTruncated, "empty table: the pipe " + path +
+                                            " gave no bytes (a FIFO with no writer when it is "
+                                            "opened reads as empty)"};
       return nullptr;
     }
     return load_bytes(bytes.data(), bytes.size(), status);

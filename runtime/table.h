@@ -90,6 +90,10 @@ struct FieldInfo {
 class Table;
 
 // One input record: a fixed-size slot per field. Not thread-safe; reuse it across decisions.
+// Slots are positional: decide() on a table with another field layout reads them as that table's
+// fields (missing slots count as unset). Keep one Input per table, or per SharedTable (reloads
+// keep the layout). The C API checks this (rg_input carries a layout fingerprint); decide()
+// has no error channel and stays one indirect call.
 class Input {
  public:
   explicit Input(const Table& table);  // allocates field_count() slots
@@ -136,8 +140,10 @@ class Table {
   // tables by atomic rename, so a reader never maps a file a writer may truncate: a regular file
   // is read into a buffer of the size fstat gives, and one that ends before that size or runs
   // past it (changed in place while being read) is kIo. Pipes and files that report no size are
-  // read to their end. kIo also when the file cannot be opened or read, kTooLarge over
-  // kMaxTableBytes; then every error of load_bytes(). nullptr on error, with *status set.
+  // read to their end; a FIFO is opened without waiting for a writer, and one with no writer
+  // then reads as empty (kTruncated). Devices (/dev/zero, a terminal) and sockets are kIo before
+  // any read. kIo also when the file cannot be opened or read, kTooLarge over kMaxTableBytes;
+  // then every error of load_bytes(). nullptr on error, with *status set.
   static std::unique_ptr<Table> load_file(const std::string& path, LoadStatus* status);
   // Copies and verifies `size` bytes: header, version, checksum, every offset and index.
   static std::unique_ptr<Table> load_bytes(const void* data, size_t size, LoadStatus* status);

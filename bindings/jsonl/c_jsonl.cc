@@ -152,7 +152,11 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
           padded = std::string_view(scratch->line.data(), text.size());
         }
         if (scratch->parser.parse(padded, scratch->input, &scratch->meta, &scratch->problem)) {
-          verb = table.decide(scratch->input).verb;
+          const replaygate::Decision d = table.decide(scratch->input);
+          verb = d.verb;
+          // A readable record whose field failed validation is invalid too, as `replaygate
+          // decide` counts it ("invalid": true), so the two counts agree on the same bytes.
+          if (d.kind == replaygate::DecisionKind::kInvalidInput) ++bad;
         } else {
           ++bad;
         }

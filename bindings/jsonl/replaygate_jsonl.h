@@ -39,12 +39,21 @@ RG_API rg_str rgj_verb_name(const rgj_gate* gate, uint32_t verb);
  * so a buffer of N lines yields N verbs, exactly one per line in order, like `replaygate decide`
  * prints one output line per input line. verbs[i] receives the verb index of the i-th line;
  * *count the number of lines decided (at most `capacity`: the rest of the buffer is not read,
- * *consumed says how many bytes were, always whole lines). A line that is not a valid record
- * (blank or whitespace only, bad JSON, unknown or duplicate key, over 1 MiB) gets the policy
- * default (fail closed) and counts in *invalid; it is never skipped. Every line takes at least one
- * byte, so capacity >= size always suffices for one call. A record's value for an operator-only
- * field (rg_table_field_operator_only) is ignored: the field stays unset (the record stays valid),
- * so a message cannot set what only an operator may. The caller owns buf, verbs and
+ * *consumed says how many bytes were, always whole lines when capacity stops the call).
+ *
+ * The buffer must hold whole lines: its end is a line's end. A streaming reader that hands over
+ * each read() chunk as it comes would have a line cut in two decided as two (invalid) lines, and
+ * every later verb shifted by one; keep the bytes after the chunk's last '\n' for the next call.
+ *
+ * *invalid (if not NULL) counts the lines that `replaygate decide` marks "invalid": true, so both
+ * report the same count for the same bytes: a line that is not a valid record (blank or
+ * whitespace only, bad JSON, unknown or duplicate key, over 1 MiB), and a record whose field
+ * value fails validation (a wrong type, null, out of bounds or not an enum value in a required
+ * field: the decision's kind is invalid input). Both get the policy default (fail closed); no
+ * line is ever skipped. Every line takes at least one byte, so capacity >= size always suffices
+ * for one call. A record's value for an operator-only field (rg_table_field_operator_only) is
+ * ignored: the field stays unset (the record stays valid), so a message cannot set what only an
+ * operator may. The caller owns buf, verbs and
  * checksum_out; nothing is kept after the call. Errors: RG_ERR_ARGUMENT (NULL gate, buffer,
  * verbs, count), RG_ERR_NO_READER_SLOT, RG_ERR_NO_MEMORY. */
 RG_API rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_t* verbs,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build tree into a temporary prefix, builds tests/consumer against it with CMake
-# (find_package) and the C consumer again with pkg-config, and runs all three on the golden table.
+# (find_package), the C consumer again as a C-only CMake project on the static library
+# (tests/consumer/c_static) and with pkg-config, and runs all four on the golden table.
 # Usage: run.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -19,6 +20,16 @@ got=$("$work/build/consumer_c" "$table")
 case "$got" in
   "$expected_cpp "[0-9a-f]*) ;;
   *) echo "consumer_c printed '$got'" >&2; exit 1 ;;
+esac
+# A C-only CMake project linking the static library (the C driver links it: the imported target
+# brings the C++ standard library).
+cmake -S "$src/tests/consumer/c_static" -B "$work/build_c_static" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/build_c_static" >/dev/null
+got=$("$work/build_c_static/consumer_c_static" "$table")
+case "$got" in
+  "$expected_cpp "[0-9a-f]*) ;;
+  *) echo "consumer_c_static printed '$got'" >&2; exit 1 ;;
 esac
 # The shared consumer must use the installed library, not the build tree's. (ldd's output is
 # kept whole: `ldd | grep -q` fails under pipefail when grep exits before ldd has written.)
@@ -39,4 +50,4 @@ case "$got" in
   "$expected_cpp "[0-9a-f]*) ;;
   *) echo "pkg-config consumer printed '$got'" >&2; exit 1 ;;
 esac
-echo "consumer: CMake (static C++, shared C) and pkg-config builds decide: $expected_cpp"
+echo "consumer: CMake (static C++ at -std=c++14 raised to 17, static C, shared C) and pkg-config builds decide: $expected_cpp"

@@ -120,7 +120,11 @@ TEST_F(CApi, FieldAndVerbLookups) {
 
 TEST_F(CApi, ArgumentErrors) {
   EXPECT_EQ(rg_input_set_string_by_name(in_, "nope", "x", 1), RG_ERR_UNKNOWN_FIELD);
-  EXPECT_EQ(rg_input_set_int_by_name(in_, nullptr, 1), RG_ERR_UNKNOWN_FIELD);
+  // A NULL name is a NULL pointer, not a name the table lacks.
+  EXPECT_EQ(rg_input_set_int_by_name(in_, nullptr, 1), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_string_by_name(in_, nullptr, "x", 1), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_bool_by_name(in_, nullptr, 1), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_null_by_name(in_, nullptr), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_input_set_int(in_, 6, 1), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_input_set_string(in_, kTopic, nullptr, 3), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_input_set_bool(nullptr, 0, 1), RG_ERR_ARGUMENT);
@@ -145,6 +149,90 @@ TEST_F(CApi, InputOfAnotherTableIsRejected) {
   rg_decision d;
   EXPECT_EQ(rg_decide(small, in_, &d), RG_ERR_ARGUMENT);
   rg_table_free(small);
+}
+
+// An input carries the field layout it was made for: the same field count is not enough. A table
+// whose field 4 is renamed, retyped or derived refuses it (its values would land in the wrong
+// fields: already_committed = true read as another flag), and *out is untouched; a table with the
+// same layout (other rules, another revision) decides it.
+TEST_F(CApi, InputOfAnotherLayoutWithTheSameFieldCountIsRejected) {
+  auto load = [](const ir::CheckedPolicy& policy) {
+    const std::vector<uint8_t> bytes = lower(policy);
+    rg_table* t = nullptr;
+    EXPECT_EQ(rg_table_load_bytes(bytes.data(), bytes.size(), &t, nullptr), RG_OK);
+    return t;
+  };
+  ASSERT_EQ(rg_input_set_bool(in_, kAlreadyCommitted, 1), RG_OK);
+  ir::CheckedPolicy renamed = reference_gate();
+  renamed.policy.fields[kAlreadyCommitted].name = "retry_safe";
+  ir::CheckedPolicy retyped = reference_gate();
+  retyped.policy.fields[kReplays] = string_field("replays", true);
+  ir::CheckedPolicy derived = reference_gate();
+  derived.policy.fields[kAlreadyCommitted].derived =
+      ir::Derivation{kAttempts, ir::Op::kGe, kAttempts};
+  for (const ir::CheckedPolicy* policy : {&renamed, &retyped, &derived}) {
+    rg_table* other = load(*policy);
+    ASSERT_NE(other, nullptr);
+    ASSERT_EQ(rg_table_field_count(other), rg_table_field_count(table_));
+    rg_decision d;
+    d.verb = 77;
+    EXPECT_EQ(rg_decide(other, in_, &d), RG_ERR_ARGUMENT) << s(rg_table_field_name(other, 4));
+    EXPECT_EQ(d.verb, 77u);
+    // Its own inputs still work on it.
+    rg_input* own = nullptr;
+    ASSERT_EQ(rg_input_new(other, &own), RG_OK);
+    EXPECT_EQ(rg_decide(other, own, &d), RG_OK);
+    rg_input_free(own);
+    rg_table_free(other);
+  }
+  ir::CheckedPolicy same_layout = reference_gate();
+  same_layout.policy.revision = 2;
+  same_layout.policy.description = "another revision, same fields";
+  rg_table* next = load(same_layout);
+  ASSERT_NE(next, nullptr);
+  EXPECT_NE(std::string(rg_table_checksum(next)), rg_table_checksum(table_));
+  rg_decision d;
+  ASSERT_EQ(rg_decide(next, in_, &d), RG_OK);
+  EXPECT_EQ(s(rg_table_verb_name(next, d.verb)), "never");
+  rg_table_free(next);
+}
+
+// Empty results are a static "", never a NULL pointer (a Rust or Go binding builds a slice from
+// it): a rule index out of range gives an empty reason.
+TEST_F(CApi, EmptyResultsAreNeverNullPointers) {
+  rg_decision d;
+  ASSERT_EQ(rg_decide(table_, in_, &d), RG_OK);
+  d.kind = RG_KIND_RULE;
+  d.rule = 100000;
+  const rg_str reason = rg_table_reason(table_, &d);
+  EXPECT_NE(reason.data, nullptr);
+  EXPECT_EQ(reason.size, 0u);
+  EXPECT_EQ(s(rg_table_rule_name(table_, &d)), "default");
+  EXPECT_NE(rg_table_rule_name(table_, &d).data, nullptr);
+  EXPECT_NE(rg_table_verb_name(table_, 99).data, nullptr);
+  EXPECT_NE(rg_table_field_name(table_, 99).data, nullptr);
+  EXPECT_NE(rg_table_reason(nullptr, &d).data, nullptr);
+}
+
+// rg_shared_open refuses more than 4096 reader slots instead of silently giving fewer.
+TEST(CApiShared, MaxReadersOverTheLimitIsRefused) {
+  const std::string path = RG_SOURCE_DIR "/tests/data/tables/replay_gate.rgt";
+  for (uint32_t n : {4097u, 5000u, UINT32_MAX}) {
+    rg_shared* shared = reinterpret_cast<rg_shared*>(1);
+    rg_error err;
+    EXPECT_EQ(rg_shared_open(path.c_str(), n, &shared, &err), RG_ERR_ARGUMENT) << n;
+    EXPECT_EQ(shared, nullptr);
+    EXPECT_EQ(std::string(err.message),
+              "max_readers " + std::to_string(n) + " is over the limit of 4096");
+  }
+  rg_shared* shared = nullptr;
+  ASSERT_EQ(rg_shared_open(path.c_str(), 4096, &shared, nullptr), RG_OK);
+  std::vector<rg_reader*> readers(4096, nullptr);
+  for (rg_reader*& r : readers) ASSERT_EQ(rg_reader_new(shared, &r), RG_OK);
+  rg_reader* extra = nullptr;
+  EXPECT_EQ(rg_reader_new(shared, &extra), RG_ERR_NO_READER_SLOT);
+  for (rg_reader* r : readers) rg_reader_free(r);
+  rg_shared_free(shared);
 }
 
 TEST(CApiLoad, ErrorsComeWithCodesAndMessages) {
@@ -264,6 +352,48 @@ TEST_F(CApi, BatchColumnsAgreeWithSingleDecisions) {
   EXPECT_EQ(rg_decide_columns(table_, &bad, 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_decide_columns(table_, nullptr, 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
   EXPECT_EQ(rg_decide_columns(nullptr, cols.data(), 1, 6, verbs.data(), nullptr), RG_ERR_ARGUMENT);
+
+  // With no output array nothing is decided: only the columns are checked, so any row count
+  // returns at once.
+  EXPECT_EQ(rg_decide_columns(table_, nullptr, 0, SIZE_MAX, nullptr, nullptr), RG_OK);
+  EXPECT_EQ(rg_decide_columns(table_, &bad, 1, 6, nullptr, nullptr), RG_ERR_ARGUMENT);
+}
+
+// Two columns for one field are an argument error, checked before any row is decided: "the last
+// column wins" would let a later already_committed = false override an earlier true and replay.
+TEST_F(CApi, RepeatedFieldColumnIsRejectedBeforeAnyRow) {
+  const std::string topic = "payment.capture", error = "timeout", key = "cap_9f3a";
+  const uint64_t topic_offsets[] = {0, topic.size()}, error_offsets[] = {0, error.size()},
+                 key_offsets[] = {0, key.size()};
+  const int64_t attempts[] = {1};
+  const uint8_t committed[] = {1}, not_committed[] = {0};
+  std::vector<rg_column> cols = {
+      {kTopic, RG_COLUMN_STRING, nullptr, topic.data(), topic_offsets, nullptr, nullptr},
+      {kErrorClass, RG_COLUMN_STRING, nullptr, error.data(), error_offsets, nullptr, nullptr},
+      {kIdempotencyKey, RG_COLUMN_STRING, nullptr, key.data(), key_offsets, nullptr, nullptr},
+      {kAttempts, RG_COLUMN_INT, nullptr, nullptr, nullptr, attempts, nullptr},
+      {kAlreadyCommitted, RG_COLUMN_BOOL, nullptr, nullptr, nullptr, nullptr, committed}};
+  uint32_t verb = 99;
+  rg_decision decision;
+  decision.verb = 99;
+  ASSERT_EQ(rg_decide_columns(table_, cols.data(), cols.size(), 1, &verb, &decision), RG_OK);
+  EXPECT_EQ(verb, static_cast<uint32_t>(kNever));
+
+  cols.push_back(
+      {kAlreadyCommitted, RG_COLUMN_BOOL, nullptr, nullptr, nullptr, nullptr, not_committed});
+  verb = 99;
+  decision.verb = 99;
+  EXPECT_EQ(rg_decide_columns(table_, cols.data(), cols.size(), 1, &verb, &decision),
+            RG_ERR_ARGUMENT);
+  EXPECT_EQ(verb, 99u);  // no row was decided
+  EXPECT_EQ(decision.verb, 99u);
+  // The repeat need not be adjacent or of the same column type.
+  cols.pop_back();
+  cols.insert(cols.begin(),
+              {kAlreadyCommitted, RG_COLUMN_INT, nullptr, nullptr, nullptr, attempts, nullptr});
+  EXPECT_EQ(rg_decide_columns(table_, cols.data(), cols.size(), 1, &verb, nullptr),
+            RG_ERR_ARGUMENT);
+  EXPECT_EQ(verb, 99u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The load path for large tables and odd files: a table of several MiB is read and hashed in
 // pieces (and lives in its own huge-page mapping), so corruption in any piece must still fail;
 // files that are not plain files, or that change size while being read, fail cleanly.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -216,14 +217,25 @@ TEST(LoadLarge, FromAPipe) {
   const std::string path = ::testing::TempDir() + "rg_load_large.fifo";
   std::remove(path.c_str());
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  // The writer is connected before the load (load_file does not wait for one: a FIFO without a
+  // writer reads as empty). Its open needs a reader: a placeholder that never reads, kept open.
+  const int placeholder = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(placeholder, 0);
+  const int out = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(out, 0);
   std::thread writer([&] {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(out, bytes.data() + done, bytes.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::close(out);
   });
   LoadStatus status;
   auto table = Table::load_file(path, &status);
   writer.join();
+  ::close(placeholder);
   std::remove(path.c_str());
   ASSERT_TRUE(status.ok()) << status.message;
   EXPECT_EQ(table->rule_count(), 4u + 9u + kExtraRows);

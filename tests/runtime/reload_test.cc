@@ -307,6 +307,16 @@ TEST(ReloadCApi, ReloadCodesAndCheckedDecisions) {
   EXPECT_EQ(d.verb, static_cast<uint32_t>(kNever));
   EXPECT_EQ(std::string(d.table_checksum), checksum_of(table_b()));
   EXPECT_EQ(rg_shared_generation(shared), 1u);
+  // The reader's batch call refuses a field given two columns too, before any row.
+  const uint8_t yes[] = {1}, no[] = {0};
+  const rg_column twice[] = {
+      {kAlreadyCommitted, RG_COLUMN_BOOL, nullptr, nullptr, nullptr, nullptr, yes},
+      {kAlreadyCommitted, RG_COLUMN_BOOL, nullptr, nullptr, nullptr, nullptr, no}};
+  uint32_t verb = 99;
+  EXPECT_EQ(rg_reader_decide_columns(reader, twice, 2, 1, &verb, nullptr), RG_ERR_ARGUMENT);
+  EXPECT_EQ(verb, 99u);
+  ASSERT_EQ(rg_reader_decide_columns(reader, twice, 1, 1, &verb, nullptr), RG_OK);
+  EXPECT_EQ(verb, static_cast<uint32_t>(kHold));  // the other required fields are missing
 
   rg_shared* tiny = nullptr;
   ASSERT_EQ(rg_shared_open(good.c_str(), 1, &tiny, nullptr), RG_OK);

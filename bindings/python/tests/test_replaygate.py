@@ -198,9 +198,10 @@ class JsonlGateTest(unittest.TestCase):
         gate = replaygate.JsonlGate(TABLE)
         with open(LETTERS, "rb") as f:
             verbs, invalid, checksum = gate.decide_lines(f.read())
-        # m-019 misspells a key and the last line is truncated: both are invalid -> hold.
+        # m-018's attempts is out of bounds, m-019 misspells a key and the last line is
+        # truncated: all three are invalid (as `replaygate decide` counts them) -> hold.
         self.assertEqual("".join(v[0] for v in verbs), "rnhhnnrnrnrnhhhrhhhh")
-        self.assertEqual(invalid, 2)
+        self.assertEqual(invalid, 3)
         self.assertEqual(checksum, replaygate.Table.load(TABLE).checksum)
         rows = [dict(topic=t, error_class=e, attempts=a, idempotency_key=k, already_committed=c)
                 for t, e in list(POLICY) + [("x", "y")] for a in (0, 3) for k in ("", "k")
@@ -229,7 +230,7 @@ class JsonlGateTest(unittest.TestCase):
         chunked = gate.decide_lines_raw(data)
         self.assertEqual(list(chunked[0]), list(whole[0]))
         self.assertEqual(chunked[1:], whole[1:])
-        self.assertEqual(whole[1], 2)
+        self.assertEqual(whole[1], 3)
         self.assertEqual("".join(gate.verbs[v][0] for v in chunked[0]), "rnhhnnrnrnrnhhhrhhhh")
         gate.close()
 
@@ -312,9 +313,10 @@ class JsonlGateOneVerdictPerLineTest(unittest.TestCase):
         self.assertEqual([v for v, c in zip(verbs, cli) if not c["rule"].startswith("dump:")],
                          [c["verb"] for c in cli if not c["rule"].startswith("dump:")])
         self.assertLessEqual(sum(1 for c in cli if c["rule"].startswith("dump:")), 2)
-        # `invalid` counts records that do not parse ("invalid record: ..."); a record that
-        # parses with a value out of range ("invalid input: ...") gets the default in both.
-        self.assertEqual(invalid, sum(1 for c in cli if c["reason"].startswith("invalid record:")))
+        # `invalid` counts what the CLI marks invalid: records that do not parse ("invalid
+        # record: ...") and records with a value that fails validation ("invalid input: ...").
+        self.assertEqual(invalid, sum(1 for c in cli if c["invalid"]))
+        self.assertGreater(sum(1 for c in cli if c["reason"].startswith("invalid input:")), 0)
         self.assertEqual([c["n"] for c in cli], list(range(1, len(verbs) + 1)))
         for blank in (cli[4], cli[5], cli[6], cli[-1]):
             self.assertEqual((blank["verb"], blank["invalid"]), ("hold", True))

@@ -1,0 +1,83 @@
+// The JSON Lines binding (bindings/jsonl/replaygate_jsonl.h) through its C API: its `invalid`
+// count is the CLI's (`replaygate decide` on the same bytes), record-level and field-level
+// failures alike.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings/jsonl/replaygate_jsonl.h"
+#include "tests/support/cli_runner.h"
+
+namespace replaygate {
+namespace {
+
+using testing::CliRun;
+using testing::ScratchDir;
+
+const std::string kTable = RG_SOURCE_DIR "/tests/data/tables/replay_gate.rgt";
+
+std::string letter(const std::string& attempts, const std::string& committed) {
+  return R"({"topic":"payment.capture","error_class":"timeout","attempts":)" + attempts +
+         R"(,"idempotency_key":"cap_9f3a","already_committed":)" + committed + "}";
+}
+
+TEST(JsonlBinding, InvalidCountsFieldLevelFailuresLikeTheCli) {
+  // 2 valid records, 3 records that are not records (blank, bad JSON, duplicate key) and 3 whose
+  // field values fail validation (a string for an int, a null bool, an int below its bound).
+  const std::vector<std::string> lines = {
+      letter("1", "false"),
+      "",
+      letter("1", "true"),
+      "{not json",
+      R"({"topic":"a","topic":"b"})",
+      letter("\"1\"", "false"),
+      letter("1", "null"),
+      letter("-1", "false"),
+  };
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+
+  rgj_gate* gate = nullptr;
+  rg_error err;
+  ASSERT_EQ(rgj_open(kTable.c_str(), &gate, &err), RG_OK) << err.message;
+  std::vector<uint32_t> verbs(lines.size(), 99);
+  size_t count = 0, invalid = 0, consumed = 0;
+  ASSERT_EQ(rgj_decide_lines(gate, text.data(), text.size(), verbs.data(), verbs.size(), &count,
+                             &invalid, &consumed, nullptr),
+            RG_OK);
+  EXPECT_EQ(count, lines.size());
+  EXPECT_EQ(consumed, text.size());
+  EXPECT_EQ(invalid, 6u);
+  std::vector<std::string> names;
+  for (uint32_t v : verbs) {
+    const rg_str name = rgj_verb_name(gate, v);
+    names.emplace_back(name.data, name.size);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"replay_once", "hold", "never", "hold", "hold", "hold",
+                                             "hold", "hold"}));
+
+  // The CLI's summary on the same bytes says the same count.
+  ScratchDir dir("rg_jsonl_test");
+  CliRun run;
+  run.args = {"decide", "--table", kTable};
+  run.stdin_text = text;
+  const testing::CliResult r = testing::run_cli(dir.path(), run);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("; invalid 6,"), std::string::npos) << r.err;
+
+  // Split so that capacity stops the call: each part's count adds up to the same total.
+  size_t total = 0;
+  for (size_t at = 0; at < text.size();) {
+    ASSERT_EQ(rgj_decide_lines(gate, text.data() + at, text.size() - at, verbs.data(), 3, &count,
+                               &invalid, &consumed, nullptr),
+              RG_OK);
+    total += invalid;
+    at += consumed;
+  }
+  EXPECT_EQ(total, 6u);
+  rgj_free(gate);
+}
+
+}  // namespace
+}  // namespace replaygate
