@@ -13,8 +13,8 @@ trap 'rm -rf "$work"' EXIT
 # left out: its 9 rows are on the plot as the first synthetic point's neighbourhood.
 extract() {
   grep -E "^$1/[0-9]+(_median)? " "$decide" | grep -v "^$1/0" | sed -E "s|^$1/([0-9]+)[^ ]* .*p50_ns=([0-9.]+)([kM]?).*|\1 \2 \3|" |
-    awk '{m = $3 == "k" ? 1e3 : ($3 == "M" ? 1e6 : 1); print $1, $2 * m}'
-}
+    awk '{m = $3 == "k" ? 1e3 : ($3 == "M" ? 1e6 : 1); print $1, $2 * m}' | sort -n
+}  # sorted by rows: an interleaved run (run.sh) lists the sizes in a shuffled order
 extract BM_Replaygate > "$work/rg.dat"
 extract BM_UnorderedMap > "$work/map.dat"
 awk -F'\t' 'NR > 1 && $1 == "yaml" && $3 ~ /^[0-9.]+$/ {print $2, $3}' "$compile" > "$work/compile.dat"
