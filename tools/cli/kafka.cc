@@ -57,7 +57,6 @@ struct Raw {
   std::string other;  // kOther: what it is, e.g. "a number that is not an integer"
 };
 
-constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 // What load_payload_with_big_numbers() puts in place of a number simdjson cannot hold, followed by
 // the number's index (a NUL first: no text payload field is expected to start with one, and a
 // payload that has such a string is refused rather than misread).
@@ -374,10 +373,10 @@ bool KafkaParser::State::load_payload() {
     payload_problem = "the payload nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
   } else if (auto error =
                  payload_parser.parse(payload.data(), payload.size(), true).get(payload_root)) {
-    payload_problem = error == simdjson::UTF8_ERROR         ? "the payload is not valid UTF-8"
-                      : payload.starts_with(kByteOrderMark) ? "the payload starts with a UTF-8 "
-                                                              "byte-order mark (remove it)"
-                                                            : "the payload is not JSON";
+    payload_problem = error == simdjson::UTF8_ERROR ? "the payload is not valid UTF-8"
+                      : payload.starts_with(kUtf8ByteOrderMark)
+                          ? "the payload " + std::string(kByteOrderMarkProblem)
+                          : "the payload is not JSON";
     if (error != simdjson::UTF8_ERROR) load_payload_with_big_numbers();
   }
   return payload_problem.empty();
