@@ -350,6 +350,9 @@ class Checker {
       static const std::vector<std::string> kSources = {"letter", "operator"};
       if (input.source->text == "operator") {
         f.operator_only = true;
+      } else if (input.source->text.empty()) {
+        error("RG144", "empty source for " + label, input.source->span,
+              "write 'source: operator' (only an operator sets it) or leave it out");
       } else if (input.source->text != "letter") {
         error("RG144", "unknown source " + quote(input.source->text) + " for " + label,
               input.source->span,

@@ -210,7 +210,13 @@ class AstBuilder {
         } else if (p == "derived") {
           input.derived = derivation(prop, prop_value);
         } else if (p == "source") {
-          input.source = name_value(prop_value, prop, "source");
+          // `source: ~` names no source: check() reports it (RG144) rather than let it mean
+          // the default, `letter`, which is the permissive one.
+          if (prop_value.is_null()) {
+            input.source = ast::Name{"", prop_value.span.line > 0 ? prop_value.span : prop.span};
+          } else {
+            input.source = name_value(prop_value, prop, "source");
+          }
         } else {
           unknown_key(prop, "input property", kProps);
         }
