@@ -287,6 +287,45 @@ TEST_F(PositionsTest, TestRefusesIntsWrittenInOtherForms) {
   EXPECT_EQ(nlohmann::json::parse(r.out).at("diagnostics"), expected) << r.out;
 }
 
+// For a string or enum input the RG109 hint is the quotes, not the digits: `topic: 007` was
+// meant as the text "007" (a policy reads `[007]` there as that string), not as the int 7.
+TEST_F(PositionsTest, TestHintsQuotesForNumberFormsGivenToStringInputs) {
+  const std::string cases = (dir_ / "cases.yaml").string();
+  write_file(cases,
+             "cases:\n  - name: a\n    input: {topic: 007, error_class: 1e3, attempts: 01}\n"
+             "    expect: hold\n");
+  const CliResult r = run({"test", kGate, cases, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1);
+  const nlohmann::json expected = {
+      {{"severity", "error"},
+       {"code", "RG109"},
+       {"message", "'007' has a leading zero"},
+       {"path", cases},
+       {"line", 3},
+       {"column", 20},
+       {"hint",
+        "'topic' is a string input: quote the value, '007' (in a case file, as in a JSON letter, "
+        "a plain number is a number)"}},
+      {{"severity", "error"},
+       {"code", "RG109"},
+       {"message", "'1e3' is a float"},
+       {"path", cases},
+       {"line", 3},
+       {"column", 38},
+       {"hint",
+        "'error_class' is a string input: quote the value, '1e3' (in a case file, as in a JSON "
+        "letter, a plain number is a number)"}},
+      {{"severity", "error"},
+       {"code", "RG109"},
+       {"message", "'01' has a leading zero"},
+       {"path", cases},
+       {"line", 3},
+       {"column", 53},
+       {"hint", "write 1, not 01 (or quote it for a string: '01')"}},
+  };
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("diagnostics"), expected) << r.out;
+}
+
 // What is not a number to YAML stays a string (an invalid value for an int input, so the
 // default), a quoted number is a string, and a decimal int beyond int64 is an invalid int: these
 // cases run, with no diagnostic.
