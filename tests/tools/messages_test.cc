@@ -41,15 +41,15 @@ class MessagesTest : public CliFixture {
 
 // The decide output line for an unreadable record `n` with `reason`, for replay_gate.yaml run
 // with --policy (the table checksum is the compiled policy's, read from the first line), with the
-// problem's `column` when it has one (0: none).
+// problem's `column` when it has one (0: none) and, for an invalid input, the runtime's `problem`.
 std::string invalid_line(int n, const std::string& reason, const std::string& checksum,
-                         int column = 0) {
+                         int column = 0, const std::string& problem = "") {
   return "{\"n\":" + std::to_string(n) +
          ",\"verb\":\"hold\",\"effect\":\"none\",\"action\":\"nothing\",\"rule\":\"default\","
          "\"reason\":\"" +
          reason + "\",\"policy\":\"dlq-replay-gate\",\"revision\":1,\"table\":\"" + checksum +
          "\",\"invalid\":true" + (column > 0 ? ",\"column\":" + std::to_string(column) : "") +
-         "}\n";
+         (problem.empty() ? "" : ",\"problem\":\"" + problem + "\"") + "}\n";
 }
 
 // A number no double can hold is well-formed JSON: the record is refused by the field's name and
@@ -70,6 +70,7 @@ TEST_F(MessagesTest, DecideNamesANumberOutOfRangeAndAByteOrderMark) {
       "{\"topic\":\"payment.capture\",\"attempts\":1e300," + tail;
   const CliResult r = run({"decide", "--policy", kGate}, letters);
   EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string kUnreadable = "unreadable (wrong JSON type or out of int64 range)";
   const size_t at = r.out.find("\"table\":\"");
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string checksum = r.out.substr(at + 9, 32);
@@ -81,8 +82,8 @@ TEST_F(MessagesTest, DecideNamesANumberOutOfRangeAndAByteOrderMark) {
                        checksum, 107) +
           invalid_line(4, "invalid record: starts with a UTF-8 byte-order mark (remove it)",
                        checksum, 1) +
-          invalid_line(5, "invalid input: attempts", checksum) +
-          invalid_line(6, "invalid input: attempts", checksum));
+          invalid_line(5, "invalid input: attempts", checksum, 39, kUnreadable) +
+          invalid_line(6, "invalid input: attempts", checksum, 39, kUnreadable));
 }
 
 // explain reads its letter with the same parser: the same names, as an unreadable letter (exit 1).

@@ -64,8 +64,8 @@ void expect_columns(const CliResult& r, const std::vector<Expected>& cases) {
 // key (unknown, duplicate), the value (out of range, metadata of the wrong type, malformed), the
 // first non-blank byte of a non-object, the bracket one level too deep, the first trailing byte,
 // the first byte that is not UTF-8, the byte-order mark, the point where a strict parser stops
-// (the line's length + 1 when it is cut off). No column without one place: a blank line, and an
-// invalid input (the runtime names the field).
+// (the line's length + 1 when it is cut off). No column without one place: a blank line. An
+// invalid input's column is its value's (invalid_input_test.cc has the rest).
 TEST_F(PositionsTest, DecideLettersGiveTheColumn) {
   const std::string deep = "{\"topic\":" + std::string(32, '[') + std::string(32, ']') + "}";
   const std::vector<Expected> cases = {
@@ -92,7 +92,7 @@ TEST_F(PositionsTest, DecideLettersGiveTheColumn) {
       {"   ", "invalid record: blank line", std::nullopt},
       {R"({"topic":"payment.capture","attempts":"1","error_class":"timeout",)"
        R"("idempotency_key":"k","already_committed":false})",
-       "invalid input: attempts", std::nullopt},
+       "invalid input: attempts", 39},
   };
   expect_columns(run({"decide", "--policy", kGate}, input_of(cases)), cases);
 }

@@ -47,6 +47,8 @@ std::vector<std::string> lines_of_file(const std::string& path) {
 // Parses `line` on padded memory and checks the contract of RecordParser::parse: a named problem,
 // and a problem_offset() inside the line (or its end) when there is one. With `placed`, every
 // "invalid record" but a blank line has one (the letters reader: its problems are all in the line).
+// A readable record the runtime finds invalid: field_value_offset() is inside the line and, with
+// `placed`, there whenever the field was given.
 void check_one(RecordParser& parser, Input& input, const Table& table, const std::string& line,
                bool placed) {
   std::string padded = line;
@@ -58,6 +60,16 @@ void check_one(RecordParser& parser, Input& input, const Table& table, const std
   if (ok) {
     const Decision d = table.decide(input);
     EXPECT_LT(d.verb, table.verb_count());
+    if (d.kind == DecisionKind::kInvalidInput) {
+      const std::string_view view(padded.data(), line.size());
+      const size_t offset = parser.field_value_offset(view, d.invalid_field);
+      if (offset != RecordParser::kNoOffset) {
+        EXPECT_LT(offset, line.size()) << line;
+      }
+      if (placed && input.slots()[d.invalid_field].state != Input::Slot::State::kUnset) {
+        EXPECT_NE(offset, RecordParser::kNoOffset) << line;
+      }
+    }
   } else {
     const bool named =
         problem.rfind("invalid record: ", 0) == 0 || problem.rfind("invalid input: ", 0) == 0;

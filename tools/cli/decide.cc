@@ -14,6 +14,8 @@
 // Per record the loop does no allocation in the common case: everything after the metadata on an
 // output line depends only on (verb, rule, reason, invalid), so it is rendered once per distinct
 // decision (DecisionText) and copied; only the line number and echoed metadata are formatted.
+// An invalid input (rare) is the exception: its line also says where and why, so it is rendered
+// whole when it is decided.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "runtime/table.h"
+#include "runtime/trace.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/dump_rules.h"
@@ -164,6 +167,21 @@ class DecisionText {
     text += tail_;
     text += ",\"invalid\":true";
     if (column != 0) text += ",\"column\":" + std::to_string(column);
+    text += "}\n";
+    out.append(text.data(), text.size());
+  }
+  // A record whose field `d.invalid_field` the runtime found invalid: the cached text of `d`, then
+  // the 1-based byte `column` of the field's value in the line (0: it has no place) and the
+  // `problem` with it, from runtime/trace.h (rare, not cached: both vary per record). Appends to
+  // `out`.
+  void append_invalid_input(ByteBuffer& out, const Decision& d, size_t column,
+                            std::string_view problem) {
+    std::string_view cached = of(d);
+    cached.remove_suffix(2);  // "}\n"
+    std::string text(cached);
+    if (column != 0) text += ",\"column\":" + std::to_string(column);
+    text += ",\"problem\":";
+    append_json_string(text, problem);
     text += "}\n";
     out.append(text.data(), text.size());
   }
@@ -472,9 +490,9 @@ int run_decide(const DecideOptions& o) {
   // by the dump rules and written, in input order (stage 2). So a block has a whole batch's time
   // to arrive from memory, and the misses of a batch overlap instead of stalling one by one.
   // Stage 1 renders what does not depend on the dump rules into the batch's `scratch`: the line's
-  // metadata prefix, or the whole line for an unreadable record. With --audit a batch is one
-  // record, written at once (its audit entry echoes the record's message_id, a view valid until
-  // the next line is read).
+  // metadata prefix, or the whole line for an unreadable record or an invalid input. With --audit a
+  // batch is one record, written at once (its audit entry echoes the record's message_id, a view
+  // valid until the next line is read).
   struct Pending {
     uint64_t line_number = 0;
     size_t begin = 0, end = 0;  // the record's text in its batch's `scratch`
@@ -511,7 +529,7 @@ int run_decide(const DecideOptions& o) {
       if (p.readable) {
         verb = p.decision.verb;
         invalid = p.decision.kind == DecisionKind::kInvalidInput;
-        text = texts.of(p.decision);
+        if (!invalid) text = texts.of(p.decision);  // an invalid input's line is in `scratch`
         if (p.create) {
           outcome = dump_rules.judge_hash(p.has_key ? &p.key_hash : nullptr);
           switch (outcome) {
@@ -621,6 +639,19 @@ int run_decide(const DecideOptions& o) {
         column = parser->problem_offset() + 1;
       }
       texts.append_unreadable(batch.scratch, problem, column);
+    } else if (p.decision.kind == DecisionKind::kInvalidInput) {
+      // Where and why, worked out while the line and the input are still here (a batch is
+      // written later); a record that is valid never comes this way.
+      const uint32_t f = p.decision.invalid_field;
+      const Trace why = trace(*table, input);
+      std::string_view field_problem = "invalid";
+      if (f < why.fields.size() && !why.fields[f].valid) field_problem = why.fields[f].problem;
+      size_t column = 0;
+      if (f < input.size() && input.slots()[f].state != Input::Slot::State::kUnset) {
+        const size_t offset = parser->field_value_offset(line, f);
+        if (offset != RecordParser::kNoOffset) column = offset + 1;
+      }
+      texts.append_invalid_input(batch.scratch, p.decision, column, field_problem);
     }
     p.end = batch.scratch.size();
     if (++batch.count < batch_size) continue;

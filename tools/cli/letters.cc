@@ -270,6 +270,16 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   return ok;
 }
 
+size_t LetterParser::field_value_offset(std::string_view line, uint32_t field) const {
+  const State& s = *state_;
+  // An operator-only field's value in the letter was never read: it is not where the field failed.
+  if (field >= s.table->field_count() ||
+      std::find(s.operator_only.begin(), s.operator_only.end(), field) != s.operator_only.end()) {
+    return kNoOffset;
+  }
+  return locate_member_value(line, {s.names[field]});
+}
+
 bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta* meta,
                                 std::string* problem, bool* saw_container) {
   State& s = *state_;

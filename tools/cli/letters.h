@@ -36,6 +36,8 @@ class LetterParser : public RecordParser {
                         OperatorFields operator_fields = OperatorFields::kIgnore);
   ~LetterParser() override;
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
+  // Where the letter gives the field's value (a key spelled with escapes too).
+  size_t field_value_offset(std::string_view line, uint32_t field) const override;
 
  private:
   // parse() without the structural pre-check; *saw_container when a nested value was skipped.

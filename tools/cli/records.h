@@ -83,6 +83,13 @@ class RecordParser {
   // offending key, value or character; line.size() for an unexpected end), or kNoOffset when the
   // problem has no one place (a blank line, a mapped value). Set only on error paths.
   size_t problem_offset() const { return problem_offset_; }
+  // After parse() returned true for `line` (still in memory) and the runtime found policy field
+  // `field` invalid: the byte offset in `line` of the value it was read from, or kNoOffset when
+  // that value has no one place in the line (the field was missing, or came from a mapping). Error
+  // paths only: may walk the line again.
+  virtual size_t field_value_offset(std::string_view /*line*/, uint32_t /*field*/) const {
+    return kNoOffset;
+  }
 
  protected:
   size_t problem_offset_ = kNoOffset;
