@@ -102,6 +102,27 @@ TEST_F(MessagesTest, ExplainNamesANumberOutOfRangeAndAByteOrderMark) {
   }
 }
 
+// A letter over 1 MiB cannot be read (exit 1, as `decide` makes such a line an invalid record),
+// from standard input as from a file; a file that cannot be opened stays an I/O error (exit 2).
+TEST_F(MessagesTest, ExplainCallsALetterOver1MiBUnreadable) {
+  const std::string big(size_t{1} << 21, ' ');
+  CliResult r = run({"explain", "--policy", kGate, "-"}, big);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "replaygate explain: <stdin>: unreadable letter: invalid record: record too large "
+            "(over 1048576 bytes)\n");
+  const std::string file = (dir_ / "big.json").string();
+  write_file(file, big);
+  r = run({"explain", "--policy", kGate, file});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "replaygate explain: " + file +
+                       ": unreadable letter: invalid record: record too large (over 1048576 "
+                       "bytes)\n");
+  r = run({"explain", "--policy", kGate, (dir_ / "missing.json").string()});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
 // review reads whole JSON documents with nlohmann (not the letters parser); a number no double
 // holds is named there too, with the key that holds it.
 TEST_F(MessagesTest, ReviewNamesANumberOutOfRange) {

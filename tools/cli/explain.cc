@@ -16,6 +16,7 @@
 // field stays unset (the rules see it absent).
 // Exit: 0 explained (whatever the verb), 1 policy errors or an unreadable letter, 2 usage/I/O.
 #include <simdjson.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -443,6 +444,15 @@ int run_explain(const ExplainOptions& options) {
     return code;
   }
 
+  // A letter over the limit is a letter that cannot be read (exit 1), as `decide` makes such a
+  // line an invalid record, not an I/O error.
+  const auto too_large = [](const std::string& where) {
+    std::fprintf(stderr,
+                 "replaygate explain: %s: unreadable letter: invalid record: record too large "
+                 "(over %zu bytes)\n",
+                 where.c_str(), kMaxLetterBytes);
+    return kExitFindings;
+  };
   std::string text, io_error;
   if (options.letter == "-") {
     char buffer[65536];
@@ -455,10 +465,10 @@ int run_explain(const ExplainOptions& options) {
       std::fprintf(stderr, "replaygate: cannot read standard input\n");
       return kExitUsage;
     }
-    if (text.size() > kMaxLetterBytes) {
-      std::fprintf(stderr, "replaygate: the letter on standard input is larger than 1 MiB\n");
-      return kExitUsage;
-    }
+    if (text.size() > kMaxLetterBytes) return too_large("<stdin>");
+  } else if (struct stat st; ::stat(options.letter.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                             static_cast<uint64_t>(st.st_size) > kMaxLetterBytes) {
+    return too_large(options.letter);
   } else if (!read_whole_file(options.letter, kMaxLetterBytes, &text, &io_error)) {
     std::fprintf(stderr, "replaygate: %s\n", io_error.c_str());
     return kExitUsage;

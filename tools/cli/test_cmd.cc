@@ -306,17 +306,17 @@ class CaseReader {
               // For a string or enum input the value was surely meant as text (a policy reads
               // `[007]` there as the string "007"), so the fix is the quotes, not the digits.
               const uint32_t f = table_.field_index(key.scalar);
-              const bool textual = f != Table::kNoField &&
-                                   (table_.field(f).type == FieldType::kString ||
-                                    table_.field(f).type == FieldType::kEnum);
+              const bool textual =
+                  f != Table::kNoField && (table_.field(f).type == FieldType::kString ||
+                                           table_.field(f).type == FieldType::kEnum);
               error(value, "RG109", "'" + value.scalar + "' " + form->what,
-                    textual ? "'" + key.scalar + "' is " +
-                                  (table_.field(f).type == FieldType::kEnum ? "an enum"
-                                                                            : "a string") +
-                                  " input: quote the value, '" + value.scalar +
-                                  "' (in a case file, as in a JSON letter, a plain number is a "
-                                  "number)"
-                            : form->hint);
+                    textual
+                        ? "'" + key.scalar + "' is " +
+                              (table_.field(f).type == FieldType::kEnum ? "an enum" : "a string") +
+                              " input: quote the value, '" + value.scalar +
+                              "' (in a case file, as in a JSON letter, a plain number is a "
+                              "number)"
+                        : form->hint);
             }
           }
           if (const uint32_t f = table_.field_index(key.scalar); f != Table::kNoField) {
