@@ -295,6 +295,11 @@ class Loader {
       return fail(LoadError::kMalformed, "unknown flags " + num(h.flags));
     }
     flags_ = h.flags;
+    // Reserved words must be zero, so that a later version can give them a meaning that this
+    // loader then refuses instead of ignoring.
+    if (h.reserved != 0) {
+      return fail(LoadError::kMalformed, "header reserved word is " + num(h.reserved) + ", not 0");
+    }
     if (h.section_count != fm::kSectionCount && h.section_count != fm::kMaxSectionCount) {
       return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) +
                                              " sections, header says " + num(h.section_count) +
@@ -322,6 +327,10 @@ class Loader {
       if (e.kind != i + 1) {
         return fail(LoadError::kMalformed, "directory entry " + num(i) + " has kind " +
                                                num(e.kind) + ", expected " + num(i + 1));
+      }
+      if (e.reserved != 0) {
+        return fail(LoadError::kMalformed, "directory entry " + num(i) + " reserved word is " +
+                                               num(e.reserved) + ", not 0");
       }
       std::string where = std::string("section ") + section_name(e.kind) + " (offset " +
                           num(e.offset) + ", length " + num(e.length) + ")";
@@ -389,6 +398,10 @@ class Loader {
                                              num(sizeof(fm::MetaRecord)));
     }
     std::memcpy(&meta_, base() + e.offset, sizeof(meta_));
+    if (meta_.reserved != 0) {
+      return fail(LoadError::kMalformed,
+                  "meta reserved word is " + num(meta_.reserved) + ", not 0");
+    }
     t_.revision = meta_.revision;
     if (!str(meta_.policy_id, &t_.policy_id, "meta policy id") ||
         !str(meta_.description, &t_.description, "meta description") ||
@@ -435,6 +448,10 @@ class Loader {
       if (r.type > fm::kTypeEnum || r.optional > 1 || r.empty_means_absent > 1 || r.has_min > 1 ||
           r.has_max > 1 || r.operator_only > 1 || r.pad[0] != 0 || r.pad[1] != 0) {
         return fail(LoadError::kMalformed, what + " has a bad type or flag byte");
+      }
+      if (r.reserved != 0) {
+        return fail(LoadError::kMalformed,
+                    what + " reserved word is " + num(r.reserved) + ", not 0");
       }
       if (r.operator_only && (flags_ & fm::kFlagOperatorFields) == 0) {
         return fail(LoadError::kMalformed,
@@ -553,6 +570,10 @@ class Loader {
           !str(records[v].description, &out.description, "verb " + num(v) + " description")) {
         return false;
       }
+      if (records[v].reserved != 0) {
+        return fail(LoadError::kMalformed,
+                    "verb " + num(v) + " reserved word is " + num(records[v].reserved) + ", not 0");
+      }
       if (records[v].effect > fm::kEffectCreate) {
         return fail(LoadError::kMalformed,
                     "verb " + num(v) + " has unknown effect " + num(records[v].effect));
@@ -586,7 +607,8 @@ class Loader {
     bool bad = false;
     for (const fm::CatalogRecord& r : records) {
       bad |= (uint64_t{r.id.offset} + r.id.length > string_bytes) |
-             (uint64_t{r.reason.offset} + r.reason.length > string_bytes) | (r.verb >= verb_count);
+             (uint64_t{r.reason.offset} + r.reason.length > string_bytes) | (r.verb >= verb_count) |
+             (r.reserved != 0);
     }
     if (!bad) {
       t_.catalog = records;
@@ -600,6 +622,10 @@ class Loader {
         return fail(LoadError::kBadOffset, what + " verb index " + num(records[c].verb) +
                                                " out of range (" + num(t_.verbs.size()) +
                                                " verbs)");
+      }
+      if (records[c].reserved != 0) {
+        return fail(LoadError::kMalformed,
+                    what + " reserved word is " + num(records[c].reserved) + ", not 0");
       }
     }
     return fail(LoadError::kMalformed, "catalog check disagrees with itself");  // unreachable
@@ -856,6 +882,10 @@ class Loader {
     fm::ProvenanceHeader h{};
     if (e.length < sizeof(h)) return fail(LoadError::kMalformed, "provenance section too short");
     std::memcpy(&h, base() + e.offset, sizeof(h));
+    if (h.reserved != 0) {
+      return fail(LoadError::kMalformed,
+                  "provenance reserved word is " + num(h.reserved) + ", not 0");
+    }
     if (h.line_count != t_.catalog.size()) {
       return fail(LoadError::kMalformed, "provenance has " + num(h.line_count) + " lines for " +
                                              num(t_.catalog.size()) + " catalog entries");

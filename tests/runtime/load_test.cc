@@ -222,6 +222,37 @@ TEST(Load, VerbIndexOutOfRange) {
   expect_load_error(bytes, LoadError::kBadOffset, "default verb index 77 out of range");
 }
 
+// Every reserved word must be zero (docs/table-format.md): a later version may give one a
+// meaning, which this loader must then refuse rather than ignore. Each edit is resealed, so it
+// reaches the structural checks.
+TEST(Load, NonzeroReservedWordsAreRejected) {
+  const auto with = [](size_t offset) {
+    Bytes bytes = reference_bytes();
+    set<uint32_t>(bytes, offset, 1);
+    reseal(bytes);
+    return bytes;
+  };
+  const Bytes reference = reference_bytes();
+  expect_load_error(with(offsetof(fm::Header, reserved)), LoadError::kMalformed,
+                    "header reserved word is 1, not 0");
+  expect_load_error(with(entry_offset(fm::kVerbs) + offsetof(fm::SectionEntry, reserved)),
+                    LoadError::kMalformed, "directory entry 6 reserved word is 1, not 0");
+  expect_load_error(with(section(reference, fm::kMeta).offset + offsetof(fm::MetaRecord, reserved)),
+                    LoadError::kMalformed, "meta reserved word is 1, not 0");
+  expect_load_error(with(section(reference, fm::kFields).offset + sizeof(fm::FieldRecord) +
+                         offsetof(fm::FieldRecord, reserved)),
+                    LoadError::kMalformed, "field 1 reserved word is 1, not 0");
+  expect_load_error(with(section(reference, fm::kVerbs).offset + 2 * sizeof(fm::VerbRecord) +
+                         offsetof(fm::VerbRecord, reserved)),
+                    LoadError::kMalformed, "verb 2 reserved word is 1, not 0");
+  expect_load_error(with(section(reference, fm::kCatalog).offset + 5 * sizeof(fm::CatalogRecord) +
+                         offsetof(fm::CatalogRecord, reserved)),
+                    LoadError::kMalformed, "catalog entry 5 reserved word is 1, not 0");
+  expect_load_error(
+      with(section(reference, fm::kProvenance).offset + offsetof(fm::ProvenanceHeader, reserved)),
+      LoadError::kMalformed, "provenance reserved word is 1, not 0");
+}
+
 TEST(Load, DefaultVerbMustHaveNoEffect) {
   Bytes bytes = reference_bytes();
   fm::SectionEntry meta = section(bytes, fm::kMeta);
