@@ -170,6 +170,23 @@ TEST_F(IoSafetyTest, ARefusedResultLeavesATornTailInPlace) {
   EXPECT_EQ(read_file(log), torn);
 }
 
+TEST_F(IoSafetyTest, ReviewAuditRefusesItsOwnRecordFile) {
+  const std::string examples = kSourceDir + "/examples/recovery/";
+  const std::string record = path("record.json");
+  const std::string text = read_file(examples + "prepared.record.json");
+  write_file(record, text);
+  const CliResult r = run({"review", "--policy", kSourceDir + "/policies/generation_recovery.yaml",
+                           "--message", examples + "prepared.message.json", "--record", record,
+                           "--confirm", "--operator", "ana", "--audit", record});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "replaygate: error: --audit " + record + " is the operation record file " +
+                       record +
+                       " itself; the audit log is a file of its own (e.g. audit.log)\n"
+                       "Run 'replaygate review --help' for usage.\n");
+  EXPECT_EQ(read_file(record), text);
+}
+
 // ---- 2. standard output that is an input ----
 
 TEST_F(IoSafetyTest, DecideRefusesToAppendToItsOwnInput) {
