@@ -129,7 +129,7 @@ TEST_F(AuditVerifyTest, BlankLastLinesWithSpacesOrCrAreToleratedAndRemoved) {
 
 TEST_F(AuditVerifyTest, SeveralEmptyLastLinesAndATornTailAreRemovedTogether) {
   const std::string good = two_decisions();
-  write_file(log(), good + "\n\n{\"seq\":3");
+  write_file(log(), good + "\n\n{\"action");
   const audit::VerifyReport report = audit::verify_bytes(read_file(log()));
   EXPECT_TRUE(report.ok());
   EXPECT_EQ(report.trailing_empty_lines, 2u);
@@ -142,7 +142,7 @@ TEST_F(AuditVerifyTest, SeveralEmptyLastLinesAndATornTailAreRemovedTogether) {
                        log() +
                        " (8 bytes without a newline that are not a whole entry continuing the "
                        "chain: an append that crashed before completing, never acknowledged): "
-                       "'{\"seq\":3'\n");
+                       "'{\"action'\n");
   const std::string text = read_file(log());
   EXPECT_EQ(text.substr(0, good.size()), good);
   EXPECT_EQ(audit::verify_bytes(text).entries, 3u);
@@ -208,11 +208,11 @@ TEST_F(AuditVerifyTest, AnEmptyLineBeforeAnUnterminatedEntryRefusesTheAppend) {
 TEST_F(AuditVerifyTest, AHugeTornTailIsShownCappedAndEscaped) {
   const std::string good = two_decisions();
   // A control character, a byte that is not UTF-8, then a megabyte.
-  const std::string torn = "{\"seq\":3,\"x\":\"\x1b[31m\xff" + std::string(1 << 20, 'a');
+  const std::string torn = "{\"action\":\"\x1b[31m\xff" + std::string(1 << 20, 'a');
   write_file(log(), good + torn);
   const CliResult r = result_for("1");
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 400);
-  const std::string shown = "{\"seq\":3,\"x\":\"\\u001b[31m\\xff" + std::string(200 - 20, 'a');
+  const std::string shown = "{\"action\":\"\\u001b[31m\\xff" + std::string(200 - 17, 'a');
   EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() + " (" +
                        std::to_string(torn.size()) +
                        " bytes without a newline that are not a whole entry continuing the "
@@ -939,7 +939,7 @@ TEST_F(AuditVerifyTest, VerifySaysWhenAnAppendRefusesTheLog) {
                        "audit verify " +
                        log() + "'\nreplaygate: the result was NOT recorded\n");
   // A torn tail after it stays until the log is repaired: the refused append touches nothing.
-  write_file(log(), good + "garbage\n{\"seq\":4");
+  write_file(log(), good + "garbage\n{\"action");
   r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(lines_of(r.out).at(1),
@@ -948,7 +948,7 @@ TEST_F(AuditVerifyTest, VerifySaysWhenAnAppendRefusesTheLog) {
                 "completing; it was never acknowledged, and the first append after the repair "
                 "below removes it (and shows its bytes)");
   EXPECT_EQ(result_for("1").exit_code, 2);
-  EXPECT_EQ(read_file(log()), good + "garbage\n{\"seq\":4");
+  EXPECT_EQ(read_file(log()), good + "garbage\n{\"action");
   // A broken line before a valid last one does not stop appends (the chain continues from the
   // last line), so verify does not say it does.
   write_file(log(), "garbage\n" + good);
@@ -964,7 +964,7 @@ TEST_F(AuditVerifyTest, VerifyReadsStandardInput) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "standard input: ok, 2 entries (2 decisions, 0 results), last hash " +
                        last_hash_of(good) + "\n");
-  r = run({"audit", "verify", "--format", "json", "-"}, good + "{\"seq\":3");
+  r = run({"audit", "verify", "--format", "json", "-"}, good + "{\"action");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(r.out)["torn_bytes"], 8);
   r = run({"audit", "verify", "-"}, "garbage\n");

@@ -224,7 +224,8 @@ TEST_F(CliSafetyTest, AuditResultRejectsArgumentsThatWouldBreakTheLog) {
   const CliResult empty = run(
       {"audit", "result", "--log", log, "--decision", "1", "--revision", "1", "--outcome", " "});
   EXPECT_EQ(empty.exit_code, 2);
-  EXPECT_NE(empty.err.find("--outcome must say what happened"), std::string::npos) << empty.err;
+  EXPECT_NE(empty.err.find("--outcome: must say what happened (it is empty)"), std::string::npos)
+      << empty.err;
   EXPECT_FALSE(fs::exists(log));
 }
 

@@ -499,7 +499,7 @@ TEST_F(RecoveryTest, VerifyDetectsEditsRemovalsAndTornTails) {
   ASSERT_EQ(report.problems.size(), 2u);
   EXPECT_EQ(report.problems[0], "line 2: seq 3, expected 2 (a line was removed or moved)");
 
-  report = audit::verify_bytes(good + "{\"seq\": 4, \"ki");
+  report = audit::verify_bytes(good + "{\"action\":\"obs");
   EXPECT_TRUE(report.ok());
   EXPECT_TRUE(report.torn_tail);
   EXPECT_EQ(report.torn_bytes, 14u);
@@ -507,14 +507,14 @@ TEST_F(RecoveryTest, VerifyDetectsEditsRemovalsAndTornTails) {
   EXPECT_EQ(report.problems, std::vector<std::string>{"line 4: not valid JSON"});
 
   // An appender drops a torn tail first, then continues the chain.
-  write_file(log(), good + "{\"seq\": 4, \"ki");
+  write_file(log(), good + "{\"action\":\"obs");
   CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("torn last line (14 bytes without a newline)"), std::string::npos) << r.out;
   const audit::AppendResult appended = audit::append(log(), decision("m4"));
   ASSERT_TRUE(appended.ok) << appended.error;
   EXPECT_EQ(appended.seq, 4u);
-  EXPECT_EQ(appended.removed_torn_tail, "{\"seq\": 4, \"ki");
+  EXPECT_EQ(appended.removed_torn_tail, "{\"action\":\"obs");
   report = audit::verify_bytes(read_file(log()));
   EXPECT_TRUE(report.ok());
   EXPECT_FALSE(report.torn_tail);

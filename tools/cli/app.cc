@@ -2,8 +2,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,8 +111,39 @@ int run(int argc, char** argv) {
                            argv[1][0] == '-' ? "" : argv[1]);
       }
     }
+    // CLI11 reads `-oVALUE` as `-o VALUE`, so `-o=gate.rgt` wrote a file named "=gate.rgt" and
+    // left an existing gate.rgt stale. `-X=VALUE` for a short option that takes a value means
+    // `-X VALUE`, as `--output=VALUE` does (a file whose name starts with '=': -o ./=x).
+    std::set<char> value_options;
+    const std::function<void(const CLI::App*)> collect = [&](const CLI::App* command) {
+      for (const CLI::Option* option : command->get_options()) {
+        if (option->get_items_expected_max() <= 0) continue;
+        for (const std::string& name : option->get_snames()) value_options.insert(name[0]);
+      }
+      for (const CLI::App* sub : command->get_subcommands({})) collect(sub);
+    };
+    collect(&app);
+    std::vector<std::string> args(argv, argv + argc);
+    for (size_t i = 2; i < args.size(); ++i) {
+      const std::string arg = args[i];
+      if (arg == "--") break;
+      if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || arg[2] != '=' ||
+          value_options.count(arg[1]) == 0) {
+        continue;
+      }
+      if (arg.size() == 3) {
+        return usage_error(
+            arg.substr(0, 2) + " has nothing after '=': give " + arg.substr(0, 2) + " VALUE",
+            argv[1][0] == '-' ? "" : argv[1]);
+      }
+      args[i] = arg.substr(0, 2);
+      args.insert(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, arg.substr(3));
+      ++i;
+    }
+    std::vector<char*> parse_argv;
+    for (std::string& arg : args) parse_argv.push_back(arg.data());
     try {
-      app.parse(argc, argv);
+      app.parse(static_cast<int>(parse_argv.size()), parse_argv.data());
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);  // --help: usage on stdout, exit 0
       std::string command;
@@ -119,7 +153,21 @@ int run(int argc, char** argv) {
       return usage_error(e.what(), command);
     }
     for (const auto& [sub, runner] : runners) {
-      if (sub->parsed()) return runner();
+      if (!sub->parsed()) continue;
+      // An empty output name would only fail at the rename ("cannot write : rename: ..."), after
+      // the work; for convert, graph and matrix it is not "standard output" either.
+      for (const CLI::Option* option : sub->get_options()) {
+        if (option->get_lnames() != std::vector<std::string>{"output"}) continue;
+        for (const std::string& value : option->results()) {
+          if (value.empty()) {
+            const std::vector<std::string>& short_names = option->get_snames();
+            return usage_error((short_names.empty() ? "" : "-" + short_names[0] + "/") +
+                                   "--output is empty: name the file to write",
+                               sub->get_name());
+          }
+        }
+      }
+      return runner();
     }
     return usage_error("no command given", "");
   } catch (const std::exception& e) {

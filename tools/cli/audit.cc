@@ -381,6 +381,32 @@ bool continues_chain(std::string_view fragment, uint64_t expected_seq,
   return seq != entry.end() && *seq == expected_seq && prev != entry.end() && *prev == prev_hash;
 }
 
+// Whether an unterminated fragment that does not continue the chain can be what a crashed append
+// left: the start of a line a writer writes. A writer's line is nlohmann's dump of the entry,
+// whose keys come sorted, so it starts `{"action":"` (a decision) or `{"decision":` (a result);
+// a crash can cut it anywhere, even inside that prefix. Anything else (a note, a dead letter: a
+// file that is not an audit log) is not removed: refusing keeps the bytes.
+bool looks_like_torn_entry(std::string_view fragment) {
+  for (const std::string_view start :
+       {std::string_view(R"({"action":")"), std::string_view(R"({"decision":)")}) {
+    const size_t n = std::min(fragment.size(), start.size());
+    if (fragment.substr(0, n) == start.substr(0, n)) return true;
+  }
+  return false;
+}
+
+// Why an unterminated fragment at `line` of `path` is not removed (not the start of an entry).
+std::string not_a_torn_entry(const std::string& path, const std::string& line,
+                             std::string_view fragment) {
+  return "the last line of " + path + " (line " + line +
+         ", without a newline) is neither an audit entry nor the start of one (it begins '" +
+         escape_bytes(utf8_prefix(fragment, 40)) + "'" + (fragment.size() > 40 ? "..." : "") +
+         "): " + path +
+         " is not an audit log, or not one this version wrote; nothing was changed. Check the "
+         "path; if it is the log, run 'replaygate audit verify " +
+         path + "'";
+}
+
 // The end of the last line of bytes[0, complete) that is not blank (empty, or only spaces, tabs
 // and CRs: an editor's empty last line, a Windows line ending), its '\n' included (0 when every
 // line there is blank): the lines between it and `complete` hold no entry.
@@ -596,9 +622,23 @@ VerifyReport verify_bytes(std::string_view bytes) {
     }
   } else {
     report.trailing_empty_lines = lines_in(bytes, body_end, complete);
-    if (!fragment.empty()) {
+    if (!fragment.empty() && looks_like_torn_entry(fragment)) {
       report.torn_tail = true;
       report.torn_bytes = fragment.size();
+    } else if (!fragment.empty()) {
+      // Not what a crashed append leaves: no append removes it (it refuses the log instead).
+      const std::string line = std::to_string(lines_in(bytes, 0, complete) + 1);
+      report.problems.push_back(
+          "line " + line + ": without a newline, and neither an entry nor the start of one (it " +
+          "begins '" + escape_bytes(utf8_prefix(fragment, 40)) + "'" +
+          (fragment.size() > 40 ? "..." : "") + "): not a torn line an append left");
+      if (report.append_refusal.empty()) {
+        report.append_refusal =
+            "line " + line +
+            " (the last line, without its newline) is neither an audit entry nor the start of "
+            "one: this is not an audit log, or not one this version wrote; check the path, or "
+            "restore the log from a copy";
+      }
     }
   }
   return report;
@@ -723,19 +763,17 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     last_time = fragment_entry["time"];
     terminator = "\n";
     bytes += '\n';  // in memory only, so the decision lookup below sees whole lines
-  } else if (body_end < bytes.size()) {
-    // A torn tail (an append that crashed before completing its line, never acknowledged:
-    // acknowledgement follows the fsync of a complete line) and/or empty lines after the last
-    // entry (no entry is there). Both are removed, not continued; the torn bytes are handed
-    // back so the command can show what it removed.
-    if (::ftruncate(f.fd, static_cast<off_t>(body_end)) != 0 || ::fsync(f.fd) != 0) {
-      return fail("cannot repair the end of " + path + ": " + errno_text(errno));
-    }
-    result.removed_torn_tail = std::string(fragment);
-    result.removed_empty_lines = lines_in(bytes, body_end, complete);
-    bytes.resize(body_end);
-    restore_size = body_end;
+  } else if (!fragment.empty() && !looks_like_torn_entry(fragment)) {
+    return fail(not_a_torn_entry(path, line_number_at(complete), fragment));
   }
+  // A torn tail (an append that crashed before completing its line, never acknowledged:
+  // acknowledgement follows the fsync of a complete line) and/or empty lines after the last
+  // entry (no entry is there) are removed, not continued, but only right before the write below,
+  // after every check that can refuse: a refused append changes nothing.
+  const bool repair = terminator.empty() && body_end < bytes.size();
+  const std::string torn_tail = repair ? std::string(fragment) : std::string();
+  const uint64_t empty_lines = repair ? lines_in(bytes, body_end, complete) : 0;
+  if (repair) bytes.resize(body_end);
   if (decision_seq != 0) {
     bool found = false;
     uint64_t result_seq = 0;
@@ -791,6 +829,15 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     prev = line_hash(line);
     record += line;
     record += '\n';
+  }
+  if (repair) {
+    // The torn bytes are handed back so the command can show what it removed.
+    if (::ftruncate(f.fd, static_cast<off_t>(body_end)) != 0 || ::fsync(f.fd) != 0) {
+      return fail("cannot repair the end of " + path + ": " + errno_text(errno));
+    }
+    result.removed_torn_tail = torn_tail;
+    result.removed_empty_lines = empty_lines;
+    restore_size = body_end;
   }
   // One write(2): under O_APPEND the lines land whole at the end or (short write) are removed.
   ssize_t n = 0;

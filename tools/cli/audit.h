@@ -24,11 +24,15 @@
 // bytes after the last '\n' (if any): when they are a whole entry that continues the chain (a
 // JSON object with the next seq and the last line's hash: it lost only its '\n', e.g. to an
 // editor or a copy) the entry is kept and its '\n' is written first, in the same write(2) as the
-// new line; otherwise they are a torn tail (a crash mid-append: never acknowledged) that is
-// truncated away and handed back to the caller (AppendResult::removed_torn_tail) to show. Empty
+// new line; otherwise, when they start like a line a writer writes (`{"action":"` or
+// `{"decision":`, or a cut of either), they are a torn tail (a crash mid-append: never
+// acknowledged) that is truncated away and handed back to the caller
+// (AppendResult::removed_torn_tail) to show. Any other bytes there mean the file is not an audit
+// log (a note, a dead letter: the wrong path): the append refuses it and changes nothing. Empty
 // lines after the last entry (the file ends "\n\n": an editor) hold no entry and are truncated
-// away too (AppendResult::removed_empty_lines). It writes with one write(2) under O_APPEND,
-// fsync(2)s, and only then reports success.
+// away too (AppendResult::removed_empty_lines). Both repairs happen only right before the write,
+// after every check that can refuse. It writes with one write(2) under O_APPEND, fsync(2)s, and
+// only then reports success.
 // A short write (full disk, file size limit) is truncated away before the error is returned, so
 // a failed append leaves no partial line.
 #pragma once
@@ -62,10 +66,12 @@ struct AppendResult {
 // commands read it: never a log), the path cannot be opened or is not a regular file, locking,
 // reading, writing or fsync fails, the last line that is not empty is not a valid entry (the chain
 // cannot be continued: run `audit verify`; nothing is changed then; "(line N) is not a valid audit
-// entry (PROBLEM)"), an empty line stands before an unterminated last entry, `decision_seq` names
-// no decision entry (an unterminated last entry that continues the chain counts as an entry) or one
-// that already has a result entry, or an entry to append is not valid (a caller's bug: "refusing to
-// append an invalid entry ..."; what is written always verifies).
+// entry (PROBLEM)"), the bytes after the last newline are neither an entry continuing the chain
+// nor the start of one ("is neither an audit entry nor the start of one"), an empty line stands
+// before an unterminated last entry, `decision_seq` names no decision entry (an unterminated last
+// entry that continues the chain counts as an entry) or one that already has a result entry, or an
+// entry to append is not valid (a caller's bug: "refusing to append an invalid entry ..."; what is
+// written always verifies).
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
 
 // Appends `entries` (JSON objects; `seq` and `prev` are set here, continuing the chain in order)
@@ -86,8 +92,9 @@ struct VerifyReport {
   uint64_t entries = 0;    // complete, valid lines
   uint64_t decisions = 0;  // of which decision entries
   uint64_t results = 0;    // of which result entries
-  // The file ends in an unterminated fragment that is not a whole entry continuing the chain (a
-  // crashed append); it is not counted in `entries`.
+  // The file ends in an unterminated fragment that is not a whole entry continuing the chain but
+  // starts like one (a crashed append); it is not counted in `entries`. A fragment that does not
+  // start like an entry is a problem instead (and an append_refusal): not an audit log.
   bool torn_tail = false;
   uint64_t torn_bytes = 0;  // its length
   // The last entry is complete and continues the chain but lacks its '\n'; it is counted in

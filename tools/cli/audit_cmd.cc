@@ -205,7 +205,7 @@ Runner setup_audit(CLI::App& sub) {
       ->check(CLI::Validator(
           [](std::string& text) {
             return text.find_first_not_of(" \t") == std::string::npos
-                       ? std::string("--outcome must say what happened (it is empty)")
+                       ? std::string("must say what happened (it is empty)")
                        : std::string();
           },
           "TEXT"));

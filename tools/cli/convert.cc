@@ -68,6 +68,15 @@ int run_convert(const ConvertOptions& options) {
       return kExitUsage;
     }
   }
+  // `convert IN >> IN` would append the other form to the policy it reads.
+  if (const std::string same = stdout_is_input({InputFile{options.input, "the input file"}});
+      options.output.empty() && !same.empty()) {
+    std::fprintf(stderr,
+                 "replaygate: error: %s (input file is output file); redirect standard output "
+                 "to another file, or give -o FILE\n",
+                 same.c_str());
+    return kExitUsage;
+  }
   LoadedPolicy loaded;
   const int code = load_policy_reporting(options.input, DiagnosticFormat::kText, &loaded);
   if (code != kExitOk) return code;

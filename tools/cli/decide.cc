@@ -17,6 +17,7 @@
 // An invalid input (rare) is the exception: its line also says where and why, so it is rendered
 // whole when it is decided.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,7 @@
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/dump_rules.h"
+#include "tools/cli/files.h"
 #include "tools/cli/kafka.h"
 #include "tools/cli/letters.h"
 #include "tools/cli/mapping.h"
@@ -358,6 +360,40 @@ int run_decide(const DecideOptions& o) {
                  "replaygate: cannot write decisions to standard output: %s; no record decided\n",
                  why.c_str());
     return kExitUsage;
+  }
+
+  // Nothing is read yet: refuse an output or an audit log that is one of the inputs.
+  const std::vector<InputFile> inputs = {{o.input, "the input file"},
+                                         {o.policy, "the policy file"},
+                                         {o.table, "the table file"},
+                                         {o.mapping, "the mapping file"}};
+  // `decide IN >> IN` would read its own decisions back (as invalid records) without end.
+  if (const std::string same = stdout_is_input(inputs); !same.empty()) {
+    std::fprintf(stderr,
+                 "replaygate: error: %s (input file is output file: decide would read its own "
+                 "decisions back); redirect standard output to another file; no record decided\n",
+                 same.c_str());
+    return kExitUsage;
+  }
+  if (!o.audit.empty()) {
+    // An append would first take the dump's unterminated last line for a torn entry, then write
+    // entries into the very file being decided.
+    struct stat log {};
+    struct stat out {};
+    if (::stat(o.audit.c_str(), &log) == 0) {
+      if (const InputFile* same = same_file_as(log, inputs); same != nullptr) {
+        return usage(
+            "--audit " + o.audit + " is " +
+            (same->path == "-" ? std::string("standard input") : same->what + " " + same->path) +
+            " itself; the audit log is a file of its own (e.g. audit.log)");
+      }
+      if (S_ISREG(log.st_mode) && ::fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == log.st_dev &&
+          out.st_ino == log.st_ino) {
+        return usage("--audit " + o.audit +
+                     " is standard output too; the audit log is a file of its own (e.g. "
+                     "audit.log): redirect the decisions elsewhere");
+      }
+    }
   }
 
   std::unique_ptr<Table> table;

@@ -44,6 +44,28 @@ bool check_output_file(const std::string& output, const std::vector<InputFile>& 
   return true;
 }
 
+const InputFile* same_file_as(const struct stat& target, const std::vector<InputFile>& inputs) {
+  if (!S_ISREG(target.st_mode)) return nullptr;
+  for (const InputFile& input : inputs) {
+    if (input.path.empty()) continue;
+    struct stat st {};
+    const int got =
+        input.path == "-" ? ::fstat(STDIN_FILENO, &st) : ::stat(input.path.c_str(), &st);
+    if (got == 0 && st.st_dev == target.st_dev && st.st_ino == target.st_ino) return &input;
+  }
+  return nullptr;
+}
+
+std::string stdout_is_input(const std::vector<InputFile>& inputs) {
+  struct stat out {};
+  if (::fstat(STDOUT_FILENO, &out) != 0) return "";
+  const InputFile* same = same_file_as(out, inputs);
+  if (same == nullptr) return "";
+  return "standard output is " +
+         (same->path == "-" ? std::string("standard input") : same->what + " " + same->path) +
+         " itself";
+}
+
 bool read_whole_file(const std::string& path, size_t max_bytes, std::string* text,
                      std::string* error) {
   std::FILE* file = std::fopen(path.c_str(), "rb");

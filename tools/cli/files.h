@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+struct stat;
+
 namespace replaygate::cli {
 
 // Reads `path` into *text. Fails (false, *error set to "cannot read PATH: REASON") when the file
@@ -42,5 +44,17 @@ struct InputFile {
 // Every command with an -o/--output option checks this before it reads its inputs (exit 2).
 bool check_output_file(const std::string& output, const std::vector<InputFile>& inputs,
                        const std::string& example, std::string* error);
+
+// The first of `inputs` (paths that are not empty; "-" is standard input) that is the same file
+// (device and inode, so a hard link too) as the regular file `target` (an fstat/stat result),
+// or nullptr. An input that cannot be stat()ed is no match (opening it fails later, by name).
+const InputFile* same_file_as(const struct stat& target, const std::vector<InputFile>& inputs);
+
+// Like cat's "input file is output file": when standard output is a regular file that is one of
+// `inputs`, "standard output is WHAT PATH itself" (WHAT PATH: e.g. "the input file d.jsonl", or
+// "standard input" for "-"), "" otherwise. A command that reads an input while it writes
+// standard output (decide in a loop; `decide IN >> IN` would read its own output back without
+// end) refuses this before it reads anything (exit 2).
+std::string stdout_is_input(const std::vector<InputFile>& inputs);
 
 }  // namespace replaygate::cli

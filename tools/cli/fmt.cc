@@ -33,6 +33,18 @@ int run_fmt(const FmtOptions& options) {
     std::fprintf(stderr, "replaygate: error: --write and --check exclude each other\n");
     return kExitUsage;
   }
+  if (!options.write && !options.check) {
+    // `fmt X.policy >> X.policy` would append the canonical form to the file it formats.
+    std::vector<InputFile> inputs;
+    for (const std::string& path : options.files) inputs.push_back({path, "the input file"});
+    if (const std::string same = stdout_is_input(inputs); !same.empty()) {
+      std::fprintf(stderr,
+                   "replaygate: error: %s (input file is output file); redirect standard output "
+                   "to another file, or use --write to reformat in place\n",
+                   same.c_str());
+      return kExitUsage;
+    }
+  }
   int exit_code = kExitOk;
   const auto worst = [&](int code) {
     if (code == kExitUsage || exit_code == kExitOk) exit_code = code;

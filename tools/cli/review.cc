@@ -26,6 +26,8 @@
 // Secrets: values of sensitive fields (the policy's `sensitive` list plus a built-in list of
 // common secret names) are never printed, logged or written to the audit log; the record names
 // the fields as `<redacted: field NAME>`.
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -47,6 +49,7 @@
 #include "runtime/table.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/files.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
@@ -317,6 +320,25 @@ int run_review(const Options& o) {
     std::fprintf(stderr, "replaygate: error: %s\nRun 'replaygate review --help' for usage.\n",
                  why.c_str());
     return kExitUsage;
+  }
+  // As for decide --audit: an append into the message or record file would first take its
+  // unterminated last line for a torn entry. Refused before anything is read.
+  struct stat log {};
+  if (!o.audit.empty() && ::stat(o.audit.c_str(), &log) == 0) {
+    const std::vector<InputFile> inputs = {{o.message, "the message file"},
+                                           {o.record, "the operation record file"},
+                                           {o.policy, "the policy file"},
+                                           {o.table, "the table file"}};
+    if (const InputFile* same = same_file_as(log, inputs); same != nullptr) {
+      std::fprintf(
+          stderr,
+          "replaygate: error: --audit %s is %s itself; the audit log is a file of its "
+          "own (e.g. audit.log)\nRun 'replaygate review --help' for usage.\n",
+          o.audit.c_str(),
+          (same->path == "-" ? std::string("standard input") : same->what + " " + same->path)
+              .c_str());
+      return kExitUsage;
+    }
   }
   Review r;
   r.sensitive = kBuiltinSensitive;
