@@ -117,6 +117,23 @@ TEST_F(ConvertTest, ALongInListIsRefusedOnStdoutToo) {
       << r.err;
 }
 
+TEST_F(ConvertTest, AnInputNamedLikeAKeywordThatDoesNotParseBackIsRefused) {
+  // `rule g: when not -> go` is a syntax error: 'not' negates the input after it.
+  write_file(dir_ / "k.yaml",
+             "policy: t\nrevision: 1\ninputs: {not: {type: bool}}\n"
+             "verbs: {hold: {effect: none}, go: {effect: create}}\ndefault: hold\nrules:\n"
+             "  - guard: g\n    when: {not: true}\n    verb: go\n    reason: r\n");
+  ASSERT_EQ(run({"lint", "k.yaml"}).exit_code, 0);
+  const CliResult r = run({"convert", "k.yaml", "-o", "k.policy"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("replaygate: error: the converted text does not read back: k.policy:10:18: "
+                        "error[RG014]: expected a bool input after 'not'; not converted\n",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "k.policy"));
+}
+
 TEST_F(ConvertTest, TextThatIsNotUtf8IsRefusedGoingToYaml) {
   write_file(dir_ / "x.policy",
              "policy t revision 1\ninput a: string\nverb hold effect none\n"
