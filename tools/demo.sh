@@ -2,7 +2,7 @@
 # The main job on a shipped example: set up, compile the reference policy, decide a real DLQ dump.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh
+RG_BUILD_TARGETS=replaygate tools/setup.sh  # the CLI only: tools/test.sh builds the rest
 rg=build/bin/replaygate
 "$rg" compile policies/replay_gate.yaml -o build/replay_gate.rgt
 echo "== decisions for examples/payments-dlt.kcat.jsonl (Kafka DLT, kcat -J) ==" >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs missing Debian 12 packages (as root) and builds replaygate into $RG_BUILD_DIR (default build/).
-# Environment: RG_BUILD_DIR, RG_BUILD_TYPE (RelWithDebInfo), RG_SANITIZE=1 (ASan+UBSan), RG_WERROR=1.
+# Environment: RG_BUILD_DIR, RG_BUILD_TYPE (RelWithDebInfo), RG_SANITIZE=1 (ASan+UBSan), RG_WERROR=1,
+# RG_BUILD_TARGETS (default all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +28,6 @@ cmake -S . -B "$build_dir" -G Ninja \
   -DCMAKE_BUILD_TYPE="${RG_BUILD_TYPE:-RelWithDebInfo}" \
   -DREPLAYGATE_WERROR="$([ "${RG_WERROR:-1}" = 1 ] && echo ON || echo OFF)" \
   -DREPLAYGATE_SANITIZE="$([ "${RG_SANITIZE:-0}" = 1 ] && echo ON || echo OFF)" >/dev/null
-cmake --build "$build_dir" -j "$(nproc)"
+# RG_BUILD_TARGETS: what to build (default: everything; tools/demo.sh builds only the CLI).
+read -r -a targets <<< "${RG_BUILD_TARGETS:-all}"
+cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
