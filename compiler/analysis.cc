@@ -581,17 +581,23 @@ class Analyzer {
     const ir::Row& a = table.rows[first];
     const ir::Row& b = table.rows[i];
     std::string tuple = render_tuple(b.keys);
+    // Rows without ids of their own derive the same id from the same keys: name the earlier row
+    // by its line then, not by an id that reads like the row itself.
+    const ir::Span first_span = row_span(r, first);
+    const std::string earlier =
+        a.id != b.id           ? fmt::format("row '{}'{}", a.id, line_note(first_span))
+        : first_span.line == 0 ? std::string("an earlier row")
+                               : fmt::format("the row at line {}", first_span.line);
     if (a.verb == b.verb) {
       report(Severity::kError, "RG203", row_span(r, i),
-             fmt::format("duplicate row '{}' in table '{}': same keys {} as row '{}'{}", b.id,
-                         table.id, tuple, a.id, line_note(row_span(r, first))),
+             fmt::format("duplicate row '{}' in table '{}': same keys {} as {}", b.id, table.id,
+                         tuple, earlier),
              "remove one of the two rows");
     } else {
       report(Severity::kError, "RG203", row_span(r, i),
-             fmt::format("conflicting duplicate row '{}' in table '{}': same keys {} as row '{}'"
-                         "{} but verb '{}' instead of '{}'",
-                         b.id, table.id, tuple, a.id, line_note(row_span(r, first)),
-                         verb_name(b.verb), verb_name(a.verb)),
+             fmt::format("conflicting duplicate row '{}' in table '{}': same keys {} as {} but "
+                         "verb '{}' instead of '{}'",
+                         b.id, table.id, tuple, earlier, verb_name(b.verb), verb_name(a.verb)),
              "keep one of the two rows, with the verb you mean");
     }
   }

@@ -1,9 +1,10 @@
 // The policy AST: what the author wrote, with spans, independent of the surface syntax.
 //
-// A front-end (YAML today: compiler/yaml_policy.h; a PEGTL DSL later) produces an ast::Policy and
-// reports only syntax and shape problems. Everything that needs the policy's meaning — resolving
-// names, typing literals against fields, bounds, enums, required keys, ids — is check()'s job
-// (compiler/check.h), so both front-ends get the same diagnostics for the same mistakes.
+// A front-end (YAML: compiler/yaml_policy.h; the .policy language: compiler/dsl_policy.h)
+// produces an ast::Policy and reports only syntax and shape problems. Everything that needs the
+// policy's meaning — resolving names, typing literals against fields, bounds, enums, required
+// keys, ids — is check()'s job (compiler/check.h), so both front-ends get the same diagnostics
+// for the same mistakes (with hints in the file's own syntax, Policy::syntax).
 //
 // Conventions:
 //  * Optional members are std::optional when "not written" must be told apart from "written
@@ -152,7 +153,12 @@ struct Invariant {
   ir::Span span;  // the `invariant:` entry
 };
 
+// Which front-end read the policy: the checker words its hints in the file's own syntax
+// (`default: hold` in YAML, `default hold` in a .policy file).
+enum class Syntax : uint8_t { kYaml = 0, kDsl = 1 };
+
 struct Policy {
+  Syntax syntax = Syntax::kYaml;
   std::optional<Literal> id;
   std::optional<Literal> revision;
   std::optional<Literal> description;

@@ -60,6 +60,7 @@ class Checker {
       : path_(path), diagnostics_(diagnostics) {}
 
   ir::CheckedPolicy run(const ast::Policy& policy) {
+    dsl_ = policy.syntax == ast::Syntax::kDsl;
     ir::CheckedPolicy out;
     out.source.path = std::string(path_);
     out.source.policy = policy.id_span.line > 0 ? policy.id_span : policy.span;
@@ -70,6 +71,13 @@ class Checker {
     } else if (policy.id->kind == Literal::Kind::kNull || policy.id->text.empty()) {
       error("RG108", "the policy id must be a non-empty string", policy.id->span);
     } else {
+      // The id is printed in summaries, tables and audit entries: one word, so it cannot forge a
+      // line or hide behind a space.
+      if (has_space_or_control(policy.id->text)) {
+        error("RG127",
+              "policy id " + quote(policy.id->text) + " contains spaces or control characters",
+              policy.id->span, "a policy id is one word, e.g. dlq-replay-gate");
+      }
       p.id = policy.id->text;
     }
     if (!policy.revision) {
@@ -84,7 +92,10 @@ class Checker {
     if (policy.description) p.description = string_literal(*policy.description, "description");
 
     if (!policy.inputs) {
-      missing("inputs", policy.span, "declare the fields a decision reads under 'inputs'");
+      missing("inputs", policy.span,
+              pick("declare the fields a decision reads under 'inputs'",
+                   "declare the fields a decision reads, one per line: input NAME: TYPE, e.g. "
+                   "input topic: string"));
     } else {
       for (const ast::Input& input : *policy.inputs) {
         p.fields.push_back(field(input));
@@ -106,7 +117,10 @@ class Checker {
     if (policy.sensitive) sensitive(*policy.sensitive, p);
 
     if (!policy.verbs) {
-      missing("verbs", policy.span, "declare the verbs (never, replay_once, hold, ...)");
+      missing("verbs", policy.span,
+              pick("declare the verbs (never, replay_once, hold, ...)",
+                   "declare the verbs, one per line: verb NAME effect EFFECT, e.g. verb hold "
+                   "effect none"));
     } else {
       for (const ast::Verb& verb : *policy.verbs) {
         p.verbs.push_back(this->verb(verb));
@@ -133,8 +147,8 @@ class Checker {
 
     if (!policy.default_verb) {
       missing("default", policy.span,
-              "write 'default: VERB' naming a verb with effect none (what happens when no rule "
-              "matches)");
+              std::string("write '") + pick("default: VERB", "default VERB") +
+                  "' naming a verb with effect none (what happens when no rule matches)");
     } else {
       out.source.default_verb = policy.default_verb->span;
       if (auto index = resolve_verb(*policy.default_verb)) {
@@ -151,8 +165,10 @@ class Checker {
                 "the default verb " + quote(verb.name) + " has effect " +
                     ir::effect_name(verb.effect) + "; the default must have effect none",
                 policy.default_verb->span,
-                safe.empty() ? "declare a verb with 'effect: none' (fail closed) and use it"
-                             : "fail closed: use a verb with effect none (" + safe + ")");
+                safe.empty()
+                    ? std::string("declare a verb with '") + pick("effect: none", "effect none") +
+                          "' (fail closed) and use it"
+                    : "fail closed: use a verb with effect none (" + safe + ")");
         }
       }
     }
@@ -193,6 +209,14 @@ class Checker {
   void error(std::string code, std::string message, ir::Span span, std::string hint = {}) {
     diagnostics_.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message),
                                       std::string(path_), span, std::move(hint)});
+  }
+
+  // `yaml` or `dsl`: a hint in the syntax of the file being checked.
+  const char* pick(const char* yaml, const char* dsl) const { return dsl_ ? dsl : yaml; }
+
+  // A value quoted as the file's syntax quotes it: 'true' in YAML, "true" in a .policy file.
+  std::string quoted_in_syntax(const std::string& text) const {
+    return dsl_ ? "\"" + text + "\"" : "'" + text + "'";
   }
 
   void missing(const std::string& key, ir::Span span, std::string hint) {
@@ -352,12 +376,14 @@ class Checker {
         f.operator_only = true;
       } else if (input.source->text.empty()) {
         error("RG144", "empty source for " + label, input.source->span,
-              "write 'source: operator' (only an operator sets it) or leave it out");
+              std::string("write '") + pick("source: operator", "source operator") +
+                  "' (only an operator sets it) or leave it out");
       } else if (input.source->text != "letter") {
         error("RG144", "unknown source " + quote(input.source->text) + " for " + label,
               input.source->span,
               did_you_mean(input.source->text, kSources,
-                           "write 'source: operator' (only an operator sets it) or leave it out"));
+                           std::string("write '") + pick("source: operator", "source operator") +
+                               "' (only an operator sets it) or leave it out"));
       }
       // A derived input is computed from two others, so nobody sets it.
       if (f.operator_only && input.derived) {
@@ -387,7 +413,7 @@ class Checker {
                 d.span, "declare it 'type: bool'");
         } else if (f.optional) {
           error("RG140", "derived " + label + " cannot be optional: it is always computed", d.span,
-                "remove 'optional: true'");
+                pick("remove 'optional: true'", "remove 'optional'"));
         }
         continue;
       }
@@ -416,7 +442,9 @@ class Checker {
         const auto it = field_index_.find(name.text);
         if (it == field_index_.end()) {
           error("RG105", "unknown field " + quote(name.text) + " in the derivation of " + label,
-                name.span, did_you_mean(name.text, field_names_, "declare it under 'inputs'"));
+                name.span,
+                did_you_mean(name.text, field_names_,
+                             pick("declare it under 'inputs'", "declare it: input NAME: TYPE")));
           ok = false;
           continue;
         }
@@ -478,7 +506,7 @@ class Checker {
       }
       if (value.bare("true") || value.bare("false")) {
         error("RG108", "domain value " + value.text + " of " + label + " is a boolean", value.span,
-              "quote it to use the word as a value: '" + value.text + "'");
+              "quote it to use the word as a value: " + quoted_in_syntax(value.text));
         continue;
       }
       if (value.text.empty() && f.empty_means_absent) {
@@ -541,7 +569,11 @@ class Checker {
     if (on_verbs) {
       if (invariant.operands.empty()) {
         error("RG130", "'" + op.text + "' of " + label + " lists no verb", op.span,
-              "list at least one verb: " + op.text + ": [hold, never]");
+              "list at least one verb: " +
+                  (dsl_ ? std::string(inv.op == ir::InvariantOp::kVerbIn ? "verb in"
+                                                                         : "verb not in") +
+                              " (hold, never)"
+                        : op.text + ": [hold, never]"));
         return inv;
       }
       std::map<std::string, uint32_t> seen;
@@ -593,7 +625,7 @@ class Checker {
       }
       if (value.bare("true") || value.bare("false")) {
         error("RG108", "enum value " + value.text + " of " + label + " is a boolean", value.span,
-              "quote it to use the word as a value: '" + value.text + "'");
+              "quote it to use the word as a value: " + quoted_in_syntax(value.text));
         continue;
       }
       const auto [it, inserted] = seen.emplace(value.text, value.span.line);
@@ -644,36 +676,66 @@ class Checker {
     const auto it = field_index_.find(name.text);
     if (it != field_index_.end()) return it->second;
     error("RG105", "unknown field " + quote(name.text), name.span,
-          did_you_mean(name.text, field_names_, "declare it under 'inputs'"));
+          did_you_mean(name.text, field_names_,
+                       pick("declare it under 'inputs'", "declare it: input NAME: TYPE")));
     return std::nullopt;
   }
 
-  // Records a rule or row id, reporting empty, reserved and repeated ids.
-  void claim_id(const std::string& id, ir::Span span, const char* what, bool derived = false) {
+  // How a row gets an id of its own instead of the one derived from its keys, in the file's syntax
+  // (a YAML row written as a list has no place for one).
+  std::string own_id_how() const {
+    return dsl_ ? "with 'as NAME' after its verb"
+                : "in the mapping form: {keys: [...], verb: VERB, id: NAME}";
+  }
+
+  // Records a rule or row id, reporting empty, reserved and repeated ids. `derived`: a row's id
+  // that check() made from its keys (row `row` of the current table), not one the author wrote,
+  // so the hints say how to give the row an id rather than how to spell one.
+  void claim_id(const std::string& id, ir::Span span, const char* what, bool derived = false,
+                size_t row = 0) {
     if (id.empty()) {
       error("RG127", std::string("this ") + what + " has an empty id", span,
             "give it a short unique name");
       return;
     }
     if (has_space_or_control(id)) {
-      error("RG127",
-            std::string(what) + " id " + quote(id) + " contains spaces or control characters", span,
-            "ids are single words, e.g. no_idempotency_key");
+      if (derived) {
+        error("RG127",
+              "the id " + quote(id) +
+                  " that this row derives from its keys contains spaces or control characters",
+              span, "give the row its own id " + own_id_how());
+      } else {
+        error("RG127",
+              std::string(what) + " id " + quote(id) + " contains spaces or control characters",
+              span, "ids are single words, e.g. no_idempotency_key");
+      }
     }
     if (id == "default") {
       error("RG122", "the id 'default' is reserved", span,
             "'default' names the policy's default decision; choose another id");
       return;
     }
-    const auto [it, inserted] = ids_.emplace(id, span.line);
+    const auto [it, inserted] = ids_.emplace(id, IdUse{span.line, derived, table_ordinal_, row});
     if (!inserted) {
       std::string hint = "ids are unique across the policy; " + quote(id) +
-                         " is first used at line " + std::to_string(it->second);
+                         " is first used at line " + std::to_string(it->second.line);
       if (derived) {
-        hint += " (a row's id comes from its keys: remove the repeated row, or give it an 'id')";
+        hint += " (this row's id comes from its keys: give it its own id " + own_id_how() + ")";
+      } else if (it->second.derived) {
+        hint += ", by the row there (derived from its keys): choose another id";
       }
       error("RG121", "duplicate rule id " + quote(id), span, hint);
     }
+  }
+
+  // Whether a row whose derived id is `id` repeats the keys of an earlier row of the current table
+  // whose id was derived too. Such a row is a repeated row, not a repeated id: the analysis
+  // reports it as one (RG203, naming both verbs), which RG121 would only hide.
+  bool repeats_row(const std::string& id, const std::vector<std::optional<ir::Value>>& keys,
+                   const ir::Table& t) const {
+    const auto it = ids_.find(id);
+    return it != ids_.end() && it->second.derived && it->second.table == table_ordinal_ &&
+           it->second.row < t.rows.size() && t.rows[it->second.row].keys == keys;
   }
 
   // Types `literal` as a value of field `f`. Ints may name a constant (its name goes to
@@ -694,16 +756,17 @@ class Checker {
     switch (f.type) {
       case ir::FieldType::kString:
         if (bare_bool) {
-          error("RG108",
-                literal.text + " is a boolean, but " + quote(f.name) + " is a string field",
-                literal.span, "quote it to compare with the text: '" + literal.text + "'");
+          error(
+              "RG108", literal.text + " is a boolean, but " + quote(f.name) + " is a string field",
+              literal.span, "quote it to compare with the text: " + quoted_in_syntax(literal.text));
           return std::nullopt;
         }
         return ir::Value::String(literal.text);
       case ir::FieldType::kEnum: {
         if (bare_bool) {
           error("RG108", literal.text + " is a boolean, but " + quote(f.name) + " is an enum field",
-                literal.span, "quote it to compare with the text: '" + literal.text + "'");
+                literal.span,
+                "quote it to compare with the text: " + quoted_in_syntax(literal.text));
           return std::nullopt;
         }
         for (const std::string& value : f.enum_values) {
@@ -749,8 +812,10 @@ class Checker {
         if (it == constant_values_.end()) {
           error("RG106", "unknown constant " + quote(literal.text), literal.span,
                 did_you_mean(literal.text, constant_names_,
-                             "int operands are decimal integers or names declared under "
-                             "'constants'"));
+                             pick("int operands are decimal integers or names declared under "
+                                  "'constants'",
+                                  "int operands are decimal integers or names declared with "
+                                  "'const NAME = N'")));
           return std::nullopt;
         }
         if (constant != nullptr) *constant = literal.text;
@@ -851,8 +916,10 @@ class Checker {
               "field " + quote(f.name) + " is required, so it is never absent; '" + op_text +
                   "' cannot apply",
               condition.op.span,
-              "declare it 'optional: true', or drop the condition (an input without it is "
-              "invalid and gets the default)");
+              (dsl_ ? "declare it optional ('input " + f.name + ": optional " +
+                          ir::field_type_name(f.type) + "')"
+                    : std::string("declare it 'optional: true'")) +
+                  ", or drop the condition (an input without it is invalid and gets the default)");
         return std::nullopt;
       }
       return c;
@@ -918,6 +985,7 @@ class Checker {
   ir::Table table(const ast::Table& table, const ir::Policy& p, std::vector<ir::Span>& spans) {
     ir::Table t;
     t.id = table.id.text;
+    ++table_ordinal_;
     claim_id(t.id, table.id.span, "table");
     const std::string label = "table " + quote(t.id);
     // Per key column: the field index, or nullopt when the key did not resolve.
@@ -981,10 +1049,12 @@ class Checker {
             continue;
           }
           if (key.bare("absent") || key.bare("present")) {
+            const std::string field =
+                columns[i] ? p.fields[*columns[i]].name : std::string("FIELD");
             error("RG128", "a table row cannot match " + quote(key.text), key.span,
-                  "put a guard before the table: when: {" +
-                      (columns[i] ? p.fields[*columns[i]].name : std::string("FIELD")) + ": " +
-                      key.text + "}");
+                  dsl_ ? "put a rule before the table: rule ID: when " + field + " is " + key.text +
+                             " -> VERB \"REASON\""
+                       : "put a guard before the table: when: {" + field + ": " + key.text + "}");
             ok = false;
             continue;
           }
@@ -1012,7 +1082,7 @@ class Checker {
         r.id = t.id + ":";
         for (size_t i = 0; i < r.keys.size(); ++i)
           r.id += (i == 0 ? "" : "/") + key_text(r.keys[i]);
-        claim_id(r.id, row.span, "row", /*derived=*/true);
+        if (!repeats_row(r.id, r.keys, t)) claim_id(r.id, row.span, "row", true, t.rows.size());
       }
       t.rows.push_back(std::move(r));
       spans.push_back(row.span);
@@ -1028,7 +1098,17 @@ class Checker {
   std::vector<std::string> field_names_;
   std::vector<std::string> verb_names_;
   std::vector<std::string> constant_names_;
-  std::map<std::string, uint32_t> ids_;  // id -> line of first use
+  // Where an id was first used: its line and, for a row id derived from the row's keys, the
+  // table (its ordinal) and the row's index, so a repeated row is told from a repeated id.
+  struct IdUse {
+    uint32_t line = 0;
+    bool derived = false;
+    size_t table = 0;
+    size_t row = 0;
+  };
+  std::map<std::string, IdUse> ids_;
+  size_t table_ordinal_ = 0;  // tables checked so far (the current one's ordinal, from 1)
+  bool dsl_ = false;          // the policy was written in the .policy language: hints in its syntax
 };
 
 }  // namespace

@@ -4,8 +4,10 @@
 // Interface: check(). It resolves every name (inputs, verbs, constants, operators, types,
 // effects), types every literal against the field it is compared with, checks values against
 // enums and int bounds, checks required parts, derives row ids ("<table>:<k1>/<k2>", "*" for a
-// wildcard) and checks that rule and row ids are unique. Diagnostics are RG102 and RG104..RG130
-// (see docs/diagnostics.md); every problem is reported, not just the first.
+// wildcard) and checks that rule and row ids are unique (two rows of one table with the same keys
+// and no ids of their own are a repeated row, left to the analysis' RG203). Diagnostics are RG102
+// and RG104..RG145 (see docs/diagnostics.md), with hints in the syntax of the file's front-end
+// (ast::Policy::syntax); every problem is reported, not just the first.
 //
 // It does not look for rules that shadow each other, conflict or can never match: that is the
 // analysis (compiler/analysis.h, RG2xx), which runs on an error-free result.

@@ -2,7 +2,10 @@
 //
 // Text rendering keeps the caret under the offending byte even when the line holds tabs
 // (copied into the caret prefix) or multi-byte UTF-8 (one space per code point); bytes that are
-// not printable (control characters, invalid UTF-8) are shown as '?' so output stays safe text.
+// not printable (control characters, invalid UTF-8) are shown as '?' so output stays safe text
+// and the caret stays aligned. The path, message and hint are escaped (escape_control): they
+// quote what the author wrote (a key, an id, a value), which may hold any character. Backslashes
+// stay single there: hints show escapes to type ("write \t for a tab").
 #include "compiler/diagnostic.h"
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <string>
 #include <tuple>
 
+#include "compiler/escape.h"
 #include "compiler/utf8.h"
 
 namespace replaygate {
@@ -46,10 +50,10 @@ bool source_line(std::string_view source, uint32_t line, std::string_view* out) 
   return true;
 }
 
-// Zero-width, bidirectional-control and BOM code points: shown as '?' so an excerpt cannot hide
-// or reorder text ("trojan source").
+// Zero-width, bidirectional-control and BOM code points, C1 controls and the line and paragraph
+// separators: shown as '?' so an excerpt cannot hide, reorder ("trojan source") or break text.
 bool invisible(uint32_t code) {
-  return (code >= 0x200B && code <= 0x200F) || (code >= 0x202A && code <= 0x202E) ||
+  return (code >= 0x200B && code <= 0x200F) || (code >= 0x2028 && code <= 0x202E) ||
          (code >= 0x2066 && code <= 0x2069) || code == 0xFEFF || (code >= 0x80 && code < 0xA0);
 }
 
@@ -202,14 +206,15 @@ std::string render_text(const std::vector<Diagnostic>& diagnostics, std::string_
   for (size_t index = 0; index < diagnostics.size(); ++index) {
     const Diagnostic& d = diagnostics[index];
     if (index > 0) out += '\n';
-    std::string location = d.path;
+    std::string location = escape_control(d.path, Backslash::kKeep);
     if (d.span.line > 0) {
       if (location.empty()) location = "<input>";
       location += ":" + std::to_string(d.span.line) + ":" + std::to_string(d.span.column);
     }
     if (!location.empty()) out += location + ": ";
     out += severity_name(d.severity);
-    out += "[" + d.code + "]: " + d.message + "\n";
+    out +=
+        "[" + escape_control(d.code) + "]: " + escape_control(d.message, Backslash::kKeep) + "\n";
     std::string_view line;
     if (d.span.line > 0 && source_line(source, d.span.line, &line)) {
       std::snprintf(number, sizeof number, "%5u | ", static_cast<unsigned>(d.span.line));
@@ -244,7 +249,7 @@ std::string render_text(const std::vector<Diagnostic>& diagnostics, std::string_
       }
       out += '\n';
     }
-    if (!d.hint.empty()) out += "      = hint: " + d.hint + "\n";
+    if (!d.hint.empty()) out += "      = hint: " + escape_control(d.hint, Backslash::kKeep) + "\n";
   }
   return out;
 }

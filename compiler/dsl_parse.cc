@@ -1193,6 +1193,7 @@ ParseResult parse(std::string_view text, std::string_view path) {
   State state;
   state.text = text;
   state.policy.span = ir::Span{1, 1, 0, 0};
+  state.policy.syntax = ast::Syntax::kDsl;
   try {
     pegtl::memory_input<> in(text.data(), text.size(), std::string(path));
     pegtl::parse<g::file, Action, Control>(in, state);

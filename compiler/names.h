@@ -4,6 +4,7 @@
 // Header-only and inline; depends on the standard library only.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 namespace replaygate::names {
@@ -21,11 +22,18 @@ inline bool is_name(std::string_view text) {
   return true;
 }
 
-// Whether `text` holds a space or an ASCII control character (a byte up to 0x20, or DEL): a rule
-// id is one word.
+// Whether `text` holds a space or a control character: a byte up to 0x20, DEL, a C1 control
+// (U+0080..U+009F) or a line or paragraph separator (U+2028, U+2029), the characters that could
+// cut or forge a line where the id is printed. A rule or policy id is one word.
 inline bool has_space_or_control(std::string_view text) {
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) return true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const auto next = [&](size_t k) {
+      return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0;
+    };
+    if (b <= 0x20 || b == 0x7F) return true;
+    if (b == 0xC2 && next(1) >= 0x80 && next(1) <= 0x9F) return true;
+    if (b == 0xE2 && next(1) == 0x80 && (next(2) == 0xA8 || next(2) == 0xA9)) return true;
   }
   return false;
 }

@@ -488,8 +488,8 @@ TEST(AnalysisTest, TenThousandExactRowsWithWildcardsAndGuards) {
   }
   EXPECT_EQ(got[10],
             "20002 error RG203: conflicting duplicate row 'big:t5/e3' in table 'big': same keys "
-            "[t5, e3] as row 'big:t5/e3' (line 63) but verb 'hold' instead of 'never' | keep one "
-            "of the two rows, with the verb you mean");
+            "[t5, e3] as the row at line 63 but verb 'hold' instead of 'never' | keep one of the "
+            "two rows, with the verb you mean");
   EXPECT_EQ(got[11],
             "30001 warning RG202: row 'after:t999/e4' is never reached: every input it matches is "
             "taken first by 'big:t999/e4' | remove the row, or narrow the earlier "

@@ -106,6 +106,35 @@ TEST(RenderText, InvisibleAndBidiCodePointsAreShownAsQuestionMarks) {
             "      |       ^\n");
 }
 
+TEST(RenderText, LineAndParagraphSeparatorsInTheExcerptAreQuestionMarks) {
+  // U+2028 / U+2029 break lines for some readers; NEL (U+0085) is a C1 control. One cell each.
+  const std::string source =
+      "a: \xE2\x80\xA8"
+      "b\xE2\x80\xA9"
+      "c\xC2\x85"
+      "d\n";
+  EXPECT_EQ(render_text({make("RG101", "m", 1, 14, 1)}, source),
+            "p.yaml:1:14: error[RG101]: m\n"
+            "    1 | a: ?b?c?d\n"
+            "      |         ^\n");
+}
+
+TEST(RenderText, ControlCharactersInPathMessageAndHintAreEscaped) {
+  // A key or value the author wrote, quoted in a message, cannot cut or forge a line of the log or
+  // drive the terminal: C0, DEL, C1, U+2028 and bytes that are not UTF-8 are escaped; backslashes
+  // stay single (hints show escapes to type).
+  const std::string message = std::string("unknown key '\x1b[31mred\n\rx\0y\x7f", 27) + "\xC2\x9B" +
+                              "\xE2\x80\xA8" + "\xFF" + "\\t'";
+  const auto text = render_text(
+      {make("RG101", message, 1, 1, 1, "write \\t\nnot this", "dir/a\nb.yaml")}, "k: 1\n");
+  EXPECT_EQ(text,
+            "dir/a\\u000ab.yaml:1:1: error[RG101]: unknown key "
+            "'\\u001b[31mred\\u000a\\u000dx\\u0000y\\u007f\\u009b\\u2028\\xff\\t'\n"
+            "    1 | k: 1\n"
+            "      | ^\n"
+            "      = hint: write \\t\\u000anot this\n");
+}
+
 TEST(RenderText, CaretPastTheEndOfTheLine) {
   EXPECT_EQ(render_text({make("RG001", "m", 1, 5, 1)}, "ab\n"),
             "p.yaml:1:5: error[RG001]: m\n"

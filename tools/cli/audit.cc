@@ -69,28 +69,6 @@ std::string_view utf8_prefix(std::string_view bytes, size_t max) {
   return bytes.substr(0, cut);
 }
 
-// Untrusted bytes for a one-line message: control characters escaped (escape_control) and every
-// byte that is not UTF-8 written as \xHH, so nothing reaches the terminal raw.
-std::string escape_bytes(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  size_t valid_from = 0;
-  for (size_t i = 0; i < bytes.size();) {
-    if (const size_t length = utf8_sequence_length(bytes, i); length != 0) {
-      i += length;
-      continue;
-    }
-    out += escape_control(bytes.substr(valid_from, i - valid_from));
-    const auto b = static_cast<unsigned char>(bytes[i]);
-    out += "\\x";
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-    valid_from = ++i;
-  }
-  out += escape_control(bytes.substr(valid_from));
-  return out;
-}
-
 // A field's value for a message: its JSON text with everything past ASCII as \uXXXX (so no
 // control or bidi character reaches the terminal, and nothing is escaped twice), cut to 64 bytes
 // ("...").
@@ -141,7 +119,9 @@ std::string shown_member(const json& j, std::string_view line, const char* key) 
 }
 
 // A field name for a message (an unknown key may hold anything).
-std::string name_of(std::string_view key) { return "'" + escape_bytes(utf8_prefix(key, 64)) + "'"; }
+std::string name_of(std::string_view key) {
+  return "'" + escape_control(utf8_prefix(key, 64)) + "'";
+}
 
 bool is_hex32(const json& v) {
   if (!v.is_string()) return false;
@@ -660,7 +640,7 @@ std::string removed_tail_note(const std::string& path, const AppendResult& appen
             (tail.size() == 1 ? "is" : "are") +
             " not a whole entry continuing the chain: an append that crashed before completing, "
             "never acknowledged): '" +
-            escape_bytes(head) + "'" +
+            escape_control(head) + "'" +
             (head.size() < tail.size() ? "... (" + std::to_string(tail.size()) + " bytes in all)"
                                        : "") +
             "\n";

@@ -84,7 +84,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
 
 // The stderr notes for what `appended` removed from the log at `path`, "" when nothing: a line
 // for removed empty lines, and a warning for a torn tail that shows its first 200 bytes (control
-// characters escaped by escape_control(), bytes that are not UTF-8 as \xHH) and, when it is
+// characters and bytes that are not UTF-8 escaped by escape_control()) and, when it is
 // longer, "... (N bytes in all)", so nothing disappears silently and a huge tail stays one line.
 std::string removed_tail_note(const std::string& path, const AppendResult& appended);
 

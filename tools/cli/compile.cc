@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/escape.h"
 #include "compiler/lower.h"
 #include "compiler/timings.h"
 #include "tools/cli/commands.h"
@@ -62,8 +63,9 @@ int run_compile(const CompileOptions& options) {
   if (code != kExitOk) {
     if (options.timings) print_timings(loaded.timings);
     if (code == kExitFindings) {
-      std::fprintf(stderr, "%s: errors found; %s not written\n", options.policy.c_str(),
-                   options.output.c_str());
+      std::fprintf(stderr, "%s: errors found; %s not written\n",
+                   escape_control(options.policy, Backslash::kKeep).c_str(),
+                   escape_control(options.output, Backslash::kKeep).c_str());
     }
     return code;
   }
@@ -86,10 +88,13 @@ int run_compile(const CompileOptions& options) {
   }
   clock.lap("write");
   if (options.timings) print_timings(loaded.timings);
+  // One line, whatever the file names or the policy id hold (the checker refuses an id with
+  // control characters; the names come from the command line, perhaps from a pull request's glob).
   std::fprintf(stderr, "%s: wrote %s (%zu bytes, policy %s revision %lld, checksum %s)\n",
-               options.policy.c_str(), options.output.c_str(), bytes.size(),
-               std::string(table->policy_id()).c_str(), static_cast<long long>(table->revision()),
-               table->checksum_hex().c_str());
+               escape_control(options.policy, Backslash::kKeep).c_str(),
+               escape_control(options.output, Backslash::kKeep).c_str(), bytes.size(),
+               escape_control(table->policy_id()).c_str(),
+               static_cast<long long>(table->revision()), table->checksum_hex().c_str());
   return kExitOk;
 }
 

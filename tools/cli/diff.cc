@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/escape.h"
 #include "compiler/lift.h"
 #include "compiler/yaml_tree.h"
 #include "runtime/table_format.h"
@@ -195,8 +196,10 @@ bool load_side(const std::string& path, DiffSide* side) {
 // How a renderer shows a name (a path, a rule id, an example letter) in running text.
 using Quote = std::string (*)(const std::string&);
 
-std::string single_quoted(const std::string& text) { return "'" + text + "'"; }
-std::string bare(const std::string& text) { return text; }
+// The text report's forms: names from the policies escaped (escape_control), so a rule id or a
+// path cannot add a line; `bare` keeps backslashes single (a path as typed).
+std::string single_quoted(const std::string& text) { return "'" + escape_control(text) + "'"; }
+std::string bare(const std::string& text) { return escape_control(text, Backslash::kKeep); }
 
 // `text` as a Markdown code span. CommonMark has no escapes inside code spans, so the fence is one
 // backtick longer than the longest run of backticks in the text, with a space inside each end when
@@ -261,30 +264,35 @@ uint64_t total_regions(const std::vector<DiffGroup>& groups) {
 }
 
 std::string render_text(const DiffOptions& o, const PolicyDiff& d) {
-  std::string out = "diff " + o.old_path + " -> " + o.new_path + ": " +
+  // Names (fields, verbs) escaped; examples and region descriptions already quote their string
+  // values escaped, but may hold an enum value as written: made safe without doubling escapes.
+  const auto shown = [](const std::string& text) { return escape_control(text); };
+  const auto safe = [](const std::string& text) { return escape_control(text, Backslash::kKeep); };
+  std::string out = "diff " + bare(o.old_path) + " -> " + bare(o.new_path) + ": " +
                     plural(total_regions(d.verb_changes), "region") + " change verb, " +
                     plural(total_regions(d.provenance_changes), "region") +
                     " change only the deciding rule\n";
   for (const std::string& note : table_notes(o, bare)) out += note + "\n";
   for (const auto& f : d.fields) {
-    out +=
-        "field '" + f.name + "': " + f.change + (f.more_dangerous ? ", MORE DANGEROUS" : "") + "\n";
+    out += "field '" + shown(f.name) + "': " + safe(f.change) +
+           (f.more_dangerous ? ", MORE DANGEROUS" : "") + "\n";
   }
   if (!d.verb_changes.empty()) out += "\nverb changes:\n";
   for (const auto& g : d.verb_changes) {
-    out += "  " + g.old_verb + " -> " + g.new_verb + " (effect " + ir::effect_name(g.old_effect) +
-           " -> " + ir::effect_name(g.new_effect) + (g.more_dangerous() ? ", MORE DANGEROUS" : "") +
-           "): " + plural(g.regions, "region") + "\n";
+    out += "  " + shown(g.old_verb) + " -> " + shown(g.new_verb) + " (effect " +
+           ir::effect_name(g.old_effect) + " -> " + ir::effect_name(g.new_effect) +
+           (g.more_dangerous() ? ", MORE DANGEROUS" : "") + "): " + plural(g.regions, "region") +
+           "\n";
     out += "    old rules: " + rule_list(g.old_rules, single_quoted) + "\n";
     out += "    new rules: " + rule_list(g.new_rules, single_quoted) + "\n";
-    out += "    e.g. " + g.example + "\n";
-    out += "    in " + g.description + "\n";
+    out += "    e.g. " + safe(g.example) + "\n";
+    out += "    in " + safe(g.description) + "\n";
   }
   if (!d.provenance_changes.empty()) out += "\nprovenance changes (same verb, another rule):\n";
   for (const auto& g : d.provenance_changes) {
-    out += "  " + g.old_verb + ": " + rule_list(g.old_rules, single_quoted) + " -> " +
+    out += "  " + shown(g.old_verb) + ": " + rule_list(g.old_rules, single_quoted) + " -> " +
            rule_list(g.new_rules, single_quoted) + ": " + plural(g.regions, "region") + "\n";
-    out += "    e.g. " + g.example + "\n";
+    out += "    e.g. " + safe(g.example) + "\n";
   }
   return out;
 }

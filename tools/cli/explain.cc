@@ -27,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/escape.h"
 #include "compiler/interpret.h"
 #include "compiler/ir.h"
 #include "compiler/lower.h"
@@ -304,49 +305,58 @@ Report explain_table(const Table& table, const Input& input, const Letter& lette
   return report;
 }
 
+// Text from the policy or the table (ids, names, reasons, descriptions, the source path): any
+// character the author or a crafted table put there is escaped, so the report keeps its lines.
+std::string shown(std::string_view text) { return escape_control(text); }
+
+// Text that quotes string values already escaped (describe_value(), the table's atom labels and
+// condition text) but may hold an enum value as written: made safe without doubling the escapes.
+std::string safe(std::string_view text) { return escape_control(text, Backslash::kKeep); }
+
 std::string render_text(const Report& r, const std::string& source) {
-  std::string out = "policy " + r.policy_id + " revision " + std::to_string(r.revision) + " (" +
-                    source + ")\nletter:\n";
+  std::string out = "policy " + shown(r.policy_id) + " revision " + std::to_string(r.revision) +
+                    " (" + escape_control(source, Backslash::kKeep) + ")\nletter:\n";
   for (const LetterLine& line : r.letter) {
-    out += "  " + line.field + " = " + letter_line_text(line) + "\n";
+    out += "  " + shown(line.field) + " = " + safe(letter_line_text(line)) + "\n";
   }
   if (!r.valid) {
     // An unreadable value has nothing to show beyond the why.
     const std::string value =
-        r.invalid_value == "<invalid>" ? "" : " (value " + r.invalid_value + ")";
-    out += "\ninvalid input: " + r.invalid_field + " is " + r.invalid_why + value +
+        r.invalid_value == "<invalid>" ? "" : " (value " + safe(r.invalid_value) + ")";
+    out += "\ninvalid input: " + shown(r.invalid_field) + " is " + safe(r.invalid_why) + value +
            "; no rule is considered and the default applies\n";
   } else {
     out += "\nrules, in order:\n";
     size_t n = 0;
     for (const RuleStep& s : r.steps) {
       ++n;
-      out += "  " + std::to_string(n) + ". " + (s.is_table ? "table " : "guard ") + s.id + ": ";
+      out +=
+          "  " + std::to_string(n) + ". " + (s.is_table ? "table " : "guard ") + shown(s.id) + ": ";
       if (s.is_table) {
-        out += s.matched ? "row " + s.row + " hit\n" : "no row hit\n";
+        out += s.matched ? "row " + shown(s.row) + " hit\n" : "no row hit\n";
         std::string fields, values;
         for (size_t k = 0; k < s.key_fields.size(); ++k) {
-          fields += (k ? ", " : "") + s.key_fields[k];
-          values += (k ? ", " : "") + s.key_values[k];
+          fields += (k ? ", " : "") + shown(s.key_fields[k]);
+          values += (k ? ", " : "") + safe(s.key_values[k]);
         }
         out += "       looked up (" + fields + ") = (" + values + ")\n";
         continue;
       }
       out += s.matched ? "matched\n" : "no match\n";
       for (const ConditionStep& c : s.conditions) {
-        out += "       " + c.text + ": ";
-        out += c.holds ? "holds (" + c.field + " = " + c.value + ")\n"
-                       : "fails (" + c.field + " = " + c.value + ", " + c.why + ")\n";
+        out += "       " + safe(c.text) + ": ";
+        out += c.holds ? "holds (" + shown(c.field) + " = " + safe(c.value) + ")\n"
+                       : "fails (" + shown(c.field) + " = " + safe(c.value) + ", " + c.why + ")\n";
       }
     }
     if (r.steps.empty()) out += "  (the policy has no rules)\n";
     if (r.kind == "default") out += "  no rule matched\n";
   }
-  out += "\ndecision: " + r.verb + " (effect " + r.effect + ")\n";
-  out += "  rule: " + r.rule;
+  out += "\ndecision: " + shown(r.verb) + " (effect " + r.effect + ")\n";
+  out += "  rule: " + shown(r.rule);
   if (r.line > 0) out += " (line " + std::to_string(r.line) + ")";
-  out += "\n  reason: " + r.reason + "\n";
-  out += "  what it will do: " + r.description + "\n";
+  out += "\n  reason: " + shown(r.reason) + "\n";
+  out += "  what it will do: " + shown(r.description) + "\n";
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "compiler/escape.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
@@ -55,22 +56,24 @@ int run_lint(const LintOptions& options) {
                                          : render_github(loaded.diagnostics);
     if (!print_to_stdout(out, "the diagnostics")) return kExitUsage;
   }
+  // The file name may come from the pull request under review: one safe line in the CI log.
+  const std::string path = escape_control(options.policy, Backslash::kKeep);
   size_t errors = 0, warnings = 0;
   for (const Diagnostic& d : loaded.diagnostics) {
     if (d.severity == Severity::kError) ++errors;
     if (d.severity == Severity::kWarning) ++warnings;
   }
   if (errors > 0) {
-    std::fprintf(stderr, "%s: %s, %s\n", options.policy.c_str(), plural(errors, "error").c_str(),
+    std::fprintf(stderr, "%s: %s, %s\n", path.c_str(), plural(errors, "error").c_str(),
                  plural(warnings, "warning").c_str());
     return kExitFindings;
   }
   if (warnings > 0) {
-    std::fprintf(stderr, "%s: ok with %s%s\n", options.policy.c_str(),
-                 plural(warnings, "warning").c_str(), options.werror ? " (failing: --werror)" : "");
+    std::fprintf(stderr, "%s: ok with %s%s\n", path.c_str(), plural(warnings, "warning").c_str(),
+                 options.werror ? " (failing: --werror)" : "");
     return options.werror ? kExitFindings : kExitOk;
   }
-  std::fprintf(stderr, "%s: ok\n", options.policy.c_str());
+  std::fprintf(stderr, "%s: ok\n", path.c_str());
   return kExitOk;
 }
 

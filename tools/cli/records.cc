@@ -301,38 +301,6 @@ TextPosition position_of(std::string_view text, size_t offset) {
   return position;
 }
 
-std::string escape_control(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const unsigned char b = static_cast<unsigned char>(c);
-    const unsigned char next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
-    if (b < 0x20 || b == 0x7f) {
-      out += "\\u00";
-      out += kHex[b >> 4];
-      out += kHex[b & 15];
-    } else if (b == 0xC2 && next >= 0x80 && next <= 0x9F) {
-      // C1 controls (U+0080..U+009F: CSI, NEL, ...) act on terminals like C0 ones.
-      out += "\\u00";
-      out += kHex[next >> 4];
-      out += kHex[next & 15];
-      ++i;
-    } else if (b == 0xE2 && next == 0x80 && i + 2 < text.size() &&
-               (text[i + 2] == '\xA8' || text[i + 2] == '\xA9')) {
-      // U+2028 / U+2029, line and paragraph separators: line breaks to some readers.
-      out += text[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string quote_for_reason(std::string_view text) {
   constexpr size_t kMax = 64;
   std::string_view shown = text;

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/escape.h"  // escape_control(): the one escaping function for plain text
 #include "runtime/table.h"
 
 namespace replaygate::cli {
@@ -134,14 +135,8 @@ struct TextPosition {
 };
 TextPosition position_of(std::string_view text, size_t offset);
 
-// `text` with control characters (C0 bytes NUL, ESC, CR, LF, ..., DEL, the C1 controls
-// U+0080..U+009F, and U+2028/U+2029) written as \u00XX / \u2028 and a backslash doubled, so a value
-// read from a letter or a message cannot cut or forge a line of the output or drive the terminal.
-// The one escaping function for untrusted text in plain-text output.
-std::string escape_control(std::string_view text);
-
 // 'text' in single quotes for a reason or a message, cut to 64 bytes ("...") so reasons stay one
-// short line, escaped with escape_control().
+// short line, escaped with escape_control() (compiler/escape.h).
 std::string quote_for_reason(std::string_view text);
 
 // "blank line", "not valid UTF-8", "bad JSON (...)": the readable name of a simdjson error code.

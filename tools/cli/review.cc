@@ -21,7 +21,7 @@
 // value makes the input invalid (the policy default, fail closed).
 // The identifying fields the record prints and the audit log keeps must be strings or integers:
 // another JSON value there makes the message or record invalid (exit 1, nothing recorded). Every
-// value the text record prints is escaped (escape_control, records.h).
+// value the text record prints is escaped (escape_control, compiler/escape.h).
 //
 // Secrets: values of sensitive fields (the policy's `sensitive` list plus a built-in list of
 // common secret names) are never printed, logged or written to the audit log; the record names

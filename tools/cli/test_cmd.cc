@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "compiler/check.h"
+#include "compiler/escape.h"
 #include "compiler/interpret.h"
 #include "compiler/lower.h"
 #include "compiler/yaml_tree.h"
@@ -557,7 +558,8 @@ int run_test(const TestOptions& options) {
       report_diagnostics(diagnostics, text, DiagnosticFormat::kText);
     }
     if (has_errors(diagnostics)) {
-      std::fprintf(stderr, "%s: errors found; its cases were not run\n", path.c_str());
+      std::fprintf(stderr, "%s: errors found; its cases were not run\n",
+                   escape_control(path, Backslash::kKeep).c_str());
       case_file_errors = true;
       continue;
     }
@@ -577,7 +579,7 @@ int run_test(const TestOptions& options) {
         std::fprintf(stderr,
                      "replaygate: internal error: case '%s': the table and the interpreter "
                      "disagree\n",
-                     c.name.c_str());
+                     escape_control(c.name).c_str());
         return kExitUsage;
       }
       record_case(policy, letter, oracle, &cov);
@@ -600,12 +602,17 @@ int run_test(const TestOptions& options) {
         r.failure = "expected reason \"" + c.reason + "\", got \"" + r.reason + "\"";
       }
       r.passed = r.failure.empty();
+      // Case names, verbs, rule ids and reasons come from the case file and the policy: escaped,
+      // so each case stays one line of the CI log.
       if (r.passed) {
         ++passed;
-        if (!json) std::printf("PASS %s\n", c.name.c_str());
+        if (!json) std::printf("PASS %s\n", escape_control(c.name).c_str());
       } else {
         ++failed;
-        if (!json) std::printf("FAIL %s: %s\n", c.name.c_str(), r.failure.c_str());
+        if (!json) {
+          std::printf("FAIL %s: %s\n", escape_control(c.name).c_str(),
+                      escape_control(r.failure).c_str());
+        }
       }
       results.push_back(std::move(r));
     }
@@ -623,8 +630,9 @@ int run_test(const TestOptions& options) {
                 cov.invariants.size());
     if (options.coverage) {
       for (const Uncovered& u : uncovered) {
-        std::printf("uncovered: %s:%u: %s %s\n", options.policy.c_str(), u.line, u.kind.c_str(),
-                    u.id.c_str());
+        std::printf("uncovered: %s:%u: %s %s\n",
+                    escape_control(options.policy, Backslash::kKeep).c_str(), u.line,
+                    u.kind.c_str(), escape_control(u.id).c_str());
       }
     }
   }
