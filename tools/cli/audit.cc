@@ -380,7 +380,7 @@ std::string not_a_torn_entry(const std::string& path, const std::string& line,
                              std::string_view fragment) {
   return "the last line of " + path + " (line " + line +
          ", without a newline) is neither an audit entry nor the start of one (it begins '" +
-         escape_bytes(utf8_prefix(fragment, 40)) + "'" + (fragment.size() > 40 ? "..." : "") +
+         escape_control(utf8_prefix(fragment, 40)) + "'" + (fragment.size() > 40 ? "..." : "") +
          "): " + path +
          " is not an audit log, or not one this version wrote; nothing was changed. Check the "
          "path; if it is the log, run 'replaygate audit verify " +
@@ -610,7 +610,7 @@ VerifyReport verify_bytes(std::string_view bytes) {
       const std::string line = std::to_string(lines_in(bytes, 0, complete) + 1);
       report.problems.push_back(
           "line " + line + ": without a newline, and neither an entry nor the start of one (it " +
-          "begins '" + escape_bytes(utf8_prefix(fragment, 40)) + "'" +
+          "begins '" + escape_control(utf8_prefix(fragment, 40)) + "'" +
           (fragment.size() > 40 ? "..." : "") + "): not a torn line an append left");
       if (report.append_refusal.empty()) {
         report.append_refusal =
