@@ -650,8 +650,7 @@ int run_decide(const DecideOptions& o) {
     p.create = false;
     p.has_key = false;
     if (status == LineReader::Status::kTooLarge) {
-      problem =
-          "invalid record: record too large (over " + std::to_string(reader.max_line()) + " bytes)";
+      problem = record_too_large(reader.max_line());
       meta = RecordMeta{};
     } else {
       p.readable = parser->parse(line, input, &meta, &problem);

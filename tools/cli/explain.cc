@@ -39,11 +39,12 @@
 #include "tools/cli/letters.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 namespace {
 
-constexpr size_t kMaxLetterBytes = size_t{1} << 20;
+constexpr size_t kMaxLetterBytes = kMaxRecordBytes;  // a letter is one record
 
 struct ExplainOptions {
   std::string policy;
@@ -457,10 +458,8 @@ int run_explain(const ExplainOptions& options) {
   // A letter over the limit is a letter that cannot be read (exit 1), as `decide` makes such a
   // line an invalid record, not an I/O error.
   const auto too_large = [](const std::string& where) {
-    std::fprintf(stderr,
-                 "replaygate explain: %s: unreadable letter: invalid record: record too large "
-                 "(over %zu bytes)\n",
-                 where.c_str(), kMaxLetterBytes);
+    std::fprintf(stderr, "replaygate explain: %s: unreadable letter: %s\n", where.c_str(),
+                 record_too_large(kMaxLetterBytes).c_str());
     return kExitFindings;
   };
   std::string text, io_error;

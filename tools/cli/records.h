@@ -25,7 +25,13 @@
 namespace replaygate::cli {
 
 inline constexpr size_t kMaxRecordBytes = size_t{1} << 20;  // 1 MiB per line
-inline constexpr size_t kMaxJsonDepth = 32;                 // nesting of arrays/objects
+
+// The reason of a record over `max_bytes` bytes, as decide and explain both say it:
+// "invalid record: record too large (over 1048576 bytes)".
+inline std::string record_too_large(size_t max_bytes) {
+  return "invalid record: record too large (over " + std::to_string(max_bytes) + " bytes)";
+}
+inline constexpr size_t kMaxJsonDepth = 32;  // nesting of arrays/objects
 
 class LineReader {
  public:
