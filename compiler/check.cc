@@ -371,25 +371,30 @@ class Checker {
       }
     }
     if (input.source) {
-      static const std::vector<std::string> kSources = {"letter", "operator"};
+      static const std::vector<std::string> kSources = {"letter", "operator", "record"};
+      const std::string how = std::string("write '") + pick("source: operator", "source operator") +
+                              "' (only an operator sets it), '" +
+                              pick("source: record", "source record") +
+                              "' (only the operation record supplies it) or leave it out";
       if (input.source->text == "operator") {
-        f.operator_only = true;
+        f.source = ir::InputSource::kOperator;
+      } else if (input.source->text == "record") {
+        f.source = ir::InputSource::kRecord;
       } else if (input.source->text.empty()) {
-        error("RG144", "empty source for " + label, input.source->span,
-              std::string("write '") + pick("source: operator", "source operator") +
-                  "' (only an operator sets it) or leave it out");
+        error("RG144", "empty source for " + label, input.source->span, how);
       } else if (input.source->text != "letter") {
         error("RG144", "unknown source " + quote(input.source->text) + " for " + label,
-              input.source->span,
-              did_you_mean(input.source->text, kSources,
-                           std::string("write '") + pick("source: operator", "source operator") +
-                               "' (only an operator sets it) or leave it out"));
+              input.source->span, did_you_mean(input.source->text, kSources, how));
       }
       // A derived input is computed from two others, so nobody sets it.
-      if (f.operator_only && input.derived) {
-        error(
-            "RG145", label + " is derived, so it cannot be set by an operator", input.source->span,
-            "a derived input is computed, so nobody sets it: remove the source or the derivation");
+      if (f.source != ir::InputSource::kLetter && input.derived) {
+        error("RG145",
+              label + " is derived, so it cannot be " +
+                  (f.source == ir::InputSource::kOperator ? "set by an operator"
+                                                          : "read from the operation record"),
+              input.source->span,
+              "a derived input is computed, so nobody sets it: remove the source or the "
+              "derivation");
       }
     }
     return f;

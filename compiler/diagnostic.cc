@@ -397,6 +397,7 @@ constexpr CodeTitle kCodeTitles[] = {
     {"RG305", "mapping type or value mismatch"},
     {"RG306", "derived input mapped"},
     {"RG307", "operator-only input mapped"},
+    {"RG308", "record-only input mapped"},
     {"RG401", "case file structure"},
     {"RG402", "case file names another policy"},
     {"RG403", "case input is not a policy input"},

@@ -103,6 +103,43 @@ bool rules_read(const ir::Policy& policy, uint32_t f) {
   return false;
 }
 
+// How strictly an input's source limits who sets it: an operator only, then the operation record
+// only, then letters (and, in review, the record, else the message).
+int source_strictness(ir::InputSource source) {
+  switch (source) {
+    case ir::InputSource::kOperator:
+      return 2;
+    case ir::InputSource::kRecord:
+      return 1;
+    case ir::InputSource::kLetter:
+      break;
+  }
+  return 0;
+}
+
+// The new source lets more writers set the input than the old one: a letter (decide, explain, the
+// JSONL binding) may now set what only an operator or the operation record set, or the record
+// what only an operator set.
+bool looser_source(ir::InputSource old_source, ir::InputSource new_source) {
+  return source_strictness(new_source) < source_strictness(old_source);
+}
+
+std::string describe_source_change(ir::InputSource a, ir::InputSource b) {
+  using S = ir::InputSource;
+  if (b == S::kOperator) {
+    return a == S::kLetter
+               ? "now set only by an operator (letters no longer set it)"
+               : "now set only by an operator (the operation record no longer sets it)";
+  }
+  if (b == S::kRecord) {
+    return a == S::kLetter
+               ? "now read only from the operation record (letters no longer set it)"
+               : "no longer operator-only: the operation record may now set it";
+  }
+  return a == S::kOperator ? "no longer operator-only: letters may now set it"
+                           : "no longer record-only: letters may now set it";
+}
+
 // `op(lhs, rhs)` of a derived bool, with its operands' names, or "" for an input field.
 std::string derivation_text(const ir::Policy& policy, const ir::Field& field) {
   if (!field.derived) return "";
@@ -135,10 +172,7 @@ std::string describe_field_change(const ir::Policy& old_policy, const ir::Field&
     parts.push_back(fmt::format("bounds [{}, {}] -> [{}, {}]", bound(a.min), bound(a.max),
                                 bound(b.min), bound(b.max)));
   }
-  if (a.operator_only != b.operator_only) {
-    parts.push_back(b.operator_only ? "now set only by an operator (letters no longer set it)"
-                                    : "no longer operator-only: letters may now set it");
-  }
+  if (a.source != b.source) parts.push_back(describe_source_change(a.source, b.source));
   if (a.enum_values != b.enum_values) parts.push_back("enum values changed");
   if (a.empty_means_absent != b.empty_means_absent) {
     parts.push_back(b.empty_means_absent ? "now empty_means_absent"
@@ -385,7 +419,7 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
       if (!change.empty()) {
         out.fields.push_back(
             {field.name, change,
-             old_field.operator_only && !field.operator_only && rules_read(new_policy, f)});
+             looser_source(old_field.source, field.source) && rules_read(new_policy, f)});
       }
       continue;
     }

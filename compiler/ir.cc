@@ -43,6 +43,18 @@ const char* field_type_name(FieldType type) {
   return "?";
 }
 
+const char* input_source_name(InputSource source) {
+  switch (source) {
+    case InputSource::kLetter:
+      return "letter";
+    case InputSource::kOperator:
+      return "operator";
+    case InputSource::kRecord:
+      return "record";
+  }
+  return "?";
+}
+
 const char* op_name(Op op) {
   switch (op) {
     case Op::kEq:

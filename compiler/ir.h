@@ -56,6 +56,17 @@ struct Derivation {
   bool operator==(const Derivation&) const = default;
 };
 
+// Who may supply an input's value. Tools that read letters, dumps or broker records (decide,
+// explain, the JSONL binding, the kafka mapping) never take the value of a kOperator or kRecord
+// input from them and leave it unset, so the policy's handling of an absent (or, when required,
+// missing) value applies: fail closed. Test case files set any input.
+enum class InputSource : uint8_t {
+  kLetter = 0,    // the default: a letter, or (review) the operation record, else the message
+  kOperator = 1,  // only an operator (YAML `source: operator`): `review --confirm` sets a bool one
+  kRecord = 2,    // only the durable operation record (YAML `source: record`): review reads it
+                  // from the record file and ignores (and reports) a value the message offers
+};
+
 struct Field {
   std::string name;
   FieldType type = FieldType::kString;
@@ -70,11 +81,9 @@ struct Field {
   // as a finite domain, so it can report gaps: known combinations that fall to the default.
   std::vector<std::string> domain;
   std::optional<Derivation> derived;  // kBool only, never optional: computed, see Derivation
-  // Only an operator sets this input (YAML `source: operator`): tools that read letters, dumps or
-  // broker records (decide, explain, the JSONL binding, the kafka mapping) never take its value
-  // from them and leave it unset, so the policy's handling of an absent (or, when required,
-  // missing) value applies; `review --confirm` and test case files set it. Any type; never derived.
-  bool operator_only = false;
+  // Who may supply the input's value (YAML `source: NAME`, DSL `source NAME`; see InputSource).
+  // Never kOperator or kRecord on a derived field (nobody sets a derived one).
+  InputSource source = InputSource::kLetter;
   bool operator==(const Field&) const = default;
 };
 
@@ -223,6 +232,7 @@ std::vector<CatalogEntry> rule_catalog(const Policy& policy);
 
 const char* effect_name(Effect effect);       // "none", "read", "copy", "create"
 const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
+const char* input_source_name(InputSource source);  // "letter", "operator", "record"
 const char* op_name(Op op);                   // "eq", "ne", "in", "not_in", "lt", ... "absent"
 // `a op b` for the comparison ops kEq, kNe, kLt, kLe, kGt and kGe on ints: how a condition's
 // bound and a Derivation's value are evaluated. false

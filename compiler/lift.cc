@@ -187,7 +187,7 @@ struct Lifter {
       field.type = static_cast<ir::FieldType>(info.type);
       field.optional = info.optional;
       field.empty_means_absent = info.empty_means_absent;
-      field.operator_only = info.operator_only;
+      field.source = static_cast<ir::InputSource>(info.source);
       if (info.has_min) field.min = info.min;
       if (info.has_max) field.max = info.max;
       if (field.type == ir::FieldType::kEnum) field.enum_values = s.dictionary;

@@ -129,6 +129,9 @@ std::string condition_text(const ir::Condition& c, ir::FieldType type) {
 }
 
 uint8_t type_code(ir::FieldType t) { return static_cast<uint8_t>(t); }
+static_assert(static_cast<uint8_t>(ir::InputSource::kLetter) == fmtx::kSourceLetter &&
+              static_cast<uint8_t>(ir::InputSource::kOperator) == fmtx::kSourceOperator &&
+              static_cast<uint8_t>(ir::InputSource::kRecord) == fmtx::kSourceRecord);
 
 void put_digest(uint8_t out[16], XXH128_hash_t h) {
   std::memcpy(out, &h.low64, 8);
@@ -172,7 +175,7 @@ struct Lowering {
       r.optional = field.optional ? 1 : 0;
       r.empty_means_absent =
           field.type == ir::FieldType::kString && field.empty_means_absent ? 1 : 0;
-      r.operator_only = field.operator_only ? 1 : 0;
+      r.source = static_cast<uint8_t>(field.source);  // fmtx::FieldSourceCode, same values
       if (field.type == ir::FieldType::kInt) {
         r.has_min = field.min.has_value();
         r.has_max = field.max.has_value();
@@ -387,11 +390,12 @@ struct Lowering {
     std::memcpy(h.magic, fmtx::kMagic, sizeof(h.magic));
     h.version = fmtx::kVersion;
     h.header_size = sizeof(fmtx::Header);
-    // The flag makes a loader that predates operator-only fields refuse the table.
-    h.flags = std::any_of(policy.fields.begin(), policy.fields.end(),
-                          [](const ir::Field& f) { return f.operator_only; })
-                  ? fmtx::kFlagOperatorFields
-                  : 0;
+    // The flags make a loader that predates operator-only (record-only) fields refuse the table.
+    h.flags = 0;
+    for (const ir::Field& f : policy.fields) {
+      if (f.source == ir::InputSource::kOperator) h.flags |= fmtx::kFlagOperatorFields;
+      if (f.source == ir::InputSource::kRecord) h.flags |= fmtx::kFlagRecordFields;
+    }
     h.total_size = out.size();
     h.section_count = section_count;
 

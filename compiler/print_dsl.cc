@@ -438,7 +438,7 @@ ast::Policy to_ast(const ir::Policy& p) {
           {name(p.fields.at(f.derived->lhs).name), name(p.fields.at(f.derived->rhs).name)},
           {}};
     }
-    if (f.operator_only) in.source = name("operator");
+    if (f.source != ir::InputSource::kLetter) in.source = name(ir::input_source_name(f.source));
     if (!f.description.empty()) in.description = quoted(f.description);
     out.inputs->push_back(std::move(in));
   }

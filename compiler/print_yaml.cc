@@ -152,7 +152,9 @@ std::string print_yaml(const ir::Policy& policy) {
              policy.fields.at(f.derived->lhs).name + ", " + policy.fields.at(f.derived->rhs).name +
              "]}\n";
     }
-    if (f.operator_only) out += "    source: operator\n";
+    if (f.source != ir::InputSource::kLetter) {
+      out += std::string("    source: ") + ir::input_source_name(f.source) + "\n";
+    }
     if (!f.description.empty()) out += "    description: " + quoted(f.description) + "\n";
   }
   out += "\nverbs:\n";

@@ -310,6 +310,11 @@ int rg_table_field_operator_only(const rg_table* t, uint32_t field) {
   if (t == nullptr || field >= entry_of(t)->table->field_count()) return 0;
   return entry_of(t)->table->field(field).operator_only ? 1 : 0;
 }
+uint32_t rg_table_field_source(const rg_table* t, uint32_t field) {
+  if (t == nullptr || field >= entry_of(t)->table->field_count()) return RG_NO_INDEX;
+  static_assert(static_cast<uint32_t>(replaygate::FieldSource::kRecord) == RG_SOURCE_RECORD);
+  return static_cast<uint32_t>(entry_of(t)->table->field(field).source);
+}
 uint32_t rg_table_verb_count(const rg_table* t) {
   return t == nullptr ? 0 : entry_of(t)->table->verb_count();
 }

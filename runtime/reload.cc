@@ -71,11 +71,14 @@ std::string SharedTable::incompatibility(const Table& current, const Table& next
     }
     // Who may set a field decides whether readers of letters take it from the message; a reader
     // built for the current table (the JSONL binding's) must not meet a different answer.
-    if (a.operator_only != b.operator_only) {
+    if (a.source != b.source) {
+      const auto who = [](FieldSource s) {
+        return s == FieldSource::kOperator ? "operator-only"
+               : s == FieldSource::kRecord ? "record-only"
+                                           : "set from letters";
+      };
       return "incompatible table: field " + std::to_string(f) + " (" + std::string(b.name) +
-             ") is " + (b.operator_only ? "operator-only" : "set from letters") +
-             ", the current table has it as " +
-             (a.operator_only ? "operator-only" : "set from letters");
+             ") is " + who(b.source) + ", the current table has it as " + who(a.source);
     }
   }
   if (current.verb_count() != next.verb_count()) {

@@ -72,7 +72,7 @@ class SharedTable {
   // swaps it in. Returns true on success. On failure the current table keeps serving and
   // *status says why: any LoadError from Table::load_file, or kMalformed with the message
   // "incompatible table: ..." when the fields (names, types, order, derived or not,
-  // operator-only or not) or the verbs
+  // operator-only, record-only or set from letters) or the verbs
   // (names, order) differ, because workers hold field indices and Inputs sized for the current
   // table.
   bool reload(const std::string& path, LoadStatus* status);

@@ -22,7 +22,9 @@
  *
  * Operator-only fields (rg_table_field_operator_only): set them from the worker's operator
  * channel only, never from the dead-lettered message; a message saying "operator_confirmed": true
- * proves nothing. rgj_decide_lines (bindings/jsonl) ignores them in records.
+ * proves nothing. Record-only fields (rg_table_field_source == RG_SOURCE_RECORD): set them from
+ * the durable operation record only, never from the message. rgj_decide_lines (bindings/jsonl)
+ * ignores both kinds in records.
  */
 #ifndef REPLAYGATE_H
 #define REPLAYGATE_H
@@ -84,6 +86,13 @@ typedef enum rg_field_type {
   RG_FIELD_ENUM = 3
 } rg_field_type;
 
+/* Who may supply a field's value (rg_table_field_source; policy `source:`). */
+typedef enum rg_field_source {
+  RG_SOURCE_LETTER = 0,   /* letters (messages, records of a dump) may set it */
+  RG_SOURCE_OPERATOR = 1, /* only an operator (`source: operator`): rg_table_field_operator_only */
+  RG_SOURCE_RECORD = 2    /* only the durable operation record (`source: record`) */
+} rg_field_source;
+
 typedef enum rg_effect {
   RG_EFFECT_NONE = 0,
   RG_EFFECT_READ,
@@ -139,6 +148,14 @@ RG_API uint32_t rg_table_field_type(const rg_table* table, uint32_t field); /* r
  * being decided; leave it unset otherwise, so the policy's fail-closed handling of an absent value
  * applies. A message that carries the field's name is not evidence of an operator's decision. */
 RG_API int rg_table_field_operator_only(const rg_table* table, uint32_t field);
+/* Who may supply the field's value: an rg_field_source, or RG_NO_INDEX for a NULL table or an
+ * out-of-range field. RG_SOURCE_RECORD (policy `source: record`): rg_decide reads the field like
+ * any other, but the worker must set it only from the durable operation record it keeps (its own
+ * store), never from the message being decided; leave it unset otherwise (fail closed). The
+ * message's copy of a record fact (a phase, an allowance) is what the record said when the
+ * message was produced, or whatever its producer wrote. RG_SOURCE_OPERATOR: as
+ * rg_table_field_operator_only. rgj_decide_lines ignores both kinds in records. */
+RG_API uint32_t rg_table_field_source(const rg_table* table, uint32_t field);
 RG_API uint32_t rg_table_verb_count(const rg_table* table);
 RG_API uint32_t rg_table_verb_index(const rg_table* table, const char* name, size_t size);
 RG_API rg_str rg_table_verb_name(const rg_table* table, uint32_t verb);

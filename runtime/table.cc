@@ -436,7 +436,7 @@ class Loader {
         return fail(LoadError::kMalformed, "dictionary entry " + num(i) + " has a wrong hash");
       }
     }
-    bool any_operator_only = false;
+    bool any_operator_only = false, any_record_only = false;
     for (size_t f = 0; f < records.size(); ++f) {
       const fm::FieldRecord& r = records[f];
       Table::Impl::Field out;
@@ -446,19 +446,24 @@ class Loader {
         return false;
       }
       if (r.type > fm::kTypeEnum || r.optional > 1 || r.empty_means_absent > 1 || r.has_min > 1 ||
-          r.has_max > 1 || r.operator_only > 1 || r.pad[0] != 0 || r.pad[1] != 0) {
+          r.has_max > 1 || r.source > fm::kSourceRecord || r.pad[0] != 0 || r.pad[1] != 0) {
         return fail(LoadError::kMalformed, what + " has a bad type or flag byte");
       }
       if (r.reserved != 0) {
         return fail(LoadError::kMalformed,
                     what + " reserved word is " + num(r.reserved) + ", not 0");
       }
-      if (r.operator_only && (flags_ & fm::kFlagOperatorFields) == 0) {
+      if (r.source == fm::kSourceOperator && (flags_ & fm::kFlagOperatorFields) == 0) {
         return fail(LoadError::kMalformed,
                     what + " is operator-only but the header lacks the operator-fields flag");
       }
-      out.operator_only = r.operator_only;
-      any_operator_only = any_operator_only || out.operator_only;
+      if (r.source == fm::kSourceRecord && (flags_ & fm::kFlagRecordFields) == 0) {
+        return fail(LoadError::kMalformed,
+                    what + " is record-only but the header lacks the record-fields flag");
+      }
+      out.source = static_cast<FieldSource>(r.source);
+      any_operator_only = any_operator_only || r.source == fm::kSourceOperator;
+      any_record_only = any_record_only || r.source == fm::kSourceRecord;
       out.type = static_cast<FieldType>(r.type);
       out.optional = r.optional;
       out.empty_means_absent = r.empty_means_absent;
@@ -553,6 +558,10 @@ class Loader {
     if ((flags_ & fm::kFlagOperatorFields) != 0 && !any_operator_only) {
       return fail(LoadError::kMalformed,
                   "the header's operator-fields flag is set but no field is operator-only");
+    }
+    if ((flags_ & fm::kFlagRecordFields) != 0 && !any_record_only) {
+      return fail(LoadError::kMalformed,
+                  "the header's record-fields flag is set but no field is record-only");
     }
     return true;
   }
@@ -926,7 +935,7 @@ class Loader {
       Table::Impl::Field& f = t_.fields[d.field];
       const auto& lhs = t_.fields[d.lhs];
       const auto& rhs = t_.fields[d.rhs];
-      if (!op_ok || f.type != FieldType::kBool || f.optional || f.operator_only ||
+      if (!op_ok || f.type != FieldType::kBool || f.optional || f.source != FieldSource::kLetter ||
           lhs.type != FieldType::kInt || lhs.optional || rhs.type != FieldType::kInt ||
           rhs.optional) {
         return fail(LoadError::kMalformed,
@@ -1046,6 +1055,18 @@ const char* load_error_name(LoadError error) {
       return "bad_offset";
     case LoadError::kMalformed:
       return "malformed";
+  }
+  return "?";
+}
+
+const char* field_source_name(FieldSource source) {
+  switch (source) {
+    case FieldSource::kLetter:
+      return "letter";
+    case FieldSource::kOperator:
+      return "operator";
+    case FieldSource::kRecord:
+      return "record";
   }
   return "?";
 }
@@ -1298,11 +1319,13 @@ uint32_t Table::field_index(std::string_view name) const noexcept {
 }
 FieldInfo Table::field(uint32_t index) const noexcept {
   if (index >= impl_->fields.size()) {
-    return FieldInfo{{}, FieldType::kString, false, false, false, false, 0, 0, false};
+    return FieldInfo{
+        {}, FieldType::kString, false, false, false, false, 0, 0, false, FieldSource::kLetter};
   }
   const Impl::Field& f = impl_->fields[index];
-  return FieldInfo{f.name,    f.type, f.optional, f.empty_means_absent, f.has_min,
-                   f.has_max, f.min,  f.max,      f.operator_only};
+  return FieldInfo{f.name,    f.type, f.optional, f.empty_means_absent,
+                   f.has_min, f.has_max, f.min, f.max, f.source == FieldSource::kOperator,
+                   f.source};
 }
 
 bool Table::field_derived(uint32_t index) const noexcept {
@@ -1415,7 +1438,8 @@ std::string Table::dump() const {
              std::string(t.fields[d.rhs].name);
       }
     }
-    if (field.operator_only) s += ", set by an operator only";
+    if (field.source == FieldSource::kOperator) s += ", set by an operator only";
+    if (field.source == FieldSource::kRecord) s += ", read from the operation record only";
     line(s);
     std::string atoms = "      atoms:";
     for (uint32_t a = field.optional ? 0 : 1; a < field.atom_count; ++a) {

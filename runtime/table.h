@@ -23,7 +23,8 @@
 // A derived field (field_derived()) is not read from the Input: after validation it is computed
 // as `lhs op rhs` over two required int fields (docs/table-format.md, derivations).
 // An operator-only field (FieldInfo::operator_only) is read from the Input like any other, but
-// must be set only from an operator's decision, never from the message (see FieldInfo).
+// must be set only from an operator's decision, never from the message (see FieldInfo); a
+// record-only one (FieldInfo::source == FieldSource::kRecord) only from the operation record.
 #pragma once
 
 #include <cstddef>
@@ -59,6 +60,13 @@ enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
 const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
 enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
 const char* effect_name(Effect effect);  // "none", "read", "copy", "create"
+// Who may supply a field's value (policy `source:`; docs/policy-language.md).
+enum class FieldSource : uint8_t {
+  kLetter = 0,    // letters (messages, dump records, broker records) and the operation record
+  kOperator = 1,  // only an operator (`source: operator`)
+  kRecord = 2,    // only the durable operation record (`source: record`)
+};
+const char* field_source_name(FieldSource source);  // "letter", "operator", "record"
 
 enum class DecisionKind : uint8_t {
   kRule = 0,          // a guard or a table row decided; `rule` is its catalog index
@@ -83,8 +91,13 @@ struct FieldInfo {
   // Only an operator sets this field (policy `source: operator`). decide() reads it like any
   // other field: it is the caller's job to set it only from its operator channel (a review, a
   // confirmation it recorded), never from the message being decided. The CLI's letter readers
-  // and the JSONL binding leave it unset whatever a record says.
+  // and the JSONL binding leave it unset whatever a record says. Same as source == kOperator.
   bool operator_only;
+  // Who may supply the value. kRecord: only the durable operation record (a review's record
+  // file, or the worker's own store); like an operator-only field, decide() reads it like any
+  // other, the CLI's letter readers and the JSONL binding leave it unset whatever a letter says,
+  // and a caller must never copy it from the message being decided.
+  FieldSource source;
 };
 
 class Table;

@@ -92,18 +92,23 @@ inline constexpr uint32_t kSectionCount = 16;     // sections every table has
 inline constexpr uint32_t kMaxSectionCount = 17;  // with the optional kDerivations section
 
 // Header flags. A loader rejects any bit it does not know, so a flag is how a table says "you
-// must understand this to read me": a loader that predates operator-only fields refuses a table
-// with one (it would otherwise pass the field's letter value on as an ordinary input).
-// kFlagOperatorFields: some FieldRecord has operator_only = 1 (set exactly then). A policy without
-// operator-only fields has flags 0, so its bytes are the same as before the marker existed.
+// must understand this to read me": a loader that predates operator-only (or record-only) fields
+// refuses a table with one (it would otherwise pass the field's letter value on as an ordinary
+// input).
+// kFlagOperatorFields: some FieldRecord has source = kSourceOperator (set exactly then).
+// kFlagRecordFields: some FieldRecord has source = kSourceRecord (set exactly then); a loader that
+// knows only kFlagOperatorFields refuses the bit (and the source byte 2).
+// A policy without either marker has flags 0, so its bytes are the same as before the markers
+// existed; one with operator-only fields only has the bytes it had before record-only fields.
 inline constexpr uint32_t kFlagOperatorFields = 1u;
-inline constexpr uint32_t kKnownFlags = kFlagOperatorFields;
+inline constexpr uint32_t kFlagRecordFields = 2u;
+inline constexpr uint32_t kKnownFlags = kFlagOperatorFields | kFlagRecordFields;
 
 struct Header {
   char magic[8];
   uint16_t version;
   uint16_t header_size;  // sizeof(Header); the directory starts here
-  uint32_t flags;        // kFlag* bits; 0 for a policy without operator-only fields
+  uint32_t flags;        // kFlag* bits; 0 for a policy without operator- or record-only fields
   uint64_t total_size;   // the file's size in bytes
   uint32_t section_count;
   uint32_t reserved;
@@ -142,6 +147,8 @@ struct MetaRecord {
 static_assert(sizeof(MetaRecord) == 56);
 
 enum FieldTypeCode : uint8_t { kTypeString = 0, kTypeInt = 1, kTypeBool = 2, kTypeEnum = 3 };
+// FieldRecord::source (ir::InputSource): who may supply the field's value.
+enum FieldSourceCode : uint8_t { kSourceLetter = 0, kSourceOperator = 1, kSourceRecord = 2 };
 
 struct FieldRecord {
   StrRef name;
@@ -151,9 +158,11 @@ struct FieldRecord {
   uint8_t empty_means_absent;
   uint8_t has_min;
   uint8_t has_max;
-  // 0 or 1: only an operator sets this field (ir::Field::operator_only); tools that read letters
-  // leave it unset. 1 needs kFlagOperatorFields in the header; never on a derived field.
-  uint8_t operator_only;
+  // FieldSourceCode (ir::Field::source): 0 letters set it; 1 only an operator, 2 only the
+  // operation record (tools that read letters leave both unset). 1 needs kFlagOperatorFields in
+  // the header, 2 kFlagRecordFields; neither on a derived field. (Format version 1 had 0 or 1
+  // here, named operator_only: the same bytes.)
+  uint8_t source;
   uint8_t pad[2];  // 0 (the loader rejects anything else)
   int64_t min;
   int64_t max;

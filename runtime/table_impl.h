@@ -51,7 +51,7 @@ struct Table::Impl {
     uint32_t slot_begin = 0, slot_count = 0;
     uint32_t cut_begin = 0, cut_count = 0;
     bool derived = false;        // computed from two int fields; see `derivations`
-    bool operator_only = false;  // only an operator sets it (FieldRecord::operator_only)
+    FieldSource source = FieldSource::kLetter;  // who may supply it (FieldRecord::source)
   };
   struct DictEntry {
     uint64_t hash = 0;

@@ -53,10 +53,11 @@ TEST(OperatorOnlyCompiler, BothFrontEndsAndPrintersKeepTheMarker) {
   const ir::Policy from_yaml = load(kYaml, "op.yaml");
   const ir::Policy from_dsl = load(kDsl, "op.policy");
   ASSERT_EQ(from_yaml.fields.size(), 4u);
-  EXPECT_FALSE(from_yaml.fields[0].operator_only);
-  EXPECT_TRUE(from_yaml.fields[1].operator_only);
-  EXPECT_TRUE(from_yaml.fields[2].operator_only);
-  EXPECT_FALSE(from_yaml.fields[3].operator_only);  // `source: letter` is the default, spelled out
+  EXPECT_EQ(from_yaml.fields[0].source, ir::InputSource::kLetter);
+  EXPECT_EQ(from_yaml.fields[1].source, ir::InputSource::kOperator);
+  EXPECT_EQ(from_yaml.fields[2].source, ir::InputSource::kOperator);
+  // `source: letter` is the default, spelled out
+  EXPECT_EQ(from_yaml.fields[3].source, ir::InputSource::kLetter);
   EXPECT_EQ(from_yaml, from_dsl);
 
   const std::string dsl = print_dsl(from_yaml);
@@ -74,8 +75,8 @@ TEST(OperatorOnlyCompiler, BothFrontEndsAndPrintersKeepTheMarker) {
 TEST(OperatorOnlyCompiler, DiffReportsTheMarker) {
   const ir::Policy marked = load(kYaml, "op.yaml");
   ir::Policy unmarked = marked;
-  unmarked.fields[1].operator_only = false;  // read by the guard
-  unmarked.fields[2].operator_only = false;  // read by no rule
+  unmarked.fields[1].source = ir::InputSource::kLetter;  // read by the guard
+  unmarked.fields[2].source = ir::InputSource::kLetter;  // read by no rule
 
   PolicyDiff d = diff_policies(marked, unmarked);
   EXPECT_TRUE(d.verb_changes.empty());

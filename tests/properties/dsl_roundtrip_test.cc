@@ -30,12 +30,22 @@ std::string decision_digest(const ir::CheckedPolicy& policy) {
   return table->decision_digest_hex();
 }
 
-// The generator never marks an input operator-only (its oracles decide letters with every field
-// set); these properties mark about one input in four, never a derived one.
+// The generator never marks an input operator- or record-only (its oracles decide letters with
+// every field set); these properties mark about one input in four, never a derived one.
 ir::CheckedPolicy gen_marked_policy() {
   ir::CheckedPolicy generated = *gen_policy();
   for (ir::Field& field : generated.policy.fields) {
-    if (!field.derived && *rc::gen::inRange(0, 4) == 0) field.operator_only = true;
+    if (field.derived) continue;
+    switch (*rc::gen::inRange(0, 8)) {
+      case 0:
+        field.source = ir::InputSource::kOperator;
+        break;
+      case 1:
+        field.source = ir::InputSource::kRecord;
+        break;
+      default:
+        break;
+    }
   }
   return generated;
 }

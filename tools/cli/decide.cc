@@ -418,7 +418,18 @@ int run_decide(const DecideOptions& o) {
     if (!suggestion.empty()) message += "; did you mean '" + suggestion + "'?";
     return usage(message);
   }
-  if (dedupe_field == Table::kNoField) {
+  // Nor may a field no letter supplies (letters.h): it is unset in every letter, so no key would
+  // ever count as replayed.
+  if (const std::string why = not_from_letters(*table, dedupe_field); !why.empty()) {
+    const std::string what = o.dedupe_field_set ? "--dedupe-field '" + o.dedupe_field + "'"
+                                                : std::string("the policy's idempotency_key");
+    const std::string problem =
+        what + " " + why + ": no letter supplies it, so no key would count as replayed and "
+        "every letter could be replayed; name a string input that letters set";
+    if (o.dedupe_field_set) return usage(problem);
+    std::fprintf(stderr, "replaygate: note: %s (--dedupe-field)\n", problem.c_str());
+    dedupe_field = Table::kNoField;
+  } else if (dedupe_field == Table::kNoField) {
     std::fprintf(stderr,
                  "replaygate: note: the policy has no string input 'idempotency_key'; every "
                  "letter may be replayed (name one with --dedupe-field)\n");

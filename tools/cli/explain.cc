@@ -12,8 +12,8 @@
 // the two print the same text for the same policy; both are checked against decide().
 // The letter section shows a derived field (compiler/ir.h Derivation) with the value the rules saw,
 // the computed one, and its formula; a value the letter gave for it is shown as ignored. So is a
-// value the letter gave for an operator-only field (ir::Field::operator_only): as in decide, the
-// field stays unset (the rules see it absent).
+// value the letter gave for an operator-only or record-only field (ir::InputSource): as in
+// decide, the field stays unset (the rules see it absent; a required one makes the input invalid).
 // Exit: 0 explained (whatever the verb), 1 policy errors or an unreadable letter, 2 usage/I/O.
 #include <simdjson.h>
 #include <sys/stat.h>
@@ -82,8 +82,10 @@ struct LetterLine {
   std::string field;
   std::string value;  // as read ("<missing>" when the letter has none); derived: the computed one
   DerivedField derived;
-  bool operator_only = false;  // only an operator sets it: the letter's value is never used
-  // Derived and operator-only fields: the letter's own value, ignored ("" if none).
+  // kOperator or kRecord: only an operator (the operation record) sets it: the letter's value is
+  // never used.
+  FieldSource source = FieldSource::kLetter;
+  // Derived, operator- and record-only fields: the letter's own value, ignored ("" if none).
   std::string letter_value;
 };
 
@@ -127,10 +129,12 @@ std::string derivation_text(const std::string& lhs, ir::Op op, const std::string
 // computed one) and its formula; a value the letter gave for it is named as ignored, since
 // decide() never reads it.
 std::string letter_line_text(const LetterLine& line) {
-  if (line.operator_only) {
-    if (line.letter_value.empty()) return line.value + " (set only by an operator)";
-    return line.value + " (set only by an operator; the letter's value " + line.letter_value +
-           " is ignored)";
+  if (line.source != FieldSource::kLetter) {
+    const std::string who = line.source == FieldSource::kOperator
+                                ? "set only by an operator"
+                                : "read only from the operation record";
+    if (line.letter_value.empty()) return line.value + " (" + who + ")";
+    return line.value + " (" + who + "; the letter's value " + line.letter_value + " is ignored)";
   }
   if (!line.derived.derived) return line.value;
   std::string out = line.value + " (derived: " + line.derived.formula;
@@ -368,13 +372,14 @@ std::string render_json(const Report& r, const std::string& source) {
   Json letter = Json::object();
   Json derived = Json::object();
   Json operator_only = Json::object();
+  Json record_only = Json::object();
   for (const LetterLine& line : r.letter) {
     letter[line.field] = line.value;
-    if (line.operator_only) {
-      // The letter's value for a field only an operator sets, which decide() never sees.
-      operator_only[line.field] = {{"ignored_letter_value", line.letter_value.empty()
-                                                                ? Json(nullptr)
-                                                                : Json(line.letter_value)}};
+    if (line.source != FieldSource::kLetter) {
+      // The letter's value for a field only an operator (the record) sets: decide() never sees it.
+      (line.source == FieldSource::kOperator ? operator_only : record_only)[line.field] = {
+          {"ignored_letter_value",
+           line.letter_value.empty() ? Json(nullptr) : Json(line.letter_value)}};
       continue;
     }
     if (!line.derived.derived) continue;
@@ -388,6 +393,7 @@ std::string render_json(const Report& r, const std::string& source) {
   doc["letter"] = std::move(letter);
   if (!derived.empty()) doc["derived"] = std::move(derived);
   if (!operator_only.empty()) doc["operator_only"] = std::move(operator_only);
+  if (!record_only.empty()) doc["record_only"] = std::move(record_only);
   doc["valid"] = r.valid;
   if (!r.valid) {
     doc["invalid"] = {
@@ -507,10 +513,11 @@ int run_explain(const ExplainOptions& options) {
     return kExitFindings;
   }
   Letter letter(table->field_count());
-  std::vector<std::string> ignored(table->field_count());  // operator-only: the letter's value
+  // Operator- and record-only fields: the letter's value.
+  std::vector<std::string> ignored(table->field_count());
   for (uint32_t f = 0; f < table->field_count() && f < input.size(); ++f) {
     letter[f] = slot_value(input.slots()[f]);
-    if (table->field(f).operator_only) {
+    if (table->field(f).source != FieldSource::kLetter) {
       // As decide does (letters.h): the field stays unset whatever the letter said.
       if (letter[f].kind != LetterValue::Kind::kMissing) ignored[f] = describe_value(letter[f]);
       letter[f] = LetterValue::Missing();
@@ -523,8 +530,8 @@ int run_explain(const ExplainOptions& options) {
     LetterLine line;
     line.field = table->field(f).name;
     line.value = describe_value(letter[f]);
-    if (table->field(f).operator_only) {
-      line.operator_only = true;
+    if (table->field(f).source != FieldSource::kLetter) {
+      line.source = table->field(f).source;
       line.letter_value = ignored[f];
     } else if (f < report.derived.size() && report.derived[f].derived) {
       line.derived = report.derived[f];

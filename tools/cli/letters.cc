@@ -31,8 +31,23 @@ struct LetterParser::State {
   // Where the problem is, set only by a failure that is not bad JSON (a key, a value, trailing
   // content); nullptr: bad JSON, found again by locate_json_error() (see parse()).
   const char* problem_at = nullptr;
-  std::vector<uint32_t> operator_only;  // fields left unset after each record (kIgnore)
+  // Operator- and record-only fields, left unset after each record (kIgnore).
+  std::vector<uint32_t> not_from_letters;
 };
+
+std::string not_from_letters(const Table& table, uint32_t field) {
+  if (field >= table.field_count()) return "";
+  if (table.field_derived(field)) return "is derived (computed, never read)";
+  switch (table.field(field).source) {
+    case FieldSource::kOperator:
+      return "is set only by an operator (policy 'source: operator')";
+    case FieldSource::kRecord:
+      return "is read only from the operation record (policy 'source: record')";
+    case FieldSource::kLetter:
+      break;
+  }
+  return "";
+}
 
 LetterParser::LetterParser(const Table& table, OperatorFields operator_fields)
     : state_(std::make_unique<State>()) {
@@ -42,8 +57,8 @@ LetterParser::LetterParser(const Table& table, OperatorFields operator_fields)
     const FieldInfo info = table.field(i);
     state_->names.emplace_back(info.name);
     state_->types.push_back(info.type);
-    if (info.operator_only && operator_fields == OperatorFields::kIgnore) {
-      state_->operator_only.push_back(i);
+    if (info.source != FieldSource::kLetter && operator_fields == OperatorFields::kIgnore) {
+      state_->not_from_letters.push_back(i);
     }
   }
   // A policy input that happens to be called message_id/body_hash wins over the metadata key.
@@ -235,8 +250,9 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   }
   bool saw_container = false;
   const bool ok = parse_object(line, input, meta, problem, &saw_container);
-  // Only an operator sets these (letters.h): whatever the letter said, they stay unset.
-  for (const uint32_t field : state_->operator_only) input.set_unset(field);
+  // Only an operator or the operation record sets these (letters.h): whatever the letter said,
+  // they stay unset.
+  for (const uint32_t field : state_->not_from_letters) input.set_unset(field);
   if (ok && !saw_container) return true;
   // From here on an error path (or a record with a nested value): the problem's position is
   // worked out only now, never for a record that reads.
@@ -272,9 +288,11 @@ bool LetterParser::parse(std::string_view line, Input& input, RecordMeta* meta,
 
 size_t LetterParser::field_value_offset(std::string_view line, uint32_t field) const {
   const State& s = *state_;
-  // An operator-only field's value in the letter was never read: it is not where the field failed.
-  if (field >= s.table->field_count() ||
-      std::find(s.operator_only.begin(), s.operator_only.end(), field) != s.operator_only.end()) {
+  // An operator- or record-only field's value in the letter was never read: it is not where the
+  // field failed.
+  if (field >= s.table->field_count() || std::find(s.not_from_letters.begin(),
+                                                   s.not_from_letters.end(),
+                                                   field) != s.not_from_letters.end()) {
     return kNoOffset;
   }
   return locate_member_value(line, {s.names[field]});

@@ -22,14 +22,21 @@
 
 namespace replaygate::cli {
 
-// An operator-only field (FieldInfo::operator_only, policy `source: operator`) is never taken
-// from a letter: its key is accepted and its value read as usual (bad JSON is still bad JSON), but
-// the field is left unset, so the policy's handling of an absent value applies. The record stays
-// valid: a producer that echoes the field still gets its other fields decided.
+// An operator-only field (FieldInfo::operator_only, policy `source: operator`) or a record-only
+// one (FieldSource::kRecord, `source: record`: only the durable operation record supplies it) is
+// never taken from a letter: its key is accepted and its value read as usual (bad JSON is still
+// bad JSON), but the field is left unset, so the policy's handling of an absent (or, when
+// required, missing: invalid input, the default) value applies. The record stays valid: a
+// producer that echoes the field still gets its other fields decided.
+// Why a letter never supplies `field` of `table`, as a phrase to follow its name, or "" when it
+// does (also for kNoField): "is set only by an operator (policy 'source: operator')", "is read
+// only from the operation record (policy 'source: record')", "is derived (computed, never read)".
+std::string not_from_letters(const Table& table, uint32_t field);
+
 class LetterParser : public RecordParser {
  public:
-  // kKeep reads operator-only fields like any other: for explain, which shows the letter's value
-  // as ignored and unsets the field itself before deciding.
+  // kKeep reads operator- and record-only fields like any other: for explain, which shows the
+  // letter's value as ignored and unsets the field itself before deciding.
   enum class OperatorFields : uint8_t { kIgnore, kKeep };
   // Resolves every field name of `table` once.
   explicit LetterParser(const Table& table,

@@ -173,6 +173,17 @@ class Checker {
             "applies (review --confirm sets it)");
       return;
     }
+    if (table_.field(field).source == FieldSource::kRecord) {
+      // Only the durable operation record supplies it (policy `source: record`); a broker
+      // record is the dead-lettered message, whose copy of the fact proves nothing.
+      error(key, "RG308",
+            "input '" + name +
+                "' is read only from the operation record (policy 'source: record'), never from "
+                "a broker record",
+            "remove it; it stays unset in decide, so the policy's handling of an absent (or, "
+            "when required, missing) value applies (review reads it from the --record file)");
+      return;
+    }
     if (!body.is_mapping()) {
       error(body, "RG301", "the mapping of input '" + name + "' must be a mapping",
             "e.g. " + name + ": {header: NAME}");
@@ -268,8 +279,9 @@ class Checker {
     for (uint32_t i = 0; i < table_.field_count(); ++i) {
       const bool mapped = std::any_of(mapping->fields.begin(), mapping->fields.end(),
                                       [&](const FieldMapping& f) { return f.field == i; });
-      // Derived inputs are computed, operator-only ones set by an operator: neither is mapped.
-      if (!mapped && !table_.field_derived(i) && !table_.field(i).operator_only) {
+      // Derived inputs are computed, operator-only ones set by an operator, record-only ones read
+      // from the operation record: none is mapped.
+      if (!mapped && !table_.field_derived(i) && table_.field(i).source == FieldSource::kLetter) {
         const FieldInfo info = table_.field(i);
         bool named = false;  // named but broken: already reported
         for (const auto& entry : inputs->entries) named = named || entry.first.scalar == info.name;

@@ -7,18 +7,16 @@
 // input and appends the decision to the audit log (tools/cli/audit.h) before anything is printed:
 // when the append fails, nothing is reported as taken (exit 2).
 //
-// Input mapping, for each policy input NAME (derived inputs are computed, never read):
-//   operator-only       (policy `source: operator`) never read from the files: a bool input is
-//                       true with --confirm, else false; any other type stays unset
-//   operator_confirmed  true with --confirm, else false (never read from the files)
-//   message_revision    message.revision (the record revision the message was produced from)
-//   record_revision     record.revision
-//   remote_job_id       record.remote_job_id, else message.remote_job_id, else
-//                       message.error.job_id (a failed POST's error envelope); null or ""
-//                       is "not given" there, and a non-object `error` is an invalid message
-//   anything else       record.NAME, else message.NAME, else missing
+// Input mapping: tools/cli/review_inputs.h (where each input may come from, by the policy's
+// `source:`: a record-only input never falls back to the message, an operator-only one is never
+// read from the files; what the wrong file offered is reported as ignored). The record shows,
+// for every input, the value the policy used and where it came from.
 // JSON strings, integers, booleans and null become the matching input values; any other JSON
-// value makes the input invalid (the policy default, fail closed).
+// value makes the input invalid (the policy default, fail closed). A non-object `error` in the
+// message is an invalid message.
+// With --confirm, a create decision warns on stderr when the audit log already records a create
+// decision for the same message id or operation id (when and by whom): the second one would
+// submit the work again.
 // The identifying fields the record prints and the audit log keeps must be strings or integers:
 // another JSON value there makes the message or record invalid (exit 1, nothing recorded). Every
 // value the text record prints is escaped (escape_control, compiler/escape.h).
@@ -54,6 +52,9 @@
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
+#include "tools/cli/review_inputs.h"
+#include "runtime/trace.h"
+#include "tools/cli/ir_eval.h"
 
 namespace replaygate::cli {
 namespace {
@@ -210,7 +211,7 @@ std::string non_scalar_identifier(const json& doc, bool is_message,
     }
   }
   if (const json* e = member(doc, "error"); is_message && e && !e->is_null()) {
-    // The error envelope may hold the remote job id (job_id_source): a stringified or listed
+    // The error envelope may hold the remote job id (review_inputs.h): a stringified or listed
     // envelope must not read as "no job id".
     if (!e->is_object()) {
       *where = {"error"};
@@ -232,7 +233,6 @@ struct Review {
   json message, record;
   std::set<std::string> sensitive;
   std::vector<std::string> redacted;  // "message.prompt", "record.signed_url", ...
-  std::string known_job_id;
 };
 
 // The shown value of an identifying field: its text, or a reference when it is sensitive.
@@ -249,22 +249,6 @@ json shown_json(const Review& r, const std::string& name, const json* value) {
 
 // Printable form of a JSON value for the text record ("" for null).
 std::string text_of_json(const json& value) { return text_of(&value); }
-
-// The first job id given: null and "" are "not given here" and the search goes on, so an empty
-// record.remote_job_id cannot hide the job id of a failed POST's error envelope (which would
-// make a known job look absent and let the policy dispatch it again).
-const json* job_id_source(const Review& r) {
-  auto given = [](const json* v) {
-    return v != nullptr && !v->is_null() &&
-           !(v->is_string() && v->get_ref<const std::string&>().empty());
-  };
-  if (const json* v = member(r.record, "remote_job_id"); given(v)) return v;
-  if (const json* v = member(r.message, "remote_job_id"); given(v)) return v;
-  if (const json* e = member(r.message, "error"); e && e->is_object()) {
-    if (const json* v = member(*e, "job_id"); given(v)) return v;
-  }
-  return nullptr;
-}
 
 void set_slot(Input& input, uint32_t field, const json* value, std::vector<std::string>& keep) {
   if (value == nullptr) return;  // missing
@@ -284,6 +268,189 @@ void set_slot(Input& input, uint32_t field, const json* value, std::vector<std::
   } else {
     input.set_invalid(field);
   }
+}
+
+const InputUse* find_use(const std::vector<InputUse>& uses, std::string_view name) {
+  for (const InputUse& use : uses) {
+    if (use.name == name) return &use;
+  }
+  return nullptr;
+}
+
+// An input's value as the review record shows it: redacted when the input (or the key it was
+// read from) is sensitive, and an object or array only by its kind (it is invalid input, and it
+// may hold anything).
+json value_for_record(const Review& r, const std::string& name, const std::string& from,
+                      const json& value) {
+  const std::string leaf = from.substr(from.rfind('.') + 1);
+  if (r.sensitive.count(name)) return "<redacted: field " + name + ">";
+  if (r.sensitive.count(leaf)) return "<redacted: field " + from + ">";
+  if (value.is_object() || value.is_array()) {
+    return std::string("<") + non_scalar_kind(value) + ">";
+  }
+  return value;
+}
+
+// "message_revision < record_revision" for each derived field (index: field), "" otherwise.
+std::vector<std::string> derived_formulas(const Table& table) {
+  std::vector<std::string> out(table.field_count());
+  for (const TraceDerivation& d : derivations(table)) {
+    out[d.field] = std::string(table.field(d.lhs).name) + " " +
+                   op_word_symbol(ir::op_name(static_cast<ir::Op>(d.op))) + " " +
+                   std::string(table.field(d.rhs).name);
+  }
+  return out;
+}
+
+// Why a value a file offered was not used, by the input's source.
+const char* ignored_because(const InputUse& use) {
+  return use.source == FieldSource::kRecord ? "only the operation record supplies it"
+                                            : "only --confirm sets it";
+}
+
+// The "inputs" of the JSON record: for every input, in field order, the value the policy used
+// (null when missing or not computed), where it came from, and the values it ignored.
+json inputs_json(const Review& r, const Table& table, const Input& input,
+                 const std::vector<InputUse>& uses) {
+  const Trace traced = trace(table, input);
+  const std::vector<std::string> formulas = derived_formulas(table);
+  json out = json::array();
+  for (const InputUse& use : uses) {
+    json item;
+    item["name"] = use.name;
+    item["source"] = use.derived ? "derived" : field_source_name(use.source);
+    if (use.derived) {
+      // Computed after validation; not computed when the input is invalid.
+      const bool computed =
+          use.field < traced.fields.size() && !traced.fields[use.field].atom_label.empty();
+      item["value"] = computed ? json(traced.fields[use.field].atom_label == "true") : json();
+      item["missing"] = !computed;
+      item["from"] = "derived";
+      item["formula"] = formulas[use.field];
+    } else {
+      item["value"] =
+          use.value != nullptr ? value_for_record(r, use.name, use.from, *use.value) : json();
+      item["missing"] = use.value == nullptr;
+      item["from"] = use.from.empty() ? json() : json(use.from);
+      if (!use.unset_because.empty()) item["unset_because"] = use.unset_because;
+    }
+    json ignored = json::array();
+    for (const IgnoredOffer& offer : use.ignored) {
+      ignored.push_back({{"from", offer.from},
+                         {"value", value_for_record(r, use.name, offer.from, *offer.value)},
+                         {"why", ignored_because(use)}});
+    }
+    item["ignored"] = std::move(ignored);
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+// The text record's "inputs" section, from inputs_json(): one line per input with the value and
+// where it came from, and a line for each ignored value.
+std::string inputs_text(const json& inputs) {
+  size_t width = 22;
+  for (const json& item : inputs) {
+    width = std::max(width, item["name"].get_ref<const std::string&>().size() + 3);
+  }
+  const auto shown_value = [](const json& v) {
+    return v.is_string() && v.get_ref<const std::string&>().starts_with("<")
+               ? v.get<std::string>()
+               : v.dump();
+  };
+  std::string out = "inputs (the value the policy used, and where it came from)\n";
+  for (const json& item : inputs) {
+    const std::string label = item["name"].get<std::string>() + ":";
+    const std::string source = item["source"];
+    const std::string only = source == "record"     ? "; record-only"
+                             : source == "operator" ? "; operator-only"
+                                                    : "";
+    std::string line;
+    if (source == "derived") {
+      line = (item["missing"] ? std::string("<not computed: the input is invalid>")
+                              : item["value"].dump()) +
+             " (derived: " + item["formula"].get<std::string>() + ")";
+    } else if (item["missing"]) {
+      line = "<missing> (" +
+             (only.empty() ? std::string() : only.substr(2) + "; ") +
+             item["unset_because"].get<std::string>() + ")";
+    } else {
+      line = shown_value(item["value"]) + " (from " + item["from"].get<std::string>() + only + ")";
+    }
+    out += "  " + label + std::string(width - label.size(), ' ') + escape_control(line) + "\n";
+    for (const json& offer : item["ignored"]) {
+      out += "  " + std::string(width, ' ') +
+             escape_control("ignored: " + offer["from"].get<std::string>() + " = " +
+                            shown_value(offer["value"]) + " (" + offer["why"].get<std::string>() +
+                            ")") +
+             "\n";
+    }
+  }
+  return out;
+}
+
+// The stderr warning, "" when none, for the create decisions the audit log at `path` already
+// holds for the message or operation of `out` (the review record): a second create would submit
+// the work again. It names the first such entry (when and by whom), any later ones and the results
+// recorded for them. The log is read without the lock: a warning, not a guard (the durable ledger
+// that refuses a second dispatch is not built yet). A log that cannot be read gives no warning
+// here (the append reports it), and a line that is not a JSON object is skipped.
+std::string earlier_create_warning(const std::string& path, const json& out) {
+  std::string text, error;
+  if (!read_whole_file(path, size_t{1} << 30, &text, &error)) return "";
+  const std::string message_id = out["message_id"], operation_id = out["operation_id"];
+  std::vector<json> earlier;     // the matching decision entries, in log order
+  std::vector<std::string> results;  // "entry 1: OUTCOME" for results of those
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    json entry = json::parse(std::string_view(text).substr(start, end - start), nullptr, false);
+    start = end + 1;
+    if (entry.is_discarded() || !entry.is_object()) continue;
+    const auto same = [&entry](const char* key, const std::string& id) {
+      const auto it = entry.find(key);
+      return !id.empty() && it != entry.end() && it->is_string() && *it == id;
+    };
+    const std::string kind = text_of(member(entry, "kind"));
+    if (kind == "decision" && text_of(member(entry, "effect")) == "create" &&
+        (same("message_id", message_id) || same("operation_id", operation_id))) {
+      earlier.push_back(std::move(entry));
+    } else if (kind == "result") {
+      for (const json& decision : earlier) {
+        if (entry.value("decision", json()) == decision.value("seq", json())) {
+          results.push_back("entry " + entry["decision"].dump() + ": " +
+                            escape_control(text_of(member(entry, "outcome"))));
+        }
+      }
+    }
+  }
+  if (earlier.empty()) return "";
+  const json& first = earlier.front();
+  const auto field = [&first](const char* key) {
+    const auto it = first.find(key);
+    if (it == first.end() || it->is_null()) return std::string("-");
+    return escape_control(it->is_string() ? it->get<std::string>() : it->dump());
+  };
+  const bool same_message = !message_id.empty() && first.value("message_id", json()) == message_id;
+  std::string w = "replaygate: warning: " + escape_control(path) +
+                  " already records a create decision for this " +
+                  (same_message ? "message" : "operation") + " (message " + field("message_id") +
+                  ", operation " + field("operation_id") + "): entry " + field("seq") + ", " +
+                  field("action") + " (rule " + field("rule") + "), recorded " + field("time") +
+                  " by " + field("operator");
+  if (earlier.size() > 1) {
+    w += "; later also entries";
+    for (size_t i = 1; i < earlier.size(); ++i) {
+      w += (i > 1 ? ", " : " ") + earlier[i].value("seq", json()).dump();
+    }
+  }
+  w += results.empty() ? std::string("; no result is recorded for ") +
+                             (earlier.size() > 1 ? "them" : "it")
+                       : "; results recorded: ";
+  for (size_t i = 0; i < results.size(); ++i) w += (i ? "; " : "") + results[i];
+  w += "\nreplaygate: warning: this review records another create decision: acting on it "
+       "submits the work again; check the operation record and the audit log before acting\n";
+  return w;
 }
 
 std::string plain_words(Effect effect) {
@@ -406,31 +573,15 @@ int run_review(const Options& o) {
   std::vector<std::string> keep;
   keep.reserve(table->field_count() + 1);  // string_views into `keep` must not move
   const json confirmed = o.confirm;
-  const json* job = job_id_source(r);
-  for (uint32_t f = 0; f < table->field_count(); ++f) {
-    if (table->field_derived(f)) continue;
-    const FieldInfo info = table->field(f);
-    const std::string name(info.name);
-    const json* value = nullptr;
-    if (info.operator_only) {
-      // Only an operator sets it: a bool is this review's --confirm, anything else stays unset.
-      if (info.type == FieldType::kBool) value = &confirmed;
-    } else if (name == "operator_confirmed") {
-      value = &confirmed;
-    } else if (name == "message_revision") {
-      value = member(r.message, "revision");
-    } else if (name == "record_revision") {
-      value = member(r.record, "revision");
-    } else if (name == "remote_job_id") {
-      value = job;
-    } else {
-      value = member(r.record, name);
-      if (value == nullptr) value = member(r.message, name);
-    }
-    set_slot(input, f, value, keep);
-  }
+  const std::vector<InputUse> uses = map_review_inputs(*table, r.message, r.record, confirmed);
+  for (const InputUse& use : uses) set_slot(input, use.field, use.value, keep);
   const Decision d = table->decide(input);
   const Effect effect = table->verb_effect(d.verb);
+  // The identifying job id and phase are the values the policy used, when it has such inputs.
+  const InputUse* job_use = find_use(uses, "remote_job_id");
+  const json* job = job_use != nullptr ? job_use->value : review_job_id(r.message, r.record);
+  const InputUse* phase_use = find_use(uses, "phase");
+  const json* phase = phase_use != nullptr ? phase_use->value : member(r.record, "phase");
 
   const json* attempts = member(r.message, "attempt_count");
   if (attempts == nullptr) attempts = member(r.message, "attempt");
@@ -445,10 +596,11 @@ int run_review(const Options& o) {
   out["last_error_category"] =
       shown(r, "last_error_category", member(r.message, "last_error_category"));
   out["remote_job_id"] = shown(r, "remote_job_id", job);
-  out["phase"] = shown(r, "phase", member(r.record, "phase"));
+  out["phase"] = shown(r, "phase", phase);
   out["message_revision"] = shown_json(r, "revision", member(r.message, "revision"));
   out["record_revision"] = shown_json(r, "revision", member(r.record, "revision"));
   out["redacted"] = r.redacted;
+  out["inputs"] = inputs_json(r, *table, input, uses);
   out["action"] = std::string(table->verb_name(d.verb));
   out["effect"] = effect_name(effect);
   out["plain"] = plain_words(effect);
@@ -470,6 +622,9 @@ int run_review(const Options& o) {
                    why.c_str());
       return kExitUsage;
     }
+    // Read before the append, so that this review's own entry is not the earlier one.
+    const std::string repeated =
+        effect == Effect::kCreate ? earlier_create_warning(o.audit, out) : std::string();
     json entry;
     entry["kind"] = "decision";
     entry["time"] = audit::utc_now();
@@ -490,6 +645,7 @@ int run_review(const Options& o) {
     }
     out["audit_entry"] = appended.seq;
     out["audit_hash"] = appended.hash;
+    std::fputs(repeated.c_str(), stderr);
   }
 
   std::string text;
@@ -509,7 +665,13 @@ int run_review(const Options& o) {
     row("attempt count:", text_of_json(out["attempt_count"]));
     row("last error category:", out["last_error_category"]);
     row("known remote job id:", out["remote_job_id"]);
-    row("operation phase:", out["phase"]);
+    // Where the phase came from when it is not the record's own (a policy whose phase input
+    // letters may set): the record must never hide that the decision used the message's.
+    const bool phase_elsewhere = phase_use != nullptr && phase_use->value != nullptr &&
+                                 phase_use->from != "record.phase";
+    row("operation phase:",
+        out["phase"].get<std::string>() +
+            (phase_elsewhere ? " (from " + phase_use->from + ")" : std::string()));
     row("revisions:", "message " + text_of_json(out["message_revision"]) + ", record " +
                           text_of_json(out["record_revision"]));
     std::string secrets;
@@ -517,6 +679,7 @@ int run_review(const Options& o) {
       secrets += (secrets.empty() ? "" : ", ") + ("<redacted: field " + name + ">");
     }
     row("sensitive fields:", secrets.empty() ? "none present" : secrets);
+    text += inputs_text(out["inputs"]);
     text += "decision\n";
     row("action:",
         out["action"].get<std::string>() + " (effect " + out["effect"].get<std::string>() + ")");
