@@ -423,9 +423,16 @@ int run_decide(const DecideOptions& o) {
   if (const std::string why = not_from_letters(*table, dedupe_field); !why.empty()) {
     const std::string what = o.dedupe_field_set ? "--dedupe-field '" + o.dedupe_field + "'"
                                                 : std::string("the policy's idempotency_key");
+    std::string settable;  // the string inputs letters do set
+    for (const std::string& name : string_inputs) {
+      if (not_from_letters(*table, table->field_index(name)).empty()) {
+        settable += (settable.empty() ? " (" : ", ") + name;
+      }
+    }
     const std::string problem =
-        what + " " + why + ": no letter supplies it, so no key would count as replayed and "
-        "every letter could be replayed; name a string input that letters set";
+        what + " " + why + ": no letter supplies it, so no key would count as replayed and " +
+        "every letter could be replayed; name a string input that letters set" +
+        (settable.empty() ? std::string() : settable + ")");
     if (o.dedupe_field_set) return usage(problem);
     std::fprintf(stderr, "replaygate: note: %s (--dedupe-field)\n", problem.c_str());
     dedupe_field = Table::kNoField;
