@@ -1,7 +1,8 @@
-// Operator-only fields (policy `source: operator`) in the table and the runtime: the FieldRecord
-// byte and the header flag (only when some field has the marker, so other tables keep their
-// bytes), FieldInfo / dump / C API exposure, decide() reading the field like any other, reload
-// refusing a change of the marker, and every corrupt combination of flag and bytes rejected.
+// Operator-only and record-only fields (policy `source: operator` / `source: record`) in the
+// table and the runtime: the FieldRecord source byte and the header flags (only when some field
+// has the marker, so other tables keep their bytes), FieldInfo / dump / C API exposure, decide()
+// reading the field like any other, reload refusing a change of the marker, and every corrupt
+// combination of flags and bytes rejected.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -29,9 +30,10 @@ using testing::reseal;
 using testing::section;
 
 // Fields: 0 phase (enum prepared/accepted), 1 confirmed (optional bool, operator-only),
-// 2 budget (int >= 0, operator-only when `budget_by_operator`), 3 msg, 4 rec (ints),
-// 5 stale = msg < rec. Verbs: 0 hold (none, default), 1 dispatch (create).
-ir::CheckedPolicy operator_policy(bool marked = true, bool budget_by_operator = false) {
+// 2 budget (int >= 0, optional, source `budget_source`), 3 msg, 4 rec (ints), 5 stale = msg <
+// rec. Verbs: 0 hold (none, default), 1 dispatch (create).
+ir::CheckedPolicy operator_policy(bool marked = true,
+                                  ir::InputSource budget_source = ir::InputSource::kLetter) {
   ir::CheckedPolicy c;
   ir::Policy& p = c.policy;
   p.id = "operator";
@@ -42,8 +44,8 @@ ir::CheckedPolicy operator_policy(bool marked = true, bool budget_by_operator = 
               testing::int_field("msg", 0, std::nullopt),
               testing::int_field("rec", 0, std::nullopt),
               testing::bool_field("stale")};
-  p.fields[1].operator_only = marked;
-  p.fields[2].operator_only = budget_by_operator;
+  p.fields[1].source = marked ? ir::InputSource::kOperator : ir::InputSource::kLetter;
+  p.fields[2].source = budget_source;
   p.fields[5].derived = ir::Derivation{3, ir::Op::kLt, 4};
   p.verbs = {{"hold", ir::Effect::kNone, "wait"}, {"dispatch", ir::Effect::kCreate, "new work"}};
   p.default_verb = 0;
@@ -78,9 +80,9 @@ fm::FieldRecord field_record(const Bytes& bytes, uint32_t field) {
 TEST(OperatorOnlyTable, MarkerByteAndHeaderFlagOnlyWhenAFieldHasIt) {
   const Bytes marked = lower(operator_policy());
   EXPECT_EQ(header_of(marked).flags, fm::kFlagOperatorFields);
-  EXPECT_EQ(field_record(marked, 1).operator_only, 1);
-  EXPECT_EQ(field_record(marked, 0).operator_only, 0);
-  EXPECT_EQ(field_record(marked, 2).operator_only, 0);
+  EXPECT_EQ(field_record(marked, 1).source, fm::kSourceOperator);
+  EXPECT_EQ(field_record(marked, 0).source, fm::kSourceLetter);
+  EXPECT_EQ(field_record(marked, 2).source, fm::kSourceLetter);
   for (uint32_t f = 0; f < 6; ++f) {
     EXPECT_EQ(field_record(marked, f).pad[0], 0) << f;
     EXPECT_EQ(field_record(marked, f).pad[1], 0) << f;
@@ -91,7 +93,7 @@ TEST(OperatorOnlyTable, MarkerByteAndHeaderFlagOnlyWhenAFieldHasIt) {
   // the marker existed (tests/compiler/lower_test.cc holds the golden table and digest).
   const Bytes plain = lower(operator_policy(/*marked=*/false));
   EXPECT_EQ(header_of(plain).flags, 0u);
-  for (uint32_t f = 0; f < 6; ++f) EXPECT_EQ(field_record(plain, f).operator_only, 0) << f;
+  for (uint32_t f = 0; f < 6; ++f) EXPECT_EQ(field_record(plain, f).source, fm::kSourceLetter) << f;
   EXPECT_EQ(load_error(plain), "");
   EXPECT_EQ(header_of(lower(testing::reference_gate())).flags, 0u);
 
@@ -104,7 +106,7 @@ TEST(OperatorOnlyTable, MarkerByteAndHeaderFlagOnlyWhenAFieldHasIt) {
 }
 
 TEST(OperatorOnlyTable, ExposedInFieldInfoDumpAndTheCApi) {
-  const Bytes bytes = lower(operator_policy(true, /*budget_by_operator=*/true));
+  const Bytes bytes = lower(operator_policy(true, ir::InputSource::kOperator));
   LoadStatus status;
   auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
   ASSERT_TRUE(table) << status.message;
@@ -175,7 +177,7 @@ TEST(OperatorOnlyLoad, CorruptMarkersAndFlagsAreRejected) {
   const auto keep = [](fm::FieldRecord&) {};
   EXPECT_EQ(with_field(1, keep), "");
   const std::string bad_byte = "malformed: field 1 has a bad type or flag byte";
-  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.operator_only = 2; }), bad_byte);
+  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.source = 3; }), bad_byte);
   EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.pad[0] = 1; }), bad_byte);
   EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.pad[1] = 0x80; }), bad_byte);
   // A pad byte is rejected in a table without any marker too.
@@ -188,11 +190,11 @@ TEST(OperatorOnlyLoad, CorruptMarkersAndFlagsAreRejected) {
             "malformed: field 1 is operator-only but the header lacks the operator-fields flag");
   EXPECT_EQ(with_field(1, keep, fm::kFlagOperatorFields, /*marked=*/false),
             "malformed: the header's operator-fields flag is set but no field is operator-only");
-  // An unknown flag bit, alone or next to the known one.
-  EXPECT_EQ(with_field(1, keep, 2u), "malformed: unknown flags 2");
-  EXPECT_EQ(with_field(1, keep, 3u), "malformed: unknown flags 3");
+  // An unknown flag bit, alone or next to the known ones.
+  EXPECT_EQ(with_field(1, keep, 4u), "malformed: unknown flags 4");
+  EXPECT_EQ(with_field(1, keep, 5u), "malformed: unknown flags 5");
   // Never on a derived field (field 5 is stale = msg < rec).
-  EXPECT_EQ(with_field(5, [](fm::FieldRecord& r) { r.operator_only = 1; }),
+  EXPECT_EQ(with_field(5, [](fm::FieldRecord& r) { r.source = fm::kSourceOperator; }),
             "malformed: derivation 0 must compare two required ints into a required bool");
 }
 
@@ -208,6 +210,90 @@ TEST(OperatorOnlyReload, AChangedMarkerIsIncompatible) {
             "incompatible table: field 1 (confirmed) is set from letters, the current table has it "
             "as operator-only");
   EXPECT_TRUE(shared->reload_bytes(marked.data(), marked.size(), &status)) << status.message;
+}
+
+// ---- record-only (`source: record`): byte 2 and flag bit 1 ----
+
+TEST(RecordOnlyTable, SourceByteTwoAndItsOwnHeaderFlag) {
+  const Bytes bytes = lower(operator_policy(/*marked=*/false, ir::InputSource::kRecord));
+  EXPECT_EQ(header_of(bytes).flags, fm::kFlagRecordFields);
+  EXPECT_EQ(field_record(bytes, 2).source, fm::kSourceRecord);
+  EXPECT_EQ(field_record(bytes, 1).source, fm::kSourceLetter);
+  EXPECT_EQ(load_error(bytes), "");
+  const Bytes both = lower(operator_policy(/*marked=*/true, ir::InputSource::kRecord));
+  EXPECT_EQ(header_of(both).flags, fm::kFlagOperatorFields | fm::kFlagRecordFields);
+  // A table with operator-only fields only keeps the bytes it had before record-only fields.
+  EXPECT_EQ(header_of(lower(operator_policy())).flags, fm::kFlagOperatorFields);
+
+  LoadStatus status;
+  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  ASSERT_TRUE(table) << status.message;
+  EXPECT_EQ(table->field(2).source, FieldSource::kRecord);
+  EXPECT_FALSE(table->field(2).operator_only);
+  EXPECT_EQ(table->field(0).source, FieldSource::kLetter);
+  EXPECT_EQ(table->field(99).source, FieldSource::kLetter);
+  EXPECT_STREQ(field_source_name(FieldSource::kRecord), "record");
+  const std::string dump = table->dump();
+  EXPECT_NE(dump.find("  #2 budget: int, optional, min 0, read from the operation record only\n"),
+            std::string::npos)
+      << dump;
+
+  rg_table* t = nullptr;
+  rg_error err;
+  ASSERT_EQ(rg_table_load_bytes(both.data(), both.size(), &t, &err), RG_OK) << err.message;
+  EXPECT_EQ(rg_table_field_source(t, 0), static_cast<uint32_t>(RG_SOURCE_LETTER));
+  EXPECT_EQ(rg_table_field_source(t, 1), static_cast<uint32_t>(RG_SOURCE_OPERATOR));
+  EXPECT_EQ(rg_table_field_source(t, 2), static_cast<uint32_t>(RG_SOURCE_RECORD));
+  EXPECT_EQ(rg_table_field_source(t, 6), RG_NO_INDEX);
+  EXPECT_EQ(rg_table_field_source(nullptr, 1), RG_NO_INDEX);
+  EXPECT_EQ(rg_table_field_operator_only(t, 2), 0);  // unchanged meaning: operator-only only
+  EXPECT_EQ(rg_table_field_operator_only(t, 1), 1);
+  rg_table_free(t);
+}
+
+TEST(RecordOnlyLoad, CorruptMarkersAndFlagsAreRejected) {
+  const auto load = [](uint32_t field, uint8_t source, uint32_t flags) {
+    Bytes bytes = lower(operator_policy(/*marked=*/false, ir::InputSource::kRecord));
+    fm::FieldRecord r = field_record(bytes, field);
+    r.source = source;
+    std::memcpy(bytes.data() + field_record_offset(bytes, field), &r, sizeof(r));
+    fm::Header h = header_of(bytes);
+    h.flags = flags;
+    put_header(bytes, h);
+    reseal(bytes);
+    return load_error(bytes);
+  };
+  EXPECT_EQ(load(2, fm::kSourceRecord, fm::kFlagRecordFields), "");
+  // The byte without its flag (what a loader that knows only bit 0 would also refuse).
+  EXPECT_EQ(load(2, fm::kSourceRecord, 0),
+            "malformed: field 2 is record-only but the header lacks the record-fields flag");
+  EXPECT_EQ(load(2, fm::kSourceRecord, fm::kFlagOperatorFields),
+            "malformed: field 2 is record-only but the header lacks the record-fields flag");
+  // The flag without a record-only field.
+  EXPECT_EQ(load(2, fm::kSourceLetter, fm::kFlagRecordFields),
+            "malformed: the header's record-fields flag is set but no field is record-only");
+  // Never on a derived field.
+  EXPECT_EQ(load(5, fm::kSourceRecord, fm::kFlagRecordFields),
+            "malformed: derivation 0 must compare two required ints into a required bool");
+}
+
+TEST(RecordOnlyReload, AChangedSourceIsIncompatible) {
+  const Bytes record = lower(operator_policy(false, ir::InputSource::kRecord));
+  const Bytes by_operator = lower(operator_policy(false, ir::InputSource::kOperator));
+  const Bytes plain = lower(operator_policy(false));
+  LoadStatus status;
+  auto table = Table::load_bytes(record.data(), record.size(), &status);
+  ASSERT_TRUE(table) << status.message;
+  auto shared = std::make_unique<SharedTable>(std::move(table), 2);
+  EXPECT_FALSE(shared->reload_bytes(plain.data(), plain.size(), &status));
+  EXPECT_EQ(status.message,
+            "incompatible table: field 2 (budget) is set from letters, the current table has it "
+            "as record-only");
+  EXPECT_FALSE(shared->reload_bytes(by_operator.data(), by_operator.size(), &status));
+  EXPECT_EQ(status.message,
+            "incompatible table: field 2 (budget) is operator-only, the current table has it as "
+            "record-only");
+  EXPECT_TRUE(shared->reload_bytes(record.data(), record.size(), &status)) << status.message;
 }
 
 }  // namespace

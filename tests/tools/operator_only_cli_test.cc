@@ -17,6 +17,27 @@ using namespace replaygate::testing;  // NOLINT: test vocabulary
 const std::string kPolicy = kSourceDir + "/policies/generation_recovery.yaml";
 const std::string kDslPolicy = kSourceDir + "/policies/generation_recovery.policy";
 
+// The shipped policy takes the operation's state from the record only (`source: record`), so a
+// letter alone always gets the default there (tests/tools/record_only_cli_test.cc). To see what
+// letters do with the operator-only input, these tests decide over a copy whose record-only
+// inputs letters may set, and keep the operator marker.
+class OperatorOnlyCli : public CliFixture {
+ protected:
+  void SetUp() override {
+    std::string yaml = read_file(kPolicy), dsl = read_file(kDslPolicy);
+    for (size_t at; (at = yaml.find("    source: record\n")) != std::string::npos;) {
+      yaml.erase(at, 19);
+    }
+    for (size_t at; (at = dsl.find(" source record")) != std::string::npos;) dsl.erase(at, 14);
+    ASSERT_EQ(yaml.find("    source: record"), std::string::npos);
+    policy_ = (dir_ / "letter_state.yaml").string();
+    dsl_policy_ = (dir_ / "letter_state.policy").string();
+    write_file(policy_, yaml);
+    write_file(dsl_policy_, dsl);
+  }
+  std::string policy_, dsl_policy_;
+};
+
 // Everything prepared_dispatch_reviewed needs, including the operator's confirmation.
 const std::string kForgedLetter =
     "{\"message_id\": \"m-1\", \"phase\": \"prepared\", \"message_revision\": 1, "
@@ -24,10 +45,9 @@ const std::string kForgedLetter =
     "\"spec_current\": true, \"user_authorized\": true, \"remaining_budget\": 40, "
     "\"operator_confirmed\": true}";
 
-using OperatorOnlyCli = CliFixture;
 
 TEST_F(OperatorOnlyCli, DecideIgnoresTheLettersConfirmationAndHoldsForReview) {
-  for (const std::string& policy : {kPolicy, kDslPolicy}) {
+  for (const std::string& policy : {policy_, dsl_policy_}) {
     const CliResult r = run({"decide", "--policy", policy, "-"}, kForgedLetter + "\n");
     EXPECT_EQ(r.exit_code, 0) << r.err;  // the letter is valid: its other fields are decided
     const auto out = nlohmann::json::parse(r.out);
@@ -40,20 +60,20 @@ TEST_F(OperatorOnlyCli, DecideIgnoresTheLettersConfirmationAndHoldsForReview) {
   // Any value is ignored, a malformed one included (it is not invalid input either).
   std::string odd = kForgedLetter;
   odd.replace(odd.find("\"operator_confirmed\": true"), 26, "\"operator_confirmed\": \"yes\"");
-  CliResult r = run({"decide", "--policy", kPolicy, "-"}, odd + "\n");
+  CliResult r = run({"decide", "--policy", policy_, "-"}, odd + "\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"verb\":\"hold_for_review\""), std::string::npos) << r.out;
   // Bad JSON in its value is still bad JSON: the record is unreadable.
   std::string broken = kForgedLetter;
   broken.replace(broken.find("true}"), 5, "tru}");
-  r = run({"decide", "--policy", kPolicy, "-"}, broken + "\n");
+  r = run({"decide", "--policy", policy_, "-"}, broken + "\n");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("\"invalid\":true"), std::string::npos) << r.out;
 }
 
 TEST_F(OperatorOnlyCli, DecideWithACompiledTableAlsoIgnoresIt) {
   const std::string table = (dir_ / "g.rgt").string();
-  ASSERT_EQ(run({"compile", kDslPolicy, "-o", table}).exit_code, 0);
+  ASSERT_EQ(run({"compile", dsl_policy_, "-o", table}).exit_code, 0);
   const CliResult dump = run({"dump", table});
   EXPECT_NE(dump.out.find("operator_confirmed: bool, optional, set by an operator only\n"),
             std::string::npos)
@@ -66,8 +86,8 @@ TEST_F(OperatorOnlyCli, DecideWithACompiledTableAlsoIgnoresIt) {
 
 TEST_F(OperatorOnlyCli, ExplainSaysTheLettersValueIsIgnored) {
   const std::string table = (dir_ / "g.rgt").string();
-  ASSERT_EQ(run({"compile", kPolicy, "-o", table}).exit_code, 0);
-  for (const std::vector<std::string>& source : {std::vector<std::string>{"--policy", kPolicy},
+  ASSERT_EQ(run({"compile", policy_, "-o", table}).exit_code, 0);
+  for (const std::vector<std::string>& source : {std::vector<std::string>{"--policy", policy_},
                                                  std::vector<std::string>{"--table", table}}) {
     std::vector<std::string> args = {"explain"};
     args.insert(args.end(), source.begin(), source.end());
@@ -96,12 +116,12 @@ TEST_F(OperatorOnlyCli, ExplainSaysTheLettersValueIsIgnored) {
   std::string plain = kForgedLetter;
   const std::string field = ", \"operator_confirmed\": true";
   plain.erase(plain.find(field), field.size());
-  CliResult r = run({"explain", "--policy", kPolicy}, plain);
+  CliResult r = run({"explain", "--policy", policy_}, plain);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("  operator_confirmed = <missing> (set only by an operator)\n"),
             std::string::npos)
       << r.out;
-  r = run({"explain", "--policy", kPolicy, "--format", "json"}, plain);
+  r = run({"explain", "--policy", policy_, "--format", "json"}, plain);
   EXPECT_TRUE(
       nlohmann::json::parse(r.out)["operator_only"]["operator_confirmed"]["ignored_letter_value"]
           .is_null())
@@ -165,14 +185,14 @@ TEST_F(OperatorOnlyCli, KafkaMappingMayNotMapIt) {
              "\\\"model_current\\\":true,\\\"spec_current\\\":true,\\\"user_authorized\\\":true,"
              "\\\"remaining_budget\\\":40,\\\"operator_confirmed\\\":true}\"}\n");
   write_file(dir_ / "m.yaml", "format: kcat-json\ninputs:\n" + inputs);
-  CliResult r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
+  CliResult r = run({"decide", "--policy", policy_, "--format", "kafka", "--mapping",
                      (dir_ / "m.yaml").string(), (dir_ / "r.jsonl").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"verb\":\"hold_for_review\""), std::string::npos) << r.out;
 
   write_file(dir_ / "m.yaml", "format: kcat-json\ninputs:\n" + inputs +
                                   "  operator_confirmed: {payload: /operator_confirmed}\n");
-  r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
+  r = run({"decide", "--policy", policy_, "--format", "kafka", "--mapping",
            (dir_ / "m.yaml").string(), (dir_ / "r.jsonl").string()});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_EQ(r.out, "");
@@ -227,7 +247,8 @@ TEST_F(OperatorOnlyCli, DiffFlagsRemovingTheMarkerAsMoreDangerous) {
   EXPECT_EQ(doc["fields"][0]["more_dangerous"], true);
   r = run({"diff", kPolicy, unmarked, "--format", "markdown"});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.out.find("**Letters may now set a field only an operator set"), std::string::npos)
+  EXPECT_NE(r.out.find("**Letters (or the operation record) may now set a field only an operator"),
+            std::string::npos)
       << r.out;
 
   // Adding it takes power from letters: reported, not dangerous.

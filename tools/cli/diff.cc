@@ -4,8 +4,8 @@
 // with the table magic), which is lifted back into a policy (compiler/lift.h) and diffed like one.
 // Each input is read once, so FIFOs and /dev/stdin work.
 // Exit: 0 no input changes its verb; 1 some do, none to a more dangerous effect; 3 some input
-// gets a more dangerous effect than before, or a field the rules read lost `source: operator`
-// (letters may now set it: FieldChange::more_dangerous); 2 usage, I/O, policy errors, unloadable
+// gets a more dangerous effect than before, or a field the rules read got a looser `source:`
+// (operator -> record or letter, record -> letter: FieldChange::more_dangerous); 2 usage, I/O, policy errors, unloadable
 // or unliftable tables, or an incomplete analysis.
 #include "compiler/diff.h"
 
@@ -361,7 +361,9 @@ std::string render_markdown(const DiffOptions& o, const PolicyDiff& d) {
     out +=
         "**Some inputs get a more dangerous effect than before: a second review is needed.**\n\n";
   } else if (d.any_more_dangerous()) {
-    out += "**Letters may now set a field only an operator set: a second review is needed.**\n\n";
+    out +=
+        "**Letters (or the operation record) may now set a field only an operator (or the "
+        "record) set: a second review is needed.**\n\n";
   }
   for (const std::string& note : table_notes(o, code_span)) out += "- " + note + "\n";
   out += "- " + plural(total_regions(d.verb_changes), "region") + " of inputs change verb\n";
@@ -475,8 +477,9 @@ Runner setup_diff(CLI::App& sub) {
       ".yaml or\n"
       ".yml name (its extension picks the language), a table is known by its magic.\n"
       "Exit: 0 no verb changes, 1 verb changes but no more dangerous effect, 3 some input gets a\n"
-      "more dangerous effect (none < read < copy < create) or letters may now set an input the\n"
-      "rules read that only an operator set, 2 usage/I/O/policy errors, tables that do not load.");
+      "more dangerous effect (none < read < copy < create) or letters (the record) may now set\n"
+      "an input the rules read that only an operator or the record set, 2 usage/I/O/policy\n"
+      "errors, tables that do not load.");
   sub.add_option("OLD", options->old_path, "The policy or table before the change (.yaml, .rgt)")
       ->required();
   sub.add_option("NEW", options->new_path, "The policy or table after the change (.yaml, .rgt)")
