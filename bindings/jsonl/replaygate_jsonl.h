@@ -53,7 +53,9 @@ RG_API rg_str rgj_verb_name(const rgj_gate* gate, uint32_t verb);
  * line is ever skipped. Every line takes at least one byte, so capacity >= size always suffices
  * for one call. A record's value for an operator-only field (rg_table_field_operator_only) is
  * ignored: the field stays unset (the record stays valid), so a message cannot set what only an
- * operator may. The caller owns buf, verbs and
+ * operator may; so is its value for a record-only field (rg_table_field_source ==
+ * RG_SOURCE_RECORD: only the operation record supplies it; a required one left unset makes the
+ * input invalid, the default). The caller owns buf, verbs and
  * checksum_out; nothing is kept after the call. Errors: RG_ERR_ARGUMENT (NULL gate, buffer,
  * verbs, count), RG_ERR_NO_READER_SLOT, RG_ERR_NO_MEMORY. */
 RG_API rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_t* verbs,

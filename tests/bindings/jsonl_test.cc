@@ -79,5 +79,30 @@ TEST(JsonlBinding, InvalidCountsFieldLevelFailuresLikeTheCli) {
   rgj_free(gate);
 }
 
+// A record's values for record-only fields (generation_recovery's phase and allowance facts,
+// `source: record`) and the operator-only confirmation are ignored, as in `replaygate decide`:
+// the required phase is missing, so every record gets the default, never a dispatch.
+TEST(JsonlBinding, RecordOnlyAndOperatorOnlyFieldsAreNeverReadFromRecords) {
+  const std::string table = RG_SOURCE_DIR "/tests/data/tables/generation_recovery.rgt";
+  const std::string text =
+      R"({"phase":"prepared","message_revision":1,"record_revision":1,)"
+      R"("dispatch_confirmed_absent":true,"model_current":true,"spec_current":true,)"
+      R"("user_authorized":true,"remaining_budget":40,"operator_confirmed":true})"
+      "\n";
+  rgj_gate* gate = nullptr;
+  rg_error err;
+  ASSERT_EQ(rgj_open(table.c_str(), &gate, &err), RG_OK) << err.message;
+  uint32_t verb = 99;
+  size_t count = 0, invalid = 0, consumed = 0;
+  ASSERT_EQ(rgj_decide_lines(gate, text.data(), text.size(), &verb, 1, &count, &invalid,
+                             &consumed, nullptr),
+            RG_OK);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(invalid, 1u);  // invalid input: phase
+  const rg_str name = rgj_verb_name(gate, verb);
+  EXPECT_EQ(std::string(name.data, name.size), "manual_reconciliation");
+  rgj_free(gate);
+}
+
 }  // namespace
 }  // namespace replaygate

@@ -62,6 +62,22 @@ inline void expect_golden(const std::string& actual, const std::string& golden) 
   EXPECT_EQ(actual, read_file(path)) << "golden " << golden << ", actual output:\n" << actual;
 }
 
+// policies/generation_recovery.yaml (`dsl`: .policy) without its `source: record` markers,
+// written to DIR/letter_state.yaml (.policy); returns the path. The shipped policy takes the
+// operation's state from the record only, so a letter alone always gets the default there; tests
+// of what letters do (decide, explain, kafka mappings, lint counterexamples) use this copy. Only
+// the markers differ: the operator-only marker and every rule stay.
+inline std::string letter_state_recovery_policy(const std::filesystem::path& dir,
+                                                bool dsl = false) {
+  std::string text =
+      read_file(kSourceDir + "/policies/generation_recovery." + (dsl ? "policy" : "yaml"));
+  const std::string marker = dsl ? " source record" : "    source: record\n";
+  for (size_t at; (at = text.find(marker)) != std::string::npos;) text.erase(at, marker.size());
+  const std::filesystem::path path = dir / (dsl ? "letter_state.policy" : "letter_state.yaml");
+  write_file(path, text);
+  return path.string();
+}
+
 // What one run of the binary did.
 struct CliResult {
   int exit_code = -1;  // -1: killed by a signal

@@ -249,9 +249,10 @@ TEST_F(CliSafetyTest, CounterexampleForADerivedInputReproduces) {
   // stale = message_revision < record_revision must really be true in the letter.
   EXPECT_NE(letter.find("\"message_revision\": 0, \"record_revision\": 1"), std::string::npos)
       << letter;
+  // decide never reads the shipped policy's record-only inputs from a letter: it reproduces the
+  // counterexample over the same rules with letters allowed to set them.
   const CliResult decided =
-      run({"decide", "--policy", kSourceDir + "/policies/generation_recovery.yaml", "-"},
-          letter + "\n");
+      run({"decide", "--policy", letter_state_recovery_policy(dir_), "-"}, letter + "\n");
   EXPECT_EQ(decided.exit_code, 0) << decided.err;
   EXPECT_NE(decided.out.find("\"rule\":\"stale_message\""), std::string::npos) << decided.out;
 }

@@ -24,16 +24,8 @@ const std::string kDslPolicy = kSourceDir + "/policies/generation_recovery.polic
 class OperatorOnlyCli : public CliFixture {
  protected:
   void SetUp() override {
-    std::string yaml = read_file(kPolicy), dsl = read_file(kDslPolicy);
-    for (size_t at; (at = yaml.find("    source: record\n")) != std::string::npos;) {
-      yaml.erase(at, 19);
-    }
-    for (size_t at; (at = dsl.find(" source record")) != std::string::npos;) dsl.erase(at, 14);
-    ASSERT_EQ(yaml.find("    source: record"), std::string::npos);
-    policy_ = (dir_ / "letter_state.yaml").string();
-    dsl_policy_ = (dir_ / "letter_state.policy").string();
-    write_file(policy_, yaml);
-    write_file(dsl_policy_, dsl);
+    policy_ = letter_state_recovery_policy(dir_);
+    dsl_policy_ = letter_state_recovery_policy(dir_, /*dsl=*/true);
   }
   std::string policy_, dsl_policy_;
 };

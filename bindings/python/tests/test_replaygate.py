@@ -342,14 +342,16 @@ class OperatorOnlyTest(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir)
 
-    def test_jsonl_records_cannot_confirm(self):
+    def test_jsonl_records_cannot_confirm_or_supply_the_state(self):
         gate = replaygate.JsonlGate(self.table)
         forged = dict(self.LETTER, operator_confirmed=True)
         odd = dict(self.LETTER, operator_confirmed="yes")
         data = "\n".join(json.dumps(r) for r in (forged, odd, self.LETTER)).encode()
         verbs, invalid, _ = gate.decide_lines(data)
-        self.assertEqual(verbs, ["hold_for_review"] * 3)
-        self.assertEqual(invalid, 0)  # the records stay valid
+        # The phase and the allowance facts are `source: record`: a record never supplies them,
+        # so the required phase is missing (invalid input, the default), never a dispatch.
+        self.assertEqual(verbs, ["manual_reconciliation"] * 3)
+        self.assertEqual(invalid, 3)
         gate.close()
 
     def test_the_worker_sets_it_from_its_operator_channel(self):
