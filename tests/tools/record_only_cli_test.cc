@@ -159,7 +159,7 @@ TEST_F(RecordOnlyCli, TheRecordsFactsDecideWhateverTheMessageSays) {
   r = review(kPolicy, R"({"message_id":"m-3","revision":3,"operator_confirmed":true})",
              R"({"revision":3,"phase":"prepared","operator_confirmed":true})");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("  operator_confirmed:         false (from --confirm; operator-only)\n"
+  EXPECT_NE(r.out.find("  operator_confirmed:         false (no --confirm; operator-only)\n"
                        "                              ignored: record.operator_confirmed = true "
                        "(only --confirm sets it)\n"
                        "                              ignored: message.operator_confirmed = true "

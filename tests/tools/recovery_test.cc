@@ -72,6 +72,21 @@ TEST_F(RecoveryTest, AcceptedWithKnownJobObservesInPlainWords) {
       "  revisions:            message 4, record 4\n"
       "  sensitive fields:     <redacted: field message.credentials>, <redacted: field "
       "message.prompt>, <redacted: field message.signed_url>\n"
+      "inputs (the value the policy used, and where it came from)\n"
+      "  phase:                      \"accepted\" (from record.phase; record-only)\n"
+      "  message_revision:           4 (from message.revision)\n"
+      "  record_revision:            4 (from record.revision; record-only)\n"
+      "  stale:                      false (derived: message_revision < record_revision)\n"
+      "  remote_job_id:              \"job_5f1c\" (from record.remote_job_id)\n"
+      "  copy_complete:              <missing> (record-only; not in record.copy_complete)\n"
+      "  refund_resolved:            <missing> (record-only; not in record.refund_resolved)\n"
+      "  dispatch_confirmed_absent:  <missing> (record-only; not in "
+      "record.dispatch_confirmed_absent)\n"
+      "  model_current:              true (from record.model_current; record-only)\n"
+      "  spec_current:               true (from record.spec_current; record-only)\n"
+      "  user_authorized:            true (from record.user_authorized; record-only)\n"
+      "  remaining_budget:           120 (from record.remaining_budget; record-only)\n"
+      "  operator_confirmed:         false (no --confirm; operator-only)\n"
       "decision\n"
       "  action:               observe (effect read)\n"
       "  in plain words:       it will read status only: no output is copied and no new work is "
@@ -273,9 +288,11 @@ TEST_F(RecoveryTest, MessageFieldsAreEscapedInTheTextRecord) {
       "  operation phase:      prepared\n"
       "  revisions:            message 1, record 1\n"
       "  sensitive fields:     none present\n"
-      "decision\n"
-      "  action:               hold_for_review (effect none)\n";
+      "inputs (the value the policy used, and where it came from)\n";
   EXPECT_EQ(r.out.substr(0, prefix.size()), prefix);
+  EXPECT_NE(r.out.find("decision\n  action:               hold_for_review (effect none)\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
   EXPECT_EQ(r.out.find('\r'), std::string::npos);
 }

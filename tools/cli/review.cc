@@ -374,6 +374,8 @@ std::string inputs_text(const json& inputs) {
       line = "<missing> (" +
              (only.empty() ? std::string() : only.substr(2) + "; ") +
              item["unset_because"].get<std::string>() + ")";
+    } else if (item["from"] == "--confirm" && item["value"] == false) {
+      line = "false (no --confirm" + only + ")";
     } else {
       line = shown_value(item["value"]) + " (from " + item["from"].get<std::string>() + only + ")";
     }
