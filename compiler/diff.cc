@@ -127,14 +127,12 @@ bool looser_source(ir::InputSource old_source, ir::InputSource new_source) {
 std::string describe_source_change(ir::InputSource a, ir::InputSource b) {
   using S = ir::InputSource;
   if (b == S::kOperator) {
-    return a == S::kLetter
-               ? "now set only by an operator (letters no longer set it)"
-               : "now set only by an operator (the operation record no longer sets it)";
+    return a == S::kLetter ? "now set only by an operator (letters no longer set it)"
+                           : "now set only by an operator (the operation record no longer sets it)";
   }
   if (b == S::kRecord) {
-    return a == S::kLetter
-               ? "now read only from the operation record (letters no longer set it)"
-               : "no longer operator-only: the operation record may now set it";
+    return a == S::kLetter ? "now read only from the operation record (letters no longer set it)"
+                           : "no longer operator-only: the operation record may now set it";
   }
   return a == S::kOperator ? "no longer operator-only: letters may now set it"
                            : "no longer record-only: letters may now set it";

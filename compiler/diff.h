@@ -34,9 +34,9 @@ struct FieldChange {
   // The field's source got looser (`source: operator` -> record or letter, `source: record` ->
   // letter) and the new policy's rules read it: letters (decide, explain, the JSONL binding) may
   // now set what only an operator or the operation record set, e.g. a confirmation or a phase
-  // that unlocks a `create` verb (or the record what only an operator set). The diff does not compute which letters now reach which verb through
-  // it (its regions compare decisions of the same input values), so it counts the change as more
-  // dangerous whenever a rule reads the field.
+  // that unlocks a `create` verb (or the record what only an operator set). The diff does not
+  // compute which letters now reach which verb through it (its regions compare decisions of the
+  // same input values), so it counts the change as more dangerous whenever a rule reads the field.
   bool more_dangerous = false;
 };
 

@@ -230,10 +230,10 @@ struct CatalogEntry {
 };
 std::vector<CatalogEntry> rule_catalog(const Policy& policy);
 
-const char* effect_name(Effect effect);       // "none", "read", "copy", "create"
-const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
+const char* effect_name(Effect effect);             // "none", "read", "copy", "create"
+const char* field_type_name(FieldType type);        // "string", "int", "bool", "enum"
 const char* input_source_name(InputSource source);  // "letter", "operator", "record"
-const char* op_name(Op op);                   // "eq", "ne", "in", "not_in", "lt", ... "absent"
+const char* op_name(Op op);  // "eq", "ne", "in", "not_in", "lt", ... "absent"
 // `a op b` for the comparison ops kEq, kNe, kLt, kLe, kGt and kGe on ints: how a condition's
 // bound and a Derivation's value are evaluated. false
 // for every other op (kIn, kNotIn, kAbsent, kPresent do not compare two ints).

@@ -1319,12 +1319,19 @@ uint32_t Table::field_index(std::string_view name) const noexcept {
 }
 FieldInfo Table::field(uint32_t index) const noexcept {
   if (index >= impl_->fields.size()) {
-    return FieldInfo{
-        {}, FieldType::kString, false, false, false, false, 0, 0, false, FieldSource::kLetter};
+    return FieldInfo{{},    FieldType::kString,  false, false, false, false, 0, 0,
+                     false, FieldSource::kLetter};
   }
   const Impl::Field& f = impl_->fields[index];
-  return FieldInfo{f.name,    f.type, f.optional, f.empty_means_absent,
-                   f.has_min, f.has_max, f.min, f.max, f.source == FieldSource::kOperator,
+  return FieldInfo{f.name,
+                   f.type,
+                   f.optional,
+                   f.empty_means_absent,
+                   f.has_min,
+                   f.has_max,
+                   f.min,
+                   f.max,
+                   f.source == FieldSource::kOperator,
                    f.source};
 }
 

@@ -50,7 +50,7 @@ struct Table::Impl {
     uint32_t dict_begin = 0, dict_count = 0;
     uint32_t slot_begin = 0, slot_count = 0;
     uint32_t cut_begin = 0, cut_count = 0;
-    bool derived = false;        // computed from two int fields; see `derivations`
+    bool derived = false;                       // computed from two int fields; see `derivations`
     FieldSource source = FieldSource::kLetter;  // who may supply it (FieldRecord::source)
   };
   struct DictEntry {

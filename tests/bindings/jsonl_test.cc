@@ -94,8 +94,8 @@ TEST(JsonlBinding, RecordOnlyAndOperatorOnlyFieldsAreNeverReadFromRecords) {
   ASSERT_EQ(rgj_open(table.c_str(), &gate, &err), RG_OK) << err.message;
   uint32_t verb = 99;
   size_t count = 0, invalid = 0, consumed = 0;
-  ASSERT_EQ(rgj_decide_lines(gate, text.data(), text.size(), &verb, 1, &count, &invalid,
-                             &consumed, nullptr),
+  ASSERT_EQ(rgj_decide_lines(gate, text.data(), text.size(), &verb, 1, &count, &invalid, &consumed,
+                             nullptr),
             RG_OK);
   EXPECT_EQ(count, 1u);
   EXPECT_EQ(invalid, 1u);  // invalid input: phase

@@ -116,7 +116,8 @@ TEST(RecordOnlyCompiler, DiffCountsALooserSourceAsMoreDangerous) {
 
   d = diff_policies(letter, marked);
   ASSERT_EQ(d.fields.size(), 2u);
-  EXPECT_EQ(d.fields[0].change, "now read only from the operation record (letters no longer set it)");
+  EXPECT_EQ(d.fields[0].change,
+            "now read only from the operation record (letters no longer set it)");
   EXPECT_FALSE(d.any_more_dangerous());
 
   // operator -> record: the record file may now set what only --confirm set.

@@ -37,7 +37,6 @@ const std::string kForgedLetter =
     "\"spec_current\": true, \"user_authorized\": true, \"remaining_budget\": 40, "
     "\"operator_confirmed\": true}";
 
-
 TEST_F(OperatorOnlyCli, DecideIgnoresTheLettersConfirmationAndHoldsForReview) {
   for (const std::string& policy : {policy_, dsl_policy_}) {
     const CliResult r = run({"decide", "--policy", policy, "-"}, kForgedLetter + "\n");

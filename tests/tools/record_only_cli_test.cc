@@ -30,12 +30,12 @@ const std::string kEvilMessage =
 
 class RecordOnlyCli : public CliFixture {
  protected:
-  CliResult review(const std::string& policy, const std::string& message,
-                   const std::string& record, std::vector<std::string> extra = {}) {
+  CliResult review(const std::string& policy, const std::string& message, const std::string& record,
+                   std::vector<std::string> extra = {}) {
     write_file(dir_ / "msg.json", message);
     write_file(dir_ / "rec.json", record);
-    std::vector<std::string> args = {"review",  "--policy", policy, "--message",
-                                     msg(),     "--record", rec()};
+    std::vector<std::string> args = {"review", "--policy", policy, "--message",
+                                     msg(),    "--record", rec()};
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);
   }
@@ -95,10 +95,9 @@ TEST_F(RecordOnlyCli, TheMessagesFactsNeverDecideAndTheRecordSaysSo) {
 
 // The second scenario: the record says prepared but has no allowance facts.
 TEST_F(RecordOnlyCli, AllowanceFactsOnlyFromTheRecordGiveNoDispatch) {
-  const CliResult r = review(kPolicy, kEvilMessage,
-                             R"({"operation_id":"op-1","revision":3,"phase":"prepared"})",
-                             {"--confirm", "--operator", "ana", "--audit", log(), "--format",
-                              "json"});
+  const CliResult r =
+      review(kPolicy, kEvilMessage, R"({"operation_id":"op-1","revision":3,"phase":"prepared"})",
+             {"--confirm", "--operator", "ana", "--audit", log(), "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["action"], "manual_reconciliation");
@@ -145,7 +144,8 @@ TEST_F(RecordOnlyCli, TheRecordsFactsDecideWhateverTheMessageSays) {
             std::string::npos)
       << r.out;
   // A message that says the budget is spent or the phase differs changes nothing either way.
-  r = review(kPolicy, R"({"message_id":"m-2","revision":3,"phase":"delivered","remaining_budget":0})",
+  r = review(kPolicy,
+             R"({"message_id":"m-2","revision":3,"phase":"delivered","remaining_budget":0})",
              record);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("  action:               hold_for_review (effect none)\n"),
@@ -189,8 +189,19 @@ TEST_F(RecordOnlyCli, APhaseFromTheMessageIsShownWithItsSource) {
                        "message.revision_seen)\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("  action:               go (effect read)\n"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("  action:               go (effect read)\n"), std::string::npos) << r.out;
+  // An object there (invalid input) shows only its kind, never what it holds.
+  const CliResult o =
+      review((dir_ / "p.policy").string(), R"({"phase":{"token":"SECRET-1"}})", "{}");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("  operation phase:      <an object> (from message.phase)\n"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("  phase:                <an object> (from message.phase)\n"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("  reason:               invalid input: phase\n"), std::string::npos);
+  EXPECT_EQ(o.out.find("SECRET"), std::string::npos) << o.out;
 }
 
 // Item 8: the second --confirm of a create decision for the same message warns (and records).
@@ -211,7 +222,9 @@ TEST_F(RecordOnlyCli, ASecondCreateDecisionForTheMessageWarns) {
   EXPECT_EQ(r.err, "replaygate: warning: " + log() +
                        " already records a create decision for this message (message m-1, "
                        "operation op-1): entry 1, dispatch (rule prepared_dispatch_reviewed), "
-                       "recorded " + time + " by ana; no result is recorded for it\n"
+                       "recorded " +
+                       time +
+                       " by ana; no result is recorded for it\n"
                        "replaygate: warning: this review records another create decision: "
                        "acting on it submits the work again; check the operation record and the "
                        "audit log before acting\n");
@@ -226,7 +239,9 @@ TEST_F(RecordOnlyCli, ASecondCreateDecisionForTheMessageWarns) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("already records a create decision for this operation (message m-1, "
                        "operation op-1): entry 1, dispatch (rule prepared_dispatch_reviewed), "
-                       "recorded " + time + " by ana; later also entries 2; results recorded: "
+                       "recorded " +
+                       time +
+                       " by ana; later also entries 2; results recorded: "
                        "entry 1: dispatched job_1\n"),
             std::string::npos)
       << r.err;
@@ -236,11 +251,12 @@ TEST_F(RecordOnlyCli, ASecondCreateDecisionForTheMessageWarns) {
              confirm());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  r = review(kPolicy, R"({"message_id":"m-9","operation_id":"op-9","revision":3})",
-             R"({"operation_id":"op-9","revision":3,"phase":"prepared","dispatch_confirmed_absent":)"
-             R"(true,"model_current":true,"spec_current":true,"user_authorized":true,)"
-             R"("remaining_budget":5})",
-             confirm());
+  r = review(
+      kPolicy, R"({"message_id":"m-9","operation_id":"op-9","revision":3})",
+      R"({"operation_id":"op-9","revision":3,"phase":"prepared","dispatch_confirmed_absent":)"
+      R"(true,"model_current":true,"spec_current":true,"user_authorized":true,)"
+      R"("remaining_budget":5})",
+      confirm());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(run({"audit", "verify", log()}).exit_code, 0);
@@ -283,9 +299,9 @@ TEST_F(RecordOnlyCli, DecideAndExplainLeaveItUnset) {
   // A compiled table keeps the marker: dump shows it, decide still ignores the letter's value.
   const std::string table = (dir_ / "g.rgt").string();
   ASSERT_EQ(run({"compile", kDslPolicy, "-o", table}).exit_code, 0);
-  EXPECT_NE(run({"dump", table})
-                .out.find("phase: enum, required, read from the operation record only\n"),
-            std::string::npos);
+  EXPECT_NE(
+      run({"dump", table}).out.find("phase: enum, required, read from the operation record only\n"),
+      std::string::npos);
   r = run({"decide", "--table", table, "-"}, letter + "\n");
   EXPECT_NE(r.out.find("\"reason\":\"invalid input: phase\""), std::string::npos) << r.out;
 
@@ -317,8 +333,9 @@ TEST_F(RecordOnlyCli, KafkaMappingMayNotMapIt) {
 
 TEST_F(RecordOnlyCli, DiffFlagsLooseningTheMarkerAndConvertKeepsIt) {
   std::string text = read_file(kPolicy);
-  const std::string marker = "    values: [prepared, accepted, succeeded, failed, submitting, "
-                             "delivered]\n    source: record\n";
+  const std::string marker =
+      "    values: [prepared, accepted, succeeded, failed, submitting, "
+      "delivered]\n    source: record\n";
   const size_t at = text.find(marker);
   ASSERT_NE(at, std::string::npos);
   text.erase(at + marker.size() - 19, 19);  // phase loses `source: record`
@@ -372,9 +389,10 @@ const char* const kTicketPolicy =
 
 TEST_F(RecordOnlyCli, DedupeFieldLettersNeverSupplyIsRefused) {
   write_file(dir_ / "t.yaml", kTicketPolicy);
-  const std::string letters = "{\"topic\":\"t\",\"ticket\":\"T-1\"}\n"
-                              "{\"topic\":\"t\",\"ticket\":\"T-1\"}\n"
-                              "{\"topic\":\"t\",\"ticket\":\"T-1\"}\n";
+  const std::string letters =
+      "{\"topic\":\"t\",\"ticket\":\"T-1\"}\n"
+      "{\"topic\":\"t\",\"ticket\":\"T-1\"}\n"
+      "{\"topic\":\"t\",\"ticket\":\"T-1\"}\n";
   const std::string policy = (dir_ / "t.yaml").string();
   CliResult r = run({"decide", "--policy", policy, "--dedupe-field", "ticket", "-"}, letters);
   EXPECT_EQ(r.exit_code, 2);

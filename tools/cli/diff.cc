@@ -5,8 +5,8 @@
 // Each input is read once, so FIFOs and /dev/stdin work.
 // Exit: 0 no input changes its verb; 1 some do, none to a more dangerous effect; 3 some input
 // gets a more dangerous effect than before, or a field the rules read got a looser `source:`
-// (operator -> record or letter, record -> letter: FieldChange::more_dangerous); 2 usage, I/O, policy errors, unloadable
-// or unliftable tables, or an incomplete analysis.
+// (operator -> record or letter, record -> letter: FieldChange::more_dangerous); 2 usage, I/O,
+// policy errors, unloadable or unliftable tables, or an incomplete analysis.
 #include "compiler/diff.h"
 
 #include <fcntl.h>

@@ -290,9 +290,9 @@ size_t LetterParser::field_value_offset(std::string_view line, uint32_t field) c
   const State& s = *state_;
   // An operator- or record-only field's value in the letter was never read: it is not where the
   // field failed.
-  if (field >= s.table->field_count() || std::find(s.not_from_letters.begin(),
-                                                   s.not_from_letters.end(),
-                                                   field) != s.not_from_letters.end()) {
+  if (field >= s.table->field_count() ||
+      std::find(s.not_from_letters.begin(), s.not_from_letters.end(), field) !=
+          s.not_from_letters.end()) {
     return kNoOffset;
   }
   return locate_member_value(line, {s.names[field]});

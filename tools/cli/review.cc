@@ -45,16 +45,16 @@
 #include "compiler/lower.h"
 #include "compiler/utf8.h"
 #include "runtime/table.h"
+#include "runtime/trace.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
+#include "tools/cli/ir_eval.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
 #include "tools/cli/review_inputs.h"
-#include "runtime/trace.h"
-#include "tools/cli/ir_eval.h"
 
 namespace replaygate::cli {
 namespace {
@@ -354,9 +354,8 @@ std::string inputs_text(const json& inputs) {
     width = std::max(width, item["name"].get_ref<const std::string&>().size() + 3);
   }
   const auto shown_value = [](const json& v) {
-    return v.is_string() && v.get_ref<const std::string&>().starts_with("<")
-               ? v.get<std::string>()
-               : v.dump();
+    return v.is_string() && v.get_ref<const std::string&>().starts_with("<") ? v.get<std::string>()
+                                                                             : v.dump();
   };
   std::string out = "inputs (the value the policy used, and where it came from)\n";
   for (const json& item : inputs) {
@@ -371,8 +370,7 @@ std::string inputs_text(const json& inputs) {
                               : item["value"].dump()) +
              " (derived: " + item["formula"].get<std::string>() + ")";
     } else if (item["missing"]) {
-      line = "<missing> (" +
-             (only.empty() ? std::string() : only.substr(2) + "; ") +
+      line = "<missing> (" + (only.empty() ? std::string() : only.substr(2) + "; ") +
              item["unset_because"].get<std::string>() + ")";
     } else if (item["from"] == "--confirm" && item["value"] == false) {
       line = "false (no --confirm" + only + ")";
@@ -401,7 +399,7 @@ std::string earlier_create_warning(const std::string& path, const json& out) {
   std::string text, error;
   if (!read_whole_file(path, size_t{1} << 30, &text, &error)) return "";
   const std::string message_id = out["message_id"], operation_id = out["operation_id"];
-  std::vector<json> earlier;     // the matching decision entries, in log order
+  std::vector<json> earlier;         // the matching decision entries, in log order
   std::vector<std::string> results;  // "entry 1: OUTCOME" for results of those
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
@@ -446,9 +444,9 @@ std::string earlier_create_warning(const std::string& path, const json& out) {
       w += (i > 1 ? ", " : " ") + earlier[i].value("seq", json()).dump();
     }
   }
-  w += results.empty() ? std::string("; no result is recorded for ") +
-                             (earlier.size() > 1 ? "them" : "it")
-                       : "; results recorded: ";
+  w += results.empty()
+           ? std::string("; no result is recorded for ") + (earlier.size() > 1 ? "them" : "it")
+           : "; results recorded: ";
   for (size_t i = 0; i < results.size(); ++i) w += (i ? "; " : "") + results[i];
   w += "\nreplaygate: warning: this review records another create decision: acting on it "
        "submits the work again; check the operation record and the audit log before acting\n";
@@ -598,7 +596,12 @@ int run_review(const Options& o) {
   out["last_error_category"] =
       shown(r, "last_error_category", member(r.message, "last_error_category"));
   out["remote_job_id"] = shown(r, "remote_job_id", job);
-  out["phase"] = shown(r, "phase", phase);
+  // record.phase is checked to be a scalar (non_scalar_identifier); a phase a letter-source
+  // policy took from the message is not, so an object or array shows only its kind.
+  const json phase_kind = phase != nullptr && (phase->is_object() || phase->is_array())
+                              ? json(std::string("<") + non_scalar_kind(*phase) + ">")
+                              : json();
+  out["phase"] = shown(r, "phase", phase_kind.is_null() ? phase : &phase_kind);
   out["message_revision"] = shown_json(r, "revision", member(r.message, "revision"));
   out["record_revision"] = shown_json(r, "revision", member(r.record, "revision"));
   out["redacted"] = r.redacted;
@@ -669,8 +672,8 @@ int run_review(const Options& o) {
     row("known remote job id:", out["remote_job_id"]);
     // Where the phase came from when it is not the record's own (a policy whose phase input
     // letters may set): the record must never hide that the decision used the message's.
-    const bool phase_elsewhere = phase_use != nullptr && phase_use->value != nullptr &&
-                                 phase_use->from != "record.phase";
+    const bool phase_elsewhere =
+        phase_use != nullptr && phase_use->value != nullptr && phase_use->from != "record.phase";
     row("operation phase:",
         out["phase"].get<std::string>() +
             (phase_elsewhere ? " (from " + phase_use->from + ")" : std::string()));
@@ -721,9 +724,13 @@ Runner setup_review(CLI::App& sub) {
       "Print the operator review record for one dead-lettered message: build the policy's input\n"
       "from MESSAGE and the durable operation RECORD (JSON files; mapping in docs/recovery.md),\n"
       "decide, and say in plain words whether the action reads status, copies an existing\n"
-      "output or submits new work. Sensitive fields are never printed, only named.\n"
+      "output or submits new work. Sensitive fields are never printed, only named. The record\n"
+      "lists every input with the value the policy used and where it came from; an input the\n"
+      "policy marks `source: record` is read from RECORD only (the message's value is shown as\n"
+      "ignored).\n"
       "--confirm sets the operator_confirmed input and appends the decision to the audit log\n"
-      "(--audit FILE, --operator NAME required) before printing it.\n"
+      "(--audit FILE, --operator NAME required) before printing it; it warns when the log\n"
+      "already holds a create decision for the same message or operation.\n"
       "Exit: 0 reviewed (and recorded with --confirm), 1 policy errors or an invalid message or\n"
       "record, 2 usage/I/O errors, or the audit append failed (the decision is not taken).");
   sub.add_option("--policy", o->policy, "Policy file, compiled in memory");

@@ -63,8 +63,8 @@ const json* review_job_id(const json& message, const json& record) {
   return nullptr;
 }
 
-std::vector<InputUse> map_review_inputs(const Table& table, const json& message,
-                                        const json& record, const json& confirmed) {
+std::vector<InputUse> map_review_inputs(const Table& table, const json& message, const json& record,
+                                        const json& confirmed) {
   std::vector<InputUse> out;
   for (uint32_t f = 0; f < table.field_count(); ++f) {
     const FieldInfo info = table.field(f);

@@ -38,8 +38,8 @@ struct ReviewPlace {
 
 // A value a file offered for an input that the input's source does not allow, so it was not used.
 struct IgnoredOffer {
-  std::string from;                        // "message.phase"
-  const nlohmann::json* value = nullptr;   // into the message or record (never null)
+  std::string from;                       // "message.phase"
+  const nlohmann::json* value = nullptr;  // into the message or record (never null)
 };
 
 struct InputUse {
