@@ -12,9 +12,11 @@
 //       default: other                    # optional; used only when the source is missing
 //       optional: true                    # optional; missing -> absent (null)
 //       type: string                      # optional; must equal the policy input's type
+//       acknowledge: default-opens-create # optional; the default was reviewed (RG309)
 //
-// Problems in the file are diagnostics RG301-RG305 (docs/diagnostics.md), rendered with
-// render_text(); nothing in this file prints.
+// Problems in the file are diagnostics RG301-RG310 (docs/input-mapping.md), rendered with
+// render_text(); nothing in this file prints. Defaults are checked against the policy as
+// mapping_defaults.h says (RG308-RG310).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +52,10 @@ struct FieldMapping {
   std::map<std::string, std::string, std::less<>> map;  // raw text -> policy value text
   std::optional<std::string> default_text;
   bool optional = false;
+  ir::Span default_span;  // the `default:` value, for RG308/RG309 (mapping_defaults.h)
+  // `acknowledge: default-opens-create`: the default may open a create verb, and that was reviewed.
+  bool acknowledged = false;
+  ir::Span acknowledge_span;
 };
 
 struct Mapping {
