@@ -224,11 +224,12 @@ TEST_F(AuditVerifyTest, AnEmptyLineBeforeAnUnterminatedEntryRefusesTheAppend) {
                                      "checked as if it were not there)"});
   const CliResult r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "replaygate: " +
-                       refused_error(log(),
-                               "line 2: empty line; delete it (the entries around it are checked "
-                               "as if it were not there)") +
-                       "\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err,
+            "replaygate: " +
+                refused_error(log(),
+                              "line 2: empty line; delete it (the entries around it are checked "
+                              "as if it were not there)") +
+                "\nreplaygate: the result was NOT recorded\n");
   EXPECT_EQ(read_file(log()), broken);
 }
 
@@ -428,9 +429,9 @@ TEST_F(AuditVerifyTest, AppendsRefuseASecondResultAndInvalidEntries) {
   write_file(log(), chained({kDecisionBody, kDecisionBody + ",\"x\":1"}));
   r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "replaygate: " +
-                       refused_error(log(), "line 2: unknown field 'x' in a decision entry") +
-                       "\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err,
+            "replaygate: " + refused_error(log(), "line 2: unknown field 'x' in a decision entry") +
+                "\nreplaygate: the result was NOT recorded\n");
 }
 
 // ---- 4. --operator ----
@@ -543,14 +544,16 @@ TEST_F(AuditVerifyTest, UnknownActionsAndUnreadableLogsSayWhy) {
   CliResult r = run({"audit", "bogus"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "replaygate: error: unknown audit action 'bogus'; the actions are: verify, result, repair\n"
-            "Run 'replaygate audit --help' for usage.\n");
+  EXPECT_EQ(
+      r.err,
+      "replaygate: error: unknown audit action 'bogus'; the actions are: verify, result, repair\n"
+      "Run 'replaygate audit --help' for usage.\n");
   r = run({"audit", "verfy", log()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "replaygate: error: unknown audit action 'verfy'; the actions are: verify, result, repair; "
-            "did you mean 'verify'?\nRun 'replaygate audit --help' for usage.\n");
+  EXPECT_EQ(
+      r.err,
+      "replaygate: error: unknown audit action 'verfy'; the actions are: verify, result, repair; "
+      "did you mean 'verify'?\nRun 'replaygate audit --help' for usage.\n");
   r = run({"audit", "a\x1b]0;x\x07"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
@@ -705,8 +708,8 @@ TEST_F(AuditVerifyTest, ActionAndRuleFollowThePolicyGrammar) {
   const CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.substr(0, r.out.find(", last hash")),
-            log() + ": line 2: 'rule' is \"default \"" + rule + "\n" +
-                refusal_line(log(), 1, 2) + log() + ": BROKEN, 1 entry (1 decision, 0 results)");
+            log() + ": line 2: 'rule' is \"default \"" + rule + "\n" + refusal_line(log(), 1, 2) +
+                log() + ": BROKEN, 1 entry (1 decision, 0 results)");
 }
 
 // `time` is exactly what utc_now() writes: a real UTC second from 1970 on, marked Z.
@@ -896,9 +899,9 @@ TEST_F(AuditVerifyTest, VerifySaysWhatAnAppendDoesWithABrokenUnterminatedLine) {
   // The append does what verify said: refuses, exit 2, nothing written.
   r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "replaygate: " +
-                       refused_error(log(), "line 3: unknown field 'x' in a decision entry") +
-                       "\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err,
+            "replaygate: " + refused_error(log(), "line 3: unknown field 'x' in a decision entry") +
+                "\nreplaygate: the result was NOT recorded\n");
   EXPECT_EQ(read_file(log()), broken);
   // Deleting the line (the repair verify names) lets appends continue.
   write_file(log(), good);
