@@ -334,9 +334,9 @@ class Table:
         f = self._field(name)
         if name in self._operator_set:
             raise ReplaygateError(
-                _ERR_OPERATOR_ONLY, f"{name!r} is set only by an operator (source: operator), never "
-                f"from a message: pass an operator's own value with "
-                f"decide_operator({{{name!r}: ...}}, **fields)")
+                _ERR_OPERATOR_ONLY,
+                f"{name!r} is set only by an operator (source: operator), never from a message: "
+                f"pass an operator's own value with decide_operator({{{name!r}: ...}}, **fields)")
         return f
 
     def _new_input(self, h: _Handle) -> _Handle:
