@@ -57,8 +57,8 @@ struct DecideOptions {
   std::string policy;
   std::string table;
   std::string input = "-";
-  InputFormatOptions format;  // --input-format, its alias --format, --mapping
-  bool show_inputs = false;   // --show-inputs: each line says what each policy input received
+  InputFormatOptions format;     // --input-format, its alias --format, --mapping
+  bool show_inputs = false;      // --show-inputs: each line says what each policy input received
   std::string max_replays;       // a decimal count, when given
   bool max_replays_set = false;  // --max-replays was on the command line (even as "")
   std::string max_keys;          // --max-replayed-keys, a decimal count, when given
@@ -895,17 +895,17 @@ Runner setup_decide(CLI::App& sub) {
                  "Append every decision to this audit log (docs/recovery.md) before printing it");
   CLI::Option* operator_option =
       sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
-  return [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format,
-          format_alias] {
-    o->format.input_format_set = input_format->count() > 0;
-    o->format.alias_set = format_alias->count() > 0;
-    o->operator_set = operator_option->count() > 0;
-    o->dedupe_field_set = dedupe->count() > 0;
-    o->max_replays_set = max_replays->count() > 0;
-    o->max_keys_set = max_keys->count() > 0;
-    o->filter_mib_set = filter_mib->count() > 0;
-    return run_decide(*o);
-  };
+  return
+      [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias] {
+        o->format.input_format_set = input_format->count() > 0;
+        o->format.alias_set = format_alias->count() > 0;
+        o->operator_set = operator_option->count() > 0;
+        o->dedupe_field_set = dedupe->count() > 0;
+        o->max_replays_set = max_replays->count() > 0;
+        o->max_keys_set = max_keys->count() > 0;
+        o->filter_mib_set = filter_mib->count() > 0;
+        return run_decide(*o);
+      };
 }
 
 }  // namespace replaygate::cli

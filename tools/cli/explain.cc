@@ -104,7 +104,7 @@ struct LetterLine {
 // A part of a record read through a mapping (RecordPartValue), as shown: `header "x-replay" = "2"`.
 struct RecordLine {
   std::string part;   // "topic", "header", ...
-  std::string name;   // a header's name, shown (quoted, escaped); "" for the others
+  std::string name;   // a header's name as given (any bytes); "" for the others
   std::string value;  // shown: "\"payments.DLT\"", "17", "null", "<redacted>", "52 bytes"
 };
 
@@ -345,11 +345,13 @@ std::string render_text(const Report& r, const std::string& source) {
   if (r.mapping.empty()) {
     out += "letter:\n";
   } else {
-    out += "record (" + r.input_format + ", mapping " + escape_control(r.mapping, Backslash::kKeep) +
-           "):\n";
+    out += "record (" + r.input_format + ", mapping " +
+           escape_control(r.mapping, Backslash::kKeep) + "):\n";
     for (const RecordLine& line : r.record) {
-      out += "  " + line.part + (line.name.empty() ? "" : " " + safe(line.name)) + " = " +
-             safe(line.value) + "\n";
+      const bool named = line.part == "header";
+      out += "  " + line.part +
+             (named ? " " + describe_value(LetterValue::String(line.name)) : std::string()) +
+             " = " + safe(line.value) + "\n";
     }
     out += "inputs:\n";
   }
@@ -405,7 +407,7 @@ std::string render_json(const Report& r, const std::string& source) {
     Json parts = Json::array();
     for (const RecordLine& line : r.record) {
       Json part = {{"part", line.part}};
-      if (!line.name.empty()) part["name"] = line.name;
+      if (line.part == "header") part["name"] = line.name;
       part["value"] = line.value;
       parts.push_back(std::move(part));
     }
@@ -500,7 +502,8 @@ std::string part_value(const RecordPartValue& part) {
     case RecordPartValue::Kind::kInt:
       return std::to_string(part.number);
     case RecordPartValue::Kind::kSize:
-      return plural(static_cast<uint64_t>(part.number), "byte") + " (read only through the mapping)";
+      return plural(static_cast<uint64_t>(part.number), "byte") +
+             " (read only through the mapping)";
   }
   return "?";
 }
@@ -696,29 +699,45 @@ int run_explain(const ExplainOptions& options) {
   if (!format->mapping_format.empty()) {
     report.input_format = format->name;
     report.mapping = options.input.mapping;
-    // A header is secret by its own name, or when it feeds a sensitive input.
+    // A header is secret by its own name, or when it feeds a sensitive input; another part of
+    // the record (its key, say) when it feeds one.
     std::set<std::string> secret_headers = sensitive;
+    std::set<std::string> secret_parts;
     for (uint32_t f = 0; f < table->field_count(); ++f) {
       const std::optional<InputOrigin> origin = parser.input_origin(f);
       if (!origin) continue;
       LetterLine& line = report.letter.at(f);
-      const bool secret =
-          sensitive.count(line.field) > 0 || (!origin->header.empty() && sensitive.count(origin->header) > 0);
+      const bool secret = sensitive.count(line.field) > 0 ||
+                          (!origin->header.empty() && sensitive.count(origin->header) > 0);
       line.origin = origin_text(*origin, secret);
       if (secret && !origin->header.empty()) secret_headers.insert(origin->header);
+      if (secret && origin->part == "coordinates") {
+        secret_parts.insert({"topic", "partition", "offset"});
+      } else if (secret && origin->header.empty()) {
+        secret_parts.insert(origin->part);
+      }
     }
     for (const RecordPartValue& part : parser.record_parts()) {
       RecordLine line;
       line.part = part.label;
-      if (part.label == "header") line.name = describe_value(LetterValue::String(part.name));
+      line.name = part.name;
       const bool secret = part.label == "header" ? secret_headers.count(part.name) > 0
-                                                 : sensitive.count(part.label) > 0;
-      line.value = secret && part.kind == RecordPartValue::Kind::kText ? std::string(kRedacted)
-                                                                  : part_value(part);
+                                                 : secret_parts.count(part.label) > 0;
+      // The payload is shown by its size only; null stays visible.
+      line.value = secret && (part.kind == RecordPartValue::Kind::kText ||
+                              part.kind == RecordPartValue::Kind::kInt)
+                       ? std::string(kRedacted)
+                       : part_value(part);
       report.record.push_back(std::move(line));
     }
   }
   redact(report, sensitive);
+  if (!format->mapping_format.empty() && !checked) {
+    std::fprintf(stderr,
+                 "replaygate explain: note: a table does not keep the policy's sensitive list: "
+                 "only the built-in secret names (token, authorization, ...) are redacted; "
+                 "explain with --policy to redact the policy's own\n");
+  }
   // The explanation must name the verb and rule decide() gives; anything else is a bug.
   const Decision d = table->decide(input);
   if (std::string(table->verb_name(d.verb)) != report.verb ||
@@ -750,9 +769,9 @@ Runner setup_explain(CLI::App& sub) {
   sub.add_option("LETTER", options->letter,
                  "Letter (or record) file, or - for standard input (default)");
   sub.add_option("--format", options->format, "Output: text (default) or json");
-  CLI::Option* input_format = sub.add_option("--input-format", options->input.input_format,
-                                             "Record format: " + input_format_names() +
-                                                 " (default letters; as decide's --input-format)");
+  CLI::Option* input_format = sub.add_option(
+      "--input-format", options->input.input_format,
+      "Record format: " + input_format_names() + " (default letters; as decide's --input-format)");
   sub.add_option("--mapping", options->input.mapping,
                  "Mapping file for --input-format kafka (docs/input-mapping.md)");
   return [options, input_format] {

@@ -92,8 +92,8 @@ std::string mapping_format_mismatch(const InputFormat& format, const std::string
   if (mapping.format == format.mapping_format) return "";
   return escape_control(mapping_path) + " maps " + escape_control(mapping.format) +
          " records, but --input-format " + std::string(format.name) + " reads " +
-         std::string(format.mapping_format) + " records; give a mapping with format: " +
-         std::string(format.mapping_format);
+         std::string(format.mapping_format) +
+         " records; give a mapping with format: " + std::string(format.mapping_format);
 }
 
 int open_record_parser(const InputFormat& format, const std::string& mapping_path,

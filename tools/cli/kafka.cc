@@ -853,8 +853,8 @@ std::vector<RecordPartValue> KafkaParser::record_parts() const {
   if (s.has_ts) add("timestamp", RecordPartValue::Kind::kInt, {}, s.ts);
   add("key", s.key_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kText, s.key, 0);
   for (const auto& [name, value] : s.headers) {
-    add("header", value ? RecordPartValue::Kind::kText : RecordPartValue::Kind::kNull, value.value_or(""),
-        0);
+    add("header", value ? RecordPartValue::Kind::kText : RecordPartValue::Kind::kNull,
+        value.value_or(""), 0);
     parts.back().name = std::string(name);
   }
   add("payload", s.payload_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kSize, {},
@@ -868,7 +868,18 @@ std::optional<InputOrigin> KafkaParser::input_origin(uint32_t field) const {
     if (m.field != field) continue;
     InputOrigin origin;
     origin.source = m.source.describe();
-    if (m.source.kind == SourceKind::kHeader) origin.header = m.source.name;
+    switch (m.source.kind) {
+      case SourceKind::kHeader:
+        origin.part = "header";
+        origin.header = m.source.name;
+        break;
+      case SourceKind::kPayload:
+        origin.part = "payload";
+        break;
+      case SourceKind::kRecord:  // "topic", ..., "coordinates": record_parts()' labels
+        origin.part = m.source.name;
+        break;
+    }
     Raw raw;
     std::string why;
     if (!s.extract(m.source, &raw, &why)) {  // parse() would have failed: not after a true

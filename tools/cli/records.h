@@ -89,8 +89,16 @@ struct RecordPartValue {
 // Where a mapped policy input got its value, for `explain` (RecordParser::input_origin()).
 struct InputOrigin {
   std::string source;  // "header 'x-replay'", "payload /attempts", "record offset"
+  std::string part;    // the RecordPartValue::label it was read from ("header", "key", "payload")
   std::string header;  // a header source: the header's name (any bytes), else ""
-  enum class Found : uint8_t { kMissing, kNull, kText, kInt, kBool, kOther } found = Found::kMissing;
+  enum class Found : uint8_t {
+    kMissing,
+    kNull,
+    kText,
+    kInt,
+    kBool,
+    kOther
+  } found = Found::kMissing;
   std::string text;        // kText: the source's bytes; kOther: what it is ("an object")
   int64_t number = 0;      // kInt
   bool flag = false;       // kBool
@@ -127,9 +135,7 @@ class RecordParser {
   virtual std::vector<RecordPartValue> record_parts() const { return {}; }
   // For `explain`, after parse() returned true: where policy field `field` got its value, for a
   // format that reads through a mapping; nullopt for letters and for a field nothing maps.
-  virtual std::optional<InputOrigin> input_origin(uint32_t /*field*/) const {
-    return std::nullopt;
-  }
+  virtual std::optional<InputOrigin> input_origin(uint32_t /*field*/) const { return std::nullopt; }
 
  protected:
   size_t problem_offset_ = kNoOffset;
