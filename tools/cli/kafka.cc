@@ -835,4 +835,90 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   return true;
 }
 
+std::vector<RecordPartValue> KafkaParser::record_parts() const {
+  const State& s = *state_;
+  std::vector<RecordPartValue> parts;
+  const auto add = [&](std::string label, RecordPartValue::Kind kind, std::string_view text,
+                       int64_t number) {
+    RecordPartValue part;
+    part.label = std::move(label);
+    part.kind = kind;
+    part.text = text;
+    part.number = number;
+    parts.push_back(std::move(part));
+  };
+  add("topic", RecordPartValue::Kind::kText, s.topic, 0);
+  add("partition", RecordPartValue::Kind::kInt, {}, s.partition);
+  add("offset", RecordPartValue::Kind::kInt, {}, s.offset);
+  if (s.has_ts) add("timestamp", RecordPartValue::Kind::kInt, {}, s.ts);
+  add("key", s.key_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kText, s.key, 0);
+  for (const auto& [name, value] : s.headers) {
+    add("header", value ? RecordPartValue::Kind::kText : RecordPartValue::Kind::kNull,
+        value.value_or(""), 0);
+    parts.back().name = std::string(name);
+  }
+  add("payload", s.payload_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kSize, {},
+      static_cast<int64_t>(s.payload.size()));
+  return parts;
+}
+
+std::optional<InputOrigin> KafkaParser::input_origin(uint32_t field) const {
+  State& s = *state_;
+  for (const FieldMapping& m : s.mapping->fields) {
+    if (m.field != field) continue;
+    InputOrigin origin;
+    origin.source = m.source.describe();
+    switch (m.source.kind) {
+      case SourceKind::kHeader:
+        origin.part = "header";
+        origin.header = m.source.name;
+        break;
+      case SourceKind::kPayload:
+        origin.part = "payload";
+        break;
+      case SourceKind::kRecord:  // "topic", ..., "coordinates": record_parts()' labels
+        origin.part = m.source.name;
+        break;
+    }
+    Raw raw;
+    std::string why;
+    if (!s.extract(m.source, &raw, &why)) {  // parse() would have failed: not after a true
+      origin.found = InputOrigin::Found::kOther;
+      origin.text = why;
+      return origin;
+    }
+    switch (raw.kind) {
+      case Raw::Kind::kMissing:
+        origin.defaulted = m.default_text.has_value();
+        origin.optional = !origin.defaulted && m.optional;
+        break;
+      case Raw::Kind::kNull:
+        origin.found = InputOrigin::Found::kNull;
+        break;
+      case Raw::Kind::kText:
+      case Raw::Kind::kJsonText:
+        origin.found = InputOrigin::Found::kText;
+        origin.text = std::string(raw.text);
+        break;
+      case Raw::Kind::kInt:
+        origin.found = InputOrigin::Found::kInt;
+        origin.number = raw.number;
+        break;
+      case Raw::Kind::kBool:
+        origin.found = InputOrigin::Found::kBool;
+        origin.flag = raw.flag;
+        break;
+      case Raw::Kind::kOther:
+        origin.found = InputOrigin::Found::kOther;
+        origin.text = raw.other;
+        break;
+    }
+    // As parse() applies map: (a default goes through it too).
+    origin.mapped = m.has_map && raw.kind != Raw::Kind::kNull &&
+                    (raw.kind != Raw::Kind::kMissing || origin.defaulted);
+    return origin;
+  }
+  return std::nullopt;
+}
+
 }  // namespace replaygate::cli

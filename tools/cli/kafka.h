@@ -21,8 +21,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/table.h"
 #include "tools/cli/mapping.h"
@@ -39,6 +41,11 @@ class KafkaParser : public RecordParser {
   KafkaParser(const Table& table, const Mapping& mapping, WarningSink warn = {});
   ~KafkaParser() override;
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
+  // For explain (records.h): topic, partition, offset, timestamp (when kcat printed one), key,
+  // each header in order, and the payload's size (its fields are shown only as mapped inputs).
+  std::vector<RecordPartValue> record_parts() const override;
+  // The mapping entry's source, and what the record held there (read again: explain only).
+  std::optional<InputOrigin> input_origin(uint32_t field) const override;
 
  private:
   struct State;

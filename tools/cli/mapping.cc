@@ -261,6 +261,8 @@ class Checker {
     if (const yaml::Node* format = root.find("format")) {
       if (!format->is_scalar() || format->scalar != "kcat-json") {
         error(*format, "RG301", "unsupported format", "the only format is kcat-json");
+      } else {
+        mapping->format = format->scalar;
       }
     }
     if (const yaml::Node* node = root.find("message_id")) {

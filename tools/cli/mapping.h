@@ -59,6 +59,9 @@ struct FieldMapping {
 };
 
 struct Mapping {
+  // The file's `format:`, the record format it maps (kcat-json when not given). Each
+  // --input-format that takes a mapping names the one it reads (tools/cli/input_formats.h).
+  std::string format = "kcat-json";
   std::optional<ValueSource> message_id;
   std::optional<ValueSource> body_hash;
   std::vector<FieldMapping> fields;  // in the table's field order

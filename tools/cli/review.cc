@@ -54,6 +54,7 @@
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
+#include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
 namespace {
@@ -61,11 +62,6 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxDocumentBytes = size_t{1} << 20;
-
-// Names that are secret whatever the policy says (compared exactly, lower case).
-const std::set<std::string> kBuiltinSensitive = {
-    "prompt",  "credentials",   "credential", "signed_url", "token",  "access_token",
-    "api_key", "authorization", "password",   "secret",     "cookie", "refresh_token"};
 
 struct Options {
   std::string policy, table, message, record, operator_name, audit, format = "text";
@@ -341,7 +337,7 @@ int run_review(const Options& o) {
     }
   }
   Review r;
-  r.sensitive = kBuiltinSensitive;
+  r.sensitive = builtin_sensitive_names();  // names secret whatever the policy says
   std::unique_ptr<Table> table;
   if (!o.policy.empty()) {
     LoadedPolicy loaded;
@@ -557,6 +553,8 @@ Runner setup_review(CLI::App& sub) {
       "from MESSAGE and the durable operation RECORD (JSON files; mapping in docs/recovery.md),\n"
       "decide, and say in plain words whether the action reads status, copies an existing\n"
       "output or submits new work. Sensitive fields are never printed, only named.\n"
+      "MESSAGE and RECORD are single JSON documents, not a dump: review takes no --input-format\n"
+      "(decide and explain do) and no --mapping.\n"
       "--confirm sets the operator_confirmed input and appends the decision to the audit log\n"
       "(--audit FILE, --operator NAME required) before printing it.\n"
       "Exit: 0 reviewed (and recorded with --confirm), 1 policy errors or an invalid message or\n"
