@@ -9,7 +9,7 @@ rg=build/bin/replaygate
 "$rg" compile policies/replay_gate.yaml -o build/replay_gate.rgt >&2
 echo "== decisions for examples/payments-dlt.kcat.jsonl (Kafka DLT, kcat -J) ==" >&2
 status=0
-"$rg" decide --table build/replay_gate.rgt --format kafka \
+"$rg" decide --table build/replay_gate.rgt --input-format kafka \
   --mapping examples/kafka-spring-dlt.mapping.yaml examples/payments-dlt.kcat.jsonl || status=$?
 # Exit 1 means some records were invalid: the shipped dump contains a few on purpose.
 [ "$status" -le 1 ] || exit "$status"
