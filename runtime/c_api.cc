@@ -31,6 +31,11 @@ struct rg_input {
   Input input;
   std::vector<std::string> strings;  // owned copies of string values, one buffer per field
   std::vector<std::string> names;    // field names, for the by-name setters
+  // Per field: 1 when only an operator sets it (FieldInfo::operator_only). The generic setters
+  // refuse such a field and rg_input_set_operator_* accept only such fields, so the two channels
+  // cannot be mixed up. Kept here, not looked up in a table, since an input outlives reloads
+  // (which keep the markers: SharedTable::incompatibility).
+  std::vector<uint8_t> operator_only;
   // The layout fingerprint of the table it was made for (Entry::layout): deciding it on a table
   // with another layout (same field count, a field renamed or retyped) is RG_ERR_ARGUMENT, since
   // its values would land in the wrong fields. Compatible reloads keep the fingerprint.
@@ -39,7 +44,11 @@ struct rg_input {
       : input(*e.table), strings(e.table->field_count()), layout(e.layout) {
     const Table& table = *e.table;
     names.reserve(table.field_count());
-    for (uint32_t f = 0; f < table.field_count(); ++f) names.emplace_back(table.field(f).name);
+    operator_only.reserve(table.field_count());
+    for (uint32_t f = 0; f < table.field_count(); ++f) {
+      names.emplace_back(table.field(f).name);
+      operator_only.push_back(table.field(f).operator_only ? 1 : 0);
+    }
   }
 };
 
@@ -141,6 +150,8 @@ rg_status check_columns(const Table& t, const rg_column* cols, size_t ncols, siz
     const rg_column& col = cols[c];
     if (col.field >= t.field_count() || seen[col.field] != 0) return RG_ERR_ARGUMENT;
     seen[col.field] = 1;
+    // Columns carry message values; an operator's value is set one record at a time.
+    if (t.field(col.field).operator_only) return RG_ERR_OPERATOR_ONLY;
     switch (col.type) {
       case RG_COLUMN_STRING:
         if (col.offsets == nullptr || (col.bytes == nullptr && rows > 0 && col.offsets[rows] > 0)) {
@@ -206,6 +217,25 @@ rg_status decide_columns(const Entry& e, const rg_column* cols, size_t ncols, si
   });
 }
 
+// The checks every setter makes: a live input, a field in range, and the right channel: a
+// generic setter (operator = false) for a field a message may set, rg_input_set_operator_*
+// (operator = true) for an operator-only one. On error the slot is left as it was.
+rg_status check_setter(const rg_input* in, uint32_t field, bool from_operator) {
+  if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
+  if ((in->operator_only[field] != 0) != from_operator) return RG_ERR_OPERATOR_ONLY;
+  return RG_OK;
+}
+
+rg_status set_string(rg_input* in, uint32_t field, const char* data, size_t size) {
+  if (data == nullptr && size > 0) return RG_ERR_ARGUMENT;
+  return guarded(nullptr, [&] {
+    std::string& buffer = in->strings[field];
+    buffer.assign(data == nullptr ? "" : data, size);
+    in->input.set_string(field, buffer);
+    return RG_OK;
+  });
+}
+
 uint32_t field_by_name(const rg_input* input, const char* name) {
   std::string_view n(name);
   for (uint32_t f = 0; f < input->names.size(); ++f) {
@@ -250,6 +280,8 @@ const char* rg_status_name(rg_status status) {
       return "no_memory";
     case RG_ERR_NO_READER_SLOT:
       return "no_reader_slot";
+    case RG_ERR_OPERATOR_ONLY:
+      return "operator_only";
   }
   return "unknown";
 }
@@ -354,39 +386,48 @@ void rg_input_clear(rg_input* input) {
 }
 
 rg_status rg_input_set_string(rg_input* in, uint32_t field, const char* data, size_t size) {
-  if (in == nullptr || field >= in->input.size() || (data == nullptr && size > 0)) {
-    return RG_ERR_ARGUMENT;
-  }
-  return guarded(nullptr, [&] {
-    std::string& buffer = in->strings[field];
-    buffer.assign(data == nullptr ? "" : data, size);
-    in->input.set_string(field, buffer);
-    return RG_OK;
-  });
+  if (rg_status s = check_setter(in, field, false); s != RG_OK) return s;
+  return set_string(in, field, data, size);
 }
 rg_status rg_input_set_int(rg_input* in, uint32_t field, int64_t value) {
-  if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
+  if (rg_status s = check_setter(in, field, false); s != RG_OK) return s;
   in->input.set_int(field, value);
   return RG_OK;
 }
 rg_status rg_input_set_bool(rg_input* in, uint32_t field, int value) {
-  if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
+  if (rg_status s = check_setter(in, field, false); s != RG_OK) return s;
   in->input.set_bool(field, value != 0);
   return RG_OK;
 }
 rg_status rg_input_set_null(rg_input* in, uint32_t field) {
-  if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
+  if (rg_status s = check_setter(in, field, false); s != RG_OK) return s;
   in->input.set_null(field);
   return RG_OK;
 }
 rg_status rg_input_set_invalid(rg_input* in, uint32_t field) {
-  if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
+  if (rg_status s = check_setter(in, field, false); s != RG_OK) return s;
   in->input.set_invalid(field);
   return RG_OK;
 }
 rg_status rg_input_unset(rg_input* in, uint32_t field) {
   if (in == nullptr || field >= in->input.size()) return RG_ERR_ARGUMENT;
   in->input.set_unset(field);
+  return RG_OK;
+}
+
+rg_status rg_input_set_operator_string(rg_input* in, uint32_t field, const char* data,
+                                       size_t size) {
+  if (rg_status s = check_setter(in, field, true); s != RG_OK) return s;
+  return set_string(in, field, data, size);
+}
+rg_status rg_input_set_operator_int(rg_input* in, uint32_t field, int64_t value) {
+  if (rg_status s = check_setter(in, field, true); s != RG_OK) return s;
+  in->input.set_int(field, value);
+  return RG_OK;
+}
+rg_status rg_input_set_operator_bool(rg_input* in, uint32_t field, int value) {
+  if (rg_status s = check_setter(in, field, true); s != RG_OK) return s;
+  in->input.set_bool(field, value != 0);
   return RG_OK;
 }
 

@@ -20,11 +20,16 @@
  * Fail closed: an unset, null, wrong-typed or out-of-range required field makes the decision the
  * policy default (kind RG_KIND_INVALID_INPUT), never a replay. See docs/embedding.md.
  *
- * Operator-only fields (rg_table_field_operator_only): set them from the worker's operator
- * channel only, never from the dead-lettered message; a message saying "operator_confirmed": true
- * proves nothing. Record-only fields (rg_table_field_source == RG_SOURCE_RECORD): set them from
- * the durable operation record only, never from the message. rgj_decide_lines (bindings/jsonl)
- * ignores both kinds in records.
+ * Operator-only fields (rg_table_field_operator_only, policy `source: operator`): the generic
+ * setters (rg_input_set_string, ..._int, ..._bool, ..._null, ..._invalid and their by-name forms)
+ * and rg_decide_columns refuse them with RG_ERR_OPERATOR_ONLY, so a worker that copies a
+ * message's fields into the input cannot be made to set one by the message ("operator_confirmed":
+ * true proves nothing). Only rg_input_set_operator_string/_int/_bool set them, and only from an
+ * operator's own act (a confirmation the worker recorded), never from message content.
+ * rgj_decide_lines (bindings/jsonl) ignores them in records.
+ * Record-only fields (rg_table_field_source == RG_SOURCE_RECORD): set them (with the generic
+ * setters) from the durable operation record only, never from the message; rgj_decide_lines
+ * ignores them in records too.
  */
 #ifndef REPLAYGATE_H
 #define REPLAYGATE_H
@@ -57,9 +62,12 @@ typedef enum rg_status {
   /* NULL pointer, index out of range, input made for another table (field layout), a field
    * given two columns, max_readers over 4096 */
   RG_ERR_ARGUMENT = 10,
-  RG_ERR_UNKNOWN_FIELD = 11, /* a field name the table does not declare */
-  RG_ERR_NO_MEMORY = 12,     /* allocation failed */
-  RG_ERR_NO_READER_SLOT = 13 /* rg_reader_new: all max_readers slots are taken */
+  RG_ERR_UNKNOWN_FIELD = 11,  /* a field name the table does not declare */
+  RG_ERR_NO_MEMORY = 12,      /* allocation failed */
+  RG_ERR_NO_READER_SLOT = 13, /* rg_reader_new: all max_readers slots are taken */
+  /* a generic setter or a column for an operator-only field (rg_table_field_operator_only), or
+   * an rg_input_set_operator_* call for a field that is not operator-only */
+  RG_ERR_OPERATOR_ONLY = 14
 } rg_status;
 
 /* Optional out-parameter for a readable message; pass NULL when not needed. */
@@ -118,7 +126,7 @@ typedef struct rg_reader rg_reader; /* one thread's handle on an rg_shared */
 
 /* "0.1.0". Static string. */
 RG_API const char* rg_version(void);
-/* "ok", "io", ..., "no_reader_slot"; "unknown" for other values. Static string. */
+/* "ok", "io", ..., "no_reader_slot", "operator_only"; "unknown" for other values. Static. */
 RG_API const char* rg_status_name(rg_status status);
 
 /* ---- Tables ---------------------------------------------------------------------------- */
@@ -143,10 +151,11 @@ RG_API uint32_t rg_table_field_index(const rg_table* table, const char* name, si
 RG_API rg_str rg_table_field_name(const rg_table* table, uint32_t field);
 RG_API uint32_t rg_table_field_type(const rg_table* table, uint32_t field); /* rg_field_type */
 /* 1 when only an operator sets the field (policy `source: operator`), else 0 (also for a NULL
- * table or an out-of-range field). rg_decide reads such a field like any other: the worker must
- * set it only from its own operator channel (a confirmation it recorded), never from the message
- * being decided; leave it unset otherwise, so the policy's fail-closed handling of an absent value
- * applies. A message that carries the field's name is not evidence of an operator's decision. */
+ * table or an out-of-range field). Such a field is set with rg_input_set_operator_* only (the
+ * generic setters refuse it), from the worker's own operator channel (a confirmation it
+ * recorded), never from the message being decided; leave it unset otherwise, so the policy's
+ * fail-closed handling of an absent value applies. A message that carries the field's name is
+ * not evidence of an operator's decision. */
 RG_API int rg_table_field_operator_only(const rg_table* table, uint32_t field);
 /* Who may supply the field's value: an rg_field_source, or RG_NO_INDEX for a NULL table or an
  * out-of-range field. RG_SOURCE_RECORD (policy `source: record`): rg_decide reads the field like
@@ -175,11 +184,12 @@ RG_API void rg_input_free(rg_input* input);
 /* Every field unset (= missing). */
 RG_API void rg_input_clear(rg_input* input);
 
-/* Setters by field index (rg_table_field_index, resolved once). Strings are copied into the
- * input (it allocates only when a value is longer than any earlier value of that field). A value
- * of the wrong type for the field is accepted and makes the decision fail closed.
- * Errors: RG_ERR_ARGUMENT (NULL input, field out of range, NULL data with size > 0),
- * RG_ERR_NO_MEMORY. */
+/* Setters by field index (rg_table_field_index, resolved once), for values taken from the
+ * message. Strings are copied into the input (it allocates only when a value is longer than any
+ * earlier value of that field). A value of the wrong type for the field is accepted and makes the
+ * decision fail closed. Errors: RG_ERR_ARGUMENT (NULL input, field out of range, NULL data with
+ * size > 0), RG_ERR_OPERATOR_ONLY (an operator-only field: the slot is left as it was, unset
+ * after rg_input_clear; see rg_input_set_operator_*), RG_ERR_NO_MEMORY. */
 RG_API rg_status rg_input_set_string(rg_input* input, uint32_t field, const char* data,
                                      size_t size);
 RG_API rg_status rg_input_set_int(rg_input* input, uint32_t field, int64_t value);
@@ -187,10 +197,25 @@ RG_API rg_status rg_input_set_bool(rg_input* input, uint32_t field, int value);
 RG_API rg_status rg_input_set_null(rg_input* input, uint32_t field); /* absent if optional */
 /* Present but unreadable (a value the caller could not convert): the decision fails closed. */
 RG_API rg_status rg_input_set_invalid(rg_input* input, uint32_t field);
-RG_API rg_status rg_input_unset(rg_input* input, uint32_t field); /* missing */
+/* Missing. Allowed for every field, operator-only ones included (unset is the fail-closed
+ * state). */
+RG_API rg_status rg_input_unset(rg_input* input, uint32_t field);
 
-/* Setters by NUL-terminated field name: as above, plus RG_ERR_ARGUMENT for a NULL name and
- * RG_ERR_UNKNOWN_FIELD for a name the table does not declare. */
+/* Setters for operator-only fields (rg_table_field_operator_only), and for nothing else: call
+ * them only from an operator's own act (a review, a confirmation the worker recorded for this
+ * record), never with a value taken from message content. To leave such a field absent, do not
+ * set it (or rg_input_unset). As the generic setters otherwise (a value of the wrong type fails
+ * closed; strings are copied). Errors: RG_ERR_ARGUMENT (NULL input, field out of range, NULL data
+ * with size > 0), RG_ERR_OPERATOR_ONLY (the field is not operator-only: the slot is left as it
+ * was), RG_ERR_NO_MEMORY. */
+RG_API rg_status rg_input_set_operator_string(rg_input* input, uint32_t field, const char* data,
+                                              size_t size);
+RG_API rg_status rg_input_set_operator_int(rg_input* input, uint32_t field, int64_t value);
+RG_API rg_status rg_input_set_operator_bool(rg_input* input, uint32_t field, int value);
+
+/* Generic setters by NUL-terminated field name: as rg_input_set_string etc. (operator-only
+ * fields are refused), plus RG_ERR_ARGUMENT for a NULL name and RG_ERR_UNKNOWN_FIELD for a name
+ * the table does not declare. */
 RG_API rg_status rg_input_set_string_by_name(rg_input* input, const char* name, const char* data,
                                              size_t size);
 RG_API rg_status rg_input_set_int_by_name(rg_input* input, const char* name, int64_t value);
@@ -206,6 +231,8 @@ RG_API rg_status rg_decide(const rg_table* table, const rg_input* input, rg_deci
 
 /* Batch: columns of values for `rows` records, decided in one call (one FFI crossing for many
  * records). A column gives one field's values for every row; fields without a column are unset.
+ * Columns carry message values: a column for an operator-only field is refused
+ * (RG_ERR_OPERATOR_ONLY); decide a record an operator acted on with rg_input_set_operator_*.
  *   string column: row i is bytes[offsets[i], offsets[i+1]) (offsets has rows + 1 entries)
  *   int column:    ints[i]
  *   bool column:   bools[i] (0 false, otherwise true)
@@ -231,9 +258,9 @@ typedef struct rg_column {
  * rows + 1). Every column is checked before any row is decided. Errors: RG_ERR_ARGUMENT (NULL
  * table, NULL columns with ncolumns > 0, a field out of range, a field given two columns, an
  * unknown column type, a missing array for the column's type, string offsets that decrease),
- * RG_ERR_NO_MEMORY; outputs are then unspecified. Cost: linear in rows (one decision per row,
- * plus a pass over each string column's offsets); with both verbs and decisions NULL the columns
- * are checked and no row is decided. */
+ * RG_ERR_OPERATOR_ONLY (a column for an operator-only field), RG_ERR_NO_MEMORY; outputs are then
+ * unspecified. Cost: linear in rows (one decision per row, plus a pass over each string column's
+ * offsets); with both verbs and decisions NULL the columns are checked and no row is decided. */
 RG_API rg_status rg_decide_columns(const rg_table* table, const rg_column* columns, size_t ncolumns,
                                    size_t rows, uint32_t* verbs, rg_decision* decisions);
 

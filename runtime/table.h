@@ -91,7 +91,9 @@ struct FieldInfo {
   // Only an operator sets this field (policy `source: operator`). decide() reads it like any
   // other field: it is the caller's job to set it only from its operator channel (a review, a
   // confirmation it recorded), never from the message being decided. The CLI's letter readers
-  // and the JSONL binding leave it unset whatever a record says. Same as source == kOperator.
+  // and the JSONL binding leave it unset whatever a record says; the C API's generic setters
+  // refuse it (rg_input_set_operator_* set it). Input's setters do not check it (see Input).
+  // Same as source == kOperator.
   bool operator_only;
   // Who may supply the value. kRecord: only the durable operation record (a review's record
   // file, or the worker's own store); like an operator-only field, decide() reads it like any
@@ -107,6 +109,14 @@ class Table;
 // fields (missing slots count as unset). Keep one Input per table, or per SharedTable (reloads
 // keep the layout). The C API checks this (rg_input carries a layout fingerprint); decide()
 // has no error channel and stays one indirect call.
+//
+// Input is the trusted, low-level layer: its setters accept every field, operator-only ones
+// included (FieldInfo::operator_only), because the compiler's analysis enumerates every value
+// and the CLI's own operator channel (`review --confirm`) sets them through it. A C++ worker that
+// copies a message's fields into an Input must skip operator-only fields itself (check
+// table.field(f).operator_only once, when it resolves field indices), or go through the C API
+// (runtime/replaygate.h), whose generic setters refuse them (RG_ERR_OPERATOR_ONLY) and whose
+// rg_input_set_operator_* calls are the only way to set them.
 class Input {
  public:
   explicit Input(const Table& table);  // allocates field_count() slots

@@ -105,6 +105,25 @@ rg_str rgj_verb_name(const rgj_gate* gate, uint32_t verb) {
   return rg_str{gate->verbs[verb].data(), gate->verbs[verb].size()};
 }
 
+rg_status rgj_verb_effects(rgj_gate* gate, uint32_t* effects, size_t capacity,
+                           uint32_t* default_verb, char* checksum_out) {
+  if (gate == nullptr || (effects == nullptr && capacity > 0)) return RG_ERR_ARGUMENT;
+  try {
+    SharedTable::Reader reader(*gate->shared);
+    if (!reader.ok()) return RG_ERR_NO_READER_SLOT;
+    auto guard = reader.acquire();  // every fact from this one table
+    const replaygate::Table& table = guard.table();
+    for (uint32_t v = 0; v < table.verb_count() && v < capacity; ++v) {
+      effects[v] = static_cast<uint32_t>(table.verb_effect(v));
+    }
+    if (default_verb != nullptr) *default_verb = table.default_verb();
+    if (checksum_out != nullptr) std::memcpy(checksum_out, guard.checksum(), 33);
+    return RG_OK;
+  } catch (const std::bad_alloc&) {
+    return RG_ERR_NO_MEMORY;
+  }
+}
+
 rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_t* verbs,
                            size_t capacity, size_t* count, size_t* invalid, size_t* consumed,
                            char* checksum_out) {

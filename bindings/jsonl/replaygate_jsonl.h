@@ -9,6 +9,11 @@
  *
  * Thread safety: an rgj_gate may be used by any number of threads at once (each call claims a
  * reader slot for its duration; at most 64 concurrent calls, else RG_ERR_NO_READER_SLOT).
+ *
+ * Operator-only fields (rg_table_field_operator_only, policy `source: operator`): a record never
+ * sets them (rgj_decide_lines leaves them unset whatever the line says), and this API has no way
+ * to pass an operator's value: a record an operator acted on is decided through the C API
+ * (runtime/replaygate.h, rg_input_set_operator_*).
  */
 #ifndef REPLAYGATE_JSONL_H
 #define REPLAYGATE_JSONL_H
@@ -32,6 +37,16 @@ RG_API rg_status rgj_reload(rgj_gate* gate, const char* path, rg_error* err);
 /* Verb names and count (stable across reloads: a reload must keep the verbs). */
 RG_API uint32_t rgj_verb_count(const rgj_gate* gate);
 RG_API rg_str rgj_verb_name(const rgj_gate* gate, uint32_t verb);
+/* What the run-wide rules of `replaygate decide` (docs/cli.md, "Dump semantics") need to know of
+ * the table the gate serves now, all read from that one table: effects[v] receives verb v's
+ * rg_effect for v < min(capacity, rgj_verb_count), *default_verb (if not NULL) the policy
+ * default's verb index, checksum_out (33 bytes, NUL-terminated, if not NULL) the table's
+ * checksum. A reload keeps the verb names and their order but may change an effect or the
+ * default: these facts belong to the batch whose rgj_decide_lines checksum equals checksum_out.
+ * Errors: RG_ERR_ARGUMENT (NULL gate, NULL effects with capacity > 0), RG_ERR_NO_READER_SLOT,
+ * RG_ERR_NO_MEMORY. */
+RG_API rg_status rgj_verb_effects(rgj_gate* gate, uint32_t* effects, size_t capacity,
+                                  uint32_t* default_verb, char* checksum_out);
 
 /* Decides every line of buf[0, size) as a `letters` record (docs/cli.md), all on one table, whose
  * checksum is copied to checksum_out (33 bytes, NUL-terminated) if not NULL. Lines end at '\n' (a

@@ -11,7 +11,22 @@ Letters are read by the same strict reader as `replaygate decide` (JsonlGate: th
 each line, Python never interprets a letter's fields): a line that is blank, not UTF-8, not a
 JSON object, nested too deep, has a key twice, a key that is neither a policy input nor
 message_id/body_hash, or metadata of the wrong type gets the table's default verb, never a
-replay, and every input line gets exactly one output line, in order.
+replay, and every input line gets exactly one output line, in order. An operator-only input
+(policy `source: operator`, e.g. operator_confirmed) is never taken from a letter: this worker has
+no operator channel, so such a field stays unset (absent) and whatever needs it does not happen.
+
+Like `replaygate decide` (docs/cli.md, "Dump semantics"), within one run only the first letter
+with a given idempotency key may keep a create-effect verb (replay_once): a later letter with the
+same key (examples/letters.jsonl: m-016 has m-001's key) gets the table's default verb instead,
+with "held": "duplicate_key". The key is the string value of --dedupe-field (default
+idempotency_key, when the policy has it as a string input); a letter without one is not held.
+Only create verbs are ever turned into the default, never anything else; letters held, parked or
+invalid do not use up their key. The keys replayed are kept exactly, in memory, for the whole run
+(reloads included), at most --max-replayed-keys of them (default 1,000,000, about 100 bytes
+each plus the key): after that a create verb for a new key is held too ("held": "key_limit"),
+never replayed unchecked. `replaygate decide` keeps them in a fixed-size filter instead and can
+also hold a few first occurrences (dump:maybe_duplicate); a key it holds as a duplicate this
+worker holds too. The CLI's --max-replays budget is not implemented here.
 
 The table is hot-reloaded: when its file changes (publish it by atomic rename), the worker
 reloads it before the next batch; a corrupt or incompatible file is reported on stderr, the old
@@ -33,16 +48,50 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replaygate  # noqa: E402
 
 
-def message_id(line: bytes):
-    """The letter's message_id for the output, or None. Only echoed, never decided on: the verb
-    comes from the strict reader, so a line this lenient look-up reads differently still gets the
-    strict reader's verdict."""
+def read_letter(line: bytes):
+    """The letter as a dict, or None. Only for echoing its message_id and reading the key of a
+    letter the strict reader gave a create verb (so a valid one-object JSON record, which Python
+    reads the same way); never decided on: the verb comes from the strict reader."""
     try:
         rec = json.loads(line.decode("utf-8"))
     except (ValueError, RecursionError):  # bad UTF-8 or JSON, or nested too deep for Python
         return None
-    mid = rec.get("message_id") if isinstance(rec, dict) else None
+    return rec if isinstance(rec, dict) else None
+
+
+def message_id(rec):
+    mid = rec.get("message_id") if rec is not None else None
     return mid if isinstance(mid, str) else None
+
+
+class ReplayedKeys:
+    """One replay per idempotency key within one run, as `replaygate decide` does: judge() is
+    asked for every letter whose verb has effect create, and says whether it may keep it."""
+
+    def __init__(self, field, max_keys: int):
+        self.field = field  # None: no dedupe field, only create verbs without a key
+        self.max_keys = max_keys
+        self.keys = set()
+
+    def judge(self, rec):
+        """None when the letter may keep its create verb (its key is then remembered), else why
+        it is held: "duplicate_key", "key_limit", or "unreadable_key" (fail closed: a letter the
+        strict reader accepted always reads here; should one not, it is held, never replayed)."""
+        if self.field is None:
+            return None
+        if rec is None:
+            return "unreadable_key"
+        key = rec.get(self.field)
+        if key is None:  # absent or null: no key (the policy decides whether that may replay)
+            return None
+        if not isinstance(key, str):  # the strict reader makes such a value invalid: held
+            return "unreadable_key"
+        if key in self.keys:
+            return "duplicate_key"
+        if len(self.keys) >= self.max_keys:
+            return "key_limit"
+        self.keys.add(key)
+        return None
 
 
 def table_state(path: str):
@@ -76,9 +125,11 @@ class Reloader:
                       file=sys.stderr, flush=True)
 
 
-def run(gate: replaygate.JsonlGate, reloader: Reloader, src, out, batch_size: int) -> int:
+def run(gate: replaygate.JsonlGate, reloader: Reloader, src, out, batch_size: int,
+        replayed: ReplayedKeys) -> int:
     """Decides every line of `src` (a binary file) in batches; returns the invalid letter count."""
     invalid = 0
+    facts = None  # (effect per verb, default verb, checksum) of the table that decided
     while True:
         # Lines as read, each with its b"\n" (the last maybe without): joined, they are exactly
         # len(batch) lines for the library, blank ones included.
@@ -90,9 +141,23 @@ def run(gate: replaygate.JsonlGate, reloader: Reloader, src, out, batch_size: in
         if len(verbs) != len(batch):
             raise RuntimeError(f"{len(batch)} lines but {len(verbs)} verbs")
         invalid += bad
-        out.write("".join(json.dumps({"message_id": message_id(line), "verb": verb,
-                                      "table": checksum}) + "\n"
-                          for line, verb in zip(batch, verbs)))
+        if facts is None or facts[2] != checksum:
+            effects, default, served = gate.verb_effects()
+            if served != checksum:  # only this thread reloads: cannot happen
+                raise RuntimeError(f"table {checksum} decided the batch but {served} is served")
+            facts = (dict(zip(gate.verbs, effects)), default, served)
+        effect_of, default, _ = facts
+        lines = []
+        for line, verb in zip(batch, verbs):
+            rec = read_letter(line)
+            held = None
+            if effect_of[verb] == "create":
+                held = replayed.judge(rec)
+                if held is not None:
+                    verb = default
+            lines.append(json.dumps({"message_id": message_id(rec), "verb": verb, "held": held,
+                                     "table": checksum}) + "\n")
+        out.write("".join(lines))
         out.flush()
 
 
@@ -100,16 +165,35 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--table", required=True, help="the frozen table (.rgt)")
     ap.add_argument("--batch", type=int, default=1024, help="letters per C call (default 1024)")
+    ap.add_argument("--dedupe-field", help="the string input that names a letter's idempotency "
+                    "key (default idempotency_key, when the policy has it)")
+    ap.add_argument("--max-replayed-keys", type=int, default=1_000_000,
+                    help="keys remembered at most; later new keys are held (default 1000000)")
     ap.add_argument("letters", nargs="?", help="JSON Lines file (default stdin)")
     args = ap.parse_args(argv)
     if args.batch < 1:
         ap.error("--batch must be at least 1")
+    if args.max_replayed_keys < 0:
+        ap.error("--max-replayed-keys must be 0 or more")
     try:
         gate = replaygate.JsonlGate(args.table)
         loaded = table_state(args.table)  # a change since the load is only reloaded again
+        # Field names and types: a reload keeps them (an incompatible table is refused).
+        table = replaygate.Table.load(args.table)
+        strings = [f for f in table.fields if table.field_type(f) == "string"]
+        table.close()
     except (replaygate.ReplaygateError, OSError, ValueError) as e:
         print(f"example_worker: {args.table}: {e}", file=sys.stderr)
         return 2
+    field = args.dedupe_field if args.dedupe_field is not None else "idempotency_key"
+    if field not in strings:
+        if args.dedupe_field is not None:  # a typo must not switch the protection off
+            gate.close()
+            ap.error(f"--dedupe-field {field!r} is not a string input of the policy")
+        print("example_worker: note: the policy has no string input 'idempotency_key'; every "
+              "letter may be replayed (name one with --dedupe-field)", file=sys.stderr)
+        field = None
+    replayed = ReplayedKeys(field, args.max_replayed_keys)
     try:
         src = open(args.letters, "rb") if args.letters else sys.stdin.buffer
     except OSError as e:
@@ -117,7 +201,8 @@ def main(argv=None) -> int:
         return 2
     try:
         with src:
-            invalid = run(gate, Reloader(gate, args.table, loaded), src, sys.stdout, args.batch)
+            invalid = run(gate, Reloader(gate, args.table, loaded), src, sys.stdout, args.batch,
+                          replayed)
     except OSError as e:
         print(f"example_worker: I/O error: {e}", file=sys.stderr)
         return 2

@@ -13,13 +13,17 @@ given as one list of values per field, decided in a single call.
 
 Hot reload: SharedTable.open(path), .reload(path), .reader() per thread (see docs/embedding.md).
 The shared library is found through $RG_LIBRARY, else next to this file, else the system
-linker path (libreplaygate_runtime.so).
+linker path (libreplaygate_runtime.so); JsonlGate's libreplaygate_jsonl.so through
+$RG_JSONL_LIBRARY, else next to the runtime library, else build/bindings/jsonl/ of a build tree,
+else the system linker path.
 Every failure raises ReplaygateError with .status (e.g. "bad_checksum") and .message.
 
 Operator-only fields (Table.operator_only, policy `source: operator`, e.g. operator_confirmed):
-pass them to decide()/decide_columns() only from your own operator channel (a confirmation you
-recorded), never from the message being decided; a message that says "operator_confirmed": true
-proves nothing. JsonlGate ignores them in records.
+decide(**fields) and decide_columns() refuse them (ReplaygateError, status "operator_only"), so a
+worker that passes a message's fields straight through (decide(**msg)) cannot be made to confirm
+by the message; a message that says "operator_confirmed": true proves nothing. An operator's own
+act (a confirmation you recorded) is passed separately:
+table.decide_operator({"operator_confirmed": True}, **fields). JsonlGate ignores them in records.
 """
 import array
 import ctypes
@@ -126,6 +130,9 @@ def load_library(path: Optional[str] = None) -> ctypes.CDLL:
         "rg_input_set_bool": (ctypes.c_int, [P, U32, ctypes.c_int]),
         "rg_input_set_null": (ctypes.c_int, [P, U32]),
         "rg_input_set_invalid": (ctypes.c_int, [P, U32]),
+        "rg_input_set_operator_string": (ctypes.c_int, [P, U32, ctypes.c_char_p, SZ]),
+        "rg_input_set_operator_int": (ctypes.c_int, [P, U32, I64]),
+        "rg_input_set_operator_bool": (ctypes.c_int, [P, U32, ctypes.c_int]),
         "rg_decide": (ctypes.c_int, [P, P, ctypes.POINTER(_Decision)]),
         "rg_decide_columns": (ctypes.c_int, [P, P, SZ, SZ, P, P]),
         "rg_shared_open": (ctypes.c_int, [ctypes.c_char_p, U32, PP, ctypes.POINTER(_Error)]),
@@ -156,7 +163,7 @@ class ReplaygateError(Exception):
         super().__init__(f"{self.status}: {self.message}")
 
 
-_ERR_ARGUMENT, _ERR_UNKNOWN_FIELD, _ERR_NO_READER_SLOT = 10, 11, 13
+_ERR_ARGUMENT, _ERR_UNKNOWN_FIELD, _ERR_NO_READER_SLOT, _ERR_OPERATOR_ONLY = 10, 11, 13, 14
 
 
 def _check(code: int, err: Optional[_Error] = None) -> None:
@@ -278,6 +285,7 @@ class Table:
             self.field_types.append(self._lib.rg_table_field_type(h, f))
             if self._lib.rg_table_field_operator_only(h, f):
                 self.operator_only.append(name)
+        self._operator_set = frozenset(self.operator_only)
         self.verbs: List[str] = [self._lib.rg_table_verb_name(h, v).text()
                                  for v in range(self._lib.rg_table_verb_count(h))]
         self.policy_id = self._lib.rg_table_policy_id(h).text()
@@ -310,10 +318,25 @@ class Table:
             raise _closed("table")
         return h
 
+    def field_type(self, name: str) -> str:
+        """"string", "int", "bool" or "enum"; ReplaygateError("unknown_field") for a name the
+        table does not declare."""
+        return ("string", "int", "bool", "enum")[self.field_types[self._field(name)]]
+
     def _field(self, name: str) -> int:
         f = self.fields.get(name)
         if f is None:
             raise ReplaygateError(_ERR_UNKNOWN_FIELD, f"unknown field {name!r}")
+        return f
+
+    def _message_field(self, name: str) -> int:
+        """The index of a field a message may set; operator-only names are refused."""
+        f = self._field(name)
+        if name in self._operator_set:
+            raise ReplaygateError(
+                _ERR_OPERATOR_ONLY,
+                f"{name!r} is set only by an operator (source: operator), never from a message: "
+                f"pass an operator's own value with decide_operator({{{name!r}: ...}}, **fields)")
         return f
 
     def _new_input(self, h: _Handle) -> _Handle:
@@ -323,16 +346,30 @@ class Table:
         return handle
 
     def decide(self, **values) -> Decision:
-        """Decides one record: keyword arguments by field name (str, int, bool or None for
-        null); fields not given are missing. Fails closed like the runtime: a value of the wrong
-        type (or any other Python type, bytes included, or a str with a lone surrogate, which is
-        not Unicode text) gives the default verb, kind "invalid_input". Types are exact, as in
-        decide_columns(): a bool for a bool field, an int that is not a bool for an int field, a
-        str for a string; a subclass (an IntEnum, a str Enum, ...) is invalid too. Raises
-        ReplaygateError("unknown_field") for a name the table does not declare. A field in
-        self.operator_only is decided like any other: give it only from your operator channel,
-        never copied from the message (leave it out otherwise: the policy then treats it as
-        absent, fail closed). Thread-safe."""
+        """Decides one record from a message's fields: keyword arguments by field name (str, int,
+        bool or None for null); fields not given are missing. Fails closed like the runtime: a
+        value of the wrong type (or any other Python type, bytes included, or a str with a lone
+        surrogate, which is not Unicode text) gives the default verb, kind "invalid_input". Types
+        are exact, as in decide_columns(): a bool for a bool field, an int that is not a bool for
+        an int field, a str for a string; a subclass (an IntEnum, a str Enum, ...) is invalid
+        too. Raises ReplaygateError("unknown_field") for a name the table does not declare, and
+        ReplaygateError("operator_only") for a name in self.operator_only: those are an
+        operator's to set (decide_operator()), so decide(**message) cannot be forged into a
+        confirmation. Thread-safe."""
+        return self._decide(None, values)
+
+    def decide_operator(self, operator: Mapping[str, object], /, **values) -> Decision:
+        """As decide(**values), with the operator-only fields in `operator` (names from
+        self.operator_only) set from an operator's own act -- a review, a confirmation your
+        worker recorded for this record -- never from message content. A value of None leaves
+        the field absent (as leaving it out does). Values are typed exactly (a bool for a bool
+        field, an int for an int field, a str for a string or enum field): anything else raises
+        TypeError, since it is the worker's own value, not the message's. Raises
+        ReplaygateError("operator_only") for a name in `operator` that is not operator-only (give
+        message fields as keyword arguments) and, as decide(), for one among the keywords."""
+        return self._decide(operator, values)
+
+    def _decide(self, operator: Optional[Mapping[str, object]], values) -> Decision:
         h, lib = self._handle(), self._lib
         try:
             inp_h = self._local.input  # held: close() on another thread drops self._local
@@ -341,7 +378,7 @@ class Table:
         inp = inp_h.ptr
         lib.rg_input_clear(inp)
         for name, value in values.items():
-            f = self._field(name)
+            f = self._message_field(name)
             t = type(value)
             if value is None:
                 code = lib.rg_input_set_null(inp, f)
@@ -354,9 +391,33 @@ class Table:
             else:  # float, list, an int beyond int64, a subclass: unreadable, so it fails closed
                 code = lib.rg_input_set_invalid(inp, f)
             _check(code)
+        for name, value in (operator or {}).items():
+            self._set_operator(inp, name, value)
         d = _Decision()
         _check(lib.rg_decide(h.ptr, inp, ctypes.byref(d)))
         return self._describe(h, d)
+
+    def _set_operator(self, inp, name: str, value) -> None:
+        f = self._field(name)
+        if name not in self._operator_set:
+            raise ReplaygateError(
+                _ERR_OPERATOR_ONLY, f"{name!r} is not an operator-only field (source: operator): "
+                "give message fields as keyword arguments, not in `operator`")
+        if value is None:
+            return  # absent
+        lib, t, want = self._lib, type(value), self.field_types[f]
+        if want == _BOOL and t is bool:
+            code = lib.rg_input_set_operator_bool(inp, f, int(value))
+        elif want == _INT and t is int and _in_range(value):
+            code = lib.rg_input_set_operator_int(inp, f, value)
+        elif want in (_STRING, _ENUM) and t is str and (b := _utf8(value)) is not None:
+            code = lib.rg_input_set_operator_string(inp, f, b, len(b))
+        else:
+            kind = {_BOOL: "a bool", _INT: "an int (int64)", _STRING: "a str",
+                    _ENUM: "a str"}.get(want, "?")
+            raise TypeError(f"operator value for {name!r} must be {kind} or None, "
+                            f"not {t.__name__}")
+        _check(code)
 
     def _describe(self, h: _Handle, d: _Decision) -> Decision:
         lib = self._lib
@@ -373,7 +434,7 @@ class Table:
         n = None
         packed, keep = [], []
         for name, values in columns.items():
-            f = self._field(name)
+            f = self._message_field(name)  # columns carry message values
             if isinstance(values, (str, bytes, bytearray)):
                 raise TypeError(f"column {name!r} must be a list of values, one per record, "
                                 f"not {type(values).__name__}")
@@ -428,7 +489,9 @@ class Table:
 
     def decide_columns(self, columns: Mapping[str, Sequence]) -> List[str]:
         """Decides many records in one C call. `columns` maps a field name to its values, one per
-        record (None = null); a field without a column is missing. Returns the verb names."""
+        record (None = null); a field without a column is missing. Returns the verb names.
+        A column for an operator-only field raises ReplaygateError("operator_only"): decide a
+        record an operator acted on with decide_operator()."""
         return [self.verbs[v] for v in self.decide_columns_raw(columns)]
 
     def decide_columns_raw(self, columns: Mapping[str, Sequence]) -> array.array:
@@ -540,11 +603,32 @@ class _Pin:
         self._tables.pop().close()  # unpins once no call in flight uses the table
 
 
+def _jsonl_library_path(library: Optional[str]) -> str:
+    """libreplaygate_jsonl.so: `library`, else $RG_JSONL_LIBRARY, else next to the runtime
+    library (an installed tree: both in lib/), else where a build tree puts it
+    (build/bindings/jsonl/ beside build/runtime/), else the system linker path."""
+    if library:
+        return library
+    env = os.environ.get("RG_JSONL_LIBRARY")
+    if env:
+        return env
+    base = os.path.dirname(os.path.abspath(load_library()._name))
+    for candidate in (os.path.join(base, "libreplaygate_jsonl.so"),
+                      os.path.join(os.path.dirname(base), "bindings", "jsonl",
+                                   "libreplaygate_jsonl.so")):
+        if os.path.exists(candidate):
+            return candidate
+    found = ctypes.util.find_library("replaygate_jsonl")
+    if found is None:
+        raise OSError("libreplaygate_jsonl.so not found: set RG_JSONL_LIBRARY")
+    return found
+
+
 class JsonlGate:
     """Decides JSON Lines bytes in one C call per batch (libreplaygate_jsonl.so, found through
-    $RG_JSONL_LIBRARY or next to the runtime library). Python does no per-record work: this is
-    the path that beats a Python dict-lookup gate. Hot-reloadable; thread-safe; close() frees it
-    once no call in flight uses it.
+    $RG_JSONL_LIBRARY or next to the runtime library: _jsonl_library_path). Python does no
+    per-record work: this is the path that beats a Python dict-lookup gate. Hot-reloadable;
+    thread-safe; close() frees it once no call in flight uses it.
 
         gate = JsonlGate("gate.rgt")
         verbs, invalid, checksum = gate.decide_messages(messages)  # e.g. Kafka values
@@ -556,11 +640,7 @@ class JsonlGate:
     """
 
     def __init__(self, path: str, library: Optional[str] = None):
-        base = load_library()
-        lib_path = library or os.environ.get("RG_JSONL_LIBRARY") or os.path.join(
-            os.path.dirname(os.path.dirname(base._name)), "bindings", "jsonl",
-            "libreplaygate_jsonl.so")
-        lib = ctypes.CDLL(lib_path)
+        lib = ctypes.CDLL(_jsonl_library_path(library))
         P, PP, SZ = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t
         PSZ = ctypes.POINTER(ctypes.c_size_t)
         lib.rgj_open.restype, lib.rgj_open.argtypes = ctypes.c_int, [ctypes.c_char_p, PP,
@@ -570,6 +650,9 @@ class JsonlGate:
         lib.rgj_reload.argtypes = [P, ctypes.c_char_p, ctypes.POINTER(_Error)]
         lib.rgj_verb_count.restype, lib.rgj_verb_count.argtypes = ctypes.c_uint32, [P]
         lib.rgj_verb_name.restype, lib.rgj_verb_name.argtypes = _Str, [P, ctypes.c_uint32]
+        lib.rgj_verb_effects.restype = ctypes.c_int
+        lib.rgj_verb_effects.argtypes = [P, P, SZ, ctypes.POINTER(ctypes.c_uint32),
+                                         ctypes.c_char_p]
         lib.rgj_decide_lines.restype = ctypes.c_int
         lib.rgj_decide_lines.argtypes = [P, P, SZ, P, SZ, PSZ, PSZ, PSZ, ctypes.c_char_p]
         self._lib = lib
@@ -589,6 +672,20 @@ class JsonlGate:
     def reload(self, path: str) -> None:
         h, err = self._handle(), _Error()
         _check(self._lib.rgj_reload(h.ptr, _path(path), ctypes.byref(err)), err)
+
+    def verb_effects(self):
+        """(effect name per verb, e.g. ["none", "create", "none"], the default verb's name, the
+        table checksum), all of the table served now. A reload keeps the verbs' names and order
+        but may change an effect or the default: these belong to the batches decide_lines*()
+        reports with the same checksum (what a worker needs to apply the run-wide rules of
+        `replaygate decide`, which only ever turn a create verb into the default)."""
+        h = self._handle()
+        effects = array.array("I", bytes(4 * len(self.verbs)))
+        default, checksum = ctypes.c_uint32(), ctypes.create_string_buffer(33)
+        _check(self._lib.rgj_verb_effects(h.ptr, effects.buffer_info()[0] if self.verbs else None,
+                                          len(self.verbs), ctypes.byref(default), checksum))
+        return ([_EFFECTS.get(e, "?") for e in effects], self.verbs[default.value],
+                checksum.value.decode())
 
     _CHUNK = 65536  # verbs per C call at most: the per-thread buffer is 256 KiB
     _ATTEMPTS = 4   # tries at deciding a many-call input on one table before table_changed

@@ -104,5 +104,36 @@ TEST(JsonlBinding, RecordOnlyAndOperatorOnlyFieldsAreNeverReadFromRecords) {
   rgj_free(gate);
 }
 
+// rgj_verb_effects: each verb's effect, the default verb and the checksum, all of one table (the
+// run-wide rules need them: only a create verb is ever turned into the default).
+TEST(JsonlBinding, VerbEffectsDefaultAndChecksumComeFromTheServedTable) {
+  rgj_gate* gate = nullptr;
+  rg_error err;
+  ASSERT_EQ(rgj_open(kTable.c_str(), &gate, &err), RG_OK) << err.message;
+  ASSERT_EQ(rgj_verb_count(gate), 3u);
+  uint32_t effects[4] = {99, 99, 99, 99};
+  uint32_t default_verb = 99;
+  char checksum[33] = {0};
+  ASSERT_EQ(rgj_verb_effects(gate, effects, 4, &default_verb, checksum), RG_OK);
+  // never (none), replay_once (create), hold (none); the default is hold.
+  EXPECT_EQ(effects[0], static_cast<uint32_t>(RG_EFFECT_NONE));
+  EXPECT_EQ(effects[1], static_cast<uint32_t>(RG_EFFECT_CREATE));
+  EXPECT_EQ(effects[2], static_cast<uint32_t>(RG_EFFECT_NONE));
+  EXPECT_EQ(effects[3], 99u);  // past the verbs: untouched
+  EXPECT_EQ(default_verb, 2u);
+  rg_table* table = nullptr;
+  ASSERT_EQ(rg_table_load_file(kTable.c_str(), &table, &err), RG_OK) << err.message;
+  EXPECT_STREQ(checksum, rg_table_checksum(table));
+  rg_table_free(table);
+  // capacity bounds what is written; NULL outputs are skipped.
+  effects[1] = 99;
+  ASSERT_EQ(rgj_verb_effects(gate, effects, 1, nullptr, nullptr), RG_OK);
+  EXPECT_EQ(effects[1], 99u);
+  EXPECT_EQ(rgj_verb_effects(gate, nullptr, 0, &default_verb, nullptr), RG_OK);
+  EXPECT_EQ(rgj_verb_effects(gate, nullptr, 1, nullptr, nullptr), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rgj_verb_effects(nullptr, effects, 4, nullptr, nullptr), RG_ERR_ARGUMENT);
+  rgj_free(gate);
+}
+
 }  // namespace
 }  // namespace replaygate

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs the build tree into a temporary prefix, builds tests/consumer against it with CMake
-# (find_package), the C consumer again as a C-only CMake project on the static library
-# (tests/consumer/c_static) and with pkg-config, and runs all four on the golden table.
+# Installs the build tree into a temporary prefix, checks it holds what docs/embedding.md lists
+# (the CLI, both runtime libraries, the JSON Lines library and every header), builds
+# tests/consumer against it with CMake (find_package), the C consumer again as a C-only CMake
+# project on the static library (tests/consumer/c_static) and with pkg-config, the JSON Lines
+# consumer with CMake and pkg-config, and runs them all on the golden table; then the installed
+# CLI, and the Python binding finding the installed libraries from RG_LIBRARY alone.
 # Usage: run.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -10,6 +13,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 table=$src/tests/data/tables/replay_gate.rgt
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+prefix=$work/prefix
+lib=$(dirname "$(find "$prefix" -name libreplaygate_runtime.a)")  # lib/ or lib64/
+inc=$prefix/include/replaygate
+for f in "$prefix/bin/replaygate" "$inc/runtime/table.h" "$inc/runtime/reload.h" \
+  "$inc/runtime/replaygate.h" "$inc/bindings/jsonl/replaygate_jsonl.h" \
+  "$lib/libreplaygate_runtime.so" "$lib/libreplaygate_jsonl.so" "$lib/pkgconfig/replaygate.pc" \
+  "$lib/pkgconfig/replaygate-jsonl.pc" "$lib/cmake/replaygate/replaygateConfig.cmake"; do
+  [ -e "$f" ] || { echo "cmake --install did not install ${f#"$prefix"/}" >&2; exit 1; }
+done
 cmake -S "$src/tests/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" >/dev/null
@@ -50,4 +62,34 @@ case "$got" in
   "$expected_cpp "[0-9a-f]*) ;;
   *) echo "pkg-config consumer printed '$got'" >&2; exit 1 ;;
 esac
-echo "consumer: CMake (static C++ at -std=c++14 raised to 17, static C, shared C) and pkg-config builds decide: $expected_cpp"
+# The JSON Lines library: CMake (replaygate::jsonl) and pkg-config (replaygate-jsonl).
+expected_jsonl="replay_once hold invalid=1"
+got=$("$work/build/consumer_jsonl" "$table")
+[ "$got" = "$expected_jsonl" ] || { echo "consumer_jsonl printed '$got', expected '$expected_jsonl'" >&2; exit 1; }
+libs=$(ldd "$work/build/consumer_jsonl")
+grep -q "$work/prefix/.*libreplaygate_jsonl.so" <<<"$libs" || {
+  echo "consumer_jsonl does not load the installed libreplaygate_jsonl.so:" >&2
+  echo "$libs" >&2
+  exit 1
+}
+flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs replaygate-jsonl)
+# shellcheck disable=SC2086
+cc -std=c99 -Wall -Wextra -Werror -o "$work/consumer_jsonl_pc" "$src/tests/consumer/consumer_jsonl.c" $flags
+got=$(LD_LIBRARY_PATH=$lib "$work/consumer_jsonl_pc" "$table")
+[ "$got" = "$expected_jsonl" ] || { echo "pkg-config jsonl consumer printed '$got'" >&2; exit 1; }
+# The installed CLI runs from the prefix (no build-tree rpath).
+got=$("$prefix/bin/replaygate" dump "$table" | head -n 1)
+[ "$got" = "replaygate table, format version 1" ] || { echo "installed replaygate dump printed '$got'" >&2; exit 1; }
+# The Python binding, given only RG_LIBRARY, finds libreplaygate_jsonl.so next to it.
+if command -v python3 >/dev/null; then
+  got=$(env -u RG_JSONL_LIBRARY RG_LIBRARY="$lib/libreplaygate_runtime.so" \
+    PYTHONPATH="$src/bindings/python" PYTHONDONTWRITEBYTECODE=1 python3 -c '
+import sys, replaygate
+gate = replaygate.JsonlGate(sys.argv[1])
+print(gate._lib._name, gate.decide_lines(b"{\"topic\":\"x\"}\n")[0])' "$table")
+  [ "$got" = "$lib/libreplaygate_jsonl.so ['hold']" ] || {
+    echo "the Python binding on the installed tree printed '$got'" >&2
+    exit 1
+  }
+fi
+echo "consumer: CMake (static C++ at -std=c++14 raised to 17, static C, shared C, JSON Lines) and pkg-config builds decide: $expected_cpp; $expected_jsonl"

@@ -396,5 +396,125 @@ TEST_F(CApi, RepeatedFieldColumnIsRejectedBeforeAnyRow) {
   EXPECT_EQ(verb, 99u);
 }
 
+// generation_recovery's operator_confirmed (`source: operator`): the generic setters and the batch
+// call refuse it, so a worker that copies a message's fields into the input (a message saying
+// "operator_confirmed": true) cannot confirm; only rg_input_set_operator_* sets it, and those
+// refuse every other field. A refused call leaves the slot as it was.
+class OperatorOnlyCApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rg_error err;
+    ASSERT_EQ(rg_table_load_file(RG_SOURCE_DIR "/tests/data/tables/generation_recovery.rgt",
+                                 &table_, &err),
+              RG_OK)
+        << err.message;
+    ASSERT_EQ(rg_input_new(table_, &in_), RG_OK);
+    confirmed_ = rg_table_field_index(table_, "operator_confirmed", 18);
+    phase_ = rg_table_field_index(table_, "phase", 5);
+    ASSERT_NE(confirmed_, RG_NO_INDEX);
+    ASSERT_EQ(rg_table_field_operator_only(table_, confirmed_), 1);
+    // A prepared operation nothing reached, current and authorized, with budget: it dispatches
+    // only once an operator confirmed it.
+    ASSERT_EQ(rg_input_set_string(in_, phase_, "prepared", 8), RG_OK);
+    ASSERT_EQ(rg_input_set_int_by_name(in_, "message_revision", 1), RG_OK);
+    ASSERT_EQ(rg_input_set_int_by_name(in_, "record_revision", 1), RG_OK);
+    for (const char* name :
+         {"dispatch_confirmed_absent", "model_current", "spec_current", "user_authorized"}) {
+      ASSERT_EQ(rg_input_set_bool_by_name(in_, name, 1), RG_OK) << name;
+    }
+    ASSERT_EQ(rg_input_set_int_by_name(in_, "remaining_budget", 40), RG_OK);
+  }
+  void TearDown() override {
+    rg_input_free(in_);
+    rg_table_free(table_);
+  }
+  std::string decide() {
+    rg_decision d;
+    EXPECT_EQ(rg_decide(table_, in_, &d), RG_OK);
+    return s(rg_table_verb_name(table_, d.verb)) + "/" + s(rg_table_rule_name(table_, &d));
+  }
+
+  rg_table* table_ = nullptr;
+  rg_input* in_ = nullptr;
+  uint32_t confirmed_ = RG_NO_INDEX, phase_ = RG_NO_INDEX;
+};
+
+TEST_F(OperatorOnlyCApi, GenericSettersRefuseTheFieldAndLeaveItUnset) {
+  const std::string unconfirmed = decide();
+  EXPECT_EQ(unconfirmed, "hold_for_review/prepared_needs_review");
+  EXPECT_EQ(rg_input_set_bool(in_, confirmed_, 1), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_bool_by_name(in_, "operator_confirmed", 1), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_string(in_, confirmed_, "true", 4), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_string_by_name(in_, "operator_confirmed", "true", 4),
+            RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_int(in_, confirmed_, 1), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_int_by_name(in_, "operator_confirmed", 1), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_null(in_, confirmed_), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_null_by_name(in_, "operator_confirmed"), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_invalid(in_, confirmed_), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(decide(), unconfirmed);  // still unset: absent, not confirmed
+  EXPECT_STREQ(rg_status_name(RG_ERR_OPERATOR_ONLY), "operator_only");
+}
+
+TEST_F(OperatorOnlyCApi, OnlyTheExplicitOperatorCallSetsIt) {
+  ASSERT_EQ(rg_input_set_operator_bool(in_, confirmed_, 1), RG_OK);
+  EXPECT_EQ(decide(), "dispatch/prepared_dispatch_reviewed");
+  // A message value arriving afterwards is refused and cannot undo or replace the operator's.
+  EXPECT_EQ(rg_input_set_bool(in_, confirmed_, 0), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(decide(), "dispatch/prepared_dispatch_reviewed");
+  ASSERT_EQ(rg_input_set_operator_bool(in_, confirmed_, 0), RG_OK);
+  EXPECT_EQ(decide(), "hold_for_review/prepared_needs_review");
+  ASSERT_EQ(rg_input_set_operator_bool(in_, confirmed_, 1), RG_OK);
+  ASSERT_EQ(rg_input_unset(in_, confirmed_), RG_OK);  // unset is always allowed
+  EXPECT_EQ(decide(), "hold_for_review/prepared_needs_review");
+  ASSERT_EQ(rg_input_set_operator_bool(in_, confirmed_, 1), RG_OK);
+  rg_input_clear(in_);  // clear unsets it too
+  rg_decision d;
+  ASSERT_EQ(rg_decide(table_, in_, &d), RG_OK);
+  EXPECT_EQ(d.kind, static_cast<uint32_t>(RG_KIND_INVALID_INPUT));
+}
+
+// A value of the wrong type fails closed, as through the generic setters.
+TEST_F(OperatorOnlyCApi, AWrongTypedOperatorValueFailsClosed) {
+  rg_decision d;
+  ASSERT_EQ(rg_input_set_operator_string(in_, confirmed_, "true", 4), RG_OK);
+  ASSERT_EQ(rg_decide(table_, in_, &d), RG_OK);
+  EXPECT_EQ(d.kind, static_cast<uint32_t>(RG_KIND_INVALID_INPUT));
+  EXPECT_EQ(s(rg_table_reason(table_, &d)), "invalid input: operator_confirmed");
+  ASSERT_EQ(rg_input_set_operator_int(in_, confirmed_, 1), RG_OK);
+  ASSERT_EQ(rg_decide(table_, in_, &d), RG_OK);
+  EXPECT_EQ(d.kind, static_cast<uint32_t>(RG_KIND_INVALID_INPUT));
+}
+
+TEST_F(OperatorOnlyCApi, TheOperatorCallsRefuseEveryOtherField) {
+  const std::string before = decide();
+  EXPECT_EQ(rg_input_set_operator_string(in_, phase_, "accepted", 8), RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_operator_int(in_, rg_table_field_index(table_, "remaining_budget", 16), 0),
+            RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(rg_input_set_operator_bool(in_, rg_table_field_index(table_, "model_current", 13), 0),
+            RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(decide(), before);  // nothing changed
+  EXPECT_EQ(rg_input_set_operator_bool(in_, 99, 1), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_operator_bool(nullptr, confirmed_, 1), RG_ERR_ARGUMENT);
+  EXPECT_EQ(rg_input_set_operator_string(in_, confirmed_, nullptr, 1), RG_ERR_ARGUMENT);
+}
+
+// The batch call carries message values: a column for the field is refused before any row.
+TEST_F(OperatorOnlyCApi, ColumnsRefuseTheField) {
+  const std::string phase = "prepared";
+  const uint64_t offsets[] = {0, phase.size()};
+  const uint8_t yes[] = {1};
+  std::vector<rg_column> cols = {
+      {phase_, RG_COLUMN_STRING, nullptr, phase.data(), offsets, nullptr, nullptr},
+      {confirmed_, RG_COLUMN_BOOL, nullptr, nullptr, nullptr, nullptr, yes}};
+  uint32_t verb = 99;
+  EXPECT_EQ(rg_decide_columns(table_, cols.data(), cols.size(), 1, &verb, nullptr),
+            RG_ERR_OPERATOR_ONLY);
+  EXPECT_EQ(verb, 99u);
+  cols.pop_back();
+  EXPECT_EQ(rg_decide_columns(table_, cols.data(), cols.size(), 1, &verb, nullptr), RG_OK);
+  EXPECT_NE(verb, 99u);
+}
+
 }  // namespace
 }  // namespace replaygate

@@ -10,7 +10,8 @@ if [ -n "$extra" ]; then
   echo "$extra" >&2
   exit 1
 fi
-for required in rg_table_load_file rg_decide rg_decide_columns rg_shared_reload rg_reader_decide; do
+for required in rg_table_load_file rg_decide rg_decide_columns rg_shared_reload rg_reader_decide \
+    rg_input_set_operator_string rg_input_set_operator_int rg_input_set_operator_bool; do
   grep -qx "$required" <<<"$symbols" || { echo "exports.sh: $required is not exported" >&2; exit 1; }
 done
 echo "exports.sh: $(wc -l <<<"$symbols") symbols, all rg_*"

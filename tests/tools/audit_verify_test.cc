@@ -51,6 +51,39 @@ std::string chained(const std::vector<std::string>& bodies) {
   return log;
 }
 
+// What verify says the next append does with a log that does not verify (`append_refusal`), when
+// it has `problems` problems, the first on line `first_line`.
+std::string refusal_note(int problems, int first_line) {
+  return "it does not verify (" + std::to_string(problems) + " problem" +
+         (problems == 1 ? "" : "s") + ", the first on line " + std::to_string(first_line) +
+         ", above) and an append continues only a log that verifies: restore the log from a copy, "
+         "or keep it as it is and record the break with 'replaygate audit repair LOG --operator "
+         "NAME --reason TEXT' (every line is kept; a repair entry lists the problems and "
+         "re-anchors the chain)";
+}
+
+// The line verify prints for that.
+std::string refusal_line(const std::string& log, int problems, int first_line) {
+  return log +
+         ": the next append (audit result, review --confirm, decide --audit) will refuse this log "
+         "and write nothing: " +
+         refusal_note(problems, first_line) + "\n";
+}
+
+// The error of an append to the log at `log` that does not verify, whose first problem is
+// `first` ("line N: ...") and which has `more` others.
+std::string refused_error(const std::string& log, const std::string& first, int more = 0) {
+  return "refusing to append to " + log + ", which does not verify: " + first +
+         (more == 0 ? ""
+                    : " (and " + std::to_string(more) + " more problem" + (more == 1 ? "" : "s") +
+                          ": run 'replaygate audit verify " + log + "' to see them all)") +
+         "; nothing was changed. Restore the log from a copy, or keep it as it is and record the "
+         "break with 'replaygate audit repair " +
+         log +
+         " --operator NAME --reason TEXT' (every line is kept; a repair entry lists the problems "
+         "and re-anchors the chain)";
+}
+
 nlohmann::json decision_entry(const std::string& message_id) {
   nlohmann::json entry = nlohmann::json::parse("{" + kDecisionBody + "}");
   entry["message_id"] = message_id;
@@ -140,9 +173,8 @@ TEST_F(AuditVerifyTest, SeveralEmptyLastLinesAndATornTailAreRemovedTogether) {
                        " (after the last entry; no entry was changed)\n"
                        "replaygate: warning: removed a torn last line from " +
                        log() +
-                       " (8 bytes without a newline that are not a whole entry continuing the "
-                       "chain: an append that crashed before completing, never acknowledged): "
-                       "'{\"action'\n");
+                       " (8 bytes without a newline that are not a whole entry: an append that "
+                       "crashed before completing, never acknowledged): '{\"action'\n");
   const std::string text = read_file(log());
   EXPECT_EQ(text.substr(0, good.size()), good);
   EXPECT_EQ(audit::verify_bytes(text).entries, 3u);
@@ -161,7 +193,8 @@ TEST_F(AuditVerifyTest, AnEmptyLineBetweenEntriesNamesTheLineAndTheFix) {
                        log() +
                        ": apart from the empty lines, every entry and the hash chain check out: "
                        "deleting them repairs the log\n" +
-                       log() + ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
+                       refusal_line(log(), 1, 2) + log() +
+                       ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
                        last_hash_of(good) + "\n");
   // A whitespace-only line is named as such; a real problem as well: no claim the rest is intact.
   write_file(log(), good.substr(0, second) + " \t\n" + good.substr(second) + "garbage\n");
@@ -170,13 +203,8 @@ TEST_F(AuditVerifyTest, AnEmptyLineBetweenEntriesNamesTheLineAndTheFix) {
   EXPECT_EQ(r.out, log() +
                        ": line 2: blank line (only whitespace); delete it (the entries around it "
                        "are checked as if it were not there)\n" +
-                       log() + ": line 4: not valid JSON\n" + log() +
-                       ": the next append (audit result, review --confirm, decide --audit) will "
-                       "refuse this log and write nothing: line 4 (the last line) is not a valid "
-                       "entry (see above), so the chain cannot continue from it; restore the line "
-                       "from a copy of the log, or delete it if what it records was never acted "
-                       "on\n" +
-                       log() + ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
+                       log() + ": line 4: not valid JSON\n" + refusal_line(log(), 2, 2) + log() +
+                       ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
                        audit::line_hash("garbage") + "\n");
 }
 
@@ -196,10 +224,12 @@ TEST_F(AuditVerifyTest, AnEmptyLineBeforeAnUnterminatedEntryRefusesTheAppend) {
                                      "checked as if it were not there)"});
   const CliResult r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "replaygate: line 2 of " + log() +
-                       " is an empty line between entries; delete it (run 'replaygate audit "
-                       "verify " +
-                       log() + "')\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err,
+            "replaygate: " +
+                refused_error(log(),
+                              "line 2: empty line; delete it (the entries around it are checked "
+                              "as if it were not there)") +
+                "\nreplaygate: the result was NOT recorded\n");
   EXPECT_EQ(read_file(log()), broken);
 }
 
@@ -215,8 +245,8 @@ TEST_F(AuditVerifyTest, AHugeTornTailIsShownCappedAndEscaped) {
   const std::string shown = "{\"action\":\"\\u001b[31m\\xff" + std::string(200 - 17, 'a');
   EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() + " (" +
                        std::to_string(torn.size()) +
-                       " bytes without a newline that are not a whole entry continuing the "
-                       "chain: an append that crashed before completing, never acknowledged): '" +
+                       " bytes without a newline that are not a whole entry: an append that "
+                       "crashed before completing, never acknowledged): '" +
                        shown + "'... (" + std::to_string(torn.size()) + " bytes in all)\n");
   EXPECT_EQ(read_file(log()).substr(0, good.size()), good);
 }
@@ -328,12 +358,8 @@ TEST_F(AuditVerifyTest, EntriesTheWritersNeverWriteAreFindings) {
             log() +
                 ": line 3: a second result for decision 1 (its result is entry 2); a decision "
                 "has one result\n" +
-                log() + ": line 4: the field 'effect' is given twice\n" + log() +
-                ": the next append (audit result, review --confirm, decide --audit) will refuse "
-                "this log and write nothing: line 4 (the last line) is not a valid entry (see "
-                "above), so the chain cannot continue from it; restore the line from a copy of "
-                "the log, or delete it if what it records was never acted on\n" +
-                log() + ": BROKEN, 3 entries (1 decision, 2 results)");
+                log() + ": line 4: the field 'effect' is given twice\n" +
+                refusal_line(log(), 2, 3) + log() + ": BROKEN, 3 entries (1 decision, 2 results)");
 }
 
 // A leap day, a valid seq/prev chain of what the library writes, and entries the writers write
@@ -403,10 +429,9 @@ TEST_F(AuditVerifyTest, AppendsRefuseASecondResultAndInvalidEntries) {
   write_file(log(), chained({kDecisionBody, kDecisionBody + ",\"x\":1"}));
   r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "replaygate: the last line of " + log() +
-                       " (line 2) is not a valid audit entry (unknown field 'x' in a decision "
-                       "entry); run 'replaygate audit verify " +
-                       log() + "'\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err,
+            "replaygate: " + refused_error(log(), "line 2: unknown field 'x' in a decision entry") +
+                "\nreplaygate: the result was NOT recorded\n");
 }
 
 // ---- 4. --operator ----
@@ -519,23 +544,25 @@ TEST_F(AuditVerifyTest, UnknownActionsAndUnreadableLogsSayWhy) {
   CliResult r = run({"audit", "bogus"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "replaygate: error: unknown audit action 'bogus'; the actions are: verify, result\n"
-            "Run 'replaygate audit --help' for usage.\n");
+  EXPECT_EQ(
+      r.err,
+      "replaygate: error: unknown audit action 'bogus'; the actions are: verify, result, repair\n"
+      "Run 'replaygate audit --help' for usage.\n");
   r = run({"audit", "verfy", log()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "replaygate: error: unknown audit action 'verfy'; the actions are: verify, result; "
-            "did you mean 'verify'?\nRun 'replaygate audit --help' for usage.\n");
+  EXPECT_EQ(
+      r.err,
+      "replaygate: error: unknown audit action 'verfy'; the actions are: verify, result, repair; "
+      "did you mean 'verify'?\nRun 'replaygate audit --help' for usage.\n");
   r = run({"audit", "a\x1b]0;x\x07"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate: error: unknown audit action 'a\\u001b]0;x\\u0007'; the actions are: "
-            "verify, result\nRun 'replaygate audit --help' for usage.\n");
+            "verify, result, repair\nRun 'replaygate audit --help' for usage.\n");
   r = run({"audit"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "replaygate: error: audit needs an action, one of: verify, result\n"
+            "replaygate: error: audit needs an action, one of: verify, result, repair\n"
             "Run 'replaygate audit --help' for usage.\n");
   EXPECT_EQ(run({"audit", "--help"}).exit_code, 0);
 
@@ -612,8 +639,8 @@ TEST_F(AuditVerifyTest, ABadValueIsShownEscapedOnce) {
   write_file(log(), chained({body}));
   const CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find(": line 1: unknown kind \"x\\u001b\\u202e\"; expected \"decision\" or "
-                       "\"result\"\n"),
+  EXPECT_NE(r.out.find(": line 1: unknown kind \"x\\u001b\\u202e\"; expected \"decision\", "
+                       "\"result\" or \"repair\"\n"),
             std::string::npos)
       << r.out;
 }
@@ -681,11 +708,7 @@ TEST_F(AuditVerifyTest, ActionAndRuleFollowThePolicyGrammar) {
   const CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.substr(0, r.out.find(", last hash")),
-            log() + ": line 2: 'rule' is \"default \"" + rule + "\n" + log() +
-                ": the next append (audit result, review --confirm, decide --audit) will refuse "
-                "this log and write nothing: line 2 (the last line) is not a valid entry (see "
-                "above), so the chain cannot continue from it; restore the line from a copy of "
-                "the log, or delete it if what it records was never acted on\n" +
+            log() + ": line 2: 'rule' is \"default \"" + rule + "\n" + refusal_line(log(), 1, 2) +
                 log() + ": BROKEN, 1 entry (1 decision, 0 results)");
 }
 
@@ -858,21 +881,15 @@ TEST_F(AuditVerifyTest, VerifySaysWhatAnAppendDoesWithABrokenUnterminatedLine) {
   const audit::VerifyReport report = audit::verify_bytes(broken);
   EXPECT_TRUE(report.unterminated);
   EXPECT_FALSE(report.torn_tail);
-  const std::string refusal =
-      "line 3 (the last line, without its newline) is not a valid entry (see above), so the chain "
-      "cannot continue from it; restore the line from a copy of the log, or delete it if what it "
-      "records was never acted on";
+  const std::string refusal = refusal_note(1, 3);
   EXPECT_EQ(report.append_refusal, refusal);
   CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, log() + ": line 3: unknown field 'x' in a decision entry\n" + log() +
-                       ": the last line continues the chain but lacks its final newline: not a "
-                       "torn line (it may have been acknowledged), so no append removes it, and "
+                       ": the last line is a whole JSON object that lacks its final newline: not "
+                       "a torn line (it may have been acknowledged), so nothing removes it, and "
                        "the next append refuses the log until it is repaired (below)\n" +
-                       log() +
-                       ": the next append (audit result, review --confirm, decide --audit) will "
-                       "refuse this log and write nothing: " +
-                       refusal + "\n" + log() +
+                       refusal_line(log(), 1, 3) + log() +
                        ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
                        audit::line_hash(line3) + "\n");
   r = run({"audit", "verify", "--format", "json", log()});
@@ -882,10 +899,9 @@ TEST_F(AuditVerifyTest, VerifySaysWhatAnAppendDoesWithABrokenUnterminatedLine) {
   // The append does what verify said: refuses, exit 2, nothing written.
   r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "replaygate: the last line of " + log() +
-                       " (line 3, without its newline) is not a valid audit entry (unknown field "
-                       "'x' in a decision entry); run 'replaygate audit verify " +
-                       log() + "'\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err,
+            "replaygate: " + refused_error(log(), "line 3: unknown field 'x' in a decision entry") +
+                "\nreplaygate: the result was NOT recorded\n");
   EXPECT_EQ(read_file(log()), broken);
   // Deleting the line (the repair verify names) lets appends continue.
   write_file(log(), good);
@@ -904,8 +920,9 @@ TEST_F(AuditVerifyTest, VerifySaysWhatAnAppendDoesWithABrokenUnterminatedLine) {
                 "newline; it is kept, and the next append writes the newline first");
 }
 
-// The other refusals verify foresees: an empty line before an unterminated entry, and a last line
-// that is not a valid entry.
+// The other refusals verify foresees: an empty line before an unterminated entry, a last line
+// that is not a valid entry, and (since appends continue only a log that verifies) a broken line
+// anywhere.
 TEST_F(AuditVerifyTest, VerifySaysWhenAnAppendRefusesTheLog) {
   const std::string good = two_decisions();
   const size_t second = good.find('\n') + 1;
@@ -913,31 +930,19 @@ TEST_F(AuditVerifyTest, VerifySaysWhenAnAppendRefusesTheLog) {
              good.substr(0, second) + "\n \n" + good.substr(second, good.size() - second - 1));
   CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find(log() + ": the next append (audit result, review --confirm, decide "
-                               "--audit) will refuse this log and write nothing: lines 2 to 3 "
-                               "are empty lines before the unterminated last entry; delete "
-                               "them\n"),
-            std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find(refusal_line(log(), 2, 2)), std::string::npos) << r.out;
   EXPECT_EQ(result_for("1").exit_code, 2);
 
   write_file(log(), good + "garbage\n");
   r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, log() + ": line 3: not valid JSON\n" + log() +
-                       ": the next append (audit result, review --confirm, decide --audit) will "
-                       "refuse this log and write nothing: line 3 (the last line) is not a valid "
-                       "entry (see above), so the chain cannot continue from it; restore the line "
-                       "from a copy of the log, or delete it if what it records was never acted "
-                       "on\n" +
-                       log() + ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
+  EXPECT_EQ(r.out, log() + ": line 3: not valid JSON\n" + refusal_line(log(), 1, 3) + log() +
+                       ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
                        audit::line_hash("garbage") + "\n");
   r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "replaygate: the last line of " + log() +
-                       " (line 3) is not a valid audit entry (not valid JSON); run 'replaygate "
-                       "audit verify " +
-                       log() + "'\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err, "replaygate: " + refused_error(log(), "line 3: not valid JSON") +
+                       "\nreplaygate: the result was NOT recorded\n");
   // A torn tail after it stays until the log is repaired: the refused append touches nothing.
   write_file(log(), good + "garbage\n{\"action");
   r = run({"audit", "verify", log()});
@@ -949,11 +954,15 @@ TEST_F(AuditVerifyTest, VerifySaysWhenAnAppendRefusesTheLog) {
                 "below removes it (and shows its bytes)");
   EXPECT_EQ(result_for("1").exit_code, 2);
   EXPECT_EQ(read_file(log()), good + "garbage\n{\"action");
-  // A broken line before a valid last one does not stop appends (the chain continues from the
-  // last line), so verify does not say it does.
+  // A broken line before a valid last one stops appends too (they used to continue the chain
+  // from the last line, onto a log verify calls BROKEN), and verify says so.
   write_file(log(), "garbage\n" + good);
-  EXPECT_EQ(audit::verify_bytes(read_file(log())).append_refusal, "");
-  EXPECT_EQ(result_for("1").exit_code, 0);
+  EXPECT_EQ(audit::verify_bytes(read_file(log())).append_refusal, refusal_note(4, 1));
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: " + refused_error(log(), "line 1: not valid JSON", 3) +
+                       "\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(read_file(log()), "garbage\n" + good);
 }
 
 // ---- 9. verify reads standard input ----
@@ -1051,9 +1060,8 @@ TEST_F(AuditVerifyTest, OneByteIsOneByte) {
   r = result_for("1");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() +
-                       " (1 byte without a newline that is not a whole entry continuing the "
-                       "chain: an append that crashed before completing, never acknowledged): "
-                       "'{'\n");
+                       " (1 byte without a newline that is not a whole entry: an append that "
+                       "crashed before completing, never acknowledged): '{'\n");
 }
 
 }  // namespace

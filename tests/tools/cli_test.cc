@@ -116,7 +116,10 @@ TEST_F(CliTest, DecideFormatAndMappingMistakes) {
   EXPECT_NE(r.err.find("--format kafka needs --mapping MAPPING.yaml"), std::string::npos) << r.err;
   r = run({"decide", "--policy", kPolicy, "--mapping", "m.yaml"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--mapping applies to --format kafka only"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--mapping applies only to a format that reads broker records "
+                       "(--input-format kafka), not to letters"),
+            std::string::npos)
+      << r.err;
   r = run({"decide", "--policy", kPolicy, "--max-replays", "-1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.out.empty());

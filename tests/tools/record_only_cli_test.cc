@@ -5,7 +5,7 @@
 //    only: a message that offers them is ignored and reported, a record that lacks them is
 //    missing (fail closed); the record shows every input's value and where it came from;
 //  * decide and explain leave a record-only input unset (the shipped policy then gives every
-//    letter the default), a kafka mapping may not map it (RG308), test case files still set it;
+//    letter the default), a kafka mapping may not map it (RG311), test case files still set it;
 //  * diff flags loosening the marker as more dangerous, convert keeps it.
 #include <gtest/gtest.h>
 
@@ -278,6 +278,12 @@ TEST_F(RecordOnlyCli, DecideAndExplainLeaveItUnset) {
     EXPECT_EQ(out["problem"], "missing") << r.out;
     EXPECT_FALSE(out.contains("column")) << r.out;  // the letter's value was never read
   }
+  // --show-inputs says what the rules saw: the record-only inputs unset (null).
+  CliResult shown = run({"decide", "--policy", kPolicy, "--show-inputs", "-"}, letter + "\n");
+  EXPECT_NE(shown.out.find("\"inputs\":{\"phase\":null,\"message_revision\":1,"
+                           "\"record_revision\":null,\"stale\":null,"),
+            std::string::npos)
+      << shown.out;
   CliResult r = run({"explain", "--policy", kPolicy}, letter);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("  phase = <missing> (read only from the operation record; the letter's "
@@ -323,7 +329,7 @@ TEST_F(RecordOnlyCli, KafkaMappingMayNotMapIt) {
                            (dir_ / "m.yaml").string(), (dir_ / "r.jsonl").string()});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find(":5:3: error[RG308]: input 'phase' is read only from the operation record "
+  EXPECT_NE(r.err.find(":5:3: error[RG311]: input 'phase' is read only from the operation record "
                        "(policy 'source: record'), never from a broker record"),
             std::string::npos)
       << r.err;

@@ -541,7 +541,12 @@ TEST_F(RecoveryTest, VerifyDetectsEditsRemovalsAndTornTails) {
   write_file(log(), good + "garbage\n");
   const audit::AppendResult refused = audit::append(log(), decision("m5"));
   EXPECT_FALSE(refused.ok);
-  EXPECT_NE(refused.error.find("is not a valid audit entry (not valid JSON)"), std::string::npos);
+  EXPECT_EQ(refused.error.rfind("refusing to append to " + log() +
+                                    ", which does not verify: line 4: not valid JSON; nothing was "
+                                    "changed.",
+                                0),
+            0u)
+      << refused.error;
   r = run({"audit", "verify", "--format", "json", log()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(json_of(r.out)["problems"], nlohmann::json::array({"line 4: not valid JSON"}));
@@ -806,34 +811,35 @@ TEST_F(UnterminatedTest, DecideAuditAndAnEmptyBatchKeepIt) {
   EXPECT_EQ(report.entries, 4u);
 }
 
-// A complete-looking last line whose chain does not verify (wrong seq or prev) is a torn tail: it
-// is removed by the next append, and the removed bytes are printed, not dropped silently.
-TEST_F(UnterminatedTest, AFragmentThatDoesNotContinueTheChainIsTornAndShown) {
+// A whole last line whose chain does not verify (wrong seq or prev) is not a torn tail: it is a
+// complete line that may have been acknowledged (it used to be removed as torn by the next append).
+// It is kept and checked, its seq is a problem, and appends refuse the log, changing nothing.
+TEST_F(UnterminatedTest, AWholeLineThatDoesNotContinueTheChainIsKeptAndAProblem) {
   const size_t third = good_.rfind('\n', good_.size() - 2) + 1;
   nlohmann::json entry = json_of(good_.substr(third));
   entry["seq"] = 7;
   const std::string fragment = entry.dump();
-  ASSERT_GT(fragment.size(), 200u);  // shown cut to its first 200 bytes
   write_file(log(), good_ + fragment);
   const audit::VerifyReport report = audit::verify_bytes(read_file(log()));
-  EXPECT_TRUE(report.ok());
-  EXPECT_TRUE(report.torn_tail);
-  EXPECT_FALSE(report.unterminated);
-  EXPECT_EQ(report.torn_bytes, fragment.size());
-  EXPECT_EQ(report.entries, 3u);
+  EXPECT_FALSE(report.ok());
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_TRUE(report.unterminated);
+  EXPECT_EQ(report.entries, 4u);
+  EXPECT_EQ(report.problems,
+            (std::vector<std::string>{
+                "line 4: seq 7, expected 4 (a line was removed or moved)",
+                "line 4: prev hash does not match the previous line (a line before it was "
+                "edited, removed or reordered)"}));
   const CliResult r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "1",
                            "--outcome", "done"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() + " (" +
-                       std::to_string(fragment.size()) +
-                       " bytes without a newline that are not a whole entry continuing the chain: "
-                       "an append that crashed before completing, never acknowledged): '" +
-                       fragment.substr(0, 200) + "'... (" + std::to_string(fragment.size()) +
-                       " bytes in all)\n");
-  const std::string text = read_file(log());
-  EXPECT_EQ(text.substr(0, good_.size()), good_);
-  EXPECT_EQ(audit::verify_bytes(text).entries, 4u);
-  EXPECT_TRUE(audit::verify_bytes(text).ok());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("replaygate: refusing to append to " + log() +
+                            ", which does not verify: line 4: seq 7, expected 4 (a line was "
+                            "removed or moved) (and 1 more problem: ",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_EQ(read_file(log()), good_ + fragment);
 }
 
 // A broken last complete line refuses the append and leaves the file untouched, torn tail included.

@@ -32,7 +32,7 @@ constexpr Command kCommands[] = {
     {"convert", "Convert a policy between YAML and the policy language", setup_convert},
     {"review", "Print the operator review record for one message and its operation record",
      setup_review},
-    {"audit", "Verify the audit trail, or append a result entry", setup_audit},
+    {"audit", "Verify the audit trail, append a result entry, or repair a broken log", setup_audit},
     {"diff", "Compare two policies: every region of inputs whose verb or rule changes", setup_diff},
 };
 

@@ -216,6 +216,9 @@ const char* const kDecision[] = {
     "operator", "message_id",      "operation_id",   "action",          "effect", "rule",
     "policy",   "policy_revision", "table_checksum", "record_revision", "source", "record"};
 const char* const kResult[] = {"decision", "revision", "outcome", "operator"};
+const char* const kRepair[] = {"operator", "reason", "covers", "problem_count", "problems"};
+// How many of the problems it acknowledges a repair entry lists (problem_count counts them all).
+constexpr size_t kRepairListed = 10;
 
 // The problem with one entry (a JSON object, so no key twice), or "" when it is valid. Only the
 // entry itself is checked here; its place in the chain and the log is verify_bytes()'. `line` is
@@ -229,18 +232,19 @@ std::string check_fields(const json& j, std::string_view line = {}) {
   if (!j.contains("prev")) return "no 'prev' hash";
   if (!is_hex32(j.at("prev"))) return "'prev' is " + value_of("prev") + "; expected 32 hex digits";
   if (!j.contains("kind")) return "no 'kind'";
-  if (j.at("kind") != "decision" && j.at("kind") != "result") {
-    return "unknown kind " + value_of("kind") + "; expected \"decision\" or \"result\"";
+  if (j.at("kind") != "decision" && j.at("kind") != "result" && j.at("kind") != "repair") {
+    return "unknown kind " + value_of("kind") + "; expected \"decision\", \"result\" or \"repair\"";
   }
   const bool decision = j.at("kind") == "decision";
-  const std::string kind = decision ? "decision" : "result";
+  const bool repair = j.at("kind") == "repair";
+  const std::string kind = j.at("kind");
+  const std::span<const char* const> fields = decision ? std::span<const char* const>(kDecision)
+                                              : repair ? std::span<const char* const>(kRepair)
+                                                       : std::span<const char* const>(kResult);
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* name : kCommon) known = known || key == name;
-    for (const char* name : decision ? std::span<const char* const>(kDecision)
-                                     : std::span<const char* const>(kResult)) {
-      known = known || key == name;
-    }
+    for (const char* name : fields) known = known || key == name;
     if (!known) return "unknown field " + name_of(key) + " in a " + kind + " entry";
   }
   const auto missing = [&](const char* key) { return kind + " entry without '" + key + "'"; };
@@ -252,7 +256,7 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     return "'time' is " + value_of("time") + (why.empty() ? "" : " (" + why + ")") +
            "; expected a UTC time YYYY-MM-DDTHH:MM:SSZ";
   }
-  if (j.contains("operator") || decision) {
+  if (j.contains("operator") || decision || repair) {
     if (!j.contains("operator")) return missing("operator");
     if (!j.at("operator").is_string()) return bad("operator", "a string");
     if (const std::string why =
@@ -316,6 +320,29 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     if (j.contains("record") && !is_count(j.at("record"), 1, UINT64_MAX)) {
       return bad("record", "a line number (a whole number from 1)");
     }
+  } else if (repair) {
+    for (const char* key : kRepair) {
+      if (!j.contains(key)) return missing(key);
+    }
+    // Why the log was repaired, as `audit repair --reason` takes it: one printable line.
+    if (!j.at("reason").is_string()) return bad("reason", "a string");
+    if (const std::string why = operator_name_problem(j.at("reason").get_ref<const std::string&>());
+        !why.empty()) {
+      return "'reason' " + why;
+    }
+    if (!is_hex32(j.at("covers"))) return bad("covers", "32 hex digits");
+    if (!is_count(j.at("problem_count"), 1, UINT64_MAX)) {
+      return bad("problem_count", "a whole number from 1 (a repair acknowledges a problem)");
+    }
+    // The first kRepairListed problems, as `audit verify` words them.
+    const json& problems = j.at("problems");
+    const size_t listed = std::min<uint64_t>(j.at("problem_count").get<uint64_t>(), kRepairListed);
+    if (!problems.is_array() || problems.size() != listed ||
+        !std::all_of(problems.begin(), problems.end(),
+                     [](const json& p) { return p.is_string(); })) {
+      return bad("problems", "a list of " + std::to_string(listed) + " problem text" +
+                                 (listed == 1 ? "" : "s") + " (the first of 'problem_count')");
+    }
   } else {
     for (const char* key : {"decision", "revision", "outcome"}) {
       if (!j.contains(key)) return missing(key);
@@ -346,29 +373,26 @@ std::string check_entry(std::string_view line, json* out) {
   return "";
 }
 
-// Whether the unterminated last fragment of a log is a whole entry that continues the chain: a
-// JSON object (so not a prefix of a line cut by a crash: a line ends with its closing brace) with
-// seq `expected_seq` and prev `prev_hash`. It may have been acknowledged and lost only its '\n'
-// (an editor, a copy), so it is kept, never truncated, whatever else is wrong with it (that is
-// then a problem of its line).
-bool continues_chain(std::string_view fragment, uint64_t expected_seq,
-                     const std::string& prev_hash) {
-  if (scan_json_shape(fragment, kMaxJsonDepth) == JsonShape::kTooDeep) return false;
-  const json entry = json::parse(fragment, nullptr, /*allow_exceptions=*/false);
-  if (!entry.is_object()) return false;
-  const auto seq = entry.find("seq");
-  const auto prev = entry.find("prev");
-  return seq != entry.end() && *seq == expected_seq && prev != entry.end() && *prev == prev_hash;
+// Whether the unterminated last bytes of a log are a whole line rather than a cut one: a JSON
+// object. A crash cuts a writer's line before its closing brace, and that brace is the line's
+// only '}' outside a string (no entry holds an object), so a cut line never parses as an object:
+// a whole one lost only its '\n' (an editor, a copy) and may have been acknowledged. It is kept,
+// never truncated, whatever else is wrong with it (seq, prev, a field: problems of its line), and
+// so is anything nested too deeply to parse, which no writer writes either.
+bool is_whole_object(std::string_view fragment) {
+  if (scan_json_shape(fragment, kMaxJsonDepth) == JsonShape::kTooDeep) return true;
+  return json::parse(fragment, nullptr, /*allow_exceptions=*/false).is_object();
 }
 
-// Whether an unterminated fragment that does not continue the chain can be what a crashed append
+// Whether an unterminated fragment that is not a whole object can be what a crashed append
 // left: the start of a line a writer writes. A writer's line is nlohmann's dump of the entry,
-// whose keys come sorted, so it starts `{"action":"` (a decision) or `{"decision":` (a result);
-// a crash can cut it anywhere, even inside that prefix. Anything else (a note, a dead letter: a
-// file that is not an audit log) is not removed: refusing keeps the bytes.
+// whose keys come sorted, so it starts `{"action":"` (a decision), `{"decision":` (a result) or
+// `{"covers":"` (a repair); a crash can cut it anywhere, even inside that prefix. Anything else (a
+// note, a dead letter: a file that is not an audit log) is not removed: refusing keeps the bytes.
 bool looks_like_torn_entry(std::string_view fragment) {
   for (const std::string_view start :
-       {std::string_view(R"({"action":")"), std::string_view(R"({"decision":)")}) {
+       {std::string_view(R"({"action":")"), std::string_view(R"({"decision":)"),
+        std::string_view(R"({"covers":")")}) {
     const size_t n = std::min(fragment.size(), start.size());
     if (fragment.substr(0, n) == start.substr(0, n)) return true;
   }
@@ -446,15 +470,39 @@ std::string utc_now() {
   return buf;
 }
 
-VerifyReport verify_bytes(std::string_view bytes) {
+namespace {
+
+// A log read whole: what verify reports, and what an append or a repair continues from.
+struct Scan {
   VerifyReport report;
+  std::map<uint64_t, uint64_t> decisions;  // decision seq -> seq of its result (0: none yet)
+  size_t complete = 0;                     // the end of the last '\n' (0 when there is none)
+  size_t body_end = 0;  // the end of the last complete line that is not blank, its '\n' included
+  // The bytes after the last '\n' are a line of the log (a whole object, or bytes that are not the
+  // start of an entry): no append or repair removes them; a repair writes their '\n' first, and so
+  // does an append, which continues only a log that verifies.
+  bool kept_fragment = false;
+  bool foreign_fragment = false;  // of which: neither an entry nor the start of one
+  uint64_t last_seq = 0;          // the seq of the last valid entry
+  std::string last_time;          // its time ("" before the first)
+  uint64_t seq_expected = 0;      // the seq the last line that is not blank should have
+  uint64_t max_seq = 0;           // the largest seq of a valid entry
+};
+
+// The line number a problem ("line N: ...") names.
+uint64_t problem_line(const std::string& problem) {
+  return std::strtoull(problem.c_str() + std::strlen("line "), nullptr, 10);
+}
+
+Scan scan_log(std::string_view bytes) {
+  Scan s;
+  VerifyReport& report = s.report;
   report.last_hash = kZeroHash;
   const size_t last_newline = bytes.rfind('\n');
-  const size_t complete = last_newline == std::string_view::npos ? 0 : last_newline + 1;
+  s.complete = last_newline == std::string_view::npos ? 0 : last_newline + 1;
   // Empty lines at the very end, after the last entry (the file ends "\n\n"): no entry is missing
   // there, so they are tolerated (and removed by the next append), unless an entry follows them.
-  const size_t body_end = end_of_last_nonblank_line(bytes, complete);
-  std::map<uint64_t, uint64_t> decisions;  // decision seq -> seq of its result (0: none yet)
+  s.body_end = end_of_last_nonblank_line(bytes, s.complete);
   // What each table (by checksum) was recorded as: one table is one policy revision, and gives
   // each verb one effect.
   struct TableSeen {
@@ -465,14 +513,10 @@ VerifyReport verify_bytes(std::string_view bytes) {
   };
   std::map<std::string, TableSeen> tables;
   uint64_t line_number = 0;
-  uint64_t seq_expected = 0;  // counts the lines that are not blank
-  std::string last_time;      // of the last valid entry ("" before the first)
   uint64_t last_time_line = 0;
-  // The last line that is not blank: its number, whether it is a valid entry, and its seq.
-  uint64_t last_line = 0, last_line_seq = 0;
-  bool last_line_valid = true;
-  // Checks one line (complete, or the kept unterminated last one) and advances the chain.
-  const auto check_line = [&](std::string_view line) {
+  // Checks one line (complete, or the kept unterminated last one, which starts at `offset`) and
+  // advances the chain.
+  const auto check_line = [&](std::string_view line, size_t offset) {
     ++line_number;
     const std::string where = "line " + std::to_string(line_number) + ": ";
     if (is_blank(line)) {
@@ -485,144 +529,262 @@ VerifyReport verify_bytes(std::string_view bytes) {
       ++report.blank_lines;
       return;
     }
-    ++seq_expected;
+    ++s.seq_expected;
     json entry;
-    const std::string problem = check_entry(line, &entry);
-    last_line = line_number;
-    last_line_valid = problem.empty();
-    if (!problem.empty()) {
+    if (const std::string problem = check_entry(line, &entry); !problem.empty()) {
       report.problems.push_back(where + problem);
-    } else {
-      const uint64_t seq = entry["seq"];
-      last_line_seq = seq;
-      if (seq != seq_expected) {
-        report.problems.push_back(where + "seq " + std::to_string(seq) + ", expected " +
-                                  std::to_string(seq_expected) + " (a line was removed or moved)");
-      }
+      report.last_hash = line_hash(line);
+      return;
+    }
+    const uint64_t seq = entry["seq"];
+    const std::string& time = entry["time"].get_ref<const std::string&>();
+    const auto check_prev = [&] {
       if (entry["prev"] != report.last_hash) {
         report.problems.push_back(where +
                                   "prev hash does not match the previous line (a line "
                                   "before it was edited, removed or reordered)");
       }
+    };
+    if (entry["kind"] == "repair") {
+      // `audit repair` re-anchors a broken chain: `covers` is the hash of every byte before its
+      // line as the repair found them, so the problems up to here are acknowledged (kept in the
+      // file, reported as repaired) for as long as none of those bytes changes. Its seq follows
+      // every seq before it (a line may have been removed), and the entries after it count on
+      // from it; its time is the repair's (the times before it may be wrong), and those after it
+      // are checked against it.
+      if (entry["covers"] == line_hash(bytes.substr(0, offset))) {
+        report.repairs.push_back({line_number, entry["operator"].get<std::string>(), time,
+                                  entry["reason"].get<std::string>(), std::move(report.problems)});
+        report.problems.clear();
+        report.blank_lines = 0;
+      } else {
+        report.problems.push_back(where +
+                                  "'covers' is not the hash of the lines before this repair "
+                                  "entry: a byte before it was changed, added or removed after "
+                                  "the repair, so it acknowledges nothing");
+      }
+      const uint64_t expected = std::max(s.max_seq + 1, s.seq_expected);
+      if (seq != expected) {
+        report.problems.push_back(where + "seq " + std::to_string(seq) + ", expected " +
+                                  std::to_string(expected) +
+                                  " (a repair entry's seq follows every seq before it)");
+      }
+      check_prev();
+      s.seq_expected = seq;
+    } else {
+      if (seq != s.seq_expected) {
+        report.problems.push_back(where + "seq " + std::to_string(seq) + ", expected " +
+                                  std::to_string(s.seq_expected) +
+                                  " (a line was removed or moved)");
+      }
+      check_prev();
       // The writers never record a time earlier than the entry before (append_batch()).
-      const std::string& time = entry["time"].get_ref<const std::string&>();
-      if (time < last_time) {
+      if (time < s.last_time) {
         report.problems.push_back(where + "'time' is " + shown(entry["time"]) + ", earlier than " +
-                                  shown(last_time) + " on line " + std::to_string(last_time_line) +
+                                  shown(s.last_time) + " on line " +
+                                  std::to_string(last_time_line) +
                                   "; expected no earlier than the entry before (entries are "
                                   "appended in time order: a line was moved or edited)");
       }
-      last_time = time;
-      last_time_line = line_number;
-      if (entry["kind"] == "decision") {
-        decisions.emplace(seq, 0);
-        ++report.decisions;
-        const std::string& checksum = entry["table_checksum"].get_ref<const std::string&>();
-        const std::string& action = entry["action"].get_ref<const std::string&>();
-        const std::string& effect = entry["effect"].get_ref<const std::string&>();
-        const auto [table, first] = tables.try_emplace(checksum);
-        if (first) {
-          table->second = {entry["policy"], entry["policy_revision"], line_number, {}};
-        } else if (table->second.policy != entry["policy"] ||
-                   table->second.revision != entry["policy_revision"]) {
-          report.problems.push_back(
-              where + "'table_checksum' " + checksum + " is policy " + shown(entry["policy"]) +
-              " revision " + shown(entry["policy_revision"]) + " here but policy " +
-              shown(table->second.policy) + " revision " + shown(table->second.revision) +
-              " on line " + std::to_string(table->second.line) +
-              " (one table is one policy revision)");
-        }
-        const auto [seen, new_action] =
-            table->second.effects.try_emplace(action, effect, line_number);
-        if (!new_action && seen->second.first != effect) {
-          report.problems.push_back(
-              where + "'effect' is " + shown(entry["effect"]) + " for action " +
-              shown(entry["action"]) + " but " + shown(seen->second.first) + " on line " +
-              std::to_string(seen->second.second) +
-              " under the same 'table_checksum' (a table gives each verb one effect)");
-        }
-      } else {
-        const uint64_t decision = entry["decision"];
-        const auto it = decisions.find(decision);
-        if (it == decisions.end()) {
-          report.problems.push_back(where + "result refers to decision " +
-                                    std::to_string(decision) + ", which is not an earlier entry");
-        } else if (it->second != 0) {
-          report.problems.push_back(where + "a second result for decision " +
-                                    std::to_string(decision) + " (its result is entry " +
-                                    std::to_string(it->second) + "); a decision has one result");
-        } else {
-          it->second = seq;
-        }
-        ++report.results;
-      }
-      ++report.entries;
     }
+    if (entry["kind"] == "decision") {
+      s.decisions.emplace(seq, 0);
+      ++report.decisions;
+      const std::string& checksum = entry["table_checksum"].get_ref<const std::string&>();
+      const std::string& action = entry["action"].get_ref<const std::string&>();
+      const std::string& effect = entry["effect"].get_ref<const std::string&>();
+      const auto [table, first] = tables.try_emplace(checksum);
+      if (first) {
+        table->second = {entry["policy"], entry["policy_revision"], line_number, {}};
+      } else if (table->second.policy != entry["policy"] ||
+                 table->second.revision != entry["policy_revision"]) {
+        report.problems.push_back(
+            where + "'table_checksum' " + checksum + " is policy " + shown(entry["policy"]) +
+            " revision " + shown(entry["policy_revision"]) + " here but policy " +
+            shown(table->second.policy) + " revision " + shown(table->second.revision) +
+            " on line " + std::to_string(table->second.line) +
+            " (one table is one policy revision)");
+      }
+      const auto [seen, new_action] =
+          table->second.effects.try_emplace(action, effect, line_number);
+      if (!new_action && seen->second.first != effect) {
+        report.problems.push_back(
+            where + "'effect' is " + shown(entry["effect"]) + " for action " +
+            shown(entry["action"]) + " but " + shown(seen->second.first) + " on line " +
+            std::to_string(seen->second.second) +
+            " under the same 'table_checksum' (a table gives each verb one effect)");
+      }
+    } else if (entry["kind"] == "result") {
+      const uint64_t decision = entry["decision"];
+      const auto it = s.decisions.find(decision);
+      if (it == s.decisions.end()) {
+        report.problems.push_back(where + "result refers to decision " + std::to_string(decision) +
+                                  ", which is not an earlier entry");
+      } else if (it->second != 0) {
+        report.problems.push_back(where + "a second result for decision " +
+                                  std::to_string(decision) + " (its result is entry " +
+                                  std::to_string(it->second) + "); a decision has one result");
+      } else {
+        it->second = seq;
+      }
+      ++report.results;
+    }
+    ++report.entries;
+    s.max_seq = std::max(s.max_seq, seq);
+    s.last_seq = seq;
+    s.last_time = time;
+    last_time_line = line_number;
     report.last_hash = line_hash(line);
   };
   const auto check_lines = [&](size_t from, size_t to) {
     while (from < to) {
       const size_t end = bytes.find('\n', from);
-      check_line(bytes.substr(from, end - from));
+      check_line(bytes.substr(from, end - from), from);
       from = end + 1;
     }
   };
-  check_lines(0, body_end);
-  // What the next append will do (append_batch(), in its words): continue the chain from the last
-  // line that is not blank, which must be a valid entry, ...
-  const auto refuse_for_last_line = [&](const char* which) {
-    report.append_refusal = "line " + std::to_string(last_line) + " (" + which +
-                            ") is not a valid entry (see above), so the chain cannot continue "
-                            "from it; restore the line from a copy of the log, or delete it if "
-                            "what it records was never acted on";
-  };
-  if (!last_line_valid) refuse_for_last_line("the last line");
-  const std::string_view fragment = bytes.substr(complete);
-  // ... with the seq after that entry's (an append reads no other line to continue the chain).
-  const uint64_t next_seq = (last_line_valid && last_line > 0 ? last_line_seq : seq_expected) + 1;
-  if (!fragment.empty() && continues_chain(fragment, next_seq, report.last_hash)) {
-    // The last entry lost only its '\n': the empty lines before it are between entries.
-    const uint64_t empty_before = lines_in(bytes, body_end, complete);
-    check_lines(body_end, complete);
+  check_lines(0, s.body_end);
+  const std::string_view fragment = bytes.substr(s.complete);
+  if (!fragment.empty() && is_whole_object(fragment)) {
+    // A whole line that lost only its '\n': the empty lines before it are between entries.
+    check_lines(s.body_end, s.complete);
     report.unterminated = true;
-    check_line(fragment);
-    // ... which an append keeps and terminates, but only when nothing stands between it and the
-    // entry before, and it is valid itself.
-    if (report.append_refusal.empty() && empty_before > 0) {
-      const uint64_t first = lines_in(bytes, 0, body_end) + 1;
-      report.append_refusal =
-          empty_before == 1
-              ? "line " + std::to_string(first) +
-                    " is an empty line before the unterminated last entry; delete it"
-              : "lines " + std::to_string(first) + " to " +
-                    std::to_string(first + empty_before - 1) +
-                    " are empty lines before the unterminated last entry; delete them";
-    } else if (report.append_refusal.empty() && !last_line_valid) {
-      refuse_for_last_line("the last line, without its newline");
-    }
+    s.kept_fragment = true;
+    check_line(fragment, s.complete);
   } else {
-    report.trailing_empty_lines = lines_in(bytes, body_end, complete);
+    report.trailing_empty_lines = lines_in(bytes, s.body_end, s.complete);
     if (!fragment.empty() && looks_like_torn_entry(fragment)) {
       report.torn_tail = true;
       report.torn_bytes = fragment.size();
     } else if (!fragment.empty()) {
-      // Not what a crashed append leaves: no append removes it (it refuses the log instead).
-      const std::string line = std::to_string(lines_in(bytes, 0, complete) + 1);
+      // Not what a crashed append leaves: nothing removes it (appends refuse the log instead).
+      s.kept_fragment = s.foreign_fragment = true;
       report.problems.push_back(
-          "line " + line + ": without a newline, and neither an entry nor the start of one (it " +
-          "begins '" + escape_control(utf8_prefix(fragment, 40)) + "'" +
-          (fragment.size() > 40 ? "..." : "") + "): not a torn line an append left");
-      if (report.append_refusal.empty()) {
-        report.append_refusal =
-            "line " + line +
-            " (the last line, without its newline) is neither an audit entry nor the start of "
-            "one: this is not an audit log, or not one this version wrote; check the path, or "
-            "restore the log from a copy";
-      }
+          "line " + std::to_string(lines_in(bytes, 0, s.complete) + 1) +
+          ": without a newline, and neither an entry nor the start of one (it begins '" +
+          escape_control(utf8_prefix(fragment, 40)) + "'" + (fragment.size() > 40 ? "..." : "") +
+          "): not a torn line an append left");
     }
   }
-  return report;
+  // An append continues only a log that verifies (append_batch()).
+  if (report.problems.empty()) {
+    // appendable
+  } else if (report.entries == 0 && s.foreign_fragment) {
+    report.append_refusal =
+        "line " + std::to_string(problem_line(report.problems.back())) +
+        " (the last line, without its newline) is neither an audit entry nor the start of one: "
+        "this is not an audit log, or not one this version wrote; check the path, or restore the "
+        "log from a copy";
+  } else if (report.entries == 0) {
+    report.append_refusal =
+        "no line is a valid audit entry (see above): this is not an audit log, or not one this "
+        "version wrote; check the path, or restore the log from a copy";
+  } else {
+    report.append_refusal =
+        "it does not verify (" + plural(report.problems.size(), "problem") +
+        ", the first on line " + std::to_string(problem_line(report.problems.front())) +
+        ", above) and an append continues only a log that verifies: restore the log from a copy, "
+        "or keep it as it is and record the break with 'replaygate audit repair LOG --operator "
+        "NAME --reason TEXT' (every line is kept; a repair entry lists the problems and "
+        "re-anchors the chain)";
+  }
+  return s;
 }
+
+// The error of an append refused because `scan` (of `bytes`, the log at `path`) does not verify:
+// the first problem, its line, and the repairs.
+std::string refusal(const Scan& scan, const std::string& path, std::string_view bytes) {
+  const std::vector<std::string>& problems = scan.report.problems;
+  if (scan.report.entries == 0 && scan.foreign_fragment) {
+    return not_a_torn_entry(path, std::to_string(problem_line(problems.back())),
+                            bytes.substr(scan.complete));
+  }
+  const std::string more =
+      problems.size() == 1 ? std::string()
+                           : " (and " + plural(problems.size() - 1, "more problem") +
+                                 ": run 'replaygate audit verify " + path + "' to see them all)";
+  if (scan.report.entries == 0) {
+    return path + " is not an audit log, or not one this version wrote: no line of it is a " +
+           "valid entry (" + problems.front() + more + "); nothing was changed. Check the path";
+  }
+  return "refusing to append to " + path + ", which does not verify: " + problems.front() + more +
+         "; nothing was changed. Restore the log from a copy, or keep it as it is and record the "
+         "break with 'replaygate audit repair " +
+         path +
+         " --operator NAME --reason TEXT' (every line is kept; a repair entry lists the problems "
+         "and re-anchors the chain)";
+}
+
+// The log file of an append or a repair, open read-write under O_APPEND, locked (an exclusive
+// flock(2): every writer takes it, so the size is stable) and read whole.
+struct LockedLog {
+  Fd f;
+  std::string bytes;
+};
+
+// Opens, locks and reads the log at `path` into *log: "" or the error. `create`: make the file
+// (mode 0644) when it does not exist; else `missing` says why it must exist.
+std::string open_locked(const std::string& path, bool create, const std::string& missing,
+                        LockedLog* log) {
+  log->f.fd = ::open(path.c_str(), O_RDWR | O_APPEND | (create ? O_CREAT : 0) | O_CLOEXEC, 0644);
+  if (log->f.fd < 0 && errno == ENOENT && !create) {
+    return "the audit log " + path + " does not exist (" + missing + ")";
+  }
+  if (log->f.fd < 0) return "cannot open audit log " + path + ": " + errno_text(errno);
+  struct stat st {};
+  if (::fstat(log->f.fd, &st) != 0) return "cannot stat " + path + ": " + errno_text(errno);
+  if (!S_ISREG(st.st_mode)) return "audit log " + path + " is not a regular file";
+  while (::flock(log->f.fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return "cannot lock " + path + ": " + errno_text(errno);
+  }
+  if (::fstat(log->f.fd, &st) != 0) return "cannot stat " + path + ": " + errno_text(errno);
+  int error = 0;
+  if (!read_all(log->f.fd, static_cast<uint64_t>(st.st_size), &log->bytes, &error)) {
+    return "cannot read " + path + ": " + errno_text(error);
+  }
+  return "";
+}
+
+// Truncates the log to `size` bytes (a torn tail, empty lines after the last entry) and fsyncs.
+std::string cut_to(const LockedLog& log, const std::string& path, size_t size) {
+  if (::ftruncate(log.f.fd, static_cast<off_t>(size)) != 0 || ::fsync(log.f.fd) != 0) {
+    return "cannot repair the end of " + path + ": " + errno_text(errno);
+  }
+  return "";
+}
+
+// Writes `record` with one write(2) (under O_APPEND the lines land whole at the end, or, cut
+// short, are truncated back to `restore_size`) and fsyncs: "" or the error.
+std::string write_record(const LockedLog& log, const std::string& path, const std::string& record,
+                         size_t restore_size) {
+  ssize_t n = 0;
+  do {
+    n = ::write(log.f.fd, record.data(), record.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(record.size())) {
+    const std::string why = n < 0 ? errno_text(errno)
+                                  : "short write (" + std::to_string(n) + " of " +
+                                        std::to_string(record.size()) +
+                                        " bytes: disk full or file size limit)";
+    if (n > 0 && ::ftruncate(log.f.fd, static_cast<off_t>(restore_size)) != 0) {
+      return "cannot write " + path + ": " + why +
+             "; the partial line could not be removed (the next append drops it)";
+    }
+    return "cannot write " + path + ": " + why;
+  }
+  if (::fsync(log.f.fd) != 0) return "cannot fsync " + path + ": " + errno_text(errno);
+  return "";
+}
+
+// "-" is not standard input or output for a writer (other commands read "-" so): it locks the
+// log, reads it whole and writes at its end, which needs the file itself.
+const char* const kDashRefused =
+    "the audit log cannot be '-' (standard input or output): an append locks the log file, "
+    "reads it and appends to it; name the file (./- for a file called '-')";
+
+}  // namespace
+
+VerifyReport verify_bytes(std::string_view bytes) { return scan_log(bytes).report; }
 
 std::string removed_tail_note(const std::string& path, const AppendResult& appended) {
   std::string note;
@@ -638,8 +800,8 @@ std::string removed_tail_note(const std::string& path, const AppendResult& appen
     note += "replaygate: warning: removed a torn last line from " + path + " (" +
             plural(tail.size(), "byte") + " without a newline that " +
             (tail.size() == 1 ? "is" : "are") +
-            " not a whole entry continuing the chain: an append that crashed before completing, "
-            "never acknowledged): '" +
+            " not a whole entry: an append that crashed before completing, never "
+            "acknowledged): '" +
             escape_control(head) + "'" +
             (head.size() < tail.size() ? "... (" + std::to_string(tail.size()) + " bytes in all)"
                                        : "") +
@@ -662,120 +824,40 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     result.error = std::move(message);
     return result;
   };
-  // "-" is not standard input or output here (other commands read "-" so): an append locks the
-  // log, reads it whole and writes at its end, which needs the file itself.
-  if (path == "-") {
-    return fail(
-        "the audit log cannot be '-' (standard input or output): an append locks the log file, "
-        "reads it and appends to it; name the file (./- for a file called '-')");
-  }
-  Fd f;
+  if (path == "-") return fail(kDashRefused);
+  LockedLog log;
   // A result needs the log its decision is in: never create one for it (a refused result would
   // leave an empty log behind).
-  const int create = decision_seq != 0 ? 0 : O_CREAT;
-  f.fd = ::open(path.c_str(), O_RDWR | O_APPEND | create | O_CLOEXEC, 0644);
-  if (f.fd < 0 && errno == ENOENT && decision_seq != 0) {
-    return fail("the audit log " + path + " does not exist (a result goes into the log that " +
-                "holds its decision)");
+  if (const std::string error = open_locked(
+          path, decision_seq == 0, "a result goes into the log that holds its decision", &log);
+      !error.empty()) {
+    return fail(error);
   }
-  if (f.fd < 0) return fail("cannot open audit log " + path + ": " + errno_text(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) return fail("cannot stat " + path + ": " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) return fail("audit log " + path + " is not a regular file");
-  while (::flock(f.fd, LOCK_EX) != 0) {
-    if (errno != EINTR) return fail("cannot lock " + path + ": " + errno_text(errno));
-  }
-  // Under the lock the size is stable: every appender takes the same lock.
-  if (::fstat(f.fd, &st) != 0) return fail("cannot stat " + path + ": " + errno_text(errno));
-  std::string bytes;
-  int error = 0;
-  if (!read_all(f.fd, static_cast<uint64_t>(st.st_size), &bytes, &error)) {
-    return fail("cannot read " + path + ": " + errno_text(error));
-  }
-  // Continue the chain from the last complete line that is not empty; refuse to extend a broken
-  // one (and touch nothing, not even a torn tail, when refusing).
-  const size_t last_newline = bytes.rfind('\n');
-  const size_t complete = last_newline == std::string::npos ? 0 : last_newline + 1;
-  const size_t body_end = end_of_last_nonblank_line(bytes, complete);
-  const auto line_number_at = [&bytes](size_t offset) {
-    return std::to_string(std::count(bytes.begin(), bytes.begin() + offset, '\n') + 1);
-  };
-  uint64_t seq = 1;
-  std::string prev = kZeroHash;
-  std::string last_time;  // of the last entry: no new entry is recorded as earlier
-  if (body_end > 0) {
-    const size_t start = body_end >= 2 ? bytes.rfind('\n', body_end - 2) : std::string::npos;
-    const size_t from = start == std::string::npos ? 0 : start + 1;
-    const std::string_view last = std::string_view(bytes).substr(from, body_end - 1 - from);
-    nlohmann::json last_entry;
-    const std::string problem = check_entry(last, &last_entry);
-    if (!problem.empty()) {
-      return fail("the last line of " + path + " (line " + line_number_at(from) +
-                  ") is not a valid audit entry (" + problem + "); run 'replaygate audit verify " +
-                  path + "'");
-    }
-    seq = last_entry["seq"].get<uint64_t>() + 1;
-    prev = line_hash(last);
-    last_time = last_entry["time"];
-  }
-  // The size to restore when a write is cut short: the file as found (after any repair).
-  size_t restore_size = bytes.size();
-  std::string terminator;  // "\n" when the last entry lost only its newline
-  const std::string_view fragment = std::string_view(bytes).substr(complete);
-  if (!fragment.empty() && continues_chain(fragment, seq, prev)) {
-    // A whole entry without its '\n': it may have been acknowledged, so it is kept and
-    // terminated (by the same write as the new entries), never truncated; but it must be valid,
-    // and no empty line may stand between it and the entry before.
-    if (body_end < complete) {
-      return fail("line " + line_number_at(body_end) + " of " + path +
-                  " is an empty line between entries; delete it (run 'replaygate audit verify " +
-                  path + "')");
-    }
-    nlohmann::json fragment_entry;
-    const std::string problem = check_entry(fragment, &fragment_entry);
-    if (!problem.empty()) {
-      return fail("the last line of " + path + " (line " + line_number_at(complete) +
-                  ", without its newline) is not a valid audit entry (" + problem +
-                  "); run 'replaygate audit verify " + path + "'");
-    }
-    ++seq;
-    prev = line_hash(fragment);
-    last_time = fragment_entry["time"];
-    terminator = "\n";
-    bytes += '\n';  // in memory only, so the decision lookup below sees whole lines
-  } else if (!fragment.empty() && !looks_like_torn_entry(fragment)) {
-    return fail(not_a_torn_entry(path, line_number_at(complete), fragment));
-  }
+  // Continue only a chain that verifies, whole (a broken line anywhere, not only the last, stops
+  // appends until it is restored or `audit repair` records it), and touch nothing, not even a torn
+  // tail, when refusing. This reads and checks every line: O(size of the log) per append.
+  const Scan scan = scan_log(log.bytes);
+  if (!scan.report.ok()) return fail(refusal(scan, path, log.bytes));
+  uint64_t seq = scan.last_seq + 1;
+  std::string prev = scan.report.last_hash;
+  std::string last_time = scan.last_time;  // no new entry is recorded as earlier
+  // A whole last entry without its '\n' (it verified, so it continues the chain): it may have
+  // been acknowledged, so it is kept and terminated by the same write as the new entries.
+  const std::string terminator = scan.kept_fragment ? "\n" : "";
   // A torn tail (an append that crashed before completing its line, never acknowledged:
   // acknowledgement follows the fsync of a complete line) and/or empty lines after the last
   // entry (no entry is there) are removed, not continued, but only right before the write below,
   // after every check that can refuse: a refused append changes nothing.
-  const bool repair = terminator.empty() && body_end < bytes.size();
-  const std::string torn_tail = repair ? std::string(fragment) : std::string();
-  const uint64_t empty_lines = repair ? lines_in(bytes, body_end, complete) : 0;
-  if (repair) bytes.resize(body_end);
+  const bool cut = !scan.kept_fragment && scan.body_end < log.bytes.size();
   if (decision_seq != 0) {
-    bool found = false;
-    uint64_t result_seq = 0;
-    size_t at = 0;
-    while (at < bytes.size()) {
-      const size_t end = bytes.find('\n', at);
-      nlohmann::json e;
-      if (check_entry(std::string_view(bytes).substr(at, end - at), &e).empty()) {
-        if (e["kind"] == "decision" && e["seq"] == decision_seq) found = true;
-        if (e["kind"] == "result" && e["decision"] == decision_seq && result_seq == 0) {
-          result_seq = e["seq"];
-        }
-      }
-      at = end + 1;
-    }
-    if (!found) {
+    const auto it = scan.decisions.find(decision_seq);
+    if (it == scan.decisions.end()) {
       return fail("the audit log " + path + " has no decision entry " +
                   std::to_string(decision_seq));
     }
-    if (result_seq != 0) {
+    if (it->second != 0) {
       return fail("decision entry " + std::to_string(decision_seq) + " in " + path +
-                  " already has its result (entry " + std::to_string(result_seq) +
+                  " already has its result (entry " + std::to_string(it->second) +
                   "); a decision has one result");
     }
   }
@@ -798,8 +880,11 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
       entry["time"] = last_time;
     }
     if (entry.contains("time") && entry["time"].is_string()) last_time = entry["time"];
-    // What is written must verify: a caller's bad value is refused here, not found later.
-    if (const std::string problem = check_fields(entry); !problem.empty()) {
+    // What is written must verify: a caller's bad value (or a repair entry, which only repair()
+    // writes) is refused here, not found later.
+    std::string problem = check_fields(entry);
+    if (problem.empty() && entry["kind"] == "repair") problem = "a repair entry";
+    if (!problem.empty()) {
       return fail("refusing to append an invalid entry to " + path + " (" + problem + ")");
     }
     // Control characters are escaped. A string that is not UTF-8 (only a file name can be: decide's
@@ -810,35 +895,100 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     record += line;
     record += '\n';
   }
-  if (repair) {
+  // The size to restore when a write is cut short: the file as found (after any repair).
+  size_t restore_size = log.bytes.size();
+  if (cut) {
+    if (const std::string error = cut_to(log, path, scan.body_end); !error.empty()) {
+      return fail(error);
+    }
     // The torn bytes are handed back so the command can show what it removed.
-    if (::ftruncate(f.fd, static_cast<off_t>(body_end)) != 0 || ::fsync(f.fd) != 0) {
-      return fail("cannot repair the end of " + path + ": " + errno_text(errno));
-    }
-    result.removed_torn_tail = torn_tail;
-    result.removed_empty_lines = empty_lines;
-    restore_size = body_end;
+    result.removed_torn_tail = std::string(std::string_view(log.bytes).substr(scan.complete));
+    result.removed_empty_lines = scan.report.trailing_empty_lines;
+    restore_size = scan.body_end;
   }
-  // One write(2): under O_APPEND the lines land whole at the end or (short write) are removed.
-  ssize_t n = 0;
-  do {
-    n = ::write(f.fd, record.data(), record.size());
-  } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(record.size())) {
-    const std::string why = n < 0 ? errno_text(errno)
-                                  : "short write (" + std::to_string(n) + " of " +
-                                        std::to_string(record.size()) +
-                                        " bytes: disk full or file size limit)";
-    if (n > 0 && ::ftruncate(f.fd, static_cast<off_t>(restore_size)) != 0) {
-      return fail("cannot write " + path + ": " + why +
-                  "; the partial line could not be removed (the next append drops it)");
-    }
-    return fail("cannot write " + path + ": " + why);
+  if (const std::string error = write_record(log, path, record, restore_size); !error.empty()) {
+    return fail(error);
   }
-  if (::fsync(f.fd) != 0) return fail("cannot fsync " + path + ": " + errno_text(errno));
   result.ok = true;
   result.seq = seq - 1;
   result.hash = prev;
+  return result;
+}
+
+AppendResult repair(const std::string& path, const std::string& operator_name,
+                    const std::string& reason) {
+  AppendResult result;
+  auto fail = [&](std::string message) {
+    result.ok = false;
+    result.error = std::move(message);
+    return result;
+  };
+  if (path == "-") return fail(kDashRefused);
+  LockedLog log;
+  if (const std::string error =
+          open_locked(path, false, "a repair appends to the log it repairs", &log);
+      !error.empty()) {
+    return fail(error);
+  }
+  const Scan scan = scan_log(log.bytes);
+  if (scan.report.ok()) {
+    return fail(path + " verifies: there is nothing to repair; nothing was written" +
+                (scan.report.torn_tail
+                     ? " (its torn last line, an append that crashed, is removed by the next "
+                       "append)"
+                     : ""));
+  }
+  if (scan.report.entries == 0) {
+    return fail(path + " is not an audit log, or not one this version wrote: no line of it is a " +
+                "valid entry; nothing was written. Check the path");
+  }
+  // What the repair entry covers: every byte of the log, with a '\n' after a last line that lacks
+  // one, but without a torn tail or empty lines after the last line (what an append removes:
+  // nothing acknowledged is there).
+  const bool cut = !scan.kept_fragment && scan.body_end < log.bytes.size();
+  const std::string terminator = scan.kept_fragment ? "\n" : "";
+  const std::string covered_bytes =
+      cut ? log.bytes.substr(0, scan.body_end) : log.bytes + terminator;
+  const Scan covered = scan_log(covered_bytes);
+  const std::vector<std::string>& problems = covered.report.problems;
+  nlohmann::json entry;
+  entry["kind"] = "repair";
+  // The repair's own time, not clamped to the entries before it: their times may be what broke.
+  entry["time"] = utc_now();
+  entry["operator"] = operator_name;
+  entry["reason"] = reason;
+  entry["covers"] = line_hash(covered_bytes);
+  entry["problem_count"] = problems.size();
+  entry["problems"] = std::vector<std::string>(
+      problems.begin(), problems.begin() + std::min(problems.size(), kRepairListed));
+  entry["seq"] = std::max(covered.max_seq, covered.seq_expected) + 1;
+  entry["prev"] = covered.report.last_hash;
+  if (const std::string problem = check_fields(entry); !problem.empty()) {
+    return fail("refusing to append an invalid repair entry to " + path + " (" + problem + ")");
+  }
+  const std::string line = entry.dump(-1, ' ', false, json::error_handler_t::replace);
+  // What is written must verify (every problem before the entry acknowledged by it).
+  if (const Scan after = scan_log(covered_bytes + line + "\n"); !after.report.ok()) {
+    return fail("the repair would not make " + path + " verify (" + after.report.problems.front() +
+                "); nothing was written");
+  }
+  size_t restore_size = log.bytes.size();
+  if (cut) {
+    if (const std::string error = cut_to(log, path, scan.body_end); !error.empty()) {
+      return fail(error);
+    }
+    result.removed_torn_tail = std::string(std::string_view(log.bytes).substr(scan.complete));
+    result.removed_empty_lines = scan.report.trailing_empty_lines;
+    restore_size = scan.body_end;
+  }
+  if (const std::string error = write_record(log, path, terminator + line + "\n", restore_size);
+      !error.empty()) {
+    return fail(error);
+  }
+  result.ok = true;
+  result.seq = entry["seq"];
+  result.hash = line_hash(line);
+  result.acknowledged = problems;
   return result;
 }
 

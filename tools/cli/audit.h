@@ -15,26 +15,38 @@
 //   "result":   decision (the seq of an earlier decision entry, which has no other result),
 //               revision (the new local revision, 0 to INT64_MAX), outcome (not blank), and
 //               optionally operator
+//   "repair":   written by `audit repair` only, when the log does not verify: operator, reason
+//               (one printable line, as an operator name), covers (XXH3-128 of every byte of the
+//               log before this line), problem_count (>= 1) and problems (the first 10 of them,
+//               as verify words them); its seq is one more than every seq before it (and the
+//               seqs after it count on from it), its time is the repair's own
 // Entries under one table_checksum name one policy and revision and give each action one effect.
 // The chain detects a removed, reordered or edited line (except an edit of the very last line,
 // which the hash printed when it was appended anchors). XXH3 is not a signature: someone who can
 // rewrite the file can recompute the chain; the chain is against accidents and naive edits.
 //
-// Durability and concurrency: append() takes an exclusive flock(2) on the file, looks at the
-// bytes after the last '\n' (if any): when they are a whole entry that continues the chain (a
-// JSON object with the next seq and the last line's hash: it lost only its '\n', e.g. to an
-// editor or a copy) the entry is kept and its '\n' is written first, in the same write(2) as the
-// new line; otherwise, when they start like a line a writer writes (`{"action":"` or
-// `{"decision":`, or a cut of either), they are a torn tail (a crash mid-append: never
-// acknowledged) that is truncated away and handed back to the caller
-// (AppendResult::removed_torn_tail) to show. Any other bytes there mean the file is not an audit
-// log (a note, a dead letter: the wrong path): the append refuses it and changes nothing. Empty
-// lines after the last entry (the file ends "\n\n": an editor) hold no entry and are truncated
-// away too (AppendResult::removed_empty_lines). Both repairs happen only right before the write,
-// after every check that can refuse. It writes with one write(2) under O_APPEND, fsync(2)s, and
-// only then reports success.
-// A short write (full disk, file size limit) is truncated away before the error is returned, so
-// a failed append leaves no partial line.
+// Appends continue only a log that verifies (every line, not only the last): a log with a problem
+// anywhere is refused, unchanged, until it is restored from a copy or `audit repair` appends a
+// repair entry. A repair rewrites nothing: the broken lines stay as they are, and the repair entry
+// acknowledges their problems (verify reports them as repaired, not as problems) for as long as
+// the bytes its `covers` hashes are unchanged; the chain continues from it.
+//
+// Durability and concurrency: append() takes an exclusive flock(2) on the file and looks at the
+// bytes after the last '\n' (if any). When they are a whole JSON object, they are a whole line
+// that lost only its '\n' (an editor, a copy; a crash cuts a line before its closing brace, and
+// no entry holds an object, so a cut line is never one): it is checked like any line, never
+// removed, and when the log verifies its '\n' is written first, in the same write(2) as the new
+// line. Otherwise, when they start like a line a writer writes (`{"action":"`, `{"decision":` or
+// `{"covers":"`, or a cut of one), they are a torn tail (a crash mid-append: never acknowledged)
+// that is truncated away and handed back to the caller (AppendResult::removed_torn_tail) to show.
+// Any other bytes there mean the file is not an audit log (a note, a dead letter: the wrong path):
+// a problem, so the append refuses it and changes nothing. Empty lines after the last entry (the
+// file ends "\n\n": an editor) hold no entry and are truncated away too
+// (AppendResult::removed_empty_lines). Both happen only right before the write, after every check
+// that can refuse. It writes with one write(2) under O_APPEND, fsync(2)s, and only then reports
+// success. A short write (full disk, file size limit) is truncated away before the error is
+// returned, so a failed append leaves no partial line. Each append reads and checks the whole log
+// (O(its size)): the log is for reviewed, one-at-a-time decisions.
 #pragma once
 
 #include <cstdint>
@@ -51,12 +63,14 @@ struct AppendResult {
   std::string error;  // when !ok: what failed, e.g. "cannot write /x/audit.log: No space left"
   uint64_t seq = 0;   // when ok: the new entry's seq
   std::string hash;   // when ok: XXH3-128 hex of the new line (the next entry's `prev`)
-  // The torn tail this append removed (bytes after the last '\n' that were not a whole entry
-  // continuing the chain), "" when none; set even when the append then fails. Commands print it
-  // on stderr so that no bytes disappear silently.
+  // The torn tail this append removed (bytes after the last '\n' that were not a whole JSON
+  // object but the start of an entry), "" when none; set even when the append then fails.
+  // Commands print it on stderr so that no bytes disappear silently.
   std::string removed_torn_tail;
   // How many empty lines after the last entry this append removed (set as removed_torn_tail).
   uint64_t removed_empty_lines = 0;
+  // repair() only, when ok: the problems the repair entry acknowledges ("line N: ...").
+  std::vector<std::string> acknowledged;
 };
 
 // Appends `entry` (a JSON object; its `seq` and `prev` are set here) to the log at `path`,
@@ -64,14 +78,16 @@ struct AppendResult {
 // must already exist (it is never created then) and hold a decision entry with that seq (for
 // result entries). Errors (ok false): the path is "-" (standard input or output, as other
 // commands read it: never a log), the path cannot be opened or is not a regular file, locking,
-// reading, writing or fsync fails, the last line that is not empty is not a valid entry (the chain
-// cannot be continued: run `audit verify`; nothing is changed then; "(line N) is not a valid audit
-// entry (PROBLEM)"), the bytes after the last newline are neither an entry continuing the chain
-// nor the start of one ("is neither an audit entry nor the start of one"), an empty line stands
-// before an unterminated last entry, `decision_seq` names no decision entry (an unterminated last
-// entry that continues the chain counts as an entry) or one that already has a result entry, or an
-// entry to append is not valid (a caller's bug: "refusing to append an invalid entry ..."; what is
-// written always verifies).
+// reading, writing or fsync fails, the log does not verify (verify_bytes() finds a problem on any
+// line; nothing is changed then): "refusing to append to PATH, which does not verify: line N: ...
+// (and K more problems: run 'replaygate audit verify PATH' to see them all); nothing was changed.
+// Restore the log from a copy, or keep it as it is and record the break with 'replaygate audit
+// repair PATH --operator NAME --reason TEXT' (...)", or, when no line is a valid entry, "PATH is
+// not an audit log ..." (for bytes after the last newline that are neither an entry nor the start
+// of one: "is neither an audit entry nor the start of one"), `decision_seq` names no decision
+// entry (an unterminated last entry counts as an entry) or one that already has a result entry,
+// or an entry to append is not valid (a caller's bug, or a repair entry, which only repair()
+// writes: "refusing to append an invalid entry ..."; what is written always verifies).
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
 
 // Appends `entries` (JSON objects; `seq` and `prev` are set here, continuing the chain in order)
@@ -82,37 +98,63 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
                           uint64_t decision_seq = 0);
 
+// Records a break in the log at `path` so that appends can continue it (`audit repair`): under the
+// lock, when the log does not verify but holds a valid entry, removes what an append removes (a
+// torn tail, empty lines after the last line), writes the '\n' of a last line that lacks one, and
+// appends a repair entry (format above) by `operator_name` (operator_name_problem() must accept
+// it) for `reason` (the same rule) that acknowledges every problem found; every other byte is
+// kept. One write(2), fsync(2). On success `seq` and `hash` are the repair entry's and
+// `acknowledged` lists the problems. Errors (ok false, nothing written): "-", a missing file (never
+// created), the open, lock, read or write errors of append(), a log that verifies ("there is
+// nothing to repair"), one with no valid entry ("is not an audit log"), a bad operator or reason
+// ("refusing to append an invalid repair entry ...").
+AppendResult repair(const std::string& path, const std::string& operator_name,
+                    const std::string& reason);
+
 // The stderr notes for what `appended` removed from the log at `path`, "" when nothing: a line
 // for removed empty lines, and a warning for a torn tail that shows its first 200 bytes (control
 // characters and bytes that are not UTF-8 escaped by escape_control()) and, when it is
 // longer, "... (N bytes in all)", so nothing disappears silently and a huge tail stays one line.
 std::string removed_tail_note(const std::string& path, const AppendResult& appended);
 
+// A repair entry that acknowledges the problems before it (see repair()).
+struct RepairSeen {
+  uint64_t line = 0;  // its line
+  std::string operator_name, time, reason;
+  // The problems it acknowledges, as verify words them now ("line N: ..."): those of the lines
+  // after the repair before it (if any), which are kept in the file as they are.
+  std::vector<std::string> problems;
+};
+
 struct VerifyReport {
-  uint64_t entries = 0;    // complete, valid lines
+  uint64_t entries = 0;    // valid lines (the kept unterminated last line too, when valid)
   uint64_t decisions = 0;  // of which decision entries
-  uint64_t results = 0;    // of which result entries
-  // The file ends in an unterminated fragment that is not a whole entry continuing the chain but
-  // starts like one (a crashed append); it is not counted in `entries`. A fragment that does not
-  // start like an entry is a problem instead (and an append_refusal): not an audit log.
+  uint64_t results = 0;    // of which result entries (the rest are repair entries)
+  // The file ends in an unterminated fragment that is not a whole JSON object but starts like an
+  // entry (a crashed append); it is not counted in `entries`. A fragment that does not start like
+  // an entry is a problem instead (and an append_refusal): not an audit log.
   bool torn_tail = false;
   uint64_t torn_bytes = 0;  // its length
-  // The last entry is complete and continues the chain but lacks its '\n'; it is counted in
-  // `entries` and kept: an append writes the '\n' first, unless append_refusal says why it
-  // refuses the log instead.
+  // The last line is a whole JSON object but lacks its '\n': a line of the log, counted and
+  // checked as any other (its problems are problems) and never removed: when the log verifies an
+  // append writes the '\n' first.
   bool unterminated = false;
   // Empty lines after the last entry (the file ends "\n\n"), with nothing but a torn tail after
   // them: tolerated, not problems (no entry is missing), removed by the next append.
   uint64_t trailing_empty_lines = 0;
-  // Empty or blank (whitespace-only) lines elsewhere, each also a problem: never written by an
-  // appender, so the entries around them are checked as if they were not there.
+  // Empty or blank (whitespace-only) lines elsewhere, each also a problem (unless a repair entry
+  // after them acknowledges it: then not counted): never written by an appender, so the entries
+  // around them are checked as if they were not there.
   uint64_t blank_lines = 0;
-  std::string last_hash;              // hash of the last complete line (32 zeros for an empty log)
-  std::vector<std::string> problems;  // "line N: ..." for every broken line, in file order
+  std::string last_hash;  // hash of the last line that is not blank (32 zeros for an empty log)
+  // "line N: ..." for every broken line, in file order, but those a repair acknowledges.
+  std::vector<std::string> problems;
+  std::vector<RepairSeen> repairs;  // the repair entries whose `covers` matches, in file order
   // Why the next append (append_batch(): audit result, review --confirm, decide --audit) will
-  // refuse this log and write nothing, and how to repair it; "" when it will append. The cases are
-  // append_batch()'s: the last line that is not blank is not a valid entry, or the unterminated
-  // last entry is not valid, or empty lines stand before it. (Each is also a problem.)
+  // refuse this log and write nothing, and how to repair it; "" when it will append, which is
+  // when `problems` is empty. It names the number of problems and the first one's line, and the
+  // repairs: restore the log from a copy, or `replaygate audit repair LOG --operator NAME --reason
+  // TEXT`; or, when no line is a valid entry, says the file is not an audit log.
   std::string append_refusal;
   bool ok() const { return problems.empty(); }
 };
@@ -121,11 +163,13 @@ struct VerifyReport {
 // problem per line: the first thing wrong, naming the field), seq counts up from 1, every prev
 // matches the previous entry line's hash, every result names an earlier decision that has no
 // other result, and the entries under one table_checksum agree (policy, revision, each action's
-// effect). An unterminated last fragment that is a JSON object with the seq after the last line's
-// (as an append reads it) and that line's hash is that entry (unterminated; checked like the
-// others); any other unterminated fragment is a torn tail, reported (torn_tail) but not a problem.
-// Empty lines: see trailing_empty_lines and blank_lines. Entries' times never run backwards (a
-// problem on the later line).
+// effect). An unterminated last fragment that is a whole JSON object is a line (unterminated;
+// checked like the others); one that starts like an entry is a torn tail, reported (torn_tail) but
+// not a problem; any other is a problem. Empty lines: see trailing_empty_lines and blank_lines.
+// Entries' times never run backwards (a problem on the later line), except at a repair entry.
+// A repair entry whose `covers` is the hash of the bytes before it acknowledges the problems
+// before it (they move from `problems` to its RepairSeen); one whose `covers` does not match is a
+// problem, and acknowledges nothing. Thread-safe (no shared state).
 VerifyReport verify_bytes(std::string_view bytes);
 
 // XXH3-128 of `line` as 32 hex digits (high half first).

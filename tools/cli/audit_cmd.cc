@@ -1,5 +1,6 @@
-// `replaygate audit verify FILE|-` and `replaygate audit result ...`: check the audit trail, and
-// append a worker's result entry for a recorded decision (format in tools/cli/audit.h).
+// `replaygate audit verify FILE|-`, `replaygate audit result ...` and `replaygate audit repair
+// LOG ...`: check the audit trail, append a worker's result entry for a recorded decision, and
+// record a break in a log that does not verify (format in tools/cli/audit.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "compiler/escape.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
@@ -23,7 +25,7 @@ namespace {
 
 struct AuditOptions {
   std::string file, format = "text";
-  std::string log, outcome, operator_name;
+  std::string log, outcome, operator_name, reason;
   std::string decision, revision;  // counts, parsed by run_result (options.h)
   bool operator_given = false;
 };
@@ -88,10 +90,28 @@ int run_verify(const AuditOptions& o) {
     j["trailing_empty_lines"] = report.trailing_empty_lines;
     j["last_hash"] = report.last_hash;
     j["problems"] = report.problems;
+    j["repairs"] = nlohmann::json::array();
+    for (const audit::RepairSeen& repair : report.repairs) {
+      j["repairs"].push_back({{"line", repair.line},
+                              {"operator", repair.operator_name},
+                              {"time", repair.time},
+                              {"reason", repair.reason},
+                              {"problems", repair.problems}});
+    }
     j["appendable"] = report.append_refusal.empty();
     j["append_refusal"] = report.append_refusal;
     text = j.dump() + "\n";
   } else {
+    // What each repair entry acknowledges: kept in the file, reported, no longer a problem.
+    for (const audit::RepairSeen& repair : report.repairs) {
+      text += file + ": line " + std::to_string(repair.line) + ": repair entry by " +
+              escape_control(repair.operator_name) + " at " + repair.time + " ('" +
+              escape_control(repair.reason) + "'): it acknowledges " +
+              plural(repair.problems.size(), "problem") +
+              " on the lines before it, which are kept as they are" +
+              (repair.problems.empty() ? "" : ":") + "\n";
+      for (const std::string& p : repair.problems) text += file + ":   " + p + " (repaired)\n";
+    }
     for (const std::string& p : report.problems) text += file + ": " + p + "\n";
     // Which append removes what appends remove: the next one, or (when appends refuse this log)
     // the first one after the repair.
@@ -120,8 +140,8 @@ int run_verify(const AuditOptions& o) {
               "newline; it is kept, and the next append writes the newline first\n";
     } else if (report.unterminated) {
       text += file +
-              ": the last line continues the chain but lacks its final newline: not a torn line "
-              "(it may have been acknowledged), so no append removes it, and the next append "
+              ": the last line is a whole JSON object that lacks its final newline: not a torn "
+              "line (it may have been acknowledged), so nothing removes it, and the next append "
               "refuses the log until it is repaired (below)\n";
     }
     if (!report.append_refusal.empty()) {
@@ -131,6 +151,7 @@ int run_verify(const AuditOptions& o) {
     text += file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
             plural(report.entries, "entry", "entries") + " (" +
             plural(report.decisions, "decision") + ", " + plural(report.results, "result") +
+            (report.repairs.empty() ? "" : ", " + plural(report.repairs.size(), "repair")) +
             "), last hash " + report.last_hash + "\n";
   }
   if (!print_to_stdout(text, "the report")) return kExitUsage;
@@ -181,6 +202,34 @@ int run_result(const AuditOptions& o) {
   return std::fflush(stdout) == 0 ? kExitOk : kExitUsage;
 }
 
+int run_repair(const AuditOptions& o) {
+  const auto usage = [](const std::string& why) {
+    std::fprintf(stderr, "replaygate: error: %s\nRun 'replaygate audit repair --help' for usage.\n",
+                 why.c_str());
+    return kExitUsage;
+  };
+  if (const std::string why = operator_error(o.operator_name); !why.empty()) return usage(why);
+  if (const std::string why = operator_name_problem(o.reason); !why.empty()) {
+    return usage("--reason " + why +
+                 ": why the log was repaired is recorded in the audit log and must be printable "
+                 "text on one line (e.g. --reason 'line 2 edited by hand; no copy')");
+  }
+  const audit::AppendResult repaired = audit::repair(o.file, o.operator_name, o.reason);
+  std::fputs(audit::removed_tail_note(o.file, repaired).c_str(), stderr);
+  if (!repaired.ok) {
+    std::fprintf(stderr, "replaygate: %s\nreplaygate: the repair was NOT recorded\n",
+                 repaired.error.c_str());
+    return kExitUsage;
+  }
+  std::string text;
+  for (const std::string& p : repaired.acknowledged) text += o.file + ": " + p + "\n";
+  text += "recorded repair entry " + std::to_string(repaired.seq) + " in " + o.file + " (hash " +
+          repaired.hash + "): it acknowledges " + plural(repaired.acknowledged.size(), "problem") +
+          " (above) on the lines before it, which are kept as they are; appends continue after "
+          "it\n";
+  return print_to_stdout(text, "the report") ? kExitOk : kExitUsage;
+}
+
 }  // namespace
 
 Runner setup_audit(CLI::App& sub) {
@@ -188,7 +237,7 @@ Runner setup_audit(CLI::App& sub) {
   sub.require_subcommand(1);
   sub.footer(
       "The audit trail of reviewed decisions (JSON Lines with a hash chain, docs/recovery.md).\n"
-      "Exit: 0 ok, 1 a broken log (verify), 2 usage/I/O errors or a failed append.");
+      "Exit: 0 ok, 1 a broken log (verify), 2 usage/I/O errors or a failed append or repair.");
   CLI::App* verify = sub.add_subcommand("verify", "Check every line, the seq order and the chain");
   verify->add_option("FILE", o->file, "Audit log, or - for standard input (a copy, a pipe)")
       ->required();
@@ -211,10 +260,19 @@ Runner setup_audit(CLI::App& sub) {
           "TEXT"));
   CLI::Option* operator_option =
       result->add_option("--operator", o->operator_name, "Who or what carried the action out");
-  return [o, verify, result, operator_option] {
+  CLI::App* repair = sub.add_subcommand(
+      "repair",
+      "Record a break in a log that does not verify (a repair entry; every line is kept), so "
+      "that appends continue it");
+  repair->add_option("LOG", o->file, "Audit log")->required();
+  repair->add_option("--operator", o->operator_name, "Who repairs the log")->required();
+  repair->add_option("--reason", o->reason, "Why, e.g. what broke the log and what was checked")
+      ->required();
+  return [o, verify, result, repair, operator_option] {
     o->operator_given = operator_option->count() > 0;
     if (verify->parsed()) return run_verify(*o);
     if (result->parsed()) return run_result(*o);
+    if (repair->parsed()) return run_repair(*o);
     return kExitUsage;
   };
 }

@@ -11,6 +11,10 @@
 //   * --max-replayed-keys N: once N keys were replayed, a create verb for a new key gets the
 //     default, rule "dump:key_limit".
 //
+// The record format is --input-format (tools/cli/input_formats.h; --format is its old name).
+// --show-inputs adds to each line what each policy input received (InputsText below); without it
+// the lines and the loop are as they were.
+//
 // Per record the loop does no allocation in the common case: everything after the metadata on an
 // output line depends only on (verb, rule, reason, invalid), so it is rendered once per distinct
 // decision (DecisionText) and copied; only the line number and echoed metadata are formatted.
@@ -29,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,13 +43,13 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/dump_rules.h"
 #include "tools/cli/files.h"
-#include "tools/cli/kafka.h"
+#include "tools/cli/input_formats.h"
 #include "tools/cli/letters.h"
-#include "tools/cli/mapping.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
+#include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
 namespace {
@@ -53,8 +58,8 @@ struct DecideOptions {
   std::string policy;
   std::string table;
   std::string input = "-";
-  std::string format = "letters";
-  std::string mapping;
+  InputFormatOptions format;     // --input-format, its alias --format, --mapping
+  bool show_inputs = false;      // --show-inputs: each line says what each policy input received
   std::string max_replays;       // a decimal count, when given
   bool max_replays_set = false;  // --max-replays was on the command line (even as "")
   std::string max_keys;          // --max-replayed-keys, a decimal count, when given
@@ -267,6 +272,84 @@ void write_prefix(ByteBuffer& out, std::string_view line_number, const RecordMet
   out.commit(w);
 }
 
+// --show-inputs: the `,"inputs":{...}` member of a line, right after its metadata: every policy
+// input by name, in the policy's order, with the value the record gave it (docs/cli.md). Rendered
+// in stage 1, while the record's Input is still there; without the flag nothing of this runs.
+class InputsText {
+ public:
+  InputsText(const Table& table, const std::set<std::string>& sensitive) : table_(table) {
+    for (uint32_t f = 0; f < table.field_count(); ++f) {
+      const std::string name(table.field(f).name);
+      Field field;
+      field.key = (f == 0 ? "" : ",") + json_string(name) + ":";
+      field.sensitive = sensitive.count(name) > 0;
+      field.derived = table.field_derived(f);
+      has_derived_ = has_derived_ || field.derived;
+      fields_.push_back(std::move(field));
+    }
+  }
+
+  // Appends `,"inputs":{...}` to `out`, or `,"inputs":null` for a record that could not be read
+  // (`input` null). `valid`: every input passed validation, so derived inputs were computed.
+  void append(ByteBuffer& out, const Input* input, bool valid) {
+    using State = Input::Slot::State;
+    if (input == nullptr) {
+      constexpr std::string_view kNull = ",\"inputs\":null";
+      out.append(kNull.data(), kNull.size());
+      return;
+    }
+    // A derived input is computed from others after validation, as decide() does; the record's
+    // own value for it is never used, so it is not what is shown.
+    Trace computed;
+    if (has_derived_ && valid) computed = trace(table_, *input);
+    text_ = ",\"inputs\":{";
+    for (uint32_t f = 0; f < fields_.size(); ++f) {
+      const Field& field = fields_[f];
+      text_ += field.key;
+      const Input::Slot unset{};
+      const Input::Slot& slot = f < input->size() ? input->slots()[f] : unset;
+      const bool present =
+          field.derived ? valid : slot.state != State::kUnset && slot.state != State::kNull;
+      if (!present) {
+        text_ += "null";
+      } else if (field.sensitive) {
+        text_ += "\"<redacted>\"";
+      } else if (field.derived) {
+        const bool known = f < computed.fields.size() && !computed.fields[f].atom_label.empty();
+        text_ += known ? computed.fields[f].atom_label : "null";
+      } else {
+        switch (slot.state) {
+          case State::kString:
+            append_json_string(text_, slot.s);
+            break;
+          case State::kInt:
+            text_ += std::to_string(slot.i);
+            break;
+          case State::kBool:
+            text_ += slot.b ? "true" : "false";
+            break;
+          default:  // kInvalid: a value of the wrong JSON type, which the reader did not keep
+            text_ += "{\"invalid\":\"unreadable (wrong JSON type or out of int64 range)\"}";
+            break;
+        }
+      }
+    }
+    text_ += '}';
+    out.append(text_.data(), text_.size());
+  }
+
+ private:
+  struct Field {
+    std::string key;  // ,"name":
+    bool sensitive = false;
+    bool derived = false;
+  };
+  const Table& table_;
+  std::vector<Field> fields_;
+  bool has_derived_ = false;
+  std::string text_;  // reused: no allocation per record once it has grown
+};
+
 // --max-replayed-keys above this is refused (the limit of the exact set it was first written for;
 // it keeps a typo such as 10000000000 from reading as "no cap").
 constexpr uint64_t kMaxKeysLimit = uint64_t{1} << 32;
@@ -319,16 +402,13 @@ int run_decide(const DecideOptions& o) {
   if (const std::string why = operator_error(o.operator_name); !o.audit.empty() && !why.empty()) {
     return usage(why);
   }
-  if (o.format != "letters" && o.format != "kafka") {
-    return usage("--format must be letters or kafka, not '" + o.format + "'");
-  }
-  if (o.format == "kafka" && o.mapping.empty()) {
+  std::string format_error;
+  const InputFormat* format = choose_input_format(o.format, &format_error);
+  if (format == nullptr) return usage(format_error);
+  if (o.show_inputs && o.policy.empty()) {
     return usage(
-        "--format kafka needs --mapping MAPPING.yaml (which header or payload field "
-        "feeds each policy input)");
-  }
-  if (o.format == "letters" && !o.mapping.empty()) {
-    return usage("--mapping applies to --format kafka only");
+        "--show-inputs needs --policy POLICY: a compiled table does not keep the policy's "
+        "sensitive list, so decide could not tell which values to redact");
   }
 
   constexpr uint64_t kNoMax = std::numeric_limits<int64_t>::max();
@@ -366,7 +446,7 @@ int run_decide(const DecideOptions& o) {
   const std::vector<InputFile> inputs = {{o.input, "the input file"},
                                          {o.policy, "the policy file"},
                                          {o.table, "the table file"},
-                                         {o.mapping, "the mapping file"}};
+                                         {o.format.mapping, "the mapping file"}};
   // `decide IN >> IN` would read its own decisions back (as invalid records) without end.
   if (const std::string same = stdout_is_input(inputs); !same.empty()) {
     std::fprintf(stderr,
@@ -397,7 +477,10 @@ int run_decide(const DecideOptions& o) {
   }
 
   std::unique_ptr<Table> table;
-  if (const int code = open_table(o.policy, o.table, &table); code != kExitOk) return code;
+  std::vector<std::string> policy_sensitive;
+  if (const int code = open_table(o.policy, o.table, &table, &policy_sensitive); code != kExitOk) {
+    return code;
+  }
 
   // The one-replay-per-key rule keys on a string input. A misspelled --dedupe-field must not
   // silently turn the protection off, so an explicit name has to be a string input.
@@ -442,22 +525,16 @@ int run_decide(const DecideOptions& o) {
                  "letter may be replayed (name one with --dedupe-field)\n");
   }
 
-  LoadedMapping mapping;
-  std::unique_ptr<RecordParser> parser;
-  if (o.format == "kafka") {
-    mapping = load_mapping_file(o.mapping, *table);
-    if (mapping.io_error) {
-      std::fprintf(stderr, "replaygate: %s\n", mapping.io_message.c_str());
-      return kExitUsage;
-    }
-    report_diagnostics(mapping.diagnostics, mapping.source_text, DiagnosticFormat::kText);
-    if (has_errors(mapping.diagnostics)) {
-      std::fprintf(stderr, "%s: errors found; no record decided\n", o.mapping.c_str());
-      return kExitFindings;
-    }
-    parser = std::make_unique<KafkaParser>(*table, mapping.mapping);
-  } else {
-    parser = std::make_unique<LetterParser>(*table);
+  RecordReading reading;
+  if (const int code =
+          open_record_parser(*format, o.format.mapping, *table, "no record decided", &reading);
+      code != kExitOk) {
+    return code;
+  }
+  RecordParser* const parser = reading.parser.get();
+  std::unique_ptr<InputsText> inputs_text;  // --show-inputs only
+  if (o.show_inputs) {
+    inputs_text = std::make_unique<InputsText>(*table, sensitive_names(policy_sensitive));
   }
 
   int fd = STDIN_FILENO;
@@ -685,6 +762,10 @@ int run_decide(const DecideOptions& o) {
     }
     p.begin = batch.scratch.size();
     write_prefix(batch.scratch, line_text.of(p.line_number), meta);
+    if (inputs_text != nullptr) {
+      inputs_text->append(batch.scratch, p.readable ? &input : nullptr,
+                          p.readable && p.decision.kind != DecisionKind::kInvalidInput);
+    }
     if (!p.readable) {
       size_t column = 0;  // of the problem in the line; 0: it has no one place
       if (status != LineReader::Status::kTooLarge &&
@@ -801,11 +882,19 @@ Runner setup_decide(CLI::App& sub) {
   sub.add_option("FILE", o->input, "Dump to read; - (default) reads standard input");
   sub.add_option("--policy", o->policy, "Compile this policy in memory and use it");
   sub.add_option("--table", o->table, "Use this compiled table (.rgt)");
-  sub.add_option(
-      "--format", o->format,
-      "letters (default): JSON objects keyed by policy inputs; kafka: kcat -C -J records");
-  sub.add_option("--mapping", o->mapping,
-                 "Mapping file for --format kafka (docs/input-mapping.md)");
+  std::string formats;
+  for (const InputFormat& f : input_formats()) {
+    formats += (formats.empty() ? "" : "; ") + std::string(f.name) + ": " + std::string(f.help);
+  }
+  CLI::Option* input_format = sub.add_option("--input-format", o->format.input_format,
+                                             "Record format, letters by default (" + formats + ")");
+  CLI::Option* format_alias = sub.add_option(
+      "--format", o->format.alias, "Another name for --input-format (kept for old scripts)");
+  sub.add_option("--mapping", o->format.mapping,
+                 "Mapping file for --input-format kafka (docs/input-mapping.md)");
+  sub.add_flag("--show-inputs", o->show_inputs,
+               "Add \"inputs\" to each line: the value each policy input received (sensitive "
+               "ones as \"<redacted>\"); needs --policy");
   CLI::Option* max_replays = sub.add_option(
       "--max-replays", o->max_replays,
       "Allow at most N create-effect verbs (replays) in this run; later ones get the "
@@ -825,14 +914,17 @@ Runner setup_decide(CLI::App& sub) {
                  "Append every decision to this audit log (docs/recovery.md) before printing it");
   CLI::Option* operator_option =
       sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
-  return [o, max_replays, max_keys, filter_mib, dedupe, operator_option] {
-    o->operator_set = operator_option->count() > 0;
-    o->dedupe_field_set = dedupe->count() > 0;
-    o->max_replays_set = max_replays->count() > 0;
-    o->max_keys_set = max_keys->count() > 0;
-    o->filter_mib_set = filter_mib->count() > 0;
-    return run_decide(*o);
-  };
+  return
+      [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias] {
+        o->format.input_format_set = input_format->count() > 0;
+        o->format.alias_set = format_alias->count() > 0;
+        o->operator_set = operator_option->count() > 0;
+        o->dedupe_field_set = dedupe->count() > 0;
+        o->max_replays_set = max_replays->count() > 0;
+        o->max_keys_set = max_keys->count() > 0;
+        o->filter_mib_set = filter_mib->count() > 0;
+        return run_decide(*o);
+      };
 }
 
 }  // namespace replaygate::cli

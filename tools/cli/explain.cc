@@ -14,6 +14,12 @@
 // the computed one, and its formula; a value the letter gave for it is shown as ignored. So is a
 // value the letter gave for an operator-only or record-only field (ir::InputSource): as in
 // decide, the field stays unset (the rules see it absent; a required one makes the input invalid).
+// With --input-format kafka --mapping M the input is one kcat -J record (input_formats.h): the
+// record section shows its coordinates, key and headers (escaped, long values cut), then each
+// mapped input with its value and where it came from (KafkaParser::input_origin()).
+// Values of sensitive fields (sensitive.h: the built-in names, plus the policy's list with
+// --policy; a table does not keep that list) are shown as <redacted>, and so is a header that
+// feeds one.
 // Exit: 0 explained (whatever the verb), 1 policy errors or an unreadable letter, 2 usage/I/O.
 #include <simdjson.h>
 #include <sys/stat.h>
@@ -23,6 +29,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -35,11 +42,13 @@
 #include "runtime/trace.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
+#include "tools/cli/input_formats.h"
 #include "tools/cli/ir_eval.h"
 #include "tools/cli/letters.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
+#include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
 namespace {
@@ -51,6 +60,8 @@ struct ExplainOptions {
   std::string table;
   std::string letter = "-";
   std::string format = "text";
+  InputFormatOptions input;  // --input-format and --mapping (explain has no alias: --format is
+                             // its output's)
 };
 
 struct ConditionStep {
@@ -87,11 +98,24 @@ struct LetterLine {
   FieldSource source = FieldSource::kLetter;
   // Derived, operator- and record-only fields: the letter's own value, ignored ("" if none).
   std::string letter_value;
+  // A format read through a mapping: where the value came from, as shown after it ("from header
+  // 'x' = \"3\""); "" for letters.
+  std::string origin;
+};
+
+// A part of a record read through a mapping (RecordPartValue), as shown: `header "x-replay" = "2"`.
+struct RecordLine {
+  std::string part;   // "topic", "header", ...
+  std::string name;   // a header's name as given (any bytes); "" for the others
+  std::string value;  // shown: "\"payments.DLT\"", "17", "null", "<redacted>", "52 bytes"
 };
 
 struct Report {
   std::string policy_id;
   int64_t revision = 0;
+  std::string input_format = "letters";  // a format read through a mapping has `record` and origins
+  std::string mapping;                   // its mapping file
+  std::vector<RecordLine> record;
   std::vector<LetterLine> letter;
   std::vector<DerivedField> derived;  // per field, filled by the walk
   bool valid = true;
@@ -129,6 +153,7 @@ std::string derivation_text(const std::string& lhs, ir::Op op, const std::string
 // computed one) and its formula; a value the letter gave for it is named as ignored, since
 // decide() never reads it.
 std::string letter_line_text(const LetterLine& line) {
+  if (!line.origin.empty()) return line.value + " (" + line.origin + ")";
   if (line.source != FieldSource::kLetter) {
     const std::string who = line.source == FieldSource::kOperator
                                 ? "set only by an operator"
@@ -320,7 +345,20 @@ std::string safe(std::string_view text) { return escape_control(text, Backslash:
 
 std::string render_text(const Report& r, const std::string& source) {
   std::string out = "policy " + shown(r.policy_id) + " revision " + std::to_string(r.revision) +
-                    " (" + escape_control(source, Backslash::kKeep) + ")\nletter:\n";
+                    " (" + escape_control(source, Backslash::kKeep) + ")\n";
+  if (r.mapping.empty()) {
+    out += "letter:\n";
+  } else {
+    out += "record (" + r.input_format + ", mapping " +
+           escape_control(r.mapping, Backslash::kKeep) + "):\n";
+    for (const RecordLine& line : r.record) {
+      const bool named = line.part == "header";
+      out += "  " + line.part +
+             (named ? " " + describe_value(LetterValue::String(line.name)) : std::string()) +
+             " = " + safe(line.value) + "\n";
+    }
+    out += "inputs:\n";
+  }
   for (const LetterLine& line : r.letter) {
     out += "  " + shown(line.field) + " = " + safe(letter_line_text(line)) + "\n";
   }
@@ -369,6 +407,22 @@ std::string render_json(const Report& r, const std::string& source) {
   using Json = nlohmann::ordered_json;
   Json doc;
   doc["policy"] = {{"id", r.policy_id}, {"revision", r.revision}, {"source", source}};
+  if (!r.mapping.empty()) {
+    Json parts = Json::array();
+    for (const RecordLine& line : r.record) {
+      Json part = {{"part", line.part}};
+      if (line.part == "header") part["name"] = line.name;
+      part["value"] = line.value;
+      parts.push_back(std::move(part));
+    }
+    doc["record"] = {
+        {"format", r.input_format}, {"mapping", r.mapping}, {"parts", std::move(parts)}};
+    Json origins = Json::object();
+    for (const LetterLine& line : r.letter) {
+      if (!line.origin.empty()) origins[line.field] = line.origin;
+    }
+    doc["origins"] = std::move(origins);
+  }
   Json letter = Json::object();
   Json derived = Json::object();
   Json operator_only = Json::object();
@@ -428,6 +482,94 @@ std::string render_json(const Report& r, const std::string& source) {
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
+constexpr std::string_view kRedacted = "<redacted>";
+// Header values and other record text longer than this are cut when shown (a stack trace header
+// runs to kilobytes); the full size is said.
+constexpr size_t kMaxShownBytes = 160;
+
+// `text` as explain shows a string value (quoted, escaped: describe_value()), cut to
+// kMaxShownBytes at a UTF-8 boundary: "\"Read timed out\"", "\"org.spring...\" (4096 bytes)".
+std::string shown_string(std::string_view text) {
+  if (text.size() <= kMaxShownBytes) return describe_value(LetterValue::String(std::string(text)));
+  size_t cut = kMaxShownBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  std::string out = describe_value(LetterValue::String(std::string(text.substr(0, cut))));
+  out.insert(out.size() - 1, "...");
+  return out + " (" + std::to_string(text.size()) + " bytes)";
+}
+
+// The shown value of a record part (RecordPartValue).
+std::string part_value(const RecordPartValue& part) {
+  switch (part.kind) {
+    case RecordPartValue::Kind::kNull:
+      return "null";
+    case RecordPartValue::Kind::kText:
+      return shown_string(part.text);
+    case RecordPartValue::Kind::kInt:
+      return std::to_string(part.number);
+    case RecordPartValue::Kind::kSize:
+      return plural(static_cast<uint64_t>(part.number), "byte") +
+             " (read only through the mapping)";
+  }
+  return "?";
+}
+
+// Where a mapped input's value came from, as shown after it: "from header 'x' = \"3\"",
+// "from header 'x' = \"java.net.SocketTimeoutException\", through map:", "header 'x' is
+// missing: the mapping's default", "header 'x' is missing: optional, so absent". The value the
+// source held is `redacted` when it is secret.
+std::string origin_text(const InputOrigin& o, bool redacted) {
+  std::string raw;
+  switch (o.found) {
+    case InputOrigin::Found::kMissing:
+      if (o.defaulted) {
+        return o.source + " is missing: the mapping's default" + (o.mapped ? ", through map:" : "");
+      }
+      return o.source + (o.optional ? " is missing: optional, so absent" : " is missing");
+    case InputOrigin::Found::kNull:
+      return "from " + o.source + " = null";
+    case InputOrigin::Found::kText:
+      raw = shown_string(o.text);
+      break;
+    case InputOrigin::Found::kInt:
+      raw = std::to_string(o.number);
+      break;
+    case InputOrigin::Found::kBool:
+      raw = o.flag ? "true" : "false";
+      break;
+    case InputOrigin::Found::kOther:
+      raw = o.text;
+      break;
+  }
+  return "from " + o.source + " = " + (redacted ? std::string(kRedacted) : raw) +
+         (o.mapped ? ", through map:" : "");
+}
+
+// Replaces every value of a sensitive input (sensitive.h) that the report shows, in the input
+// section, the rule walk and the invalid-input line, by <redacted>; absence stays visible.
+void redact(Report& r, const std::set<std::string>& sensitive) {
+  const auto hide = [](std::string& value) {
+    if (!value.empty() && value != "<missing>" && value != "absent" && value != "null") {
+      value = kRedacted;
+    }
+  };
+  for (LetterLine& line : r.letter) {
+    if (sensitive.count(line.field) == 0) continue;
+    hide(line.value);
+    hide(line.letter_value);
+    hide(line.derived.computed);
+  }
+  for (RuleStep& step : r.steps) {
+    for (ConditionStep& c : step.conditions) {
+      if (sensitive.count(c.field) > 0) hide(c.value);
+    }
+    for (size_t k = 0; k < step.key_fields.size() && k < step.key_values.size(); ++k) {
+      if (sensitive.count(step.key_fields[k]) > 0) hide(step.key_values[k]);
+    }
+  }
+  if (!r.valid && sensitive.count(r.invalid_field) > 0) hide(r.invalid_value);
+}
+
 int run_explain(const ExplainOptions& options) {
   if (options.policy.empty() == options.table.empty()) {
     std::fprintf(stderr,
@@ -440,8 +582,19 @@ int run_explain(const ExplainOptions& options) {
                  options.format.c_str());
     return kExitUsage;
   }
+  std::string format_error;
+  const InputFormat* format = choose_input_format(options.input, &format_error);
+  if (format == nullptr) {
+    std::fprintf(stderr,
+                 "replaygate explain: error: %s\nRun 'replaygate explain --help' for usage.\n",
+                 format_error.c_str());
+    return kExitUsage;
+  }
+  // What one record is called in the messages: a letter, or a broker record.
+  const char* const noun = format->mapping_format.empty() ? "letter" : "record";
   std::optional<ir::CheckedPolicy> checked;
   std::unique_ptr<Table> table;
+  std::vector<std::string> policy_sensitive;  // a table does not keep the list: built-ins only
   if (!options.policy.empty()) {
     LoadedPolicy loaded;
     if (const int code = load_policy_reporting(options.policy, DiagnosticFormat::kText, &loaded);
@@ -449,6 +602,7 @@ int run_explain(const ExplainOptions& options) {
       return code;
     }
     checked = std::move(*loaded.policy);
+    policy_sensitive = checked->policy.sensitive;
     const std::vector<uint8_t> bytes = lower(*checked);
     LoadStatus status;
     table = Table::load_bytes(bytes.data(), bytes.size(), &status);
@@ -463,8 +617,8 @@ int run_explain(const ExplainOptions& options) {
 
   // A letter over the limit is a letter that cannot be read (exit 1), as `decide` makes such a
   // line an invalid record, not an I/O error.
-  const auto too_large = [](const std::string& where) {
-    std::fprintf(stderr, "replaygate explain: %s: unreadable letter: %s\n", where.c_str(),
+  const auto too_large = [noun](const std::string& where) {
+    std::fprintf(stderr, "replaygate explain: %s: unreadable %s: %s\n", where.c_str(), noun,
                  record_too_large(kMaxLetterBytes).c_str());
     return kExitFindings;
   };
@@ -493,10 +647,18 @@ int run_explain(const ExplainOptions& options) {
     text.pop_back();
   }
   const size_t length = text.size();
-  text.append(simdjson::SIMDJSON_PADDING, '\0');
+  text.append(LineReader::kPadding, '\0');  // what every record parser reads past the end
   Input input(*table);
-  // Operator-only fields are read here only to show the letter's value as ignored (below).
-  LetterParser parser(*table, LetterParser::OperatorFields::kKeep);
+  RecordReading reading;
+  if (format->name == "letters") {
+    // Operator-only fields are read here only to show the letter's value as ignored (below).
+    reading.parser = std::make_unique<LetterParser>(*table, LetterParser::OperatorFields::kKeep);
+  } else if (const int code = open_record_parser(*format, options.input.mapping, *table,
+                                                 "nothing explained", &reading);
+             code != kExitOk) {
+    return code;
+  }
+  RecordParser& parser = *reading.parser;
   RecordMeta meta;
   std::string problem;
   const std::string source = options.policy.empty() ? options.table : options.policy;
@@ -508,7 +670,7 @@ int run_explain(const ExplainOptions& options) {
           position_of(std::string_view(text.data(), length), parser.problem_offset());
       where += ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
     }
-    std::fprintf(stderr, "replaygate explain: %s: unreadable letter: %s\n", where.c_str(),
+    std::fprintf(stderr, "replaygate explain: %s: unreadable %s: %s\n", where.c_str(), noun,
                  problem.c_str());
     return kExitFindings;
   }
@@ -540,6 +702,49 @@ int run_explain(const ExplainOptions& options) {
     }
     report.letter.push_back(std::move(line));
   }
+  const std::set<std::string> sensitive = sensitive_names(policy_sensitive);
+  if (!format->mapping_format.empty()) {
+    report.input_format = format->name;
+    report.mapping = options.input.mapping;
+    // A header is secret by its own name, or when it feeds a sensitive input; another part of
+    // the record (its key, say) when it feeds one.
+    std::set<std::string> secret_headers = sensitive;
+    std::set<std::string> secret_parts;
+    for (uint32_t f = 0; f < table->field_count(); ++f) {
+      const std::optional<InputOrigin> origin = parser.input_origin(f);
+      if (!origin) continue;
+      LetterLine& line = report.letter.at(f);
+      const bool secret = sensitive.count(line.field) > 0 ||
+                          (!origin->header.empty() && sensitive.count(origin->header) > 0);
+      line.origin = origin_text(*origin, secret);
+      if (secret && !origin->header.empty()) secret_headers.insert(origin->header);
+      if (secret && origin->part == "coordinates") {
+        secret_parts.insert({"topic", "partition", "offset"});
+      } else if (secret && origin->header.empty()) {
+        secret_parts.insert(origin->part);
+      }
+    }
+    for (const RecordPartValue& part : parser.record_parts()) {
+      RecordLine line;
+      line.part = part.label;
+      line.name = part.name;
+      const bool secret = part.label == "header" ? secret_headers.count(part.name) > 0
+                                                 : secret_parts.count(part.label) > 0;
+      // The payload is shown by its size only; null stays visible.
+      line.value = secret && (part.kind == RecordPartValue::Kind::kText ||
+                              part.kind == RecordPartValue::Kind::kInt)
+                       ? std::string(kRedacted)
+                       : part_value(part);
+      report.record.push_back(std::move(line));
+    }
+  }
+  redact(report, sensitive);
+  if (!format->mapping_format.empty() && !checked) {
+    std::fprintf(stderr,
+                 "replaygate explain: note: a table does not keep the policy's sensitive list: "
+                 "only the built-in secret names (token, authorization, ...) are redacted; "
+                 "explain with --policy to redact the policy's own\n");
+  }
   // The explanation must name the verb and rule decide() gives; anything else is a bug.
   const Decision d = table->decide(input);
   if (std::string(table->verb_name(d.verb)) != report.verb ||
@@ -563,12 +768,23 @@ Runner setup_explain(CLI::App& sub) {
       "span lines): each rule considered in order, each guard's conditions up to the first that\n"
       "fails (field, value, and why: absent, value, bound), each table's key tuple and the row\n"
       "that hit; then the verb, its effect, what it will do, the rule and the reason.\n"
+      "With --input-format kafka --mapping MAPPING.yaml it reads one kcat -J record instead and\n"
+      "shows its headers and, for each input, the value and the header or field it came from.\n"
       "Exit: 0 explained, 1 policy errors or an unreadable letter, 2 usage/I/O.");
   sub.add_option("--policy", options->policy, "Policy file (.yaml), walked over its IR");
   sub.add_option("--table", options->table, "Frozen table (.rgt), walked with runtime/trace.h");
-  sub.add_option("LETTER", options->letter, "Letter file, or - for standard input (default)");
-  sub.add_option("--format", options->format, "text (default) or json");
-  return [options] { return run_explain(*options); };
+  sub.add_option("LETTER", options->letter,
+                 "Letter (or record) file, or - for standard input (default)");
+  sub.add_option("--format", options->format, "Output: text (default) or json");
+  CLI::Option* input_format = sub.add_option(
+      "--input-format", options->input.input_format,
+      "Record format: " + input_format_names() + " (default letters; as decide's --input-format)");
+  sub.add_option("--mapping", options->input.mapping,
+                 "Mapping file for --input-format kafka (docs/input-mapping.md)");
+  return [options, input_format] {
+    options->input.input_format_set = input_format->count() > 0;
+    return run_explain(*options);
+  };
 }
 
 }  // namespace replaygate::cli

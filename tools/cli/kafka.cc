@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "compiler/diagnostic.h"
+#include "compiler/escape.h"
 #include "compiler/utf8.h"
 #include "tools/cli/output.h"
 
@@ -143,6 +145,29 @@ struct KafkaParser::State {
   // (load_payload_with_big_numbers()), and what each marker stood for ("an integer beyond int64").
   std::string rewritten_payload;
   std::vector<std::string> number_problems;
+  // Mapped header names (inputs and metadata), with who reads each ("input 'replays'"), and whether
+  // a header that differs from it only by case was warned about already (once per mapped name).
+  struct MappedHeader {
+    std::string name;
+    std::string readers;
+    bool warned = false;
+  };
+  std::vector<MappedHeader> mapped_headers;
+  size_t unwarned = 0;
+  KafkaParser::WarningSink warn;
+
+  void note_mapped_header(const ValueSource& source, const std::string& reader) {
+    if (source.kind != SourceKind::kHeader) return;
+    for (MappedHeader& h : mapped_headers) {
+      if (h.name == source.name) {
+        h.readers += ", " + reader;
+        return;
+      }
+    }
+    mapped_headers.push_back({source.name, reader, false});
+    ++unwarned;
+  }
+  void warn_case_variants();
 
   void reset() {
     topic = {};
@@ -362,6 +387,42 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
       return fail_record(problem, "missing key '" + names[required] + "' (not kcat -J output?)");
   }
   return true;
+}
+
+// A header that is a mapped one but for ASCII case is not read (names match exactly, as Kafka's
+// do): say so once per mapped name, since that record and every like it is decided as if the
+// header were missing (a replay counter spelt `X-Replay` would count nothing).
+void KafkaParser::State::warn_case_variants() {
+  if (unwarned == 0) return;
+  const auto same_but_case = [](std::string_view a, std::string_view b) {
+    if (a.size() != b.size() || a == b) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const auto lower = [](char c) {
+        return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c;
+      };
+      if (lower(a[i]) != lower(b[i])) return false;
+    }
+    return true;
+  };
+  for (const auto& [name, value] : headers) {
+    for (MappedHeader& h : mapped_headers) {
+      if (h.warned || !same_but_case(name, h.name)) continue;
+      h.warned = true;
+      --unwarned;
+      const std::string line =
+          "replaygate: warning: record " + escape_control(topic) + "/" + std::to_string(partition) +
+          "/" + std::to_string(offset) + " has header " + quote_for_reason(name) +
+          ", which differs from the mapped header " + quote_for_reason(h.name) +
+          " only in case: header names match exactly, so " + h.readers +
+          " does not read it (the header counts as missing); fix the producer or the mapping "
+          "(said once per mapped header)";
+      if (warn) {
+        warn(line);
+      } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+    }
+  }
 }
 
 bool KafkaParser::State::load_payload() {
@@ -668,10 +729,16 @@ bool convert(const FieldMapping& m, const Raw& raw, Input& input, std::string* w
 
 }  // namespace
 
-KafkaParser::KafkaParser(const Table& table, const Mapping& mapping)
+KafkaParser::KafkaParser(const Table& table, const Mapping& mapping, WarningSink warn)
     : state_(std::make_unique<State>()) {
   state_->table = &table;
   state_->mapping = &mapping;
+  state_->warn = std::move(warn);
+  for (const FieldMapping& m : mapping.fields) {
+    state_->note_mapped_header(m.source, "input '" + m.input + "'");
+  }
+  if (mapping.message_id) state_->note_mapped_header(*mapping.message_id, "message_id");
+  if (mapping.body_hash) state_->note_mapped_header(*mapping.body_hash, "body_hash");
 }
 
 KafkaParser::~KafkaParser() = default;
@@ -696,6 +763,7 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
     }
     return false;
   }
+  s.warn_case_variants();
   // Metadata first, so that even an invalid record names its message.
   const auto read_meta = [&](const std::optional<ValueSource>& source, const char* name,
                              std::string* storage, std::string_view* out, bool* present) {
@@ -730,6 +798,13 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
       return false;
     };
     if (!s.extract(m.source, &raw, &why)) return invalid(why);
+    // kcat prints a header without a value as null. It is there, so it is not "missing" (which
+    // alone may be absent or defaulted): a counter sent as null counts nothing known, and reading
+    // it as absent would let the letter replay. (message_id and body_hash are only echoed: a null
+    // header leaves them out.)
+    if (m.source.kind == SourceKind::kHeader && raw.kind == Raw::Kind::kNull) {
+      return invalid(m.source.describe() + " is present but null");
+    }
     if (s.repaired && (raw.kind == Raw::Kind::kText || raw.kind == Raw::Kind::kJsonText) &&
         raw.text.find("\xEF\xBF\xBD") != std::string_view::npos) {
       return invalid(m.source.describe() + " is not valid UTF-8");
@@ -758,6 +833,92 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
     if (!convert(m, raw, input, &why)) return invalid(m.source.describe() + " is " + why);
   }
   return true;
+}
+
+std::vector<RecordPartValue> KafkaParser::record_parts() const {
+  const State& s = *state_;
+  std::vector<RecordPartValue> parts;
+  const auto add = [&](std::string label, RecordPartValue::Kind kind, std::string_view text,
+                       int64_t number) {
+    RecordPartValue part;
+    part.label = std::move(label);
+    part.kind = kind;
+    part.text = text;
+    part.number = number;
+    parts.push_back(std::move(part));
+  };
+  add("topic", RecordPartValue::Kind::kText, s.topic, 0);
+  add("partition", RecordPartValue::Kind::kInt, {}, s.partition);
+  add("offset", RecordPartValue::Kind::kInt, {}, s.offset);
+  if (s.has_ts) add("timestamp", RecordPartValue::Kind::kInt, {}, s.ts);
+  add("key", s.key_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kText, s.key, 0);
+  for (const auto& [name, value] : s.headers) {
+    add("header", value ? RecordPartValue::Kind::kText : RecordPartValue::Kind::kNull,
+        value.value_or(""), 0);
+    parts.back().name = std::string(name);
+  }
+  add("payload", s.payload_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kSize, {},
+      static_cast<int64_t>(s.payload.size()));
+  return parts;
+}
+
+std::optional<InputOrigin> KafkaParser::input_origin(uint32_t field) const {
+  State& s = *state_;
+  for (const FieldMapping& m : s.mapping->fields) {
+    if (m.field != field) continue;
+    InputOrigin origin;
+    origin.source = m.source.describe();
+    switch (m.source.kind) {
+      case SourceKind::kHeader:
+        origin.part = "header";
+        origin.header = m.source.name;
+        break;
+      case SourceKind::kPayload:
+        origin.part = "payload";
+        break;
+      case SourceKind::kRecord:  // "topic", ..., "coordinates": record_parts()' labels
+        origin.part = m.source.name;
+        break;
+    }
+    Raw raw;
+    std::string why;
+    if (!s.extract(m.source, &raw, &why)) {  // parse() would have failed: not after a true
+      origin.found = InputOrigin::Found::kOther;
+      origin.text = why;
+      return origin;
+    }
+    switch (raw.kind) {
+      case Raw::Kind::kMissing:
+        origin.defaulted = m.default_text.has_value();
+        origin.optional = !origin.defaulted && m.optional;
+        break;
+      case Raw::Kind::kNull:
+        origin.found = InputOrigin::Found::kNull;
+        break;
+      case Raw::Kind::kText:
+      case Raw::Kind::kJsonText:
+        origin.found = InputOrigin::Found::kText;
+        origin.text = std::string(raw.text);
+        break;
+      case Raw::Kind::kInt:
+        origin.found = InputOrigin::Found::kInt;
+        origin.number = raw.number;
+        break;
+      case Raw::Kind::kBool:
+        origin.found = InputOrigin::Found::kBool;
+        origin.flag = raw.flag;
+        break;
+      case Raw::Kind::kOther:
+        origin.found = InputOrigin::Found::kOther;
+        origin.text = raw.other;
+        break;
+    }
+    // As parse() applies map: (a default goes through it too).
+    origin.mapped = m.has_map && raw.kind != Raw::Kind::kNull &&
+                    (raw.kind != Raw::Kind::kMissing || origin.defaulted);
+    return origin;
+  }
+  return std::nullopt;
 }
 
 }  // namespace replaygate::cli

@@ -9,13 +9,22 @@
 // Unreadable: anything LetterParser rejects at the line level, a key kcat does not print, a
 // duplicate key, a field of the wrong JSON type, headers not a flat [name, value, ...] array.
 // A mapped value that is missing (and neither optional nor defaulted), unmapped by `map:`, of the
-// wrong type, in a payload that is not JSON, or in a header that appears more than once makes the
-// record invalid with "invalid input: FIELD (what went wrong)".
+// wrong type, in a payload that is not JSON, in a header that appears more than once, or in a
+// header that is present with a null value (kcat -J `["x-replay", null]`: only a missing header is
+// absent) makes the record invalid with "invalid input: FIELD (what went wrong)".
+//
+// Header names match exactly (Kafka header keys are case-sensitive). A record with a header that
+// differs from a mapped one only in ASCII case (`X-Replay` for `x-replay`) is decided as if the
+// mapped header were missing, and the parser warns, once per mapped header name, through its
+// warning sink (default: a line on stderr, "replaygate: warning: ...").
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/table.h"
 #include "tools/cli/mapping.h"
@@ -25,10 +34,18 @@ namespace replaygate::cli {
 
 class KafkaParser : public RecordParser {
  public:
+  // Receives one warning line (no trailing newline), already escaped for a terminal.
+  using WarningSink = std::function<void(const std::string& warning)>;
   // `mapping` must have been checked against `table` without errors and outlive the parser.
-  KafkaParser(const Table& table, const Mapping& mapping);
+  // An empty `warn` prints each warning on stderr.
+  KafkaParser(const Table& table, const Mapping& mapping, WarningSink warn = {});
   ~KafkaParser() override;
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
+  // For explain (records.h): topic, partition, offset, timestamp (when kcat printed one), key,
+  // each header in order, and the payload's size (its fields are shown only as mapped inputs).
+  std::vector<RecordPartValue> record_parts() const override;
+  // The mapping entry's source, and what the record held there (read again: explain only).
+  std::optional<InputOrigin> input_origin(uint32_t field) const override;
 
  private:
   struct State;

@@ -10,6 +10,7 @@
 #include "runtime/trace.h"
 #include "tools/cli/files.h"
 #include "tools/cli/ir_eval.h"
+#include "tools/cli/mapping_defaults.h"
 
 namespace replaygate::cli {
 namespace {
@@ -176,7 +177,7 @@ class Checker {
     if (table_.field(field).source == FieldSource::kRecord) {
       // Only the durable operation record supplies it (policy `source: record`); a broker
       // record is the dead-lettered message, whose copy of the fact proves nothing.
-      error(key, "RG308",
+      error(key, "RG311",
             "input '" + name +
                 "' is read only from the operation record (policy 'source: record'), never from "
                 "a broker record",
@@ -190,7 +191,8 @@ class Checker {
       return;
     }
     check_keys(body,
-               {"header", "payload", "record", "map", "default", "optional", "type", "description"},
+               {"header", "payload", "record", "map", "default", "optional", "type", "acknowledge",
+                "description"},
                "the mapping of input '" + name + "'");
     const FieldInfo info = table_.field(field);
     FieldMapping out;
@@ -216,6 +218,19 @@ class Checker {
     if (const yaml::Node* fallback = body.find("default")) {
       if (check_value(*fallback, info.type, "the default of input '" + name + "'")) {
         out.default_text = fallback->scalar;
+        out.default_span = fallback->span;
+      }
+    }
+    if (const yaml::Node* acknowledge = body.find("acknowledge")) {
+      // One spelling, so that a review can grep for it; anything else is refused, not ignored.
+      if (!acknowledge->is_scalar() || acknowledge->scalar != kAcknowledgeOpensCreate) {
+        error(*acknowledge, "RG305",
+              "acknowledge of input '" + name + "' must be " + kAcknowledgeOpensCreate,
+              std::string("acknowledge: ") + kAcknowledgeOpensCreate +
+                  " accepts a default that can open a create verb (RG309), once reviewed");
+      } else {
+        out.acknowledged = true;
+        out.acknowledge_span = acknowledge->span;
       }
     }
     if (const yaml::Node* map = body.find("map")) {
@@ -257,6 +272,8 @@ class Checker {
     if (const yaml::Node* format = root.find("format")) {
       if (!format->is_scalar() || format->scalar != "kcat-json") {
         error(*format, "RG301", "unsupported format", "the only format is kcat-json");
+      } else {
+        mapping->format = format->scalar;
       }
     }
     if (const yaml::Node* node = root.find("message_id")) {
@@ -357,6 +374,9 @@ LoadedMapping parse_mapping(std::string_view text, const std::string& path, cons
     Checker checker(path, table);
     checker.read(document.root, &out.mapping);
     for (auto& d : checker.take()) out.diagnostics.push_back(std::move(d));
+    for (auto& d : check_mapping_defaults(out.mapping, table, path)) {
+      out.diagnostics.push_back(std::move(d));
+    }
   }
   sort_diagnostics(out.diagnostics);
   return out;

@@ -12,9 +12,11 @@
 //       default: other                    # optional; used only when the source is missing
 //       optional: true                    # optional; missing -> absent (null)
 //       type: string                      # optional; must equal the policy input's type
+//       acknowledge: default-opens-create # optional; the default was reviewed (RG309)
 //
-// Problems in the file are diagnostics RG301-RG305 (docs/diagnostics.md), rendered with
-// render_text(); nothing in this file prints.
+// Problems in the file are diagnostics RG301-RG310 (docs/input-mapping.md), rendered with
+// render_text(); nothing in this file prints. Defaults are checked against the policy as
+// mapping_defaults.h says (RG308-RG310).
 #pragma once
 
 #include <cstdint>
@@ -50,9 +52,16 @@ struct FieldMapping {
   std::map<std::string, std::string, std::less<>> map;  // raw text -> policy value text
   std::optional<std::string> default_text;
   bool optional = false;
+  ir::Span default_span;  // the `default:` value, for RG308/RG309 (mapping_defaults.h)
+  // `acknowledge: default-opens-create`: the default may open a create verb, and that was reviewed.
+  bool acknowledged = false;
+  ir::Span acknowledge_span;
 };
 
 struct Mapping {
+  // The file's `format:`, the record format it maps (kcat-json when not given). Each
+  // --input-format that takes a mapping names the one it reads (tools/cli/input_formats.h).
+  std::string format = "kcat-json";
   std::optional<ValueSource> message_id;
   std::optional<ValueSource> body_hash;
   std::vector<FieldMapping> fields;  // in the table's field order

@@ -74,7 +74,8 @@ std::string describe_load_failure(const std::string& path, const LoadStatus& sta
 }
 
 int open_table(const std::string& policy_path, const std::string& table_path,
-               std::unique_ptr<Table>* table) {
+               std::unique_ptr<Table>* table, std::vector<std::string>* sensitive) {
+  if (sensitive != nullptr) sensitive->clear();
   LoadStatus status;
   if (!table_path.empty()) {
     *table = Table::load_file(table_path, &status);
@@ -87,6 +88,7 @@ int open_table(const std::string& policy_path, const std::string& table_path,
   LoadedPolicy loaded;
   const int code = load_policy_reporting(policy_path, DiagnosticFormat::kText, &loaded);
   if (code != kExitOk) return code;
+  if (sensitive != nullptr) *sensitive = loaded.policy->policy.sensitive;
   const std::vector<uint8_t> bytes = lower(*loaded.policy);
   *table = Table::load_bytes(bytes.data(), bytes.size(), &status);
   if (*table == nullptr) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,36 @@ struct RecordMeta {
   std::string_view body_hash;
 };
 
+// One part of a record as read, for `explain` (RecordParser::record_parts()).
+struct RecordPartValue {
+  std::string label;  // "topic", "partition", "offset", "timestamp", "key", "header", "payload"
+  std::string name;   // a header's name as given (any bytes); "" for the other parts
+  enum class Kind : uint8_t { kNull, kText, kInt, kSize } kind = Kind::kNull;
+  std::string_view text;  // kText: the value's bytes as given
+  int64_t number = 0;     // kInt: the value; kSize: the part's size in bytes (shown, not its text)
+};
+
+// Where a mapped policy input got its value, for `explain` (RecordParser::input_origin()).
+struct InputOrigin {
+  std::string source;  // "header 'x-replay'", "payload /attempts", "record offset"
+  std::string part;    // the RecordPartValue::label it was read from ("header", "key", "payload")
+  std::string header;  // a header source: the header's name (any bytes), else ""
+  enum class Found : uint8_t {
+    kMissing,
+    kNull,
+    kText,
+    kInt,
+    kBool,
+    kOther
+  } found = Found::kMissing;
+  std::string text;        // kText: the source's bytes; kOther: what it is ("an object")
+  int64_t number = 0;      // kInt
+  bool flag = false;       // kBool
+  bool defaulted = false;  // missing: the mapping's `default:` was used
+  bool optional = false;   // missing, no default, `optional: true`: the input is absent
+  bool mapped = false;     // the value went through the mapping's `map:`
+};
+
 class RecordParser {
  public:
   virtual ~RecordParser() = default;
@@ -97,6 +128,14 @@ class RecordParser {
   virtual size_t field_value_offset(std::string_view /*line*/, uint32_t /*field*/) const {
     return kNoOffset;
   }
+
+  // For `explain`, after parse() returned true (views into the record stay valid until the next
+  // parse): the record's own parts as read, in order, for a format whose records are more than
+  // the policy's inputs (kafka: coordinates, key, headers); none for letters.
+  virtual std::vector<RecordPartValue> record_parts() const { return {}; }
+  // For `explain`, after parse() returned true: where policy field `field` got its value, for a
+  // format that reads through a mapping; nullopt for letters and for a field nothing maps.
+  virtual std::optional<InputOrigin> input_origin(uint32_t /*field*/) const { return std::nullopt; }
 
  protected:
   size_t problem_offset_ = kNoOffset;

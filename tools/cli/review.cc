@@ -55,6 +55,7 @@
 #include "tools/cli/policy_source.h"
 #include "tools/cli/records.h"
 #include "tools/cli/review_inputs.h"
+#include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
 namespace {
@@ -62,11 +63,6 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxDocumentBytes = size_t{1} << 20;
-
-// Names that are secret whatever the policy says (compared exactly, lower case).
-const std::set<std::string> kBuiltinSensitive = {
-    "prompt",  "credentials",   "credential", "signed_url", "token",  "access_token",
-    "api_key", "authorization", "password",   "secret",     "cookie", "refresh_token"};
 
 struct Options {
   std::string policy, table, message, record, operator_name, audit, format = "text";
@@ -508,7 +504,7 @@ int run_review(const Options& o) {
     }
   }
   Review r;
-  r.sensitive = kBuiltinSensitive;
+  r.sensitive = builtin_sensitive_names();  // names secret whatever the policy says
   std::unique_ptr<Table> table;
   if (!o.policy.empty()) {
     LoadedPolicy loaded;
@@ -728,6 +724,8 @@ Runner setup_review(CLI::App& sub) {
       "lists every input with the value the policy used and where it came from; an input the\n"
       "policy marks `source: record` is read from RECORD only (the message's value is shown as\n"
       "ignored).\n"
+      "MESSAGE and RECORD are single JSON documents, not a dump: review takes no --input-format\n"
+      "(decide and explain do) and no --mapping.\n"
       "--confirm sets the operator_confirmed input and appends the decision to the audit log\n"
       "(--audit FILE, --operator NAME required) before printing it; it warns when the log\n"
       "already holds a create decision for the same message or operation.\n"

@@ -106,6 +106,81 @@ class StrictWorkerTest(unittest.TestCase):
         self.assertIn("--batch must be at least 1", out.stderr)
 
 
+class WorkerDuplicateKeyTest(unittest.TestCase):
+    """Within one run only the first letter with a given idempotency key keeps a create verb,
+    as `replaygate decide` does (docs/cli.md, "Dump semantics"): the same verbs, line for line."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def both(self, data: bytes, *args, batch="2"):
+        path = os.path.join(self.dir, "letters.jsonl")
+        with open(path, "wb") as f:
+            f.write(data)
+        worker = subprocess.run([sys.executable, WORKER, "--table", TABLE, "--batch", batch,
+                                 *args, path],
+                                capture_output=True, check=False)
+        cli = subprocess.run([os.environ["RG_CLI"], "decide", "--table", TABLE, *args, path],
+                             capture_output=True, check=False)
+        return worker, [json.loads(x) for x in worker.stdout.splitlines()], \
+            [json.loads(x) for x in cli.stdout.splitlines()]
+
+    def test_a_second_replay_of_a_key_is_held_like_the_cli(self):
+        never = OK.replace('"timeout"', '"insufficient_funds"')
+        lines = [
+            letter("a", "k1"),                                   # replays: k1 is used up
+            letter("b", "k1"),                                   # duplicate: held
+            b'{"message_id":"c",%s,"idempotency_key":"k2"}' % never.encode(),  # never: k2 unused
+            letter("d", "k2"),                                   # so k2 replays here
+            letter("e", "k3").replace(b'"attempts":1', b'"attempts":"1"'),  # invalid: k3 unused
+            letter("f", "k3"),                                   # replays
+            b'{"message_id":"g",%s,"idempotency_key":"k\\u0031"}' % OK.encode(),  # "k1" escaped
+            letter("h", "k1", ',"replays":1'),                   # the policy holds it anyway
+            letter("i", "k4"),
+        ]
+        worker, out, cli = self.both(b"\n".join(lines) + b"\n")  # keys meet across batches
+        self.assertEqual(worker.returncode, 1, worker.stderr)  # e is invalid
+        self.assertEqual(worker.stderr, b"")
+        self.assertEqual([x["verb"] for x in out], [x["verb"] for x in cli])
+        self.assertEqual([(x["message_id"], x["verb"], x["held"]) for x in out], [
+            ("a", "replay_once", None), ("b", "hold", "duplicate_key"), ("c", "never", None),
+            ("d", "replay_once", None), ("e", "hold", None), ("f", "replay_once", None),
+            ("g", "hold", "duplicate_key"), ("h", "hold", None), ("i", "replay_once", None)])
+        self.assertEqual([x["rule"] for x in cli if x["rule"].startswith("dump:")],
+                         ["dump:maybe_duplicate"] * 2)
+
+    def test_the_key_limit_holds_new_keys_and_the_field_can_be_named(self):
+        data = b"\n".join([letter("a", "k1"), letter("b", "k2"), letter("c", "k1")]) + b"\n"
+        worker, out, cli = self.both(data, "--max-replayed-keys", "1")
+        self.assertEqual(worker.returncode, 0, worker.stderr)
+        self.assertEqual([x["verb"] for x in out], [x["verb"] for x in cli])
+        self.assertEqual([x["held"] for x in out], [None, "key_limit", "duplicate_key"])
+        self.assertEqual(cli[1]["rule"], "dump:key_limit")
+        # Another string input as the key: every letter has the same topic.
+        worker, out, cli = self.both(data, "--dedupe-field", "topic")
+        self.assertEqual([x["verb"] for x in out], ["replay_once", "hold", "hold"])
+        self.assertEqual([x["verb"] for x in out], [x["verb"] for x in cli])
+
+    def test_a_dedupe_field_that_is_no_string_input_exits_2(self):
+        for name in ("idempotency_kye", "attempts"):
+            out = subprocess.run([sys.executable, WORKER, "--table", TABLE, "--dedupe-field", name],
+                                 input=b"", capture_output=True, check=False)
+            self.assertEqual(out.returncode, 2)
+            self.assertIn(b"example_worker.py: error: --dedupe-field '%s' is not a string input "
+                          b"of the policy" % name.encode(), out.stderr)
+            self.assertEqual(out.stdout, b"")
+
+    def test_a_policy_without_the_key_says_the_protection_is_off(self):
+        table = os.path.join(os.path.dirname(TABLE), "generation_recovery.rgt")
+        out = subprocess.run([sys.executable, WORKER, "--table", table], input=b"",
+                             capture_output=True, check=False)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stderr.decode(),
+                         "example_worker: note: the policy has no string input 'idempotency_key'; "
+                         "every letter may be replayed (name one with --dedupe-field)\n")
+
+
 class WorkerReloadTest(unittest.TestCase):
     """A table caught half-written is reloaded once complete, even within the same mtime."""
 
@@ -122,8 +197,10 @@ class WorkerReloadTest(unittest.TestCase):
                                 stderr=subprocess.PIPE)
         self.addCleanup(proc.kill)
 
-        def decide_one():
-            proc.stdin.write(letter("a") + b"\n")
+        keys = iter(range(3))
+
+        def decide_one():  # a new key each time: a repeated one would be held as a duplicate
+            proc.stdin.write(letter("a", "k%d" % next(keys)) + b"\n")
             proc.stdin.flush()
             return json.loads(proc.stdout.readline())
 

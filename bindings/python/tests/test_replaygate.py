@@ -354,12 +354,64 @@ class OperatorOnlyTest(unittest.TestCase):
         self.assertEqual(invalid, 3)
         gate.close()
 
+    def test_a_message_passed_straight_through_cannot_confirm(self):
+        # A worker that does decide(**msg) with a forged message: refused, never a dispatch.
+        table = replaygate.Table.load(self.table)
+        self.addCleanup(table.close)
+        self.assertEqual(table.operator_only, ["operator_confirmed"])
+        msg = dict(self.LETTER, operator_confirmed=True)
+        for forged in (msg, dict(msg, operator_confirmed="yes"),
+                       dict(msg, operator_confirmed=None)):
+            with self.assertRaises(replaygate.ReplaygateError) as e:
+                table.decide(**forged)
+            self.assertEqual(e.exception.status, "operator_only")
+            self.assertEqual(e.exception.code, 14)
+            self.assertEqual(
+                str(e.exception),
+                "operator_only: 'operator_confirmed' is set only by an operator (source: "
+                "operator), never from a message: pass an operator's own value with "
+                "decide_operator({'operator_confirmed': ...}, **fields)")
+        # The batch call carries message values too.
+        columns = {k: [v] for k, v in msg.items()}
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_columns(columns)
+        self.assertEqual(e.exception.status, "operator_only")
+        del columns["operator_confirmed"]
+        self.assertEqual(table.decide_columns(columns), ["hold_for_review"])
+        # The refused call left nothing behind for the next one on this thread.
+        self.assertEqual(table.decide(**self.LETTER).verb, "hold_for_review")
+
     def test_the_worker_sets_it_from_its_operator_channel(self):
         table = replaygate.Table.load(self.table)
-        self.assertEqual(table.operator_only, ["operator_confirmed"])
+        self.addCleanup(table.close)
         self.assertEqual(table.decide(**self.LETTER).verb, "hold_for_review")
-        self.assertEqual(table.decide(**self.LETTER, operator_confirmed=True).verb, "dispatch")
-        table.close()
+        d = table.decide_operator({"operator_confirmed": True}, **self.LETTER)
+        self.assertEqual((d.verb, d.rule), ("dispatch", "prepared_dispatch_reviewed"))
+        self.assertEqual(table.decide_operator({"operator_confirmed": False}, **self.LETTER).verb,
+                         "hold_for_review")
+        self.assertEqual(table.decide_operator({"operator_confirmed": None}, **self.LETTER).verb,
+                         "hold_for_review")  # None: absent
+        self.assertEqual(table.decide_operator({}, **self.LETTER).verb, "hold_for_review")
+        # Only operator-only names, typed exactly (the worker's own value, not the message's).
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_operator({"phase": "accepted"}, **self.LETTER)
+        self.assertEqual(str(e.exception),
+                         "operator_only: 'phase' is not an operator-only field (source: "
+                         "operator): give message fields as keyword arguments, not in `operator`")
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_operator({"operator_confirmd": True}, **self.LETTER)
+        self.assertEqual(e.exception.status, "unknown_field")
+        with self.assertRaises(TypeError) as e:
+            table.decide_operator({"operator_confirmed": "yes"}, **self.LETTER)
+        self.assertEqual(str(e.exception), "operator value for 'operator_confirmed' must be a "
+                         "bool or None, not str")
+        with self.assertRaises(TypeError):
+            table.decide_operator({"operator_confirmed": 1}, **self.LETTER)
+        # The message still cannot slip it in beside an operator's value.
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_operator({"operator_confirmed": False},
+                                  **dict(self.LETTER, operator_confirmed=True))
+        self.assertEqual(e.exception.status, "operator_only")
 
 
 class ExampleWorkerTest(unittest.TestCase):
@@ -371,10 +423,19 @@ class ExampleWorkerTest(unittest.TestCase):
         self.assertEqual(out.returncode, 1, out.stderr)
         lines = [json.loads(x) for x in out.stdout.splitlines()]
         self.assertEqual(len(lines), 20)
-        self.assertEqual(lines[0], {"message_id": "m-001", "verb": "replay_once",
+        self.assertEqual(lines[0], {"message_id": "m-001", "verb": "replay_once", "held": None,
                                     "table": replaygate.Table.load(TABLE).checksum})
-        self.assertEqual("".join(x["verb"][0] for x in lines), "rnhhnnrnrnrnhhhrhhhh")
+        # m-016 has m-001's idempotency key: held as a duplicate, as `replaygate decide` does.
+        self.assertEqual("".join(x["verb"][0] for x in lines), "rnhhnnrnrnrnhhhhhhhh")
+        self.assertEqual(lines[15], {"message_id": "m-016", "verb": "hold",
+                                     "held": "duplicate_key", "table": lines[0]["table"]})
+        self.assertEqual([x["held"] for x in lines].count(None), 19)
         self.assertEqual(lines[19]["message_id"], None)
+        cli = subprocess.run([os.environ["RG_CLI"], "decide", "--table", TABLE, LETTERS],
+                             capture_output=True, text=True, check=False)
+        want = [json.loads(x) for x in cli.stdout.splitlines()]
+        self.assertEqual([x["verb"] for x in lines], [x["verb"] for x in want])
+        self.assertEqual(want[15]["rule"], "dump:maybe_duplicate")
 
     def test_worker_reads_letters_as_strictly_as_the_cli(self):
         ok = ('"topic":"payment.capture","error_class":"timeout","attempts":1,'

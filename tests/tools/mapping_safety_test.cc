@@ -1,0 +1,286 @@
+// Mapped inputs that must not fail open (docs/input-mapping.md): a `default:` that turns "the
+// record does not say" into a create verb is refused (RG309) unless acknowledged, other defaults on
+// compared inputs are warned about (RG308), a stale acknowledgement too (RG310); a header that is
+// present but null is invalid input, not absent; a header that differs from a mapped one only in
+// case is not read, and decide says so once. Exact input, exact outcome.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/cli_runner.h"
+
+namespace {
+
+using namespace replaygate::testing;  // NOLINT: test vocabulary
+
+const char kGate[] = "policies/replay_gate.yaml";
+
+class MappingSafetyTest : public CliFixture {
+ protected:
+  MappingSafetyTest() : CliFixture(kSourceDir) {}
+
+  // A mapping for replay_gate.yaml with `attempts_line` as the attempts entry; returns its path.
+  std::string mapping_with(const std::string& attempts_line, const std::string& extra = "") {
+    const std::string path = (dir_ / "m.yaml").string();
+    write_file(path,
+               "format: kcat-json\n"
+               "inputs:\n"
+               "  topic: {header: kafka_dlt-original-topic}\n"
+               "  error_class:\n"
+               "    header: kafka_dlt-exception-cause-fqcn\n"
+               "    map: {java.net.SocketTimeoutException: timeout}\n" +
+                   attempts_line +
+                   "  idempotency_key: {payload: /idempotency_key, optional: true}\n"
+                   "  already_committed: {payload: /committed}\n"
+                   "  replays: {header: x-replay, optional: true}\n" +
+                   extra);
+    return path;
+  }
+
+  CliResult decide(const std::string& mapping, const std::string& records) {
+    return run({"decide", "--policy", kGate, "--format", "kafka", "--mapping", mapping}, records);
+  }
+};
+
+// A kcat -J record of a payment.capture timeout; `headers` are added after the two Spring ones.
+std::string record(int offset, const std::string& headers, const std::string& payload) {
+  return R"({"topic":"payments.DLT","partition":0,"offset":)" + std::to_string(offset) +
+         R"(,"headers":["kafka_dlt-original-topic","payment.capture",)"
+         R"("kafka_dlt-exception-cause-fqcn","java.net.SocketTimeoutException")" +
+         headers + R"(],"key":"k","payload":")" + payload + "\"}\n";
+}
+
+const char kNoAttempts[] = R"({\"idempotency_key\":\"cap_1\",\"committed\":false})";
+const char kOneAttempt[] = R"({\"idempotency_key\":\"cap_1\",\"committed\":false,\"attempts\":1})";
+
+const char kRg309Attempts[] =
+    "error[RG309]: the default '0' of input 'attempts' can open a create verb: a record without "
+    "payload /attempts can get replay_once (rule 'known_failures:payment.capture/timeout') instead "
+    "of hold (invalid input)\n"
+    "    7 |   attempts: {payload: /attempts, default: 0}\n"
+    "      |                                           ^\n"
+    "      = hint: e.g. {\"topic\": \"payment.capture\", \"error_class\": \"timeout\", "
+    "\"idempotency_key\": \"other\", \"already_committed\": false, \"replays\": 0} without "
+    "attempts; remove the default so that a record without it fails closed, or, once reviewed, "
+    "add `acknowledge: default-opens-create` to input 'attempts'\n";
+
+// `default: 0` on attempts: a record without a counter would be a first attempt and replay.
+// decide refuses the mapping before any record is read (exit 1, as for every mapping error).
+TEST_F(MappingSafetyTest, DefaultThatOpensCreateIsRefused) {
+  const std::string m = mapping_with("  attempts: {payload: /attempts, default: 0}\n");
+  const CliResult r = decide(m, record(1, "", kNoAttempts));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, m + ":7:43: " + kRg309Attempts + m + ": errors found; no record decided\n");
+
+  // lint says the same, and exits 1 (findings).
+  const CliResult lint = run({"lint", kGate, "--mapping", m});
+  EXPECT_EQ(lint.exit_code, 1);
+  EXPECT_EQ(lint.err, std::string(kGate) + ": ok\n" + m + ":7:43: " + kRg309Attempts + m +
+                          ": 1 error, 0 warnings\n");
+}
+
+// Once acknowledged, the default decides: the record without attempts replays, and nothing is
+// reported about the mapping.
+TEST_F(MappingSafetyTest, AcknowledgedDefaultDecides) {
+  const std::string m = mapping_with(
+      "  attempts: {payload: /attempts, default: 0, acknowledge: default-opens-create}\n");
+  const CliResult r = decide(m, record(1, "", kNoAttempts));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("verb":"replay_once","effect":"create")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("rule":"known_failures:payment.capture/timeout")"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.err.rfind("summary: 1 record, never 0, replay_once 1, hold 0; invalid 0", 0), 0u)
+      << r.err;
+  const CliResult lint = run({"lint", kGate, "--mapping", m});
+  EXPECT_EQ(lint.exit_code, 0);
+  EXPECT_EQ(lint.err, std::string(kGate) + ": ok\n" + m + ": ok\n");
+
+  // Without the default the same record fails closed.
+  const std::string plain = mapping_with("  attempts: {payload: /attempts}\n");
+  const CliResult closed = decide(plain, record(1, "", kNoAttempts));
+  EXPECT_EQ(closed.exit_code, 1);
+  EXPECT_NE(
+      closed.out.find(R"("verb":"hold","effect":"none","action":"nothing","rule":"default",)"
+                      R"x("reason":"invalid input: attempts (payload /attempts is missing)")x"),
+      std::string::npos)
+      << closed.out;
+}
+
+// A default on an optional input opens a create verb when its absence is what holds the letter.
+TEST_F(MappingSafetyTest, DefaultOnAnAbsentTestedInputIsRefused) {
+  const std::string m = (dir_ / "m.yaml").string();
+  write_file(m,
+             "inputs:\n"
+             "  topic: {header: t}\n"
+             "  error_class: {header: e}\n"
+             "  attempts: {payload: /attempts}\n"
+             "  idempotency_key: {payload: /key, optional: true, default: k1}\n"
+             "  already_committed: {payload: /committed}\n"
+             "  replays: {header: x-replay, optional: true}\n");
+  const CliResult r = decide(m, "");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            m + ":5:61: error[RG309]: the default 'k1' of input 'idempotency_key' can open a "
+                "create verb: a record without payload /key can get replay_once (rule "
+                "'known_failures:inventory.reserve/lock_timeout') instead of hold (rule "
+                "'no_idempotency_key')");
+  EXPECT_NE(r.err.find("= hint: e.g. {\"topic\": \"inventory.reserve\", \"error_class\": "
+                       "\"lock_timeout\", \"attempts\": 0, \"already_committed\": false, "
+                       "\"replays\": 0} without "
+                       "idempotency_key; "),
+            std::string::npos)
+      << r.err;
+}
+
+// A default that cannot open a create verb on a compared input is a warning: decide goes on.
+// A stale acknowledgement is one too; a misspelt one is an error.
+TEST_F(MappingSafetyTest, HarmlessDefaultsAndAcknowledgementsAreWarnedAbout) {
+  std::string m = mapping_with("  attempts: {payload: /attempts, default: 3}\n");
+  CliResult r = decide(m, record(1, "", kNoAttempts));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("verb":"hold","effect":"none","action":"nothing",)"
+                       R"("rule":"attempts_exhausted")"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            m + ":7:43: warning[RG308]: input 'attempts' has the default '3' and guard "
+                "'attempts_exhausted' compares it: a record without payload /attempts is decided "
+                "as if it said '3'");
+  EXPECT_NE(r.err.find("= hint: it cannot open a create verb under this policy; still, remove it "
+                       "unless the producer may leave the value out: a record without it is then "
+                       "invalid input (fail closed)\n"),
+            std::string::npos)
+      << r.err;
+  CliResult lint = run({"lint", kGate, "--mapping", m, "--werror"});
+  EXPECT_EQ(lint.exit_code, 1);
+  EXPECT_NE(lint.err.find(m + ": ok with 1 warning (failing: --werror)\n"), std::string::npos)
+      << lint.err;
+
+  m = mapping_with(
+      "  attempts: {payload: /attempts, default: 3, acknowledge: default-opens-create}\n");
+  lint = run({"lint", kGate, "--mapping", m});
+  EXPECT_EQ(lint.exit_code, 0);
+  EXPECT_EQ(lint.err.substr(lint.err.find('\n') + 1,
+                            lint.err.find('\n', lint.err.find('\n') + 1) - lint.err.find('\n') - 1),
+            m + ":7:59: warning[RG310]: input 'attempts' acknowledges a default that opens a "
+                "create verb, but its default '3' cannot");
+
+  m = mapping_with("  attempts: {payload: /attempts, default: 0, acknowledge: yes}\n");
+  r = decide(m, "");
+  EXPECT_EQ(r.exit_code, 1);
+  // Not an acknowledgement: the default stays refused too.
+  EXPECT_NE(r.err.find(m + ":7:43: error[RG309]: the default '0' of input 'attempts'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(m + ":7:59: error[RG305]: acknowledge of input 'attempts' must be "
+                           "default-opens-create\n"),
+            std::string::npos)
+      << r.err;
+}
+
+// kcat -J prints a header without a value as null: it is present, so not "missing", and a replay
+// counter that says nothing known makes the record invalid input (fail closed).
+TEST_F(MappingSafetyTest, NullHeaderIsInvalidInput) {
+  const std::string m = mapping_with("  attempts: {payload: /attempts}\n");
+  const CliResult r =
+      decide(m, record(1, R"(,"x-replay",null)", kOneAttempt) +
+                    record(2, R"(,"x-replay","1")", kOneAttempt) + record(3, "", kOneAttempt));
+  EXPECT_EQ(r.exit_code, 1);
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_NE(lines[0].find(R"("verb":"hold","effect":"none","action":"nothing","rule":"default",)"
+                          R"x("reason":"invalid input: replays (header 'x-replay' is present )x"
+                          R"x(but null)")x"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find(R"("invalid":true)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(R"("rule":"already_replayed")"), std::string::npos) << lines[1];
+  // Only a missing header is absent.
+  EXPECT_NE(lines[2].find(R"("verb":"replay_once")"), std::string::npos) << lines[2];
+  EXPECT_EQ(r.err,
+            "summary: 3 records, never 0, replay_once 1, hold 2; invalid 1, maybe-duplicate holds "
+            "0, budget holds 0; replayed keys 1 in a 16 MiB filter, false-positive rate 1.7e-18\n");
+}
+
+// Header names match exactly: `X-Replay` is not `x-replay`, so the letter counts as never
+// replayed. decide decides it so (the mapping is what is reviewed) and warns, once per mapped
+// header however many records carry the variant.
+TEST_F(MappingSafetyTest, HeaderDifferingOnlyInCaseIsWarnedAboutOnce) {
+  const std::string m = mapping_with("  attempts: {payload: /attempts}\n");
+  const CliResult r = decide(m, record(1, R"(,"X-Replay","1")", kOneAttempt) +
+                                    record(2, R"(,"X-REPLAY","1")", kOneAttempt));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("n":1,"verb":"replay_once")"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err,
+            "replaygate: warning: record payments.DLT/0/1 has header 'X-Replay', which differs "
+            "from the mapped header 'x-replay' only in case: header names match exactly, so input "
+            "'replays' does not read it (the header counts as missing); fix the producer or the "
+            "mapping (said once per mapped header)\n"
+            "summary: 2 records, never 0, replay_once 1, hold 1; invalid 0, maybe-duplicate holds "
+            "1, budget holds 0; replayed keys 1 in a 16 MiB filter, false-positive rate 1.7e-18\n");
+}
+
+// decide never reads an operator-only input from a record, so a create verb that needs one cannot
+// be opened by a default: generation_recovery's dispatch needs operator_confirmed. The defaults
+// are still warned about, naming what reads them (a guard; a derived bool for an operand).
+TEST_F(MappingSafetyTest, OperatorOnlyInputsAreUnsetInTheAnalysis) {
+  std::string inputs;
+  for (const char* name : {"phase", "record_revision"}) {
+    inputs += std::string("  ") + name + ": {payload: /" + name + "}\n";
+  }
+  inputs += "  message_revision: {payload: /message_revision, default: 1}\n";
+  for (const char* name :
+       {"remote_job_id", "copy_complete", "refund_resolved", "dispatch_confirmed_absent",
+        "model_current", "spec_current", "remaining_budget"}) {
+    inputs += std::string("  ") + name + ": {payload: /" + name + ", optional: true}\n";
+  }
+  inputs += "  user_authorized: {payload: /user_authorized, optional: true, default: true}\n";
+  const std::string m = (dir_ / "m.yaml").string();
+  write_file(m, "format: kcat-json\ninputs:\n" + inputs);
+  // The shipped policy's record-only inputs may not be mapped (RG311): a copy without the marker.
+  const CliResult r = run({"lint", letter_state_recovery_policy(dir_), "--mapping", m});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(m + ":5:59: warning[RG308]: input 'message_revision' has the default '1' "
+                           "and derived input 'stale' is computed from it: a record without "
+                           "payload /message_revision is decided as if it said '1'\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(m + ":13:73: warning[RG308]: input 'user_authorized' has the default "
+                           "'true' and guard 'prepared_dispatch_reviewed' compares it: a record "
+                           "without payload /user_authorized is decided as if it said 'true'\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(m + ": ok with 2 warnings\n"), std::string::npos) << r.err;
+}
+
+// lint --mapping: the shipped example passes; json carries both files' diagnostics in one array;
+// sarif is refused (one run, one file); a policy with errors leaves the mapping unchecked.
+TEST_F(MappingSafetyTest, LintChecksTheMapping) {
+  CliResult r =
+      run({"lint", kGate, "--mapping", "examples/kafka-spring-dlt.mapping.yaml", "--werror"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, std::string(kGate) + ": ok\nexamples/kafka-spring-dlt.mapping.yaml: ok\n");
+
+  const std::string m = mapping_with("  attempts: {payload: /attempts, default: 0}\n");
+  r = run({"lint", kGate, "--mapping", m, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("[\n  {\"severity\":\"error\",\"code\":\"RG309\",\"message\":\"the default "
+                        "'0' of input 'attempts' can open a create verb",
+                        0),
+            0u)
+      << r.out;
+
+  r = run({"lint", kGate, "--mapping", m, "--format", "sarif"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate: error: --mapping works with --format text, json or github, not sarif\n");
+
+  write_file(dir_ / "bad.yaml", "policy: p\n");
+  r = run({"lint", (dir_ / "bad.yaml").string(), "--mapping", m});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(m + ": not checked (the policy has errors)\n"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,127 @@
+// The record formats table and the --input-format / --format / --mapping checks (see
+// input_formats.h).
+#include "tools/cli/input_formats.h"
+
+#include <cstdio>
+
+#include "compiler/diagnostic.h"
+#include "compiler/escape.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/kafka.h"
+#include "tools/cli/letters.h"
+#include "tools/cli/policy_source.h"
+
+namespace replaygate::cli {
+namespace {
+
+std::unique_ptr<RecordParser> make_letters(const Table& table, const Mapping* /*mapping*/) {
+  return std::make_unique<LetterParser>(table);
+}
+std::unique_ptr<RecordParser> make_kafka(const Table& table, const Mapping* mapping) {
+  return std::make_unique<KafkaParser>(table, *mapping);
+}
+
+}  // namespace
+
+const std::vector<InputFormat>& input_formats() {
+  // The one list of format names; a new format is one line (docs/cli.md "Formats").
+  static const std::vector<InputFormat> formats = {
+      {"letters", "", "JSON objects keyed by policy inputs", make_letters},
+      {"kafka", "kcat-json", "kcat -C -J records, read through --mapping", make_kafka},
+  };
+  return formats;
+}
+
+std::string input_format_names() {
+  const std::vector<InputFormat>& formats = input_formats();
+  std::string out;
+  for (size_t i = 0; i < formats.size(); ++i) {
+    if (i > 0) out += i + 1 == formats.size() ? " or " : ", ";
+    out += formats[i].name;
+  }
+  return out;
+}
+
+const InputFormat* choose_input_format(const InputFormatOptions& o, std::string* error) {
+  const bool given = o.input_format_set || o.alias_set;
+  // The option as the user spelled it, for the messages.
+  const std::string option = o.input_format_set ? "--input-format" : "--format";
+  const std::string name = o.input_format_set ? o.input_format : o.alias;
+  if (o.input_format_set && o.alias_set && o.input_format != o.alias) {
+    *error = "--format " + escape_control(o.alias) + " and --input-format " +
+             escape_control(o.input_format) +
+             " disagree: --format is another name for --input-format; give one of them";
+    return nullptr;
+  }
+  const InputFormat* format = &input_formats().front();
+  if (given) {
+    format = nullptr;
+    std::vector<std::string> names;
+    for (const InputFormat& f : input_formats()) {
+      if (f.name == name) format = &f;
+      names.emplace_back(f.name);
+    }
+    if (format == nullptr) {
+      *error = option + " must be " + input_format_names() + ", not '" + escape_control(name) + "'";
+      const std::string suggestion = closest_match(name, names);
+      if (!suggestion.empty()) *error += "; did you mean '" + suggestion + "'?";
+      return nullptr;
+    }
+  }
+  if (!format->mapping_format.empty() && o.mapping.empty()) {
+    *error = option + " " + std::string(format->name) +
+             " needs --mapping MAPPING.yaml (which header or payload field feeds each policy "
+             "input)";
+    return nullptr;
+  }
+  if (format->mapping_format.empty() && !o.mapping.empty()) {
+    std::string takers;
+    for (const InputFormat& f : input_formats()) {
+      if (f.mapping_format.empty()) continue;
+      takers += (takers.empty() ? "--input-format " : ", ") + std::string(f.name);
+    }
+    *error = "--mapping applies only to a format that reads broker records (" + takers +
+             "), not to " + std::string(format->name);
+    return nullptr;
+  }
+  return format;
+}
+
+std::string mapping_format_mismatch(const InputFormat& format, const std::string& mapping_path,
+                                    const Mapping& mapping) {
+  if (mapping.format == format.mapping_format) return "";
+  return escape_control(mapping_path) + " maps " + escape_control(mapping.format) +
+         " records, but --input-format " + std::string(format.name) + " reads " +
+         std::string(format.mapping_format) +
+         " records; give a mapping with format: " + std::string(format.mapping_format);
+}
+
+int open_record_parser(const InputFormat& format, const std::string& mapping_path,
+                       const Table& table, std::string_view consequence, RecordReading* out) {
+  *out = RecordReading{};
+  if (format.mapping_format.empty()) {
+    out->parser = format.make_parser(table, nullptr);
+    return kExitOk;
+  }
+  auto mapping = std::make_unique<LoadedMapping>(load_mapping_file(mapping_path, table));
+  if (mapping->io_error) {
+    std::fprintf(stderr, "replaygate: %s\n", mapping->io_message.c_str());
+    return kExitUsage;
+  }
+  report_diagnostics(mapping->diagnostics, mapping->source_text, DiagnosticFormat::kText);
+  if (has_errors(mapping->diagnostics)) {
+    std::fprintf(stderr, "%s: errors found; %.*s\n", mapping_path.c_str(),
+                 static_cast<int>(consequence.size()), consequence.data());
+    return kExitFindings;
+  }
+  if (const std::string why = mapping_format_mismatch(format, mapping_path, mapping->mapping);
+      !why.empty()) {
+    std::fprintf(stderr, "replaygate: error: %s\n", why.c_str());
+    return kExitUsage;
+  }
+  out->parser = format.make_parser(table, &mapping->mapping);
+  out->mapping = std::move(mapping);
+  return kExitOk;
+}
+
+}  // namespace replaygate::cli

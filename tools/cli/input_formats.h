@@ -1,0 +1,81 @@
+// The record formats of the commands that read dead-letter records (`decide`, `explain`), named
+// with `--input-format NAME`: one table, kInputFormats in input_formats.cc, owns the names, so a
+// new format is one entry there (its name, the mapping `format:` it reads, and its parser).
+//
+//   choose_input_format()   --input-format (and decide's alias --format) plus --mapping -> a
+//                           format, or the usage message (exit 2): an unknown name (with the known
+//                           ones and a did-you-mean), the two options disagreeing, a format that
+//                           needs --mapping without one, --mapping for a format without one
+//   open_record_parser()    the parser for a chosen format, its mapping loaded and checked first
+//
+// `review` reads a message and an operation record (two JSON documents, not a dump) and takes no
+// --input-format.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/table.h"
+#include "tools/cli/mapping.h"
+#include "tools/cli/records.h"
+
+namespace replaygate::cli {
+
+struct InputFormat {
+  std::string_view name;            // what --input-format takes: "letters", "kafka"
+  std::string_view mapping_format;  // the `format:` its mapping file has; "" takes no mapping
+  std::string_view help;            // one phrase for --help: "kcat -C -J records"
+  // The parser; `mapping` is null exactly when mapping_format is "", else checked against `table`
+  // without errors. Both must outlive the parser.
+  std::unique_ptr<RecordParser> (*make_parser)(const Table& table, const Mapping* mapping);
+};
+
+// Every format, the default (letters) first.
+const std::vector<InputFormat>& input_formats();
+
+// "letters or kafka" (", " between the first ones when there are more).
+std::string input_format_names();
+
+// What the command line said about the record format.
+struct InputFormatOptions {
+  std::string input_format;  // --input-format, when given
+  bool input_format_set = false;
+  std::string alias;  // decide's --format (an alias of --input-format), when given
+  bool alias_set = false;
+  std::string mapping;  // --mapping, when given
+};
+
+// The format the options name (letters when neither option is given), or null with *error set to
+// the usage message (the option named as the user spelled it):
+//   "--input-format must be letters or kafka, not 'kafak'; did you mean 'kafka'?"
+//   "--format kafka and --input-format letters disagree: --format is another name for
+//    --input-format; give one of them"
+//   "--input-format kafka needs --mapping MAPPING.yaml (which header or payload field feeds each
+//    policy input)"
+//   "--mapping applies only to a format that reads broker records (--input-format kafka), not to
+//    letters"
+// Values are escaped (escape_control). Giving both options with the same name is fine.
+const InputFormat* choose_input_format(const InputFormatOptions& options, std::string* error);
+
+// A parser and the mapping it reads through (when its format takes one).
+struct RecordReading {
+  std::unique_ptr<LoadedMapping> mapping;  // null for a format without a mapping
+  std::unique_ptr<RecordParser> parser;
+};
+
+// Makes the parser for `format`; for a format with a mapping, loads `mapping_path` and checks it
+// against `table` first. Returns 0 with *out set; 1 when the mapping has errors (its diagnostics
+// are on stderr, followed by "MAPPING: errors found; `consequence`"); 2 when it cannot be read
+// ("replaygate: cannot read ...") or maps records of another format than `format` reads
+// ("replaygate: error: MAPPING maps kcat-json records, but --input-format X reads Y records").
+int open_record_parser(const InputFormat& format, const std::string& mapping_path,
+                       const Table& table, std::string_view consequence, RecordReading* out);
+
+// The check of open_record_parser() on the mapping's `format:`, on its own (tests): "" when
+// `mapping` fits `format`, else the message above.
+std::string mapping_format_mismatch(const InputFormat& format, const std::string& mapping_path,
+                                    const Mapping& mapping);
+
+}  // namespace replaygate::cli

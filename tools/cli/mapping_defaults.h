@@ -1,0 +1,50 @@
+// A mapping's `default:` values checked against the policy (RG308-RG310, docs/input-mapping.md).
+//
+// A default turns "the record does not say" into a value the policy then trusts: `attempts:
+// {default: 0}` makes a record without a counter look like a first attempt. Without the default a
+// missing required input is invalid input (the policy default verb, effect none) and a missing
+// optional one is absent. A default *opens a create verb* when some record without the value gets
+// a verb of effect create with the default and a verb of another effect without it, i.e. when some
+// assignment of the other inputs exists for which
+//     verb(other inputs, input = default) has effect create, and
+//     verb(other inputs, input missing)   does not.
+// This is decided exactly over the policy's decision regions (compiler/regions.h), on the policy
+// lifted from the table (compiler/lift.h), with two refinements of what a record can carry:
+// operator-only inputs are unset (decide never reads them) and a derived bool is free (the
+// analysis' usual over-approximation: it may report a case whose derived value cannot occur, never
+// miss one). When the table cannot be lifted or the region budget runs out, the default counts as
+// opening a create verb (fail closed).
+//
+// Findings, one per defaulted input, at the `default:` (or `acknowledge:`) node:
+//   RG309 error    the default opens a create verb and the input has no
+//                  `acknowledge: default-opens-create`
+//   RG308 warning  the default cannot open a create verb, but a rule reads the input (a guard
+//                  condition, a table key, or a derived bool's operand): a record without it is
+//                  decided as if it said the default
+//   RG310 warning  `acknowledge: default-opens-create` on an input whose default cannot open a
+//                  create verb (or that has no default): a stale acknowledgement would hide a
+//                  later default that does
+// An acknowledged default that opens a create verb gets no finding: it has been reviewed.
+//
+// Nothing prints. Thread-compatible (reads its arguments only).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/diagnostic.h"
+#include "runtime/table.h"
+#include "tools/cli/mapping.h"
+
+namespace replaygate::cli {
+
+// The value of `acknowledge:` that accepts a default that opens a create verb.
+inline constexpr const char* kAcknowledgeOpensCreate = "default-opens-create";
+
+// The RG308-RG310 findings for `mapping` (checked against `table`, as parse_mapping() does),
+// pointing into `path`. Empty when no input has a default or an acknowledgement (then the table
+// is not even lifted).
+std::vector<Diagnostic> check_mapping_defaults(const Mapping& mapping, const Table& table,
+                                               const std::string& path);
+
+}  // namespace replaygate::cli
