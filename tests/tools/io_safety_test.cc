@@ -270,4 +270,30 @@ TEST_F(IoSafetyTest, AnEmptyOutcomeNamesTheOptionOnce) {
             "Run 'replaygate audit --help' for usage.\n");
 }
 
+// `cat /dev/zero | replaygate dump /dev/stdin` buffered 1 GiB before it said "bad magic"; the
+// header is checked first, so it is refused at once (and cat ends on the closed pipe).
+TEST_F(IoSafetyTest, DumpOfAnEndlessPipeThatIsNoTableIsRefusedAtOnce) {
+  CliRun how;
+  how.args = {"dump", "/dev/stdin"};
+  how.stdin_command = "cat /dev/zero";
+  how.timeout_seconds = 20;
+  const CliResult r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "replaygate: cannot load table /dev/stdin: bad_magic: bad magic: not a replaygate "
+            "table\n");
+  // A table with endless bytes after it: read to its size, and one byte past.
+  how.stdin_command = "cat " + shell_quote(table()) + " /dev/zero";
+  const CliResult tail = run_cli(dir_, how);
+  EXPECT_EQ(tail.exit_code, 2);
+  EXPECT_EQ(tail.err.rfind("replaygate: cannot load table /dev/stdin: malformed: trailing bytes: "
+                           "header says ",
+                           0),
+            0u)
+      << tail.err;
+  EXPECT_NE(tail.err.find(" bytes, and /dev/stdin goes on past them\n"), std::string::npos)
+      << tail.err;
+}
+
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -458,6 +459,25 @@ std::string percent_text(double percent) {
   return buffer;
 }
 
+// The --min-coverage failure, with both numbers true and told apart: the coverage as its exact
+// fraction and a percentage with as many decimals (at least one) as keep it below the
+// threshold, and the threshold as its shortest decimal form. "3/16 (18.75%) is below
+// --min-coverage 18.8%", not "18.8% is below 18.8%".
+std::string below_min_text(const Coverage& cov, double threshold) {
+  const double percent = cov.percent();
+  char text[64] = "";
+  for (int decimals = 1; decimals <= 15; ++decimals) {
+    std::snprintf(text, sizeof text, "%.*f", decimals, percent);
+    if (std::strtod(text, nullptr) < threshold) break;
+  }
+  char limit[64];
+  const std::to_chars_result end = std::to_chars(limit, limit + sizeof limit - 1, threshold);
+  *end.ptr = '\0';
+  return "rule coverage " + std::to_string(cov.rules_covered()) + "/" +
+         std::to_string(cov.rules_total()) + " (" + text + "%) is below --min-coverage " + limit +
+         "%";
+}
+
 std::string json_document(const std::string& policy_path, const std::vector<CaseResult>& results,
                           const std::vector<Diagnostic>& case_diagnostics, size_t passed,
                           size_t failed, bool case_file_errors, const Coverage& cov,
@@ -637,8 +657,7 @@ int run_test(const TestOptions& options) {
     }
   }
   if (below) {
-    std::fprintf(stderr, "replaygate test: rule coverage %s is below --min-coverage %g%%\n",
-                 percent_text(cov.percent()).c_str(), options.min_coverage);
+    std::fprintf(stderr, "replaygate test: %s\n", below_min_text(cov, options.min_coverage).c_str());
   }
   // The text report went through stdio: print_to_stdout() flushes it and names the cause.
   if (!print_to_stdout("", "the test report")) return kExitUsage;
