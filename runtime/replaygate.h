@@ -132,9 +132,10 @@ RG_API const char* rg_status_name(rg_status status);
 /* ---- Tables ---------------------------------------------------------------------------- */
 
 /* Reads and verifies a .rgt file. On success *out owns the table (free with rg_table_free).
- * `path` may be a regular file or a pipe (a FIFO, /dev/stdin): a pipe is read to its end; a FIFO
- * is opened without waiting for a writer, and one with no writer reads as empty
- * (RG_ERR_TRUNCATED). A device or any other kind of file is RG_ERR_IO, before any read.
+ * `path` may be a regular file or a pipe (a FIFO, /dev/stdin): a pipe is read header first, and
+ * no further than the size the header gives (plus one byte to see its end); a FIFO is opened
+ * without waiting for a writer, and one with no writer reads as empty (RG_ERR_TRUNCATED). A
+ * device or any other kind of file is RG_ERR_IO, before any read.
  * Errors: RG_ERR_ARGUMENT (NULL path or out), RG_ERR_IO .. RG_ERR_MALFORMED, RG_ERR_NO_MEMORY;
  * *out is then NULL and *err (if given) holds the message. */
 RG_API rg_status rg_table_load_file(const char* path, rg_table** out, rg_error* err);

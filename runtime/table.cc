@@ -242,6 +242,27 @@ class TableHasher {
   uint64_t fed_ = 0;  // bytes [0, fed_) went through the plan
 };
 
+// The checks that need only the header, in the loader's order: magic, version, header size and
+// the size cap. A stream is checked with them before the rest of it is read.
+bool check_header_alone(const fm::Header& h, LoadStatus* status) {
+  if (std::memcmp(h.magic, fm::kMagic, sizeof(h.magic)) != 0) {
+    *status = {LoadError::kBadMagic, "bad magic: not a replaygate table"};
+  } else if (h.version != fm::kVersion) {
+    *status = {LoadError::kUnsupportedVersion, "unsupported format version " + num(h.version) +
+                                                   " (this runtime reads " + num(fm::kVersion) +
+                                                   ")"};
+  } else if (h.header_size != sizeof(fm::Header)) {
+    *status = {LoadError::kMalformed, "bad header size " + num(h.header_size) + " (expected " +
+                                          num(sizeof(fm::Header)) + ")"};
+  } else if (h.total_size > Table::kMaxTableBytes) {
+    *status = {LoadError::kTooLarge, "header claims " + num(h.total_size) +
+                                         " bytes, over the limit of " + num(Table::kMaxTableBytes)};
+  } else {
+    return true;
+  }
+  return false;
+}
+
 // Decodes and validates; each check_* returns false after setting the status.
 class Loader {
  public:
@@ -266,23 +287,7 @@ class Loader {
   bool check_header() {
     fm::Header& h = t_.header;
     std::memcpy(&h, base(), sizeof(fm::Header));
-    if (std::memcmp(h.magic, fm::kMagic, sizeof(h.magic)) != 0) {
-      return fail(LoadError::kBadMagic, "bad magic: not a replaygate table");
-    }
-    if (h.version != fm::kVersion) {
-      return fail(LoadError::kUnsupportedVersion, "unsupported format version " + num(h.version) +
-                                                      " (this runtime reads " + num(fm::kVersion) +
-                                                      ")");
-    }
-    if (h.header_size != sizeof(fm::Header)) {
-      return fail(LoadError::kMalformed, "bad header size " + num(h.header_size) + " (expected " +
-                                             num(sizeof(fm::Header)) + ")");
-    }
-    if (h.total_size > Table::kMaxTableBytes) {
-      return fail(LoadError::kTooLarge, "header claims " + num(h.total_size) +
-                                            " bytes, over the limit of " +
-                                            num(Table::kMaxTableBytes));
-    }
+    if (!check_header_alone(h, status_)) return false;
     if (h.total_size > t_.size) {
       return fail(LoadError::kTruncated,
                   "truncated: header says " + num(h.total_size) + " bytes, got " + num(t_.size));
@@ -1169,6 +1174,20 @@ struct Fd {
   ~Fd() { ::close(fd); }
 };
 
+// Reads into [out + done, out + size) until it is full or the stream ends, feeding each piece to
+// `hasher` when there is one. The bytes now there (done + what was read), or -1 on a read error
+// (errno set).
+ssize_t read_up_to(int fd, uint8_t* out, size_t done, size_t size, TableHasher* hasher) {
+  while (done < size) {
+    const ssize_t n = read_some(fd, out + done, std::min(kChunk, size - done));
+    if (n < 0) return -1;
+    if (n == 0) break;
+    if (hasher != nullptr) hasher->feed(out, done, done + static_cast<size_t>(n));
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
 }  // namespace
 
 std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* status) {
@@ -1206,69 +1225,82 @@ std::unique_ptr<Table> Table::load_file(const std::string& path, LoadStatus* sta
     *status = {LoadError::kIo, io_error("cannot read", path, errno)};
     return nullptr;
   }
-  if (!S_ISREG(st.st_mode) || st.st_size <= 0) {
-    // Pipes, directories (whose read fails with EISDIR) and files that report no size (some in
-    // /proc): read to EOF into a growing buffer, then load_bytes(). A FIFO that had no writer
-    // when it was opened is at its end at once: it reads as empty.
-    std::string bytes;
-    char chunk[1 << 16];
-    ssize_t n = 0;
-    while ((n = read_some(fd, chunk, sizeof(chunk))) > 0) {
-      if (static_cast<size_t>(n) > kMaxTableBytes - bytes.size()) {
-        *status = {LoadError::kTooLarge,
-                   path + " is over the limit of " + num(kMaxTableBytes) + " bytes"};
-        return nullptr;
-      }
-      bytes.append(chunk, static_cast<size_t>(n));
-    }
-    if (n < 0) {
+  // Pipes, directories (whose read fails with EISDIR) and files that report no size (some in
+  // /proc) are streams: no size to trust, so the header is read first, checked, and then says
+  // how many bytes to read. A stream that is no table (cat /dev/zero |) is refused after its
+  // first 80 bytes, and no stream is read more than one byte past the size its header gives.
+  // A regular file is read straight into the table's buffer, sized from fstat. Publishers
+  // replace a table by atomic rename, so the open descriptor keeps the old file whole; a file
+  // changed in place that ends early or runs long is an I/O error. Both hash each piece as it
+  // arrives.
+  const bool stream = !S_ISREG(st.st_mode) || st.st_size <= 0;
+  uint8_t head[sizeof(fm::Header)];
+  size_t have = 0;  // bytes of `head` read
+  size_t size = 0;
+  if (stream) {
+    const ssize_t got = read_up_to(fd, head, 0, sizeof(head), nullptr);
+    if (got < 0) {
       *status = {LoadError::kIo, io_error("cannot read", path, errno)};
       return nullptr;
     }
-    if (bytes.empty() && S_ISFIFO(st.st_mode)) {
+    have = static_cast<size_t>(got);
+    if (have == 0 && S_ISFIFO(st.st_mode)) {
       *status = {LoadError::kTruncated, "empty table: the pipe " + path +
                                             " gave no bytes (a FIFO with no writer when it is "
                                             "opened reads as empty)"};
       return nullptr;
     }
-    return load_bytes(bytes.data(), bytes.size(), status);
+    if (have < sizeof(head)) return load_bytes(head, have, status);  // empty, or short
+    fm::Header h;
+    std::memcpy(&h, head, sizeof(h));
+    if (!check_header_alone(h, status)) return nullptr;
+    if (h.total_size < sizeof(head)) {
+      *status = {LoadError::kMalformed, "trailing bytes: header says " + num(h.total_size) +
+                                            " bytes, got at least " + num(sizeof(head))};
+      return nullptr;
+    }
+    size = static_cast<size_t>(h.total_size);
+  } else {
+    if (static_cast<uint64_t>(st.st_size) > kMaxTableBytes) {
+      *status = {LoadError::kTooLarge,
+                 path + " is over the limit of " + num(kMaxTableBytes) + " bytes"};
+      return nullptr;
+    }
+    size = static_cast<size_t>(st.st_size);
   }
-
-  // A regular file: read straight into the table's buffer, sized from fstat, hashing each piece
-  // as it arrives. Publishers replace a table by atomic rename, so the open descriptor keeps
-  // the old file whole; a file changed in place that ends early or runs long is an I/O error.
-  if (static_cast<uint64_t>(st.st_size) > kMaxTableBytes) {
-    *status = {LoadError::kTooLarge,
-               path + " is over the limit of " + num(kMaxTableBytes) + " bytes"};
-    return nullptr;
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
   auto impl = std::make_unique<Impl>();
   impl->storage.allocate(size);
   impl->size = size;
   uint8_t* out = reinterpret_cast<uint8_t*>(impl->storage.get());
   TableHasher hasher(size);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = read_some(fd, out + done, std::min(kChunk, size - done));
-    if (n < 0) {
-      *status = {LoadError::kIo, io_error("cannot read", path, errno)};
-      return nullptr;
-    }
-    if (n == 0) {
-      *status = {LoadError::kIo, "cannot read " + path + ": the file shrank from " + num(size) +
-                                     " to " + num(done) + " bytes while being read"};
-      return nullptr;
-    }
-    hasher.feed(out, done, done + static_cast<size_t>(n));
-    done += static_cast<size_t>(n);
+  std::memcpy(out, head, have);
+  if (have > 0) hasher.feed(out, 0, have);
+  const ssize_t done = read_up_to(fd, out, have, size, &hasher);
+  if (done < 0) {
+    *status = {LoadError::kIo, io_error("cannot read", path, errno)};
+    return nullptr;
+  }
+  if (static_cast<size_t>(done) < size) {
+    // The loader's own words for a short table, which a stream is when it ends early.
+    *status = stream ? LoadStatus{LoadError::kTruncated, "truncated: header says " + num(size) +
+                                                             " bytes, got " + num(done)}
+                     : LoadStatus{LoadError::kIo,
+                                  "cannot read " + path + ": the file shrank from " + num(size) +
+                                      " to " + num(done) + " bytes while being read"};
+    return nullptr;
   }
   char extra;
   const ssize_t more = read_some(fd, &extra, 1);
-  if (more != 0) {
-    *status = {LoadError::kIo, more < 0 ? io_error("cannot read", path, errno)
-                                        : "cannot read " + path + ": the file grew past " +
-                                              num(size) + " bytes while being read"};
+  if (more < 0) {
+    *status = {LoadError::kIo, io_error("cannot read", path, errno)};
+    return nullptr;
+  }
+  if (more > 0) {
+    *status =
+        stream ? LoadStatus{LoadError::kMalformed, "trailing bytes: header says " + num(size) +
+                                                       " bytes, and " + path + " goes on past them"}
+               : LoadStatus{LoadError::kIo, "cannot read " + path + ": the file grew past " +
+                                                num(size) + " bytes while being read"};
     return nullptr;
   }
   if (!precheck(out, size, status)) return nullptr;

@@ -163,10 +163,13 @@ class Table {
   // tables by atomic rename, so a reader never maps a file a writer may truncate: a regular file
   // is read into a buffer of the size fstat gives, and one that ends before that size or runs
   // past it (changed in place while being read) is kIo. Pipes and files that report no size are
-  // read to their end; a FIFO is opened without waiting for a writer, and one with no writer
-  // then reads as empty (kTruncated). Devices (/dev/zero, a terminal) and sockets are kIo before
-  // any read. kIo also when the file cannot be opened or read, kTooLarge over kMaxTableBytes;
-  // then every error of load_bytes(). nullptr on error, with *status set.
+  // read header first: one whose 80-byte header is not a table's is refused at once (kBadMagic,
+  // ...), else exactly the header's total_size bytes are read, plus one to see the end (an early
+  // end is kTruncated, more bytes kMalformed "trailing bytes"). A FIFO is opened without waiting
+  // for a writer, and one with no writer then reads as empty (kTruncated). Devices (/dev/zero, a
+  // terminal) and sockets are kIo before any read. kIo also when the file cannot be opened or read,
+  // kTooLarge over kMaxTableBytes; then every error of load_bytes(). nullptr on error, with *status
+  // set.
   static std::unique_ptr<Table> load_file(const std::string& path, LoadStatus* status);
   // Copies and verifies `size` bytes: header, version, checksum, every offset and index.
   static std::unique_ptr<Table> load_bytes(const void* data, size_t size, LoadStatus* status);

@@ -1,16 +1,20 @@
 // Loading from files that are not regular files: devices are refused before any read, a FIFO
 // without a writer reads as empty at once (never a hang: a reload thread would block forever in
-// open()), and pipes with a writer are read to their end.
+// open()), and pipes with a writer are read as far as their header says: a stream that is no
+// table is refused after its header, and none is read more than one byte past its stated size.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "compiler/lower.h"
 #include "runtime/replaygate.h"
@@ -156,6 +160,103 @@ TEST(LoadSpecialFiles, AnonymousPipeIsReadToItsEnd) {
   ::close(fds[0]);
   EXPECT_EQ(std::string(rg_table_policy_id(t).data, rg_table_policy_id(t).size), "dlq-replay-gate");
   rg_table_free(t);
+}
+
+// Writes `bytes` then zeros into the write end `fd` of a pipe until the reader goes away (EPIPE),
+// on a thread; written() is every byte the pipe took: what the reader read plus what was left in
+// the pipe (one page: its size is set to the smallest there is).
+class EndlessWriter {
+ public:
+  EndlessWriter(int fd, std::vector<uint8_t> bytes) : fd_(fd), bytes_(std::move(bytes)) {
+    ::fcntl(fd_, F_SETPIPE_SZ, 4096);
+    previous_ = ::signal(SIGPIPE, SIG_IGN);  // EPIPE instead of the signal
+    thread_ = std::thread([this] {
+      std::vector<uint8_t> block(4096, 0);
+      size_t from = 0;
+      while (true) {
+        const uint8_t* data = from < bytes_.size() ? bytes_.data() + from : block.data();
+        const size_t size = from < bytes_.size() ? bytes_.size() - from : block.size();
+        const ssize_t n = ::write(fd_, data, size);
+        if (n <= 0) break;
+        from += static_cast<size_t>(n);
+        written_ = from;
+      }
+      ::close(fd_);
+    });
+  }
+  ~EndlessWriter() { ::signal(SIGPIPE, previous_); }
+  // Waits for the writer to stop (after the reader closed its end).
+  uint64_t join() {
+    thread_.join();
+    return written_;
+  }
+
+ private:
+  int fd_;
+  std::vector<uint8_t> bytes_;
+  std::atomic<uint64_t> written_{0};
+  void (*previous_)(int) = nullptr;
+  std::thread thread_;
+};
+
+// `cat /dev/zero | replaygate dump /dev/stdin` read 1 GiB before it said "bad magic". The
+// header is checked first: refused at once, with the pipe read no further than its header.
+TEST(LoadSpecialFiles, AnEndlessPipeThatIsNoTableIsRefusedAfterItsHeader) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  EndlessWriter writer(fds[1], {});
+  LoadStatus status;
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(Table::load_file("/proc/self/fd/" + std::to_string(fds[0]), &status), nullptr);
+  const auto took = std::chrono::steady_clock::now() - started;
+  ::close(fds[0]);
+  const uint64_t written = writer.join();
+  EXPECT_EQ(status.error, LoadError::kBadMagic);
+  EXPECT_EQ(status.message, "bad magic: not a replaygate table");
+  EXPECT_LE(written, 80u + 4096u + 4096u) << "the loader read past the header";
+  EXPECT_LT(took, std::chrono::seconds(5));
+}
+
+// A table followed by endless bytes: read to its stated size and one byte past, then refused as
+// trailing bytes (before, the pipe was read to the 1 GiB limit).
+TEST(LoadSpecialFiles, AnEndlessPipeAfterATableIsReadOneBytePastIt) {
+  const Bytes bytes = lower(testing::reference_gate());
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  EndlessWriter writer(fds[1], bytes);
+  LoadStatus status;
+  const std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
+  EXPECT_EQ(Table::load_file(path, &status), nullptr);
+  ::close(fds[0]);
+  const uint64_t written = writer.join();
+  EXPECT_EQ(status.error, LoadError::kMalformed);
+  EXPECT_EQ(status.message, "trailing bytes: header says " + std::to_string(bytes.size()) +
+                                " bytes, and " + path + " goes on past them");
+  EXPECT_LE(written, bytes.size() + 1 + 4096u + 4096u);
+}
+
+// A pipe that ends before the size its header gives is a truncated table, in the loader's words.
+TEST(LoadSpecialFiles, APipeThatEndsEarlyIsTruncated) {
+  const Bytes bytes = lower(testing::reference_gate());
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    const size_t half = bytes.size() / 2;
+    size_t done = 0;
+    while (done < half) {
+      const ssize_t n = ::write(fds[1], bytes.data() + done, half - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::close(fds[1]);
+  });
+  LoadStatus status;
+  EXPECT_EQ(Table::load_file("/proc/self/fd/" + std::to_string(fds[0]), &status), nullptr);
+  writer.join();
+  ::close(fds[0]);
+  EXPECT_EQ(status.error, LoadError::kTruncated);
+  EXPECT_EQ(status.message, "truncated: header says " + std::to_string(bytes.size()) +
+                                " bytes, got " + std::to_string(bytes.size() / 2));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // purpose, run with RG_UPDATE_GOLDEN=1 and review the diff.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -278,8 +279,9 @@ TEST_F(CliTest, DecideLettersEveryBadRecordGetsOneLine) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "summary: 23 records, never 1, replay_once 2, hold 20; invalid 17, maybe-duplicate "
-            "holds 0, budget holds 0; replayed keys 2 in a 16 MiB filter, false-positive rate "
-            "3.5e-18\n");
+            "holds 0, budget holds 0; replayed keys 2 in an exact set (8 KiB of the 16 MiB "
+            "--replayed-keys-memory), "
+            "false-positive rate 1.1e-19\n");
   EXPECT_EQ(lines_of(r.out).size(), 23u);
   expect_golden(r.out, checksum, "letters/records.expected.jsonl");
 }
@@ -345,7 +347,9 @@ TEST_F(CliTest, DecideDuplicateIdempotencyKeyReplaysOnce) {
   EXPECT_NE(lines[2].find("\"verb\":\"never\""), std::string::npos) << lines[2];
   EXPECT_EQ(r.err,
             "summary: 6 records, never 1, replay_once 4, hold 1; invalid 0, maybe-duplicate holds "
-            "1, budget holds 0; replayed keys 4 in a 16 MiB filter, false-positive rate 6.9e-18\n");
+            "1, budget holds 0; replayed keys 4 in an exact set (8 KiB of the 16 MiB "
+            "--replayed-keys-memory), "
+            "false-positive rate 2.2e-19\n");
 }
 
 TEST_F(CliTest, DecideMisspelledDedupeFieldIsAUsageError) {
@@ -447,12 +451,16 @@ TEST_F(CliTest, DecideMaxReplaysHoldsTheRest) {
   }
   EXPECT_EQ(r.err,
             "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, maybe-duplicate holds "
-            "1, budget holds 2; replayed keys 2 in a 16 MiB filter, false-positive rate 3.5e-18\n");
+            "1, budget holds 2; replayed keys 2 in an exact set (8 KiB of the 16 MiB "
+            "--replayed-keys-memory), "
+            "false-positive rate 1.1e-19\n");
   const CliResult zero = run({"decide", "--policy", kPolicy, "--max-replays", "0",
                               kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(zero.err,
             "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, maybe-duplicate holds "
-            "0, budget holds 5; replayed keys 0 in a 16 MiB filter, false-positive rate 0\n");
+            "0, budget holds 5; replayed keys 0 in an exact set (8 KiB of the 16 MiB "
+            "--replayed-keys-memory), "
+            "false-positive rate 0\n");
 }
 
 TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
@@ -477,14 +485,16 @@ TEST_F(CliTest, DecideMaxReplayedKeysHoldsNewKeysOnceFull) {
   }
   EXPECT_EQ(r.err,
             "summary: 6 records, never 1, replay_once 2, hold 3; invalid 0, maybe-duplicate holds "
-            "1, budget holds 0, key-limit holds 2; replayed keys 2 in a 16 MiB filter, "
-            "false-positive rate 3.5e-18\n");
+            "1, budget holds 0, key-limit holds 2; replayed keys 2 in an exact set (8 KiB of the "
+            "16 MiB --replayed-keys-memory), "
+            "false-positive rate 1.1e-19\n");
   // 0 remembers nothing: every keyed create verb is held.
   const CliResult zero = run({"decide", "--policy", kPolicy, "--max-replayed-keys", "0",
                               kSourceDir + "/tests/data/letters/duplicates.jsonl"});
   EXPECT_EQ(zero.err,
             "summary: 6 records, never 1, replay_once 0, hold 5; invalid 0, maybe-duplicate holds "
-            "0, budget holds 0, key-limit holds 5; replayed keys 0 in a 16 MiB filter, "
+            "0, budget holds 0, key-limit holds 5; replayed keys 0 in an exact set (8 KiB of the "
+            "16 MiB --replayed-keys-memory), "
             "false-positive rate 0\n");
   for (const char* bad :
        {"-1", "abc", "1e3", "", "4294967297", "-0", "+1", " 2", "0x2", "18446744073709551617"}) {
@@ -514,7 +524,107 @@ TEST_F(CliTest, DecideReplayedKeysMemoryTakesWholeMiB) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err,
             "summary: 6 records, never 1, replay_once 4, hold 1; invalid 0, maybe-duplicate holds "
-            "1, budget holds 0; replayed keys 4 in a 1 MiB filter, false-positive rate 1.1e-16\n");
+            "1, budget holds 0; replayed keys 4 in an exact set (8 KiB of the 1 MiB "
+            "--replayed-keys-memory), "
+            "false-positive rate 2.2e-19\n");
+}
+
+// A cap above what the machine can give is refused before any record is read (it would fail or
+// be OOM-killed mid-run), naming the limit: here the address-space limit, then MemAvailable.
+TEST_F(CliTest, DecideRefusesAReplayedKeysMemoryAboveTheMemoryAvailable) {
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const int code = run_shell("ulimit -v 1048576; " + shell_quote(kCliBinary) + " decide --policy " +
+                             shell_quote(kPolicy) + " --replayed-keys-memory 2048 " +
+                             shell_quote(kSourceDir + "/tests/data/letters/duplicates.jsonl") +
+                             " >" + shell_quote(out) + " 2>" + shell_quote(err));
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(read_file(out), "");
+  const std::string text = read_file(err);
+  EXPECT_EQ(text.rfind("replaygate decide: error: --replayed-keys-memory 2048 MiB is more than "
+                       "the memory available (",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find(" MiB: the address-space limit, ulimit -v); give at most "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nRun 'replaygate decide --help' for usage.\n"), std::string::npos) << text;
+  // Under the same limit a cap that fits runs (the cap is address space, not memory in use).
+  const int fits = run_shell("ulimit -v 1048576; " + shell_quote(kCliBinary) + " decide --policy " +
+                             shell_quote(kPolicy) + " --replayed-keys-memory 256 " +
+                             shell_quote(kSourceDir + "/tests/data/letters/duplicates.jsonl") +
+                             " >" + shell_quote(out) + " 2>" + shell_quote(err));
+  EXPECT_EQ(fits, 0) << read_file(err);
+
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  unsigned long long available_kib = 0;
+  while (std::getline(meminfo, line)) {
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &available_kib) == 1) break;
+  }
+  if (available_kib == 0 || available_kib >= (65536ull << 10)) {
+    GTEST_SKIP() << "64 GiB or more available: 65536 MiB fits here";
+  }
+  const CliResult r = run({"decide", "--policy", kPolicy, "--replayed-keys-memory", "65536",
+                           kSourceDir + "/tests/data/letters/duplicates.jsonl"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("replaygate decide: error: --replayed-keys-memory 65536 MiB is more than "
+                        "the memory available (",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find(" MiB: MemAvailable in /proc/meminfo); give at most "), std::string::npos)
+      << r.err;
+}
+
+// The peak resident set of `command` (run by /bin/sh) in KiB, or -1: a forked child runs it and
+// reports getrusage(RUSAGE_CHILDREN), which covers only that child's own descendants.
+long peak_rss_kib(const std::string& command) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    const int status = std::system(command.c_str());
+    struct rusage usage {};
+    ::getrusage(RUSAGE_CHILDREN, &usage);
+    const long kib = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? usage.ru_maxrss : -1;
+    if (::write(fds[1], &kib, sizeof kib) != sizeof kib) _exit(1);
+    _exit(0);
+  }
+  ::close(fds[1]);
+  long kib = -1;
+  if (pid < 0 || ::read(fds[0], &kib, sizeof kib) != sizeof kib) kib = -1;
+  ::close(fds[0]);
+  if (pid > 0) ::waitpid(pid, nullptr, 0);
+  return kib;
+}
+
+// The keys' memory grows with the keys seen, up to the cap: 20,000 keys under a 1024 MiB cap
+// take 512 KiB (an exact set of their hashes). Before, the cap was mapped with huge pages and
+// 20,000 random first touches made about all of it resident (1 GiB).
+TEST_F(CliTest, DecideReplayedKeysMemoryIsACapNotAnAllocation) {
+  std::string dump;
+  for (int i = 0; i < 20000; ++i) {
+    dump +=
+        "{\"topic\":\"payment.capture\",\"error_class\":\"timeout\",\"attempts\":1,"
+        "\"idempotency_key\":\"k" +
+        std::to_string(i) + "\",\"already_committed\":false}\n";
+  }
+  write_file(dir_ / "keys.jsonl", dump);
+  const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
+  const long kib =
+      peak_rss_kib(shell_quote(kCliBinary) + " decide --policy " + shell_quote(kPolicy) +
+                   " --replayed-keys-memory 1024 " + shell_quote((dir_ / "keys.jsonl").string()) +
+                   " >" + shell_quote(out) + " 2>" + shell_quote(err));
+  EXPECT_GT(kib, 0) << read_file(err);
+  EXPECT_LT(kib, 48 * 1024) << "peak RSS " << kib << " KiB";
+  EXPECT_EQ(lines_of(read_file(out)).size(), 20000u);
+  EXPECT_NE(read_file(err).find("; replayed keys 20000 in an exact set (512 KiB of the 1024 MiB "
+                                "--replayed-keys-memory), false-positive rate 1.1e-15\n"),
+            std::string::npos)
+      << read_file(err);
 }
 
 TEST_F(CliTest, DecideOverfullFilterHoldsAndWarns) {
@@ -577,7 +687,9 @@ TEST_F(CliTest, DecideShippedLetters) {
   EXPECT_EQ(
       r.err,
       "summary: 20 records, never 6, replay_once 4, hold 10; invalid 3, maybe-duplicate holds "
-      "1, budget holds 0; replayed keys 4 in a 16 MiB filter, false-positive rate 6.9e-18\n");
+      "1, budget holds 0; replayed keys 4 in an exact set (8 KiB of the 16 MiB "
+      "--replayed-keys-memory), "
+      "false-positive rate 2.2e-19\n");
 }
 
 // ---- decide: kafka ----
@@ -591,7 +703,9 @@ TEST_F(CliTest, DecideKafkaThroughTheMapping) {
   EXPECT_EQ(
       r.err,
       "summary: 15 records, never 1, replay_once 1, hold 13; invalid 9, maybe-duplicate holds "
-      "1, budget holds 0; replayed keys 1 in a 16 MiB filter, false-positive rate 1.7e-18\n");
+      "1, budget holds 0; replayed keys 1 in an exact set (8 KiB of the 16 MiB "
+      "--replayed-keys-memory), "
+      "false-positive rate 5.4e-20\n");
   const auto lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 15u);
   EXPECT_NE(lines[2].find("\"reason\":\"invalid input: error_class (no mapping for "
@@ -715,8 +829,9 @@ TEST_F(CliTest, DecideShippedKafkaDump) {
   EXPECT_EQ(lines_of(r.out).size(), 62u);
   EXPECT_EQ(r.err,
             "summary: 62 records, never 18, replay_once 21, hold 23; invalid 6, maybe-duplicate "
-            "holds 2, budget holds 0; replayed keys 21 in a 16 MiB filter, false-positive rate "
-            "3.7e-17\n");
+            "holds 2, budget holds 0; replayed keys 21 in an exact set (8 KiB of the 16 MiB "
+            "--replayed-keys-memory), "
+            "false-positive rate 1.1e-18\n");
 }
 
 // ---- test ----
@@ -727,7 +842,7 @@ TEST_F(CliTest, TestShippedCasesPass) {
   const auto lines = lines_of(r.out);
   ASSERT_FALSE(lines.empty());
   ASSERT_GE(lines.size(), 2u);
-  EXPECT_EQ(lines[lines.size() - 2], "40 passed, 0 failed");
+  EXPECT_EQ(lines[lines.size() - 2], "41 passed, 0 failed");
   // The invariant count follows policies/replay_gate.yaml's invariants section (issue 3).
   EXPECT_EQ(lines.back().rfind("coverage: rules 13/13 (100.0%), invariants ", 0), 0u)
       << lines.back();

@@ -1,6 +1,7 @@
-// The run-wide rules of `replaygate decide` (tools/cli/dump_rules.h): the fixed-size split block
-// Bloom filter of replayed keys, its false-positive estimate, the key cap, and the direction of
-// every mistake (a hold, never a second replay).
+// The run-wide rules of `replaygate decide` (tools/cli/dump_rules.h): the replayed keys (an
+// exact set of hashes sized to the keys, then the split block Bloom filter of the whole cap), the
+// false-positive estimate, the key cap, and the direction of every mistake (a hold, never a second
+// replay).
 #include "tools/cli/dump_rules.h"
 
 #include <gtest/gtest.h>
@@ -237,6 +238,115 @@ TEST(DumpRulesTest, BudgetComesAfterDuplicatesAndBeforeTheKeyLimit) {
   DumpRules zero(0, 10, 16 * kMiB);
   EXPECT_EQ(judge_all(zero, {"a", "a"}),
             (std::vector<Outcome>{Outcome::kBudget, Outcome::kBudget}));
+}
+
+// ---- ReplayedKeys: exact while small, then the filter of the whole cap ----
+
+// Distinct, uniformly spread hashes (never 0).
+std::vector<uint64_t> some_hashes(size_t count, uint64_t seed) {
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i < count; ++i) out.push_back(hash_of("h" + std::to_string(seed + i)) | 1);
+  return out;
+}
+
+TEST(ReplayedKeysTest, MemoryGrowsWithTheKeysUpToAnEighthOfTheCapThenIsTheFilter) {
+  ReplayedKeys keys(16 * kMiB);
+  EXPECT_TRUE(keys.exact());
+  EXPECT_EQ(keys.bytes(), 8u << 10);  // 1024 slots, however large the cap
+  EXPECT_EQ(keys.cap_bytes(), 16 * kMiB);
+  const std::vector<uint64_t> hashes = some_hashes(131073, 0);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    ASSERT_FALSE(keys.contains(hashes[i])) << i;
+    keys.insert(hashes[i]);
+    if (i + 1 == 512) {
+      EXPECT_EQ(keys.bytes(), 8u << 10);  // half full
+    }
+    if (i + 1 == 513) {
+      EXPECT_EQ(keys.bytes(), 16u << 10);  // doubled
+    }
+    if (i + 1 == 131072) {
+      // 262,144 slots (2 MiB: an eighth of the cap), half full: the most the set holds.
+      EXPECT_TRUE(keys.exact());
+      EXPECT_EQ(keys.bytes(), 2 * kMiB);
+    }
+  }
+  EXPECT_FALSE(keys.exact());
+  EXPECT_EQ(keys.bytes(), 16 * kMiB);
+  for (const uint64_t h : hashes) ASSERT_TRUE(keys.contains(h)) << h;
+}
+
+TEST(ReplayedKeysTest, TheSwitchBuildsTheFilterTheKeysWouldHaveHadFromTheStart) {
+  // 1 MiB: exact up to 8,192 keys. 20,000 keys and the hash 0 (kept apart from the slots, where
+  // 0 means empty) go through the switch; the filter is bit for bit the one fed directly.
+  ReplayedKeys keys(kMiB);
+  ReplayedKeyFilter direct(kMiB);
+  std::vector<uint64_t> hashes = some_hashes(20000, 1000000);
+  hashes.insert(hashes.begin() + 10, 0);
+  for (const uint64_t h : hashes) {
+    keys.insert(h);
+    direct.insert(h);
+  }
+  EXPECT_FALSE(keys.exact());
+  for (const uint64_t h : hashes) ASSERT_TRUE(keys.contains(h)) << h;
+  EXPECT_EQ(keys.filter().measured_false_positive_rate(), direct.measured_false_positive_rate());
+  for (const uint64_t h : some_hashes(200000, 5000000)) {
+    ASSERT_EQ(keys.contains(h), direct.contains(h)) << h;
+  }
+}
+
+TEST(ReplayedKeysTest, ACapUnder64KiBIsTheFilterAtOnce) {
+  ReplayedKeys small(32 << 10);  // an eighth is 512 slots, under the smallest set
+  EXPECT_FALSE(small.exact());
+  EXPECT_EQ(small.bytes(), 32u << 10);
+  ReplayedKeys smallest_exact(64 << 10);
+  EXPECT_TRUE(smallest_exact.exact());
+}
+
+TEST(DumpRulesTest, TheExactSetMakesNoMistakesAndSaysSo) {
+  // 100,000 keys, each twice, in a scrambled order: every first occurrence is replayed, every
+  // second held; the rate is that of a 64-bit hash collision, and the summary names the set.
+  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, 16 * kMiB);
+  EXPECT_EQ(rules.memory_text(), "in an exact set (8 KiB of the 16 MiB --replayed-keys-memory)");
+  std::vector<std::string> stream;
+  for (int k = 0; k < 100000; ++k) {
+    stream.push_back("key-" + std::to_string(k));
+    stream.push_back("key-" + std::to_string(k));
+  }
+  uint64_t state = 777;
+  for (size_t i = stream.size() - 1; i > 0; --i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(stream[i], stream[(state >> 33) % (i + 1)]);
+  }
+  std::unordered_map<std::string, int> seen;
+  for (const std::string& key : stream) {
+    const std::string_view view = key;
+    ASSERT_EQ(rules.judge(&view), seen[key]++ == 0 ? Outcome::kReplay : Outcome::kMaybeDuplicate)
+        << key;
+  }
+  EXPECT_TRUE(rules.replayed_keys().exact());
+  EXPECT_EQ(rules.keys(), 100000u);
+  EXPECT_EQ(rules.false_positive_rate(), 100000.0 / 18446744073709551616.0);
+  EXPECT_EQ(rules.memory_text(), "in an exact set (2 MiB of the 16 MiB --replayed-keys-memory)");
+}
+
+uint64_t zero_for_z(std::string_view key) noexcept {
+  return key == "z" ? 0 : ReplayedKeyFilter::hash(key);
+}
+
+TEST(DumpRulesTest, AKeyReplayedBeforeTheSwitchIsHeldAfterIt) {
+  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, kMiB, &zero_for_z);
+  const std::string_view z = "z", first = "k0";
+  EXPECT_EQ(rules.judge(&z), Outcome::kReplay);
+  EXPECT_EQ(rules.judge(&first), Outcome::kReplay);
+  for (int k = 1; k < 20000; ++k) {
+    const std::string key = "k" + std::to_string(k);
+    const std::string_view view = key;
+    rules.judge(&view);
+  }
+  EXPECT_FALSE(rules.replayed_keys().exact());
+  EXPECT_EQ(rules.memory_text(), "in a 1 MiB filter");
+  EXPECT_EQ(rules.judge(&z), Outcome::kMaybeDuplicate);
+  EXPECT_EQ(rules.judge(&first), Outcome::kMaybeDuplicate);
 }
 
 }  // namespace

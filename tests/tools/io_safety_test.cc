@@ -275,4 +275,118 @@ TEST_F(IoSafetyTest, AnEmptyOutcomeNamesTheOptionOnce) {
             "Run 'replaygate audit --help' for usage.\n");
 }
 
+// `cat /dev/zero | replaygate dump /dev/stdin` buffered 1 GiB before it said "bad magic"; the
+// header is checked first, so it is refused at once (and cat ends on the closed pipe).
+TEST_F(IoSafetyTest, DumpOfAnEndlessPipeThatIsNoTableIsRefusedAtOnce) {
+  CliRun how;
+  how.args = {"dump", "/dev/stdin"};
+  how.stdin_command = "cat /dev/zero";
+  how.timeout_seconds = 20;
+  const CliResult r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "replaygate: cannot load table /dev/stdin: bad_magic: bad magic: not a replaygate "
+            "table\n");
+  // A table with endless bytes after it: read to its size, and one byte past.
+  how.stdin_command = "cat " + shell_quote(table()) + " /dev/zero";
+  const CliResult tail = run_cli(dir_, how);
+  EXPECT_EQ(tail.exit_code, 2);
+  EXPECT_EQ(tail.err.rfind("replaygate: cannot load table /dev/stdin: malformed: trailing bytes: "
+                           "header says ",
+                           0),
+            0u)
+      << tail.err;
+  EXPECT_NE(tail.err.find(" bytes, and /dev/stdin goes on past them\n"), std::string::npos)
+      << tail.err;
+}
+
+// `-o -` wrote a file named "-". It is standard output now: compile writes the table's bytes there
+// (the same bytes as -o FILE), convert, graph and matrix print what they print without -o.
+TEST_F(IoSafetyTest, DashOutputIsStandardOutput) {
+  const std::string file_table = table();
+  CliRun how;
+  how.cwd = dir_.string();
+  how.args = {"compile", kGate, "-o", "-"};
+  CliResult r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, read_file(file_table));
+  EXPECT_EQ(r.err.rfind(kGate + ": wrote standard output (" + std::to_string(r.out.size()) +
+                            " bytes, policy dlq-replay-gate revision 1, checksum ",
+                        0),
+            0u)
+      << r.err;
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"convert", kGate},
+                                               {"graph", "--policy", kGate},
+                                               {"matrix", kGate}}) {
+    how.args = args;
+    const CliResult plain = run_cli(dir_, how);
+    how.args.insert(how.args.end(), {"-o", "-"});
+    const CliResult dash = run_cli(dir_, how);
+    EXPECT_EQ(plain.exit_code, 0) << args[0] << plain.err;
+    EXPECT_EQ(dash.exit_code, 0) << args[0] << dash.err;
+    EXPECT_FALSE(plain.out.empty()) << args[0];
+    EXPECT_EQ(dash.out, plain.out) << args[0];
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "-"));
+}
+
+// compile -o - refuses a terminal (binary bytes would garble and could drive it), JSON
+// diagnostics on the same stream, and a standard output that is the policy itself.
+TEST_F(IoSafetyTest, CompileToStandardOutputRefusesATerminalAndMixedStreams) {
+  const std::string prefix =
+      "replaygate: error: -o - writes the table's bytes to standard output, but ";
+  const std::string out = path("tty.txt");
+  const int code =
+      run_shell("script -qec " +
+                shell_quote(shell_quote(kCliBinary) + " compile " + shell_quote(kGate) + " -o -") +
+                " /dev/null >" + shell_quote(out) + " 2>&1 </dev/null");
+  if (code == 127 || read_file(out).find("script:") != std::string::npos) {
+    GTEST_SKIP() << "no script(1) pseudo-terminal: " << read_file(out);
+  }
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(read_file(out).find(prefix +
+                                "standard output is a terminal; redirect it (-o - > gate.rgt, or "
+                                "a pipe) or name the table file"),
+            std::string::npos)
+      << read_file(out);
+  const CliResult json = run({"compile", kGate, "-o", "-", "--format", "json"});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_EQ(json.out, "");
+  EXPECT_EQ(json.err, prefix +
+                          "--format json prints the diagnostics on standard output too; use "
+                          "--format text, or name the table file\n");
+  const std::string policy = path("p.yaml");
+  write_file(policy, read_file(kGate));
+  std::string err;
+  EXPECT_EQ(run_redirected({"compile", policy, "-o", "-"}, ">> " + shell_quote(policy), &err), 2);
+  EXPECT_EQ(err, prefix + "standard output is the policy file " + policy +
+                     " itself; redirect it elsewhere\n");
+  EXPECT_EQ(read_file(policy), read_file(kGate));
+}
+
+// fmt --write replaces the file atomically (a reader never sees half of it), which gives the
+// name a new inode: a hard link keeps the old text. Kept, and said on stderr.
+TEST_F(IoSafetyTest, FmtWriteWarnsThatOtherHardLinksKeepTheOldText) {
+  const std::string canonical = read_file(kSourceDir + "/policies/replay_gate.policy");
+  const std::string messy = canonical + "\n\n\n";
+  const std::string a = path("a.policy"), b = path("b.policy");
+  write_file(a, messy);
+  fs::create_hard_link(a, b);
+  CliResult r = run({"fmt", "--write", a});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "formatted " + a + "\nreplaygate: warning: " + a +
+                       " had 2 hard links; --write replaced it with a new file (atomic rename), "
+                       "so the other name still holds the old text (format each name, or keep "
+                       "one name and symbolic links)\n");
+  EXPECT_EQ(read_file(a), canonical);
+  EXPECT_EQ(read_file(b), messy);
+  // One name: no warning.
+  write_file(b, messy);
+  fs::remove(a);
+  r = run({"fmt", "--write", b});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "formatted " + b + "\n");
+}
+
 }  // namespace

@@ -360,15 +360,55 @@ TEST(SarifHelpUri, DocsUrlIsPercentEncoded) {
             std::string::npos);
 }
 
-// The same through the CLI: `lint --format sarif --docs-url`.
-TEST_F(MessagesTest, LintSarifEncodesTheDocsUrl) {
-  const CliResult r = run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif", "--docs-url",
-                           "https://docs.test/replay gate"});
+// Through the CLI a --docs-url that is not a URL is refused (exit 2, nothing on stdout), with
+// the byte that makes it none and its escape: it used to be percent-encoded silently, so
+// `--docs-url "http://a b"` wrote links to http://a%20b/... that the user never gave.
+TEST_F(MessagesTest, LintRefusesADocsUrlThatIsNotAUrl) {
+  const struct {
+    std::string url, why;
+  } bad[] = {
+      {"http://a b", "it has a space at byte 9 of 'http://a b'; write it percent-encoded (%20)"},
+      {"https://docs.test/replay gate",
+       "it has a space at byte 25 of 'https://docs.test/replay gate'; write it percent-encoded "
+       "(%20)"},
+      {"https://ex.com/\xC3\xA9t\xC3\xA9",
+       "it has a non-ASCII byte at byte 16 of 'https://ex.com/\xC3\xA9t\xC3\xA9'; write it "
+       "percent-encoded (%C3%A9)"},
+      {"https://x.test/a\"b",
+       "it has the character '\"' at byte 17 of 'https://x.test/a\"b'; write it "
+       "percent-encoded (%22)"},
+      {"https://x.test/{v}",
+       "it has the character '{' at byte 16 of 'https://x.test/{v}'; write it percent-encoded "
+       "(%7B)"},
+      {"https://x.test/100%",
+       "it has a '%' that starts no %XX escape at byte 19 of 'https://x.test/100%'; write it "
+       "percent-encoded (%25)"},
+      {"https://x.test/a\tb",
+       "it has a control character at byte 17 of 'https://x.test/a\\u0009b'; write it "
+       "percent-encoded (%09)"},
+  };
+  for (const auto& b : bad) {
+    const CliResult r =
+        run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif", "--docs-url", b.url});
+    EXPECT_EQ(r.exit_code, 2) << b.url;
+    EXPECT_EQ(r.out, "") << b.url;
+    EXPECT_EQ(r.err,
+              "replaygate: error: --docs-url is not a URL: " + b.why + ", as RFC 3986 asks\n")
+        << b.url;
+  }
+  const CliResult port = run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif",
+                              "--docs-url", "https://ex.com:8o/docs"});
+  EXPECT_EQ(port.exit_code, 2);
+  EXPECT_EQ(port.err,
+            "replaygate: error: --docs-url is not a URL: the port '8o' of "
+            "'https://ex.com:8o/docs' is not a number\n");
+  // A URL, reserved characters, an IPv6 host, a port and %XX escapes included, is kept as given.
+  const std::string valid = "https://user@[::1]:8080/p;v=1/a%20b/(x)!$&'*+,=~-._r=%7E";
+  const CliResult r =
+      run({"lint", "tests/data/lint/policy.yaml", "--format", "sarif", "--docs-url", valid});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.out.find("\"helpUri\": \"https://docs.test/replay%20gate/docs/diagnostics.md#rg"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("\"helpUri\": \"" + valid + "/docs/diagnostics.md#rg"), std::string::npos)
       << r.out;
-  EXPECT_EQ(r.out.find("replay gate"), std::string::npos) << r.out;
 }
 
 // SARIF wants absolute URIs and the docs path is appended to --docs-url: an empty, relative or

@@ -287,34 +287,21 @@ TEST_F(PositionsTest, TestRefusesIntsWrittenInOtherForms) {
   EXPECT_EQ(nlohmann::json::parse(r.out).at("diagnostics"), expected) << r.out;
 }
 
-// For a string or enum input the RG109 hint is the quotes, not the digits: `topic: 007` was
-// meant as the text "007" (a policy reads `[007]` there as that string), not as the int 7.
-TEST_F(PositionsTest, TestHintsQuotesForNumberFormsGivenToStringInputs) {
+// For a string or enum input a plain scalar is its text, as in a policy row: `topic: 007` is
+// "007" and `error_class: 1e3` is "1e3", not numbers (no RG109); an int input keeps RG109. A
+// plain true or false there is RG108, which says how to write either meaning; {json: VALUE}
+// (a value typed as a JSON letter) keeps the policy's rule for int text.
+TEST_F(PositionsTest, TestReadsPlainScalarsForStringInputsAsText) {
   const std::string cases = (dir_ / "cases.yaml").string();
   write_file(cases,
              "cases:\n  - name: a\n    input: {topic: 007, error_class: 1e3, attempts: 01}\n"
-             "    expect: hold\n");
+             "    expect: hold\n"
+             "  - name: b\n    input: {topic: true, error_class: {json: 007}}\n"
+             "    expect: hold\n"
+             "  - name: c\n    input: {topic: {json: 1, raw: 2}}\n    expect: hold\n");
   const CliResult r = run({"test", kGate, cases, "--format", "json"});
   EXPECT_EQ(r.exit_code, 1);
   const nlohmann::json expected = {
-      {{"severity", "error"},
-       {"code", "RG109"},
-       {"message", "'007' has a leading zero"},
-       {"path", cases},
-       {"line", 3},
-       {"column", 20},
-       {"hint",
-        "'topic' is a string input: quote the value, '007' (in a case file, as in a JSON letter, "
-        "a plain number is a number)"}},
-      {{"severity", "error"},
-       {"code", "RG109"},
-       {"message", "'1e3' is a float"},
-       {"path", cases},
-       {"line", 3},
-       {"column", 38},
-       {"hint",
-        "'error_class' is a string input: quote the value, '1e3' (in a case file, as in a JSON "
-        "letter, a plain number is a number)"}},
       {{"severity", "error"},
        {"code", "RG109"},
        {"message", "'01' has a leading zero"},
@@ -322,8 +309,68 @@ TEST_F(PositionsTest, TestHintsQuotesForNumberFormsGivenToStringInputs) {
        {"line", 3},
        {"column", 53},
        {"hint", "write 1, not 01 (or quote it for a string: '01')"}},
+      {{"severity", "error"},
+       {"code", "RG108"},
+       {"message", "true is a boolean, but 'topic' is a string input"},
+       {"path", cases},
+       {"line", 6},
+       {"column", 20},
+       {"hint",
+        "quote it for the text, 'true', or write {json: true} to test a boolean where a string "
+        "belongs"}},
+      {{"severity", "error"},
+       {"code", "RG109"},
+       {"message", "'007' has a leading zero"},
+       {"path", cases},
+       {"line", 6},
+       {"column", 46},
+       {"hint", "write 7, not 007 (or quote it for a string: '007')"}},
+      {{"severity", "error"},
+       {"code", "RG401"},
+       {"message", "unknown key 'raw' in {json: VALUE}"},
+       {"path", cases},
+       {"line", 9},
+       {"column", 30},
+       {"hint", "{json: VALUE} takes the one key json"}},
   };
   EXPECT_EQ(nlohmann::json::parse(r.out).at("diagnostics"), expected) << r.out;
+}
+
+// A case input is read by the input's declared type, as a row is: a plain 429 for the string
+// input error_class is the text "429" (it was the int 429, an invalid input), and {json: 429} is
+// the int, to test a wrongly typed value. The same for a plain word for an enum-like string.
+TEST_F(PositionsTest, TestTypesCaseValuesByTheInputAsRowsDo) {
+  const std::string policy = (dir_ / "gate.yaml").string();
+  write_file(policy,
+             "policy: codes\nrevision: 1\ninputs:\n  error_class: {type: string}\n"
+             "  attempts: {type: int}\n"
+             "verbs:\n  hold: {effect: none}\n  replay_once: {effect: create}\ndefault: hold\n"
+             "default_reason: no rule matches\nrules:\n  - table: codes\n"
+             "    keys: [error_class]\n    rows:\n"
+             "      - {keys: [429], verb: replay_once, reason: rate limited}\n");
+  const std::string cases = (dir_ / "gate.test.yaml").string();
+  write_file(cases,
+             "cases:\n"
+             "  - name: plain 429 is the text\n    input: {error_class: 429, attempts: 1}\n"
+             "    expect: replay_once\n    rule: codes:429\n"
+             "  - name: quoted 429 is the text too\n    input: {error_class: '429', attempts: 1}\n"
+             "    expect: replay_once\n"
+             "  - name: the int 429 is invalid\n"
+             "    input: {error_class: {json: 429}, attempts: 1}\n"
+             "    expect: hold\n    reason: 'invalid input: error_class'\n"
+             "  - name: the string '1' for an int input is invalid\n"
+             "    input: {error_class: 429, attempts: '1'}\n"
+             "    expect: hold\n    reason: 'invalid input: attempts'\n"
+             "  - name: json null is absent\n    input: {error_class: {json: null}, attempts: 1}\n"
+             "    expect: hold\n    reason: 'invalid input: error_class'\n");
+  const CliResult r = run({"test", policy});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out,
+            "PASS plain 429 is the text\nPASS quoted 429 is the text too\n"
+            "PASS the int 429 is invalid\nPASS the string '1' for an int input is invalid\n"
+            "PASS json null is absent\n5 passed, 0 failed\n"
+            "coverage: rules 1/1 (100.0%), invariants 0/0\n");
+  EXPECT_EQ(r.err, "");
 }
 
 // What is not a number to YAML stays a string (an invalid value for an int input, so the

@@ -77,7 +77,7 @@ TEST_F(ReviewCliTest, TestMinCoverageThreshold) {
   EXPECT_EQ(r.err, "");
   r = run({"test", policy, file, "--min-coverage", "40.1"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "replaygate test: rule coverage 40.0% is below --min-coverage 40.1%\n");
+  EXPECT_EQ(r.err, "replaygate test: rule coverage 2/5 (40.0%) is below --min-coverage 40.1%\n");
   r = run({"test", policy, file, "--min-coverage", "101"});
   EXPECT_EQ(r.exit_code, 2);
   r = run({"test", policy, file, "--format", "xml"});
@@ -85,11 +85,43 @@ TEST_F(ReviewCliTest, TestMinCoverageThreshold) {
   EXPECT_EQ(r.err, "replaygate test: error: --format must be text or json, not 'xml'\n");
 }
 
+// 3 of 16 rules is 18.75%: one decimal would print "18.8% is below --min-coverage 18.8%". The
+// message gives the fraction and as many decimals as tell the two numbers apart.
+TEST_F(ReviewCliTest, TestMinCoverageFailurePrintsNumbersThatDiffer) {
+  std::string policy =
+      "policy: sixteen\nrevision: 1\ninputs:\n  topic: {type: string}\n"
+      "verbs:\n  hold: {effect: none}\n  never: {effect: none}\ndefault: hold\n"
+      "default_reason: no rule matches\nrules:\n  - table: topics\n    keys: [topic]\n"
+      "    rows:\n";
+  for (int i = 0; i < 16; ++i) {
+    policy += "      - {keys: [t" + std::to_string(i) + "], verb: never, reason: r}\n";
+  }
+  std::string cases = "cases:\n";
+  for (int i = 0; i < 3; ++i) {
+    cases += "  - name: c" + std::to_string(i) + "\n    input: {topic: t" + std::to_string(i) +
+             "}\n    expect: never\n";
+  }
+  write_file(dir_ / "sixteen.yaml", policy);
+  write_file(dir_ / "sixteen.test.yaml", cases);
+  const std::string path = (dir_ / "sixteen.yaml").string();
+  CliResult r = run({"test", path, "--min-coverage", "18.8"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("coverage: rules 3/16 (18.8%)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "replaygate test: rule coverage 3/16 (18.75%) is below --min-coverage 18.8%\n");
+  r = run({"test", path, "--min-coverage", "18.751"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "replaygate test: rule coverage 3/16 (18.75%) is below --min-coverage 18.751%\n");
+  r = run({"test", path, "--min-coverage", "18.75"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(ReviewCliTest, TestCoverageOfTheShippedCasesIsComplete) {
   const CliResult r =
       run({"test", "policies/replay_gate.yaml", "--coverage", "--min-coverage", "100"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("40 passed, 0 failed\ncoverage: rules 13/13 (100.0%), invariants "),
+  EXPECT_NE(r.out.find("41 passed, 0 failed\ncoverage: rules 13/13 (100.0%), invariants "),
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("uncovered: policies/replay_gate.yaml"), std::string::npos) << r.out;

@@ -1,6 +1,9 @@
 // `replaygate compile POLICY -o TABLE`: check a policy, lower it, write the table atomically.
 //
 // On any error diagnostic nothing is written, and an existing TABLE keeps its old content.
+// `-o -` writes the table's bytes to standard output instead, which must not be a terminal.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -13,6 +16,7 @@
 #include "compiler/timings.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
+#include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -46,9 +50,34 @@ int run_compile(const CompileOptions& options) {
                  options.format.c_str());
     return kExitUsage;
   }
+  const bool to_stdout = options.output == "-";
+  if (to_stdout) {
+    // Binary bytes on a terminal are garbage and can drive it; JSON diagnostics would share the
+    // stream with them; `compile P -o - >> P` would append a table to its own policy.
+    const char* why = nullptr;
+    if (::isatty(STDOUT_FILENO)) {
+      why =
+          "standard output is a terminal; redirect it (-o - > gate.rgt, or a pipe) or name the "
+          "table file";
+    } else if (format == DiagnosticFormat::kJson) {
+      why =
+          "--format json prints the diagnostics on standard output too; use --format text, or "
+          "name the table file";
+    }
+    const std::string same = stdout_is_input({InputFile{options.policy, "the policy file"}});
+    if (why != nullptr || !same.empty()) {
+      std::fprintf(stderr,
+                   "replaygate: error: -o - writes the table's bytes to standard output, "
+                   "but %s\n",
+                   why != nullptr ? why : (same + "; redirect it elsewhere").c_str());
+      return kExitUsage;
+    }
+  }
+  const std::string shown =
+      to_stdout ? "standard output" : escape_control(options.output, Backslash::kKeep);
   // The atomic rename replaces whatever is at TABLE: refuse anything but an old table, so that a
   // slip of the hand cannot turn the reviewed policy, a device or a symlink into table bytes.
-  {
+  if (!to_stdout) {
     std::vector<InputFile> inputs;
     inputs.push_back(InputFile{options.policy, "the policy file"});
     std::string error;
@@ -64,8 +93,7 @@ int run_compile(const CompileOptions& options) {
     if (options.timings) print_timings(loaded.timings);
     if (code == kExitFindings) {
       std::fprintf(stderr, "%s: errors found; %s not written\n",
-                   escape_control(options.policy, Backslash::kKeep).c_str(),
-                   escape_control(options.output, Backslash::kKeep).c_str());
+                   escape_control(options.policy, Backslash::kKeep).c_str(), shown.c_str());
     }
     return code;
   }
@@ -82,7 +110,9 @@ int run_compile(const CompileOptions& options) {
   }
   std::string error;
   const std::string_view view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (!write_file_atomically(options.output, view, &error)) {
+  if (to_stdout) {
+    if (!print_to_stdout(view, "the table")) return kExitUsage;
+  } else if (!write_file_atomically(options.output, view, &error)) {
     std::fprintf(stderr, "replaygate: %s\n", error.c_str());
     return kExitUsage;
   }
@@ -91,9 +121,8 @@ int run_compile(const CompileOptions& options) {
   // One line, whatever the file names or the policy id hold (the checker refuses an id with
   // control characters; the names come from the command line, perhaps from a pull request's glob).
   std::fprintf(stderr, "%s: wrote %s (%zu bytes, policy %s revision %lld, checksum %s)\n",
-               escape_control(options.policy, Backslash::kKeep).c_str(),
-               escape_control(options.output, Backslash::kKeep).c_str(), bytes.size(),
-               escape_control(table->policy_id()).c_str(),
+               escape_control(options.policy, Backslash::kKeep).c_str(), shown.c_str(),
+               bytes.size(), escape_control(table->policy_id()).c_str(),
                static_cast<long long>(table->revision()), table->checksum_hex().c_str());
   return kExitOk;
 }
@@ -107,7 +136,10 @@ Runner setup_compile(CLI::App& sub) {
       "(--format json). On errors nothing is written and an existing TABLE is left intact;\n"
       "otherwise TABLE is replaced atomically. Exit: 0 written, 1 policy errors, 2 usage/I/O.");
   sub.add_option("POLICY", options->policy, "Policy file (.policy or .yaml)")->required();
-  sub.add_option("-o,--output", options->output, "Table file to write (e.g. gate.rgt)")->required();
+  sub.add_option("-o,--output", options->output,
+                 "Table file to write (e.g. gate.rgt); - writes the bytes to standard output "
+                 "(not a terminal)")
+      ->required();
   sub.add_option("--format", options->format, "Diagnostics format: text (default) or json");
   sub.add_flag(
       "--timings", options->timings,

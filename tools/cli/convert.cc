@@ -411,9 +411,12 @@ Runner setup_convert(CLI::App& sub) {
       "YAML comments are not carried over.\n"
       "Exit: 0 converted, 1 policy errors or not expressible, 2 usage/I/O.");
   sub.add_option("IN", options->input, "Policy file (.policy, .yaml or .yml)")->required();
-  sub.add_option("-o,--output", options->output, "File to write (default: stdout)");
+  sub.add_option("-o,--output", options->output, "File to write (default, or -: standard output)");
   sub.add_option("--to", options->to, "yaml or policy");
-  return [options] { return run_convert(*options); };
+  return [options] {
+    if (options->output == "-") options->output.clear();  // -o - is standard output, the default
+    return run_convert(*options);
+  };
 }
 
 }  // namespace replaygate::cli

@@ -1,9 +1,9 @@
 // `replaygate decide`: decide every record of a dead-letter dump, one JSON line out per line in.
 //
-// Streams: one capped line in memory at a time, output in 1 MiB blocks, and a fixed-size filter
-// of the idempotency keys granted a replay (--replayed-keys-memory, dump_rules.h): memory does not
-// grow with the dump. Dump semantics on top of the policy (docs/cli.md), which only ever turn a
-// create-effect verb into the default:
+// Streams: one capped line in memory at a time, output in 1 MiB blocks, and the idempotency keys
+// granted a replay (an exact set of their hashes, then a filter: dump_rules.h), whose memory grows
+// with the keys up to --replayed-keys-memory and never past it. Dump semantics on top of the policy
+// (docs/cli.md), which only ever turn a create-effect verb into the default:
 //   * within one run only the first record with a given idempotency key may get a create verb;
 //     a later one whose key is in the filter gets the default, rule "dump:maybe_duplicate" (a
 //     filter can also match a key it never saw: rarely, and only ever as a hold);
@@ -45,6 +45,7 @@
 #include "tools/cli/files.h"
 #include "tools/cli/input_formats.h"
 #include "tools/cli/letters.h"
+#include "tools/cli/memory_limit.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
@@ -430,6 +431,10 @@ int run_decide(const DecideOptions& o) {
   uint64_t filter_mib = DumpRules::kDefaultFilterMiB;
   if (o.filter_mib_set && !parse_count(memory_option, o.filter_mib, &filter_mib)) {
     return usage(count_error(memory_option, o.filter_mib));
+  }
+  // A cap the machine cannot give would fail (or be OOM-killed) in the middle of the dump.
+  if (const std::string why = memory_option_error(memory_option.name, filter_mib); !why.empty()) {
+    return usage(why);
   }
 
   // Standard output must be open for writing before anything is decided (and before anything is
@@ -848,8 +853,8 @@ int run_decide(const DecideOptions& o) {
   if (key_limit_holds > 0) summary += ", key-limit holds " + std::to_string(key_limit_holds);
   const double rate = dump_rules.false_positive_rate();
   if (dedupe_field != Table::kNoField) {
-    summary += "; replayed keys " + std::to_string(dump_rules.keys()) + " in a " +
-               std::to_string(filter_mib) + " MiB filter, false-positive rate " + format_rate(rate);
+    summary += "; replayed keys " + std::to_string(dump_rules.keys()) + " " +
+               dump_rules.memory_text() + ", false-positive rate " + format_rate(rate);
   }
   std::fprintf(stderr, "%s\n", summary.c_str());
   if (dedupe_field != Table::kNoField && rate > DumpRules::kWarnFalsePositiveRate) {

@@ -1,5 +1,5 @@
-// The fixed-size replayed-key filter and the run-wide dump rules of `replaygate decide`
-// (dump_rules.h).
+// The replayed keys (an exact set of hashes, then a split block filter) and the run-wide dump
+// rules of `replaygate decide` (dump_rules.h).
 #include "tools/cli/dump_rules.h"
 
 #define XXH_INLINE_ALL
@@ -7,8 +7,10 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <new>
+#include <utility>
 
 namespace replaygate::cli {
 namespace {
@@ -101,8 +103,95 @@ double ReplayedKeyFilter::measured_false_positive_rate() const noexcept {
   return sum / static_cast<double>(blocks_);
 }
 
+ReplayedKeys::ReplayedKeys(uint64_t cap_bytes) : filter_(cap_bytes) {
+  max_slots_ = std::bit_floor(filter_.bytes() / 8 / sizeof(uint64_t));
+  if (max_slots_ < kMinSlots) return;  // too small a cap to start exact: the filter at once
+  try {
+    slots_.assign(kMinSlots, 0);
+  } catch (const std::bad_alloc&) {
+    return;
+  }
+  exact_ = true;
+  shift_ = 64 - static_cast<uint32_t>(std::countr_zero(kMinSlots));
+}
+
+bool ReplayedKeys::contains(uint64_t hash) const noexcept {
+  if (!exact_) return filter_.contains(hash);
+  if (hash == 0) return has_zero_;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = static_cast<size_t>(hash >> shift_);; i = (i + 1) & mask) {
+    if (slots_[i] == hash) return true;
+    if (slots_[i] == 0) return false;  // the set is at most half full: an empty slot is near
+  }
+}
+
+void ReplayedKeys::place(uint64_t hash) noexcept {
+  const size_t mask = slots_.size() - 1;
+  size_t i = static_cast<size_t>(hash >> shift_);
+  while (slots_[i] != 0) i = (i + 1) & mask;
+  slots_[i] = hash;
+}
+
+void ReplayedKeys::insert(uint64_t hash) noexcept {
+  if (!exact_) {
+    filter_.insert(hash);
+    return;
+  }
+  // At most half full after this insert; else double, or switch once at an eighth of the cap.
+  if (2 * (stored_ + 1) > slots_.size()) {
+    grow();
+    if (!exact_) {
+      filter_.insert(hash);
+      return;
+    }
+  }
+  if (hash == 0) {
+    has_zero_ = true;
+  } else {
+    place(hash);
+  }
+  ++stored_;
+}
+
+void ReplayedKeys::grow() noexcept {
+  if (slots_.size() >= max_slots_) return switch_to_filter();
+  std::vector<uint64_t> previous;
+  try {
+    previous.assign(slots_.size() * 2, 0);
+  } catch (const std::bad_alloc&) {
+    return switch_to_filter();  // the filter's address space is mapped already
+  }
+  previous.swap(slots_);  // slots_ is now the doubled set, empty
+  shift_ -= 1;
+  for (const uint64_t h : previous) {
+    if (h != 0) place(h);
+  }
+}
+
+void ReplayedKeys::switch_to_filter() noexcept {
+  // The blocks are random: start loading each a few slots ahead, so the misses overlap.
+  constexpr size_t kAhead = 16;
+  const size_t n = slots_.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n && slots_[i + kAhead] != 0) filter_.prefetch(slots_[i + kAhead]);
+    if (slots_[i] != 0) filter_.insert(slots_[i]);
+  }
+  if (has_zero_) filter_.insert(0);
+  std::vector<uint64_t>().swap(slots_);  // gives the set's memory back
+  exact_ = false;
+}
+
+void ReplayedKeys::prefetch(uint64_t hash) const noexcept {
+  if (!exact_) return filter_.prefetch(hash);
+  __builtin_prefetch(slots_.data() + (hash >> shift_), 1);
+}
+
+uint64_t ReplayedKeys::bytes() const noexcept {
+  return exact_ ? slots_.size() * sizeof(uint64_t) : filter_.bytes();
+}
+
 DumpRules::DumpRules(int64_t max_replays, uint64_t max_keys, uint64_t filter_bytes, Hash hash)
-    : max_replays_(max_replays), max_keys_(max_keys), hash_(hash), filter_(filter_bytes) {}
+    : max_replays_(max_replays), max_keys_(max_keys), hash_(hash), keys_seen_(filter_bytes) {}
 
 DumpRules::Outcome DumpRules::judge(const std::string_view* key) {
   if (key == nullptr) return judge_hash(nullptr);
@@ -111,7 +200,7 @@ DumpRules::Outcome DumpRules::judge(const std::string_view* key) {
 }
 
 DumpRules::Outcome DumpRules::judge_hash(const uint64_t* hash) {
-  if (hash != nullptr && filter_.contains(*hash)) {
+  if (hash != nullptr && keys_seen_.contains(*hash)) {
     ++maybe_duplicates_;
     return Outcome::kMaybeDuplicate;
   }
@@ -124,7 +213,7 @@ DumpRules::Outcome DumpRules::judge_hash(const uint64_t* hash) {
       ++misses_not_inserted_;
       return Outcome::kKeyLimit;
     }
-    filter_.insert(*hash);
+    keys_seen_.insert(*hash);
     ++keys_;
   }
   ++replays_;
@@ -132,10 +221,33 @@ DumpRules::Outcome DumpRules::judge_hash(const uint64_t* hash) {
 }
 
 double DumpRules::false_positive_rate() const {
-  const double estimate = ReplayedKeyFilter::false_positive_rate(keys_, filter_.blocks());
+  // Exact: a new key is found only when its (uniform) 64-bit hash equals one of the keys_ stored.
+  if (keys_seen_.exact()) return std::ldexp(static_cast<double>(keys_), -64);
+  const ReplayedKeyFilter& filter = keys_seen_.filter();
+  const double estimate = ReplayedKeyFilter::false_positive_rate(keys_, filter.blocks());
   // A key is inserted only when it missed the filter, so inserted keys overlap less than random
   // ones: once misses are rare no more, the filter is fuller than the estimate says. Measure it.
-  return estimate < kMeasureAboveRate ? estimate : filter_.measured_false_positive_rate();
+  return estimate < kMeasureAboveRate ? estimate : filter.measured_false_positive_rate();
+}
+
+namespace {
+
+// 8192 -> "8 KiB", 16777216 -> "16 MiB" (whole KiB or MiB: the sizes here are powers of two or
+// whole MiB), else "N bytes".
+std::string size_text(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) {
+    return std::to_string(bytes >> 20) + " MiB";
+  }
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+}  // namespace
+
+std::string DumpRules::memory_text() const {
+  if (!keys_seen_.exact()) return "in a " + size_text(keys_seen_.cap_bytes()) + " filter";
+  return "in an exact set (" + size_text(keys_seen_.bytes()) + " of the " +
+         size_text(keys_seen_.cap_bytes()) + " --replayed-keys-memory)";
 }
 
 uint64_t DumpRules::keys_seen_at_most() const noexcept {

@@ -1,25 +1,29 @@
 // The run-wide rules `replaygate decide` adds on top of the policy (docs/cli.md, "Dump
-// semantics"): one replay per idempotency key, and the replay budget — in memory fixed before the
-// first record is read.
+// semantics"): one replay per idempotency key, and the replay budget, in memory sized to the
+// keys actually seen and capped before the first record is read.
 //
 // DumpRules::judge() is the one entry point: called for every record the policy gave a
 // create-effect verb, it says whether the record may keep it or gets the default instead, and why.
-// Replayed keys go into a split block Bloom filter of a fixed size (ReplayedKeyFilter): its memory
-// does not grow with the dump. A Bloom filter has no false negatives and some false positives, so
-// it can only ever fail closed:
-//   * a key replayed before is always found again (same hash, same bits): a real duplicate is
-//     always held;
-//   * a new key whose bits all happen to be set already looks replayed and is held too (rule
-//     dump:maybe_duplicate): a replay becomes a hold, never the reverse. The chance of that for the
-//     next new key is false_positive_rate(); the summary reports it and warns when it is high;
-//   * once `max_keys` keys were replayed, a create verb for a key not yet in the filter is held
-//     (rule dump:key_limit): a hard cap the operator can set, kept from the exact set this
-//     replaced. Keys already in the filter are still held as duplicates.
+// Replayed keys go into ReplayedKeys: an exact set of their 64-bit hashes while it is small, then
+// a split block Bloom filter of the whole cap (ReplayedKeyFilter). Neither grows past the cap
+// (--replayed-keys-memory), and both can only ever fail closed:
+//   * a key replayed before is always found again (same hash, same slot or bits): a real
+//     duplicate is always held;
+//   * a new key can look replayed when its hash equals a stored one (the exact set: 1 in 2^64 per
+//     stored key) or when all its filter bits happen to be set already (the filter): it is held
+//     too (rule dump:maybe_duplicate). A replay becomes a hold, never the reverse. The chance of
+//     that for the next new key is false_positive_rate(); the summary reports it and warns when
+//     it is high;
+//   * once `max_keys` keys were replayed, a create verb for a key not yet remembered is held
+//     (rule dump:key_limit): a hard cap the operator can set. Keys already remembered are still
+//     held as duplicates.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace replaygate::cli {
 
@@ -33,7 +37,8 @@ namespace replaygate::cli {
 //
 // The memory is one anonymous mapping of zero pages, faulted in as blocks are touched (with
 // transparent huge pages requested: the blocks are picked at random, so 4 KiB pages would cost a
-// TLB miss each). It never grows.
+// TLB miss each, and a few thousand keys touch every 2 MiB page: ReplayedKeys only starts to use
+// the filter once it holds enough keys to touch all of it anyway). It never grows.
 class ReplayedKeyFilter {
  public:
   static constexpr uint64_t kBlockBytes = 32;
@@ -73,6 +78,51 @@ class ReplayedKeyFilter {
   size_t mapped_bytes_ = 0;
 };
 
+// The hashes of the replayed keys, in memory that grows with them up to `cap_bytes`:
+//   * exact while small: an open-addressing set of the 64-bit hashes (linear probing, at most half
+//     full, doubled as it fills), as long as its slots take at most an eighth of the cap. A new
+//     key is found only when its hash equals a stored one;
+//   * then the split block filter of the whole cap: every stored hash is inserted into it, and
+//     the set is freed. The filter is then exactly the one that would have held these keys from
+//     the start (a filter's bits do not depend on the order of the inserts).
+// The filter's address space is mapped at construction (untouched, so it costs no memory until
+// it is used), so that the switch never fails: a set that cannot grow switches early.
+// Not thread-safe.
+class ReplayedKeys {
+ public:
+  // The smallest set: 1024 slots (8 KiB). A cap under 64 KiB has no exact phase.
+  static constexpr uint64_t kMinSlots = 1024;
+
+  // Throws std::bad_alloc when the filter's address space cannot be mapped.
+  explicit ReplayedKeys(uint64_t cap_bytes);
+
+  // True when `hash` was inserted (certainly), or a false positive (see above).
+  bool contains(uint64_t hash) const noexcept;
+  // Remembers `hash` (not yet contained). May grow the set or switch to the filter.
+  void insert(uint64_t hash) noexcept;
+  // Starts loading what contains()/insert() will touch for `hash` (a hint).
+  void prefetch(uint64_t hash) const noexcept;
+
+  bool exact() const noexcept { return exact_; }
+  // The memory the keys take now: the set's slots, or the whole filter.
+  uint64_t bytes() const noexcept;
+  uint64_t cap_bytes() const noexcept { return filter_.bytes(); }
+  const ReplayedKeyFilter& filter() const noexcept { return filter_; }
+
+ private:
+  void grow() noexcept;  // doubles the set, or switches to the filter
+  void switch_to_filter() noexcept;
+  void place(uint64_t hash) noexcept;  // into a slot of a set that has room
+
+  ReplayedKeyFilter filter_;
+  bool exact_ = false;
+  std::vector<uint64_t> slots_;  // 0: empty; the hash 0 is has_zero_
+  uint32_t shift_ = 64;          // a hash's first slot: hash >> shift_
+  bool has_zero_ = false;
+  uint64_t stored_ = 0;     // hashes in the set (has_zero_ included)
+  uint64_t max_slots_ = 0;  // the most slots the set may have: an eighth of the cap
+};
+
 class DumpRules {
  public:
   enum class Outcome {
@@ -88,8 +138,9 @@ class DumpRules {
   // The summary warns once the false-positive rate for the next new key is above this.
   static constexpr double kWarnFalsePositiveRate = 1e-6;
 
-  // max_replays < 0: no budget. max_keys: keys the filter takes before new keys get kKeyLimit.
-  // filter_bytes: the filter's fixed size. `hash` is replaceable for tests (forcing collisions).
+  // max_replays < 0: no budget. max_keys: keys remembered before new keys get kKeyLimit.
+  // filter_bytes: the cap on the memory for the keys (ReplayedKeys). `hash` is replaceable for
+  // tests (forcing collisions). Throws std::bad_alloc when the cap cannot be mapped.
   DumpRules(int64_t max_replays, uint64_t max_keys, uint64_t filter_bytes,
             Hash hash = &ReplayedKeyFilter::hash);
 
@@ -100,18 +151,22 @@ class DumpRules {
   // judge() split in two, so the caller can prefetch long before judging: hash_of() then
   // prefetch(h) ... judge_hash(&h), or judge_hash(nullptr) for a record without a key.
   uint64_t hash_of(std::string_view key) const noexcept { return hash_(key); }
-  void prefetch(uint64_t hash) const noexcept { filter_.prefetch(hash); }
+  void prefetch(uint64_t hash) const noexcept { keys_seen_.prefetch(hash); }
   Outcome judge_hash(const uint64_t* hash);
 
   uint64_t replays() const noexcept { return replays_; }
-  // Distinct keys inserted into the filter (replayed records with a key).
+  // Distinct keys remembered (replayed records with a key).
   uint64_t keys() const noexcept { return keys_; }
   uint64_t max_keys() const noexcept { return max_keys_; }
-  const ReplayedKeyFilter& filter() const noexcept { return filter_; }
+  const ReplayedKeys& replayed_keys() const noexcept { return keys_seen_; }
+  // Where the keys are, for the run summary: "in a 16 MiB filter", or while the set is exact
+  // "in an exact set (8 KiB of the 16 MiB --replayed-keys-memory)".
+  std::string memory_text() const;
 
-  // The chance that the next new key would be held by mistake: ReplayedKeyFilter's estimate for
-  // keys() keys while that is below kMeasureAboveRate, measured on the filter above it (only
-  // keys that missed the filter are inserted, so a full filter is fuller than the estimate).
+  // The chance that the next new key would be held by mistake. Exact set: keys() / 2^64 (its
+  // hash equals a stored one). Filter: ReplayedKeyFilter's estimate for keys() keys while that is
+  // below kMeasureAboveRate, measured on the filter above it (only keys that missed the filter
+  // are inserted, so a full filter is fuller than the estimate).
   double false_positive_rate() const;
   static constexpr double kMeasureAboveRate = 1e-4;
   // The most distinct keys this run can have looked up in the filter: those inserted, plus every
@@ -129,8 +184,8 @@ class DumpRules {
   uint64_t replays_ = 0;
   uint64_t keys_ = 0;
   uint64_t maybe_duplicates_ = 0;     // kMaybeDuplicate outcomes
-  uint64_t misses_not_inserted_ = 0;  // keys not in the filter, held by the budget or key limit
-  ReplayedKeyFilter filter_;
+  uint64_t misses_not_inserted_ = 0;  // keys not remembered, held by the budget or key limit
+  ReplayedKeys keys_seen_;
 };
 
 }  // namespace replaygate::cli

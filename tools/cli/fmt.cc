@@ -1,6 +1,8 @@
 // `replaygate fmt FILE...`: print .policy files in canonical form, rewrite them (--write) or list
 // those that are not canonical (--check). YAML files are refused: yaml-cpp does not report
 // comments, so a formatted YAML file would lose them (use `convert` to get the DSL form).
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/escape.h"
 #include "compiler/print_dsl.h"
 #include "compiler/yaml_tree.h"
 #include "tools/cli/commands.h"
@@ -101,12 +104,28 @@ int run_fmt(const FmtOptions& options) {
       }
     } else if (options.write) {
       if (*formatted.text != text) {
+        // The atomic replace (a reader never sees half a file) gives the path a new inode: other
+        // hard links to the old one keep the old text. Said, not silently done.
+        struct stat before {};
+        const nlink_t links = ::stat(path.c_str(), &before) == 0 ? before.st_nlink : 1;
         if (!write_file_atomically(path, *formatted.text, &error)) {
           std::fprintf(stderr, "replaygate: error: %s\n", error.c_str());
           worst(kExitUsage);
           continue;
         }
         std::fprintf(stderr, "formatted %s\n", path.c_str());
+        if (links > 1) {
+          std::fprintf(
+              stderr,
+              "replaygate: warning: %s had %llu hard links; --write replaced it with a "
+              "new file (atomic rename), so %s the old text (format each name, or "
+              "keep one name and symbolic links)\n",
+              escape_control(path, Backslash::kKeep).c_str(),
+              static_cast<unsigned long long>(links),
+              links == 2
+                  ? "the other name still holds"
+                  : ("the other " + std::to_string(links - 1) + " names still hold").c_str());
+        }
       }
     } else {
       if (!print_to_stdout(*formatted.text, "the formatted policy")) return kExitUsage;
@@ -126,7 +145,8 @@ Runner setup_fmt(CLI::App& sub) {
   auto options = std::make_shared<FmtOptions>();
   sub.footer(
       "Print each .policy FILE in canonical form (stdout), keeping its comments. --write rewrites\n"
-      "the files in place (atomically), --check lists the files that are not canonical.\n"
+      "the files in place (atomically: a new file, so other hard links keep the old text; a\n"
+      "warning says so), --check lists the files that are not canonical.\n"
       "YAML files are refused: their comments cannot be kept (use convert).\n"
       "Exit: 0 ok (all canonical with --check), 1 syntax errors or non-canonical files,\n"
       "2 usage/I/O.");

@@ -301,9 +301,12 @@ Runner setup_graph(CLI::App& sub) {
       "Exit: 0 written, 1 policy errors, 2 usage/I/O (or svg without dot).");
   sub.add_option("--policy", options->policy, "Policy file (.yaml)");
   sub.add_option("--table", options->table, "Frozen table (.rgt)");
-  sub.add_option("-o,--output", options->output, "Output file (default: standard output)");
+  sub.add_option("-o,--output", options->output, "Output file (default, or -: standard output)");
   sub.add_option("--format", options->format, "dot (default) or svg");
-  return [options] { return run_graph(*options); };
+  return [options] {
+    if (options->output == "-") options->output.clear();  // -o - is standard output, the default
+    return run_graph(*options);
+  };
 }
 
 }  // namespace replaygate::cli

@@ -389,9 +389,12 @@ Runner setup_matrix(CLI::App& sub) {
       "Exit: 0 written, 1 policy errors, 2 usage/I/O (no such table, a one-key table).");
   sub.add_option("POLICY", options->policy, "Policy file (.yaml)")->required();
   sub.add_option("--table-id", options->table_id, "Table to draw (default: the first table)");
-  sub.add_option("-o,--output", options->output, "Output file (default: standard output)");
+  sub.add_option("-o,--output", options->output, "Output file (default, or -: standard output)");
   sub.add_option("--format", options->format, "html (default) or svg");
-  return [options] { return run_matrix(*options); };
+  return [options] {
+    if (options->output == "-") options->output.clear();  // -o - is standard output, the default
+    return run_matrix(*options);
+  };
 }
 
 }  // namespace replaygate::cli

@@ -1,6 +1,7 @@
 // Strict parsing of count options and operator names (see options.h).
 #include "tools/cli/options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <utility>
@@ -137,12 +138,57 @@ std::string docs_url_error(std::string_view url) {
   if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
     authority.remove_prefix(at + 1);
   }
-  const std::string_view host =
-      authority.starts_with('[') ? authority : authority.substr(0, authority.find(':'));
-  if (scheme != 0 && !host.empty() && url.find_first_of("?#") == std::string_view::npos) return "";
-  return "--docs-url must be an absolute http:// or https:// URL with a host and without a query "
-         "(?) or fragment (#), e.g. https://example.com/replaygate, not '" +
-         escape_control(url) + "'";
+  const std::string_view host = authority.starts_with('[')
+                                    ? authority.substr(0, authority.find(']') + 1)
+                                    : authority.substr(0, authority.find(':'));
+  if (scheme == 0 || host.empty() || url.find_first_of("?#") != std::string_view::npos) {
+    return "--docs-url must be an absolute http:// or https:// URL with a host and without a "
+           "query (?) or fragment (#), e.g. https://example.com/replaygate, not '" +
+           escape_control(url) + "'";
+  }
+  // Every byte must be one RFC 3986 allows in a URI (SARIF's helpUri is one): unreserved,
+  // reserved or a %XX escape. A space, a quote or a non-ASCII byte makes it no URL; it used to
+  // be percent-encoded silently, so the links pointed somewhere the user never wrote.
+  static constexpr std::string_view kAllowed =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/?#[]@!$&'()*+,;=";
+  const auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  for (size_t i = 0; i < url.size(); ++i) {
+    const char c = url[i];
+    if (c == '%' && i + 2 < url.size() && hex(url[i + 1]) && hex(url[i + 2])) {
+      i += 2;
+      continue;
+    }
+    if (c != '%' && kAllowed.find(c) != std::string_view::npos) continue;
+    const unsigned char b = static_cast<unsigned char>(c);
+    // The escape to write: for a non-ASCII character, all its bytes (é is %C3%A9).
+    size_t end = i + 1;
+    while (b >= 0x80 && end < url.size() && static_cast<unsigned char>(url[end]) >= 0x80) ++end;
+    std::string escape;
+    for (size_t j = i; j < end; ++j) {
+      char hex_byte[4];
+      std::snprintf(hex_byte, sizeof hex_byte, "%%%02X", static_cast<unsigned char>(url[j]));
+      escape += hex_byte;
+    }
+    std::string what = c == ' '                ? "a space"
+                       : c == '%'              ? "a '%' that starts no %XX escape"
+                       : b >= 0x80             ? "a non-ASCII byte"
+                       : b < 0x20 || b == 0x7F ? "a control character"
+                                               : std::string("the character '") + c + "'";
+    return "--docs-url is not a URL: it has " + what + " at byte " + std::to_string(i + 1) +
+           " of '" + escape_control(url) + "'; write it percent-encoded (" + escape +
+           "), as RFC 3986 asks";
+  }
+  // After the host, ':' starts a port: digits only (https://ex.com:80/docs).
+  const std::string_view after_host = authority.substr(std::min(
+      authority.size(), static_cast<size_t>(host.data() - authority.data()) + host.size()));
+  if (!after_host.empty()) {
+    const std::string_view port = after_host.substr(1);
+    if (after_host[0] != ':' || port.find_first_not_of("0123456789") != std::string_view::npos) {
+      return "--docs-url is not a URL: the port '" + escape_control(port) + "' of '" +
+             escape_control(url) + "' is not a number";
+    }
+  }
+  return "";
 }
 
 }  // namespace replaygate::cli

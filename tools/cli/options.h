@@ -52,7 +52,11 @@ std::string operator_error(std::string_view name);
 // an absolute http:// or https:// URL (scheme in any case) with a host and without a query ('?')
 // or fragment ('#'). "" (empty), "relative/path", "file:///x", "https://", "https://x/?q=1" are
 // refused: "--docs-url must be an absolute http:// or https:// URL with a host and without a
-// query (?) or fragment (#), e.g. https://example.com/replaygate, not 'relative/path'".
+// query (?) or fragment (#), e.g. https://example.com/replaygate, not 'relative/path'". Every
+// byte must be one a URI may hold (RFC 3986: unreserved, reserved, or a %XX escape), else
+// "--docs-url is not a URL: it has a space at byte 9 of 'http://a b'; write it percent-encoded
+// (%20), as RFC 3986 asks" (likewise a non-ASCII byte, a control character, '"', '<', '>', '\',
+// '^', '`', '{', '|', '}' or a lone '%'); a port must be digits.
 std::string docs_url_error(std::string_view url);
 
 }  // namespace replaygate::cli

@@ -8,20 +8,26 @@
 //       expect: replay_once           # verb
 //       rule: known_failures:payment.capture/timeout   # optional
 //       reason: ...                   # optional
-// Input values are typed the way JSON letters are: quoted scalars are strings; plain true/false
-// are booleans; plain decimal integers are ints; plain null/~ or an empty value is null (absent);
-// other plain scalars are strings; a sequence or mapping is an invalid value. A value of the wrong
-// type for its field is passed to the runtime as invalid (so invalid inputs can be tested).
+// Input values are read by the input's declared type, as policy rows read them: for a string or
+// enum input a plain scalar is its text (`429` is "429", `007` is "007"), except plain true/false,
+// which are refused (RG108: quote them, or use {json: ...}). For an int or bool input (and under
+// {json: VALUE}) a value is typed the way JSON letters are: quoted scalars are strings; plain
+// true/false are booleans; plain decimal integers are ints; other plain scalars are strings.
+// Everywhere plain null/~ or an empty value is null (absent), and a sequence or another mapping is
+// an invalid value. {json: VALUE} (a mapping with the one key json) gives VALUE as a JSON letter
+// carries it, so `{json: 429}` tests the int 429 where a string belongs. A value of the wrong type
+// for its field is passed to the runtime as invalid (so invalid inputs can be tested).
 // Problems in the case file are diagnostics RG401-RG407 (RG407: a value for a derived input,
-// which is computed, never read), and RG109 for a plain scalar YAML reads as a number other than a
-// decimal int (`01`, `+1`, `0x1`, `0o7`, `0b1`, `1_000`, `1e3`, `.5`), as in a policy (exit 1, no
-// case runs).
+// which is computed, never read), RG108 (above), and RG109 for a plain scalar YAML reads as a
+// number other than a decimal int (`01`, `+1`, `0x1`, `0o7`, `0b1`, `1_000`, `1e3`, `.5`) given
+// to an int or bool input or under {json: ...}, as in a policy (exit 1, no case runs).
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -213,6 +219,11 @@ std::optional<NumberForm> non_decimal_number(const std::string& text) {
   return NumberForm{"is a float", "inputs have no floats: write a whole number" + quoted};
 }
 
+// The explicit form {json: VALUE} (a mapping with the key json), or nullptr: its VALUE.
+const yaml::Node* explicit_json(const yaml::Node& value) {
+  return value.is_mapping() ? value.find("json") : nullptr;
+}
+
 class CaseReader {
  public:
   // `table` is `policy` lowered (the same field indices).
@@ -300,26 +311,7 @@ class CaseReader {
       }
       if (c.input->is_mapping()) {
         for (const auto& [key, value] : c.input->entries) {
-          // The policy's rule for int text (RG109): `01`, `+1`, `0x1`, `1_000` or `1e3` is neither
-          // an int nor a string here (YAML would read each as a number).
-          if (value.is_scalar() && !value.quoted) {
-            if (const std::optional<NumberForm> form = non_decimal_number(value.scalar)) {
-              // For a string or enum input the value was surely meant as text (a policy reads
-              // `[007]` there as the string "007"), so the fix is the quotes, not the digits.
-              const uint32_t f = table_.field_index(key.scalar);
-              const bool textual =
-                  f != Table::kNoField && (table_.field(f).type == FieldType::kString ||
-                                           table_.field(f).type == FieldType::kEnum);
-              error(value, "RG109", "'" + value.scalar + "' " + form->what,
-                    textual
-                        ? "'" + key.scalar + "' is " +
-                              (table_.field(f).type == FieldType::kEnum ? "an enum" : "a string") +
-                              " input: quote the value, '" + value.scalar +
-                              "' (in a case file, as in a JSON letter, a plain number is a "
-                              "number)"
-                        : form->hint);
-            }
-          }
+          check_value(table_.field_index(key.scalar), key.scalar, value);
           if (const uint32_t f = table_.field_index(key.scalar); f != Table::kNoField) {
             // A derived input is computed from two others (as in letters and mapping files): a
             // value given for it would be ignored, so the case would not test what it says.
@@ -385,13 +377,59 @@ class CaseReader {
   std::vector<Diagnostic> diagnostics;
 
  private:
+  // The diagnostics for the value of input `f` (kNoField when the key is not an input: RG403
+  // is reported apart, and the value is then read as a letter would carry it). See case_value().
+  void check_value(uint32_t f, const std::string& key, const yaml::Node& value) {
+    const bool textual = f != Table::kNoField && (table_.field(f).type == FieldType::kString ||
+                                                  table_.field(f).type == FieldType::kEnum);
+    if (const yaml::Node* inner = explicit_json(value)) {
+      if (value.entries.size() != 1) {
+        for (const auto& [k, v] : value.entries) {
+          if (k.scalar != "json") {
+            error(k, "RG401", "unknown key '" + k.scalar + "' in {json: VALUE}",
+                  "{json: VALUE} takes the one key json");
+          }
+        }
+        return;
+      }
+      // Typed as a JSON letter is: the policy's rule for int text holds (RG109).
+      if (inner->is_scalar() && !inner->quoted) {
+        if (const std::optional<NumberForm> form = non_decimal_number(inner->scalar)) {
+          error(*inner, "RG109", "'" + inner->scalar + "' " + form->what, form->hint);
+        }
+      }
+      return;
+    }
+    if (!value.is_scalar() || value.quoted) return;
+    if (textual) {
+      // A plain scalar is the input's text, as in a policy row: `429` is "429". Only true and
+      // false are refused, as a row refuses them: the text or the boolean? Say which.
+      if (value.scalar == "true" || value.scalar == "false") {
+        const char* type = table_.field(f).type == FieldType::kEnum ? "an enum" : "a string";
+        error(value, "RG108",
+              value.scalar + " is a boolean, but '" + key + "' is " + type + " input",
+              "quote it for the text, '" + value.scalar + "', or write {json: " + value.scalar +
+                  "} to test a boolean where " + type + " belongs");
+      }
+      return;
+    }
+    // An int or bool input (or no input): the policy's rule for int text (RG109): `01`, `+1`,
+    // `0x1`, `1_000` or `1e3` is neither an int nor a string here (YAML would read each as a
+    // number).
+    if (const std::optional<NumberForm> form = non_decimal_number(value.scalar)) {
+      error(value, "RG109", "'" + value.scalar + "' " + form->what, form->hint);
+    }
+  }
+
   const std::string& path_;
   const Table& table_;
   const ir::Policy& policy_;
 };
 
-// A case input value as a letter would carry it (see the header comment for the typing rules).
-LetterValue case_value(const yaml::Node& value) {
+// A case input value as a JSON letter would carry it: quoted scalars are strings, plain true and
+// false booleans, a plain -?[0-9]+ an int (one beyond int64 an invalid int), plain null, ~ or
+// nothing null, other plain scalars strings; a sequence or mapping is an invalid value.
+LetterValue letter_value(const yaml::Node& value) {
   if (value.is_null() ||
       (value.is_scalar() && !value.quoted &&
        (value.scalar == "null" || value.scalar == "~" || value.scalar.empty()))) {
@@ -401,7 +439,6 @@ LetterValue case_value(const yaml::Node& value) {
   const std::string& text = value.scalar;
   bool flag = false;
   int64_t number = 0;
-  // A plain -?[0-9]+ is an int (one beyond int64 is an invalid int, not a string).
   const size_t digits_from = !text.empty() && text[0] == '-' ? 1 : 0;
   const bool looks_int = !value.quoted && text.size() > digits_from &&
                          text.find_first_not_of("0123456789", digits_from) == std::string::npos;
@@ -410,6 +447,20 @@ LetterValue case_value(const yaml::Node& value) {
     return parse_int64_strict(text, &number) ? LetterValue::Int(number) : LetterValue::Invalid();
   }
   return LetterValue::String(text);
+}
+
+// A case input value for an input of type `type`, read by that type as a policy row reads it
+// (the header comment has the rules): for a string or enum input a plain scalar is its text
+// (`429` is "429"); {json: VALUE} is VALUE as a JSON letter carries it (letter_value), to test
+// a value of the wrong type.
+LetterValue case_value(const yaml::Node& value, FieldType type) {
+  if (const yaml::Node* inner = explicit_json(value)) return letter_value(*inner);
+  const LetterValue letter = letter_value(value);
+  const bool textual = type == FieldType::kString || type == FieldType::kEnum;
+  if (textual && value.is_scalar() && !value.quoted && letter.kind != LetterValue::Kind::kNull) {
+    return LetterValue::String(value.scalar);
+  }
+  return letter;
 }
 
 // Hands a letter to the runtime. A value of the wrong kind for its field makes the field invalid
@@ -456,6 +507,25 @@ std::string percent_text(double percent) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f%%", percent);
   return buffer;
+}
+
+// The --min-coverage failure, with both numbers true and told apart: the coverage as its exact
+// fraction and a percentage with as many decimals (at least one) as keep it below the
+// threshold, and the threshold as its shortest decimal form. "3/16 (18.75%) is below
+// --min-coverage 18.8%", not "18.8% is below 18.8%".
+std::string below_min_text(const Coverage& cov, double threshold) {
+  const double percent = cov.percent();
+  char text[64] = "";
+  for (int decimals = 1; decimals <= 15; ++decimals) {
+    std::snprintf(text, sizeof text, "%.*f", decimals, percent);
+    if (std::strtod(text, nullptr) < threshold) break;
+  }
+  char limit[64];
+  const std::to_chars_result end = std::to_chars(limit, limit + sizeof limit - 1, threshold);
+  *end.ptr = '\0';
+  return "rule coverage " + std::to_string(cov.rules_covered()) + "/" +
+         std::to_string(cov.rules_total()) + " (" + text + "%) is below --min-coverage " + limit +
+         "%";
 }
 
 std::string json_document(const std::string& policy_path, const std::vector<CaseResult>& results,
@@ -567,7 +637,8 @@ int run_test(const TestOptions& options) {
       Letter letter(policy.fields.size());
       if (c.input->is_mapping()) {
         for (const auto& [key, value] : c.input->entries) {
-          letter.at(table->field_index(key.scalar)) = case_value(value);
+          const uint32_t f = table->field_index(key.scalar);
+          letter.at(f) = case_value(value, table->field(f).type);
         }
       }
       set_input(letter, input);
@@ -637,8 +708,8 @@ int run_test(const TestOptions& options) {
     }
   }
   if (below) {
-    std::fprintf(stderr, "replaygate test: rule coverage %s is below --min-coverage %g%%\n",
-                 percent_text(cov.percent()).c_str(), options.min_coverage);
+    std::fprintf(stderr, "replaygate test: %s\n",
+                 below_min_text(cov, options.min_coverage).c_str());
   }
   // The text report went through stdio: print_to_stdout() flushes it and names the cause.
   if (!print_to_stdout("", "the test report")) return kExitUsage;
