@@ -201,7 +201,8 @@ TEST_F(MappingSafetyTest, NullHeaderIsInvalidInput) {
   EXPECT_NE(lines[2].find(R"("verb":"replay_once")"), std::string::npos) << lines[2];
   EXPECT_EQ(r.err,
             "summary: 3 records, never 0, replay_once 1, hold 2; invalid 1, maybe-duplicate holds "
-            "0, budget holds 0; replayed keys 1 in a 16 MiB filter, false-positive rate 1.7e-18\n");
+            "0, budget holds 0; replayed keys 1 in an exact set (8 KiB of the 16 MiB "
+            "--replayed-keys-memory), false-positive rate 5.4e-20\n");
 }
 
 // Header names match exactly: `X-Replay` is not `x-replay`, so the letter counts as never
@@ -219,7 +220,8 @@ TEST_F(MappingSafetyTest, HeaderDifferingOnlyInCaseIsWarnedAboutOnce) {
             "'replays' does not read it (the header counts as missing); fix the producer or the "
             "mapping (said once per mapped header)\n"
             "summary: 2 records, never 0, replay_once 1, hold 1; invalid 0, maybe-duplicate holds "
-            "1, budget holds 0; replayed keys 1 in a 16 MiB filter, false-positive rate 1.7e-18\n");
+            "1, budget holds 0; replayed keys 1 in an exact set (8 KiB of the 16 MiB "
+            "--replayed-keys-memory), false-positive rate 5.4e-20\n");
 }
 
 // decide never reads an operator-only input from a record, so a create verb that needs one cannot
