@@ -443,3 +443,22 @@ TEST_F(RecordOnlyCli, DedupeFieldLettersNeverSupplyIsRefused) {
 }
 
 }  // namespace
+
+// The message file named as the record (the same path, or a hard link to it) would let the dead
+// letter supply every record-only fact: refused before anything is read or recorded.
+TEST_F(RecordOnlyCli, TheMessageFileIsNeverTheRecord) {
+  write_file(dir_ / "msg.json", kEvilMessage);
+  std::filesystem::create_hard_link(dir_ / "msg.json", dir_ / "link.json");
+  for (const std::string& record : {msg(), (dir_ / "link.json").string()}) {
+    std::vector<std::string> args = {"review", "--policy", kPolicy, "--message",
+                                     msg(),    "--record", record};
+    for (const std::string& a : confirm()) args.push_back(a);
+    const CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "replaygate: error: --record " + record + " is the message file " + msg() +
+                         " itself; the operation record is the durable store's own document, "
+                         "never the dead letter\nRun 'replaygate review --help' for usage.\n");
+    EXPECT_FALSE(std::filesystem::exists(log()));
+  }
+}

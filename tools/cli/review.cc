@@ -522,6 +522,19 @@ int run_review(const Options& o) {
     return code;
   }
   std::string message_text, record_text;
+  // The record is the durable truth the record-only inputs come from: the dead letter itself (the
+  // same file, or a hard link to it) named as the record would let the message supply them.
+  struct stat message_file {};
+  if (::stat(o.message.c_str(), &message_file) == 0) {
+    if (same_file_as(message_file, {{o.record, "the operation record file"}}) != nullptr) {
+      std::fprintf(stderr,
+                   "replaygate: error: --record %s is the message file %s itself; the operation "
+                   "record is the durable store's own document, never the dead letter\n"
+                   "Run 'replaygate review --help' for usage.\n",
+                   o.record.c_str(), o.message.c_str());
+      return kExitUsage;
+    }
+  }
   if (int code = read_object(o.message, "message", &r.message, &message_text); code != kExitOk) {
     return code;
   }
