@@ -24,7 +24,12 @@ if ((${#missing[@]})); then
 fi
 
 build_dir=${RG_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja \
+# ccache, when installed, shares compiled objects between build directories and worktrees.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build_dir" -G Ninja "${launcher[@]}" \
   -DCMAKE_BUILD_TYPE="${RG_BUILD_TYPE:-RelWithDebInfo}" \
   -DREPLAYGATE_WERROR="$([ "${RG_WERROR:-1}" = 1 ] && echo ON || echo OFF)" \
   -DREPLAYGATE_SANITIZE="$([ "${RG_SANITIZE:-0}" = 1 ] && echo ON || echo OFF)" >/dev/null
