@@ -1,7 +1,9 @@
-// Issue 17, item 4: a whole last entry that lost its newline is never removed as a torn tail,
-// appends continue only a log that verifies (a broken log is refused, byte for byte unchanged),
-// verify catches an edit of the line before an unterminated last entry, and `audit repair`
-// records a break with an audited repair entry that keeps every line.
+// Issue 17, item 4 and its follow-up: only a cut of the next line a writer writes is a torn tail;
+// any other unterminated last line (a whole entry, junk after one, two joined, a character
+// deleted) is a problem that nothing removes; appends continue only a log that verifies (a broken
+// log is refused, byte for byte unchanged), verify catches an edit of the line before an
+// unterminated last entry, and `audit repair` records a break with an audited repair entry that
+// keeps every line.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -25,6 +27,30 @@ const std::string kReason = "line 2 edited by hand; no copy of the log";
 const std::string kProblem3 =
     "line 3: prev hash does not match the previous line (a line before it was edited, removed or "
     "reordered)";
+
+// What verify and the writers say about a last line (line `line`) without a newline that is not a
+// torn line, for the log named `log` ("LOG" in verify's note).
+std::string unterminated_fix(const std::string& log, int line = 3) {
+  return "last line (line " + std::to_string(line) +
+         ") has no newline and is not a torn line, so no append and no 'audit repair' continues "
+         "after it: check that line, then restore the log from a copy, or, if the line belongs "
+         "there, end it with a newline (printf '\\n' >> " +
+         log + ") and run 'replaygate audit verify " + log +
+         "' again ('audit repair' can then record any problem left)";
+}
+const std::string kNoNewline3 =
+    "line 3: without a newline, and not a torn line (it is a whole JSON object): an append writes "
+    "a whole line and its newline in one write, so a crash leaves only a cut of the next entry, "
+    "never these bytes";
+
+// The append's error for such a log whose first problem is `problem`, with `more` others.
+std::string refused_unterminated(const std::string& log, const std::string& problem, int more) {
+  return "refusing to append to " + log + ", which does not verify: " + problem +
+         (more == 0 ? ""
+                    : " (and " + std::to_string(more) + " more problem" + (more == 1 ? "" : "s") +
+                          ": run 'replaygate audit verify " + log + "' to see them all)") +
+         "; nothing was changed. Its " + unterminated_fix(log);
+}
 
 // The append's error for a log whose only problem is `problem` (audit.h).
 std::string refused(const std::string& log, const std::string& problem) {
@@ -79,24 +105,21 @@ TEST_F(AuditRepairTest, TheEditedLogOfTheIssueIsBrokenAndNoEntryIsLost) {
   const std::string line3 = before.substr(before.rfind('\n') + 1);
   CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out,
-            log() + ": " + kProblem3 + "\n" + log() +
-                ": the last line is a whole JSON object that lacks its final newline: not a torn "
-                "line (it may have been acknowledged), so nothing removes it, and the next append "
-                "refuses the log until it is repaired (below)\n" +
-                log() +
-                ": the next append (audit result, review --confirm, decide --audit) will refuse "
-                "this log and write nothing: it does not verify (1 problem, the first on line 3, "
-                "above) and an append continues only a log that verifies: restore the log from a "
-                "copy, or keep it as it is and record the break with 'replaygate audit repair LOG "
-                "--operator NAME --reason TEXT' (every line is kept; a repair entry lists the "
-                "problems and re-anchors the chain)\n" +
-                log() + ": BROKEN, 3 entries (2 decisions, 1 result), last hash " +
-                audit::line_hash(line3) + "\n");
+  EXPECT_EQ(r.out, log() + ": " + kProblem3 + "\n" + log() + ": " + kNoNewline3 + "\n" + log() +
+                       ": the last line has no newline and is not a torn line (above): nothing "
+                       "removes it, and neither an append nor 'audit repair' continues the log "
+                       "after it\n" +
+                       log() +
+                       ": the next append (audit result, review --confirm, decide --audit) will "
+                       "refuse this log and write nothing: it does not verify (2 problems, the "
+                       "first on line 3, above) and its " +
+                       unterminated_fix("LOG") + "\n" + log() +
+                       ": BROKEN, 3 entries (2 decisions, 1 result), last hash " +
+                       audit::line_hash(line3) + "\n");
 
   // Every writer refuses it, exit 2, and the file stays byte for byte as it was.
-  const std::string refusal =
-      "replaygate: " + refused(log(), kProblem3) + "\nreplaygate: the result was NOT recorded\n";
+  const std::string refusal = "replaygate: " + refused_unterminated(log(), kProblem3, 1) +
+                              "\nreplaygate: the result was NOT recorded\n";
   r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
@@ -108,11 +131,25 @@ TEST_F(AuditRepairTest, TheEditedLogOfTheIssueIsBrokenAndNoEntryIsLost) {
   r = review();
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find("replaygate: " + refused(log(), kProblem3) + "\n"), std::string::npos)
+  EXPECT_NE(r.err.find("replaygate: " + refused_unterminated(log(), kProblem3, 1) + "\n"),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(read_file(log()), before);
+  // So does the repair: it does not guess what an unterminated whole object is.
+  r = repair();
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "replaygate: refusing to repair " + log() + ": its " + unterminated_fix(log()) +
+                       "; nothing was written\nreplaygate: the repair was NOT recorded\n");
+  EXPECT_EQ(read_file(log()), before);
 
-  // The audited repair: every byte kept, the newline completed, one repair entry appended.
+  // The operator checks line 3, a whole result entry, and ends it with its newline (printf '\n'
+  // >> LOG): line 3 is then an ordinary line whose only problem is the edit before it.
+  write_file(log(), before + "\n");
+  r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n') + 1), log() + ": " + kProblem3 + "\n");
+  // The audited repair: every byte kept, one repair entry appended.
   r = repair();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
@@ -188,24 +225,170 @@ TEST_F(AuditRepairTest, VerifyCatchesAnEditBeforeAnUnterminatedLastEntry) {
   }
 }
 
-// A torn tail is only bytes that cannot be a whole entry: a cut line (even one cut a byte short of
-// its closing brace) is removed, a whole one never.
-TEST_F(AuditRepairTest, OnlyACutLineIsATornTail) {
+// A torn tail is only a strict prefix of the next line a writer writes that stops before the end
+// of its last field: a cut inside `time` is torn; a cut just before the closing brace holds every
+// field (a whole entry) and a whole line without its newline is a whole object: both problems.
+TEST_F(AuditRepairTest, OnlyACutOfTheNextLineIsATornTail) {
   const std::string good = three_entries();
   const size_t last = good.rfind('\n', good.size() - 2) + 1;
   const std::string whole = good.substr(last, good.size() - last - 1);
   const std::string base = good.substr(0, last);
+  for (size_t cut = 1; cut + 2 < whole.size(); ++cut) {  // every cut before the end of `time`
+    const audit::VerifyReport report = audit::verify_bytes(base + whole.substr(0, cut));
+    EXPECT_TRUE(report.torn_tail) << cut;
+    EXPECT_TRUE(report.ok()) << cut << ": " << report.problems.front();
+  }
   audit::VerifyReport report = audit::verify_bytes(base + whole.substr(0, whole.size() - 1));
-  EXPECT_TRUE(report.torn_tail);
-  EXPECT_TRUE(report.ok());
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_TRUE(report.unterminated);
+  EXPECT_EQ(report.problems,
+            std::vector<std::string>{
+                "line 3: without a newline, and not a torn line (it holds every field of a result "
+                "entry and lacks only its closing brace: a whole entry, not a cut one): an append "
+                "writes a whole line and its newline in one write, so a crash leaves only a cut "
+                "of the next entry, never these bytes"});
   report = audit::verify_bytes(base + whole);
   EXPECT_FALSE(report.torn_tail);
   EXPECT_TRUE(report.unterminated);
-  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.problems, std::vector<std::string>{kNoNewline3});
   // A cut repair entry is torn too (its keys sort 'covers' first).
   report = audit::verify_bytes(good + "{\"covers\":\"00");
   EXPECT_TRUE(report.torn_tail);
   EXPECT_TRUE(report.ok());
+  // A cut whose seq or prev does not continue the log is not what a writer wrote.
+  const std::string prev = audit::line_hash(whole);
+  report = audit::verify_bytes(good +
+                               "{\"decision\":2,\"kind\":\"result\",\"outcome\":\"x\","
+                               "\"prev\":\"" +
+                               prev.substr(0, 10));
+  EXPECT_TRUE(report.torn_tail) << report.problems.front();
+  report = audit::verify_bytes(good +
+                               "{\"decision\":2,\"kind\":\"result\",\"outcome\":\"x\","
+                               "\"prev\":\"" +
+                               std::string(10, '0'));
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_EQ(report.problems.at(0).rfind("line 4: without a newline, and not a torn line (at byte "
+                                        "53: 'prev' is not the hash of the line before (" +
+                                            prev + ")): ",
+                                        0),
+            0u)
+      << report.problems.at(0);
+  report = audit::verify_bytes(good +
+                               "{\"decision\":2,\"kind\":\"result\",\"outcome\":\"x\","
+                               "\"prev\":\"" +
+                               prev + "\",\"revision\":2,\"seq\":9");
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_NE(report.problems.at(0).find("'seq' is not 4, the seq that follows the line before"),
+            std::string::npos)
+      << report.problems.at(0);
+  // A control character a writer would have escaped, or a key no entry has there.
+  EXPECT_FALSE(audit::verify_bytes(good + "{\"action\":\"a\x1b").torn_tail);
+  EXPECT_FALSE(audit::verify_bytes(good + "{\"action\":\"a\",\"zz").torn_tail);
+  EXPECT_TRUE(audit::verify_bytes(good + "{\"action\":\"a\",\"eff").torn_tail);
+}
+
+// The break-it tester's three unterminated tails, each of which used to be a "torn tail" that
+// verify passed and the next append or repair deleted, with the complete entries in it: a whole
+// entry plus junk (`...}x`), two whole entries joined without a newline, and a complete last
+// line with one character deleted (one that still parses, one that does not). Each is BROKEN
+// with the reason and the line; every append (audit result, review --confirm, decide --audit)
+// and the repair refuse it, exit 2, the file byte for byte unchanged. A genuine torn tail is
+// still removed by the next append, with the message.
+TEST_F(AuditRepairTest, TheTestersUnterminatedTailsAreProblemsAndNothingIsLost) {
+  const std::string good = three_entries();
+  const size_t line3 = good.rfind('\n', good.size() - 2) + 1;
+  const size_t line2 = good.rfind('\n', line3 - 2) + 1;
+  const std::string whole3 = good.substr(line3, good.size() - line3 - 1);
+  const std::string whole2 = good.substr(line2, line3 - line2 - 1);
+  const std::string outcome = "\"outcome\":\"done\"";
+  const size_t at = whole3.find(outcome);
+  ASSERT_NE(at, std::string::npos);
+  struct Case {
+    std::string name, bytes, problem;
+  };
+  const std::string why_not =
+      "): an append writes a whole line and its newline in one write, so a crash leaves only a "
+      "cut of the next entry, never these bytes";
+  const std::vector<Case> cases = {
+      {"a whole entry plus junk", good.substr(0, good.size() - 1) + "x",
+       "line 3: without a newline, and not a torn line (it holds a whole JSON object and 1 more "
+       "byte after its closing brace at byte " +
+           std::to_string(whole3.size()) + why_not},
+      {"two whole entries joined", good.substr(0, line3 - 1) + whole3,
+       "line 2: without a newline, and not a torn line (it holds a whole JSON object and " +
+           std::to_string(whole3.size()) + " more bytes after its closing brace at byte " +
+           std::to_string(whole2.size()) + why_not},
+      {"a character deleted, still parses",
+       good.substr(0, line3) + whole3.substr(0, at + outcome.size() - 2) +
+           whole3.substr(at + outcome.size() - 1),
+       kNoNewline3},
+      {"a character deleted, no longer parses",
+       good.substr(0, line3) + whole3.substr(0, at) + whole3.substr(at + 1),
+       "line 3: without a newline, and not a torn line (at byte " + std::to_string(at + 1) +
+           ": expected '\"'" + why_not},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    write_file(log(), c.bytes);
+    CliResult r = run({"audit", "verify", log()});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n') + 1), log() + ": " + c.problem + "\n");
+    EXPECT_NE(r.out.find(": BROKEN, "), std::string::npos) << r.out;
+    const audit::VerifyReport report = audit::verify_bytes(c.bytes);
+    EXPECT_FALSE(report.torn_tail);
+    EXPECT_TRUE(report.unterminated);
+    const int line = c.name == "two whole entries joined" ? 2 : 3;
+    r = result_for("2");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(
+        r.err.substr(0, r.err.find("; nothing was changed.")),
+        "replaygate: refusing to append to " + log() + ", which does not verify: " + c.problem);
+    EXPECT_NE(r.err.find("; nothing was changed. Its " + unterminated_fix(log(), line) +
+                         "\nreplaygate: the result was NOT recorded\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(read_file(log()), c.bytes);
+    r = review();
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(read_file(log()), c.bytes);
+    r = run({"decide", "--policy", kSourceDir + "/policies/replay_gate.yaml", "--audit", log(),
+             "--operator", "ana"},
+            "{\"message_id\":\"m-001\",\"topic\":\"payment.capture\",\"error_class\":\"timeout\","
+            "\"attempts\":1,\"idempotency_key\":\"cap_9f3a\",\"already_committed\":false}\n");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(read_file(log()), c.bytes);
+    r = repair();
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "replaygate: refusing to repair " + log() + ": its " +
+                         unterminated_fix(log(), line) +
+                         "; nothing was written\nreplaygate: the repair was NOT recorded\n");
+    EXPECT_EQ(read_file(log()), c.bytes);
+  }
+
+  // A genuine torn tail: a cut of the next result entry inside its outcome. verify passes, and
+  // the next append removes it, shows it, and records the result.
+  const std::string torn = "{\"decision\":2,\"kind\":\"result\",\"outcome\":\"do";
+  write_file(log(), good + torn);
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n') + 1),
+            log() + ": torn last line (" + std::to_string(torn.size()) +
+                " bytes without a newline): an append that crashed before completing; it was "
+                "never acknowledged, and the next append removes it (and shows its bytes)\n");
+  r = result_for("2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() + " (" +
+                       std::to_string(torn.size()) +
+                       " bytes without a newline that are not a whole entry: an append that "
+                       "crashed before completing, never acknowledged): '" +
+                       torn + "'\n");
+  const std::string after = read_file(log());
+  EXPECT_EQ(after.substr(0, good.size()), good);
+  EXPECT_TRUE(audit::verify_bytes(after).ok());
+  EXPECT_EQ(audit::verify_bytes(after).entries, 4u);
 }
 
 // A broken line anywhere stops every writer, and nothing is written, not even the removal of a
@@ -299,8 +482,9 @@ TEST_F(AuditRepairTest, ARepairIsRefusedWhenItWouldNotBeHonest) {
                        "replaygate: the repair was NOT recorded\n");
   EXPECT_EQ(read_file(notes), "my notes\n");
 
-  // Who repaired and why are recorded: both must be one printable line.
-  const std::string broken = edited(good);
+  // Who repaired and why are recorded: both must be one printable line. (The edited log, its
+  // last line ended with a newline again: a repair refuses an unterminated one.)
+  const std::string broken = edited(good) + "\n";
   write_file(log(), broken);
   r = run({"audit", "repair", log(), "--operator", "a\nb", "--reason", kReason});
   EXPECT_EQ(r.exit_code, 2);
@@ -394,10 +578,18 @@ TEST_F(AuditRepairTest, ARepairReanchorsSeqAndTime) {
 
 // A line that is neither an entry nor the start of one after valid entries (a note pasted in) is
 // kept by the repair, with its newline written, and acknowledged like any broken line.
-TEST_F(AuditRepairTest, ARepairKeepsAForeignLastLine) {
+TEST_F(AuditRepairTest, ARepairRefusesAForeignLastLineUntilItEndsWithANewline) {
   const std::string good = three_entries();
   write_file(log(), good + "a note");
-  const CliResult r = repair("a note was pasted into the log");
+  CliResult r = repair("a note was pasted into the log");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate: refusing to repair " + log() + ": its " +
+                       unterminated_fix(log(), 4) +
+                       "; nothing was written\nreplaygate: the repair was NOT recorded\n");
+  EXPECT_EQ(read_file(log()), good + "a note");
+  // Ended with a newline by the operator, the note is an ordinary broken line: repaired, kept.
+  write_file(log(), good + "a note\n");
+  r = repair("a note was pasted into the log");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   const std::string text = read_file(log());

@@ -70,6 +70,23 @@ std::string refusal_line(const std::string& log, int problems, int first_line) {
          refusal_note(problems, first_line) + "\n";
 }
 
+// What verify and the writers say about a last line (line `line`) without a newline that is not a
+// torn line, for the log named `log` ("LOG" in verify's note).
+std::string unterminated_fix(const std::string& log, int line) {
+  return "last line (line " + std::to_string(line) +
+         ") has no newline and is not a torn line, so no append and no 'audit repair' continues "
+         "after it: check that line, then restore the log from a copy, or, if the line belongs "
+         "there, end it with a newline (printf '\\n' >> " +
+         log + ") and run 'replaygate audit verify " + log +
+         "' again ('audit repair' can then record any problem left)";
+}
+std::string no_newline(int line) {
+  return "line " + std::to_string(line) +
+         ": without a newline, and not a torn line (it is a whole JSON object): an append writes "
+         "a whole line and its newline in one write, so a crash leaves only a cut of the next "
+         "entry, never these bytes";
+}
+
 // The error of an append to the log at `log` that does not verify, whose first problem is
 // `first` ("line N: ...") and which has `more` others.
 std::string refused_error(const std::string& log, const std::string& first, int more = 0) {
@@ -219,36 +236,60 @@ TEST_F(AuditVerifyTest, AnEmptyLineBeforeAnUnterminatedEntryRefusesTheAppend) {
   const audit::VerifyReport report = audit::verify_bytes(broken);
   EXPECT_TRUE(report.unterminated);
   EXPECT_EQ(report.entries, 2u);
-  EXPECT_EQ(report.problems,
-            std::vector<std::string>{"line 2: empty line; delete it (the entries around it are "
-                                     "checked as if it were not there)"});
+  const std::string blank =
+      "line 2: empty line; delete it (the entries around it are checked as if it were not "
+      "there)";
+  EXPECT_EQ(report.problems, (std::vector<std::string>{blank, no_newline(3)}));
   const CliResult r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "replaygate: " +
-                refused_error(log(),
-                              "line 2: empty line; delete it (the entries around it are checked "
-                              "as if it were not there)") +
-                "\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err, "replaygate: refusing to append to " + log() + ", which does not verify: " +
+                       blank + " (and 1 more problem: run 'replaygate audit verify " + log() +
+                       "' to see them all); nothing was changed. Its " +
+                       unterminated_fix(log(), 3) + "\nreplaygate: the result was NOT recorded\n");
   EXPECT_EQ(read_file(log()), broken);
 }
 
-// ---- 2. a torn tail is shown capped and escaped ----
+// ---- 2. a torn tail is shown capped ----
 
-TEST_F(AuditVerifyTest, AHugeTornTailIsShownCappedAndEscaped) {
+TEST_F(AuditVerifyTest, AHugeTornTailIsShownCapped) {
   const std::string good = two_decisions();
-  // A control character, a byte that is not UTF-8, then a megabyte.
-  const std::string torn = "{\"action\":\"\x1b[31m\xff" + std::string(1 << 20, 'a');
+  // A cut of a decision line whose action is a megabyte long.
+  const std::string torn = "{\"action\":\"" + std::string(1 << 20, 'a');
   write_file(log(), good + torn);
   const CliResult r = result_for("1");
   EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 400);
-  const std::string shown = "{\"action\":\"\\u001b[31m\\xff" + std::string(200 - 17, 'a');
+  const std::string shown = "{\"action\":\"" + std::string(200 - 11, 'a');
   EXPECT_EQ(r.err, "replaygate: warning: removed a torn last line from " + log() + " (" +
                        std::to_string(torn.size()) +
                        " bytes without a newline that are not a whole entry: an append that "
                        "crashed before completing, never acknowledged): '" +
                        shown + "'... (" + std::to_string(torn.size()) + " bytes in all)\n");
   EXPECT_EQ(read_file(log()).substr(0, good.size()), good);
+}
+
+// Bytes a writer never writes (a raw control character: it writes \u001b; a byte that is not
+// UTF-8: it writes U+FFFD) are no cut of a writer's line: a problem, shown escaped, and kept.
+TEST_F(AuditVerifyTest, ATailWithBytesNoWriterWritesIsAProblemShownEscaped) {
+  const std::string good = two_decisions();
+  const std::string tail = "{\"action\":\"\x1b[31m\xff" + std::string(100, 'a');
+  write_file(log(), good + tail);
+  CliResult r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines_of(r.out).at(0),
+            log() +
+                ": line 3: without a newline, and not a torn line (at byte 12: a control "
+                "character that a writer escapes): an append writes a whole line and its newline "
+                "in one write, so a crash leaves only a cut of the next entry, never these bytes");
+  r = result_for("1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(read_file(log()), good + tail);
+  write_file(log(), good + "{\"action\":\"a\xff");
+  EXPECT_EQ(lines_of(run({"audit", "verify", log()}).out).at(0),
+            log() +
+                ": line 3: without a newline, and not a torn line (at byte 13: a byte that is not "
+                "UTF-8 (a writer writes U+FFFD for it)): an append writes a whole line and its "
+                "newline in one write, so a crash leaves only a cut of the next entry, never these "
+                "bytes");
 }
 
 // ---- 3. entries the writers never write ----
@@ -881,43 +922,53 @@ TEST_F(AuditVerifyTest, VerifySaysWhatAnAppendDoesWithABrokenUnterminatedLine) {
   const audit::VerifyReport report = audit::verify_bytes(broken);
   EXPECT_TRUE(report.unterminated);
   EXPECT_FALSE(report.torn_tail);
-  const std::string refusal = refusal_note(1, 3);
+  const std::string refusal =
+      "it does not verify (2 problems, the first on line 3, above) and its " +
+      unterminated_fix("LOG", 3);
   EXPECT_EQ(report.append_refusal, refusal);
   CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, log() + ": line 3: unknown field 'x' in a decision entry\n" + log() +
-                       ": the last line is a whole JSON object that lacks its final newline: not "
-                       "a torn line (it may have been acknowledged), so nothing removes it, and "
-                       "the next append refuses the log until it is repaired (below)\n" +
-                       refusal_line(log(), 1, 3) + log() +
+  EXPECT_EQ(r.out, log() + ": line 3: unknown field 'x' in a decision entry\n" + log() + ": " +
+                       no_newline(3) + "\n" + log() +
+                       ": the last line has no newline and is not a torn line (above): nothing "
+                       "removes it, and neither an append nor 'audit repair' continues the log "
+                       "after it\n" +
+                       log() +
+                       ": the next append (audit result, review --confirm, decide --audit) will "
+                       "refuse this log and write nothing: " +
+                       refusal + "\n" + log() +
                        ": BROKEN, 2 entries (2 decisions, 0 results), last hash " +
                        audit::line_hash(line3) + "\n");
   r = run({"audit", "verify", "--format", "json", log()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(nlohmann::json::parse(r.out)["appendable"], false);
   EXPECT_EQ(nlohmann::json::parse(r.out)["append_refusal"], refusal);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["unterminated"], true);
   // The append does what verify said: refuses, exit 2, nothing written.
   r = result_for("1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "replaygate: " + refused_error(log(), "line 3: unknown field 'x' in a decision entry") +
-                "\nreplaygate: the result was NOT recorded\n");
+  EXPECT_EQ(r.err, "replaygate: refusing to append to " + log() +
+                       ", which does not verify: line 3: unknown field 'x' in a decision entry "
+                       "(and 1 more problem: run 'replaygate audit verify " +
+                       log() + "' to see them all); nothing was changed. Its " +
+                       unterminated_fix(log(), 3) + "\nreplaygate: the result was NOT recorded\n");
   EXPECT_EQ(read_file(log()), broken);
   // Deleting the line (the repair verify names) lets appends continue.
   write_file(log(), good);
   EXPECT_EQ(result_for("1").exit_code, 0);
 
-  // A valid unterminated entry: kept, and verify says the append writes the newline first.
-  write_file(log(), good.substr(0, good.size() - 1));
+  // A valid entry without its newline is a whole object, not a torn line: BROKEN, kept, and
+  // appends refuse the log until it ends with a newline.
+  const std::string three = read_file(log());
+  write_file(log(), three.substr(0, three.size() - 1));
   r = run({"audit", "verify", "--format", "json", log()});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(nlohmann::json::parse(r.out)["appendable"], true);
-  EXPECT_EQ(nlohmann::json::parse(r.out)["append_refusal"], "");
-  r = run({"audit", "verify", log()});
-  EXPECT_EQ(lines_of(r.out).at(0),
-            log() +
-                ": the last line is a complete entry continuing the chain but lacks its final "
-                "newline; it is kept, and the next append writes the newline first");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["appendable"], false);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["problems"], nlohmann::json::array({no_newline(3)}));
+  EXPECT_EQ(result_for("2").exit_code, 2);
+  EXPECT_EQ(read_file(log()), three.substr(0, three.size() - 1));
+  write_file(log(), three);
+  EXPECT_EQ(result_for("2").exit_code, 0);
 }
 
 // The other refusals verify foresees: an empty line before an unterminated entry, a last line
@@ -930,7 +981,13 @@ TEST_F(AuditVerifyTest, VerifySaysWhenAnAppendRefusesTheLog) {
              good.substr(0, second) + "\n \n" + good.substr(second, good.size() - second - 1));
   CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find(refusal_line(log(), 2, 2)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(log() +
+                       ": the next append (audit result, review --confirm, decide --audit) will "
+                       "refuse this log and write nothing: it does not verify (3 problems, the "
+                       "first on line 2, above) and its " +
+                       unterminated_fix("LOG", 4) + "\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(result_for("1").exit_code, 2);
 
   write_file(log(), good + "garbage\n");

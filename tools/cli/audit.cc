@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <span>
@@ -373,22 +375,17 @@ std::string check_entry(std::string_view line, json* out) {
   return "";
 }
 
-// Whether the unterminated last bytes of a log are a whole line rather than a cut one: a JSON
-// object. A crash cuts a writer's line before its closing brace, and that brace is the line's
-// only '}' outside a string (no entry holds an object), so a cut line never parses as an object:
-// a whole one lost only its '\n' (an editor, a copy) and may have been acknowledged. It is kept,
-// never truncated, whatever else is wrong with it (seq, prev, a field: problems of its line), and
-// so is anything nested too deeply to parse, which no writer writes either.
+// Whether unterminated last bytes are a whole JSON object (or nested too deeply to parse, which
+// no writer writes either): never a torn tail, and checked like any line, to name its problems.
 bool is_whole_object(std::string_view fragment) {
   if (scan_json_shape(fragment, kMaxJsonDepth) == JsonShape::kTooDeep) return true;
   return json::parse(fragment, nullptr, /*allow_exceptions=*/false).is_object();
 }
 
-// Whether an unterminated fragment that is not a whole object can be what a crashed append
-// left: the start of a line a writer writes. A writer's line is nlohmann's dump of the entry,
-// whose keys come sorted, so it starts `{"action":"` (a decision), `{"decision":` (a result) or
-// `{"covers":"` (a repair); a crash can cut it anywhere, even inside that prefix. Anything else (a
-// note, a dead letter: a file that is not an audit log) is not removed: refusing keeps the bytes.
+// Whether unterminated bytes at least start like a line a writer writes (`{"action":"`,
+// `{"decision":` or `{"covers":"`, or a cut of that start): when they do not, they are named as
+// not an audit entry at all (a note, a dead letter: the wrong path). Whether they are a torn tail
+// is why_not_torn()'s question.
 bool looks_like_torn_entry(std::string_view fragment) {
   for (const std::string_view start :
        {std::string_view(R"({"action":")"), std::string_view(R"({"decision":)"),
@@ -397,6 +394,369 @@ bool looks_like_torn_entry(std::string_view fragment) {
     if (fragment.substr(0, n) == start.substr(0, n)) return true;
   }
   return false;
+}
+
+// ---- What a torn tail is ----
+//
+// An append writes its lines and their '\n's with one write(2) under an exclusive flock(2), then
+// fsync(2)s, and only then reports success. The one thing a crash (power loss, a kill during the
+// write) can leave at the end of the file is therefore a cut of the last line it was writing: a
+// strict prefix of that line, as nlohmann dumps it (keys sorted, no spaces, control characters
+// escaped, no nested object), never anything after its closing brace. So the bytes after the last
+// '\n' are a torn tail only when they are a strict prefix of the line a writer would write next
+// (its seq and prev continue the log, its values have their kind's shape), and they stop before
+// the end of the last field every kind writes (`time`): a prefix that holds every field is a
+// whole entry but for its brace, which a person may have read, so it is not removed either. Any
+// other unterminated bytes (a whole object, bytes after a closing brace, two objects, a line with
+// a character deleted) are a problem: nothing removes them.
+
+// A value's shape in a writer's line.
+enum class Shape {
+  kString,
+  kStringOrNull,
+  kCount,
+  kIntStringOrNull,
+  kHex32,
+  kTime,
+  kKind,
+  kEffect,
+  kStrings,
+  kPrev,
+  kSeq
+};
+
+struct LineKey {
+  std::string_view name;
+  Shape shape;
+  bool optional;
+};
+
+// Each kind's keys in the order a writer's line has them (sorted: nlohmann's objects are maps).
+constexpr LineKey kDecisionLine[] = {{"action", Shape::kString, false},
+                                     {"effect", Shape::kEffect, false},
+                                     {"kind", Shape::kKind, false},
+                                     {"message_id", Shape::kStringOrNull, false},
+                                     {"operation_id", Shape::kStringOrNull, false},
+                                     {"operator", Shape::kString, false},
+                                     {"policy", Shape::kString, false},
+                                     {"policy_revision", Shape::kCount, false},
+                                     {"prev", Shape::kPrev, false},
+                                     {"record", Shape::kCount, true},
+                                     {"record_revision", Shape::kIntStringOrNull, false},
+                                     {"rule", Shape::kString, false},
+                                     {"seq", Shape::kSeq, false},
+                                     {"source", Shape::kString, true},
+                                     {"table_checksum", Shape::kHex32, false},
+                                     {"time", Shape::kTime, false}};
+constexpr LineKey kResultLine[] = {
+    {"decision", Shape::kCount, false}, {"kind", Shape::kKind, false},
+    {"operator", Shape::kString, true}, {"outcome", Shape::kString, false},
+    {"prev", Shape::kPrev, false},      {"revision", Shape::kCount, false},
+    {"seq", Shape::kSeq, false},        {"time", Shape::kTime, false}};
+constexpr LineKey kRepairLine[] = {{"covers", Shape::kHex32, false},
+                                   {"kind", Shape::kKind, false},
+                                   {"operator", Shape::kString, false},
+                                   {"prev", Shape::kPrev, false},
+                                   {"problem_count", Shape::kCount, false},
+                                   {"problems", Shape::kStrings, false},
+                                   {"reason", Shape::kString, false},
+                                   {"seq", Shape::kSeq, false},
+                                   {"time", Shape::kTime, false}};
+
+// What the next line of a log must continue with: the previous line's hash and the seq an append
+// (or, for a repair entry, a repair) gives it.
+struct NextLine {
+  std::string prev;
+  uint64_t seq = 0, repair_seq = 0;
+};
+
+// Reads a fragment as a strict prefix of a writer's line. Each step returns true when it read a
+// whole token and the fragment goes on; false when the fragment ended (ended_) or does not fit
+// (why_ says how, with the byte offset).
+class PrefixReader {
+ public:
+  PrefixReader(std::string_view f, const NextLine& next) : f_(f), next_(next) {}
+
+  // "" when the fragment is a torn tail, else why not.
+  std::string why_not_torn() {
+    if (!literal("{")) return result();
+    std::span<const LineKey> keys;
+    std::string_view kind;
+    size_t k = 0;  // the next key that may come
+    for (bool first = true;; first = false) {
+      if (!first) {
+        if (at_end()) return result();
+        if (f_[i_] == '}') {
+          return i_ + 1 == f_.size()
+                     ? "it is a whole JSON object"
+                     : "it holds a whole JSON object and " +
+                           plural(f_.size() - i_ - 1, "more byte") +
+                           " after its closing brace at byte " + std::to_string(i_ + 1);
+        }
+        if (!literal(",")) return result();
+      }
+      std::string key;
+      if (!read_key(&key)) {
+        if (!ended_) return why_;
+        // Cut inside a key: it must be the start of a key that may come next.
+        const auto starts = [&key](std::string_view name) {
+          return name.substr(0, key.size()) == key;
+        };
+        if (first) {
+          if (starts("action") || starts("decision") || starts("covers")) return "";
+        } else {
+          for (size_t n = k; n < keys.size(); ++n) {
+            if (starts(keys[n].name)) return "";
+            if (!keys[n].optional) break;
+          }
+        }
+        ended_ = false;
+        return fail("'" + key + "' does not begin a key that comes next in an entry");
+      }
+      if (first) {
+        if (key == "action")
+          keys = kDecisionLine, kind = "decision";
+        else if (key == "decision")
+          keys = kResultLine, kind = "result";
+        else if (key == "covers")
+          keys = kRepairLine, kind = "repair";
+        else
+          return fail("the first key '" + key + "' does not begin any entry");
+      }
+      while (k < keys.size() && keys[k].name != key && keys[k].optional) ++k;
+      if (k == keys.size() || keys[k].name != key) {
+        return fail("'" + key + "' is not the next key of a " + std::string(kind) +
+                    " entry as a writer writes it");
+      }
+      const LineKey& lk = keys[k++];
+      if (!literal(":") || !value(lk.shape, kind)) return result();
+      if (lk.name == "time" && i_ == f_.size()) {
+        return "it holds every field of a " + std::string(kind) +
+               " entry and lacks only its closing brace: a whole entry, not a cut one";
+      }
+    }
+  }
+
+ private:
+  bool at_end() {
+    if (i_ < f_.size()) return false;
+    ended_ = true;
+    return true;
+  }
+  std::string result() const { return ended_ ? "" : why_; }
+  std::string fail(std::string why) {
+    why_ = "at byte " + std::to_string(i_ + 1) + ": " + std::move(why);
+    return why_;
+  }
+  bool bad(std::string why) {
+    fail(std::move(why));
+    return false;
+  }
+  // `text`, or the start of it up to the end of the fragment.
+  bool literal(std::string_view text) {
+    for (const char c : text) {
+      if (at_end()) return false;
+      if (f_[i_] != c) return bad("expected '" + std::string(text) + "'");
+      ++i_;
+    }
+    return true;
+  }
+  bool read_key(std::string* key) {
+    if (!literal("\"")) return false;
+    while (true) {
+      if (at_end()) return false;
+      const char c = f_[i_];
+      if (c == '"') break;
+      if (!(c >= 'a' && c <= 'z') && c != '_') return bad("not a key a writer writes");
+      *key += c;
+      ++i_;
+    }
+    ++i_;
+    return true;
+  }
+  // A JSON string as nlohmann dumps it (raw UTF-8, control characters escaped). *out gets its
+  // bytes as written (escapes not decoded), to compare with a known value.
+  bool string(std::string* out = nullptr) {
+    if (!literal("\"")) return false;
+    while (true) {
+      if (at_end()) return false;
+      const unsigned char c = static_cast<unsigned char>(f_[i_]);
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c < 0x20) return bad("a control character that a writer escapes");
+      if (c == '\\') {
+        const size_t escape = i_;
+        ++i_;
+        if (at_end()) return false;
+        const char e = f_[i_];
+        if (e == 'u') {
+          ++i_;
+          for (int d = 0; d < 4; ++d, ++i_) {
+            if (at_end()) return false;
+            if (!std::isxdigit(static_cast<unsigned char>(f_[i_]))) return bad("a bad \\u escape");
+          }
+          if (out) out->append(f_.substr(escape, i_ - escape));
+          continue;
+        }
+        if (std::string_view("\"\\bfnrt").find(e) == std::string_view::npos) {
+          return bad("an escape a writer does not write");
+        }
+        ++i_;
+        if (out) out->append(f_.substr(escape, i_ - escape));
+        continue;
+      }
+      if (c >= 0x80) {
+        const size_t length = utf8_sequence_length(f_, i_);
+        if (length == 0) {
+          // Cut inside a sequence at the very end is a cut; anything else is not UTF-8.
+          const std::string_view rest = f_.substr(i_);
+          const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+          if (need > rest.size() && c <= 0xF4 &&
+              std::all_of(rest.begin() + 1, rest.end(),
+                          [](char b) { return (static_cast<unsigned char>(b) & 0xC0) == 0x80; })) {
+            i_ = f_.size();
+            ended_ = true;
+            return false;
+          }
+          return bad("a byte that is not UTF-8 (a writer writes U+FFFD for it)");
+        }
+        if (out) out->append(f_.substr(i_, length));
+        i_ += length;
+        continue;
+      }
+      if (out) *out += static_cast<char>(c);
+      ++i_;
+    }
+  }
+  // A string whose content is one of `options` (or the start of one, when the fragment ends).
+  bool one_of(std::initializer_list<std::string_view> options, const std::string& what) {
+    const size_t start = i_;
+    std::string text;
+    if (string(&text)) {
+      for (const std::string_view o : options) {
+        if (text == o) return true;
+      }
+      i_ = start;
+      return bad("not " + what);
+    }
+    if (!ended_) return false;
+    for (const std::string_view o : options) {
+      if (o.substr(0, std::min(o.size(), text.size())) == text && text.size() <= o.size()) {
+        return false;
+      }
+    }
+    ended_ = false;
+    i_ = start;
+    return bad("not " + what);
+  }
+  // A string of `shape` digits: 'h' a lowercase hex digit, 'd' a decimal digit, else itself.
+  bool shaped(std::string_view shape, const std::string& what) {
+    if (!literal("\"")) return false;
+    for (const char s : shape) {
+      if (at_end()) return false;
+      const char c = f_[i_];
+      const bool ok = s == 'h'
+                          ? (std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'))
+                      : s == 'd' ? std::isdigit(static_cast<unsigned char>(c)) != 0
+                                 : c == s;
+      if (!ok) return bad("not " + what);
+      ++i_;
+    }
+    return literal("\"");
+  }
+  // Digits (no leading zero), an optional '-' first when `negative`.
+  bool integer(bool negative) {
+    if (negative && !at_end() && f_[i_] == '-') ++i_;
+    const size_t start = i_;
+    while (!at_end() && std::isdigit(static_cast<unsigned char>(f_[i_]))) ++i_;
+    if (ended_) {
+      if (i_ - start > 1 && f_[start] == '0') return bad("a number with a leading zero");
+      return false;
+    }
+    if (i_ == start) return bad("expected a whole number");
+    if (i_ - start > 1 && f_[start] == '0') return bad("a number with a leading zero");
+    if (i_ - start > 20) return bad("a number too large for an entry");
+    return true;
+  }
+  bool null_or(bool (PrefixReader::*other)()) {
+    if (!at_end() && f_[i_] == 'n') return literal("null");
+    return (this->*other)();
+  }
+  bool plain_string() { return string(); }
+  bool any_integer() { return integer(true); }
+  // `expected` exactly (what the writer knows it writes), or a start of it.
+  bool exactly(const std::string& expected, const std::string& what) {
+    for (const char c : expected) {
+      if (at_end()) return false;
+      if (f_[i_] != c) return bad(what);
+      ++i_;
+    }
+    return true;
+  }
+  bool value(Shape shape, std::string_view kind) {
+    if (at_end()) return false;
+    switch (shape) {
+      case Shape::kString:
+        return string();
+      case Shape::kStringOrNull:
+        return null_or(&PrefixReader::plain_string);
+      case Shape::kCount:
+        return integer(false);
+      case Shape::kIntStringOrNull:
+        if (f_[i_] == '"') return string();
+        return null_or(&PrefixReader::any_integer);
+      case Shape::kHex32:
+        return shaped(std::string(32, 'h'), "32 lowercase hex digits");
+      case Shape::kTime:
+        return shaped("dddd-dd-ddTdd:dd:ddZ", "a UTC time YYYY-MM-DDTHH:MM:SSZ");
+      case Shape::kKind:
+        return one_of({kind}, "\"" + std::string(kind) + "\", the kind its first key begins");
+      case Shape::kEffect:
+        return one_of({"none", "read", "copy", "create"}, "an effect");
+      case Shape::kStrings: {
+        if (!literal("[")) return false;
+        for (bool first = true;; first = false) {
+          if (at_end()) return false;
+          if (f_[i_] == ']') {
+            ++i_;
+            return true;
+          }
+          if (!first && !literal(",")) return false;
+          if (!string()) return false;
+        }
+      }
+      case Shape::kPrev:
+        return exactly("\"" + next_.prev + "\"",
+                       "'prev' is not the hash of the line before (" + next_.prev + ")");
+      case Shape::kSeq: {
+        const uint64_t seq = kind == "repair" ? next_.repair_seq : next_.seq;
+        if (!exactly(std::to_string(seq), "'seq' is not " + std::to_string(seq) +
+                                              ", the seq that follows the line before")) {
+          return false;
+        }
+        if (!at_end() && std::isdigit(static_cast<unsigned char>(f_[i_]))) {
+          return bad("'seq' is not " + std::to_string(seq) +
+                     ", the seq that follows the line before");
+        }
+        return !ended_;
+      }
+    }
+    return false;
+  }
+
+  std::string_view f_;
+  const NextLine& next_;
+  size_t i_ = 0;
+  bool ended_ = false;
+  std::string why_;
+};
+
+// "" when `fragment` (the unterminated bytes at the end of a log) is a torn tail, a cut of the
+// line a writer writes next (see above), else why it is not.
+std::string why_not_torn(std::string_view fragment, const NextLine& next) {
+  return PrefixReader(fragment, next).why_not_torn();
 }
 
 // Why an unterminated fragment at `line` of `path` is not removed (not the start of an entry).
@@ -472,17 +832,28 @@ std::string utc_now() {
 
 namespace {
 
+// What to do about a last line (line `line` of `path`) without a newline that is not a torn
+// line: nothing removes it, and neither an append nor a repair continues after it.
+std::string unterminated_fix(const std::string& path, uint64_t line) {
+  return "last line (line " + std::to_string(line) +
+         ") has no newline and is not a torn line, so no append and no 'audit repair' continues "
+         "after it: check that line, then restore the log from a copy, or, if the line belongs "
+         "there, end it with a newline (printf '\\n' >> " +
+         path + ") and run 'replaygate audit verify " + path +
+         "' again ('audit repair' can then record any problem left)";
+}
+
 // A log read whole: what verify reports, and what an append or a repair continues from.
 struct Scan {
   VerifyReport report;
   std::map<uint64_t, uint64_t> decisions;  // decision seq -> seq of its result (0: none yet)
   size_t complete = 0;                     // the end of the last '\n' (0 when there is none)
   size_t body_end = 0;  // the end of the last complete line that is not blank, its '\n' included
-  // The bytes after the last '\n' are a line of the log (a whole object, or bytes that are not the
-  // start of an entry): no append or repair removes them; a repair writes their '\n' first, and so
-  // does an append, which continues only a log that verifies.
+  // The bytes after the last '\n' are not a torn tail: a problem, which nothing removes (appends
+  // and repairs refuse the log).
   bool kept_fragment = false;
   bool foreign_fragment = false;  // of which: neither an entry nor the start of one
+  uint64_t fragment_line = 0;     // the line number of a kept fragment
   uint64_t last_seq = 0;          // the seq of the last valid entry
   std::string last_time;          // its time ("" before the first)
   uint64_t seq_expected = 0;      // the seq the last line that is not blank should have
@@ -645,26 +1016,39 @@ Scan scan_log(std::string_view bytes) {
   };
   check_lines(0, s.body_end);
   const std::string_view fragment = bytes.substr(s.complete);
-  if (!fragment.empty() && is_whole_object(fragment)) {
-    // A whole line that lost only its '\n': the empty lines before it are between entries.
-    check_lines(s.body_end, s.complete);
-    report.unterminated = true;
-    s.kept_fragment = true;
-    check_line(fragment, s.complete);
-  } else {
+  // The line a writer writes next: a cut of it is the only torn tail (see PrefixReader).
+  const NextLine next{report.last_hash, s.last_seq + 1, std::max(s.max_seq, s.seq_expected) + 1};
+  const std::string not_torn = fragment.empty() ? "" : why_not_torn(fragment, next);
+  if (fragment.empty() || not_torn.empty()) {
     report.trailing_empty_lines = lines_in(bytes, s.body_end, s.complete);
-    if (!fragment.empty() && looks_like_torn_entry(fragment)) {
+    if (!fragment.empty()) {
       report.torn_tail = true;
       report.torn_bytes = fragment.size();
-    } else if (!fragment.empty()) {
-      // Not what a crashed append leaves: nothing removes it (appends refuse the log instead).
-      s.kept_fragment = s.foreign_fragment = true;
-      report.problems.push_back(
-          "line " + std::to_string(lines_in(bytes, 0, s.complete) + 1) +
-          ": without a newline, and neither an entry nor the start of one (it begins '" +
-          escape_control(utf8_prefix(fragment, 40)) + "'" + (fragment.size() > 40 ? "..." : "") +
-          "): not a torn line an append left");
     }
+  } else {
+    // Not a cut of the line an append writes: nothing removes it (appends and repairs refuse the
+    // log), and the empty lines before it are between lines.
+    check_lines(s.body_end, s.complete);
+    s.kept_fragment = true;
+    s.fragment_line = line_number + 1;
+    report.unterminated = true;
+    const bool whole = is_whole_object(fragment);
+    if (whole) {
+      check_line(fragment, s.complete);  // its own problems too, named as any line's
+    } else {
+      ++line_number;
+      s.foreign_fragment = !looks_like_torn_entry(fragment);
+    }
+    report.problems.push_back(
+        "line " + std::to_string(s.fragment_line) + ": " +
+        (s.foreign_fragment
+             ? "without a newline, and neither an entry nor the start of one (it begins '" +
+                   escape_control(utf8_prefix(fragment, 40)) + "'" +
+                   (fragment.size() > 40 ? "..." : "") + "): not a torn line an append left"
+             : "without a newline, and not a torn line (" +
+                   (whole ? std::string("it is a whole JSON object") : not_torn) +
+                   "): an append writes a whole line and its newline in one write, so a crash "
+                   "leaves only a cut of the next entry, never these bytes"));
   }
   // An append continues only a log that verifies (append_batch()).
   if (report.problems.empty()) {
@@ -679,6 +1063,11 @@ Scan scan_log(std::string_view bytes) {
     report.append_refusal =
         "no line is a valid audit entry (see above): this is not an audit log, or not one this "
         "version wrote; check the path, or restore the log from a copy";
+  } else if (s.kept_fragment) {
+    report.append_refusal = "it does not verify (" + plural(report.problems.size(), "problem") +
+                            ", the first on line " +
+                            std::to_string(problem_line(report.problems.front())) +
+                            ", above) and its " + unterminated_fix("LOG", s.fragment_line);
   } else {
     report.append_refusal =
         "it does not verify (" + plural(report.problems.size(), "problem") +
@@ -706,6 +1095,10 @@ std::string refusal(const Scan& scan, const std::string& path, std::string_view 
   if (scan.report.entries == 0) {
     return path + " is not an audit log, or not one this version wrote: no line of it is a " +
            "valid entry (" + problems.front() + more + "); nothing was changed. Check the path";
+  }
+  if (scan.kept_fragment) {
+    return "refusing to append to " + path + ", which does not verify: " + problems.front() + more +
+           "; nothing was changed. Its " + unterminated_fix(path, scan.fragment_line);
   }
   return "refusing to append to " + path + ", which does not verify: " + problems.front() + more +
          "; nothing was changed. Restore the log from a copy, or keep it as it is and record the "
@@ -776,6 +1169,23 @@ std::string write_record(const LockedLog& log, const std::string& path, const st
   return "";
 }
 
+// The one way an append or a repair writes: under the lock, after every check that can refuse,
+// removes what holds no acknowledged entry (a torn tail, empty lines after the last entry: only
+// when `scan` found them; a log with a kept last fragment never gets here, it does not verify and
+// both refuse it), handing the removed bytes back in *result to be shown, then writes `record`
+// with one write(2) and fsyncs. "" or the error (a short write is truncated back).
+std::string cut_then_write(const LockedLog& log, const Scan& scan, const std::string& path,
+                           const std::string& record, AppendResult* result) {
+  size_t restore_size = log.bytes.size();  // the file as found, when nothing is cut
+  if (!scan.kept_fragment && scan.body_end < log.bytes.size()) {
+    if (const std::string error = cut_to(log, path, scan.body_end); !error.empty()) return error;
+    result->removed_torn_tail = std::string(std::string_view(log.bytes).substr(scan.complete));
+    result->removed_empty_lines = scan.report.trailing_empty_lines;
+    restore_size = scan.body_end;
+  }
+  return write_record(log, path, record, restore_size);
+}
+
 // "-" is not standard input or output for a writer (other commands read "-" so): it locks the
 // log, reads it whole and writes at its end, which needs the file itself.
 const char* const kDashRefused =
@@ -841,14 +1251,10 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   uint64_t seq = scan.last_seq + 1;
   std::string prev = scan.report.last_hash;
   std::string last_time = scan.last_time;  // no new entry is recorded as earlier
-  // A whole last entry without its '\n' (it verified, so it continues the chain): it may have
-  // been acknowledged, so it is kept and terminated by the same write as the new entries.
-  const std::string terminator = scan.kept_fragment ? "\n" : "";
-  // A torn tail (an append that crashed before completing its line, never acknowledged:
-  // acknowledgement follows the fsync of a complete line) and/or empty lines after the last
-  // entry (no entry is there) are removed, not continued, but only right before the write below,
-  // after every check that can refuse: a refused append changes nothing.
-  const bool cut = !scan.kept_fragment && scan.body_end < log.bytes.size();
+  // A torn tail and empty lines after the last entry are removed, not continued, by
+  // cut_then_write(), right before the write, after every check that can refuse: a refused
+  // append changes nothing. (A last line without its newline that is not torn is a problem: the
+  // log does not verify and was refused above.)
   if (decision_seq != 0) {
     const auto it = scan.decisions.find(decision_seq);
     if (it == scan.decisions.end()) {
@@ -867,7 +1273,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     result.hash = prev;
     return result;
   }
-  std::string record = terminator;
+  std::string record;
   std::string line;
   for (nlohmann::json& entry : entries) {
     entry["seq"] = seq++;
@@ -895,18 +1301,7 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     record += line;
     record += '\n';
   }
-  // The size to restore when a write is cut short: the file as found (after any repair).
-  size_t restore_size = log.bytes.size();
-  if (cut) {
-    if (const std::string error = cut_to(log, path, scan.body_end); !error.empty()) {
-      return fail(error);
-    }
-    // The torn bytes are handed back so the command can show what it removed.
-    result.removed_torn_tail = std::string(std::string_view(log.bytes).substr(scan.complete));
-    result.removed_empty_lines = scan.report.trailing_empty_lines;
-    restore_size = scan.body_end;
-  }
-  if (const std::string error = write_record(log, path, record, restore_size); !error.empty()) {
+  if (const std::string error = cut_then_write(log, scan, path, record, &result); !error.empty()) {
     return fail(error);
   }
   result.ok = true;
@@ -942,13 +1337,15 @@ AppendResult repair(const std::string& path, const std::string& operator_name,
     return fail(path + " is not an audit log, or not one this version wrote: no line of it is a " +
                 "valid entry; nothing was written. Check the path");
   }
-  // What the repair entry covers: every byte of the log, with a '\n' after a last line that lacks
-  // one, but without a torn tail or empty lines after the last line (what an append removes:
-  // nothing acknowledged is there).
-  const bool cut = !scan.kept_fragment && scan.body_end < log.bytes.size();
-  const std::string terminator = scan.kept_fragment ? "\n" : "";
-  const std::string covered_bytes =
-      cut ? log.bytes.substr(0, scan.body_end) : log.bytes + terminator;
+  // A last line without its newline that is not torn: a repair does not guess what it is (a
+  // whole entry a person may have read, an edit, junk) and writes nothing.
+  if (scan.kept_fragment) {
+    return fail("refusing to repair " + path + ": its " +
+                unterminated_fix(path, scan.fragment_line) + "; nothing was written");
+  }
+  // What the repair entry covers: every byte of the log but a torn tail or empty lines after the
+  // last line (what an append removes: nothing acknowledged is there).
+  const std::string covered_bytes = log.bytes.substr(0, scan.body_end);
   const Scan covered = scan_log(covered_bytes);
   const std::vector<std::string>& problems = covered.report.problems;
   nlohmann::json entry;
@@ -972,16 +1369,7 @@ AppendResult repair(const std::string& path, const std::string& operator_name,
     return fail("the repair would not make " + path + " verify (" + after.report.problems.front() +
                 "); nothing was written");
   }
-  size_t restore_size = log.bytes.size();
-  if (cut) {
-    if (const std::string error = cut_to(log, path, scan.body_end); !error.empty()) {
-      return fail(error);
-    }
-    result.removed_torn_tail = std::string(std::string_view(log.bytes).substr(scan.complete));
-    result.removed_empty_lines = scan.report.trailing_empty_lines;
-    restore_size = scan.body_end;
-  }
-  if (const std::string error = write_record(log, path, terminator + line + "\n", restore_size);
+  if (const std::string error = cut_then_write(log, scan, path, line + "\n", &result);
       !error.empty()) {
     return fail(error);
   }

@@ -32,16 +32,21 @@
 // the bytes its `covers` hashes are unchanged; the chain continues from it.
 //
 // Durability and concurrency: append() takes an exclusive flock(2) on the file and looks at the
-// bytes after the last '\n' (if any). When they are a whole JSON object, they are a whole line
-// that lost only its '\n' (an editor, a copy; a crash cuts a line before its closing brace, and
-// no entry holds an object, so a cut line is never one): it is checked like any line, never
-// removed, and when the log verifies its '\n' is written first, in the same write(2) as the new
-// line. Otherwise, when they start like a line a writer writes (`{"action":"`, `{"decision":` or
-// `{"covers":"`, or a cut of one), they are a torn tail (a crash mid-append: never acknowledged)
-// that is truncated away and handed back to the caller (AppendResult::removed_torn_tail) to show.
-// Any other bytes there mean the file is not an audit log (a note, a dead letter: the wrong path):
-// a problem, so the append refuses it and changes nothing. Empty lines after the last entry (the
-// file ends "\n\n": an editor) hold no entry and are truncated away too
+// bytes after the last '\n' (if any). A writer writes its whole line and the line's '\n' with
+// one write(2) under the lock and fsync(2)s before it reports success, so what a crash can leave
+// there is a cut of the line it was writing, and nothing else. The rule: those bytes are a torn
+// tail only when they are a strict prefix of the next line a writer would write (nlohmann's dump:
+// keys sorted, so `{"action":"`, `{"decision":` or `{"covers":"` first; no spaces; control
+// characters escaped; no nested object; `seq` the next one and `prev` the last line's hash) that
+// stops before the end of its last field (`time`, last in every kind). A torn tail was never
+// acknowledged: it is truncated away and handed back to the caller
+// (AppendResult::removed_torn_tail) to show. Anything else without a '\n' is a problem (a whole
+// JSON object, an entry with bytes after its closing brace, two entries joined, an entry with a
+// character deleted, a prefix holding every field but the brace, bytes that do not start like an
+// entry: a note, a dead letter, the wrong path): nothing removes it, and appends and repair()
+// refuse the log and change nothing, until a person restores the log or ends the line with a
+// newline. Empty lines after the last entry (the file ends "\n\n": an editor) hold no entry and
+// are truncated away too
 // (AppendResult::removed_empty_lines). Both happen only right before the write, after every check
 // that can refuse. It writes with one write(2) under O_APPEND, fsync(2)s, and only then reports
 // success. A short write (full disk, file size limit) is truncated away before the error is
@@ -63,8 +68,8 @@ struct AppendResult {
   std::string error;  // when !ok: what failed, e.g. "cannot write /x/audit.log: No space left"
   uint64_t seq = 0;   // when ok: the new entry's seq
   std::string hash;   // when ok: XXH3-128 hex of the new line (the next entry's `prev`)
-  // The torn tail this append removed (bytes after the last '\n' that were not a whole JSON
-  // object but the start of an entry), "" when none; set even when the append then fails.
+  // The torn tail this append removed (bytes after the last '\n' that were a cut of the next
+  // entry, see above), "" when none; set even when the append then fails.
   // Commands print it on stderr so that no bytes disappear silently.
   std::string removed_torn_tail;
   // How many empty lines after the last entry this append removed (set as removed_torn_tail).
@@ -85,7 +90,7 @@ struct AppendResult {
 // repair PATH --operator NAME --reason TEXT' (...)", or, when no line is a valid entry, "PATH is
 // not an audit log ..." (for bytes after the last newline that are neither an entry nor the start
 // of one: "is neither an audit entry nor the start of one"), `decision_seq` names no decision
-// entry (an unterminated last entry counts as an entry) or one that already has a result entry,
+// entry or one that already has a result entry,
 // or an entry to append is not valid (a caller's bug, or a repair entry, which only repair()
 // writes: "refusing to append an invalid entry ..."; what is written always verifies).
 AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
@@ -100,14 +105,16 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
 
 // Records a break in the log at `path` so that appends can continue it (`audit repair`): under the
 // lock, when the log does not verify but holds a valid entry, removes what an append removes (a
-// torn tail, empty lines after the last line), writes the '\n' of a last line that lacks one, and
-// appends a repair entry (format above) by `operator_name` (operator_name_problem() must accept
-// it) for `reason` (the same rule) that acknowledges every problem found; every other byte is
-// kept. One write(2), fsync(2). On success `seq` and `hash` are the repair entry's and
-// `acknowledged` lists the problems. Errors (ok false, nothing written): "-", a missing file (never
-// created), the open, lock, read or write errors of append(), a log that verifies ("there is
-// nothing to repair"), one with no valid entry ("is not an audit log"), a bad operator or reason
-// ("refusing to append an invalid repair entry ...").
+// torn tail, empty lines after the last line) and appends a repair entry (format above) by
+// `operator_name` (operator_name_problem() must accept it) for `reason` (the same rule) that
+// acknowledges every problem found; every other byte is kept. One write(2), fsync(2). On success
+// `seq` and `hash` are the repair entry's and `acknowledged` lists the problems. Errors (ok false,
+// nothing written): "-", a missing file (never created), the open, lock, read or write errors of
+// append(), a log that verifies ("there is nothing to repair"), one with no valid entry ("is not
+// an audit log"), one whose last line has no '\n' and is not a torn tail ("refusing to repair
+// PATH: its last line (line N) has no newline and is not a torn line ...": a repair does not
+// guess what those bytes are), a bad operator or reason ("refusing to append an invalid repair
+// entry ...").
 AppendResult repair(const std::string& path, const std::string& operator_name,
                     const std::string& reason);
 
@@ -127,17 +134,16 @@ struct RepairSeen {
 };
 
 struct VerifyReport {
-  uint64_t entries = 0;    // valid lines (the kept unterminated last line too, when valid)
+  uint64_t entries = 0;    // valid lines (an unterminated whole object too, when valid)
   uint64_t decisions = 0;  // of which decision entries
   uint64_t results = 0;    // of which result entries (the rest are repair entries)
-  // The file ends in an unterminated fragment that is not a whole JSON object but starts like an
-  // entry (a crashed append); it is not counted in `entries`. A fragment that does not start like
-  // an entry is a problem instead (and an append_refusal): not an audit log.
+  // The file ends in a torn tail: unterminated bytes that are a cut of the next line a writer
+  // would write (the rule above: a crashed append); not counted in `entries`, not a problem.
   bool torn_tail = false;
   uint64_t torn_bytes = 0;  // its length
-  // The last line is a whole JSON object but lacks its '\n': a line of the log, counted and
-  // checked as any other (its problems are problems) and never removed: when the log verifies an
-  // append writes the '\n' first.
+  // The file ends in unterminated bytes that are not a torn tail: a problem (the reason and the
+  // line are in `problems`); a whole JSON object there is also checked like any line (and counted
+  // when valid). Nothing removes them; appends and repair() refuse the log.
   bool unterminated = false;
   // Empty lines after the last entry (the file ends "\n\n"), with nothing but a torn tail after
   // them: tolerated, not problems (no entry is missing), removed by the next append.
@@ -163,9 +169,9 @@ struct VerifyReport {
 // problem per line: the first thing wrong, naming the field), seq counts up from 1, every prev
 // matches the previous entry line's hash, every result names an earlier decision that has no
 // other result, and the entries under one table_checksum agree (policy, revision, each action's
-// effect). An unterminated last fragment that is a whole JSON object is a line (unterminated;
-// checked like the others); one that starts like an entry is a torn tail, reported (torn_tail) but
-// not a problem; any other is a problem. Empty lines: see trailing_empty_lines and blank_lines.
+// effect). Unterminated last bytes are a torn tail (reported, torn_tail, not a problem) only when
+// they are a cut of the next line a writer would write (see above); any others are a problem
+// (unterminated). Empty lines: see trailing_empty_lines and blank_lines.
 // Entries' times never run backwards (a problem on the later line), except at a repair entry.
 // A repair entry whose `covers` is the hash of the bytes before it acknowledges the problems
 // before it (they move from `problems` to its RepairSeen); one whose `covers` does not match is a

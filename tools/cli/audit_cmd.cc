@@ -134,15 +134,10 @@ int run_verify(const AuditOptions& o) {
               "acknowledged, and " +
               remover + " removes it (and shows its bytes)\n";
     }
-    if (report.unterminated && report.append_refusal.empty()) {
+    if (report.unterminated) {
       text += file +
-              ": the last line is a complete entry continuing the chain but lacks its final "
-              "newline; it is kept, and the next append writes the newline first\n";
-    } else if (report.unterminated) {
-      text += file +
-              ": the last line is a whole JSON object that lacks its final newline: not a torn "
-              "line (it may have been acknowledged), so nothing removes it, and the next append "
-              "refuses the log until it is repaired (below)\n";
+              ": the last line has no newline and is not a torn line (above): nothing removes it, "
+              "and neither an append nor 'audit repair' continues the log after it\n";
     }
     if (!report.append_refusal.empty()) {
       text += file + ": the next append (audit result, review --confirm, decide --audit) will " +
