@@ -37,8 +37,10 @@ struct rg_input {
   // (which keep the markers: SharedTable::incompatibility).
   std::vector<uint8_t> operator_only;
   // The layout fingerprint of the table it was made for (Entry::layout): deciding it on a table
-  // with another layout (same field count, a field renamed or retyped) is RG_ERR_ARGUMENT, since
-  // its values would land in the wrong fields. Compatible reloads keep the fingerprint.
+  // with another layout (same field count, a field renamed, retyped or given another source) is
+  // RG_ERR_ARGUMENT, since its values would land in the wrong fields, or in a field the other
+  // table lets only an operator or the record set (this input's generic setters did not refuse
+  // it: operator_only is this table's). Compatible reloads keep the fingerprint.
   uint64_t layout;
   explicit rg_input(const Entry& e)
       : input(*e.table), strings(e.table->field_count()), layout(e.layout) {
@@ -346,6 +348,10 @@ uint32_t rg_table_field_source(const rg_table* t, uint32_t field) {
   if (t == nullptr || field >= entry_of(t)->table->field_count()) return RG_NO_INDEX;
   static_assert(static_cast<uint32_t>(replaygate::FieldSource::kRecord) == RG_SOURCE_RECORD);
   return static_cast<uint32_t>(entry_of(t)->table->field(field).source);
+}
+int rg_table_field_derived(const rg_table* t, uint32_t field) {
+  if (t == nullptr || field >= entry_of(t)->table->field_count()) return 0;
+  return entry_of(t)->table->field_derived(field) ? 1 : 0;
 }
 uint32_t rg_table_verb_count(const rg_table* t) {
   return t == nullptr ? 0 : entry_of(t)->table->verb_count();

@@ -28,7 +28,11 @@ uint64_t SharedTable::layout_fingerprint(const Table& table) {
     const FieldInfo info = table.field(f);
     put(info.name.size());
     bytes.append(info.name);
-    put((uint64_t{static_cast<uint8_t>(info.type)} << 8) | (table.field_derived(f) ? 1 : 0));
+    // Who may set the field is part of the layout: an input made for a table where a field is
+    // set from letters may hold a value there (through the generic setters) that the table
+    // with `source: operator` or `source: record` for it must never take from a message.
+    put((uint64_t{static_cast<uint8_t>(info.source)} << 16) |
+        (uint64_t{static_cast<uint8_t>(info.type)} << 8) | (table.field_derived(f) ? 1 : 0));
   }
   return XXH3_64bits(bytes.data(), bytes.size());
 }

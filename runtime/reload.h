@@ -53,9 +53,10 @@ class SharedTable {
   static std::unique_ptr<Entry> make_entry(std::unique_ptr<Table> table);
 
   // A 64-bit hash of the field layout an input depends on: the field count and each field's
-  // name, type and derived flag, in order. Tables that reload() accepts as compatible have the
-  // same fingerprint (incompatibility() compares at least these), so the C API can refuse an
-  // rg_input made for another table with one compare per decision.
+  // name, type, derived flag and source (letter, operator, record: who may set it), in order.
+  // Tables that reload() accepts as compatible have the same fingerprint (incompatibility()
+  // compares at least these), so the C API can refuse an rg_input made for another table with one
+  // compare per decision.
   static uint64_t layout_fingerprint(const Table& table);
 
   // Loads `path` (Table::load_file). nullptr with *status set when it cannot be loaded.

@@ -166,6 +166,11 @@ RG_API int rg_table_field_operator_only(const rg_table* table, uint32_t field);
  * message was produced, or whatever its producer wrote. RG_SOURCE_OPERATOR: as
  * rg_table_field_operator_only. rgj_decide_lines ignores both kinds in records. */
 RG_API uint32_t rg_table_field_source(const rg_table* table, uint32_t field);
+/* 1 when the field is derived (policy `derived:`, e.g. stale = message_revision <
+ * record_revision): rg_decide computes it after validation and never reads its input slot, so no
+ * message, record or operator supplies it; 0 otherwise, for a NULL table or an out-of-range
+ * field. A worker that keys anything on message fields (an idempotency key) must not pick one. */
+RG_API int rg_table_field_derived(const rg_table* table, uint32_t field);
 RG_API uint32_t rg_table_verb_count(const rg_table* table);
 RG_API uint32_t rg_table_verb_index(const rg_table* table, const char* name, size_t size);
 RG_API rg_str rg_table_verb_name(const rg_table* table, uint32_t verb);
@@ -177,9 +182,12 @@ RG_API rg_str rg_table_reason(const rg_table* table, const rg_decision* decision
 /* ---- Inputs ---------------------------------------------------------------------------- */
 
 /* A reusable input with every field unset, made for `table`'s field layout: it can be decided on
- * `table` and on any table with the same layout (the same field names, types and derived flags
- * in the same order, which every successful rg_shared_reload keeps); rg_decide refuses it on any
- * other table. Errors: RG_ERR_ARGUMENT, RG_ERR_NO_MEMORY. */
+ * `table` and on any table with the same layout (the same field names, types, derived flags and
+ * sources (rg_table_field_source) in the same order, which every successful rg_shared_reload
+ * keeps); rg_decide refuses it on any other table with RG_ERR_ARGUMENT. So an input made for a
+ * table where a field is set from letters, whose slot for it was set with the generic setters,
+ * is never decided on a table where that field is `source: operator` or `source: record`.
+ * Errors: RG_ERR_ARGUMENT, RG_ERR_NO_MEMORY. */
 RG_API rg_status rg_input_new(const rg_table* table, rg_input** out);
 RG_API void rg_input_free(rg_input* input);
 /* Every field unset (= missing). */
@@ -227,7 +235,8 @@ RG_API rg_status rg_input_set_null_by_name(rg_input* input, const char* name);
 
 /* Decides one input. Never allocates, never blocks. Errors: RG_ERR_ARGUMENT (NULL argument, or
  * an input made for a table with another field layout: a different field count, or a field
- * renamed, retyped or made derived; see rg_input_new); *out is then untouched. */
+ * renamed, retyped, made derived or given another source; see rg_input_new); *out is then
+ * untouched. */
 RG_API rg_status rg_decide(const rg_table* table, const rg_input* input, rg_decision* out);
 
 /* Batch: columns of values for `rows` records, decided in one call (one FFI crossing for many

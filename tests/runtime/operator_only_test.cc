@@ -296,5 +296,67 @@ TEST(RecordOnlyReload, AChangedSourceIsIncompatible) {
   EXPECT_TRUE(shared->reload_bytes(record.data(), record.size(), &status)) << status.message;
 }
 
+// The tester's attack (issue 17, follow-up): two policies identical but for `source: operator`
+// (or `source: record`) on one field. An input made on table A, where the field is set from
+// letters, may set it with the generic setter; decided on table B, which takes it only from an
+// operator (or the record), it must be refused (RG_ERR_ARGUMENT: another field layout, since the
+// layout fingerprint includes each field's source), never decided to the create verb.
+TEST(SourceInLayout, AnInputMadeWhereTheFieldIsALetterFieldIsRefusedWhereItIsNot) {
+  const Bytes plain = lower(operator_policy(false));
+  const Bytes by_operator = lower(operator_policy(true));
+  const Bytes by_record = lower(operator_policy(false, ir::InputSource::kRecord));
+  rg_table *a = nullptr, *b = nullptr, *c = nullptr;
+  rg_error err;
+  ASSERT_EQ(rg_table_load_bytes(plain.data(), plain.size(), &a, &err), RG_OK) << err.message;
+  ASSERT_EQ(rg_table_load_bytes(by_operator.data(), by_operator.size(), &b, &err), RG_OK);
+  ASSERT_EQ(rg_table_load_bytes(by_record.data(), by_record.size(), &c, &err), RG_OK);
+  EXPECT_EQ(rg_table_field_source(a, 1), RG_SOURCE_LETTER);
+  EXPECT_EQ(rg_table_field_source(b, 1), RG_SOURCE_OPERATOR);
+  EXPECT_EQ(rg_table_field_source(c, 2), RG_SOURCE_RECORD);
+  // stale (field 5) is derived: no one supplies it (bindings refuse it as a dedupe field).
+  EXPECT_EQ(rg_table_field_derived(a, 5), 1);
+  EXPECT_EQ(rg_table_field_derived(a, 1), 0);
+  EXPECT_EQ(rg_table_field_derived(a, 99), 0);
+  EXPECT_EQ(rg_table_field_derived(nullptr, 5), 0);
+  rg_input* in = nullptr;
+  ASSERT_EQ(rg_input_new(a, &in), RG_OK);
+  ASSERT_EQ(rg_input_set_string_by_name(in, "phase", "prepared", 8), RG_OK);
+  ASSERT_EQ(rg_input_set_int_by_name(in, "msg", 2), RG_OK);
+  ASSERT_EQ(rg_input_set_int_by_name(in, "rec", 2), RG_OK);
+  // On A `confirmed` is a letter field: the generic setter takes it, and A dispatches.
+  ASSERT_EQ(rg_input_set_bool(in, 1, 1), RG_OK);
+  ASSERT_EQ(rg_input_set_int(in, 2, 5), RG_OK);
+  rg_decision d{};
+  ASSERT_EQ(rg_decide(a, in, &d), RG_OK);
+  EXPECT_EQ(rg_table_verb_name(a, d.verb).size, 8u);  // "dispatch"
+  EXPECT_EQ(d.effect, static_cast<uint32_t>(RG_EFFECT_CREATE));
+  // On B (`confirmed` operator-only) and C (`budget` record-only): refused, *out untouched.
+  for (rg_table* other : {b, c}) {
+    rg_decision untouched{};
+    untouched.verb = 77;
+    EXPECT_EQ(rg_decide(other, in, &untouched), RG_ERR_ARGUMENT);
+    EXPECT_EQ(untouched.verb, 77u);
+    EXPECT_EQ(untouched.effect, 0u);
+  }
+  // An input made on B itself cannot take `confirmed` from the generic setter.
+  rg_input* own = nullptr;
+  ASSERT_EQ(rg_input_new(b, &own), RG_OK);
+  EXPECT_EQ(rg_input_set_bool(own, 1, 1), RG_ERR_OPERATOR_ONLY);
+  // The fingerprints differ exactly by the source.
+  LoadStatus status;
+  auto ta = Table::load_bytes(plain.data(), plain.size(), &status);
+  auto tb = Table::load_bytes(by_operator.data(), by_operator.size(), &status);
+  auto tc = Table::load_bytes(by_record.data(), by_record.size(), &status);
+  ASSERT_TRUE(ta && tb && tc);
+  EXPECT_NE(SharedTable::layout_fingerprint(*ta), SharedTable::layout_fingerprint(*tb));
+  EXPECT_NE(SharedTable::layout_fingerprint(*ta), SharedTable::layout_fingerprint(*tc));
+  EXPECT_NE(SharedTable::layout_fingerprint(*tb), SharedTable::layout_fingerprint(*tc));
+  rg_input_free(own);
+  rg_input_free(in);
+  rg_table_free(a);
+  rg_table_free(b);
+  rg_table_free(c);
+}
+
 }  // namespace
 }  // namespace replaygate
