@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # tools/pre-commit as a real git hook in a scratch repository: a commit of a good policy passes, a
-# commit that breaks a policy in either form (.yaml or .policy) or its case file is refused.
+# commit that breaks a policy in either form (.yaml or .policy) or its case file is refused, also
+# for names with non-ASCII characters, a tab or upper-case extensions; the staged blob is checked,
+# not the working copy; a staged input mapping is linted against its policy.
 # Usage: pre_commit_hook.sh REPLAYGATE_BINARY SOURCE_DIR
 set -euo pipefail
 bin=$1
@@ -39,8 +41,7 @@ if git commit -q -m "replay everything" 2>hook.err; then
   fail "a .policy that lint refuses was committed"
 fi
 grep -q 'replay_gate.policy:.*RG210' hook.err || { cat hook.err >&2; fail "no RG210 for the .policy file"; }
-git checkout -q -- policies/replay_gate.policy
-git reset -q
+git checkout -q HEAD -- policies/replay_gate.policy   # the index and the working copy, as committed
 
 # 3. The same rule in the YAML form: refused too.
 python3 - policies/replay_gate.yaml <<'PY'
@@ -57,8 +58,7 @@ if git commit -q -m "replay everything (yaml)" 2>hook.err; then
   fail "a .yaml that lint refuses was committed"
 fi
 grep -q 'replay_gate.yaml:.*RG210' hook.err || { cat hook.err >&2; fail "no RG210 for the YAML file"; }
-git checkout -q -- policies/replay_gate.yaml
-git reset -q
+git checkout -q HEAD -- policies/replay_gate.yaml   # the index and the working copy, as committed
 
 # 4. A case file that now fails: the staged case file checks both forms of its policy.
 sed -i '0,/expect: replay_once/s//expect: never/' policies/replay_gate.test.yaml
@@ -70,8 +70,7 @@ grep -q 'pre-commit: policies/replay_gate.yaml: test cases failed' hook.err ||
   { cat hook.err >&2; fail "the YAML form's cases were not run"; }
 grep -q 'pre-commit: policies/replay_gate.policy: test cases failed' hook.err ||
   { cat hook.err >&2; fail "the .policy form's cases were not run"; }
-git checkout -q -- policies/replay_gate.test.yaml
-git reset -q
+git checkout -q HEAD -- policies/replay_gate.test.yaml   # the index and the working copy, as committed
 
 # 5. A commit with no policy in it needs no binary; one with a policy and no binary is refused.
 echo "notes" > notes.txt
@@ -84,4 +83,96 @@ REPLAYGATE=/nonexistent/replaygate git commit -q -m touched 2>hook.err &&
   fail "a policy was committed without a binary to check it"
 grep -q "replaygate binary '/nonexistent/replaygate' not found" hook.err ||
   { cat hook.err >&2; fail "missing binary not reported"; }
-echo "ok: pre-commit hook refuses broken .policy and .yaml policies and failing cases"
+git reset -q
+git checkout -q HEAD -- policies/replay_gate.policy
+
+# 6. Names the old hook missed: non-ASCII characters, a tab, upper-case extensions. Each is a
+#    copy of the policy with the replay-everything rule (RG210), so each must be refused.
+bad_policy() {
+  sed 's|^const max_attempts = 3$|&\nrule replay_all: when attempts >= 0 -> replay_once "x"|' \
+    policies/replay_gate.policy
+}
+bad_yaml() {
+  python3 - policies/replay_gate.yaml <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+at = text.index("rules:\n") + len("rules:\n")
+rule = "  - guard: replay_all\n    when: {attempts: {ge: 0}}\n    verb: replay_once\n    reason: x\n\n"
+sys.stdout.write(text[:at] + rule + text[at:])
+PY
+}
+tab=$'\t'
+for name in "policies/règles_été.policy" "policies/with${tab}tab.policy" "policies/GATE.POLICY" \
+  "policies/Gate.Policy" "policies/UPPER.YAML" "policies/upper.YML"; do
+  case "$name" in
+    *.policy | *.POLICY | *.Policy) bad_policy > "$name" ;;
+    *) bad_yaml > "$name" ;;
+  esac
+  git add -- "$name"
+  if git commit -q -m "bad policy with an odd name" 2>hook.err; then
+    fail "a bad policy named '$name' was committed"
+  fi
+  grep -q 'RG210' hook.err || { cat hook.err >&2; fail "no RG210 for '$name'"; }
+  git rm -q --cached -- "$name"
+  rm -f -- "$name"
+done
+git reset -q
+
+# 7. The staged content is what is checked: a bad staged version with a fixed working copy is
+#    refused; a good staged version with a broken (unstaged) working copy is committed.
+cp policies/replay_gate.policy good.policy.txt
+bad_policy > policies/replay_gate.policy.new && mv policies/replay_gate.policy.new policies/replay_gate.policy
+git add policies/replay_gate.policy
+cp good.policy.txt policies/replay_gate.policy   # the working tree is fixed, the index is not
+if git commit -q -m "bad staged, good working copy" 2>hook.err; then
+  fail "a bad staged policy was committed because its working copy was fixed"
+fi
+grep -q 'policies/replay_gate.policy:.*RG210' hook.err ||
+  { cat hook.err >&2; fail "no RG210 (naming the repository path) for the staged blob"; }
+git add policies/replay_gate.policy   # stage the good one again
+echo "# a comment" >> policies/replay_gate.policy
+git add policies/replay_gate.policy
+bad_policy > policies/replay_gate.policy   # the working tree is broken, the index is good
+git commit -q -m "good staged, bad working copy" 2>hook.err ||
+  { cat hook.err >&2; fail "a good staged policy was refused for its unstaged working copy"; }
+cp good.policy.txt policies/replay_gate.policy
+echo "# a comment" >> policies/replay_gate.policy
+rm -f good.policy.txt
+git diff --quiet -- policies/replay_gate.policy || fail "the working copy was not restored"
+
+# 8. A staged input mapping is linted against its policy (RG_MAPPING_POLICY, by default
+#    policies/replay_gate.yaml): the shipped mapping passes; a default that opens a create verb
+#    (RG309) is refused; with no such policy in the index the commit is refused too.
+mkdir -p examples
+cp "$src"/examples/kafka-spring-dlt.mapping.yaml examples/
+git add examples/kafka-spring-dlt.mapping.yaml
+git commit -q -m "mapping" 2>hook.err || { cat hook.err >&2; fail "the shipped mapping was refused"; }
+python3 - examples/kafka-spring-dlt.mapping.yaml <<'PY'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+new = re.sub(r"(\n  attempts:\n(?:    .*\n)*?)(    type: int\n)", r"\1\2    default: 0\n", text, count=1)
+assert new != text, "no attempts input in the mapping"
+open(path, "w").write(new)
+PY
+cp examples/kafka-spring-dlt.mapping.yaml examples/Other.Mapping.YAML
+git add examples/kafka-spring-dlt.mapping.yaml
+if git commit -q -m "attempts default 0" 2>hook.err; then
+  fail "a mapping whose default opens a create verb was committed"
+fi
+grep -q 'RG309' hook.err || { cat hook.err >&2; fail "no RG309 for the mapping"; }
+git checkout -q -- examples/kafka-spring-dlt.mapping.yaml
+git add examples/Other.Mapping.YAML
+if git commit -q -m "upper-case mapping" 2>hook.err; then
+  fail "a mapping named with upper-case extensions was not checked"
+fi
+grep -q 'RG309' hook.err || { cat hook.err >&2; fail "no RG309 for the upper-case mapping"; }
+if RG_MAPPING_POLICY=policies/none.yaml git commit -q -m "no policy" 2>hook.err; then
+  fail "a mapping was committed with no policy to check it against"
+fi
+grep -q 'no policy to check the mapping against' hook.err ||
+  { cat hook.err >&2; fail "the missing mapping policy was not reported"; }
+git rm -q --cached examples/Other.Mapping.YAML
+rm -f examples/Other.Mapping.YAML
+
+echo "ok: pre-commit hook refuses broken .policy and .yaml policies (odd names, staged blobs), failing cases and bad mappings"
