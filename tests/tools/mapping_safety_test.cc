@@ -205,22 +205,36 @@ TEST_F(MappingSafetyTest, NullHeaderIsInvalidInput) {
             "--replayed-keys-memory), false-positive rate 5.4e-20\n");
 }
 
-// Header names match exactly: `X-Replay` is not `x-replay`, so the letter counts as never
-// replayed. decide decides it so (the mapping is what is reviewed) and warns, once per mapped
-// header however many records carry the variant.
-TEST_F(MappingSafetyTest, HeaderDifferingOnlyInCaseIsWarnedAboutOnce) {
+// Header names match exactly: `X-Replay` is not `x-replay`. A record that carries a near miss of
+// a mapped header is invalid input (the policy default), not decided as if the replay counter
+// were absent (which replayed it): the tester's exact record, then upper case, then both the exact
+// header and a variant.
+TEST_F(MappingSafetyTest, HeaderDifferingOnlyInCaseIsInvalidInput) {
   const std::string m = mapping_with("  attempts: {payload: /attempts}\n");
   const CliResult r = decide(m, record(1, R"(,"X-Replay","1")", kOneAttempt) +
-                                    record(2, R"(,"X-REPLAY","1")", kOneAttempt));
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(R"("n":1,"verb":"replay_once")"), std::string::npos) << r.out;
+                                    record(2, R"(,"X-REPLAY","1")", kOneAttempt) +
+                                    record(3, R"(,"x-replay","1","X-Replay","0")", kOneAttempt) +
+                                    record(4, "", kOneAttempt));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  for (const auto& [line, variant] : std::vector<std::pair<std::string, std::string>>{
+           {lines[0], "X-Replay"}, {lines[1], "X-REPLAY"}, {lines[2], "X-Replay"}}) {
+    EXPECT_NE(line.find(R"("verb":"hold","effect":"none","action":"nothing","rule":"default",)"
+                        R"("reason":"invalid input: replays (header ')" +
+                        variant +
+                        R"(' differs from the mapped header 'x-replay' only in ASCII case: )"
+                        R"(header names match exactly, so the record's value for it is unknown; )"
+                        R"x(fix the producer or the mapping)")x"),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find(R"("invalid":true)"), std::string::npos) << line;
+  }
+  // Without any such header the counter is absent, as before: the first replay.
+  EXPECT_NE(lines[3].find(R"("verb":"replay_once")"), std::string::npos) << lines[3];
   EXPECT_EQ(r.err,
-            "replaygate: warning: record payments.DLT/0/1 has header 'X-Replay', which differs "
-            "from the mapped header 'x-replay' only in case: header names match exactly, so input "
-            "'replays' does not read it (the header counts as missing); fix the producer or the "
-            "mapping (said once per mapped header)\n"
-            "summary: 2 records, never 0, replay_once 1, hold 1; invalid 0, maybe-duplicate holds "
-            "1, budget holds 0; replayed keys 1 in an exact set (8 KiB of the 16 MiB "
+            "summary: 4 records, never 0, replay_once 1, hold 3; invalid 3, maybe-duplicate holds "
+            "0, budget holds 0; replayed keys 1 in an exact set (8 KiB of the 16 MiB "
             "--replayed-keys-memory), false-positive rate 5.4e-20\n");
 }
 

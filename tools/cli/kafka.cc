@@ -145,29 +145,9 @@ struct KafkaParser::State {
   // (load_payload_with_big_numbers()), and what each marker stood for ("an integer beyond int64").
   std::string rewritten_payload;
   std::vector<std::string> number_problems;
-  // Mapped header names (inputs and metadata), with who reads each ("input 'replays'"), and whether
-  // a header that differs from it only by case was warned about already (once per mapped name).
-  struct MappedHeader {
-    std::string name;
-    std::string readers;
-    bool warned = false;
-  };
-  std::vector<MappedHeader> mapped_headers;
-  size_t unwarned = 0;
+  // Warnings (none at present: a header that differs from a mapped one only in case makes the
+  // record invalid instead, see extract()).
   KafkaParser::WarningSink warn;
-
-  void note_mapped_header(const ValueSource& source, const std::string& reader) {
-    if (source.kind != SourceKind::kHeader) return;
-    for (MappedHeader& h : mapped_headers) {
-      if (h.name == source.name) {
-        h.readers += ", " + reader;
-        return;
-      }
-    }
-    mapped_headers.push_back({source.name, reader, false});
-    ++unwarned;
-  }
-  void warn_case_variants();
 
   void reset() {
     topic = {};
@@ -389,42 +369,6 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
   return true;
 }
 
-// A header that is a mapped one but for ASCII case is not read (names match exactly, as Kafka's
-// do): say so once per mapped name, since that record and every like it is decided as if the
-// header were missing (a replay counter spelt `X-Replay` would count nothing).
-void KafkaParser::State::warn_case_variants() {
-  if (unwarned == 0) return;
-  const auto same_but_case = [](std::string_view a, std::string_view b) {
-    if (a.size() != b.size() || a == b) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      const auto lower = [](char c) {
-        return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c;
-      };
-      if (lower(a[i]) != lower(b[i])) return false;
-    }
-    return true;
-  };
-  for (const auto& [name, value] : headers) {
-    for (MappedHeader& h : mapped_headers) {
-      if (h.warned || !same_but_case(name, h.name)) continue;
-      h.warned = true;
-      --unwarned;
-      const std::string line =
-          "replaygate: warning: record " + escape_control(topic) + "/" + std::to_string(partition) +
-          "/" + std::to_string(offset) + " has header " + quote_for_reason(name) +
-          ", which differs from the mapped header " + quote_for_reason(h.name) +
-          " only in case: header names match exactly, so " + h.readers +
-          " does not read it (the header counts as missing); fix the producer or the mapping "
-          "(said once per mapped header)";
-      if (warn) {
-        warn(line);
-      } else {
-        std::fprintf(stderr, "%s\n", line.c_str());
-      }
-    }
-  }
-}
-
 bool KafkaParser::State::load_payload() {
   if (payload_tried) return payload_problem.empty();
   payload_tried = true;
@@ -592,12 +536,36 @@ bool KafkaParser::State::resolve_pointer(const ValueSource& source, Raw* raw, st
   return true;
 }
 
+namespace {
+
+// Whether `a` and `b` differ, but only in ASCII case ("X-Replay" and "x-replay").
+bool same_but_ascii_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size() || a == b) return false;
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::string* why) {
   *raw = Raw{};
   switch (source.kind) {
     case SourceKind::kHeader: {
       int count = 0;
       for (const auto& [name, value] : headers) {
+        // Header names match exactly (Kafka's are case-sensitive). A near miss (`X-Replay` for a
+        // mapped `x-replay`) is neither read as the mapped header nor taken for its absence (an
+        // absent replay counter would let the record replay): the value is invalid.
+        if (same_but_ascii_case(name, source.name)) {
+          *why = "header " + quote_for_reason(name) + " differs from the mapped header " +
+                 quote_for_reason(source.name) +
+                 " only in ASCII case: header names match exactly, so the record's value for it "
+                 "is unknown; fix the producer or the mapping";
+          return false;
+        }
         if (name != source.name) continue;
         ++count;
         if (value.has_value()) {
@@ -734,11 +702,6 @@ KafkaParser::KafkaParser(const Table& table, const Mapping& mapping, WarningSink
   state_->table = &table;
   state_->mapping = &mapping;
   state_->warn = std::move(warn);
-  for (const FieldMapping& m : mapping.fields) {
-    state_->note_mapped_header(m.source, "input '" + m.input + "'");
-  }
-  if (mapping.message_id) state_->note_mapped_header(*mapping.message_id, "message_id");
-  if (mapping.body_hash) state_->note_mapped_header(*mapping.body_hash, "body_hash");
 }
 
 KafkaParser::~KafkaParser() = default;
@@ -763,7 +726,6 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
     }
     return false;
   }
-  s.warn_case_variants();
   // Metadata first, so that even an invalid record names its message.
   const auto read_meta = [&](const std::optional<ValueSource>& source, const char* name,
                              std::string* storage, std::string_view* out, bool* present) {

@@ -14,9 +14,11 @@
 // absent) makes the record invalid with "invalid input: FIELD (what went wrong)".
 //
 // Header names match exactly (Kafka header keys are case-sensitive). A record with a header that
-// differs from a mapped one only in ASCII case (`X-Replay` for `x-replay`) is decided as if the
-// mapped header were missing, and the parser warns, once per mapped header name, through its
-// warning sink (default: a line on stderr, "replaygate: warning: ...").
+// differs from a mapped one only in ASCII case (`X-Replay` for `x-replay`) is invalid input, as
+// for a null header: "invalid input: replays (header 'X-Replay' differs from the mapped header
+// 'x-replay' only in ASCII case: header names match exactly, so the record's value for it is
+// unknown; fix the producer or the mapping)" (for message_id or body_hash: the record is
+// unreadable), never decided as if the header were missing.
 #pragma once
 
 #include <functional>
@@ -37,7 +39,7 @@ class KafkaParser : public RecordParser {
   // Receives one warning line (no trailing newline), already escaped for a terminal.
   using WarningSink = std::function<void(const std::string& warning)>;
   // `mapping` must have been checked against `table` without errors and outlive the parser.
-  // An empty `warn` prints each warning on stderr.
+  // An empty `warn` prints each warning on stderr (no warning is given at present).
   KafkaParser(const Table& table, const Mapping& mapping, WarningSink warn = {});
   ~KafkaParser() override;
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
