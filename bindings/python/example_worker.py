@@ -20,6 +20,9 @@ with a given idempotency key may keep a create-effect verb (replay_once): a late
 same key (examples/letters.jsonl: m-016 has m-001's key) gets the table's default verb instead,
 with "held": "duplicate_key". The key is the string value of --dedupe-field (default
 idempotency_key, when the policy has it as a string input); a letter without one is not held.
+A --dedupe-field that no letter supplies (an operator-only, record-only or derived field: the
+gate leaves it unset in every letter, so no key would ever count) is refused, exit 2, naming the
+string inputs letters do set, as `replaygate decide --dedupe-field` refuses it.
 Only create verbs are ever turned into the default, never anything else; letters held, parked or
 invalid do not use up their key. The keys replayed are kept exactly, in memory, for the whole run
 (reloads included), at most --max-replayed-keys of them (default 1,000,000, about 100 bytes
@@ -181,12 +184,34 @@ def main(argv=None) -> int:
         # Field names and types: a reload keeps them (an incompatible table is refused).
         table = replaygate.Table.load(args.table)
         strings = [f for f in table.fields if table.field_type(f) == "string"]
+        # What no letter supplies (JsonlGate leaves them unset whatever a letter says): keyed
+        # on one of them, no key would ever count as replayed, and every letter could replay.
+        not_from_letters = {
+            **{f: "is set only by an operator (policy 'source: operator')"
+               for f in table.operator_only},
+            **{f: "is read only from the operation record (policy 'source: record')"
+               for f in table.record_only},
+            **{f: "is derived (computed, never read)" for f in table.derived}}
         table.close()
     except (replaygate.ReplaygateError, OSError, ValueError) as e:
         print(f"example_worker: {args.table}: {e}", file=sys.stderr)
         return 2
     field = args.dedupe_field if args.dedupe_field is not None else "idempotency_key"
-    if field not in strings:
+    if field in strings and field in not_from_letters:
+        # As `replaygate decide --dedupe-field` does: refused (exit 2) when named, a note when
+        # it is the default name.
+        usable = [f for f in strings if f not in not_from_letters]
+        what = (f"--dedupe-field {field!r}" if args.dedupe_field is not None
+                else "the policy's idempotency_key")
+        problem = (f"{what} {not_from_letters[field]}: no letter supplies it, so no key would "
+                   "count as replayed and every letter could be replayed; name a string input "
+                   "that letters set" + (f" ({', '.join(usable)})" if usable else ""))
+        if args.dedupe_field is not None:
+            gate.close()
+            ap.error(problem)
+        print(f"example_worker: note: {problem} (--dedupe-field)", file=sys.stderr)
+        field = None
+    elif field not in strings:
         if args.dedupe_field is not None:  # a typo must not switch the protection off
             gate.close()
             ap.error(f"--dedupe-field {field!r} is not a string input of the policy")

@@ -24,6 +24,14 @@ worker that passes a message's fields straight through (decide(**msg)) cannot be
 by the message; a message that says "operator_confirmed": true proves nothing. An operator's own
 act (a confirmation you recorded) is passed separately:
 table.decide_operator({"operator_confirmed": True}, **fields). JsonlGate ignores them in records.
+
+Record-only fields (Table.record_only, policy `source: record`, e.g. generation_recovery's phase
+and allowance facts; rg_table_field_source == RG_SOURCE_RECORD): decide(**fields) and
+decide_columns() refuse them too (ReplaygateError, status "record_only", code -1: the binding's
+own check; the C API's generic setters are also the record's channel), so a message cannot
+supply the facts that gate a create. The worker passes its durable operation record's values
+separately: table.decide_record({"phase": rec["phase"], ...}, operator=None, **fields).
+JsonlGate ignores them in records.
 """
 import array
 import ctypes
@@ -118,6 +126,8 @@ def load_library(path: Optional[str] = None) -> ctypes.CDLL:
         "rg_table_field_name": (_Str, [P, U32]),
         "rg_table_field_type": (U32, [P, U32]),
         "rg_table_field_operator_only": (ctypes.c_int, [P, U32]),
+        "rg_table_field_source": (U32, [P, U32]),
+        "rg_table_field_derived": (ctypes.c_int, [P, U32]),
         "rg_table_verb_count": (U32, [P]),
         "rg_table_verb_name": (_Str, [P, U32]),
         "rg_table_rule_name": (_Str, [P, ctypes.POINTER(_Decision)]),
@@ -164,6 +174,15 @@ class ReplaygateError(Exception):
 
 
 _ERR_ARGUMENT, _ERR_UNKNOWN_FIELD, _ERR_NO_READER_SLOT, _ERR_OPERATOR_ONLY = 10, 11, 13, 14
+# The binding's own error for a record-only field given as a message value (the C API has no
+# code for it: its generic setters are also the record's channel, see Table.decide_record()).
+_ERR_RECORD_ONLY = -1
+# rg_table_field_source values (runtime/replaygate.h).
+_SOURCE_LETTER, _SOURCE_OPERATOR, _SOURCE_RECORD = 0, 1, 2
+
+
+def _record_only_error(message: str) -> "ReplaygateError":
+    return ReplaygateError(_ERR_RECORD_ONLY, message, status="record_only")
 
 
 def _check(code: int, err: Optional[_Error] = None) -> None:
@@ -279,13 +298,24 @@ class Table:
         self.field_types: List[int] = []
         # Names of the fields only an operator sets (never take them from the message).
         self.operator_only: List[str] = []
+        # Names of the fields only the durable operation record supplies (policy `source:
+        # record`, rg_table_field_source == RG_SOURCE_RECORD): never take them from the message.
+        self.record_only: List[str] = []
+        # Names of the derived fields (computed by the table, never read from any input).
+        self.derived: List[str] = []
         for f in range(n):
             name = self._lib.rg_table_field_name(h, f).text()
             self.fields[name] = f
             self.field_types.append(self._lib.rg_table_field_type(h, f))
-            if self._lib.rg_table_field_operator_only(h, f):
+            source = self._lib.rg_table_field_source(h, f)
+            if source == _SOURCE_OPERATOR:
                 self.operator_only.append(name)
+            elif source == _SOURCE_RECORD:
+                self.record_only.append(name)
+            if self._lib.rg_table_field_derived(h, f):
+                self.derived.append(name)
         self._operator_set = frozenset(self.operator_only)
+        self._record_set = frozenset(self.record_only)
         self.verbs: List[str] = [self._lib.rg_table_verb_name(h, v).text()
                                  for v in range(self._lib.rg_table_verb_count(h))]
         self.policy_id = self._lib.rg_table_policy_id(h).text()
@@ -330,13 +360,19 @@ class Table:
         return f
 
     def _message_field(self, name: str) -> int:
-        """The index of a field a message may set; operator-only names are refused."""
+        """The index of a field a message may set; operator-only and record-only names are
+        refused."""
         f = self._field(name)
         if name in self._operator_set:
             raise ReplaygateError(
                 _ERR_OPERATOR_ONLY,
                 f"{name!r} is set only by an operator (source: operator), never from a message: "
                 f"pass an operator's own value with decide_operator({{{name!r}: ...}}, **fields)")
+        if name in self._record_set:
+            raise _record_only_error(
+                f"{name!r} comes only from the durable operation record (source: record), never "
+                f"from a message: pass the record's value with decide_record({{{name!r}: ...}}, "
+                "**fields)")
         return f
 
     def _new_input(self, h: _Handle) -> _Handle:
@@ -355,8 +391,22 @@ class Table:
         too. Raises ReplaygateError("unknown_field") for a name the table does not declare, and
         ReplaygateError("operator_only") for a name in self.operator_only: those are an
         operator's to set (decide_operator()), so decide(**message) cannot be forged into a
-        confirmation. Thread-safe."""
+        confirmation; and ReplaygateError("record_only") (code -1) for a name in
+        self.record_only: those come from the durable operation record (decide_record()), so a
+        message cannot supply the facts that gate a create. Thread-safe."""
         return self._decide(None, values)
+
+    def decide_record(self, record: Mapping[str, object], /,
+                      operator: Optional[Mapping[str, object]] = None, **values) -> Decision:
+        """As decide(**values), with the record-only fields in `record` (names from
+        self.record_only) read from the durable operation record your worker keeps -- never from
+        the message -- and, when given, the operator-only fields in `operator` (as
+        decide_operator()). Record values are the record's data, so they are read as message
+        values are: a value of the wrong type fails closed (the default verb, kind
+        "invalid_input"), None is null, a name left out is missing (never filled from the
+        message). Raises ReplaygateError("record_only") for a name in `record` that is not
+        record-only (message fields are keyword arguments), and as decide() for the keywords."""
+        return self._decide(operator, values, record)
 
     def decide_operator(self, operator: Mapping[str, object], /, **values) -> Decision:
         """As decide(**values), with the operator-only fields in `operator` (names from
@@ -369,7 +419,8 @@ class Table:
         message fields as keyword arguments) and, as decide(), for one among the keywords."""
         return self._decide(operator, values)
 
-    def _decide(self, operator: Optional[Mapping[str, object]], values) -> Decision:
+    def _decide(self, operator: Optional[Mapping[str, object]], values,
+                record: Optional[Mapping[str, object]] = None) -> Decision:
         h, lib = self._handle(), self._lib
         try:
             inp_h = self._local.input  # held: close() on another thread drops self._local
@@ -378,24 +429,37 @@ class Table:
         inp = inp_h.ptr
         lib.rg_input_clear(inp)
         for name, value in values.items():
-            f = self._message_field(name)
-            t = type(value)
-            if value is None:
-                code = lib.rg_input_set_null(inp, f)
-            elif t is bool:
-                code = lib.rg_input_set_bool(inp, f, int(value))
-            elif t is int and _in_range(value):
-                code = lib.rg_input_set_int(inp, f, value)
-            elif t is str and (b := _utf8(value)) is not None:
-                code = lib.rg_input_set_string(inp, f, b, len(b))
-            else:  # float, list, an int beyond int64, a subclass: unreadable, so it fails closed
-                code = lib.rg_input_set_invalid(inp, f)
-            _check(code)
+            self._set_value(inp, self._message_field(name), value)
+        for name, value in (record or {}).items():
+            self._set_value(inp, self._record_field(name), value)
         for name, value in (operator or {}).items():
             self._set_operator(inp, name, value)
         d = _Decision()
         _check(lib.rg_decide(h.ptr, inp, ctypes.byref(d)))
         return self._describe(h, d)
+
+    def _set_value(self, inp, f: int, value) -> None:
+        """Sets field `f` from a message's or a record's value (generic setters)."""
+        lib, t = self._lib, type(value)
+        if value is None:
+            code = lib.rg_input_set_null(inp, f)
+        elif t is bool:
+            code = lib.rg_input_set_bool(inp, f, int(value))
+        elif t is int and _in_range(value):
+            code = lib.rg_input_set_int(inp, f, value)
+        elif t is str and (b := _utf8(value)) is not None:
+            code = lib.rg_input_set_string(inp, f, b, len(b))
+        else:  # float, list, an int beyond int64, a subclass: unreadable, so it fails closed
+            code = lib.rg_input_set_invalid(inp, f)
+        _check(code)
+
+    def _record_field(self, name: str) -> int:
+        f = self._field(name)
+        if name not in self._record_set:
+            raise _record_only_error(
+                f"{name!r} is not a record-only field (source: record): give message fields as "
+                "keyword arguments, not in `record`")
+        return f
 
     def _set_operator(self, inp, name: str, value) -> None:
         f = self._field(name)
@@ -491,7 +555,8 @@ class Table:
         """Decides many records in one C call. `columns` maps a field name to its values, one per
         record (None = null); a field without a column is missing. Returns the verb names.
         A column for an operator-only field raises ReplaygateError("operator_only"): decide a
-        record an operator acted on with decide_operator()."""
+        record an operator acted on with decide_operator(); one for a record-only field raises
+        ReplaygateError("record_only"): decide with the operation record with decide_record()."""
         return [self.verbs[v] for v in self.decide_columns_raw(columns)]
 
     def decide_columns_raw(self, columns: Mapping[str, Sequence]) -> array.array:

@@ -171,6 +171,51 @@ class WorkerDuplicateKeyTest(unittest.TestCase):
                           b"of the policy" % name.encode(), out.stderr)
             self.assertEqual(out.stdout, b"")
 
+    TICKETS = ("policy: tickets\nrevision: 1\ninputs:\n"
+               "  topic: {type: string}\n"
+               "  ticket: {type: string, optional: true, source: operator}\n"
+               "  case_ref: {type: string, optional: true, source: record}\n"
+               "  idempotency_key: {type: string, optional: true}\n"
+               "verbs:\n  hold: {effect: none}\n  replay: {effect: create}\n"
+               "default: hold\nrules:\n  - guard: any\n    when: {topic: t}\n"
+               "    verb: replay\n    reason: replay it\n")
+
+    def test_a_dedupe_field_no_letter_supplies_exits_2_like_the_cli(self):
+        # Three identical letters keyed on an operator-only (or record-only) field: the gate
+        # leaves it unset, so every letter would replay. Refused, exit 2, as `decide` does.
+        policy = os.path.join(self.dir, "t.yaml")
+        with open(policy, "w") as f:
+            f.write(self.TICKETS)
+        table = os.path.join(self.dir, "t.rgt")
+        subprocess.run([os.environ["RG_CLI"], "compile", policy, "-o", table], check=True,
+                       capture_output=True)
+        letters = b'{"topic":"t","ticket":"T-1"}\n' * 3
+        for name, why in (("ticket", "is set only by an operator (policy 'source: operator')"),
+                          ("case_ref", "is read only from the operation record (policy 'source: "
+                                       "record')")):
+            out = subprocess.run([sys.executable, WORKER, "--table", table, "--dedupe-field",
+                                  name], input=letters, capture_output=True, check=False)
+            self.assertEqual(out.returncode, 2, out.stderr)
+            self.assertEqual(out.stdout, b"")
+            self.assertTrue(out.stderr.decode().endswith(
+                f"example_worker.py: error: --dedupe-field {name!r} {why}: no letter supplies "
+                "it, so no key would count as replayed and every letter could be replayed; name "
+                "a string input that letters set (topic, idempotency_key)\n"), out.stderr)
+            cli = subprocess.run([os.environ["RG_CLI"], "decide", "--table", table,
+                                  "--dedupe-field", name, "-"], input=letters,
+                                 capture_output=True, check=False)
+            self.assertEqual(cli.returncode, 2)
+        # A field letters set protects as before: one replay, then the repeats are held.
+        out = subprocess.run([sys.executable, WORKER, "--table", table, "--dedupe-field",
+                              "topic"], input=letters, capture_output=True, check=False)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual([json.loads(x)["verb"] for x in out.stdout.splitlines()],
+                         ["replay", "hold", "hold"])
+        # The binding lists who supplies what, as rg_table_field_source says.
+        t = replaygate.Table.load(table)
+        self.addCleanup(t.close)
+        self.assertEqual((t.operator_only, t.record_only, t.derived), (["ticket"], ["case_ref"], []))
+
     def test_a_policy_without_the_key_says_the_protection_is_off(self):
         table = os.path.join(os.path.dirname(TABLE), "generation_recovery.rgt")
         out = subprocess.run([sys.executable, WORKER, "--table", table], input=b"",

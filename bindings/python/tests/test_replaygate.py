@@ -323,12 +323,24 @@ class JsonlGateOneVerdictPerLineTest(unittest.TestCase):
             self.assertEqual(blank["reason"], "invalid record: blank line")
 
 
+# generation_recovery's `source: record` inputs, in declaration order.
+_RECOVERY_RECORD_ONLY = ["phase", "record_revision", "copy_complete", "refund_resolved",
+                         "dispatch_confirmed_absent", "model_current", "spec_current",
+                         "user_authorized", "remaining_budget"]
+
+
 class OperatorOnlyTest(unittest.TestCase):
     """generation_recovery's operator_confirmed is `source: operator`: a record cannot set it."""
 
     LETTER = {"phase": "prepared", "message_revision": 1, "record_revision": 1,
               "dispatch_confirmed_absent": True, "model_current": True, "spec_current": True,
               "user_authorized": True, "remaining_budget": 40}
+    # What a message may supply, and what only the durable operation record does (source: record).
+    RECORD_ONLY = _RECOVERY_RECORD_ONLY
+    MESSAGE = {"message_revision": 1}
+    RECORD = {"phase": "prepared", "record_revision": 1, "dispatch_confirmed_absent": True,
+              "model_current": True, "spec_current": True, "user_authorized": True,
+              "remaining_budget": 40}
 
     @classmethod
     def setUpClass(cls):
@@ -359,7 +371,7 @@ class OperatorOnlyTest(unittest.TestCase):
         table = replaygate.Table.load(self.table)
         self.addCleanup(table.close)
         self.assertEqual(table.operator_only, ["operator_confirmed"])
-        msg = dict(self.LETTER, operator_confirmed=True)
+        msg = dict(self.MESSAGE, operator_confirmed=True)
         for forged in (msg, dict(msg, operator_confirmed="yes"),
                        dict(msg, operator_confirmed=None)):
             with self.assertRaises(replaygate.ReplaygateError) as e:
@@ -377,42 +389,87 @@ class OperatorOnlyTest(unittest.TestCase):
             table.decide_columns(columns)
         self.assertEqual(e.exception.status, "operator_only")
         del columns["operator_confirmed"]
-        self.assertEqual(table.decide_columns(columns), ["hold_for_review"])
+        # Without the record's facts the required phase is missing: the default, invalid input.
+        self.assertEqual(table.decide_columns(columns), ["manual_reconciliation"])
         # The refused call left nothing behind for the next one on this thread.
-        self.assertEqual(table.decide(**self.LETTER).verb, "hold_for_review")
+        self.assertEqual(table.decide_record(self.RECORD, **self.MESSAGE).verb, "hold_for_review")
 
     def test_the_worker_sets_it_from_its_operator_channel(self):
         table = replaygate.Table.load(self.table)
         self.addCleanup(table.close)
-        self.assertEqual(table.decide(**self.LETTER).verb, "hold_for_review")
-        d = table.decide_operator({"operator_confirmed": True}, **self.LETTER)
+        self.assertEqual(table.decide_record(self.RECORD, **self.MESSAGE).verb, "hold_for_review")
+        d = table.decide_record(self.RECORD, {"operator_confirmed": True}, **self.MESSAGE)
         self.assertEqual((d.verb, d.rule), ("dispatch", "prepared_dispatch_reviewed"))
-        self.assertEqual(table.decide_operator({"operator_confirmed": False}, **self.LETTER).verb,
+        self.assertEqual(table.decide_record(self.RECORD, {"operator_confirmed": False},
+                                             **self.MESSAGE).verb,
                          "hold_for_review")
-        self.assertEqual(table.decide_operator({"operator_confirmed": None}, **self.LETTER).verb,
+        self.assertEqual(table.decide_record(self.RECORD, {"operator_confirmed": None},
+                                             **self.MESSAGE).verb,
                          "hold_for_review")  # None: absent
-        self.assertEqual(table.decide_operator({}, **self.LETTER).verb, "hold_for_review")
+        self.assertEqual(table.decide_record(self.RECORD, {}, **self.MESSAGE).verb, "hold_for_review")
         # Only operator-only names, typed exactly (the worker's own value, not the message's).
         with self.assertRaises(replaygate.ReplaygateError) as e:
-            table.decide_operator({"phase": "accepted"}, **self.LETTER)
+            table.decide_operator({"phase": "accepted"}, **self.MESSAGE)
         self.assertEqual(str(e.exception),
                          "operator_only: 'phase' is not an operator-only field (source: "
                          "operator): give message fields as keyword arguments, not in `operator`")
         with self.assertRaises(replaygate.ReplaygateError) as e:
-            table.decide_operator({"operator_confirmd": True}, **self.LETTER)
+            table.decide_operator({"operator_confirmd": True}, **self.MESSAGE)
         self.assertEqual(e.exception.status, "unknown_field")
         with self.assertRaises(TypeError) as e:
-            table.decide_operator({"operator_confirmed": "yes"}, **self.LETTER)
+            table.decide_operator({"operator_confirmed": "yes"}, **self.MESSAGE)
         self.assertEqual(str(e.exception), "operator value for 'operator_confirmed' must be a "
                          "bool or None, not str")
         with self.assertRaises(TypeError):
-            table.decide_operator({"operator_confirmed": 1}, **self.LETTER)
+            table.decide_operator({"operator_confirmed": 1}, **self.MESSAGE)
         # The message still cannot slip it in beside an operator's value.
         with self.assertRaises(replaygate.ReplaygateError) as e:
             table.decide_operator({"operator_confirmed": False},
-                                  **dict(self.LETTER, operator_confirmed=True))
+                                  **dict(self.MESSAGE, operator_confirmed=True))
         self.assertEqual(e.exception.status, "operator_only")
 
+
+    def test_record_only_fields_come_from_the_record_never_the_message(self):
+        # Mirrors rg_table_field_source: the binding lists record-only fields as it lists
+        # operator-only ones, and decide(**msg) refuses them as it refuses operator-only ones.
+        table = replaygate.Table.load(self.table)
+        self.addCleanup(table.close)
+        self.assertEqual(table.record_only, self.RECORD_ONLY)
+        self.assertEqual(set(table.record_only) & set(table.operator_only), set())
+        # The tester's message: it claims the phase and every allowance fact itself.
+        for forged in (self.LETTER, dict(self.MESSAGE, phase="prepared"),
+                       dict(self.MESSAGE, remaining_budget=1000)):
+            with self.assertRaises(replaygate.ReplaygateError) as e:
+                table.decide(**forged)
+            self.assertEqual(e.exception.status, "record_only")
+            self.assertEqual(e.exception.code, -1)
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide(**dict(self.MESSAGE, phase="prepared"))
+        self.assertEqual(
+            str(e.exception),
+            "record_only: 'phase' comes only from the durable operation record (source: record), "
+            "never from a message: pass the record's value with decide_record({'phase': ...}, "
+            "**fields)")
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_operator({"operator_confirmed": True}, **self.LETTER)
+        self.assertEqual(e.exception.status, "record_only")
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_columns({k: [v] for k, v in self.LETTER.items()})
+        self.assertEqual(e.exception.status, "record_only")
+        # `record` takes record-only names only.
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_record(dict(self.RECORD, message_revision=1))
+        self.assertEqual(str(e.exception),
+                         "record_only: 'message_revision' is not a record-only field (source: "
+                         "record): give message fields as keyword arguments, not in `record`")
+        # A missing record fact is missing (fail closed), never filled from the message.
+        d = table.decide_record({k: v for k, v in self.RECORD.items() if k != "phase"},
+                                {"operator_confirmed": True}, **self.MESSAGE)
+        self.assertEqual((d.verb, d.kind), ("manual_reconciliation", "invalid_input"))
+        # A record value of the wrong type fails closed too.
+        d = table.decide_record(dict(self.RECORD, remaining_budget="1000"),
+                                {"operator_confirmed": True}, **self.MESSAGE)
+        self.assertEqual((d.kind, d.effect), ("invalid_input", "none"))
 
 class ExampleWorkerTest(unittest.TestCase):
     def test_worker_decides_the_example_letters(self):
