@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -539,6 +540,87 @@ TEST(LintFormats, EveryDocumentedCodeHasATitle) {
   for (const std::string& code : documented) {
     EXPECT_FALSE(replaygate::diagnostic_code_title(code).empty()) << code;
   }
+}
+
+// ---- review --table: a table does not record the policy's `sensitive` list ----
+
+// The policy marks remote_job_id sensitive; a table compiled from it does not say so. Review with
+// the policy redacts it by name; review with the table redacts every string value from the message
+// and the record (but message_id and operation_id), so the secret is never printed.
+TEST_F(ReviewCliTest, ReviewWithATableRedactsEveryStringValue) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("rg_review_table_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string policy = read_file(kSourceDir + "/policies/generation_recovery.yaml");
+  const std::string list = "sensitive: [prompt, credentials, signed_url, output_url, token, ";
+  ASSERT_NE(policy.find(list), std::string::npos);
+  policy.replace(policy.find(list), list.size(), list + "remote_job_id, ");
+  write_file(dir / "p.yaml", policy);
+  const std::string table = (dir / "p.rgt").string();
+  ASSERT_EQ(run({"compile", (dir / "p.yaml").string(), "-o", table}).exit_code, 0);
+  write_file(dir / "m.json",
+             R"({"message_id":"msg-0210","operation_id":"op-7760","action_type":"generate_image",)"
+             R"("attempt_count":1,"last_error_category":"consumer_crash","revision":1,)"
+             R"("remote_job_id":"job-SECRET-42"})");
+  write_file(dir / "r.json", R"({"operation_id":"op-7760","phase":"accepted","revision":1,)"
+                             R"("remote_job_id":"job-SECRET-42"})");
+  const std::vector<std::string> files = {"--message", (dir / "m.json").string(), "--record",
+                                          (dir / "r.json").string()};
+  std::vector<std::string> by_policy = {"review", "--policy", (dir / "p.yaml").string()};
+  by_policy.insert(by_policy.end(), files.begin(), files.end());
+  CliResult r = run(by_policy);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("job-SECRET-42"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  known remote job id:  <redacted: field remote_job_id>\n"),
+            std::string::npos)
+      << r.out;
+  const std::string redacted =
+      "<redacted: field %s (--table: a table does not record which fields are sensitive; review "
+      "with --policy to see it)>";
+  const auto red = [&](const std::string& name) {
+    std::string s = redacted;
+    s.replace(s.find("%s"), 2, name);
+    return s;
+  };
+  for (const std::string format : {"text", "json"}) {
+    SCOPED_TRACE(format);
+    std::vector<std::string> by_table = {"review", "--table", table, "--format", format};
+    by_table.insert(by_table.end(), files.begin(), files.end());
+    r = run(by_table);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("job-SECRET-42"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("generate_image"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("consumer_crash"), std::string::npos) << r.out;
+    if (format == "text") {
+      EXPECT_NE(r.out.find("  message id:           msg-0210\n"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("  operation id:         op-7760\n"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("  known remote job id:  " + red("remote_job_id") + "\n"),
+                std::string::npos)
+          << r.out;
+      EXPECT_NE(r.out.find("  action type:          " + red("action_type") + "\n"),
+                std::string::npos)
+          << r.out;
+      EXPECT_NE(r.out.find("  attempt count:        1\n"), std::string::npos) << r.out;
+    } else {
+      const nlohmann::json j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["message_id"], "msg-0210");
+      EXPECT_EQ(j["operation_id"], "op-7760");
+      EXPECT_EQ(j["remote_job_id"], red("remote_job_id"));
+      EXPECT_EQ(j["phase"], red("phase"));
+      EXPECT_EQ(j["attempt_count"], 1);
+      EXPECT_EQ(j["message_revision"], 1);
+      // The decision is the policy's: the table decides as the policy does.
+      const nlohmann::json p = nlohmann::json::parse(run([&] {
+                                                       std::vector<std::string> a = by_policy;
+                                                       a.insert(a.end(), {"--format", "json"});
+                                                       return a;
+                                                     }())
+                                                         .out);
+      EXPECT_EQ(j["action"], p["action"]);
+      EXPECT_EQ(j["rule"], p["rule"]);
+    }
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

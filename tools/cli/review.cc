@@ -23,7 +23,9 @@
 //
 // Secrets: values of sensitive fields (the policy's `sensitive` list plus a built-in list of
 // common secret names) are never printed, logged or written to the audit log; the record names
-// the fields as `<redacted: field NAME>`.
+// the fields as `<redacted: field NAME>`. With --table there is no `sensitive` list (a table does
+// not record it), so every string value from the message or the record is redacted (`<redacted:
+// field NAME (--table: ...)>`), but message_id and operation_id.
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
@@ -229,17 +231,36 @@ struct Review {
   json message, record;
   std::set<std::string> sensitive;
   std::vector<std::string> redacted;  // "message.prompt", "record.signed_url", ...
+  // Reviewing with --table: a frozen table does not record the policy's `sensitive` list, so any
+  // string may be a secret the policy names. Every string value from the message or the record is
+  // redacted then (table_redacted()), but message_id and operation_id, which identify what was
+  // reviewed and go into the audit log (names on the built-in list stay redacted).
+  bool table_only = false;
 };
+
+// What a string value of `name` shows as under --table (see Review::table_only).
+std::string table_redacted(const std::string& name) {
+  return "<redacted: field " + name +
+         " (--table: a table does not record which fields are sensitive; review with --policy "
+         "to see it)>";
+}
+
+bool redacted_for_table(const Review& r, const std::string& name, const json* value) {
+  return r.table_only && value != nullptr && value->is_string() && name != "message_id" &&
+         name != "operation_id";
+}
 
 // The shown value of an identifying field: its text, or a reference when it is sensitive.
 std::string shown(const Review& r, const std::string& name, const json* value) {
   if (r.sensitive.count(name)) return "<redacted: field " + name + ">";
+  if (redacted_for_table(r, name, value)) return table_redacted(name);
   return text_of(value);
 }
 
 // The value as JSON (numbers stay numbers, missing is null), or a reference when it is sensitive.
 json shown_json(const Review& r, const std::string& name, const json* value) {
   if (r.sensitive.count(name)) return "<redacted: field " + name + ">";
+  if (redacted_for_table(r, name, value)) return table_redacted(name);
   return value == nullptr ? json() : *value;
 }
 
@@ -281,6 +302,7 @@ json value_for_record(const Review& r, const std::string& name, const std::strin
   const std::string leaf = from.substr(from.rfind('.') + 1);
   if (r.sensitive.count(name)) return "<redacted: field " + name + ">";
   if (r.sensitive.count(leaf)) return "<redacted: field " + from + ">";
+  if (r.table_only && value.is_string()) return table_redacted(name);
   if (value.is_object() || value.is_array()) {
     return std::string("<") + non_scalar_kind(value) + ">";
   }
@@ -520,6 +542,8 @@ int run_review(const Options& o) {
     }
   } else if (const int code = open_table("", o.table, &table); code != kExitOk) {
     return code;
+  } else {
+    r.table_only = true;  // no `sensitive` list: redact every string (Review::table_only)
   }
   std::string message_text, record_text;
   // The record is the durable truth the record-only inputs come from: the dead letter itself (the
