@@ -116,11 +116,14 @@ TEST_F(IoSafetyTest, DecideAuditRefusesADumpAsTheLog) {
       run({"decide", "--table", table(), "--audit", other, "--operator", "ana", path("in.jsonl")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  // The letter is a whole JSON object: a line of the file (never cut as a torn tail), and no
-  // entry, so the file is not an audit log.
+  // The letter is a whole JSON object: never cut as a torn tail (and, without its newline, a
+  // problem of its own), and no entry, so the file is not an audit log.
   EXPECT_EQ(r.err, "replaygate: " + other +
                        " is not an audit log, or not one this version wrote: no line of it is a "
-                       "valid entry (line 1: no 'seq'); nothing was changed. Check the path\n"
+                       "valid entry (line 1: no 'seq' (and 1 more problem: run 'replaygate audit "
+                       "verify " +
+                       other +
+                       "' to see them all)); nothing was changed. Check the path\n"
                        "replaygate: the decisions not printed above were NOT recorded and are "
                        "not taken; do not act on them\n");
   EXPECT_EQ(read_file(other), kLetter);
