@@ -30,7 +30,8 @@ and allowance facts; rg_table_field_source == RG_SOURCE_RECORD): decide(**fields
 decide_columns() refuse them too (ReplaygateError, status "record_only", code -1: the binding's
 own check; the C API's generic setters are also the record's channel), so a message cannot
 supply the facts that gate a create. The worker passes its durable operation record's values
-separately: table.decide_record({"phase": rec["phase"], ...}, operator=None, **fields).
+separately: table.decide_record({"phase": rec["phase"], ...}, **fields), or with an operator's
+values too: table.decide_record(record_values, {"operator_confirmed": True}, **fields).
 JsonlGate ignores them in records.
 """
 import array
@@ -396,12 +397,13 @@ class Table:
         message cannot supply the facts that gate a create. Thread-safe."""
         return self._decide(None, values)
 
-    def decide_record(self, record: Mapping[str, object], /,
-                      operator: Optional[Mapping[str, object]] = None, **values) -> Decision:
+    def decide_record(self, record: Mapping[str, object],
+                      operator: Optional[Mapping[str, object]] = None, /, **values) -> Decision:
         """As decide(**values), with the record-only fields in `record` (names from
         self.record_only) read from the durable operation record your worker keeps -- never from
         the message -- and, when given, the operator-only fields in `operator` (as
-        decide_operator()). Record values are the record's data, so they are read as message
+        decide_operator()); both are positional, so a policy input may be called `record` or
+        `operator`. Record values are the record's data, so they are read as message
         values are: a value of the wrong type fails closed (the default verb, kind
         "invalid_input"), None is null, a name left out is missing (never filled from the
         message). Raises ReplaygateError("record_only") for a name in `record` that is not
