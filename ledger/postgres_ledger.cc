@@ -1,12 +1,13 @@
 // The PostgreSQL backend: gates on many hosts share one server. Takes a libpq connection URI,
 // returns a Ledger (internal::open_postgres is its one entry point).
 //
-// Exclusion: the partial unique index replaygate_ledger_live allows one non-released row per
-// (scope, key); a batch is one `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO NOTHING
-// RETURNING key` inside one transaction, so of concurrent claimants exactly one gets the row back.
-// Keys are inserted in sorted order, so two batches with overlapping keys wait for each other in
-// one direction and never deadlock (a deadlock or serialization failure is retried anyway).
-// Durability: synchronous_commit is forced on for the session; claim_batch returns after COMMIT.
+// Exclusion: the primary key (scope, key, slot), where slot is 0 for the live claim and the
+// generation once released, allows one live row per (scope, key); a batch is one `INSERT ... SELECT
+// FROM unnest(arrays) ON CONFLICT DO NOTHING RETURNING key` inside one transaction, so of
+// concurrent claimants exactly one gets the row back. Keys are inserted in sorted order, so two
+// batches with overlapping keys wait for each other in one direction and never deadlock (a deadlock
+// or serialization failure is retried anyway). Durability: synchronous_commit is forced on for the
+// session; claim_batch returns after COMMIT.
 //
 // Recognition: a table replaygate_ledger_meta (name, value) holds schema_version; creation runs
 // under a transaction-scoped advisory lock, so concurrent first opens create it once. Tables that
@@ -31,6 +32,7 @@ constexpr const char* kCreateSql =
     "CREATE TABLE replaygate_ledger_claims (\n"
     "  scope text NOT NULL,\n"
     "  key text NOT NULL,\n"
+    "  slot bigint NOT NULL,\n"
     "  generation bigint NOT NULL,\n"
     "  state text NOT NULL CHECK (state IN ('claimed', 'recorded', 'confirmed', 'released')),\n"
     "  policy text NOT NULL,\n"
@@ -44,22 +46,28 @@ constexpr const char* kCreateSql =
     "  released_by text,\n"
     "  release_reason text,\n"
     "  released_at text,\n"
-    "  PRIMARY KEY (scope, key, generation)\n"
+    "  CONSTRAINT replaygate_ledger_key PRIMARY KEY (scope, key, slot),\n"
+    "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = 0))\n"
     ");\n"
-    "CREATE UNIQUE INDEX replaygate_ledger_live ON replaygate_ledger_claims (scope, key)\n"
-    "  WHERE state <> 'released';\n"
     "CREATE INDEX replaygate_ledger_time ON replaygate_ledger_claims (scope, claimed_at);\n";
 
 // (column, data type, nullable) of replaygate_ledger_claims, in order.
-const std::vector<std::string> kExpectedColumns = {
-    "scope text NO",          "key text NO",
-    "generation bigint NO",   "state text NO",
-    "policy text NO",         "revision bigint NO",
-    "table_checksum text NO", "rule text NO",
-    "message_id text NO",     "worker text NO",
-    "claimed_at text NO",     "updated_at text NO",
-    "released_by text YES",   "release_reason text YES",
-    "released_at text YES"};
+const std::vector<std::string> kExpectedColumns = {"scope text NO",
+                                                   "key text NO",
+                                                   "slot bigint NO",
+                                                   "generation bigint NO",
+                                                   "state text NO",
+                                                   "policy text NO",
+                                                   "revision bigint NO",
+                                                   "table_checksum text NO",
+                                                   "rule text NO",
+                                                   "message_id text NO",
+                                                   "worker text NO",
+                                                   "claimed_at text NO",
+                                                   "updated_at text NO",
+                                                   "released_by text YES",
+                                                   "release_reason text YES",
+                                                   "released_at text YES"};
 
 const std::string kSelect = std::string("SELECT ") + kColumns + " FROM replaygate_ledger_claims ";
 
@@ -323,15 +331,15 @@ std::optional<Error> PgLedger::check_or_create() {
     PgResult idx = run("read the indexes",
                        "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                        "WHERE i.indrelid = 'replaygate_ledger_claims'::regclass AND i.indisunique "
-                       "AND c.relname = 'replaygate_ledger_live' AND "
-                       "pg_get_expr(i.indpred, i.indrelid) = '(state <> ''released''::text)' AND "
-                       "pg_get_indexdef(i.indexrelid) LIKE '%USING btree (scope, key) WHERE%'",
+                       "AND i.indisprimary AND c.relname = 'replaygate_ledger_key' AND "
+                       "i.indpred IS NULL AND "
+                       "pg_get_indexdef(i.indexrelid) LIKE '%USING btree (scope, key, slot)'",
                        {}, f);
     if (f) return bail(f->error);
     if (std::string_view(PQgetvalue(idx.get(), 0, 0)) != "1") {
-      return bail(
-          error(ErrorCode::kForeign, where + "replaygate_ledger_claims lacks its unique index "
-                                             "replaygate_ledger_live (one live claim per key)"));
+      return bail(error(ErrorCode::kForeign, where +
+                                                 "replaygate_ledger_claims lacks its primary key "
+                                                 "replaygate_ledger_key (one live claim per key)"));
     }
   }
   PgResult c = run("commit", "COMMIT", {}, f);
@@ -376,15 +384,15 @@ Result<std::vector<ClaimOutcome>> PgLedger::do_claim_batch(const std::vector<Cla
                                            text_array(ru), text_array(m),
                                            text_array(w)};
   static const std::string kInsert =
-      "INSERT INTO replaygate_ledger_claims (scope, key, generation, state, policy, revision, "
-      "table_checksum, rule, message_id, worker, claimed_at, updated_at) "
-      "SELECT $1, u.k, coalesce((SELECT max(x.generation) FROM replaygate_ledger_claims x "
+      "INSERT INTO replaygate_ledger_claims (scope, key, slot, generation, state, policy, "
+      "revision, table_checksum, rule, message_id, worker, claimed_at, updated_at) "
+      "SELECT $1, u.k, 0, coalesce((SELECT max(x.slot) FROM replaygate_ledger_claims x "
       "WHERE x.scope = $1 AND x.key = u.k), 0) + 1, 'claimed', u.p, u.r, u.t, u.ru, u.m, u.w, $2, "
       "$2 FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], "
       "$9::text[]) WITH ORDINALITY AS u(k, p, r, t, ru, m, w, i) ORDER BY u.i "
       "ON CONFLICT DO NOTHING RETURNING key, generation";
   static const std::string kHolders =
-      kSelect + "WHERE scope = $1 AND key = ANY($2::text[]) AND state <> 'released'";
+      kSelect + "WHERE scope = $1 AND key = ANY($2::text[]) AND slot = 0";
   std::vector<std::string> run_params = params;
   return in_transaction<std::vector<ClaimOutcome>>(
       [&](std::optional<Failure>& f) -> Result<std::vector<ClaimOutcome>> {
@@ -450,8 +458,7 @@ Result<std::vector<std::optional<Record>>> PgLedger::do_lookup(
   return in_transaction<std::vector<std::optional<Record>>>(
       [&](std::optional<Failure>& f) -> Result<std::vector<std::optional<Record>>> {
         PgResult r =
-            run("lookup",
-                kSelect + "WHERE scope = $1 AND key = ANY($2::text[]) AND state <> 'released'",
+            run("lookup", kSelect + "WHERE scope = $1 AND key = ANY($2::text[]) AND slot = 0",
                 params, f);
         if (f) return f->error;
         std::unordered_map<std::string, Record> live;
@@ -503,9 +510,9 @@ Result<Record> PgLedger::do_release(std::string_view key, std::string_view opera
                                     std::string_view reason) {
   return in_transaction<Record>([&](std::optional<Failure>& f) -> Result<Record> {
     PgResult r = run("release",
-                     "UPDATE replaygate_ledger_claims SET state = 'released', released_by = $3, "
-                     "release_reason = $4, released_at = $5, updated_at = $5 WHERE scope = $1 AND "
-                     "key = $2 AND state <> 'released' RETURNING " +
+                     "UPDATE replaygate_ledger_claims SET state = 'released', slot = generation, "
+                     "released_by = $3, release_reason = $4, released_at = $5, updated_at = $5 "
+                     "WHERE scope = $1 AND key = $2 AND slot = 0 RETURNING " +
                          std::string(kColumns),
                      {scope(), std::string(key), std::string(operator_name), std::string(reason),
                       format_time(now())},

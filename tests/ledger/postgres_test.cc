@@ -27,12 +27,18 @@ class LedgerPostgres : public ::testing::Test {
   }
   void SetUp() override {
     ASSERT_TRUE(start_error_->empty()) << "no PostgreSQL server for the test: " << *start_error_;
-    // Every test gets its own database, so layouts and scopes never leak between tests.
+    // Every test gets its own schema (first on the search path), so layouts and scopes never
+    // leak between tests. (A database per test costs a second of fsyncs at each shutdown.)
     static std::atomic<int> n{0};
-    db_ = "t" + std::to_string(getpid()) + "_" + std::to_string(n++);
-    ASSERT_EQ(server_->psql("CREATE DATABASE " + db_ + ";"), 0);
+    schema_ = "t" + std::to_string(getpid()) + "_" + std::to_string(n++);
+    ASSERT_EQ(server_->psql("CREATE SCHEMA " + schema_ + ";"), 0);
   }
-  std::string url() const { return server_->url(db_); }
+  // The tables of this test, in its schema.
+  int psql(const std::string& sql) const {
+    return server_->psql("SET search_path TO " + schema_ + ";\n" + sql);
+  }
+  std::string query() const { return "?options=-csearch_path%3D" + schema_; }
+  std::string url() const { return server_->url() + query(); }
   Opener opener() const {
     const std::string u = url();
     return [u](const Options& o) { return open_ledger(u, o); };
@@ -40,7 +46,7 @@ class LedgerPostgres : public ::testing::Test {
 
   static PgServer* server_;
   static std::string* start_error_;
-  std::string db_;
+  std::string schema_;
 };
 
 PgServer* LedgerPostgres::server_ = nullptr;
@@ -73,28 +79,25 @@ TEST_F(LedgerPostgres, UrlFormsAndPasswordNotShown) {
   EXPECT_TRUE((*seen)[0].has_value());
   // trust auth ignores the password; it must not appear in descriptions or messages.
   const std::string with_pw =
-      "postgresql://rg:s3cret@127.0.0.1:" + std::to_string(server_->port()) + "/" + db_;
+      "postgresql://rg:s3cret@127.0.0.1:" + std::to_string(server_->port()) + "/postgres" + query();
   auto c = open_ledger(with_pw);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ((*c)->describe().find("s3cret"), std::string::npos) << (*c)->describe();
-  auto d = open_ledger("postgresql://rg:s3cret@127.0.0.1:1/" + db_);  // nothing listens on port 1
+  auto d = open_ledger("postgresql://rg:s3cret@127.0.0.1:1/postgres");  // nothing listens on port 1
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(d.error().message.find("s3cret"), std::string::npos) << d.error().message;
 }
 
 TEST_F(LedgerPostgres, TableOfAnotherLayoutIsRefused) {
-  ASSERT_EQ(
-      server_->psql("CREATE TABLE replaygate_ledger_claims (id serial PRIMARY KEY, k text);", db_),
-      0);
+  ASSERT_EQ(psql("CREATE TABLE replaygate_ledger_claims (id serial PRIMARY KEY, k text);"), 0);
   auto l = open_ledger(url());
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().code, ErrorCode::kForeign);
   EXPECT_NE(l.error().message.find("without replaygate_ledger_meta"), std::string::npos)
       << l.error().message;
   // Never recreated: the foreign table is still there, unchanged.
-  ASSERT_EQ(server_->psql("DO $$ BEGIN PERFORM id, k FROM replaygate_ledger_claims; END $$;", db_),
-            0);
+  ASSERT_EQ(psql("DO $$ BEGIN PERFORM id, k FROM replaygate_ledger_claims; END $$;"), 0);
 }
 
 TEST_F(LedgerPostgres, AlteredColumnsOrMissingIndexAreRefused) {
@@ -102,19 +105,18 @@ TEST_F(LedgerPostgres, AlteredColumnsOrMissingIndexAreRefused) {
     auto l = open_ledger(url());
     ASSERT_TRUE(l.ok()) << l.error().message;
   }
-  ASSERT_EQ(server_->psql("ALTER TABLE replaygate_ledger_claims ADD COLUMN extra int;", db_), 0);
+  ASSERT_EQ(psql("ALTER TABLE replaygate_ledger_claims ADD COLUMN extra int;"), 0);
   auto l = open_ledger(url());
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().code, ErrorCode::kForeign);
   EXPECT_NE(l.error().message.find("another layout"), std::string::npos) << l.error().message;
-  ASSERT_EQ(server_->psql("ALTER TABLE replaygate_ledger_claims DROP COLUMN extra;"
-                          "DROP INDEX replaygate_ledger_live;",
-                          db_),
+  ASSERT_EQ(psql("ALTER TABLE replaygate_ledger_claims DROP COLUMN extra;"
+                 "ALTER TABLE replaygate_ledger_claims DROP CONSTRAINT replaygate_ledger_key;"),
             0);
   auto l2 = open_ledger(url());
   ASSERT_FALSE(l2.ok());
   EXPECT_EQ(l2.error().code, ErrorCode::kForeign);
-  EXPECT_NE(l2.error().message.find("replaygate_ledger_live"), std::string::npos)
+  EXPECT_NE(l2.error().message.find("replaygate_ledger_key"), std::string::npos)
       << l2.error().message;
 }
 
@@ -124,9 +126,8 @@ TEST_F(LedgerPostgres, WrongSchemaVersionIsRefused) {
     ASSERT_TRUE(l.ok()) << l.error().message;
     ASSERT_TRUE((*l)->claim_batch({make_claim("v-1")}).ok());
   }
-  ASSERT_EQ(server_->psql("UPDATE replaygate_ledger_meta SET value = '2' WHERE name = "
-                          "'schema_version';",
-                          db_),
+  ASSERT_EQ(psql("UPDATE replaygate_ledger_meta SET value = '2' WHERE name = "
+                 "'schema_version';"),
             0);
   auto l = open_ledger(url());
   ASSERT_FALSE(l.ok());

@@ -216,7 +216,7 @@ TEST_F(LedgerSqlite, WrongSchemaVersionIsRefused) {
 TEST_F(LedgerSqlite, AlteredLayoutIsRefused) {
   make_ledger(3);
   // Without the unique index two live claims per key would be possible.
-  raw_sql(path(), "DROP INDEX claims_live;");
+  raw_sql(path(), "DROP INDEX claims_key;");
   auto l = open_ledger(path());
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().code, ErrorCode::kForeign);
