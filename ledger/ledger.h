@@ -200,21 +200,29 @@ class Ledger {
   Result<Record> release(std::string_view key, std::string_view operator_name,
                          std::string_view reason);
 
-  // Every generation of a key, oldest first (empty: never claimed, or pruned).
+  // Every generation of a key, oldest first (empty: never claimed, or pruned). Errors:
+  // kInvalidArgument (the key breaks the rules of Claim::key), kUnavailable, kCorrupt, kInternal.
   Result<std::vector<Record>> show(std::string_view key);
 
   // Rows with claimed_at >= since (every row: Time{}), ordered by claimed_at, key, generation.
+  // The whole result is in memory: for a large ledger use export_rows. Errors: kUnavailable,
+  // kCorrupt, kInternal.
   Result<std::vector<Record>> list(Time since);
 
+  // Rows per state, distinct keys and the claimed_at bounds of this scope. Errors: kUnavailable,
+  // kCorrupt, kInternal.
   Result<Stats> stats();
 
   // Streams every row of the scope to `sink`, ordered by claimed_at, key, generation, inside one
   // read transaction (a consistent snapshot). `sink` returns false to stop early. Returns the
-  // number of rows given to `sink`. The CLI writes them as JSON Lines.
+  // number of rows given to `sink`. The CLI writes them as JSON Lines. `sink` runs with the
+  // object's mutex held: it must not call this object. An exception thrown by `sink` becomes
+  // kInternal. Errors: kUnavailable, kCorrupt, kInternal.
   Result<std::int64_t> export_rows(const std::function<bool(const Record&)>& sink);
 
   // Deletes every row (any state, live or released) with claimed_at < cutoff and returns the
   // deleted rows, so that the caller can audit them. Pruning re-opens replay for their keys.
+  // One transaction: all or nothing. Errors: kUnavailable, kCorrupt, kInternal.
   Result<std::vector<Record>> prune(Time cutoff);
 
   // The scope this object works in, and a description for messages ("sqlite:/var/lib/x.db",

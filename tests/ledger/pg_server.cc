@@ -15,7 +15,12 @@
 namespace replaygate::ledger::testing {
 namespace {
 
-constexpr const char* kBin = "/usr/lib/postgresql/15/bin";
+// RG_PG_BIN overrides where the server programs are (a test of the "not installed" message sets
+// it to a missing directory).
+std::string bin_dir() {
+  const char* env = std::getenv("RG_PG_BIN");
+  return env && *env ? env : "/usr/lib/postgresql/15/bin";
+}
 
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -49,7 +54,7 @@ int PgServer::run(const std::string& command) const {
 }
 
 std::string PgServer::create() {
-  const std::string initdb = std::string(kBin) + "/initdb";
+  const std::string initdb = bin_dir() + "/initdb";
   if (access(initdb.c_str(), X_OK) != 0) {
     return "postgresql-15 is not installed (" + initdb +
            " is missing): run tools/setup.sh as root, which installs it";
@@ -77,7 +82,7 @@ std::string PgServer::create() {
 }
 
 std::string PgServer::start() {
-  const std::string cmd = std::string(kBin) + "/pg_ctl -D " + dir_ + "/data -l " + dir_ +
+  const std::string cmd = bin_dir() + "/pg_ctl -D " + dir_ + "/data -l " + dir_ +
                           "/server.log -w -t 30 start -o \"-c listen_addresses=127.0.0.1 -p " +
                           std::to_string(port_) + " -k " + dir_ + "\"";
   if (run(as_postgres(cmd)) != 0) {
