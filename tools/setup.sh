@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make ninja-build pkg-config libyaml-cpp-dev tao-pegtl-dev libfmt-dev libgtest-dev
   googletest librapidcheck-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev
-  libxxhash-dev libmimalloc-dev python3 python3-jsonschema)
+  libxxhash-dev libmimalloc-dev python3 python3-jsonschema libsqlite3-dev libpq-dev postgresql-15)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,30 @@
+// Internal to ledger/: the backends' constructors and the checks they share. Never included
+// outside ledger/.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ledger/ledger.h"
+
+namespace replaygate::ledger::internal {
+
+// `path` is a file path (the "sqlite:" prefix already removed).
+Result<std::unique_ptr<Ledger>> open_sqlite(const std::string& path, const Options& options);
+// `conninfo` is a libpq connection URI.
+Result<std::unique_ptr<Ledger>> open_postgres(const std::string& conninfo, const Options& options);
+
+// Valid UTF-8 (no overlongs, no surrogates) without NUL bytes.
+bool clean_text(std::string_view s);
+
+// The fixed-width text of format_time, and back (nullopt unless exactly that form).
+std::optional<Time> parse_stored_time(std::string_view text);
+
+// The layout of one row, shared by the backends' SQL: the columns in this order.
+inline constexpr const char* kColumns =
+    "scope, key, generation, state, policy, revision, table_checksum, rule, message_id, worker, "
+    "claimed_at, updated_at, released_by, release_reason, released_at";
+
+Error error(ErrorCode code, std::string message);
+
+}  // namespace replaygate::ledger::internal

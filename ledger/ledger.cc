@@ -1,0 +1,395 @@
+// The backend-independent half of the ledger: open_ledger (URL → backend), the argument checks
+// every backend relies on, the mutex and the exception barrier around each call, and the time and
+// state texts. The backends live in sqlite_ledger.cc and postgres_ledger.cc.
+#include "ledger/ledger.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "ledger/backends.h"
+
+namespace replaygate::ledger {
+
+namespace internal {
+
+Error error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+
+bool clean_text(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0) return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len = 0;
+    std::uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (int k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr std::array<std::uint32_t, 5> kMin = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+namespace {
+
+bool digits(std::string_view s, size_t pos, size_t count, int& out) {
+  if (pos + count > s.size()) return false;
+  int v = 0;
+  for (size_t i = pos; i < pos + count; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  out = v;
+  return true;
+}
+
+// Parses "YYYY-MM-DD?HH:MM:SS" at the start of s; returns the time (UTC, no offset applied).
+std::optional<Time> parse_date_time(std::string_view s, bool& fraction_follows, size_t& end) {
+  int y, mo, d, h, mi, se;
+  if (!digits(s, 0, 4, y) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
+      !digits(s, 8, 2, d) || !(s[10] == 'T' || s[10] == 't' || s[10] == ' ') ||
+      !digits(s, 11, 2, h) || s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' ||
+      !digits(s, 17, 2, se)) {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day ymd{std::chrono::year{y},
+                                        std::chrono::month{static_cast<unsigned>(mo)},
+                                        std::chrono::day{static_cast<unsigned>(d)}};
+  if (!ymd.ok() || h > 23 || mi > 59 || se > 60) return std::nullopt;
+  if (se == 60) se = 59;  // a leap second is recorded as :59.999999
+  Time t = std::chrono::time_point_cast<std::chrono::microseconds>(
+      std::chrono::sys_days{ymd} + std::chrono::hours{h} + std::chrono::minutes{mi} +
+      std::chrono::seconds{se});
+  end = 19;
+  fraction_follows = s.size() > 19 && s[19] == '.';
+  return t;
+}
+
+}  // namespace
+
+std::optional<Time> parse_stored_time(std::string_view text) {
+  if (text.size() != 27 || text[10] != 'T' || text[19] != '.' || text[26] != 'Z') {
+    return std::nullopt;
+  }
+  auto t = parse_time(text);
+  return t;
+}
+
+}  // namespace internal
+
+using internal::error;
+
+std::string format_time(Time t) {
+  using namespace std::chrono;
+  static const Time kMin = sys_days{year{0} / January / 1};
+  static const Time kMax = sys_days{year{9999} / December / 31} + hours{23} + minutes{59} +
+                           seconds{59} + microseconds{999999};
+  t = std::clamp(t, kMin, kMax);
+  const auto day = floor<days>(t);
+  const year_month_day ymd{day};
+  const auto in_day = t - day;
+  const auto h = duration_cast<hours>(in_day);
+  const auto mi = duration_cast<minutes>(in_day - h);
+  const auto se = duration_cast<seconds>(in_day - h - mi);
+  const auto us = in_day - h - mi - se;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%06lldZ",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<int>(h.count()),
+                static_cast<int>(mi.count()), static_cast<int>(se.count()),
+                static_cast<long long>(us.count()));
+  return buf;
+}
+
+std::optional<Time> parse_time(std::string_view s) {
+  bool fraction = false;
+  size_t pos = 0;
+  auto t = internal::parse_date_time(s, fraction, pos);
+  if (!t) return std::nullopt;
+  if (fraction) {
+    ++pos;
+    size_t start = pos;
+    std::int64_t us = 0;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      if (pos - start < 6) us = us * 10 + (s[pos] - '0');
+      ++pos;
+    }
+    if (pos == start) return std::nullopt;
+    for (size_t k = pos - start; k < 6; ++k) us *= 10;
+    *t += std::chrono::microseconds{us};
+  }
+  if (pos >= s.size()) return std::nullopt;
+  if ((s[pos] == 'Z' || s[pos] == 'z') && pos + 1 == s.size()) return t;
+  int oh, om;
+  if ((s[pos] == '+' || s[pos] == '-') && pos + 6 == s.size() &&
+      internal::digits(s, pos + 1, 2, oh) && s[pos + 3] == ':' &&
+      internal::digits(s, pos + 4, 2, om) && oh <= 23 && om <= 59) {
+    const auto offset = std::chrono::hours{oh} + std::chrono::minutes{om};
+    // local = UTC + offset, so UTC = local - offset.
+    return s[pos] == '+' ? *t - offset : *t + offset;
+  }
+  return std::nullopt;
+}
+
+std::string_view state_name(State state) {
+  switch (state) {
+    case State::kClaimed:
+      return "claimed";
+    case State::kRecorded:
+      return "recorded";
+    case State::kConfirmed:
+      return "confirmed";
+    case State::kReleased:
+      return "released";
+  }
+  return "?";
+}
+
+std::optional<State> parse_state(std::string_view name) {
+  for (State s : {State::kClaimed, State::kRecorded, State::kConfirmed, State::kReleased}) {
+    if (state_name(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+std::string_view error_code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kCorrupt:
+      return "corrupt";
+    case ErrorCode::kForeign:
+      return "foreign";
+    case ErrorCode::kSchemaVersion:
+      return "schema_version";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kBadTransition:
+      return "bad_transition";
+    case ErrorCode::kInternal:
+      return "internal";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr size_t kMaxText = 4096;
+
+std::optional<Error> check_text(std::string_view what, std::string_view s, bool required) {
+  if (required && s.empty())
+    return error(ErrorCode::kInvalidArgument, std::string(what) + " is empty");
+  if (s.size() > kMaxText) {
+    return error(ErrorCode::kInvalidArgument, std::string(what) + " is longer than 4096 bytes (" +
+                                                  std::to_string(s.size()) + ")");
+  }
+  if (!internal::clean_text(s)) {
+    return error(ErrorCode::kInvalidArgument,
+                 std::string(what) + " is not valid UTF-8 or contains a NUL byte");
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> check_key(std::string_view key) { return check_text("key", key, true); }
+
+std::optional<Error> check_claim(const Claim& c, size_t index) {
+  const std::string at = "claim " + std::to_string(index) + ": ";
+  for (auto [what, value, required] :
+       {std::tuple<const char*, const std::string*, bool>{"key", &c.key, true},
+        {"policy", &c.policy, false},
+        {"table_checksum", &c.table_checksum, false},
+        {"rule", &c.rule, false},
+        {"message_id", &c.message_id, false},
+        {"worker", &c.worker, false}}) {
+    if (auto e = check_text(what, *value, required)) {
+      e->message = at + e->message;
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return error(ErrorCode::kInternal, "ledger: out of memory");
+  } catch (const std::exception& e) {
+    return error(ErrorCode::kInternal, std::string("ledger: internal error: ") + e.what());
+  } catch (...) {
+    return error(ErrorCode::kInternal, "ledger: internal error (unknown exception)");
+  }
+}
+
+bool valid_scope(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+}  // namespace
+
+Ledger::Ledger(std::string scope, std::string describe, std::function<Time()> clock)
+    : scope_(std::move(scope)), describe_(std::move(describe)), clock_(std::move(clock)) {}
+
+Time Ledger::now() const {
+  if (clock_) return clock_();
+  return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
+}
+
+Result<std::vector<ClaimOutcome>> Ledger::claim_batch(const std::vector<Claim>& claims) {
+  return guarded([&]() -> Result<std::vector<ClaimOutcome>> {
+    for (size_t i = 0; i < claims.size(); ++i) {
+      if (auto e = check_claim(claims[i], i)) return *e;
+    }
+    if (claims.empty()) return std::vector<ClaimOutcome>{};
+    std::lock_guard lock(mu_);
+    return do_claim_batch(claims);
+  });
+}
+
+Result<std::vector<std::optional<Record>>> Ledger::lookup(const std::vector<std::string>& keys) {
+  return guarded([&]() -> Result<std::vector<std::optional<Record>>> {
+    for (const auto& k : keys) {
+      if (auto e = check_key(k)) return *e;
+    }
+    if (keys.empty()) return std::vector<std::optional<Record>>{};
+    std::lock_guard lock(mu_);
+    return do_lookup(keys);
+  });
+}
+
+Status Ledger::mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                          State state) {
+  return guarded([&]() -> Status {
+    if (state != State::kRecorded && state != State::kConfirmed) {
+      return error(ErrorCode::kInvalidArgument,
+                   "mark: a claim can be marked recorded or confirmed, not " +
+                       std::string(state_name(state)));
+    }
+    for (const auto& [k, g] : claims) {
+      if (auto e = check_key(k)) return *e;
+    }
+    if (claims.empty()) return Ok{};
+    std::lock_guard lock(mu_);
+    return do_mark_batch(claims, state);
+  });
+}
+
+Result<Record> Ledger::mark(std::string_view key, std::int64_t generation, State state) {
+  return guarded([&]() -> Result<Record> {
+    Status s = mark_batch({{std::string(key), generation}}, state);
+    if (!s) return s.error();
+    auto rows = show(key);
+    if (!rows) return rows.error();
+    for (auto& r : *rows) {
+      if (r.generation == generation) return r;
+    }
+    return error(ErrorCode::kNotFound, "mark: the claim vanished after it was marked");
+  });
+}
+
+Result<Record> Ledger::release(std::string_view key, std::string_view operator_name,
+                               std::string_view reason) {
+  return guarded([&]() -> Result<Record> {
+    if (auto e = check_key(key)) return *e;
+    if (auto e = check_text("operator", operator_name, true)) return *e;
+    if (auto e = check_text("reason", reason, true)) return *e;
+    std::lock_guard lock(mu_);
+    return do_release(key, operator_name, reason);
+  });
+}
+
+Result<std::vector<Record>> Ledger::show(std::string_view key) {
+  return guarded([&]() -> Result<std::vector<Record>> {
+    if (auto e = check_key(key)) return *e;
+    std::lock_guard lock(mu_);
+    return do_show(key);
+  });
+}
+
+Result<std::vector<Record>> Ledger::list(Time since) {
+  return guarded([&]() -> Result<std::vector<Record>> {
+    std::lock_guard lock(mu_);
+    return do_list(since);
+  });
+}
+
+Result<Stats> Ledger::stats() {
+  return guarded([&]() -> Result<Stats> {
+    std::lock_guard lock(mu_);
+    return do_stats();
+  });
+}
+
+Result<std::int64_t> Ledger::export_rows(const std::function<bool(const Record&)>& sink) {
+  return guarded([&]() -> Result<std::int64_t> {
+    std::lock_guard lock(mu_);
+    return do_export_rows(sink);
+  });
+}
+
+Result<std::vector<Record>> Ledger::prune(Time cutoff) {
+  return guarded([&]() -> Result<std::vector<Record>> {
+    std::lock_guard lock(mu_);
+    return do_prune(cutoff);
+  });
+}
+
+Result<std::unique_ptr<Ledger>> open_ledger(std::string_view url, const Options& options) {
+  return guarded([&]() -> Result<std::unique_ptr<Ledger>> {
+    if (!valid_scope(options.scope)) {
+      return error(ErrorCode::kInvalidArgument,
+                   "ledger scope '" + options.scope +
+                       "' is not 1..64 characters of letters, digits, '.', '_', '-'");
+    }
+    if (url.empty()) return error(ErrorCode::kInvalidArgument, "ledger URL is empty");
+    if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
+      return internal::open_postgres(std::string(url), options);
+    }
+    if (url.starts_with("sqlite:")) {
+      std::string_view path = url.substr(7);
+      if (path.starts_with("//")) path.remove_prefix(2);
+      if (path.empty())
+        return error(ErrorCode::kInvalidArgument, "ledger URL 'sqlite:' has no path");
+      return internal::open_sqlite(std::string(path), options);
+    }
+    if (auto p = url.find("://"); p != std::string_view::npos) {
+      return error(ErrorCode::kInvalidArgument,
+                   "ledger URL scheme '" + std::string(url.substr(0, p)) +
+                       "' is not supported (use a path, sqlite:PATH or postgresql://...)");
+    }
+    return internal::open_sqlite(std::string(url), options);
+  });
+}
+
+}  // namespace replaygate::ledger

@@ -1,0 +1,271 @@
+// The durable replay ledger: "replay_once" means once across runs, processes and hosts.
+//
+// A claim is keyed by (scope, idempotency key). Of any number of concurrent claimants for one key
+// exactly one wins, and the winning claim is committed durably before `claim_batch` returns, so a
+// caller may treat "won" as the grant to replay (write-ahead). Everything else about a claim
+// (policy id, revision, table checksum, rule, message id, worker, times) is recorded as data:
+// revising or renaming a policy does not start "once" over.
+//
+// States of one claim (one generation of a key):
+//
+//   claimed ──mark──> recorded ──mark──> confirmed          (marks only move forward)
+//      │                 │                   │
+//      └──────── release (an operator allows one more replay) ──> released
+//
+// History: every claim is a row (scope, key, generation). Generation 1 is a key's first claim. A
+// release keeps its row (state `released`, with the operator, reason and time) and frees the key;
+// the next claim of that key inserts a new row with generation = the highest generation kept for
+// the key + 1. At most one row per (scope, key) is not `released` (the "live" claim): the database
+// enforces it with a unique index, which is what makes concurrent claims exact. `prune` deletes
+// rows (any state) and so re-opens replay for their keys.
+//
+// Backends, chosen by `open_ledger(url)`: SQLite (a file; WAL, synchronous=FULL, one transaction
+// per call, busy_timeout; many processes on one host) and PostgreSQL (many hosts; one transaction
+// per call). The schema and URL forms are in docs/ledger.md.
+//
+// Errors: no exception leaves this interface (an exception inside a backend, even std::bad_alloc,
+// becomes an Error with code kInternal). A failed call changes nothing: its transaction is rolled
+// back, and what earlier calls committed stays. A caller that needs a grant turns any error into
+// "fail closed" (the CLI's rule `ledger:unavailable`).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace replaygate::ledger {
+
+// Microseconds since the Unix epoch, UTC. Stored and printed as RFC 3339 UTC with six fraction
+// digits ("2026-12-02T06:52:16.123456Z"), a fixed-width text that sorts chronologically.
+using Time = std::chrono::sys_time<std::chrono::microseconds>;
+
+// "YYYY-MM-DDTHH:MM:SS.ffffffZ". Years outside 0000-9999 are clamped to that range.
+std::string format_time(Time t);
+// RFC 3339: "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" (a "t"/"z" or a space for "T" is
+// accepted, fractions beyond microseconds are truncated). nullopt for anything else, including
+// out-of-range fields (month 13, Feb 30, hour 24).
+std::optional<Time> parse_time(std::string_view text);
+
+enum class State { kClaimed, kRecorded, kConfirmed, kReleased };
+// "claimed", "recorded", "confirmed", "released".
+std::string_view state_name(State state);
+// The inverse of state_name; nullopt for anything else.
+std::optional<State> parse_state(std::string_view name);
+
+enum class ErrorCode {
+  kUnavailable,    // cannot open, reach, read or write the ledger (I/O error, disk full, read-only
+                   // file, locked beyond busy_timeout, connection refused or lost, server stopped)
+  kCorrupt,        // the SQLite file is not a database or is damaged (never repaired or recreated)
+  kForeign,        // the database belongs to something else: a SQLite file with another
+                   // application id or other tables, a PostgreSQL table of another layout
+  kSchemaVersion,  // a ledger of another schema version (written by a newer or older build)
+  kInvalidArgument,  // a bad URL, scope, key, field, operator or reason (nothing was changed)
+  kNotFound,         // mark/release: the key has no live claim of that generation
+  kBadTransition,    // mark: the claim is past the requested state (marks only move forward)
+  kInternal,         // an exception inside a backend (out of memory) or a broken invariant
+};
+std::string_view error_code_name(ErrorCode code);  // "unavailable", "corrupt", ...
+
+struct Error {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;  // one line, names the ledger (path or host) and the cause
+};
+
+// A value or an Error. [[nodiscard]]: ignoring a ledger error would fail open.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() { return std::get<0>(v_); }  // precondition: ok()
+  const T& value() const { return std::get<0>(v_); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  const Error& error() const { return std::get<1>(v_); }  // precondition: !ok()
+
+ private:
+  std::variant<T, Error> v_;
+};
+struct Ok {};
+using Status = Result<Ok>;
+
+// What a claimant submits. Every text must be valid UTF-8 without NUL bytes (PostgreSQL text
+// cannot hold them); `key` must be 1..4096 bytes, the others at most 4096 bytes.
+struct Claim {
+  std::string key;             // the idempotency key's value
+  std::string policy;          // policy id
+  std::int64_t revision = 0;   // policy revision
+  std::string table_checksum;  // frozen table checksum (hex)
+  std::string rule;            // the rule that granted the create verb
+  std::string message_id;      // the dead letter's message id ("" when it has none)
+  std::string worker;          // run or worker id: host, pid, run id, gate name
+};
+
+// One stored row: one generation of one key.
+struct Record {
+  std::string scope;
+  std::string key;
+  std::int64_t generation = 0;  // 1 for a key's first claim, +1 after each release
+  State state = State::kClaimed;
+  std::string policy;
+  std::int64_t revision = 0;
+  std::string table_checksum;
+  std::string rule;
+  std::string message_id;
+  std::string worker;
+  Time claimed_at{};
+  Time updated_at{};  // the last change of state (== claimed_at until the first mark)
+  // Set only in state kReleased:
+  std::string released_by;
+  std::string release_reason;
+  std::optional<Time> released_at;
+};
+
+struct ClaimOutcome {
+  bool won = false;
+  // won: the new row (state claimed). Lost: the live claim that holds the key, committed
+  // earlier by another claimant (or by an earlier element of the same batch) - its claimed_at,
+  // worker and message_id say when and where the key was first replayed.
+  Record holder;
+};
+
+struct Stats {
+  std::int64_t claimed = 0, recorded = 0, confirmed = 0, released = 0;  // rows per state
+  std::int64_t keys = 0;                                                // distinct keys
+  std::optional<Time> oldest, newest;                                   // claimed_at bounds
+};
+
+struct Options {
+  // Separates unrelated systems sharing one database: every operation sees its scope only.
+  // 1..64 bytes of [A-Za-z0-9._-].
+  std::string scope = "default";
+  // SQLite: how long a call waits for another process's write lock before kUnavailable.
+  int busy_timeout_ms = 10000;
+  // PostgreSQL: connect_timeout (seconds) unless the URL sets one.
+  int connect_timeout_s = 5;
+  // The clock that stamps claimed_at/updated_at/released_at (tests set it; default: system clock).
+  std::function<Time()> clock;
+};
+
+// The interface every backend implements. One object holds one connection. Calls on one object are
+// serialized by an internal mutex, so an object may be shared between threads (for throughput,
+// open one per thread). Distinct objects, processes and hosts may use one database concurrently:
+// that is what the ledger is for. After a fork(), a child must open its own Ledger and never use
+// the parent's. Every call is one transaction: all or nothing.
+class Ledger {
+ public:
+  virtual ~Ledger() = default;
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+
+  // Claims every key, in order, in one transaction committed durably (SQLite: fsync of the WAL;
+  // PostgreSQL: COMMIT) before returning. outcomes[i] belongs to claims[i]. A key that appears
+  // twice in one batch is won at most once (by its first occurrence). Errors: kInvalidArgument
+  // (a claim breaks the rules of Claim; nothing claimed), kUnavailable, kCorrupt, kInternal -
+  // after any error nothing of this batch is claimed and the caller must treat every claim as
+  // not won.
+  Result<std::vector<ClaimOutcome>> claim_batch(const std::vector<Claim>& claims);
+
+  // The live (not released) claim of each key, nullopt when the key is free. Claims nothing: for
+  // dry runs. Errors: kInvalidArgument, kUnavailable, kCorrupt, kInternal.
+  Result<std::vector<std::optional<Record>>> lookup(const std::vector<std::string>& keys);
+
+  // Moves the live claim (key, generation) forward to `state` (kRecorded or kConfirmed), and sets
+  // updated_at. Marking a claim that already is in `state` succeeds and changes nothing.
+  // Returns the row after the call. Errors: kInvalidArgument (state kClaimed/kReleased: use
+  // release), kNotFound (no such generation, or it was released), kBadTransition (the claim is
+  // already past `state`), kUnavailable, kCorrupt, kInternal.
+  Result<Record> mark(std::string_view key, std::int64_t generation, State state);
+  // The same for many claims in one transaction (the CLI marks a whole output block `recorded`
+  // after its audit entries are written). All or nothing: the first failing element's error is
+  // returned (its message names the key) and no element is changed.
+  Status mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims, State state);
+
+  // An audited operator act: the key's live claim becomes `released` (released_by, release_reason,
+  // released_at set), so the key can be claimed once more. Returns the released row. Errors:
+  // kInvalidArgument (empty operator or reason, or more than 4096 bytes), kNotFound (the key
+  // has no live claim), kUnavailable, kCorrupt, kInternal.
+  Result<Record> release(std::string_view key, std::string_view operator_name,
+                         std::string_view reason);
+
+  // Every generation of a key, oldest first (empty: never claimed, or pruned). Errors:
+  // kInvalidArgument (the key breaks the rules of Claim::key), kUnavailable, kCorrupt, kInternal.
+  Result<std::vector<Record>> show(std::string_view key);
+
+  // Rows with claimed_at >= since (every row: Time{}), ordered by claimed_at, key, generation.
+  // The whole result is in memory: for a large ledger use export_rows. Errors: kUnavailable,
+  // kCorrupt, kInternal.
+  Result<std::vector<Record>> list(Time since);
+
+  // Rows per state, distinct keys and the claimed_at bounds of this scope. Errors: kUnavailable,
+  // kCorrupt, kInternal.
+  Result<Stats> stats();
+
+  // Streams every row of the scope to `sink`, ordered by claimed_at, key, generation, inside one
+  // read transaction (a consistent snapshot). `sink` returns false to stop early. Returns the
+  // number of rows given to `sink`. The CLI writes them as JSON Lines. `sink` runs with the
+  // object's mutex held: it must not call this object. An exception thrown by `sink` becomes
+  // kInternal. Errors: kUnavailable, kCorrupt, kInternal.
+  Result<std::int64_t> export_rows(const std::function<bool(const Record&)>& sink);
+
+  // Deletes every row (any state, live or released) with claimed_at < cutoff and returns the
+  // deleted rows, so that the caller can audit them. Pruning re-opens replay for their keys.
+  // One transaction: all or nothing. Errors: kUnavailable, kCorrupt, kInternal.
+  Result<std::vector<Record>> prune(Time cutoff);
+
+  // The scope this object works in, and a description for messages ("sqlite:/var/lib/x.db",
+  // "postgresql://rg@127.0.0.1:5432/postgres" without the password).
+  const std::string& scope() const { return scope_; }
+  const std::string& describe() const { return describe_; }
+
+ protected:
+  Ledger(std::string scope, std::string describe, std::function<Time()> clock);
+  Time now() const;
+
+  virtual Result<std::vector<ClaimOutcome>> do_claim_batch(const std::vector<Claim>& claims) = 0;
+  virtual Result<std::vector<std::optional<Record>>> do_lookup(
+      const std::vector<std::string>& keys) = 0;
+  virtual Status do_mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                               State state) = 0;
+  virtual Result<Record> do_release(std::string_view key, std::string_view operator_name,
+                                    std::string_view reason) = 0;
+  virtual Result<std::vector<Record>> do_show(std::string_view key) = 0;
+  virtual Result<std::vector<Record>> do_list(Time since) = 0;
+  virtual Result<Stats> do_stats() = 0;
+  virtual Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) = 0;
+  virtual Result<std::vector<Record>> do_prune(Time cutoff) = 0;
+
+ private:
+  std::string scope_;
+  std::string describe_;
+  std::function<Time()> clock_;
+  std::mutex mu_;
+};
+
+// Opens (and, for a new SQLite file or an empty PostgreSQL database, creates) a ledger:
+//   PATH, sqlite:PATH, sqlite://PATH      SQLite file (created when missing or empty)
+//   postgresql://...  postgres://...      PostgreSQL, a libpq connection URI
+// Any other "scheme://" is kInvalidArgument. The caller owns the returned object; it closes the
+// connection when destroyed. Errors: kInvalidArgument (URL or scope), kUnavailable (cannot create,
+// open or connect), kCorrupt (not a SQLite database), kForeign (another application's database
+// or a table of another layout), kSchemaVersion (another ledger schema version). An existing
+// database is never altered to fit: it is refused.
+Result<std::unique_ptr<Ledger>> open_ledger(std::string_view url, const Options& options = {});
+
+// The ledger schema version this build reads and writes (SQLite user_version, PostgreSQL
+// replaygate_ledger_meta.schema_version).
+inline constexpr int kSchemaVersion = 1;
+
+}  // namespace replaygate::ledger

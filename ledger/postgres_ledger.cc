@@ -1,0 +1,658 @@
+// The PostgreSQL backend: gates on many hosts share one server. Takes a libpq connection URI,
+// returns a Ledger (internal::open_postgres is its one entry point).
+//
+// Exclusion: the primary key (scope, key, slot), where slot is 0 for the live claim and the
+// generation once released, allows one live row per (scope, key); a batch is one `INSERT ... SELECT
+// FROM unnest(arrays) ON CONFLICT DO NOTHING RETURNING key` inside one transaction, so of
+// concurrent claimants exactly one gets the row back. Keys are inserted in sorted order, so two
+// batches with overlapping keys wait for each other in one direction and never deadlock (a deadlock
+// or serialization failure is retried anyway). Durability: synchronous_commit is forced on for the
+// session; claim_batch returns after COMMIT.
+//
+// Recognition: a table replaygate_ledger_meta (name, value) holds schema_version; creation runs
+// under a transaction-scoped advisory lock, so concurrent first opens create it once. Tables that
+// exist with another layout, or a claims table without the meta table, are refused.
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <unordered_map>
+
+#include "ledger/backends.h"
+
+namespace replaygate::ledger::internal {
+namespace {
+
+constexpr const char* kCreateSql =
+    "CREATE TABLE replaygate_ledger_meta (\n"
+    "  name text PRIMARY KEY,\n"
+    "  value text NOT NULL\n"
+    ");\n"
+    "CREATE TABLE replaygate_ledger_claims (\n"
+    "  scope text NOT NULL,\n"
+    "  key text NOT NULL,\n"
+    "  slot bigint NOT NULL,\n"
+    "  generation bigint NOT NULL,\n"
+    "  state text NOT NULL CHECK (state IN ('claimed', 'recorded', 'confirmed', 'released')),\n"
+    "  policy text NOT NULL,\n"
+    "  revision bigint NOT NULL,\n"
+    "  table_checksum text NOT NULL,\n"
+    "  rule text NOT NULL,\n"
+    "  message_id text NOT NULL,\n"
+    "  worker text NOT NULL,\n"
+    "  claimed_at text NOT NULL,\n"
+    "  updated_at text NOT NULL,\n"
+    "  released_by text,\n"
+    "  release_reason text,\n"
+    "  released_at text,\n"
+    "  CONSTRAINT replaygate_ledger_key PRIMARY KEY (scope, key, slot),\n"
+    "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = 0))\n"
+    ");\n"
+    "CREATE INDEX replaygate_ledger_time ON replaygate_ledger_claims (scope, claimed_at);\n";
+
+// (column, data type, nullable) of replaygate_ledger_claims, in order.
+const std::vector<std::string> kExpectedColumns = {"scope text NO",
+                                                   "key text NO",
+                                                   "slot bigint NO",
+                                                   "generation bigint NO",
+                                                   "state text NO",
+                                                   "policy text NO",
+                                                   "revision bigint NO",
+                                                   "table_checksum text NO",
+                                                   "rule text NO",
+                                                   "message_id text NO",
+                                                   "worker text NO",
+                                                   "claimed_at text NO",
+                                                   "updated_at text NO",
+                                                   "released_by text YES",
+                                                   "release_reason text YES",
+                                                   "released_at text YES"};
+
+const std::string kSelect = std::string("SELECT ") + kColumns + " FROM replaygate_ledger_claims ";
+
+using PgResult = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+// The URI without its password.
+std::string redact(const std::string& url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const auto at = url.find('@', scheme + 3);
+  const auto slash = url.find('/', scheme + 3);
+  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return url;
+  const auto colon = url.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return url;
+  return url.substr(0, colon) + url.substr(at);
+}
+
+// A PostgreSQL array literal of texts: {"a","b\"c"}.
+std::string text_array(const std::vector<const std::string*>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    for (char c : *values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+int state_rank(State s) { return static_cast<int>(s); }
+
+class PgLedger final : public Ledger {
+ public:
+  PgLedger(PGconn* conn, const std::string& url, const Options& o)
+      : Ledger(o.scope, redact(url), o.clock), conn_(conn) {}
+  ~PgLedger() override { PQfinish(conn_); }
+
+  std::optional<Error> init();
+
+ protected:
+  Result<std::vector<ClaimOutcome>> do_claim_batch(const std::vector<Claim>& claims) override;
+  Result<std::vector<std::optional<Record>>> do_lookup(
+      const std::vector<std::string>& keys) override;
+  Status do_mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                       State state) override;
+  Result<Record> do_release(std::string_view key, std::string_view operator_name,
+                            std::string_view reason) override;
+  Result<std::vector<Record>> do_show(std::string_view key) override;
+  Result<std::vector<Record>> do_list(Time since) override;
+  Result<Stats> do_stats() override;
+  Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) override;
+  Result<std::vector<Record>> do_prune(Time cutoff) override;
+
+ private:
+  struct Failure {
+    Error error;
+    bool retry = false;  // deadlock or serialization failure: the whole transaction may be rerun
+  };
+
+  Error fail(std::string_view what, const PGresult* r) const {
+    std::string detail = r ? PQresultErrorMessage(r) : "";
+    if (detail.empty()) detail = PQerrorMessage(conn_);
+    if (detail.empty()) detail = "no response from the server";
+    return error(ErrorCode::kUnavailable,
+                 "ledger " + describe() + ": " + std::string(what) + ": " + one_line(detail));
+  }
+
+  // Runs one statement; nullopt result pointer on failure with `err` set.
+  PgResult run(const char* what, const std::string& sql, const std::vector<std::string>& params,
+               std::optional<Failure>& err) {
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& p : params) values.push_back(p.c_str());
+    // Without parameters: the simple protocol, which also runs several statements at once.
+    PgResult r(params.empty() ? PQexec(conn_, sql.c_str())
+                              : PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()),
+                                             nullptr, values.data(), nullptr, nullptr, 0),
+               &PQclear);
+    const auto st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      const char* code = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+      const bool retry =
+          code && (std::string_view(code) == "40P01" || std::string_view(code) == "40001");
+      err = Failure{fail(what, r.get()), retry};
+      return PgResult(nullptr, &PQclear);
+    }
+    return r;
+  }
+
+  // Makes sure the connection is up (reconnecting once after a loss).
+  std::optional<Error> connected() {
+    if (PQstatus(conn_) == CONNECTION_OK) return std::nullopt;
+    PQreset(conn_);
+    if (PQstatus(conn_) == CONNECTION_OK) {
+      if (auto e = session_settings()) return e;
+      return std::nullopt;
+    }
+    return error(ErrorCode::kUnavailable, "ledger " + describe() +
+                                              ": connection lost and not re-established: " +
+                                              one_line(PQerrorMessage(conn_)));
+  }
+
+  std::optional<Error> session_settings() {
+    std::optional<Failure> f;
+    run("session settings",
+        "SET synchronous_commit TO on; SET client_min_messages TO warning; "
+        "SET default_transaction_isolation TO 'read committed'",
+        {}, f);
+    if (f) return f->error;
+    return std::nullopt;
+  }
+
+  // Runs `body` (which may set a Failure) in BEGIN ... COMMIT, retrying deadlocks a few times.
+  template <class T, class F>
+  Result<T> in_transaction(F&& body) {
+    if (auto e = connected()) return *e;
+    for (int attempt = 0;; ++attempt) {
+      std::optional<Failure> f;
+      run("begin", "BEGIN", {}, f);
+      std::optional<Result<T>> value;
+      if (!f) value.emplace(body(f));
+      if (!f && value && !value->ok()) {
+        // A refusal decided by the body (kNotFound, kBadTransition): undo and report.
+        std::optional<Failure> ignored;
+        run("rollback", "ROLLBACK", {}, ignored);
+        return *value;
+      }
+      if (!f) {
+        PgResult c = run("commit", "COMMIT", {}, f);
+        if (!f && std::string_view(PQcmdStatus(c.get())) != "COMMIT") {
+          f = Failure{error(ErrorCode::kUnavailable,
+                            "ledger " + describe() + ": commit was rolled back by the server"),
+                      false};
+        }
+        if (!f) return std::move(*value);
+      }
+      if (PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+        std::optional<Failure> ignored;
+        run("rollback", "ROLLBACK", {}, ignored);
+      }
+      if (!f->retry || attempt >= 5) return f->error;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 << attempt));
+    }
+  }
+
+  static Record read_row(const PGresult* r, int row) {
+    auto text = [&](int col) {
+      return std::string(PQgetvalue(r, row, col), static_cast<size_t>(PQgetlength(r, row, col)));
+    };
+    Record rec;
+    rec.scope = text(0);
+    rec.key = text(1);
+    rec.generation = std::stoll(text(2));
+    rec.state = parse_state(text(3)).value_or(State::kClaimed);
+    rec.policy = text(4);
+    rec.revision = std::stoll(text(5));
+    rec.table_checksum = text(6);
+    rec.rule = text(7);
+    rec.message_id = text(8);
+    rec.worker = text(9);
+    rec.claimed_at = parse_stored_time(text(10)).value_or(Time{});
+    rec.updated_at = parse_stored_time(text(11)).value_or(Time{});
+    if (!PQgetisnull(r, row, 12)) rec.released_by = text(12);
+    if (!PQgetisnull(r, row, 13)) rec.release_reason = text(13);
+    if (!PQgetisnull(r, row, 14)) rec.released_at = parse_stored_time(text(14));
+    return rec;
+  }
+  static std::vector<Record> rows(const PGresult* r) {
+    std::vector<Record> out;
+    const int n = PQntuples(r);
+    out.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) out.push_back(read_row(r, i));
+    return out;
+  }
+
+  std::optional<Error> check_or_create();
+
+  PGconn* conn_;
+};
+
+std::optional<Error> PgLedger::check_or_create() {
+  std::optional<Failure> f;
+  auto bail = [&](Error e) -> std::optional<Error> {
+    std::optional<Failure> ignored;
+    run("rollback", "ROLLBACK", {}, ignored);
+    return e;
+  };
+  run("begin", "BEGIN", {}, f);
+  if (f) return f->error;
+  run("lock", "SELECT pg_advisory_xact_lock(7306926405357233479)", {}, f);
+  if (f) return bail(f->error);
+  PgResult exist = run("read the catalog",
+                       "SELECT to_regclass('replaygate_ledger_meta') IS NOT NULL, "
+                       "to_regclass('replaygate_ledger_claims') IS NOT NULL",
+                       {}, f);
+  if (f) return bail(f->error);
+  const bool meta = std::string_view(PQgetvalue(exist.get(), 0, 0)) == "t";
+  const bool claims = std::string_view(PQgetvalue(exist.get(), 0, 1)) == "t";
+  if (!meta && !claims) {
+    run("create the ledger schema", kCreateSql, {}, f);
+    if (f) return bail(f->error);
+    run("create the ledger schema",
+        "INSERT INTO replaygate_ledger_meta (name, value) VALUES ('application', "
+        "'replaygate-ledger'), ('schema_version', $1)",
+        {std::to_string(kSchemaVersion)}, f);
+    if (f) return bail(f->error);
+  } else {
+    const std::string where = "ledger " + describe() + ": refused: ";
+    if (!meta) {
+      return bail(error(ErrorCode::kForeign,
+                        where + "a table replaygate_ledger_claims exists without "
+                                "replaygate_ledger_meta: not a ledger this build created"));
+    }
+    PgResult v =
+        run("read the schema version",
+            "SELECT value FROM replaygate_ledger_meta WHERE name = 'schema_version'", {}, f);
+    if (f) {
+      return bail(error(ErrorCode::kForeign, where + "replaygate_ledger_meta has another layout (" +
+                                                 f->error.message + ")"));
+    }
+    if (PQntuples(v.get()) != 1) {
+      return bail(
+          error(ErrorCode::kForeign, where + "replaygate_ledger_meta has no schema_version"));
+    }
+    const std::string version = PQgetvalue(v.get(), 0, 0);
+    if (version != std::to_string(kSchemaVersion)) {
+      return bail(error(ErrorCode::kSchemaVersion, where + "ledger schema version " + version +
+                                                       ", this build reads version " +
+                                                       std::to_string(kSchemaVersion)));
+    }
+    if (!claims) {
+      return bail(error(ErrorCode::kForeign,
+                        where + "replaygate_ledger_meta exists but replaygate_ledger_claims "
+                                "does not"));
+    }
+    PgResult cols = run("read the table layout",
+                        "SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || "
+                        "CASE WHEN a.attnotnull THEN ' NO' ELSE ' YES' END FROM pg_attribute a "
+                        "WHERE a.attrelid = 'replaygate_ledger_claims'::regclass AND a.attnum > "
+                        "0 AND NOT a.attisdropped ORDER BY a.attnum",
+                        {}, f);
+    if (f) return bail(f->error);
+    std::vector<std::string> have;
+    for (int i = 0; i < PQntuples(cols.get()); ++i) have.emplace_back(PQgetvalue(cols.get(), i, 0));
+    if (have != kExpectedColumns) {
+      std::string got;
+      for (const auto& c : have) got += (got.empty() ? "" : ", ") + c;
+      return bail(error(ErrorCode::kForeign,
+                        where + "replaygate_ledger_claims has another layout (" + got + ")"));
+    }
+    PgResult idx = run("read the indexes",
+                       "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                       "WHERE i.indrelid = 'replaygate_ledger_claims'::regclass AND i.indisunique "
+                       "AND i.indisprimary AND c.relname = 'replaygate_ledger_key' AND "
+                       "i.indpred IS NULL AND "
+                       "pg_get_indexdef(i.indexrelid) LIKE '%USING btree (scope, key, slot)'",
+                       {}, f);
+    if (f) return bail(f->error);
+    if (std::string_view(PQgetvalue(idx.get(), 0, 0)) != "1") {
+      return bail(error(ErrorCode::kForeign, where +
+                                                 "replaygate_ledger_claims lacks its primary key "
+                                                 "replaygate_ledger_key (one live claim per key)"));
+    }
+  }
+  PgResult c = run("commit", "COMMIT", {}, f);
+  if (f) return f->error;
+  return std::nullopt;
+}
+
+std::optional<Error> PgLedger::init() {
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
+  if (auto e = session_settings()) return e;
+  return check_or_create();
+}
+
+Result<std::vector<ClaimOutcome>> PgLedger::do_claim_batch(const std::vector<Claim>& claims) {
+  // Distinct keys in sorted order (the first occurrence of each claims it).
+  std::unordered_map<std::string_view, size_t> first;
+  first.reserve(claims.size());
+  std::vector<size_t> order;
+  for (size_t i = 0; i < claims.size(); ++i) {
+    if (first.try_emplace(claims[i].key, i).second) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return claims[a].key < claims[b].key; });
+  std::vector<const std::string*> k, p, t, ru, m, w;
+  std::string revisions = "{";
+  for (size_t n = 0; n < order.size(); ++n) {
+    const Claim& c = claims[order[n]];
+    k.push_back(&c.key);
+    p.push_back(&c.policy);
+    t.push_back(&c.table_checksum);
+    ru.push_back(&c.rule);
+    m.push_back(&c.message_id);
+    w.push_back(&c.worker);
+    if (n) revisions += ',';
+    revisions += std::to_string(c.revision);
+  }
+  revisions += '}';
+  const std::vector<std::string> params = {scope(),        "",
+                                           text_array(k),  text_array(p),
+                                           revisions,      text_array(t),
+                                           text_array(ru), text_array(m),
+                                           text_array(w)};
+  static const std::string kInsert =
+      "INSERT INTO replaygate_ledger_claims (scope, key, slot, generation, state, policy, "
+      "revision, table_checksum, rule, message_id, worker, claimed_at, updated_at) "
+      "SELECT $1, u.k, 0, coalesce((SELECT max(x.slot) FROM replaygate_ledger_claims x "
+      "WHERE x.scope = $1 AND x.key = u.k), 0) + 1, 'claimed', u.p, u.r, u.t, u.ru, u.m, u.w, $2, "
+      "$2 FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], "
+      "$9::text[]) WITH ORDINALITY AS u(k, p, r, t, ru, m, w, i) ORDER BY u.i "
+      "ON CONFLICT DO NOTHING RETURNING key, generation";
+  static const std::string kHolders =
+      kSelect + "WHERE scope = $1 AND key = ANY($2::text[]) AND slot = 0";
+  std::vector<std::string> run_params = params;
+  return in_transaction<std::vector<ClaimOutcome>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<ClaimOutcome>> {
+        const Time now_t = now();
+        const std::string ts = format_time(now_t);
+        run_params[1] = ts;
+        PgResult ins = run("claim", kInsert, run_params, f);
+        if (f) return f->error;
+        std::vector<ClaimOutcome> out(claims.size());
+        for (int i = 0; i < PQntuples(ins.get()); ++i) {
+          const std::string key(PQgetvalue(ins.get(), i, 0),
+                                static_cast<size_t>(PQgetlength(ins.get(), i, 0)));
+          const size_t idx = first.at(key);
+          const Claim& c = claims[idx];
+          Record& r = out[idx].holder;
+          out[idx].won = true;
+          r.scope = scope();
+          r.key = c.key;
+          r.generation = std::stoll(PQgetvalue(ins.get(), i, 1));
+          r.state = State::kClaimed;
+          r.policy = c.policy;
+          r.revision = c.revision;
+          r.table_checksum = c.table_checksum;
+          r.rule = c.rule;
+          r.message_id = c.message_id;
+          r.worker = c.worker;
+          r.claimed_at = r.updated_at = parse_stored_time(ts).value_or(now_t);
+        }
+        std::vector<const std::string*> lost;
+        for (size_t i : order) {
+          if (!out[i].won) lost.push_back(&claims[i].key);
+        }
+        if (!lost.empty()) {
+          PgResult h =
+              run("read the holders of claimed keys", kHolders, {scope(), text_array(lost)}, f);
+          if (f) return f->error;
+          for (auto& rec : rows(h.get())) {
+            auto it = first.find(rec.key);
+            if (it != first.end() && !out[it->second].won) out[it->second].holder = std::move(rec);
+          }
+          for (size_t i : order) {
+            if (!out[i].won && out[i].holder.key.empty()) {
+              // Won by a concurrent claimant that released it again before we looked.
+              out[i].holder.scope = scope();
+              out[i].holder.key = claims[i].key;
+              out[i].holder.state = State::kReleased;
+            }
+          }
+        }
+        for (size_t i = 0; i < claims.size(); ++i) {
+          const size_t f0 = first.at(claims[i].key);
+          if (f0 != i) out[i] = ClaimOutcome{false, out[f0].holder};
+        }
+        return out;
+      });
+}
+
+Result<std::vector<std::optional<Record>>> PgLedger::do_lookup(
+    const std::vector<std::string>& keys) {
+  std::vector<const std::string*> k;
+  for (const auto& key : keys) k.push_back(&key);
+  const std::vector<std::string> params = {scope(), text_array(k)};
+  return in_transaction<std::vector<std::optional<Record>>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<std::optional<Record>>> {
+        PgResult r =
+            run("lookup", kSelect + "WHERE scope = $1 AND key = ANY($2::text[]) AND slot = 0",
+                params, f);
+        if (f) return f->error;
+        std::unordered_map<std::string, Record> live;
+        for (auto& rec : rows(r.get())) live.emplace(rec.key, std::move(rec));
+        std::vector<std::optional<Record>> out(keys.size());
+        for (size_t i = 0; i < keys.size(); ++i) {
+          if (auto it = live.find(keys[i]); it != live.end()) out[i] = it->second;
+        }
+        return out;
+      });
+}
+
+Status PgLedger::do_mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                               State state) {
+  return in_transaction<Ok>([&](std::optional<Failure>& f) -> Status {
+    const std::string ts = format_time(now());
+    for (const auto& [key, generation] : claims) {
+      PgResult r = run("mark",
+                       "SELECT state FROM replaygate_ledger_claims WHERE scope = $1 AND key = $2 "
+                       "AND generation = $3 FOR UPDATE",
+                       {scope(), key, std::to_string(generation)}, f);
+      if (f) return f->error;
+      std::optional<State> current;
+      if (PQntuples(r.get()) == 1) current = parse_state(PQgetvalue(r.get(), 0, 0));
+      if (!current || *current == State::kReleased) {
+        return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
+                                               "' has no live claim " + "of generation " +
+                                               std::to_string(generation) +
+                                               (current ? " (it was released)" : ""));
+      }
+      if (state_rank(*current) > state_rank(state)) {
+        return error(ErrorCode::kBadTransition,
+                     "ledger " + describe() + ": mark: key '" + key + "' generation " +
+                         std::to_string(generation) + " is " + std::string(state_name(*current)) +
+                         ", it cannot go back to " + std::string(state_name(state)));
+      }
+      if (*current == state) continue;
+      run("mark",
+          "UPDATE replaygate_ledger_claims SET state = $4, updated_at = $5 WHERE scope = $1 AND "
+          "key = $2 AND generation = $3",
+          {scope(), key, std::to_string(generation), std::string(state_name(state)), ts}, f);
+      if (f) return f->error;
+    }
+    return Ok{};
+  });
+}
+
+Result<Record> PgLedger::do_release(std::string_view key, std::string_view operator_name,
+                                    std::string_view reason) {
+  return in_transaction<Record>([&](std::optional<Failure>& f) -> Result<Record> {
+    PgResult r = run("release",
+                     "UPDATE replaygate_ledger_claims SET state = 'released', slot = generation, "
+                     "released_by = $3, release_reason = $4, released_at = $5, updated_at = $5 "
+                     "WHERE scope = $1 AND key = $2 AND slot = 0 RETURNING " +
+                         std::string(kColumns),
+                     {scope(), std::string(key), std::string(operator_name), std::string(reason),
+                      format_time(now())},
+                     f);
+    if (f) return f->error;
+    if (PQntuples(r.get()) == 0) {
+      return error(ErrorCode::kNotFound, "ledger " + describe() + ": release: key '" +
+                                             std::string(key) + "' has no live claim");
+    }
+    return read_row(r.get(), 0);
+  });
+}
+
+Result<std::vector<Record>> PgLedger::do_show(std::string_view key) {
+  return in_transaction<std::vector<Record>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<Record>> {
+        PgResult r = run("show", kSelect + "WHERE scope = $1 AND key = $2 ORDER BY generation",
+                         {scope(), std::string(key)}, f);
+        if (f) return f->error;
+        return rows(r.get());
+      });
+}
+
+Result<std::vector<Record>> PgLedger::do_list(Time since) {
+  return in_transaction<std::vector<Record>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<Record>> {
+        PgResult r = run("list",
+                         kSelect +
+                             "WHERE scope = $1 AND claimed_at >= $2 ORDER BY claimed_at "
+                             "COLLATE \"C\", key COLLATE \"C\", generation",
+                         {scope(), format_time(since)}, f);
+        if (f) return f->error;
+        return rows(r.get());
+      });
+}
+
+Result<Stats> PgLedger::do_stats() {
+  return in_transaction<Stats>([&](std::optional<Failure>& f) -> Result<Stats> {
+    PgResult r = run("stats",
+                     "SELECT state, count(*), min(claimed_at COLLATE \"C\"), max(claimed_at "
+                     "COLLATE \"C\") FROM replaygate_ledger_claims WHERE scope = $1 GROUP BY state",
+                     {scope()}, f);
+    if (f) return f->error;
+    Stats st;
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      const std::int64_t n = std::stoll(PQgetvalue(r.get(), i, 1));
+      switch (parse_state(PQgetvalue(r.get(), i, 0)).value_or(State::kClaimed)) {
+        case State::kClaimed:
+          st.claimed += n;
+          break;
+        case State::kRecorded:
+          st.recorded += n;
+          break;
+        case State::kConfirmed:
+          st.confirmed += n;
+          break;
+        case State::kReleased:
+          st.released += n;
+          break;
+      }
+      auto lo = parse_stored_time(PQgetvalue(r.get(), i, 2));
+      auto hi = parse_stored_time(PQgetvalue(r.get(), i, 3));
+      if (lo && (!st.oldest || *lo < *st.oldest)) st.oldest = lo;
+      if (hi && (!st.newest || *hi > *st.newest)) st.newest = hi;
+    }
+    PgResult k =
+        run("stats", "SELECT count(DISTINCT key) FROM replaygate_ledger_claims WHERE scope = $1",
+            {scope()}, f);
+    if (f) return f->error;
+    st.keys = std::stoll(PQgetvalue(k.get(), 0, 0));
+    return st;
+  });
+}
+
+Result<std::int64_t> PgLedger::do_export_rows(const std::function<bool(const Record&)>& sink) {
+  // A cursor inside one transaction: a consistent snapshot without holding every row at once.
+  return in_transaction<std::int64_t>([&](std::optional<Failure>& f) -> Result<std::int64_t> {
+    run("export",
+        "DECLARE replaygate_ledger_export NO SCROLL CURSOR FOR " + kSelect +
+            "WHERE scope = $1 ORDER BY claimed_at COLLATE \"C\", key COLLATE \"C\", generation",
+        {scope()}, f);
+    if (f) return f->error;
+    std::int64_t n = 0;
+    for (;;) {
+      PgResult r = run("export", "FETCH 1000 FROM replaygate_ledger_export", {}, f);
+      if (f) return f->error;
+      const int count = PQntuples(r.get());
+      if (count == 0) break;
+      for (int i = 0; i < count; ++i) {
+        ++n;
+        if (!sink(read_row(r.get(), i))) {
+          run("export", "CLOSE replaygate_ledger_export", {}, f);
+          if (f) return f->error;
+          return n;
+        }
+      }
+    }
+    run("export", "CLOSE replaygate_ledger_export", {}, f);
+    if (f) return f->error;
+    return n;
+  });
+}
+
+Result<std::vector<Record>> PgLedger::do_prune(Time cutoff) {
+  return in_transaction<std::vector<Record>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<Record>> {
+        PgResult r = run("prune",
+                         "DELETE FROM replaygate_ledger_claims WHERE scope = $1 AND claimed_at < "
+                         "$2 RETURNING " +
+                             std::string(kColumns),
+                         {scope(), format_time(cutoff)}, f);
+        if (f) return f->error;
+        auto out = rows(r.get());
+        std::sort(out.begin(), out.end(), [](const Record& a, const Record& b) {
+          return std::tie(a.claimed_at, a.key, a.generation) <
+                 std::tie(b.claimed_at, b.key, b.generation);
+        });
+        return out;
+      });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Ledger>> open_postgres(const std::string& conninfo, const Options& options) {
+  const std::string timeout = std::to_string(options.connect_timeout_s);
+  // Later keywords win over earlier ones: the URI's own connect_timeout overrides ours.
+  const char* keys[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {timeout.c_str(), conninfo.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(keys, values, 1);
+  if (!conn) return error(ErrorCode::kInternal, "ledger: out of memory (libpq)");
+  if (PQstatus(conn) != CONNECTION_OK) {
+    Error e =
+        error(ErrorCode::kUnavailable,
+              "ledger " + redact(conninfo) + ": cannot connect: " + one_line(PQerrorMessage(conn)));
+    PQfinish(conn);
+    return e;
+  }
+  auto ledger = std::make_unique<PgLedger>(conn, conninfo, options);
+  if (auto e = ledger->init()) return *e;
+  return std::unique_ptr<Ledger>(std::move(ledger));
+}
+
+}  // namespace replaygate::ledger::internal

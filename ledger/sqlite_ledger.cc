@@ -1,0 +1,643 @@
+// The SQLite backend: one file, many processes on one host. Takes a path, returns a Ledger
+// (internal::open_sqlite is its one entry point).
+//
+// Durability and exclusion: the file is in WAL mode with synchronous=FULL, so a COMMIT returns only
+// after the WAL is fsynced; every write call is one BEGIN IMMEDIATE ... COMMIT, so writers take
+// the file's write lock up front and a busy file is waited for (busy_timeout) rather than failed;
+// the unique index claims_key on (scope, key, slot), where slot is 0 for the live claim and the
+// generation once released, lets at most one live row exist per (scope, key), which makes
+// `INSERT ... ON CONFLICT DO NOTHING` an exact claim. One index keyed by random keys (plus the
+// append-only time index) keeps the pages written per commit, and so the WAL, small.
+//
+// Recognition: the ledger sets application_id 0x52474C47 ("RGLG") and user_version = the schema
+// version. A new or empty file is created; any other file must be this application's at this
+// version and have exactly this schema (sqlite_master compared text for text), or it is refused.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ledger/backends.h"
+
+namespace replaygate::ledger::internal {
+namespace {
+
+constexpr int kApplicationId = 0x52474C47;  // "RGLG"
+
+// The schema, as sqlite_master stores it (compared text for text when a file is opened).
+constexpr const char* kCreateTable =
+    "CREATE TABLE claims (\n"
+    "  scope TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  slot INTEGER NOT NULL,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  state TEXT NOT NULL CHECK (state IN ('claimed', 'recorded', 'confirmed', 'released')),\n"
+    "  policy TEXT NOT NULL,\n"
+    "  revision INTEGER NOT NULL,\n"
+    "  table_checksum TEXT NOT NULL,\n"
+    "  rule TEXT NOT NULL,\n"
+    "  message_id TEXT NOT NULL,\n"
+    "  worker TEXT NOT NULL,\n"
+    "  claimed_at TEXT NOT NULL,\n"
+    "  updated_at TEXT NOT NULL,\n"
+    "  released_by TEXT,\n"
+    "  release_reason TEXT,\n"
+    "  released_at TEXT,\n"
+    "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = 0))\n"
+    ") STRICT";
+// slot is 0 for the live claim and the generation once released: one live claim per key.
+constexpr const char* kCreateLive = "CREATE UNIQUE INDEX claims_key ON claims (scope, key, slot)";
+constexpr const char* kCreateTime = "CREATE INDEX claims_time ON claims (scope, claimed_at)";
+
+int state_rank(State s) { return static_cast<int>(s); }
+
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(s_); }
+  void finalize() {
+    sqlite3_finalize(s_);
+    s_ = nullptr;
+  }
+  int prepare(sqlite3* db, const std::string& sql) {
+    sqlite3_finalize(s_);
+    s_ = nullptr;
+    return sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr);
+  }
+  sqlite3_stmt* get() const { return s_; }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  void text(int i, std::string_view v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  // The caller keeps `v` alive until the next reset.
+  void text_static(int i, std::string_view v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
+  void integer(int i, std::int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  std::string column_text(int i) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, i))) : std::string();
+  }
+  bool column_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+};
+
+class SqliteLedger final : public Ledger {
+ public:
+  SqliteLedger(sqlite3* db, std::string path, const Options& o)
+      : Ledger(o.scope, "sqlite:" + path, o.clock), db_(db), path_(std::move(path)) {}
+  ~SqliteLedger() override {
+    stmts_.clear();
+    sqlite3_close_v2(db_);
+  }
+
+  // Opening: settings, recognition, creation. Returns an error or nothing.
+  std::optional<Error> init(int busy_timeout_ms);
+
+ protected:
+  Result<std::vector<ClaimOutcome>> do_claim_batch(const std::vector<Claim>& claims) override;
+  Result<std::vector<std::optional<Record>>> do_lookup(
+      const std::vector<std::string>& keys) override;
+  Status do_mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                       State state) override;
+  Result<Record> do_release(std::string_view key, std::string_view operator_name,
+                            std::string_view reason) override;
+  Result<std::vector<Record>> do_show(std::string_view key) override;
+  Result<std::vector<Record>> do_list(Time since) override;
+  Result<Stats> do_stats() override;
+  Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) override;
+  Result<std::vector<Record>> do_prune(Time cutoff) override;
+
+ private:
+  Error fail(std::string_view what, int rc) const {
+    const int primary = rc & 0xFF;
+    const ErrorCode code = (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
+                               ? ErrorCode::kCorrupt
+                               : ErrorCode::kUnavailable;
+    std::string msg = "ledger " + describe() + ": " + std::string(what) + ": " + sqlite3_errstr(rc);
+    const char* detail = sqlite3_errmsg(db_);
+    if (detail && std::string_view(detail) != sqlite3_errstr(rc))
+      msg += std::string(" (") + detail + ")";
+    if (primary == SQLITE_NOTADB) msg += "; refused: the file is not a SQLite database";
+    if (primary == SQLITE_CORRUPT) msg += "; refused: the file is damaged (never repaired here)";
+    return error(code, std::move(msg));
+  }
+  int exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
+  // Begins a write (IMMEDIATE) or read transaction.
+  std::optional<Error> begin(bool write) {
+    int rc = exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
+    if (rc != SQLITE_OK) return fail(write ? "begin write transaction" : "begin", rc);
+    return std::nullopt;
+  }
+  std::optional<Error> commit() {
+    int rc = exec("COMMIT");
+    if (rc != SQLITE_OK) {
+      Error e = fail("commit", rc);
+      rollback();
+      return e;
+    }
+    return std::nullopt;
+  }
+  void rollback() {
+    if (!sqlite3_get_autocommit(db_)) exec("ROLLBACK");
+  }
+  // A statement prepared once per connection, by name.
+  Result<Stmt*> stmt(const char* name, const std::string& sql) {
+    auto& s = stmts_[name];
+    if (!s) {
+      s = std::make_unique<Stmt>();
+      int rc = s->prepare(db_, sql);
+      if (rc != SQLITE_OK) {
+        Error e = fail(std::string("prepare ") + name, rc);
+        stmts_.erase(name);
+        return e;
+      }
+    } else {
+      s->reset();
+    }
+    return s.get();
+  }
+  Record read_row(const Stmt& s) const {
+    Record r;
+    r.scope = s.column_text(0);
+    r.key = s.column_text(1);
+    r.generation = sqlite3_column_int64(s.get(), 2);
+    r.state = parse_state(s.column_text(3)).value_or(State::kClaimed);
+    r.policy = s.column_text(4);
+    r.revision = sqlite3_column_int64(s.get(), 5);
+    r.table_checksum = s.column_text(6);
+    r.rule = s.column_text(7);
+    r.message_id = s.column_text(8);
+    r.worker = s.column_text(9);
+    r.claimed_at = parse_stored_time(s.column_text(10)).value_or(Time{});
+    r.updated_at = parse_stored_time(s.column_text(11)).value_or(Time{});
+    if (!s.column_null(12)) r.released_by = s.column_text(12);
+    if (!s.column_null(13)) r.release_reason = s.column_text(13);
+    if (!s.column_null(14)) r.released_at = parse_stored_time(s.column_text(14));
+    return r;
+  }
+  // Steps `s` to the end, appending every row. Returns an error or nothing.
+  std::optional<Error> collect(Stmt& s, const char* what, std::vector<Record>& out) {
+    for (;;) {
+      int rc = sqlite3_step(s.get());
+      if (rc == SQLITE_ROW) {
+        out.push_back(read_row(s));
+        continue;
+      }
+      if (rc == SQLITE_DONE) return std::nullopt;
+      return fail(what, rc);
+    }
+  }
+  // Runs `body` in a transaction; commits when it succeeds, rolls back when it fails.
+  template <class T, class F>
+  Result<T> in_transaction(bool write, F&& body) {
+    if (auto e = begin(write)) return *e;
+    Result<T> r = body();
+    // A statement left mid-way would keep its read snapshot after COMMIT, and the next
+    // BEGIN IMMEDIATE would then fail at once (SQLITE_BUSY_SNAPSHOT) instead of waiting.
+    for (auto& [name, st] : stmts_) sqlite3_reset(st->get());
+    if (!r) {
+      rollback();
+      return r;
+    }
+    if (auto e = commit()) return *e;
+    return r;
+  }
+  std::optional<Error> check_schema();
+  std::optional<Error> create_schema();
+
+  sqlite3* db_;
+  std::string path_;
+  std::unordered_map<std::string, std::unique_ptr<Stmt>> stmts_;
+};
+
+const std::string kSelect = std::string("SELECT ") + kColumns + " FROM claims ";
+
+std::optional<Error> SqliteLedger::check_schema() {
+  // application_id and user_version come from the header; reading them also tells a non-database.
+  Stmt s;
+  int rc = s.prepare(db_,
+                     "SELECT (SELECT application_id FROM pragma_application_id), "
+                     "(SELECT user_version FROM pragma_user_version)");
+  if (rc != SQLITE_OK) return fail("read the database header", rc);
+  rc = sqlite3_step(s.get());
+  if (rc != SQLITE_ROW) return fail("read the database header", rc);
+  const std::int64_t app = sqlite3_column_int64(s.get(), 0);
+  const std::int64_t version = sqlite3_column_int64(s.get(), 1);
+  std::vector<std::pair<std::string, std::string>> objects;  // name, sql
+  Stmt m;
+  rc = m.prepare(db_, "SELECT name, coalesce(sql, '') FROM sqlite_master ORDER BY name");
+  if (rc != SQLITE_OK) return fail("read the schema", rc);
+  while ((rc = sqlite3_step(m.get())) == SQLITE_ROW) {
+    objects.emplace_back(m.column_text(0), m.column_text(1));
+  }
+  if (rc != SQLITE_DONE) return fail("read the schema", rc);
+  s.finalize();  // no statement may stay open: it would hold a read transaction
+  m.finalize();
+  if (app == 0 && version == 0 && objects.empty()) return create_schema();
+  if (app != kApplicationId) {
+    std::string names;
+    for (size_t i = 0; i < objects.size() && i < 5; ++i)
+      names += (i ? ", " : "") + objects[i].first;
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08llX", static_cast<unsigned long long>(app));
+    return error(ErrorCode::kForeign,
+                 "ledger " + describe() + ": refused: a SQLite database of another application " +
+                     "(application_id " + hex + ", user_version " + std::to_string(version) +
+                     (names.empty() ? std::string() : ", tables " + names) +
+                     "), not a replaygate ledger");
+  }
+  if (version != kSchemaVersion) {
+    return error(ErrorCode::kSchemaVersion,
+                 "ledger " + describe() + ": refused: ledger schema version " +
+                     std::to_string(version) + ", this build reads version " +
+                     std::to_string(kSchemaVersion));
+  }
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"claims", kCreateTable}, {"claims_key", kCreateLive}, {"claims_time", kCreateTime}};
+  if (objects != expected) {
+    return error(ErrorCode::kForeign,
+                 "ledger " + describe() +
+                     ": refused: a replaygate ledger whose tables or indexes differ from schema "
+                     "version " +
+                     std::to_string(kSchemaVersion) + " (altered by hand?)");
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> SqliteLedger::create_schema() {
+  // journal_mode cannot change inside a transaction; WAL is persistent in the file.
+  int rc = exec("PRAGMA journal_mode=WAL");
+  if (rc != SQLITE_OK) return fail("set WAL mode", rc);
+  if (auto e = begin(true)) return e;
+  // Another process may have created it since we looked.
+  Stmt s;
+  rc = s.prepare(db_, "SELECT count(*) FROM sqlite_master");
+  if (rc == SQLITE_OK) rc = sqlite3_step(s.get());
+  if (rc != SQLITE_ROW) {
+    Error e = fail("read the schema", rc);
+    rollback();
+    return e;
+  }
+  const bool empty = sqlite3_column_int64(s.get(), 0) == 0;
+  s.finalize();
+  if (!empty) {
+    rollback();
+    return check_schema();
+  }
+  const std::string sql = std::string(kCreateTable) + ";\n" + kCreateLive + ";\n" + kCreateTime +
+                          ";\nPRAGMA application_id=" + std::to_string(kApplicationId) +
+                          ";\nPRAGMA user_version=" + std::to_string(kSchemaVersion) + ";";
+  rc = exec(sql.c_str());
+  if (rc != SQLITE_OK) {
+    Error e = fail("create the ledger schema", rc);
+    rollback();
+    return e;
+  }
+  return commit();
+}
+
+std::optional<Error> SqliteLedger::init(int busy_timeout_ms) {
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, busy_timeout_ms);
+  if (auto e = check_schema()) return e;
+  // WAL (the file is already WAL unless someone changed it; this re-asserts it) and an fsync of
+  // the WAL at every commit.
+  Stmt j;
+  int rc = j.prepare(db_, "PRAGMA journal_mode=WAL");
+  if (rc == SQLITE_OK) rc = sqlite3_step(j.get());
+  if (rc != SQLITE_ROW) return fail("set WAL mode", rc);
+  const std::string mode = j.column_text(0);
+  j.finalize();
+  if (mode != "wal") {
+    return error(ErrorCode::kUnavailable,
+                 "ledger " + describe() + ": cannot use WAL mode (journal_mode is " + mode + ")");
+  }
+  rc = exec("PRAGMA synchronous=FULL");
+  if (rc != SQLITE_OK) return fail("set synchronous=FULL", rc);
+  // Throughput: a 64 MiB page cache (random keys touch pages all over the key index) and a
+  // checkpoint every 16384 WAL pages (64 MiB) instead of 1000, so that most commits are one
+  // append and one fsync of the WAL. Neither weakens durability.
+  rc = exec("PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=16384");
+  if (rc != SQLITE_OK) return fail("set the page cache size", rc);
+  return std::nullopt;
+}
+
+Result<std::vector<ClaimOutcome>> SqliteLedger::do_claim_batch(const std::vector<Claim>& claims) {
+  return in_transaction<std::vector<ClaimOutcome>>(
+      true, [&]() -> Result<std::vector<ClaimOutcome>> {
+        // The next generation (index only: released rows have slot = generation), then a plain
+        // insert that a live row of the key turns into a no-op.
+        auto gen =
+            stmt("generation",
+                 "SELECT coalesce(max(slot), 0) + 1 FROM claims WHERE scope = ?1 AND key = ?2");
+        if (!gen) return gen.error();
+        auto ins = stmt("claim",
+                        "INSERT INTO claims (scope, key, slot, generation, state, policy, "
+                        "revision, table_checksum, rule, message_id, worker, claimed_at, "
+                        "updated_at) VALUES (?1, ?2, 0, ?3, 'claimed', ?4, ?5, ?6, ?7, ?8, ?9, "
+                        "?10, ?10) ON CONFLICT DO NOTHING");
+        if (!ins) return ins.error();
+        auto live = stmt("live", kSelect + "WHERE scope = ?1 AND key = ?2 AND slot = 0");
+        if (!live) return live.error();
+        const Time t = now();
+        const std::string ts = format_time(t);
+        const Time stamped = parse_stored_time(ts).value_or(t);
+        std::vector<ClaimOutcome> out(claims.size());
+        std::unordered_map<std::string_view, size_t> first;  // key -> index in this batch
+        first.reserve(claims.size());
+        // In key order (a key's first occurrence first): the index is then written page after
+        // page instead of at random.
+        std::vector<size_t> order(claims.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return claims[a].key < claims[b].key; });
+        for (size_t i : order) {
+          const Claim& c = claims[i];
+          if (auto [it, fresh] = first.try_emplace(c.key, i); !fresh) {
+            out[i].won = false;
+            out[i].holder = out[it->second].holder;
+            continue;
+          }
+          Stmt& g = **gen;
+          g.reset();
+          g.text_static(1, scope());
+          g.text_static(2, c.key);
+          int rc = sqlite3_step(g.get());
+          if (rc != SQLITE_ROW) return fail("claim", rc);
+          const std::int64_t generation = sqlite3_column_int64(g.get(), 0);
+          g.reset();
+          Stmt& s = **ins;
+          s.reset();
+          s.text_static(1, scope());
+          s.text_static(2, c.key);
+          s.integer(3, generation);
+          s.text_static(4, c.policy);
+          s.integer(5, c.revision);
+          s.text_static(6, c.table_checksum);
+          s.text_static(7, c.rule);
+          s.text_static(8, c.message_id);
+          s.text_static(9, c.worker);
+          s.text_static(10, ts);
+          rc = sqlite3_step(s.get());
+          if (rc == SQLITE_DONE && sqlite3_changes(db_) == 1) {
+            Record& r = out[i].holder;
+            out[i].won = true;
+            r.generation = generation;
+            r.scope = scope();
+            r.key = c.key;
+            r.state = State::kClaimed;
+            r.policy = c.policy;
+            r.revision = c.revision;
+            r.table_checksum = c.table_checksum;
+            r.rule = c.rule;
+            r.message_id = c.message_id;
+            r.worker = c.worker;
+            r.claimed_at = r.updated_at = stamped;
+            continue;
+          }
+          if (rc != SQLITE_DONE) return fail("claim", rc);
+          Stmt& l = **live;
+          l.reset();
+          l.text(1, scope());
+          l.text(2, c.key);
+          rc = sqlite3_step(l.get());
+          if (rc != SQLITE_ROW) {
+            if (rc == SQLITE_DONE) {
+              return error(ErrorCode::kInternal, "ledger " + describe() + ": claim of '" + c.key +
+                                                     "' conflicted but no live claim holds it");
+            }
+            return fail("read the holder of a claimed key", rc);
+          }
+          out[i].holder = read_row(l);
+        }
+        return out;
+      });
+}
+
+Result<std::vector<std::optional<Record>>> SqliteLedger::do_lookup(
+    const std::vector<std::string>& keys) {
+  return in_transaction<std::vector<std::optional<Record>>>(
+      false, [&]() -> Result<std::vector<std::optional<Record>>> {
+        auto live = stmt("live", kSelect + "WHERE scope = ?1 AND key = ?2 AND slot = 0");
+        if (!live) return live.error();
+        std::vector<std::optional<Record>> out(keys.size());
+        for (size_t i = 0; i < keys.size(); ++i) {
+          Stmt& l = **live;
+          l.reset();
+          l.text(1, scope());
+          l.text(2, keys[i]);
+          int rc = sqlite3_step(l.get());
+          if (rc == SQLITE_ROW) {
+            out[i] = read_row(l);
+          } else if (rc != SQLITE_DONE) {
+            return fail("lookup", rc);
+          }
+        }
+        return out;
+      });
+}
+
+Status SqliteLedger::do_mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                                   State state) {
+  return in_transaction<Ok>(true, [&]() -> Status {
+    auto get = stmt("state",
+                    "SELECT state FROM claims WHERE scope = ?1 AND key = ?2 AND "
+                    "generation = ?3");
+    if (!get) return get.error();
+    auto set = stmt("mark",
+                    "UPDATE claims SET state = ?4, updated_at = ?5 WHERE scope = ?1 "
+                    "AND key = ?2 AND generation = ?3");
+    if (!set) return set.error();
+    const std::string ts = format_time(now());
+    for (const auto& [key, generation] : claims) {
+      Stmt& g = **get;
+      g.reset();
+      g.text(1, scope());
+      g.text(2, key);
+      g.integer(3, generation);
+      int rc = sqlite3_step(g.get());
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail("mark", rc);
+      std::optional<State> current;
+      if (rc == SQLITE_ROW) current = parse_state(g.column_text(0));
+      if (!current || *current == State::kReleased) {
+        return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
+                                               "' has no live claim " + "of generation " +
+                                               std::to_string(generation) +
+                                               (current ? " (it was released)" : ""));
+      }
+      if (state_rank(*current) > state_rank(state)) {
+        return error(ErrorCode::kBadTransition,
+                     "ledger " + describe() + ": mark: key '" + key + "' generation " +
+                         std::to_string(generation) + " is " + std::string(state_name(*current)) +
+                         ", it cannot go back to " + std::string(state_name(state)));
+      }
+      if (*current == state) continue;
+      Stmt& s = **set;
+      s.reset();
+      s.text(1, scope());
+      s.text(2, key);
+      s.integer(3, generation);
+      s.text(4, state_name(state));
+      s.text(5, ts);
+      rc = sqlite3_step(s.get());
+      if (rc != SQLITE_DONE) return fail("mark", rc);
+    }
+    return Ok{};
+  });
+}
+
+Result<Record> SqliteLedger::do_release(std::string_view key, std::string_view operator_name,
+                                        std::string_view reason) {
+  return in_transaction<Record>(true, [&]() -> Result<Record> {
+    auto up = stmt("release",
+                   "UPDATE claims SET state = 'released', slot = generation, released_by = ?3, "
+                   "release_reason = ?4, released_at = ?5, updated_at = ?5 WHERE scope = ?1 AND "
+                   "key = ?2 AND slot = 0 RETURNING " +
+                       std::string(kColumns));
+    if (!up) return up.error();
+    Stmt& s = **up;
+    s.text(1, scope());
+    s.text(2, key);
+    s.text(3, operator_name);
+    s.text(4, reason);
+    s.text(5, format_time(now()));
+    std::vector<Record> rows;
+    if (auto e = collect(s, "release", rows)) return *e;
+    if (rows.empty()) {
+      return error(ErrorCode::kNotFound, "ledger " + describe() + ": release: key '" +
+                                             std::string(key) + "' has no live claim");
+    }
+    return rows.front();
+  });
+}
+
+Result<std::vector<Record>> SqliteLedger::do_show(std::string_view key) {
+  return in_transaction<std::vector<Record>>(false, [&]() -> Result<std::vector<Record>> {
+    auto q = stmt("show", kSelect + "WHERE scope = ?1 AND key = ?2 ORDER BY generation");
+    if (!q) return q.error();
+    (*q)->text(1, scope());
+    (*q)->text(2, key);
+    std::vector<Record> rows;
+    if (auto e = collect(**q, "show", rows)) return *e;
+    return rows;
+  });
+}
+
+Result<std::vector<Record>> SqliteLedger::do_list(Time since) {
+  return in_transaction<std::vector<Record>>(false, [&]() -> Result<std::vector<Record>> {
+    auto q = stmt("list", kSelect +
+                              "WHERE scope = ?1 AND claimed_at >= ?2 ORDER BY claimed_at, "
+                              "key, generation");
+    if (!q) return q.error();
+    (*q)->text(1, scope());
+    (*q)->text(2, format_time(since));
+    std::vector<Record> rows;
+    if (auto e = collect(**q, "list", rows)) return *e;
+    return rows;
+  });
+}
+
+Result<Stats> SqliteLedger::do_stats() {
+  return in_transaction<Stats>(false, [&]() -> Result<Stats> {
+    auto q = stmt("stats",
+                  "SELECT state, count(*), min(claimed_at), max(claimed_at) FROM claims "
+                  "WHERE scope = ?1 GROUP BY state");
+    if (!q) return q.error();
+    (*q)->text(1, scope());
+    Stats st;
+    int rc;
+    while ((rc = sqlite3_step((*q)->get())) == SQLITE_ROW) {
+      const auto n = sqlite3_column_int64((*q)->get(), 1);
+      switch (parse_state((*q)->column_text(0)).value_or(State::kClaimed)) {
+        case State::kClaimed:
+          st.claimed += n;
+          break;
+        case State::kRecorded:
+          st.recorded += n;
+          break;
+        case State::kConfirmed:
+          st.confirmed += n;
+          break;
+        case State::kReleased:
+          st.released += n;
+          break;
+      }
+      auto lo = parse_stored_time((*q)->column_text(2));
+      auto hi = parse_stored_time((*q)->column_text(3));
+      if (lo && (!st.oldest || *lo < *st.oldest)) st.oldest = lo;
+      if (hi && (!st.newest || *hi > *st.newest)) st.newest = hi;
+    }
+    if (rc != SQLITE_DONE) return fail("stats", rc);
+    auto k = stmt("keys", "SELECT count(DISTINCT key) FROM claims WHERE scope = ?1");
+    if (!k) return k.error();
+    (*k)->text(1, scope());
+    rc = sqlite3_step((*k)->get());
+    if (rc != SQLITE_ROW) return fail("stats", rc);
+    st.keys = sqlite3_column_int64((*k)->get(), 0);
+    return st;
+  });
+}
+
+Result<std::int64_t> SqliteLedger::do_export_rows(const std::function<bool(const Record&)>& sink) {
+  return in_transaction<std::int64_t>(false, [&]() -> Result<std::int64_t> {
+    auto q = stmt("export", kSelect + "WHERE scope = ?1 ORDER BY claimed_at, key, generation");
+    if (!q) return q.error();
+    (*q)->text(1, scope());
+    std::int64_t n = 0;
+    for (;;) {
+      int rc = sqlite3_step((*q)->get());
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return fail("export", rc);
+      ++n;
+      if (!sink(read_row(**q))) break;
+    }
+    (*q)->reset();
+    return n;
+  });
+}
+
+Result<std::vector<Record>> SqliteLedger::do_prune(Time cutoff) {
+  return in_transaction<std::vector<Record>>(true, [&]() -> Result<std::vector<Record>> {
+    auto q = stmt("prune", "DELETE FROM claims WHERE scope = ?1 AND claimed_at < ?2 RETURNING " +
+                               std::string(kColumns));
+    if (!q) return q.error();
+    (*q)->text(1, scope());
+    (*q)->text(2, format_time(cutoff));
+    std::vector<Record> rows;
+    if (auto e = collect(**q, "prune", rows)) return *e;
+    std::sort(rows.begin(), rows.end(), [](const Record& a, const Record& b) {
+      return std::tie(a.claimed_at, a.key, a.generation) <
+             std::tie(b.claimed_at, b.key, b.generation);
+    });
+    return rows;
+  });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Ledger>> open_sqlite(const std::string& path, const Options& options) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = "ledger sqlite:" + path + ": cannot open: " + sqlite3_errstr(rc);
+    if (db) {
+      msg += std::string(" (") + sqlite3_errmsg(db) + ")";
+      sqlite3_close_v2(db);
+    }
+    return error(ErrorCode::kUnavailable, std::move(msg));
+  }
+  auto ledger = std::make_unique<SqliteLedger>(db, path, options);
+  if (auto e = ledger->init(options.busy_timeout_ms)) return *e;
+  return std::unique_ptr<Ledger>(std::move(ledger));
+}
+
+}  // namespace replaygate::ledger::internal

@@ -1,0 +1,526 @@
+// The semantics every backend must have, as functions over an Opener; sqlite_test.cc and
+// postgres_test.cc run them against their backend.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "support.h"
+
+namespace replaygate::ledger::testing {
+namespace {
+
+std::unique_ptr<Ledger> must_open(const Opener& open, const Options& o) {
+  auto r = open(o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  if (!r.ok()) return nullptr;
+  return std::move(*r);
+}
+
+Options with_clock(const TestClock& clock, const std::string& scope = "default") {
+  Options o;
+  o.scope = scope;
+  o.clock = clock.fn();
+  return o;
+}
+
+}  // namespace
+
+void check_claim_and_lookup(const Opener& open) {
+  TestClock clock;
+  auto l = must_open(open, with_clock(clock));
+  ASSERT_TRUE(l);
+  clock.set("2026-12-01T10:00:00.250000Z");
+  auto first = l->claim_batch({make_claim("order-1", "host-a/pid-10", "m-001"),
+                               make_claim("order-2", "host-a/pid-10", "m-002"),
+                               make_claim("order-1", "host-a/pid-10", "m-003")});
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_EQ(first->size(), 3u);
+  EXPECT_TRUE((*first)[0].won);
+  EXPECT_TRUE((*first)[1].won);
+  EXPECT_FALSE((*first)[2].won) << "a key twice in one batch is won once";
+  EXPECT_EQ((*first)[2].holder.message_id, "m-001");
+  const Record& won = (*first)[0].holder;
+  EXPECT_EQ(won.key, "order-1");
+  EXPECT_EQ(won.scope, "default");
+  EXPECT_EQ(won.generation, 1);
+  EXPECT_EQ(won.state, State::kClaimed);
+  EXPECT_EQ(won.policy, "dlq-replay-gate");
+  EXPECT_EQ(won.revision, 7);
+  EXPECT_EQ(won.rule, "known_failures:payment.capture/timeout");
+  EXPECT_EQ(format_time(won.claimed_at), "2026-12-01T10:00:00.250000Z");
+
+  // Another worker, later: already claimed, with the earlier claim's when and where.
+  clock.set("2026-12-01T11:30:00Z");
+  auto second = l->claim_batch({make_claim("order-1", "host-b/pid-99", "m-004"),
+                                make_claim("order-3", "host-b/pid-99", "m-005")});
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_FALSE((*second)[0].won);
+  EXPECT_EQ((*second)[0].holder.worker, "host-a/pid-10");
+  EXPECT_EQ((*second)[0].holder.message_id, "m-001");
+  EXPECT_EQ(format_time((*second)[0].holder.claimed_at), "2026-12-01T10:00:00.250000Z");
+  EXPECT_EQ((*second)[0].holder.state, State::kClaimed);
+  EXPECT_TRUE((*second)[1].won);
+
+  // lookup claims nothing.
+  auto seen = l->lookup({"order-1", "order-4", "order-3"});
+  ASSERT_TRUE(seen.ok()) << seen.error().message;
+  ASSERT_TRUE((*seen)[0].has_value());
+  EXPECT_EQ((*seen)[0]->worker, "host-a/pid-10");
+  EXPECT_FALSE((*seen)[1].has_value());
+  ASSERT_TRUE((*seen)[2].has_value());
+  EXPECT_EQ((*seen)[2]->message_id, "m-005");
+  auto again = l->lookup({"order-4"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE((*again)[0].has_value()) << "lookup must not claim";
+  auto later = l->claim_batch({make_claim("order-4")});
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE((*later)[0].won) << "a key only looked up is still free";
+
+  // Empty batches are fine and touch nothing.
+  auto none = l->claim_batch({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  // Keys are exact bytes: case, spaces and non-ASCII keys are distinct keys.
+  auto exact = l->claim_batch({make_claim("ORDER-1"), make_claim("order-1 "),
+                               make_claim("z\xC3\xBCrich \"quoted\" \\ {brace},comma")});
+  ASSERT_TRUE(exact.ok()) << exact.error().message;
+  for (const auto& o : *exact) EXPECT_TRUE(o.won) << o.holder.key;
+  auto exact2 = l->claim_batch({make_claim("z\xC3\xBCrich \"quoted\" \\ {brace},comma")});
+  ASSERT_TRUE(exact2.ok());
+  EXPECT_FALSE((*exact2)[0].won);
+  EXPECT_EQ((*exact2)[0].holder.key, "z\xC3\xBCrich \"quoted\" \\ {brace},comma");
+}
+
+void check_mark_transitions(const Opener& open) {
+  TestClock clock;
+  auto l = must_open(open, with_clock(clock));
+  ASSERT_TRUE(l);
+  ASSERT_TRUE(l->claim_batch({make_claim("k-1"), make_claim("k-2")}).ok());
+  clock.set("2026-12-01T10:00:05Z");
+  auto rec = l->mark("k-1", 1, State::kRecorded);
+  ASSERT_TRUE(rec.ok()) << rec.error().message;
+  EXPECT_EQ(rec->state, State::kRecorded);
+  EXPECT_EQ(format_time(rec->updated_at), "2026-12-01T10:00:05.000000Z");
+  EXPECT_EQ(format_time(rec->claimed_at), "2026-12-01T10:00:00.000000Z");
+  clock.set("2026-12-01T10:00:09Z");
+  auto conf = l->mark("k-1", 1, State::kConfirmed);
+  ASSERT_TRUE(conf.ok()) << conf.error().message;
+  EXPECT_EQ(conf->state, State::kConfirmed);
+  EXPECT_EQ(format_time(conf->updated_at), "2026-12-01T10:00:09.000000Z");
+  // Marking the same state again is a no-op; going back is refused.
+  auto same = l->mark("k-1", 1, State::kConfirmed);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(format_time(same->updated_at), "2026-12-01T10:00:09.000000Z");
+  auto back = l->mark("k-1", 1, State::kRecorded);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.error().code, ErrorCode::kBadTransition);
+  EXPECT_NE(back.error().message.find("confirmed"), std::string::npos) << back.error().message;
+  // claimed -> confirmed directly is a forward move (a gate without an audit step).
+  auto skip = l->mark("k-2", 1, State::kConfirmed);
+  ASSERT_TRUE(skip.ok()) << skip.error().message;
+  // Wrong generation, unknown key, a state that mark does not set.
+  auto gen = l->mark("k-1", 2, State::kConfirmed);
+  ASSERT_FALSE(gen.ok());
+  EXPECT_EQ(gen.error().code, ErrorCode::kNotFound);
+  auto unknown = l->mark("nope", 1, State::kRecorded);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
+  auto rel = l->mark("k-1", 1, State::kReleased);
+  ASSERT_FALSE(rel.ok());
+  EXPECT_EQ(rel.error().code, ErrorCode::kInvalidArgument);
+  // A batch is all or nothing: k-3 stays claimed because k-1 cannot go back.
+  ASSERT_TRUE(l->claim_batch({make_claim("k-3")}).ok());
+  Status batch = l->mark_batch({{"k-3", 1}, {"k-1", 1}}, State::kRecorded);
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.error().code, ErrorCode::kBadTransition);
+  auto k3 = l->lookup({"k-3"});
+  ASSERT_TRUE(k3.ok());
+  ASSERT_TRUE((*k3)[0]);
+  EXPECT_EQ((*k3)[0]->state, State::kClaimed);
+  ASSERT_TRUE(l->mark_batch({{"k-3", 1}, {"k-2", 1}}, State::kConfirmed).ok());
+}
+
+void check_release_history(const Opener& open) {
+  TestClock clock;
+  auto l = must_open(open, with_clock(clock));
+  ASSERT_TRUE(l);
+  ASSERT_TRUE(l->claim_batch({make_claim("pay-9", "gate-1", "m-1")}).ok());
+  ASSERT_TRUE(l->mark("pay-9", 1, State::kConfirmed).ok());
+  clock.set("2026-12-01T12:00:00Z");
+  auto rel = l->release("pay-9", "alice", "ticket OPS-42: the downstream rolled back");
+  ASSERT_TRUE(rel.ok()) << rel.error().message;
+  EXPECT_EQ(rel->state, State::kReleased);
+  EXPECT_EQ(rel->generation, 1);
+  EXPECT_EQ(rel->released_by, "alice");
+  EXPECT_EQ(rel->release_reason, "ticket OPS-42: the downstream rolled back");
+  ASSERT_TRUE(rel->released_at.has_value());
+  EXPECT_EQ(format_time(*rel->released_at), "2026-12-01T12:00:00.000000Z");
+  // Released: free for exactly one more claim.
+  auto free = l->lookup({"pay-9"});
+  ASSERT_TRUE(free.ok());
+  EXPECT_FALSE((*free)[0].has_value());
+  auto twice = l->release("pay-9", "alice", "again");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().code, ErrorCode::kNotFound);
+  clock.set("2026-12-01T12:05:00Z");
+  auto c2 = l->claim_batch({make_claim("pay-9", "gate-2", "m-2"), make_claim("pay-9", "gate-3")});
+  ASSERT_TRUE(c2.ok());
+  EXPECT_TRUE((*c2)[0].won);
+  EXPECT_EQ((*c2)[0].holder.generation, 2);
+  EXPECT_FALSE((*c2)[1].won);
+  auto c3 = l->claim_batch({make_claim("pay-9", "gate-4")});
+  ASSERT_TRUE(c3.ok());
+  EXPECT_FALSE((*c3)[0].won);
+  EXPECT_EQ((*c3)[0].holder.worker, "gate-2");
+  EXPECT_EQ((*c3)[0].holder.generation, 2);
+  // The history: both generations, oldest first.
+  auto hist = l->show("pay-9");
+  ASSERT_TRUE(hist.ok()) << hist.error().message;
+  ASSERT_EQ(hist->size(), 2u);
+  EXPECT_EQ((*hist)[0].generation, 1);
+  EXPECT_EQ((*hist)[0].state, State::kReleased);
+  EXPECT_EQ((*hist)[0].worker, "gate-1");
+  EXPECT_EQ((*hist)[0].released_by, "alice");
+  EXPECT_EQ((*hist)[1].generation, 2);
+  EXPECT_EQ((*hist)[1].state, State::kClaimed);
+  EXPECT_EQ((*hist)[1].worker, "gate-2");
+  EXPECT_FALSE((*hist)[1].released_at.has_value());
+  // The released generation cannot be marked any more.
+  auto m = l->mark("pay-9", 1, State::kConfirmed);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, ErrorCode::kNotFound);
+  // Refusals.
+  auto nobody = l->release("pay-9", "", "why");
+  ASSERT_FALSE(nobody.ok());
+  EXPECT_EQ(nobody.error().code, ErrorCode::kInvalidArgument);
+  auto noreason = l->release("pay-9", "bob", "");
+  ASSERT_FALSE(noreason.ok());
+  EXPECT_EQ(noreason.error().code, ErrorCode::kInvalidArgument);
+  auto unknown = l->release("never-claimed", "bob", "why");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
+  auto empty = l->show("never-claimed");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
+void check_list_stats_export_prune(const Opener& open) {
+  TestClock clock;
+  auto l = must_open(open, with_clock(clock));
+  ASSERT_TRUE(l);
+  clock.set("2026-11-01T00:00:00Z");
+  ASSERT_TRUE(l->claim_batch({make_claim("old-1"), make_claim("old-2")}).ok());
+  clock.set("2026-11-20T00:00:00Z");
+  ASSERT_TRUE(l->claim_batch({make_claim("mid-1")}).ok());
+  ASSERT_TRUE(l->mark("mid-1", 1, State::kRecorded).ok());
+  clock.set("2026-12-01T09:00:00Z");
+  ASSERT_TRUE(l->claim_batch({make_claim("new-1"), make_claim("new-2")}).ok());
+  ASSERT_TRUE(l->mark("new-1", 1, State::kConfirmed).ok());
+  ASSERT_TRUE(l->release("new-2", "carol", "retry approved").ok());
+
+  auto all = l->list(Time{});
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  std::vector<std::string> keys;
+  for (const auto& r : *all) keys.push_back(r.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"old-1", "old-2", "mid-1", "new-1", "new-2"}));
+  auto recent = l->list(*parse_time("2026-11-20T00:00:00Z"));
+  ASSERT_TRUE(recent.ok());
+  ASSERT_EQ(recent->size(), 3u) << "since is inclusive";
+  EXPECT_EQ((*recent)[0].key, "mid-1");
+  EXPECT_EQ((*recent)[0].state, State::kRecorded);
+
+  auto st = l->stats();
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_EQ(st->claimed, 2);
+  EXPECT_EQ(st->recorded, 1);
+  EXPECT_EQ(st->confirmed, 1);
+  EXPECT_EQ(st->released, 1);
+  EXPECT_EQ(st->keys, 5);
+  ASSERT_TRUE(st->oldest && st->newest);
+  EXPECT_EQ(format_time(*st->oldest), "2026-11-01T00:00:00.000000Z");
+  EXPECT_EQ(format_time(*st->newest), "2026-12-01T09:00:00.000000Z");
+
+  std::vector<std::string> exported;
+  auto n = l->export_rows([&](const Record& r) {
+    exported.push_back(r.key + "/" + std::string(state_name(r.state)));
+    return true;
+  });
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n, 5);
+  EXPECT_EQ(exported, (std::vector<std::string>{"old-1/claimed", "old-2/claimed", "mid-1/recorded",
+                                                "new-1/confirmed", "new-2/released"}));
+  int seen = 0;
+  auto stopped = l->export_rows([&](const Record&) { return ++seen < 2; });
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(*stopped, 2);
+  // The ledger is usable after an early stop.
+  ASSERT_TRUE(l->stats().ok());
+
+  // Pruning deletes the rows before the cutoff, in any state, and re-opens replay for them.
+  auto pruned = l->prune(*parse_time("2026-11-20T00:00:00Z"));
+  ASSERT_TRUE(pruned.ok()) << pruned.error().message;
+  ASSERT_EQ(pruned->size(), 2u);
+  EXPECT_EQ((*pruned)[0].key, "old-1");
+  EXPECT_EQ((*pruned)[1].key, "old-2");
+  auto reclaim = l->claim_batch({make_claim("old-1"), make_claim("mid-1")});
+  ASSERT_TRUE(reclaim.ok());
+  EXPECT_TRUE((*reclaim)[0].won) << "pruning re-opens replay";
+  EXPECT_EQ((*reclaim)[0].holder.generation, 1);
+  EXPECT_FALSE((*reclaim)[1].won);
+  auto st2 = l->stats();
+  ASSERT_TRUE(st2.ok());
+  EXPECT_EQ(st2->claimed, 1);
+  EXPECT_EQ(st2->keys, 4);
+  auto none = l->prune(*parse_time("2000-01-01T00:00:00Z"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+void check_scopes(const Opener& open) {
+  TestClock clock;
+  auto a = must_open(open, with_clock(clock, "payments"));
+  auto b = must_open(open, with_clock(clock, "mailer"));
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->scope(), "payments");
+  auto ca = a->claim_batch({make_claim("shared-key", "pay-gate")});
+  auto cb = b->claim_batch({make_claim("shared-key", "mail-gate")});
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  EXPECT_TRUE((*ca)[0].won);
+  EXPECT_TRUE((*cb)[0].won) << "scopes separate unrelated systems";
+  auto la = a->list(Time{});
+  ASSERT_TRUE(la.ok());
+  ASSERT_EQ(la->size(), 1u);
+  EXPECT_EQ((*la)[0].worker, "pay-gate");
+  EXPECT_EQ((*la)[0].scope, "payments");
+  ASSERT_TRUE(b->release("shared-key", "dave", "mail resend approved").ok());
+  auto still = a->lookup({"shared-key"});
+  ASSERT_TRUE(still.ok());
+  EXPECT_TRUE((*still)[0].has_value()) << "a release in one scope leaves the other alone";
+  Options bad;
+  bad.scope = "no spaces";
+  auto r = open(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+}
+
+void check_invalid_arguments(const Opener& open) {
+  auto l = must_open(open, Options{});
+  ASSERT_TRUE(l);
+  for (const std::string& bad : {std::string(), std::string("a\0b", 3), std::string("\xC3\x28"),
+                                 std::string("\xED\xA0\x80"), std::string(4097, 'k')}) {
+    auto r = l->claim_batch({make_claim("fine-1"), make_claim(bad)});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find("claim 1"), std::string::npos) << r.error().message;
+    auto lk = l->lookup({bad});
+    ASSERT_FALSE(lk.ok());
+    EXPECT_EQ(lk.error().code, ErrorCode::kInvalidArgument);
+  }
+  Claim c = make_claim("fine-2");
+  c.worker = "bad\xFF";
+  auto r = l->claim_batch({c});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  // Nothing of a refused batch was claimed.
+  auto seen = l->lookup({"fine-1", "fine-2"});
+  ASSERT_TRUE(seen.ok());
+  EXPECT_FALSE((*seen)[0].has_value());
+  EXPECT_FALSE((*seen)[1].has_value());
+  auto ok = l->claim_batch({make_claim(std::string(4096, 'k'), "w", "m-long-key")});
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+}
+
+void check_persistence(const Opener& open) {
+  {
+    auto l = must_open(open, Options{});
+    ASSERT_TRUE(l);
+    auto r = l->claim_batch({make_claim("durable-1", "first-run")});
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE((*r)[0].won);
+  }
+  auto l = must_open(open, Options{});
+  ASSERT_TRUE(l);
+  auto r = l->claim_batch({make_claim("durable-1", "second-run")});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE((*r)[0].won) << "a second run must not replay what the first claimed";
+  EXPECT_EQ((*r)[0].holder.worker, "first-run");
+}
+
+void check_concurrent_processes(const Opener& open, int processes, int keys, int per_process,
+                                int batch) {
+  {
+    auto init = must_open(open, Options{});  // create the schema before the race
+    ASSERT_TRUE(init);
+  }
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  std::vector<pid_t> pids;
+  std::vector<int> outs;
+  for (int p = 0; p < processes; ++p) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      close(go[1]);
+      char c;
+      (void)!read(go[0], &c, 1);  // wait until every child exists
+      Options o;
+      auto l = open(o);
+      if (!l.ok()) {
+        write_all(fds[1], "ERROR " + l.error().message + "\n");
+        _exit(3);
+      }
+      // Keys [start, start + per_process) mod keys, in a shuffled order.
+      std::vector<int> mine;
+      const int start = p * (keys / processes);
+      for (int i = 0; i < per_process; ++i) mine.push_back((start + i) % keys);
+      std::mt19937 rng(1000 + p);
+      std::shuffle(mine.begin(), mine.end(), rng);
+      for (size_t i = 0; i < mine.size(); i += static_cast<size_t>(batch)) {
+        std::vector<Claim> claims;
+        for (size_t j = i; j < mine.size() && j < i + static_cast<size_t>(batch); ++j) {
+          claims.push_back(
+              make_claim("key-" + std::to_string(mine[j]), "proc-" + std::to_string(p)));
+        }
+        auto r = (*l)->claim_batch(claims);
+        if (!r.ok()) {
+          write_all(fds[1], "ERROR " + r.error().message + "\n");
+          _exit(4);
+        }
+        std::string won;
+        for (size_t j = 0; j < claims.size(); ++j) {
+          if ((*r)[j].won) won += claims[j].key + "\n";
+        }
+        write_all(fds[1], won);
+      }
+      _exit(0);
+    }
+    close(fds[1]);
+    pids.push_back(pid);
+    outs.push_back(fds[0]);
+  }
+  close(go[0]);
+  close(go[1]);  // start
+  std::map<std::string, std::vector<int>> winners;
+  for (int p = 0; p < processes; ++p) {
+    for (const auto& line : complete_lines(read_all(outs[p]))) {
+      ASSERT_FALSE(line.starts_with("ERROR")) << "process " << p << ": " << line;
+      winners[line].push_back(p);
+    }
+    close(outs[p]);
+  }
+  for (int p = 0; p < processes; ++p) {
+    int status = 0;
+    waitpid(pids[p], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "process " << p;
+  }
+  // The union of the key sets: with per_process * processes >= keys every key was tried.
+  std::set<int> tried;
+  for (int p = 0; p < processes; ++p) {
+    for (int i = 0; i < per_process; ++i) tried.insert((p * (keys / processes) + i) % keys);
+  }
+  EXPECT_EQ(winners.size(), tried.size()) << "every key won by someone";
+  int doubles = 0;
+  for (const auto& [key, who] : winners) doubles += who.size() != 1;
+  EXPECT_EQ(doubles, 0) << "keys won by more than one process";
+  // The ledger agrees with what the processes said.
+  auto l = must_open(open, Options{});
+  ASSERT_TRUE(l);
+  std::vector<std::string> ks;
+  for (const auto& [key, who] : winners) ks.push_back(key);
+  auto seen = l->lookup(ks);
+  ASSERT_TRUE(seen.ok()) << seen.error().message;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    ASSERT_TRUE((*seen)[i].has_value()) << ks[i];
+    EXPECT_EQ((*seen)[i]->worker, "proc-" + std::to_string(winners[ks[i]][0])) << ks[i];
+  }
+  auto st = l->stats();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->claimed, static_cast<std::int64_t>(tried.size()));
+}
+
+void check_kill9(const Opener& open, int rounds) {
+  {
+    auto init = must_open(open, Options{});
+    ASSERT_TRUE(init);
+  }
+  std::mt19937 rng(20261202);
+  std::set<std::string> reported;
+  int killed_mid_run = 0;
+  for (int round = 0; round < rounds; ++round) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const unsigned seed = rng();
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      auto l = open(Options{});
+      if (!l.ok()) _exit(3);
+      std::mt19937 r(seed);
+      // Random keys from a space shared with the other rounds: some are claimed already.
+      std::uniform_int_distribution<int> key(0, 200000);
+      for (int b = 0; b < 1000000; ++b) {
+        std::vector<Claim> claims;
+        for (int i = 0; i < 300; ++i) {
+          claims.push_back(make_claim("k9-" + std::to_string(key(r)), "round"));
+        }
+        auto res = (*l)->claim_batch(claims);
+        if (!res.ok()) _exit(4);
+        std::string won;
+        for (size_t i = 0; i < claims.size(); ++i) {
+          if ((*res)[i].won) won += claims[i].key + "\n";
+        }
+        write_all(fds[1], won);
+      }
+      _exit(0);
+    }
+    close(fds[1]);
+    // Wait for its first reported batch (so that every round claims something, however slow the
+    // machine), let it run 0-40 ms more, then kill it wherever it is.
+    std::string got;
+    char buf[4096];
+    while (got.find('\n') == std::string::npos) {
+      const ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 40));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+      ++killed_mid_run;
+    } else {
+      ADD_FAILURE() << "round " << round << ": the child ended by itself, status " << status
+                    << " (3: open failed, 4: a claim failed)";
+    }
+    got += read_all(fds[0]);
+    for (auto& k : complete_lines(got)) {
+      // A key reported won in two rounds would be a replay twice.
+      EXPECT_TRUE(reported.insert(k).second) << "round " << round << ": " << k << " won twice";
+    }
+    close(fds[0]);
+    // After every kill the ledger opens (no corruption) and holds every reported claim.
+    auto l = must_open(open, Options{});
+    ASSERT_TRUE(l) << "round " << round;
+    std::vector<std::string> keys(reported.begin(), reported.end());
+    auto seen = l->lookup(keys);
+    ASSERT_TRUE(seen.ok()) << seen.error().message;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_TRUE((*seen)[i].has_value()) << "round " << round << ": claim " << keys[i]
+                                          << " was reported won but is not in the ledger";
+    }
+  }
+  EXPECT_EQ(killed_mid_run, rounds) << "every child should still have been running";
+  EXPECT_GT(reported.size(), 0u) << "the children never got a batch through";
+}
+
+}  // namespace replaygate::ledger::testing

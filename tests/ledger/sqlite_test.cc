@@ -1,0 +1,392 @@
+// The SQLite backend: the shared semantics, many processes on one file, kill -9, an unwritable
+// file, a full disk (RLIMIT_FSIZE), and files that must be refused (not a database, damaged,
+// another application's, another schema version, an altered layout). Also the URL forms and the
+// time texts, which do not depend on a backend.
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "support.h"
+
+namespace replaygate::ledger::testing {
+namespace {
+
+class LedgerSqlite : public ::testing::Test {
+ protected:
+  std::string path() const { return dir_.file("ledger.db"); }
+  Opener opener() const {
+    const std::string p = path();
+    return [p](const Options& o) { return open_ledger(p, o); };
+  }
+  static std::string slurp(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  static void spit(const std::string& p, const std::string& bytes) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  // Runs SQL on a file with plain SQLite (no ledger code).
+  static void raw_sql(const std::string& p, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+  // Creates a ledger with `n` claims and closes it.
+  void make_ledger(int n) {
+    auto l = open_ledger(path());
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    std::vector<Claim> claims;
+    for (int i = 0; i < n; ++i) claims.push_back(make_claim("pre-" + std::to_string(i)));
+    if (n) {
+      ASSERT_TRUE((*l)->claim_batch(claims).ok());
+    }
+  }
+  void expect_claims(int n) {
+    auto l = open_ledger(path());
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    std::vector<std::string> keys;
+    for (int i = 0; i < n; ++i) keys.push_back("pre-" + std::to_string(i));
+    auto seen = (*l)->lookup(keys);
+    ASSERT_TRUE(seen.ok()) << seen.error().message;
+    for (int i = 0; i < n; ++i) EXPECT_TRUE((*seen)[i].has_value()) << keys[i];
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(LedgerSqlite, ClaimAndLookup) { check_claim_and_lookup(opener()); }
+TEST_F(LedgerSqlite, MarkTransitions) { check_mark_transitions(opener()); }
+TEST_F(LedgerSqlite, ReleaseKeepsHistory) { check_release_history(opener()); }
+TEST_F(LedgerSqlite, ListStatsExportPrune) { check_list_stats_export_prune(opener()); }
+TEST_F(LedgerSqlite, ScopesSeparateSystems) { check_scopes(opener()); }
+TEST_F(LedgerSqlite, InvalidArgumentsClaimNothing) { check_invalid_arguments(opener()); }
+TEST_F(LedgerSqlite, ClaimsOutliveTheProcess) { check_persistence(opener()); }
+
+TEST_F(LedgerSqlite, SixProcessesOverlappingKeysEachKeyWonOnce) {
+  // 6 processes, 3000 keys, each tries 1500 of them (every key by 3 processes), batches of 100.
+  check_concurrent_processes(opener(), 6, 3000, 1500, 100);
+}
+
+TEST_F(LedgerSqlite, Kill9MidBatchLosesNoReportedClaim) { check_kill9(opener(), 25); }
+
+TEST_F(LedgerSqlite, FileIsInWalModeWithItsApplicationIdAndVersion) {
+  make_ledger(1);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
+  auto one = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+    std::string v = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return v;
+  };
+  EXPECT_EQ(one("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(one("PRAGMA application_id"), std::to_string(0x52474C47));
+  EXPECT_EQ(one("PRAGMA user_version"), "1");
+  EXPECT_EQ(one("SELECT count(*) FROM claims"), "1");
+  sqlite3_close(db);
+}
+
+TEST_F(LedgerSqlite, UrlForms) {
+  const std::string p = dir_.file("a.db");
+  auto plain = open_ledger(p);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ((*plain)->describe(), "sqlite:" + p);
+  auto prefixed = open_ledger("sqlite:" + p);
+  ASSERT_TRUE(prefixed.ok());
+  auto slashed = open_ledger("sqlite://" + p);  // sqlite:///tmp/... is the same file
+  ASSERT_TRUE(slashed.ok());
+  ASSERT_TRUE((*plain)->claim_batch({make_claim("u-1")}).ok());
+  auto seen = (*slashed)->lookup({"u-1"});
+  ASSERT_TRUE(seen.ok());
+  EXPECT_TRUE((*seen)[0].has_value());
+  for (const char* bad : {"", "sqlite:", "mysql://db/x", "redis://h"}) {
+    auto r = open_ledger(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(LedgerSqlite, EmptyFileBecomesALedger) {
+  spit(path(), "");
+  auto l = open_ledger(path());
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  auto r = (*l)->claim_batch({make_claim("e-1")});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)[0].won);
+}
+
+TEST_F(LedgerSqlite, NotADatabaseIsRefusedAndLeftAlone) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "this is a log file, not a ledger\n";
+  spit(path(), text);
+  auto l = open_ledger(path());
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code, ErrorCode::kCorrupt);
+  EXPECT_NE(l.error().message.find("not a SQLite database"), std::string::npos)
+      << l.error().message;
+  EXPECT_EQ(slurp(path()), text) << "a refused file is never rewritten";
+}
+
+TEST_F(LedgerSqlite, DamagedHeaderIsRefused) {
+  make_ledger(10);
+  std::string bytes = slurp(path());
+  ASSERT_GT(bytes.size(), 100u);
+  for (int i = 0; i < 16; ++i) bytes[static_cast<size_t>(i)] = 'X';
+  spit(path(), bytes);
+  auto l = open_ledger(path());
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code, ErrorCode::kCorrupt) << l.error().message;
+  EXPECT_EQ(slurp(path()), bytes);
+}
+
+TEST_F(LedgerSqlite, DamagedPagesAreReportedNotCrashedOn) {
+  make_ledger(4000);
+  std::string bytes = slurp(path());
+  ASSERT_GT(bytes.size(), 4096u * 8);
+  for (size_t i = 4096 * 2; i < bytes.size() - 4096; i += 7) bytes[i] = static_cast<char>(0xA5);
+  spit(path(), bytes);
+  auto l = open_ledger(path());
+  if (!l.ok()) {
+    EXPECT_EQ(l.error().code, ErrorCode::kCorrupt) << l.error().message;
+    return;
+  }
+  auto n = (*l)->export_rows([](const Record&) { return true; });
+  ASSERT_FALSE(n.ok()) << "a damaged file read back without an error";
+  EXPECT_EQ(n.error().code, ErrorCode::kCorrupt) << n.error().message;
+  auto c = (*l)->claim_batch({make_claim("pre-1"), make_claim("pre-3999")});
+  if (c.ok()) {
+    for (const auto& o : *c) EXPECT_FALSE(o.won) << "a damaged ledger granted " << o.holder.key;
+  } else {
+    EXPECT_EQ(c.error().code, ErrorCode::kCorrupt) << c.error().message;
+  }
+}
+
+TEST_F(LedgerSqlite, ForeignDatabaseIsRefused) {
+  raw_sql(path(),
+          "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
+          "INSERT INTO users (name) VALUES ('eve');");
+  auto l = open_ledger(path());
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code, ErrorCode::kForeign);
+  EXPECT_NE(l.error().message.find("users"), std::string::npos) << l.error().message;
+  // Still the other application's file, untouched.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name = 'claims'", -1,
+                               &s, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+
+  const std::string other = dir_.file("other-app.db");
+  raw_sql(other, "PRAGMA application_id = 1234;");
+  auto l2 = open_ledger(other);
+  ASSERT_FALSE(l2.ok());
+  EXPECT_EQ(l2.error().code, ErrorCode::kForeign);
+  EXPECT_NE(l2.error().message.find("0x000004D2"), std::string::npos) << l2.error().message;
+}
+
+TEST_F(LedgerSqlite, WrongSchemaVersionIsRefused) {
+  make_ledger(3);
+  raw_sql(path(), "PRAGMA user_version = 2;");
+  auto l = open_ledger(path());
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code, ErrorCode::kSchemaVersion);
+  EXPECT_NE(l.error().message.find("schema version 2, this build reads version 1"),
+            std::string::npos)
+      << l.error().message;
+  raw_sql(path(), "PRAGMA user_version = 1;");
+  expect_claims(3);  // nothing was recreated
+}
+
+TEST_F(LedgerSqlite, AlteredLayoutIsRefused) {
+  make_ledger(3);
+  // Without the unique index two live claims per key would be possible.
+  raw_sql(path(), "DROP INDEX claims_key;");
+  auto l = open_ledger(path());
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code, ErrorCode::kForeign);
+  EXPECT_NE(l.error().message.find("differ"), std::string::npos) << l.error().message;
+}
+
+TEST_F(LedgerSqlite, DirectoryPathIsUnavailable) {
+  auto l = open_ledger(dir_.path());
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code, ErrorCode::kUnavailable) << l.error().message;
+  auto missing = open_ledger(dir_.file("no/such/dir/ledger.db"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kUnavailable) << missing.error().message;
+}
+
+// Runs `body` in a child process that cannot write the ledger's directory or file (as the
+// `nobody` user when the test runs as root, since root ignores file modes); returns its exit code.
+int in_unprivileged_child(const std::function<int()>& body) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(90);
+    _exit(body());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+TEST_F(LedgerSqlite, UnwritableFileIsUnavailableAndKeepsEarlierClaims) {
+  make_ledger(20);
+  ASSERT_EQ(chmod(path().c_str(), 0444), 0);
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0555), 0);  // no -wal/-shm can be created either
+  const std::string p = path();
+  const int rc = in_unprivileged_child([&] {
+    auto l = open_ledger(p);
+    if (!l.ok()) return l.error().code == ErrorCode::kUnavailable ? 10 : 11;
+    auto r = (*l)->claim_batch({make_claim("new-1"), make_claim("pre-0")});
+    if (r.ok()) return 12;  // granted without a durable record: the failure this test is about
+    return r.error().code == ErrorCode::kUnavailable ? 20 : 21;
+  });
+  EXPECT_TRUE(rc == 10 || rc == 20)
+      << "child exit " << rc << " (11/21: wrong error code, 12: claimed without writing)";
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  ASSERT_EQ(chmod(path().c_str(), 0644), 0);
+  expect_claims(20);
+  auto l = open_ledger(path());
+  ASSERT_TRUE(l.ok());
+  auto seen = (*l)->lookup({"new-1"});
+  ASSERT_TRUE(seen.ok());
+  EXPECT_FALSE((*seen)[0].has_value());
+}
+
+TEST_F(LedgerSqlite, DiskFullIsUnavailableAndKeepsEarlierClaims) {
+  make_ledger(50);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead of killing us
+    auto l = open_ledger(path());
+    if (!l.ok()) _exit(3);
+    struct stat st {};
+    stat(path().c_str(), &st);
+    const rlim_t limit = static_cast<rlim_t>(st.st_size) + 512 * 1024;
+    rlimit rl{limit, limit};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    int errors = 0;
+    for (int b = 0; b < 1000 && errors < 3; ++b) {
+      std::vector<Claim> claims;
+      for (int i = 0; i < 500; ++i)
+        claims.push_back(make_claim("full-" + std::to_string(b * 500 + i)));
+      auto r = (*l)->claim_batch(claims);
+      if (!r.ok()) {
+        write_all(fds[1], "ERROR " + std::string(error_code_name(r.error().code)) + " " +
+                              r.error().message + "\n");
+        ++errors;
+        continue;
+      }
+      std::string won;
+      for (size_t i = 0; i < claims.size(); ++i) {
+        if ((*r)[i].won) won += claims[i].key + "\n";
+      }
+      write_all(fds[1], won);
+    }
+    _exit(errors ? 0 : 5);
+  }
+  close(fds[1]);
+  const auto lines = complete_lines(read_all(fds[0]));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the size limit was never hit";
+  std::vector<std::string> won;
+  int errors = 0;
+  for (const auto& line : lines) {
+    if (line.starts_with("ERROR ")) {
+      ++errors;
+      EXPECT_TRUE(line.starts_with("ERROR unavailable ")) << line;
+    } else {
+      won.push_back(line);
+    }
+  }
+  EXPECT_EQ(errors, 3) << "every call after the disk filled up fails";
+  EXPECT_GT(won.size(), 0u) << "some batches should have fit";
+  expect_claims(50);
+  auto l = open_ledger(path());
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  auto seen = (*l)->lookup(won);
+  ASSERT_TRUE(seen.ok()) << seen.error().message;
+  for (size_t i = 0; i < won.size(); ++i) EXPECT_TRUE((*seen)[i].has_value()) << won[i];
+  auto st = (*l)->stats();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->claimed, static_cast<std::int64_t>(50 + won.size()))
+      << "a failed batch left nothing behind";
+}
+
+TEST_F(LedgerSqlite, BusyDatabaseIsWaitedFor) {
+  make_ledger(1);
+  // Another connection holds the write lock for 300 ms; a claim waits and then succeeds.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
+  auto l = open_ledger(path());
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = (*l)->claim_batch({make_claim("busy-1")});
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  release.join();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE((*r)[0].won);
+  EXPECT_GE(waited, std::chrono::milliseconds(200));
+  // With a short busy_timeout, a lock held longer is kUnavailable.
+  Options quick;
+  quick.busy_timeout_ms = 100;
+  auto q = open_ledger(path(), quick);
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto r2 = (*q)->claim_batch({make_claim("busy-2")});
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(r2.error().message.find("locked"), std::string::npos) << r2.error().message;
+  sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+}
+
+TEST(LedgerTime, FormatsAndParsesRfc3339) {
+  auto t = parse_time("2026-12-02T06:52:16.123456Z");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(format_time(*t), "2026-12-02T06:52:16.123456Z");
+  EXPECT_EQ(format_time(*parse_time("2026-12-02T08:52:16+02:00")), "2026-12-02T06:52:16.000000Z");
+  EXPECT_EQ(format_time(*parse_time("2026-12-01T23:00:00.5-07:30")), "2026-12-02T06:30:00.500000Z");
+  EXPECT_EQ(format_time(*parse_time("2024-02-29t00:00:00.1234567z")),
+            "2024-02-29T00:00:00.123456Z");
+  EXPECT_EQ(format_time(Time{}), "1970-01-01T00:00:00.000000Z");
+  for (const char* bad : {"", "2026-12-02", "2026-12-02T06:52:16", "2026-13-01T00:00:00Z",
+                          "2025-02-29T00:00:00Z", "2026-12-02T24:00:00Z", "2026-12-02T06:52:16.Z",
+                          "2026-12-02T06:52:16Zjunk", "2026-12-02T06:52:16+0200"}) {
+    EXPECT_FALSE(parse_time(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(parse_state("recorded"), State::kRecorded);
+  EXPECT_FALSE(parse_state("Recorded").has_value());
+  EXPECT_EQ(state_name(State::kReleased), "released");
+}
+
+}  // namespace
+}  // namespace replaygate::ledger::testing

@@ -1,0 +1,115 @@
+// Helpers shared by the ledger tests: temporary directories, claims with real values, a test
+// clock, pipes to forked children, and the semantic checks every backend must pass.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ledger/ledger.h"
+
+namespace replaygate::ledger::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/rg-ledger-test-XXXXXX";
+    path_ = mkdtemp(tmpl) ? tmpl : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline Claim make_claim(const std::string& key, const std::string& worker = "host-a/pid-1",
+                        const std::string& message_id = "") {
+  Claim c;
+  c.key = key;
+  c.policy = "dlq-replay-gate";
+  c.revision = 7;
+  c.table_checksum = "1242ace0f61e98a37d91a175388558cb";
+  c.rule = "known_failures:payment.capture/timeout";
+  c.message_id = message_id.empty() ? "m-" + key : message_id;
+  c.worker = worker;
+  return c;
+}
+
+// A clock the test moves by hand.
+struct TestClock {
+  std::shared_ptr<Time> now = std::make_shared<Time>(*parse_time("2026-12-01T10:00:00Z"));
+  std::function<Time()> fn() const {
+    auto p = now;
+    return [p] { return *p; };
+  }
+  void set(const char* rfc3339) { *now = *parse_time(rfc3339); }
+};
+
+// Opens a ledger with the given options; the test fails (fatally) when it cannot.
+using Opener = std::function<Result<std::unique_ptr<Ledger>>(const Options&)>;
+
+// Reads everything a child wrote to `fd` until EOF.
+inline std::string read_all(int fd) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+  return out;
+}
+
+inline bool write_all(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Complete lines only (a child killed mid-write may leave a partial last line).
+inline std::vector<std::string> complete_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t nl; (nl = s.find('\n', start)) != std::string::npos; start = nl + 1) {
+    out.push_back(s.substr(start, nl - start));
+  }
+  return out;
+}
+
+// The semantic checks, run by each backend's suite (sqlite_test.cc, postgres_test.cc).
+void check_claim_and_lookup(const Opener& open);
+void check_mark_transitions(const Opener& open);
+void check_release_history(const Opener& open);
+void check_list_stats_export_prune(const Opener& open);
+void check_scopes(const Opener& open);
+void check_invalid_arguments(const Opener& open);
+void check_persistence(const Opener& open);
+// N forked processes claim overlapping key sets at once; every key is won exactly once.
+void check_concurrent_processes(const Opener& open, int processes, int keys, int per_process,
+                                int batch);
+// A child claiming batches is killed -9 at random moments, `rounds` times: every claim it reported
+// as won (written to a pipe after claim_batch returned) is in the ledger.
+void check_kill9(const Opener& open, int rounds);
+
+}  // namespace replaygate::ledger::testing
