@@ -13,8 +13,9 @@ done
 if [ "${RG_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== sanitizer build (ASan + UBSan) ==" >&2
   RG_BUILD_DIR=build-asan RG_SANITIZE=1 RG_BUILD_TYPE=Debug tools/setup.sh
+  # The server-backed suites (label `server`: a private PostgreSQL per test process) ran once above.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE server
 fi
 if [ "${RG_SKIP_TSAN:-0}" != 1 ]; then
   # Only the runtime test binary, and only the concurrent suites: keeps the stage to minutes.
