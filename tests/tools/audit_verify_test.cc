@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "tests/support/cli_runner.h"
-#include "tools/cli/audit.h"
 #include "tools/cli/files.h"
 
 namespace {

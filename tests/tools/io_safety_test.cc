@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "tests/support/cli_runner.h"
-#include "tools/cli/audit.h"
 
 namespace {
 

@@ -22,8 +22,8 @@
 #include <tuple>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "tests/support/cli_runner.h"
-#include "tools/cli/audit.h"
 
 namespace {
 

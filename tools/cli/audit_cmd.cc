@@ -1,6 +1,6 @@
 // `replaygate audit verify FILE|-`, `replaygate audit result ...` and `replaygate audit repair
 // LOG ...`: check the audit trail, append a worker's result entry for a recorded decision, and
-// record a break in a log that does not verify (format in tools/cli/audit.h).
+// record a break in a log that does not verify (format in audit/audit_log.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "audit/audit_log.h"
 #include "compiler/escape.h"
-#include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"

@@ -37,9 +37,9 @@
 #include <string>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
-#include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/dump_rules.h"
 #include "tools/cli/files.h"

@@ -4,7 +4,7 @@
 // from them (mapping below and in docs/recovery.md), decides, and prints the review record: the
 // message's identifiers, the chosen action and, in plain words, whether carrying it out reads
 // status, copies an existing output or submits new work. `--confirm` sets the operator_confirmed
-// input and appends the decision to the audit log (tools/cli/audit.h) before anything is printed:
+// input and appends the decision to the audit log (audit/audit_log.h) before anything is printed:
 // when the append fails, nothing is reported as taken (exit 2).
 //
 // Input mapping: tools/cli/review_inputs.h (where each input may come from, by the policy's
@@ -41,12 +41,12 @@
 #include <tuple>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "compiler/compile.h"
 #include "compiler/lower.h"
 #include "compiler/utf8.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
-#include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/ir_eval.h"

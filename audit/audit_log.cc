@@ -1,5 +1,5 @@
 // The audit trail: locked, fsynced, single-write appends and a verifier (see audit.h).
-#include "tools/cli/audit.h"
+#include "audit/audit_log.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
