@@ -16,11 +16,11 @@
 #include <system_error>
 #include <utility>
 
+#include "audit/operator_name.h"
 #include "compiler/names.h"
 #include "compiler/utf8.h"
-#include "tools/cli/options.h"
+#include "inputs/records.h"
 #include "tools/cli/output.h"
-#include "tools/cli/records.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

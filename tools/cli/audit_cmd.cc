@@ -15,6 +15,7 @@
 #include <string>
 
 #include "audit/audit_log.h"
+#include "audit/entry.h"
 #include "compiler/escape.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
@@ -182,14 +183,12 @@ int run_result(const AuditOptions& o) {
       !count(revision_option, o.revision, &revision)) {
     return kExitUsage;
   }
-  nlohmann::json entry;
-  entry["kind"] = "result";
-  entry["time"] = audit::utc_now();
-  entry["decision"] = decision;
-  entry["revision"] = revision;
-  entry["outcome"] = o.outcome;
-  if (o.operator_given) entry["operator"] = o.operator_name;
-  const audit::AppendResult appended = audit::append(o.log, entry, decision);
+  audit::ResultEntry entry;
+  entry.decision = decision;
+  entry.revision = revision;
+  entry.outcome = o.outcome;
+  if (o.operator_given) entry.operator_name = o.operator_name;
+  const audit::AppendResult appended = audit::append(o.log, audit::to_json(entry), decision);
   std::fputs(audit::removed_tail_note(o.log, appended).c_str(), stderr);
   if (!appended.ok) {
     std::fprintf(stderr, "replaygate: %s\nreplaygate: the result was NOT recorded\n",

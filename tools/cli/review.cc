@@ -42,9 +42,11 @@
 #include <vector>
 
 #include "audit/audit_log.h"
+#include "audit/entry.h"
 #include "compiler/compile.h"
 #include "compiler/lower.h"
 #include "compiler/utf8.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/commands.h"
@@ -53,7 +55,6 @@
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
-#include "tools/cli/records.h"
 #include "tools/cli/review_inputs.h"
 #include "tools/cli/sensitive.h"
 
@@ -639,16 +640,18 @@ int run_review(const Options& o) {
     // Read before the append, so that this review's own entry is not the earlier one.
     const std::string repeated =
         effect == Effect::kCreate ? earlier_create_warning(o.audit, out) : std::string();
-    json entry;
-    entry["kind"] = "decision";
-    entry["time"] = audit::utc_now();
-    entry["operator"] = o.operator_name;
-    for (const char* key : {"message_id", "operation_id", "action", "effect", "rule", "policy",
-                            "policy_revision", "table_checksum"}) {
-      entry[key] = out[key];
-    }
-    entry["record_revision"] = out["record_revision"];
-    const audit::AppendResult appended = audit::append(o.audit, entry);
+    audit::DecisionEntry entry;
+    entry.operator_name = o.operator_name;
+    entry.message_id = out["message_id"];
+    entry.operation_id = out["operation_id"];
+    entry.action = std::string(table->verb_name(d.verb));
+    entry.effect = effect_name(effect);
+    entry.rule = std::string(table->rule_name(d));
+    entry.policy = std::string(table->policy_id());
+    entry.policy_revision = table->revision();
+    entry.table_checksum = table->checksum_hex();
+    entry.record_revision = out["record_revision"];
+    const audit::AppendResult appended = audit::append(o.audit, audit::to_json(entry));
     std::fputs(audit::removed_tail_note(o.audit, appended).c_str(), stderr);
     if (!appended.ok) {
       std::fprintf(stderr,
