@@ -11,7 +11,7 @@
 //   * --max-replayed-keys N: once N keys were replayed, a create verb for a new key gets the
 //     default, rule "dump:key_limit".
 //
-// The record format is --input-format (tools/cli/input_formats.h; --format is its old name).
+// The record format is --input-format (inputs/formats.h; --format is its old name).
 // --show-inputs adds to each line what each policy input received (InputsText below); without it
 // the lines and the loop are as they were.
 //
@@ -37,9 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit_log.h"
-#include "audit/entry.h"
-#include "gate/decision_line.h"
+#include "gate/audit_stage.h"
+#include "gate/gate.h"
 #include "gate/memory_limit.h"
 #include "gate/replay_guard.h"
 #include "inputs/formats.h"
@@ -263,10 +262,8 @@ int run_decide(const DecideOptions& o) {
     return code;
   }
   RecordParser* const parser = reading.parser.get();
-  std::unique_ptr<InputsText> inputs_text;  // --show-inputs only
-  if (o.show_inputs) {
-    inputs_text = std::make_unique<InputsText>(*table, sensitive_names(policy_sensitive));
-  }
+  std::set<std::string> redacted;  // --show-inputs only
+  if (o.show_inputs) redacted = sensitive_names(policy_sensitive);
 
   int fd = STDIN_FILENO;
   if (o.input != "-") {
@@ -279,51 +276,10 @@ int run_decide(const DecideOptions& o) {
   }
   const std::string input_name = o.input == "-" ? "standard input" : o.input;
 
-  const uint32_t default_verb = table->default_verb();
-  DecisionText texts(*table);
-  std::string checksum_hex;  // for --audit entries
-  if (!o.audit.empty()) checksum_hex = table->checksum_hex();
-
-  Input input(*table);
-  LineReader reader(fd);
-  BlockWriter out(STDOUT_FILENO);
-  // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
-  // glued onto it, and the file would no longer be JSON Lines.
-  // (The note is printed once decisions were written: with no records, nothing is.)
-  const bool started_mid_line = ends_mid_line(STDOUT_FILENO);
-  if (started_mid_line) out.start_on_new_line();
-  // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
-  // printed, so a decision that reaches stdout is always on record; when the append fails the
-  // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
-  std::vector<nlohmann::json> pending_audit;
-  bool audit_failed = false;
-  uint64_t audited_records = 0;  // records whose decision entries are in the log (the first ones)
-  uint64_t last_audit_seq = 0;   // the seq of the last of them
-  auto commit_block = [&]() {
-    if (o.audit.empty() || pending_audit.empty()) return true;
-    const size_t entries = pending_audit.size();
-    const audit::AppendResult appended = audit::append_batch(o.audit, std::move(pending_audit));
-    std::fputs(audit::removed_tail_note(o.audit, appended).c_str(), stderr);
-    pending_audit.clear();
-    if (appended.ok) {
-      audited_records += entries;
-      last_audit_seq = appended.seq;
-    }
-    if (!appended.ok) {
-      out.buffer().clear();
-      std::fprintf(stderr,
-                   "replaygate: %s\nreplaygate: the decisions not printed above were NOT "
-                   "recorded and are not taken; do not act on them\n",
-                   appended.error.c_str());
-      audit_failed = true;
-      return false;
-    }
-    return true;
-  };
-  std::unique_ptr<DumpRules> rules;
+  std::unique_ptr<gate::ReplayGuard> rules;
   try {
-    rules = std::make_unique<DumpRules>(max_replays, static_cast<uint64_t>(max_keys),
-                                        static_cast<uint64_t>(filter_mib) << 20);
+    rules = std::make_unique<gate::ReplayGuard>(max_replays, static_cast<uint64_t>(max_keys),
+                                                static_cast<uint64_t>(filter_mib) << 20);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "replaygate: cannot map %lld MiB for the replayed-key filter; give a smaller "
@@ -332,117 +288,69 @@ int run_decide(const DecideOptions& o) {
     if (fd != STDIN_FILENO) ::close(fd);
     return kExitUsage;
   }
-  DumpRules& dump_rules = *rules;
-  std::vector<uint64_t> per_verb(table->verb_count(), 0);
-  uint64_t total = 0, invalid_count = 0, maybe_duplicate_holds = 0, budget_holds = 0,
-           key_limit_holds = 0;
+  gate::ReplayGuard& dump_rules = *rules;
+  // The table goes into a SharedTable, which the gate pins for the run (decide never reloads).
+  SharedTable shared(std::move(table));
+  gate::Gate::Options gate_options;
+  gate_options.dedupe_field = dedupe_field;
+  gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
+  gate_options.batch_records = kBatchRecords;
+  const std::unique_ptr<gate::Gate> gate_ptr =
+      gate::Gate::open(shared, *parser, dump_rules, gate_options);
+  gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
+  // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
+  // printed, so a decision that reaches stdout is always on record; when the append fails the
+  // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
+  std::unique_ptr<gate::AuditStage> audit_stage;
+  if (!o.audit.empty()) {
+    audit_stage = std::make_unique<gate::AuditStage>(o.audit, o.operator_name, input_name);
+    gate.add_stage(audit_stage.get());
+  }
+
+  LineReader reader(fd);
+  BlockWriter out(STDOUT_FILENO);
+  // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
+  // glued onto it, and the file would no longer be JSON Lines.
+  // (The note is printed once decisions were written: with no records, nothing is.)
+  const bool started_mid_line = ends_mid_line(STDOUT_FILENO);
+  if (started_mid_line) out.start_on_new_line();
+  bool audit_failed = false;
+  // The gate's stages commit what is buffered; false (and the block dropped) when one failed.
+  auto commit_block = [&]() {
+    const gate::Stage* failed = nullptr;
+    if (gate.commit(&failed)) return true;
+    out.buffer().clear();
+    std::fprintf(stderr,
+                 "replaygate: %s\nreplaygate: the decisions not printed above were NOT "
+                 "recorded and are not taken; do not act on them\n",
+                 failed->error().c_str());
+    audit_failed = true;
+    return false;
+  };
+  const gate::GateCounts& counts = gate.counts();
   uint64_t printed = 0;  // records whose output lines are written, whole (the first `printed`)
   // Writes what is buffered (every record so far); false once a write failed.
   auto flush_out = [&] {
-    if (out.flush()) printed = total;
+    if (out.flush()) printed = counts.total;
     return out.ok();
   };
-  std::string problem;
-  RecordMeta meta;
   std::string_view line;
   int exit_code = kExitOk;
 
   // Records go through in batches, two at a time: a batch is read and decided, its records'
   // filter blocks are prefetched all together (stage 1), and then the batch before it is judged
-  // by the dump rules and written, in input order (stage 2). So a block has a whole batch's time
-  // to arrive from memory, and the misses of a batch overlap instead of stalling one by one.
-  // Stage 1 renders what does not depend on the dump rules into the batch's `scratch`: the line's
-  // metadata prefix, or the whole line for an unreadable record or an invalid input. With --audit a
-  // batch is one record, written at once (its audit entry echoes the record's message_id, a view
-  // valid until the next line is read).
-  struct Pending {
-    uint64_t line_number = 0;
-    size_t begin = 0, end = 0;  // the record's text in its batch's `scratch`
-    bool readable = false;
-    bool create = false;  // a valid decision with a create-effect verb: the dump rules apply
-    bool has_key = false;
-    uint64_t key_hash = 0;
-    Decision decision;
-  };
-  struct Batch {
-    explicit Batch(size_t size) : records(size), scratch(size * 256) {}
-    std::vector<Pending> records;
-    size_t count = 0;
-    ByteBuffer scratch;
-  };
-  const bool audited = !o.audit.empty();
-  const size_t batch_size = audited ? 1 : kBatchRecords;
-  Batch batches[2] = {Batch(batch_size), Batch(batch_size)};
+  // by the replay guard and written, in input order (stage 2). So a block has a whole batch's
+  // time to arrive from memory, and the misses of a batch overlap instead of stalling one by one
+  // (gate/gate.h). With --audit a batch is one record, written at once.
+  const size_t batch_size = gate.batch_size();
+  gate::Batch batches[2] = {gate::Batch(batch_size), gate::Batch(batch_size)};
   int current = 0;  // the batch being filled; the other one waits for stage 2
-  LineNumberText line_text;
-  const Input::Slot* key_slot =
-      dedupe_field != Table::kNoField ? &input.slots()[dedupe_field] : nullptr;
 
   // Stage 2 for a batch: false when the run must stop (a failed write or audit append).
-  auto emit_batch = [&](Batch& batch) {
+  auto emit_batch = [&](gate::Batch& batch) {
     bool ok = true;
-    const ByteBuffer& scratch = batch.scratch;
     for (size_t i = 0; i < batch.count && ok; ++i) {
-      const Pending& p = batch.records[i];
-      uint32_t verb = default_verb;
-      std::string_view text;  // after the prefix; empty for an unreadable record
-      bool invalid = true;
-      DumpRules::Outcome outcome = DumpRules::Outcome::kReplay;
-      if (p.readable) {
-        verb = p.decision.verb;
-        invalid = p.decision.kind == DecisionKind::kInvalidInput;
-        if (!invalid) text = texts.of(p.decision);  // an invalid input's line is in `scratch`
-        if (p.create) {
-          outcome = dump_rules.judge_hash(p.has_key ? &p.key_hash : nullptr);
-          switch (outcome) {
-            case DumpRules::Outcome::kReplay:
-              break;
-            case DumpRules::Outcome::kMaybeDuplicate:
-              ++maybe_duplicate_holds;
-              break;
-            case DumpRules::Outcome::kBudget:
-              ++budget_holds;
-              break;
-            case DumpRules::Outcome::kKeyLimit:
-              ++key_limit_holds;
-              break;
-          }
-          if (outcome != DumpRules::Outcome::kReplay) {
-            verb = default_verb;
-            text = texts.held(outcome);
-          }
-        }
-      }
-      ++total;
-      ++per_verb[verb];
-      if (invalid) ++invalid_count;
-
-      ByteBuffer& buffer = out.buffer();
-      char* w = buffer.room(p.end - p.begin + text.size());
-      std::memcpy(w, scratch.data() + p.begin, p.end - p.begin);
-      w += p.end - p.begin;
-      if (!text.empty()) std::memcpy(w, text.data(), text.size());  // an empty view may be null
-      buffer.commit(w + text.size());
-      if (!o.audit.empty()) {
-        std::string_view rule = "default";
-        if (outcome != DumpRules::Outcome::kReplay) {
-          rule = DecisionText::held_rule(outcome);
-        } else if (p.readable) {
-          rule = table->rule_name(p.decision);
-        }
-        audit::DecisionEntry entry;
-        entry.operator_name = o.operator_name;
-        entry.source = input_name;
-        entry.record = p.line_number;
-        if (meta.has_message_id) entry.message_id = std::string(meta.message_id);
-        entry.action = std::string(table->verb_name(verb));
-        entry.effect = effect_name(table->verb_effect(verb));
-        entry.rule = std::string(rule);
-        entry.policy = std::string(table->policy_id());
-        entry.policy_revision = table->revision();
-        entry.table_checksum = checksum_hex;
-        pending_audit.push_back(audit::to_json(entry));
-      }
+      gate.judge(batch, i, out.buffer());
       if (out.full() && (!commit_block() || !flush_out())) ok = false;
     }
     batch.count = 0;
@@ -464,64 +372,14 @@ int run_decide(const DecideOptions& o) {
       exit_code = kExitUsage;
       break;
     }
-    Batch& batch = batches[current];
-    Pending& p = batch.records[batch.count];
-    p.line_number = reader.line_number();
-    p.readable = false;
-    p.create = false;
-    p.has_key = false;
-    if (status == LineReader::Status::kTooLarge) {
-      problem = record_too_large(reader.max_line());
-      meta = RecordMeta{};
-    } else {
-      p.readable = parser->parse(line, input, &meta, &problem);
-    }
-    if (p.readable) {
-      p.decision = table->decide(input);
-      // Only a create verb meets the dump rules: only its key is hashed and its block fetched.
-      p.create = p.decision.kind != DecisionKind::kInvalidInput &&
-                 table->verb_effect(p.decision.verb) == Effect::kCreate;
-      if (p.create && key_slot != nullptr && key_slot->state == Input::Slot::State::kString) {
-        p.has_key = true;
-        p.key_hash = dump_rules.hash_of(key_slot->s);
-      }
-    }
-    p.begin = batch.scratch.size();
-    write_prefix(batch.scratch, line_text.of(p.line_number), meta);
-    if (inputs_text != nullptr) {
-      inputs_text->append(batch.scratch, p.readable ? &input : nullptr,
-                          p.readable && p.decision.kind != DecisionKind::kInvalidInput);
-    }
-    if (!p.readable) {
-      size_t column = 0;  // of the problem in the line; 0: it has no one place
-      if (status != LineReader::Status::kTooLarge &&
-          parser->problem_offset() != RecordParser::kNoOffset) {
-        column = parser->problem_offset() + 1;
-      }
-      texts.append_unreadable(batch.scratch, problem, column);
-    } else if (p.decision.kind == DecisionKind::kInvalidInput) {
-      // Where and why, worked out while the line and the input are still here (a batch is
-      // written later); a record that is valid never comes this way.
-      const uint32_t f = p.decision.invalid_field;
-      const Trace why = trace(*table, input);
-      std::string_view field_problem = "invalid";
-      if (f < why.fields.size() && !why.fields[f].valid) field_problem = why.fields[f].problem;
-      size_t column = 0;
-      if (f < input.size() && input.slots()[f].state != Input::Slot::State::kUnset) {
-        const size_t offset = parser->field_value_offset(line, f);
-        if (offset != RecordParser::kNoOffset) column = offset + 1;
-      }
-      texts.append_invalid_input(batch.scratch, p.decision, column, field_problem);
-    }
-    p.end = batch.scratch.size();
-    if (++batch.count < batch_size) continue;
-    if (audited) {
+    gate::Batch& batch = batches[current];
+    gate.read(batch, reader.line_number(), status, line, reader.max_line());
+    if (batch.count < batch_size) continue;
+    if (gate.has_stages()) {
       if (!emit_batch(batch)) break;
       continue;
     }
-    for (size_t i = 0; i < batch.count; ++i) {
-      if (batch.records[i].has_key) dump_rules.prefetch(batch.records[i].key_hash);
-    }
+    gate.prefetch(batch);
     current = 1 - current;
     if (!emit_batch(batches[current])) break;  // the batch before: its blocks have arrived
   }
@@ -533,7 +391,7 @@ int run_decide(const DecideOptions& o) {
     return kExitUsage;
   }
   const bool flushed = flush_out();
-  if (started_mid_line && total > 0) {
+  if (started_mid_line && counts.total > 0) {
     std::fprintf(stderr,
                  "replaygate: note: %s does not end with a newline; the decisions start on a new "
                  "line\n",
@@ -542,6 +400,8 @@ int run_decide(const DecideOptions& o) {
   if (!flushed) {
     const uint64_t kept = printed + out.failed_block_lines();
     report_write_failure(out, kept);
+    const uint64_t audited_records = audit_stage != nullptr ? audit_stage->recorded() : 0;
+    const uint64_t last_audit_seq = audit_stage != nullptr ? audit_stage->last_seq() : 0;
     if (audited_records > kept) {
       // Logged before printing, as they must be, but never printed: say exactly which.
       const uint64_t first_seq = last_audit_seq - (audited_records - kept) + 1;
@@ -564,22 +424,25 @@ int run_decide(const DecideOptions& o) {
     return kExitUsage;
   }
 
-  std::string summary = "summary: " + plural(total, "record");
-  for (uint32_t v = 0; v < table->verb_count(); ++v) {
-    summary += ", " + std::string(table->verb_name(v)) + " " + std::to_string(per_verb[v]);
+  const Table& decided = gate.table();
+  std::string summary = "summary: " + plural(counts.total, "record");
+  for (uint32_t v = 0; v < decided.verb_count(); ++v) {
+    summary += ", " + std::string(decided.verb_name(v)) + " " + std::to_string(counts.per_verb[v]);
   }
-  summary += "; invalid " + std::to_string(invalid_count) + ", maybe-duplicate holds " +
-             std::to_string(maybe_duplicate_holds) + ", budget holds " +
-             std::to_string(budget_holds);
-  if (key_limit_holds > 0) summary += ", key-limit holds " + std::to_string(key_limit_holds);
+  summary += "; invalid " + std::to_string(counts.invalid) + ", maybe-duplicate holds " +
+             std::to_string(counts.maybe_duplicate_holds) + ", budget holds " +
+             std::to_string(counts.budget_holds);
+  if (counts.key_limit_holds > 0) {
+    summary += ", key-limit holds " + std::to_string(counts.key_limit_holds);
+  }
   const double rate = dump_rules.false_positive_rate();
   if (dedupe_field != Table::kNoField) {
     summary += "; replayed keys " + std::to_string(dump_rules.keys()) + " " +
                dump_rules.memory_text() + ", false-positive rate " + format_rate(rate);
   }
   std::fprintf(stderr, "%s\n", summary.c_str());
-  if (dedupe_field != Table::kNoField && rate > DumpRules::kWarnFalsePositiveRate) {
-    const std::string threshold = format_rate(DumpRules::kWarnFalsePositiveRate);
+  if (dedupe_field != Table::kNoField && rate > gate::ReplayGuard::kWarnFalsePositiveRate) {
+    const std::string threshold = format_rate(gate::ReplayGuard::kWarnFalsePositiveRate);
     std::fprintf(
         stderr,
         "replaygate: warning: the %lld MiB replayed-key filter is too full: a new key is now held "
@@ -587,12 +450,13 @@ int run_decide(const DecideOptions& o) {
         "may be first occurrences of their key; decide the dump again "
         "with --replayed-keys-memory %llu (keeps the rate under %s for up to %llu keys)\n",
         static_cast<long long>(filter_mib), format_rate(rate).c_str(), threshold.c_str(),
-        plural(maybe_duplicate_holds, "maybe-duplicate hold").c_str(),
-        static_cast<unsigned long long>(dump_rules.mib_for_rate(DumpRules::kWarnFalsePositiveRate)),
+        plural(counts.maybe_duplicate_holds, "maybe-duplicate hold").c_str(),
+        static_cast<unsigned long long>(
+            dump_rules.mib_for_rate(gate::ReplayGuard::kWarnFalsePositiveRate)),
         threshold.c_str(), static_cast<unsigned long long>(dump_rules.keys_seen_at_most()));
   }
   if (exit_code != kExitOk) return exit_code;
-  return invalid_count > 0 ? kExitFindings : kExitOk;
+  return counts.invalid > 0 ? kExitFindings : kExitOk;
 }
 
 }  // namespace
