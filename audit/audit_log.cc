@@ -25,7 +25,16 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-namespace replaygate::cli::audit {
+namespace replaygate::audit {
+
+// Until common/ lands, the JSON nesting screen and the text helpers live in the CLI's namespace.
+using cli::JsonShape;
+using cli::kMaxJsonDepth;
+using cli::locate_member_value;
+using cli::plural;
+using cli::RecordParser;
+using cli::scan_json_shape;
+
 namespace {
 
 using nlohmann::json;
@@ -992,4 +1001,4 @@ AppendResult repair(const std::string& path, const std::string& operator_name,
   return result;
 }
 
-}  // namespace replaygate::cli::audit
+}  // namespace replaygate::audit

@@ -3,7 +3,7 @@
 
 #include "audit/audit_log.h"
 
-namespace replaygate::cli::audit {
+namespace replaygate::audit {
 
 nlohmann::json to_json(const DecisionEntry& e) {
   nlohmann::json j;
@@ -37,4 +37,4 @@ nlohmann::json to_json(const ResultEntry& e) {
   return j;
 }
 
-}  // namespace replaygate::cli::audit
+}  // namespace replaygate::audit

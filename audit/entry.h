@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-namespace replaygate::cli::audit {
+namespace replaygate::audit {
 
 // A decision a command made for one record or message.
 struct DecisionEntry {
@@ -45,4 +45,4 @@ struct ResultEntry {
 nlohmann::json to_json(const DecisionEntry& entry);
 nlohmann::json to_json(const ResultEntry& entry);
 
-}  // namespace replaygate::cli::audit
+}  // namespace replaygate::audit

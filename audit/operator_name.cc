@@ -7,7 +7,7 @@
 
 #include "compiler/utf8.h"  // UTF-8 checks (moving to common/)
 
-namespace replaygate::cli {
+namespace replaygate::audit {
 
 namespace {
 
@@ -89,4 +89,4 @@ std::string operator_name_problem(std::string_view name) {
   return "";
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::audit

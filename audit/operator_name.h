@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace replaygate::cli {
+namespace replaygate::audit {
 
 // What is wrong with `name` as the name of who acted (`--operator` of review, decide and audit
 // result; the `operator` field of an audit entry), as a phrase to follow the option or field name,
@@ -22,4 +22,4 @@ namespace replaygate::cli {
 //   the first one that is not a space or tab is named).
 std::string operator_name_problem(std::string_view name);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::audit

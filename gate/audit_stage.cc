@@ -19,7 +19,7 @@ void AuditStage::add(const Table& table, const Verdict& v) {
     checksum_hex_ = table.checksum_hex();
     checksum_of_ = &table;
   }
-  cli::audit::DecisionEntry entry;
+  audit::DecisionEntry entry;
   entry.operator_name = operator_name_;
   entry.source = source_;
   entry.record = v.record->line_number;
@@ -32,14 +32,14 @@ void AuditStage::add(const Table& table, const Verdict& v) {
   entry.policy = std::string(table.policy_id());
   entry.policy_revision = table.revision();
   entry.table_checksum = checksum_hex_;
-  pending_.push_back(cli::audit::to_json(entry));
+  pending_.push_back(audit::to_json(entry));
 }
 
 bool AuditStage::commit() {
   if (pending_.empty()) return true;
   const size_t entries = pending_.size();
-  const cli::audit::AppendResult appended = cli::audit::append_batch(path_, std::move(pending_));
-  std::fputs(cli::audit::removed_tail_note(path_, appended).c_str(), stderr);
+  const audit::AppendResult appended = audit::append_batch(path_, std::move(pending_));
+  std::fputs(audit::removed_tail_note(path_, appended).c_str(), stderr);
   pending_.clear();
   if (!appended.ok) {
     error_ = appended.error;

@@ -17,7 +17,7 @@ namespace {
 using namespace replaygate::testing;  // NOLINT: test vocabulary
 
 namespace fs = std::filesystem;
-namespace audit = replaygate::cli::audit;
+namespace audit = replaygate::audit;
 
 const std::string kRecovery = kSourceDir + "/policies/generation_recovery.yaml";
 const std::string kExamples = kSourceDir + "/examples/recovery/";

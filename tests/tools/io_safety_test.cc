@@ -17,7 +17,7 @@ namespace {
 using namespace replaygate::testing;  // NOLINT: test vocabulary
 
 namespace fs = std::filesystem;
-namespace audit = replaygate::cli::audit;
+namespace audit = replaygate::audit;
 
 const std::string kGate = kSourceDir + "/policies/replay_gate.yaml";
 const std::string kLetters = kSourceDir + "/examples/letters.jsonl";

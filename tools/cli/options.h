@@ -11,6 +11,9 @@
 
 namespace replaygate::cli {
 
+// The operator-name rule is the audit log's (audit/operator_name.h).
+using audit::operator_name_problem;
+
 // A count option: how it is named in messages, what it counts, and its range.
 struct CountOption {
   std::string_view name;  // "--max-replays"
