@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bindings/jsonl/replaygate_jsonl.h"
+#include "inputs/letters.h"
 #include "runtime/reload.h"
-#include "tools/cli/letters.h"
 
 using replaygate::Input;
 using replaygate::LoadStatus;

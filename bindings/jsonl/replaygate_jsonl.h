@@ -2,7 +2,7 @@
  * languages whose per-record work costs more than a decision (Python, Ruby, ...).
  *
  * A separate shared library (libreplaygate_jsonl.so) because it parses JSON with simdjson and the
- * CLI's strict `letters` reader (tools/cli/letters.h), while the runtime depends on the standard
+ * CLI's strict `letters` reader (inputs/letters.h), while the runtime depends on the standard
  * library only. It carries its own copy of the runtime: an rgj_gate is a hot-reloadable table
  * (runtime/reload.h) and does not mix with rg_table handles. Status codes and rg_error are those
  * of runtime/replaygate.h.

@@ -21,11 +21,12 @@
 
 #include "compiler/compile.h"
 #include "compiler/lower.h"
+#include "inputs/kafka.h"
+#include "inputs/letters.h"
+#include "inputs/mapping.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
-#include "tools/cli/kafka.h"
-#include "tools/cli/letters.h"
-#include "tools/cli/mapping.h"
-#include "tools/cli/records.h"
+#include "tools/cli/mapping_defaults.h"
 
 namespace {
 

@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "tests/support/cli_runner.h"
-#include "tools/cli/audit.h"
 
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
 
 namespace fs = std::filesystem;
-namespace audit = replaygate::cli::audit;
+namespace audit = replaygate::audit;
 
 const std::string kRecovery = kSourceDir + "/policies/generation_recovery.yaml";
 const std::string kExamples = kSourceDir + "/examples/recovery/";

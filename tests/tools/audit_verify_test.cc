@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "tests/support/cli_runner.h"
-#include "tools/cli/audit.h"
 #include "tools/cli/files.h"
 
 namespace {
@@ -20,7 +20,7 @@ namespace {
 using namespace replaygate::testing;  // NOLINT: test vocabulary
 
 namespace fs = std::filesystem;
-namespace audit = replaygate::cli::audit;
+namespace audit = replaygate::audit;
 
 const std::string kGate = kSourceDir + "/policies/replay_gate.yaml";
 const std::string kRecovery = kSourceDir + "/policies/generation_recovery.yaml";

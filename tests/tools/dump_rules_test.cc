@@ -1,9 +1,7 @@
-// The run-wide rules of `replaygate decide` (tools/cli/dump_rules.h): the replayed keys (an
+// The run-wide rules of `replaygate decide` (gate/replay_guard.h): the replayed keys (an
 // exact set of hashes sized to the keys, then the split block Bloom filter of the whole cap), the
 // false-positive estimate, the key cap, and the direction of every mistake (a hold, never a second
 // replay).
-#include "tools/cli/dump_rules.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +9,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "gate/replay_guard.h"
 
 namespace replaygate::cli {
 namespace {

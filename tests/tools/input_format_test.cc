@@ -1,4 +1,4 @@
-// --input-format (tools/cli/input_formats.h) on decide and explain, decide's --format alias, and
+// --input-format (inputs/formats.h) on decide and explain, decide's --format alias, and
 // what a record's inputs were: decide --show-inputs and explain --input-format kafka --mapping.
 // Exact messages and lines; the kafka explanation is a golden (tests/data/explain/).
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "inputs/formats.h"
 #include "tests/support/cli_runner.h"
-#include "tools/cli/input_formats.h"
 
 namespace {
 

@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "tests/support/cli_runner.h"
-#include "tools/cli/audit.h"
 
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
 
 namespace fs = std::filesystem;
-namespace audit = replaygate::cli::audit;
+namespace audit = replaygate::audit;
 
 const std::string kGate = kSourceDir + "/policies/replay_gate.yaml";
 const std::string kLetters = kSourceDir + "/examples/letters.jsonl";

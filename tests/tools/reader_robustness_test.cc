@@ -10,12 +10,13 @@
 
 #include "compiler/compile.h"
 #include "compiler/lower.h"
+#include "inputs/kafka.h"
+#include "inputs/letters.h"
+#include "inputs/mapping.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
 #include "tools/cli/files.h"
-#include "tools/cli/kafka.h"
-#include "tools/cli/letters.h"
-#include "tools/cli/mapping.h"
-#include "tools/cli/records.h"
+#include "tools/cli/mapping_defaults.h"
 
 namespace replaygate::cli {
 namespace {

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tools/cli/mapping.h"
+#include "inputs/mapping.h"
+#include "inputs/records.h"
 #include "tools/cli/output.h"
-#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 namespace {

@@ -22,15 +22,15 @@
 #include <tuple>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "tests/support/cli_runner.h"
-#include "tools/cli/audit.h"
 
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
 
 namespace fs = std::filesystem;
-namespace audit = replaygate::cli::audit;
+namespace audit = replaygate::audit;
 
 const std::string kPolicy = kSourceDir + "/policies/generation_recovery.yaml";
 const std::string kExamples = kSourceDir + "/examples/recovery/";

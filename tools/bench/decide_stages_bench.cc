@@ -14,9 +14,9 @@
 #include <memory>
 #include <string>
 
+#include "inputs/letters.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
-#include "tools/cli/letters.h"
-#include "tools/cli/records.h"
 
 namespace {
 

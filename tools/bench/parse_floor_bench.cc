@@ -22,7 +22,7 @@
 #include <sstream>
 #include <string>
 
-#include "tools/cli/records.h"
+#include "inputs/records.h"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "compiler/diagnostic.h"
+#include "inputs/records.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 namespace {

@@ -1,6 +1,6 @@
 // `replaygate audit verify FILE|-`, `replaygate audit result ...` and `replaygate audit repair
 // LOG ...`: check the audit trail, append a worker's result entry for a recorded decision, and
-// record a break in a log that does not verify (format in tools/cli/audit.h).
+// record a break in a log that does not verify (format in audit/audit_log.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,8 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "audit/audit_log.h"
+#include "audit/entry.h"
 #include "compiler/escape.h"
-#include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
@@ -177,14 +178,12 @@ int run_result(const AuditOptions& o) {
       !count(revision_option, o.revision, &revision)) {
     return kExitUsage;
   }
-  nlohmann::json entry;
-  entry["kind"] = "result";
-  entry["time"] = audit::utc_now();
-  entry["decision"] = decision;
-  entry["revision"] = revision;
-  entry["outcome"] = o.outcome;
-  if (o.operator_given) entry["operator"] = o.operator_name;
-  const audit::AppendResult appended = audit::append(o.log, entry, decision);
+  audit::ResultEntry entry;
+  entry.decision = decision;
+  entry.revision = revision;
+  entry.outcome = o.outcome;
+  if (o.operator_given) entry.operator_name = o.operator_name;
+  const audit::AppendResult appended = audit::append(o.log, audit::to_json(entry), decision);
   std::fputs(audit::removed_tail_note(o.log, appended).c_str(), stderr);
   if (!appended.ok) {
     std::fprintf(stderr, "replaygate: %s\nreplaygate: the result was NOT recorded\n",

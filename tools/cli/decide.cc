@@ -11,7 +11,7 @@
 //   * --max-replayed-keys N: once N keys were replayed, a create verb for a new key gets the
 //     default, rule "dump:key_limit".
 //
-// The record format is --input-format (tools/cli/input_formats.h; --format is its old name).
+// The record format is --input-format (inputs/formats.h; --format is its old name).
 // --show-inputs adds to each line what each policy input received (InputsText below); without it
 // the lines and the loop are as they were.
 //
@@ -37,19 +37,21 @@
 #include <string>
 #include <vector>
 
+#include "gate/audit_stage.h"
+#include "gate/gate.h"
+#include "gate/memory_limit.h"
+#include "gate/replay_guard.h"
+#include "inputs/formats.h"
+#include "inputs/letters.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
-#include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/dump_rules.h"
 #include "tools/cli/files.h"
-#include "tools/cli/input_formats.h"
-#include "tools/cli/letters.h"
-#include "tools/cli/memory_limit.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
-#include "tools/cli/records.h"
+#include "tools/cli/record_reading.h"
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
@@ -72,283 +74,6 @@ struct DecideOptions {
   std::string audit;              // --audit FILE: append every decision to this audit log
   std::string operator_name;      // --operator NAME, required with --audit
   bool operator_set = false;      // --operator was on the command line (even as "")
-};
-
-const char* action_words(Effect effect) {
-  switch (effect) {
-    case Effect::kNone:
-      return "nothing";
-    case Effect::kRead:
-      return "read status";
-    case Effect::kCopy:
-      return "copy an existing output";
-    case Effect::kCreate:
-      return "create new work";
-  }
-  return "nothing";
-}
-
-// The text of an output line after its metadata, from ',"verb":' to the newline, for each
-// distinct (verb, rule, reason, invalid): rendered on first use and kept (bounded by the table's
-// catalog and fields, not by the dump).
-class DecisionText {
- public:
-  explicit DecisionText(const Table& table) : table_(table) {
-    for (uint32_t v = 0; v < table.verb_count(); ++v) {
-      std::string s = ",\"verb\":";
-      append_json_string(s, table.verb_name(v));
-      s += ",\"effect\":";
-      append_json_string(s, effect_name(table.verb_effect(v)));
-      s += ",\"action\":";
-      append_json_string(s, action_words(table.verb_effect(v)));
-      verb_json_.push_back(std::move(s));
-    }
-    tail_ = ",\"policy\":";
-    append_json_string(tail_, table.policy_id());
-    tail_ += ",\"revision\":" + std::to_string(table.revision()) + ",\"table\":";
-    append_json_string(tail_, table.checksum_hex());
-    rules_.resize(table.rule_count());
-    fields_.resize(table.field_count());
-  }
-
-  // The text for a decision of the table, unchanged by the dump rules.
-  std::string_view of(const Decision& d) {
-    Span* cached = &default_;
-    if (d.kind == DecisionKind::kRule && d.rule < rules_.size()) {
-      cached = &rules_[d.rule];
-    } else if (d.kind == DecisionKind::kInvalidInput && d.invalid_field < fields_.size()) {
-      cached = &fields_[d.invalid_field];
-    } else if (d.kind == DecisionKind::kInvalidInput) {
-      cached = &invalid_other_;
-    }
-    if (cached->length == 0) {
-      *cached =
-          add(d.verb, table_.rule_name(d), table_.reason(d), d.kind == DecisionKind::kInvalidInput);
-    }
-    return view(*cached);
-  }
-  // The rule name of a create verb the dump rules turned into the default.
-  static std::string_view held_rule(DumpRules::Outcome outcome) {
-    switch (outcome) {
-      case DumpRules::Outcome::kMaybeDuplicate:
-        return "dump:maybe_duplicate";
-      case DumpRules::Outcome::kBudget:
-        return "dump:replay_budget";
-      case DumpRules::Outcome::kKeyLimit:
-      case DumpRules::Outcome::kReplay:  // not a hold; never asked for
-        break;
-    }
-    return "dump:key_limit";
-  }
-  // The text for a create verb the dump rules turned into the default.
-  std::string_view held(DumpRules::Outcome outcome) {
-    Span& cached = held_[static_cast<int>(outcome)];
-    if (cached.length == 0) {
-      std::string_view reason;
-      switch (outcome) {
-        case DumpRules::Outcome::kMaybeDuplicate:
-          reason =
-              "idempotency key probably replayed earlier in this dump (a replayed-key filter "
-              "match; its false-positive rate is in the run summary)";
-          break;
-        case DumpRules::Outcome::kBudget:
-          reason = "replay budget exhausted";
-          break;
-        case DumpRules::Outcome::kKeyLimit:
-        case DumpRules::Outcome::kReplay:  // not a hold; never asked for
-          reason =
-              "too many replayed keys to remember (--max-replayed-keys); held so that a later "
-              "duplicate cannot be replayed";
-          break;
-      }
-      cached = add(table_.default_verb(), held_rule(outcome), reason, false);
-    }
-    return view(cached);
-  }
-  // A record that could not be read: the default verb with `problem` as the reason and, when the
-  // problem has one place, its 1-based `column` (in bytes) in the line (rare, not cached).
-  // Appends to `out`.
-  void append_unreadable(ByteBuffer& out, std::string_view problem, size_t column) const {
-    std::string text = verb_json_[table_.default_verb()];
-    text += ",\"rule\":\"default\",\"reason\":";
-    append_json_string(text, problem);
-    text += tail_;
-    text += ",\"invalid\":true";
-    if (column != 0) text += ",\"column\":" + std::to_string(column);
-    text += "}\n";
-    out.append(text.data(), text.size());
-  }
-  // A record whose field `d.invalid_field` the runtime found invalid: the cached text of `d`, then
-  // the 1-based byte `column` of the field's value in the line (0: it has no place) and the
-  // `problem` with it, from runtime/trace.h (rare, not cached: both vary per record). Appends to
-  // `out`.
-  void append_invalid_input(ByteBuffer& out, const Decision& d, size_t column,
-                            std::string_view problem) {
-    std::string_view cached = of(d);
-    cached.remove_suffix(2);  // "}\n"
-    std::string text(cached);
-    if (column != 0) text += ",\"column\":" + std::to_string(column);
-    text += ",\"problem\":";
-    append_json_string(text, problem);
-    text += "}\n";
-    out.append(text.data(), text.size());
-  }
-
- private:
-  struct Span {
-    uint32_t offset = 0, length = 0;
-  };
-  Span add(uint32_t verb, std::string_view rule, std::string_view reason, bool invalid) {
-    const size_t offset = arena_.size();
-    arena_ += verb_json_[verb];
-    arena_ += ",\"rule\":";
-    append_json_string(arena_, rule);
-    arena_ += ",\"reason\":";
-    append_json_string(arena_, reason);
-    arena_ += tail_;
-    arena_ += invalid ? ",\"invalid\":true}\n" : ",\"invalid\":false}\n";
-    return Span{static_cast<uint32_t>(offset), static_cast<uint32_t>(arena_.size() - offset)};
-  }
-  std::string_view view(Span span) const {
-    return std::string_view(arena_).substr(span.offset, span.length);
-  }
-
-  const Table& table_;
-  std::vector<std::string> verb_json_;  // ,"verb":..,"effect":..,"action":..
-  std::string tail_;                    // ,"policy":..,"revision":..,"table":..
-  std::string arena_;                   // every rendered text, back to back
-  std::vector<Span> rules_, fields_;
-  Span default_, invalid_other_, held_[4];
-};
-
-// A line number kept in decimal: lines go up one at a time, so the text is incremented in place
-// (a carry through trailing 9s) instead of converted per line.
-class LineNumberText {
- public:
-  std::string_view of(uint64_t n) {
-    if (n != value_ + 1 || length_ == 0) {
-      length_ =
-          static_cast<size_t>(std::to_chars(digits_, digits_ + sizeof digits_, n).ptr - digits_);
-    } else {
-      size_t i = length_;
-      while (i > 0 && digits_[i - 1] == '9') digits_[--i] = '0';
-      if (i > 0) {
-        ++digits_[i - 1];
-      } else {  // 99 -> 100
-        std::memmove(digits_ + 1, digits_, length_);
-        digits_[0] = '1';
-        ++length_;
-      }
-    }
-    value_ = n;
-    return std::string_view(digits_, length_);
-  }
-
- private:
-  char digits_[24] = {};
-  size_t length_ = 0;
-  uint64_t value_ = 0;
-};
-
-// Writes the start of a record's output line, `{"n":N` and the echoed metadata, into `out`.
-void write_prefix(ByteBuffer& out, std::string_view line_number, const RecordMeta& meta) {
-  constexpr std::string_view kN = "{\"n\":", kMessageId = ",\"message_id\":",
-                             kBodyHash = ",\"body_hash\":";
-  size_t bound = kN.size() + line_number.size();
-  if (meta.has_message_id) bound += kMessageId.size() + json_string_bound(meta.message_id);
-  if (meta.has_body_hash) bound += kBodyHash.size() + json_string_bound(meta.body_hash);
-  char* w = out.room(bound);
-  std::memcpy(w, kN.data(), kN.size());
-  w += kN.size();
-  std::memcpy(w, line_number.data(), line_number.size());
-  w += line_number.size();
-  if (meta.has_message_id) {
-    std::memcpy(w, kMessageId.data(), kMessageId.size());
-    w = write_json_string(w + kMessageId.size(), meta.message_id);
-  }
-  if (meta.has_body_hash) {
-    std::memcpy(w, kBodyHash.data(), kBodyHash.size());
-    w = write_json_string(w + kBodyHash.size(), meta.body_hash);
-  }
-  out.commit(w);
-}
-
-// --show-inputs: the `,"inputs":{...}` member of a line, right after its metadata: every policy
-// input by name, in the policy's order, with the value the record gave it (docs/cli.md). Rendered
-// in stage 1, while the record's Input is still there; without the flag nothing of this runs.
-class InputsText {
- public:
-  InputsText(const Table& table, const std::set<std::string>& sensitive) : table_(table) {
-    for (uint32_t f = 0; f < table.field_count(); ++f) {
-      const std::string name(table.field(f).name);
-      Field field;
-      field.key = (f == 0 ? "" : ",") + json_string(name) + ":";
-      field.sensitive = sensitive.count(name) > 0;
-      field.derived = table.field_derived(f);
-      has_derived_ = has_derived_ || field.derived;
-      fields_.push_back(std::move(field));
-    }
-  }
-
-  // Appends `,"inputs":{...}` to `out`, or `,"inputs":null` for a record that could not be read
-  // (`input` null). `valid`: every input passed validation, so derived inputs were computed.
-  void append(ByteBuffer& out, const Input* input, bool valid) {
-    using State = Input::Slot::State;
-    if (input == nullptr) {
-      constexpr std::string_view kNull = ",\"inputs\":null";
-      out.append(kNull.data(), kNull.size());
-      return;
-    }
-    // A derived input is computed from others after validation, as decide() does; the record's
-    // own value for it is never used, so it is not what is shown.
-    Trace computed;
-    if (has_derived_ && valid) computed = trace(table_, *input);
-    text_ = ",\"inputs\":{";
-    for (uint32_t f = 0; f < fields_.size(); ++f) {
-      const Field& field = fields_[f];
-      text_ += field.key;
-      const Input::Slot unset{};
-      const Input::Slot& slot = f < input->size() ? input->slots()[f] : unset;
-      const bool present =
-          field.derived ? valid : slot.state != State::kUnset && slot.state != State::kNull;
-      if (!present) {
-        text_ += "null";
-      } else if (field.sensitive) {
-        text_ += "\"<redacted>\"";
-      } else if (field.derived) {
-        const bool known = f < computed.fields.size() && !computed.fields[f].atom_label.empty();
-        text_ += known ? computed.fields[f].atom_label : "null";
-      } else {
-        switch (slot.state) {
-          case State::kString:
-            append_json_string(text_, slot.s);
-            break;
-          case State::kInt:
-            text_ += std::to_string(slot.i);
-            break;
-          case State::kBool:
-            text_ += slot.b ? "true" : "false";
-            break;
-          default:  // kInvalid: a value of the wrong JSON type, which the reader did not keep
-            text_ += "{\"invalid\":\"unreadable (wrong JSON type or out of int64 range)\"}";
-            break;
-        }
-      }
-    }
-    text_ += '}';
-    out.append(text_.data(), text_.size());
-  }
-
- private:
-  struct Field {
-    std::string key;  // ,"name":
-    bool sensitive = false;
-    bool derived = false;
-  };
-  const Table& table_;
-  std::vector<Field> fields_;
-  bool has_derived_ = false;
-  std::string text_;  // reused: no allocation per record once it has grown
 };
 
 // --max-replayed-keys above this is refused (the limit of the exact set it was first written for;
@@ -537,10 +262,8 @@ int run_decide(const DecideOptions& o) {
     return code;
   }
   RecordParser* const parser = reading.parser.get();
-  std::unique_ptr<InputsText> inputs_text;  // --show-inputs only
-  if (o.show_inputs) {
-    inputs_text = std::make_unique<InputsText>(*table, sensitive_names(policy_sensitive));
-  }
+  std::set<std::string> redacted;  // --show-inputs only
+  if (o.show_inputs) redacted = sensitive_names(policy_sensitive);
 
   int fd = STDIN_FILENO;
   if (o.input != "-") {
@@ -553,51 +276,10 @@ int run_decide(const DecideOptions& o) {
   }
   const std::string input_name = o.input == "-" ? "standard input" : o.input;
 
-  const uint32_t default_verb = table->default_verb();
-  DecisionText texts(*table);
-  std::string checksum_hex;  // for --audit entries
-  if (!o.audit.empty()) checksum_hex = table->checksum_hex();
-
-  Input input(*table);
-  LineReader reader(fd);
-  BlockWriter out(STDOUT_FILENO);
-  // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
-  // glued onto it, and the file would no longer be JSON Lines.
-  // (The note is printed once decisions were written: with no records, nothing is.)
-  const bool started_mid_line = ends_mid_line(STDOUT_FILENO);
-  if (started_mid_line) out.start_on_new_line();
-  // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
-  // printed, so a decision that reaches stdout is always on record; when the append fails the
-  // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
-  std::vector<nlohmann::json> pending_audit;
-  bool audit_failed = false;
-  uint64_t audited_records = 0;  // records whose decision entries are in the log (the first ones)
-  uint64_t last_audit_seq = 0;   // the seq of the last of them
-  auto commit_block = [&]() {
-    if (o.audit.empty() || pending_audit.empty()) return true;
-    const size_t entries = pending_audit.size();
-    const audit::AppendResult appended = audit::append_batch(o.audit, std::move(pending_audit));
-    std::fputs(audit::removed_tail_note(o.audit, appended).c_str(), stderr);
-    pending_audit.clear();
-    if (appended.ok) {
-      audited_records += entries;
-      last_audit_seq = appended.seq;
-    }
-    if (!appended.ok) {
-      out.buffer().clear();
-      std::fprintf(stderr,
-                   "replaygate: %s\nreplaygate: the decisions not printed above were NOT "
-                   "recorded and are not taken; do not act on them\n",
-                   appended.error.c_str());
-      audit_failed = true;
-      return false;
-    }
-    return true;
-  };
-  std::unique_ptr<DumpRules> rules;
+  std::unique_ptr<gate::ReplayGuard> rules;
   try {
-    rules = std::make_unique<DumpRules>(max_replays, static_cast<uint64_t>(max_keys),
-                                        static_cast<uint64_t>(filter_mib) << 20);
+    rules = std::make_unique<gate::ReplayGuard>(max_replays, static_cast<uint64_t>(max_keys),
+                                                static_cast<uint64_t>(filter_mib) << 20);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "replaygate: cannot map %lld MiB for the replayed-key filter; give a smaller "
@@ -606,122 +288,69 @@ int run_decide(const DecideOptions& o) {
     if (fd != STDIN_FILENO) ::close(fd);
     return kExitUsage;
   }
-  DumpRules& dump_rules = *rules;
-  std::vector<uint64_t> per_verb(table->verb_count(), 0);
-  uint64_t total = 0, invalid_count = 0, maybe_duplicate_holds = 0, budget_holds = 0,
-           key_limit_holds = 0;
+  gate::ReplayGuard& dump_rules = *rules;
+  // The table goes into a SharedTable, which the gate pins for the run (decide never reloads).
+  SharedTable shared(std::move(table));
+  gate::Gate::Options gate_options;
+  gate_options.dedupe_field = dedupe_field;
+  gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
+  gate_options.batch_records = kBatchRecords;
+  const std::unique_ptr<gate::Gate> gate_ptr =
+      gate::Gate::open(shared, *parser, dump_rules, gate_options);
+  gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
+  // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
+  // printed, so a decision that reaches stdout is always on record; when the append fails the
+  // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
+  std::unique_ptr<gate::AuditStage> audit_stage;
+  if (!o.audit.empty()) {
+    audit_stage = std::make_unique<gate::AuditStage>(o.audit, o.operator_name, input_name);
+    gate.add_stage(audit_stage.get());
+  }
+
+  LineReader reader(fd);
+  BlockWriter out(STDOUT_FILENO);
+  // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
+  // glued onto it, and the file would no longer be JSON Lines.
+  // (The note is printed once decisions were written: with no records, nothing is.)
+  const bool started_mid_line = ends_mid_line(STDOUT_FILENO);
+  if (started_mid_line) out.start_on_new_line();
+  bool audit_failed = false;
+  // The gate's stages commit what is buffered; false (and the block dropped) when one failed.
+  auto commit_block = [&]() {
+    const gate::Stage* failed = nullptr;
+    if (gate.commit(&failed)) return true;
+    out.buffer().clear();
+    std::fprintf(stderr,
+                 "replaygate: %s\nreplaygate: the decisions not printed above were NOT "
+                 "recorded and are not taken; do not act on them\n",
+                 failed->error().c_str());
+    audit_failed = true;
+    return false;
+  };
+  const gate::GateCounts& counts = gate.counts();
   uint64_t printed = 0;  // records whose output lines are written, whole (the first `printed`)
   // Writes what is buffered (every record so far); false once a write failed.
   auto flush_out = [&] {
-    if (out.flush()) printed = total;
+    if (out.flush()) printed = counts.total;
     return out.ok();
   };
-  std::string problem;
-  RecordMeta meta;
   std::string_view line;
   int exit_code = kExitOk;
 
   // Records go through in batches, two at a time: a batch is read and decided, its records'
   // filter blocks are prefetched all together (stage 1), and then the batch before it is judged
-  // by the dump rules and written, in input order (stage 2). So a block has a whole batch's time
-  // to arrive from memory, and the misses of a batch overlap instead of stalling one by one.
-  // Stage 1 renders what does not depend on the dump rules into the batch's `scratch`: the line's
-  // metadata prefix, or the whole line for an unreadable record or an invalid input. With --audit a
-  // batch is one record, written at once (its audit entry echoes the record's message_id, a view
-  // valid until the next line is read).
-  struct Pending {
-    uint64_t line_number = 0;
-    size_t begin = 0, end = 0;  // the record's text in its batch's `scratch`
-    bool readable = false;
-    bool create = false;  // a valid decision with a create-effect verb: the dump rules apply
-    bool has_key = false;
-    uint64_t key_hash = 0;
-    Decision decision;
-  };
-  struct Batch {
-    explicit Batch(size_t size) : records(size), scratch(size * 256) {}
-    std::vector<Pending> records;
-    size_t count = 0;
-    ByteBuffer scratch;
-  };
-  const bool audited = !o.audit.empty();
-  const size_t batch_size = audited ? 1 : kBatchRecords;
-  Batch batches[2] = {Batch(batch_size), Batch(batch_size)};
+  // by the replay guard and written, in input order (stage 2). So a block has a whole batch's
+  // time to arrive from memory, and the misses of a batch overlap instead of stalling one by one
+  // (gate/gate.h). With --audit a batch is one record, written at once.
+  const size_t batch_size = gate.batch_size();
+  gate::Batch batches[2] = {gate::Batch(batch_size), gate::Batch(batch_size)};
   int current = 0;  // the batch being filled; the other one waits for stage 2
-  LineNumberText line_text;
-  const Input::Slot* key_slot =
-      dedupe_field != Table::kNoField ? &input.slots()[dedupe_field] : nullptr;
 
   // Stage 2 for a batch: false when the run must stop (a failed write or audit append).
-  auto emit_batch = [&](Batch& batch) {
+  auto emit_batch = [&](gate::Batch& batch) {
     bool ok = true;
-    const ByteBuffer& scratch = batch.scratch;
     for (size_t i = 0; i < batch.count && ok; ++i) {
-      const Pending& p = batch.records[i];
-      uint32_t verb = default_verb;
-      std::string_view text;  // after the prefix; empty for an unreadable record
-      bool invalid = true;
-      DumpRules::Outcome outcome = DumpRules::Outcome::kReplay;
-      if (p.readable) {
-        verb = p.decision.verb;
-        invalid = p.decision.kind == DecisionKind::kInvalidInput;
-        if (!invalid) text = texts.of(p.decision);  // an invalid input's line is in `scratch`
-        if (p.create) {
-          outcome = dump_rules.judge_hash(p.has_key ? &p.key_hash : nullptr);
-          switch (outcome) {
-            case DumpRules::Outcome::kReplay:
-              break;
-            case DumpRules::Outcome::kMaybeDuplicate:
-              ++maybe_duplicate_holds;
-              break;
-            case DumpRules::Outcome::kBudget:
-              ++budget_holds;
-              break;
-            case DumpRules::Outcome::kKeyLimit:
-              ++key_limit_holds;
-              break;
-          }
-          if (outcome != DumpRules::Outcome::kReplay) {
-            verb = default_verb;
-            text = texts.held(outcome);
-          }
-        }
-      }
-      ++total;
-      ++per_verb[verb];
-      if (invalid) ++invalid_count;
-
-      ByteBuffer& buffer = out.buffer();
-      char* w = buffer.room(p.end - p.begin + text.size());
-      std::memcpy(w, scratch.data() + p.begin, p.end - p.begin);
-      w += p.end - p.begin;
-      if (!text.empty()) std::memcpy(w, text.data(), text.size());  // an empty view may be null
-      buffer.commit(w + text.size());
-      if (!o.audit.empty()) {
-        std::string_view rule = "default";
-        if (outcome != DumpRules::Outcome::kReplay) {
-          rule = DecisionText::held_rule(outcome);
-        } else if (p.readable) {
-          rule = table->rule_name(p.decision);
-        }
-        nlohmann::json entry;
-        entry["kind"] = "decision";
-        entry["time"] = audit::utc_now();
-        entry["operator"] = o.operator_name;
-        entry["source"] = input_name;
-        entry["record"] = p.line_number;
-        entry["message_id"] =
-            meta.has_message_id ? nlohmann::json(std::string(meta.message_id)) : nlohmann::json();
-        entry["operation_id"] = nullptr;
-        entry["action"] = std::string(table->verb_name(verb));
-        entry["effect"] = effect_name(table->verb_effect(verb));
-        entry["rule"] = std::string(rule);
-        entry["policy"] = std::string(table->policy_id());
-        entry["policy_revision"] = table->revision();
-        entry["table_checksum"] = checksum_hex;
-        entry["record_revision"] = nullptr;
-        pending_audit.push_back(std::move(entry));
-      }
+      gate.judge(batch, i, out.buffer());
       if (out.full() && (!commit_block() || !flush_out())) ok = false;
     }
     batch.count = 0;
@@ -743,64 +372,14 @@ int run_decide(const DecideOptions& o) {
       exit_code = kExitUsage;
       break;
     }
-    Batch& batch = batches[current];
-    Pending& p = batch.records[batch.count];
-    p.line_number = reader.line_number();
-    p.readable = false;
-    p.create = false;
-    p.has_key = false;
-    if (status == LineReader::Status::kTooLarge) {
-      problem = record_too_large(reader.max_line());
-      meta = RecordMeta{};
-    } else {
-      p.readable = parser->parse(line, input, &meta, &problem);
-    }
-    if (p.readable) {
-      p.decision = table->decide(input);
-      // Only a create verb meets the dump rules: only its key is hashed and its block fetched.
-      p.create = p.decision.kind != DecisionKind::kInvalidInput &&
-                 table->verb_effect(p.decision.verb) == Effect::kCreate;
-      if (p.create && key_slot != nullptr && key_slot->state == Input::Slot::State::kString) {
-        p.has_key = true;
-        p.key_hash = dump_rules.hash_of(key_slot->s);
-      }
-    }
-    p.begin = batch.scratch.size();
-    write_prefix(batch.scratch, line_text.of(p.line_number), meta);
-    if (inputs_text != nullptr) {
-      inputs_text->append(batch.scratch, p.readable ? &input : nullptr,
-                          p.readable && p.decision.kind != DecisionKind::kInvalidInput);
-    }
-    if (!p.readable) {
-      size_t column = 0;  // of the problem in the line; 0: it has no one place
-      if (status != LineReader::Status::kTooLarge &&
-          parser->problem_offset() != RecordParser::kNoOffset) {
-        column = parser->problem_offset() + 1;
-      }
-      texts.append_unreadable(batch.scratch, problem, column);
-    } else if (p.decision.kind == DecisionKind::kInvalidInput) {
-      // Where and why, worked out while the line and the input are still here (a batch is
-      // written later); a record that is valid never comes this way.
-      const uint32_t f = p.decision.invalid_field;
-      const Trace why = trace(*table, input);
-      std::string_view field_problem = "invalid";
-      if (f < why.fields.size() && !why.fields[f].valid) field_problem = why.fields[f].problem;
-      size_t column = 0;
-      if (f < input.size() && input.slots()[f].state != Input::Slot::State::kUnset) {
-        const size_t offset = parser->field_value_offset(line, f);
-        if (offset != RecordParser::kNoOffset) column = offset + 1;
-      }
-      texts.append_invalid_input(batch.scratch, p.decision, column, field_problem);
-    }
-    p.end = batch.scratch.size();
-    if (++batch.count < batch_size) continue;
-    if (audited) {
+    gate::Batch& batch = batches[current];
+    gate.read(batch, reader.line_number(), status, line, reader.max_line());
+    if (batch.count < batch_size) continue;
+    if (gate.has_stages()) {
       if (!emit_batch(batch)) break;
       continue;
     }
-    for (size_t i = 0; i < batch.count; ++i) {
-      if (batch.records[i].has_key) dump_rules.prefetch(batch.records[i].key_hash);
-    }
+    gate.prefetch(batch);
     current = 1 - current;
     if (!emit_batch(batches[current])) break;  // the batch before: its blocks have arrived
   }
@@ -812,7 +391,7 @@ int run_decide(const DecideOptions& o) {
     return kExitUsage;
   }
   const bool flushed = flush_out();
-  if (started_mid_line && total > 0) {
+  if (started_mid_line && counts.total > 0) {
     std::fprintf(stderr,
                  "replaygate: note: %s does not end with a newline; the decisions start on a new "
                  "line\n",
@@ -821,6 +400,8 @@ int run_decide(const DecideOptions& o) {
   if (!flushed) {
     const uint64_t kept = printed + out.failed_block_lines();
     report_write_failure(out, kept);
+    const uint64_t audited_records = audit_stage != nullptr ? audit_stage->recorded() : 0;
+    const uint64_t last_audit_seq = audit_stage != nullptr ? audit_stage->last_seq() : 0;
     if (audited_records > kept) {
       // Logged before printing, as they must be, but never printed: say exactly which.
       const uint64_t first_seq = last_audit_seq - (audited_records - kept) + 1;
@@ -843,22 +424,25 @@ int run_decide(const DecideOptions& o) {
     return kExitUsage;
   }
 
-  std::string summary = "summary: " + plural(total, "record");
-  for (uint32_t v = 0; v < table->verb_count(); ++v) {
-    summary += ", " + std::string(table->verb_name(v)) + " " + std::to_string(per_verb[v]);
+  const Table& decided = gate.table();
+  std::string summary = "summary: " + plural(counts.total, "record");
+  for (uint32_t v = 0; v < decided.verb_count(); ++v) {
+    summary += ", " + std::string(decided.verb_name(v)) + " " + std::to_string(counts.per_verb[v]);
   }
-  summary += "; invalid " + std::to_string(invalid_count) + ", maybe-duplicate holds " +
-             std::to_string(maybe_duplicate_holds) + ", budget holds " +
-             std::to_string(budget_holds);
-  if (key_limit_holds > 0) summary += ", key-limit holds " + std::to_string(key_limit_holds);
+  summary += "; invalid " + std::to_string(counts.invalid) + ", maybe-duplicate holds " +
+             std::to_string(counts.maybe_duplicate_holds) + ", budget holds " +
+             std::to_string(counts.budget_holds);
+  if (counts.key_limit_holds > 0) {
+    summary += ", key-limit holds " + std::to_string(counts.key_limit_holds);
+  }
   const double rate = dump_rules.false_positive_rate();
   if (dedupe_field != Table::kNoField) {
     summary += "; replayed keys " + std::to_string(dump_rules.keys()) + " " +
                dump_rules.memory_text() + ", false-positive rate " + format_rate(rate);
   }
   std::fprintf(stderr, "%s\n", summary.c_str());
-  if (dedupe_field != Table::kNoField && rate > DumpRules::kWarnFalsePositiveRate) {
-    const std::string threshold = format_rate(DumpRules::kWarnFalsePositiveRate);
+  if (dedupe_field != Table::kNoField && rate > gate::ReplayGuard::kWarnFalsePositiveRate) {
+    const std::string threshold = format_rate(gate::ReplayGuard::kWarnFalsePositiveRate);
     std::fprintf(
         stderr,
         "replaygate: warning: the %lld MiB replayed-key filter is too full: a new key is now held "
@@ -866,12 +450,13 @@ int run_decide(const DecideOptions& o) {
         "may be first occurrences of their key; decide the dump again "
         "with --replayed-keys-memory %llu (keeps the rate under %s for up to %llu keys)\n",
         static_cast<long long>(filter_mib), format_rate(rate).c_str(), threshold.c_str(),
-        plural(maybe_duplicate_holds, "maybe-duplicate hold").c_str(),
-        static_cast<unsigned long long>(dump_rules.mib_for_rate(DumpRules::kWarnFalsePositiveRate)),
+        plural(counts.maybe_duplicate_holds, "maybe-duplicate hold").c_str(),
+        static_cast<unsigned long long>(
+            dump_rules.mib_for_rate(gate::ReplayGuard::kWarnFalsePositiveRate)),
         threshold.c_str(), static_cast<unsigned long long>(dump_rules.keys_seen_at_most()));
   }
   if (exit_code != kExitOk) return exit_code;
-  return invalid_count > 0 ? kExitFindings : kExitOk;
+  return counts.invalid > 0 ? kExitFindings : kExitOk;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // `replaygate explain (--policy P | --table T) [LETTER_FILE|-]`: why one letter gets its verb.
 //
-// Reads one JSON letter (the `letters` record format of `decide`, tools/cli/letters.h; it may span
+// Reads one JSON letter (the `letters` record format of `decide`, inputs/letters.h; it may span
 // several lines) and prints, in order, each rule considered: for a guard each condition evaluated
 // up to the first that fails, with the field's value and why it failed (absent, value, bound); for
 // a table the key tuple looked up and the row that hit, or none. Then the decision, the verb's
@@ -38,16 +38,17 @@
 #include "compiler/interpret.h"
 #include "compiler/ir.h"
 #include "compiler/lower.h"
+#include "inputs/formats.h"
+#include "inputs/letters.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
-#include "tools/cli/input_formats.h"
 #include "tools/cli/ir_eval.h"
-#include "tools/cli/letters.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
-#include "tools/cli/records.h"
+#include "tools/cli/record_reading.h"
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {

@@ -14,8 +14,9 @@
 
 #include "compiler/escape.h"
 #include "compiler/lower.h"
+#include "inputs/mapping.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/mapping.h"
+#include "tools/cli/mapping_defaults.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"

@@ -11,7 +11,8 @@
 #include "compiler/lift.h"
 #include "compiler/partition.h"
 #include "compiler/regions.h"
-#include "tools/cli/records.h"
+#include "inputs/records.h"
+#include "tools/cli/files.h"
 
 namespace replaygate::cli {
 namespace {
@@ -319,6 +320,23 @@ std::vector<Diagnostic> check_mapping_defaults(const Mapping& mapping, const Tab
     }
   }
   return checker.take();
+}
+
+LoadedMapping load_mapping_file(const std::string& path, const Table& table) {
+  std::string text, error;
+  if (!read_whole_file(path, kMaxMappingBytes, &text, &error)) {
+    LoadedMapping out;
+    out.io_error = true;
+    out.io_message = error;
+    return out;
+  }
+  LoadedMapping out = parse_mapping(text, path, table);
+  // A file that is not YAML leaves the mapping empty: no default, nothing to check.
+  for (auto& d : check_mapping_defaults(out.mapping, table, path)) {
+    out.diagnostics.push_back(std::move(d));
+  }
+  sort_diagnostics(out.diagnostics);
+  return out;
 }
 
 }  // namespace replaygate::cli

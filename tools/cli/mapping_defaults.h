@@ -33,18 +33,20 @@
 #include <vector>
 
 #include "compiler/diagnostic.h"
+#include "inputs/mapping.h"
 #include "runtime/table.h"
-#include "tools/cli/mapping.h"
 
 namespace replaygate::cli {
-
-// The value of `acknowledge:` that accepts a default that opens a create verb.
-inline constexpr const char* kAcknowledgeOpensCreate = "default-opens-create";
 
 // The RG308-RG310 findings for `mapping` (checked against `table`, as parse_mapping() does),
 // pointing into `path`. Empty when no input has a default or an acknowledgement (then the table
 // is not even lifted).
 std::vector<Diagnostic> check_mapping_defaults(const Mapping& mapping, const Table& table,
                                                const std::string& path);
+
+// Reads `path` (io_error when unreadable, over kMaxMappingBytes included), then parse_mapping()
+// (inputs/mapping.h, RG301-RG307) and check_mapping_defaults() (RG308-RG310), sorted: every check
+// of a mapping file, as lint --mapping, decide and explain run it.
+LoadedMapping load_mapping_file(const std::string& path, const Table& table);
 
 }  // namespace replaygate::cli

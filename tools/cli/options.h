@@ -7,7 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "audit/operator_name.h"  // operator_name_problem()
+
 namespace replaygate::cli {
+
+// The operator-name rule is the audit log's (audit/operator_name.h).
+using audit::operator_name_problem;
 
 // A count option: how it is named in messages, what it counts, and its range.
 struct CountOption {
@@ -26,21 +31,6 @@ bool parse_count(const CountOption& option, std::string_view text, uint64_t* val
 // The usage message for a bad value: "--max-replays takes a whole number from 0 to
 // 9223372036854775807 (decimal), not '-0'" ("a whole number of UNIT" with a unit).
 std::string count_error(const CountOption& option, std::string_view text);
-
-// What is wrong with `name` as the name of who acted (`--operator` of review, decide and audit
-// result; the `operator` field of an audit entry), as a phrase to follow the option or field name,
-// or "" when it is usable. The name lands in the audit log and in plain-text output, so it must be
-// one printable line of UTF-8:
-//   "is empty" (also only spaces and tabs),
-//   "is not valid UTF-8 (byte 3)",
-//   "contains the control character U+000A (byte 4)" for C0 controls (NUL to U+001F), DEL, the C1
-//   controls U+0080..U+009F and the line/paragraph separators U+2028/U+2029,
-//   "contains the bidirectional control character U+202E (byte 4)" for the Bidi_Control
-//   characters (U+061C, U+200E/U+200F, U+202A..U+202E, U+2066..U+2069), which reorder the text,
-//   "has only white space or invisible characters, such as U+200B (byte 1)" when nothing shows
-//   (Unicode White_Space and Default_Ignorable_Code_Point: U+00A0, U+3000, U+200B, U+FEFF, ...;
-//   the first one that is not a space or tab is named).
-std::string operator_name_problem(std::string_view name);
 
 // The usage message for a bad --operator value, "" when it is usable: "--operator contains the
 // control character U+000A (byte 4): who acted is recorded in the audit log and must be printable

@@ -4,7 +4,7 @@
 // from them (mapping below and in docs/recovery.md), decides, and prints the review record: the
 // message's identifiers, the chosen action and, in plain words, whether carrying it out reads
 // status, copies an existing output or submits new work. `--confirm` sets the operator_confirmed
-// input and appends the decision to the audit log (tools/cli/audit.h) before anything is printed:
+// input and appends the decision to the audit log (audit/audit_log.h) before anything is printed:
 // when the append fails, nothing is reported as taken (exit 2).
 //
 // Input mapping: tools/cli/review_inputs.h (where each input may come from, by the policy's
@@ -43,19 +43,20 @@
 #include <tuple>
 #include <vector>
 
+#include "audit/audit_log.h"
+#include "audit/entry.h"
 #include "compiler/compile.h"
 #include "compiler/lower.h"
 #include "compiler/utf8.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
-#include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/ir_eval.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
-#include "tools/cli/records.h"
 #include "tools/cli/review_inputs.h"
 #include "tools/cli/sensitive.h"
 
@@ -663,16 +664,18 @@ int run_review(const Options& o) {
     // Read before the append, so that this review's own entry is not the earlier one.
     const std::string repeated =
         effect == Effect::kCreate ? earlier_create_warning(o.audit, out) : std::string();
-    json entry;
-    entry["kind"] = "decision";
-    entry["time"] = audit::utc_now();
-    entry["operator"] = o.operator_name;
-    for (const char* key : {"message_id", "operation_id", "action", "effect", "rule", "policy",
-                            "policy_revision", "table_checksum"}) {
-      entry[key] = out[key];
-    }
-    entry["record_revision"] = out["record_revision"];
-    const audit::AppendResult appended = audit::append(o.audit, entry);
+    audit::DecisionEntry entry;
+    entry.operator_name = o.operator_name;
+    entry.message_id = out["message_id"];
+    entry.operation_id = out["operation_id"];
+    entry.action = std::string(table->verb_name(d.verb));
+    entry.effect = effect_name(effect);
+    entry.rule = std::string(table->rule_name(d));
+    entry.policy = std::string(table->policy_id());
+    entry.policy_revision = table->revision();
+    entry.table_checksum = table->checksum_hex();
+    entry.record_revision = out["record_revision"];
+    const audit::AppendResult appended = audit::append(o.audit, audit::to_json(entry));
     std::fputs(audit::removed_tail_note(o.audit, appended).c_str(), stderr);
     if (!appended.ok) {
       std::fprintf(stderr,

@@ -45,12 +45,12 @@
 #include "compiler/interpret.h"
 #include "compiler/lower.h"
 #include "compiler/yaml_tree.h"
+#include "inputs/mapping.h"
 #include "runtime/table.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/coverage.h"
 #include "tools/cli/files.h"
 #include "tools/cli/ir_eval.h"
-#include "tools/cli/mapping.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 

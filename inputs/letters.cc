@@ -1,5 +1,5 @@
 // JSON Lines letters -> Input, with simdjson On Demand on one padded line at a time (letters.h).
-#include "tools/cli/letters.h"
+#include "inputs/letters.h"
 
 #include <simdjson.h>
 

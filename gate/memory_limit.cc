@@ -1,5 +1,5 @@
 // The memory this process can still take (memory_limit.h).
-#include "tools/cli/memory_limit.h"
+#include "gate/memory_limit.h"
 
 #include <sys/resource.h>
 #include <unistd.h>

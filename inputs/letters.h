@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/records.h"
 #include "runtime/table.h"
-#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 

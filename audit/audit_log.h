@@ -61,7 +61,7 @@
 #include <string_view>
 #include <vector>
 
-namespace replaygate::cli::audit {
+namespace replaygate::audit {
 
 struct AppendResult {
   bool ok = false;
@@ -200,4 +200,4 @@ class DuplicateKeyWatch {
 // The current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
 std::string utc_now();
 
-}  // namespace replaygate::cli::audit
+}  // namespace replaygate::audit

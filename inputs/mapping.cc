@@ -1,21 +1,37 @@
 // Mapping file: strict YAML tree -> Mapping checked against the table's inputs (see mapping.h).
-#include "tools/cli/mapping.h"
+#include "inputs/mapping.h"
 
 #include <algorithm>
 #include <limits>
 #include <optional>
 
-#include "compiler/ir.h"
-#include "compiler/yaml_tree.h"
+#include "compiler/yaml_tree.h"  // the strict YAML tree (moving to common/)
 #include "runtime/trace.h"
-#include "tools/cli/files.h"
-#include "tools/cli/ir_eval.h"
-#include "tools/cli/mapping_defaults.h"
 
 namespace replaygate::cli {
 namespace {
 
-constexpr size_t kMaxMappingBytes = size_t{1} << 20;
+// The symbol of a derived input's comparison, by its on-disk code (StructureField::derived_op:
+// eq ne lt le gt ge). Until the table format owns the op names (issue 18, one vocabulary), this
+// is the one spelling inputs/ has without the compiler's IR.
+const char* derived_op_symbol(uint32_t code) {
+  switch (code) {
+    case 0:
+      return "==";
+    case 1:
+      return "!=";
+    case 4:
+      return "<";
+    case 5:
+      return "<=";
+    case 6:
+      return ">";
+    case 7:
+      return ">=";
+    default:
+      return "?";
+  }
+}
 
 class Checker {
  public:
@@ -163,8 +179,7 @@ class Checker {
       const std::string rhs(table_.field(d.derived_rhs).name);
       error(key, "RG306", "input '" + name + "' is derived; it is computed, never read",
             "remove it; derived inputs are computed from " + lhs + " and " + rhs + " (" + name +
-                " = " + lhs + " " + op_word_symbol(ir::op_name(static_cast<ir::Op>(d.derived_op))) +
-                " " + rhs + ")");
+                " = " + lhs + " " + derived_op_symbol(d.derived_op) + " " + rhs + ")");
       return;
     }
     if (table_.field(field).operator_only) {
@@ -374,23 +389,9 @@ LoadedMapping parse_mapping(std::string_view text, const std::string& path, cons
     Checker checker(path, table);
     checker.read(document.root, &out.mapping);
     for (auto& d : checker.take()) out.diagnostics.push_back(std::move(d));
-    for (auto& d : check_mapping_defaults(out.mapping, table, path)) {
-      out.diagnostics.push_back(std::move(d));
-    }
   }
   sort_diagnostics(out.diagnostics);
   return out;
-}
-
-LoadedMapping load_mapping_file(const std::string& path, const Table& table) {
-  std::string text, error;
-  if (!read_whole_file(path, kMaxMappingBytes, &text, &error)) {
-    LoadedMapping out;
-    out.io_error = true;
-    out.io_message = error;
-    return out;
-  }
-  return parse_mapping(text, path, table);
 }
 
 }  // namespace replaygate::cli

@@ -1,5 +1,5 @@
 // The audit trail: locked, fsynced, single-write appends and a verifier (see audit.h).
-#include "tools/cli/audit.h"
+#include "audit/audit_log.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -18,16 +18,25 @@
 #include <system_error>
 #include <utility>
 
+#include "audit/operator_name.h"
 #include "compiler/names.h"
 #include "compiler/utf8.h"
-#include "tools/cli/options.h"
+#include "inputs/records.h"
 #include "tools/cli/output.h"
-#include "tools/cli/records.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-namespace replaygate::cli::audit {
+namespace replaygate::audit {
+
+// Until common/ lands, the JSON nesting screen and the text helpers live in the CLI's namespace.
+using cli::JsonShape;
+using cli::kMaxJsonDepth;
+using cli::locate_member_value;
+using cli::plural;
+using cli::RecordParser;
+using cli::scan_json_shape;
+
 namespace {
 
 using nlohmann::json;
@@ -1380,4 +1389,4 @@ AppendResult repair(const std::string& path, const std::string& operator_name,
   return result;
 }
 
-}  // namespace replaygate::cli::audit
+}  // namespace replaygate::audit

@@ -1,5 +1,5 @@
 // Bounded line reader and JSON pre-checks shared by the record formats (see records.h).
-#include "tools/cli/records.h"
+#include "inputs/records.h"
 
 #include <simdjson.h>
 #include <unistd.h>

@@ -28,9 +28,9 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/mapping.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
-#include "tools/cli/mapping.h"
-#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 

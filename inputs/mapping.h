@@ -16,7 +16,7 @@
 //
 // Problems in the file are diagnostics RG301-RG310 (docs/input-mapping.md), rendered with
 // render_text(); nothing in this file prints. Defaults are checked against the policy as
-// mapping_defaults.h says (RG308-RG310).
+// tools/cli/mapping_defaults.h says (RG308-RG310).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/diagnostic.h"
-#include "compiler/ir.h"
+#include "compiler/diagnostic.h"  // Diagnostic and Span (moving to common/)
 #include "runtime/table.h"
 
 namespace replaygate::cli {
@@ -42,6 +41,9 @@ struct ValueSource {
   RecordPart part = RecordPart::kTopic;
   std::string describe() const;  // "header 'x'", "payload /a/b", "record offset"
 };
+
+// The value of `acknowledge:` that accepts a default that opens a create verb (RG309).
+inline constexpr const char* kAcknowledgeOpensCreate = "default-opens-create";
 
 struct FieldMapping {
   std::string input;  // policy input name
@@ -60,7 +62,7 @@ struct FieldMapping {
 
 struct Mapping {
   // The file's `format:`, the record format it maps (kcat-json when not given). Each
-  // --input-format that takes a mapping names the one it reads (tools/cli/input_formats.h).
+  // --input-format that takes a mapping names the one it reads (inputs/formats.h).
   std::string format = "kcat-json";
   std::optional<ValueSource> message_id;
   std::optional<ValueSource> body_hash;
@@ -76,10 +78,14 @@ struct LoadedMapping {
   std::string io_message;
 };
 
-// Parses `text` (read from `path`) and checks it against the table's inputs.
+// Parses `text` (read from `path`) and checks it against the table's inputs: RG301-RG307, sorted.
+// The defaults' check against the policy's regions (RG308-RG310) needs the compiler's analysis,
+// so it is lint-time work outside inputs/: tools/cli/mapping_defaults.h load_mapping_file() runs
+// both, as every command does before it reads a record.
 LoadedMapping parse_mapping(std::string_view text, const std::string& path, const Table& table);
-// Reads `path` (io_error when unreadable), then parse_mapping().
-LoadedMapping load_mapping_file(const std::string& path, const Table& table);
+
+// The largest mapping file a command reads (1 MiB).
+inline constexpr size_t kMaxMappingBytes = size_t{1} << 20;
 
 // Strict conversions shared with the test runner: int is an optional '-' then decimal digits,
 // no leading '+', no spaces, within int64; bool is exactly "true" or "false".

@@ -1,6 +1,6 @@
 // The replayed keys (an exact set of hashes, then a split block filter) and the run-wide dump
 // rules of `replaygate decide` (dump_rules.h).
-#include "tools/cli/dump_rules.h"
+#include "gate/replay_guard.h"
 
 #define XXH_INLINE_ALL
 #include <sys/mman.h>

@@ -1,5 +1,5 @@
 // kcat -J records -> Input through the reviewed mapping (see kafka.h and docs/input-mapping.md).
-#include "tools/cli/kafka.h"
+#include "inputs/kafka.h"
 
 #include <simdjson.h>
 
@@ -15,7 +15,6 @@
 #include "compiler/diagnostic.h"
 #include "compiler/escape.h"
 #include "compiler/utf8.h"
-#include "tools/cli/output.h"
 
 namespace replaygate::cli {
 

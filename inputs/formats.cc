@@ -1,15 +1,11 @@
 // The record formats table and the --input-format / --format / --mapping checks (see
 // input_formats.h).
-#include "tools/cli/input_formats.h"
-
-#include <cstdio>
+#include "inputs/formats.h"
 
 #include "compiler/diagnostic.h"
 #include "compiler/escape.h"
-#include "tools/cli/commands.h"
-#include "tools/cli/kafka.h"
-#include "tools/cli/letters.h"
-#include "tools/cli/policy_source.h"
+#include "inputs/kafka.h"
+#include "inputs/letters.h"
 
 namespace replaygate::cli {
 namespace {
@@ -94,34 +90,6 @@ std::string mapping_format_mismatch(const InputFormat& format, const std::string
          " records, but --input-format " + std::string(format.name) + " reads " +
          std::string(format.mapping_format) +
          " records; give a mapping with format: " + std::string(format.mapping_format);
-}
-
-int open_record_parser(const InputFormat& format, const std::string& mapping_path,
-                       const Table& table, std::string_view consequence, RecordReading* out) {
-  *out = RecordReading{};
-  if (format.mapping_format.empty()) {
-    out->parser = format.make_parser(table, nullptr);
-    return kExitOk;
-  }
-  auto mapping = std::make_unique<LoadedMapping>(load_mapping_file(mapping_path, table));
-  if (mapping->io_error) {
-    std::fprintf(stderr, "replaygate: %s\n", mapping->io_message.c_str());
-    return kExitUsage;
-  }
-  report_diagnostics(mapping->diagnostics, mapping->source_text, DiagnosticFormat::kText);
-  if (has_errors(mapping->diagnostics)) {
-    std::fprintf(stderr, "%s: errors found; %.*s\n", mapping_path.c_str(),
-                 static_cast<int>(consequence.size()), consequence.data());
-    return kExitFindings;
-  }
-  if (const std::string why = mapping_format_mismatch(format, mapping_path, mapping->mapping);
-      !why.empty()) {
-    std::fprintf(stderr, "replaygate: error: %s\n", why.c_str());
-    return kExitUsage;
-  }
-  out->parser = format.make_parser(table, &mapping->mapping);
-  out->mapping = std::move(mapping);
-  return kExitOk;
 }
 
 }  // namespace replaygate::cli

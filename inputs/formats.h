@@ -6,7 +6,10 @@
 //                           format, or the usage message (exit 2): an unknown name (with the known
 //                           ones and a did-you-mean), the two options disagreeing, a format that
 //                           needs --mapping without one, --mapping for a format without one
-//   open_record_parser()    the parser for a chosen format, its mapping loaded and checked first
+//   mapping_format_mismatch() whether a mapping file's `format:` is the one a format reads
+//
+// Opening a parser with its mapping loaded and fully checked (RG308-RG310 need the compiler's
+// analysis) is the CLI's: tools/cli/record_reading.h.
 //
 // `review` reads a message and an operation record (two JSON documents, not a dump) and takes no
 // --input-format.
@@ -17,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/mapping.h"
+#include "inputs/records.h"
 #include "runtime/table.h"
-#include "tools/cli/mapping.h"
-#include "tools/cli/records.h"
 
 namespace replaygate::cli {
 
@@ -59,22 +62,9 @@ struct InputFormatOptions {
 // Values are escaped (escape_control). Giving both options with the same name is fine.
 const InputFormat* choose_input_format(const InputFormatOptions& options, std::string* error);
 
-// A parser and the mapping it reads through (when its format takes one).
-struct RecordReading {
-  std::unique_ptr<LoadedMapping> mapping;  // null for a format without a mapping
-  std::unique_ptr<RecordParser> parser;
-};
-
-// Makes the parser for `format`; for a format with a mapping, loads `mapping_path` and checks it
-// against `table` first. Returns 0 with *out set; 1 when the mapping has errors (its diagnostics
-// are on stderr, followed by "MAPPING: errors found; `consequence`"); 2 when it cannot be read
-// ("replaygate: cannot read ...") or maps records of another format than `format` reads
-// ("replaygate: error: MAPPING maps kcat-json records, but --input-format X reads Y records").
-int open_record_parser(const InputFormat& format, const std::string& mapping_path,
-                       const Table& table, std::string_view consequence, RecordReading* out);
-
-// The check of open_record_parser() on the mapping's `format:`, on its own (tests): "" when
-// `mapping` fits `format`, else the message above.
+// The check of the mapping's `format:` against `format` (tools/cli/record_reading.h runs it when it
+// opens a parser): "" when `mapping` fits `format`, else the message "MAPPING maps kcat-json
+// records, but --input-format X reads Y records; give a mapping with format: Y".
 std::string mapping_format_mismatch(const InputFormat& format, const std::string& mapping_path,
                                     const Mapping& mapping);
 

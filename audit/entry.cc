@@ -1,0 +1,40 @@
+// The one writer of decision and result entries (see entry.h).
+#include "audit/entry.h"
+
+#include "audit/audit_log.h"
+
+namespace replaygate::audit {
+
+nlohmann::json to_json(const DecisionEntry& e) {
+  nlohmann::json j;
+  j["kind"] = "decision";
+  j["time"] = e.time.empty() ? utc_now() : e.time;
+  j["operator"] = e.operator_name;
+  if (e.source) {
+    j["source"] = *e.source;
+    j["record"] = e.record;
+  }
+  j["message_id"] = e.message_id;
+  j["operation_id"] = e.operation_id;
+  j["action"] = e.action;
+  j["effect"] = e.effect;
+  j["rule"] = e.rule;
+  j["policy"] = e.policy;
+  j["policy_revision"] = e.policy_revision;
+  j["table_checksum"] = e.table_checksum;
+  j["record_revision"] = e.record_revision;
+  return j;
+}
+
+nlohmann::json to_json(const ResultEntry& e) {
+  nlohmann::json j;
+  j["kind"] = "result";
+  j["time"] = e.time.empty() ? utc_now() : e.time;
+  j["decision"] = e.decision;
+  j["revision"] = e.revision;
+  j["outcome"] = e.outcome;
+  if (e.operator_name) j["operator"] = *e.operator_name;
+  return j;
+}
+
+}  // namespace replaygate::audit

@@ -1,0 +1,162 @@
+// The gate: the broker-independent decide pipeline, from one record to its decision line. The CLI's
+// `decide`, the JSON Lines binding and (later) a live broker consumer feed it records; it owns no
+// file, no stream and no broker.
+//
+//   record ─> parser (inputs/) ─> Input ─> table.decide() ─> replay guard ─> stages ─> decision
+//   line
+//              RecordParser                 SharedTable        ReplayGuard    Stage* DecisionText
+//
+// A record goes through in two steps, so that a caller can batch records and prefetch the guard's
+// memory between them (as decide does, docs/benchmarks.md):
+//   read()   (stage 1) parses one line, decides it on the pinned table and renders into the
+//            batch what does not depend on the run: the line's prefix, or the whole line of an
+//            unreadable record or an invalid input; hashes the idempotency key of a create verb;
+//   judge()  (stage 2) puts the record before the replay guard (one replay per key, --max-replays,
+//            --max-replayed-keys), appends its decision line to the output buffer and hands the
+//            verdict to every stage.
+// A Stage sits between decide and print: it sees every verdict whose line is buffered but not
+// yet written, and commit() must make them durable before the caller writes the buffer. The audit
+// log is one (AuditStage, audit_stage.h); a durable replay ledger (claims by idempotency key,
+// write-ahead) is another, added the same way. With a stage attached the gate works one record at
+// a time (batch_size() is 1), so a verdict's metadata is the record's own.
+//
+// The table comes from a SharedTable (runtime/reload.h): the gate pins the current table when it
+// is made and on repin(); a consumer that runs for good calls repin() between records to pick up
+// a reload (same fields and verbs: SharedTable refuses any other). decide pins once.
+//
+// Threads: a Gate, its parser, guard and stages belong to one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gate/decision_line.h"
+#include "gate/replay_guard.h"
+#include "inputs/records.h"
+#include "runtime/reload.h"
+#include "runtime/table.h"
+#include "tools/cli/output.h"  // ByteBuffer (moving to common/)
+
+namespace replaygate::gate {
+
+using ReplayGuard = cli::DumpRules;  // gate/replay_guard.h: the run-wide replay rules
+
+// One record between stage 1 and stage 2.
+struct Pending {
+  uint64_t line_number = 0;
+  size_t begin = 0, end = 0;  // the record's text so far in its batch's `scratch`
+  bool readable = false;
+  bool create = false;  // a valid decision with a create-effect verb: the replay guard applies
+  bool has_key = false;
+  uint64_t key_hash = 0;
+  Decision decision;
+};
+
+// Records read and decided, waiting for stage 2, with their rendered text.
+struct Batch {
+  explicit Batch(size_t size) : records(size), scratch(size * 256) {}
+  std::vector<Pending> records;
+  size_t count = 0;
+  cli::ByteBuffer scratch;
+};
+
+// What happened to one record, as its decision line says it.
+struct Verdict {
+  const Pending* record = nullptr;
+  uint32_t verb = 0;  // after the guard
+  bool invalid = true;
+  ReplayGuard::Outcome outcome = ReplayGuard::Outcome::kReplay;  // kReplay: the guard held nothing
+  const cli::RecordMeta* meta = nullptr;  // the record's metadata (message_id, body_hash)
+  // The rule the line names: "default", a rule id, or the guard's "dump:..." hold.
+  std::string_view rule(const Table& table) const;
+};
+
+// A stage between decide and print (the audit log, later the replay ledger).
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  // A verdict whose line is in the output buffer, not yet written.
+  virtual void add(const Table& table, const Verdict& verdict) = 0;
+  // Makes every verdict added since the last commit durable. False: they are not (the stage says
+  // why, error()), the caller must drop their lines unprinted and stop.
+  virtual bool commit() = 0;
+  virtual const std::string& error() const = 0;
+};
+
+// Counts for the run's summary.
+struct GateCounts {
+  uint64_t total = 0, invalid = 0, maybe_duplicate_holds = 0, budget_holds = 0, key_limit_holds = 0;
+  std::vector<uint64_t> per_verb;  // by verb index
+};
+
+class Gate {
+ public:
+  struct Options {
+    uint32_t dedupe_field = Table::kNoField;  // the string input the guard keys on, or none
+    // --show-inputs: add every input's value to the line, these names redacted (null: off).
+    const std::set<std::string>* show_inputs_redacted = nullptr;
+    size_t batch_records = 16;  // stage-1 records per batch without stages
+  };
+
+  // A gate on `shared`'s current table (pinned), or null when `shared` has no free reader slot.
+  // `parser` and `guard` must outlive the gate; the parser must be for a table of this layout.
+  static std::unique_ptr<Gate> open(SharedTable& shared, cli::RecordParser& parser,
+                                    ReplayGuard& guard, const Options& options);
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+
+  const Table& table() const { return *table_; }
+  // Adds a stage between decide and print (not owned); batch_size() becomes 1.
+  void add_stage(Stage* stage) { stages_.push_back(stage); }
+  bool has_stages() const { return !stages_.empty(); }
+  size_t batch_size() const { return stages_.empty() ? options_.batch_records : 1; }
+  // Pins the shared table's current table (a consumer between records); rerenders the cached
+  // text when it changed. False when the reader has no slot.
+  bool repin();
+
+  // Stage 1 for one record into `batch`: `status` kLine with `line` (one record, as a
+  // LineReader hands it out: followed in memory by LineReader::kPadding readable bytes, which
+  // simdjson reads), or kTooLarge for a record over `max_line` bytes that was skipped.
+  // `line_number` is the record's 1-based position in its stream: a consumer that takes records
+  // one at a time from a broker numbers them itself and calls judge() right after.
+  void read(Batch& batch, uint64_t line_number, cli::LineReader::Status status,
+            std::string_view line, size_t max_line);
+  // Starts loading the guard's memory for every record of `batch` (between the two stages).
+  void prefetch(const Batch& batch) const;
+  // Stage 2 for the batch's record `i`: appends its decision line to `out` and hands the verdict
+  // to every stage.
+  void judge(const Batch& batch, size_t i, cli::ByteBuffer& out);
+  // Every stage's commit(), in order; false at the first that fails (its error()).
+  bool commit(const Stage** failed);
+
+  const GateCounts& counts() const { return counts_; }
+
+ private:
+  Gate(SharedTable::Reader reader, cli::RecordParser& parser, ReplayGuard& guard,
+       const Options& options);
+  void render();  // the cached text of the pinned table
+
+  SharedTable::Reader reader_;
+  std::optional<SharedTable::Guard> pin_;
+  const Table* table_ = nullptr;
+  cli::RecordParser& parser_;
+  ReplayGuard& guard_;
+  Options options_;
+  std::vector<Stage*> stages_;
+  Input input_;
+  std::unique_ptr<cli::DecisionText> texts_;
+  std::unique_ptr<cli::InputsText> inputs_text_;  // --show-inputs only
+  cli::LineNumberText line_text_;
+  const Input::Slot* key_slot_ = nullptr;
+  cli::RecordMeta meta_;
+  std::string problem_;
+  GateCounts counts_;
+};
+
+}  // namespace replaygate::gate

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The dependency rules the build enforces (docs/architecture.md), checked after configuration:
+#   GRAPH  the link closure of each rule's target (dependency_rules.cmake writes it)
+#   JSONL  libreplaygate_jsonl.so, whose defined symbols must come from no compiler or CLI code
+#   COMPILER_ARCHIVE, CLI_ARCHIVE  libreplaygate_compiler.a and libreplaygate_cli_lib.a
+# Rules: inputs, audit and gate never link the compiler (nor tools/); the bindings never link
+# tools/ (the CLI library) nor the compiler; the runtime links nothing of ours.
+set -euo pipefail
+graph=$1
+jsonl=$2
+compiler_archive=$3
+cli_archive=$4
+fail=0
+deps_of() { sed -n "s/^$1: //p" "$graph"; }
+forbid() {  # TARGET FORBIDDEN...
+  local target=$1; shift
+  local deps; deps=" $(deps_of "$target") "
+  for bad in "$@"; do
+    if [[ $deps == *" $bad "* ]]; then
+      echo "dependency_rules: $target links $bad, which it must never link (docs/architecture.md)" >&2
+      fail=1
+    fi
+  done
+}
+grep -q '^replaygate_inputs:' "$graph" || { echo "dependency_rules: no graph in $graph" >&2; exit 2; }
+for t in replaygate_inputs replaygate_audit replaygate_gate; do
+  forbid "$t" replaygate_compiler replaygate_cli_lib
+done
+forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib
+forbid replaygate_runtime replaygate_compiler replaygate_cli_lib replaygate_inputs \
+  replaygate_audit replaygate_gate replaygate_common_interim
+
+# Symbols: no function or object defined in libreplaygate_jsonl.so may be one the compiler's or
+# the CLI's own code defines (their archives, minus the files the interim common library shares
+# until common/ lands: diagnostic, escape, yaml_tree, output). An archive's global definitions
+# (T D B R) are compared with every definition of the .so, local ones included (hidden visibility
+# makes the .so's own functions local); inline and template code (weak) and an object's local
+# symbols (static functions, compiler clones, which may share a name by chance) are not.
+own_symbols() {  # ARCHIVE: the global strong symbols of its objects but the shared ones
+  nm -A --defined-only "$1" 2>/dev/null |
+    grep -Ev '(diagnostic|escape|yaml_tree|output)\.cc\.o:' |
+    awk 'NF >= 3 && $(NF-1) ~ /^[TDBR]$/ {print $NF}' | sort -u
+}
+nm --defined-only "$jsonl" | awk 'NF >= 3 && $(NF-1) ~ /^[TDBRtdbr]$/ {print $NF}' |
+  sort -u > "$graph.jsonl.syms"
+for archive in "$compiler_archive" "$cli_archive"; do
+  own_symbols "$archive" > "$graph.own.syms"
+  shared=$(comm -12 "$graph.jsonl.syms" "$graph.own.syms" | head -20)
+  if [ -n "$shared" ]; then
+    echo "dependency_rules: $jsonl defines symbols of $(basename "$archive"):" >&2
+    echo "$shared" | c++filt >&2
+    fail=1
+  fi
+done
+if [ "$fail" = 0 ]; then echo "dependency_rules: ok"; fi
+exit $fail
