@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "compiler/ir.h"
 #include "compiler/regions.h"
 #include "compiler/timings.h"

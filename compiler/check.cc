@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "compiler/names.h"
+#include "common/names.h"
 
 namespace replaygate {
 namespace {
@@ -24,7 +24,7 @@ constexpr size_t kMaxTableKeys = 8;
 constexpr size_t kMaxInputs = 1024;  // runtime/table_format.h kMaxFields
 constexpr const char* kDefaultReason = "no rule matched";
 
-// One grammar for names and ids, shared with the tools that read them back (compiler/names.h).
+// One grammar for names and ids, shared with the tools that read them back (common/names.h).
 using names::has_space_or_control;
 using names::is_name;
 

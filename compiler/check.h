@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/diagnostic.h"
 #include "compiler/ast.h"
-#include "compiler/diagnostic.h"
 #include "compiler/ir.h"
 
 namespace replaygate {

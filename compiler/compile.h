@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "compiler/ir.h"
 #include "compiler/timings.h"
 

@@ -6,14 +6,16 @@
 // and line length limits checked before parsing.
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <tao/pegtl.hpp>
 #include <tao/pegtl/contrib/analyze.hpp>
 #include <utility>
 
+#include "common/source.h"
+#include "common/yaml_tree.h"
 #include "compiler/dsl_policy.h"
-#include "compiler/utf8.h"
-#include "compiler/yaml_tree.h"
+#include "compiler/ir.h"
 
 namespace replaygate::dsl {
 namespace {
@@ -1039,15 +1041,6 @@ struct Action<g::invariant_item> {
 // ---------------------------------------------------------------------------------------------
 
 bool screen(std::string_view text, std::string_view path, std::vector<Diagnostic>& out) {
-  uint32_t line = 1;
-  size_t line_start = 0;
-  const auto fail = [&](std::string code, std::string message, size_t offset, std::string hint) {
-    const ir::Span span{line, static_cast<uint32_t>(offset - line_start + 1),
-                        static_cast<uint32_t>(offset), 1};
-    out.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message),
-                             std::string(path), span, std::move(hint)});
-    return false;
-  };
   if (text.size() > yaml::kMaxBytes) {
     out.push_back(Diagnostic{
         Severity::kError,
@@ -1058,48 +1051,13 @@ bool screen(std::string_view text, std::string_view path, std::vector<Diagnostic
         "a policy file must be at most 64 MiB"});
     return false;
   }
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
-    return fail("RG010", "the file starts with a byte order mark", 0,
-                "save the file as UTF-8 without a BOM");
-  }
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      ++line;
-      line_start = i + 1;
-      ++i;
-      continue;
-    }
-    if (i - line_start >= kMaxLineBytes) {
-      return fail("RG015",
-                  "line " + std::to_string(line) + " is longer than " +
-                      std::to_string(kMaxLineBytes) + " bytes",
-                  i, "break the item over several lines; a single text must stay below the limit");
-    }
-    if (c == 0) {
-      return fail("RG011", "the file contains a NUL byte", i,
-                  "a policy is UTF-8 text; check the file's encoding (UTF-16?)");
-    }
-    if (c == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n')) {
-      return fail("RG011", "the file contains a carriage return that does not end a line", i,
-                  "use LF or CRLF line endings");
-    }
-    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02X", c);
-      return fail("RG011", std::string("the file contains the control byte ") + hex, i,
-                  "remove it; a policy is plain UTF-8 text");
-    }
-    const size_t length = utf8_sequence_length(text, i);
-    if (length == 0) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02X", c);
-      return fail("RG009", std::string("the file is not valid UTF-8 (byte ") + hex + ")", i,
-                  "save the file as UTF-8");
-    }
-    i += length;
-  }
-  return true;
+  std::optional<SourceProblem> problem = screen_source(
+      text, SourceRules{.lone_carriage_return_ok = false, .max_line_bytes = kMaxLineBytes});
+  if (!problem) return true;
+  const ir::Span span{problem->line, problem->column, static_cast<uint32_t>(problem->offset), 1};
+  out.push_back(Diagnostic{Severity::kError, std::move(problem->code), std::move(problem->message),
+                           std::string(path), span, std::move(problem->hint)});
+  return false;
 }
 
 bool name_first(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/diagnostic.h"
 #include "compiler/ast.h"
-#include "compiler/diagnostic.h"
 
 namespace replaygate::dsl {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "compiler/ir.h"
 #include "compiler/regions.h"
 

@@ -26,6 +26,8 @@
 #include <variant>
 #include <vector>
 
+#include "common/span.h"
+
 namespace replaygate::ir {
 
 enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
@@ -189,14 +191,8 @@ struct Policy {
   bool operator==(const Policy&) const = default;
 };
 
-// 1-based line and column (column counts bytes), plus the byte offset into the source text.
-struct Span {
-  uint32_t line = 0;  // 0: unknown
-  uint32_t column = 0;
-  uint32_t offset = 0;
-  uint32_t length = 0;
-  bool operator==(const Span&) const = default;
-};
+// Source positions (common/span.h), under the IR's name.
+using Span = ::replaygate::Span;
 
 // Where each IR element came from. Indices mirror Policy's vectors.
 struct SourceMap {

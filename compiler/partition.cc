@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "common/json.h"
 #include "compiler/regions.h"
 
 namespace replaygate {
@@ -98,13 +99,13 @@ std::string FieldPartition::atom_label(uint32_t atom) const {
   switch (type) {
     case ir::FieldType::kString:
       if (atom == kAtomOther) return "<other>";
-      return json_string(strings.at(atom - 2));
+      return json_string(strings.at(atom - 2), JsonText::kBytes);
     case ir::FieldType::kEnum: {
       const std::string& value = strings.at(atom - 1);
       const bool plain = std::all_of(value.begin(), value.end(), [](unsigned char c) {
         return c > ' ' && c != '"' && c != '\\' && c != 0x7f;
       });
-      return plain && !value.empty() ? value : json_string(value);
+      return plain && !value.empty() ? value : json_string(value, JsonText::kBytes);
     }
     case ir::FieldType::kBool:
       return atom == 2 ? "true" : "false";

@@ -40,7 +40,7 @@ struct FieldPartition {
   // The atom a concrete value interns to (the value must have the field's type).
   uint32_t atom_of(const ir::Value& value) const;
   // A readable name for an atom: "absent", "<other>", "\"payment.capture\"", "[0, 3)", "true".
-  // Strings are JSON string literals (compiler/regions.h json_string()), and an enum value that is
+  // Strings are JSON string literals (common/json.h, JsonText::kBytes), and an enum value that is
   // not a plain word is one too: a policy's text never reaches a message with raw quotes or control
   // bytes.
   std::string atom_label(uint32_t atom) const;

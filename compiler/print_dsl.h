@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/diagnostic.h"
 #include "compiler/ast.h"
-#include "compiler/diagnostic.h"
 #include "compiler/dsl_policy.h"
 #include "compiler/ir.h"
 

@@ -7,6 +7,8 @@
 #include <limits>
 #include <utility>
 
+#include "common/json.h"
+
 namespace replaygate {
 namespace {
 
@@ -372,21 +374,6 @@ ir::Value example_value(const FieldPartition& field, uint32_t atom, bool empty_m
   return ir::Value::String("");
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{:04x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 namespace {
 
 // Candidate ints of an int field's interval atom: both ends and their neighbours, inside min/max.
@@ -461,10 +448,10 @@ std::string example_letter(const ir::Policy& policy, const Partition& partition,
     const ir::Value& value = *values[f];
     out += first ? "" : ", ";
     first = false;
-    out += json_string(name) + ": ";
+    out += json_string(name, JsonText::kBytes) + ": ";
     switch (value.kind) {
       case ir::Value::Kind::kString:
-        out += json_string(value.str);
+        out += json_string(value.str, JsonText::kBytes);
         break;
       case ir::Value::Kind::kInt:
         out += fmt::format("{}", value.i);

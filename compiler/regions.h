@@ -117,8 +117,4 @@ uint32_t example_atom(const FieldPartition& field, const std::vector<uint32_t>& 
 // value of `atom` of a string field ("other" atoms get a string the policy does not mention).
 ir::Value example_value(const FieldPartition& field, uint32_t atom, bool empty_means_absent);
 
-// `text` as a JSON string literal (quotes included; control bytes as \u00XX, other bytes kept:
-// policy strings are valid UTF-8).
-std::string json_string(const std::string& text);
-
 }  // namespace replaygate

@@ -1,4 +1,4 @@
-// YAML front-end, second half: a strict yaml::Node tree (compiler/yaml_tree.h) in, an ast::Policy
+// YAML front-end, second half: a strict yaml::Node tree (common/yaml_tree.h) in, an ast::Policy
 // (compiler/ast.h) out.
 //
 // Interface: build_ast(). It knows the YAML shape of a policy (which keys exist where, which
@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/diagnostic.h"
+#include "common/yaml_tree.h"
 #include "compiler/ast.h"
-#include "compiler/diagnostic.h"
-#include "compiler/yaml_tree.h"
 
 namespace replaygate::yaml {
 

@@ -248,7 +248,7 @@ uint32_t field_by_name(const rg_input* input, const char* name) {
 
 extern "C" {
 
-const char* rg_version(void) { return "0.1.0"; }
+const char* rg_version(void) { return RG_VERSION; }
 
 const char* rg_status_name(rg_status status) {
   switch (status) {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "common/yaml_tree.h"
 #include "compiler/compile.h"
 #include "compiler/yaml_policy.h"
-#include "compiler/yaml_tree.h"
 #include "tests/support/test_policies.h"
 
 namespace replaygate {

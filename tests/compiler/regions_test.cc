@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "common/json.h"
 #include "compiler/analysis.h"
 #include "compiler/diff.h"
 #include "compiler/invariants.h"
@@ -164,7 +165,7 @@ TEST(Regions, GapsOnlyWithDomains) {
 }
 
 TEST(Regions, ExampleValues) {
-  EXPECT_EQ(json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+  EXPECT_EQ(json_string("a\"b\\c\n", JsonText::kBytes), "\"a\\\"b\\\\c\\u000a\"");
   FieldPartition ints;
   ints.type = ir::FieldType::kInt;
   ints.cuts = {0, 3, 10};

@@ -16,8 +16,8 @@
 #include <system_error>
 #include <utility>
 
-#include "compiler/names.h"
-#include "compiler/utf8.h"
+#include "common/names.h"
+#include "common/utf8.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/records.h"
@@ -275,7 +275,7 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     for (const char* key : {"message_id", "operation_id"}) {
       if (!j.at(key).is_string() && !j.at(key).is_null()) return bad(key, "a string or null");
     }
-    // The verb and the rule as the policy names them (compiler/names.h): a value with spaces
+    // The verb and the rule as the policy names them (common/names.h): a value with spaces
     // around it (" ", "default ") names nothing the policy has.
     const json& action = j.at("action");
     if (!action.is_string() || !names::is_name(action.get_ref<const std::string&>())) {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "compiler/escape.h"
+#include "common/escape.h"
 #include "tools/cli/audit.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/escape.h"
+#include "common/escape.h"
+#include "common/yaml_tree.h"
 #include "compiler/lift.h"
-#include "compiler/yaml_tree.h"
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"

@@ -34,7 +34,7 @@
 #include <variant>
 #include <vector>
 
-#include "compiler/escape.h"
+#include "common/escape.h"
 #include "compiler/interpret.h"
 #include "compiler/ir.h"
 #include "compiler/lower.h"

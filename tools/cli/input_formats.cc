@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
-#include "compiler/diagnostic.h"
-#include "compiler/escape.h"
+#include "common/diagnostic.h"
+#include "common/escape.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/kafka.h"
 #include "tools/cli/letters.h"

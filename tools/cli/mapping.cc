@@ -5,8 +5,8 @@
 #include <limits>
 #include <optional>
 
+#include "common/yaml_tree.h"
 #include "compiler/ir.h"
-#include "compiler/yaml_tree.h"
 #include "runtime/trace.h"
 #include "tools/cli/files.h"
 #include "tools/cli/ir_eval.h"

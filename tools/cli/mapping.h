@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "compiler/ir.h"
 #include "runtime/table.h"
 

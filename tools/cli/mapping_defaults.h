@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "runtime/table.h"
 #include "tools/cli/mapping.h"
 

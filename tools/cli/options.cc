@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "compiler/utf8.h"
+#include "common/utf8.h"
 #include "tools/cli/records.h"
 
 namespace replaygate::cli {

@@ -1,4 +1,4 @@
-// JSON string escaping with UTF-8 validation, and the block-buffered writer (see output.h).
+// Plural helper, byte buffer and the block-buffered writer (see output.h).
 #include "tools/cli/output.h"
 
 #include <fcntl.h>
@@ -11,112 +11,7 @@
 #include <cstring>
 #include <utility>
 
-#include "compiler/utf8.h"
-
 namespace replaygate::cli {
-namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
-
-// True when one of the 8 bytes of `word` needs more than a copy in a JSON string: below 0x20,
-// '"', '\\' or 0x80 and above (bit tricks from "Bit Twiddling Hacks", haszero/hasless).
-inline bool needs_care(uint64_t word) {
-  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-  const auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHigh; };
-  const uint64_t below_space = (word - kOnes * 0x20) & ~word & kHigh;
-  return (below_space | has_zero(word ^ (kOnes * '"')) | has_zero(word ^ (kOnes * '\\')) |
-          (word & kHigh)) != 0;
-}
-
-}  // namespace
-
-char* write_json_string(char* out, std::string_view text) {
-  *out++ = '"';
-  const char* const begin = text.data();
-  const size_t size = text.size();
-  size_t i = 0;
-  while (i < size) {
-    // Eight plain bytes at a time (most text is printable ASCII), then one byte at a time.
-    if (size - i >= 8) {
-      uint64_t word;
-      std::memcpy(&word, begin + i, 8);
-      if (!needs_care(word)) {
-        std::memcpy(out, &word, 8);
-        out += 8;
-        i += 8;
-        continue;
-      }
-    }
-    const auto c = static_cast<uint8_t>(begin[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      *out++ = static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    switch (c) {
-      case '"':
-        *out++ = '\\';
-        *out++ = '"';
-        ++i;
-        continue;
-      case '\\':
-        *out++ = '\\';
-        *out++ = '\\';
-        ++i;
-        continue;
-      case '\n':
-        *out++ = '\\';
-        *out++ = 'n';
-        ++i;
-        continue;
-      case '\r':
-        *out++ = '\\';
-        *out++ = 'r';
-        ++i;
-        continue;
-      case '\t':
-        *out++ = '\\';
-        *out++ = 't';
-        ++i;
-        continue;
-      default:
-        break;
-    }
-    if (c < 0x20) {
-      std::memcpy(out, "\\u00", 4);
-      out[4] = kHex[c >> 4];
-      out[5] = kHex[c & 0xF];
-      out += 6;
-      ++i;
-      continue;
-    }
-    const size_t length = utf8_sequence_length(text, i);
-    if (length == 0) {
-      std::memcpy(out, "\\ufffd", 6);  // not UTF-8: never emit invalid JSON text
-      out += 6;
-      ++i;
-      continue;
-    }
-    std::memcpy(out, begin + i, length);
-    out += length;
-    i += length;
-  }
-  *out++ = '"';
-  return out;
-}
-
-void append_json_string(std::string& out, std::string_view text) {
-  const size_t old = out.size();
-  out.resize(old + json_string_bound(text));
-  char* const end = write_json_string(out.data() + old, text);
-  out.resize(static_cast<size_t>(end - out.data()));
-}
-
-std::string json_string(std::string_view text) {
-  std::string out;
-  append_json_string(out, text);
-  return out;
-}
 
 std::string plural(uint64_t n, std::string_view one, std::string_view many) {
   return std::to_string(n) + " " + std::string(n == 1 ? one : many);

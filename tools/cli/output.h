@@ -1,7 +1,7 @@
-// Output helpers shared by the subcommands: JSON string escaping, a raw byte buffer and a
-// block-buffered writer.
+// Output helpers shared by the subcommands: the JSON string writer (common/json.h), a raw byte
+// buffer and a block-buffered writer.
 //
-// json_escape() never fails: bytes that are not valid UTF-8 are written as U+FFFD, control
+// The JSON strings never fail: bytes that are not valid UTF-8 are written as U+FFFD, control
 // characters as \uXXXX escapes, so every line the CLI prints is valid JSON whatever it echoes.
 // ByteBuffer is written through raw pointers (reserve room, write, commit): `decide` formats a
 // million lines a second with it, where each std::string::append is a call and a capacity check.
@@ -20,20 +20,15 @@
 #include <string>
 #include <string_view>
 
+#include "common/json.h"
+
 namespace replaygate::cli {
 
-// The most bytes write_json_string() writes for `text` (every byte escaped as \uXXXX, quotes).
-constexpr size_t json_string_bound(std::string_view text) { return 6 * text.size() + 2; }
-
-// Writes `text` as a JSON string literal, quotes included, at `out`, which must have room for
-// json_string_bound(text) bytes. Returns the end of what was written.
-char* write_json_string(char* out, std::string_view text);
-
-// Appends `text` to `out` as a JSON string literal, quotes included.
-void append_json_string(std::string& out, std::string_view text);
-
-// Returns `text` as a JSON string literal, quotes included.
-std::string json_string(std::string_view text);
+// The JSON string writer is common/json.h's (JsonText::kUtf8 by default), under the CLI's names.
+using ::replaygate::append_json_string;
+using ::replaygate::json_string;
+using ::replaygate::json_string_bound;
+using ::replaygate::write_json_string;
 
 // A count and its noun for a message: "1 entry", "2 entries", "0 entries" (`one` when n is 1,
 // else `many`). The one plural helper of the CLI, so that no message says "1 records".

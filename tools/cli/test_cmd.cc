@@ -40,11 +40,11 @@
 #include <variant>
 #include <vector>
 
+#include "common/escape.h"
+#include "common/yaml_tree.h"
 #include "compiler/check.h"
-#include "compiler/escape.h"
 #include "compiler/interpret.h"
 #include "compiler/lower.h"
-#include "compiler/yaml_tree.h"
 #include "runtime/table.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/coverage.h"

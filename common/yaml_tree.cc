@@ -5,7 +5,7 @@
 // stack. Problems that make the rest of the file meaningless (anchors and aliases, excessive
 // depth, syntax errors) abort parsing at once by throwing StopParsing from the handler; the
 // others (duplicate keys, tags, non-scalar keys) are recorded and parsing continues.
-#include "compiler/yaml_tree.h"
+#include "common/yaml_tree.h"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
@@ -16,12 +16,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
-#include "compiler/utf8.h"
+#include "common/source.h"
 
 namespace replaygate::yaml {
 
@@ -51,11 +52,11 @@ class LineIndex {
       if (text[i] == '\n') line_starts_.push_back(i + 1);
     }
   }
-  ir::Span span_at(size_t offset, size_t length = 1) const {
+  Span span_at(size_t offset, size_t length = 1) const {
     if (offset >= text_.size()) return span_in_text(text_, offset, length);  // never past the end
     const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
     const size_t line = static_cast<size_t>(it - line_starts_.begin());
-    ir::Span span;
+    Span span;
     span.line = static_cast<uint32_t>(line);
     span.column = static_cast<uint32_t>(offset - line_starts_[line - 1] + 1);
     span.offset = static_cast<uint32_t>(offset);
@@ -193,11 +194,11 @@ class TreeBuilder : public YAML::EventHandler {
   size_t offset_of(const YAML::Mark& mark) const {
     return mark.pos < 0 ? 0 : static_cast<size_t>(mark.pos);
   }
-  ir::Span span_of(const YAML::Mark& mark, size_t length) const {
+  Span span_of(const YAML::Mark& mark, size_t length) const {
     return lines_.span_at(offset_of(mark), length);
   }
 
-  void error(std::string code, std::string message, ir::Span span, std::string hint) {
+  void error(std::string code, std::string message, Span span, std::string hint) {
     diagnostics_.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message),
                                       std::string(path_), span, std::move(hint)});
   }
@@ -275,7 +276,7 @@ class TreeBuilder : public YAML::EventHandler {
     Node key = std::move(parent.key);
     if (!key.is_scalar()) {
       error("RG008", "a mapping key must be a scalar",
-            key.span.length == 0 ? ir::Span{key.span.line, key.span.column, key.span.offset, 1}
+            key.span.length == 0 ? Span{key.span.line, key.span.column, key.span.offset, 1}
                                  : key.span,
             "write the key as a plain or quoted name");
       return;
@@ -323,41 +324,16 @@ class SecondDocumentProbe : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-// Byte-level screening yaml-cpp does not do: BOM, invalid UTF-8, NUL and control bytes.
-// Returns false (with one diagnostic) when the bytes are not a text file we accept.
+// Byte-level screening yaml-cpp does not do (common/source.h): BOM, invalid UTF-8, NUL and control
+// bytes. Returns false (with one diagnostic) when the bytes are not a text file we accept.
 bool screen_bytes(std::string_view text, const LineIndex& lines, std::string_view path,
                   std::vector<Diagnostic>& diagnostics) {
-  const auto fail = [&](std::string code, std::string message, size_t offset, std::string hint) {
-    diagnostics.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message),
-                                     std::string(path), lines.span_at(offset, 1), std::move(hint)});
-    return false;
-  };
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
-    return fail("RG010", "the file starts with a byte order mark", 0,
-                "save the file as UTF-8 without a BOM");
-  }
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == 0) {
-      return fail("RG011", "the file contains a NUL byte", i,
-                  "a policy is UTF-8 text; check the file's encoding (UTF-16?)");
-    }
-    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02X", c);
-      return fail("RG011", std::string("the file contains the control byte ") + hex, i,
-                  "remove it; a policy is plain UTF-8 text");
-    }
-    const size_t length = utf8_sequence_length(text, i);
-    if (length == 0) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02X", c);
-      return fail("RG009", std::string("the file is not valid UTF-8 (byte ") + hex + ")", i,
-                  "save the file as UTF-8");
-    }
-    i += length;
-  }
-  return true;
+  std::optional<SourceProblem> problem = screen_source(text, SourceRules{});
+  if (!problem) return true;
+  diagnostics.push_back(Diagnostic{Severity::kError, std::move(problem->code),
+                                   std::move(problem->message), std::string(path),
+                                   lines.span_at(problem->offset, 1), std::move(problem->hint)});
+  return false;
 }
 
 }  // namespace
@@ -380,8 +356,8 @@ Document parse(std::string_view text, std::string_view path) {
 
   std::istringstream stream{std::string(text)};
   const auto syntax_error = [&](const YAML::Mark& mark, const std::string& what) {
-    ir::Span span =
-        mark.is_null() || mark.pos < 0 ? ir::Span{} : lines.span_at(static_cast<size_t>(mark.pos));
+    Span span =
+        mark.is_null() || mark.pos < 0 ? Span{} : lines.span_at(static_cast<size_t>(mark.pos));
     std::string hint = "check indentation, brackets, quotes and ':' after keys";
     if (what.find("alias") != std::string::npos) {
       hint = "'*' starts an alias in YAML: write the table wildcard quoted, '*'";
@@ -415,7 +391,7 @@ Document parse(std::string_view text, std::string_view path) {
     diagnostics.push_back(Diagnostic{
         Severity::kError, "RG005",
         "nesting is deeper than " + std::to_string(kMaxDepth) + " levels", std::string(path),
-        e.mark.pos < 0 ? ir::Span{} : lines.span_at(static_cast<size_t>(e.mark.pos)),
+        e.mark.pos < 0 ? Span{} : lines.span_at(static_cast<size_t>(e.mark.pos)),
         "a policy needs only a few levels; flatten the structure"});
     document.root = Node{};
   } catch (const YAML::Exception& e) {

@@ -6,7 +6,7 @@
 // and the caret stays aligned. The path, message and hint are escaped (escape_control): they
 // quote what the author wrote (a key, an id, a value), which may hold any character. Backslashes
 // stay single there: hints show escapes to type ("write \t for a tab").
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 
 #include <algorithm>
 #include <cctype>
@@ -15,19 +15,12 @@
 #include <string>
 #include <tuple>
 
-#include "compiler/escape.h"
-#include "compiler/utf8.h"
+#include "common/escape.h"
+#include "common/json.h"
+#include "common/utf8.h"
 
 namespace replaygate {
 namespace {
-
-uint32_t decode_utf8(std::string_view s, size_t i, size_t length) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  if (length == 1) return byte(i);
-  uint32_t code = byte(i) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07);
-  for (size_t k = 1; k < length; ++k) code = (code << 6) | (byte(i + k) & 0x3F);
-  return code;
-}
 
 // Longest source line shown whole under a diagnostic; longer lines are cut around the column.
 constexpr size_t kMaxExcerptBytes = 160;
@@ -107,51 +100,6 @@ size_t code_points(std::string_view line, size_t from, size_t to) {
     ++count;
   }
   return count;
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  char buffer[16];
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-      ++i;
-    } else if (c == '\n') {
-      out += "\\n", ++i;
-    } else if (c == '\t') {
-      out += "\\t", ++i;
-    } else if (c == '\r') {
-      out += "\\r", ++i;
-    } else if (c < 0x20 || c == 0x7F) {
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-      out += buffer;
-      ++i;
-    } else if (c < 0x80) {
-      out += static_cast<char>(c);
-      ++i;
-    } else {
-      // Non-ASCII: escaped so the output is plain ASCII; invalid bytes become U+FFFD.
-      const size_t length = utf8_sequence_length(s, i);
-      if (length == 0) {
-        out += "\\ufffd";
-        ++i;
-        continue;
-      }
-      const uint32_t code = decode_utf8(s, i, length);
-      if (code >= 0x10000) {
-        const uint32_t v = code - 0x10000;
-        std::snprintf(buffer, sizeof buffer, "\\u%04x\\u%04x", 0xD800 + (v >> 10),
-                      0xDC00 + (v & 0x3FF));
-      } else {
-        std::snprintf(buffer, sizeof buffer, "\\u%04x", code);
-      }
-      out += buffer;
-      i += length;
-    }
-  }
-  out += '"';
 }
 
 // Optimal string alignment distance (Levenshtein plus adjacent transpositions).
@@ -260,17 +208,17 @@ std::string render_json(const std::vector<Diagnostic>& diagnostics) {
     const Diagnostic& d = diagnostics[index];
     out += index == 0 ? "\n  {" : ",\n  {";
     out += "\"severity\":";
-    append_json_string(out, severity_name(d.severity));
+    append_json_string(out, severity_name(d.severity), JsonText::kAscii);
     out += ",\"code\":";
-    append_json_string(out, d.code);
+    append_json_string(out, d.code, JsonText::kAscii);
     out += ",\"message\":";
-    append_json_string(out, d.message);
+    append_json_string(out, d.message, JsonText::kAscii);
     out += ",\"path\":";
-    append_json_string(out, d.path);
+    append_json_string(out, d.path, JsonText::kAscii);
     out += ",\"line\":" + std::to_string(d.span.line);
     out += ",\"column\":" + std::to_string(d.span.column);
     out += ",\"hint\":";
-    append_json_string(out, d.hint);
+    append_json_string(out, d.hint, JsonText::kAscii);
     out += "}";
   }
   out += diagnostics.empty() ? "]\n" : "\n]\n";
@@ -292,7 +240,7 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
-ir::Span span_in_text(std::string_view text, size_t offset, size_t length) {
+Span span_in_text(std::string_view text, size_t offset, size_t length) {
   const bool at_end = offset >= text.size();
   offset = std::min(offset, text.size());
   if (at_end && !text.empty() && text.back() == '\n') {
@@ -302,7 +250,7 @@ ir::Span span_in_text(std::string_view text, size_t offset, size_t length) {
   const size_t line_start = offset == 0 ? 0 : text.rfind('\n', offset - 1) + 1;  // npos + 1 == 0
   const size_t line =
       1 + static_cast<size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
-  ir::Span span;
+  Span span;
   span.line = static_cast<uint32_t>(line);
   span.column = static_cast<uint32_t>(offset - line_start + 1);
   span.offset = static_cast<uint32_t>(offset);
@@ -545,23 +493,25 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
       "        \"driver\": {\n"
       "          \"name\": \"replaygate\",\n"
       "          \"version\": ";
-  append_json_string(out, tool_version);
+  append_json_string(out, tool_version, JsonText::kAscii);
   out += ",\n          \"informationUri\": ";
   // "https://x.test/" and "https://x.test" both give "https://x.test/docs/...", never "//docs".
   std::string base = help_base_uri(help_base);
   const size_t path_start = base.find("://") == std::string::npos ? 0 : base.find("://") + 3;
   while (base.size() > path_start && base.ends_with('/')) base.pop_back();
-  append_json_string(out, base + "/docs/diagnostics.md");
+  append_json_string(out, base + "/docs/diagnostics.md", JsonText::kAscii);
   out += ",\n          \"rules\": [";
   for (size_t i = 0; i < codes.size(); ++i) {
     const std::string_view title = diagnostic_code_title(codes[i]);
     out += i == 0 ? "\n" : ",\n";
     out += "            {\"id\": ";
-    append_json_string(out, codes[i]);
+    append_json_string(out, codes[i], JsonText::kAscii);
     out += ", \"shortDescription\": {\"text\": ";
-    append_json_string(out, title.empty() ? "replaygate diagnostic " + codes[i] : title);
+    append_json_string(out, title.empty() ? "replaygate diagnostic " + codes[i] : title,
+                       JsonText::kAscii);
     out += "}, \"helpUri\": ";
-    append_json_string(out, base + "/docs/diagnostics.md#" + lower_code(codes[i]));
+    append_json_string(out, base + "/docs/diagnostics.md#" + lower_code(codes[i]),
+                       JsonText::kAscii);
     out += "}";
   }
   out += codes.empty() ? "]\n" : "\n          ]\n";
@@ -576,16 +526,16 @@ std::string render_sarif(const std::vector<Diagnostic>& diagnostics, std::string
         static_cast<size_t>(std::lower_bound(codes.begin(), codes.end(), d.code) - codes.begin());
     out += i == 0 ? "\n" : ",\n";
     out += "        {\"ruleId\": ";
-    append_json_string(out, d.code);
+    append_json_string(out, d.code, JsonText::kAscii);
     out += ", \"ruleIndex\": " + std::to_string(rule_index);
     out += ", \"level\": \"";
     out += sarif_level(d.severity);
     out += "\", \"message\": {\"text\": ";
-    append_json_string(out, message_with_hint(d));
+    append_json_string(out, message_with_hint(d), JsonText::kAscii);
     out += "}";
     if (!d.path.empty()) {
       out += ", \"locations\": [{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ";
-      append_json_string(out, artifact_uri(d.path));
+      append_json_string(out, artifact_uri(d.path), JsonText::kAscii);
       out += "}";
       if (d.span.line > 0) {
         out += ", \"region\": {\"startLine\": " + std::to_string(d.span.line);

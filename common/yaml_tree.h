@@ -20,20 +20,21 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/diagnostic.h"
-#include "compiler/ir.h"
+#include "common/diagnostic.h"
+#include "common/source.h"
+#include "common/span.h"
 
 namespace replaygate::yaml {
 
 inline constexpr size_t kMaxDepth = 64;
-inline constexpr size_t kMaxBytes = 64u << 20;  // 64 MiB
+inline constexpr size_t kMaxBytes = kMaxSourceBytes;  // 64 MiB (common/source.h)
 
 struct Node {
   enum class Kind : uint8_t { kNull = 0, kScalar = 1, kSequence = 2, kMapping = 3 };
   Kind kind = Kind::kNull;
   std::string scalar;       // kScalar: the text as written (after YAML unescaping)
   bool quoted = false;      // kScalar: single- or double-quoted, or a block scalar (| >)
-  ir::Span span;            // where the node starts
+  Span span;                // where the node starts
   std::vector<Node> items;  // kSequence
   std::vector<std::pair<Node, Node>> entries;  // kMapping, source order; keys are scalars, unique
 

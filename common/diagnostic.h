@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/ir.h"
+#include "common/span.h"
 
 namespace replaygate {
 
@@ -23,7 +23,7 @@ struct Diagnostic {
   std::string code;     // stable, e.g. "RG104"
   std::string message;  // one sentence, no trailing period, names the offending thing
   std::string path;     // file as given by the user; "" when not tied to a file
-  ir::Span span;        // line 0 when unknown
+  Span span;            // line 0 when unknown
   std::string hint;     // how to fix it; may be ""
   bool operator==(const Diagnostic&) const = default;
 };
@@ -79,7 +79,7 @@ std::string_view diagnostic_code_title(std::string_view code);
 // break is on a line the text does not have: a span there is put at the end of the last line
 // instead (its break), so no diagnostic points past the end of a file. The length is cut to what
 // the text holds from the offset on, and is 0 for a span at the end.
-ir::Span span_in_text(std::string_view text, size_t offset, size_t length);
+Span span_in_text(std::string_view text, size_t offset, size_t length);
 
 // Levenshtein-based suggestion: the candidate closest to `word` within a small distance, or "".
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);

@@ -1,7 +1,7 @@
 // Escaping untrusted text for plain-text output (see escape.h).
-#include "compiler/escape.h"
+#include "common/escape.h"
 
-#include "compiler/utf8.h"
+#include "common/utf8.h"
 
 namespace replaygate {
 

@@ -1,6 +1,6 @@
 // The one escaping function for untrusted text in plain-text output (diagnostics, CLI reports).
 //
-// Shared by the compiler's text renderer (compiler/diagnostic.h) and every CLI command that prints
+// Shared by the compiler's text renderer (common/diagnostic.h) and every CLI command that prints
 // policy text, letters or records as plain text, so one definition decides what reaches a
 // terminal or a CI log raw.
 #pragma once

@@ -2,7 +2,7 @@
 // JSON escaping: one definition of which bytes are UTF-8.
 //
 // Header-only and inline: the CLI's JSON writer calls it per non-ASCII byte on its hot path.
-// runtime/ does not use it (runtime/ depends on no compiler/ code and compares bytes only).
+// runtime/ does not use it (runtime/ depends on nothing outside it and compares bytes only).
 #pragma once
 
 #include <cstddef>
@@ -35,6 +35,15 @@ inline size_t utf8_sequence_length(std::string_view text, size_t i) {
     return 4;
   }
   return 0;
+}
+
+// The code point of the valid UTF-8 sequence of `length` bytes (utf8_sequence_length()) at text[i].
+inline uint32_t decode_utf8(std::string_view text, size_t i, size_t length) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  if (length == 1) return byte(i);
+  uint32_t code = byte(i) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07);
+  for (size_t k = 1; k < length; ++k) code = (code << 6) | (byte(i + k) & 0x3F);
+  return code;
 }
 
 // The offset of the first byte of `text` where no valid UTF-8 sequence starts (see
