@@ -1060,6 +1060,8 @@ const char* load_error_name(LoadError error) {
       return "bad_offset";
     case LoadError::kMalformed:
       return "malformed";
+    case LoadError::kIncompatible:
+      return "incompatible";
   }
   return "?";
 }

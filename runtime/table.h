@@ -46,6 +46,7 @@ enum class LoadError : uint8_t {
   kBadChecksum,         // payload does not match the header's checksum
   kBadOffset,           // a section or an index points outside the table
   kMalformed,           // structurally invalid content (bad enum, count, unsorted cuts, ...)
+  kIncompatible,        // reload only: fields or verbs differ from the table being served
 };
 
 struct LoadStatus {
