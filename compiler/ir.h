@@ -27,26 +27,17 @@
 #include <vector>
 
 #include "common/span.h"
+#include "runtime/codes.h"
 
 namespace replaygate::ir {
 
-enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
-
-// Danger order: none < read < copy < create (the seed design's effect classes).
-enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
-
-enum class Op : uint8_t {
-  kEq = 0,     // values: 1
-  kNe = 1,     // values: 1
-  kIn = 2,     // values: >= 1
-  kNotIn = 3,  // values: >= 1
-  kLt = 4,     // kInt only, values: 1
-  kLe = 5,
-  kGt = 6,
-  kGe = 7,
-  kAbsent = 8,   // optional fields only, values: 0
-  kPresent = 9,  // optional fields only, values: 0
-};
+// The on-disk codes are the table format's (runtime/codes.h): the IR uses the same enums.
+using FieldType = ::replaygate::FieldType;
+using Effect = ::replaygate::Effect;  // danger order: none < read < copy < create
+using Op = ::replaygate::Op;
+using ::replaygate::effect_name;
+using ::replaygate::field_type_name;
+using ::replaygate::op_name;
 
 // A derived bool (issue 5): `lhs op rhs` over two required int fields, computed after validation,
 // never read from the letter (a letter's value for it is ignored). The analysis treats it as a free
@@ -226,10 +217,7 @@ struct CatalogEntry {
 };
 std::vector<CatalogEntry> rule_catalog(const Policy& policy);
 
-const char* effect_name(Effect effect);             // "none", "read", "copy", "create"
-const char* field_type_name(FieldType type);        // "string", "int", "bool", "enum"
 const char* input_source_name(InputSource source);  // "letter", "operator", "record"
-const char* op_name(Op op);  // "eq", "ne", "in", "not_in", "lt", ... "absent"
 // `a op b` for the comparison ops kEq, kNe, kLt, kLe, kGt and kGe on ints: how a condition's
 // bound and a Derivation's value are evaluated. false
 // for every other op (kIn, kNotIn, kAbsent, kPresent do not compare two ints).

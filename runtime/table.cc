@@ -450,8 +450,9 @@ class Loader {
           !str(r.invalid_reason, &out.invalid_reason, what + " invalid reason")) {
         return false;
       }
-      if (r.type > fm::kTypeEnum || r.optional > 1 || r.empty_means_absent > 1 || r.has_min > 1 ||
-          r.has_max > 1 || r.source > fm::kSourceRecord || r.pad[0] != 0 || r.pad[1] != 0) {
+      if (r.type >= kFieldTypeCount || r.optional > 1 || r.empty_means_absent > 1 ||
+          r.has_min > 1 || r.has_max > 1 || r.source > fm::kSourceRecord || r.pad[0] != 0 ||
+          r.pad[1] != 0) {
         return fail(LoadError::kMalformed, what + " has a bad type or flag byte");
       }
       if (r.reserved != 0) {
@@ -588,7 +589,7 @@ class Loader {
         return fail(LoadError::kMalformed,
                     "verb " + num(v) + " reserved word is " + num(records[v].reserved) + ", not 0");
       }
-      if (records[v].effect > fm::kEffectCreate) {
+      if (records[v].effect >= kEffectCount) {
         return fail(LoadError::kMalformed,
                     "verb " + num(v) + " has unknown effect " + num(records[v].effect));
       }
@@ -666,7 +667,7 @@ class Loader {
       if (r.field >= t_.fields.size()) {
         return fail(LoadError::kBadOffset, what + " field index " + num(r.field) + " out of range");
       }
-      if (r.op >= fm::kOpCount) return fail(LoadError::kMalformed, what + " has unknown op");
+      if (r.op >= kOpCount) return fail(LoadError::kMalformed, what + " has unknown op");
       const uint32_t atoms = t_.fields[r.field].atom_count;
       if (r.bits_count != (uint64_t{atoms} + 63) / 64) {
         return fail(LoadError::kMalformed, what + " bitset has " + num(r.bits_count) +
@@ -1018,27 +1019,7 @@ std::string quoted(std::string_view s) {
   return out + "\"";
 }
 
-const char* op_text(uint32_t op) {
-  static const char* const kNames[] = {"eq", "ne", "in", "not_in", "lt",
-                                       "le", "gt", "ge", "absent", "present"};
-  return op < fm::kOpCount ? kNames[op] : "?";
-}
-
 }  // namespace
-
-const char* field_type_name(FieldType t) {
-  switch (t) {
-    case FieldType::kString:
-      return "string";
-    case FieldType::kInt:
-      return "int";
-    case FieldType::kBool:
-      return "bool";
-    case FieldType::kEnum:
-      return "enum";
-  }
-  return "?";
-}
 
 const char* load_error_name(LoadError error) {
   switch (error) {
@@ -1074,20 +1055,6 @@ const char* field_source_name(FieldSource source) {
       return "operator";
     case FieldSource::kRecord:
       return "record";
-  }
-  return "?";
-}
-
-const char* effect_name(Effect effect) {
-  switch (effect) {
-    case Effect::kNone:
-      return "none";
-    case Effect::kRead:
-      return "read";
-    case Effect::kCopy:
-      return "copy";
-    case Effect::kCreate:
-      return "create";
   }
   return "?";
 }
@@ -1475,7 +1442,7 @@ std::string Table::dump() const {
     if (field.has_max) s += ", max " + std::to_string(field.max);
     for (const fm::DerivationRecord& d : t.derivations) {
       if (d.field == f) {
-        s += ", derived " + std::string(t.fields[d.lhs].name) + " " + op_text(d.op) + " " +
+        s += ", derived " + std::string(t.fields[d.lhs].name) + " " + op_code_name(d.op) + " " +
              std::string(t.fields[d.rhs].name);
       }
     }
@@ -1516,7 +1483,7 @@ std::string Table::dump() const {
       for (uint32_t c = 0; c < rule.item_count; ++c) {
         const Impl::Condition& cond = t.conditions[rule.item_begin + c];
         std::string s =
-            "    when " + std::string(t.fields[cond.field].name) + " " + op_text(cond.op);
+            "    when " + std::string(t.fields[cond.field].name) + " " + op_code_name(cond.op);
         if (!cond.text.empty()) s += " " + std::string(cond.text);
         s += "  atoms {";
         bool first = true;

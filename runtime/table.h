@@ -34,6 +34,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/codes.h"
+
 namespace replaygate {
 
 enum class LoadError : uint8_t {
@@ -57,10 +59,7 @@ struct LoadStatus {
 
 const char* load_error_name(LoadError error);  // "ok", "io", "too_large", ...
 
-enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
-const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
-enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
-const char* effect_name(Effect effect);  // "none", "read", "copy", "create"
+// FieldType, Effect and Op, the format's codes, and their names: runtime/codes.h.
 // Who may supply a field's value (policy `source:`; docs/policy-language.md).
 enum class FieldSource : uint8_t {
   kLetter = 0,    // letters (messages, dump records, broker records) and the operation record

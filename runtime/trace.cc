@@ -15,12 +15,6 @@ namespace {
 
 using Slot = Input::Slot;
 
-const char* op_word(uint32_t op) {
-  static const char* const kNames[] = {"eq", "ne", "in", "not_in", "lt",
-                                       "le", "gt", "ge", "absent", "present"};
-  return op < format::kOpCount ? kNames[op] : "?";
-}
-
 const char* type_problem(FieldType type) {
   switch (type) {
     case FieldType::kString:
@@ -132,7 +126,8 @@ Trace trace(const Table& table, const Input& input) {
         const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
         const uint32_t atom = atoms[cond.field];
         holds = (t.bitsets[cond.bits_begin + atom / 64] >> (atom % 64)) & 1u;
-        step.conditions.push_back({cond.field, op_word(cond.op), std::string(cond.text), holds});
+        step.conditions.push_back(
+            {cond.field, op_code_name(cond.op), std::string(cond.text), holds});
       }
       step.matched = holds;
       step.catalog = rule.catalog_begin;
@@ -190,7 +185,7 @@ std::vector<OutlineRule> outline(const Table& table) {
       o.id = std::string(t.catalog_id(rule.catalog_begin));
       for (uint32_t c = 0; c < rule.item_count; ++c) {
         const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
-        o.conditions.push_back({cond.field, op_word(cond.op), std::string(cond.text), false});
+        o.conditions.push_back({cond.field, op_code_name(cond.op), std::string(cond.text), false});
       }
     } else {
       o.id = std::string(rule.id);
