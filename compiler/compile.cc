@@ -13,10 +13,10 @@
 
 #include "common/source.h"
 #include "common/yaml_tree.h"
-#include "compiler/analysis.h"
+#include "compiler/analysis/analysis.h"
 #include "compiler/check.h"
-#include "compiler/dsl_policy.h"
-#include "compiler/yaml_policy.h"
+#include "compiler/syntax/dsl_policy.h"
+#include "compiler/syntax/yaml_policy.h"
 #include "runtime/table_format.h"
 
 #define XXH_INLINE_ALL

@@ -1,7 +1,7 @@
 // The checked policy (IR): the one type every stage after `check` reads, front-end independent.
 //
 // Produced by check() (compiler/check.h) from a front-end's AST; consumed by the analysis
-// (compiler/analysis.h), the lowering to table bytes (compiler/lower.h) and the reference
+// (compiler/analysis/analysis.h), the lowering to table bytes (compiler/lower.h) and the reference
 // interpreter (compiler/interpret.h). The IR holds no source text: spans live in the side table
 // `SourceMap`, indexed by the same positions as the IR vectors.
 //

@@ -10,8 +10,8 @@
 #include <limits>
 #include <variant>
 
+#include "compiler/analysis/partition.h"
 #include "compiler/lower.h"
-#include "compiler/partition.h"
 #include "runtime/trace.h"
 
 namespace replaygate {

@@ -31,7 +31,7 @@
 //                     same IR gives the same decision digest whatever file it came from.
 //   provenance_digest over the kProvenance section bytes.
 //
-// Atoms (see compiler/partition.h; the runtime interns every input field to one u32 atom):
+// Atoms (see compiler/analysis/partition.h; the runtime interns every input field to one u32 atom):
 //   0 absent; string: 1 other, 2 + i = i-th dictionary string (sorted bytewise);
 //   enum: 1 + i = i-th value (declaration order); bool: 1 false, 2 true;
 //   int: 1 + (number of cut points <= value), cut points sorted ascending and unique.

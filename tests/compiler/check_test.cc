@@ -13,7 +13,7 @@
 
 #include "common/yaml_tree.h"
 #include "compiler/compile.h"
-#include "compiler/yaml_policy.h"
+#include "compiler/syntax/yaml_policy.h"
 #include "tests/support/test_policies.h"
 
 namespace replaygate {

@@ -1,5 +1,5 @@
-// The DSL front-end (compiler/dsl_policy.h), its printers (compiler/print_dsl.h,
-// compiler/print_yaml.h) and the shipped policies in both syntaxes.
+// The DSL front-end (compiler/syntax/dsl_policy.h), its printers (compiler/syntax/print_dsl.h,
+// compiler/syntax/print_yaml.h) and the shipped policies in both syntaxes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "compiler/compile.h"
-#include "compiler/dsl_policy.h"
 #include "compiler/lower.h"
-#include "compiler/print_dsl.h"
-#include "compiler/print_yaml.h"
+#include "compiler/syntax/dsl_policy.h"
+#include "compiler/syntax/print_dsl.h"
+#include "compiler/syntax/print_yaml.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
 

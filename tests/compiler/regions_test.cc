@@ -1,6 +1,7 @@
-// Decision regions (compiler/regions.h), invariant proofs (compiler/invariants.h) and the policy
-// diff (compiler/diff.h) on the shipped gate and small hand-built policies, with exact values.
-#include "compiler/regions.h"
+// Decision regions (compiler/analysis/regions.h), invariant proofs (compiler/analysis/invariants.h)
+// and the policy diff (compiler/analysis/diff.h) on the shipped gate and small hand-built policies,
+// with exact values.
+#include "compiler/analysis/regions.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +10,9 @@
 #include <string>
 
 #include "common/json.h"
-#include "compiler/analysis.h"
-#include "compiler/diff.h"
-#include "compiler/invariants.h"
+#include "compiler/analysis/analysis.h"
+#include "compiler/analysis/diff.h"
+#include "compiler/analysis/invariants.h"
 #include "tests/compiler/analysis_builder.h"
 #include "tests/support/test_policies.h"
 

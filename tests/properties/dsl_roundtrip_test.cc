@@ -10,8 +10,8 @@
 
 #include "compiler/compile.h"
 #include "compiler/lower.h"
-#include "compiler/print_dsl.h"
-#include "compiler/print_yaml.h"
+#include "compiler/syntax/print_dsl.h"
+#include "compiler/syntax/print_yaml.h"
 #include "runtime/table.h"
 #include "tests/properties/policy_gen.h"
 

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "common/utf8.h"
-#include "compiler/dsl_policy.h"
 #include "compiler/lower.h"
-#include "compiler/print_dsl.h"
-#include "compiler/print_yaml.h"
+#include "compiler/syntax/dsl_policy.h"
+#include "compiler/syntax/print_dsl.h"
+#include "compiler/syntax/print_yaml.h"
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"

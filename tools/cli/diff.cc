@@ -7,7 +7,7 @@
 // gets a more dangerous effect than before, or a field the rules read got a looser `source:`
 // (operator -> record or letter, record -> letter: FieldChange::more_dangerous); 2 usage, I/O,
 // policy errors, unloadable or unliftable tables, or an incomplete analysis.
-#include "compiler/diff.h"
+#include "compiler/analysis/diff.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -12,7 +12,7 @@
 
 #include "common/escape.h"
 #include "common/yaml_tree.h"
-#include "compiler/print_dsl.h"
+#include "compiler/syntax/print_dsl.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/output.h"

@@ -6,10 +6,10 @@
 #include <optional>
 
 #include "common/yaml_tree.h"
+#include "compiler/explain.h"
 #include "compiler/ir.h"
 #include "runtime/trace.h"
 #include "tools/cli/files.h"
-#include "tools/cli/ir_eval.h"
 #include "tools/cli/mapping_defaults.h"
 
 namespace replaygate::cli {

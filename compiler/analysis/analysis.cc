@@ -1,13 +1,14 @@
 // Analysis stage: a checked policy in, RG2xx diagnostics out; the interface is analyze().
 //
-// Every guard and table row becomes a box over the partition's atoms (compiler/partition.h),
-// restricted to the atoms a valid input can take. Then, in rule order:
+// Every guard and table row becomes a box over the partition's atoms
+// (compiler/analysis/partition.h), restricted to the atoms a valid input can take. Then, in rule
+// order:
 //   RG201 a guard whose box is empty (a condition, or several together, never true);
 //   RG205 a row whose keys never occur in a valid input ("" on an empty_means_absent field, ...);
 //   RG203 a row with the same key tuple as an earlier row of its table;
 //   RG204 two rows of one table, equally specific, different verbs, overlapping on inputs that no
 //         more specific row decides;
-//   RG202 a guard or row that no input reaches (usefulness, compiler/usefulness.h);
+//   RG202 a guard or row that no input reaches (usefulness, compiler/analysis/usefulness.h);
 //   RG206 (warning) a '*' key on an optional field lets absent inputs reach a row whose verb
 //         does something (effect above none);
 //   RG207 (info) two crossing wildcard rows with different verbs overlap: which decides there;
@@ -17,7 +18,7 @@
 // Before the full usefulness search, each rule is probed at one point (the last uncovered tuple
 // found); most rules are reachable and the probe shows it. A shadowed rule names a minimal subset
 // of the overlapping earlier rules that still covers it.
-#include "compiler/analysis.h"
+#include "compiler/analysis/analysis.h"
 
 #include <fmt/format.h>
 
@@ -31,9 +32,9 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/invariants.h"
-#include "compiler/partition.h"
-#include "compiler/usefulness.h"
+#include "compiler/analysis/invariants.h"
+#include "compiler/analysis/partition.h"
+#include "compiler/analysis/usefulness.h"
 
 namespace replaygate {
 namespace {
@@ -267,7 +268,7 @@ class Analyzer {
       }
     }
     if (clock != nullptr) clock->lap("analysis: rows");
-    // Invariants and gaps need every decision region (compiler/invariants.h).
+    // Invariants and gaps need every decision region (compiler/analysis/invariants.h).
     for (Diagnostic& d : region_diagnostics(checked_, region_budget_)) out_.push_back(std::move(d));
     if (clock != nullptr) clock->lap("analysis: regions");
     return std::move(out_);

@@ -1,5 +1,5 @@
-// Column-by-column usefulness check over boxes of atoms (see compiler/usefulness.h).
-#include "compiler/usefulness.h"
+// Column-by-column usefulness check over boxes of atoms (see compiler/analysis/usefulness.h).
+#include "compiler/analysis/usefulness.h"
 
 #include <algorithm>
 #include <optional>

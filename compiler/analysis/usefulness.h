@@ -1,12 +1,13 @@
 // Usefulness of a box against a list of boxes (Maranget, "Warnings for pattern matching", JFP
 // 2007).
 //
-// The analysis (compiler/analysis.cc) describes every guard and table row as a box: one set of
-// atoms per field (compiler/partition.h). A box B is useful with respect to boxes P iff some atom
-// tuple lies in B and in no box of P, i.e. B \ union(P) is non-empty. find_uncovered() decides that
-// column by column: it splits B's atoms on a column into classes whose members lie in exactly the
-// same rows of P, and continues with each class and only the rows that contain it. It never builds
-// the cross product of the columns and never recurses (an explicit stack, bounded by a budget).
+// The analysis (compiler/analysis/analysis.cc) describes every guard and table row as a box: one
+// set of atoms per field (compiler/analysis/partition.h). A box B is useful with respect to boxes P
+// iff some atom tuple lies in B and in no box of P, i.e. B \ union(P) is non-empty.
+// find_uncovered() decides that column by column: it splits B's atoms on a column into classes
+// whose members lie in exactly the same rows of P, and continues with each class and only the rows
+// that contain it. It never builds the cross product of the columns and never recurses (an explicit
+// stack, bounded by a budget).
 #pragma once
 
 #include <cstdint>

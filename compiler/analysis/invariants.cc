@@ -1,5 +1,5 @@
 // Invariants and gaps over the decision regions (see invariants.h).
-#include "compiler/invariants.h"
+#include "compiler/analysis/invariants.h"
 
 #include <fmt/format.h>
 

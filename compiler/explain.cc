@@ -1,24 +1,12 @@
-// Condition-level evaluation over the checked IR (see ir_eval.h).
-#include "tools/cli/ir_eval.h"
+// Condition-level evaluation over the checked IR (see explain.h).
+#include "compiler/explain.h"
 
 #include <variant>
 
-namespace replaygate::cli {
-namespace {
+#include "runtime/problems.h"
 
-const char* kind_word(ir::FieldType type) {
-  switch (type) {
-    case ir::FieldType::kString:
-      return "not a string";
-    case ir::FieldType::kInt:
-      return "not an int";
-    case ir::FieldType::kBool:
-      return "not a bool";
-    case ir::FieldType::kEnum:
-      return "not a string";
-  }
-  return "of the wrong type";
-}
+namespace replaygate {
+namespace {
 
 // Returns "" when valid (with *out set to the present value or absent), else why not.
 std::string validate_field(const ir::Field& field, const LetterValue& value, FieldValue* out) {
@@ -26,15 +14,15 @@ std::string validate_field(const ir::Field& field, const LetterValue& value, Fie
   *out = std::nullopt;
   switch (value.kind) {
     case Kind::kMissing:
-      return field.optional ? "" : "missing";
+      return field.optional ? "" : problem::kMissing;
     case Kind::kNull:
-      return field.optional ? "" : "null";
+      return field.optional ? "" : problem::kNull;
     case Kind::kInvalid:
-      return "unreadable (wrong JSON type or out of int64 range)";
+      return problem::kUnreadableValue;
     case Kind::kString:
       if (field.type == ir::FieldType::kString) {
         if (value.s.empty() && field.empty_means_absent) {
-          return field.optional ? "" : "empty (counts as absent)";
+          return field.optional ? "" : problem::kEmptyCountsAsAbsent;
         }
         *out = value;
         return "";
@@ -46,21 +34,21 @@ std::string validate_field(const ir::Field& field, const LetterValue& value, Fie
             return "";
           }
         }
-        return "not one of its enum values";
+        return problem::kNotAnEnumValue;
       }
-      return kind_word(field.type);
+      return problem::wrong_type(field.type);
     case Kind::kInt:
-      if (field.type != ir::FieldType::kInt) return kind_word(field.type);
-      if (field.min && value.i < *field.min) return "below its min " + std::to_string(*field.min);
-      if (field.max && value.i > *field.max) return "above its max " + std::to_string(*field.max);
+      if (field.type != ir::FieldType::kInt) return problem::wrong_type(field.type);
+      if (field.min && value.i < *field.min) return problem::below_min(*field.min);
+      if (field.max && value.i > *field.max) return problem::above_max(*field.max);
       *out = value;
       return "";
     case Kind::kBool:
-      if (field.type != ir::FieldType::kBool) return kind_word(field.type);
+      if (field.type != ir::FieldType::kBool) return problem::wrong_type(field.type);
       *out = value;
       return "";
   }
-  return "unreadable";
+  return problem::kUnreadable;
 }
 
 bool equals(const ir::Field& field, const LetterValue& value, const ir::Value& literal) {
@@ -245,4 +233,4 @@ const char* op_word_symbol(std::string_view word) {
   return "?";
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate

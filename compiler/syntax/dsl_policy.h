@@ -1,6 +1,6 @@
-// DSL front-end: `.policy` text in, an ast::Policy (compiler/ast.h) out, plus the comments the
-// formatter keeps. The grammar (PEGTL 3.2) lives in dsl_parse.cc; docs/policy-language.md has it in
-// EBNF.
+// DSL front-end: `.policy` text in, an ast::Policy (compiler/syntax/ast.h) out, plus the comments
+// the formatter keeps. The grammar (PEGTL 3.2) lives in dsl_parse.cc; docs/policy-language.md has
+// it in EBNF.
 //
 // Like the YAML front-end, the DSL front-end reports only syntax; check() does names, types,
 // values and bounds, so both front-ends give the same diagnostics for the same mistakes. Codes:
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/diagnostic.h"
-#include "compiler/ast.h"
+#include "compiler/syntax/ast.h"
 
 namespace replaygate::dsl {
 

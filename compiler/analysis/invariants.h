@@ -1,8 +1,8 @@
 // Region-based analysis: invariants proven over every decision region, and gaps (known inputs
 // that fall to the default). Diagnostics RG210..RG214; nothing is printed.
 //
-// Works on the decision regions of compiler/regions.h: every valid input lies in exactly one
-// region, and every input of a region gets the same verb from the same rule. An invariant holds
+// Works on the decision regions of compiler/analysis/regions.h: every valid input lies in exactly
+// one region, and every input of a region gets the same verb from the same rule. An invariant holds
 // iff every region that meets its premise box gets a verb that satisfies its requirement; so a
 // violation always comes with a concrete counterexample (a JSON letter drawn from the region and
 // the premise) and the rule that decides it.
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/diagnostic.h"
+#include "compiler/analysis/regions.h"
 #include "compiler/ir.h"
-#include "compiler/regions.h"
 
 namespace replaygate {
 

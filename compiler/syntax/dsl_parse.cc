@@ -14,8 +14,8 @@
 
 #include "common/source.h"
 #include "common/yaml_tree.h"
-#include "compiler/dsl_policy.h"
 #include "compiler/ir.h"
+#include "compiler/syntax/dsl_policy.h"
 
 namespace replaygate::dsl {
 namespace {

@@ -1,5 +1,5 @@
 // Semantic policy diff over a joint partition and a two-list decision tree (see diff.h).
-#include "compiler/diff.h"
+#include "compiler/analysis/diff.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include <tuple>
 #include <utility>
 
-#include "compiler/invariants.h"
+#include "compiler/analysis/invariants.h"
 
 namespace replaygate {
 namespace {

@@ -12,8 +12,8 @@
 // stay `all`, and atoms with the same clauses stay in one region: the cross product of the
 // fields' atoms is never enumerated.
 //
-// Several clause lists are decided at once for `replaygate diff` (compiler/diff.h): the leaves
-// are then the regions where both policies' deciding rules are constant.
+// Several clause lists are decided at once for `replaygate diff` (compiler/analysis/diff.h): the
+// leaves are then the regions where both policies' deciding rules are constant.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/analysis/partition.h"
+#include "compiler/analysis/usefulness.h"
 #include "compiler/ir.h"
-#include "compiler/partition.h"
-#include "compiler/usefulness.h"
 
 namespace replaygate {
 

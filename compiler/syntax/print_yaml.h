@@ -13,7 +13,7 @@ namespace replaygate {
 // field), in the order of the field's first condition. Strings are double-quoted with escapes
 // unless they are plain words; row ids, row reasons and the default reason are written only when
 // they differ from what check() derives. Invariants, domains and derived bools use the YAML forms
-// of compiler/ast.h.
+// of compiler/syntax/ast.h.
 std::string print_yaml(const ir::Policy& policy);
 
 }  // namespace replaygate

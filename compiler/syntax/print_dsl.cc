@@ -1,5 +1,5 @@
 // The canonical .policy printer (see print_dsl.h): AST -> text with comments, IR -> AST.
-#include "compiler/print_dsl.h"
+#include "compiler/syntax/print_dsl.h"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // IR -> YAML (see print_yaml.h).
-#include "compiler/print_yaml.h"
+#include "compiler/syntax/print_yaml.h"
 
 #include <cstdio>
 #include <string>

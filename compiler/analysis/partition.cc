@@ -1,5 +1,5 @@
 // Computes each field's atoms from the values and thresholds the policy mentions.
-#include "compiler/partition.h"
+#include "compiler/analysis/partition.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "common/json.h"
-#include "compiler/regions.h"
+#include "compiler/analysis/regions.h"
 
 namespace replaygate {
 namespace {

@@ -1,5 +1,5 @@
 // Decision-region engine (see regions.h): first-match clause lists and a Maranget decision tree.
-#include "compiler/regions.h"
+#include "compiler/analysis/regions.h"
 
 #include <fmt/format.h>
 

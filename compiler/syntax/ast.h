@@ -1,10 +1,10 @@
 // The policy AST: what the author wrote, with spans, independent of the surface syntax.
 //
-// A front-end (YAML: compiler/yaml_policy.h; the .policy language: compiler/dsl_policy.h)
-// produces an ast::Policy and reports only syntax and shape problems. Everything that needs the
-// policy's meaning — resolving names, typing literals against fields, bounds, enums, required
-// keys, ids — is check()'s job (compiler/check.h), so both front-ends get the same diagnostics
-// for the same mistakes (with hints in the file's own syntax, Policy::syntax).
+// A front-end (YAML: compiler/syntax/yaml_policy.h; the .policy language:
+// compiler/syntax/dsl_policy.h) produces an ast::Policy and reports only syntax and shape problems.
+// Everything that needs the policy's meaning — resolving names, typing literals against fields,
+// bounds, enums, required keys, ids — is check()'s job (compiler/check.h), so both front-ends get
+// the same diagnostics for the same mistakes (with hints in the file's own syntax, Policy::syntax).
 //
 // Conventions:
 //  * Optional members are std::optional when "not written" must be told apart from "written

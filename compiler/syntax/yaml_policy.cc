@@ -1,5 +1,5 @@
 // YAML front-end: yaml::Node tree -> ast::Policy, reporting shape problems (see yaml_policy.h).
-#include "compiler/yaml_policy.h"
+#include "compiler/syntax/yaml_policy.h"
 
 #include <string>
 #include <utility>

@@ -13,7 +13,7 @@
 // is reported. The tree treats derived columns as free bools, so a changed region is kept only
 // when some operand values give every derived column a value its region allows (an exact search,
 // see diff.cc; a search that gives up keeps the region and counts it in `unresolved`). The joint
-// decision tree (compiler/regions.h, two clause lists at once)
+// decision tree (compiler/analysis/regions.h, two clause lists at once)
 // yields regions where both sides' deciding rules are constant; regions whose verb names differ
 // are verb changes, regions with the same verb but another deciding rule id are provenance
 // changes. Nothing is enumerated per input, and nothing is printed.
@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/regions.h"
 #include "compiler/ir.h"
-#include "compiler/regions.h"
 
 namespace replaygate {
 

@@ -1,11 +1,13 @@
 // Condition-level evaluation over the checked IR, for the commands that explain a decision
 // (`explain --policy`) or measure what test cases exercised (`test` coverage).
 //
-// compiler/interpret.h decides a letter; this file says *why*: for one validated letter, whether
+// Next to the reference interpreter on purpose: compiler/interpret.h decides a letter; this file
+// says *why*: for one validated letter, whether
 // each condition holds and, when it does not, what made it fail. It follows the semantics of
 // compiler/ir.h exactly (absent satisfies only `absent`; a derived bool is computed from its two
 // int fields, never read from the letter). The entry points are validate_letter() and
-// check_condition(); tests compare its verdicts with interpret().
+// check_condition(); tests compare its verdicts with interpret(). Its problem texts are the runtime
+// trace's (runtime/problems.h).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,7 @@
 #include "compiler/interpret.h"
 #include "compiler/ir.h"
 
-namespace replaygate::cli {
+namespace replaygate {
 
 // One field after validation: nullopt is absent.
 using FieldValue = std::optional<LetterValue>;
@@ -65,4 +67,4 @@ const char* op_word_symbol(std::string_view word);
 // A validated value: `"payment.capture"`, `3`, `true`, or `absent`.
 std::string describe_field_value(const FieldValue& value);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate

@@ -1,5 +1,5 @@
 // YAML front-end, second half: a strict yaml::Node tree (common/yaml_tree.h) in, an ast::Policy
-// (compiler/ast.h) out.
+// (compiler/syntax/ast.h) out.
 //
 // Interface: build_ast(). It knows the YAML shape of a policy (which keys exist where, which
 // values are mappings, lists or scalars) and reports:
@@ -16,7 +16,7 @@
 
 #include "common/diagnostic.h"
 #include "common/yaml_tree.h"
-#include "compiler/ast.h"
+#include "compiler/syntax/ast.h"
 
 namespace replaygate::yaml {
 

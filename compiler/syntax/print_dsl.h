@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/diagnostic.h"
-#include "compiler/ast.h"
-#include "compiler/dsl_policy.h"
 #include "compiler/ir.h"
+#include "compiler/syntax/ast.h"
+#include "compiler/syntax/dsl_policy.h"
 
 namespace replaygate {
 
