@@ -179,7 +179,7 @@ class Table {
   ~Table();
 
   // Fails closed; see the header comment. Never allocates, never throws, never does I/O.
-  // Inline: one indirect call to the body chosen at load (runtime/decide_index.h, entry).
+  // Inline: one indirect call to the body chosen at load (runtime/internal/decide_index.h, entry).
   Decision decide(const Input& input) const noexcept { return decide_(*impl_, input); }
 
   std::string_view policy_id() const noexcept;

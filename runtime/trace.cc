@@ -1,9 +1,9 @@
 // trace(): the per-rule trace of one decision (see trace.h). Reads Table::Impl, never changes it.
 #include "runtime/trace.h"
 
+#include "runtime/internal/table_impl.h"
 #include "runtime/problems.h"
 #include "runtime/table_format.h"
-#include "runtime/table_impl.h"
 
 namespace replaygate {
 

@@ -1,11 +1,11 @@
-// Builds decide()'s load-time index (runtime/decide_index.h) from a verified Table::Impl.
-#include "runtime/decide_index.h"
+// Builds decide()'s load-time index (runtime/internal/decide_index.h) from a verified Table::Impl.
+#include "runtime/internal/decide_index.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
 
-#include "runtime/table_impl.h"
+#include "runtime/internal/table_impl.h"
 
 namespace replaygate {
 

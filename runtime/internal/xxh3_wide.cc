@@ -10,7 +10,7 @@
 // pragma, so no AVX2 code can leak into another translation unit through a shared inline
 // function. The C headers xxhash pulls in are included before the pragma for the same reason.
 // Callers check xxh3_wide_available() (the CPU has AVX2) before calling xxh3_wide_update().
-#include "runtime/xxh3_wide.h"
+#include "runtime/internal/xxh3_wide.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,6 @@
 // Private to the runtime: an AVX2 build of XXH3-128's streaming update, used by the loader when
-// the CPU has AVX2 (runtime/xxh3_wide.cc says why). Not installed.
+// the CPU has AVX2 (runtime/internal/xxh3_wide.cc says why). Not installed; included only by
+// runtime/*.cc (tests may include it).
 #pragma once
 
 #include <cstddef>

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/decide_index.h"
+#include "runtime/internal/decide_index.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
 
@@ -122,8 +122,8 @@ struct Table::Impl {
   // The interval atom of an int value.
   uint32_t int_atom(const Field& field, int64_t value) const noexcept;
 
-  // decide()'s load-time index over the structures above (runtime/decide_index.h), built by
-  // build_decide_index() at the end of load. Kept last so that it is built from, and never
+  // decide()'s load-time index over the structures above (runtime/internal/decide_index.h), built
+  // by build_decide_index() at the end of load. Kept last so that it is built from, and never
   // mistaken for, the verified decoded table.
   DecideIndex fast;
 };
