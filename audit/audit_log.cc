@@ -19,10 +19,10 @@
 #include <utility>
 
 #include "audit/operator_name.h"
-#include "compiler/names.h"
-#include "compiler/utf8.h"
+#include "common/names.h"
+#include "common/plural.h"
+#include "common/utf8.h"
 #include "inputs/records.h"
-#include "tools/cli/output.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -33,7 +33,6 @@ namespace replaygate::audit {
 using cli::JsonShape;
 using cli::kMaxJsonDepth;
 using cli::locate_member_value;
-using cli::plural;
 using cli::RecordParser;
 using cli::scan_json_shape;
 
@@ -286,7 +285,7 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     for (const char* key : {"message_id", "operation_id"}) {
       if (!j.at(key).is_string() && !j.at(key).is_null()) return bad(key, "a string or null");
     }
-    // The verb and the rule as the policy names them (compiler/names.h): a value with spaces
+    // The verb and the rule as the policy names them (common/names.h): a value with spaces
     // around it (" ", "default ") names nothing the policy has.
     const json& action = j.at("action");
     if (!action.is_string() || !names::is_name(action.get_ref<const std::string&>())) {

@@ -7,7 +7,7 @@
 // earlier than the entry before's: an append whose clock reads earlier records that time instead):
 //   "decision": operator (a name: operator_name_problem() in options.h), message_id and
 //               operation_id (string or null), action (a verb name) and rule (a rule id, or
-//               "default"), both in the policy's grammar (compiler/names.h), policy (a non-empty
+//               "default"), both in the policy's grammar (common/names.h), policy (a non-empty
 //               string), effect
 //               (none, read, copy or create; none when rule is "default"), policy_revision
 //               (0 to INT64_MAX), table_checksum (32 hex digits), record_revision (integer, string

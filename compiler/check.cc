@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "compiler/names.h"
+#include "common/names.h"
 
 namespace replaygate {
 namespace {
@@ -19,12 +19,19 @@ using ast::Literal;
 
 const std::vector<std::string> kTypes = {"string", "int", "bool", "enum"};
 const std::vector<std::string> kEffects = {"none", "read", "copy", "create"};
-const std::vector<std::string> kOps = {"eq", "ne", "in", "not_in", "lt", "le", "gt", "ge"};
+// The operators a condition spells with `op:` (absent and present are whole matchers).
+const std::vector<std::string> kOps = [] {
+  std::vector<std::string> ops;
+  for (uint32_t op = 0; op <= static_cast<uint32_t>(ir::Op::kGe); ++op) {
+    ops.push_back(ir::op_name(static_cast<ir::Op>(op)));
+  }
+  return ops;
+}();
 constexpr size_t kMaxTableKeys = 8;
 constexpr size_t kMaxInputs = 1024;  // runtime/table_format.h kMaxFields
 constexpr const char* kDefaultReason = "no rule matched";
 
-// One grammar for names and ids, shared with the tools that read them back (compiler/names.h).
+// One grammar for names and ids, shared with the tools that read them back (common/names.h).
 using names::has_space_or_control;
 using names::is_name;
 
@@ -893,11 +900,13 @@ class Checker {
     const auto field_index = resolve_field(condition.field);
     const std::string& op_text = condition.op.text;
     std::optional<ir::Op> op;
-    static const std::map<std::string, ir::Op> kOpByName = {
-        {"eq", ir::Op::kEq},          {"ne", ir::Op::kNe}, {"in", ir::Op::kIn},
-        {"not_in", ir::Op::kNotIn},   {"lt", ir::Op::kLt}, {"le", ir::Op::kLe},
-        {"gt", ir::Op::kGt},          {"ge", ir::Op::kGe}, {"absent", ir::Op::kAbsent},
-        {"present", ir::Op::kPresent}};
+    static const std::map<std::string, ir::Op> kOpByName = [] {
+      std::map<std::string, ir::Op> by_name;
+      for (uint32_t code = 0; code < kOpCount; ++code) {
+        by_name.emplace(op_code_name(code), static_cast<ir::Op>(code));
+      }
+      return by_name;
+    }();
     const bool keyword = op_text == "absent" || op_text == "present";
     if (keyword && (!condition.operands.empty() || condition.operand_is_list)) {
       error("RG107", quote(op_text) + " is not an operator", condition.op.span,

@@ -10,16 +10,16 @@
 // (ast::Policy::syntax); every problem is reported, not just the first.
 //
 // It does not look for rules that shadow each other, conflict or can never match: that is the
-// analysis (compiler/analysis.h, RG2xx), which runs on an error-free result.
+// analysis (compiler/analysis/analysis.h, RG2xx), which runs on an error-free result.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
-#include "compiler/ast.h"
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "compiler/ir.h"
+#include "compiler/syntax/ast.h"
 
 namespace replaygate {
 

@@ -11,11 +11,12 @@
 #include <string>
 #include <system_error>
 
-#include "compiler/analysis.h"
+#include "common/source.h"
+#include "common/yaml_tree.h"
+#include "compiler/analysis/analysis.h"
 #include "compiler/check.h"
-#include "compiler/dsl_policy.h"
-#include "compiler/yaml_policy.h"
-#include "compiler/yaml_tree.h"
+#include "compiler/syntax/dsl_policy.h"
+#include "compiler/syntax/yaml_policy.h"
 #include "runtime/table_format.h"
 
 #define XXH_INLINE_ALL
@@ -145,31 +146,11 @@ LoadedPolicy load_policy_file(const std::string& path) {
   StageTimings read_time;
   StageClock clock(&read_time);
   LoadedPolicy out;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    out.io_error = true;
-    out.io_message = "cannot read '" + path + "': it is a directory";
-    return out;
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    out.io_error = true;
-    out.io_message = "cannot read '" + path + "': " + std::strerror(errno);
-    return out;
-  }
-  // Read at most one byte past the limit: enough for parse() to report RG007, and safe on
-  // endless files such as /dev/zero.
   std::string text;
-  char buffer[1 << 16];
-  while (text.size() <= yaml::kMaxBytes && file.read(buffer, sizeof buffer).gcount() > 0) {
-    text.append(buffer, static_cast<size_t>(file.gcount()));
-  }
-  if (file.bad()) {
+  if (!read_source_file(path, &text, &out.io_message)) {
     out.io_error = true;
-    out.io_message = "cannot read '" + path + "': read error";
     return out;
   }
-  if (text.size() > yaml::kMaxBytes + 1) text.resize(yaml::kMaxBytes + 1);
   clock.lap("read");
   LoadedPolicy loaded = load_policy_text(text, path);
   loaded.timings.insert(loaded.timings.begin(), read_time.front());

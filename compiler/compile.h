@@ -1,8 +1,9 @@
 // The compiler's front door: a policy file in, a checked policy and every diagnostic out.
 //
 // load_policy_*() picks the front-end by extension (.yaml/.yml: YAML; .policy: the DSL,
-// compiler/dsl_policy.h), runs the front-end, check() and analyze(), and collects every diagnostic.
-// The caller (the CLI) renders diagnostics and lowers the policy with lower() (compiler/lower.h).
+// compiler/syntax/dsl_policy.h), runs the front-end, check() and analyze(), and collects every
+// diagnostic. The caller (the CLI) renders diagnostics and lowers the policy with lower()
+// (compiler/lower.h).
 #pragma once
 
 #include <optional>
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "compiler/ir.h"
 #include "compiler/timings.h"
 

@@ -6,9 +6,10 @@
 // interpret().
 //
 // This is the oracle the frozen-table runtime is tested against, so it is slow and obvious on
-// purpose: it shares no code with compiler/partition.h, compiler/lower.h or runtime/, compares
-// strings byte for byte and ints numerically, walks the rules in order and scans every row. The
-// semantics it implements are the ones in compiler/ir.h's header comment and shared/DESIGN.md:
+// purpose: it shares no code with compiler/analysis/partition.h, compiler/lower.h or runtime/,
+// compares strings byte for byte and ints numerically, walks the rules in order and scans every
+// row. The semantics it implements are the ones in compiler/ir.h's header comment and
+// shared/DESIGN.md:
 //  * Validation first, every field in declaration order; the first invalid field makes the
 //    decision the default with kind kInvalidInput. A field is invalid when it is
 //      - required and missing or null (or "" with empty_means_absent),

@@ -1,7 +1,7 @@
 // The checked policy (IR): the one type every stage after `check` reads, front-end independent.
 //
 // Produced by check() (compiler/check.h) from a front-end's AST; consumed by the analysis
-// (compiler/analysis.h), the lowering to table bytes (compiler/lower.h) and the reference
+// (compiler/analysis/analysis.h), the lowering to table bytes (compiler/lower.h) and the reference
 // interpreter (compiler/interpret.h). The IR holds no source text: spans live in the side table
 // `SourceMap`, indexed by the same positions as the IR vectors.
 //
@@ -26,25 +26,18 @@
 #include <variant>
 #include <vector>
 
+#include "common/span.h"
+#include "runtime/codes.h"
+
 namespace replaygate::ir {
 
-enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
-
-// Danger order: none < read < copy < create (the seed design's effect classes).
-enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
-
-enum class Op : uint8_t {
-  kEq = 0,     // values: 1
-  kNe = 1,     // values: 1
-  kIn = 2,     // values: >= 1
-  kNotIn = 3,  // values: >= 1
-  kLt = 4,     // kInt only, values: 1
-  kLe = 5,
-  kGt = 6,
-  kGe = 7,
-  kAbsent = 8,   // optional fields only, values: 0
-  kPresent = 9,  // optional fields only, values: 0
-};
+// The on-disk codes are the table format's (runtime/codes.h): the IR uses the same enums.
+using FieldType = ::replaygate::FieldType;
+using Effect = ::replaygate::Effect;  // danger order: none < read < copy < create
+using Op = ::replaygate::Op;
+using ::replaygate::effect_name;
+using ::replaygate::field_type_name;
+using ::replaygate::op_name;
 
 // A derived bool (issue 5): `lhs op rhs` over two required int fields, computed after validation,
 // never read from the letter (a letter's value for it is ignored). The analysis treats it as a free
@@ -189,14 +182,8 @@ struct Policy {
   bool operator==(const Policy&) const = default;
 };
 
-// 1-based line and column (column counts bytes), plus the byte offset into the source text.
-struct Span {
-  uint32_t line = 0;  // 0: unknown
-  uint32_t column = 0;
-  uint32_t offset = 0;
-  uint32_t length = 0;
-  bool operator==(const Span&) const = default;
-};
+// Source positions (common/span.h), under the IR's name.
+using Span = ::replaygate::Span;
 
 // Where each IR element came from. Indices mirror Policy's vectors.
 struct SourceMap {
@@ -230,10 +217,7 @@ struct CatalogEntry {
 };
 std::vector<CatalogEntry> rule_catalog(const Policy& policy);
 
-const char* effect_name(Effect effect);             // "none", "read", "copy", "create"
-const char* field_type_name(FieldType type);        // "string", "int", "bool", "enum"
 const char* input_source_name(InputSource source);  // "letter", "operator", "record"
-const char* op_name(Op op);  // "eq", "ne", "in", "not_in", "lt", ... "absent"
 // `a op b` for the comparison ops kEq, kNe, kLt, kLe, kGt and kGe on ints: how a condition's
 // bound and a Derivation's value are evaluated. false
 // for every other op (kIn, kNotIn, kAbsent, kPresent do not compare two ints).

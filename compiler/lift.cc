@@ -10,14 +10,12 @@
 #include <limits>
 #include <variant>
 
+#include "compiler/analysis/partition.h"
 #include "compiler/lower.h"
-#include "compiler/partition.h"
 #include "runtime/trace.h"
 
 namespace replaygate {
 namespace {
-
-constexpr uint32_t kOpCount = 10;  // ir::Op codes 0..9
 
 // Why a lift failed; carried out of the helpers as an exception-free value.
 struct Failure {
@@ -184,7 +182,7 @@ struct Lifter {
       const StructureField& s = structure.fields[f];
       ir::Field field;
       field.name = std::string(info.name);
-      field.type = static_cast<ir::FieldType>(info.type);
+      field.type = info.type;
       field.optional = info.optional;
       field.empty_means_absent = info.empty_means_absent;
       field.source = static_cast<ir::InputSource>(info.source);
@@ -329,8 +327,7 @@ LiftResult lift(const Table& table) {
   p.revision = table.revision();
   p.description = std::string(table.description());
   for (uint32_t v = 0; v < table.verb_count(); ++v) {
-    p.verbs.push_back({std::string(table.verb_name(v)),
-                       static_cast<ir::Effect>(table.verb_effect(v)),
+    p.verbs.push_back({std::string(table.verb_name(v)), table.verb_effect(v),
                        std::string(table.verb_description(v))});
   }
   p.default_verb = table.default_verb();

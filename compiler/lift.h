@@ -17,9 +17,9 @@
 // from the source policy's; decisions, the rule catalog and diff results do not.
 //
 // Every lifted condition and row key is checked against the table before lift() returns: the
-// lifted policy's partition (compiler/partition.h) must give each field exactly the table's
-// dictionary and cut points, each condition exactly the stored atom set and each row key exactly
-// the stored atom. So a lifted policy decides every input like the table, or lift() fails.
+// lifted policy's partition (compiler/analysis/partition.h) must give each field exactly the
+// table's dictionary and cut points, each condition exactly the stored atom set and each row key
+// exactly the stored atom. So a lifted policy decides every input like the table, or lift() fails.
 #pragma once
 
 #include <optional>

@@ -1,8 +1,8 @@
 // Lowering: turns a checked policy into frozen decision-table bytes (runtime/table_format.h).
 //
-// The one entry point is lower(). It partitions the input space (compiler/partition.h), writes
-// each section into its own byte buffer in a fixed order, then lays the sections out behind the
-// header and seals the file with the decision digest, the provenance digest and the checksum.
+// The one entry point is lower(). It partitions the input space (compiler/analysis/partition.h),
+// writes each section into its own byte buffer in a fixed order, then lays the sections out behind
+// the header and seals the file with the decision digest, the provenance digest and the checksum.
 // Everything iterates vectors in IR order or sorted order, so the output is byte-identical for the
 // same CheckedPolicy on every run and machine.
 #include "compiler/lower.h"
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <variant>
 
-#include "compiler/partition.h"
+#include "compiler/analysis/partition.h"
 #include "runtime/table_format.h"
 
 #define XXH_INLINE_ALL

@@ -20,11 +20,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/byte_buffer.h"
+#include "common/json.h"
 #include "gate/replay_guard.h"
 #include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
-#include "tools/cli/output.h"  // ByteBuffer and the JSON string writer (moving to common/)
 
 namespace replaygate::cli {
 

@@ -114,9 +114,9 @@ void Gate::prefetch(const Batch& batch) const {
   }
 }
 
-void Gate::judge(const Batch& batch, size_t i, cli::ByteBuffer& out) {
+void Gate::judge(const Batch& batch, size_t i, ByteBuffer& out) {
   const Pending& p = batch.records[i];
-  const cli::ByteBuffer& scratch = batch.scratch;
+  const ByteBuffer& scratch = batch.scratch;
   Verdict v;
   v.record = &p;
   v.verb = table_->default_verb();

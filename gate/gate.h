@@ -36,12 +36,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/byte_buffer.h"
 #include "gate/decision_line.h"
 #include "gate/replay_guard.h"
 #include "inputs/records.h"
 #include "runtime/reload.h"
 #include "runtime/table.h"
-#include "tools/cli/output.h"  // ByteBuffer (moving to common/)
 
 namespace replaygate::gate {
 
@@ -63,7 +63,7 @@ struct Batch {
   explicit Batch(size_t size) : records(size), scratch(size * 256) {}
   std::vector<Pending> records;
   size_t count = 0;
-  cli::ByteBuffer scratch;
+  ByteBuffer scratch;
 };
 
 // What happened to one record, as its decision line says it.
@@ -131,7 +131,7 @@ class Gate {
   void prefetch(const Batch& batch) const;
   // Stage 2 for the batch's record `i`: appends its decision line to `out` and hands the verdict
   // to every stage.
-  void judge(const Batch& batch, size_t i, cli::ByteBuffer& out);
+  void judge(const Batch& batch, size_t i, ByteBuffer& out);
   // Every stage's commit(), in order; false at the first that fails (its error()).
   bool commit(const Stage** failed);
 

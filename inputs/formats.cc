@@ -2,8 +2,8 @@
 // input_formats.h).
 #include "inputs/formats.h"
 
-#include "compiler/diagnostic.h"
-#include "compiler/escape.h"
+#include "common/diagnostic.h"
+#include "common/escape.h"
 #include "inputs/kafka.h"
 #include "inputs/letters.h"
 

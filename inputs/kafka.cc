@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/diagnostic.h"
-#include "compiler/escape.h"
-#include "compiler/utf8.h"
+#include "common/diagnostic.h"
+#include "common/escape.h"
+#include "common/utf8.h"
 
 namespace replaygate::cli {
 

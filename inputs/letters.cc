@@ -10,8 +10,8 @@
 #include <cstring>
 #include <utility>
 
-#include "compiler/diagnostic.h"
-#include "compiler/utf8.h"
+#include "common/diagnostic.h"
+#include "common/utf8.h"
 
 namespace replaygate::cli {
 

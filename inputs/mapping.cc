@@ -5,7 +5,7 @@
 #include <limits>
 #include <optional>
 
-#include "compiler/yaml_tree.h"  // the strict YAML tree (moving to common/)
+#include "common/yaml_tree.h"  // the strict YAML tree (moving to common/)
 #include "runtime/trace.h"
 
 namespace replaygate::cli {

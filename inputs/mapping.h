@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/diagnostic.h"  // Diagnostic and Span (moving to common/)
+#include "common/diagnostic.h"  // Diagnostic and Span (moving to common/)
 #include "runtime/table.h"
 
 namespace replaygate::cli {
@@ -54,10 +54,10 @@ struct FieldMapping {
   std::map<std::string, std::string, std::less<>> map;  // raw text -> policy value text
   std::optional<std::string> default_text;
   bool optional = false;
-  ir::Span default_span;  // the `default:` value, for RG308/RG309 (mapping_defaults.h)
+  Span default_span;  // the `default:` value, for RG308/RG309 (mapping_defaults.h)
   // `acknowledge: default-opens-create`: the default may open a create verb, and that was reviewed.
   bool acknowledged = false;
-  ir::Span acknowledge_span;
+  Span acknowledge_span;
 };
 
 struct Mapping {

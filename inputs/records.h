@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/escape.h"  // escape_control(): the one escaping function for plain text
+#include "common/escape.h"  // escape_control(): the one escaping function for plain text
 #include "runtime/table.h"
 
 namespace replaygate::cli {
@@ -181,7 +181,7 @@ struct TextPosition {
 TextPosition position_of(std::string_view text, size_t offset);
 
 // 'text' in single quotes for a reason or a message, cut to 64 bytes ("...") so reasons stay one
-// short line, escaped with escape_control() (compiler/escape.h).
+// short line, escaped with escape_control() (common/escape.h).
 std::string quote_for_reason(std::string_view text);
 
 // "blank line", "not valid UTF-8", "bad JSON (...)": the readable name of a simdjson error code.

@@ -92,6 +92,17 @@ rg_status ok(rg_error* err) {
   return RG_OK;
 }
 
+// LoadError and rg_status share their values 0..9 (ok, the loader's errors, incompatible).
+static_assert(static_cast<int>(LoadError::kIo) == RG_ERR_IO &&
+              static_cast<int>(LoadError::kTooLarge) == RG_ERR_TOO_LARGE &&
+              static_cast<int>(LoadError::kTruncated) == RG_ERR_TRUNCATED &&
+              static_cast<int>(LoadError::kBadMagic) == RG_ERR_BAD_MAGIC &&
+              static_cast<int>(LoadError::kUnsupportedVersion) == RG_ERR_UNSUPPORTED_VERSION &&
+              static_cast<int>(LoadError::kBadChecksum) == RG_ERR_BAD_CHECKSUM &&
+              static_cast<int>(LoadError::kBadOffset) == RG_ERR_BAD_OFFSET &&
+              static_cast<int>(LoadError::kMalformed) == RG_ERR_MALFORMED &&
+              static_cast<int>(LoadError::kIncompatible) == RG_ERR_INCOMPATIBLE);
+
 rg_status from_load(const LoadStatus& status) {
   return status.ok() ? RG_OK : static_cast<rg_status>(status.error);
 }
@@ -250,7 +261,7 @@ uint32_t field_by_name(const rg_input* input, const char* name) {
 
 extern "C" {
 
-const char* rg_version(void) { return "0.1.0"; }
+const char* rg_version(void) { return RG_VERSION; }
 
 const char* rg_status_name(rg_status status) {
   switch (status) {
@@ -498,8 +509,7 @@ rg_status rg_shared_reload(rg_shared* shared, const char* path, rg_error* err) {
   return guarded(err, [&] {
     LoadStatus status;
     if (shared->shared->reload(path, &status)) return ok(err);
-    bool incompatible = status.message.rfind("incompatible table:", 0) == 0;
-    return fail(err, incompatible ? RG_ERR_INCOMPATIBLE : from_load(status), status.message);
+    return fail(err, from_load(status), status.message);
   });
 }
 

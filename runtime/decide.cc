@@ -1,9 +1,9 @@
 // decide(): validates and interns an Input against a loaded table, then runs the rules in order.
 //
-// Works only on the validated structures in Table::Impl (runtime/table_impl.h) and the load-time
-// index built from them (runtime/decide_index.h). No allocation, no I/O, no exceptions: the
-// interned atoms live in a stack array of format::kMaxFields. Every field is validated before
-// any rule runs, and the first bad field (in field order) is the one reported.
+// Works only on the validated structures in Table::Impl (runtime/internal/table_impl.h) and the
+// load-time index built from them (runtime/internal/decide_index.h). No allocation, no I/O, no
+// exceptions: the interned atoms live in a stack array of format::kMaxFields. Every field is
+// validated before any rule runs, and the first bad field (in field order) is the one reported.
 //
 // Table::decide() calls the body chosen at load (DecideIndex::entry, select_decide()). Four paths
 // with the same decisions: the kernel (decide_kernel, for policies of at most eight
@@ -20,9 +20,9 @@
 #include <algorithm>
 #include <bit>
 
+#include "runtime/internal/table_impl.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
-#include "runtime/table_impl.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -124,7 +124,7 @@ bool SharedTable::replace(std::unique_ptr<Table> table, LoadStatus* status) {
   const Entry* old = current_.load(std::memory_order_relaxed);  // only writers store, under mutex_
   std::string why = incompatibility(*old->table, *entry->table);
   if (!why.empty()) {
-    *status = {LoadError::kMalformed, std::move(why)};
+    *status = {LoadError::kIncompatible, std::move(why)};
     return false;
   }
   owned_.push_back(std::move(entry));

@@ -71,8 +71,8 @@ class SharedTable {
 
   // Reads and verifies `path` completely, checks it is compatible with the current table, then
   // swaps it in. Returns true on success. On failure the current table keeps serving and
-  // *status says why: any LoadError from Table::load_file, or kMalformed with the message
-  // "incompatible table: ..." when the fields (names, types, order, derived or not,
+  // *status says why: any LoadError from Table::load_file, or kIncompatible (the message
+  // "incompatible table: ...") when the fields (names, types, order, derived or not,
   // operator-only, record-only or set from letters) or the verbs
   // (names, order) differ, because workers hold field indices and Inputs sized for the current
   // table.

@@ -37,6 +37,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The replaygate version: its one definition. CMakeLists.txt reads the project version from
+ * RG_VERSION; rg_version() returns it; the CLI prints it. */
+#define RG_VERSION "0.1.0"
+
 #if defined(_WIN32)
 #define RG_API
 #else
@@ -124,7 +128,7 @@ typedef struct rg_input rg_input;   /* one record's field values, sized for a ta
 typedef struct rg_shared rg_shared; /* a table workers share and that can be reloaded */
 typedef struct rg_reader rg_reader; /* one thread's handle on an rg_shared */
 
-/* "0.1.0". Static string. */
+/* RG_VERSION ("0.1.0"). Static string. */
 RG_API const char* rg_version(void);
 /* "ok", "io", ..., "no_reader_slot", "operator_only"; "unknown" for other values. Static. */
 RG_API const char* rg_status_name(rg_status status);

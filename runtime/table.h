@@ -34,6 +34,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/codes.h"
+
 namespace replaygate {
 
 enum class LoadError : uint8_t {
@@ -46,6 +48,7 @@ enum class LoadError : uint8_t {
   kBadChecksum,         // payload does not match the header's checksum
   kBadOffset,           // a section or an index points outside the table
   kMalformed,           // structurally invalid content (bad enum, count, unsorted cuts, ...)
+  kIncompatible,        // reload only: fields or verbs differ from the table being served
 };
 
 struct LoadStatus {
@@ -56,10 +59,7 @@ struct LoadStatus {
 
 const char* load_error_name(LoadError error);  // "ok", "io", "too_large", ...
 
-enum class FieldType : uint8_t { kString = 0, kInt = 1, kBool = 2, kEnum = 3 };
-const char* field_type_name(FieldType type);  // "string", "int", "bool", "enum"
-enum class Effect : uint8_t { kNone = 0, kRead = 1, kCopy = 2, kCreate = 3 };
-const char* effect_name(Effect effect);  // "none", "read", "copy", "create"
+// FieldType, Effect and Op, the format's codes, and their names: runtime/codes.h.
 // Who may supply a field's value (policy `source:`; docs/policy-language.md).
 enum class FieldSource : uint8_t {
   kLetter = 0,    // letters (messages, dump records, broker records) and the operation record
@@ -179,7 +179,7 @@ class Table {
   ~Table();
 
   // Fails closed; see the header comment. Never allocates, never throws, never does I/O.
-  // Inline: one indirect call to the body chosen at load (runtime/decide_index.h, entry).
+  // Inline: one indirect call to the body chosen at load (runtime/internal/decide_index.h, entry).
   Decision decide(const Input& input) const noexcept { return decide_(*impl_, input); }
 
   std::string_view policy_id() const noexcept;

@@ -31,7 +31,7 @@
 //                     same IR gives the same decision digest whatever file it came from.
 //   provenance_digest over the kProvenance section bytes.
 //
-// Atoms (see compiler/partition.h; the runtime interns every input field to one u32 atom):
+// Atoms (see compiler/analysis/partition.h; the runtime interns every input field to one u32 atom):
 //   0 absent; string: 1 other, 2 + i = i-th dictionary string (sorted bytewise);
 //   enum: 1 + i = i-th value (declaration order); bool: 1 false, 2 true;
 //   int: 1 + (number of cut points <= value), cut points sorted ascending and unique.
@@ -146,14 +146,13 @@ struct MetaRecord {
 };
 static_assert(sizeof(MetaRecord) == 56);
 
-enum FieldTypeCode : uint8_t { kTypeString = 0, kTypeInt = 1, kTypeBool = 2, kTypeEnum = 3 };
 // FieldRecord::source (ir::InputSource): who may supply the field's value.
 enum FieldSourceCode : uint8_t { kSourceLetter = 0, kSourceOperator = 1, kSourceRecord = 2 };
 
 struct FieldRecord {
   StrRef name;
   StrRef invalid_reason;  // "invalid input: NAME"
-  uint8_t type;           // FieldTypeCode
+  uint8_t type;           // FieldType (runtime/codes.h)
   uint8_t optional;       // 0 or 1
   uint8_t empty_means_absent;
   uint8_t has_min;
@@ -183,12 +182,10 @@ struct DictEntry {
 };
 static_assert(sizeof(DictEntry) == 16);
 
-enum EffectCode : uint32_t { kEffectNone = 0, kEffectRead = 1, kEffectCopy = 2, kEffectCreate = 3 };
-
 struct VerbRecord {
   StrRef name;
   StrRef description;
-  uint32_t effect;  // EffectCode
+  uint32_t effect;  // Effect (runtime/codes.h)
   uint32_t reserved;
 };
 static_assert(sizeof(VerbRecord) == 24);
@@ -209,7 +206,6 @@ struct RuleRecord {
 static_assert(sizeof(RuleRecord) == 40);
 
 // Op codes mirror ir::Op: eq ne in not_in lt le gt ge absent present.
-inline constexpr uint32_t kOpCount = 10;
 
 struct ConditionRecord {
   uint32_t field;
@@ -239,8 +235,9 @@ struct CatalogRecord {
 static_assert(sizeof(CatalogRecord) == 32);
 
 // A derived bool field (ir::Derivation): after validation its atom is 2 (true) when
-// `value(lhs) op value(rhs)`, else 1 (false). The field is kTypeBool and required; lhs and rhs are
-// required kTypeInt fields with smaller indices; op is an ir::Op code among eq ne lt le gt ge.
+// `value(lhs) op value(rhs)`, else 1 (false). The field is FieldType::kBool and required; lhs and
+// rhs are required FieldType::kInt fields with smaller indices; op is an Op code (runtime/codes.h)
+// among eq ne lt le gt ge.
 struct DerivationRecord {
   uint32_t field;
   uint32_t op;

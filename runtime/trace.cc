@@ -1,8 +1,9 @@
 // trace(): the per-rule trace of one decision (see trace.h). Reads Table::Impl, never changes it.
 #include "runtime/trace.h"
 
+#include "runtime/internal/table_impl.h"
+#include "runtime/problems.h"
 #include "runtime/table_format.h"
-#include "runtime/table_impl.h"
 
 namespace replaygate {
 
@@ -14,25 +15,6 @@ struct TableTraceAccess {
 namespace {
 
 using Slot = Input::Slot;
-
-const char* op_word(uint32_t op) {
-  static const char* const kNames[] = {"eq", "ne", "in", "not_in", "lt",
-                                       "le", "gt", "ge", "absent", "present"};
-  return op < format::kOpCount ? kNames[op] : "?";
-}
-
-const char* type_problem(FieldType type) {
-  switch (type) {
-    case FieldType::kString:
-    case FieldType::kEnum:
-      return "not a string";
-    case FieldType::kInt:
-      return "not an int";
-    case FieldType::kBool:
-      return "not a bool";
-  }
-  return "of the wrong type";
-}
 
 // The same validation and interning as decide(), written out with the reason for a failure.
 TraceField intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot& slot) {
@@ -50,37 +32,37 @@ TraceField intern(const Table::Impl& t, const Table::Impl::Field& f, const Slot&
   };
   switch (slot.state) {
     case Slot::State::kUnset:
-      return absent("missing");
+      return absent(problem::kMissing);
     case Slot::State::kNull:
-      return absent("null");
+      return absent(problem::kNull);
     case Slot::State::kInvalid:
-      return fail("unreadable (wrong JSON type or out of int64 range)");
+      return fail(problem::kUnreadableValue);
     case Slot::State::kString:
       if (f.type == FieldType::kString) {
-        if (slot.s.empty() && f.empty_means_absent) return absent("empty (counts as absent)");
+        if (slot.s.empty() && f.empty_means_absent) return absent(problem::kEmptyCountsAsAbsent);
         const uint32_t atom = t.lookup(f, slot.s, string_hash(slot.s));
         out.atom = atom == 0 ? 1 : atom;  // not mentioned by the policy: "other"
         return out;
       }
       if (f.type == FieldType::kEnum) {
         const uint32_t atom = t.lookup(f, slot.s, string_hash(slot.s));
-        if (atom == 0) return fail("not one of its enum values");
+        if (atom == 0) return fail(problem::kNotAnEnumValue);
         out.atom = atom;
         return out;
       }
-      return fail(type_problem(f.type));
+      return fail(problem::wrong_type(f.type));
     case Slot::State::kInt:
-      if (f.type != FieldType::kInt) return fail(type_problem(f.type));
-      if (f.has_min && slot.i < f.min) return fail("below its min " + std::to_string(f.min));
-      if (f.has_max && slot.i > f.max) return fail("above its max " + std::to_string(f.max));
+      if (f.type != FieldType::kInt) return fail(problem::wrong_type(f.type));
+      if (f.has_min && slot.i < f.min) return fail(problem::below_min(f.min));
+      if (f.has_max && slot.i > f.max) return fail(problem::above_max(f.max));
       out.atom = t.int_atom(f, slot.i);
       return out;
     case Slot::State::kBool:
-      if (f.type != FieldType::kBool) return fail(type_problem(f.type));
+      if (f.type != FieldType::kBool) return fail(problem::wrong_type(f.type));
       out.atom = slot.b ? 2 : 1;
       return out;
   }
-  return fail("unreadable");
+  return fail(problem::kUnreadable);
 }
 
 }  // namespace
@@ -132,7 +114,8 @@ Trace trace(const Table& table, const Input& input) {
         const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
         const uint32_t atom = atoms[cond.field];
         holds = (t.bitsets[cond.bits_begin + atom / 64] >> (atom % 64)) & 1u;
-        step.conditions.push_back({cond.field, op_word(cond.op), std::string(cond.text), holds});
+        step.conditions.push_back(
+            {cond.field, op_code_name(cond.op), std::string(cond.text), holds});
       }
       step.matched = holds;
       step.catalog = rule.catalog_begin;
@@ -190,7 +173,7 @@ std::vector<OutlineRule> outline(const Table& table) {
       o.id = std::string(t.catalog_id(rule.catalog_begin));
       for (uint32_t c = 0; c < rule.item_count; ++c) {
         const Table::Impl::Condition& cond = t.conditions[rule.item_begin + c];
-        o.conditions.push_back({cond.field, op_word(cond.op), std::string(cond.text), false});
+        o.conditions.push_back({cond.field, op_code_name(cond.op), std::string(cond.text), false});
       }
     } else {
       o.id = std::string(rule.id);

@@ -52,7 +52,7 @@ rg_status fail(rg_error* err, rg_status status, const std::string& message) {
 }
 
 rg_status code(const LoadStatus& s) {
-  if (s.message.rfind("incompatible table:", 0) == 0) return RG_ERR_INCOMPATIBLE;
+  if (s.error == replaygate::LoadError::kIncompatible) return RG_ERR_INCOMPATIBLE;
   return static_cast<rg_status>(s.error);
 }
 

@@ -1,5 +1,5 @@
 // Tests for analyze(): exact RG2xx diagnostics (code, line, message, hint) on hand-built IR.
-#include "compiler/analysis.h"
+#include "compiler/analysis/analysis.h"
 
 #include <gtest/gtest.h>
 

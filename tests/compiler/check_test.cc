@@ -11,28 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "common/yaml_tree.h"
 #include "compiler/compile.h"
-#include "compiler/yaml_policy.h"
-#include "compiler/yaml_tree.h"
+#include "compiler/syntax/yaml_policy.h"
+#include "tests/support/diagnostics.h"
 #include "tests/support/test_policies.h"
 
 namespace replaygate {
 namespace {
 
+using testing::diagnostics_text;
+using testing::read_text;
+
 namespace fs = std::filesystem;
 using ir::Op;
 using ir::Value;
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string diagnostics_text(const LoadedPolicy& loaded) {
-  return render_text(loaded.diagnostics, loaded.source_text);
-}
 
 // Compiles `body` appended to a small valid header.
 LoadedPolicy compile_with_header(const std::string& rules) {
@@ -478,7 +471,7 @@ TEST(Compile, ExtensionsAndIoErrors) {
 }
 
 TEST(Compile, TruncatedShippedPolicyNeverCrashesAndNeverPassesWithErrors) {
-  const std::string text = read(fs::path(RG_SOURCE_DIR) / "policies/replay_gate.yaml");
+  const std::string text = read_text(fs::path(RG_SOURCE_DIR) / "policies/replay_gate.yaml");
   ASSERT_FALSE(text.empty());
   for (size_t n = 0; n < text.size(); n += 7) {
     const LoadedPolicy loaded = load_policy_text(text.substr(0, n), "p.yaml");
@@ -488,7 +481,7 @@ TEST(Compile, TruncatedShippedPolicyNeverCrashesAndNeverPassesWithErrors) {
 }
 
 TEST(Compile, TheLanguageDocExampleCompiles) {
-  const std::string doc = read(fs::path(RG_SOURCE_DIR) / "docs/policy-language.md");
+  const std::string doc = read_text(fs::path(RG_SOURCE_DIR) / "docs/policy-language.md");
   const size_t section = doc.find("## Example");
   ASSERT_NE(section, std::string::npos);
   const size_t begin = doc.find("```yaml\n", section);
@@ -527,7 +520,7 @@ TEST(FrontEndGolden, BadPolicies) {
       std::ofstream(expected_path, std::ios::binary) << actual;
       continue;
     }
-    const std::string expected = read(expected_path);
+    const std::string expected = read_text(expected_path);
     EXPECT_EQ(actual, expected) << "golden mismatch for " << relative << "; actual text:\n"
                                 << actual;
   }

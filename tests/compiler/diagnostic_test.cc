@@ -1,5 +1,5 @@
 // Tests for diagnostic rendering (text and JSON), ordering and "did you mean" suggestions.
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@ Diagnostic make(std::string code, std::string message, uint32_t line, uint32_t c
   d.code = std::move(code);
   d.message = std::move(message);
   d.path = std::move(path);
-  d.span = ir::Span{line, column, 0, length};
+  d.span = Span{line, column, 0, length};
   d.hint = std::move(hint);
   return d;
 }
@@ -205,13 +205,13 @@ TEST(ClosestMatch, SuggestsTyposOnly) {
 // span_in_text never points past the end of the text: the end of a text that ends with a line
 // break is shown at the end of its last line, with length 0.
 TEST(SpanInText, NeverPastTheEnd) {
-  EXPECT_EQ(span_in_text("ab\ncd\n", 4, 1), (ir::Span{2, 2, 4, 1}));
-  EXPECT_EQ(span_in_text("ab\ncd\n", 4, 9), (ir::Span{2, 2, 4, 2}));  // cut at the end
-  EXPECT_EQ(span_in_text("ab\ncd\n", 6, 1), (ir::Span{2, 3, 5, 0}));  // the end: line 2's break
-  EXPECT_EQ(span_in_text("ab\ncd\r\n", 7, 1), (ir::Span{2, 3, 5, 0}));
-  EXPECT_EQ(span_in_text("ab\ncd", 99, 1), (ir::Span{2, 3, 5, 0}));  // no break: after "cd"
-  EXPECT_EQ(span_in_text("\n\n", 2, 1), (ir::Span{2, 1, 1, 0}));
-  EXPECT_EQ(span_in_text("", 0, 1), (ir::Span{1, 1, 0, 0}));
+  EXPECT_EQ(span_in_text("ab\ncd\n", 4, 1), (Span{2, 2, 4, 1}));
+  EXPECT_EQ(span_in_text("ab\ncd\n", 4, 9), (Span{2, 2, 4, 2}));  // cut at the end
+  EXPECT_EQ(span_in_text("ab\ncd\n", 6, 1), (Span{2, 3, 5, 0}));  // the end: line 2's break
+  EXPECT_EQ(span_in_text("ab\ncd\r\n", 7, 1), (Span{2, 3, 5, 0}));
+  EXPECT_EQ(span_in_text("ab\ncd", 99, 1), (Span{2, 3, 5, 0}));  // no break: after "cd"
+  EXPECT_EQ(span_in_text("\n\n", 2, 1), (Span{2, 1, 1, 0}));
+  EXPECT_EQ(span_in_text("", 0, 1), (Span{1, 1, 0, 0}));
 }
 
 }  // namespace

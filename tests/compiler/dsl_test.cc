@@ -1,5 +1,5 @@
-// The DSL front-end (compiler/dsl_policy.h), its printers (compiler/print_dsl.h,
-// compiler/print_yaml.h) and the shipped policies in both syntaxes.
+// The DSL front-end (compiler/syntax/dsl_policy.h), its printers (compiler/syntax/print_dsl.h,
+// compiler/syntax/print_yaml.h) and the shipped policies in both syntaxes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,28 +11,21 @@
 #include <vector>
 
 #include "compiler/compile.h"
-#include "compiler/dsl_policy.h"
 #include "compiler/lower.h"
-#include "compiler/print_dsl.h"
-#include "compiler/print_yaml.h"
+#include "compiler/syntax/dsl_policy.h"
+#include "compiler/syntax/print_dsl.h"
+#include "compiler/syntax/print_yaml.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
+#include "tests/support/diagnostics.h"
 
 namespace replaygate {
 namespace {
 
+using testing::diagnostics_text;
+using testing::read_text;
+
 namespace fs = std::filesystem;
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string diagnostics_text(const LoadedPolicy& loaded) {
-  return render_text(loaded.diagnostics, loaded.source_text);
-}
 
 std::string parse_error(std::string_view text) {
   const dsl::ParseResult parsed = dsl::parse(text, "t.policy");
@@ -232,7 +225,7 @@ TEST(DslFormat, KeepsCommentsAndIsIdempotent) {
 }
 
 TEST(DslFormat, ShippedPolicyIsCanonical) {
-  const std::string text = read(fs::path(RG_SOURCE_DIR) / "policies/replay_gate.policy");
+  const std::string text = read_text(fs::path(RG_SOURCE_DIR) / "policies/replay_gate.policy");
   const FormatResult formatted = format_dsl(text, "replay_gate.policy");
   ASSERT_TRUE(formatted.text.has_value());
   EXPECT_EQ(*formatted.text, text);
@@ -357,8 +350,9 @@ TEST(DslGolden, BadPolicies) {
       std::ofstream(expected_path, std::ios::binary) << actual;
       continue;
     }
-    EXPECT_EQ(actual, read(expected_path)) << "golden mismatch for " << relative << "; actual:\n"
-                                           << actual;
+    EXPECT_EQ(actual, read_text(expected_path))
+        << "golden mismatch for " << relative << "; actual:\n"
+        << actual;
   }
 }
 
@@ -369,7 +363,7 @@ TEST(DslGolden, GoodPolicies) {
   ASSERT_GE(files.size(), 3u);
   const bool update = std::getenv("RG_UPDATE_GOLDEN") != nullptr;
   for (const fs::path& file : files) {
-    const std::string text = read(file);
+    const std::string text = read_text(file);
     const LoadedPolicy loaded = load_policy_text(text, file.filename().string());
     EXPECT_TRUE(loaded.policy.has_value()) << file << "\n" << diagnostics_text(loaded);
     const FormatResult formatted = format_dsl(text, file.filename().string());
@@ -380,7 +374,7 @@ TEST(DslGolden, GoodPolicies) {
       std::ofstream(expected_path, std::ios::binary) << *formatted.text;
       continue;
     }
-    EXPECT_EQ(*formatted.text, read(expected_path)) << file;
+    EXPECT_EQ(*formatted.text, read_text(expected_path)) << file;
     const FormatResult again = format_dsl(*formatted.text, file.filename().string());
     ASSERT_TRUE(again.text.has_value());
     EXPECT_EQ(*again.text, *formatted.text) << file;

@@ -5,11 +5,11 @@
 
 #include <string>
 
+#include "compiler/analysis/diff.h"
 #include "compiler/compile.h"
-#include "compiler/diff.h"
 #include "compiler/ir.h"
-#include "compiler/print_dsl.h"
-#include "compiler/print_yaml.h"
+#include "compiler/syntax/print_dsl.h"
+#include "compiler/syntax/print_yaml.h"
 
 namespace replaygate {
 namespace {

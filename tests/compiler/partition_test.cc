@@ -1,5 +1,5 @@
 // Tests for the input-space partition: atoms, domains, condition and key atom sets, labels.
-#include "compiler/partition.h"
+#include "compiler/analysis/partition.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
-// Decision regions (compiler/regions.h), invariant proofs (compiler/invariants.h) and the policy
-// diff (compiler/diff.h) on the shipped gate and small hand-built policies, with exact values.
-#include "compiler/regions.h"
+// Decision regions (compiler/analysis/regions.h), invariant proofs (compiler/analysis/invariants.h)
+// and the policy diff (compiler/analysis/diff.h) on the shipped gate and small hand-built policies,
+// with exact values.
+#include "compiler/analysis/regions.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +9,10 @@
 #include <set>
 #include <string>
 
-#include "compiler/analysis.h"
-#include "compiler/diff.h"
-#include "compiler/invariants.h"
+#include "common/json.h"
+#include "compiler/analysis/analysis.h"
+#include "compiler/analysis/diff.h"
+#include "compiler/analysis/invariants.h"
 #include "tests/compiler/analysis_builder.h"
 #include "tests/support/test_policies.h"
 
@@ -164,7 +166,7 @@ TEST(Regions, GapsOnlyWithDomains) {
 }
 
 TEST(Regions, ExampleValues) {
-  EXPECT_EQ(json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+  EXPECT_EQ(json_string("a\"b\\c\n", JsonText::kBytes), "\"a\\\"b\\\\c\\u000a\"");
   FieldPartition ints;
   ints.type = ir::FieldType::kInt;
   ints.cuts = {0, 3, 10};

@@ -1,5 +1,5 @@
 // Properties: usefulness and the whole analysis agree with brute-force enumeration on tiny domains.
-#include "compiler/usefulness.h"
+#include "compiler/analysis/usefulness.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/analysis.h"
+#include "compiler/analysis/analysis.h"
 #include "tests/compiler/analysis_builder.h"
 
 namespace replaygate {

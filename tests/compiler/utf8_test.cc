@@ -1,7 +1,7 @@
-// compiler/utf8.h: the one UTF-8 validator of the front-ends, diagnostics and the CLI, checked
+// common/utf8.h: the one UTF-8 validator of the front-ends, diagnostics and the CLI, checked
 // against its definition (RFC 3629) on every sequence of up to three bytes and on the boundaries of
 // the four-byte ones.
-#include "compiler/utf8.h"
+#include "common/utf8.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Tests for the strict YAML reader: tree shape, spans, quoting, and every rejection (RG0xx).
-#include "compiler/yaml_tree.h"
+#include "common/yaml_tree.h"
 
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@ TEST(YamlTree, BuildsMappingsSequencesAndScalarsWithSpans) {
   ASSERT_EQ(root.entries.size(), 3u);
   EXPECT_EQ(root.entries[0].first.scalar, "a");
   EXPECT_EQ(root.entries[0].second.scalar, "1");
-  EXPECT_EQ(root.entries[0].second.span, (ir::Span{1, 4, 3, 1}));
+  EXPECT_EQ(root.entries[0].second.span, (Span{1, 4, 3, 1}));
   const Node* b = root.find("b");
   ASSERT_NE(b, nullptr);
   ASSERT_TRUE(b->is_sequence());
@@ -33,7 +33,7 @@ TEST(YamlTree, BuildsMappingsSequencesAndScalarsWithSpans) {
   EXPECT_FALSE(b->items[0].quoted);
   EXPECT_TRUE(b->items[1].quoted);
   EXPECT_EQ(b->items[1].scalar, "y");
-  EXPECT_EQ(b->items[1].span, (ir::Span{4, 5, 18, 3}));  // the quotes are underlined too
+  EXPECT_EQ(b->items[1].span, (Span{4, 5, 18, 3}));  // the quotes are underlined too
   const Node* c = root.find("c");
   ASSERT_NE(c, nullptr);
   ASSERT_NE(c->find("d"), nullptr);
@@ -67,7 +67,7 @@ TEST(YamlTree, NullsAndEmptyValuesPointAtTheirKey) {
   EXPECT_TRUE(doc.root.find("a")->is_null());
   EXPECT_EQ(doc.root.find("a")->span.line, 1u);
   EXPECT_TRUE(doc.root.find("b")->is_null());
-  EXPECT_EQ(doc.root.find("b")->span, (ir::Span{2, 4, 6, 0}));
+  EXPECT_EQ(doc.root.find("b")->span, (Span{2, 4, 6, 0}));
   EXPECT_TRUE(doc.root.find("c")->is_null());
 }
 
@@ -80,7 +80,7 @@ TEST(YamlTree, EmptyAndCommentOnlyFilesHaveANullRoot) {
 TEST(YamlTree, CrlfLineEndings) {
   const Document doc = parse("a: 1\r\nb: \"x\"\r\n", "t.yaml");
   ASSERT_TRUE(doc.ok());
-  EXPECT_EQ(doc.root.find("b")->span, (ir::Span{2, 4, 9, 3}));
+  EXPECT_EQ(doc.root.find("b")->span, (Span{2, 4, 9, 3}));
 }
 
 TEST(YamlTree, DuplicateKeyPointsAtTheSecondAndNamesTheFirstLine) {
@@ -89,7 +89,7 @@ TEST(YamlTree, DuplicateKeyPointsAtTheSecondAndNamesTheFirstLine) {
   const Diagnostic& d = doc.diagnostics[0];
   EXPECT_EQ(d.code, "RG002");
   EXPECT_EQ(d.path, "t.yaml");
-  EXPECT_EQ(d.span, (ir::Span{3, 1, 10, 1}));
+  EXPECT_EQ(d.span, (Span{3, 1, 10, 1}));
   EXPECT_EQ(d.message, "duplicate key 'a'");
   EXPECT_NE(d.hint.find("line 1"), std::string::npos) << d.hint;
   // The first value is kept; parsing went on.

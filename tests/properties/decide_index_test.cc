@@ -1,9 +1,9 @@
 // Property: decide() through the load-time index (small-dictionary hashes, per-field plans, dense
-// table matrices; runtime/decide_index.h) decides exactly as decide_unindexed(), the general path
-// (XXH3 dictionaries, hash probes per wildcard mask), on random valid policies and random letters
-// (near-miss and empty strings, NUL bytes, out-of-bound ints, wrong types, missing fields):
-// verb, kind, catalog index and invalid field.
-#include "runtime/decide_index.h"
+// table matrices; runtime/internal/decide_index.h) decides exactly as decide_unindexed(), the
+// general path (XXH3 dictionaries, hash probes per wildcard mask), on random valid policies and
+// random letters (near-miss and empty strings, NUL bytes, out-of-bound ints, wrong types, missing
+// fields): verb, kind, catalog index and invalid field.
+#include "runtime/internal/decide_index.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>

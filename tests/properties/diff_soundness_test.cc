@@ -1,9 +1,9 @@
-// Soundness of `replaygate diff` (compiler/diff.h) on random policy pairs: a generated policy and
-// a mutation of it (empty_means_absent toggled, int bounds widened, a derived bool added whose
-// comparison differs between the two sides, guards re-verbed, rules dropped or swapped), diffed in
-// both directions. For random letters, whenever the two policies give different verbs the diff
-// reports that (old verb, new verb) pair, so a diff without a more dangerous change never hides a
-// letter whose verb got more dangerous.
+// Soundness of `replaygate diff` (compiler/analysis/diff.h) on random policy pairs: a generated
+// policy and a mutation of it (empty_means_absent toggled, int bounds widened, a derived bool added
+// whose comparison differs between the two sides, guards re-verbed, rules dropped or swapped),
+// diffed in both directions. For random letters, whenever the two policies give different verbs the
+// diff reports that (old verb, new verb) pair, so a diff without a more dangerous change never
+// hides a letter whose verb got more dangerous.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/diff.h"
+#include "compiler/analysis/diff.h"
 #include "compiler/interpret.h"
 #include "tests/properties/policy_gen.h"
 

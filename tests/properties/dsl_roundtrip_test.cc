@@ -10,17 +10,14 @@
 
 #include "compiler/compile.h"
 #include "compiler/lower.h"
-#include "compiler/print_dsl.h"
-#include "compiler/print_yaml.h"
+#include "compiler/syntax/print_dsl.h"
+#include "compiler/syntax/print_yaml.h"
 #include "runtime/table.h"
 #include "tests/properties/policy_gen.h"
+#include "tests/support/diagnostics.h"
 
 namespace replaygate::testing {
 namespace {
-
-std::string diagnostics_text(const LoadedPolicy& loaded) {
-  return render_text(loaded.diagnostics, loaded.source_text);
-}
 
 std::string decision_digest(const ir::CheckedPolicy& policy) {
   const std::vector<uint8_t> bytes = lower(policy);

@@ -8,6 +8,7 @@
 
 #include "compiler/compile.h"
 #include "tests/properties/policy_gen.h"
+#include "tests/support/diagnostics.h"
 
 namespace replaygate::testing {
 namespace {
@@ -15,15 +16,6 @@ namespace {
 bool front_end_available() {
   const LoadedPolicy probe = load_policy_text("policy: x\n", "probe.yaml");
   return !(probe.io_error && probe.io_message.find("not built yet") != std::string::npos);
-}
-
-std::string diagnostics_text(const LoadedPolicy& loaded) {
-  std::string out;
-  for (const Diagnostic& d : loaded.diagnostics) {
-    out += std::to_string(d.span.line) + ":" + std::to_string(d.span.column) + ": " + d.code + " " +
-           d.message + "\n";
-  }
-  return out;
 }
 
 bool spans_cover(const ir::SourceMap& source, const ir::Policy& p, uint32_t line_count) {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/diff.h"
+#include "compiler/analysis/diff.h"
 #include "compiler/interpret.h"
 #include "runtime/table_format.h"
 #include "runtime/trace.h"

@@ -11,7 +11,7 @@
 #include <set>
 #include <utility>
 
-#include "compiler/print_yaml.h"
+#include "compiler/syntax/print_yaml.h"
 
 namespace replaygate::testing {
 namespace {

@@ -41,7 +41,8 @@ ir::CheckedPolicy with_source_map(ir::Policy policy,
 rc::Gen<Letter> gen_letter(const ir::Policy& policy);
 
 // The policy in the YAML syntax of policies/replay_gate.yaml (for counterexamples and for feeding
-// the YAML front-end): compiler/print_yaml.h's print_yaml(), shared with `replaygate convert`.
+// the YAML front-end): compiler/syntax/print_yaml.h's print_yaml(), shared with `replaygate
+// convert`.
 std::string to_yaml(const ir::Policy& policy);
 
 // Records the mix of constructs in the current property run (RC_TAG / RC_CLASSIFY).

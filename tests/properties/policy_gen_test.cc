@@ -235,8 +235,8 @@ TEST(PolicyGenTest, YamlOfAHandBuiltPolicy) {
   t.rows.push_back({"t:a/*", "", {ir::Value::String("a"), std::nullopt}, 1});
   t.rows.push_back({"own", "why", {std::nullopt, ir::Value::String("red")}, 0});
   p.rules.emplace_back(t);
-  // The canonical YAML of compiler/print_yaml.h: sections separated by a blank line, bare words
-  // where YAML reads them back as the same string.
+  // The canonical YAML of compiler/syntax/print_yaml.h: sections separated by a blank line, bare
+  // words where YAML reads them back as the same string.
   EXPECT_EQ(to_yaml(p),
             "policy: p\n"
             "revision: 2\n"

@@ -15,6 +15,7 @@
 #include "compiler/compile.h"
 #include "compiler/interpret.h"
 #include "tests/properties/policy_gen.h"
+#include "tests/support/diagnostics.h"
 
 namespace replaygate::testing {
 namespace {
@@ -146,15 +147,6 @@ void expect_runtime_agrees(const ir::CheckedPolicy& checked) {
 
 TEST(ReferenceGateTest, RuntimeOverHandBuiltIrAgreesEverywhere) {
   expect_runtime_agrees(reference_gate());
-}
-
-std::string diagnostics_text(const LoadedPolicy& loaded) {
-  std::string out;
-  for (const Diagnostic& d : loaded.diagnostics) {
-    out += d.path + ":" + std::to_string(d.span.line) + ":" + std::to_string(d.span.column) + ": " +
-           d.code + " " + d.message + "\n";
-  }
-  return out;
 }
 
 TEST(ReferenceGateTest, FrontEndBuildsTheHandBuiltIr) {

@@ -1,11 +1,11 @@
-// Properties of the decision-region engine (compiler/regions.h) and the invariant prover
-// (compiler/invariants.h) on random valid policies:
+// Properties of the decision-region engine (compiler/analysis/regions.h) and the invariant prover
+// (compiler/analysis/invariants.h) on random valid policies:
 //  * every region's verb and deciding rule equal the interpreter's and the frozen-table runtime's
 //    decision on a random letter drawn from that region;
 //  * regions are disjoint: a letter drawn from one region lies in no other;
 //  * an invariant counterexample is real: its letter satisfies the premise and gets a verb the
 //    invariant forbids; an invariant that holds is not broken by random letters.
-#include "compiler/regions.h"
+#include "compiler/analysis/regions.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -14,8 +14,8 @@
 #include <limits>
 #include <string>
 
+#include "compiler/analysis/invariants.h"
 #include "compiler/interpret.h"
-#include "compiler/invariants.h"
 #include "tests/properties/policy_gen.h"
 
 namespace replaygate::testing {

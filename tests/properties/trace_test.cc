@@ -1,5 +1,5 @@
 // Properties of the explanation walks: runtime/trace.h's decision equals decide(), and
-// tools/cli/ir_eval.h's validation and condition verdicts agree with interpret(), on random
+// compiler/explain.h's validation and condition verdicts agree with interpret(), on random
 // policies and letters and on the shipped policy.
 #include "runtime/trace.h"
 
@@ -10,8 +10,8 @@
 #include <variant>
 
 #include "compiler/compile.h"
+#include "compiler/explain.h"
 #include "properties/policy_gen.h"
-#include "tools/cli/ir_eval.h"
 
 namespace replaygate {
 namespace {
@@ -42,7 +42,7 @@ void check_trace(const ir::CheckedPolicy& checked, const Table& table, const Let
   // The IR walk used by `explain --policy`: same validation, same deciding rule.
   const ir::Policy& policy = checked.policy;
   const InterpretResult oracle = interpret(policy, letter);
-  const cli::ValidatedLetter valid = cli::validate_letter(policy, letter);
+  const ValidatedLetter valid = validate_letter(policy, letter);
   RC_ASSERT(valid.valid == (oracle.kind != InterpretKind::kInvalidInput));
   if (!valid.valid) {
     RC_ASSERT(valid.invalid_field == oracle.invalid_field);
@@ -52,7 +52,7 @@ void check_trace(const ir::CheckedPolicy& checked, const Table& table, const Let
   std::optional<uint32_t> decided;
   for (const ir::Rule& rule : policy.rules) {
     if (const auto* g = std::get_if<ir::Guard>(&rule)) {
-      if (cli::conditions_hold(policy, g->conditions, valid.values)) {
+      if (conditions_hold(policy, g->conditions, valid.values)) {
         decided = base;
         break;
       }
@@ -63,7 +63,7 @@ void check_trace(const ir::CheckedPolicy& checked, const Table& table, const Let
     std::optional<uint32_t> best;
     size_t best_concrete = 0;
     for (uint32_t r = 0; r < table_rule.rows.size(); ++r) {
-      if (!cli::row_matches(policy, table_rule, table_rule.rows[r], valid.values)) continue;
+      if (!row_matches(policy, table_rule, table_rule.rows[r], valid.values)) continue;
       size_t concrete = 0;
       for (const auto& k : table_rule.rows[r].keys) concrete += k ? 1 : 0;
       if (!best || concrete > best_concrete) {

@@ -1,10 +1,10 @@
-// decide()'s load-time index (runtime/decide_index.h) against the general path
+// decide()'s load-time index (runtime/internal/decide_index.h) against the general path
 // (decide_unindexed()): which index each policy gets, and identical decisions on exhaustive and
 // random inputs, with the edges the index is most likely to get wrong: empty strings with
 // empty_means_absent, unknown strings, strings the cheap hash cannot tell apart (same size, first
 // and last 8 bytes), 1..3-byte strings, NUL bytes, invalid enum values, ints at bounds and cuts,
 // wildcard specificity, and tables too big for a dense matrix.
-#include "runtime/decide_index.h"
+#include "runtime/internal/decide_index.h"
 
 #include <gtest/gtest.h>
 

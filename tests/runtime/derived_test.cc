@@ -20,6 +20,7 @@ namespace {
 namespace fm = replaygate::format;
 using Bytes = testing::TableBytes;
 using testing::header_of;
+using testing::load_error;
 using testing::reseal;
 using testing::section;
 
@@ -48,12 +49,6 @@ ir::CheckedPolicy derived_policy(ir::Op op = ir::Op::kLt) {
   c.source_base_name = "derived.yaml";
   c.source_digest = "00";
   return c;
-}
-
-std::string load_error(const Bytes& bytes) {
-  LoadStatus status;
-  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
-  return table ? "" : std::string(load_error_name(status.error)) + ": " + status.message;
 }
 
 TEST(DerivedTable, OnlyPoliciesWithDerivedFieldsGetTheSection) {

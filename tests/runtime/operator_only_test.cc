@@ -25,6 +25,7 @@ namespace {
 namespace fm = replaygate::format;
 using Bytes = testing::TableBytes;
 using testing::header_of;
+using testing::load_error;
 using testing::put_header;
 using testing::reseal;
 using testing::section;
@@ -59,12 +60,6 @@ ir::CheckedPolicy operator_policy(bool marked = true,
   c.source_base_name = "operator.yaml";
   c.source_digest = "00";
   return c;
-}
-
-std::string load_error(const Bytes& bytes) {
-  LoadStatus status;
-  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
-  return table ? "" : std::string(load_error_name(status.error)) + ": " + status.message;
 }
 
 size_t field_record_offset(const Bytes& bytes, uint32_t field) {

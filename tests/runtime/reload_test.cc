@@ -113,7 +113,7 @@ TEST(Reload, IncompatibleTableIsRejectedWithTheReason) {
   const Bytes small = lower(small_policy());
   LoadStatus status;
   EXPECT_FALSE(shared->reload_bytes(small.data(), small.size(), &status));
-  EXPECT_EQ(status.error, LoadError::kMalformed);
+  EXPECT_EQ(status.error, LoadError::kIncompatible);
   EXPECT_EQ(status.message, "incompatible table: 4 fields, the current table has 6");
 
   ir::CheckedPolicy renamed = reference_gate();

@@ -27,18 +27,19 @@ for t in replaygate_inputs replaygate_audit replaygate_gate; do
   forbid "$t" replaygate_compiler replaygate_cli_lib
 done
 forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib
+forbid replaygate_common replaygate_compiler replaygate_runtime replaygate_cli_lib
+forbid replaygate_ledger replaygate_compiler replaygate_cli_lib replaygate_runtime
 forbid replaygate_runtime replaygate_compiler replaygate_cli_lib replaygate_inputs \
-  replaygate_audit replaygate_gate replaygate_common_interim
+  replaygate_audit replaygate_gate replaygate_common
 
 # Symbols: no function or object defined in libreplaygate_jsonl.so may be one the compiler's or
-# the CLI's own code defines (their archives, minus the files the interim common library shares
-# until common/ lands: diagnostic, escape, yaml_tree, output). An archive's global definitions
+# the CLI's own code defines (their archives; what every library shares is in common/, which
+# neither archive holds). An archive's global definitions
 # (T D B R) are compared with every definition of the .so, local ones included (hidden visibility
 # makes the .so's own functions local); inline and template code (weak) and an object's local
 # symbols (static functions, compiler clones, which may share a name by chance) are not.
 own_symbols() {  # ARCHIVE: the global strong symbols of its objects but the shared ones
   nm -A --defined-only "$1" 2>/dev/null |
-    grep -Ev '(diagnostic|escape|yaml_tree|output)\.cc\.o:' |
     awk 'NF >= 3 && $(NF-1) ~ /^[TDBR]$/ {print $NF}' | sort -u
 }
 nm --defined-only "$jsonl" | awk 'NF >= 3 && $(NF-1) ~ /^[TDBRtdbr]$/ {print $NF}' |

@@ -42,6 +42,13 @@ inline LoadStatus load_status(const TableBytes& bytes) {
 }
 
 // Loading `bytes` fails with `error`, and the message contains `message_part`.
+// "" when `bytes` load, else "LOAD_ERROR_NAME: message".
+inline std::string load_error(const TableBytes& bytes) {
+  LoadStatus status;
+  auto table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  return table ? "" : std::string(load_error_name(status.error)) + ": " + status.message;
+}
+
 inline void expect_load_error(const TableBytes& bytes, LoadError error,
                               const std::string& message_part) {
   const LoadStatus s = load_status(bytes);

@@ -696,7 +696,7 @@ std::string decision_with(const std::string& from, const std::string& to) {
   return at == std::string::npos ? body : body.replace(at, from.size(), to);
 }
 
-// `action` is a verb name and `rule` a rule id in the policy's grammar (compiler/names.h): white
+// `action` is a verb name and `rule` a rule id in the policy's grammar (common/names.h): white
 // space around them, or only white space, names nothing a policy has.
 TEST_F(AuditVerifyTest, ActionAndRuleFollowThePolicyGrammar) {
   const std::string verb =

@@ -1,6 +1,6 @@
 // Control characters from policy text, case files and file names never reach a terminal or a CI log
 // raw in any text output (lint, compile, explain, test, diff): each is escaped (escape_control,
-// compiler/escape.h), so a pull request cannot forge log lines or drive the terminal.
+// common/escape.h), so a pull request cannot forge log lines or drive the terminal.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -79,7 +79,7 @@ TEST(Gate, OneRecordAtATimeThroughAStage) {
   gate->add_stage(&stage);
   EXPECT_EQ(gate->batch_size(), 1u);
 
-  cli::ByteBuffer out;
+  ByteBuffer out;
   Batch batch(gate->batch_size());
   const std::vector<std::string> records = {letter("m-1", "k1"), letter("m-2", "k1"), "{"};
   for (size_t n = 0; n < records.size(); ++n) {
@@ -117,7 +117,7 @@ TEST(Gate, AFailedCommitNamesItsStage) {
   second.fail = true;
   gate->add_stage(&first);
   gate->add_stage(&second);
-  cli::ByteBuffer out;
+  ByteBuffer out;
   Batch batch(1);
   const PaddedLine line(letter("m-1", "k1"));
   gate->read(batch, 1, cli::LineReader::Status::kLine, line.view(), cli::kMaxRecordBytes);
@@ -142,7 +142,7 @@ TEST(Gate, RepinPicksUpAReload) {
   EXPECT_EQ(&gate->table(), before);  // pinned until repin()
   ASSERT_TRUE(gate->repin());
   EXPECT_NE(&gate->table(), before);
-  cli::ByteBuffer out;
+  ByteBuffer out;
   Batch batch(1);
   const PaddedLine line(letter("m-1", "k1"));
   gate->read(batch, 1, cli::LineReader::Status::kLine, line.view(), cli::kMaxRecordBytes);

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "tests/support/cli_runner.h"
 
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "common/diagnostic.h"
 #include "compiler/compile.h"
-#include "compiler/diagnostic.h"
 #include "compiler/interpret.h"
 #include "tests/support/cli_runner.h"
 #include "tools/cli/coverage.h"

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "compiler/analysis.h"
+#include "compiler/analysis/analysis.h"
+#include "compiler/analysis/invariants.h"
+#include "compiler/analysis/regions.h"
 #include "compiler/check.h"
 #include "compiler/compile.h"
-#include "compiler/invariants.h"
-#include "compiler/regions.h"
 
 namespace replaygate {
 namespace {

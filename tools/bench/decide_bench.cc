@@ -30,7 +30,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/lower.h"
-#include "runtime/decide_index.h"
+#include "runtime/internal/decide_index.h"
 #include "runtime/reload.h"
 #include "runtime/table.h"
 #include "tests/support/test_policies.h"

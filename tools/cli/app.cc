@@ -11,8 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "inputs/records.h"
+#include "runtime/replaygate.h"
+#include "runtime/table_format.h"
 #include "tools/cli/commands.h"
 
 namespace replaygate::cli {
@@ -57,7 +59,8 @@ int run(int argc, char** argv) {
         "Exit codes: 0 success, 1 findings (policy errors, failed cases, invalid records),\n"
         "2 usage, I/O or internal errors."};
     app.name("replaygate");
-    app.set_version_flag("--version", "replaygate " REPLAYGATE_VERSION " (table format 1)");
+    app.set_version_flag("--version", "replaygate " RG_VERSION " (table format " +
+                                          std::to_string(format::kVersion) + ")");
     app.require_subcommand(1);
     app.fallthrough(false);
     std::vector<std::pair<CLI::App*, Runner>> runners;

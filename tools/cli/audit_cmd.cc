@@ -16,7 +16,7 @@
 
 #include "audit/audit_log.h"
 #include "audit/entry.h"
-#include "compiler/escape.h"
+#include "common/escape.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/escape.h"
+#include "common/escape.h"
 #include "compiler/lower.h"
 #include "compiler/timings.h"
 #include "tools/cli/commands.h"

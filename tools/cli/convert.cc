@@ -15,11 +15,11 @@
 #include <variant>
 #include <vector>
 
-#include "compiler/dsl_policy.h"
+#include "common/utf8.h"
 #include "compiler/lower.h"
-#include "compiler/print_dsl.h"
-#include "compiler/print_yaml.h"
-#include "compiler/utf8.h"
+#include "compiler/syntax/dsl_policy.h"
+#include "compiler/syntax/print_dsl.h"
+#include "compiler/syntax/print_yaml.h"
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"

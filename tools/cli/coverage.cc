@@ -3,7 +3,7 @@
 
 #include <variant>
 
-#include "tools/cli/ir_eval.h"
+#include "compiler/explain.h"
 
 namespace replaygate::cli {
 

@@ -7,7 +7,7 @@
 // gets a more dangerous effect than before, or a field the rules read got a looser `source:`
 // (operator -> record or letter, record -> letter: FieldChange::more_dangerous); 2 usage, I/O,
 // policy errors, unloadable or unliftable tables, or an incomplete analysis.
-#include "compiler/diff.h"
+#include "compiler/analysis/diff.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/escape.h"
+#include "common/escape.h"
+#include "common/yaml_tree.h"
 #include "compiler/lift.h"
-#include "compiler/yaml_tree.h"
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"

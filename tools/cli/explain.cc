@@ -7,7 +7,7 @@
 // effect class and description (what it will do), the deciding rule and its reason. An invalid
 // input names the field and why it is invalid, and says that the default applies.
 //
-// With --policy the walk runs over the checked IR (tools/cli/ir_eval.h, the interpreter's
+// With --policy the walk runs over the checked IR (compiler/explain.h, the interpreter's
 // semantics); with --table over the frozen table (runtime/trace.h). Both build the same Report, so
 // the two print the same text for the same policy; both are checked against decide().
 // The letter section shows a derived field (compiler/ir.h Derivation) with the value the rules saw,
@@ -21,6 +21,8 @@
 // --policy; a table does not keep that list) are shown as <redacted>, and so is a header that
 // feeds one.
 // Exit: 0 explained (whatever the verb), 1 policy errors or an unreadable letter, 2 usage/I/O.
+#include "compiler/explain.h"
+
 #include <simdjson.h>
 #include <sys/stat.h>
 
@@ -34,7 +36,8 @@
 #include <variant>
 #include <vector>
 
-#include "compiler/escape.h"
+#include "common/escape.h"
+#include "compiler/explain.h"
 #include "compiler/interpret.h"
 #include "compiler/ir.h"
 #include "compiler/lower.h"
@@ -45,7 +48,6 @@
 #include "runtime/trace.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
-#include "tools/cli/ir_eval.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/escape.h"
-#include "compiler/print_dsl.h"
-#include "compiler/yaml_tree.h"
+#include "common/escape.h"
+#include "common/yaml_tree.h"
+#include "compiler/syntax/print_dsl.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/output.h"

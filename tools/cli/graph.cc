@@ -21,12 +21,12 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/explain.h"
 #include "compiler/lower.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
-#include "tools/cli/ir_eval.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 

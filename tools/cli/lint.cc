@@ -12,9 +12,10 @@
 #include <memory>
 #include <string>
 
-#include "compiler/escape.h"
+#include "common/escape.h"
 #include "compiler/lower.h"
 #include "inputs/mapping.h"
+#include "runtime/replaygate.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/mapping_defaults.h"
 #include "tools/cli/options.h"
@@ -135,7 +136,7 @@ int run_lint(const LintOptions& options) {
     all.insert(all.end(), mapping.diagnostics.begin(), mapping.diagnostics.end());
     const std::string out =
         f == "json"    ? render_json(all)
-        : f == "sarif" ? render_sarif(all, loaded.source_text, REPLAYGATE_VERSION, options.docs_url)
+        : f == "sarif" ? render_sarif(all, loaded.source_text, RG_VERSION, options.docs_url)
                        : render_github(all);
     if (!print_to_stdout(out, "the diagnostics")) return kExitUsage;
     code = summarize(options.policy, loaded.diagnostics, options.werror);

@@ -8,9 +8,9 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/analysis/partition.h"
+#include "compiler/analysis/regions.h"
 #include "compiler/lift.h"
-#include "compiler/partition.h"
-#include "compiler/regions.h"
 #include "inputs/records.h"
 #include "tools/cli/files.h"
 

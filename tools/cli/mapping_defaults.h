@@ -8,8 +8,8 @@
 // assignment of the other inputs exists for which
 //     verb(other inputs, input = default) has effect create, and
 //     verb(other inputs, input missing)   does not.
-// This is decided exactly over the policy's decision regions (compiler/regions.h), on the policy
-// lifted from the table (compiler/lift.h), with two refinements of what a record can carry:
+// This is decided exactly over the policy's decision regions (compiler/analysis/regions.h), on the
+// policy lifted from the table (compiler/lift.h), with two refinements of what a record can carry:
 // operator-only inputs are unset (decide never reads them) and a derived bool is free (the
 // analysis' usual over-approximation: it may report a case whose derived value cannot occur, never
 // miss one). When the table cannot be lifted or the region budget runs out, the default counts as
@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "inputs/mapping.h"
 #include "runtime/table.h"
 

@@ -18,9 +18,9 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/explain.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
-#include "tools/cli/ir_eval.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 

@@ -1,7 +1,7 @@
-// Output helpers shared by the subcommands: JSON string escaping, a raw byte buffer and a
-// block-buffered writer.
+// Output helpers shared by the subcommands: the JSON string writer (common/json.h), a raw byte
+// buffer and a block-buffered writer.
 //
-// json_escape() never fails: bytes that are not valid UTF-8 are written as U+FFFD, control
+// The JSON strings never fail: bytes that are not valid UTF-8 are written as U+FFFD, control
 // characters as \uXXXX escapes, so every line the CLI prints is valid JSON whatever it echoes.
 // ByteBuffer is written through raw pointers (reserve room, write, commit): `decide` formats a
 // million lines a second with it, where each std::string::append is a call and a capacity check.
@@ -20,58 +20,21 @@
 #include <string>
 #include <string_view>
 
+#include "common/byte_buffer.h"
+#include "common/json.h"
+#include "common/plural.h"
+
 namespace replaygate::cli {
 
-// The most bytes write_json_string() writes for `text` (every byte escaped as \uXXXX, quotes).
-constexpr size_t json_string_bound(std::string_view text) { return 6 * text.size() + 2; }
+// The JSON string writer is common/json.h's (JsonText::kUtf8 by default), under the CLI's names.
+using ::replaygate::append_json_string;
+using ::replaygate::json_string;
+using ::replaygate::json_string_bound;
+using ::replaygate::write_json_string;
 
-// Writes `text` as a JSON string literal, quotes included, at `out`, which must have room for
-// json_string_bound(text) bytes. Returns the end of what was written.
-char* write_json_string(char* out, std::string_view text);
-
-// Appends `text` to `out` as a JSON string literal, quotes included.
-void append_json_string(std::string& out, std::string_view text);
-
-// Returns `text` as a JSON string literal, quotes included.
-std::string json_string(std::string_view text);
-
-// A count and its noun for a message: "1 entry", "2 entries", "0 entries" (`one` when n is 1,
-// else `many`). The one plural helper of the CLI, so that no message says "1 records".
-std::string plural(uint64_t n, std::string_view one, std::string_view many);
-
-// The same for a noun whose plural adds an s: plural(1, "record") is "1 record", plural(2,
-// "record") "2 records".
-std::string plural(uint64_t n, std::string_view one);
-
-// A growable byte buffer filled through raw pointers: room(n) returns where the next bytes go
-// (at least n writable), commit(end) keeps what was written up to `end`.
-class ByteBuffer {
- public:
-  explicit ByteBuffer(size_t capacity = 4096) : data_(new char[capacity]), capacity_(capacity) {}
-  ByteBuffer(const ByteBuffer&) = delete;
-  ByteBuffer& operator=(const ByteBuffer&) = delete;
-
-  char* room(size_t n) {
-    if (capacity_ - size_ < n) grow(n);
-    return data_.get() + size_;
-  }
-  void commit(const char* end) { size_ = static_cast<size_t>(end - data_.get()); }
-  void append(const char* bytes, size_t n) {
-    if (n == 0) return;  // `bytes` may be null then (an empty view), which memcpy must not get
-    std::memcpy(room(n), bytes, n);
-    size_ += n;
-  }
-  const char* data() const { return data_.get(); }
-  size_t size() const { return size_; }
-  void clear() { size_ = 0; }
-
- private:
-  void grow(size_t n);  // capacity at least size_ + n, contents kept
-
-  std::unique_ptr<char[]> data_;
-  size_t capacity_;
-  size_t size_ = 0;
-};
+// plural() and ByteBuffer live in common/ (plural.h, byte_buffer.h), under the CLI's names here.
+using ::replaygate::ByteBuffer;
+using ::replaygate::plural;
 
 // Writes all of `bytes` to `fd`, again after a short write or EINTR. Returns 0, or the errno of
 // the write that failed (EBADF for a closed descriptor, ENOSPC for a full disk, EFBIG past the file

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/diagnostic.h"
 #include "compiler/compile.h"
-#include "compiler/diagnostic.h"
 #include "runtime/table.h"
 
 namespace replaygate::cli {

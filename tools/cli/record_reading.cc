@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "compiler/diagnostic.h"
+#include "common/diagnostic.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/mapping_defaults.h"
 #include "tools/cli/policy_source.h"

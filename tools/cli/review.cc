@@ -19,7 +19,7 @@
 // submit the work again.
 // The identifying fields the record prints and the audit log keeps must be strings or integers:
 // another JSON value there makes the message or record invalid (exit 1, nothing recorded). Every
-// value the text record prints is escaped (escape_control, compiler/escape.h).
+// value the text record prints is escaped (escape_control, common/escape.h).
 //
 // Secrets: values of sensitive fields (the policy's `sensitive` list plus a built-in list of
 // common secret names) are never printed, logged or written to the audit log; the record names
@@ -45,15 +45,15 @@
 
 #include "audit/audit_log.h"
 #include "audit/entry.h"
+#include "common/utf8.h"
 #include "compiler/compile.h"
+#include "compiler/explain.h"
 #include "compiler/lower.h"
-#include "compiler/utf8.h"
 #include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
-#include "tools/cli/ir_eval.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"

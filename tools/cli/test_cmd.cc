@@ -40,17 +40,17 @@
 #include <variant>
 #include <vector>
 
+#include "common/escape.h"
+#include "common/yaml_tree.h"
 #include "compiler/check.h"
-#include "compiler/escape.h"
+#include "compiler/explain.h"
 #include "compiler/interpret.h"
 #include "compiler/lower.h"
-#include "compiler/yaml_tree.h"
 #include "inputs/mapping.h"
 #include "runtime/table.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/coverage.h"
 #include "tools/cli/files.h"
-#include "tools/cli/ir_eval.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
