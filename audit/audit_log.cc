@@ -377,6 +377,21 @@ std::string check_fields(const json& j, std::string_view line = {}) {
 std::string check_entry(std::string_view line, json* out) {
   if (line.empty()) return "empty line";
   if (is_blank(line)) return "blank line (only whitespace)";
+  // A writer's line is its object and nothing else: whitespace a JSON parser would skip around it
+  // (`}   `, a CRLF line end's '\r') is bytes no writer writes, named as they are.
+  const size_t open = line.find_first_not_of(" \t\r");
+  const size_t close = line.find_last_not_of(" \t\r");
+  const auto stray = [](std::string_view bytes, const char* where) {
+    return plural(bytes.size(), "byte") + " " + where + " (" + cli::quote_for_reason(bytes) + ")" +
+           (bytes.find('\r') != std::string_view::npos
+                ? ", a carriage return (a CRLF line end: an entry ends with '\\n' only)"
+                : "") +
+           ", which no writer writes";
+  };
+  if (open > 0 && line[open] == '{') return stray(line.substr(0, open), "before the opening brace");
+  if (close + 1 < line.size() && line[close] == '}') {
+    return stray(line.substr(close + 1), "after the closing brace");
+  }
   json j;
   if (std::string problem = parse_object(line, &j); !problem.empty()) return problem;
   if (std::string problem = check_fields(j, line); !problem.empty()) return problem;
