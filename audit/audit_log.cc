@@ -376,6 +376,21 @@ std::string check_fields(const json& j, std::string_view line = {}) {
 std::string check_entry(std::string_view line, json* out) {
   if (line.empty()) return "empty line";
   if (is_blank(line)) return "blank line (only whitespace)";
+  // A writer's line is its object and nothing else: whitespace a JSON parser would skip around it
+  // (`}   `, a CRLF line end's '\r') is bytes no writer writes, named as they are.
+  const size_t open = line.find_first_not_of(" \t\r");
+  const size_t close = line.find_last_not_of(" \t\r");
+  const auto stray = [](std::string_view bytes, const char* where) {
+    return plural(bytes.size(), "byte") + " " + where + " (" + cli::quote_for_reason(bytes) + ")" +
+           (bytes.find('\r') != std::string_view::npos
+                ? ", a carriage return (a CRLF line end: an entry ends with '\\n' only)"
+                : "") +
+           ", which no writer writes";
+  };
+  if (open > 0 && line[open] == '{') return stray(line.substr(0, open), "before the opening brace");
+  if (close + 1 < line.size() && line[close] == '}') {
+    return stray(line.substr(close + 1), "after the closing brace");
+  }
   json j;
   if (std::string problem = parse_object(line, &j); !problem.empty()) return problem;
   if (std::string problem = check_fields(j, line); !problem.empty()) return problem;
@@ -413,7 +428,8 @@ bool looks_like_torn_entry(std::string_view fragment) {
 // escaped, no nested object), never anything after its closing brace. So the bytes after the last
 // '\n' are a torn tail only when they are a strict prefix of the line a writer would write next
 // (its seq and prev continue the log, its values have their kind's shape), and they stop before
-// the end of the last field every kind writes (`time`): a prefix that holds every field is a
+// the end of the last field every kind writes (`time`, fixed-length: a cut after its Z holds its
+// whole value): a prefix that holds every field is a
 // whole entry but for its brace, which a person may have read, so it is not removed either. Any
 // other unterminated bytes (a whole object, bytes after a closing brace, two objects, a line with
 // a character deleted) are a problem: nothing removes them.
@@ -537,7 +553,15 @@ class PrefixReader {
                     " entry as a writer writes it");
       }
       const LineKey& lk = keys[k++];
-      if (!literal(":") || !value(lk.shape, kind)) return result();
+      if (!literal(":") || !value(lk.shape, kind)) {
+        // The time is fixed-length: a cut after its 'Z' holds the last field's whole value.
+        if (lk.name == "time" && ended_ && shape_complete_) {
+          return "it holds every field of a " + std::string(kind) +
+                 " entry, the last one's value complete, and lacks only its closing quote and "
+                 "brace: a whole entry, not a cut one";
+        }
+        return result();
+      }
       if (lk.name == "time" && i_ == f_.size()) {
         return "it holds every field of a " + std::string(kind) +
                " entry and lacks only its closing brace: a whole entry, not a cut one";
@@ -661,6 +685,7 @@ class PrefixReader {
   }
   // A string of `shape` digits: 'h' a lowercase hex digit, 'd' a decimal digit, else itself.
   bool shaped(std::string_view shape, const std::string& what) {
+    shape_complete_ = false;
     if (!literal("\"")) return false;
     for (const char s : shape) {
       if (at_end()) return false;
@@ -672,6 +697,7 @@ class PrefixReader {
       if (!ok) return bad("not " + what);
       ++i_;
     }
+    shape_complete_ = true;  // every character of the value; only its closing quote may be cut
     return literal("\"");
   }
   // Digits (no leading zero), an optional '-' first when `negative`.
@@ -758,6 +784,7 @@ class PrefixReader {
   const NextLine& next_;
   size_t i_ = 0;
   bool ended_ = false;
+  bool shape_complete_ = false;  // shaped() read every character of its value
   std::string why_;
 };
 

@@ -142,6 +142,46 @@ JsonShape scan_json_shape(std::string_view json, size_t max_depth, size_t* at) {
 
 namespace {
 
+// nlohmann's message with every byte of the input taken out: a lexer error ("invalid string:
+// control character U+0001 (SOH) must be escaped to \\u0001; last read: '\"SECRET...'") quotes
+// what it read, and "number overflow parsing '1e400'" the number, so either is replaced by a
+// fixed reason. A parser message without a lexer error ("syntax error while parsing object key -
+// unexpected '}'; expected string literal") names only token kinds and is kept; anything else
+// that still quotes something becomes "syntax error".
+std::string fixed_json_reason(std::string_view what) {
+  if (what.find("number overflow") != std::string_view::npos)
+    return std::string(kJsonNumberOutOfRange);
+  if (what.find("last read") != std::string_view::npos) {
+    const struct {
+      std::string_view needle, reason;
+    } kLexer[] = {
+        {"control character", "unescaped control character in a string"},
+        {"'\\u' must be followed", "bad \\u escape in a string"},
+        {"surrogate", "bad \\u surrogate pair in a string"},
+        {"forbidden character after backslash", "bad escape in a string"},
+        {"missing closing quote", "unclosed string"},
+        {"ill-formed UTF-8", "not valid UTF-8"},
+        {"invalid number", "malformed number"},
+        {"invalid literal", "malformed literal"},
+        {"invalid comment", "comments are not JSON"},
+    };
+    for (const auto& entry : kLexer) {
+      if (what.find(entry.needle) != std::string_view::npos) return std::string(entry.reason);
+    }
+    return "syntax error";
+  }
+  // Token kinds, the only quoted text a parser message may keep.
+  std::string rest(what);
+  for (const std::string_view token :
+       {"'[', '{', or a literal", "'['", "'{'", "']'", "'}'", "':'", "','"}) {
+    for (size_t at = rest.find(token); at != std::string::npos; at = rest.find(token)) {
+      rest.erase(at, token.size());
+    }
+  }
+  if (rest.find_first_of("'\"\\") != std::string::npos) return "syntax error";
+  return std::string(what);
+}
+
 // A SAX handler that builds nothing and keeps the first error (locate_json_error()).
 class ErrorLocator : public nlohmann::json_sax<nlohmann::json> {
  public:
@@ -170,7 +210,7 @@ class ErrorLocator : public nlohmann::json_sax<nlohmann::json> {
       const size_t colon = what.find(": ");
       if (colon != std::string_view::npos) what.remove_prefix(colon + 2);
     }
-    found.what = std::string(what);
+    found.what = fixed_json_reason(what);
     return false;
   }
   JsonError found;

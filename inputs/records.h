@@ -157,9 +157,12 @@ enum class JsonShape { kOk, kTooDeep, kTrailing };
 JsonShape scan_json_shape(std::string_view json, size_t max_depth, size_t* at = nullptr);
 
 // Where and why a strict JSON parser (nlohmann's, no DOM built) refuses `json`: the offset of the
-// offending byte (json.size() for an unexpected end) and its message ("syntax error while parsing
-// value - invalid literal; last read: '...'", "number overflow parsing '1e400'"), or offset
-// RecordParser::kNoOffset when it is well-formed. For error paths only: a second, slow parse.
+// offending byte (json.size() for an unexpected end) and a fixed reason that never holds a byte of
+// the input ("unescaped control character in a string", "malformed literal", kJsonNumberOutOfRange,
+// "syntax error while parsing object key - unexpected '}'; expected string literal"; nlohmann's
+// "last read: '...'" is never kept: it may quote a secret), or offset RecordParser::kNoOffset when
+// it is well-formed. For error paths only: a second, slow parse.
+inline constexpr std::string_view kJsonNumberOutOfRange = "number out of range";
 struct JsonError {
   size_t offset = RecordParser::kNoOffset;
   std::string what;

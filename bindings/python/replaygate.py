@@ -33,6 +33,11 @@ supply the facts that gate a create. The worker passes its durable operation rec
 separately: table.decide_record({"phase": rec["phase"], ...}, **fields), or with an operator's
 values too: table.decide_record(record_values, {"operator_confirmed": True}, **fields).
 JsonlGate ignores them in records.
+
+Derived fields (Table.derived, policy `derived:`, e.g. stale = message_revision <
+record_revision): the table computes them from their operands, so decide(stale=...) and
+decide_columns({"stale": [...]}) refuse a value for one (ReplaygateError, status "derived", code
+-2: the binding's own check) rather than ignore it silently.
 """
 import array
 import ctypes
@@ -178,6 +183,10 @@ _ERR_ARGUMENT, _ERR_UNKNOWN_FIELD, _ERR_NO_READER_SLOT, _ERR_OPERATOR_ONLY = 10,
 # The binding's own error for a record-only field given as a message value (the C API has no
 # code for it: its generic setters are also the record's channel, see Table.decide_record()).
 _ERR_RECORD_ONLY = -1
+# The binding's own error for a value given for a derived field (policy `derived:`, e.g.
+# stale = message_revision < record_revision): the table computes it, and a value for it would
+# be silently ignored, so it is refused like an operator-only or record-only one.
+_ERR_DERIVED = -2
 # rg_table_field_source values (runtime/replaygate.h).
 _SOURCE_LETTER, _SOURCE_OPERATOR, _SOURCE_RECORD = 0, 1, 2
 
@@ -317,6 +326,7 @@ class Table:
                 self.derived.append(name)
         self._operator_set = frozenset(self.operator_only)
         self._record_set = frozenset(self.record_only)
+        self._derived_set = frozenset(self.derived)
         self.verbs: List[str] = [self._lib.rg_table_verb_name(h, v).text()
                                  for v in range(self._lib.rg_table_verb_count(h))]
         self.policy_id = self._lib.rg_table_policy_id(h).text()
@@ -361,9 +371,15 @@ class Table:
         return f
 
     def _message_field(self, name: str) -> int:
-        """The index of a field a message may set; operator-only and record-only names are
-        refused."""
+        """The index of a field a message may set; operator-only, record-only and derived names
+        are refused."""
         f = self._field(name)
+        if name in self._derived_set:
+            raise ReplaygateError(
+                _ERR_DERIVED,
+                f"{name!r} is derived (policy `derived:`): the table computes it from its operands, "
+                "never from a value given for it; give the operands instead",
+                status="derived")
         if name in self._operator_set:
             raise ReplaygateError(
                 _ERR_OPERATOR_ONLY,

@@ -2,7 +2,8 @@
 # tools/pre-commit as a real git hook in a scratch repository: a commit of a good policy passes, a
 # commit that breaks a policy in either form (.yaml or .policy) or its case file is refused, also
 # for names with non-ASCII characters, a tab or upper-case extensions; the staged blob is checked,
-# not the working copy; a staged input mapping is linted against its policy.
+# not the working copy; a staged input mapping is linted against its policy; deleting a case file
+# whose policy stays, a staged symbolic link and a merge of a broken branch are refused.
 # Usage: pre_commit_hook.sh REPLAYGATE_BINARY SOURCE_DIR
 set -euo pipefail
 bin=$1
@@ -175,4 +176,55 @@ grep -q 'no policy to check the mapping against' hook.err ||
 git rm -q --cached examples/Other.Mapping.YAML
 rm -f examples/Other.Mapping.YAML
 
-echo "ok: pre-commit hook refuses broken .policy and .yaml policies (odd names, staged blobs), failing cases and bad mappings"
+# 9. Deleting a case file whose policy stays is refused (later breaking changes would commit
+#    untested); deleting the policy with it is fine.
+git rm -q policies/replay_gate.test.yaml
+if git commit -q -m "drop the cases" 2>hook.err; then
+  fail "a case file was deleted while its policy stays"
+fi
+grep -q 'policies/replay_gate.test.yaml: refusing to delete the test cases of policies/replay_gate' hook.err ||
+  { cat hook.err >&2; fail "the deleted case file was not named"; }
+git reset -q HEAD -- policies/replay_gate.test.yaml
+git checkout -q -- policies/replay_gate.test.yaml
+git status --porcelain -- policies | grep -q . && fail "the case file was not restored"
+
+# 10. A policy, case or mapping file staged as a symbolic link (mode 120000) is refused, whether
+#     the link is relative (which the checks cannot read) or absolute (read through its target).
+for link in policies/relative.yaml policies/absolute.policy policies/relative.test.yaml \
+  examples/link.mapping.yaml; do
+  case "$link" in
+    policies/relative.yaml | policies/relative.test.yaml) ln -s replay_gate.yaml "$link" ;;
+    policies/absolute.policy) ln -s "$PWD/policies/replay_gate.policy" "$link" ;;
+    examples/link.mapping.yaml) ln -s kafka-spring-dlt.mapping.yaml "$link" ;;
+  esac
+  git add "$link"
+  [ "$(git ls-files -s -- "$link" | cut -d' ' -f1)" = 120000 ] || fail "$link is not staged as a link"
+  if git commit -q -m "a link" 2>hook.err; then
+    fail "a symbolic link $link was committed"
+  fi
+  grep -q "$link: a symbolic link in the index (mode 120000)" hook.err ||
+    { cat hook.err >&2; fail "the link $link was not named"; }
+  git rm -q --cached "$link"
+  rm -f "$link"
+done
+
+# 11. A merge runs the same check as pre-merge-commit: a branch that broke the policy (committed
+#     with --no-verify) cannot be merged.
+ln -s "$src/tools/pre-commit" .git/hooks/pre-merge-commit
+main=$(git rev-parse --abbrev-ref HEAD)
+git checkout -q -b broken
+sed -i 's|^const max_attempts = 3$|&\nrule replay_all: when attempts >= 0 -> replay_once "x"|' \
+  policies/replay_gate.policy
+git add policies/replay_gate.policy
+git commit -q --no-verify -m "replay everything, unchecked"
+git checkout -q "$main"
+echo note > notes.txt
+git add notes.txt
+git commit -q -m "an unrelated change" 2>hook.err || { cat hook.err >&2; fail "an unrelated commit was refused"; }
+if git merge -q --no-ff --no-edit broken 2>hook.err; then
+  fail "a merge that breaks the policy was committed"
+fi
+grep -q 'replay_gate.policy:.*RG210' hook.err || { cat hook.err >&2; fail "no RG210 for the merge"; }
+git merge --abort
+
+echo "ok: pre-commit hook refuses broken .policy and .yaml policies (odd names, staged blobs), failing cases, bad mappings, deleted case files, staged links and broken merges"

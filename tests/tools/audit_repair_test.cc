@@ -226,8 +226,9 @@ TEST_F(AuditRepairTest, VerifyCatchesAnEditBeforeAnUnterminatedLastEntry) {
 }
 
 // A torn tail is only a strict prefix of the next line a writer writes that stops before the end
-// of its last field: a cut inside `time` is torn; a cut just before the closing brace holds every
-// field (a whole entry) and a whole line without its newline is a whole object: both problems.
+// of its last field: a cut inside `time` is torn; a cut after the time's 'Z' or just before the
+// closing brace holds every field (a whole entry) and a whole line without its newline is a whole
+// object: all problems.
 TEST_F(AuditRepairTest, OnlyACutOfTheNextLineIsATornTail) {
   const std::string good = three_entries();
   const size_t last = good.rfind('\n', good.size() - 2) + 1;
@@ -238,7 +239,21 @@ TEST_F(AuditRepairTest, OnlyACutOfTheNextLineIsATornTail) {
     EXPECT_TRUE(report.torn_tail) << cut;
     EXPECT_TRUE(report.ok()) << cut << ": " << report.problems.front();
   }
-  audit::VerifyReport report = audit::verify_bytes(base + whole.substr(0, whole.size() - 1));
+  // Cut just after the 'Z' of `time` (`head -c -3` drops '"}\n'): the last field's value is
+  // whole (the time is fixed-length), so this is a whole entry too, not a torn tail (L1).
+  ASSERT_EQ(whole.substr(whole.size() - 3), "Z\"}");
+  audit::VerifyReport report = audit::verify_bytes(base + whole.substr(0, whole.size() - 2));
+  EXPECT_FALSE(report.torn_tail);
+  EXPECT_TRUE(report.unterminated);
+  EXPECT_FALSE(report.ok());
+  EXPECT_EQ(report.problems,
+            std::vector<std::string>{
+                "line 3: without a newline, and not a torn line (it holds every field of a result "
+                "entry, the last one's value complete, and lacks only its closing quote and "
+                "brace: a whole entry, not a cut one): an append writes a whole line and its "
+                "newline in one write, so a crash leaves only a cut of the next entry, never "
+                "these bytes"});
+  report = audit::verify_bytes(base + whole.substr(0, whole.size() - 1));
   EXPECT_FALSE(report.torn_tail);
   EXPECT_TRUE(report.unterminated);
   EXPECT_EQ(report.problems,

@@ -177,6 +177,51 @@ TEST_F(AuditVerifyTest, BlankLastLinesWithSpacesOrCrAreToleratedAndRemoved) {
   EXPECT_EQ(audit::verify_bytes(text).entries, 3u);
 }
 
+// Bytes after a line's closing brace (or before its opening one) that a JSON parser skips but no
+// writer writes: the line is a problem naming them, even when the chain is hashed over them (so
+// nothing else is wrong), and appends refuse the log (L3). A CRLF log names the stray CR.
+TEST_F(AuditVerifyTest, StrayBytesAroundAnEntryAreAProblemNamingThem) {
+  const auto chained_with = [](const std::vector<std::string>& bodies,
+                               const std::vector<std::string>& before,
+                               const std::vector<std::string>& after) {
+    std::string log, prev(32, '0');
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      const std::string line = before[i] + "{\"seq\":" + std::to_string(i + 1) + ",\"prev\":\"" +
+                               prev + "\"," + bodies[i] + "}" + after[i];
+      prev = audit::line_hash(line);
+      log += line + "\n";
+    }
+    return log;
+  };
+  const std::string crlf = chained_with({kDecisionBody, kDecisionBody}, {"", ""}, {"\r", "\r"});
+  const std::string cr_problem =
+      ": 1 byte after the closing brace ('\\u000d'), a carriage return (a CRLF line end: an entry "
+      "ends with '\\n' only), which no writer writes";
+  audit::VerifyReport report = audit::verify_bytes(crlf);
+  EXPECT_FALSE(report.ok());
+  EXPECT_EQ(report.problems,
+            (std::vector<std::string>{"line 1" + cr_problem, "line 2" + cr_problem}));
+  const std::string spaces = chained_with({kDecisionBody, kDecisionBody}, {"", " \t"}, {"   ", ""});
+  report = audit::verify_bytes(spaces);
+  EXPECT_EQ(report.problems,
+            (std::vector<std::string>{
+                "line 1: 3 bytes after the closing brace ('   '), which no writer writes",
+                "line 2: 2 bytes before the opening brace (' \\u0009'), which no writer writes"}));
+  for (const std::string& bytes : {crlf, spaces}) {
+    write_file(log(), bytes);
+    CliResult r = run({"audit", "verify", log()});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find(": BROKEN, "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(log() + ": line 1: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("which no writer writes"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("prev hash does not match"), std::string::npos) << r.out;
+    r = result_for("1");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("which no writer writes"), std::string::npos) << r.err;
+    EXPECT_EQ(read_file(log()), bytes);
+  }
+}
+
 TEST_F(AuditVerifyTest, SeveralEmptyLastLinesAndATornTailAreRemovedTogether) {
   const std::string good = two_decisions();
   write_file(log(), good + "\n\n{\"action");

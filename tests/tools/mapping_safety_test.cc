@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "inputs/kafka.h"
 #include "tests/support/cli_runner.h"
 
 namespace {
@@ -236,6 +237,88 @@ TEST_F(MappingSafetyTest, HeaderDifferingOnlyInCaseIsInvalidInput) {
             "summary: 4 records, never 0, replay_once 1, hold 3; invalid 3, maybe-duplicate holds "
             "0, budget holds 0; replayed keys 1 in an exact set (8 KiB of the 16 MiB "
             "--replayed-keys-memory), false-positive rate 5.4e-20\n");
+}
+
+// Not only ASCII case: a header whose name is not the mapped one but has its skeleton (spaces,
+// control and invisible characters, dashes, `_` and `.`, look-alike letters, fullwidth forms and
+// case ignored) is a near miss too, and the record is invalid input, never decided as if the
+// replay counter were absent (M2). The strings are JSON text, as in the record.
+TEST_F(MappingSafetyTest, HeaderNearMissesOfEveryKindAreInvalidInput) {
+  const std::string m = mapping_with("  attempts: {payload: /attempts}\n");
+  for (const char* variant : {
+           "x-replay ",
+           " x-replay",
+           "x-replay\\t",
+           "x-replay\\u0000",
+           "x_replay",
+           "xreplay",
+           "x.replay",
+           "x\\u2010replay",
+           "x\\u2011replay",
+           "x\\u2212replay",
+           "x\\uff0dreplay",
+           "x-r\\u0435play",
+           "\\u0445-replay",
+           "x-re\\u0440lay",
+           "\\u0425-REPLAY",
+           "x-repl\\u03b1y",
+           "\\uff58-replay",
+           "x-\\u200breplay",
+           "\\ufeffx-replay",
+           "x\\u00adreplay",
+           "x-replay\\u0301",
+           "x-replay\\u2060",
+           "\\uff38\\uff0d\\uff52eplay",
+       }) {
+    SCOPED_TRACE(variant);
+    const CliResult r =
+        decide(m, record(1, std::string(R"(,")") + variant + R"(","1")", kOneAttempt));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const std::vector<std::string> lines = lines_of(r.out);
+    ASSERT_EQ(lines.size(), 1u) << r.out;
+    EXPECT_NE(lines[0].find(R"("verb":"hold","effect":"none","action":"nothing","rule":"default",)"
+                            R"("reason":"invalid input: replays (header ')"),
+              std::string::npos)
+        << lines[0];
+    EXPECT_NE(lines[0].find(R"(' is a near miss of the mapped header 'x-replay' (the same name )"
+                            R"(once spaces, invisible characters, dashes, look-alike letters and )"
+                            R"(case are ignored): header names match exactly, so the record's )"
+                            R"x(value for it is unknown; fix the producer or the mapping)")x"),
+              std::string::npos)
+        << lines[0];
+    EXPECT_NE(lines[0].find(R"("invalid":true)"), std::string::npos) << lines[0];
+    EXPECT_EQ(lines[0].find("replay_once"), std::string::npos) << lines[0];
+  }
+  // A trailing `s` is another word: not read for x-replay (the record replays, as without the
+  // header), but warned about on stderr, once.
+  const CliResult r = decide(m, record(1, R"(,"x-replays","1")", kOneAttempt) +
+                                    record(2, R"(,"x-replays","1")", kOneAttempt));
+  EXPECT_NE(r.out.find(R"("verb":"replay_once")"), std::string::npos) << r.out;
+  const std::string warning =
+      "replaygate: warning: header 'x-replays' is one letter away from the mapped header "
+      "'x-replay' and is not read for it (header names match exactly); if it means the same, fix "
+      "the producer or the mapping\n";
+  ASSERT_EQ(r.err.rfind(warning, 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find(warning, 1), std::string::npos) << r.err;
+}
+
+// The skeleton itself, with a byte that is not UTF-8 (JSON text cannot carry one).
+TEST(HeaderNameSkeleton, FoldsWhatLooksTheSame) {
+  using replaygate::cli::header_name_skeleton;
+  EXPECT_EQ(header_name_skeleton("x-replay"), "xreplay");
+  EXPECT_EQ(header_name_skeleton("X_Re.play"), "xreplay");
+  EXPECT_EQ(header_name_skeleton("x-repl\xFF"
+                                 "ay"),
+            "xreplay");  // undecodable byte
+  EXPECT_EQ(header_name_skeleton("x-repl\xC3"
+                                 "ay"),
+            "xreplay");                                                  // cut sequence
+  EXPECT_EQ(header_name_skeleton("x-\xED\xA0\x80replay"), "xreplay");    // encoded surrogate
+  EXPECT_EQ(header_name_skeleton("x\xE2\x80\x90replay"), "xreplay");     // U+2010
+  EXPECT_EQ(header_name_skeleton("\xEF\xBD\x98-replay"), "xreplay");     // fullwidth x
+  EXPECT_EQ(header_name_skeleton("x-r\xD0\xB5play"), "xreplay");         // Cyrillic е
+  EXPECT_EQ(header_name_skeleton("x-replays"), "xreplays");              // the plural stays
+  EXPECT_EQ(header_name_skeleton("x-r\xC3\xA9play"), "xr\xC3\xA9play");  // é is another letter
 }
 
 // decide never reads an operator-only input from a record, so a create verb that needs one cannot

@@ -299,6 +299,52 @@ TEST_F(RecoveryTest, MessageFieldsAreEscapedInTheTextRecord) {
 
 // An identifying field that is not a string or an integer is an invalid message or record: it is
 // named, nothing is printed, decided or written to the audit log.
+// Malformed JSON in the message or the record file: the error gives the position and a fixed
+// reason, never the parser's "last read: '...'" text, which would quote a secret value (M1).
+TEST_F(RecoveryTest, MalformedJsonNeverPrintsTheBytesItRead) {
+  const std::string table = (dir_ / "gate.rgt").string();
+  ASSERT_EQ(run({"compile", kPolicy, "-o", table}).exit_code, 0);
+  const std::string good_message = kExamples + "submit502.message.json";
+  const std::string good_record = kExamples + "submit502.record.json";
+  const struct {
+    std::string text, where;
+  } cases[] = {
+      {"{\"message_id\":\"m\",\"operation_id\":\"op-7740\",\"prompt\":\"SECRET-PROMPT-abc\x01"
+       "def\",\"revision\":2}",
+       ":1:71: bad JSON (unescaped control character in a string)"},
+      {R"({"message_id":"m","prompt":"SECRET-PROMPT-abc\qdef","revision":2})",
+       ":1:47: bad JSON (bad escape in a string)"},
+      {R"({"message_id":"m","prompt":"SECRET-PROMPT-abc\u12zz","revision":2})",
+       ":1:50: bad JSON (bad \\u escape in a string)"},
+      {R"({"message_id":"m","prompt":"SECRET-PROMPT-abc\uD800x","revision":2})",
+       ":1:52: bad JSON (bad \\u surrogate pair in a string)"},
+      {R"({"message_id":"m","prompt":"SECRET-PROMPT-abc)", ":1:46: bad JSON (unclosed string)"},
+      {R"({"message_id":"m","prompt":SECRET-PROMPT-abc})", ":1:28: bad JSON (malformed literal)"},
+      {R"({"message_id":"m","prompt":-SECRET-PROMPT-abc})", ":1:29: bad JSON (malformed number)"},
+  };
+  const std::string file = (dir_ / "bad.json").string();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    write_file(file, c.text);
+    for (const bool is_message : {true, false}) {
+      for (const std::string& from : {std::string("--policy"), std::string("--table")}) {
+        for (const std::string& format : {std::string("text"), std::string("json")}) {
+          const CliResult r = run({"review", from, from == "--policy" ? kPolicy : table,
+                                   "--message", is_message ? file : good_message, "--record",
+                                   is_message ? good_record : file, "--format", format});
+          EXPECT_EQ(r.exit_code, 1);
+          EXPECT_EQ(r.out, "");
+          EXPECT_EQ(r.err, std::string("replaygate: invalid ") +
+                               (is_message ? "message: " : "operation record: ") + file + c.where +
+                               "\n");
+          EXPECT_EQ(r.err.find("SECRET"), std::string::npos) << r.err;
+          EXPECT_EQ(r.err.find("last read"), std::string::npos) << r.err;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(RecoveryTest, NonScalarIdentifyingFieldIsAnInvalidRecord) {
   const std::string record = kExamples + "prepared.record.json";
   for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{

@@ -133,7 +133,7 @@ int read_object(const std::string& path, const char* what, json* out, std::strin
     // JSON with a number no double holds (1e400) is refused too, but by its name: nlohmann reports
     // it as out_of_range 406 ("number overflow"), after the number.
     const JsonError error = locate_json_error(text);
-    if (error.what.find("number overflow") != std::string::npos) {
+    if (error.what == kJsonNumberOutOfRange) {
       size_t start = std::min(error.offset, text.size());
       while (start > 0 &&
              std::string_view("0123456789+-.eE").find(text[start - 1]) != std::string_view::npos) {
@@ -144,7 +144,7 @@ int read_object(const std::string& path, const char* what, json* out, std::strin
       return invalid_at(start, "number out of range" + where);
     }
     if (error.offset != RecordParser::kNoOffset) {
-      return invalid_at(error.offset, "bad JSON (" + escape_control(error.what) + ")");
+      return invalid_at(error.offset, "bad JSON (" + error.what + ")");
     }
   }
   if (out->is_discarded() || !out->is_object()) {

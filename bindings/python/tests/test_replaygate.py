@@ -429,6 +429,34 @@ class OperatorOnlyTest(unittest.TestCase):
         self.assertEqual(e.exception.status, "operator_only")
 
 
+    def test_derived_fields_are_refused_not_ignored(self):
+        # stale = message_revision < record_revision is computed by the table: a value given for
+        # it would be ignored silently, so decide() and decide_columns() refuse it (L5).
+        table = replaygate.Table.load(self.table)
+        self.addCleanup(table.close)
+        self.assertEqual(table.derived, ["stale"])
+        for value in (True, False, None, "yes"):
+            with self.assertRaises(replaygate.ReplaygateError) as e:
+                table.decide(**dict(self.MESSAGE, stale=value))
+            self.assertEqual(e.exception.status, "derived")
+            self.assertEqual(e.exception.code, -2)
+        self.assertEqual(
+            str(e.exception),
+            "derived: 'stale' is derived (policy `derived:`): the table computes it from its "
+            "operands, never from a value given for it; give the operands instead")
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_columns(dict({k: [v] for k, v in self.MESSAGE.items()}, stale=[False]))
+        self.assertEqual(e.exception.status, "derived")
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_columns_raw({"stale": [True]})
+        self.assertEqual(e.exception.status, "derived")
+        with self.assertRaises(replaygate.ReplaygateError) as e:
+            table.decide_record(self.RECORD, {"operator_confirmed": True},
+                                **dict(self.MESSAGE, stale=False))
+        self.assertEqual(e.exception.status, "derived")
+        # Without it the message still decides (the table derives stale itself).
+        table.decide(**self.MESSAGE)
+
     def test_record_only_fields_come_from_the_record_never_the_message(self):
         # Mirrors rg_table_field_source: the binding lists record-only fields as it lists
         # operator-only ones, and decide(**msg) refuses them as it refuses operator-only ones.
