@@ -23,9 +23,32 @@ const std::vector<InputFormat>& input_formats() {
   // The one list of format names; a new format is one line (docs/cli.md "Formats").
   static const std::vector<InputFormat> formats = {
       {"letters", "", "JSON objects keyed by policy inputs", make_letters},
-      {"kafka", "kcat-json", "kcat -C -J records, read through --mapping", make_kafka},
+      {"spring-kafka", "kcat-json",
+       "Spring Kafka DLT and retry-topic records as kcat -C -J prints them, read through --mapping",
+       make_kafka},
+      {"kafka", "kcat-json", "another name for spring-kafka", make_kafka},
   };
   return formats;
+}
+
+bool is_mapping_format(std::string_view format) {
+  for (const InputFormat& f : input_formats()) {
+    if (!f.mapping_format.empty() && f.mapping_format == format) return true;
+  }
+  return false;
+}
+
+std::string mapping_format_names() {
+  std::vector<std::string_view> names;
+  for (const InputFormat& f : input_formats()) {
+    if (f.mapping_format.empty()) continue;
+    bool seen = false;
+    for (std::string_view n : names) seen = seen || n == f.mapping_format;
+    if (!seen) names.push_back(f.mapping_format);
+  }
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
 }
 
 std::string input_format_names() {

@@ -27,7 +27,7 @@
 namespace replaygate::cli {
 
 struct InputFormat {
-  std::string_view name;            // what --input-format takes: "letters", "kafka"
+  std::string_view name;  // what --input-format takes: "letters", "spring-kafka", "kafka" (alias)
   std::string_view mapping_format;  // the `format:` its mapping file has; "" takes no mapping
   std::string_view help;            // one phrase for --help: "kcat -C -J records"
   // The parser; `mapping` is null exactly when mapping_format is "", else checked against `table`

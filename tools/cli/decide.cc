@@ -481,7 +481,7 @@ Runner setup_decide(CLI::App& sub) {
   CLI::Option* format_alias = sub.add_option(
       "--format", o->format.alias, "Another name for --input-format (kept for old scripts)");
   sub.add_option("--mapping", o->format.mapping,
-                 "Mapping file for --input-format kafka (docs/input-mapping.md)");
+                 "Mapping file for every --input-format but letters (docs/input-mapping.md)");
   sub.add_flag("--show-inputs", o->show_inputs,
                "Add \"inputs\" to each line: the value each policy input received (sensitive "
                "ones as \"<redacted>\"); needs --policy");
