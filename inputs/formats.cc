@@ -6,6 +6,7 @@
 #include "compiler/escape.h"
 #include "inputs/kafka.h"
 #include "inputs/letters.h"
+#include "inputs/rabbitmq.h"
 
 namespace replaygate::cli {
 namespace {
@@ -15,6 +16,9 @@ std::unique_ptr<RecordParser> make_letters(const Table& table, const Mapping* /*
 }
 std::unique_ptr<RecordParser> make_kafka(const Table& table, const Mapping* mapping) {
   return std::make_unique<KafkaParser>(table, *mapping);
+}
+std::unique_ptr<RecordParser> make_rabbitmq(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_rabbitmq_reader());
 }
 
 }  // namespace
@@ -27,6 +31,10 @@ const std::vector<InputFormat>& input_formats() {
        "Spring Kafka DLT and retry-topic records as kcat -C -J prints them, read through --mapping",
        make_kafka},
       {"kafka", "kcat-json", "another name for spring-kafka", make_kafka},
+      {"rabbitmq", "rabbitmq-management-json",
+       "RabbitMQ management API /api/queues/VHOST/QUEUE/get responses (a JSON array of messages), "
+       "read through --mapping",
+       make_rabbitmq, true},
   };
   return formats;
 }

@@ -33,6 +33,8 @@ struct InputFormat {
   // The parser; `mapping` is null exactly when mapping_format is "", else checked against `table`
   // without errors. Both must outlive the parser.
   std::unique_ptr<RecordParser> (*make_parser)(const Table& table, const Mapping* mapping);
+  // The dump is one JSON array whose elements are the records (JsonArrayReader), not JSON Lines.
+  bool json_array = false;
 };
 
 // Every format, the default (letters) first.

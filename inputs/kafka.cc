@@ -149,6 +149,9 @@ struct KafkaParser::State {
   // Values made by a decode: (base64 bytes, a JSON string), valid until the next record.
   std::deque<std::string> decoded;
   dom::parser scalar_parser;
+  // A reader of another dump format (make_mapped_parser()); null: kcat -J lines.
+  std::unique_ptr<BrokerRecordReader> reader;
+  BrokerRecord record;
   // Warnings (none at present: a header that differs from a mapped one only in case makes the
   // record invalid instead, see extract()).
   KafkaParser::WarningSink warn;
@@ -378,7 +381,9 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
 bool KafkaParser::State::load_payload() {
   if (payload_tried) return payload_problem.empty();
   payload_tried = true;
-  if (payload_null) {
+  if (reader && !record.payload_problem.empty()) {
+    payload_problem = "the payload " + record.payload_problem;
+  } else if (payload_null) {
     payload_problem = "the payload is null";
   } else if (scan_json_shape(payload, kMaxJsonDepth) == JsonShape::kTooDeep) {
     payload_problem = "the payload nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
@@ -622,6 +627,17 @@ bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::strin
           raw->kind = key_null ? Raw::Kind::kNull : Raw::Kind::kText;
           raw->text = key;
           return true;
+        case RecordPart::kDeliveryCount:
+          if (!reader) return true;  // kcat records carry no broker delivery counter: missing
+          if (!record.delivery_count_problem.empty()) {
+            *why = source.describe() + ": " + record.delivery_count_problem;
+            return false;
+          }
+          if (record.delivery_count.has_value()) {
+            raw->kind = Raw::Kind::kInt;
+            raw->number = *record.delivery_count;
+          }
+          return true;
         case RecordPart::kCoordinates:
           if (coordinates.empty()) {
             coordinates =
@@ -799,7 +815,18 @@ KafkaParser::KafkaParser(const Table& table, const Mapping& mapping, WarningSink
   state_->warn = std::move(warn);
 }
 
+KafkaParser::KafkaParser(const Table& table, const Mapping& mapping,
+                         std::unique_ptr<BrokerRecordReader> reader)
+    : KafkaParser(table, mapping) {
+  state_->reader = std::move(reader);
+}
+
 KafkaParser::~KafkaParser() = default;
+
+std::unique_ptr<RecordParser> make_mapped_parser(const Table& table, const Mapping& mapping,
+                                                 std::unique_ptr<BrokerRecordReader> reader) {
+  return std::make_unique<KafkaParser>(table, mapping, std::move(reader));
+}
 
 bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
                         std::string* problem) {
@@ -807,7 +834,26 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   input.clear();
   *meta = RecordMeta{};
   s.reset();
-  if (!s.read_line(line, problem)) {
+  if (s.reader) {
+    std::string why;
+    size_t at = kNoOffset;
+    if (!s.reader->read(line, &s.record, &why, &at)) {
+      problem_offset_ = at;
+      return fail_record(problem, std::move(why));
+    }
+    const BrokerRecord& r = s.record;
+    s.topic = r.topic;
+    s.partition = r.partition;
+    s.offset = r.offset;
+    s.has_ts = r.has_timestamp;
+    s.ts = r.timestamp;
+    s.key_null = r.key_null;
+    s.key = r.key;
+    s.payload_null = r.payload_null;
+    s.payload = r.payload;
+    s.headers = r.headers;
+    s.repaired = r.repaired;
+  } else if (!s.read_line(line, problem)) {
     // An error path: where the problem is, in `line`.
     if (s.problem_at != nullptr) {
       problem_offset_ = static_cast<size_t>(s.problem_at - line.data());

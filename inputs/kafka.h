@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/broker_record.h"
 #include "inputs/mapping.h"
 #include "inputs/records.h"
 #include "runtime/table.h"
@@ -41,6 +42,10 @@ class KafkaParser : public RecordParser {
   // `mapping` must have been checked against `table` without errors and outlive the parser.
   // An empty `warn` prints each warning on stderr (no warning is given at present).
   KafkaParser(const Table& table, const Mapping& mapping, WarningSink warn = {});
+  // The same mapping application on records that `reader` reads instead of kcat -J lines
+  // (make_mapped_parser(), broker_record.h).
+  KafkaParser(const Table& table, const Mapping& mapping,
+              std::unique_ptr<BrokerRecordReader> reader);
   ~KafkaParser() override;
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
   // For explain (records.h): topic, partition, offset, timestamp (when kcat printed one), key,

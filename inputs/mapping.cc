@@ -96,8 +96,8 @@ class Checker {
         }
       } else {
         source->kind = SourceKind::kRecord;
-        static const std::vector<std::string> kParts = {"topic", "partition", "offset",
-                                                        "key",   "timestamp", "coordinates"};
+        static const std::vector<std::string> kParts = {
+            "topic", "partition", "offset", "key", "timestamp", "coordinates", "delivery-count"};
         const auto it = std::find(kParts.begin(), kParts.end(), value.scalar);
         if (it == kParts.end()) {
           const std::string suggestion = closest_match(value.scalar, kParts);

@@ -32,7 +32,15 @@
 namespace replaygate::cli {
 
 enum class SourceKind : uint8_t { kHeader, kPayload, kRecord };
-enum class RecordPart : uint8_t { kTopic, kPartition, kOffset, kKey, kTimestamp, kCoordinates };
+enum class RecordPart : uint8_t {
+  kTopic,
+  kPartition,
+  kOffset,
+  kKey,
+  kTimestamp,
+  kCoordinates,
+  kDeliveryCount,  // the broker's delivery counter (broker_record.h); missing in kcat records
+};
 
 // How a header's (or a payload string's) bytes become a value (`decode:`, docs/input-mapping.md
 // "Decodings"). kText is the default: the bytes as text, converted strictly to the input's type.

@@ -33,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -295,6 +296,7 @@ int run_decide(const DecideOptions& o) {
   gate_options.dedupe_field = dedupe_field;
   gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
   gate_options.batch_records = kBatchRecords;
+  gate_options.array_positions = format->json_array;
   const std::unique_ptr<gate::Gate> gate_ptr =
       gate::Gate::open(shared, *parser, dump_rules, gate_options);
   gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
@@ -307,7 +309,14 @@ int run_decide(const DecideOptions& o) {
     gate.add_stage(audit_stage.get());
   }
 
-  LineReader reader(fd);
+  // One JSON array (rabbitmq) or JSON Lines (the others): either way one capped record at a time.
+  std::optional<LineReader> line_reader;
+  std::optional<JsonArrayReader> array_reader;
+  if (format->json_array) {
+    array_reader.emplace(fd);
+  } else {
+    line_reader.emplace(fd);
+  }
   BlockWriter out(STDOUT_FILENO);
   // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
   // glued onto it, and the file would no longer be JSON Lines.
@@ -363,17 +372,20 @@ int run_decide(const DecideOptions& o) {
   };
 
   while (true) {
-    const LineReader::Status status = reader.next(&line);
+    const LineReader::Status status =
+        array_reader ? array_reader->next(&line) : line_reader->next(&line);
     if (status == LineReader::Status::kEnd) break;
     if (status == LineReader::Status::kError) {
       if (emit_all() && commit_block()) flush_out();
       std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
-                   std::strerror(reader.error_number()));
+                   array_reader ? array_reader->error_text().c_str()
+                                : std::strerror(line_reader->error_number()));
       exit_code = kExitUsage;
       break;
     }
     gate::Batch& batch = batches[current];
-    gate.read(batch, reader.line_number(), status, line, reader.max_line());
+    gate.read(batch, array_reader ? array_reader->line_number() : line_reader->line_number(),
+              status, line, array_reader ? array_reader->max_line() : line_reader->max_line());
     if (batch.count < batch_size) continue;
     if (gate.has_stages()) {
       if (!emit_batch(batch)) break;
