@@ -105,7 +105,8 @@ class Gate {
     // Records are the elements of one JSON array (inputs/records.h JsonArrayReader): a record
     // that is not read or valid says where it is as "at":"/INDEX" (a JSON pointer into the
     // dump) instead of a column.
-    bool array_positions = false;
+    // "/" for a top-level array, "/Messages/" for the array of {"Messages": [...]}; "" for lines.
+    std::string array_pointer_prefix;
   };
 
   // A gate on `shared`'s current table (pinned), or null when `shared` has no free reader slot.

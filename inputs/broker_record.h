@@ -26,7 +26,8 @@
 namespace replaygate::cli {
 
 struct BrokerRecord {
-  std::string_view topic;  // kafka: the topic; rabbitmq: the routing key
+  std::string_view topic;      // kafka: the topic; rabbitmq: the routing key; sqs: the source queue
+  bool topic_missing = false;  // sqs without DeadLetterQueueSourceArn: `record: topic` is missing
   int64_t partition = 0;
   int64_t offset = 0;  // kafka: the offset; rabbitmq: the message's 0-based position in the dump
   bool has_timestamp = false;
@@ -51,6 +52,7 @@ struct BrokerRecord {
 
   void clear() {
     topic = key = payload = {};
+    topic_missing = false;
     partition = offset = timestamp = 0;
     has_timestamp = false;
     key_null = payload_null = true;

@@ -7,6 +7,7 @@
 #include "inputs/kafka.h"
 #include "inputs/letters.h"
 #include "inputs/rabbitmq.h"
+#include "inputs/sqs.h"
 
 namespace replaygate::cli {
 namespace {
@@ -17,6 +18,9 @@ std::unique_ptr<RecordParser> make_letters(const Table& table, const Mapping* /*
 std::unique_ptr<RecordParser> make_kafka(const Table& table, const Mapping* mapping) {
   return std::make_unique<KafkaParser>(table, *mapping);
 }
+std::unique_ptr<RecordParser> make_sqs(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_sqs_reader());
+}
 std::unique_ptr<RecordParser> make_rabbitmq(const Table& table, const Mapping* mapping) {
   return make_mapped_parser(table, *mapping, make_rabbitmq_reader());
 }
@@ -26,15 +30,18 @@ std::unique_ptr<RecordParser> make_rabbitmq(const Table& table, const Mapping* m
 const std::vector<InputFormat>& input_formats() {
   // The one list of format names; a new format is one line (docs/cli.md "Formats").
   static const std::vector<InputFormat> formats = {
-      {"letters", "", "JSON objects keyed by policy inputs", make_letters},
+      {"letters", "", "JSON objects keyed by policy inputs", make_letters, false, ""},
       {"spring-kafka", "kcat-json",
        "Spring Kafka DLT and retry-topic records as kcat -C -J prints them, read through --mapping",
-       make_kafka},
-      {"kafka", "kcat-json", "another name for spring-kafka", make_kafka},
+       make_kafka, false, ""},
+      {"kafka", "kcat-json", "another name for spring-kafka", make_kafka, false, ""},
       {"rabbitmq", "rabbitmq-management-json",
        "RabbitMQ management API /api/queues/VHOST/QUEUE/get responses (a JSON array of messages), "
        "read through --mapping",
-       make_rabbitmq, true},
+       make_rabbitmq, true, ""},
+      {"sqs", "sqs-json",
+       "aws sqs receive-message output ({\"Messages\": [...]}), read through --mapping", make_sqs,
+       true, "Messages"},
   };
   return formats;
 }

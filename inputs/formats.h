@@ -35,6 +35,7 @@ struct InputFormat {
   std::unique_ptr<RecordParser> (*make_parser)(const Table& table, const Mapping* mapping);
   // The dump is one JSON array whose elements are the records (JsonArrayReader), not JSON Lines.
   bool json_array = false;
+  std::string_view array_member;  // the array is this key's value in a top-level object, or ""
 };
 
 // Every format, the default (letters) first.

@@ -606,6 +606,7 @@ bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::strin
     case SourceKind::kRecord:
       switch (source.part) {
         case RecordPart::kTopic:
+          if (reader && record.topic_missing) return true;
           raw->kind = Raw::Kind::kText;
           raw->text = topic;
           return true;

@@ -350,8 +350,113 @@ bool is_json_number(std::string_view token) {
   return i == token.size();
 }
 
-JsonArrayReader::JsonArrayReader(int fd, size_t max_record)
-    : fd_(fd), max_record_(max_record), buffer_(new char[kReadBlock]) {}
+JsonArrayReader::JsonArrayReader(int fd, size_t max_record, std::string member)
+    : member_(std::move(member)), fd_(fd), max_record_(max_record), buffer_(new char[kReadBlock]) {}
+
+bool JsonArrayReader::skip_value(char c, char* terminator) {
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  while (true) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) break;
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      break;
+    }
+    if (!get(&c)) return false;
+  }
+  *terminator = c;
+  return true;
+}
+
+LineReader::Status JsonArrayReader::start_in_object() {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  char c = 0;
+  do {
+    if (!get(&c)) {  // aws prints nothing when no message was received
+      state_ = State::kDone;
+      return error_number_ != 0 ? fail("") : LineReader::Status::kEnd;
+    }
+  } while (is_space(c));
+  if (c != '{') return fail("not a JSON object with \"" + member_ + "\": [...]");
+  while (true) {
+    do {
+      if (!get(&c)) return fail("the dump ends inside its top-level object");
+    } while (is_space(c));
+    if (c == '}') {  // no member_: no record
+      closed_object_ = true;
+      return end_of_array();
+    }
+    if (c != '"') return fail("not a JSON object with \"" + member_ + "\": [...]");
+    std::string key;
+    bool escaped = false;
+    while (true) {
+      if (!get(&c)) return fail("the dump ends inside its top-level object");
+      if (!escaped && c == '"') break;
+      escaped = !escaped && c == '\\';
+      if (key.size() < 256) key.push_back(c);
+    }
+    do {
+      if (!get(&c)) return fail("the dump ends inside its top-level object");
+    } while (is_space(c));
+    if (c != ':') return fail("bad JSON in the top-level object");
+    do {
+      if (!get(&c)) return fail("the dump ends inside its top-level object");
+    } while (is_space(c));
+    if (key == member_) {
+      if (c != '[') return fail("\"" + member_ + "\" is not a JSON array");
+      state_ = State::kFirst;
+      return LineReader::Status::kLine;  // not a record: the caller goes on
+    }
+    char terminator = 0;
+    if (!skip_value(c, &terminator)) return fail("the dump ends inside its top-level object");
+    if (terminator == '}') {
+      closed_object_ = true;
+      return end_of_array();
+    }
+    if (terminator != ',') return fail("bad JSON in the top-level object");
+  }
+}
+
+LineReader::Status JsonArrayReader::end_of_array() {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  char c = 0;
+  state_ = State::kDone;
+  if (!member_.empty() && !closed_object_) {
+    // The rest of the top-level object after the array: other members, then '}'.
+    closed_object_ = true;
+    while (true) {
+      do {
+        if (!get(&c)) return fail("the dump ends inside its top-level object");
+      } while (is_space(c));
+      if (c == '}') break;
+      if (c != ',') return fail("bad JSON in the top-level object");
+      char terminator = 0;
+      do {
+        if (!get(&c)) return fail("the dump ends inside its top-level object");
+      } while (is_space(c));
+      if (!skip_value(c, &terminator)) return fail("the dump ends inside its top-level object");
+      if (terminator == '}') break;
+      --begin_;  // the ',' is read again
+    }
+  }
+  while (get(&c)) {
+    if (!is_space(c)) return fail("content after the dump's closing bracket");
+  }
+  return error_number_ != 0 ? fail("") : LineReader::Status::kEnd;
+}
 
 bool JsonArrayReader::get(char* c) {
   if (begin_ == end_) {
@@ -387,6 +492,10 @@ LineReader::Status JsonArrayReader::next(std::string_view* record) {
   char c = 0;
   if (state_ == State::kDone)
     return error_text_.empty() ? LineReader::Status::kEnd : LineReader::Status::kError;
+  if (state_ == State::kStart && !member_.empty()) {
+    const LineReader::Status status = start_in_object();
+    if (status != LineReader::Status::kLine) return status;
+  }
   if (state_ == State::kStart) {
     do {
       if (!get(&c)) return fail("not a JSON array: the dump is empty");
@@ -401,13 +510,7 @@ LineReader::Status JsonArrayReader::next(std::string_view* record) {
     do {
       if (!get(&c)) return fail("the dump ends inside the array (no closing ']')");
     } while (is_space(c));
-    if (c == ']') {
-      state_ = State::kDone;
-      while (get(&c)) {
-        if (!is_space(c)) return fail("content after the array's closing ']'");
-      }
-      return error_number_ != 0 ? fail("") : LineReader::Status::kEnd;
-    }
+    if (c == ']') return end_of_array();
     if (c != ',') {
       return fail("expected ',' or ']' after element /" + std::to_string(position_ - 1));
     }
@@ -419,11 +522,7 @@ LineReader::Status JsonArrayReader::next(std::string_view* record) {
   } while (is_space(c));
   if (c == ']') {
     if (state_ == State::kAfterComma) return fail("a ',' before the array's closing ']'");
-    state_ = State::kDone;
-    while (get(&c)) {
-      if (!is_space(c)) return fail("content after the array's closing ']'");
-    }
-    return error_number_ != 0 ? fail("") : LineReader::Status::kEnd;
+    return end_of_array();
   }
   ++position_;
   element_.clear();

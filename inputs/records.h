@@ -77,7 +77,10 @@ class LineReader {
 // saying so; a read error too (error_number() set).
 class JsonArrayReader {
  public:
-  explicit JsonArrayReader(int fd, size_t max_record = kMaxRecordBytes);
+  // `member`: the array is the value of this key of a top-level object ({"Messages":[...]}, the
+  // object's other members skipped; an empty input or an object without it is no record), else
+  // the top level is the array.
+  explicit JsonArrayReader(int fd, size_t max_record = kMaxRecordBytes, std::string member = "");
   JsonArrayReader(const JsonArrayReader&) = delete;
   JsonArrayReader& operator=(const JsonArrayReader&) = delete;
 
@@ -90,6 +93,13 @@ class JsonArrayReader {
  private:
   bool get(char* c);  // the next byte; false at end of input or on error
   LineReader::Status fail(std::string text);
+  // Skips one JSON value that starts with `first`, through the ',' '}' or ']' that ends it at
+  // its own level (*terminator); false at the end of input.
+  bool skip_value(char first, char* terminator);
+  LineReader::Status start_in_object();  // member mode: up to the array's '['
+  LineReader::Status end_of_array();     // after the array's ']'
+
+  std::string member_;
 
   int fd_;
   size_t max_record_;
@@ -101,6 +111,7 @@ class JsonArrayReader {
   uint64_t position_ = 0;
   int error_number_ = 0;
   std::string error_text_;
+  bool closed_object_ = false;  // member mode: the top-level object's '}' was read
 };
 
 // Metadata echoed to the output; views valid until the next parse.

@@ -58,7 +58,7 @@ TEST(JsonArrayReader, SplitsElementsOutsideStrings) {
   EXPECT_EQ(elements("{\"Messages\":[]}"),
             V{"!error: not a JSON array (a management-API /get response is one)"});
   EXPECT_EQ(elements("[{},]"), (V{"{}", "!error: a ',' before the array's closing ']'"}));
-  EXPECT_EQ(elements("[{}] x"), (V{"{}", "!error: content after the array's closing ']'"}));
+  EXPECT_EQ(elements("[{}] x"), (V{"{}", "!error: content after the dump's closing bracket"}));
   EXPECT_EQ(elements("[{}, {\"a\":"), (V{"{}", "!error: the dump ends inside element /1"}));
   EXPECT_EQ(elements("[{}"), (V{"{}", "!error: the dump ends inside the array (no closing ']')"}));
 }

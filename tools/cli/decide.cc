@@ -296,7 +296,10 @@ int run_decide(const DecideOptions& o) {
   gate_options.dedupe_field = dedupe_field;
   gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
   gate_options.batch_records = kBatchRecords;
-  gate_options.array_positions = format->json_array;
+  if (format->json_array) {
+    gate_options.array_pointer_prefix =
+        format->array_member.empty() ? "/" : "/" + std::string(format->array_member) + "/";
+  }
   const std::unique_ptr<gate::Gate> gate_ptr =
       gate::Gate::open(shared, *parser, dump_rules, gate_options);
   gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
@@ -313,7 +316,7 @@ int run_decide(const DecideOptions& o) {
   std::optional<LineReader> line_reader;
   std::optional<JsonArrayReader> array_reader;
   if (format->json_array) {
-    array_reader.emplace(fd);
+    array_reader.emplace(fd, kMaxRecordBytes, std::string(format->array_member));
   } else {
     line_reader.emplace(fd);
   }
