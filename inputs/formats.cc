@@ -7,6 +7,7 @@
 #include "inputs/kafka.h"
 #include "inputs/letters.h"
 #include "inputs/rabbitmq.h"
+#include "inputs/sidekiq.h"
 #include "inputs/sqs.h"
 
 namespace replaygate::cli {
@@ -17,6 +18,9 @@ std::unique_ptr<RecordParser> make_letters(const Table& table, const Mapping* /*
 }
 std::unique_ptr<RecordParser> make_kafka(const Table& table, const Mapping* mapping) {
   return std::make_unique<KafkaParser>(table, *mapping);
+}
+std::unique_ptr<RecordParser> make_sidekiq(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_sidekiq_reader());
 }
 std::unique_ptr<RecordParser> make_sqs(const Table& table, const Mapping* mapping) {
   return make_mapped_parser(table, *mapping, make_sqs_reader());
@@ -42,6 +46,10 @@ const std::vector<InputFormat>& input_formats() {
       {"sqs", "sqs-json",
        "aws sqs receive-message output ({\"Messages\": [...]}), read through --mapping", make_sqs,
        true, "Messages"},
+      {"sidekiq", "sidekiq-json",
+       "Sidekiq Dead or Retry set job hashes, one per line (redis-cli --raw ZRANGE dead 0 -1), "
+       "read through --mapping",
+       make_sidekiq, false, ""},
   };
   return formats;
 }

@@ -963,6 +963,9 @@ std::vector<RecordPartValue> KafkaParser::record_parts() const {
         value.value_or(""), 0);
     parts.back().name = std::string(name);
   }
+  if (s.reader && s.record.delivery_count.has_value()) {
+    add("delivery-count", RecordPartValue::Kind::kInt, {}, *s.record.delivery_count);
+  }
   add("payload", s.payload_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kSize, {},
       static_cast<int64_t>(s.payload.size()));
   return parts;
