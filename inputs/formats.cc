@@ -6,6 +6,7 @@
 #include "compiler/escape.h"
 #include "inputs/kafka.h"
 #include "inputs/letters.h"
+#include "inputs/pubsub.h"
 #include "inputs/rabbitmq.h"
 #include "inputs/sidekiq.h"
 #include "inputs/sqs.h"
@@ -18,6 +19,9 @@ std::unique_ptr<RecordParser> make_letters(const Table& table, const Mapping* /*
 }
 std::unique_ptr<RecordParser> make_kafka(const Table& table, const Mapping* mapping) {
   return std::make_unique<KafkaParser>(table, *mapping);
+}
+std::unique_ptr<RecordParser> make_pubsub(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_pubsub_reader());
 }
 std::unique_ptr<RecordParser> make_sidekiq(const Table& table, const Mapping* mapping) {
   return make_mapped_parser(table, *mapping, make_sidekiq_reader());
@@ -46,6 +50,10 @@ const std::vector<InputFormat>& input_formats() {
       {"sqs", "sqs-json",
        "aws sqs receive-message output ({\"Messages\": [...]}), read through --mapping", make_sqs,
        true, "Messages"},
+      {"pubsub", "pubsub-json",
+       "Google Pub/Sub projects.subscriptions.pull responses ({\"receivedMessages\": [...]}), "
+       "read through --mapping",
+       make_pubsub, true, "receivedMessages"},
       {"sidekiq", "sidekiq-json",
        "Sidekiq Dead or Retry set job hashes, one per line (redis-cli --raw ZRANGE dead 0 -1), "
        "read through --mapping",

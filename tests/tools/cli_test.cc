@@ -111,7 +111,7 @@ TEST_F(CliTest, DecideFormatAndMappingMistakes) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate decide: error: --format must be letters, spring-kafka, kafka, rabbitmq, "
-            "sqs or sidekiq, not 'avro'\n"
+            "sqs, pubsub or sidekiq, not 'avro'\n"
             "Run 'replaygate decide --help' for usage.\n");
   r = run({"decide", "--policy", kPolicy, "--format", "kafka"});
   EXPECT_EQ(r.exit_code, 2);
@@ -119,8 +119,9 @@ TEST_F(CliTest, DecideFormatAndMappingMistakes) {
   r = run({"decide", "--policy", kPolicy, "--mapping", "m.yaml"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(
-      r.err.find("--mapping applies only to a format that reads broker records "
-                 "(--input-format spring-kafka, kafka, rabbitmq, sqs, sidekiq), not to letters"),
+      r.err.find(
+          "--mapping applies only to a format that reads broker records "
+          "(--input-format spring-kafka, kafka, rabbitmq, sqs, pubsub, sidekiq), not to letters"),
       std::string::npos)
       << r.err;
   r = run({"decide", "--policy", kPolicy, "--max-replays", "-1"});
