@@ -8,6 +8,7 @@
 #include "inputs/letters.h"
 #include "inputs/pubsub.h"
 #include "inputs/rabbitmq.h"
+#include "inputs/servicebus.h"
 #include "inputs/sidekiq.h"
 #include "inputs/sqs.h"
 
@@ -22,6 +23,9 @@ std::unique_ptr<RecordParser> make_kafka(const Table& table, const Mapping* mapp
 }
 std::unique_ptr<RecordParser> make_pubsub(const Table& table, const Mapping* mapping) {
   return make_mapped_parser(table, *mapping, make_pubsub_reader());
+}
+std::unique_ptr<RecordParser> make_servicebus(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_servicebus_reader());
 }
 std::unique_ptr<RecordParser> make_sidekiq(const Table& table, const Mapping* mapping) {
   return make_mapped_parser(table, *mapping, make_sidekiq_reader());
@@ -54,6 +58,9 @@ const std::vector<InputFormat>& input_formats() {
        "Google Pub/Sub projects.subscriptions.pull responses ({\"receivedMessages\": [...]}), "
        "read through --mapping",
        make_pubsub, true, "receivedMessages"},
+      {"servicebus", "servicebus-json",
+       "Azure Service Bus dead-letter messages, one JSON object per line, read through --mapping",
+       make_servicebus, false, ""},
       {"sidekiq", "sidekiq-json",
        "Sidekiq Dead or Retry set job hashes, one per line (redis-cli --raw ZRANGE dead 0 -1), "
        "read through --mapping",
