@@ -47,6 +47,10 @@ const std::vector<InputFormat>& input_formats() {
        "Spring Kafka DLT and retry-topic records as kcat -C -J prints them, read through --mapping",
        make_kafka, false, ""},
       {"kafka", "kcat-json", "another name for spring-kafka", make_kafka, false, ""},
+      {"kafka-connect", "connect-kcat-json",
+       "Kafka Connect dead-letter topic records (__connect.errors.* headers) as kcat -C -J prints "
+       "them, read through --mapping",
+       make_kafka, false, ""},
       {"rabbitmq", "rabbitmq-management-json",
        "RabbitMQ management API /api/queues/VHOST/QUEUE/get responses (a JSON array of messages), "
        "read through --mapping",

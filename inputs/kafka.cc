@@ -586,6 +586,14 @@ bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::strin
           raw->kind = Raw::Kind::kNull;
         }
       }
+      if (source.occurrence == Occurrence::kCount) {
+        *raw = Raw{};
+        if (count > 0) {
+          raw->kind = Raw::Kind::kInt;
+          raw->number = count;
+        }
+        return true;
+      }
       if (count > 1 && source.occurrence == Occurrence::kOnly) {
         *why = source.describe() + " appears " + std::to_string(count) +
                " times (the mapping can say occurrence: first or last)";

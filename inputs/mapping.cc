@@ -134,16 +134,20 @@ class Checker {
     }
     if (const yaml::Node* occurrence = node.find("occurrence")) {
       if (!occurrence->is_scalar() ||
-          (occurrence->scalar != "first" && occurrence->scalar != "last")) {
-        error(*occurrence, "RG304", "occurrence of " + what + " must be first or last",
+          (occurrence->scalar != "first" && occurrence->scalar != "last" &&
+           occurrence->scalar != "count")) {
+        error(*occurrence, "RG304", "occurrence of " + what + " must be first, last or count",
               "last: the newest of a header the producer appends (Spring); first: where a "
-              "framework prepends; leave it out to refuse a repeated header");
+              "framework prepends; count: how many times it occurs; leave it out to refuse a "
+              "repeated header");
         ok = false;
       } else if (source->kind != SourceKind::kHeader) {
         error(*occurrence, "RG304", "occurrence applies only to a header source");
         ok = false;
       } else {
-        source->occurrence = occurrence->scalar == "first" ? Occurrence::kFirst : Occurrence::kLast;
+        source->occurrence = occurrence->scalar == "first"  ? Occurrence::kFirst
+                             : occurrence->scalar == "last" ? Occurrence::kLast
+                                                            : Occurrence::kCount;
       }
     }
     // Spring Kafka writes these headers as big-endian binary: read as text, a lone byte 0x33
@@ -155,6 +159,15 @@ class Checker {
                 what + " must say decode: be-int",
             "add decode: be-int (retry_topic-attempts is 1 byte in Spring 2.7.0-2.7.8, 4 bytes "
             "since; partition 4, offset and timestamp 8)");
+      ok = false;
+    }
+    // Kafka Connect writes its error context as UTF-8 text (partition and offset in decimal).
+    if (ok && source->kind == SourceKind::kHeader && source->decoding == Decoding::kBeInt &&
+        source->name.starts_with("__connect.errors.")) {
+      error(node, "RG305",
+            "header '" + source->name + "' is UTF-8 text in Kafka Connect, so " + what +
+                " must not say decode: be-int",
+            "use decode: decimal for __connect.errors.partition and __connect.errors.offset");
       ok = false;
     }
     return ok;
@@ -267,6 +280,12 @@ class Checker {
     out.field = field;
     out.type = info.type;
     if (!read_source(body, "input '" + name + "'", &out.source)) return;
+    if (out.source.occurrence == Occurrence::kCount && info.type != FieldType::kInt) {
+      error(*body.find("occurrence"), "RG305",
+            "occurrence: count gives an integer, but input '" + name + "' is " +
+                field_type_name(info.type) + " in the policy");
+      return;
+    }
     if (const yaml::Node* type = body.find("type")) {
       if (!type->is_scalar() || type->scalar != field_type_name(info.type)) {
         error(*type, "RG305",

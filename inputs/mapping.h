@@ -57,7 +57,9 @@ const char* decoding_name(Decoding decoding);
 
 // Which occurrence of a header that a record repeats counts (`occurrence:`). kOnly (the default)
 // refuses a repeated header: the record is invalid.
-enum class Occurrence : uint8_t { kOnly, kFirst, kLast };
+// kCount reads how many times the header occurs (an integer; none: missing), e.g. the error
+// contexts Kafka Connect appends each time a replayed record fails again.
+enum class Occurrence : uint8_t { kOnly, kFirst, kLast, kCount };
 
 struct ValueSource {
   SourceKind kind = SourceKind::kHeader;

@@ -297,7 +297,7 @@ TEST_F(SpringKafkaCli, SpringBinaryHeaderNeedsBeInt) {
   mapping.replace(mapping.find("occurrence: first"), 17, "occurrence: newest");
   EXPECT_NE(decide(record(kTimeout), mapping)
                 .err.find("error[RG304]: occurrence of input 'topic' "
-                          "must be first or last"),
+                          "must be first, last or count"),
             std::string::npos);
 }
 
