@@ -19,6 +19,11 @@
 // 'x-replay' only in ASCII case: header names match exactly, so the record's value for it is
 // unknown; fix the producer or the mapping)" (for message_id or body_hash: the record is
 // unreadable), never decided as if the header were missing.
+// The mapping application here (header / payload / record sources, decode:, occurrence:, map:,
+// defaults) also serves every other mapped format: make_mapped_parser() (broker_record.h) runs it
+// on records a BrokerRecordReader reads (rabbitmq, sqs, pubsub, servicebus, sidekiq). Moving it
+// into inputs/broker_record.cc, with the kcat reader as one more BrokerRecordReader, is the next
+// step of that split.
 #pragma once
 
 #include <functional>

@@ -2,12 +2,14 @@
 // broker record (`decide --format kafka --mapping FILE`). Format and semantics:
 // docs/input-mapping.md.
 //
-//   format: kcat-json                     # optional; the only record format so far
+//   format: kcat-json                     # optional; the record format (inputs/formats.cc)
 //   message_id: {record: coordinates}     # optional; also {header: NAME} or {payload: /ptr}
 //   body_hash: {header: NAME}             # optional; same sources
 //   inputs:                               # every policy input, exactly once
 //     error_class:
 //       header: kafka_dlt-exception-cause-fqcn   # exactly one of header / payload / record
+//       occurrence: last                  # optional, headers: first / last / count
+//       decode: be-int                    # optional: utf8 / be-int / decimal / base64 / json
 //       map: {java.net.SocketTimeoutException: timeout}   # optional; unmapped value -> invalid
 //       default: other                    # optional; used only when the source is missing
 //       optional: true                    # optional; missing -> absent (null)

@@ -479,7 +479,8 @@ int run_decide(const DecideOptions& o) {
 Runner setup_decide(CLI::App& sub) {
   auto o = std::make_shared<DecideOptions>();
   sub.footer(
-      "Decide every record of a dead-letter dump. Reads JSON Lines from FILE (or - for stdin),\n"
+      "Decide every record of a dead-letter dump. Reads JSON Lines from FILE (or - for stdin;\n"
+      "rabbitmq, sqs and pubsub dumps are one JSON array, streamed),\n"
       "writes one JSON object per record to stdout in input order, and a summary to stderr.\n"
       "A record that cannot be read gets the policy default with \"invalid\": true.\n"
       "Exit: 0 all records valid, 1 some record invalid (or policy/mapping errors),\n"
