@@ -123,13 +123,19 @@ class DecisionText {
   // A record that could not be read: the default verb with `problem` as the reason and, when the
   // problem has one place, its 1-based `column` (in bytes) in the line (rare, not cached).
   // Appends to `out`.
-  void append_unreadable(ByteBuffer& out, std::string_view problem, size_t column) const {
+  // `at`, when not empty: the record's JSON pointer in an array dump ("/3"), written as "at".
+  void append_unreadable(ByteBuffer& out, std::string_view problem, size_t column,
+                         std::string_view at = "") const {
     std::string text = verb_json_[table_.default_verb()];
     text += ",\"rule\":\"default\",\"reason\":";
     append_json_string(text, problem);
     text += tail_;
     text += ",\"invalid\":true";
     if (column != 0) text += ",\"column\":" + std::to_string(column);
+    if (!at.empty()) {
+      text += ",\"at\":";
+      append_json_string(text, at);
+    }
     text += "}\n";
     out.append(text.data(), text.size());
   }
@@ -138,11 +144,15 @@ class DecisionText {
   // `problem` with it, from runtime/trace.h (rare, not cached: both vary per record). Appends to
   // `out`.
   void append_invalid_input(ByteBuffer& out, const Decision& d, size_t column,
-                            std::string_view problem) {
+                            std::string_view problem, std::string_view at = "") {
     std::string_view cached = of(d);
     cached.remove_suffix(2);  // "}\n"
     std::string text(cached);
     if (column != 0) text += ",\"column\":" + std::to_string(column);
+    if (!at.empty()) {
+      text += ",\"at\":";
+      append_json_string(text, at);
+    }
     text += ",\"problem\":";
     append_json_string(text, problem);
     text += "}\n";

@@ -53,6 +53,13 @@ bool Gate::repin() {
   return true;
 }
 
+namespace {
+// The JSON pointer of the 1-based `position`-th element of an array dump: "/0" for the first.
+std::string array_pointer(const std::string& prefix, uint64_t position) {
+  return prefix + std::to_string(position - 1);
+}
+}  // namespace
+
 void Gate::read(Batch& batch, uint64_t line_number, cli::LineReader::Status status,
                 std::string_view line, size_t max_line) {
   const Table& table = *table_;
@@ -89,7 +96,12 @@ void Gate::read(Batch& batch, uint64_t line_number, cli::LineReader::Status stat
         parser_.problem_offset() != cli::RecordParser::kNoOffset) {
       column = parser_.problem_offset() + 1;
     }
-    texts_->append_unreadable(batch.scratch, problem_, column);
+    if (!options_.array_pointer_prefix.empty()) {
+      texts_->append_unreadable(batch.scratch, problem_, 0,
+                                array_pointer(options_.array_pointer_prefix, line_number));
+    } else {
+      texts_->append_unreadable(batch.scratch, problem_, column);
+    }
   } else if (p.decision.kind == DecisionKind::kInvalidInput) {
     // Where and why, worked out while the line and the input are still here (a batch is
     // written later); a record that is valid never comes this way.
@@ -102,7 +114,11 @@ void Gate::read(Batch& batch, uint64_t line_number, cli::LineReader::Status stat
       const size_t offset = parser_.field_value_offset(line, f);
       if (offset != cli::RecordParser::kNoOffset) column = offset + 1;
     }
-    texts_->append_invalid_input(batch.scratch, p.decision, column, field_problem);
+    const bool array = !options_.array_pointer_prefix.empty();
+    if (array) column = 0;
+    texts_->append_invalid_input(
+        batch.scratch, p.decision, column, field_problem,
+        array ? array_pointer(options_.array_pointer_prefix, line_number) : "");
   }
   p.end = batch.scratch.size();
   ++batch.count;

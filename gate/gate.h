@@ -102,6 +102,11 @@ class Gate {
     // --show-inputs: add every input's value to the line, these names redacted (null: off).
     const std::set<std::string>* show_inputs_redacted = nullptr;
     size_t batch_records = 16;  // stage-1 records per batch without stages
+    // Records are the elements of one JSON array (inputs/records.h JsonArrayReader): a record
+    // that is not read or valid says where it is as "at":"/INDEX" (a JSON pointer into the
+    // dump) instead of a column.
+    // "/" for a top-level array, "/Messages/" for the array of {"Messages": [...]}; "" for lines.
+    std::string array_pointer_prefix;
   };
 
   // A gate on `shared`'s current table (pinned), or null when `shared` has no free reader slot.

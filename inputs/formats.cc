@@ -6,6 +6,11 @@
 #include "common/escape.h"
 #include "inputs/kafka.h"
 #include "inputs/letters.h"
+#include "inputs/pubsub.h"
+#include "inputs/rabbitmq.h"
+#include "inputs/servicebus.h"
+#include "inputs/sidekiq.h"
+#include "inputs/sqs.h"
 
 namespace replaygate::cli {
 namespace {
@@ -16,16 +21,76 @@ std::unique_ptr<RecordParser> make_letters(const Table& table, const Mapping* /*
 std::unique_ptr<RecordParser> make_kafka(const Table& table, const Mapping* mapping) {
   return std::make_unique<KafkaParser>(table, *mapping);
 }
+std::unique_ptr<RecordParser> make_pubsub(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_pubsub_reader());
+}
+std::unique_ptr<RecordParser> make_servicebus(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_servicebus_reader());
+}
+std::unique_ptr<RecordParser> make_sidekiq(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_sidekiq_reader());
+}
+std::unique_ptr<RecordParser> make_sqs(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_sqs_reader());
+}
+std::unique_ptr<RecordParser> make_rabbitmq(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_rabbitmq_reader());
+}
 
 }  // namespace
 
 const std::vector<InputFormat>& input_formats() {
   // The one list of format names; a new format is one line (docs/cli.md "Formats").
   static const std::vector<InputFormat> formats = {
-      {"letters", "", "JSON objects keyed by policy inputs", make_letters},
-      {"kafka", "kcat-json", "kcat -C -J records, read through --mapping", make_kafka},
+      {"letters", "", "JSON objects keyed by policy inputs", make_letters, false, ""},
+      {"spring-kafka", "kcat-json",
+       "Spring Kafka DLT and retry-topic records as kcat -C -J prints them, read through --mapping",
+       make_kafka, false, ""},
+      {"kafka", "kcat-json", "another name for spring-kafka", make_kafka, false, ""},
+      {"kafka-connect", "connect-kcat-json",
+       "Kafka Connect dead-letter topic records (__connect.errors.* headers) as kcat -C -J prints "
+       "them, read through --mapping",
+       make_kafka, false, ""},
+      {"rabbitmq", "rabbitmq-management-json",
+       "RabbitMQ management API /api/queues/VHOST/QUEUE/get responses (a JSON array of messages), "
+       "read through --mapping",
+       make_rabbitmq, true, ""},
+      {"sqs", "sqs-json",
+       "aws sqs receive-message output ({\"Messages\": [...]}), read through --mapping", make_sqs,
+       true, "Messages"},
+      {"pubsub", "pubsub-json",
+       "Google Pub/Sub projects.subscriptions.pull responses ({\"receivedMessages\": [...]}), "
+       "read through --mapping",
+       make_pubsub, true, "receivedMessages"},
+      {"servicebus", "servicebus-json",
+       "Azure Service Bus dead-letter messages, one JSON object per line, read through --mapping",
+       make_servicebus, false, ""},
+      {"sidekiq", "sidekiq-json",
+       "Sidekiq Dead or Retry set job hashes, one per line (redis-cli --raw ZRANGE dead 0 -1), "
+       "read through --mapping",
+       make_sidekiq, false, ""},
   };
   return formats;
+}
+
+bool is_mapping_format(std::string_view format) {
+  for (const InputFormat& f : input_formats()) {
+    if (!f.mapping_format.empty() && f.mapping_format == format) return true;
+  }
+  return false;
+}
+
+std::string mapping_format_names() {
+  std::vector<std::string_view> names;
+  for (const InputFormat& f : input_formats()) {
+    if (f.mapping_format.empty()) continue;
+    bool seen = false;
+    for (std::string_view n : names) seen = seen || n == f.mapping_format;
+    if (!seen) names.push_back(f.mapping_format);
+  }
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
 }
 
 std::string input_format_names() {

@@ -27,12 +27,15 @@
 namespace replaygate::cli {
 
 struct InputFormat {
-  std::string_view name;            // what --input-format takes: "letters", "kafka"
+  std::string_view name;  // what --input-format takes: "letters", "spring-kafka", "kafka" (alias)
   std::string_view mapping_format;  // the `format:` its mapping file has; "" takes no mapping
   std::string_view help;            // one phrase for --help: "kcat -C -J records"
   // The parser; `mapping` is null exactly when mapping_format is "", else checked against `table`
   // without errors. Both must outlive the parser.
   std::unique_ptr<RecordParser> (*make_parser)(const Table& table, const Mapping* mapping);
+  // The dump is one JSON array whose elements are the records (JsonArrayReader), not JSON Lines.
+  bool json_array = false;
+  std::string_view array_member;  // the array is this key's value in a top-level object, or ""
 };
 
 // Every format, the default (letters) first.

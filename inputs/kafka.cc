@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,6 +17,7 @@
 #include "common/diagnostic.h"
 #include "common/escape.h"
 #include "common/utf8.h"
+#include "inputs/decoding.h"
 
 namespace replaygate::cli {
 
@@ -145,6 +147,12 @@ struct KafkaParser::State {
   // (load_payload_with_big_numbers()), and what each marker stood for ("an integer beyond int64").
   std::string rewritten_payload;
   std::vector<std::string> number_problems;
+  // Values made by a decode: (base64 bytes, a JSON string), valid until the next record.
+  std::deque<std::string> decoded;
+  dom::parser scalar_parser;
+  // A reader of another dump format (make_mapped_parser()); null: kcat -J lines.
+  std::unique_ptr<BrokerRecordReader> reader;
+  BrokerRecord record;
   // Warnings: a header one edit away from a mapped header's skeleton (`x-replays`), once for
   // each (header, mapped header) pair (`warned`); a near miss makes the record invalid instead,
   // see extract().
@@ -163,6 +171,7 @@ struct KafkaParser::State {
     payload_tried = false;
     payload_problem.clear();
     number_problems.clear();
+    decoded.clear();
   }
 
   bool read_line(std::string_view line, std::string* problem);
@@ -171,6 +180,7 @@ struct KafkaParser::State {
   void load_payload_with_big_numbers();
   bool extract(const ValueSource& source, Raw* raw, std::string* why);
   bool resolve_pointer(const ValueSource& source, Raw* raw, std::string* why);
+  bool decode(const ValueSource& source, Raw* raw, std::string* why);
 };
 
 bool KafkaParser::State::read_headers(od::value& value, std::string* problem) {
@@ -374,7 +384,9 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
 bool KafkaParser::State::load_payload() {
   if (payload_tried) return payload_problem.empty();
   payload_tried = true;
-  if (payload_null) {
+  if (reader && !record.payload_problem.empty()) {
+    payload_problem = "the payload " + record.payload_problem;
+  } else if (payload_null) {
     payload_problem = "the payload is null";
   } else if (scan_json_shape(payload, kMaxJsonDepth) == JsonShape::kTooDeep) {
     payload_problem = "the payload nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
@@ -772,9 +784,26 @@ bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::strin
           raw->kind = Raw::Kind::kNull;
         }
       }
-      if (count > 1) {
-        *why = source.describe() + " appears " + std::to_string(count) + " times";
+      if (source.occurrence == Occurrence::kCount) {
+        *raw = Raw{};
+        if (count > 0) {
+          raw->kind = Raw::Kind::kInt;
+          raw->number = count;
+        }
+        return true;
+      }
+      if (count > 1 && source.occurrence == Occurrence::kOnly) {
+        *why = source.describe() + " appears " + std::to_string(count) +
+               " times (the mapping can say occurrence: first or last)";
         return false;
+      }
+      if (count > 1 && source.occurrence == Occurrence::kFirst) {
+        for (const auto& [name, value] : headers) {
+          if (name != source.name) continue;
+          raw->kind = value.has_value() ? Raw::Kind::kText : Raw::Kind::kNull;
+          raw->text = value.value_or(std::string_view());
+          break;
+        }
       }
       return true;
     }
@@ -783,6 +812,7 @@ bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::strin
     case SourceKind::kRecord:
       switch (source.part) {
         case RecordPart::kTopic:
+          if (reader && record.topic_missing) return true;
           raw->kind = Raw::Kind::kText;
           raw->text = topic;
           return true;
@@ -804,6 +834,17 @@ bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::strin
           raw->kind = key_null ? Raw::Kind::kNull : Raw::Kind::kText;
           raw->text = key;
           return true;
+        case RecordPart::kDeliveryCount:
+          if (!reader) return true;  // kcat records carry no broker delivery counter: missing
+          if (!record.delivery_count_problem.empty()) {
+            *why = source.describe() + ": " + record.delivery_count_problem;
+            return false;
+          }
+          if (record.delivery_count.has_value()) {
+            raw->kind = Raw::Kind::kInt;
+            raw->number = *record.delivery_count;
+          }
+          return true;
         case RecordPart::kCoordinates:
           if (coordinates.empty()) {
             coordinates =
@@ -815,6 +856,86 @@ bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::strin
       }
   }
   return true;
+}
+
+// Applies the source's `decode:` to a value read as bytes (see decoding.h); false with *why when
+// it does not decode. A missing or null value stays as it is.
+bool KafkaParser::State::decode(const ValueSource& source, Raw* raw, std::string* why) {
+  if (source.decoding == Decoding::kText || raw->kind == Raw::Kind::kMissing ||
+      raw->kind == Raw::Kind::kNull) {
+    return true;
+  }
+  const std::string prefix =
+      source.describe() + " does not decode as " + decoding_name(source.decoding) + ": ";
+  if (raw->kind != Raw::Kind::kText && raw->kind != Raw::Kind::kJsonText) {
+    *why = prefix + (raw->kind == Raw::Kind::kInt    ? std::string("it is a JSON number")
+                     : raw->kind == Raw::Kind::kBool ? std::string("it is a JSON boolean")
+                                                     : "it is " + raw->other);
+    return false;
+  }
+  std::string detail;
+  switch (source.decoding) {
+    case Decoding::kText:
+      return true;
+    case Decoding::kUtf8:
+      if (!check_utf8(raw->text, &detail)) break;
+      raw->kind = Raw::Kind::kText;
+      return true;
+    case Decoding::kBeInt:
+      if (!decode_be_int(raw->text, &raw->number, &detail)) break;
+      raw->kind = Raw::Kind::kInt;
+      return true;
+    case Decoding::kDecimal:
+      if (!decode_decimal(raw->text, &raw->number, &detail)) break;
+      raw->kind = Raw::Kind::kInt;
+      return true;
+    case Decoding::kBase64: {
+      std::string bytes;
+      if (!decode_base64(raw->text, &bytes, &detail)) break;
+      if (!check_utf8(bytes, &detail)) {
+        detail = "the decoded bytes are " + detail;
+        break;
+      }
+      decoded.push_back(std::move(bytes));
+      raw->kind = Raw::Kind::kText;
+      raw->text = decoded.back();
+      return true;
+    }
+    case Decoding::kJson: {
+      decoded.emplace_back(raw->text);
+      const std::string& copy = decoded.back();
+      dom::element element;
+      if (scan_json_shape(copy, kMaxJsonDepth) != JsonShape::kOk ||
+          scalar_parser.parse(copy.data(), copy.size(), true).get(element)) {
+        detail = "not a JSON document";
+        break;
+      }
+      switch (element.type()) {
+        case dom::element_type::NULL_VALUE:
+          raw->kind = Raw::Kind::kNull;
+          return true;
+        case dom::element_type::STRING:
+          decoded.emplace_back(element.get_string().value_unsafe());
+          raw->kind = Raw::Kind::kJsonText;
+          raw->text = decoded.back();
+          return true;
+        case dom::element_type::INT64:
+          raw->kind = Raw::Kind::kInt;
+          raw->number = element.get_int64().value_unsafe();
+          return true;
+        case dom::element_type::BOOL:
+          raw->kind = Raw::Kind::kBool;
+          raw->flag = element.get_bool().value_unsafe();
+          return true;
+        default:
+          detail = "not a JSON string, integer, boolean or null";
+          break;
+      }
+      break;
+    }
+  }
+  *why = prefix + detail;
+  return false;
 }
 
 namespace {
@@ -901,7 +1022,18 @@ KafkaParser::KafkaParser(const Table& table, const Mapping& mapping, WarningSink
   state_->warn = std::move(warn);
 }
 
+KafkaParser::KafkaParser(const Table& table, const Mapping& mapping,
+                         std::unique_ptr<BrokerRecordReader> reader)
+    : KafkaParser(table, mapping) {
+  state_->reader = std::move(reader);
+}
+
 KafkaParser::~KafkaParser() = default;
+
+std::unique_ptr<RecordParser> make_mapped_parser(const Table& table, const Mapping& mapping,
+                                                 std::unique_ptr<BrokerRecordReader> reader) {
+  return std::make_unique<KafkaParser>(table, mapping, std::move(reader));
+}
 
 bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
                         std::string* problem) {
@@ -909,7 +1041,26 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
   input.clear();
   *meta = RecordMeta{};
   s.reset();
-  if (!s.read_line(line, problem)) {
+  if (s.reader) {
+    std::string why;
+    size_t at = kNoOffset;
+    if (!s.reader->read(line, &s.record, &why, &at)) {
+      problem_offset_ = at;
+      return fail_record(problem, std::move(why));
+    }
+    const BrokerRecord& r = s.record;
+    s.topic = r.topic;
+    s.partition = r.partition;
+    s.offset = r.offset;
+    s.has_ts = r.has_timestamp;
+    s.ts = r.timestamp;
+    s.key_null = r.key_null;
+    s.key = r.key;
+    s.payload_null = r.payload_null;
+    s.payload = r.payload;
+    s.headers = r.headers;
+    s.repaired = r.repaired;
+  } else if (!s.read_line(line, problem)) {
     // An error path: where the problem is, in `line`.
     if (s.problem_at != nullptr) {
       problem_offset_ = static_cast<size_t>(s.problem_at - line.data());
@@ -929,7 +1080,7 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
     if (!source.has_value()) return true;
     Raw raw;
     std::string why;
-    if (!s.extract(*source, &raw, &why)) {
+    if (!s.extract(*source, &raw, &why) || !s.decode(*source, &raw, &why)) {
       problem_offset_ = kNoOffset;  // a mapped value: the reason names it
       return fail_record(problem, std::string(name) + " (" + why + ")");
     }
@@ -957,16 +1108,18 @@ bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
       return false;
     };
     if (!s.extract(m.source, &raw, &why)) return invalid(why);
+    // Repaired bytes never decode (a be-int of U+FFFD would be a guessed number).
+    if (s.repaired && (raw.kind == Raw::Kind::kText || raw.kind == Raw::Kind::kJsonText) &&
+        raw.text.find("\xEF\xBF\xBD") != std::string_view::npos) {
+      return invalid(m.source.describe() + " is not valid UTF-8");
+    }
+    if (!s.decode(m.source, &raw, &why)) return invalid(why);
     // kcat prints a header without a value as null. It is there, so it is not "missing" (which
     // alone may be absent or defaulted): a counter sent as null counts nothing known, and reading
     // it as absent would let the letter replay. (message_id and body_hash are only echoed: a null
     // header leaves them out.)
     if (m.source.kind == SourceKind::kHeader && raw.kind == Raw::Kind::kNull) {
       return invalid(m.source.describe() + " is present but null");
-    }
-    if (s.repaired && (raw.kind == Raw::Kind::kText || raw.kind == Raw::Kind::kJsonText) &&
-        raw.text.find("\xEF\xBF\xBD") != std::string_view::npos) {
-      return invalid(m.source.describe() + " is not valid UTF-8");
     }
     if (raw.kind == Raw::Kind::kMissing) {
       if (m.default_text.has_value()) {
@@ -1016,6 +1169,9 @@ std::vector<RecordPartValue> KafkaParser::record_parts() const {
         value.value_or(""), 0);
     parts.back().name = std::string(name);
   }
+  if (s.reader && s.record.delivery_count.has_value()) {
+    add("delivery-count", RecordPartValue::Kind::kInt, {}, *s.record.delivery_count);
+  }
   add("payload", s.payload_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kSize, {},
       static_cast<int64_t>(s.payload.size()));
   return parts;
@@ -1041,7 +1197,8 @@ std::optional<InputOrigin> KafkaParser::input_origin(uint32_t field) const {
     }
     Raw raw;
     std::string why;
-    if (!s.extract(m.source, &raw, &why)) {  // parse() would have failed: not after a true
+    if (!s.extract(m.source, &raw, &why) ||
+        !s.decode(m.source, &raw, &why)) {  // parse() would have failed: not after a true
       origin.found = InputOrigin::Found::kOther;
       origin.text = why;
       return origin;

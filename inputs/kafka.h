@@ -19,6 +19,11 @@
 // 'x-replay' only in ASCII case: header names match exactly, so the record's value for it is
 // unknown; fix the producer or the mapping)" (for message_id or body_hash: the record is
 // unreadable), never decided as if the header were missing.
+// The mapping application here (header / payload / record sources, decode:, occurrence:, map:,
+// defaults) also serves every other mapped format: make_mapped_parser() (broker_record.h) runs it
+// on records a BrokerRecordReader reads (rabbitmq, sqs, pubsub, servicebus, sidekiq). Moving it
+// into inputs/broker_record.cc, with the kcat reader as one more BrokerRecordReader, is the next
+// step of that split.
 #pragma once
 
 #include <functional>
@@ -28,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/broker_record.h"
 #include "inputs/mapping.h"
 #include "inputs/records.h"
 #include "runtime/table.h"
@@ -54,6 +60,10 @@ class KafkaParser : public RecordParser {
   // An empty `warn` prints each warning on stderr (a header one edit away from a mapped header's
   // skeleton, once per name).
   KafkaParser(const Table& table, const Mapping& mapping, WarningSink warn = {});
+  // The same mapping application on records that `reader` reads instead of kcat -J lines
+  // (make_mapped_parser(), broker_record.h).
+  KafkaParser(const Table& table, const Mapping& mapping,
+              std::unique_ptr<BrokerRecordReader> reader);
   ~KafkaParser() override;
   bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
   // For explain (records.h): topic, partition, offset, timestamp (when kcat printed one), key,

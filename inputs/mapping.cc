@@ -96,8 +96,8 @@ class Checker {
         }
       } else {
         source->kind = SourceKind::kRecord;
-        static const std::vector<std::string> kParts = {"topic", "partition", "offset",
-                                                        "key",   "timestamp", "coordinates"};
+        static const std::vector<std::string> kParts = {
+            "topic", "partition", "offset", "key", "timestamp", "coordinates", "delivery-count"};
         const auto it = std::find(kParts.begin(), kParts.end(), value.scalar);
         if (it == kParts.end()) {
           const std::string suggestion = closest_match(value.scalar, kParts);
@@ -115,7 +115,72 @@ class Checker {
             "give exactly one of header: NAME, payload: /json/pointer, record: PART");
       return false;
     }
+    if (const yaml::Node* decode = node.find("decode")) {
+      static const std::vector<std::string> kDecodings = {"utf8", "be-int", "decimal", "base64",
+                                                          "json"};
+      const auto it = decode->is_scalar()
+                          ? std::find(kDecodings.begin(), kDecodings.end(), decode->scalar)
+                          : kDecodings.end();
+      if (it == kDecodings.end()) {
+        error(*decode, "RG304", "unknown decode for " + what, "one of: " + join(kDecodings));
+        ok = false;
+      } else if (source->kind == SourceKind::kRecord) {
+        error(*decode, "RG304",
+              "decode applies to a header or a payload value, not to " + what + "'s record part");
+        ok = false;
+      } else {
+        source->decoding = static_cast<Decoding>(1 + (it - kDecodings.begin()));
+      }
+    }
+    if (const yaml::Node* occurrence = node.find("occurrence")) {
+      if (!occurrence->is_scalar() ||
+          (occurrence->scalar != "first" && occurrence->scalar != "last" &&
+           occurrence->scalar != "count")) {
+        error(*occurrence, "RG304", "occurrence of " + what + " must be first, last or count",
+              "last: the newest of a header the producer appends (Spring); first: where a "
+              "framework prepends; count: how many times it occurs; leave it out to refuse a "
+              "repeated header");
+        ok = false;
+      } else if (source->kind != SourceKind::kHeader) {
+        error(*occurrence, "RG304", "occurrence applies only to a header source");
+        ok = false;
+      } else {
+        source->occurrence = occurrence->scalar == "first"  ? Occurrence::kFirst
+                             : occurrence->scalar == "last" ? Occurrence::kLast
+                                                            : Occurrence::kCount;
+      }
+    }
+    // Spring Kafka writes these headers as big-endian binary: read as text, a lone byte 0x33
+    // would be the digit 3. Only be-int reads them.
+    if (ok && source->kind == SourceKind::kHeader && source->decoding != Decoding::kBeInt &&
+        is_spring_binary_header(source->name)) {
+      error(node, "RG305",
+            "header '" + source->name + "' is a big-endian binary integer in Spring Kafka, so " +
+                what + " must say decode: be-int",
+            "add decode: be-int (retry_topic-attempts is 1 byte in Spring 2.7.0-2.7.8, 4 bytes "
+            "since; partition 4, offset and timestamp 8)");
+      ok = false;
+    }
+    // Kafka Connect writes its error context as UTF-8 text (partition and offset in decimal).
+    if (ok && source->kind == SourceKind::kHeader && source->decoding == Decoding::kBeInt &&
+        source->name.starts_with("__connect.errors.")) {
+      error(node, "RG305",
+            "header '" + source->name + "' is UTF-8 text in Kafka Connect, so " + what +
+                " must not say decode: be-int",
+            "use decode: decimal for __connect.errors.partition and __connect.errors.offset");
+      ok = false;
+    }
     return ok;
+  }
+
+  static bool is_spring_binary_header(const std::string& name) {
+    static const std::vector<std::string> kBinary = {
+        "kafka_dlt-original-partition",  "kafka_dlt-original-offset",
+        "kafka_dlt-original-timestamp",  "kafka_original-partition",
+        "kafka_original-offset",         "kafka_original-timestamp",
+        "retry_topic-attempts",          "retry_topic-backoff-timestamp",
+        "retry_topic-original-timestamp"};
+    return std::find(kBinary.begin(), kBinary.end(), name) != kBinary.end();
   }
 
   static bool parse_pointer(const std::string& text, std::vector<std::string>* tokens) {
@@ -206,8 +271,8 @@ class Checker {
       return;
     }
     check_keys(body,
-               {"header", "payload", "record", "map", "default", "optional", "type", "acknowledge",
-                "description"},
+               {"header", "payload", "record", "decode", "occurrence", "map", "default", "optional",
+                "type", "acknowledge", "description"},
                "the mapping of input '" + name + "'");
     const FieldInfo info = table_.field(field);
     FieldMapping out;
@@ -215,6 +280,12 @@ class Checker {
     out.field = field;
     out.type = info.type;
     if (!read_source(body, "input '" + name + "'", &out.source)) return;
+    if (out.source.occurrence == Occurrence::kCount && info.type != FieldType::kInt) {
+      error(*body.find("occurrence"), "RG305",
+            "occurrence: count gives an integer, but input '" + name + "' is " +
+                field_type_name(info.type) + " in the policy");
+      return;
+    }
     if (const yaml::Node* type = body.find("type")) {
       if (!type->is_scalar() || type->scalar != field_type_name(info.type)) {
         error(*type, "RG305",
@@ -272,7 +343,7 @@ class Checker {
             std::string("e.g. ") + name + ": {record: coordinates}");
       return;
     }
-    check_keys(node, {"header", "payload", "record"}, name);
+    check_keys(node, {"header", "payload", "record", "decode", "occurrence"}, name);
     ValueSource source;
     if (read_source(node, name, &source)) *out = source;
   }
@@ -285,8 +356,8 @@ class Checker {
     check_keys(root, {"format", "description", "message_id", "body_hash", "inputs"},
                "the mapping file");
     if (const yaml::Node* format = root.find("format")) {
-      if (!format->is_scalar() || format->scalar != "kcat-json") {
-        error(*format, "RG301", "unsupported format", "the only format is kcat-json");
+      if (!format->is_scalar() || !is_mapping_format(format->scalar)) {
+        error(*format, "RG301", "unsupported format", "one of: " + mapping_format_names());
       } else {
         mapping->format = format->scalar;
       }
@@ -343,6 +414,24 @@ class Checker {
 };
 
 }  // namespace
+
+const char* decoding_name(Decoding decoding) {
+  switch (decoding) {
+    case Decoding::kText:
+      return "text";
+    case Decoding::kUtf8:
+      return "utf8";
+    case Decoding::kBeInt:
+      return "be-int";
+    case Decoding::kDecimal:
+      return "decimal";
+    case Decoding::kBase64:
+      return "base64";
+    case Decoding::kJson:
+      return "json";
+  }
+  return "?";
+}
 
 std::string ValueSource::describe() const {
   switch (kind) {

@@ -2,12 +2,14 @@
 // broker record (`decide --format kafka --mapping FILE`). Format and semantics:
 // docs/input-mapping.md.
 //
-//   format: kcat-json                     # optional; the only record format so far
+//   format: kcat-json                     # optional; the record format (inputs/formats.cc)
 //   message_id: {record: coordinates}     # optional; also {header: NAME} or {payload: /ptr}
 //   body_hash: {header: NAME}             # optional; same sources
 //   inputs:                               # every policy input, exactly once
 //     error_class:
 //       header: kafka_dlt-exception-cause-fqcn   # exactly one of header / payload / record
+//       occurrence: last                  # optional, headers: first / last / count
+//       decode: be-int                    # optional: utf8 / be-int / decimal / base64 / json
 //       map: {java.net.SocketTimeoutException: timeout}   # optional; unmapped value -> invalid
 //       default: other                    # optional; used only when the source is missing
 //       optional: true                    # optional; missing -> absent (null)
@@ -32,10 +34,39 @@
 namespace replaygate::cli {
 
 enum class SourceKind : uint8_t { kHeader, kPayload, kRecord };
-enum class RecordPart : uint8_t { kTopic, kPartition, kOffset, kKey, kTimestamp, kCoordinates };
+enum class RecordPart : uint8_t {
+  kTopic,
+  kPartition,
+  kOffset,
+  kKey,
+  kTimestamp,
+  kCoordinates,
+  kDeliveryCount,  // the broker's delivery counter (broker_record.h); missing in kcat records
+};
+
+// How a header's (or a payload string's) bytes become a value (`decode:`, docs/input-mapping.md
+// "Decodings"). kText is the default: the bytes as text, converted strictly to the input's type.
+// A value that does not decode makes the record invalid, never a guessed number.
+enum class Decoding : uint8_t {
+  kText,   // no decode: text (an int input takes -?[0-9]+)
+  kUtf8,   // text that must be valid UTF-8 (and not repaired by the reader)
+  kBeInt,  // a big-endian two's-complement integer of 1, 2, 4 or 8 bytes (Spring's binary headers)
+  kDecimal,  // ASCII decimal -?[0-9]+ within int64 (a lone byte 0x03 is not "3")
+  kBase64,   // RFC 4648 base64 (padding required), then the bytes as UTF-8 text
+  kJson,     // one JSON scalar: string, integer, boolean or null
+};
+const char* decoding_name(Decoding decoding);
+
+// Which occurrence of a header that a record repeats counts (`occurrence:`). kOnly (the default)
+// refuses a repeated header: the record is invalid.
+// kCount reads how many times the header occurs (an integer; none: missing), e.g. the error
+// contexts Kafka Connect appends each time a replayed record fails again.
+enum class Occurrence : uint8_t { kOnly, kFirst, kLast, kCount };
 
 struct ValueSource {
   SourceKind kind = SourceKind::kHeader;
+  Decoding decoding = Decoding::kText;
+  Occurrence occurrence = Occurrence::kOnly;
   std::string name;                  // header name, or the JSON pointer as written
   std::vector<std::string> pointer;  // kPayload: unescaped reference tokens
   RecordPart part = RecordPart::kTopic;
@@ -83,6 +114,11 @@ struct LoadedMapping {
 // so it is lint-time work outside inputs/: tools/cli/mapping_defaults.h load_mapping_file() runs
 // both, as every command does before it reads a record.
 LoadedMapping parse_mapping(std::string_view text, const std::string& path, const Table& table);
+
+// Whether `format` is a mapping `format:` some --input-format reads (inputs/formats.cc owns the
+// list), and the list for a message ("kcat-json, rabbitmq-management-json").
+bool is_mapping_format(std::string_view format);
+std::string mapping_format_names();
 
 // The largest mapping file a command reads (1 MiB).
 inline constexpr size_t kMaxMappingBytes = size_t{1} << 20;

@@ -390,4 +390,232 @@ bool is_json_number(std::string_view token) {
   return i == token.size();
 }
 
+JsonArrayReader::JsonArrayReader(int fd, size_t max_record, std::string member)
+    : member_(std::move(member)), fd_(fd), max_record_(max_record), buffer_(new char[kReadBlock]) {}
+
+bool JsonArrayReader::skip_value(char c, char* terminator) {
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  while (true) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) break;
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      break;
+    }
+    if (!get(&c)) return false;
+  }
+  *terminator = c;
+  return true;
+}
+
+LineReader::Status JsonArrayReader::start_in_object() {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  char c = 0;
+  do {
+    if (!get(&c)) {  // aws prints nothing when no message was received
+      state_ = State::kDone;
+      return error_number_ != 0 ? fail("") : LineReader::Status::kEnd;
+    }
+  } while (is_space(c));
+  if (c != '{') return fail("not a JSON object with \"" + member_ + "\": [...]");
+  while (true) {
+    do {
+      if (!get(&c)) return fail("the dump ends inside its top-level object");
+    } while (is_space(c));
+    if (c == '}') {  // no member_: no record
+      closed_object_ = true;
+      return end_of_array();
+    }
+    if (c != '"') return fail("not a JSON object with \"" + member_ + "\": [...]");
+    std::string key;
+    bool escaped = false;
+    while (true) {
+      if (!get(&c)) return fail("the dump ends inside its top-level object");
+      if (!escaped && c == '"') break;
+      escaped = !escaped && c == '\\';
+      if (key.size() < 256) key.push_back(c);
+    }
+    do {
+      if (!get(&c)) return fail("the dump ends inside its top-level object");
+    } while (is_space(c));
+    if (c != ':') return fail("bad JSON in the top-level object");
+    do {
+      if (!get(&c)) return fail("the dump ends inside its top-level object");
+    } while (is_space(c));
+    if (key == member_) {
+      if (c != '[') return fail("\"" + member_ + "\" is not a JSON array");
+      state_ = State::kFirst;
+      return LineReader::Status::kLine;  // not a record: the caller goes on
+    }
+    char terminator = 0;
+    if (!skip_value(c, &terminator)) return fail("the dump ends inside its top-level object");
+    if (terminator == '}') {
+      closed_object_ = true;
+      return end_of_array();
+    }
+    if (terminator != ',') return fail("bad JSON in the top-level object");
+  }
+}
+
+LineReader::Status JsonArrayReader::end_of_array() {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  char c = 0;
+  state_ = State::kDone;
+  if (!member_.empty() && !closed_object_) {
+    // The rest of the top-level object after the array: other members, then '}'.
+    closed_object_ = true;
+    while (true) {
+      do {
+        if (!get(&c)) return fail("the dump ends inside its top-level object");
+      } while (is_space(c));
+      if (c == '}') break;
+      if (c != ',') return fail("bad JSON in the top-level object");
+      char terminator = 0;
+      do {
+        if (!get(&c)) return fail("the dump ends inside its top-level object");
+      } while (is_space(c));
+      if (!skip_value(c, &terminator)) return fail("the dump ends inside its top-level object");
+      if (terminator == '}') break;
+      --begin_;  // the ',' is read again
+    }
+  }
+  while (get(&c)) {
+    if (!is_space(c)) return fail("content after the dump's closing bracket");
+  }
+  return error_number_ != 0 ? fail("") : LineReader::Status::kEnd;
+}
+
+bool JsonArrayReader::get(char* c) {
+  if (begin_ == end_) {
+    if (eof_ || error_number_ != 0) return false;
+    ssize_t got = 0;
+    do {
+      got = ::read(fd_, buffer_.get(), kReadBlock);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+      error_number_ = errno;
+      error_text_ = std::strerror(errno);
+      return false;
+    }
+    if (got == 0) {
+      eof_ = true;
+      return false;
+    }
+    begin_ = 0;
+    end_ = static_cast<size_t>(got);
+  }
+  *c = buffer_[begin_++];
+  return true;
+}
+
+LineReader::Status JsonArrayReader::fail(std::string text) {
+  state_ = State::kDone;
+  if (error_number_ == 0) error_text_ = std::move(text);
+  return LineReader::Status::kError;
+}
+
+LineReader::Status JsonArrayReader::next(std::string_view* record) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  char c = 0;
+  if (state_ == State::kDone)
+    return error_text_.empty() ? LineReader::Status::kEnd : LineReader::Status::kError;
+  if (state_ == State::kStart && !member_.empty()) {
+    const LineReader::Status status = start_in_object();
+    if (status != LineReader::Status::kLine) return status;
+  }
+  if (state_ == State::kStart) {
+    do {
+      if (!get(&c)) return fail("not a JSON array: the dump is empty");
+    } while (is_space(c));
+    if (c != '[') {
+      return fail(c == '\xEF' ? "not a JSON array: " + std::string(kByteOrderMarkProblem)
+                              : "not a JSON array (a management-API /get response is one)");
+    }
+    state_ = State::kFirst;
+  }
+  if (state_ == State::kAfterElement) {
+    do {
+      if (!get(&c)) return fail("the dump ends inside the array (no closing ']')");
+    } while (is_space(c));
+    if (c == ']') return end_of_array();
+    if (c != ',') {
+      return fail("expected ',' or ']' after element /" + std::to_string(position_ - 1));
+    }
+    state_ = State::kAfterComma;
+  }
+  // The first byte of the next element (or the closing ']' of an empty array).
+  do {
+    if (!get(&c)) return fail("the dump ends inside the array (no closing ']')");
+  } while (is_space(c));
+  if (c == ']') {
+    if (state_ == State::kAfterComma) return fail("a ',' before the array's closing ']'");
+    return end_of_array();
+  }
+  ++position_;
+  element_.clear();
+  bool too_large = false;
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  // Reads to the element's end: a ',' or ']' outside strings at depth 0, left for the next call
+  // (kept in the buffer by stepping back one byte).
+  while (true) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) break;
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      break;
+    }
+    if (!too_large) {
+      if (element_.size() >= max_record_) {
+        too_large = true;
+        element_.clear();
+      } else {
+        element_.push_back(c);
+      }
+    }
+    if (!get(&c)) {
+      // A whole object or array before the end: it is decided; the missing ']' is reported next.
+      const size_t last = element_.find_last_not_of(" \t\n\r");
+      const bool whole = !too_large && depth == 0 && !in_string && last != std::string::npos &&
+                         (element_[last] == '}' || element_[last] == ']');
+      if (!whole) return fail("the dump ends inside element /" + std::to_string(position_ - 1));
+      ++begin_;  // nothing to read again
+      break;
+    }
+  }
+  --begin_;  // the ',' or ']' is read again after the element
+  state_ = State::kAfterElement;
+  if (too_large) return LineReader::Status::kTooLarge;
+  while (!element_.empty() && is_space(element_.back())) element_.pop_back();
+  const size_t size = element_.size();
+  element_.append(LineReader::kPadding, ' ');
+  *record = std::string_view(element_.data(), size);
+  return LineReader::Status::kLine;
+}
+
 }  // namespace replaygate::cli

@@ -69,6 +69,51 @@ class LineReader {
   int error_number_ = 0;
 };
 
+// Streams the elements of one JSON array (a management-API /get response) without holding more
+// than one capped element: each element is handed out like a LineReader line (own buffer, padded;
+// an element over the cap is skipped and reported as kTooLarge). line_number() is the element's
+// 1-based position; its JSON pointer in the dump is "/" + (position - 1). A dump that is not one
+// array (or is cut off inside it, or has content after it) ends with kError and error_text()
+// saying so; a read error too (error_number() set).
+class JsonArrayReader {
+ public:
+  // `member`: the array is the value of this key of a top-level object ({"Messages":[...]}, the
+  // object's other members skipped; an empty input or an object without it is no record), else
+  // the top level is the array.
+  explicit JsonArrayReader(int fd, size_t max_record = kMaxRecordBytes, std::string member = "");
+  JsonArrayReader(const JsonArrayReader&) = delete;
+  JsonArrayReader& operator=(const JsonArrayReader&) = delete;
+
+  LineReader::Status next(std::string_view* record);
+  uint64_t line_number() const { return position_; }
+  int error_number() const { return error_number_; }
+  const std::string& error_text() const { return error_text_; }
+  size_t max_line() const { return max_record_; }
+
+ private:
+  bool get(char* c);  // the next byte; false at end of input or on error
+  LineReader::Status fail(std::string text);
+  // Skips one JSON value that starts with `first`, through the ',' '}' or ']' that ends it at
+  // its own level (*terminator); false at the end of input.
+  bool skip_value(char first, char* terminator);
+  LineReader::Status start_in_object();  // member mode: up to the array's '['
+  LineReader::Status end_of_array();     // after the array's ']'
+
+  std::string member_;
+
+  int fd_;
+  size_t max_record_;
+  std::unique_ptr<char[]> buffer_;
+  size_t begin_ = 0, end_ = 0;
+  bool eof_ = false;
+  std::string element_;  // the current element, padded
+  enum class State { kStart, kFirst, kAfterComma, kAfterElement, kDone } state_ = State::kStart;
+  uint64_t position_ = 0;
+  int error_number_ = 0;
+  std::string error_text_;
+  bool closed_object_ = false;  // member mode: the top-level object's '}' was read
+};
+
 // Metadata echoed to the output; views valid until the next parse.
 struct RecordMeta {
   bool has_message_id = false;

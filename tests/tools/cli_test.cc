@@ -110,16 +110,21 @@ TEST_F(CliTest, DecideFormatAndMappingMistakes) {
   CliResult r = run({"decide", "--policy", kPolicy, "--format", "avro"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "replaygate decide: error: --format must be letters or kafka, not 'avro'\n"
+            "replaygate decide: error: --format must be letters, spring-kafka, kafka, "
+            "kafka-connect, rabbitmq, "
+            "sqs, pubsub, servicebus or sidekiq, not 'avro'\n"
             "Run 'replaygate decide --help' for usage.\n");
   r = run({"decide", "--policy", kPolicy, "--format", "kafka"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--format kafka needs --mapping MAPPING.yaml"), std::string::npos) << r.err;
   r = run({"decide", "--policy", kPolicy, "--mapping", "m.yaml"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--mapping applies only to a format that reads broker records "
-                       "(--input-format kafka), not to letters"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(
+          "--mapping applies only to a format that reads broker records "
+          "(--input-format spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus, "
+          "sidekiq), not to letters"),
+      std::string::npos)
       << r.err;
   r = run({"decide", "--policy", kPolicy, "--max-replays", "-1"});
   EXPECT_EQ(r.exit_code, 2);

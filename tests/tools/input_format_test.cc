@@ -43,11 +43,15 @@ std::string table_of(const std::string& line) {
 // ---- the formats table ----
 
 TEST(InputFormats, OneTableOwnsTheNames) {
-  EXPECT_EQ(replaygate::cli::input_format_names(), "letters or kafka");
-  ASSERT_EQ(replaygate::cli::input_formats().size(), 2u);
+  EXPECT_EQ(
+      replaygate::cli::input_format_names(),
+      "letters, spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus or sidekiq");
+  ASSERT_EQ(replaygate::cli::input_formats().size(), 9u);
   EXPECT_EQ(replaygate::cli::input_formats()[0].name, "letters");  // the default
   EXPECT_EQ(replaygate::cli::input_formats()[0].mapping_format, "");
   EXPECT_EQ(replaygate::cli::input_formats()[1].mapping_format, "kcat-json");
+  EXPECT_EQ(replaygate::cli::input_formats()[2].name, "kafka");  // another name for spring-kafka
+  EXPECT_EQ(replaygate::cli::input_formats()[2].mapping_format, "kcat-json");
 }
 
 TEST(InputFormats, ChooseSaysWhatIsWrong) {
@@ -60,11 +64,19 @@ TEST(InputFormats, ChooseSaysWhatIsWrong) {
   o.input_format = "kafak";
   o.input_format_set = true;
   EXPECT_EQ(choose_input_format(o, &error), nullptr);
-  EXPECT_EQ(error, "--input-format must be letters or kafka, not 'kafak'; did you mean 'kafka'?");
+  EXPECT_EQ(
+      error,
+      "--input-format must be letters, spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, "
+      "servicebus or sidekiq, not "
+      "'kafak'; did you mean 'kafka'?");
 
   o.input_format = "avro\x1b";
   EXPECT_EQ(choose_input_format(o, &error), nullptr);
-  EXPECT_EQ(error, "--input-format must be letters or kafka, not 'avro\\u001b'");
+  EXPECT_EQ(
+      error,
+      "--input-format must be letters, spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, "
+      "servicebus or sidekiq, not "
+      "'avro\\u001b'");
 
   // The alias alone, named as given; the same name twice is fine, two names are not.
   o = InputFormatOptions{};
@@ -91,8 +103,9 @@ TEST(InputFormats, ChooseSaysWhatIsWrong) {
   o.mapping = "m.yaml";
   EXPECT_EQ(choose_input_format(o, &error), nullptr);
   EXPECT_EQ(error,
-            "--mapping applies only to a format that reads broker records (--input-format kafka), "
-            "not to letters");
+            "--mapping applies only to a format that reads broker records (--input-format "
+            "spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus, sidekiq), not "
+            "to letters");
 }
 
 TEST(InputFormats, TheMappingMustMapTheFormatsRecords) {
@@ -100,9 +113,10 @@ TEST(InputFormats, TheMappingMustMapTheFormatsRecords) {
   replaygate::cli::Mapping mapping;  // format: kcat-json unless the file says otherwise
   EXPECT_EQ(replaygate::cli::mapping_format_mismatch(kafka, "m.yaml", mapping), "");
   mapping.format = "avro-json";
-  EXPECT_EQ(replaygate::cli::mapping_format_mismatch(kafka, "m.yaml", mapping),
-            "m.yaml maps avro-json records, but --input-format kafka reads kcat-json records; "
-            "give a mapping with format: kcat-json");
+  EXPECT_EQ(
+      replaygate::cli::mapping_format_mismatch(kafka, "m.yaml", mapping),
+      "m.yaml maps avro-json records, but --input-format spring-kafka reads kcat-json records; "
+      "give a mapping with format: kcat-json");
 }
 
 // ---- decide: --input-format and its alias ----
@@ -112,7 +126,9 @@ TEST_F(InputFormatCli, DecideUnknownFormatListsTheKnownOnes) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
-            "replaygate decide: error: --input-format must be letters or kafka, not 'kafak'; did "
+            "replaygate decide: error: --input-format must be letters, spring-kafka, kafka, "
+            "kafka-connect, rabbitmq, sqs, pubsub, servicebus or sidekiq, not "
+            "'kafak'; did "
             "you mean 'kafka'?\nRun 'replaygate decide --help' for usage.\n");
 }
 
@@ -344,7 +360,9 @@ TEST_F(InputFormatCli, ExplainKafkaMistakes) {
   r = run({"explain", "--policy", kGate, "--input-format", "letter", kRecord});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "replaygate explain: error: --input-format must be letters or kafka, not 'letter'; did "
+            "replaygate explain: error: --input-format must be letters, spring-kafka, kafka, "
+            "kafka-connect, rabbitmq, sqs, pubsub, servicebus or sidekiq, not "
+            "'letter'; did "
             "you mean 'letters'?\nRun 'replaygate explain --help' for usage.\n");
   // --format is explain's output format, never the record format.
   r = run({"explain", "--policy", kGate, "--format", "kafka", kRecord});

@@ -33,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -295,6 +296,10 @@ int run_decide(const DecideOptions& o) {
   gate_options.dedupe_field = dedupe_field;
   gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
   gate_options.batch_records = kBatchRecords;
+  if (format->json_array) {
+    gate_options.array_pointer_prefix =
+        format->array_member.empty() ? "/" : "/" + std::string(format->array_member) + "/";
+  }
   const std::unique_ptr<gate::Gate> gate_ptr =
       gate::Gate::open(shared, *parser, dump_rules, gate_options);
   gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
@@ -307,7 +312,14 @@ int run_decide(const DecideOptions& o) {
     gate.add_stage(audit_stage.get());
   }
 
-  LineReader reader(fd);
+  // One JSON array (rabbitmq) or JSON Lines (the others): either way one capped record at a time.
+  std::optional<LineReader> line_reader;
+  std::optional<JsonArrayReader> array_reader;
+  if (format->json_array) {
+    array_reader.emplace(fd, kMaxRecordBytes, std::string(format->array_member));
+  } else {
+    line_reader.emplace(fd);
+  }
   BlockWriter out(STDOUT_FILENO);
   // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
   // glued onto it, and the file would no longer be JSON Lines.
@@ -363,17 +375,20 @@ int run_decide(const DecideOptions& o) {
   };
 
   while (true) {
-    const LineReader::Status status = reader.next(&line);
+    const LineReader::Status status =
+        array_reader ? array_reader->next(&line) : line_reader->next(&line);
     if (status == LineReader::Status::kEnd) break;
     if (status == LineReader::Status::kError) {
       if (emit_all() && commit_block()) flush_out();
       std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
-                   std::strerror(reader.error_number()));
+                   array_reader ? array_reader->error_text().c_str()
+                                : std::strerror(line_reader->error_number()));
       exit_code = kExitUsage;
       break;
     }
     gate::Batch& batch = batches[current];
-    gate.read(batch, reader.line_number(), status, line, reader.max_line());
+    gate.read(batch, array_reader ? array_reader->line_number() : line_reader->line_number(),
+              status, line, array_reader ? array_reader->max_line() : line_reader->max_line());
     if (batch.count < batch_size) continue;
     if (gate.has_stages()) {
       if (!emit_batch(batch)) break;
@@ -464,7 +479,8 @@ int run_decide(const DecideOptions& o) {
 Runner setup_decide(CLI::App& sub) {
   auto o = std::make_shared<DecideOptions>();
   sub.footer(
-      "Decide every record of a dead-letter dump. Reads JSON Lines from FILE (or - for stdin),\n"
+      "Decide every record of a dead-letter dump. Reads JSON Lines from FILE (or - for stdin;\n"
+      "rabbitmq, sqs and pubsub dumps are one JSON array, streamed),\n"
       "writes one JSON object per record to stdout in input order, and a summary to stderr.\n"
       "A record that cannot be read gets the policy default with \"invalid\": true.\n"
       "Exit: 0 all records valid, 1 some record invalid (or policy/mapping errors),\n"
@@ -481,7 +497,7 @@ Runner setup_decide(CLI::App& sub) {
   CLI::Option* format_alias = sub.add_option(
       "--format", o->format.alias, "Another name for --input-format (kept for old scripts)");
   sub.add_option("--mapping", o->format.mapping,
-                 "Mapping file for --input-format kafka (docs/input-mapping.md)");
+                 "Mapping file for every --input-format but letters (docs/input-mapping.md)");
   sub.add_flag("--show-inputs", o->show_inputs,
                "Add \"inputs\" to each line: the value each policy input received (sensitive "
                "ones as \"<redacted>\"); needs --policy");

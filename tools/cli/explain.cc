@@ -783,7 +783,7 @@ Runner setup_explain(CLI::App& sub) {
       "--input-format", options->input.input_format,
       "Record format: " + input_format_names() + " (default letters; as decide's --input-format)");
   sub.add_option("--mapping", options->input.mapping,
-                 "Mapping file for --input-format kafka (docs/input-mapping.md)");
+                 "Mapping file for every --input-format but letters (docs/input-mapping.md)");
   return [options, input_format] {
     options->input.input_format_set = input_format->count() > 0;
     return run_explain(*options);

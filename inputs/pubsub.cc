@@ -1,0 +1,144 @@
+// Pub/Sub pulled messages -> BrokerRecord (see pubsub.h).
+#include "inputs/pubsub.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/diagnostic.h"
+#include "inputs/decoding.h"
+
+namespace replaygate::cli {
+namespace {
+
+namespace dom = simdjson::dom;
+
+// Checks that `object` has only `allowed` keys, each once; false with *problem.
+bool known_keys(const dom::object& object, const std::vector<std::string>& allowed,
+                const std::string& where, std::string* problem) {
+  std::vector<std::string_view> seen;
+  for (const dom::key_value_pair field : object) {
+    if (std::find(allowed.begin(), allowed.end(), field.key) == allowed.end()) {
+      *problem = "unknown key " + quote_for_reason(field.key) + " in " + where;
+      const std::string suggestion = closest_match(field.key, allowed);
+      if (!suggestion.empty()) *problem += " (did you mean '" + suggestion + "'?)";
+      return false;
+    }
+    if (std::find(seen.begin(), seen.end(), field.key) != seen.end()) {
+      *problem = "duplicate key " + quote_for_reason(field.key) + " in " + where;
+      return false;
+    }
+    seen.push_back(field.key);
+  }
+  return true;
+}
+
+class PubSubReader : public BrokerRecordReader {
+ public:
+  bool read(std::string_view text, BrokerRecord* r, std::string* problem,
+            size_t* problem_offset) override {
+    r->clear();
+    *problem_offset = RecordParser::kNoOffset;
+    const uint64_t position = position_++;
+    if (scan_json_shape(text, kMaxJsonDepth) == JsonShape::kTooDeep) {
+      *problem = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+      return false;
+    }
+    dom::element root;
+    if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
+      *problem = describe_json_error(error);
+      *problem_offset = locate_json_error(text).offset;
+      return false;
+    }
+    dom::object received, message;
+    if (root.get_object().get(received)) {
+      *problem = "not a JSON object (a received message)";
+      return false;
+    }
+    if (!known_keys(received, {"ackId", "message", "deliveryAttempt"}, "a received message",
+                    problem)) {
+      return false;
+    }
+    r->offset = static_cast<int64_t>(position);
+    r->topic_missing = true;
+    dom::element attempt;
+    if (!received["deliveryAttempt"].get(attempt)) {
+      int64_t count = 0;
+      if (attempt.get_int64().get(count) || count < 0) {
+        r->delivery_count_problem = "deliveryAttempt is not an integer >= 0";
+      } else {
+        r->delivery_count = count;
+      }
+    }
+    if (received["message"].get_object().get(message)) {
+      *problem = "a received message needs a 'message' object";
+      return false;
+    }
+    if (!known_keys(message,
+                    {"data", "attributes", "messageId", "message_id", "publishTime", "publish_time",
+                     "orderingKey"},
+                    "message", problem)) {
+      return false;
+    }
+    std::string_view data;
+    r->payload_null = false;
+    if (!message["data"].get(root)) {
+      if (root.get_string().get(data)) {
+        *problem = "message.data must be a string";
+        return false;
+      }
+      std::string bytes, why;
+      if (!decode_base64(data, &bytes, &why)) {
+        r->payload_problem = "does not decode (message.data is base64): " + why;
+      } else {
+        r->owned.push_back(std::move(bytes));
+        r->payload = r->owned.back();
+      }
+    }
+    for (const char* id : {"messageId", "message_id"}) {
+      if (!message[id].get(root)) {
+        if (root.get_string().get(r->key)) {
+          *problem = std::string("message.") + id + " must be a string";
+          return false;
+        }
+        r->key_null = false;
+      }
+    }
+    dom::object attributes;
+    if (!message["attributes"].get(root)) {
+      if (root.get_object().get(attributes)) {
+        *problem = "message.attributes must be an object";
+        return false;
+      }
+      for (const dom::key_value_pair field : attributes) {
+        for (const auto& [name, unused] : r->headers) {
+          if (name == field.key) {
+            *problem = "attribute " + quote_for_reason(field.key) + " given twice";
+            return false;
+          }
+        }
+        std::string_view value;
+        if (field.value.get_string().get(value)) {
+          *problem = "attribute " + quote_for_reason(field.key) + " must be a string";
+          return false;
+        }
+        r->headers.emplace_back(field.key, value);
+      }
+    }
+    return true;
+  }
+
+ private:
+  dom::parser parser_{kMaxRecordBytes + 64};
+  uint64_t position_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<BrokerRecordReader> make_pubsub_reader() {
+  return std::make_unique<PubSubReader>();
+}
+
+}  // namespace replaygate::cli

@@ -1,0 +1,108 @@
+// Sidekiq job hashes -> BrokerRecord (see sidekiq.h).
+#include "inputs/sidekiq.h"
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace replaygate::cli {
+namespace {
+
+namespace dom = simdjson::dom;
+
+class SidekiqReader : public BrokerRecordReader {
+ public:
+  bool read(std::string_view text, BrokerRecord* r, std::string* problem,
+            size_t* problem_offset) override {
+    r->clear();
+    *problem_offset = RecordParser::kNoOffset;
+    const uint64_t position = position_++;
+    if (text.find_first_not_of(" \t\r") == std::string_view::npos) {
+      *problem = "blank line";
+      return false;
+    }
+    if (text.starts_with(kUtf8ByteOrderMark)) {
+      *problem = std::string(kByteOrderMarkProblem);
+      *problem_offset = 0;
+      return false;
+    }
+    size_t at = 0;
+    switch (scan_json_shape(text, kMaxJsonDepth, &at)) {
+      case JsonShape::kTooDeep:
+        *problem = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+        *problem_offset = at;
+        return false;
+      case JsonShape::kTrailing:
+        *problem = "trailing content after the JSON object";
+        *problem_offset = at;
+        return false;
+      case JsonShape::kOk:
+        break;
+    }
+    dom::element root;
+    if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
+      *problem = describe_json_error(error);
+      *problem_offset = locate_json_error(text).offset;
+      return false;
+    }
+    dom::object job;
+    if (root.get_object().get(job)) {
+      *problem = "not a JSON object (a Sidekiq job)";
+      return false;
+    }
+    r->offset = static_cast<int64_t>(position);
+    r->payload = text;
+    r->payload_null = false;
+    for (const char* name : {"jid", "class", "queue"}) {
+      std::string_view value;
+      if (job[name].get_string().get(value)) {
+        *problem = std::string("a Sidekiq job needs a string '") + name + "'";
+        return false;
+      }
+      if (std::string_view(name) == "jid") {
+        r->key = value;
+        r->key_null = false;
+      } else if (std::string_view(name) == "queue") {
+        r->topic = value;
+      }
+    }
+    dom::element retry_count;
+    if (!job["retry_count"].get(retry_count)) {
+      int64_t count = 0;
+      if (retry_count.get_int64().get(count) || count < 0 ||
+          count == std::numeric_limits<int64_t>::max()) {
+        r->delivery_count_problem = "retry_count is not an integer >= 0";
+      } else {
+        r->delivery_count = count + 1;
+      }
+    }
+    dom::element failed_at;
+    if (!job["failed_at"].get(failed_at)) {
+      int64_t ms = 0;
+      double seconds = 0;
+      if (!failed_at.get_int64().get(ms)) {  // Sidekiq 8: milliseconds
+        r->timestamp = ms;
+        r->has_timestamp = true;
+      } else if (!failed_at.get_double().get(seconds) && std::isfinite(seconds) &&
+                 std::fabs(seconds) < 9e15) {  // before 8.0: float seconds
+        r->timestamp = std::llround(seconds * 1000);
+        r->has_timestamp = true;
+      }
+    }
+    return true;
+  }
+
+ private:
+  dom::parser parser_{kMaxRecordBytes + 64};
+  uint64_t position_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<BrokerRecordReader> make_sidekiq_reader() {
+  return std::make_unique<SidekiqReader>();
+}
+
+}  // namespace replaygate::cli
