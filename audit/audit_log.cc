@@ -30,11 +30,11 @@
 namespace replaygate::audit {
 
 // Until common/ lands, the JSON nesting screen and the text helpers live in the CLI's namespace.
-using cli::JsonShape;
-using cli::kMaxJsonDepth;
-using cli::locate_member_value;
-using cli::RecordParser;
-using cli::scan_json_shape;
+using inputs::JsonShape;
+using inputs::kMaxJsonDepth;
+using inputs::locate_member_value;
+using inputs::RecordParser;
+using inputs::scan_json_shape;
 
 namespace {
 

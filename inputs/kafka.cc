@@ -16,7 +16,7 @@
 #include "common/escape.h"
 #include "common/utf8.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 namespace od = simdjson::ondemand;
 namespace dom = simdjson::dom;
@@ -882,4 +882,4 @@ std::optional<InputOrigin> KafkaParser::input_origin(uint32_t field) const {
   return std::nullopt;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -32,7 +32,7 @@
 #include "inputs/records.h"
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 class KafkaParser : public RecordParser {
  public:
@@ -54,4 +54,4 @@ class KafkaParser : public RecordParser {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 static_assert(LineReader::kPadding >= simdjson::SIMDJSON_PADDING);
 
@@ -350,4 +350,4 @@ bool is_json_number(std::string_view token) {
   return i == token.size();
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

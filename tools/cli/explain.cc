@@ -54,6 +54,22 @@
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
+
+using inputs::choose_input_format;
+using inputs::input_format_names;
+using inputs::InputFormat;
+using inputs::InputFormatOptions;
+using inputs::InputOrigin;
+using inputs::kMaxRecordBytes;
+using inputs::LetterParser;
+using inputs::LineReader;
+using inputs::position_of;
+using inputs::record_too_large;
+using inputs::RecordMeta;
+using inputs::RecordParser;
+using inputs::RecordPartValue;
+using inputs::TextPosition;
+
 namespace {
 
 constexpr size_t kMaxLetterBytes = kMaxRecordBytes;  // a letter is one record

@@ -61,6 +61,21 @@
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
+
+using inputs::JsonError;
+using inputs::JsonShape;
+using inputs::kByteOrderMarkProblem;
+using inputs::kMaxJsonDepth;
+using inputs::kUtf8ByteOrderMark;
+using inputs::locate_duplicate_key;
+using inputs::locate_json_error;
+using inputs::locate_member_value;
+using inputs::position_of;
+using inputs::quote_for_reason;
+using inputs::RecordParser;
+using inputs::scan_json_shape;
+using inputs::TextPosition;
+
 namespace {
 
 using nlohmann::json;
