@@ -68,7 +68,7 @@ void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status s
     p.readable = parser_.parse(line, input_, &meta_, &problem_);
   }
   if (p.readable) {
-    p.decision = table.decide(input_);
+    p.decision = decide_one(table, input_);
     // Only a create verb meets the replay guard: only its key is hashed and its block fetched.
     p.create = p.decision.kind != DecisionKind::kInvalidInput &&
                table.verb_effect(p.decision.verb) == Effect::kCreate;

@@ -47,6 +47,11 @@ namespace replaygate::gate {
 
 using ReplayGuard = DumpRules;  // gate/replay_guard.h: the run-wide replay rules
 
+// One input decided on `table`: the decision of the gate's stage 1 (Gate::read) and of a command
+// that decides one message on its own (review), which has no stream, no line and no replay guard
+// (the guard holds a run's later records with the same key; one message has none).
+inline Decision decide_one(const Table& table, const Input& input) { return table.decide(input); }
+
 // One record between stage 1 and stage 2.
 struct Pending {
   uint64_t line_number = 0;
