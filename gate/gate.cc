@@ -65,10 +65,9 @@ void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status s
     problem_ = inputs::record_too_large(max_line);
     meta_ = inputs::RecordMeta{};
   } else {
-    p.readable = parser_.parse(line, input_, &meta_, &problem_);
+    p.readable = parse_and_decide(parser_, table, line, input_, &meta_, &problem_, &p.decision);
   }
   if (p.readable) {
-    p.decision = decide_one(table, input_);
     // Only a create verb meets the replay guard: only its key is hashed and its block fetched.
     p.create = p.decision.kind != DecisionKind::kInvalidInput &&
                table.verb_effect(p.decision.verb) == Effect::kCreate;

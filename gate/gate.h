@@ -52,6 +52,18 @@ using ReplayGuard = DumpRules;  // gate/replay_guard.h: the run-wide replay rule
 // (the guard holds a run's later records with the same key; one message has none).
 inline Decision decide_one(const Table& table, const Input& input) { return table.decide(input); }
 
+// One record's stage 1 without the text: `parser` reads `line` (padded as Gate::read's) into
+// `input`, and a readable record is decided (decide_one). False: the record is unreadable
+// (`problem` says why). Gate::read and the JSON Lines binding (rgj_decide_lines, which needs only
+// the verb) both decide a record through it.
+inline bool parse_and_decide(inputs::RecordParser& parser, const Table& table,
+                             std::string_view line, Input& input, inputs::RecordMeta* meta,
+                             std::string* problem, Decision* decision) {
+  if (!parser.parse(line, input, meta, problem)) return false;
+  *decision = decide_one(table, input);
+  return true;
+}
+
 // One record between stage 1 and stage 2.
 struct Pending {
   uint64_t line_number = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bindings/jsonl/replaygate_jsonl.h"
+#include "gate/gate.h"
 #include "inputs/letters.h"
 #include "runtime/reload.h"
 
@@ -170,8 +171,11 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
           scratch->line.append(kPadding, ' ');
           padded = std::string_view(scratch->line.data(), text.size());
         }
-        if (scratch->parser.parse(padded, scratch->input, &scratch->meta, &scratch->problem)) {
-          const replaygate::Decision d = table.decide(scratch->input);
+        // The gate's stage 1 (gate/gate.h), the same parse and decision as `replaygate decide`;
+        // no replay guard and no line: the caller holds and acts on the verbs.
+        replaygate::Decision d;
+        if (replaygate::gate::parse_and_decide(scratch->parser, table, padded, scratch->input,
+                                               &scratch->meta, &scratch->problem, &d)) {
           verb = d.verb;
           // A readable record whose field failed validation is invalid too, as `replaygate
           // decide` counts it ("invalid": true), so the two counts agree on the same bytes.
