@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/names.h"
+#include "runtime/checked_codes.h"
 
 namespace replaygate {
 namespace {
@@ -23,7 +24,7 @@ const std::vector<std::string> kEffects = {"none", "read", "copy", "create"};
 const std::vector<std::string> kOps = [] {
   std::vector<std::string> ops;
   for (uint32_t op = 0; op <= static_cast<uint32_t>(ir::Op::kGe); ++op) {
-    ops.push_back(ir::op_name(static_cast<ir::Op>(op)));
+    ops.push_back(op_code_name(op));
   }
   return ops;
 }();
@@ -903,7 +904,7 @@ class Checker {
     static const std::map<std::string, ir::Op> kOpByName = [] {
       std::map<std::string, ir::Op> by_name;
       for (uint32_t code = 0; code < kOpCount; ++code) {
-        by_name.emplace(op_code_name(code), static_cast<ir::Op>(code));
+        if (const std::optional<ir::Op> op = op_from_code(code)) by_name.emplace(op_name(*op), *op);
       }
       return by_name;
     }();

@@ -331,9 +331,8 @@ json value_for_record(const Review& r, const std::string& name, const std::strin
 std::vector<std::string> derived_formulas(const Table& table) {
   std::vector<std::string> out(table.field_count());
   for (const TraceDerivation& d : derivations(table)) {
-    out[d.field] = std::string(table.field(d.lhs).name) + " " +
-                   op_word_symbol(ir::op_name(static_cast<ir::Op>(d.op))) + " " +
-                   std::string(table.field(d.rhs).name);
+    out[d.field] = std::string(table.field(d.lhs).name) + " " + op_word_symbol(op_code_name(d.op)) +
+                   " " + std::string(table.field(d.rhs).name);
   }
   return out;
 }
