@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/names.h"
+#include "compiler/key_text.h"
 #include "runtime/checked_codes.h"
 
 namespace replaygate {
@@ -984,19 +985,6 @@ class Checker {
     return c;
   }
 
-  static std::string key_text(const std::optional<ir::Value>& key) {
-    if (!key) return "*";
-    switch (key->kind) {
-      case ir::Value::Kind::kString:
-        return key->str;
-      case ir::Value::Kind::kInt:
-        return int_text(key->i);
-      case ir::Value::Kind::kBool:
-        return key->b ? "true" : "false";
-    }
-    return "?";
-  }
-
   ir::Table table(const ast::Table& table, const ir::Policy& p, std::vector<ir::Span>& spans) {
     ir::Table t;
     t.id = table.id.text;
@@ -1096,7 +1084,7 @@ class Checker {
       } else if (ok) {
         r.id = t.id + ":";
         for (size_t i = 0; i < r.keys.size(); ++i)
-          r.id += (i == 0 ? "" : "/") + key_text(r.keys[i]);
+          r.id += (i == 0 ? "" : "/") + ir::key_text(r.keys[i]);
         if (!repeats_row(r.id, r.keys, t)) claim_id(r.id, row.span, "row", true, t.rows.size());
       }
       t.rows.push_back(std::move(r));
