@@ -30,11 +30,11 @@
 namespace replaygate::audit {
 
 // Until common/ lands, the JSON nesting screen and the text helpers live in the CLI's namespace.
-using cli::JsonShape;
-using cli::kMaxJsonDepth;
-using cli::locate_member_value;
-using cli::RecordParser;
-using cli::scan_json_shape;
+using inputs::JsonShape;
+using inputs::kMaxJsonDepth;
+using inputs::locate_member_value;
+using inputs::RecordParser;
+using inputs::scan_json_shape;
 
 namespace {
 
@@ -381,7 +381,8 @@ std::string check_entry(std::string_view line, json* out) {
   const size_t open = line.find_first_not_of(" \t\r");
   const size_t close = line.find_last_not_of(" \t\r");
   const auto stray = [](std::string_view bytes, const char* where) {
-    return plural(bytes.size(), "byte") + " " + where + " (" + cli::quote_for_reason(bytes) + ")" +
+    return plural(bytes.size(), "byte") + " " + where + " (" + inputs::quote_for_reason(bytes) +
+           ")" +
            (bytes.find('\r') != std::string_view::npos
                 ? ", a carriage return (a CRLF line end: an entry ends with '\\n' only)"
                 : "") +

@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "common/names.h"
+#include "compiler/key_text.h"
+#include "runtime/checked_codes.h"
 
 namespace replaygate {
 namespace {
@@ -23,7 +25,7 @@ const std::vector<std::string> kEffects = {"none", "read", "copy", "create"};
 const std::vector<std::string> kOps = [] {
   std::vector<std::string> ops;
   for (uint32_t op = 0; op <= static_cast<uint32_t>(ir::Op::kGe); ++op) {
-    ops.push_back(ir::op_name(static_cast<ir::Op>(op)));
+    ops.push_back(op_code_name(op));
   }
   return ops;
 }();
@@ -903,7 +905,7 @@ class Checker {
     static const std::map<std::string, ir::Op> kOpByName = [] {
       std::map<std::string, ir::Op> by_name;
       for (uint32_t code = 0; code < kOpCount; ++code) {
-        by_name.emplace(op_code_name(code), static_cast<ir::Op>(code));
+        if (const std::optional<ir::Op> op = op_from_code(code)) by_name.emplace(op_name(*op), *op);
       }
       return by_name;
     }();
@@ -981,19 +983,6 @@ class Checker {
     }
     if (!ok) return std::nullopt;
     return c;
-  }
-
-  static std::string key_text(const std::optional<ir::Value>& key) {
-    if (!key) return "*";
-    switch (key->kind) {
-      case ir::Value::Kind::kString:
-        return key->str;
-      case ir::Value::Kind::kInt:
-        return int_text(key->i);
-      case ir::Value::Kind::kBool:
-        return key->b ? "true" : "false";
-    }
-    return "?";
   }
 
   ir::Table table(const ast::Table& table, const ir::Policy& p, std::vector<ir::Span>& spans) {
@@ -1095,7 +1084,7 @@ class Checker {
       } else if (ok) {
         r.id = t.id + ":";
         for (size_t i = 0; i < r.keys.size(); ++i)
-          r.id += (i == 0 ? "" : "/") + key_text(r.keys[i]);
+          r.id += (i == 0 ? "" : "/") + ir::key_text(r.keys[i]);
         if (!repeats_row(r.id, r.keys, t)) claim_id(r.id, row.span, "row", true, t.rows.size());
       }
       t.rows.push_back(std::move(r));

@@ -1,6 +1,8 @@
 // Small helpers over the IR: rule catalog numbering and names of the IR's own enums.
 #include "compiler/ir.h"
 
+#include "compiler/key_text.h"
+
 namespace replaygate::ir {
 
 std::vector<CatalogEntry> rule_catalog(const Policy& policy) {
@@ -60,6 +62,19 @@ const char* invariant_op_name(InvariantOp op) {
       return "effect_at_most";
     case InvariantOp::kEffectNot:
       return "effect_not";
+  }
+  return "?";
+}
+
+std::string key_text(const std::optional<Value>& key) {
+  if (!key) return "*";
+  switch (key->kind) {
+    case Value::Kind::kString:
+      return key->str;
+    case Value::Kind::kInt:
+      return std::to_string(key->i);
+    case Value::Kind::kBool:
+      return key->b ? "true" : "false";
   }
   return "?";
 }

@@ -8,10 +8,12 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <variant>
 
 #include "compiler/analysis/partition.h"
 #include "compiler/lower.h"
+#include "runtime/checked_codes.h"
 #include "runtime/trace.h"
 
 namespace replaygate {
@@ -110,10 +112,11 @@ struct Lifter {
   std::variant<ir::Condition, Failure> condition(const StructureCondition& sc) {
     const ir::Field& field = out.policy.fields[sc.field];
     const StructureField& s = structure.fields[sc.field];
-    if (sc.op >= kOpCount) return Failure{fmt::format("unknown operator code {}", sc.op)};
+    const std::optional<ir::Op> op = op_from_code(sc.op);
+    if (!op) return Failure{fmt::format("unknown operator code {}", sc.op)};
     ir::Condition c;
     c.field = sc.field;
-    c.op = static_cast<ir::Op>(sc.op);
+    c.op = *op;
     switch (c.op) {
       case ir::Op::kAbsent:
       case ir::Op::kPresent:
@@ -190,13 +193,13 @@ struct Lifter {
       if (info.has_max) field.max = info.max;
       if (field.type == ir::FieldType::kEnum) field.enum_values = s.dictionary;
       if (s.derived) {
-        const auto op = static_cast<ir::Op>(s.derived_op);
-        if (s.derived_op >= kOpCount || op == ir::Op::kIn || op == ir::Op::kNotIn ||
-            op == ir::Op::kAbsent || op == ir::Op::kPresent) {
+        const std::optional<ir::Op> op = op_from_code(s.derived_op);
+        if (!op || *op == ir::Op::kIn || *op == ir::Op::kNotIn || *op == ir::Op::kAbsent ||
+            *op == ir::Op::kPresent) {
           return Failure{fmt::format("derived field '{}' has operator code {}, not a comparison",
                                      field.name, s.derived_op)};
         }
-        field.derived = ir::Derivation{s.derived_lhs, op, s.derived_rhs};
+        field.derived = ir::Derivation{s.derived_lhs, *op, s.derived_rhs};
       }
       out.policy.fields.push_back(std::move(field));
     }

@@ -19,6 +19,8 @@
 #include <variant>
 
 #include "compiler/analysis/partition.h"
+#include "compiler/key_text.h"
+#include "runtime/quoted.h"
 #include "runtime/table_format.h"
 
 #define XXH_INLINE_ALL
@@ -69,40 +71,10 @@ uint32_t slot_count_for(size_t entries) {
   return static_cast<uint32_t>(std::bit_ceil(entries * 2));
 }
 
-std::string key_text(const std::optional<ir::Value>& key) {
-  if (!key) return "*";
-  switch (key->kind) {
-    case ir::Value::Kind::kString:
-      return key->str;
-    case ir::Value::Kind::kInt:
-      return fmt::format("{}", key->i);
-    case ir::Value::Kind::kBool:
-      return key->b ? "true" : "false";
-  }
-  return "?";
-}
-
-// Printable, unambiguous form of a string operand: quoted, with \\, \" and non-printable bytes
-// escaped (a NUL byte is \x00).
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string value_text(const ir::Value& v, ir::FieldType type) {
   switch (v.kind) {
     case ir::Value::Kind::kString:
-      return type == ir::FieldType::kEnum ? v.str : quoted(v.str);
+      return type == ir::FieldType::kEnum ? v.str : quoted_bytes(v.str);
     case ir::Value::Kind::kInt:
       return fmt::format("{}", v.i);
     case ir::Value::Kind::kBool:
@@ -432,7 +404,7 @@ std::string effective_row_reason(const ir::Table& table, size_t row) {
   std::string keys;
   for (size_t k = 0; k < r.keys.size(); ++k) {
     if (k) keys += '/';
-    keys += key_text(r.keys[k]);
+    keys += ir::key_text(r.keys[k]);
   }
   return fmt::format("table {} row {}", table.id, keys);
 }

@@ -14,24 +14,34 @@ AuditStage::AuditStage(std::string path, std::string operator_name, std::string 
       operator_name_(std::move(operator_name)),
       source_(std::move(source)) {}
 
+audit::DecisionEntry decision_entry(const Table& table, uint32_t verb, std::string_view rule,
+                                    std::string table_checksum_hex) {
+  audit::DecisionEntry entry;
+  entry.action = std::string(table.verb_name(verb));
+  entry.effect = effect_name(table.verb_effect(verb));
+  entry.rule = std::string(rule);
+  entry.policy = std::string(table.policy_id());
+  entry.policy_revision = table.revision();
+  entry.table_checksum = std::move(table_checksum_hex);
+  return entry;
+}
+
 void AuditStage::add(const Table& table, const Verdict& v) {
   if (checksum_of_ != &table) {
     checksum_hex_ = table.checksum_hex();
     checksum_of_ = &table;
   }
-  audit::DecisionEntry entry;
-  entry.operator_name = operator_name_;
+  audit::DecisionEntry entry = decision_entry(table, v.verb, v.rule(table), checksum_hex_);
   entry.source = source_;
   entry.record = v.record->line_number;
   if (v.meta != nullptr && v.meta->has_message_id) {
     entry.message_id = std::string(v.meta->message_id);
   }
-  entry.action = std::string(table.verb_name(v.verb));
-  entry.effect = effect_name(table.verb_effect(v.verb));
-  entry.rule = std::string(v.rule(table));
-  entry.policy = std::string(table.policy_id());
-  entry.policy_revision = table.revision();
-  entry.table_checksum = checksum_hex_;
+  add_entry(std::move(entry));
+}
+
+void AuditStage::add_entry(audit::DecisionEntry entry) {
+  entry.operator_name = operator_name_;
   pending_.push_back(audit::to_json(entry));
 }
 
@@ -47,6 +57,7 @@ bool AuditStage::commit() {
   }
   recorded_ += entries;
   last_seq_ = appended.seq;
+  last_hash_ = appended.hash;
   return true;
 }
 

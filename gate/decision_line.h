@@ -27,7 +27,7 @@
 #include "runtime/table.h"
 #include "runtime/trace.h"
 
-namespace replaygate::cli {
+namespace replaygate::gate {
 
 inline const char* action_words(Effect effect) {
   switch (effect) {
@@ -216,7 +216,8 @@ class LineNumberText {
 };
 
 // Writes the start of a record's output line, `{"n":N` and the echoed metadata, into `out`.
-inline void write_prefix(ByteBuffer& out, std::string_view line_number, const RecordMeta& meta) {
+inline void write_prefix(ByteBuffer& out, std::string_view line_number,
+                         const inputs::RecordMeta& meta) {
   constexpr std::string_view kN = "{\"n\":", kMessageId = ",\"message_id\":",
                              kBodyHash = ",\"body_hash\":";
   size_t bound = kN.size() + line_number.size();
@@ -316,4 +317,4 @@ class InputsText {
   std::string text_;  // reused: no allocation per record once it has grown
 };
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::gate

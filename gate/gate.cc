@@ -9,19 +9,19 @@
 namespace replaygate::gate {
 
 std::string_view Verdict::rule(const Table& table) const {
-  if (outcome != ReplayGuard::Outcome::kReplay) return cli::DecisionText::held_rule(outcome);
+  if (outcome != ReplayGuard::Outcome::kReplay) return DecisionText::held_rule(outcome);
   if (record != nullptr && record->readable) return table.rule_name(record->decision);
   return "default";
 }
 
-std::unique_ptr<Gate> Gate::open(SharedTable& shared, cli::RecordParser& parser, ReplayGuard& guard,
-                                 const Options& options) {
+std::unique_ptr<Gate> Gate::open(SharedTable& shared, inputs::RecordParser& parser,
+                                 ReplayGuard& guard, const Options& options) {
   SharedTable::Reader reader(shared);
   if (!reader.ok()) return nullptr;
   return std::unique_ptr<Gate>(new Gate(std::move(reader), parser, guard, options));
 }
 
-Gate::Gate(SharedTable::Reader reader, cli::RecordParser& parser, ReplayGuard& guard,
+Gate::Gate(SharedTable::Reader reader, inputs::RecordParser& parser, ReplayGuard& guard,
            const Options& options)
     : reader_(std::move(reader)),
       pin_(reader_.acquire()),
@@ -35,10 +35,10 @@ Gate::Gate(SharedTable::Reader reader, cli::RecordParser& parser, ReplayGuard& g
 }
 
 void Gate::render() {
-  texts_ = std::make_unique<cli::DecisionText>(*table_);
+  texts_ = std::make_unique<DecisionText>(*table_);
   inputs_text_.reset();
   if (options_.show_inputs_redacted != nullptr) {
-    inputs_text_ = std::make_unique<cli::InputsText>(*table_, *options_.show_inputs_redacted);
+    inputs_text_ = std::make_unique<InputsText>(*table_, *options_.show_inputs_redacted);
   }
   key_slot_ =
       options_.dedupe_field != Table::kNoField ? &input_.slots()[options_.dedupe_field] : nullptr;
@@ -60,7 +60,7 @@ std::string array_pointer(const std::string& prefix, uint64_t position) {
 }
 }  // namespace
 
-void Gate::read(Batch& batch, uint64_t line_number, cli::LineReader::Status status,
+void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status status,
                 std::string_view line, size_t max_line) {
   const Table& table = *table_;
   Pending& p = batch.records[batch.count];
@@ -68,14 +68,13 @@ void Gate::read(Batch& batch, uint64_t line_number, cli::LineReader::Status stat
   p.readable = false;
   p.create = false;
   p.has_key = false;
-  if (status == cli::LineReader::Status::kTooLarge) {
-    problem_ = cli::record_too_large(max_line);
-    meta_ = cli::RecordMeta{};
+  if (status == inputs::LineReader::Status::kTooLarge) {
+    problem_ = inputs::record_too_large(max_line);
+    meta_ = inputs::RecordMeta{};
   } else {
-    p.readable = parser_.parse(line, input_, &meta_, &problem_);
+    p.readable = parse_and_decide(parser_, table, line, input_, &meta_, &problem_, &p.decision);
   }
   if (p.readable) {
-    p.decision = table.decide(input_);
     // Only a create verb meets the replay guard: only its key is hashed and its block fetched.
     p.create = p.decision.kind != DecisionKind::kInvalidInput &&
                table.verb_effect(p.decision.verb) == Effect::kCreate;
@@ -85,15 +84,15 @@ void Gate::read(Batch& batch, uint64_t line_number, cli::LineReader::Status stat
     }
   }
   p.begin = batch.scratch.size();
-  cli::write_prefix(batch.scratch, line_text_.of(p.line_number), meta_);
+  write_prefix(batch.scratch, line_text_.of(p.line_number), meta_);
   if (inputs_text_ != nullptr) {
     inputs_text_->append(batch.scratch, p.readable ? &input_ : nullptr,
                          p.readable && p.decision.kind != DecisionKind::kInvalidInput);
   }
   if (!p.readable) {
     size_t column = 0;  // of the problem in the line; 0: it has no one place
-    if (status != cli::LineReader::Status::kTooLarge &&
-        parser_.problem_offset() != cli::RecordParser::kNoOffset) {
+    if (status != inputs::LineReader::Status::kTooLarge &&
+        parser_.problem_offset() != inputs::RecordParser::kNoOffset) {
       column = parser_.problem_offset() + 1;
     }
     if (!options_.array_pointer_prefix.empty()) {
@@ -112,7 +111,7 @@ void Gate::read(Batch& batch, uint64_t line_number, cli::LineReader::Status stat
     size_t column = 0;
     if (f < input_.size() && input_.slots()[f].state != Input::Slot::State::kUnset) {
       const size_t offset = parser_.field_value_offset(line, f);
-      if (offset != cli::RecordParser::kNoOffset) column = offset + 1;
+      if (offset != inputs::RecordParser::kNoOffset) column = offset + 1;
     }
     const bool array = !options_.array_pointer_prefix.empty();
     if (array) column = 0;

@@ -45,7 +45,24 @@
 
 namespace replaygate::gate {
 
-using ReplayGuard = cli::DumpRules;  // gate/replay_guard.h: the run-wide replay rules
+using ReplayGuard = DumpRules;  // gate/replay_guard.h: the run-wide replay rules
+
+// One input decided on `table`: the decision of the gate's stage 1 (Gate::read) and of a command
+// that decides one message on its own (review), which has no stream, no line and no replay guard
+// (the guard holds a run's later records with the same key; one message has none).
+inline Decision decide_one(const Table& table, const Input& input) { return table.decide(input); }
+
+// One record's stage 1 without the text: `parser` reads `line` (padded as Gate::read's) into
+// `input`, and a readable record is decided (decide_one). False: the record is unreadable
+// (`problem` says why). Gate::read and the JSON Lines binding (rgj_decide_lines, which needs only
+// the verb) both decide a record through it.
+inline bool parse_and_decide(inputs::RecordParser& parser, const Table& table,
+                             std::string_view line, Input& input, inputs::RecordMeta* meta,
+                             std::string* problem, Decision* decision) {
+  if (!parser.parse(line, input, meta, problem)) return false;
+  *decision = decide_one(table, input);
+  return true;
+}
 
 // One record between stage 1 and stage 2.
 struct Pending {
@@ -72,7 +89,7 @@ struct Verdict {
   uint32_t verb = 0;  // after the guard
   bool invalid = true;
   ReplayGuard::Outcome outcome = ReplayGuard::Outcome::kReplay;  // kReplay: the guard held nothing
-  const cli::RecordMeta* meta = nullptr;  // the record's metadata (message_id, body_hash)
+  const inputs::RecordMeta* meta = nullptr;  // the record's metadata (message_id, body_hash)
   // The rule the line names: "default", a rule id, or the guard's "dump:..." hold.
   std::string_view rule(const Table& table) const;
 };
@@ -111,7 +128,7 @@ class Gate {
 
   // A gate on `shared`'s current table (pinned), or null when `shared` has no free reader slot.
   // `parser` and `guard` must outlive the gate; the parser must be for a table of this layout.
-  static std::unique_ptr<Gate> open(SharedTable& shared, cli::RecordParser& parser,
+  static std::unique_ptr<Gate> open(SharedTable& shared, inputs::RecordParser& parser,
                                     ReplayGuard& guard, const Options& options);
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
@@ -130,7 +147,7 @@ class Gate {
   // simdjson reads), or kTooLarge for a record over `max_line` bytes that was skipped.
   // `line_number` is the record's 1-based position in its stream: a consumer that takes records
   // one at a time from a broker numbers them itself and calls judge() right after.
-  void read(Batch& batch, uint64_t line_number, cli::LineReader::Status status,
+  void read(Batch& batch, uint64_t line_number, inputs::LineReader::Status status,
             std::string_view line, size_t max_line);
   // Starts loading the guard's memory for every record of `batch` (between the two stages).
   void prefetch(const Batch& batch) const;
@@ -143,23 +160,23 @@ class Gate {
   const GateCounts& counts() const { return counts_; }
 
  private:
-  Gate(SharedTable::Reader reader, cli::RecordParser& parser, ReplayGuard& guard,
+  Gate(SharedTable::Reader reader, inputs::RecordParser& parser, ReplayGuard& guard,
        const Options& options);
   void render();  // the cached text of the pinned table
 
   SharedTable::Reader reader_;
   std::optional<SharedTable::Guard> pin_;
   const Table* table_ = nullptr;
-  cli::RecordParser& parser_;
+  inputs::RecordParser& parser_;
   ReplayGuard& guard_;
   Options options_;
   std::vector<Stage*> stages_;
   Input input_;
-  std::unique_ptr<cli::DecisionText> texts_;
-  std::unique_ptr<cli::InputsText> inputs_text_;  // --show-inputs only
-  cli::LineNumberText line_text_;
+  std::unique_ptr<DecisionText> texts_;
+  std::unique_ptr<InputsText> inputs_text_;  // --show-inputs only
+  LineNumberText line_text_;
   const Input::Slot* key_slot_ = nullptr;
-  cli::RecordMeta meta_;
+  inputs::RecordMeta meta_;
   std::string problem_;
   GateCounts counts_;
 };

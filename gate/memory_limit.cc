@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-namespace replaygate::cli {
+namespace replaygate::gate {
 namespace {
 
 // The first whole number in the file at `path`; false when it cannot be read or holds none
@@ -91,4 +91,4 @@ std::string memory_option_error(std::string_view option, uint64_t mib) {
          "); give at most " + most;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::gate

@@ -12,7 +12,7 @@
 #include <new>
 #include <utility>
 
-namespace replaygate::cli {
+namespace replaygate::gate {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
@@ -265,4 +265,4 @@ uint64_t DumpRules::mib_for_rate(double rate) const {
   return mib;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::gate

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace replaygate::cli {
+namespace replaygate::gate {
 
 // A split block Bloom filter exactly as the Apache Parquet format specifies it ("Split Block
 // Bloom Filter", https://github.com/apache/parquet-format/blob/master/BloomFilter.md): an array of
@@ -188,4 +188,4 @@ class DumpRules {
   ReplayedKeys keys_seen_;
 };
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::gate

@@ -23,7 +23,7 @@
 #include "inputs/records.h"
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 struct BrokerRecord {
   std::string_view topic;      // kafka: the topic; rabbitmq: the routing key; sqs: the source queue
@@ -81,4 +81,4 @@ class BrokerRecordReader {
 std::unique_ptr<RecordParser> make_mapped_parser(const Table& table, const Mapping& mapping,
                                                  std::unique_ptr<BrokerRecordReader> reader);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -4,7 +4,7 @@
 #include "common/utf8.h"
 #include "inputs/mapping.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 bool decode_be_int(std::string_view bytes, int64_t* value, std::string* why) {
   const size_t n = bytes.size();
@@ -84,4 +84,4 @@ bool check_utf8(std::string_view bytes, std::string* why) {
   return false;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

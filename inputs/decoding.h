@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 // A big-endian two's-complement integer of 1, 2, 4 or 8 bytes (Java byte, short, int, long, as
 // Spring Kafka writes partition, offset, timestamp and retry_topic-attempts). Any other length is
@@ -25,4 +25,4 @@ bool decode_base64(std::string_view text, std::string* bytes, std::string* why);
 // Whether `bytes` is valid UTF-8; *why names the first bad byte's offset when not.
 bool check_utf8(std::string_view bytes, std::string* why);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

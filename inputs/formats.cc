@@ -12,7 +12,7 @@
 #include "inputs/sidekiq.h"
 #include "inputs/sqs.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 namespace {
 
 std::unique_ptr<RecordParser> make_letters(const Table& table, const Mapping* /*mapping*/) {
@@ -157,4 +157,4 @@ std::string mapping_format_mismatch(const InputFormat& format, const std::string
          " records; give a mapping with format: " + std::string(format.mapping_format);
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -24,7 +24,7 @@
 #include "inputs/records.h"
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 struct InputFormat {
   std::string_view name;  // what --input-format takes: "letters", "spring-kafka", "kafka" (alias)
@@ -71,4 +71,4 @@ const InputFormat* choose_input_format(const InputFormatOptions& options, std::s
 std::string mapping_format_mismatch(const InputFormat& format, const std::string& mapping_path,
                                     const Mapping& mapping);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

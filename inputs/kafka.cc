@@ -19,7 +19,7 @@
 #include "common/utf8.h"
 #include "inputs/decoding.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 namespace od = simdjson::ondemand;
 namespace dom = simdjson::dom;
@@ -1237,4 +1237,4 @@ std::optional<InputOrigin> KafkaParser::input_origin(uint32_t field) const {
   return std::nullopt;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

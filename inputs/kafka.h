@@ -38,7 +38,7 @@
 #include "inputs/records.h"
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 // The skeleton of a header name (docs/input-mapping.md, "Header names match exactly"): the name
 // decoded as UTF-8 (a byte that does not decode is dropped) with whitespace, control characters
@@ -77,4 +77,4 @@ class KafkaParser : public RecordParser {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

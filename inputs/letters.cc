@@ -13,7 +13,7 @@
 #include "common/diagnostic.h"
 #include "common/utf8.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 namespace od = simdjson::ondemand;
 
@@ -375,4 +375,4 @@ bool LetterParser::parse_object(std::string_view line, Input& input, RecordMeta*
   return true;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

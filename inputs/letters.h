@@ -20,7 +20,7 @@
 #include "inputs/records.h"
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 // An operator-only field (FieldInfo::operator_only, policy `source: operator`) or a record-only
 // one (FieldSource::kRecord, `source: record`: only the durable operation record supplies it) is
@@ -55,4 +55,4 @@ class LetterParser : public RecordParser {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

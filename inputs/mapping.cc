@@ -8,7 +8,7 @@
 #include "common/yaml_tree.h"  // the strict YAML tree (moving to common/)
 #include "runtime/trace.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 namespace {
 
 // The symbol of a derived input's comparison, by its on-disk code (StructureField::derived_op:
@@ -483,4 +483,4 @@ LoadedMapping parse_mapping(std::string_view text, const std::string& path, cons
   return out;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -31,7 +31,7 @@
 #include "common/diagnostic.h"  // Diagnostic and Span (moving to common/)
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 enum class SourceKind : uint8_t { kHeader, kPayload, kRecord };
 enum class RecordPart : uint8_t {
@@ -128,4 +128,4 @@ inline constexpr size_t kMaxMappingBytes = size_t{1} << 20;
 bool parse_int64_strict(std::string_view text, int64_t* value);
 bool parse_bool_strict(std::string_view text, bool* value);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -10,7 +10,7 @@
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
@@ -141,4 +141,4 @@ std::unique_ptr<BrokerRecordReader> make_pubsub_reader() {
   return std::make_unique<PubSubReader>();
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -22,8 +22,8 @@
 
 #include "inputs/broker_record.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 std::unique_ptr<BrokerRecordReader> make_pubsub_reader();
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -10,7 +10,7 @@
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
@@ -273,4 +273,4 @@ std::unique_ptr<BrokerRecordReader> make_rabbitmq_reader() {
   return std::make_unique<RabbitMqReader>();
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

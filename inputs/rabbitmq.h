@@ -27,10 +27,10 @@
 
 #include "inputs/broker_record.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 inline constexpr size_t kMaxDeaths = 1000;  // x-death entries read for the delivery count
 
 std::unique_ptr<BrokerRecordReader> make_rabbitmq_reader();
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

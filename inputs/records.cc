@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 static_assert(LineReader::kPadding >= simdjson::SIMDJSON_PADDING);
 
@@ -618,4 +618,4 @@ LineReader::Status JsonArrayReader::next(std::string_view* record) {
   return LineReader::Status::kLine;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

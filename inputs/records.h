@@ -23,7 +23,7 @@
 #include "common/escape.h"  // escape_control(): the one escaping function for plain text
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 inline constexpr size_t kMaxRecordBytes = size_t{1} << 20;  // 1 MiB per line
 
@@ -240,4 +240,4 @@ std::string describe_json_error(int simdjson_error_code);
 // error paths, to tell a valid number simdjson cannot hold (1e400) from bad JSON.
 bool is_json_number(std::string_view token);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -9,7 +9,7 @@
 
 #include "common/diagnostic.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
@@ -173,4 +173,4 @@ std::unique_ptr<BrokerRecordReader> make_servicebus_reader() {
   return std::make_unique<ServiceBusReader>();
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

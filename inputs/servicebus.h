@@ -20,8 +20,8 @@
 
 #include "inputs/broker_record.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 std::unique_ptr<BrokerRecordReader> make_servicebus_reader();
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
@@ -105,4 +105,4 @@ std::unique_ptr<BrokerRecordReader> make_sidekiq_reader() {
   return std::make_unique<SidekiqReader>();
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

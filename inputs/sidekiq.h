@@ -17,8 +17,8 @@
 
 #include "inputs/broker_record.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 std::unique_ptr<BrokerRecordReader> make_sidekiq_reader();
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

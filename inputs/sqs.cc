@@ -10,7 +10,7 @@
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
@@ -195,4 +195,4 @@ class SqsReader : public BrokerRecordReader {
 
 std::unique_ptr<BrokerRecordReader> make_sqs_reader() { return std::make_unique<SqsReader>(); }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

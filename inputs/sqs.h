@@ -25,8 +25,8 @@
 
 #include "inputs/broker_record.h"
 
-namespace replaygate::cli {
+namespace replaygate::inputs {
 
 std::unique_ptr<BrokerRecordReader> make_sqs_reader();
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::inputs

@@ -20,9 +20,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <system_error>
 
+#include "runtime/checked_codes.h"
 #include "runtime/internal/decide_index.h"
 #include "runtime/internal/table_hash.h"
 #include "runtime/internal/table_impl.h"
@@ -320,7 +322,9 @@ class Loader {
       out.source = static_cast<FieldSource>(r.source);
       any_operator_only = any_operator_only || r.source == fm::kSourceOperator;
       any_record_only = any_record_only || r.source == fm::kSourceRecord;
-      out.type = static_cast<FieldType>(r.type);
+      const std::optional<FieldType> type = field_type_from_code(r.type);
+      if (!type) return fail(LoadError::kMalformed, what + " has a bad type or flag byte");
+      out.type = *type;
       out.optional = r.optional;
       out.empty_means_absent = r.empty_means_absent;
       if (out.empty_means_absent && out.type != FieldType::kString) {
@@ -439,11 +443,12 @@ class Loader {
         return fail(LoadError::kMalformed,
                     "verb " + num(v) + " reserved word is " + num(records[v].reserved) + ", not 0");
       }
-      if (records[v].effect >= kEffectCount) {
+      const std::optional<Effect> effect = effect_from_code(records[v].effect);
+      if (!effect) {
         return fail(LoadError::kMalformed,
                     "verb " + num(v) + " has unknown effect " + num(records[v].effect));
       }
-      out.effect = static_cast<Effect>(records[v].effect);
+      out.effect = *effect;
       t_.verbs.push_back(out);
     }
     if (meta_.default_verb >= t_.verbs.size()) {

@@ -9,6 +9,7 @@
 
 #include "runtime/internal/table_hash.h"
 #include "runtime/internal/table_impl.h"
+#include "runtime/quoted.h"
 #include "runtime/table_format.h"
 
 namespace replaygate {
@@ -18,24 +19,6 @@ namespace fm = replaygate::format;
 using detail::hex128;
 
 std::string num(uint64_t v) { return std::to_string(v); }
-
-// Printable, unambiguous: quoted, with \\, \" and non-printable bytes as \xNN.
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[5];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 }  // namespace
 
@@ -154,7 +137,7 @@ std::string Table::atom_label(uint32_t field, uint32_t atom) const {
   switch (f.type) {
     case FieldType::kString:
       if (atom == 1) return "<other>";
-      return quoted(impl_->dict[f.dict_begin + atom - 2].bytes);
+      return quoted_bytes(impl_->dict[f.dict_begin + atom - 2].bytes);
     case FieldType::kEnum:
       return std::string(impl_->dict[f.dict_begin + atom - 1].bytes);
     case FieldType::kBool:
@@ -178,11 +161,11 @@ std::string Table::dump() const {
   line("  checksum: " + checksum_hex());
   line("  decision digest: " + decision_digest_hex());
   line("  provenance digest: " + provenance_digest_hex());
-  line("policy: " + quoted(t.policy_id));
+  line("policy: " + quoted_bytes(t.policy_id));
   line("revision: " + std::to_string(t.revision));
-  line("description: " + quoted(t.description));
+  line("description: " + quoted_bytes(t.description));
   line("default: " + std::string(verb_name(t.default_verb)) + ", reason " +
-       quoted(t.default_reason));
+       quoted_bytes(t.default_reason));
   line("fields: " + num(t.fields.size()));
   for (uint32_t f = 0; f < t.fields.size(); ++f) {
     const Impl::Field& field = t.fields[f];
@@ -215,8 +198,8 @@ std::string Table::dump() const {
   auto entry_text = [&](uint32_t c, const std::string& keys) {
     const fm::CatalogRecord& e = t.catalog[c];
     return "[" + num(c) + "] " + std::string(t.catalog_id(c)) + keys + " -> " +
-           std::string(verb_name(e.verb)) + ", reason " + quoted(t.catalog_reason(c)) + ", line " +
-           num(rule_source_line(c));
+           std::string(verb_name(e.verb)) + ", reason " + quoted_bytes(t.catalog_reason(c)) +
+           ", line " + num(rule_source_line(c));
   };
   // A row key: "*", or the atom's label, with a one-value int interval shown as the value.
   auto key_label = [&](uint32_t field, uint32_t atom) {
@@ -274,8 +257,8 @@ std::string Table::dump() const {
     }
   }
   line("provenance:");
-  line("  source: " + quoted(t.source_name));
-  line("  source digest: " + quoted(t.source_digest));
+  line("  source: " + quoted_bytes(t.source_name));
+  line("  source digest: " + quoted_bytes(t.source_digest));
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bindings/jsonl/replaygate_jsonl.h"
+#include "gate/gate.h"
 #include "inputs/letters.h"
 #include "runtime/reload.h"
 
@@ -23,9 +24,9 @@ namespace {
 // fields differ).
 struct Scratch {
   explicit Scratch(const replaygate::Table& table) : parser(table), input(table) {}
-  replaygate::cli::LetterParser parser;
+  replaygate::inputs::LetterParser parser;
   Input input;
-  replaygate::cli::RecordMeta meta;
+  replaygate::inputs::RecordMeta meta;
   std::string problem;
   std::string line;
 };
@@ -145,7 +146,7 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
       }
     }
     if (scratch == nullptr) scratch = std::make_unique<Scratch>(table);
-    constexpr size_t kPadding = replaygate::cli::LineReader::kPadding;
+    constexpr size_t kPadding = replaygate::inputs::LineReader::kPadding;
     const uint32_t default_verb = table.default_verb();
     size_t n = 0, bad = 0, at = 0;
     while (at < size && n < capacity) {
@@ -157,7 +158,7 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
       // Every line is a record, a blank one included (the parser rejects it as "blank line", as
       // `replaygate decide` does): skipping it would shift every later verb onto the wrong line.
       uint32_t verb = default_verb;
-      if (text.size() > replaygate::cli::kMaxRecordBytes) {
+      if (text.size() > replaygate::inputs::kMaxRecordBytes) {
         ++bad;
       } else {
         // simdjson reads up to kPadding bytes past the line; their content does not matter
@@ -170,8 +171,11 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
           scratch->line.append(kPadding, ' ');
           padded = std::string_view(scratch->line.data(), text.size());
         }
-        if (scratch->parser.parse(padded, scratch->input, &scratch->meta, &scratch->problem)) {
-          const replaygate::Decision d = table.decide(scratch->input);
+        // The gate's stage 1 (gate/gate.h), the same parse and decision as `replaygate decide`;
+        // no replay guard and no line: the caller holds and acts on the verbs.
+        replaygate::Decision d;
+        if (replaygate::gate::parse_and_decide(scratch->parser, table, padded, scratch->input,
+                                               &scratch->meta, &scratch->problem, &d)) {
           verb = d.verb;
           // A readable record whose field failed validation is invalid too, as `replaygate
           // decide` counts it ("invalid": true), so the two counts agree on the same bytes.

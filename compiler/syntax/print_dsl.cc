@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "compiler/key_text.h"
+
 namespace replaygate {
 namespace {
 
@@ -364,19 +366,6 @@ Literal value_literal(const ir::Value& v, const std::string& constant = {}) {
   return quoted(v.str);
 }
 
-std::string key_text(const std::optional<ir::Value>& key) {
-  if (!key) return "*";
-  switch (key->kind) {
-    case ir::Value::Kind::kString:
-      return key->str;
-    case ir::Value::Kind::kInt:
-      return std::to_string(key->i);
-    case ir::Value::Kind::kBool:
-      return key->b ? "true" : "false";
-  }
-  return "?";
-}
-
 std::vector<ast::Condition> to_conditions(const ir::Policy& p,
                                           const std::vector<ir::Condition>& conditions) {
   std::vector<ast::Condition> out;
@@ -477,7 +466,7 @@ ast::Policy to_ast(const ir::Policy& p) {
         for (size_t k = 0; k < row.keys.size(); ++k) {
           out_row.keys.push_back(row.keys[k] ? value_literal(*row.keys[k])
                                              : Literal{Literal::Kind::kWildcard, "*", {}});
-          derived += (k ? "/" : "") + key_text(row.keys[k]);
+          derived += (k ? "/" : "") + ir::key_text(row.keys[k]);
         }
         out_row.verb = name(p.verbs.at(row.verb).name);
         if (row.id != derived) out_row.id = name(row.id);

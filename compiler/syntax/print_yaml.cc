@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/key_text.h"
+
 namespace replaygate {
 namespace {
 
@@ -54,19 +56,6 @@ std::string value(const ir::Value& v) {
       return std::to_string(v.i);
     case ir::Value::Kind::kBool:
       return v.b ? "true" : "false";
-  }
-  return "?";
-}
-
-std::string key_text(const std::optional<ir::Value>& key) {
-  if (!key) return "*";
-  switch (key->kind) {
-    case ir::Value::Kind::kString:
-      return key->str;
-    case ir::Value::Kind::kInt:
-      return std::to_string(key->i);
-    case ir::Value::Kind::kBool:
-      return key->b ? "true" : "false";
   }
   return "?";
 }
@@ -190,7 +179,7 @@ std::string print_yaml(const ir::Policy& policy) {
       std::string derived = table.id + ":";
       for (size_t k = 0; k < row.keys.size(); ++k) {
         values.push_back(row.keys[k] ? value(*row.keys[k]) : "'*'");
-        derived += (k ? "/" : "") + key_text(row.keys[k]);
+        derived += (k ? "/" : "") + ir::key_text(row.keys[k]);
       }
       const std::string& verb = policy.verbs.at(row.verb).name;
       if (row.id == derived && row.reason.empty()) {

@@ -32,9 +32,9 @@ namespace {
 
 struct Fixture {
   std::unique_ptr<replaygate::Table> table;
-  replaygate::cli::LoadedMapping mapping;
-  std::unique_ptr<replaygate::cli::LetterParser> letters;
-  std::unique_ptr<replaygate::cli::KafkaParser> kafka;
+  replaygate::inputs::LoadedMapping mapping;
+  std::unique_ptr<replaygate::inputs::LetterParser> letters;
+  std::unique_ptr<replaygate::inputs::KafkaParser> kafka;
   std::unique_ptr<replaygate::Input> input;
 
   Fixture() {
@@ -48,21 +48,21 @@ struct Fixture {
     mapping = replaygate::cli::load_mapping_file(
         std::string(RG_SOURCE_DIR) + "/tests/data/mapping/spring.mapping.yaml", *table);
     if (replaygate::has_errors(mapping.diagnostics)) __builtin_trap();
-    letters = std::make_unique<replaygate::cli::LetterParser>(*table);
-    kafka = std::make_unique<replaygate::cli::KafkaParser>(*table, mapping.mapping);
+    letters = std::make_unique<replaygate::inputs::LetterParser>(*table);
+    kafka = std::make_unique<replaygate::inputs::KafkaParser>(*table, mapping.mapping);
     input = std::make_unique<replaygate::Input>(*table);
   }
 };
 
-void check(replaygate::cli::RecordParser& parser, Fixture& f, std::string_view line) {
-  replaygate::cli::RecordMeta meta;
+void check(replaygate::inputs::RecordParser& parser, Fixture& f, std::string_view line) {
+  replaygate::inputs::RecordMeta meta;
   std::string problem;
   if (parser.parse(line, *f.input, &meta, &problem)) {
     if (f.table->decide(*f.input).verb >= f.table->verb_count()) __builtin_trap();
   } else if (problem.rfind("invalid record: ", 0) != 0 &&
              problem.rfind("invalid input: ", 0) != 0) {
     __builtin_trap();
-  } else if (parser.problem_offset() != replaygate::cli::RecordParser::kNoOffset &&
+  } else if (parser.problem_offset() != replaygate::inputs::RecordParser::kNoOffset &&
              parser.problem_offset() > line.size()) {
     __builtin_trap();  // the problem's place is in the line, or just after its end
   }
@@ -72,9 +72,9 @@ void check(replaygate::cli::RecordParser& parser, Fixture& f, std::string_view l
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Fixture fixture;
-  if (size > replaygate::cli::kMaxRecordBytes) return 0;
+  if (size > replaygate::inputs::kMaxRecordBytes) return 0;
   std::string line(reinterpret_cast<const char*>(data), size);
-  line.append(replaygate::cli::LineReader::kPadding, ' ');
+  line.append(replaygate::inputs::LineReader::kPadding, ' ');
   const std::string_view view(line.data(), size);
   check(*fixture.letters, fixture, view);
   check(*fixture.kafka, fixture, view);

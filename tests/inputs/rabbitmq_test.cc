@@ -15,8 +15,8 @@
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
-using replaygate::cli::JsonArrayReader;
-using replaygate::cli::LineReader;
+using replaygate::inputs::JsonArrayReader;
+using replaygate::inputs::LineReader;
 
 const std::string kGate = "policies/replay_gate.yaml";
 const std::string kMapping = "examples/rabbitmq.mapping.yaml";

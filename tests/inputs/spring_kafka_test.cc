@@ -14,9 +14,9 @@
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
-using replaygate::cli::decode_base64;
-using replaygate::cli::decode_be_int;
-using replaygate::cli::decode_decimal;
+using replaygate::inputs::decode_base64;
+using replaygate::inputs::decode_be_int;
+using replaygate::inputs::decode_decimal;
 
 const std::string kGate = "policies/replay_gate.yaml";
 const std::string kMapping = "examples/spring-kafka.mapping.yaml";
@@ -90,14 +90,15 @@ TEST(Decodings, Base64IsStrict) {
 
 TEST(SpringKafkaFormat, KafkaIsAnotherNameForSpringKafka) {
   std::string error;
-  replaygate::cli::InputFormatOptions o;
+  replaygate::inputs::InputFormatOptions o;
   o.input_format_set = true;
   o.mapping = "m.yaml";
   o.input_format = "spring-kafka";
-  const replaygate::cli::InputFormat* spring = replaygate::cli::choose_input_format(o, &error);
+  const replaygate::inputs::InputFormat* spring =
+      replaygate::inputs::choose_input_format(o, &error);
   ASSERT_NE(spring, nullptr) << error;
   o.input_format = "kafka";
-  const replaygate::cli::InputFormat* kafka = replaygate::cli::choose_input_format(o, &error);
+  const replaygate::inputs::InputFormat* kafka = replaygate::inputs::choose_input_format(o, &error);
   ASSERT_NE(kafka, nullptr) << error;
   EXPECT_EQ(spring->mapping_format, "kcat-json");
   EXPECT_EQ(kafka->mapping_format, "kcat-json");

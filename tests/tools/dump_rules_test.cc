@@ -12,7 +12,7 @@
 
 #include "gate/replay_guard.h"
 
-namespace replaygate::cli {
+namespace replaygate::gate {
 namespace {
 
 using Outcome = DumpRules::Outcome;
@@ -350,4 +350,4 @@ TEST(DumpRulesTest, AKeyReplayedBeforeTheSwitchIsHeldAfterIt) {
 }
 
 }  // namespace
-}  // namespace replaygate::cli
+}  // namespace replaygate::gate

@@ -44,7 +44,7 @@ class RecordingStage : public Stage {
 // One record as a LineReader hands it out: with simdjson's padding after it.
 struct PaddedLine {
   explicit PaddedLine(std::string text)
-      : bytes(text + std::string(cli::LineReader::kPadding, ' ')), size(text.size()) {}
+      : bytes(text + std::string(inputs::LineReader::kPadding, ' ')), size(text.size()) {}
   std::string_view view() const { return std::string_view(bytes.data(), size); }
   std::string bytes;
   size_t size;
@@ -69,7 +69,7 @@ TEST(Gate, OneRecordAtATimeThroughAStage) {
   ASSERT_NE(shared, nullptr);
   SharedTable::Reader reader(*shared);
   const Table& table = reader.acquire().table();
-  cli::LetterParser parser(table);
+  inputs::LetterParser parser(table);
   ReplayGuard guard(-1, 1000, 1 << 20);
   Gate::Options options;
   options.dedupe_field = table.field_index("idempotency_key");
@@ -84,7 +84,8 @@ TEST(Gate, OneRecordAtATimeThroughAStage) {
   const std::vector<std::string> records = {letter("m-1", "k1"), letter("m-2", "k1"), "{"};
   for (size_t n = 0; n < records.size(); ++n) {
     const PaddedLine line(records[n]);
-    gate->read(batch, n + 1, cli::LineReader::Status::kLine, line.view(), cli::kMaxRecordBytes);
+    gate->read(batch, n + 1, inputs::LineReader::Status::kLine, line.view(),
+               inputs::kMaxRecordBytes);
     gate->judge(batch, 0, out);
     batch.count = 0;
     batch.scratch.clear();
@@ -109,7 +110,7 @@ TEST(Gate, AFailedCommitNamesItsStage) {
   std::unique_ptr<SharedTable> shared = open_shared();
   ASSERT_NE(shared, nullptr);
   SharedTable::Reader reader(*shared);
-  cli::LetterParser parser(reader.acquire().table());
+  inputs::LetterParser parser(reader.acquire().table());
   ReplayGuard guard(-1, 1000, 1 << 20);
   std::unique_ptr<Gate> gate = Gate::open(*shared, parser, guard, Gate::Options{});
   ASSERT_NE(gate, nullptr);
@@ -120,7 +121,7 @@ TEST(Gate, AFailedCommitNamesItsStage) {
   ByteBuffer out;
   Batch batch(1);
   const PaddedLine line(letter("m-1", "k1"));
-  gate->read(batch, 1, cli::LineReader::Status::kLine, line.view(), cli::kMaxRecordBytes);
+  gate->read(batch, 1, inputs::LineReader::Status::kLine, line.view(), inputs::kMaxRecordBytes);
   gate->judge(batch, 0, out);
   const Stage* failed = nullptr;
   EXPECT_FALSE(gate->commit(&failed));
@@ -132,7 +133,7 @@ TEST(Gate, RepinPicksUpAReload) {
   std::unique_ptr<SharedTable> shared = open_shared();
   ASSERT_NE(shared, nullptr);
   SharedTable::Reader reader(*shared);
-  cli::LetterParser parser(reader.acquire().table());
+  inputs::LetterParser parser(reader.acquire().table());
   ReplayGuard guard(-1, 1000, 1 << 20);
   std::unique_ptr<Gate> gate = Gate::open(*shared, parser, guard, Gate::Options{});
   ASSERT_NE(gate, nullptr);
@@ -145,7 +146,7 @@ TEST(Gate, RepinPicksUpAReload) {
   ByteBuffer out;
   Batch batch(1);
   const PaddedLine line(letter("m-1", "k1"));
-  gate->read(batch, 1, cli::LineReader::Status::kLine, line.view(), cli::kMaxRecordBytes);
+  gate->read(batch, 1, inputs::LineReader::Status::kLine, line.view(), inputs::kMaxRecordBytes);
   gate->judge(batch, 0, out);
   EXPECT_NE(std::string(out.data(), out.size()).find(R"("verb":"replay_once")"), std::string::npos);
 }

@@ -12,9 +12,9 @@
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
-using replaygate::cli::choose_input_format;
-using replaygate::cli::InputFormat;
-using replaygate::cli::InputFormatOptions;
+using replaygate::inputs::choose_input_format;
+using replaygate::inputs::InputFormat;
+using replaygate::inputs::InputFormatOptions;
 
 const std::string kGate = "policies/replay_gate.yaml";
 const std::string kSpring = "tests/data/mapping/spring.mapping.yaml";
@@ -44,14 +44,14 @@ std::string table_of(const std::string& line) {
 
 TEST(InputFormats, OneTableOwnsTheNames) {
   EXPECT_EQ(
-      replaygate::cli::input_format_names(),
+      replaygate::inputs::input_format_names(),
       "letters, spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus or sidekiq");
-  ASSERT_EQ(replaygate::cli::input_formats().size(), 9u);
-  EXPECT_EQ(replaygate::cli::input_formats()[0].name, "letters");  // the default
-  EXPECT_EQ(replaygate::cli::input_formats()[0].mapping_format, "");
-  EXPECT_EQ(replaygate::cli::input_formats()[1].mapping_format, "kcat-json");
-  EXPECT_EQ(replaygate::cli::input_formats()[2].name, "kafka");  // another name for spring-kafka
-  EXPECT_EQ(replaygate::cli::input_formats()[2].mapping_format, "kcat-json");
+  ASSERT_EQ(replaygate::inputs::input_formats().size(), 9u);
+  EXPECT_EQ(replaygate::inputs::input_formats()[0].name, "letters");  // the default
+  EXPECT_EQ(replaygate::inputs::input_formats()[0].mapping_format, "");
+  EXPECT_EQ(replaygate::inputs::input_formats()[1].mapping_format, "kcat-json");
+  EXPECT_EQ(replaygate::inputs::input_formats()[2].name, "kafka");  // another name for spring-kafka
+  EXPECT_EQ(replaygate::inputs::input_formats()[2].mapping_format, "kcat-json");
 }
 
 TEST(InputFormats, ChooseSaysWhatIsWrong) {
@@ -109,12 +109,12 @@ TEST(InputFormats, ChooseSaysWhatIsWrong) {
 }
 
 TEST(InputFormats, TheMappingMustMapTheFormatsRecords) {
-  const InputFormat& kafka = replaygate::cli::input_formats()[1];
-  replaygate::cli::Mapping mapping;  // format: kcat-json unless the file says otherwise
-  EXPECT_EQ(replaygate::cli::mapping_format_mismatch(kafka, "m.yaml", mapping), "");
+  const InputFormat& kafka = replaygate::inputs::input_formats()[1];
+  replaygate::inputs::Mapping mapping;  // format: kcat-json unless the file says otherwise
+  EXPECT_EQ(replaygate::inputs::mapping_format_mismatch(kafka, "m.yaml", mapping), "");
   mapping.format = "avro-json";
   EXPECT_EQ(
-      replaygate::cli::mapping_format_mismatch(kafka, "m.yaml", mapping),
+      replaygate::inputs::mapping_format_mismatch(kafka, "m.yaml", mapping),
       "m.yaml maps avro-json records, but --input-format spring-kafka reads kcat-json records; "
       "give a mapping with format: kcat-json");
 }

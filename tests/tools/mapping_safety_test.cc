@@ -304,7 +304,7 @@ TEST_F(MappingSafetyTest, HeaderNearMissesOfEveryKindAreInvalidInput) {
 
 // The skeleton itself, with a byte that is not UTF-8 (JSON text cannot carry one).
 TEST(HeaderNameSkeleton, FoldsWhatLooksTheSame) {
-  using replaygate::cli::header_name_skeleton;
+  using replaygate::inputs::header_name_skeleton;
   EXPECT_EQ(header_name_skeleton("x-replay"), "xreplay");
   EXPECT_EQ(header_name_skeleton("X_Re.play"), "xreplay");
   EXPECT_EQ(header_name_skeleton("x-repl\xFF"

@@ -21,6 +21,13 @@
 namespace replaygate::cli {
 namespace {
 
+using inputs::KafkaParser;
+using inputs::LetterParser;
+using inputs::LineReader;
+using inputs::LoadedMapping;
+using inputs::RecordMeta;
+using inputs::RecordParser;
+
 const std::string kSource = RG_SOURCE_DIR;
 
 std::unique_ptr<Table> shipped_table() {

@@ -16,6 +16,13 @@
 namespace replaygate::cli {
 namespace {
 
+using inputs::JsonShape;
+using inputs::LineReader;
+using inputs::parse_bool_strict;
+using inputs::parse_int64_strict;
+using inputs::quote_for_reason;
+using inputs::scan_json_shape;
+
 TEST(JsonString, EscapesQuotesBackslashesAndControls) {
   EXPECT_EQ(json_string("a\"b\\c"), "\"a\\\"b\\\\c\"");
   EXPECT_EQ(json_string(std::string_view("x\n\t\r\x01\0y", 7)), "\"x\\n\\t\\r\\u0001\\u0000y\"");

@@ -22,9 +22,9 @@ namespace {
 
 using replaygate::Input;
 using replaygate::Table;
-using replaygate::cli::LetterParser;
-using replaygate::cli::LineReader;
-using replaygate::cli::RecordMeta;
+using replaygate::inputs::LetterParser;
+using replaygate::inputs::LineReader;
+using replaygate::inputs::RecordMeta;
 
 enum class Stage { kRead, kParse, kDecide };
 

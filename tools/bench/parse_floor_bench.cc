@@ -63,7 +63,7 @@ void BM_ParseFloor(benchmark::State& state) {
   const char* path = dump_path(state);
   if (path == nullptr) return;
   // decide's parser is sized for its 1 MiB line cap; so is this one.
-  od::parser parser(replaygate::cli::kMaxRecordBytes + 64);
+  od::parser parser(replaygate::inputs::kMaxRecordBytes + 64);
   size_t records = 0;
   for (auto _ : state) {
     const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -71,12 +71,12 @@ void BM_ParseFloor(benchmark::State& state) {
       state.SkipWithError("cannot open $RG_BENCH_DUMP");
       return;
     }
-    replaygate::cli::LineReader reader(fd);
+    replaygate::inputs::LineReader reader(fd);
     std::string_view line;
     size_t sum = 0;
     records = 0;
-    while (reader.next(&line) == replaygate::cli::LineReader::Status::kLine) {
-      sum += touch(parser, line, line.size() + replaygate::cli::LineReader::kPadding);
+    while (reader.next(&line) == replaygate::inputs::LineReader::Status::kLine) {
+      sum += touch(parser, line, line.size() + replaygate::inputs::LineReader::kPadding);
       ++records;
     }
     ::close(fd);

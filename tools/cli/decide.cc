@@ -56,6 +56,19 @@
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
+
+using gate::DumpRules;
+using gate::memory_option_error;
+using inputs::choose_input_format;
+using inputs::input_formats;
+using inputs::InputFormat;
+using inputs::InputFormatOptions;
+using inputs::JsonArrayReader;
+using inputs::kMaxRecordBytes;
+using inputs::LineReader;
+using inputs::not_from_letters;
+using inputs::RecordParser;
+
 namespace {
 
 struct DecideOptions {

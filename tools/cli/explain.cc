@@ -54,6 +54,22 @@
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
+
+using inputs::choose_input_format;
+using inputs::input_format_names;
+using inputs::InputFormat;
+using inputs::InputFormatOptions;
+using inputs::InputOrigin;
+using inputs::kMaxRecordBytes;
+using inputs::LetterParser;
+using inputs::LineReader;
+using inputs::position_of;
+using inputs::record_too_large;
+using inputs::RecordMeta;
+using inputs::RecordParser;
+using inputs::RecordPartValue;
+using inputs::TextPosition;
+
 namespace {
 
 constexpr size_t kMaxLetterBytes = kMaxRecordBytes;  // a letter is one record
@@ -148,8 +164,8 @@ LetterValue slot_value(const Input::Slot& slot) {
 
 // "message_revision < record_revision": a derived field's formula, in describe_condition()'s
 // symbols.
-std::string derivation_text(const std::string& lhs, ir::Op op, const std::string& rhs) {
-  return lhs + " " + op_word_symbol(ir::op_name(op)) + " " + rhs;
+std::string derivation_text(const std::string& lhs, const char* op, const std::string& rhs) {
+  return lhs + " " + op_word_symbol(op) + " " + rhs;
 }
 
 // The letter section's line for one field. A derived field shows the value the rules saw (the
@@ -196,8 +212,8 @@ Report explain_policy(const ir::CheckedPolicy& checked, const Table& table, cons
     DerivedField derived;
     if (const auto& d = policy.fields[f].derived) {
       derived.derived = true;
-      derived.formula =
-          derivation_text(policy.fields.at(d->lhs).name, d->op, policy.fields.at(d->rhs).name);
+      derived.formula = derivation_text(policy.fields.at(d->lhs).name, ir::op_name(d->op),
+                                        policy.fields.at(d->rhs).name);
       if (valid.valid) derived.computed = describe_field_value(valid.values.at(f));
     }
     report.derived.push_back(std::move(derived));
@@ -285,9 +301,8 @@ Report explain_table(const Table& table, const Input& input, const Letter& lette
   for (const TraceDerivation& d : derivations(table)) {
     DerivedField& derived = report.derived.at(d.field);
     derived.derived = true;
-    derived.formula =
-        derivation_text(std::string(table.field(d.lhs).name), static_cast<ir::Op>(d.op),
-                        std::string(table.field(d.rhs).name));
+    derived.formula = derivation_text(std::string(table.field(d.lhs).name), op_code_name(d.op),
+                                      std::string(table.field(d.rhs).name));
     // trace() computes a derived field only when every field is valid, as decide() does.
     if (tr.decision.kind != DecisionKind::kInvalidInput && d.field < tr.fields.size()) {
       derived.computed = tr.fields[d.field].atom_label;

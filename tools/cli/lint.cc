@@ -23,6 +23,9 @@
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
+
+using inputs::LoadedMapping;
+
 namespace {
 
 // Where the docs are published; SARIF rules link to DOCS_URL/docs/diagnostics.md#rgNNN.

@@ -15,6 +15,17 @@
 #include "tools/cli/files.h"
 
 namespace replaygate::cli {
+
+using inputs::FieldMapping;
+using inputs::kAcknowledgeOpensCreate;
+using inputs::kMaxMappingBytes;
+using inputs::LoadedMapping;
+using inputs::Mapping;
+using inputs::parse_bool_strict;
+using inputs::parse_int64_strict;
+using inputs::parse_mapping;
+using inputs::quote_for_reason;
+
 namespace {
 
 // What an input becomes for a record that lacks its source.

@@ -38,6 +38,9 @@
 
 namespace replaygate::cli {
 
+using inputs::LoadedMapping;
+using inputs::Mapping;
+
 // The RG308-RG310 findings for `mapping` (checked against `table`, as parse_mapping() does),
 // pointing into `path`. Empty when no input has a default or an acknowledgement (then the table
 // is not even lifted).

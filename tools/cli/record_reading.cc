@@ -10,6 +10,10 @@
 
 namespace replaygate::cli {
 
+using inputs::InputFormat;
+using inputs::LoadedMapping;
+using inputs::mapping_format_mismatch;
+
 int open_record_parser(const InputFormat& format, const std::string& mapping_path,
                        const Table& table, std::string_view consequence, RecordReading* out) {
   *out = RecordReading{};

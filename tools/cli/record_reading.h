@@ -14,6 +14,10 @@
 
 namespace replaygate::cli {
 
+using inputs::InputFormat;
+using inputs::LoadedMapping;
+using inputs::RecordParser;
+
 // A parser and the mapping it reads through (when its format takes one).
 struct RecordReading {
   std::unique_ptr<LoadedMapping> mapping;  // null for a format without a mapping

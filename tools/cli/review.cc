@@ -49,6 +49,8 @@
 #include "compiler/compile.h"
 #include "compiler/explain.h"
 #include "compiler/lower.h"
+#include "gate/audit_stage.h"
+#include "gate/gate.h"
 #include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
@@ -61,6 +63,22 @@
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
+
+using inputs::JsonError;
+using inputs::JsonShape;
+using inputs::kByteOrderMarkProblem;
+using inputs::kJsonNumberOutOfRange;
+using inputs::kMaxJsonDepth;
+using inputs::kUtf8ByteOrderMark;
+using inputs::locate_duplicate_key;
+using inputs::locate_json_error;
+using inputs::locate_member_value;
+using inputs::position_of;
+using inputs::quote_for_reason;
+using inputs::RecordParser;
+using inputs::scan_json_shape;
+using inputs::TextPosition;
+
 namespace {
 
 using nlohmann::json;
@@ -314,9 +332,8 @@ json value_for_record(const Review& r, const std::string& name, const std::strin
 std::vector<std::string> derived_formulas(const Table& table) {
   std::vector<std::string> out(table.field_count());
   for (const TraceDerivation& d : derivations(table)) {
-    out[d.field] = std::string(table.field(d.lhs).name) + " " +
-                   op_word_symbol(ir::op_name(static_cast<ir::Op>(d.op))) + " " +
-                   std::string(table.field(d.rhs).name);
+    out[d.field] = std::string(table.field(d.lhs).name) + " " + op_word_symbol(op_code_name(d.op)) +
+                   " " + std::string(table.field(d.rhs).name);
   }
   return out;
 }
@@ -609,7 +626,7 @@ int run_review(const Options& o) {
   const json confirmed = o.confirm;
   const std::vector<InputUse> uses = map_review_inputs(*table, r.message, r.record, confirmed);
   for (const InputUse& use : uses) set_slot(input, use.field, use.value, keep);
-  const Decision d = table->decide(input);
+  const Decision d = gate::decide_one(*table, input);
   const Effect effect = table->verb_effect(d.verb);
   // The identifying job id and phase are the values the policy used, when it has such inputs.
   const InputUse* job_use = find_use(uses, "remote_job_id");
@@ -664,28 +681,23 @@ int run_review(const Options& o) {
     // Read before the append, so that this review's own entry is not the earlier one.
     const std::string repeated =
         effect == Effect::kCreate ? earlier_create_warning(o.audit, out) : std::string();
-    audit::DecisionEntry entry;
-    entry.operator_name = o.operator_name;
+    // The entry goes through the gate's audit stage, as decide's do (one writer, one append).
+    audit::DecisionEntry entry =
+        gate::decision_entry(*table, d.verb, table->rule_name(d), table->checksum_hex());
     entry.message_id = out["message_id"];
     entry.operation_id = out["operation_id"];
-    entry.action = std::string(table->verb_name(d.verb));
-    entry.effect = effect_name(effect);
-    entry.rule = std::string(table->rule_name(d));
-    entry.policy = std::string(table->policy_id());
-    entry.policy_revision = table->revision();
-    entry.table_checksum = table->checksum_hex();
     entry.record_revision = out["record_revision"];
-    const audit::AppendResult appended = audit::append(o.audit, audit::to_json(entry));
-    std::fputs(audit::removed_tail_note(o.audit, appended).c_str(), stderr);
-    if (!appended.ok) {
+    gate::AuditStage stage(o.audit, o.operator_name, "");
+    stage.add_entry(std::move(entry));
+    if (!stage.commit()) {
       std::fprintf(stderr,
                    "replaygate: %s\nreplaygate: the decision was NOT recorded and is not "
                    "taken; do not act on it\n",
-                   appended.error.c_str());
+                   stage.error().c_str());
       return kExitUsage;
     }
-    out["audit_entry"] = appended.seq;
-    out["audit_hash"] = appended.hash;
+    out["audit_entry"] = stage.last_seq();
+    out["audit_hash"] = stage.last_hash();
     std::fputs(repeated.c_str(), stderr);
   }
 

@@ -55,6 +55,10 @@
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
+
+using inputs::parse_bool_strict;
+using inputs::parse_int64_strict;
+
 namespace {
 
 constexpr size_t kMaxCaseFileBytes = size_t{16} << 20;
