@@ -279,3 +279,25 @@ TEST_F(LedgerCli, AuditedClaimsAreMarkedRecorded) {
 
 }  // namespace
 }  // namespace replaygate::testing
+
+namespace replaygate::testing {
+namespace {
+
+TEST_F(LedgerCli, LedgerSubcommandsReadWhatDecideClaimed) {
+  ASSERT_EQ(decide(dump("d.jsonl", letter("m-1", "k1") + letter("m-2", "k2"))).exit_code, 0);
+  const CliResult show = run({"ledger", "show", "k1", "--ledger", ledger()});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  const json row = json::parse(lines_of(show.out).at(0));
+  EXPECT_EQ(row["key"], "k1");
+  EXPECT_EQ(row["message_id"], "m-1");
+  EXPECT_EQ(row["state"], "claimed");
+  const CliResult stats = run({"ledger", "stats", "--ledger", ledger()});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(json::parse(stats.out)["keys"], 2);
+  EXPECT_EQ(lines_of(run({"ledger", "list", "--ledger", ledger()}).out).size(), 2u);
+  EXPECT_EQ(lines_of(run({"ledger", "export", "--ledger", ledger()}).out).size(), 2u);
+  EXPECT_EQ(run({"ledger", "list", "--ledger", ledger(), "--since", "yesterday"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace replaygate::testing
