@@ -275,6 +275,10 @@ TEST_F(LedgerCli, AuditedClaimsAreMarkedRecorded) {
                            dump("e.jsonl", letter("m-2", "k1"))});
   EXPECT_EQ(decisions(q.out).at(0)["rule"], "ledger:already_replayed");
   EXPECT_EQ(r.err.find("cannot mark"), std::string::npos) << r.err;
+  const json stats = json::parse(run({"ledger", "stats", "--ledger", db}).out);
+  EXPECT_EQ(stats["recorded"], 1) << stats;
+  EXPECT_EQ(stats["claimed"], 0) << stats;
+  EXPECT_EQ(run({"audit", "verify", log}).exit_code, 0);
 }
 
 }  // namespace
