@@ -120,6 +120,18 @@ class DecisionText {
     }
     return view(cached);
   }
+  // The text for (verb, rule, reason), not cached (a hold whose reason varies per record).
+  std::string render(uint32_t verb, std::string_view rule, std::string_view reason,
+                     bool invalid) const {
+    std::string text = verb_json_[verb];
+    text += ",\"rule\":";
+    append_json_string(text, rule);
+    text += ",\"reason\":";
+    append_json_string(text, reason);
+    text += tail_;
+    text += invalid ? ",\"invalid\":true}\n" : ",\"invalid\":false}\n";
+    return text;
+  }
   // A record that could not be read: the default verb with `problem` as the reason and, when the
   // problem has one place, its 1-based `column` (in bytes) in the line (rare, not cached).
   // Appends to `out`.

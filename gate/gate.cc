@@ -9,6 +9,7 @@
 namespace replaygate::gate {
 
 std::string_view Verdict::rule(const Table& table) const {
+  if (!held_by.empty()) return held_by;
   if (outcome != ReplayGuard::Outcome::kReplay) return DecisionText::held_rule(outcome);
   if (record != nullptr && record->readable) return table.rule_name(record->decision);
   return "default";
@@ -158,6 +159,21 @@ void Gate::judge(const Batch& batch, size_t i, ByteBuffer& out) {
       if (v.outcome != ReplayGuard::Outcome::kReplay) {
         v.verb = table_->default_verb();
         text = texts_->held(v.outcome);
+      } else if (options_.claimer != nullptr) {
+        const bool keyed = key_slot_ != nullptr && key_slot_->state == Input::Slot::State::kString;
+        const std::string_view key = keyed ? key_slot_->s : std::string_view();
+        answer_ = options_.claimer->claim(*table_, p, keyed ? &key : nullptr, meta_);
+        if (!answer_.granted) {
+          ++counts_.ledger_holds;
+          v.verb = table_->default_verb();
+          v.held_by = answer_.rule;
+          claim_text_ = texts_->render(v.verb, answer_.rule, answer_.reason, false);
+        } else {
+          claim_text_ = text;
+          claim_text_.resize(claim_text_.size() - 2);  // "}\n"
+          claim_text_ += answer_.claimed ? ",\"claimed\":true}\n" : ",\"claimed\":false}\n";
+        }
+        text = claim_text_;
       }
     }
   }

@@ -90,7 +90,8 @@ struct Verdict {
   bool invalid = true;
   ReplayGuard::Outcome outcome = ReplayGuard::Outcome::kReplay;  // kReplay: the guard held nothing
   const inputs::RecordMeta* meta = nullptr;  // the record's metadata (message_id, body_hash)
-  // The rule the line names: "default", a rule id, or the guard's "dump:..." hold.
+  std::string_view held_by;                  // a Claimer's hold ("ledger:..."), or empty
+  // The rule the line names: "default", a rule id, the guard's "dump:..." hold or a Claimer's.
   std::string_view rule(const Table& table) const;
 };
 
@@ -106,9 +107,26 @@ class Stage {
   virtual const std::string& error() const = 0;
 };
 
+// A durable claim after the replay guard (the replay ledger, gate/ledger_stage.h): asked for each
+// create verb the guard let through, before its line is rendered.
+class Claimer {
+ public:
+  struct Answer {
+    bool granted = false;
+    bool claimed = false;  // granted: the line says "claimed": true (false: a dry run)
+    std::string rule;      // not granted: the hold's rule ("ledger:...") and reason
+    std::string reason;
+  };
+  virtual ~Claimer() = default;
+  // `key`: the record's idempotency key, or null when it has none.
+  virtual Answer claim(const Table& table, const Pending& record, const std::string_view* key,
+                       const inputs::RecordMeta& meta) = 0;
+};
+
 // Counts for the run's summary.
 struct GateCounts {
-  uint64_t total = 0, invalid = 0, maybe_duplicate_holds = 0, budget_holds = 0, key_limit_holds = 0;
+  uint64_t total = 0, invalid = 0, maybe_duplicate_holds = 0, budget_holds = 0, key_limit_holds = 0,
+           ledger_holds = 0;
   std::vector<uint64_t> per_verb;  // by verb index
 };
 
@@ -124,6 +142,7 @@ class Gate {
     // dump) instead of a column.
     // "/" for a top-level array, "/Messages/" for the array of {"Messages": [...]}; "" for lines.
     std::string array_pointer_prefix;
+    Claimer* claimer = nullptr;  // not owned; set: batch_size() is 1
   };
 
   // A gate on `shared`'s current table (pinned), or null when `shared` has no free reader slot.
@@ -136,8 +155,8 @@ class Gate {
   const Table& table() const { return *table_; }
   // Adds a stage between decide and print (not owned); batch_size() becomes 1.
   void add_stage(Stage* stage) { stages_.push_back(stage); }
-  bool has_stages() const { return !stages_.empty(); }
-  size_t batch_size() const { return stages_.empty() ? options_.batch_records : 1; }
+  bool has_stages() const { return !stages_.empty() || options_.claimer != nullptr; }
+  size_t batch_size() const { return has_stages() ? 1 : options_.batch_records; }
   // Pins the shared table's current table (a consumer between records); rerenders the cached
   // text when it changed. False when the reader has no slot.
   bool repin();
@@ -178,6 +197,8 @@ class Gate {
   const Input::Slot* key_slot_ = nullptr;
   inputs::RecordMeta meta_;
   std::string problem_;
+  std::string claim_text_;
+  Claimer::Answer answer_;  // a Claimer's line text (its hold, or the grant with "claimed")
   GateCounts counts_;
 };
 

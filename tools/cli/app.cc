@@ -36,6 +36,7 @@ constexpr Command kCommands[] = {
      setup_review},
     {"audit", "Verify the audit trail, append a result entry, or repair a broken log", setup_audit},
     {"diff", "Compare two policies: every region of inputs whose verb or rule changes", setup_diff},
+    {"ledger", "Read the durable replay ledger: show a key, list, stats, export", setup_ledger},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

@@ -40,6 +40,7 @@ Runner setup_convert(CLI::App& sub);
 Runner setup_review(CLI::App& sub);  // tools/cli/review.cc
 Runner setup_audit(CLI::App& sub);   // tools/cli/audit_cmd.cc
 Runner setup_diff(CLI::App& sub);
+Runner setup_ledger(CLI::App& sub);  // tools/cli/ledger_cmd.cc
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);

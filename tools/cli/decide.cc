@@ -40,6 +40,7 @@
 
 #include "gate/audit_stage.h"
 #include "gate/gate.h"
+#include "gate/ledger_stage.h"
 #include "gate/memory_limit.h"
 #include "gate/replay_guard.h"
 #include "inputs/formats.h"
@@ -88,6 +89,10 @@ struct DecideOptions {
   std::string audit;              // --audit FILE: append every decision to this audit log
   std::string operator_name;      // --operator NAME, required with --audit
   bool operator_set = false;      // --operator was on the command line (even as "")
+  std::string ledger;             // --ledger URL: the durable replay ledger (docs/ledger.md)
+  std::string ledger_scope;       // --ledger-scope S (default "default")
+  bool ledger_scope_set = false;
+  bool dry_run = false;  // --dry-run: consult the ledger, claim nothing
 };
 
 // --max-replayed-keys above this is refused (the limit of the exact set it was first written for;
@@ -141,6 +146,10 @@ int run_decide(const DecideOptions& o) {
   // Given but empty says "--operator is empty", as for review and audit result.
   if (const std::string why = operator_error(o.operator_name); !o.audit.empty() && !why.empty()) {
     return usage(why);
+  }
+  if (o.ledger.empty() && (o.ledger_scope_set || o.dry_run)) {
+    return usage(std::string(o.dry_run ? "--dry-run" : "--ledger-scope") +
+                 " only applies with --ledger LEDGER");
   }
   std::string format_error;
   const InputFormat* format = choose_input_format(o.format, &format_error);
@@ -313,6 +322,29 @@ int run_decide(const DecideOptions& o) {
     gate_options.array_pointer_prefix =
         format->array_member.empty() ? "/" : "/" + std::string(format->array_member) + "/";
   }
+  // With --ledger, a create verb the replay guard lets through is claimed in the ledger before its
+  // line is rendered (gate/ledger_stage.h); when the ledger cannot be opened or written, every
+  // would-be replay is held (ledger:unavailable) and the run exits 2.
+  std::unique_ptr<gate::LedgerStage> ledger_stage;
+  if (!o.ledger.empty()) {
+    gate::LedgerStage::Options lo;
+    lo.url = o.ledger;
+    if (o.ledger_scope_set) lo.scope = o.ledger_scope;
+    lo.dry_run = o.dry_run;
+    lo.mark_recorded = !o.audit.empty();
+    ledger_stage = std::make_unique<gate::LedgerStage>(std::move(lo));
+    if (!ledger_stage->open()) {
+      std::fprintf(
+          stderr,
+          "replaygate: error: %s; every would-be replay is held (rule ledger:unavailable)\n",
+          ledger_stage->failure().c_str());
+    } else if (dedupe_field == Table::kNoField) {
+      std::fprintf(stderr,
+                   "replaygate: note: with --ledger and no idempotency key field, no letter is "
+                   "replayed (rule ledger:no_key); name one with --dedupe-field\n");
+    }
+    gate_options.claimer = ledger_stage.get();
+  }
   const std::unique_ptr<gate::Gate> gate_ptr =
       gate::Gate::open(shared, *parser, dump_rules, gate_options);
   gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
@@ -324,6 +356,8 @@ int run_decide(const DecideOptions& o) {
     audit_stage = std::make_unique<gate::AuditStage>(o.audit, o.operator_name, input_name);
     gate.add_stage(audit_stage.get());
   }
+  // After the audit stage: marks the block's claims `recorded` once their entries are written.
+  if (ledger_stage != nullptr) gate.add_stage(ledger_stage.get());
 
   // One JSON array (rabbitmq) or JSON Lines (the others): either way one capped record at a time.
   std::optional<LineReader> line_reader;
@@ -463,6 +497,12 @@ int run_decide(const DecideOptions& o) {
   if (counts.key_limit_holds > 0) {
     summary += ", key-limit holds " + std::to_string(counts.key_limit_holds);
   }
+  if (ledger_stage != nullptr) {
+    summary += "; ledger " + ledger_stage->describe() + (o.dry_run ? " (dry run)" : "") +
+               ": claims " + std::to_string(ledger_stage->claims()) + ", already replayed " +
+               std::to_string(ledger_stage->held()) + ", ledger holds " +
+               std::to_string(counts.ledger_holds);
+  }
   const double rate = dump_rules.false_positive_rate();
   if (dedupe_field != Table::kNoField) {
     summary += "; replayed keys " + std::to_string(dump_rules.keys()) + " " +
@@ -484,6 +524,13 @@ int run_decide(const DecideOptions& o) {
         threshold.c_str(), static_cast<unsigned long long>(dump_rules.keys_seen_at_most()));
   }
   if (exit_code != kExitOk) return exit_code;
+  if (ledger_stage != nullptr && ledger_stage->failed()) {
+    std::fprintf(stderr,
+                 "replaygate: the replay ledger failed (%s); the letters held as "
+                 "ledger:unavailable were not replayed\n",
+                 ledger_stage->failure().c_str());
+    return kExitUsage;
+  }
   return counts.invalid > 0 ? kExitFindings : kExitOk;
 }
 
@@ -533,17 +580,27 @@ Runner setup_decide(CLI::App& sub) {
                  "Append every decision to this audit log (docs/recovery.md) before printing it");
   CLI::Option* operator_option =
       sub.add_option("--operator", o->operator_name, "Who takes the decisions (with --audit)");
-  return
-      [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias] {
-        o->format.input_format_set = input_format->count() > 0;
-        o->format.alias_set = format_alias->count() > 0;
-        o->operator_set = operator_option->count() > 0;
-        o->dedupe_field_set = dedupe->count() > 0;
-        o->max_replays_set = max_replays->count() > 0;
-        o->max_keys_set = max_keys->count() > 0;
-        o->filter_mib_set = filter_mib->count() > 0;
-        return run_decide(*o);
-      };
+  sub.add_option("--ledger", o->ledger,
+                 "Durable replay ledger (a SQLite PATH or a postgresql:// URL, docs/ledger.md): "
+                 "each replay is claimed by idempotency key before it is printed, once across "
+                 "runs, processes and hosts");
+  CLI::Option* scope = sub.add_option("--ledger-scope", o->ledger_scope,
+                                      "Ledger scope (default 'default'; with --ledger)");
+  sub.add_flag("--dry-run", o->dry_run,
+               "With --ledger: look keys up, claim nothing (a would-be replay says "
+               "\"claimed\": false)");
+  return [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias,
+          scope] {
+    o->ledger_scope_set = scope->count() > 0;
+    o->format.input_format_set = input_format->count() > 0;
+    o->format.alias_set = format_alias->count() > 0;
+    o->operator_set = operator_option->count() > 0;
+    o->dedupe_field_set = dedupe->count() > 0;
+    o->max_replays_set = max_replays->count() > 0;
+    o->max_keys_set = max_keys->count() > 0;
+    o->filter_mib_set = filter_mib->count() > 0;
+    return run_decide(*o);
+  };
 }
 
 }  // namespace replaygate::cli
