@@ -218,13 +218,22 @@ TEST_F(LedgerCli, ReadOnlyLedgerFailsClosedAndKeepsEarlierClaims) {
   ASSERT_EQ(decide(file).exit_code, 0);
   ::chmod(dir_.c_str(), 0777);
   const std::string second = dump("e.jsonl", letter("m-2", "k2") + letter("m-3", "k1"));
+  // The non-root child runs copies in the scratch directory (under /tmp): the checkout the test
+  // runs from may sit below a directory only root can enter (mktemp -d makes 0700 ones).
+  const std::filesystem::path cli = dir_ / "replaygate";
+  const std::filesystem::path policy = dir_ / "replay_gate.yaml";
+  std::filesystem::copy_file(kCliBinary, cli);
+  std::filesystem::copy_file(kPolicy, policy);
+  ::chmod(cli.c_str(), 0755);
+  ::chmod(policy.c_str(), 0644);
+  ::chmod(second.c_str(), 0644);
   ASSERT_EQ(::chmod(ledger().c_str(), 0444), 0);
   ASSERT_EQ(::chmod(dir_.c_str(), 0555), 0);
   std::string command;
   if (geteuid() == 0) command = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
-  command += shell_quote(kCliBinary) + " decide --policy " + shell_quote(kPolicy) + " --ledger " +
-             shell_quote(ledger()) + " " + shell_quote(second) + " >/tmp/rg_ledger_ro_out." +
-             std::to_string(getpid()) + " 2>/dev/null";
+  command += shell_quote(cli.string()) + " decide --policy " + shell_quote(policy.string()) +
+             " --ledger " + shell_quote(ledger()) + " " + shell_quote(second) +
+             " >/tmp/rg_ledger_ro_out." + std::to_string(getpid()) + " 2>/dev/null";
   const int code = run_shell(command);
   ::chmod(dir_.c_str(), 0755);
   ::chmod(ledger().c_str(), 0644);
