@@ -223,12 +223,78 @@ std::string parse_object(std::string_view line, json* out) {
 // a result's `operator` is optional.
 const char* const kCommon[] = {"seq", "prev", "kind", "time"};
 const char* const kDecision[] = {
-    "operator", "message_id",      "operation_id",   "action",          "effect", "rule",
-    "policy",   "policy_revision", "table_checksum", "record_revision", "source", "record"};
+    "operator", "message_id", "operation_id",    "action",          "effect",
+    "rule",     "policy",     "policy_revision", "table_checksum",  "record_revision",
+    "source",   "record",     "idempotency_key", "claim_generation"};
+// Optional in a decision: the record's idempotency key, and the ledger claim's generation when a
+// claim was won (docs/ledger.md); older logs lack both.
+const char* const kDecisionOptional[] = {"source", "record", "idempotency_key", "claim_generation"};
 const char* const kResult[] = {"decision", "revision", "outcome", "operator"};
 const char* const kRepair[] = {"operator", "reason", "covers", "problem_count", "problems"};
+// An operator act on the replay ledger (`replaygate ledger release|prune`, docs/ledger.md).
+const char* const kLedger[] = {"operator",         "act",    "scope",  "idempotency_key",
+                               "claim_generation", "reason", "cutoff", "state"};
 // How many of the problems it acknowledges a repair entry lists (problem_count counts them all).
 constexpr size_t kRepairListed = 10;
+
+// The optional `idempotency_key` (a non-empty string) and
+// `claim_generation` (a ledger generation, from 1) of a decision or ledger entry.
+template <class Bad>
+std::string check_key_fields(const json& j, const Bad& bad) {
+  if (j.contains("idempotency_key")) {
+    const json& key = j.at("idempotency_key");
+    if (!key.is_string() || key.get_ref<const std::string&>().empty()) {
+      return bad("idempotency_key", "a non-empty string (the record's idempotency key)");
+    }
+  }
+  if (j.contains("claim_generation") && !is_count(j.at("claim_generation"), 1, kMaxRevision)) {
+    return bad("claim_generation", "a ledger claim's generation (a whole number from 1)");
+  }
+  return "";
+}
+
+// A ledger entry's fields (audit_log.h): which an act needs, and their values.
+template <class Bad, class Missing>
+std::string check_ledger_fields(const json& j, const Bad& bad, const Missing& missing) {
+  for (const char* key : {"act", "scope"}) {
+    if (!j.contains(key)) return missing(key);
+  }
+  const json& act = j.at("act");
+  // What each act needs beyond act, scope and operator.
+  std::vector<const char*> needs;
+  if (act == "release_requested") {
+    needs = {"idempotency_key", "reason"};
+  } else if (act == "released") {
+    needs = {"idempotency_key", "claim_generation", "reason"};
+  } else if (act == "prune_requested") {
+    needs = {"cutoff"};
+  } else if (act == "pruned") {
+    needs = {"idempotency_key", "claim_generation", "cutoff", "state"};
+  } else {
+    return bad("act", "release_requested, released, prune_requested or pruned");
+  }
+  for (const char* key : needs) {
+    if (!j.contains(key)) return missing(key);
+  }
+  if (!j.at("scope").is_string() || j.at("scope").get_ref<const std::string&>().empty()) {
+    return bad("scope", "a ledger scope (a non-empty string)");
+  }
+  if (std::string why = check_key_fields(j, bad); !why.empty()) return why;
+  if (j.contains("reason")) {
+    if (!j.at("reason").is_string()) return bad("reason", "a string");
+    if (const std::string why = operator_name_problem(j.at("reason").get_ref<const std::string&>());
+        !why.empty()) {
+      return "'reason' " + why;
+    }
+  }
+  for (const char* key : {"cutoff", "state"}) {
+    if (j.contains(key) &&
+        (!j.at(key).is_string() || j.at(key).get_ref<const std::string&>().empty())) {
+      return bad(key, key == std::string_view("cutoff") ? "an RFC 3339 time" : "a claim state");
+    }
+  }
+  return "";
+}
 
 // The problem with one entry (a JSON object, so no key twice), or "" when it is valid. Only the
 // entry itself is checked here; its place in the chain and the log is verify_bytes()'. `line` is
@@ -242,14 +308,18 @@ std::string check_fields(const json& j, std::string_view line = {}) {
   if (!j.contains("prev")) return "no 'prev' hash";
   if (!is_hex32(j.at("prev"))) return "'prev' is " + value_of("prev") + "; expected 32 hex digits";
   if (!j.contains("kind")) return "no 'kind'";
-  if (j.at("kind") != "decision" && j.at("kind") != "result" && j.at("kind") != "repair") {
-    return "unknown kind " + value_of("kind") + "; expected \"decision\", \"result\" or \"repair\"";
+  if (j.at("kind") != "decision" && j.at("kind") != "result" && j.at("kind") != "repair" &&
+      j.at("kind") != "ledger") {
+    return "unknown kind " + value_of("kind") +
+           "; expected \"decision\", \"result\", \"repair\" or \"ledger\"";
   }
   const bool decision = j.at("kind") == "decision";
   const bool repair = j.at("kind") == "repair";
+  const bool ledger = j.at("kind") == "ledger";
   const std::string kind = j.at("kind");
   const std::span<const char* const> fields = decision ? std::span<const char* const>(kDecision)
                                               : repair ? std::span<const char* const>(kRepair)
+                                              : ledger ? std::span<const char* const>(kLedger)
                                                        : std::span<const char* const>(kResult);
   for (const auto& [key, value] : j.items()) {
     bool known = false;
@@ -266,7 +336,7 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     return "'time' is " + value_of("time") + (why.empty() ? "" : " (" + why + ")") +
            "; expected a UTC time YYYY-MM-DDTHH:MM:SSZ";
   }
-  if (j.contains("operator") || decision || repair) {
+  if (j.contains("operator") || decision || repair || ledger) {
     if (!j.contains("operator")) return missing("operator");
     if (!j.at("operator").is_string()) return bad("operator", "a string");
     if (const std::string why =
@@ -277,10 +347,10 @@ std::string check_fields(const json& j, std::string_view line = {}) {
   }
   if (decision) {
     for (const char* key : kDecision) {
-      if (!j.contains(key) && std::string_view(key) != "source" &&
-          std::string_view(key) != "record") {
-        return missing(key);
-      }
+      const bool optional =
+          std::any_of(std::begin(kDecisionOptional), std::end(kDecisionOptional),
+                      [key](const char* o) { return std::string_view(o) == key; });
+      if (!j.contains(key) && !optional) return missing(key);
     }
     for (const char* key : {"message_id", "operation_id"}) {
       if (!j.at(key).is_string() && !j.at(key).is_null()) return bad(key, "a string or null");
@@ -330,6 +400,16 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     if (j.contains("record") && !is_count(j.at("record"), 1, UINT64_MAX)) {
       return bad("record", "a line number (a whole number from 1)");
     }
+    if (std::string why = check_key_fields(j, bad); !why.empty()) return why;
+    if (j.contains("claim_generation")) {
+      if (!j.contains("idempotency_key")) return missing("idempotency_key");
+      if (effect != "create") {
+        return "'claim_generation' in a decision whose 'effect' is " + value_of("effect") +
+               "; only a create verb claims the replay ledger";
+      }
+    }
+  } else if (ledger) {
+    if (std::string why = check_ledger_fields(j, bad, missing); !why.empty()) return why;
   } else if (repair) {
     for (const char* key : kRepair) {
       if (!j.contains(key)) return missing(key);
@@ -407,13 +487,13 @@ bool is_whole_object(std::string_view fragment) {
 }
 
 // Whether unterminated bytes at least start like a line a writer writes (`{"action":"`,
-// `{"decision":` or `{"covers":"`, or a cut of that start): when they do not, they are named as
-// not an audit entry at all (a note, a dead letter: the wrong path). Whether they are a torn tail
-// is why_not_torn()'s question.
+// `{"decision":`, `{"covers":"` or `{"act":"`, or a cut of that start): when they do not, they are
+// named as not an audit entry at all (a note, a dead letter: the wrong path). Whether they are a
+// torn tail is why_not_torn()'s question.
 bool looks_like_torn_entry(std::string_view fragment) {
   for (const std::string_view start :
        {std::string_view(R"({"action":")"), std::string_view(R"({"decision":)"),
-        std::string_view(R"({"covers":")")}) {
+        std::string_view(R"({"covers":")"), std::string_view(R"({"act":")")}) {
     const size_t n = std::min(fragment.size(), start.size());
     if (fragment.substr(0, n) == start.substr(0, n)) return true;
   }
@@ -458,7 +538,9 @@ struct LineKey {
 
 // Each kind's keys in the order a writer's line has them (sorted: nlohmann's objects are maps).
 constexpr LineKey kDecisionLine[] = {{"action", Shape::kString, false},
+                                     {"claim_generation", Shape::kCount, true},
                                      {"effect", Shape::kEffect, false},
+                                     {"idempotency_key", Shape::kString, true},
                                      {"kind", Shape::kKind, false},
                                      {"message_id", Shape::kStringOrNull, false},
                                      {"operation_id", Shape::kStringOrNull, false},
@@ -487,6 +569,14 @@ constexpr LineKey kRepairLine[] = {{"covers", Shape::kHex32, false},
                                    {"reason", Shape::kString, false},
                                    {"seq", Shape::kSeq, false},
                                    {"time", Shape::kTime, false}};
+
+constexpr LineKey kLedgerLine[] = {
+    {"act", Shape::kString, false},   {"claim_generation", Shape::kCount, true},
+    {"cutoff", Shape::kString, true}, {"idempotency_key", Shape::kString, true},
+    {"kind", Shape::kKind, false},    {"operator", Shape::kString, false},
+    {"prev", Shape::kPrev, false},    {"reason", Shape::kString, true},
+    {"scope", Shape::kString, false}, {"seq", Shape::kSeq, false},
+    {"state", Shape::kString, true},  {"time", Shape::kTime, false}};
 
 // What the next line of a log must continue with: the previous line's hash and the seq an append
 // (or, for a repair entry, a repair) gives it.
@@ -528,6 +618,7 @@ class PrefixReader {
           return name.substr(0, key.size()) == key;
         };
         if (first) {
+          // ("act", a ledger entry's first key, is a start of "action" too.)
           if (starts("action") || starts("decision") || starts("covers")) return "";
         } else {
           for (size_t n = k; n < keys.size(); ++n) {
@@ -545,6 +636,8 @@ class PrefixReader {
           keys = kResultLine, kind = "result";
         else if (key == "covers")
           keys = kRepairLine, kind = "repair";
+        else if (key == "act")
+          keys = kLedgerLine, kind = "ledger";
         else
           return fail("the first key '" + key + "' does not begin any entry");
       }
@@ -1021,6 +1114,8 @@ Scan scan_log(std::string_view bytes) {
             std::to_string(seen->second.second) +
             " under the same 'table_checksum' (a table gives each verb one effect)");
       }
+    } else if (entry["kind"] == "ledger") {
+      ++report.ledger;
     } else if (entry["kind"] == "result") {
       const uint64_t decision = entry["decision"];
       const auto it = s.decisions.find(decision);

@@ -11,10 +11,16 @@
 //               string), effect
 //               (none, read, copy or create; none when rule is "default"), policy_revision
 //               (0 to INT64_MAX), table_checksum (32 hex digits), record_revision (integer, string
-//               or null); `decide --audit` adds source (string) and record (line number, >= 1)
+//               or null); `decide --audit` adds source (string) and record (line number, >= 1),
+//               and, for a record with an idempotency key, idempotency_key (a non-empty string)
+//               and, when its replay-ledger claim was won, claim_generation (>= 1; effect create)
 //   "result":   decision (the seq of an earlier decision entry, which has no other result),
 //               revision (the new local revision, 0 to INT64_MAX), outcome (not blank), and
 //               optionally operator
+//   "ledger":   an operator act on the replay ledger (`ledger release|prune`, audit/entry.h's
+//               LedgerEntry): operator, act (release_requested, released, prune_requested,
+//               pruned), scope, and as the act needs them idempotency_key, claim_generation,
+//               reason (one printable line), cutoff (RFC 3339), state
 //   "repair":   written by `audit repair` only, when the log does not verify: operator, reason
 //               (one printable line, as an operator name), covers (XXH3-128 of every byte of the
 //               log before this line), problem_count (>= 1) and problems (the first 10 of them,
@@ -36,9 +42,9 @@
 // one write(2) under the lock and fsync(2)s before it reports success, so what a crash can leave
 // there is a cut of the line it was writing, and nothing else. The rule: those bytes are a torn
 // tail only when they are a strict prefix of the next line a writer would write (nlohmann's dump:
-// keys sorted, so `{"action":"`, `{"decision":` or `{"covers":"` first; no spaces; control
-// characters escaped; no nested object; `seq` the next one and `prev` the last line's hash) that
-// stops before the end of its last field (`time`, last in every kind). A torn tail was never
+// keys sorted, so `{"action":"`, `{"decision":`, `{"covers":"` or `{"act":"` first; no spaces;
+// control characters escaped; no nested object; `seq` the next one and `prev` the last line's hash)
+// that stops before the end of its last field (`time`, last in every kind). A torn tail was never
 // acknowledged: it is truncated away and handed back to the caller
 // (AppendResult::removed_torn_tail) to show. Anything else without a '\n' is a problem (a whole
 // JSON object, an entry with bytes after its closing brace, two entries joined, an entry with a
@@ -136,7 +142,8 @@ struct RepairSeen {
 struct VerifyReport {
   uint64_t entries = 0;    // valid lines (an unterminated whole object too, when valid)
   uint64_t decisions = 0;  // of which decision entries
-  uint64_t results = 0;    // of which result entries (the rest are repair entries)
+  uint64_t results = 0;    // of which result entries
+  uint64_t ledger = 0;     // of which ledger entries (the rest are repair entries)
   // The file ends in a torn tail: unterminated bytes that are a cut of the next line a writer
   // would write (the rule above: a crashed append); not counted in `entries`, not a problem.
   bool torn_tail = false;

@@ -23,6 +23,8 @@ nlohmann::json to_json(const DecisionEntry& e) {
   j["policy_revision"] = e.policy_revision;
   j["table_checksum"] = e.table_checksum;
   j["record_revision"] = e.record_revision;
+  if (e.idempotency_key) j["idempotency_key"] = *e.idempotency_key;
+  if (e.claim_generation > 0) j["claim_generation"] = e.claim_generation;
   return j;
 }
 
@@ -34,6 +36,21 @@ nlohmann::json to_json(const ResultEntry& e) {
   j["revision"] = e.revision;
   j["outcome"] = e.outcome;
   if (e.operator_name) j["operator"] = *e.operator_name;
+  return j;
+}
+
+nlohmann::json to_json(const LedgerEntry& e) {
+  nlohmann::json j;
+  j["kind"] = "ledger";
+  j["time"] = e.time.empty() ? utc_now() : e.time;
+  j["operator"] = e.operator_name;
+  j["act"] = e.act;
+  j["scope"] = e.scope;
+  if (e.idempotency_key) j["idempotency_key"] = *e.idempotency_key;
+  if (e.claim_generation > 0) j["claim_generation"] = e.claim_generation;
+  if (e.reason) j["reason"] = *e.reason;
+  if (e.cutoff) j["cutoff"] = *e.cutoff;
+  if (e.state) j["state"] = *e.state;
   return j;
 }
 

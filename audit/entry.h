@@ -1,7 +1,7 @@
 // The typed audit entries: one schema (audit_log.h's header comment, docs/recovery.md "Audit
 // trail") and one writer, to_json(), for every command that appends: `decide --audit` and the
-// gate, `review --confirm` (decision entries) and `audit result` (result entries). Repair entries
-// are written by audit::repair() alone.
+// gate, `review --confirm` (decision entries), `audit result` (result entries) and `replaygate
+// ledger release|prune` (ledger entries). Repair entries are written by audit::repair() alone.
 //
 // to_json() gives the object append() / append_batch() write (they set `seq` and `prev`); the keys
 // are written sorted (nlohmann's object order), so an entry's bytes depend only on its values.
@@ -31,6 +31,28 @@ struct DecisionEntry {
   int64_t policy_revision = 0;
   std::string table_checksum;      // 32 hex digits
   nlohmann::json record_revision;  // integer, string or null (review: the operation record's)
+  // The record's idempotency key (nullopt: it has none, or no key field is named), and the
+  // generation of the replay-ledger claim this decision won (0: none). Written only when set:
+  // logs written before the ledger lack both.
+  std::optional<std::string> idempotency_key;
+  int64_t claim_generation = 0;
+};
+
+// An operator act on the replay ledger (docs/ledger.md, "Operator commands"). Acts:
+//   release_requested  written before the ledger release (key, reason; generation: the live one)
+//   released           written after it (key, generation released, reason)
+//   prune_requested    written before a prune (cutoff; reason optional)
+//   pruned             one per deleted row, after the prune (key, generation, state, cutoff)
+struct LedgerEntry {
+  std::string time;  // "" means now
+  std::string operator_name;
+  std::string act;
+  std::string scope;
+  std::optional<std::string> idempotency_key;
+  int64_t claim_generation = 0;       // 0: not written
+  std::optional<std::string> reason;  // release acts; prune_requested optionally
+  std::optional<std::string> cutoff;  // prune acts: RFC 3339 UTC with microseconds
+  std::optional<std::string> state;   // pruned: the row's state when it was deleted
 };
 
 // An outcome recorded against an earlier decision entry (`audit result`).
@@ -44,5 +66,6 @@ struct ResultEntry {
 
 nlohmann::json to_json(const DecisionEntry& entry);
 nlohmann::json to_json(const ResultEntry& entry);
+nlohmann::json to_json(const LedgerEntry& entry);
 
 }  // namespace replaygate::audit

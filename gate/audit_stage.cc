@@ -37,6 +37,8 @@ void AuditStage::add(const Table& table, const Verdict& v) {
   if (v.meta != nullptr && v.meta->has_message_id) {
     entry.message_id = std::string(v.meta->message_id);
   }
+  if (!v.key.empty()) entry.idempotency_key = std::string(v.key);
+  entry.claim_generation = v.claim_generation;
   add_entry(std::move(entry));
 }
 

@@ -172,6 +172,7 @@ void Gate::judge(const Batch& batch, size_t i, ByteBuffer& out) {
           claim_text_ = text;
           claim_text_.resize(claim_text_.size() - 2);  // "}\n"
           claim_text_ += answer_.claimed ? ",\"claimed\":true}\n" : ",\"claimed\":false}\n";
+          if (answer_.claimed) v.claim_generation = answer_.generation;
         }
         text = claim_text_;
       }
@@ -188,6 +189,9 @@ void Gate::judge(const Batch& batch, size_t i, ByteBuffer& out) {
   out.commit(w + text.size());
   if (!stages_.empty()) {
     v.meta = &meta_;  // one record per batch with stages: the record's own metadata
+    if (p.readable && key_slot_ != nullptr && key_slot_->state == Input::Slot::State::kString) {
+      v.key = key_slot_->s;
+    }
     for (Stage* stage : stages_) stage->add(*table_, v);
   }
 }

@@ -91,6 +91,8 @@ struct Verdict {
   ReplayGuard::Outcome outcome = ReplayGuard::Outcome::kReplay;  // kReplay: the guard held nothing
   const inputs::RecordMeta* meta = nullptr;  // the record's metadata (message_id, body_hash)
   std::string_view held_by;                  // a Claimer's hold ("ledger:..."), or empty
+  std::string_view key;                      // the record's idempotency key ("" when it has none)
+  int64_t claim_generation = 0;              // the ledger claim this verdict won (0: none)
   // The rule the line names: "default", a rule id, the guard's "dump:..." hold or a Claimer's.
   std::string_view rule(const Table& table) const;
 };
@@ -113,8 +115,9 @@ class Claimer {
  public:
   struct Answer {
     bool granted = false;
-    bool claimed = false;  // granted: the line says "claimed": true (false: a dry run)
-    std::string rule;      // not granted: the hold's rule ("ledger:...") and reason
+    bool claimed = false;    // granted: the line says "claimed": true (false: a dry run)
+    int64_t generation = 0;  // claimed: the won claim's generation (for the audit entry)
+    std::string rule;        // not granted: the hold's rule ("ledger:...") and reason
     std::string reason;
   };
   virtual ~Claimer() = default;

@@ -111,6 +111,7 @@ Claimer::Answer LedgerStage::claim(const Table& table, const Pending& record,
   if (options_.mark_recorded) won_.emplace_back(o.holder.key, o.holder.generation);
   a.granted = true;
   a.claimed = true;
+  a.generation = o.holder.generation;
   return a;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <set>
 
 #include "ledger/backends.h"
 
@@ -153,6 +154,28 @@ std::optional<Time> parse_time(std::string_view s) {
     return s[pos] == '+' ? *t - offset : *t + offset;
   }
   return std::nullopt;
+}
+
+std::optional<std::chrono::microseconds> parse_duration(std::string_view text) {
+  if (text.size() < 2 || text.size() > 10) return std::nullopt;
+  std::int64_t n = 0;
+  for (const char c : text.substr(0, text.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  using namespace std::chrono;
+  switch (text.back()) {
+    case 'd':
+      return duration_cast<microseconds>(hours{24} * n);
+    case 'h':
+      return duration_cast<microseconds>(hours{n});
+    case 'm':
+      return duration_cast<microseconds>(minutes{n});
+    case 's':
+      return duration_cast<microseconds>(seconds{n});
+    default:
+      return std::nullopt;
+  }
 }
 
 std::string_view state_name(State state) {
@@ -362,6 +385,37 @@ Result<std::vector<Record>> Ledger::prune(Time cutoff) {
   return guarded([&]() -> Result<std::vector<Record>> {
     std::lock_guard lock(mu_);
     return do_prune(cutoff);
+  });
+}
+
+Result<std::int64_t> Ledger::restore(const std::vector<Record>& rows) {
+  return guarded([&]() -> Result<std::int64_t> {
+    std::set<std::pair<std::string_view, std::int64_t>> generations;
+    std::set<std::string_view> live;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Record& r = rows[i];
+      Claim c{r.key, r.policy, r.revision, r.table_checksum, r.rule, r.message_id, r.worker};
+      if (auto e = check_claim(c, i)) return *e;
+      const std::string at = "row " + std::to_string(i) + " (key '" + r.key + "'): ";
+      if (r.generation < 1) {
+        return error(ErrorCode::kInvalidArgument, at + "generation is not a whole number from 1");
+      }
+      if (!generations.emplace(r.key, r.generation).second) {
+        return error(ErrorCode::kInvalidArgument,
+                     at + "generation " + std::to_string(r.generation) + " is given twice");
+      }
+      if (r.state == State::kReleased) {
+        if (!r.released_at) {
+          return error(ErrorCode::kInvalidArgument, at + "released without a release time");
+        }
+        if (auto e = check_text("released_by", r.released_by, true)) return *e;
+        if (auto e = check_text("release_reason", r.release_reason, true)) return *e;
+      } else if (!live.insert(r.key).second) {
+        return error(ErrorCode::kInvalidArgument, at + "a second live (not released) claim");
+      }
+    }
+    std::lock_guard lock(mu_);
+    return do_restore(rows);
   });
 }
 

@@ -54,6 +54,11 @@ std::string format_time(Time t);
 // out-of-range fields (month 13, Feb 30, hour 24).
 std::optional<Time> parse_time(std::string_view text);
 
+// A retention like `30d`, `12h`, `90m` or `45s`: decimal digits (no sign, at most 9 of them)
+// followed by one unit, d (days of 24 hours), h, m or s. nullopt for anything else ("", "30",
+// "1.5d", "30 d", "1d12h", "-1d", "30D").
+std::optional<std::chrono::microseconds> parse_duration(std::string_view text);
+
 enum class State { kClaimed, kRecorded, kConfirmed, kReleased };
 // "claimed", "recorded", "confirmed", "released".
 std::string_view state_name(State state);
@@ -225,6 +230,15 @@ class Ledger {
   // One transaction: all or nothing. Errors: kUnavailable, kCorrupt, kInternal.
   Result<std::vector<Record>> prune(Time cutoff);
 
+  // Inserts `rows` exactly as given (generation, state, times, release fields) in one transaction,
+  // into a scope that holds no row yet: `replaygate ledger rebuild` re-creates a lost ledger from
+  // the audit log this way. Every row's scope is this object's scope (the row's own is ignored).
+  // Returns the number of rows inserted. Errors: kInvalidArgument (the scope already holds a row:
+  // "not empty"; a row breaks the rules of Claim's texts; two live rows or two equal generations
+  // of one key; a released row without released_by/release_reason/released_at) - nothing is
+  // inserted then; kUnavailable, kCorrupt, kInternal.
+  Result<std::int64_t> restore(const std::vector<Record>& rows);
+
   // The scope this object works in, and a description for messages ("sqlite:/var/lib/x.db",
   // "postgresql://rg@127.0.0.1:5432/postgres" without the password).
   const std::string& scope() const { return scope_; }
@@ -246,6 +260,8 @@ class Ledger {
   virtual Result<Stats> do_stats() = 0;
   virtual Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) = 0;
   virtual Result<std::vector<Record>> do_prune(Time cutoff) = 0;
+  // Called with the rows checked; must refuse a scope that holds a row (kInvalidArgument).
+  virtual Result<std::int64_t> do_restore(const std::vector<Record>& rows) = 0;
 
  private:
   std::string scope_;

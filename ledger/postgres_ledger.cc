@@ -130,6 +130,7 @@ class PgLedger final : public Ledger {
   Result<Stats> do_stats() override;
   Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) override;
   Result<std::vector<Record>> do_prune(Time cutoff) override;
+  Result<std::int64_t> do_restore(const std::vector<Record>& rows) override;
 
  private:
   struct Failure {
@@ -632,6 +633,55 @@ Result<std::vector<Record>> PgLedger::do_prune(Time cutoff) {
         });
         return out;
       });
+}
+
+Result<std::int64_t> PgLedger::do_restore(const std::vector<Record>& rows) {
+  return in_transaction<std::int64_t>([&](std::optional<Failure>& f) -> Result<std::int64_t> {
+    // Two restores of one scope at once: the second waits here, then sees the first's rows.
+    run("restore", "SELECT pg_advisory_xact_lock(7306926405357233480)", {}, f);
+    if (f) return f->error;
+    PgResult any = run("restore", "SELECT count(*) FROM replaygate_ledger_claims WHERE scope = $1",
+                       {scope()}, f);
+    if (f) return f->error;
+    const std::int64_t held = std::stoll(PQgetvalue(any.get(), 0, 0));
+    if (held != 0) {
+      return error(ErrorCode::kInvalidArgument, "ledger " + describe() + ": scope '" + scope() +
+                                                    "' is not empty (" + std::to_string(held) +
+                                                    " rows): restore fills an empty scope only");
+    }
+    for (const Record& r : rows) {
+      const bool released = r.state == State::kReleased;
+      std::vector<std::string> p = {scope(),
+                                    r.key,
+                                    std::to_string(released ? r.generation : 0),
+                                    std::to_string(r.generation),
+                                    std::string(state_name(r.state)),
+                                    r.policy,
+                                    std::to_string(r.revision),
+                                    r.table_checksum,
+                                    r.rule,
+                                    r.message_id,
+                                    r.worker,
+                                    format_time(r.claimed_at),
+                                    format_time(r.updated_at)};
+      std::string sql =
+          "INSERT INTO replaygate_ledger_claims (scope, key, slot, generation, state, policy, "
+          "revision, table_checksum, rule, message_id, worker, claimed_at, updated_at";
+      if (released) {
+        p.push_back(r.released_by);
+        p.push_back(r.release_reason);
+        p.push_back(format_time(r.released_at.value_or(r.updated_at)));
+        sql +=
+            ", released_by, release_reason, released_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+            "$9, $10, $11, $12, $13, $14, $15, $16)";
+      } else {
+        sql += ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+      }
+      run("restore", sql, p, f);
+      if (f) return f->error;
+    }
+    return static_cast<std::int64_t>(rows.size());
+  });
 }
 
 }  // namespace

@@ -114,6 +114,7 @@ class SqliteLedger final : public Ledger {
   Result<Stats> do_stats() override;
   Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) override;
   Result<std::vector<Record>> do_prune(Time cutoff) override;
+  Result<std::int64_t> do_restore(const std::vector<Record>& rows) override;
 
  private:
   Error fail(std::string_view what, int rc) const {
@@ -618,6 +619,54 @@ Result<std::vector<Record>> SqliteLedger::do_prune(Time cutoff) {
              std::tie(b.claimed_at, b.key, b.generation);
     });
     return rows;
+  });
+}
+
+Result<std::int64_t> SqliteLedger::do_restore(const std::vector<Record>& rows) {
+  return in_transaction<std::int64_t>(true, [&]() -> Result<std::int64_t> {
+    auto any = stmt("any", "SELECT count(*) FROM claims WHERE scope = ?1");
+    if (!any) return any.error();
+    (*any)->text(1, scope());
+    int rc = sqlite3_step((*any)->get());
+    if (rc != SQLITE_ROW) return fail("restore", rc);
+    const std::int64_t held = sqlite3_column_int64((*any)->get(), 0);
+    if (held != 0) {
+      return error(ErrorCode::kInvalidArgument, "ledger " + describe() + ": scope '" + scope() +
+                                                    "' is not empty (" + std::to_string(held) +
+                                                    " rows): restore fills an empty scope only");
+    }
+    auto ins = stmt("restore",
+                    "INSERT INTO claims (scope, key, slot, generation, state, policy, revision, "
+                    "table_checksum, rule, message_id, worker, claimed_at, updated_at, "
+                    "released_by, release_reason, released_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                    "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+    if (!ins) return ins.error();
+    for (const Record& r : rows) {
+      Stmt& s = **ins;
+      s.reset();
+      const bool released = r.state == State::kReleased;
+      s.text(1, scope());
+      s.text(2, r.key);
+      s.integer(3, released ? r.generation : 0);
+      s.integer(4, r.generation);
+      s.text(5, state_name(r.state));
+      s.text(6, r.policy);
+      s.integer(7, r.revision);
+      s.text(8, r.table_checksum);
+      s.text(9, r.rule);
+      s.text(10, r.message_id);
+      s.text(11, r.worker);
+      s.text(12, format_time(r.claimed_at));
+      s.text(13, format_time(r.updated_at));
+      if (released) {
+        s.text(14, r.released_by);
+        s.text(15, r.release_reason);
+        s.text(16, format_time(r.released_at.value_or(r.updated_at)));
+      }
+      rc = sqlite3_step(s.get());
+      if (rc != SQLITE_DONE) return fail("restore", rc);
+    }
+    return static_cast<std::int64_t>(rows.size());
   });
 }
 

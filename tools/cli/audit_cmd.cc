@@ -85,6 +85,7 @@ int run_verify(const AuditOptions& o) {
     j["entries"] = report.entries;
     j["decisions"] = report.decisions;
     j["results"] = report.results;
+    j["ledger"] = report.ledger;
     j["torn_tail"] = report.torn_tail;
     j["torn_bytes"] = report.torn_bytes;
     j["unterminated"] = report.unterminated;
@@ -148,6 +149,7 @@ int run_verify(const AuditOptions& o) {
             plural(report.entries, "entry", "entries") + " (" +
             plural(report.decisions, "decision") + ", " + plural(report.results, "result") +
             (report.repairs.empty() ? "" : ", " + plural(report.repairs.size(), "repair")) +
+            (report.ledger == 0 ? "" : ", " + plural(report.ledger, "ledger entry", "ledger entries")) +
             "), last hash " + report.last_hash + "\n";
   }
   if (!print_to_stdout(text, "the report")) return kExitUsage;

@@ -1,5 +1,8 @@
-// `replaygate ledger`: read the durable replay ledger (docs/ledger.md) - show KEY, list, stats,
-// export. Every row is printed as one JSON object per line.
+// `replaygate ledger`: the durable replay ledger's command (docs/ledger.md) - show KEY, list,
+// stats, export (rows as JSON Lines), and the operator commands release, prune, check, rebuild
+// (ledger_acts.cc, ledger_check.cc, ledger_rebuild.cc).
+#include "tools/cli/ledger_cmd.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -10,14 +13,6 @@
 #include "tools/cli/commands.h"
 
 namespace replaygate::cli {
-namespace {
-
-struct LedgerOptions {
-  std::string ledger;
-  std::string scope = "default";
-  std::string key;
-  std::string since;
-};
 
 nlohmann::json row_json(const ledger::Record& r) {
   nlohmann::json j;
@@ -41,20 +36,22 @@ nlohmann::json row_json(const ledger::Record& r) {
   return j;
 }
 
-void print_row(const ledger::Record& r) { std::printf("%s\n", row_json(r).dump().c_str()); }
-
-int failed(const ledger::Error& e) {
+int ledger_failed(const ledger::Error& e) {
   std::fprintf(stderr, "replaygate ledger: error: %s (%s)\n", e.message.c_str(),
                std::string(ledger::error_code_name(e.code)).c_str());
   return kExitUsage;
 }
 
-template <class F>
-int with_ledger(const LedgerOptions& o, F&& body) {
+int ledger_usage(const std::string& message) {
+  std::fprintf(stderr, "replaygate ledger: error: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body) {
   ledger::Options lo;
   lo.scope = o.scope;
   ledger::Result<std::unique_ptr<ledger::Ledger>> opened = ledger::open_ledger(o.ledger, lo);
-  if (!opened) return failed(opened.error());
+  if (!opened) return ledger_failed(opened.error());
   const int code = body(*opened.value());
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
     std::fprintf(stderr, "replaygate ledger: error: cannot write to standard output\n");
@@ -63,6 +60,10 @@ int with_ledger(const LedgerOptions& o, F&& body) {
   return code;
 }
 
+namespace {
+
+void print_row(const ledger::Record& r) { std::printf("%s\n", row_json(r).dump().c_str()); }
+
 }  // namespace
 
 Runner setup_ledger(CLI::App& sub) {
@@ -70,7 +71,10 @@ Runner setup_ledger(CLI::App& sub) {
   sub.require_subcommand(1);
   sub.footer(
       "The durable replay ledger of `decide --ledger` (docs/ledger.md). Rows are printed as JSON\n"
-      "Lines. Exit: 0 ok, 2 usage or I/O errors (a ledger that cannot be opened or read).");
+      "Lines. release and prune are audited operator acts; check compares the ledger with an\n"
+      "audit log; rebuild re-creates a lost ledger from one. Exit: 0 ok, 1 findings (check,\n"
+      "rebuild), 2 usage or I/O errors (a ledger that cannot be opened, a log that does not\n"
+      "verify).");
   auto common = [&](CLI::App* c) {
     c->add_option("--ledger", o->ledger, "SQLite PATH or postgresql:// URL")->required();
     c->add_option("--ledger-scope", o->scope, "Ledger scope (default 'default')");
@@ -85,11 +89,58 @@ Runner setup_ledger(CLI::App& sub) {
   common(stats);
   CLI::App* exp = sub.add_subcommand("export", "Every row as JSON Lines (a consistent snapshot)");
   common(exp);
-  return [o, show, list, stats, exp] {
+  const auto who = [&](CLI::App* c, const char* why) {
+    c->add_option("--operator", o->operator_name, "Who acts (recorded in the audit log)")
+        ->each([o](const std::string&) { o->operator_given = true; });
+    c->add_option("--reason", o->reason, why)->each([o](const std::string&) {
+      o->reason_given = true;
+    });
+    c->add_option("--audit", o->audit, "The audit log the act is recorded in");
+  };
+  CLI::App* release = sub.add_subcommand(
+      "release", "Allow one more replay of KEY: an audited operator act (docs/ledger.md)");
+  release->add_option("KEY", o->key, "The idempotency key")->required();
+  common(release);
+  who(release, "Why one more replay is allowed (one printable line; required)");
+  release->footer(
+      "Writes 'release_requested' to the audit log, releases the key's live claim, then writes\n"
+      "'released'. Exit: 0 released, 2 usage, I/O, a key with no live claim, a log that does\n"
+      "not verify.");
+  CLI::App* prune = sub.add_subcommand(
+      "prune", "Delete rows claimed before now - DURATION: re-opens replay for those keys");
+  prune->add_option("--older-than", o->older_than, "DURATION: 30d, 12h, 90m or 45s")->required();
+  common(prune);
+  who(prune, "Why (one printable line; optional)");
+  prune->add_flag("--dry-run", o->dry_run, "List the rows that would be deleted; change nothing");
+  prune->footer(
+      "Pruned keys can be replayed again. Writes 'prune_requested' to the audit log, deletes\n"
+      "the rows, then writes one 'pruned' entry per row; prints the deleted rows as JSON Lines.\n"
+      "Exit: 0 ok, 2 usage or I/O errors.");
+  CLI::App* check =
+      sub.add_subcommand("check", "Claims with no audit entry, and audit grants with no claim");
+  common(check);
+  check->add_option("--audit", o->audit, "The audit log of decide --audit and the acts")
+      ->required();
+  check->add_option("--output", o->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  check->footer(
+      "Exit: 0 everything accounted for, 1 findings, 2 I/O errors or a log that does not "
+      "verify.");
+  CLI::App* rebuild =
+      sub.add_subcommand("rebuild", "Re-create the claims of an empty ledger from an audit log");
+  rebuild->add_option("--from-audit", o->from_audit, "The audit log")->required();
+  common(rebuild);
+  rebuild->footer(
+      "Refuses a ledger scope that holds rows and a log that does not verify (exit 2). Exit 1:\n"
+      "restored, but the log holds conflicts (listed).");
+  return [o, show, list, stats, exp, release, prune, check, rebuild] {
+    if (release->parsed()) return run_ledger_release(*o);
+    if (prune->parsed()) return run_ledger_prune(*o);
+    if (check->parsed()) return run_ledger_check(*o);
+    if (rebuild->parsed()) return run_ledger_rebuild(*o);
     if (show->parsed()) {
       return with_ledger(*o, [&](ledger::Ledger& l) {
         auto rows = l.show(o->key);
-        if (!rows) return failed(rows.error());
+        if (!rows) return ledger_failed(rows.error());
         for (const ledger::Record& r : *rows) print_row(r);
         if (rows->empty()) {
           std::fprintf(stderr, "replaygate ledger: key never claimed (or pruned)\n");
@@ -112,7 +163,7 @@ Runner setup_ledger(CLI::App& sub) {
       }
       return with_ledger(*o, [&](ledger::Ledger& l) {
         auto rows = l.list(since);
-        if (!rows) return failed(rows.error());
+        if (!rows) return ledger_failed(rows.error());
         for (const ledger::Record& r : *rows) print_row(r);
         return kExitOk;
       });
@@ -120,7 +171,7 @@ Runner setup_ledger(CLI::App& sub) {
     if (stats->parsed()) {
       return with_ledger(*o, [&](ledger::Ledger& l) {
         auto s = l.stats();
-        if (!s) return failed(s.error());
+        if (!s) return ledger_failed(s.error());
         nlohmann::json j;
         j["scope"] = l.scope();
         j["claimed"] = s->claimed;
@@ -140,7 +191,7 @@ Runner setup_ledger(CLI::App& sub) {
           print_row(r);
           return !std::ferror(stdout);
         });
-        if (!n) return failed(n.error());
+        if (!n) return ledger_failed(n.error());
         return kExitOk;
       });
     }

@@ -1,0 +1,181 @@
+// The audited operator acts on the replay ledger (docs/ledger.md, "Operator commands"):
+// `ledger release` (one more replay of a key) and `ledger prune` (delete old rows, which re-opens
+// replay for their keys).
+//
+// Write-ahead order, for both: (1) a "..._requested" ledger entry is appended to the audit log
+// (fsynced) before the ledger changes; (2) the ledger changes in one transaction; (3) the result
+// ("released", one "pruned" per row) is appended. A crash after (1) leaves a request without a
+// result: the ledger may or may not have changed, and `ledger check` says which. A crash after
+// (2) leaves a change whose result entry is missing: `ledger check` reports it (a released
+// claim without its 'released' entry; a pruned grant without its 'pruned' entry), and `rebuild`
+// does not honour it (the key stays held: fail closed). Nothing is changed without a request on
+// record, and nothing the ledger did goes unreported.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "audit/audit_log.h"
+#include "audit/entry.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/ledger_cmd.h"
+#include "tools/cli/options.h"
+
+namespace replaygate::cli {
+namespace {
+
+// The checks both acts make before anything is opened: "" or the usage message.
+std::string check_actor(const LedgerOptions& o, bool reason_required) {
+  if (!o.operator_given) return "--operator NAME is required (who acts is recorded in the log)";
+  if (const std::string why = operator_error(o.operator_name); !why.empty()) return why;
+  if (reason_required && !o.reason_given) {
+    return "--reason TEXT is required (why one more replay is allowed is recorded in the log)";
+  }
+  if (o.reason_given) {
+    if (const std::string why = operator_name_problem(o.reason); !why.empty()) {
+      return "--reason " + why + " (e.g. --reason 'payment provider confirmed no charge')";
+    }
+  }
+  // The ledger keeps at most 4096 bytes of each (ledger.h): refuse before anything is written.
+  if (o.operator_name.size() > 4096) return "--operator is longer than 4096 bytes";
+  if (o.reason.size() > 4096) return "--reason is longer than 4096 bytes";
+  if (o.audit.empty()) return "--audit LOG is required (the act is recorded there)";
+  if (o.audit == "-") return "--audit - is standard input or output, never an audit log";
+  return "";
+}
+
+// Appends `entries` to the log; prints what the append removed and, on failure, the error.
+bool append(const std::string& log, std::vector<nlohmann::json> entries, std::string* error) {
+  const audit::AppendResult appended = audit::append_batch(log, std::move(entries));
+  std::fputs(audit::removed_tail_note(log, appended).c_str(), stderr);
+  if (!appended.ok) *error = appended.error;
+  return appended.ok;
+}
+
+audit::LedgerEntry entry(const LedgerOptions& o, const ledger::Ledger& l, const char* act) {
+  audit::LedgerEntry e;
+  e.operator_name = o.operator_name;
+  e.act = act;
+  e.scope = l.scope();
+  return e;
+}
+
+}  // namespace
+
+int run_ledger_release(const LedgerOptions& o) {
+  if (const std::string why = check_actor(o, true); !why.empty()) return ledger_usage(why);
+  return with_ledger(o, [&](ledger::Ledger& l) {
+    // Refuse a key with nothing to release before anything is written.
+    ledger::Result<std::vector<std::optional<ledger::Record>>> live = l.lookup({o.key});
+    if (!live) return ledger_failed(live.error());
+    if (!live->at(0)) {
+      return ledger_usage("key '" + o.key + "' has no live claim in scope '" + l.scope() + "' of " +
+                          l.describe() +
+                          " (never claimed, already released or pruned): nothing to release; "
+                          "see 'replaygate ledger show'");
+    }
+    audit::LedgerEntry requested = entry(o, l, "release_requested");
+    requested.idempotency_key = o.key;
+    requested.claim_generation = live->at(0)->generation;
+    requested.reason = o.reason;
+    std::string error;
+    if (!append(o.audit, {audit::to_json(requested)}, &error)) {
+      return ledger_usage(error + "; the key was NOT released");
+    }
+    ledger::Result<ledger::Record> released = l.release(o.key, o.operator_name, o.reason);
+    if (!released) {
+      ledger_failed(released.error());
+      std::fprintf(stderr,
+                   "replaygate ledger: the key was NOT released; %s records the request "
+                   "('release_requested'), which 'ledger check' lists as not done\n",
+                   o.audit.c_str());
+      return kExitUsage;
+    }
+    audit::LedgerEntry done = entry(o, l, "released");
+    done.idempotency_key = o.key;
+    done.claim_generation = released->generation;
+    done.reason = o.reason;
+    if (!append(o.audit, {audit::to_json(done)}, &error)) {
+      std::printf("%s\n", row_json(*released).dump().c_str());
+      return ledger_usage(error +
+                          "; the key IS released (above), but its 'released' entry is "
+                          "missing: 'ledger check' reports it");
+    }
+    std::printf("%s\n", row_json(*released).dump().c_str());
+    std::fprintf(stderr,
+                 "replaygate ledger: released key '%s' generation %lld in scope '%s': one more "
+                 "replay is allowed (recorded in %s)\n",
+                 o.key.c_str(), static_cast<long long>(released->generation), l.scope().c_str(),
+                 o.audit.c_str());
+    return kExitOk;
+  });
+}
+
+int run_ledger_prune(const LedgerOptions& o) {
+  const std::optional<std::chrono::microseconds> age = ledger::parse_duration(o.older_than);
+  if (!age) {
+    return ledger_usage("--older-than '" + o.older_than +
+                        "' is not a duration: write a whole number and one unit, d (days), h, "
+                        "m or s, e.g. --older-than 30d, 12h or 90m");
+  }
+  if (!o.dry_run) {
+    if (const std::string why = check_actor(o, false); !why.empty()) return ledger_usage(why);
+  }
+  const ledger::Time cutoff =
+      std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now()) -
+      *age;
+  const std::string cutoff_text = ledger::format_time(cutoff);
+  return with_ledger(o, [&](ledger::Ledger& l) {
+    if (o.dry_run) {
+      int64_t n = 0;
+      auto listed = l.export_rows([&](const ledger::Record& r) {
+        if (r.claimed_at >= cutoff) return false;  // ordered by claimed_at: the rest are newer
+        std::printf("%s\n", row_json(r).dump().c_str());
+        ++n;
+        return true;
+      });
+      if (!listed) return ledger_failed(listed.error());
+      std::fprintf(stderr,
+                   "replaygate ledger: dry run: would prune %lld row(s) claimed before %s in "
+                   "scope '%s' (re-opening replay for their keys); nothing was changed\n",
+                   static_cast<long long>(n), cutoff_text.c_str(), l.scope().c_str());
+      return kExitOk;
+    }
+    audit::LedgerEntry requested = entry(o, l, "prune_requested");
+    requested.cutoff = cutoff_text;
+    if (o.reason_given) requested.reason = o.reason;
+    std::string error;
+    if (!append(o.audit, {audit::to_json(requested)}, &error)) {
+      return ledger_usage(error + "; nothing was pruned");
+    }
+    ledger::Result<std::vector<ledger::Record>> pruned = l.prune(cutoff);
+    if (!pruned) {
+      ledger_failed(pruned.error());
+      std::fprintf(stderr, "replaygate ledger: nothing was pruned (%s records the request)\n",
+                   o.audit.c_str());
+      return kExitUsage;
+    }
+    std::vector<nlohmann::json> entries;
+    entries.reserve(pruned->size());
+    for (const ledger::Record& r : *pruned) {
+      std::printf("%s\n", row_json(r).dump().c_str());
+      audit::LedgerEntry e = entry(o, l, "pruned");
+      e.idempotency_key = r.key;
+      e.claim_generation = r.generation;
+      e.cutoff = cutoff_text;
+      e.state = std::string(ledger::state_name(r.state));
+      entries.push_back(audit::to_json(e));
+    }
+    if (!append(o.audit, std::move(entries), &error)) {
+      return ledger_usage(error + "; the " + std::to_string(pruned->size()) +
+                          " row(s) above ARE pruned, but their 'pruned' entries are missing: "
+                          "'ledger check' reports them");
+    }
+    std::fprintf(stderr,
+                 "replaygate ledger: pruned %zu row(s) claimed before %s in scope '%s': their "
+                 "keys can be replayed again (recorded in %s)\n",
+                 pruned->size(), cutoff_text.c_str(), l.scope().c_str(), o.audit.c_str());
+    return kExitOk;
+  });
+}
+
+}  // namespace replaygate::cli

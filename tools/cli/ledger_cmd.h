@@ -1,0 +1,49 @@
+// What the `replaygate ledger` subcommands share (docs/ledger.md): their options, opening the
+// ledger, printing a row, and the error words. The reading subcommands are in ledger_cmd.cc, the
+// audited operator acts (release, prune) in ledger_acts.cc, check and rebuild in
+// ledger_check.cc and ledger_rebuild.cc.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ledger/ledger.h"
+
+namespace replaygate::cli {
+
+struct LedgerOptions {
+  std::string ledger;
+  std::string scope = "default";
+  std::string key;
+  std::string since;
+  std::string operator_name, reason, audit;
+  bool operator_given = false, reason_given = false;
+  std::string older_than;
+  std::string from_audit;
+  std::string output = "text";  // check: text or json
+  bool dry_run = false;
+};
+
+// One ledger row as JSON (the shape `ledger show|list|export` print).
+nlohmann::json row_json(const ledger::Record& r);
+
+// Prints "replaygate ledger: error: MESSAGE (CODE)" on stderr; returns 2.
+int ledger_failed(const ledger::Error& e);
+// Prints "replaygate ledger: error: MESSAGE" on stderr; returns 2.
+int ledger_usage(const std::string& message);
+
+// Opens the ledger of `o` (--ledger, --ledger-scope), runs `body` on it and flushes standard
+// output: body's exit code, or 2 when the ledger cannot be opened or stdout cannot be written.
+int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body);
+
+// `ledger release KEY --operator NAME --reason TEXT --audit LOG` (ledger_acts.cc).
+int run_ledger_release(const LedgerOptions& o);
+// `ledger prune --older-than DURATION --operator NAME --audit LOG [--dry-run]` (ledger_acts.cc).
+int run_ledger_prune(const LedgerOptions& o);
+// `ledger check --audit LOG [--output text|json]` (ledger_check.cc).
+int run_ledger_check(const LedgerOptions& o);
+// `ledger rebuild --from-audit LOG` (ledger_rebuild.cc).
+int run_ledger_rebuild(const LedgerOptions& o);
+
+}  // namespace replaygate::cli
