@@ -157,7 +157,7 @@ std::optional<Time> parse_time(std::string_view s) {
 }
 
 std::optional<std::chrono::microseconds> parse_duration(std::string_view text) {
-  if (text.size() < 2 || text.size() > 10) return std::nullopt;
+  if (text.size() < 2 || text.size() > 7) return std::nullopt;  // at most 999999d
   std::int64_t n = 0;
   for (const char c : text.substr(0, text.size() - 1)) {
     if (c < '0' || c > '9') return std::nullopt;

@@ -54,7 +54,7 @@ std::string format_time(Time t);
 // out-of-range fields (month 13, Feb 30, hour 24).
 std::optional<Time> parse_time(std::string_view text);
 
-// A retention like `30d`, `12h`, `90m` or `45s`: decimal digits (no sign, at most 9 of them)
+// A retention like `30d`, `12h`, `90m` or `45s`: decimal digits (no sign, at most 6 of them)
 // followed by one unit, d (days of 24 hours), h, m or s. nullopt for anything else ("", "30",
 // "1.5d", "30 d", "1d12h", "-1d", "30D").
 std::optional<std::chrono::microseconds> parse_duration(std::string_view text);

@@ -59,6 +59,7 @@ TEST_F(LedgerPostgres, ListStatsExportPrune) { check_list_stats_export_prune(ope
 TEST_F(LedgerPostgres, ScopesSeparateSystems) { check_scopes(opener()); }
 TEST_F(LedgerPostgres, InvalidArgumentsClaimNothing) { check_invalid_arguments(opener()); }
 TEST_F(LedgerPostgres, ClaimsOutliveTheConnection) { check_persistence(opener()); }
+TEST_F(LedgerPostgres, RestoreFillsAnEmptyScopeOnly) { check_restore(opener()); }
 
 TEST_F(LedgerPostgres, SixProcessesOverlappingKeysEachKeyWonOnce) {
   check_concurrent_processes(opener(), 6, 3000, 1500, 100);

@@ -524,3 +524,82 @@ void check_kill9(const Opener& open, int rounds) {
 }
 
 }  // namespace replaygate::ledger::testing
+
+namespace replaygate::ledger::testing {
+
+void check_restore(const Opener& open) {
+  TestClock clock;
+  // A history made through the interface: k1 released then claimed again, k2 recorded.
+  auto source = must_open(open, with_clock(clock, "source"));
+  ASSERT_TRUE(source);
+  ASSERT_TRUE(source->claim_batch({make_claim("k1", "gate-1", "m-1")}).ok());
+  clock.set("2026-12-01T10:30:00Z");
+  ASSERT_TRUE(source->release("k1", "alice", "OPS-7: charge rolled back").ok());
+  clock.set("2026-12-01T11:00:00.125000Z");
+  ASSERT_TRUE(source->claim_batch({make_claim("k1", "gate-2", "m-2"), make_claim("k2")}).ok());
+  ASSERT_TRUE(source->mark("k2", 1, State::kRecorded).ok());
+  auto rows = source->list(Time{});
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 3u);
+
+  // Restored into an empty scope: the same rows, field for field, in the target scope.
+  auto target = must_open(open, with_clock(clock, "target"));
+  ASSERT_TRUE(target);
+  auto restored = target->restore(*rows);
+  ASSERT_TRUE(restored.ok()) << restored.error().message;
+  EXPECT_EQ(*restored, 3);
+  auto again = target->list(Time{});
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 3u);
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const Record& a = (*rows)[i];
+    const Record& b = (*again)[i];
+    EXPECT_EQ(b.scope, "target");
+    EXPECT_EQ(b.key, a.key);
+    EXPECT_EQ(b.generation, a.generation);
+    EXPECT_EQ(b.state, a.state);
+    EXPECT_EQ(b.worker, a.worker);
+    EXPECT_EQ(b.message_id, a.message_id);
+    EXPECT_EQ(b.claimed_at, a.claimed_at);
+    EXPECT_EQ(b.updated_at, a.updated_at);
+    EXPECT_EQ(b.released_by, a.released_by);
+    EXPECT_EQ(b.release_reason, a.release_reason);
+    EXPECT_EQ(b.released_at, a.released_at);
+  }
+  // The restored claims hold: k1 (generation 2) and k2 are taken, and a release of k1 frees it
+  // for generation 3.
+  auto lost = target->claim_batch({make_claim("k1"), make_claim("k2")});
+  ASSERT_TRUE(lost.ok());
+  EXPECT_FALSE((*lost)[0].won);
+  EXPECT_EQ((*lost)[0].holder.generation, 2);
+  EXPECT_FALSE((*lost)[1].won);
+  ASSERT_TRUE(target->release("k1", "bob", "one more").ok());
+  auto third = target->claim_batch({make_claim("k1")});
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE((*third)[0].won);
+  EXPECT_EQ((*third)[0].holder.generation, 3);
+
+  // A scope that holds rows is refused, and nothing is added.
+  auto refused = target->restore(*rows);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("not empty"), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(target->list(Time{})->size(), 4u);
+
+  // Rows that break the rules: nothing is inserted.
+  auto empty = must_open(open, with_clock(clock, "empty"));
+  ASSERT_TRUE(empty);
+  std::vector<Record> two_live = {(*rows)[1], (*rows)[1]};
+  two_live[1].generation = 9;
+  auto bad = empty->restore(two_live);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("second live"), std::string::npos) << bad.error().message;
+  std::vector<Record> unreleased = {(*rows)[0]};
+  unreleased[0].released_at.reset();
+  EXPECT_FALSE(empty->restore(unreleased).ok());
+  EXPECT_TRUE(empty->list(Time{})->empty());
+}
+
+}  // namespace replaygate::ledger::testing

@@ -70,6 +70,23 @@ TEST_F(LedgerSqlite, ListStatsExportPrune) { check_list_stats_export_prune(opene
 TEST_F(LedgerSqlite, ScopesSeparateSystems) { check_scopes(opener()); }
 TEST_F(LedgerSqlite, InvalidArgumentsClaimNothing) { check_invalid_arguments(opener()); }
 TEST_F(LedgerSqlite, ClaimsOutliveTheProcess) { check_persistence(opener()); }
+TEST_F(LedgerSqlite, RestoreFillsAnEmptyScopeOnly) { check_restore(opener()); }
+
+TEST(LedgerDuration, ParsesOneUnit) {
+  using std::chrono::hours;
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  EXPECT_EQ(parse_duration("30d"), hours{720});
+  EXPECT_EQ(parse_duration("12h"), hours{12});
+  EXPECT_EQ(parse_duration("90m"), minutes{90});
+  EXPECT_EQ(parse_duration("45s"), seconds{45});
+  EXPECT_EQ(parse_duration("0d"), seconds{0});
+  EXPECT_EQ(parse_duration("999999d"), hours{999999 * 24});
+  for (const char* bad :
+       {"", "30", "d", "1.5d", "30 d", "1d12h", "-1d", "+1d", "30D", "30w", "1234567d", " 30d"}) {
+    EXPECT_FALSE(parse_duration(bad).has_value()) << bad;
+  }
+}
 
 TEST_F(LedgerSqlite, SixProcessesOverlappingKeysEachKeyWonOnce) {
   // 6 processes, 3000 keys, each tries 1500 of them (every key by 3 processes), batches of 100.

@@ -105,6 +105,8 @@ void check_list_stats_export_prune(const Opener& open);
 void check_scopes(const Opener& open);
 void check_invalid_arguments(const Opener& open);
 void check_persistence(const Opener& open);
+// restore() re-creates rows field for field in an empty scope and refuses a scope with rows.
+void check_restore(const Opener& open);
 // N forked processes claim overlapping key sets at once; every key is won exactly once.
 void check_concurrent_processes(const Opener& open, int processes, int keys, int per_process,
                                 int batch);

@@ -13,27 +13,14 @@
 #include <vector>
 
 #include "support/cli_runner.h"
+#include "support/ledger_letters.h"
 
 namespace replaygate::testing {
 namespace {
 
 using nlohmann::json;
 
-const std::string kPolicy = kSourceDir + "/policies/replay_gate.yaml";
-
-// A letter the shipped policy replays (payment.capture timeout, first attempt, not committed).
-std::string letter(const std::string& id, const std::string& key, int replays = -1) {
-  json j = {{"message_id", id}, {"topic", "payment.capture"}, {"error_class", "timeout"},
-            {"attempts", 1},    {"idempotency_key", key},     {"already_committed", false}};
-  if (replays >= 0) j["replays"] = replays;
-  return j.dump() + "\n";
-}
-
-std::vector<json> decisions(const std::string& out) {
-  std::vector<json> lines;
-  for (const std::string& line : lines_of(out)) lines.push_back(json::parse(line));
-  return lines;
-}
+const std::string kPolicy = kReplayGatePolicy;
 
 class LedgerCli : public CliFixture {
  protected:

@@ -113,7 +113,8 @@ Runner setup_ledger(CLI::App& sub) {
   who(prune, "Why (one printable line; optional)");
   prune->add_flag("--dry-run", o->dry_run, "List the rows that would be deleted; change nothing");
   prune->footer(
-      "Pruned keys can be replayed again. Writes 'prune_requested' to the audit log, deletes\n"
+      "Pruning re-opens replay for the pruned keys. Writes 'prune_requested' to the audit log, "
+      "deletes\n"
       "the rows, then writes one 'pruned' entry per row; prints the deleted rows as JSON Lines.\n"
       "Exit: 0 ok, 2 usage or I/O errors.");
   CLI::App* check =
