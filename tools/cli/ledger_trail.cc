@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "audit/audit_log.h"
+#include "inputs/records.h"
 #include "tools/cli/files.h"
 
 namespace replaygate::cli {
@@ -91,7 +92,12 @@ std::string read_trail(const std::string& path, const std::string& scope, Trail*
   for (size_t end = bytes.find('\n'); end != std::string::npos;
        from = end + 1, end = bytes.find('\n', from)) {
     ++line;
-    const json j = json::parse(std::string_view(bytes).substr(from, end - from), nullptr, false);
+    const std::string_view text = std::string_view(bytes).substr(from, end - from);
+    // A repaired log keeps its broken lines: never hand one nested without bound to the parser.
+    if (inputs::scan_json_shape(text, inputs::kMaxJsonDepth) == inputs::JsonShape::kTooDeep) {
+      continue;
+    }
+    const json j = json::parse(text, nullptr, false);
     // A line a repair entry acknowledges may not be an entry at all: it holds no act.
     if (!j.is_object()) continue;
     TrailEvent e;
