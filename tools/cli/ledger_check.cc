@@ -41,6 +41,11 @@ std::vector<Finding> compare(
                              ledger::format_time(r.claimed_at) + " by " + r.worker + ")";
     const auto x = log.rows.find(id);
     if (x == log.rows.end()) {
+      if (const auto p = log.pruned.find(id); p != log.pruned.end()) {
+        out.push_back({"claim_without_entry", r.key, r.generation, p->second, state,
+                       what + " is pruned in the log (this line) but still in the ledger"});
+        continue;
+      }
       out.push_back({"claim_without_entry", r.key, r.generation, 0, state,
                      what + " has no decision entry in the log" +
                          (r.state == ledger::State::kClaimed

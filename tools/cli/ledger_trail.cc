@@ -133,6 +133,7 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
                           " already granted: one ledger scope never grants a generation twice");
           break;
         }
+        out.pruned.erase(id);
         ExpectedRow& x = out.rows[id];
         x.granted_on = e.line;
         ledger::Record& r = x.row;
@@ -185,6 +186,7 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
         if (it->second.released_on == 0) live.erase(e.key);
         out.rows.erase(it);
         out.pending_releases.erase(id);
+        out.pruned[id] = e.line;
         break;
       }
     }

@@ -69,6 +69,7 @@ struct TrailConflict {
 struct Replayed {
   std::map<std::pair<std::string, std::int64_t>, ExpectedRow> rows;
   std::map<std::pair<std::string, std::int64_t>, uint64_t> pending_releases;  // -> request line
+  std::map<std::pair<std::string, std::int64_t>, uint64_t> pruned;  // -> the 'pruned' line
   std::vector<TrailConflict> conflicts;
   uint64_t grants = 0;
 };
