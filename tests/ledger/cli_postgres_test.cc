@@ -45,15 +45,7 @@ class LedgerOpsPostgres : public CliFixture {
   std::vector<json> rows(const std::string& url) {
     const CliResult r = run({"ledger", "export", "--ledger", url});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    std::vector<json> v = decisions(r.out);
-    for (json& j : v) {
-      for (const char* k : {"claimed_at", "updated_at", "released_at", "worker"}) j.erase(k);
-    }
-    std::sort(v.begin(), v.end(), [](const json& a, const json& b) {
-      return std::make_pair(a["key"].get<std::string>(), a["generation"].get<int64_t>()) <
-             std::make_pair(b["key"].get<std::string>(), b["generation"].get<int64_t>());
-    });
-    return v;
+    return rows_modulo_times(r.out);
   }
 
   static PgServer* server_;

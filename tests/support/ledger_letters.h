@@ -2,8 +2,11 @@
 // decision lines of a run.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/cli_runner.h"
@@ -25,6 +28,20 @@ inline std::vector<nlohmann::json> decisions(const std::string& out) {
   std::vector<nlohmann::json> lines;
   for (const std::string& line : lines_of(out)) lines.push_back(nlohmann::json::parse(line));
   return lines;
+}
+
+// The rows of `ledger export` output without what a rebuild from the audit log cannot reproduce
+// (the times to the microsecond, the worker), sorted by key and generation.
+inline std::vector<nlohmann::json> rows_modulo_times(const std::string& export_out) {
+  std::vector<nlohmann::json> v = decisions(export_out);
+  for (nlohmann::json& j : v) {
+    for (const char* k : {"claimed_at", "updated_at", "released_at", "worker"}) j.erase(k);
+  }
+  std::sort(v.begin(), v.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return std::make_pair(a["key"].get<std::string>(), a["generation"].get<int64_t>()) <
+           std::make_pair(b["key"].get<std::string>(), b["generation"].get<int64_t>());
+  });
+  return v;
 }
 
 }  // namespace replaygate::testing
