@@ -145,12 +145,13 @@ int run_verify(const AuditOptions& o) {
       text += file + ": the next append (audit result, review --confirm, decide --audit) will " +
               "refuse this log and write nothing: " + report.append_refusal + "\n";
     }
-    text += file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
-            plural(report.entries, "entry", "entries") + " (" +
-            plural(report.decisions, "decision") + ", " + plural(report.results, "result") +
-            (report.repairs.empty() ? "" : ", " + plural(report.repairs.size(), "repair")) +
-            (report.ledger == 0 ? "" : ", " + plural(report.ledger, "ledger entry", "ledger entries")) +
-            "), last hash " + report.last_hash + "\n";
+    text +=
+        file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
+        plural(report.entries, "entry", "entries") + " (" + plural(report.decisions, "decision") +
+        ", " + plural(report.results, "result") +
+        (report.repairs.empty() ? "" : ", " + plural(report.repairs.size(), "repair")) +
+        (report.ledger == 0 ? "" : ", " + plural(report.ledger, "ledger entry", "ledger entries")) +
+        "), last hash " + report.last_hash + "\n";
   }
   if (!print_to_stdout(text, "the report")) return kExitUsage;
   return report.ok() ? kExitOk : kExitFindings;
