@@ -29,14 +29,18 @@ replay = [("payment.capture", "timeout"), ("inventory.reserve", "lock_timeout"),
 park = [("payment.capture", "insufficient_funds"), ("mail.receipt", "unknown_recipient"),
         ("webhook.partner", "http_400")]
 w = sys.stdout.write
+keys = []
 for i in range(int(sys.argv[1])):
     r = rng.random()
-    key, attempts, committed = f"k{i}", rng.randrange(3), False
+    # Keys as services make them: random (a UUID's 128 bits in hex), so a block's claims land all
+    # over the ledger's key index, not on a few neighbouring pages.
+    key, attempts, committed = "%032x" % rng.getrandbits(128), rng.randrange(3), False
+    keys.append(key)
     if r < 0.70:
         t, e = replay[rng.randrange(len(replay))]
-    elif r < 0.75:
+    elif r < 0.75 and i > 0:
         t, e = replay[rng.randrange(len(replay))]
-        key = f"k{rng.randrange(max(i, 1))}"
+        key = keys[rng.randrange(i)]
     elif r < 0.85:
         t, e = park[rng.randrange(len(park))]
     elif r < 0.92:
