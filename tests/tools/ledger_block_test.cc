@@ -150,7 +150,7 @@ std::string letter(const std::string& id, const std::string& key,
          key + R"(","already_committed":)" + (committed ? "true" : "false") + "}";
 }
 
-struct Run {
+struct GateRun {
   std::string out;
   std::vector<std::string> seen;  // the stage's verdicts
   GateCounts counts;
@@ -165,13 +165,13 @@ struct Run {
 // Decides `records` as decide --ledger does: blocks of `block` records through judge_block, each
 // committed (stages) before the next; `per_record`: judge() one record at a time instead.
 // `setup` prepares the ledger (seeds, a failing call).
-Run decide(const std::vector<std::string>& records, size_t block,
-           const std::function<void(ScriptedLedger&)>& setup, bool dry_run,
-           bool per_record = false) {
+GateRun decide(const std::vector<std::string>& records, size_t block,
+               const std::function<void(ScriptedLedger&)>& setup, bool dry_run,
+               bool per_record = false) {
   auto owned = std::make_unique<ScriptedLedger>();
   ScriptedLedger& ledger = *owned;
   setup(ledger);
-  Run run;
+  GateRun run;
   LoadStatus status;
   std::unique_ptr<SharedTable> shared = SharedTable::open(kTable, &status);
   EXPECT_NE(shared, nullptr) << status.message;
@@ -247,7 +247,7 @@ TEST(LedgerBlocks, ABlocksClaimsAreOneCallMadeBeforeAnyOfItsLines) {
   for (int i = 0; i < 10; ++i)
     records.push_back(letter("m-" + std::to_string(i), "k" + std::to_string(i)));
   records.insert(records.begin() + 3, letter("m-x", "kx", "payment.capture", "insufficient_funds"));
-  const Run run = decide(
+  const GateRun run = decide(
       records, 4, [](ScriptedLedger&) {}, false);
   // 11 records in blocks of 4, 4, 3: one call per block, with its create verbs only (3 + 4 + 3).
   EXPECT_EQ(run.calls, (std::vector<size_t>{3, 4, 3}));
@@ -257,7 +257,9 @@ TEST(LedgerBlocks, ABlocksClaimsAreOneCallMadeBeforeAnyOfItsLines) {
   ASSERT_EQ(lines.size(), 11u);
   size_t bytes = 0;
   for (size_t l = 0, call = 0; l <= lines.size(); ++l) {
-    if (l % 4 == 0 && call < 3) EXPECT_EQ(run.output_at_call[call++], bytes) << l;
+    if (l % 4 == 0 && call < 3) {
+      EXPECT_EQ(run.output_at_call[call++], bytes) << l;
+    }
     if (l < lines.size()) bytes += lines[l].size() + 1;
   }
   EXPECT_EQ(run.claims, 10u);
@@ -277,7 +279,7 @@ TEST(LedgerBlocks, AFailedTransactionHoldsTheWholeBlockAndEveryLaterOne) {
   std::vector<std::string> records;
   for (int i = 0; i < 12; ++i)
     records.push_back(letter("m-" + std::to_string(i), "k" + std::to_string(i)));
-  const Run run = decide(
+  const GateRun run = decide(
       records, 4, [](ScriptedLedger& l) { l.fail_call = 2; }, false);
   EXPECT_TRUE(run.failed);
   EXPECT_EQ(run.calls, (std::vector<size_t>{4, 4}));  // no call after the failure
@@ -307,7 +309,7 @@ TEST(LedgerBlocks, ADryRunLooksEachBlockUpOnceAndClaimsNothing) {
   std::vector<std::string> records;
   for (int i = 0; i < 6; ++i)
     records.push_back(letter("m-" + std::to_string(i), "k" + std::to_string(i)));
-  const Run run = decide(
+  const GateRun run = decide(
       records, 3, [](ScriptedLedger& l) { l.seed("k2", "m-first"); }, true);
   EXPECT_EQ(run.calls, (std::vector<size_t>{3, 3}));
   EXPECT_EQ(run.live.size(), 1u);  // still only the seeded claim
@@ -349,8 +351,8 @@ RC_GTEST_PROP(LedgerBlocks, LinesAreTheSameForBlocksOfOneAndOfMany, ()) {
   auto setup = [&](ScriptedLedger& l) {
     for (int k : seeded) l.seed("k" + std::to_string(k), "m-seed-" + std::to_string(k));
   };
-  const Run one = decide(records, 1, setup, dry_run, true);
-  const Run many = decide(records, block, setup, dry_run);
+  const GateRun one = decide(records, 1, setup, dry_run, true);
+  const GateRun many = decide(records, block, setup, dry_run);
   RC_ASSERT(one.out == many.out);
   RC_ASSERT(one.seen == many.seen);
   RC_ASSERT(one.counts.total == many.counts.total);
