@@ -84,6 +84,7 @@ void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status s
       p.key_hash = guard_.hash_of(key_slot_->s);
     }
   }
+  if (options_.claimer != nullptr) keep(batch, p);
   p.begin = batch.scratch.size();
   write_prefix(batch.scratch, line_text_.of(p.line_number), meta_);
   if (inputs_text_ != nullptr) {
@@ -130,52 +131,84 @@ void Gate::prefetch(const Batch& batch) const {
   }
 }
 
-void Gate::judge(const Batch& batch, size_t i, ByteBuffer& out) {
-  const Pending& p = batch.records[i];
-  const ByteBuffer& scratch = batch.scratch;
+void Gate::keep(Batch& batch, Pending& p) {
+  auto put = [&](std::string_view text) {
+    const KeptText t{batch.kept.size(), text.size()};
+    batch.kept.append(text);
+    return t;
+  };
+  p.has_message_id = meta_.has_message_id;
+  p.has_body_hash = meta_.has_body_hash;
+  if (p.has_message_id) p.message_id = put(meta_.message_id);
+  if (p.has_body_hash) p.body_hash = put(meta_.body_hash);
+  if (p.has_key) p.key = put(key_slot_->s);
+}
+
+inputs::RecordMeta Gate::kept_meta(const Batch& batch, const Pending& p) {
+  inputs::RecordMeta meta;
+  meta.has_message_id = p.has_message_id;
+  meta.has_body_hash = p.has_body_hash;
+  if (p.has_message_id) meta.message_id = batch.text(p.message_id);
+  if (p.has_body_hash) meta.body_hash = batch.text(p.body_hash);
+  return meta;
+}
+
+Claimer::Request Gate::request(const Batch& batch, const Pending& p) const {
+  Claimer::Request r;
+  r.record = &p;
+  r.keyed = p.has_key;
+  if (p.has_key) r.key = batch.text(p.key);
+  r.meta = kept_meta(batch, p);
+  return r;
+}
+
+Verdict Gate::guard(const Pending& p) {
   Verdict v;
   v.record = &p;
   v.verb = table_->default_verb();
+  if (!p.readable) return v;
+  v.verb = p.decision.verb;
+  v.invalid = p.decision.kind == DecisionKind::kInvalidInput;
+  if (!p.create) return v;
+  v.outcome = guard_.judge_hash(p.has_key ? &p.key_hash : nullptr);
+  switch (v.outcome) {
+    case ReplayGuard::Outcome::kReplay:
+      break;
+    case ReplayGuard::Outcome::kMaybeDuplicate:
+      ++counts_.maybe_duplicate_holds;
+      break;
+    case ReplayGuard::Outcome::kBudget:
+      ++counts_.budget_holds;
+      break;
+    case ReplayGuard::Outcome::kKeyLimit:
+      ++counts_.key_limit_holds;
+      break;
+  }
+  if (v.outcome != ReplayGuard::Outcome::kReplay) v.verb = table_->default_verb();
+  return v;
+}
+
+void Gate::finish(const Batch& batch, const Pending& p, Verdict& v, const Claimer::Answer* answer,
+                  const inputs::RecordMeta& meta, ByteBuffer& out) {
+  const ByteBuffer& scratch = batch.scratch;
   std::string_view text;  // after the prefix; empty for an unreadable record
   if (p.readable) {
-    v.verb = p.decision.verb;
-    v.invalid = p.decision.kind == DecisionKind::kInvalidInput;
     if (!v.invalid) text = texts_->of(p.decision);  // an invalid input's line is in `scratch`
-    if (p.create) {
-      v.outcome = guard_.judge_hash(p.has_key ? &p.key_hash : nullptr);
-      switch (v.outcome) {
-        case ReplayGuard::Outcome::kReplay:
-          break;
-        case ReplayGuard::Outcome::kMaybeDuplicate:
-          ++counts_.maybe_duplicate_holds;
-          break;
-        case ReplayGuard::Outcome::kBudget:
-          ++counts_.budget_holds;
-          break;
-        case ReplayGuard::Outcome::kKeyLimit:
-          ++counts_.key_limit_holds;
-          break;
-      }
-      if (v.outcome != ReplayGuard::Outcome::kReplay) {
+    if (p.create && v.outcome != ReplayGuard::Outcome::kReplay) {
+      text = texts_->held(v.outcome);
+    } else if (answer != nullptr) {
+      if (!answer->granted) {
+        ++counts_.ledger_holds;
         v.verb = table_->default_verb();
-        text = texts_->held(v.outcome);
-      } else if (options_.claimer != nullptr) {
-        const bool keyed = key_slot_ != nullptr && key_slot_->state == Input::Slot::State::kString;
-        const std::string_view key = keyed ? key_slot_->s : std::string_view();
-        answer_ = options_.claimer->claim(*table_, p, keyed ? &key : nullptr, meta_);
-        if (!answer_.granted) {
-          ++counts_.ledger_holds;
-          v.verb = table_->default_verb();
-          v.held_by = answer_.rule;
-          claim_text_ = texts_->render(v.verb, answer_.rule, answer_.reason, false);
-        } else {
-          claim_text_ = text;
-          claim_text_.resize(claim_text_.size() - 2);  // "}\n"
-          claim_text_ += answer_.claimed ? ",\"claimed\":true}\n" : ",\"claimed\":false}\n";
-          if (answer_.claimed) v.claim_generation = answer_.generation;
-        }
-        text = claim_text_;
+        v.held_by = answer->rule;
+        claim_text_ = texts_->render(v.verb, answer->rule, answer->reason, false);
+      } else {
+        claim_text_ = text;
+        claim_text_.resize(claim_text_.size() - 2);  // "}\n"
+        claim_text_ += answer->claimed ? ",\"claimed\":true}\n" : ",\"claimed\":false}\n";
+        if (answer->claimed) v.claim_generation = answer->generation;
       }
+      text = claim_text_;
     }
   }
   ++counts_.total;
@@ -188,11 +221,64 @@ void Gate::judge(const Batch& batch, size_t i, ByteBuffer& out) {
   if (!text.empty()) std::memcpy(w, text.data(), text.size());  // an empty view may be null
   out.commit(w + text.size());
   if (!stages_.empty()) {
-    v.meta = &meta_;  // one record per batch with stages: the record's own metadata
-    if (p.readable && key_slot_ != nullptr && key_slot_->state == Input::Slot::State::kString) {
+    v.meta = &meta;
+    // The record's idempotency key for the audit entry: kept in the batch by a Claimer's gate (a
+    // create verb's key), else the one record's own input slot.
+    if (options_.claimer != nullptr) {
+      if (p.readable && p.has_key) v.key = batch.text(p.key);
+    } else if (p.readable && key_slot_ != nullptr &&
+               key_slot_->state == Input::Slot::State::kString) {
       v.key = key_slot_->s;
     }
     for (Stage* stage : stages_) stage->add(*table_, v);
+  }
+}
+
+void Gate::judge(const Batch& batch, size_t i, ByteBuffer& out) {
+  const Pending& p = batch.records[i];
+  Verdict v = guard(p);
+  if (options_.claimer == nullptr) {
+    // Without a Claimer a gate with stages works one record at a time: meta_ is this record's.
+    finish(batch, p, v, nullptr, meta_, out);
+    return;
+  }
+  const Claimer::Answer* answer = nullptr;
+  if (needs_claim(p, v)) {
+    requests_.assign(1, request(batch, p));
+    options_.claimer->claim_block(*table_, requests_, answers_);
+    answer = &answers_[0];
+  }
+  finish(batch, p, v, answer, kept_meta(batch, p), out);
+}
+
+void Gate::judge_block(const Batch& batch, ByteBuffer& out) {
+  if (options_.claimer == nullptr) {
+    for (size_t i = 0; i < batch.count; ++i) judge(batch, i, out);
+    return;
+  }
+  // Every record meets the guard in input order, its filter block fetched a few records ahead
+  // (the two-batch prefetch of a gate without stages, within the block).
+  constexpr size_t kAhead = 16;
+  verdicts_.resize(batch.count);
+  requests_.clear();
+  for (size_t i = 0; i < kAhead && i < batch.count; ++i) {
+    if (batch.records[i].has_key) guard_.prefetch(batch.records[i].key_hash);
+  }
+  for (size_t i = 0; i < batch.count; ++i) {
+    if (i + kAhead < batch.count && batch.records[i + kAhead].has_key) {
+      guard_.prefetch(batch.records[i + kAhead].key_hash);
+    }
+    const Pending& p = batch.records[i];
+    verdicts_[i] = guard(p);
+    if (needs_claim(p, verdicts_[i])) requests_.push_back(request(batch, p));
+  }
+  // One transaction for the block's claims, committed before any of its lines exists.
+  if (!requests_.empty()) options_.claimer->claim_block(*table_, requests_, answers_);
+  size_t next = 0;  // the next answer, in the order the requests were made
+  for (size_t i = 0; i < batch.count; ++i) {
+    const Pending& p = batch.records[i];
+    const Claimer::Answer* answer = needs_claim(p, verdicts_[i]) ? &answers_[next++] : nullptr;
+    finish(batch, p, verdicts_[i], answer, kept_meta(batch, p), out);
   }
 }
 

@@ -16,9 +16,16 @@
 //            verdict to every stage.
 // A Stage sits between decide and print: it sees every verdict whose line is buffered but not
 // yet written, and commit() must make them durable before the caller writes the buffer. The audit
-// log is one (AuditStage, audit_stage.h); a durable replay ledger (claims by idempotency key,
-// write-ahead) is another, added the same way. With a stage attached the gate works one record at
-// a time (batch_size() is 1), so a verdict's metadata is the record's own.
+// log is one (AuditStage, audit_stage.h). With stages and no Claimer the gate works one record at
+// a time (batch_size() is 1), so a verdict's metadata is the gate's copy of the record's own.
+//
+// A Claimer (the durable replay ledger, gate/ledger_stage.h) makes stage 2 work per block:
+// batch_size() is Options::block_records, read() keeps each record's key and metadata in the
+// batch, and judge_block() puts the whole batch before the replay guard, hands every create verb
+// the guard let through to the Claimer as ONE request (one durable transaction), and only then
+// renders the block's lines, in input order, and hands the verdicts to the stages. So no create
+// line is in the output buffer (nor with any stage) before its claim is committed, and a block
+// costs one commit however many claims it holds. The lines are the same bytes for any block size.
 //
 // The table comes from a SharedTable (runtime/reload.h): the gate pins the current table when it
 // is made and on repin(); a consumer that runs for good calls repin() between records to pick up
@@ -64,6 +71,12 @@ inline bool parse_and_decide(inputs::RecordParser& parser, const Table& table,
   return true;
 }
 
+// Bytes a gate with a Claimer keeps in its batch's `kept` for stage 2 (the line and the parser's
+// Input are gone by then).
+struct KeptText {
+  size_t at = 0, size = 0;
+};
+
 // One record between stage 1 and stage 2.
 struct Pending {
   uint64_t line_number = 0;
@@ -73,6 +86,9 @@ struct Pending {
   bool has_key = false;
   uint64_t key_hash = 0;
   Decision decision;
+  // With a Claimer only (else unset): the key (has_key) and the metadata, in the batch's `kept`.
+  KeptText key, message_id, body_hash;
+  bool has_message_id = false, has_body_hash = false;
 };
 
 // Records read and decided, waiting for stage 2, with their rendered text.
@@ -81,6 +97,14 @@ struct Batch {
   std::vector<Pending> records;
   size_t count = 0;
   ByteBuffer scratch;
+  std::string kept;  // a Claimer's gate: the records' keys and metadata (Pending's KeptText)
+  std::string_view text(KeptText t) const { return std::string_view(kept).substr(t.at, t.size); }
+  // Empties the batch for the next records (its memory is kept).
+  void clear() {
+    count = 0;
+    scratch.clear();
+    kept.clear();
+  }
 };
 
 // What happened to one record, as its decision line says it.
@@ -109,8 +133,9 @@ class Stage {
   virtual const std::string& error() const = 0;
 };
 
-// A durable claim after the replay guard (the replay ledger, gate/ledger_stage.h): asked for each
-// create verb the guard let through, before its line is rendered.
+// A durable claim after the replay guard (the replay ledger, gate/ledger_stage.h): asked, per
+// block of records (Gate::judge_block), about every create verb the guard let through, before any
+// line of the block is rendered.
 class Claimer {
  public:
   struct Answer {
@@ -120,10 +145,20 @@ class Claimer {
     std::string rule;        // not granted: the hold's rule ("ledger:...") and reason
     std::string reason;
   };
+  // One create verb of the block. Views into the batch: valid during claim_block() only.
+  struct Request {
+    const Pending* record = nullptr;
+    bool keyed = false;       // the record has an idempotency key (a string; it may be empty)
+    std::string_view key;     // keyed: its value
+    inputs::RecordMeta meta;  // the record's metadata (message_id, body_hash)
+  };
   virtual ~Claimer() = default;
-  // `key`: the record's idempotency key, or null when it has none.
-  virtual Answer claim(const Table& table, const Pending& record, const std::string_view* key,
-                       const inputs::RecordMeta& meta) = 0;
+  // Answers every request of one block, answers[i] for requests[i] (`answers` is resized; its
+  // strings' memory is reused). Every grant must be durable when this returns (one transaction for
+  // the block: a failure grants none of it). Never throws for a ledger failure: a request it
+  // cannot grant is answered with a hold (rule and reason).
+  virtual void claim_block(const Table& table, const std::vector<Request>& requests,
+                           std::vector<Answer>& answers) = 0;
 };
 
 // Counts for the run's summary.
@@ -145,7 +180,8 @@ class Gate {
     // dump) instead of a column.
     // "/" for a top-level array, "/Messages/" for the array of {"Messages": [...]}; "" for lines.
     std::string array_pointer_prefix;
-    Claimer* claimer = nullptr;  // not owned; set: batch_size() is 1
+    Claimer* claimer = nullptr;   // not owned; set: stage 2 works per block (judge_block)
+    size_t block_records = 1024;  // with a Claimer: records per block (batch_size()), at least 1
   };
 
   // A gate on `shared`'s current table (pinned), or null when `shared` has no free reader slot.
@@ -156,10 +192,15 @@ class Gate {
   Gate& operator=(const Gate&) = delete;
 
   const Table& table() const { return *table_; }
-  // Adds a stage between decide and print (not owned); batch_size() becomes 1.
+  // Adds a stage between decide and print (not owned); without a Claimer batch_size() becomes 1.
   void add_stage(Stage* stage) { stages_.push_back(stage); }
   bool has_stages() const { return !stages_.empty() || options_.claimer != nullptr; }
-  size_t batch_size() const { return has_stages() ? 1 : options_.batch_records; }
+  // A Claimer is set: the caller judges whole batches (judge_block), each one block.
+  bool claims_blocks() const { return options_.claimer != nullptr; }
+  size_t batch_size() const {
+    if (claims_blocks()) return options_.block_records > 0 ? options_.block_records : 1;
+    return has_stages() ? 1 : options_.batch_records;
+  }
   // Pins the shared table's current table (a consumer between records); rerenders the cached
   // text when it changed. False when the reader has no slot.
   bool repin();
@@ -174,8 +215,14 @@ class Gate {
   // Starts loading the guard's memory for every record of `batch` (between the two stages).
   void prefetch(const Batch& batch) const;
   // Stage 2 for the batch's record `i`: appends its decision line to `out` and hands the verdict
-  // to every stage.
+  // to every stage. With a Claimer, the record is a block of its own (one claim_block call when
+  // it needs a claim).
   void judge(const Batch& batch, size_t i, ByteBuffer& out);
+  // Stage 2 for every record of `batch`, in order, as one block: every record meets the replay
+  // guard, then the create verbs it let through go to the Claimer in one claim_block() call, then
+  // each record's line is appended to `out` and its verdict handed to every stage. Without a
+  // Claimer it is judge() for each record. The lines are the bytes judge() would append.
+  void judge_block(const Batch& batch, ByteBuffer& out);
   // Every stage's commit(), in order; false at the first that fails (its error()).
   bool commit(const Stage** failed);
 
@@ -185,6 +232,20 @@ class Gate {
   Gate(SharedTable::Reader reader, inputs::RecordParser& parser, ReplayGuard& guard,
        const Options& options);
   void render();  // the cached text of the pinned table
+  // Stage 2's parts: the replay guard's verdict for `p` (counted), whether a Claimer must be asked
+  // about it, and the rest (its line into `out`, counts, stages) once `answer` is known (null: no
+  // claim was asked for).
+  Verdict guard(const Pending& p);
+  bool needs_claim(const Pending& p, const Verdict& v) const {
+    return p.create && v.outcome == ReplayGuard::Outcome::kReplay && options_.claimer != nullptr;
+  }
+  void finish(const Batch& batch, const Pending& p, Verdict& v, const Claimer::Answer* answer,
+              const inputs::RecordMeta& meta, ByteBuffer& out);
+  // A Claimer's gate: keeps the record's key and metadata in `batch` (stage 1), and reads them
+  // back.
+  void keep(Batch& batch, Pending& p);
+  static inputs::RecordMeta kept_meta(const Batch& batch, const Pending& p);
+  Claimer::Request request(const Batch& batch, const Pending& p) const;
 
   SharedTable::Reader reader_;
   std::optional<SharedTable::Guard> pin_;
@@ -201,7 +262,10 @@ class Gate {
   inputs::RecordMeta meta_;
   std::string problem_;
   std::string claim_text_;
-  Claimer::Answer answer_;  // a Claimer's line text (its hold, or the grant with "claimed")
+  // A Claimer's block (judge_block), kept between blocks for their memory.
+  std::vector<Verdict> verdicts_;
+  std::vector<Claimer::Request> requests_;
+  std::vector<Claimer::Answer> answers_;
   GateCounts counts_;
 };
 

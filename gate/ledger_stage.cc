@@ -30,6 +30,11 @@ LedgerStage::LedgerStage(Options options) : options_(std::move(options)) {
   if (options_.worker.empty()) options_.worker = default_worker();
 }
 
+LedgerStage::LedgerStage(Options options, std::unique_ptr<ledger::Ledger> ledger)
+    : LedgerStage(std::move(options)) {
+  ledger_ = std::move(ledger);
+}
+
 std::string LedgerStage::describe() const {
   return ledger_ != nullptr ? ledger_->describe() : options_.url;
 }
@@ -47,72 +52,99 @@ bool LedgerStage::open() {
   return true;
 }
 
-Claimer::Answer LedgerStage::unavailable() {
-  Answer a;
-  a.rule = "ledger:unavailable";
-  a.reason = "the replay ledger is unavailable (" + failure_ +
-             "); held so that no letter is replayed without a durable claim";
-  return a;
+void LedgerStage::hold(Answer& a, std::string rule, std::string reason) {
+  a.granted = false;
+  a.claimed = false;
+  a.rule = std::move(rule);
+  a.reason = std::move(reason);
 }
 
-Claimer::Answer LedgerStage::claim(const Table& table, const Pending& record,
-                                   const std::string_view* key, const inputs::RecordMeta& meta) {
-  if (key == nullptr || key->empty()) {
-    Answer a;
-    a.rule = "ledger:no_key";
-    a.reason =
-        "the letter has no idempotency key, so the replay ledger cannot make its replay "
-        "once-only";
-    return a;
+void LedgerStage::unavailable(Answer& a) const {
+  hold(a, "ledger:unavailable",
+       "the replay ledger is unavailable (" + failure_ +
+           "); held so that no letter is replayed without a durable claim");
+}
+
+void LedgerStage::claim_block(const Table& table, const std::vector<Request>& requests,
+                              std::vector<Answer>& answers) {
+  answers.resize(requests.size());
+  asked_.clear();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    if (!r.keyed || r.key.empty()) {
+      hold(answers[i], "ledger:no_key",
+           "the letter has no idempotency key, so the replay ledger cannot make its replay "
+           "once-only");
+    } else if (failed_ || ledger_ == nullptr) {
+      unavailable(answers[i]);
+    } else {
+      asked_.push_back(i);
+    }
   }
-  if (failed_ || ledger_ == nullptr) return unavailable();
+  if (asked_.empty()) return;
+  ++blocks_;
   if (options_.dry_run) {
-    ledger::Result<std::vector<std::optional<ledger::Record>>> found =
-        ledger_->lookup({std::string(*key)});
+    keys_.resize(asked_.size());
+    for (size_t n = 0; n < asked_.size(); ++n) keys_[n].assign(requests[asked_[n]].key);
+    ledger::Result<std::vector<std::optional<ledger::Record>>> found = ledger_->lookup(keys_);
     if (!found) {
       failed_ = true;
       failure_ = found.error().message;
-      return unavailable();
+      for (size_t i : asked_) unavailable(answers[i]);
+      return;
     }
-    Answer a;
-    if (found->at(0)) {
-      ++held_;
-      a.rule = "ledger:already_replayed";
-      a.reason = "idempotency key already replayed at " + first_replay(*found->at(0));
-      return a;
+    for (size_t n = 0; n < asked_.size(); ++n) {
+      Answer& a = answers[asked_[n]];
+      if (const std::optional<ledger::Record>& holder = found->at(n)) {
+        ++held_;
+        hold(a, "ledger:already_replayed",
+             "idempotency key already replayed at " + first_replay(*holder));
+      } else {
+        a.granted = true;
+        a.claimed = false;
+      }
     }
-    a.granted = true;
-    a.claimed = false;
-    return a;
+    return;
   }
-  ledger::Claim c;
-  c.key = std::string(*key);
-  c.policy = std::string(table.policy_id());
-  c.revision = table.revision();
-  c.table_checksum = table.checksum_hex();
-  c.rule = std::string(table.rule_name(record.decision));
-  if (meta.has_message_id) c.message_id = std::string(meta.message_id);
-  c.worker = options_.worker;
-  ledger::Result<std::vector<ledger::ClaimOutcome>> outcome = ledger_->claim_batch({c});
+  if (checksum_of_ != &table) {
+    checksum_hex_ = table.checksum_hex();
+    checksum_of_ = &table;
+  }
+  claims_batch_.resize(asked_.size());
+  for (size_t n = 0; n < asked_.size(); ++n) {
+    const Request& r = requests[asked_[n]];
+    ledger::Claim& c = claims_batch_[n];
+    c.key.assign(r.key);
+    c.policy.assign(table.policy_id());
+    c.revision = table.revision();
+    c.table_checksum = checksum_hex_;
+    c.rule.assign(table.rule_name(r.record->decision));
+    c.message_id.assign(r.meta.has_message_id ? r.meta.message_id : std::string_view());
+    c.worker = options_.worker;
+  }
+  ledger::Result<std::vector<ledger::ClaimOutcome>> outcome = ledger_->claim_batch(claims_batch_);
   if (!outcome) {
+    // Nothing of the block is claimed: none of it may be replayed.
     failed_ = true;
     failure_ = outcome.error().message;
-    return unavailable();
+    for (size_t i : asked_) unavailable(answers[i]);
+    return;
   }
-  const ledger::ClaimOutcome& o = outcome->at(0);
-  Answer a;
-  if (!o.won) {
-    ++held_;
-    a.rule = "ledger:already_replayed";
-    a.reason = "idempotency key already replayed at " + first_replay(o.holder);
-    return a;
+  for (size_t n = 0; n < asked_.size(); ++n) {
+    const ledger::ClaimOutcome& o = outcome->at(n);
+    Answer& a = answers[asked_[n]];
+    if (!o.won) {
+      ++held_;
+      hold(a, "ledger:already_replayed",
+           "idempotency key already replayed at " + first_replay(o.holder));
+      continue;
+    }
+    ++claims_;
+    if (options_.mark_recorded) won_.emplace_back(o.holder.key, o.holder.generation);
+    a.granted = true;
+    a.claimed = true;
+    a.generation = o.holder.generation;
   }
-  ++claims_;
-  if (options_.mark_recorded) won_.emplace_back(o.holder.key, o.holder.generation);
-  a.granted = true;
-  a.claimed = true;
-  a.generation = o.holder.generation;
-  return a;
 }
 
 bool LedgerStage::commit() {

@@ -1,17 +1,18 @@
 // The durable replay ledger (ledger/ledger.h, docs/ledger.md) in the gate: "replay_once" means once
 // across runs, processes and hosts.
 //
-// As the gate's Claimer it is asked, for each create verb the replay guard let through, whether the
-// record may be replayed: it claims the record's idempotency key in the ledger, committed durably
-// before the record's line is rendered (write-ahead: with a ledger, a printed create verb is the
-// grant). A record whose key another claim holds gets the default with rule
-// `ledger:already_replayed` and a reason naming when and where the key was first replayed; one
-// without a key gets `ledger:no_key`; when the ledger cannot be opened or written, every would-be
-// replay gets `ledger:unavailable` (fail closed: the caller exits 2). A dry run looks keys up and
-// claims nothing.
+// As the gate's Claimer it is asked, per block of records (Gate::judge_block), about every create
+// verb the replay guard let through: it claims all their idempotency keys in ONE claim_batch
+// transaction, committed durably before any line of the block is rendered (write-ahead: with a
+// ledger, a printed create verb is the grant). A record whose key another claim holds gets the
+// default with rule `ledger:already_replayed` and a reason naming when and where the key was first
+// replayed; one without a key gets `ledger:no_key`; when the ledger cannot be opened or written,
+// every would-be replay of that block and of every later one gets `ledger:unavailable` (fail
+// closed: the caller exits 2; a failed claim_batch claims nothing of its block). A dry run looks
+// the block's keys up in one `lookup` and claims nothing.
 //
-// As a Stage, added after the audit stage, its commit() marks the block's claims `recorded` once
-// their audit entries are written (mark_recorded).
+// As a Stage, added after the audit stage, its commit() marks the claims won since the last commit
+// `recorded` in one mark_batch, once their audit entries are written (mark_recorded).
 #pragma once
 
 #include <cstdint>
@@ -35,13 +36,16 @@ class LedgerStage : public Stage, public Claimer {
     std::string worker;          // the claims' worker ("" : host:pid)
   };
   explicit LedgerStage(Options options);
+  // On a ledger opened by the caller (tests: a ledger that fails on cue); options_.url is unused.
+  LedgerStage(Options options, std::unique_ptr<ledger::Ledger> ledger);
 
   // Opens the ledger. False: it could not be (error()); every would-be replay is then held as
   // ledger:unavailable.
   bool open();
 
-  Answer claim(const Table& table, const Pending& record, const std::string_view* key,
-               const inputs::RecordMeta& meta) override;
+  // One claim_batch (a dry run: one lookup) for every keyed request of the block; see above.
+  void claim_block(const Table& table, const std::vector<Request>& requests,
+                   std::vector<Answer>& answers) override;
   void add(const Table&, const Verdict&) override {}
   bool commit() override;
   const std::string& error() const override { return error_; }
@@ -51,17 +55,25 @@ class LedgerStage : public Stage, public Claimer {
   const std::string& failure() const { return failure_; }
   uint64_t claims() const { return claims_; }  // claims won
   uint64_t held() const { return held_; }      // already replayed
+  uint64_t blocks() const { return blocks_; }  // claim_batch (dry run: lookup) calls made
   std::string describe() const;
 
  private:
-  Answer unavailable();
+  void unavailable(Answer& a) const;
+  static void hold(Answer& a, std::string rule, std::string reason);
 
   Options options_;
   std::unique_ptr<ledger::Ledger> ledger_;
   std::vector<std::pair<std::string, std::int64_t>> won_;  // since the last commit
   bool failed_ = false;
   std::string failure_, error_;
-  uint64_t claims_ = 0, held_ = 0;
+  uint64_t claims_ = 0, held_ = 0, blocks_ = 0;
+  // Reused per block: the claims (or the dry run's keys) and which request each belongs to.
+  std::vector<ledger::Claim> claims_batch_;
+  std::vector<std::string> keys_;
+  std::vector<size_t> asked_;
+  const Table* checksum_of_ = nullptr;  // the table checksum_hex_ is of
+  std::string checksum_hex_;
 };
 
 }  // namespace replaygate::gate

@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <thread>
 #include <unordered_map>
@@ -474,16 +475,44 @@ Result<std::vector<std::optional<Record>>> PgLedger::do_lookup(
 
 Status PgLedger::do_mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
                                State state) {
+  // Two statements for the whole batch (a block of thousands of claims must not cost a round trip
+  // each): the rows' states, locked, then one UPDATE of those that move. The checks run in the
+  // batch's order, so the first failing element's error is the one returned, as before.
+  std::vector<const std::string*> keys;
+  keys.reserve(claims.size());
+  std::string generations = "{";
+  for (size_t i = 0; i < claims.size(); ++i) {
+    keys.push_back(&claims[i].first);
+    if (i) generations += ',';
+    generations += std::to_string(claims[i].second);
+  }
+  generations += '}';
+  const std::string key_array = text_array(keys);
   return in_transaction<Ok>([&](std::optional<Failure>& f) -> Status {
     const std::string ts = format_time(now());
-    for (const auto& [key, generation] : claims) {
-      PgResult r = run("mark",
-                       "SELECT state FROM replaygate_ledger_claims WHERE scope = $1 AND key = $2 "
-                       "AND generation = $3 FOR UPDATE",
-                       {scope(), key, std::to_string(generation)}, f);
-      if (f) return f->error;
+    PgResult r = run("mark",
+                     "SELECT c.key, c.generation, c.state FROM replaygate_ledger_claims c JOIN "
+                     "unnest($2::text[], $3::bigint[]) AS u(k, g) ON c.key = u.k AND "
+                     "c.generation = u.g WHERE c.scope = $1 ORDER BY c.key, c.generation "
+                     "FOR UPDATE OF c",
+                     {scope(), key_array, generations}, f);
+    if (f) return f->error;
+    std::map<std::pair<std::string, std::int64_t>, State> found;
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      std::optional<State> st = parse_state(PQgetvalue(r.get(), i, 2));
+      if (!st) continue;
+      found.emplace(std::make_pair(std::string(PQgetvalue(r.get(), i, 0),
+                                               static_cast<size_t>(PQgetlength(r.get(), i, 0))),
+                                   std::stoll(PQgetvalue(r.get(), i, 1))),
+                    *st);
+    }
+    std::vector<const std::string*> move_keys;
+    std::string move_generations = "{";
+    for (const auto& claim : claims) {
+      const auto& [key, generation] = claim;
+      auto it = found.find(claim);
       std::optional<State> current;
-      if (PQntuples(r.get()) == 1) current = parse_state(PQgetvalue(r.get(), 0, 0));
+      if (it != found.end()) current = it->second;
       if (!current || *current == State::kReleased) {
         return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
                                                "' has no live claim " + "of generation " +
@@ -497,12 +526,19 @@ Status PgLedger::do_mark_batch(const std::vector<std::pair<std::string, std::int
                          ", it cannot go back to " + std::string(state_name(state)));
       }
       if (*current == state) continue;
-      run("mark",
-          "UPDATE replaygate_ledger_claims SET state = $4, updated_at = $5 WHERE scope = $1 AND "
-          "key = $2 AND generation = $3",
-          {scope(), key, std::to_string(generation), std::string(state_name(state)), ts}, f);
-      if (f) return f->error;
+      it->second = state;  // a pair given twice moves once
+      if (!move_keys.empty()) move_generations += ',';
+      move_keys.push_back(&key);
+      move_generations += std::to_string(generation);
     }
+    move_generations += '}';
+    if (move_keys.empty()) return Ok{};
+    run("mark",
+        "UPDATE replaygate_ledger_claims c SET state = $4, updated_at = $5 FROM "
+        "unnest($2::text[], $3::bigint[]) AS u(k, g) WHERE c.scope = $1 AND c.key = u.k AND "
+        "c.generation = u.g",
+        {scope(), text_array(move_keys), move_generations, std::string(state_name(state)), ts}, f);
+    if (f) return f->error;
     return Ok{};
   });
 }
