@@ -125,7 +125,7 @@ TEST(IdempotencyKeyCompiler, OnANonStringInputIsRG139) {
   text.replace(text.find("topic: {type: string}"), 21,
                "topic: {type: int, idempotency_key: true}");
   const std::string shown = diagnostics_of(text, "k.yaml");
-  EXPECT_NE(shown.find("k.yaml:4:21: error[RG139]: input 'topic' is of type int, so it cannot be "
+  EXPECT_NE(shown.find("k.yaml:4:39: error[RG139]: input 'topic' is of type int, so it cannot be "
                        "the idempotency key"),
             std::string::npos)
       << shown;
@@ -145,7 +145,7 @@ TEST(IdempotencyKeyCompiler, ASecondKeyIsRG139) {
   text.replace(text.find("topic: {type: string}"), 21,
                "topic: {type: string, idempotency_key: true}");
   const std::string shown = diagnostics_of(text, "k.yaml");
-  EXPECT_NE(shown.find("k.yaml:5:72: error[RG139]: input 'request_id' cannot be a second "
+  EXPECT_NE(shown.find("k.yaml:5:79: error[RG139]: input 'request_id' cannot be a second "
                        "idempotency key: input 'topic' already is"),
             std::string::npos)
       << shown;
