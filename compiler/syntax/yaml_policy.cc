@@ -177,8 +177,9 @@ class AstBuilder {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
     static const std::vector<std::string> kProps = {
-        "type",   "optional", "empty_means_absent", "min",     "max",
-        "values", "domain",   "description",        "derived", "source", "idempotency_key"};
+        "type",           "optional", "empty_means_absent", "min",     "max",
+        "values",         "domain",   "description",        "derived", "source",
+        "idempotency_key"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;

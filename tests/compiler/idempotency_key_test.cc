@@ -81,10 +81,10 @@ TEST(IdempotencyKeyCompiler, BothFrontEndsAndPrintersKeepIt) {
 }
 
 TEST(IdempotencyKeyCompiler, FmtKeepsItAndIsIdempotent) {
-  const FormatResult formatted =
-      format_dsl("policy keyed revision 1\ninput topic: string\ninput   request_id:  optional "
-                 "string   idempotency   key  \"the key\"\nverb hold effect none\ndefault hold\n",
-                 "k.policy");
+  const FormatResult formatted = format_dsl(
+      "policy keyed revision 1\ninput topic: string\ninput   request_id:  optional "
+      "string   idempotency   key  \"the key\"\nverb hold effect none\ndefault hold\n",
+      "k.policy");
   ASSERT_TRUE(formatted.text.has_value());
   EXPECT_NE(formatted.text->find("input request_id: optional string idempotency key \"the key\"\n"),
             std::string::npos)
@@ -122,8 +122,7 @@ TEST(IdempotencyKeyCompiler, DiffReportsAChangeOfTheKey) {
 
 TEST(IdempotencyKeyCompiler, OnANonStringInputIsRG139) {
   std::string text = kYaml;
-  text.replace(text.find("topic: {type: string}"), 21,
-               "topic: {type: int, idempotency_key: true}");
+  text.replace(text.find("topic: {type: string}"), 21, "topic: {type: int, idempotency_key: true}");
   const std::string shown = diagnostics_of(text, "k.yaml");
   EXPECT_NE(shown.find("k.yaml:4:39: error[RG139]: input 'topic' is of type int, so it cannot be "
                        "the idempotency key"),
@@ -161,8 +160,7 @@ TEST(IdempotencyKeyCompiler, ASecondKeyIsRG139) {
                      "input 'a' already is"),
             std::string::npos)
       << dsl;
-  EXPECT_NE(dsl.find("remove 'idempotency key' from all inputs but one"), std::string::npos)
-      << dsl;
+  EXPECT_NE(dsl.find("remove 'idempotency key' from all inputs but one"), std::string::npos) << dsl;
 }
 
 TEST(IdempotencyKeyCompiler, TheDslSaysWhatItExpectsAfterIdempotency) {

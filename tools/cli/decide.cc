@@ -245,7 +245,7 @@ int run_decide(const DecideOptions& o) {
   // The key: --dedupe-field, else the input the policy declares (`idempotency_key: true`), else,
   // for tables compiled before the declaration existed, an input named idempotency_key.
   const uint32_t declared_key = table->idempotency_key_field();
-  uint32_t dedupe_field = o.dedupe_field_set            ? table->field_index(o.dedupe_field)
+  uint32_t dedupe_field = o.dedupe_field_set                ? table->field_index(o.dedupe_field)
                           : declared_key != Table::kNoField ? declared_key
                                                             : table->field_index("idempotency_key");
   if (dedupe_field != Table::kNoField && table->field(dedupe_field).type != FieldType::kString) {

@@ -15,15 +15,15 @@
 // value makes the input invalid (the policy default, fail closed). A non-object `error` in the
 // message is an invalid message.
 // With --ledger L (docs/ledger.md), a create decision is claimed by the policy's idempotency key
-// (the recovery policy's operation id) before it is recorded or printed (tools/cli/review_ledger.h):
-// a key already claimed gets the default with rule ledger:already_replayed, no key ledger:no_key, a
-// ledger error ledger:unavailable and exit 2. Without --confirm the ledger is only consulted.
-// With --confirm, a create decision warns on stderr when the audit log already records a create
-// decision for the same message id or operation id (when and by whom): the second one would
-// submit the work again.
-// The identifying fields the record prints and the audit log keeps must be strings or integers:
-// another JSON value there makes the message or record invalid (exit 1, nothing recorded). Every
-// value the text record prints is escaped (escape_control, common/escape.h).
+// (the recovery policy's operation id) before it is recorded or printed
+// (tools/cli/review_ledger.h): a key already claimed gets the default with rule
+// ledger:already_replayed, no key ledger:no_key, a ledger error ledger:unavailable and exit 2.
+// Without --confirm the ledger is only consulted. With --confirm, a create decision warns on stderr
+// when the audit log already records a create decision for the same message id or operation id
+// (when and by whom): the second one would submit the work again. The identifying fields the record
+// prints and the audit log keeps must be strings or integers: another JSON value there makes the
+// message or record invalid (exit 1, nothing recorded). Every value the text record prints is
+// escaped (escape_control, common/escape.h).
 //
 // Secrets: values of sensitive fields (the policy's `sensitive` list plus a built-in list of
 // common secret names) are never printed, logged or written to the audit log; the record names
@@ -720,8 +720,7 @@ int run_review(const Options& o) {
     const std::string repeated =
         effect == Effect::kCreate ? earlier_create_warning(o.audit, out) : std::string();
     // The entry goes through the gate's audit stage, as decide's do (one writer, one append).
-    audit::DecisionEntry entry =
-        gate::decision_entry(*table, verb, rule, table->checksum_hex());
+    audit::DecisionEntry entry = gate::decision_entry(*table, verb, rule, table->checksum_hex());
     entry.message_id = out["message_id"];
     entry.operation_id = out["operation_id"];
     entry.record_revision = out["record_revision"];
@@ -780,7 +779,8 @@ int run_review(const Options& o) {
     row("rule:", out["rule"]);
     row("reason:", out["reason"]);
     if (claim.stage != nullptr && claim.granted) {
-      row("ledger:", (claim.claimed ? "claimed by input " : "not claimed by anyone yet (no --confirm), input ") +
+      row("ledger:", (claim.claimed ? "claimed by input "
+                                    : "not claimed by anyone yet (no --confirm), input ") +
                          claim.key_input + " in " + claim.ledger);
     }
     row("policy:", out["policy"].get<std::string>() + " revision " +

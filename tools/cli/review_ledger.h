@@ -22,12 +22,13 @@ struct ReviewLedgerOptions {
 };
 
 struct ReviewClaim {
-  bool granted = false;  // the decision stands (claimed, or with dry_run: not claimed by anyone)
-  bool claimed = false;  // a claim was committed (write-ahead): the grant
+  bool granted = false;   // the decision stands (claimed, or with dry_run: not claimed by anyone)
+  bool claimed = false;   // a claim was committed (write-ahead): the grant
   std::string key_input;  // the idempotency key's input name, "" when the policy declares none
-  std::string rule, reason;  // not granted: ledger:already_replayed, ledger:no_key, ledger:unavailable
-  bool failed = false;       // the ledger could not be opened, read or written: exit 2
-  std::string ledger;        // the ledger as described in messages (path or host)
+  std::string rule,
+      reason;           // not granted: ledger:already_replayed, ledger:no_key, ledger:unavailable
+  bool failed = false;  // the ledger could not be opened, read or written: exit 2
+  std::string ledger;   // the ledger as described in messages (path or host)
   // The stage that holds the claim; call mark_recorded() once the audit entry is written.
   std::unique_ptr<gate::LedgerStage> stage;
   // Marks the claim `recorded` (best effort: a failure leaves it `claimed`, still held, and warns).

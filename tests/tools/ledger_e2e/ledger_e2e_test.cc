@@ -143,9 +143,9 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
     const std::string file = dump("d.jsonl", letters(prefix, 0, 400));
     // A log per run: a kill may leave a torn last entry, which a later append refuses.
     const std::string log = path("audit" + std::to_string(run_index) + ".log");
-    const pid_t pid = spawn({"decide", "--policy", kPolicy, "--ledger", db, "--audit", log,
-                             "--operator", "ops", file},
-                            "", path("out"), path("err"));
+    const pid_t pid = spawn(
+        {"decide", "--policy", kPolicy, "--ledger", db, "--audit", log, "--operator", "ops", file},
+        "", path("out"), path("err"));
     ASSERT_GT(pid, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(random() % 400));
     kill(pid, SIGKILL);
@@ -193,9 +193,9 @@ TEST_F(LedgerE2E, DiskFullMidRunFailsClosedAndKeepsCommits) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   std::string out;
   std::thread reader([&] { out = read_file(fifo); });
-  const pid_t pid = spawn({"decide", "--policy", kPolicy, "--ledger", db,
-                           dump("b.jsonl", letters("b", 0, 3000))},
-                          "", fifo, path("err"), limit);
+  const pid_t pid =
+      spawn({"decide", "--policy", kPolicy, "--ledger", db, dump("b.jsonl", letters("b", 0, 3000))},
+            "", fifo, path("err"), limit);
   const int code = wait_exit(pid);
   reader.join();
   const std::string err = read_file(path("err"));
@@ -238,9 +238,9 @@ TEST_F(LedgerE2EPostgres, ConcurrentProcessesReplayEachKeyOnce) {
     std::string text;
     for (int i = 0; i < 300; ++i) text += letter("k" + std::to_string((i + p * 100) % kKeys));
     const std::string n = std::to_string(p);
-    pids.push_back(spawn({"decide", "--policy", kPolicy, "--ledger", server_.url(),
-                          dump("p" + n + ".jsonl", text)},
-                         "", path("out" + n), path("err" + n)));
+    pids.push_back(spawn(
+        {"decide", "--policy", kPolicy, "--ledger", server_.url(), dump("p" + n + ".jsonl", text)},
+        "", path("out" + n), path("err" + n)));
   }
   std::map<std::string, int> replays;
   for (int p = 0; p < kProcs; ++p) {
@@ -267,10 +267,9 @@ TEST_F(LedgerE2EPostgres, ServerStoppedMidRunFailsClosedAndKeepsCommits) {
   // The second half arrives only once the test has stopped the server.
   const std::string feed = "cat " + shell_quote(first) + "; while [ ! -e " + shell_quote(go) +
                            " ]; do sleep 0.05; done; cat " + shell_quote(second);
-  const std::string command = "(" + feed + ") | " + shell_quote(kCliBinary) +
-                              " decide --policy " + shell_quote(kPolicy) + " --ledger " +
-                              shell_quote(server_.url()) + " - >" + shell_quote(path("out")) +
-                              " 2>" + shell_quote(path("err"));
+  const std::string command = "(" + feed + ") | " + shell_quote(kCliBinary) + " decide --policy " +
+                              shell_quote(kPolicy) + " --ledger " + shell_quote(server_.url()) +
+                              " - >" + shell_quote(path("out")) + " 2>" + shell_quote(path("err"));
   int code = -1;
   std::thread decider([&] { code = run_shell(command); });
   // Wait until the first 40 claims are committed (claims precede their lines).

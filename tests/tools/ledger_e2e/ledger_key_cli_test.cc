@@ -85,16 +85,16 @@ TEST_F(LedgerKeyCli, DecideKeysOnTheDeclaredInput) {
 
 TEST_F(LedgerKeyCli, LedgerClaimsTheDeclaredKeyAcrossRuns) {
   const std::string db = ledger();
-  CliResult r = run({"decide", "--policy", policy(), "--ledger", db,
-                     file("a.jsonl", letter("m-1", "r-1", "a"))});
+  CliResult r = run(
+      {"decide", "--policy", policy(), "--ledger", db, file("a.jsonl", letter("m-1", "r-1", "a"))});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(decisions(r.out).at(0)["claimed"], true);
   const CliResult show = run({"ledger", "show", "r-1", "--ledger", db});
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_EQ(json::parse(lines_of(show.out).at(0))["message_id"], "m-1");
   // Another letter with the same request_id (and another idempotency_key) in a later run.
-  r = run({"decide", "--policy", policy(), "--ledger", db,
-           file("b.jsonl", letter("m-2", "r-1", "b"))});
+  r = run(
+      {"decide", "--policy", policy(), "--ledger", db, file("b.jsonl", letter("m-2", "r-1", "b"))});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json d = decisions(r.out).at(0);
   EXPECT_EQ(d["verb"], "hold");
@@ -124,11 +124,10 @@ class ReviewLedger : public CliFixture {
   std::string ledger() const { return (dir_ / "ledger.db").string(); }
   CliResult review(const std::string& message, const std::string& record,
                    std::vector<std::string> extra) {
-    std::vector<std::string> args = {"review",   "--policy",
-                                     kSourceDir + "/policies/generation_recovery.yaml",
-                                     "--message", message,
-                                     "--record",  record,
-                                     "--format",  "json"};
+    std::vector<std::string> args = {
+        "review",    "--policy", kSourceDir + "/policies/generation_recovery.yaml",
+        "--message", message,    "--record",
+        record,      "--format", "json"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);
   }
@@ -138,7 +137,8 @@ class ReviewLedger : public CliFixture {
 };
 
 TEST_F(ReviewLedger, SecondConfirmOfTheSameOperationIsAlreadyReplayed) {
-  const std::string m = examples_ + "prepared.message.json", rec = examples_ + "prepared.record.json";
+  const std::string m = examples_ + "prepared.message.json",
+                    rec = examples_ + "prepared.record.json";
   const CliResult first = review(m, rec, confirm());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const json a = json::parse(first.out);
@@ -182,8 +182,7 @@ TEST_F(ReviewLedger, NoOperationIdIsNoKey) {
   record.erase("operation_id");
   write_file(dir_ / "m.json", message.dump());
   write_file(dir_ / "r.json", record.dump());
-  const CliResult r =
-      review((dir_ / "m.json").string(), (dir_ / "r.json").string(), confirm());
+  const CliResult r = review((dir_ / "m.json").string(), (dir_ / "r.json").string(), confirm());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json d = json::parse(r.out);
   EXPECT_EQ(d["rule"], "ledger:no_key");
@@ -193,8 +192,8 @@ TEST_F(ReviewLedger, NoOperationIdIsNoKey) {
 
 TEST_F(ReviewLedger, UnusableLedgerHoldsAndExits2) {
   std::filesystem::create_directory(ledger());  // a directory: cannot be opened
-  const CliResult r = review(examples_ + "prepared.message.json",
-                             examples_ + "prepared.record.json", confirm());
+  const CliResult r =
+      review(examples_ + "prepared.message.json", examples_ + "prepared.record.json", confirm());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   const json d = json::parse(r.out);
   EXPECT_EQ(d["rule"], "ledger:unavailable");
@@ -207,8 +206,8 @@ TEST_F(ReviewLedger, UnusableLedgerHoldsAndExits2) {
 }
 
 TEST_F(ReviewLedger, ANonCreateDecisionClaimsNothing) {
-  const CliResult r = review(examples_ + "accepted.message.json",
-                             examples_ + "accepted.record.json", confirm());
+  const CliResult r =
+      review(examples_ + "accepted.message.json", examples_ + "accepted.record.json", confirm());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["action"], "observe");
   EXPECT_FALSE(std::filesystem::exists(ledger()));  // not even opened
