@@ -200,7 +200,7 @@ TEST_F(LedgerE2E, DiskFullMidRunFailsClosedAndKeepsCommits) {
   reader.join();
   const std::string err = read_file(path("err"));
   ASSERT_EQ(code, 2) << err;
-  const Printed p = printed(out);
+  Printed p = printed(out);
   EXPECT_EQ(p.lines, 3000u) << "every record has its line";
   EXPECT_GT(p.replayed.size(), 0u) << "some claims fit before the disk filled up";
   EXPECT_EQ(p.rules["ledger:unavailable"], static_cast<int>(3000 - p.replayed.size())) << err;
@@ -209,7 +209,9 @@ TEST_F(LedgerE2E, DiskFullMidRunFailsClosedAndKeepsCommits) {
   for (const std::string& line : lines_of(out)) {
     const json d = json::parse(line);
     if (d["rule"] == "ledger:unavailable") failed = true;
-    if (failed) EXPECT_NE(d["verb"], "replay_once") << line;
+    if (failed) {
+      EXPECT_NE(d["verb"], "replay_once") << line;
+    }
   }
   const std::map<std::string, std::string> states = exported(db);
   EXPECT_EQ(states.size(), 50 + p.replayed.size());
@@ -246,7 +248,7 @@ TEST_F(LedgerE2EPostgres, ConcurrentProcessesReplayEachKeyOnce) {
   for (int p = 0; p < kProcs; ++p) {
     const std::string n = std::to_string(p);
     ASSERT_EQ(wait_exit(pids[p]), 0) << read_file(path("err" + n));
-    const Printed printed_lines = printed(read_file(path("out" + n)));
+    Printed printed_lines = printed(read_file(path("out" + n)));
     EXPECT_EQ(printed_lines.lines, 300u);
     EXPECT_EQ(printed_lines.rules["ledger:already_replayed"] +
                   static_cast<int>(printed_lines.replayed.size()),
@@ -285,7 +287,7 @@ TEST_F(LedgerE2EPostgres, ServerStoppedMidRunFailsClosedAndKeepsCommits) {
   ASSERT_TRUE(committed) << read_file(path("err"));
   const std::string out = read_file(path("out"));
   EXPECT_EQ(code, 2) << read_file(path("err"));
-  const Printed p = printed(out);
+  Printed p = printed(out);
   EXPECT_EQ(p.lines, 80u);
   EXPECT_EQ(p.replayed.size(), 40u);
   EXPECT_EQ(p.rules["ledger:unavailable"], 40);
