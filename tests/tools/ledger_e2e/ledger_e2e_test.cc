@@ -140,14 +140,14 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
   const auto started = std::chrono::steady_clock::now();
   for (int run_index = 0; run_index < 30; ++run_index) {
     const std::string prefix = "r" + std::to_string(run_index) + "-";
-    const std::string file = dump("d.jsonl", letters(prefix, 0, 400));
+    const std::string file = dump("d.jsonl", letters(prefix, 0, 2000));
     // A log per run: a kill may leave a torn last entry, which a later append refuses.
     const std::string log = path("audit" + std::to_string(run_index) + ".log");
     const pid_t pid = spawn(
         {"decide", "--policy", kPolicy, "--ledger", db, "--audit", log, "--operator", "ops", file},
         "", path("out"), path("err"));
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 400));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 + random() % 1300));
     kill(pid, SIGKILL);
     const int code = wait_exit(pid);
     ASSERT_TRUE(code == -SIGKILL || code == 0) << code << read_file(path("err"));

@@ -74,7 +74,7 @@ TEST_F(LedgerKeyCli, DecideKeysOnTheDeclaredInput) {
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0]["verb"], "replay_once");
   EXPECT_EQ(d[1]["verb"], "hold");
-  EXPECT_EQ(d[1]["rule"], "dump:already_replayed") << d[1];
+  EXPECT_EQ(d[1]["rule"], "dump:maybe_duplicate") << d[1];
   // --dedupe-field still overrides: on idempotency_key they differ.
   r = run({"decide", "--policy", policy(), "--dedupe-field", "idempotency_key", dump});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -113,7 +113,7 @@ TEST_F(LedgerKeyCli, AnOldTableFallsBackToIdempotencyKey) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<json> d = decisions(r.out);
   EXPECT_EQ(d.at(0)["verb"], "replay_once");
-  EXPECT_EQ(d.at(1)["rule"], "dump:already_replayed");
+  EXPECT_EQ(d.at(1)["rule"], "dump:maybe_duplicate");
 }
 
 // review --confirm with the shipped recovery policy: the prepared operation is dispatched once.
@@ -152,10 +152,11 @@ TEST_F(ReviewLedger, SecondConfirmOfTheSameOperationIsAlreadyReplayed) {
   EXPECT_EQ(row["message_id"], "msg-0210");
   EXPECT_EQ(row["rule"], "prepared_dispatch_reviewed");
 
-  // A review without --confirm consults the ledger and claims nothing.
+  // A review without --confirm is not a create decision here (the policy needs the operator's
+  // confirmation), so it never touches the ledger.
   const CliResult look = review(m, rec, {"--ledger", ledger()});
   ASSERT_EQ(look.exit_code, 0) << look.err;
-  EXPECT_EQ(json::parse(look.out)["rule"], "ledger:already_replayed");
+  EXPECT_EQ(json::parse(look.out)["rule"], "prepared_needs_review");
 
   const CliResult second = review(m, rec, confirm());
   ASSERT_EQ(second.exit_code, 0) << second.err;
