@@ -129,7 +129,7 @@ class LedgerE2E : public CliFixture {
   }
 };
 
-// kill -9 at random points, 25 times, on one ledger: every replay line ever printed has its claim
+// kill -9 at random points, 20 times, on one ledger: every replay line ever printed has its claim
 // in `ledger export`, every claim is there (listed as claimed: never silently lost), and a later
 // run replays none of them again.
 TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
@@ -138,7 +138,7 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
   std::set<std::string> all_printed;
   size_t killed_midway = 0;
   const auto started = std::chrono::steady_clock::now();
-  for (int run_index = 0; run_index < 25; ++run_index) {
+  for (int run_index = 0; run_index < 20; ++run_index) {
     const std::string prefix = "r" + std::to_string(run_index) + "-";
     // decide writes its output in 1 MiB blocks: keys of 2,000 bytes (in every line's message id)
     // make a block of about 450 lines, so most runs are killed after printing some.
@@ -147,7 +147,7 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
     const pid_t pid =
         spawn({"decide", "--policy", kPolicy, "--ledger", db, file}, "", path("out"), path("err"));
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 2400));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 2000));
     kill(pid, SIGKILL);
     const int code = wait_exit(pid);
     ASSERT_TRUE(code == -SIGKILL || code == 0) << code << read_file(path("err"));
@@ -174,7 +174,8 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
   }
   EXPECT_GT(killed_midway, 0u);
   EXPECT_GT(all_printed.size(), 0u);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
+  EXPECT_LT(std::chrono::steady_clock::now() - started,
+            std::chrono::seconds(90));  // ~40 s on a quiet machine
 }
 
 // The disk fills up mid-run (RLIMIT_FSIZE on the deciding process): every would-be replay after
