@@ -140,14 +140,14 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
   const auto started = std::chrono::steady_clock::now();
   for (int run_index = 0; run_index < 20; ++run_index) {
     const std::string prefix = "r" + std::to_string(run_index) + "-";
-    // decide writes its output in 1 MiB blocks: keys of 2,000 bytes (in every line's message id)
-    // make a block of about 450 lines, so most runs are killed after printing some.
-    const std::string long_prefix = prefix + std::string(2000, 'x') + "-";
+    // decide writes its output in 1 MiB blocks: keys of 4,000 bytes (in every line's message id)
+    // make a block of about 250 lines, so most runs are killed after printing some.
+    const std::string long_prefix = prefix + std::string(4000, 'x') + "-";
     const std::string file = dump("d.jsonl", letters(long_prefix, 0, 1500));
     const pid_t pid =
         spawn({"decide", "--policy", kPolicy, "--ledger", db, file}, "", path("out"), path("err"));
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 2000));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + random() % 2700));
     kill(pid, SIGKILL);
     const int code = wait_exit(pid);
     ASSERT_TRUE(code == -SIGKILL || code == 0) << code << read_file(path("err"));
