@@ -319,6 +319,7 @@ constexpr CodeTitle kCodeTitles[] = {
     {"RG129", "too many inputs"},
     {"RG130", "bad invariant requirement"},
     {"RG131", "bad string domain"},
+    {"RG139", "bad idempotency key input"},
     {"RG140", "derived on an input that is not a required bool"},
     {"RG141", "bad derivation operator or operand count"},
     {"RG142", "derivation operand is not an earlier required int"},

@@ -123,6 +123,7 @@ class Checker {
       field_names_.push_back(p.fields[i].name);
     }
     if (policy.inputs) derivations(*policy.inputs, p);
+    if (policy.inputs) one_idempotency_key(*policy.inputs, p);
     if (policy.sensitive) sensitive(*policy.sensitive, p);
 
     if (!policy.verbs) {
@@ -406,7 +407,39 @@ class Checker {
               "derivation");
       }
     }
+    if (input.idempotency_key) {
+      if (auto value = bool_literal(*input.idempotency_key, "idempotency_key"); value && *value) {
+        if (type_known && f.type != ir::FieldType::kString) {
+          error("RG139",
+                label + " is of type " + ir::field_type_name(f.type) +
+                    ", so it cannot be the idempotency key",
+                input.idempotency_key->span,
+                "the idempotency key is a string input: declare it 'type: string', or mark "
+                "the string input that carries the key");
+        } else {
+          f.idempotency_key = true;
+        }
+      }
+    }
     return f;
+  }
+
+  // At most one input is the idempotency key (the ledger claims one value per letter).
+  void one_idempotency_key(const std::vector<ast::Input>& inputs, const ir::Policy& p) {
+    const ir::Field* first = nullptr;
+    for (uint32_t i = 0; i < inputs.size() && i < p.fields.size(); ++i) {
+      if (!p.fields[i].idempotency_key) continue;
+      if (first == nullptr) {
+        first = &p.fields[i];
+        continue;
+      }
+      error("RG139",
+            "input " + quote(p.fields[i].name) + " cannot be a second idempotency key: input " +
+                quote(first->name) + " already is",
+            inputs[i].idempotency_key->span,
+            std::string("a letter has one idempotency key: remove '") +
+                pick("idempotency_key: true", "idempotency key") + "' from all inputs but one");
+    }
   }
 
   // Derived bools (ir::Derivation): `derived` only on a required bool; the op one of eq, ne, lt,

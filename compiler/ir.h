@@ -77,6 +77,10 @@ struct Field {
   // Who may supply the input's value (YAML `source: NAME`, DSL `source NAME`; see InputSource).
   // Never kOperator or kRecord on a derived field (nobody sets a derived one).
   InputSource source = InputSource::kLetter;
+  // kString only, at most one field per policy (RG139): the field whose value is the letter's
+  // idempotency key, the key the replay ledger claims (docs/ledger.md, "Which key"). It changes no
+  // decision; the table stores it (FieldRecord::idempotency_key) for `decide --ledger`.
+  bool idempotency_key = false;
   bool operator==(const Field&) const = default;
 };
 

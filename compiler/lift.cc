@@ -189,6 +189,7 @@ struct Lifter {
       field.optional = info.optional;
       field.empty_means_absent = info.empty_means_absent;
       field.source = static_cast<ir::InputSource>(info.source);
+      field.idempotency_key = f == table.idempotency_key_field();
       if (info.has_min) field.min = info.min;
       if (info.has_max) field.max = info.max;
       if (field.type == ir::FieldType::kEnum) field.enum_values = s.dictionary;

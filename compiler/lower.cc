@@ -148,6 +148,7 @@ struct Lowering {
       r.empty_means_absent =
           field.type == ir::FieldType::kString && field.empty_means_absent ? 1 : 0;
       r.source = static_cast<uint8_t>(field.source);  // fmtx::FieldSourceCode, same values
+      r.idempotency_key = field.idempotency_key ? 1 : 0;
       if (field.type == ir::FieldType::kInt) {
         r.has_min = field.min.has_value();
         r.has_max = field.max.has_value();

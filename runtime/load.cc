@@ -303,8 +303,8 @@ class Loader {
         return false;
       }
       if (r.type >= kFieldTypeCount || r.optional > 1 || r.empty_means_absent > 1 ||
-          r.has_min > 1 || r.has_max > 1 || r.source > fm::kSourceRecord || r.pad[0] != 0 ||
-          r.pad[1] != 0) {
+          r.has_min > 1 || r.has_max > 1 || r.source > fm::kSourceRecord || r.idempotency_key > 1 ||
+          r.pad != 0) {
         return fail(LoadError::kMalformed, what + " has a bad type or flag byte");
       }
       if (r.reserved != 0) {
@@ -320,6 +320,17 @@ class Loader {
                     what + " is record-only but the header lacks the record-fields flag");
       }
       out.source = static_cast<FieldSource>(r.source);
+      if (r.idempotency_key != 0) {
+        if (r.type != static_cast<uint8_t>(FieldType::kString)) {
+          return fail(LoadError::kMalformed,
+                      what + " is the idempotency key but is not a string field");
+        }
+        if (t_.idempotency_key_field != Table::kNoField) {
+          return fail(LoadError::kMalformed, what + " is a second idempotency key (field " +
+                                                 num(t_.idempotency_key_field) + " is one)");
+        }
+        t_.idempotency_key_field = static_cast<uint32_t>(f);
+      }
       any_operator_only = any_operator_only || r.source == fm::kSourceOperator;
       any_record_only = any_record_only || r.source == fm::kSourceRecord;
       const std::optional<FieldType> type = field_type_from_code(r.type);

@@ -70,6 +70,8 @@ FieldInfo Table::field(uint32_t index) const noexcept {
                    f.source};
 }
 
+uint32_t Table::idempotency_key_field() const noexcept { return impl_->idempotency_key_field; }
+
 bool Table::field_derived(uint32_t index) const noexcept {
   return index < impl_->fields.size() && impl_->fields[index].derived;
 }
@@ -182,6 +184,7 @@ std::string Table::dump() const {
     }
     if (field.source == FieldSource::kOperator) s += ", set by an operator only";
     if (field.source == FieldSource::kRecord) s += ", read from the operation record only";
+    if (f == t.idempotency_key_field) s += ", idempotency key";
     line(s);
     std::string atoms = "      atoms:";
     for (uint32_t a = field.optional ? 0 : 1; a < field.atom_count; ++a) {

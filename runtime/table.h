@@ -197,6 +197,10 @@ class Table {
   // True when the field is a derived bool (computed from two int fields after validation; its
   // value in an Input is ignored). False for an out-of-range index.
   bool field_derived(uint32_t index) const noexcept;
+  // The field the policy declares as the letter's idempotency key (`idempotency_key: true`,
+  // docs/ledger.md "Which key"): a string field, the value the replay ledger claims. kNoField when
+  // the policy declares none (every table compiled before the declaration existed).
+  uint32_t idempotency_key_field() const noexcept;
 
   uint32_t verb_count() const noexcept;
   std::string_view verb_name(uint32_t verb) const noexcept;

@@ -162,7 +162,11 @@ struct FieldRecord {
   // the header, 2 kFlagRecordFields; neither on a derived field. (Format version 1 had 0 or 1
   // here, named operator_only: the same bytes.)
   uint8_t source;
-  uint8_t pad[2];  // 0 (the loader rejects anything else)
+  // 1: the field is the letter's idempotency key (ir::Field::idempotency_key), the value the
+  // replay ledger claims; on a string field only, on at most one field. Formerly the first pad
+  // byte (always 0), so a table without a key has the bytes it had before.
+  uint8_t idempotency_key;
+  uint8_t pad;  // 0 (the loader rejects anything else)
   int64_t min;
   int64_t max;
   uint32_t atom_count;  // including absent (0)

@@ -171,6 +171,10 @@ std::string describe_field_change(const ir::Policy& old_policy, const ir::Field&
                                 bound(b.min), bound(b.max)));
   }
   if (a.source != b.source) parts.push_back(describe_source_change(a.source, b.source));
+  if (a.idempotency_key != b.idempotency_key) {
+    parts.push_back(b.idempotency_key ? "now the idempotency key"
+                                      : "no longer the idempotency key");
+  }
   if (a.enum_values != b.enum_values) parts.push_back("enum values changed");
   if (a.empty_means_absent != b.empty_means_absent) {
     parts.push_back(b.empty_means_absent ? "now empty_means_absent"

@@ -72,6 +72,9 @@ struct Input {
   // Who sets the input: "letter" (the default) or "operator" (ir::Field::operator_only). YAML
   // `source: operator`, DSL `source operator` after the type.
   std::optional<Name> source;
+  // The letter's idempotency key (ir::Field::idempotency_key): YAML `idempotency_key: true`, DSL
+  // `idempotency key` after the type and source (a bare `true` spanning the two words).
+  std::optional<Literal> idempotency_key;
   std::optional<Literal> description;
   ir::Span span;  // the input's definition (its name)
 };

@@ -60,6 +60,8 @@ RG_KW(kw_absent, "absent");
 RG_KW(kw_present, "present");
 RG_KW(kw_domain, "domain");
 RG_KW(kw_source, "source");
+RG_KW(kw_idempotency, "idempotency");
+RG_KW(kw_key, "key");
 RG_KW(kw_verb, "verb");
 RG_KW(kw_effect, "effect");
 RG_KW(kw_default, "default");
@@ -140,9 +142,13 @@ struct input_type : sor<string_type, int_type, bool_type, enum_type> {};
 // `source operator`: only an operator sets the input (ast::Input::source; check() reads the name).
 struct source_name : name {};
 struct input_source : seq<kw_source, _, must<source_name>> {};
+// `idempotency key`: the input is the letter's idempotency key (ast::Input::idempotency_key).
+struct idempotency_key_word : kw_key {};
+struct idempotency_key_flag : seq<kw_idempotency, _, must<idempotency_key_word>> {};
 struct input_description : quoted {};
-struct input_item : seq<kw_input, _, must<input_name>, _, must<colon>, _, opt<optional_flag, _>,
-                        must<input_type>, opt<_, input_source>, opt<_, input_description>> {};
+struct input_item
+    : seq<kw_input, _, must<input_name>, _, must<colon>, _, opt<optional_flag, _>, must<input_type>,
+          opt<_, input_source>, opt<_, idempotency_key_flag>, opt<_, input_description>> {};
 
 // verb NAME effect EFFECT ["description"]
 struct verb_name : name {};
@@ -295,6 +301,9 @@ RG_MSG(derive_rhs,
 RG_MSG(source_name,
        "expected who sets the input after 'source'\nfor example: input confirmed: optional bool "
        "source operator");
+RG_MSG(idempotency_key_word,
+       "expected 'key' after 'idempotency'\nfor example: input request_id: string idempotency "
+       "key");
 RG_MSG(enum_values,
        "expected the enum's values in parentheses\nfor example: input kind: enum (a, b, c)");
 RG_MSG(verb_name, "expected the verb's name after 'verb'\nfor example: verb hold effect none");
@@ -656,6 +665,13 @@ struct Action<g::source_name> {
   template <typename Input>
   static void apply(const Input& in, State& s) {
     s.input.source = name_of(in);
+  }
+};
+template <>
+struct Action<g::idempotency_key_flag> {
+  template <typename Input>
+  static void apply(const Input& in, State& s) {
+    s.input.idempotency_key = bare_true(span_of(in));
   }
 };
 template <>

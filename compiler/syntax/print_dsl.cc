@@ -276,6 +276,7 @@ class Printer {
       line += " " + list(in.values ? in.values->items : std::vector<Literal>{});
     }
     if (in.source) line += " source " + in.source->text;
+    if (in.idempotency_key && in.idempotency_key->bare("true")) line += " idempotency key";
     if (in.description) line += " " + literal(*in.description);
     return line;
   }
@@ -428,6 +429,7 @@ ast::Policy to_ast(const ir::Policy& p) {
           {}};
     }
     if (f.source != ir::InputSource::kLetter) in.source = name(ir::input_source_name(f.source));
+    if (f.idempotency_key) in.idempotency_key = bare("true");
     if (!f.description.empty()) in.description = quoted(f.description);
     out.inputs->push_back(std::move(in));
   }

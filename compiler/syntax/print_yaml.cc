@@ -144,6 +144,7 @@ std::string print_yaml(const ir::Policy& policy) {
     if (f.source != ir::InputSource::kLetter) {
       out += std::string("    source: ") + ir::input_source_name(f.source) + "\n";
     }
+    if (f.idempotency_key) out += "    idempotency_key: true\n";
     if (!f.description.empty()) out += "    description: " + quoted(f.description) + "\n";
   }
   out += "\nverbs:\n";

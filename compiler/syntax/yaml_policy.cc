@@ -177,8 +177,9 @@ class AstBuilder {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
     static const std::vector<std::string> kProps = {
-        "type",   "optional", "empty_means_absent", "min",     "max",
-        "values", "domain",   "description",        "derived", "source"};
+        "type",           "optional", "empty_means_absent", "min",     "max",
+        "values",         "domain",   "description",        "derived", "source",
+        "idempotency_key"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;
@@ -209,6 +210,8 @@ class AstBuilder {
           input.description = scalar(prop_value, prop, "description");
         } else if (p == "derived") {
           input.derived = derivation(prop, prop_value);
+        } else if (p == "idempotency_key") {
+          input.idempotency_key = scalar(prop_value, prop, "idempotency_key");
         } else if (p == "source") {
           // `source: ~` names no source: check() reports it (RG144) rather than let it mean
           // the default, `letter`, which is the permissive one.

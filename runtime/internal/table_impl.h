@@ -53,6 +53,9 @@ struct Table::Impl {
     bool derived = false;                       // computed from two int fields; see `derivations`
     FieldSource source = FieldSource::kLetter;  // who may supply it (FieldRecord::source)
   };
+  // The field whose FieldRecord::idempotency_key is 1, or Table::kNoField (the loader checks
+  // it is a string field and the only one).
+  uint32_t idempotency_key_field = 0xFFFFFFFFu;
   struct DictEntry {
     uint64_t hash = 0;
     std::string_view bytes;

@@ -79,8 +79,8 @@ TEST(OperatorOnlyTable, MarkerByteAndHeaderFlagOnlyWhenAFieldHasIt) {
   EXPECT_EQ(field_record(marked, 0).source, fm::kSourceLetter);
   EXPECT_EQ(field_record(marked, 2).source, fm::kSourceLetter);
   for (uint32_t f = 0; f < 6; ++f) {
-    EXPECT_EQ(field_record(marked, f).pad[0], 0) << f;
-    EXPECT_EQ(field_record(marked, f).pad[1], 0) << f;
+    EXPECT_EQ(field_record(marked, f).idempotency_key, 0) << f;
+    EXPECT_EQ(field_record(marked, f).pad, 0) << f;
   }
   EXPECT_EQ(load_error(marked), "");
 
@@ -173,11 +173,11 @@ TEST(OperatorOnlyLoad, CorruptMarkersAndFlagsAreRejected) {
   EXPECT_EQ(with_field(1, keep), "");
   const std::string bad_byte = "malformed: field 1 has a bad type or flag byte";
   EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.source = 3; }), bad_byte);
-  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.pad[0] = 1; }), bad_byte);
-  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.pad[1] = 0x80; }), bad_byte);
+  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.idempotency_key = 2; }), bad_byte);
+  EXPECT_EQ(with_field(1, [](fm::FieldRecord& r) { r.pad = 0x80; }), bad_byte);
   // A pad byte is rejected in a table without any marker too.
   EXPECT_EQ(with_field(
-                0, [](fm::FieldRecord& r) { r.pad[1] = 1; }, std::nullopt, false),
+                0, [](fm::FieldRecord& r) { r.pad = 1; }, std::nullopt, false),
             "malformed: field 0 has a bad type or flag byte");
   // The marker without the header flag (what an old writer could never produce), and the flag
   // without a marker.

@@ -134,6 +134,7 @@ inline ir::CheckedPolicy reference_gate() {
   p.fields[1].description = "the normalised error class of the last failure";
   p.fields[2].description = "delivery attempts so far";
   p.fields[3].description = "the key the consumer persisted before the first attempt";
+  p.fields[3].idempotency_key = true;  // `idempotency_key: true`: the key the ledger claims
   p.fields[4].description = "the ledger, outbox or partner receipt says the work already landed";
   p.fields[5].description =
       "how often this gate already requeued the message (x-replay header); absent is 0";

@@ -393,8 +393,9 @@ TEST_F(CliTest, DecideSaysSoWhenThePolicyHasNoIdempotencyKey) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lines_of(r.out).size(), 2u);
   EXPECT_EQ(r.err,
-            "replaygate: note: the policy has no string input 'idempotency_key'; every letter "
-            "may be replayed (name one with --dedupe-field)\n"
+            "replaygate: note: the policy declares no idempotency key and has no string input "
+            "'idempotency_key'; every letter may be replayed (declare one with "
+            "'idempotency_key: true', or name one with --dedupe-field)\n"
             "summary: 2 records, hold 0, replay_once 2; invalid 0, maybe-duplicate holds 0, "
             "budget holds 0\n");
 }

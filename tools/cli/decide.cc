@@ -248,8 +248,12 @@ int run_decide(const DecideOptions& o) {
     if (table->field(f).type == FieldType::kString)
       string_inputs.emplace_back(table->field(f).name);
   }
-  uint32_t dedupe_field =
-      table->field_index(o.dedupe_field_set ? o.dedupe_field : "idempotency_key");
+  // The key: --dedupe-field, else the input the policy declares (`idempotency_key: true`), else,
+  // for tables compiled before the declaration existed, an input named idempotency_key.
+  const uint32_t declared_key = table->idempotency_key_field();
+  uint32_t dedupe_field = o.dedupe_field_set                ? table->field_index(o.dedupe_field)
+                          : declared_key != Table::kNoField ? declared_key
+                                                            : table->field_index("idempotency_key");
   if (dedupe_field != Table::kNoField && table->field(dedupe_field).type != FieldType::kString) {
     dedupe_field = Table::kNoField;
   }
@@ -263,8 +267,11 @@ int run_decide(const DecideOptions& o) {
   // Nor may a field no letter supplies (letters.h): it is unset in every letter, so no key would
   // ever count as replayed.
   if (const std::string why = not_from_letters(*table, dedupe_field); !why.empty()) {
-    const std::string what = o.dedupe_field_set ? "--dedupe-field '" + o.dedupe_field + "'"
-                                                : std::string("the policy's idempotency_key");
+    const std::string what =
+        o.dedupe_field_set ? "--dedupe-field '" + o.dedupe_field + "'"
+        : declared_key != Table::kNoField
+            ? "the policy's idempotency key '" + std::string(table->field(dedupe_field).name) + "'"
+            : std::string("the policy's idempotency_key");
     std::string settable;  // the string inputs letters do set
     for (const std::string& name : string_inputs) {
       if (not_from_letters(*table, table->field_index(name)).empty()) {
@@ -280,8 +287,9 @@ int run_decide(const DecideOptions& o) {
     dedupe_field = Table::kNoField;
   } else if (dedupe_field == Table::kNoField) {
     std::fprintf(stderr,
-                 "replaygate: note: the policy has no string input 'idempotency_key'; every "
-                 "letter may be replayed (name one with --dedupe-field)\n");
+                 "replaygate: note: the policy declares no idempotency key and has no string "
+                 "input 'idempotency_key'; every letter may be replayed (declare one with "
+                 "'idempotency_key: true', or name one with --dedupe-field)\n");
   }
 
   RecordReading reading;
@@ -591,7 +599,8 @@ Runner setup_decide(CLI::App& sub) {
       "mistake with probability 3e-8 after 1,000,000 keys, 3e-3 after 10,000,000)");
   CLI::Option* dedupe = sub.add_option(
       "--dedupe-field", o->dedupe_field,
-      "String input whose value may be replayed once per run (default idempotency_key)");
+      "String input whose value may be replayed once (per run; with --ledger, once per ledger); "
+      "default: the input the policy declares as its idempotency key, else idempotency_key");
   sub.add_option("--audit", o->audit,
                  "Append every decision to this audit log (docs/recovery.md) before printing it");
   CLI::Option* operator_option =

@@ -14,12 +14,16 @@
 // JSON strings, integers, booleans and null become the matching input values; any other JSON
 // value makes the input invalid (the policy default, fail closed). A non-object `error` in the
 // message is an invalid message.
-// With --confirm, a create decision warns on stderr when the audit log already records a create
-// decision for the same message id or operation id (when and by whom): the second one would
-// submit the work again.
-// The identifying fields the record prints and the audit log keeps must be strings or integers:
-// another JSON value there makes the message or record invalid (exit 1, nothing recorded). Every
-// value the text record prints is escaped (escape_control, common/escape.h).
+// With --ledger L (docs/ledger.md), a create decision is claimed by the policy's idempotency key
+// (the recovery policy's operation id) before it is recorded or printed
+// (tools/cli/review_ledger.h): a key already claimed gets the default with rule
+// ledger:already_replayed, no key ledger:no_key, a ledger error ledger:unavailable and exit 2.
+// Without --confirm the ledger is only consulted. With --confirm, a create decision warns on stderr
+// when the audit log already records a create decision for the same message id or operation id
+// (when and by whom): the second one would submit the work again. The identifying fields the record
+// prints and the audit log keeps must be strings or integers: another JSON value there makes the
+// message or record invalid (exit 1, nothing recorded). Every value the text record prints is
+// escaped (escape_control, common/escape.h).
 //
 // Secrets: values of sensitive fields (the policy's `sensitive` list plus a built-in list of
 // common secret names) are never printed, logged or written to the audit log; the record names
@@ -60,6 +64,7 @@
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/review_inputs.h"
+#include "tools/cli/review_ledger.h"
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
@@ -87,6 +92,8 @@ constexpr size_t kMaxDocumentBytes = size_t{1} << 20;
 
 struct Options {
   std::string policy, table, message, record, operator_name, audit, format = "text";
+  std::string ledger, ledger_scope = "default";  // --ledger, --ledger-scope
+  bool ledger_scope_set = false;
   bool confirm = false;
   bool operator_set = false;  // --operator was on the command line (even as "")
 };
@@ -512,6 +519,12 @@ int run_review(const Options& o) {
     std::fprintf(stderr, "replaygate: error: give exactly one of --policy and --table\n");
     return kExitUsage;
   }
+  if (o.ledger.empty() && o.ledger_scope_set) {
+    std::fprintf(stderr,
+                 "replaygate: error: --ledger-scope only applies with --ledger LEDGER\n"
+                 "Run 'replaygate review --help' for usage.\n");
+    return kExitUsage;
+  }
   if (o.confirm && (o.audit.empty() || !o.operator_set)) {
     std::fprintf(stderr,
                  "replaygate: error: --confirm records the decision: give --audit FILE and "
@@ -627,7 +640,31 @@ int run_review(const Options& o) {
   const std::vector<InputUse> uses = map_review_inputs(*table, r.message, r.record, confirmed);
   for (const InputUse& use : uses) set_slot(input, use.field, use.value, keep);
   const Decision d = gate::decide_one(*table, input);
-  const Effect effect = table->verb_effect(d.verb);
+  uint32_t verb = d.verb;
+  std::string rule(table->rule_name(d)), reason(table->reason(d));
+  Effect effect = table->verb_effect(verb);
+  // With --ledger, a create decision is claimed (with --confirm) or looked up before anything is
+  // recorded or printed; a hold replaces it with the default (write-ahead, fail closed).
+  ReviewClaim claim;
+  if (!o.ledger.empty() && effect == Effect::kCreate) {
+    if (o.confirm) {
+      if (const std::string why = stdout_unwritable(); !why.empty()) {
+        std::fprintf(stderr,
+                     "replaygate: cannot write the review record to standard output: %s; nothing "
+                     "claimed or recorded\n",
+                     why.c_str());
+        return kExitUsage;
+      }
+    }
+    claim = claim_review(*table, d, uses, text_of(member(r.message, "message_id")),
+                         {o.ledger, o.ledger_scope, !o.confirm});
+    if (!claim.granted) {
+      verb = table->default_verb();
+      rule = claim.rule;
+      reason = claim.reason;
+      effect = table->verb_effect(verb);
+    }
+  }
   // The identifying job id and phase are the values the policy used, when it has such inputs.
   const InputUse* job_use = find_use(uses, "remote_job_id");
   const json* job = job_use != nullptr ? job_use->value : review_job_id(r.message, r.record);
@@ -657,12 +694,13 @@ int run_review(const Options& o) {
   out["record_revision"] = shown_json(r, "revision", member(r.record, "revision"));
   out["redacted"] = r.redacted;
   out["inputs"] = inputs_json(r, *table, input, uses);
-  out["action"] = std::string(table->verb_name(d.verb));
+  out["action"] = std::string(table->verb_name(verb));
   out["effect"] = effect_name(effect);
   out["plain"] = plain_words(effect);
-  out["verb_description"] = std::string(table->verb_description(d.verb));
-  out["rule"] = std::string(table->rule_name(d));
-  out["reason"] = std::string(table->reason(d));
+  out["verb_description"] = std::string(table->verb_description(verb));
+  out["rule"] = rule;
+  out["reason"] = reason;
+  if (claim.stage != nullptr && claim.granted) out["claimed"] = claim.claimed;
   out["policy"] = std::string(table->policy_id());
   out["policy_revision"] = table->revision();
   out["table_checksum"] = table->checksum_hex();
@@ -682,8 +720,7 @@ int run_review(const Options& o) {
     const std::string repeated =
         effect == Effect::kCreate ? earlier_create_warning(o.audit, out) : std::string();
     // The entry goes through the gate's audit stage, as decide's do (one writer, one append).
-    audit::DecisionEntry entry =
-        gate::decision_entry(*table, d.verb, table->rule_name(d), table->checksum_hex());
+    audit::DecisionEntry entry = gate::decision_entry(*table, verb, rule, table->checksum_hex());
     entry.message_id = out["message_id"];
     entry.operation_id = out["operation_id"];
     entry.record_revision = out["record_revision"];
@@ -698,6 +735,7 @@ int run_review(const Options& o) {
     }
     out["audit_entry"] = stage.last_seq();
     out["audit_hash"] = stage.last_hash();
+    if (claim.claimed) claim.mark_recorded();  // the claim's audit entry is on record
     std::fputs(repeated.c_str(), stderr);
   }
 
@@ -740,6 +778,11 @@ int run_review(const Options& o) {
     row("what it does:", out["verb_description"]);
     row("rule:", out["rule"]);
     row("reason:", out["reason"]);
+    if (claim.stage != nullptr && claim.granted) {
+      row("ledger:", (claim.claimed ? "claimed by input "
+                                    : "not claimed by anyone yet (no --confirm), input ") +
+                         claim.key_input + " in " + claim.ledger);
+    }
     row("policy:", out["policy"].get<std::string>() + " revision " +
                        std::to_string(table->revision()) + ", table " +
                        out["table_checksum"].get<std::string>());
@@ -759,6 +802,12 @@ int run_review(const Options& o) {
                    static_cast<unsigned long long>(out["audit_entry"].get<uint64_t>()),
                    o.audit.c_str());
     }
+    return kExitUsage;
+  }
+  if (claim.failed) {
+    std::fprintf(stderr,
+                 "replaygate: error: the replay ledger is unavailable; the create decision was "
+                 "held (rule ledger:unavailable), not taken\n");
     return kExitUsage;
   }
   return kExitOk;
@@ -781,8 +830,13 @@ Runner setup_review(CLI::App& sub) {
       "--confirm sets the operator_confirmed input and appends the decision to the audit log\n"
       "(--audit FILE, --operator NAME required) before printing it; it warns when the log\n"
       "already holds a create decision for the same message or operation.\n"
+      "--ledger L [--ledger-scope S] claims a create decision by the policy's idempotency key\n"
+      "(its operation id) before it is recorded or printed (without --confirm: looks it up);\n"
+      "a key already claimed gets the default (rule ledger:already_replayed), a ledger error\n"
+      "ledger:unavailable and exit 2 (docs/ledger.md).\n"
       "Exit: 0 reviewed (and recorded with --confirm), 1 policy errors or an invalid message or\n"
-      "record, 2 usage/I/O errors, or the audit append failed (the decision is not taken).");
+      "record, 2 usage/I/O errors, the audit append failed (the decision is not taken) or the\n"
+      "ledger is unavailable (the create decision is held).");
   sub.add_option("--policy", o->policy, "Policy file, compiled in memory");
   sub.add_option("--table", o->table, "Compiled table file");
   sub.add_option("--message", o->message, "The dead-lettered message (JSON object)")->required();
@@ -792,8 +846,13 @@ Runner setup_review(CLI::App& sub) {
       sub.add_option("--operator", o->operator_name, "Operator name for the audit entry");
   sub.add_option("--audit", o->audit, "Audit log (JSON Lines) to append the decision to");
   sub.add_option("--format", o->format, "text (default) or json");
-  return [o, operator_option] {
+  sub.add_option("--ledger", o->ledger,
+                 "Durable replay ledger (a SQLite PATH or a postgresql:// URL, docs/ledger.md)");
+  CLI::Option* scope_option =
+      sub.add_option("--ledger-scope", o->ledger_scope, "Ledger scope (default \"default\")");
+  return [o, operator_option, scope_option] {
     o->operator_set = operator_option->count() > 0;
+    o->ledger_scope_set = scope_option->count() > 0;
     return run_review(*o);
   };
 }
