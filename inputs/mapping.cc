@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/yaml_tree.h"  // the strict YAML tree (moving to common/)
+#include "inputs/records.h"    // scan_json_shape()
 #include "runtime/trace.h"
 
 namespace replaygate::inputs {
