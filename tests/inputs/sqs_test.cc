@@ -139,9 +139,8 @@ TEST_F(SqsCli, MaxReceiveCountFromTheQueueAttributesOrAConstant) {
   const auto decide_with = [&](const std::string& mapping, const std::string& count) {
     return run({"decide", "--policy", dir + "policy.yaml", "--input-format", "sqs", "--mapping",
                 dir + mapping, "-"},
-               R"({"Messages":[)" + message(kSource + R"(,"ApproximateReceiveCount":")" + count +
-                                            """) +
-                   "]}");
+               R"({"Messages":[)" +
+                   message(kSource + R"(,"ApproximateReceiveCount":")" + count + "\"") + "]}");
   };
   // maxReceiveCount 3 from the attributes file: 2 receives replay, 3 are exhausted.
   EXPECT_NE(decide_with("from-attributes.mapping.yaml", "2").out.find("\"verb\":\"replay_once\""),

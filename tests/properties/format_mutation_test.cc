@@ -149,7 +149,7 @@ RC_GTEST_PROP(FormatMutation, NeverCreatesUnlessTheExtractedInputReplays, ()) {
   for (uint32_t field = 0; field < table.field_count(); ++field) {
     letter[field] = slot_value(input.slots()[field]);
   }
-  const InterpretResult oracle = interpret(*f.policy, letter);
+  const InterpretResult oracle = interpret(f.policy->policy, letter);
   RC_ASSERT(decision.verb == oracle.verb);
   if (table.verb_effect(decision.verb) == Effect::kCreate) {
     RC_TAG("create");
@@ -175,7 +175,7 @@ TEST(FormatMutation, EveryExampleRecordDecidesAsTheOracleSays) {
         letter[field] = slot_value(input.slots()[field]);
       }
       const Decision decision = f.table->decide(input);
-      EXPECT_EQ(decision.verb, interpret(*f.policy, letter).verb)
+      EXPECT_EQ(decision.verb, interpret(f.policy->policy, letter).verb)
           << format.records.format->name << " record " << i;
       if (f.table->verb_effect(decision.verb) == Effect::kCreate) ++creates;
     }
