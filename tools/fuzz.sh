@@ -7,7 +7,8 @@
 # a sanitizer report, a leak, a timeout over 10 s, over 2 GB of memory), 2 on a usage or build error.
 # A finding's input is kept as build-fuzz/fuzz-runs/NAME/artifacts/crash-* (or leak-, timeout-,
 # oom-) and the run's log beside it; docs/fuzzing.md says how it becomes a regression file.
-# Environment: RG_FUZZ_BUILD_DIR (default build-fuzz), RG_FUZZ_TARGETS (names, default all),
+# Environment: RG_FUZZ_BUILD_DIR (default build-fuzz), RG_FUZZ_TARGETS (names, default all; only
+# those are built),
 # RG_FUZZ_JOBS (targets at a time, default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,15 +19,17 @@ if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || (($# > 1)); then
 fi
 build=${RG_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${RG_FUZZ_JOBS:-2}
+build_targets=fuzz_all
 if [ -n "${RG_FUZZ_TARGETS:-}" ]; then
   read -r -a targets <<< "$RG_FUZZ_TARGETS"
+  build_targets=$(printf 'fuzz_%s ' "${targets[@]}")
 else
   targets=()
   for dir in tests/data/fuzz/*/; do targets+=("$(basename "$dir")"); done
 fi
 
 echo "== fuzz: building $build (clang-14, libFuzzer + ASan + UBSan) ==" >&2
-if ! RG_BUILD_DIR="$build" RG_FUZZ=1 RG_WERROR=0 RG_BUILD_TARGETS=fuzz_all tools/setup.sh; then
+if ! RG_BUILD_DIR="$build" RG_FUZZ=1 RG_WERROR=0 RG_BUILD_TARGETS="$build_targets" tools/setup.sh; then
   echo "fuzz: the build failed" >&2
   exit 2
 fi
