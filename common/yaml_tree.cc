@@ -26,6 +26,13 @@
 
 namespace replaygate::yaml {
 
+Node::Node() = default;
+Node::Node(const Node&) = default;
+Node::Node(Node&&) noexcept = default;
+Node& Node::operator=(const Node&) = default;
+Node& Node::operator=(Node&&) noexcept = default;
+Node::~Node() = default;
+
 const Node* Node::find(std::string_view key) const {
   if (kind != Kind::kMapping) return nullptr;
   for (const auto& [k, v] : entries) {

@@ -38,6 +38,15 @@ struct Node {
   std::vector<Node> items;  // kSequence
   std::vector<std::pair<Node, Node>> entries;  // kMapping, source order; keys are scalars, unique
 
+  // Defined in yaml_tree.cc, where Node is complete: clang with libstdc++ refuses to instantiate
+  // the members of std::pair<Node, Node> inside Node's own definition (the fuzz build uses clang).
+  Node();
+  Node(const Node&);
+  Node(Node&&) noexcept;
+  Node& operator=(const Node&);
+  Node& operator=(Node&&) noexcept;
+  ~Node();
+
   bool is_null() const { return kind == Kind::kNull; }
   bool is_scalar() const { return kind == Kind::kScalar; }
   bool is_sequence() const { return kind == Kind::kSequence; }

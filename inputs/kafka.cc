@@ -809,6 +809,10 @@ bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::strin
     }
     case SourceKind::kPayload:
       return resolve_pointer(source, raw, why);
+    case SourceKind::kConstant:  // the mapping's (or the queue attributes file's) text
+      raw->kind = Raw::Kind::kText;
+      raw->text = source.name;
+      return true;
     case SourceKind::kRecord:
       switch (source.part) {
         case RecordPart::kTopic:
@@ -1193,6 +1197,9 @@ std::optional<InputOrigin> KafkaParser::input_origin(uint32_t field) const {
         break;
       case SourceKind::kRecord:  // "topic", ..., "coordinates": record_parts()' labels
         origin.part = m.source.name;
+        break;
+      case SourceKind::kConstant:
+        origin.part = "constant";
         break;
     }
     Raw raw;

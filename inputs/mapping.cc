@@ -2,10 +2,14 @@
 #include "inputs/mapping.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common/yaml_tree.h"  // the strict YAML tree (moving to common/)
+#include "inputs/records.h"    // scan_json_shape()
 #include "runtime/trace.h"
 
 namespace replaygate::inputs {
@@ -72,7 +76,10 @@ class Checker {
     bool ok = true;
     for (const auto& [key, value] : node.entries) {
       const std::string& k = key.scalar;
-      if (k != "header" && k != "payload" && k != "record") continue;
+      if (k != "header" && k != "payload" && k != "record" && k != "constant" &&
+          k != "queue_attribute") {
+        continue;
+      }
       ++found;
       if (!value.is_scalar()) {
         error(value, "RG304", "the " + k + " of " + what + " must be a scalar");
@@ -80,7 +87,13 @@ class Checker {
         continue;
       }
       source->name = value.scalar;
-      if (k == "header") {
+      if (k == "constant") {
+        source->kind = SourceKind::kConstant;
+      } else if (k == "queue_attribute") {
+        source->kind = SourceKind::kConstant;
+        source->constant_from = value.scalar;
+        ok = queue_attribute(value, what, &source->name) && ok;
+      } else if (k == "header") {
         source->kind = SourceKind::kHeader;
         if (value.scalar.empty()) {
           error(value, "RG304", "empty header name for " + what);
@@ -112,7 +125,8 @@ class Checker {
     }
     if (found != 1) {
       error(node, "RG304", what + (found == 0 ? " has no source" : " has more than one source"),
-            "give exactly one of header: NAME, payload: /json/pointer, record: PART");
+            "give exactly one of header: NAME, payload: /json/pointer, record: PART, constant: "
+            "VALUE, queue_attribute: NAME");
       return false;
     }
     if (const yaml::Node* decode = node.find("decode")) {
@@ -124,9 +138,10 @@ class Checker {
       if (it == kDecodings.end()) {
         error(*decode, "RG304", "unknown decode for " + what, "one of: " + join(kDecodings));
         ok = false;
-      } else if (source->kind == SourceKind::kRecord) {
+      } else if (source->kind == SourceKind::kRecord || source->kind == SourceKind::kConstant) {
         error(*decode, "RG304",
-              "decode applies to a header or a payload value, not to " + what + "'s record part");
+              "decode applies to a header or a payload value, not to " + what + "'s " +
+                  (source->kind == SourceKind::kRecord ? "record part" : "constant"));
         ok = false;
       } else {
         source->decoding = static_cast<Decoding>(1 + (it - kDecodings.begin()));
@@ -171,6 +186,82 @@ class Checker {
       ok = false;
     }
     return ok;
+  }
+
+  // Reads the top-level `queue_attributes: FILE` (relative to the mapping file): the output of
+  // `aws sqs get-queue-attributes --attribute-names All`, {"Attributes": {"NAME": "text", ...}}.
+  void read_queue_attributes(const yaml::Node& node) {
+    queue_attributes_node_ = &node;
+    if (!node.is_scalar() || node.scalar.empty()) {
+      error(node, "RG301", "queue_attributes must be a file name",
+            "the output of aws sqs get-queue-attributes --attribute-names All, relative to the "
+            "mapping file");
+      return;
+    }
+    const size_t slash = path_.rfind('/');
+    const std::string file = node.scalar[0] == '/' || slash == std::string::npos
+                                 ? node.scalar
+                                 : path_.substr(0, slash + 1) + node.scalar;
+    std::ifstream in(file, std::ios::binary);
+    std::string text;
+    if (in) {
+      std::istreambuf_iterator<char> it(in), end;
+      for (; it != end && text.size() <= kMaxMappingBytes; ++it) text.push_back(*it);
+    }
+    if (!in.is_open() || text.size() > kMaxMappingBytes) {
+      error(node, "RG301",
+            "cannot read the queue attributes file '" + node.scalar + "'" +
+                (in.is_open() ? " (over 1 MiB)" : ""));
+      return;
+    }
+    nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (scan_json_shape(text, kMaxJsonDepth) != JsonShape::kOk || !doc.is_object() ||
+        !doc.contains("Attributes") || !doc["Attributes"].is_object()) {
+      error(node, "RG301", "'" + node.scalar + "' is not aws sqs get-queue-attributes output",
+            "expected a JSON object {\"Attributes\": {\"RedrivePolicy\": \"...\", ...}}");
+      return;
+    }
+    queue_attributes_ = std::move(doc["Attributes"]);
+  }
+
+  // The text of `queue_attribute: NAME` or `NAME.KEY` (KEY in the attribute's JSON text, as in
+  // RedrivePolicy.maxReceiveCount) in the queue attributes file; false (reported) when it has none.
+  bool queue_attribute(const yaml::Node& value, const std::string& what, std::string* text) {
+    if (queue_attributes_node_ == nullptr) {
+      error(value, "RG304", what + " reads a queue attribute, but the mapping names no file",
+            "add queue_attributes: FILE at the top (aws sqs get-queue-attributes output)");
+      return false;
+    }
+    if (!queue_attributes_.is_object()) return false;  // the file's problem is reported
+    const size_t dot = value.scalar.find('.');
+    const std::string name = value.scalar.substr(0, dot);
+    const auto attribute = queue_attributes_.find(name);
+    if (attribute == queue_attributes_.end() || !attribute->is_string()) {
+      error(value, "RG304",
+            "the queue attributes file has no attribute '" + name + "' (a string) for " + what);
+      return false;
+    }
+    const std::string& attribute_text = attribute->get_ref<const std::string&>();
+    if (dot == std::string::npos) {
+      *text = attribute_text;
+      return true;
+    }
+    const std::string key = value.scalar.substr(dot + 1);
+    const nlohmann::json inner =
+        scan_json_shape(attribute_text, kMaxJsonDepth) == JsonShape::kOk
+            ? nlohmann::json::parse(attribute_text, nullptr, /*allow_exceptions=*/false)
+            : nlohmann::json();
+    const auto member = inner.is_object() ? inner.find(key) : inner.end();
+    if (!inner.is_object() || member == inner.end() ||
+        !(member->is_string() || member->is_number_integer())) {
+      error(value, "RG304",
+            "queue attribute '" + name + "' has no key '" + key +
+                "' (a string or an integer) for " + what,
+            "RedrivePolicy is JSON text: {\"deadLetterTargetArn\": ..., \"maxReceiveCount\": ...}");
+      return false;
+    }
+    *text = member->is_string() ? member->get<std::string>() : member->dump();
+    return true;
   }
 
   static bool is_spring_binary_header(const std::string& name) {
@@ -271,8 +362,8 @@ class Checker {
       return;
     }
     check_keys(body,
-               {"header", "payload", "record", "decode", "occurrence", "map", "default", "optional",
-                "type", "acknowledge", "description"},
+               {"header", "payload", "record", "constant", "queue_attribute", "decode",
+                "occurrence", "map", "default", "optional", "type", "acknowledge", "description"},
                "the mapping of input '" + name + "'");
     const FieldInfo info = table_.field(field);
     FieldMapping out;
@@ -280,6 +371,20 @@ class Checker {
     out.field = field;
     out.type = info.type;
     if (!read_source(body, "input '" + name + "'", &out.source)) return;
+    if (out.source.kind == SourceKind::kConstant && body.find("map") == nullptr) {
+      // Every record would be invalid for it: say so once, here.
+      int64_t i = 0;
+      bool b = false;
+      const yaml::Node* where = body.find("constant");
+      if (where == nullptr) where = body.find("queue_attribute");
+      if ((info.type == FieldType::kInt && !parse_int64_strict(out.source.name, &i)) ||
+          (info.type == FieldType::kBool && !parse_bool_strict(out.source.name, &b))) {
+        error(*where, "RG305",
+              "the constant '" + out.source.name + "' of input '" + name + "' is not " +
+                  (info.type == FieldType::kInt ? "an integer" : "true or false"));
+        return;
+      }
+    }
     if (out.source.occurrence == Occurrence::kCount && info.type != FieldType::kInt) {
       error(*body.find("occurrence"), "RG305",
             "occurrence: count gives an integer, but input '" + name + "' is " +
@@ -353,8 +458,10 @@ class Checker {
       error(root, "RG301", "a mapping file must be a YAML mapping with an inputs: section");
       return;
     }
-    check_keys(root, {"format", "description", "message_id", "body_hash", "inputs"},
+    check_keys(root,
+               {"format", "description", "queue_attributes", "message_id", "body_hash", "inputs"},
                "the mapping file");
+    if (const yaml::Node* node = root.find("queue_attributes")) read_queue_attributes(*node);
     if (const yaml::Node* format = root.find("format")) {
       if (!format->is_scalar() || !is_mapping_format(format->scalar)) {
         error(*format, "RG301", "unsupported format", "one of: " + mapping_format_names());
@@ -411,6 +518,8 @@ class Checker {
   const std::string& path_;
   const Table& table_;
   std::vector<Diagnostic> diagnostics_;
+  const yaml::Node* queue_attributes_node_ = nullptr;  // `queue_attributes:`, when given
+  nlohmann::json queue_attributes_;                    // its file's Attributes object
 };
 
 }  // namespace
@@ -441,6 +550,8 @@ std::string ValueSource::describe() const {
       return "payload " + (name.empty() ? std::string("(whole)") : name);
     case SourceKind::kRecord:
       return "record " + name;
+    case SourceKind::kConstant:
+      return constant_from.empty() ? "constant" : "queue attribute '" + constant_from + "'";
   }
   return name;
 }

@@ -3,11 +3,14 @@
 // docs/input-mapping.md.
 //
 //   format: kcat-json                     # optional; the record format (inputs/formats.cc)
+//   queue_attributes: queue.json          # optional; `aws sqs get-queue-attributes` output,
+//                                         # relative to this file, for queue_attribute: sources
 //   message_id: {record: coordinates}     # optional; also {header: NAME} or {payload: /ptr}
 //   body_hash: {header: NAME}             # optional; same sources
 //   inputs:                               # every policy input, exactly once
 //     error_class:
-//       header: kafka_dlt-exception-cause-fqcn   # exactly one of header / payload / record
+//       header: kafka_dlt-exception-cause-fqcn   # exactly one of header / payload / record /
+//                                         # constant: VALUE / queue_attribute: NAME[.KEY]
 //       occurrence: last                  # optional, headers: first / last / count
 //       decode: be-int                    # optional: utf8 / be-int / decimal / base64 / json
 //       map: {java.net.SocketTimeoutException: timeout}   # optional; unmapped value -> invalid
@@ -33,7 +36,10 @@
 
 namespace replaygate::inputs {
 
-enum class SourceKind : uint8_t { kHeader, kPayload, kRecord };
+// kConstant: the same value for every record, written in the mapping (`constant: 3`) or read once
+// from the queue attributes file (`queue_attribute: RedrivePolicy.maxReceiveCount`), e.g. SQS's
+// maxReceiveCount, a queue setting no message carries.
+enum class SourceKind : uint8_t { kHeader, kPayload, kRecord, kConstant };
 enum class RecordPart : uint8_t {
   kTopic,
   kPartition,
@@ -67,10 +73,13 @@ struct ValueSource {
   SourceKind kind = SourceKind::kHeader;
   Decoding decoding = Decoding::kText;
   Occurrence occurrence = Occurrence::kOnly;
-  std::string name;                  // header name, or the JSON pointer as written
+  std::string name;  // header name, the JSON pointer as written, or a constant's value
+  std::string
+      constant_from;  // kConstant from the queue attributes: "RedrivePolicy.maxReceiveCount"
   std::vector<std::string> pointer;  // kPayload: unescaped reference tokens
   RecordPart part = RecordPart::kTopic;
-  std::string describe() const;  // "header 'x'", "payload /a/b", "record offset"
+  // "header 'x'", "payload /a/b", "record offset", "constant", "queue attribute 'A.k'"
+  std::string describe() const;
 };
 
 // The value of `acknowledge:` that accepts a default that opens a create verb (RG309).

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs missing Debian 12 packages (as root) and builds replaygate into $RG_BUILD_DIR (default build/).
 # Environment: RG_BUILD_DIR, RG_BUILD_TYPE (RelWithDebInfo), RG_SANITIZE=1 (ASan+UBSan), RG_WERROR=1,
-# RG_BUILD_TARGETS (default all).
+# RG_BUILD_TARGETS (default all), RG_FUZZ=1 (the libFuzzer tree with clang-14: tools/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make ninja-build pkg-config libyaml-cpp-dev tao-pegtl-dev libfmt-dev libgtest-dev
   googletest librapidcheck-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev
   libxxhash-dev libmimalloc-dev python3 python3-jsonschema libsqlite3-dev libpq-dev postgresql-15)
+# The fuzz tree (tests/fuzz, docs/fuzzing.md) needs clang and its libFuzzer runtime.
+if [ "${RG_FUZZ:-0}" = 1 ]; then packages+=(clang-14 libclang-rt-14-dev); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,7 +31,12 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S . -B "$build_dir" -G Ninja "${launcher[@]}" \
+fuzz=()
+if [ "${RG_FUZZ:-0}" = 1 ]; then
+  fuzz=(-DREPLAYGATE_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14
+    -DREPLAYGATE_BUILD_BENCHMARKS=OFF)
+fi
+cmake -S . -B "$build_dir" -G Ninja "${launcher[@]}" "${fuzz[@]}" \
   -DCMAKE_BUILD_TYPE="${RG_BUILD_TYPE:-RelWithDebInfo}" \
   -DREPLAYGATE_WERROR="$([ "${RG_WERROR:-1}" = 1 ] && echo ON || echo OFF)" \
   -DREPLAYGATE_SANITIZE="$([ "${RG_SANITIZE:-0}" = 1 ] && echo ON || echo OFF)" >/dev/null

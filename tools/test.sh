@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the -Werror build with unit and property tests, the shipped policies' cases,
 # then the same suites under AddressSanitizer + UBSan (skip with RG_SKIP_SANITIZE=1), then the
-# hot-reload and C API tests under ThreadSanitizer (skip with RG_SKIP_TSAN=1).
+# hot-reload and C API tests under ThreadSanitizer (skip with RG_SKIP_TSAN=1), then every libFuzzer
+# target for RG_FUZZ_SECONDS (default 30) each (tools/fuzz.sh; skip with RG_SKIP_FUZZ=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -25,4 +26,8 @@ if [ "${RG_SKIP_TSAN:-0}" != 1 ]; then
   cmake --build build-tsan -j "$(nproc)" --target rg_runtime_tests
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -R '^(Reload|ReloadCApi|CApi)\.'
+fi
+if [ "${RG_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== fuzzing (libFuzzer, tools/fuzz.sh) ==" >&2
+  tools/fuzz.sh "${RG_FUZZ_SECONDS:-30}"
 fi

@@ -1,16 +1,10 @@
 // libFuzzer target for the table loader: any bytes must load cleanly or fail with a status, and a
 // table that loads must decide and dump without crashing.
 //
-// Not part of the default build (tests/CMakeLists.txt does not glob tests/fuzz). Build with clang
-// (each command on one line):
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I.
-//     -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (skips digest checks to reach the structure)
-//     tests/fuzz/fuzz_table_loader.cc runtime/table.cc runtime/decide.cc -o fuzz_table_loader
-//   ./fuzz_table_loader -max_len=65536 corpus/   (seed corpus: tests/data/tables/*.rgt)
-// Or without libFuzzer, replaying files with tests/fuzz/replay_main.cc:
-//   g++ -std=c++20 -g -fsanitize=address,undefined -I. tests/fuzz/fuzz_table_loader.cc
-//     tests/fuzz/replay_main.cc runtime/table.cc runtime/decide.cc -o replay_table_loader
-//   ./replay_table_loader tests/data/tables/replay_gate.rgt
+// Built by the fuzz tree (cmake -DREPLAYGATE_FUZZ=ON, tools/fuzz.sh), where
+// FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION skips the loader's digest checks so mutated bytes reach
+// its structural checks; the normal build replays tests/data/fuzz/table_loader/{corpus,regressions}
+// through replay_main.cc (ctest -L fuzz).
 #include <cstddef>
 #include <cstdint>
 

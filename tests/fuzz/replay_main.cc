@@ -1,5 +1,7 @@
 // Replays files (or every file in given directories) through LLVMFuzzerTestOneInput without
-// libFuzzer, so crashes found by fuzzing become ordinary regression runs under sanitizers.
+// libFuzzer, so crashes found by fuzzing become ordinary regression runs under sanitizers. A
+// directory that does not exist is skipped with a note (a target without regressions has no
+// regressions/ directory); a file that cannot be read fails the run (exit 2).
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -30,7 +32,9 @@ int main(int argc, char** argv) {
   int status = 0;
   for (int i = 1; i < argc; ++i) {
     std::error_code ec;
-    if (std::filesystem::is_directory(argv[i], ec)) {
+    if (!std::filesystem::exists(argv[i], ec)) {
+      std::printf("skip %s (absent)\n", argv[i]);
+    } else if (std::filesystem::is_directory(argv[i], ec)) {
       for (const auto& entry : std::filesystem::directory_iterator(argv[i])) {
         if (entry.is_regular_file() && replay_file(entry.path()) != 0) status = 2;
       }

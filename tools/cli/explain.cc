@@ -24,10 +24,15 @@
 #include "compiler/explain.h"
 
 #include <simdjson.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -130,6 +135,7 @@ struct RecordLine {
 };
 
 struct Report {
+  std::string at;  // a record of an array dump: its JSON pointer ("/Messages/3"); else ""
   std::string policy_id;
   int64_t revision = 0;
   std::string input_format = "letters";  // a format read through a mapping has `record` and origins
@@ -362,8 +368,9 @@ std::string shown(std::string_view text) { return escape_control(text); }
 std::string safe(std::string_view text) { return escape_control(text, Backslash::kKeep); }
 
 std::string render_text(const Report& r, const std::string& source) {
-  std::string out = "policy " + shown(r.policy_id) + " revision " + std::to_string(r.revision) +
-                    " (" + escape_control(source, Backslash::kKeep) + ")\n";
+  std::string out = r.at.empty() ? "" : "message " + r.at + " of the dump\n";
+  out += "policy " + shown(r.policy_id) + " revision " + std::to_string(r.revision) + " (" +
+         escape_control(source, Backslash::kKeep) + ")\n";
   if (r.mapping.empty()) {
     out += "letter:\n";
   } else {
@@ -424,6 +431,7 @@ std::string render_text(const Report& r, const std::string& source) {
 std::string render_json(const Report& r, const std::string& source) {
   using Json = nlohmann::ordered_json;
   Json doc;
+  if (!r.at.empty()) doc["at"] = r.at;
   doc["policy"] = {{"id", r.policy_id}, {"revision", r.revision}, {"source", source}};
   if (!r.mapping.empty()) {
     Json parts = Json::array();
@@ -588,6 +596,22 @@ void redact(Report& r, const std::set<std::string>& sensitive) {
   if (!r.valid && sensitive.count(r.invalid_field) > 0) hide(r.invalid_value);
 }
 
+// Whether `text`, for an array format (rabbitmq, sqs, pubsub), is a whole dump rather than one
+// message: a JSON array for a top-level array format; an object with the array's member
+// ("Messages") for the others. One message object is neither.
+bool is_array_dump(const InputFormat& format, std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return false;
+  if (format.array_member.empty()) return text[first] == '[';
+  // Nesting is screened first (as every reader does), so the parse below stays shallow.
+  if (text[first] != '{' ||
+      inputs::scan_json_shape(text, inputs::kMaxJsonDepth) != inputs::JsonShape::kOk) {
+    return false;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return doc.is_object() && doc.contains(std::string(format.array_member));
+}
+
 int run_explain(const ExplainOptions& options) {
   if (options.policy.empty() == options.table.empty()) {
     std::fprintf(stderr,
@@ -666,7 +690,6 @@ int run_explain(const ExplainOptions& options) {
   }
   const size_t length = text.size();
   text.append(LineReader::kPadding, '\0');  // what every record parser reads past the end
-  Input input(*table);
   RecordReading reading;
   if (format->name == "letters") {
     // Operator-only fields are read here only to show the letter's value as ignored (below).
@@ -677,104 +700,180 @@ int run_explain(const ExplainOptions& options) {
     return code;
   }
   RecordParser& parser = *reading.parser;
-  RecordMeta meta;
-  std::string problem;
   const std::string source = options.policy.empty() ? options.table : options.policy;
-  if (!parser.parse(std::string_view(text.data(), length), input, &meta, &problem)) {
-    // FILE:LINE:COLUMN, as the compiler's diagnostics, when the problem has one place.
-    std::string where = options.letter == "-" ? "<stdin>" : options.letter;
-    if (parser.problem_offset() != RecordParser::kNoOffset) {
-      const TextPosition at =
-          position_of(std::string_view(text.data(), length), parser.problem_offset());
-      where += ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
-    }
-    std::fprintf(stderr, "replaygate explain: %s: unreadable %s: %s\n", where.c_str(), noun,
-                 problem.c_str());
-    return kExitFindings;
-  }
-  Letter letter(table->field_count());
-  // Operator- and record-only fields: the letter's value.
-  std::vector<std::string> ignored(table->field_count());
-  for (uint32_t f = 0; f < table->field_count() && f < input.size(); ++f) {
-    letter[f] = slot_value(input.slots()[f]);
-    if (table->field(f).source != FieldSource::kLetter) {
-      // As decide does (letters.h): the field stays unset whatever the letter said.
-      if (letter[f].kind != LetterValue::Kind::kMissing) ignored[f] = describe_value(letter[f]);
-      letter[f] = LetterValue::Missing();
-      input.set_unset(f);
-    }
-  }
-  Report report =
-      checked ? explain_policy(*checked, *table, letter) : explain_table(*table, input, letter);
-  for (uint32_t f = 0; f < table->field_count(); ++f) {
-    LetterLine line;
-    line.field = table->field(f).name;
-    line.value = describe_value(letter[f]);
-    if (table->field(f).source != FieldSource::kLetter) {
-      line.source = table->field(f).source;
-      line.letter_value = ignored[f];
-    } else if (f < report.derived.size() && report.derived[f].derived) {
-      line.derived = report.derived[f];
-      if (letter[f].kind != LetterValue::Kind::kMissing) line.letter_value = line.value;
-      line.value = line.derived.computed.empty() ? "<not computed>" : line.derived.computed;
-    }
-    report.letter.push_back(std::move(line));
-  }
+  const std::string input_name = options.letter == "-" ? "<stdin>" : options.letter;
   const std::set<std::string> sensitive = sensitive_names(policy_sensitive);
-  if (!format->mapping_format.empty()) {
-    report.input_format = format->name;
-    report.mapping = options.input.mapping;
-    // A header is secret by its own name, or when it feeds a sensitive input; another part of
-    // the record (its key, say) when it feeds one.
-    std::set<std::string> secret_headers = sensitive;
-    std::set<std::string> secret_parts;
-    for (uint32_t f = 0; f < table->field_count(); ++f) {
-      const std::optional<InputOrigin> origin = parser.input_origin(f);
-      if (!origin) continue;
-      LetterLine& line = report.letter.at(f);
-      const bool secret = sensitive.count(line.field) > 0 ||
-                          (!origin->header.empty() && sensitive.count(origin->header) > 0);
-      line.origin = origin_text(*origin, secret);
-      if (secret && !origin->header.empty()) secret_headers.insert(origin->header);
-      if (secret && origin->part == "coordinates") {
-        secret_parts.insert({"topic", "partition", "offset"});
-      } else if (secret && origin->header.empty()) {
-        secret_parts.insert(origin->part);
+
+  // One record (`record`, padded as a reader hands it out; `at` its JSON pointer in an array
+  // dump, else ""): kExitOk with its explanation in *out, kExitFindings when it cannot be read
+  // (said on stderr), kExitUsage on an internal error.
+  const auto explain_record = [&](std::string_view record, const std::string& at,
+                                  std::string* out) -> int {
+    Input input(*table);
+    RecordMeta meta;
+    std::string problem;
+    if (!parser.parse(record, input, &meta, &problem)) {
+      // FILE:LINE:COLUMN, as the compiler's diagnostics, when the problem has one place; in an
+      // array dump, the record's JSON pointer.
+      std::string where = input_name;
+      if (!at.empty()) {
+        where += " at " + at;
+      } else if (parser.problem_offset() != RecordParser::kNoOffset) {
+        const TextPosition place = position_of(record, parser.problem_offset());
+        where += ":" + std::to_string(place.line) + ":" + std::to_string(place.column);
+      }
+      std::fprintf(stderr, "replaygate explain: %s: unreadable %s: %s\n", where.c_str(), noun,
+                   problem.c_str());
+      return kExitFindings;
+    }
+    Letter letter(table->field_count());
+    // Operator- and record-only fields: the letter's value.
+    std::vector<std::string> ignored(table->field_count());
+    for (uint32_t f = 0; f < table->field_count() && f < input.size(); ++f) {
+      letter[f] = slot_value(input.slots()[f]);
+      if (table->field(f).source != FieldSource::kLetter) {
+        // As decide does (letters.h): the field stays unset whatever the letter said.
+        if (letter[f].kind != LetterValue::Kind::kMissing) ignored[f] = describe_value(letter[f]);
+        letter[f] = LetterValue::Missing();
+        input.set_unset(f);
       }
     }
-    for (const RecordPartValue& part : parser.record_parts()) {
-      RecordLine line;
-      line.part = part.label;
-      line.name = part.name;
-      const bool secret = part.label == "header" ? secret_headers.count(part.name) > 0
-                                                 : secret_parts.count(part.label) > 0;
-      // The payload is shown by its size only; null stays visible.
-      line.value = secret && (part.kind == RecordPartValue::Kind::kText ||
-                              part.kind == RecordPartValue::Kind::kInt)
-                       ? std::string(kRedacted)
-                       : part_value(part);
-      report.record.push_back(std::move(line));
+    Report report =
+        checked ? explain_policy(*checked, *table, letter) : explain_table(*table, input, letter);
+    for (uint32_t f = 0; f < table->field_count(); ++f) {
+      LetterLine line;
+      line.field = table->field(f).name;
+      line.value = describe_value(letter[f]);
+      if (table->field(f).source != FieldSource::kLetter) {
+        line.source = table->field(f).source;
+        line.letter_value = ignored[f];
+      } else if (f < report.derived.size() && report.derived[f].derived) {
+        line.derived = report.derived[f];
+        if (letter[f].kind != LetterValue::Kind::kMissing) line.letter_value = line.value;
+        line.value = line.derived.computed.empty() ? "<not computed>" : line.derived.computed;
+      }
+      report.letter.push_back(std::move(line));
     }
-  }
-  redact(report, sensitive);
+    report.at = at;
+    if (!format->mapping_format.empty()) {
+      report.input_format = format->name;
+      report.mapping = options.input.mapping;
+      // A header is secret by its own name, or when it feeds a sensitive input; another part of
+      // the record (its key, say) when it feeds one.
+      std::set<std::string> secret_headers = sensitive;
+      std::set<std::string> secret_parts;
+      for (uint32_t f = 0; f < table->field_count(); ++f) {
+        const std::optional<InputOrigin> origin = parser.input_origin(f);
+        if (!origin) continue;
+        LetterLine& line = report.letter.at(f);
+        const bool secret = sensitive.count(line.field) > 0 ||
+                            (!origin->header.empty() && sensitive.count(origin->header) > 0);
+        line.origin = origin_text(*origin, secret);
+        if (secret && !origin->header.empty()) secret_headers.insert(origin->header);
+        if (secret && origin->part == "coordinates") {
+          secret_parts.insert({"topic", "partition", "offset"});
+        } else if (secret && origin->header.empty()) {
+          secret_parts.insert(origin->part);
+        }
+      }
+      for (const RecordPartValue& part : parser.record_parts()) {
+        RecordLine line;
+        line.part = part.label;
+        line.name = part.name;
+        const bool secret = part.label == "header" ? secret_headers.count(part.name) > 0
+                                                   : secret_parts.count(part.label) > 0;
+        // The payload is shown by its size only; null stays visible.
+        line.value = secret && (part.kind == RecordPartValue::Kind::kText ||
+                                part.kind == RecordPartValue::Kind::kInt)
+                         ? std::string(kRedacted)
+                         : part_value(part);
+        report.record.push_back(std::move(line));
+      }
+    }
+    redact(report, sensitive);
+    // The explanation must name the verb and rule decide() gives; anything else is a bug.
+    const Decision d = table->decide(input);
+    if (std::string(table->verb_name(d.verb)) != report.verb ||
+        std::string(table->rule_name(d)) != report.rule) {
+      std::fprintf(stderr, "replaygate: internal error: explain and decide disagree (%s vs %s)\n",
+                   report.verb.c_str(), std::string(table->verb_name(d.verb)).c_str());
+      return kExitUsage;
+    }
+    *out = options.format == "json" ? render_json(report, source) : render_text(report, source);
+    return kExitOk;
+  };
+
   if (!format->mapping_format.empty() && !checked) {
     std::fprintf(stderr,
                  "replaygate explain: note: a table does not keep the policy's sensitive list: "
                  "only the built-in secret names (token, authorization, ...) are redacted; "
                  "explain with --policy to redact the policy's own\n");
   }
-  // The explanation must name the verb and rule decide() gives; anything else is a bug.
-  const Decision d = table->decide(input);
-  if (std::string(table->verb_name(d.verb)) != report.verb ||
-      std::string(table->rule_name(d)) != report.rule) {
-    std::fprintf(stderr, "replaygate: internal error: explain and decide disagree (%s vs %s)\n",
-                 report.verb.c_str(), std::string(table->verb_name(d.verb)).c_str());
+  const std::string_view whole(text.data(), length);
+  if (!format->json_array || !is_array_dump(*format, whole)) {
+    std::string out;
+    const int code = explain_record(whole, "", &out);
+    if (code != kExitOk) return code;
+    return print_to_stdout(out, "the explanation") ? kExitOk : kExitUsage;
+  }
+  // A whole array dump: every message, in order (text: one explanation after another; json: an
+  // array of them, each with its "at"). An unreadable message is said on stderr and skipped.
+  const int fd = memfd_create("explain-dump", 0);
+  if (fd < 0 || ::write(fd, whole.data(), whole.size()) != static_cast<ssize_t>(whole.size()) ||
+      ::lseek(fd, 0, SEEK_SET) != 0) {
+    if (fd >= 0) ::close(fd);
+    std::fprintf(stderr, "replaygate: cannot buffer %s: %s\n", input_name.c_str(),
+                 std::strerror(errno));
     return kExitUsage;
   }
-  const std::string out =
-      options.format == "json" ? render_json(report, source) : render_text(report, source);
-  if (!print_to_stdout(out, "the explanation")) return kExitUsage;
-  return kExitOk;
+  inputs::JsonArrayReader reader(fd, kMaxLetterBytes, std::string(format->array_member));
+  const std::string prefix = format->array_member.empty()
+                                 ? std::string("/")
+                                 : "/" + std::string(format->array_member) + "/";
+  int exit_code = kExitOk;
+  std::string all = options.format == "json" ? "[\n" : "";
+  size_t explained = 0;
+  std::string_view element;
+  while (true) {
+    const LineReader::Status status = reader.next(&element);
+    if (status == LineReader::Status::kEnd) break;
+    if (status == LineReader::Status::kError) {
+      std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
+                   reader.error_text().c_str());
+      exit_code = kExitUsage;
+      break;
+    }
+    const std::string at = prefix + std::to_string(reader.line_number() - 1);
+    if (status == LineReader::Status::kTooLarge) {
+      std::fprintf(stderr, "replaygate explain: %s at %s: unreadable %s: %s\n", input_name.c_str(),
+                   at.c_str(), noun, record_too_large(kMaxLetterBytes).c_str());
+      exit_code = std::max(exit_code, kExitFindings);
+      continue;
+    }
+    std::string out;
+    const int code = explain_record(element, at, &out);
+    if (code == kExitUsage) {
+      ::close(fd);
+      return code;
+    }
+    if (code != kExitOk) {
+      exit_code = std::max(exit_code, code);
+      continue;
+    }
+    if (options.format == "json") {
+      all += (explained > 0 ? ",\n" : "") + out.substr(0, out.size() - 1);  // without its '\n'
+    } else {
+      all += (explained > 0 ? "\n" : "") + out;
+    }
+    ++explained;
+  }
+  ::close(fd);
+  if (options.format == "json") all += "\n]\n";
+  if (explained == 0 && exit_code == kExitOk) {
+    std::fprintf(stderr, "replaygate explain: %s holds no message\n", input_name.c_str());
+  }
+  if (!print_to_stdout(all, "the explanation")) return kExitUsage;
+  return exit_code;
 }
 
 }  // namespace
