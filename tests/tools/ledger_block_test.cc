@@ -115,6 +115,9 @@ class ScriptedLedger : public ledger::Ledger {
     return down();
   }
   ledger::Result<std::vector<ledger::Record>> do_prune(ledger::Time) override { return down(); }
+  ledger::Result<std::int64_t> do_restore(const std::vector<ledger::Record>&) override {
+    return down();
+  }
 };
 
 // What a stage after decide saw (the audit log's place): verb and rule per verdict.
