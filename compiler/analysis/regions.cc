@@ -393,6 +393,61 @@ void interval_candidates(const FieldPartition& field, uint32_t atom, std::vector
 
 }  // namespace
 
+std::optional<std::optional<ir::Value>> raw_value_in_class(const ir::Policy& policy,
+                                                          const Partition& partition,
+                                                          uint32_t field,
+                                                          const std::vector<uint32_t>& raw_atoms,
+                                                          uint32_t cls) {
+  const ir::Classifier& c = *policy.fields.at(field).classify;
+  const ir::Field& raw = policy.fields.at(c.from);
+  const FieldPartition& part = partition.fields.at(c.from);
+  const auto lands = [&](const std::optional<ir::Value>& v) { return ir::classify(c, v) == cls; };
+  for (uint32_t atom : raw_atoms) {
+    if (atom == kAtomAbsent) {
+      if (lands(std::nullopt)) return std::optional<ir::Value>{};
+      continue;
+    }
+    if (raw.type == ir::FieldType::kInt) {
+      std::vector<int64_t> candidates;
+      interval_candidates(part, atom, &candidates);
+      if (candidates.empty()) continue;
+      const int64_t lo = *std::min_element(candidates.begin(), candidates.end());
+      const int64_t hi = *std::max_element(candidates.begin(), candidates.end());
+      const auto add_near = [&](int64_t v) {
+        if (v > std::numeric_limits<int64_t>::min()) candidates.push_back(v - 1);
+        candidates.push_back(v);
+        if (v < std::numeric_limits<int64_t>::max()) candidates.push_back(v + 1);
+      };
+      for (const ir::ClassifyRow& row : c.rows) {
+        for (const ir::Value& v : row.values) add_near(v.i);
+      }
+      for (int64_t v : candidates) {
+        if (v >= lo && v <= hi && lands(ir::Value::Int(v))) return ir::Value::Int(v);
+      }
+      continue;
+    }
+    if (atom >= 2 && atom - 2 < part.strings.size()) {
+      const ir::Value v = ir::Value::String(part.strings[atom - 2]);
+      if (lands(v)) return v;
+      continue;
+    }
+    // "Other": strings the policy does not mention.
+    std::vector<std::string> candidates = {"unclassified", "", "\x01", "~"};
+    for (const ir::ClassifyRow& row : c.rows) {
+      for (const ir::Value& v : row.values) {
+        candidates.push_back(v.str);
+        candidates.push_back(v.str + "0");
+      }
+    }
+    for (const std::string& text : candidates) {
+      if (text.empty() && raw.empty_means_absent) continue;
+      if (std::binary_search(part.strings.begin(), part.strings.end(), text)) continue;
+      if (lands(ir::Value::String(text))) return ir::Value::String(text);
+    }
+  }
+  return std::nullopt;
+}
+
 std::string example_letter(const ir::Policy& policy, const Partition& partition,
                            const Domains& domains, const Box& box,
                            const ValueOverrides& overrides) {
@@ -433,6 +488,21 @@ std::string example_letter(const ir::Policy& policy, const Partition& partition,
         }
       }
     }
+  }
+  // A classified enum is computed from its raw input: show a raw value (inside the region) that
+  // lands in the region's class instead of the class, so that the letter reproduces.
+  for (size_t f = 0; f < n; ++f) {
+    const auto& classify = policy.fields[f].classify;
+    if (!classify || !values[f] || classify->from >= n) continue;
+    const auto& classes = policy.fields[f].enum_values;
+    const auto at = std::find(classes.begin(), classes.end(), values[f]->str);
+    if (at == classes.end()) continue;
+    const uint32_t cls = static_cast<uint32_t>(at - classes.begin());
+    auto raw = raw_value_in_class(policy, partition, static_cast<uint32_t>(f),
+                                  atoms_of(domains, classify->from, box[classify->from]), cls);
+    if (!raw) continue;
+    values[classify->from] = *raw;
+    values[f].reset();
   }
   for (const auto& [f, value] : overrides) {
     if (f < n) values[f] = value;
