@@ -393,57 +393,79 @@ void interval_candidates(const FieldPartition& field, uint32_t atom, std::vector
 
 }  // namespace
 
+std::vector<std::optional<ir::Value>> raw_candidates(const ir::Policy& policy,
+                                                     const Partition& partition, uint32_t raw,
+                                                     const std::vector<uint32_t>& raw_atoms) {
+  std::vector<const ir::Classifier*> readers;
+  for (const ir::Field& f : policy.fields) {
+    if (f.classify && f.classify->from == raw) readers.push_back(&*f.classify);
+  }
+  const ir::Field& field = policy.fields.at(raw);
+  const FieldPartition& part = partition.fields.at(raw);
+  std::vector<std::optional<ir::Value>> out;
+  for (uint32_t atom : raw_atoms) {
+    if (atom == kAtomAbsent) {
+      out.emplace_back(std::nullopt);
+      continue;
+    }
+    if (field.type == ir::FieldType::kInt) {
+      std::vector<int64_t> candidates;
+      interval_candidates(part, atom, &candidates);
+      if (candidates.empty()) continue;
+      const int64_t lo = *std::min_element(candidates.begin(), candidates.end());
+      const int64_t hi = *std::max_element(candidates.begin(), candidates.end());
+      // Every class's values inside [lo, hi] form intervals whose ends are lo, hi or a row's
+      // bound +-1: those points find each class that occurs there.
+      for (const ir::Classifier* c : readers) {
+        for (const ir::ClassifyRow& row : c->rows) {
+          for (const ir::Value& v : row.values) {
+            if (v.i > std::numeric_limits<int64_t>::min()) candidates.push_back(v.i - 1);
+            candidates.push_back(v.i);
+            if (v.i < std::numeric_limits<int64_t>::max()) candidates.push_back(v.i + 1);
+          }
+        }
+      }
+      std::vector<int64_t> seen;
+      for (int64_t v : candidates) {
+        if (v < lo || v > hi || std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+        seen.push_back(v);
+        out.emplace_back(ir::Value::Int(v));
+      }
+      continue;
+    }
+    if (field.type != ir::FieldType::kString) continue;
+    if (atom >= 2 && atom - 2 < part.strings.size()) {
+      out.emplace_back(ir::Value::String(part.strings[atom - 2]));
+      continue;
+    }
+    // "Other": strings the policy does not mention; a listed value or prefix with a suffix lands
+    // where the prefixes take it, the others where nothing does.
+    std::vector<std::string> candidates = {"unclassified", "", "\x01", "~"};
+    for (const ir::Classifier* c : readers) {
+      for (const ir::ClassifyRow& row : c->rows) {
+        for (const ir::Value& v : row.values) {
+          candidates.push_back(v.str + "0");
+          candidates.push_back(v.str + "~");
+        }
+      }
+    }
+    for (const std::string& text : candidates) {
+      if (text.empty() && field.empty_means_absent) continue;
+      if (std::binary_search(part.strings.begin(), part.strings.end(), text)) continue;
+      out.emplace_back(ir::Value::String(text));
+    }
+  }
+  return out;
+}
+
 std::optional<std::optional<ir::Value>> raw_value_in_class(const ir::Policy& policy,
                                                           const Partition& partition,
                                                           uint32_t field,
                                                           const std::vector<uint32_t>& raw_atoms,
                                                           uint32_t cls) {
   const ir::Classifier& c = *policy.fields.at(field).classify;
-  const ir::Field& raw = policy.fields.at(c.from);
-  const FieldPartition& part = partition.fields.at(c.from);
-  const auto lands = [&](const std::optional<ir::Value>& v) { return ir::classify(c, v) == cls; };
-  for (uint32_t atom : raw_atoms) {
-    if (atom == kAtomAbsent) {
-      if (lands(std::nullopt)) return std::optional<ir::Value>{};
-      continue;
-    }
-    if (raw.type == ir::FieldType::kInt) {
-      std::vector<int64_t> candidates;
-      interval_candidates(part, atom, &candidates);
-      if (candidates.empty()) continue;
-      const int64_t lo = *std::min_element(candidates.begin(), candidates.end());
-      const int64_t hi = *std::max_element(candidates.begin(), candidates.end());
-      const auto add_near = [&](int64_t v) {
-        if (v > std::numeric_limits<int64_t>::min()) candidates.push_back(v - 1);
-        candidates.push_back(v);
-        if (v < std::numeric_limits<int64_t>::max()) candidates.push_back(v + 1);
-      };
-      for (const ir::ClassifyRow& row : c.rows) {
-        for (const ir::Value& v : row.values) add_near(v.i);
-      }
-      for (int64_t v : candidates) {
-        if (v >= lo && v <= hi && lands(ir::Value::Int(v))) return ir::Value::Int(v);
-      }
-      continue;
-    }
-    if (atom >= 2 && atom - 2 < part.strings.size()) {
-      const ir::Value v = ir::Value::String(part.strings[atom - 2]);
-      if (lands(v)) return v;
-      continue;
-    }
-    // "Other": strings the policy does not mention.
-    std::vector<std::string> candidates = {"unclassified", "", "\x01", "~"};
-    for (const ir::ClassifyRow& row : c.rows) {
-      for (const ir::Value& v : row.values) {
-        candidates.push_back(v.str);
-        candidates.push_back(v.str + "0");
-      }
-    }
-    for (const std::string& text : candidates) {
-      if (text.empty() && raw.empty_means_absent) continue;
-      if (std::binary_search(part.strings.begin(), part.strings.end(), text)) continue;
-      if (lands(ir::Value::String(text))) return ir::Value::String(text);
-    }
+  for (const std::optional<ir::Value>& v : raw_candidates(policy, partition, c.from, raw_atoms)) {
+    if (ir::classify(c, v) == cls) return v;
   }
   return std::nullopt;
 }

@@ -111,6 +111,15 @@ std::string example_letter(const ir::Policy& policy, const Partition& partition,
                            const Domains& domains, const Box& box,
                            const ValueOverrides& overrides = {});
 
+// Raw values of field `raw` among the atoms `raw_atoms` (in `partition`) that between them reach
+// every combination of classes the policy's classifiers of `raw` give to values of those atoms
+// (exact for ints: each class's values there are intervals whose ends are tried; for strings
+// the mentioned strings and, for "other", a few strings built from the rows' values). nullopt
+// stands for absent (when atom 0 is among `raw_atoms`). Readable values first per atom.
+std::vector<std::optional<ir::Value>> raw_candidates(const ir::Policy& policy,
+                                                     const Partition& partition, uint32_t raw,
+                                                     const std::vector<uint32_t>& raw_atoms);
+
 // A raw value that the classifier of classified field `field` puts in class `cls`, among the
 // values whose atoms (of the classifier's raw field in `partition`) are in `raw_atoms`. The outer
 // nullopt: no such value; an inner nullopt: an absent raw value (which gets the fallback). Exact
