@@ -140,9 +140,6 @@ struct Constant {
   bool operator==(const Constant&) const = default;
 };
 
-}
-};
-
 struct Condition {
   uint32_t field = 0;  // index into Policy::fields
   Op op = Op::kEq;

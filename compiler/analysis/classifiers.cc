@@ -177,7 +177,6 @@ std::vector<Diagnostic> classifier_diagnostics(const ir::CheckedPolicy& checked,
       if (bad++ == 0) {
         Box box = region.box;
         box[f] = AtomSet{false, {fallback_atom}};
-        const std::string rule = region.rule ? "a rule" : "the default";
         first = fmt::format("'{}' (effect create) for {}", policy.verbs[region.verb].name,
                             example_letter(policy, regions.partition, regions.domains, box));
       }
