@@ -464,8 +464,13 @@ std::optional<std::optional<ir::Value>> raw_value_in_class(const ir::Policy& pol
                                                           const std::vector<uint32_t>& raw_atoms,
                                                           uint32_t cls) {
   const ir::Classifier& c = *policy.fields.at(field).classify;
-  for (const std::optional<ir::Value>& v : raw_candidates(policy, partition, c.from, raw_atoms)) {
-    if (ir::classify(c, v) == cls) return v;
+  // A present value shows more than "absent": try those first.
+  const auto candidates = raw_candidates(policy, partition, c.from, raw_atoms);
+  for (const std::optional<ir::Value>& v : candidates) {
+    if (v && ir::classify(c, v) == cls) return v;
+  }
+  for (const std::optional<ir::Value>& v : candidates) {
+    if (!v && ir::classify(c, v) == cls) return v;
   }
   return std::nullopt;
 }
