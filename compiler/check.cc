@@ -516,14 +516,15 @@ class Checker {
       const ir::Field* raw = nullptr;
       if (!c.from) {
         error("RG151", label + " is classified from nothing", c.span,
-              pick("name the raw input: from: http_status", "name the raw input: classify "
-                                                           "http_status { ... }"));
+              pick("name the raw input: from: http_status",
+                   "name the raw input: classify "
+                   "http_status { ... }"));
         ok = false;
       } else {
         const auto it = field_index_.find(c.from->text);
         if (it == field_index_.end()) {
-          error("RG151", "unknown raw input " + quote(c.from->text) + " for the classifier of " +
-                             label,
+          error("RG151",
+                "unknown raw input " + quote(c.from->text) + " for the classifier of " + label,
                 c.from->span,
                 did_you_mean(c.from->text, field_names_,
                              pick("declare it under 'inputs'", "declare it: input NAME: TYPE")));
@@ -549,7 +550,8 @@ class Checker {
           }
         }
       }
-      const auto class_of = [&](const ast::Name& name, const char* what) -> std::optional<uint32_t> {
+      const auto class_of = [&](const ast::Name& name,
+                                const char* what) -> std::optional<uint32_t> {
         const auto at = std::find(f.enum_values.begin(), f.enum_values.end(), name.text);
         if (at != f.enum_values.end()) return static_cast<uint32_t>(at - f.enum_values.begin());
         error("RG153", std::string(what) + " " + quote(name.text) + " is not a class of " + label,

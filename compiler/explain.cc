@@ -124,8 +124,7 @@ ValidatedLetter validate_letter(const ir::Policy& policy, const Letter& letter) 
     std::optional<ir::Value> value;
     if (raw && raw->kind == LetterValue::Kind::kInt) value = ir::Value::Int(raw->i);
     if (raw && raw->kind == LetterValue::Kind::kString) value = ir::Value::String(raw->s);
-    out.values[f] =
-        LetterValue::String(field.enum_values.at(ir::classify(*field.classify, value)));
+    out.values[f] = LetterValue::String(field.enum_values.at(ir::classify(*field.classify, value)));
   }
   out.valid = true;
   return out;

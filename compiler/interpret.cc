@@ -170,12 +170,12 @@ InterpretResult interpret(const ir::Policy& policy, const Letter& letter) {
       }
       for (const ir::Value& v : row.values) {
         if (row.kind == ir::ClassifyRow::Kind::kIn) {
-          takes = takes || (raw->kind == LetterValue::Kind::kInt ? v.kind == ir::Value::Kind::kInt &&
-                                                                       v.i == raw->i
-                                                                 : v.str == raw->s);
+          takes = takes || (raw->kind == LetterValue::Kind::kInt
+                                ? v.kind == ir::Value::Kind::kInt && v.i == raw->i
+                                : v.str == raw->s);
         } else if (row.kind == ir::ClassifyRow::Kind::kPrefix) {
-          takes = takes || (raw->s.size() >= v.str.size() &&
-                            raw->s.compare(0, v.str.size(), v.str) == 0);
+          takes = takes ||
+                  (raw->s.size() >= v.str.size() && raw->s.compare(0, v.str.size(), v.str) == 0);
         }
       }
       if (takes) {

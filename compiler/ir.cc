@@ -77,8 +77,8 @@ bool classify_row_takes(const ClassifyRow& row, const Value& raw) {
              std::any_of(row.values.begin(), row.values.end(),
                          [&](const Value& p) { return raw.str.starts_with(p.str); });
     case ClassifyRow::Kind::kRange:
-      return raw.kind == Value::Kind::kInt && row.values.size() == 2 &&
-             row.values[0].i <= raw.i && raw.i <= row.values[1].i;
+      return raw.kind == Value::Kind::kInt && row.values.size() == 2 && row.values[0].i <= raw.i &&
+             raw.i <= row.values[1].i;
   }
   return false;
 }

@@ -368,9 +368,9 @@ struct Lowering {
         for (const ir::Value& v : cr.values) {
           const bool is_int = v.kind == ir::Value::Kind::kInt;
           fmtx::ClassifierMatcher m =
-              matcher(is_int ? fmtx::kMatchInt
-                             : cr.kind == ir::ClassifyRow::Kind::kPrefix ? fmtx::kMatchPrefix
-                                                                        : fmtx::kMatchExact);
+              matcher(is_int                                      ? fmtx::kMatchInt
+                      : cr.kind == ir::ClassifyRow::Kind::kPrefix ? fmtx::kMatchPrefix
+                                                                  : fmtx::kMatchExact);
           if (is_int) {
             m.lo = m.hi = v.i;
           } else {

@@ -160,11 +160,11 @@ class Loader {
       return fail(LoadError::kMalformed, "header reserved word is " + num(h.reserved) + ", not 0");
     }
     if (h.section_count < fm::kSectionCount || h.section_count > fm::kMaxSectionCount) {
-      return fail(LoadError::kMalformed,
-                  "expected " + num(fm::kSectionCount) + " sections, header says " +
-                      num(h.section_count) + " (or " + num(fm::kDerivationsSectionCount) +
-                      " with a derivations section, " + num(fm::kMaxSectionCount) +
-                      " with classifiers)");
+      return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) +
+                                             " sections, header says " + num(h.section_count) +
+                                             " (or " + num(fm::kDerivationsSectionCount) +
+                                             " with a derivations section, " +
+                                             num(fm::kMaxSectionCount) + " with classifiers)");
     }
     section_count_ = h.section_count;
     directory_end_ = sizeof(fm::Header) + uint64_t{section_count_} * sizeof(fm::SectionEntry);
@@ -837,8 +837,8 @@ class Loader {
     t_.classifiers = std::span<const fm::ClassifierRecord>(
         reinterpret_cast<const fm::ClassifierRecord*>(p), h.classifier_count);
     t_.classifier_matchers = std::span<const fm::ClassifierMatcher>(
-        reinterpret_cast<const fm::ClassifierMatcher*>(
-            p + uint64_t{h.classifier_count} * sizeof(fm::ClassifierRecord)),
+        reinterpret_cast<const fm::ClassifierMatcher*>(p + uint64_t{h.classifier_count} *
+                                                               sizeof(fm::ClassifierRecord)),
         h.matcher_count);
     uint64_t next_matcher = 0;
     for (size_t i = 0; i < t_.classifiers.size(); ++i) {
@@ -875,11 +875,11 @@ class Loader {
         const fm::ClassifierMatcher& x = t_.classifier_matchers[c.matcher_begin + m];
         const std::string where = what + " matcher " + num(m);
         if (x.cls >= classes) {
-          return fail(LoadError::kBadOffset, where + " class " + num(x.cls) +
-                                                 " is out of range (" + num(classes) + " classes)");
+          return fail(LoadError::kBadOffset, where + " class " + num(x.cls) + " is out of range (" +
+                                                 num(classes) + " classes)");
         }
-        if (x.reserved != 0 || (m > 0 && t_.classifier_matchers[c.matcher_begin + m - 1].row >
-                                             x.row)) {
+        if (x.reserved != 0 ||
+            (m > 0 && t_.classifier_matchers[c.matcher_begin + m - 1].row > x.row)) {
           return fail(LoadError::kMalformed, where + " has a reserved word or row out of order");
         }
         const bool on_string = x.kind == fm::kMatchExact || x.kind == fm::kMatchPrefix;
@@ -899,9 +899,9 @@ class Loader {
           }
         } else if (x.text.offset != 0 || x.text.length != 0 || x.lo > x.hi ||
                    (x.kind == fm::kMatchInt && x.lo != x.hi)) {
-          return fail(LoadError::kMalformed,
-                      where + " is a malformed range [" + std::to_string(x.lo) + ", " +
-                          std::to_string(x.hi) + "]");
+          return fail(LoadError::kMalformed, where + " is a malformed range [" +
+                                                 std::to_string(x.lo) + ", " +
+                                                 std::to_string(x.hi) + "]");
         }
       }
       f.derived = true;  // computed: decide() and trace() skip its input slot

@@ -95,7 +95,7 @@ enum SectionKind : uint32_t {
   // keeps its 16- or 17-section layout and its bytes.
   kClassifiers = 18,
 };
-inline constexpr uint32_t kSectionCount = 16;  // sections every table has
+inline constexpr uint32_t kSectionCount = 16;             // sections every table has
 inline constexpr uint32_t kDerivationsSectionCount = 17;  // with the kDerivations section
 inline constexpr uint32_t kMaxSectionCount = 18;          // with kDerivations and kClassifiers
 

@@ -103,10 +103,10 @@ struct StructureField {
   uint32_t classified_raw = 0;
   uint32_t classified_fallback = 0;
   struct Matcher {
-    uint32_t kind = 0;  // format::ClassifierMatcherKind: 0 exact, 1 prefix, 2 int, 3 range
-    uint32_t cls = 0;   // class index (the enum's dictionary index)
-    uint32_t row = 0;   // the policy row it belongs to
-    std::string text;   // exact, prefix
+    uint32_t kind = 0;       // format::ClassifierMatcherKind: 0 exact, 1 prefix, 2 int, 3 range
+    uint32_t cls = 0;        // class index (the enum's dictionary index)
+    uint32_t row = 0;        // the policy row it belongs to
+    std::string text;        // exact, prefix
     int64_t lo = 0, hi = 0;  // int, range
   };
   std::vector<Matcher> matchers;  // evaluation order

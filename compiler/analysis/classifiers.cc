@@ -41,7 +41,9 @@ std::vector<Interval> intervals_of(const ir::ClassifyRow& r) {
   return out;
 }
 
-std::string class_name(const ir::Field& f, uint32_t cls) { return "'" + f.enum_values.at(cls) + "'"; }
+std::string class_name(const ir::Field& f, uint32_t cls) {
+  return "'" + f.enum_values.at(cls) + "'";
+}
 
 }  // namespace
 

@@ -190,8 +190,8 @@ std::string classifier_change_text(const ir::Policy& old_policy, const ir::Field
     bool open = false;
     const auto flush = [&] {
       if (!open) return;
-      const std::string what = run_lo == run_hi ? fmt::format("{}", run_lo)
-                                                : fmt::format("{}..{}", run_lo, run_hi);
+      const std::string what =
+          run_lo == run_hi ? fmt::format("{}", run_lo) : fmt::format("{}..{}", run_lo, run_hi);
       parts.push_back(fmt::format("{} {}: {} -> {}", raw_b.name, what, run_old, run_new));
       open = false;
     };
@@ -521,11 +521,11 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
       // and classified_feasible() pairs the two classes through a raw value.
       bool same_classifier = !old_field.classify && !field.classify;
       if (old_field.classify && field.classify) {
-        same_classifier = old_field.enum_values == field.enum_values &&
-                          old_field.classify->rows == field.classify->rows &&
-                          old_field.classify->fallback == field.classify->fallback &&
-                          old_side.columns[old_field.classify->from] ==
-                              new_side.columns[field.classify->from];
+        same_classifier =
+            old_field.enum_values == field.enum_values &&
+            old_field.classify->rows == field.classify->rows &&
+            old_field.classify->fallback == field.classify->fallback &&
+            old_side.columns[old_field.classify->from] == new_side.columns[field.classify->from];
       }
       if (!same_derivation || !same_classifier) {
         out.fields.push_back(
@@ -638,7 +638,8 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
     // A derived bool is computed, never absent: a column only derived fields use has no absent.
     const ir::Field* a = side_field(0, c);
     const ir::Field* b = side_field(1, c);
-    if ((a == nullptr || a->derived || a->classify) && (b == nullptr || b->derived || b->classify)) {
+    if ((a == nullptr || a->derived || a->classify) &&
+        (b == nullptr || b->derived || b->classify)) {
       std::erase(domains[c], kAtomAbsent);
     }
   }

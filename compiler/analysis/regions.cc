@@ -459,10 +459,10 @@ std::vector<std::optional<ir::Value>> raw_candidates(const ir::Policy& policy,
 }
 
 std::optional<std::optional<ir::Value>> raw_value_in_class(const ir::Policy& policy,
-                                                          const Partition& partition,
-                                                          uint32_t field,
-                                                          const std::vector<uint32_t>& raw_atoms,
-                                                          uint32_t cls) {
+                                                           const Partition& partition,
+                                                           uint32_t field,
+                                                           const std::vector<uint32_t>& raw_atoms,
+                                                           uint32_t cls) {
   const ir::Classifier& c = *policy.fields.at(field).classify;
   // A present value shows more than "absent": try those first.
   const auto candidates = raw_candidates(policy, partition, c.from, raw_atoms);

@@ -99,10 +99,11 @@ inline constexpr uint64_t kRegionBudget = 400'000'000;
 RegionResult decision_regions(const ir::Policy& policy, uint64_t budget = kRegionBudget);
 
 // One concrete value per field drawn from `box` (a classified field is given as the raw value
-// that lands in its class, never as the class: the runtime computes it) (atoms chosen deterministically: present before
-// absent, a mentioned string before any other, an interval's lowest valid int), as a JSON object
-// with the policy's field names; an absent field is left out. Fields whose set is empty are left
-// out too. Example: {"topic": "payment.capture", "attempts": 0, "already_committed": true}.
+// that lands in its class, never as the class: the runtime computes it) (atoms chosen
+// deterministically: present before absent, a mentioned string before any other, an interval's
+// lowest valid int), as a JSON object with the policy's field names; an absent field is left out.
+// Fields whose set is empty are left out too. Example: {"topic": "payment.capture", "attempts": 0,
+// "already_committed": true}.
 //
 // `overrides` (field index, value; nullopt: absent) replace the values picked for those fields,
 // e.g. operands that `replaygate diff` solved so that both policies' derived bools hold.
@@ -126,10 +127,10 @@ std::vector<std::optional<ir::Value>> raw_candidates(const ir::Policy& policy,
 // for ints (every boundary of the class's values is tried) and for mentioned strings; for the
 // "other" string atom it tries a few strings nothing mentions.
 std::optional<std::optional<ir::Value>> raw_value_in_class(const ir::Policy& policy,
-                                                          const Partition& partition,
-                                                          uint32_t field,
-                                                          const std::vector<uint32_t>& raw_atoms,
-                                                          uint32_t cls);
+                                                           const Partition& partition,
+                                                           uint32_t field,
+                                                           const std::vector<uint32_t>& raw_atoms,
+                                                           uint32_t cls);
 
 // The atom example_letter() picks from one field's set.
 uint32_t example_atom(const FieldPartition& field, const std::vector<uint32_t>& atoms);

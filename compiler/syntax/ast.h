@@ -87,8 +87,8 @@ struct Input {
   std::optional<Literal> min;
   std::optional<Literal> max;
   std::optional<LiteralList> values;
-  std::optional<LiteralList> domain;  // kString only: declared known values (ir::Field::domain)
-  std::optional<Derivation> derived;  // kBool only (ir::Field::derived)
+  std::optional<LiteralList> domain;   // kString only: declared known values (ir::Field::domain)
+  std::optional<Derivation> derived;   // kBool only (ir::Field::derived)
   std::optional<Classifier> classify;  // kEnum only (ir::Field::classify)
   // Who sets the input: "letter" (the default) or "operator" (ir::Field::operator_only). YAML
   // `source: operator`, DSL `source operator` after the type.

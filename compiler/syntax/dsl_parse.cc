@@ -327,8 +327,7 @@ RG_MSG(classify_values,
        "expected the values in parentheses\nfor example: in (408, 429) -> retryable, prefix "
        "(\"5.\") -> permanent, range (500, 599) -> retryable");
 RG_MSG(classify_arrow, "expected '->' and the class\nfor example: in (408, 429) -> retryable");
-RG_MSG(classify_class,
-       "expected the class after '->'\nfor example: in (408, 429) -> retryable");
+RG_MSG(classify_class, "expected the class after '->'\nfor example: in (408, 429) -> retryable");
 RG_MSG(classify_fallback,
        "expected the fallback class after 'fallback'\nfor example: fallback unknown");
 RG_MSG(classify_close,

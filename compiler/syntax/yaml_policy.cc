@@ -176,9 +176,10 @@ class AstBuilder {
   std::optional<std::vector<ast::Input>> inputs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
-    static const std::vector<std::string> kProps = {
-        "type",   "optional", "empty_means_absent", "min",     "max",
-        "values", "domain",   "description",        "derived", "source", "classify"};
+    static const std::vector<std::string> kProps = {"type",   "optional",    "empty_means_absent",
+                                                    "min",    "max",         "values",
+                                                    "domain", "description", "derived",
+                                                    "source", "classify"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;

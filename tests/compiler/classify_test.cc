@@ -102,14 +102,16 @@ TEST(Classify, YamlBecomesTheIr) {
   EXPECT_EQ(c.from, 1u);
   EXPECT_EQ(c.fallback, 2u);
   ASSERT_EQ(c.rows.size(), 2u);
-  EXPECT_EQ(c.rows[0], (ir::ClassifyRow{ir::ClassifyRow::Kind::kIn,
-                                        {ir::Value::Int(429), ir::Value::Int(503)}, 0}));
-  EXPECT_EQ(c.rows[1], (ir::ClassifyRow{ir::ClassifyRow::Kind::kRange,
-                                        {ir::Value::Int(400), ir::Value::Int(499)}, 1}));
+  EXPECT_EQ(
+      c.rows[0],
+      (ir::ClassifyRow{ir::ClassifyRow::Kind::kIn, {ir::Value::Int(429), ir::Value::Int(503)}, 0}));
+  EXPECT_EQ(c.rows[1],
+            (ir::ClassifyRow{
+                ir::ClassifyRow::Kind::kRange, {ir::Value::Int(400), ir::Value::Int(499)}, 1}));
   const ir::Classifier& s = *p.fields[4].classify;
   EXPECT_EQ(s.rows[0].kind, ir::ClassifyRow::Kind::kPrefix);
-  EXPECT_EQ(s.rows[0].values, (std::vector<ir::Value>{ir::Value::String("40"),
-                                                      ir::Value::String("53")}));
+  EXPECT_EQ(s.rows[0].values,
+            (std::vector<ir::Value>{ir::Value::String("40"), ir::Value::String("53")}));
   // The row after the prefix "40" that lists "40003" is never reached.
   ASSERT_EQ(loaded.diagnostics.size(), 1u) << codes(loaded);
   EXPECT_EQ(loaded.diagnostics[0].code, "RG216");
@@ -294,7 +296,8 @@ Forged forged() {
 TEST(Classify, LoaderRejectsMalformedClassifiers) {
   {
     Forged f = forged();
-    auto m = testing::get<fm::ClassifierMatcher>(f.bytes, f.matchers + sizeof(fm::ClassifierMatcher) * 2);
+    auto m = testing::get<fm::ClassifierMatcher>(f.bytes,
+                                                 f.matchers + sizeof(fm::ClassifierMatcher) * 2);
     ASSERT_EQ(m.kind, fm::kMatchRange);
     std::swap(m.lo, m.hi);
     testing::set(f.bytes, f.matchers + sizeof(fm::ClassifierMatcher) * 2, m);
@@ -354,10 +357,10 @@ TEST(Classify, LoaderRejectsMalformedClassifiers) {
 }
 
 TEST(Classify, PoliciesWithoutClassifiersKeepTheirLayout) {
-  const LoadedPolicy loaded =
-      compiled("policy: p\nrevision: 1\ninputs:\n  a: {type: int}\nverbs:\n  hold: {effect: "
-               "none}\ndefault: hold\nrules: []\n",
-               "p.yaml");
+  const LoadedPolicy loaded = compiled(
+      "policy: p\nrevision: 1\ninputs:\n  a: {type: int}\nverbs:\n  hold: {effect: "
+      "none}\ndefault: hold\nrules: []\n",
+      "p.yaml");
   ASSERT_TRUE(loaded.policy);
   EXPECT_EQ(testing::header_of(lower(*loaded.policy)).section_count, fm::kSectionCount);
 }

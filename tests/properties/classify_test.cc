@@ -37,7 +37,8 @@ rc::Gen<ir::ClassifyRow> gen_int_row() {
       row.values = {ir::Value::Int(lo), ir::Value::Int(hi)};
     } else {
       row.kind = ir::ClassifyRow::Kind::kIn;
-      for (int64_t v : *rc::gen::nonEmpty(rc::gen::container<std::vector<int64_t>>(gen_raw_int()))) {
+      for (int64_t v :
+           *rc::gen::nonEmpty(rc::gen::container<std::vector<int64_t>>(gen_raw_int()))) {
         row.values.push_back(ir::Value::Int(v));
       }
     }
@@ -49,10 +50,10 @@ rc::Gen<ir::ClassifyRow> gen_string_row() {
   return rc::gen::exec([] {
     ir::ClassifyRow row;
     row.cls = *rc::gen::inRange<uint32_t>(0, kClasses);
-    row.kind = *rc::gen::arbitrary<bool>() ? ir::ClassifyRow::Kind::kPrefix
-                                           : ir::ClassifyRow::Kind::kIn;
-    const auto texts = *rc::gen::nonEmpty(rc::gen::container<std::vector<std::string>>(
-        rc::gen::nonEmpty(gen_raw_string())));
+    row.kind =
+        *rc::gen::arbitrary<bool>() ? ir::ClassifyRow::Kind::kPrefix : ir::ClassifyRow::Kind::kIn;
+    const auto texts = *rc::gen::nonEmpty(
+        rc::gen::container<std::vector<std::string>>(rc::gen::nonEmpty(gen_raw_string())));
     for (const std::string& t : texts) row.values.push_back(ir::Value::String(t));
     return row;
   });
@@ -81,7 +82,8 @@ ir::CheckedPolicy classify_policy(std::vector<ir::ClassifyRow> int_rows,
   for (uint32_t a = 0; a < kClasses; ++a) {
     for (uint32_t b = 0; b < kClasses; ++b) {
       p.verbs.push_back(verb("v" + std::to_string(a) + std::to_string(b), ir::Effect::kNone, ""));
-      t.rows.push_back(row("by_class", {ir::Value::String(classes[a]), ir::Value::String(classes[b])},
+      t.rows.push_back(row("by_class",
+                           {ir::Value::String(classes[a]), ir::Value::String(classes[b])},
                            static_cast<uint32_t>(p.verbs.size() - 1)));
     }
   }
@@ -135,8 +137,8 @@ RC_GTEST_PROP(ClassifyProperty, RuntimeInterpreterAndExplainerAgree, ()) {
     letter[2] = *rc::gen::oneOf(rc::gen::map(gen_raw_string(), &LetterValue::String),
                                 rc::gen::just(LetterValue::Null()));
     // A letter's value for a classified input is ignored, whatever it is.
-    letter[1] = *rc::gen::element(LetterValue::String("c3"), LetterValue::Int(7),
-                                  LetterValue::Missing());
+    letter[1] =
+        *rc::gen::element(LetterValue::String("c3"), LetterValue::Int(7), LetterValue::Missing());
     const uint32_t a = expected_class(*policy.fields[1].classify, letter[0]);
     const uint32_t b = expected_class(*policy.fields[3].classify, letter[2]);
     const InterpretResult oracle = interpret(policy, letter);

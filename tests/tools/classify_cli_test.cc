@@ -68,12 +68,13 @@ TEST(ClassifyCli, ConvertRoundTripsAFragment) {
   ASSERT_EQ(to_dsl.exit_code, 0) << to_dsl.err;
   EXPECT_NE(to_dsl.out.find("classify sqlstate {"), std::string::npos) << to_dsl.out;
   write_file(scratch.path() / "s.policy", to_dsl.out);
-  const CliResult back = run_cli_args(scratch.path(), {"convert", (scratch.path() / "s.policy").string()});
+  const CliResult back =
+      run_cli_args(scratch.path(), {"convert", (scratch.path() / "s.policy").string()});
   ASSERT_EQ(back.exit_code, 0) << back.err;
   write_file(scratch.path() / "s.yaml", back.out);
-  const CliResult d = run_cli_args(scratch.path(),
-                                   {"diff", (fs::path(kSourceDir) / "policies/classify/sqlstate.yaml").string(),
-                                    (scratch.path() / "s.yaml").string()});
+  const CliResult d = run_cli_args(
+      scratch.path(), {"diff", (fs::path(kSourceDir) / "policies/classify/sqlstate.yaml").string(),
+                       (scratch.path() / "s.yaml").string()});
   EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
 }
 

@@ -105,8 +105,8 @@ struct RuleStep {
 struct DerivedField {
   bool derived = false;
   bool classified = false;  // a classified enum (ir::Classifier): `formula` says which row took it
-  std::string formula;   // "message_revision < record_revision"
-  std::string computed;  // "true", "false"; "" when not computed (invalid input)
+  std::string formula;      // "message_revision < record_revision"
+  std::string computed;     // "true", "false"; "" when not computed (invalid input)
 };
 
 struct LetterLine {
