@@ -54,9 +54,11 @@ rules:
   - guard: retry
     when: {http_class: retryable, sql_class: retryable}
     verb: replay_once
+    reason: transient
   - guard: park
     when: {http_class: permanent}
     verb: never
+    reason: permanent
 )";
 
 const char* kDsl = R"(policy c revision 1
@@ -77,8 +79,8 @@ verb replay_once effect create
 verb never effect none
 verb hold effect none
 default hold
-rule retry: when http_class == retryable and sql_class == retryable -> replay_once
-rule park: when http_class == permanent -> never
+rule retry: when http_class == retryable and sql_class == retryable -> replay_once "transient"
+rule park: when http_class == permanent -> never "permanent"
 )";
 
 std::string codes(const LoadedPolicy& loaded) {
@@ -115,7 +117,7 @@ TEST(Classify, YamlBecomesTheIr) {
   // The row after the prefix "40" that lists "40003" is never reached.
   ASSERT_EQ(loaded.diagnostics.size(), 1u) << codes(loaded);
   EXPECT_EQ(loaded.diagnostics[0].code, "RG216");
-  EXPECT_EQ(loaded.diagnostics[0].span.line, 18u);
+  EXPECT_EQ(loaded.diagnostics[0].span.line, 19u);
 }
 
 TEST(Classify, DslGivesTheSameIr) {
@@ -198,6 +200,7 @@ TEST(Classify, FallbackThatCanReplayIsAnError) {
   const std::string text = std::string(kYaml) + R"(  - guard: payments
     when: {topic: payment.capture}
     verb: replay_once
+    reason: payments
 )";
   const LoadedPolicy loaded = load_policy_text(text, "c.yaml");
   EXPECT_FALSE(loaded.policy);
