@@ -117,12 +117,13 @@ struct Field {
   // as a finite domain, so it can report gaps: known combinations that fall to the default.
   std::vector<std::string> domain;
   std::optional<Derivation> derived;  // kBool only, never optional: computed, see Derivation
-  // kEnum only, never optional: computed from another input, see Classifier. Its enum_values are
-  // the classes.
-  std::optional<Classifier> classify;
   // Who may supply the input's value (YAML `source: NAME`, DSL `source NAME`; see InputSource).
   // Never kOperator or kRecord on a derived field (nobody sets a derived one).
   InputSource source = InputSource::kLetter;
+  // kEnum only, never optional: computed from another input, see Classifier. Its enum_values are
+  // the classes. Last, with an initializer, so aggregate initializers that stop before it stay
+  // valid.
+  std::optional<Classifier> classify = std::nullopt;
   bool operator==(const Field&) const = default;
 };
 
