@@ -155,6 +155,9 @@ class Checker {
       out.source.constants.push_back(constant.span);
     }
 
+    // After the constants: a classifier's int operands may name one.
+    if (policy.inputs) classifiers(*policy.inputs, p, out.source);
+
     if (!policy.default_verb) {
       missing("default", policy.span,
               std::string("write '") + pick("default: VERB", "default VERB") +
@@ -396,8 +399,8 @@ class Checker {
         error("RG144", "unknown source " + quote(input.source->text) + " for " + label,
               input.source->span, did_you_mean(input.source->text, kSources, how));
       }
-      // A derived input is computed from two others, so nobody sets it.
-      if (f.source != ir::InputSource::kLetter && input.derived) {
+      // A derived or classified input is computed from others, so nobody sets it.
+      if (f.source != ir::InputSource::kLetter && (input.derived || input.classify)) {
         error("RG145",
               label + " is derived, so it cannot be " +
                   (f.source == ir::InputSource::kOperator ? "set by an operator"
@@ -513,6 +516,186 @@ class Checker {
       out.lhs = operand_index[0];
       out.rhs = operand_index[1];
       f.derived = out;
+    }
+  }
+
+  // Classified enums (ir::Classifier): `classify` only on a required enum whose values are the
+  // classes; `from` a string or int input declared before it that is not itself computed; rows
+  // of kind in (values of the raw type), prefix (strings, on a string raw input only) or range
+  // (two ints lo <= hi, on an int raw input only), each naming a class; a mandatory fallback.
+  void classifiers(const std::vector<ast::Input>& inputs, ir::Policy& p, ir::SourceMap& src) {
+    for (uint32_t i = 0; i < inputs.size() && i < p.fields.size(); ++i) {
+      if (!inputs[i].classify) continue;
+      const ast::Classifier& c = *inputs[i].classify;
+      ir::Field& f = p.fields[i];
+      const std::string label = "input " + quote(f.name);
+      if (!inputs[i].type || f.type != ir::FieldType::kEnum || f.optional) {
+        if (inputs[i].type && f.type != ir::FieldType::kEnum) {
+          error("RG150",
+                "'classify' applies to enum inputs only; " + label + " has type " +
+                    ir::field_type_name(f.type),
+                c.span,
+                pick("declare it 'type: enum' with its classes as 'values'",
+                     "declare it 'enum (CLASS, ...)' with its classes"));
+        } else if (f.optional) {
+          error("RG150", "classified " + label + " cannot be optional: it is always computed",
+                c.span, pick("remove 'optional: true'", "remove 'optional'"));
+        }
+        continue;
+      }
+      if (f.enum_values.empty()) continue;  // RG102/RG116 said why
+      ir::Classifier out;
+      bool ok = true;
+      const ir::Field* raw = nullptr;
+      if (!c.from) {
+        error("RG151", label + " is classified from nothing", c.span,
+              pick("name the raw input: from: http_status",
+                   "name the raw input: classify "
+                   "http_status { ... }"));
+        ok = false;
+      } else {
+        const auto it = field_index_.find(c.from->text);
+        if (it == field_index_.end()) {
+          error("RG151",
+                "unknown raw input " + quote(c.from->text) + " for the classifier of " + label,
+                c.from->span,
+                did_you_mean(c.from->text, field_names_,
+                             pick("declare it under 'inputs'", "declare it: input NAME: TYPE")));
+          ok = false;
+        } else {
+          const ir::Field& candidate = p.fields[it->second];
+          const bool computed = candidate.derived || inputs[it->second].classify;
+          if (it->second >= i || computed ||
+              (candidate.type != ir::FieldType::kString && candidate.type != ir::FieldType::kInt)) {
+            const std::string why =
+                it->second >= i ? "is not declared before it"
+                : computed      ? "is computed itself"
+                                : std::string("has type ") + ir::field_type_name(candidate.type);
+            error("RG151",
+                  "raw input " + quote(c.from->text) + " of the classifier of " + label + " " + why,
+                  c.from->span,
+                  "a classifier reads a string or int input (not a computed one) declared above "
+                  "it");
+            ok = false;
+          } else {
+            out.from = it->second;
+            raw = &candidate;
+          }
+        }
+      }
+      const auto class_of = [&](const ast::Name& name,
+                                const char* what) -> std::optional<uint32_t> {
+        const auto at = std::find(f.enum_values.begin(), f.enum_values.end(), name.text);
+        if (at != f.enum_values.end()) return static_cast<uint32_t>(at - f.enum_values.begin());
+        error("RG153", std::string(what) + " " + quote(name.text) + " is not a class of " + label,
+              name.span, did_you_mean(name.text, f.enum_values, "the classes are its values"));
+        return std::nullopt;
+      };
+      if (!c.fallback) {
+        error("RG155", "the classifier of " + label + " has no fallback class", c.span,
+              pick("add 'fallback: CLASS': the class of a raw value no row takes (make it one "
+                   "that fails closed)",
+                   "add 'fallback CLASS' before '}': the class of a raw value no row takes (make "
+                   "it one that fails closed)"));
+        ok = false;
+      } else if (auto cls = class_of(*c.fallback, "fallback")) {
+        out.fallback = *cls;
+      } else {
+        ok = false;
+      }
+      for (const ast::ClassifyRow& row : c.rows) {
+        ir::ClassifyRow r;
+        if (!row.cls) {
+          error("RG152", "a classifier row of " + label + " names no class", row.span,
+                pick("add 'class: CLASS'", "end the row with '-> CLASS'"));
+          ok = false;
+        } else if (auto cls = class_of(*row.cls, "class")) {
+          r.cls = *cls;
+        } else {
+          ok = false;
+        }
+        if (!row.kind) {
+          error("RG152", "a classifier row of " + label + " has no matcher", row.span,
+                pick("add one of in: [...], prefix: [...], range: [LO, HI]",
+                     "start the row with in (...), prefix (...) or range (LO, HI)"));
+          ok = false;
+          continue;
+        }
+        const std::string& kind = row.kind->text;
+        if (kind == "in") {
+          r.kind = ir::ClassifyRow::Kind::kIn;
+        } else if (kind == "prefix") {
+          r.kind = ir::ClassifyRow::Kind::kPrefix;
+        } else if (kind == "range") {
+          r.kind = ir::ClassifyRow::Kind::kRange;
+        } else {
+          error("RG152", "unknown classifier matcher " + quote(kind), row.kind->span,
+                did_you_mean(kind, {"in", "prefix", "range"}));
+          ok = false;
+          continue;
+        }
+        if (row.operands.empty()) {
+          error("RG152", "classifier matcher " + quote(kind) + " of " + label + " has no values",
+                row.kind->span, "list at least one value");
+          ok = false;
+          continue;
+        }
+        if (raw == nullptr) continue;
+        if ((r.kind == ir::ClassifyRow::Kind::kPrefix && raw->type != ir::FieldType::kString) ||
+            (r.kind == ir::ClassifyRow::Kind::kRange && raw->type != ir::FieldType::kInt)) {
+          error("RG152",
+                "'" + kind + "' does not apply to raw input " + quote(raw->name) + " of type " +
+                    ir::field_type_name(raw->type),
+                row.kind->span,
+                r.kind == ir::ClassifyRow::Kind::kPrefix
+                    ? "prefixes match strings; on an int use a range"
+                    : "ranges match ints; on a string use in or prefix");
+          ok = false;
+          continue;
+        }
+        if (r.kind == ir::ClassifyRow::Kind::kRange && row.operands.size() != 2) {
+          error("RG154",
+                "a range needs two ints LO and HI, not " + std::to_string(row.operands.size()) +
+                    " values",
+                row.kind->span, pick("write range: [500, 599]", "write range (500, 599)"));
+          ok = false;
+          continue;
+        }
+        bool row_ok = true;
+        for (const Literal& operand : row.operands) {
+          auto value = typed_value(*raw, operand, nullptr);
+          if (!value) {
+            row_ok = false;
+            continue;
+          }
+          if (r.kind == ir::ClassifyRow::Kind::kPrefix && value->str.empty()) {
+            error("RG152", "an empty prefix takes every string", operand.span,
+                  "write the prefix, or make the fallback the class you meant");
+            row_ok = false;
+            continue;
+          }
+          r.values.push_back(std::move(*value));
+        }
+        if (row_ok && r.kind == ir::ClassifyRow::Kind::kRange && r.values[0].i > r.values[1].i) {
+          error("RG154",
+                "empty range: " + int_text(r.values[0].i) + " is greater than " +
+                    int_text(r.values[1].i),
+                row.kind->span, "swap them, or fix the bound");
+          row_ok = false;
+        }
+        if (!row_ok) {
+          ok = false;
+          continue;
+        }
+        out.rows.push_back(std::move(r));
+      }
+      if (!ok) continue;
+      f.classify = std::move(out);
+      src.classifiers.resize(p.fields.size());
+      ir::ClassifierSpans& spans = src.classifiers[i];
+      spans.classifier = c.span;
+      spans.fallback = c.fallback->span;
+      for (const ast::ClassifyRow& row : c.rows) spans.rows.push_back(row.span);
     }
   }
 

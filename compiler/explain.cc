@@ -97,7 +97,7 @@ ValidatedLetter validate_letter(const ir::Policy& policy, const Letter& letter) 
   out.values.resize(policy.fields.size());
   for (uint32_t f = 0; f < policy.fields.size(); ++f) {
     const ir::Field& field = policy.fields[f];
-    if (field.derived) continue;  // computed below, never read from the letter
+    if (field.derived || field.classify) continue;  // computed below, never read from the letter
     const LetterValue missing;
     const LetterValue& raw = f < letter.size() ? letter[f] : missing;
     std::string why = validate_field(field, raw, &out.values[f]);
@@ -115,6 +115,16 @@ ValidatedLetter validate_letter(const ir::Policy& policy, const Letter& letter) 
     const FieldValue& rhs = out.values.at(derived->rhs);
     // Both operands are required ints, so both are present on a valid letter.
     out.values[f] = LetterValue::Bool(lhs && rhs && ir::compare(derived->op, lhs->i, rhs->i));
+  }
+  // Classified enums: the raw value's class (ir::classify), absent raw values the fallback.
+  for (uint32_t f = 0; f < policy.fields.size(); ++f) {
+    const ir::Field& field = policy.fields[f];
+    if (!field.classify) continue;
+    const FieldValue& raw = out.values.at(field.classify->from);
+    std::optional<ir::Value> value;
+    if (raw && raw->kind == LetterValue::Kind::kInt) value = ir::Value::Int(raw->i);
+    if (raw && raw->kind == LetterValue::Kind::kString) value = ir::Value::String(raw->s);
+    out.values[f] = LetterValue::String(field.enum_values.at(ir::classify(*field.classify, value)));
   }
   out.valid = true;
   return out;

@@ -133,7 +133,8 @@ InterpretResult interpret(const ir::Policy& policy, const Letter& letter) {
 
   std::vector<Present> values(policy.fields.size());
   for (uint32_t f = 0; f < policy.fields.size(); ++f) {
-    if (policy.fields[f].derived) continue;  // computed below; the letter's value is ignored
+    // Computed below; the letter's value is ignored.
+    if (policy.fields[f].derived || policy.fields[f].classify) continue;
     LetterValue missing;
     const LetterValue& raw = f < letter.size() ? letter[f] : missing;
     if (!validate_field(policy.fields[f], raw, &values[f])) {
@@ -150,6 +151,39 @@ InterpretResult interpret(const ir::Policy& policy, const Letter& letter) {
     const int64_t lhs = values.at(d.lhs)->i, rhs = values.at(d.rhs)->i;
     const bool b = ir::compare(d.op, lhs, rhs);
     values[f] = LetterValue::Bool(b);
+  }
+
+  // Classified enums, after validation: the first row (in order) with a value equal to the raw
+  // one, a prefix of it or a range around it; else, or when the raw value is absent, the
+  // fallback. Written out here rather than through ir::classify: this is the oracle.
+  for (uint32_t f = 0; f < policy.fields.size(); ++f) {
+    if (!policy.fields[f].classify) continue;
+    const ir::Classifier& c = *policy.fields[f].classify;
+    const Present& raw = values.at(c.from);
+    uint32_t cls = c.fallback;
+    for (size_t r = 0; raw && r < c.rows.size(); ++r) {
+      const ir::ClassifyRow& row = c.rows[r];
+      bool takes = false;
+      if (row.kind == ir::ClassifyRow::Kind::kRange) {
+        takes = raw->kind == LetterValue::Kind::kInt && row.values[0].i <= raw->i &&
+                raw->i <= row.values[1].i;
+      }
+      for (const ir::Value& v : row.values) {
+        if (row.kind == ir::ClassifyRow::Kind::kIn) {
+          takes = takes || (raw->kind == LetterValue::Kind::kInt
+                                ? v.kind == ir::Value::Kind::kInt && v.i == raw->i
+                                : v.str == raw->s);
+        } else if (row.kind == ir::ClassifyRow::Kind::kPrefix) {
+          takes = takes ||
+                  (raw->s.size() >= v.str.size() && raw->s.compare(0, v.str.size(), v.str) == 0);
+        }
+      }
+      if (takes) {
+        cls = row.cls;
+        break;
+      }
+    }
+    values[f] = LetterValue::String(policy.fields[f].enum_values.at(cls));
   }
 
   uint32_t catalog_base = 0;  // catalog index of the current rule's first entry

@@ -1,6 +1,8 @@
 // Small helpers over the IR: rule catalog numbering and names of the IR's own enums.
 #include "compiler/ir.h"
 
+#include <algorithm>
+
 #include "compiler/key_text.h"
 
 namespace replaygate::ir {
@@ -64,6 +66,29 @@ const char* invariant_op_name(InvariantOp op) {
       return "effect_not";
   }
   return "?";
+}
+
+bool classify_row_takes(const ClassifyRow& row, const Value& raw) {
+  switch (row.kind) {
+    case ClassifyRow::Kind::kIn:
+      return std::find(row.values.begin(), row.values.end(), raw) != row.values.end();
+    case ClassifyRow::Kind::kPrefix:
+      return raw.kind == Value::Kind::kString &&
+             std::any_of(row.values.begin(), row.values.end(),
+                         [&](const Value& p) { return raw.str.starts_with(p.str); });
+    case ClassifyRow::Kind::kRange:
+      return raw.kind == Value::Kind::kInt && row.values.size() == 2 && row.values[0].i <= raw.i &&
+             raw.i <= row.values[1].i;
+  }
+  return false;
+}
+
+uint32_t classify(const Classifier& classifier, const std::optional<Value>& raw) {
+  if (!raw) return classifier.fallback;
+  for (const ClassifyRow& row : classifier.rows) {
+    if (classify_row_takes(row, *raw)) return row.cls;
+  }
+  return classifier.fallback;
 }
 
 std::string key_text(const std::optional<Value>& key) {

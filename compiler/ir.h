@@ -39,6 +39,49 @@ using ::replaygate::effect_name;
 using ::replaygate::field_type_name;
 using ::replaygate::op_name;
 
+// A literal of a field's type. Enum values are strings.
+struct Value {
+  enum class Kind : uint8_t { kString = 0, kInt = 1, kBool = 2 };
+  Kind kind = Kind::kString;
+  std::string str;
+  int64_t i = 0;
+  bool b = false;
+  bool operator==(const Value&) const = default;
+
+  static Value String(std::string s) { return Value{Kind::kString, std::move(s), 0, false}; }
+  static Value Int(int64_t v) { return Value{Kind::kInt, {}, v, false}; }
+  static Value Bool(bool v) { return Value{Kind::kBool, {}, 0, v}; }
+};
+
+// A classifier (issue 20 §3): an enum input computed after validation from a raw string or int
+// input by ordered matching; the first row that takes the raw value gives its class, and a raw
+// value no row takes (or an absent one) gets `fallback`. No regular expressions: exact values,
+// string prefixes, inclusive int ranges.
+struct ClassifyRow {
+  enum class Kind : uint8_t {
+    kIn = 0,      // `values`: exact values (strings, or ints for an int raw input)
+    kPrefix = 1,  // `values`: strings; the raw string starts with one of them (byte for byte)
+    kRange = 2,   // `values`: two ints lo, hi; lo <= raw <= hi
+  };
+  Kind kind = Kind::kIn;
+  std::vector<Value> values;  // non-empty; kRange exactly two
+  uint32_t cls = 0;           // index into the classified field's enum_values
+  bool operator==(const ClassifyRow&) const = default;
+};
+
+struct Classifier {
+  uint32_t from = 0;  // index into Policy::fields: a kString or kInt field declared before this one
+  std::vector<ClassifyRow> rows;  // evaluation order; the first that takes the raw value wins
+  uint32_t fallback = 0;          // index into the classified field's enum_values
+  bool operator==(const Classifier&) const = default;
+};
+
+// Whether `row` takes the raw value `raw` (a string for a kString raw input, an int for kInt).
+bool classify_row_takes(const ClassifyRow& row, const Value& raw);
+// The class index `raw` gets: the first row that takes it, else the fallback; nullopt raw (an
+// absent value) gets the fallback.
+uint32_t classify(const Classifier& classifier, const std::optional<Value>& raw);
+
 // A derived bool (issue 5): `lhs op rhs` over two required int fields, computed after validation,
 // never read from the letter (a letter's value for it is ignored). The analysis treats it as a free
 // bool, so the partition stays finite. Example: stale = message_revision < record_revision.
@@ -81,6 +124,10 @@ struct Field {
   // idempotency key, the key the replay ledger claims (docs/ledger.md, "Which key"). It changes no
   // decision; the table stores it (FieldRecord::idempotency_key) for `decide --ledger`.
   bool idempotency_key = false;
+  // kEnum only, never optional: computed from another input, see Classifier. Its enum_values are
+  // the classes. Last, with an initializer, so aggregate initializers that stop before it stay
+  // valid.
+  std::optional<Classifier> classify = std::nullopt;
   bool operator==(const Field&) const = default;
 };
 
@@ -96,20 +143,6 @@ struct Constant {
   std::string name;
   int64_t value = 0;
   bool operator==(const Constant&) const = default;
-};
-
-// A literal of a field's type. Enum values are strings.
-struct Value {
-  enum class Kind : uint8_t { kString = 0, kInt = 1, kBool = 2 };
-  Kind kind = Kind::kString;
-  std::string str;
-  int64_t i = 0;
-  bool b = false;
-  bool operator==(const Value&) const = default;
-
-  static Value String(std::string s) { return Value{Kind::kString, std::move(s), 0, false}; }
-  static Value Int(int64_t v) { return Value{Kind::kInt, {}, v, false}; }
-  static Value Bool(bool v) { return Value{Kind::kBool, {}, 0, v}; }
 };
 
 struct Condition {
@@ -189,6 +222,13 @@ struct Policy {
 // Source positions (common/span.h), under the IR's name.
 using Span = ::replaygate::Span;
 
+// Where a classifier's parts came from (ir::Classifier).
+struct ClassifierSpans {
+  Span classifier;         // the `classify` key or keyword
+  Span fallback;           // the fallback class
+  std::vector<Span> rows;  // per ClassifyRow
+};
+
 // Where each IR element came from. Indices mirror Policy's vectors.
 struct SourceMap {
   std::string path;          // as given on the command line, for diagnostics only
@@ -202,6 +242,9 @@ struct SourceMap {
   std::vector<std::vector<Span>> rows;        // per rule: per table row (empty for guards)
   std::vector<Span> invariants;               // per Policy::invariants
   std::vector<std::vector<Span>> invariant_conditions;  // per invariant: per premise condition
+  // Per field (empty, or as long as `fields`): where its classifier's parts are; default spans
+  // for a field without one.
+  std::vector<ClassifierSpans> classifiers;
 };
 
 // What the compiler hands on: the IR, where it came from, and the provenance that goes into the

@@ -202,6 +202,29 @@ struct Lifter {
         }
         field.derived = ir::Derivation{s.derived_lhs, *op, s.derived_rhs};
       }
+      if (s.classified) {
+        ir::Classifier c;
+        c.from = s.classified_raw;
+        c.fallback = s.classified_fallback;
+        for (const StructureField::Matcher& m : s.matchers) {
+          // Matchers of one policy row are consecutive; an `in` or `prefix` row holds several.
+          const ir::ClassifyRow::Kind kind = m.kind == 1   ? ir::ClassifyRow::Kind::kPrefix
+                                             : m.kind == 3 ? ir::ClassifyRow::Kind::kRange
+                                                           : ir::ClassifyRow::Kind::kIn;
+          if (c.rows.empty() || m.row != c.rows.size() - 1) {
+            c.rows.push_back(ir::ClassifyRow{kind, {}, m.cls});
+          }
+          ir::ClassifyRow& row = c.rows.back();
+          if (m.kind == 3) {
+            row.values = {ir::Value::Int(m.lo), ir::Value::Int(m.hi)};
+          } else if (m.kind == 2) {
+            row.values.push_back(ir::Value::Int(m.lo));
+          } else {
+            row.values.push_back(ir::Value::String(m.text));
+          }
+        }
+        field.classify = std::move(c);
+      }
       out.policy.fields.push_back(std::move(field));
     }
     return std::nullopt;

@@ -333,8 +333,63 @@ struct Lowering {
       if (!d) continue;
       sec(fmtx::kDerivations)
           .put(fmtx::DerivationRecord{f, static_cast<uint32_t>(d->op), d->lhs, d->rhs});
-      section_count = fmtx::kMaxSectionCount;
+      section_count = fmtx::kDerivationsSectionCount;
     }
+  }
+
+  // Only a policy with classified fields gets the kClassifiers section (and section_count 18,
+  // with a kDerivations section that may be empty). Each `in` value is a matcher of its own.
+  void write_classifiers() {
+    std::vector<fmtx::ClassifierRecord> records;
+    std::vector<fmtx::ClassifierMatcher> matchers;
+    for (uint32_t f = 0; f < policy.fields.size(); ++f) {
+      const auto& c = policy.fields[f].classify;
+      if (!c) continue;
+      fmtx::ClassifierRecord r{};
+      r.field = f;
+      r.raw = c->from;
+      r.fallback = c->fallback;
+      r.matcher_begin = static_cast<uint32_t>(matchers.size());
+      for (uint32_t row = 0; row < c->rows.size(); ++row) {
+        const ir::ClassifyRow& cr = c->rows[row];
+        const auto matcher = [&](uint32_t kind) {
+          fmtx::ClassifierMatcher m{};
+          m.kind = kind;
+          m.cls = cr.cls;
+          m.row = row;
+          return m;
+        };
+        if (cr.kind == ir::ClassifyRow::Kind::kRange) {
+          fmtx::ClassifierMatcher m = matcher(fmtx::kMatchRange);
+          m.lo = cr.values.at(0).i;
+          m.hi = cr.values.at(1).i;
+          matchers.push_back(m);
+          continue;
+        }
+        for (const ir::Value& v : cr.values) {
+          const bool is_int = v.kind == ir::Value::Kind::kInt;
+          fmtx::ClassifierMatcher m =
+              matcher(is_int                                      ? fmtx::kMatchInt
+                      : cr.kind == ir::ClassifyRow::Kind::kPrefix ? fmtx::kMatchPrefix
+                                                                  : fmtx::kMatchExact);
+          if (is_int) {
+            m.lo = m.hi = v.i;
+          } else {
+            m.text = pool.add(v.str);
+          }
+          matchers.push_back(m);
+        }
+      }
+      r.matcher_count = static_cast<uint32_t>(matchers.size()) - r.matcher_begin;
+      records.push_back(r);
+    }
+    if (records.empty()) return;
+    Section& s = sec(fmtx::kClassifiers);
+    s.put(fmtx::ClassifierHeader{static_cast<uint32_t>(records.size()),
+                                 static_cast<uint32_t>(matchers.size())});
+    for (const auto& r : records) s.put(r);
+    for (const auto& m : matchers) s.put(m);
+    section_count = fmtx::kMaxSectionCount;
   }
 
   void write_provenance() {
@@ -423,6 +478,7 @@ std::vector<uint8_t> lower(const ir::CheckedPolicy& checked) {
   l.write_rules();
   l.write_provenance();
   l.write_derivations();
+  l.write_classifiers();
   return l.assemble();
 }
 

@@ -300,6 +300,19 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
       }
     }
   }
+  if (!t.classifiers.empty()) {
+    for (const format::ClassifierRecord& c : t.classifiers) {
+      // The raw field passed validation (it has a smaller index): its atom says absent or not,
+      // its slot holds the value.
+      const Slot& raw = complete || c.raw < input.size() ? slots[c.raw] : unset;
+      atoms[c.field] = classified_atom(t, c, atoms[c.raw], raw);
+      if (masked) {
+        const Index::FieldPlan& p = t.fast.fields[c.field];
+        if (p.mask_begin != Index::kNoMask)
+          live &= t.fast.rule_masks[p.mask_begin + atoms[c.field]];
+      }
+    }
+  }
 
   if (masked) {
     // The lowest live rule: a guard whose conditions all hold, or a table to look up.

@@ -86,6 +86,8 @@ const char* section_name(uint32_t kind) {
       return "provenance";
     case fm::kDerivations:
       return "derivations";
+    case fm::kClassifiers:
+      return "classifiers";
   }
   return "unknown";
 }
@@ -130,7 +132,7 @@ class Loader {
   bool run() {
     return check_header() && check_directory() && decode_strings() && decode_meta() &&
            decode_fields() && decode_verbs() && decode_catalog() && decode_rules() &&
-           decode_provenance() && decode_derivations() && check_digests();
+           decode_provenance() && decode_derivations() && decode_classifiers() && check_digests();
   }
 
  private:
@@ -157,11 +159,12 @@ class Loader {
     if (h.reserved != 0) {
       return fail(LoadError::kMalformed, "header reserved word is " + num(h.reserved) + ", not 0");
     }
-    if (h.section_count != fm::kSectionCount && h.section_count != fm::kMaxSectionCount) {
+    if (h.section_count < fm::kSectionCount || h.section_count > fm::kMaxSectionCount) {
       return fail(LoadError::kMalformed, "expected " + num(fm::kSectionCount) +
                                              " sections, header says " + num(h.section_count) +
-                                             " (or " + num(fm::kMaxSectionCount) +
-                                             " with a derivations section)");
+                                             " (or " + num(fm::kDerivationsSectionCount) +
+                                             " with a derivations section, " +
+                                             num(fm::kMaxSectionCount) + " with classifiers)");
     }
     section_count_ = h.section_count;
     directory_end_ = sizeof(fm::Header) + uint64_t{section_count_} * sizeof(fm::SectionEntry);
@@ -791,7 +794,8 @@ class Loader {
   bool decode_derivations() {
     if (section_count_ < fm::kDerivations) return true;
     if (!view(fm::kDerivations, t_.derivations)) return false;
-    if (t_.derivations.empty()) {
+    // With classifiers (section_count 18) the derivations section is there even when empty.
+    if (t_.derivations.empty() && section_count_ == fm::kDerivationsSectionCount) {
       return fail(LoadError::kMalformed, "derivations section is present but empty");
     }
     for (size_t i = 0; i < t_.derivations.size(); ++i) {
@@ -814,6 +818,108 @@ class Loader {
                     what + " must compare two required ints into a required bool");
       }
       f.derived = true;
+    }
+    return true;
+  }
+
+  // The optional classifiers section (section_count 18): a header, the classifier records in
+  // ascending field order, then every matcher; each classified field a required letter-sourced
+  // enum computed from an earlier string or int field that is not computed itself, each class
+  // index inside the enum, each matcher of the raw field's type, ranges not empty, prefixes not
+  // empty, rows non-decreasing. Everything decide() reads is checked here, once.
+  bool decode_classifiers() {
+    if (section_count_ < fm::kClassifiers) return true;
+    const fm::SectionEntry& e = section(fm::kClassifiers);
+    fm::ClassifierHeader h{};
+    if (e.length < sizeof(h)) {
+      return fail(LoadError::kMalformed, "classifiers section is too short for its header");
+    }
+    std::memcpy(&h, base() + e.offset, sizeof(h));
+    if (h.classifier_count == 0) {
+      return fail(LoadError::kMalformed, "classifiers section is present but empty");
+    }
+    const uint64_t want = sizeof(h) + uint64_t{h.classifier_count} * sizeof(fm::ClassifierRecord) +
+                          uint64_t{h.matcher_count} * sizeof(fm::ClassifierMatcher);
+    if (want != e.length) {
+      return fail(LoadError::kMalformed, "classifiers section length " + num(e.length) +
+                                             " does not match its counts (" + num(want) + ")");
+    }
+    const uint8_t* p = base() + e.offset + sizeof(h);
+    t_.classifiers = std::span<const fm::ClassifierRecord>(
+        reinterpret_cast<const fm::ClassifierRecord*>(p), h.classifier_count);
+    t_.classifier_matchers = std::span<const fm::ClassifierMatcher>(
+        reinterpret_cast<const fm::ClassifierMatcher*>(p + uint64_t{h.classifier_count} *
+                                                               sizeof(fm::ClassifierRecord)),
+        h.matcher_count);
+    uint64_t next_matcher = 0;
+    for (size_t i = 0; i < t_.classifiers.size(); ++i) {
+      const fm::ClassifierRecord& c = t_.classifiers[i];
+      const std::string what = "classifier " + num(i);
+      if (c.field >= t_.fields.size() || c.raw >= c.field) {
+        return fail(LoadError::kBadOffset, what + " field index out of range");
+      }
+      if (i > 0 && t_.classifiers[i - 1].field >= c.field) {
+        return fail(LoadError::kMalformed, what + " is out of order");
+      }
+      if (c.reserved != 0) {
+        return fail(LoadError::kMalformed, what + " reserved word is " + num(c.reserved));
+      }
+      Table::Impl::Field& f = t_.fields[c.field];
+      const Table::Impl::Field& raw = t_.fields[c.raw];
+      if (f.type != FieldType::kEnum || f.optional || f.source != FieldSource::kLetter ||
+          f.derived || raw.derived ||
+          (raw.type != FieldType::kString && raw.type != FieldType::kInt)) {
+        return fail(LoadError::kMalformed,
+                    what + " must classify a string or int input into a required enum");
+      }
+      const uint32_t classes = f.atom_count - 1;
+      if (c.fallback >= classes) {
+        return fail(LoadError::kBadOffset, what + " fallback class " + num(c.fallback) +
+                                               " is out of range (" + num(classes) + " classes)");
+      }
+      if (c.matcher_begin != next_matcher ||
+          uint64_t{c.matcher_begin} + c.matcher_count > t_.classifier_matchers.size()) {
+        return fail(LoadError::kBadOffset, what + " matchers are out of range or not contiguous");
+      }
+      next_matcher = uint64_t{c.matcher_begin} + c.matcher_count;
+      for (uint32_t m = 0; m < c.matcher_count; ++m) {
+        const fm::ClassifierMatcher& x = t_.classifier_matchers[c.matcher_begin + m];
+        const std::string where = what + " matcher " + num(m);
+        if (x.cls >= classes) {
+          return fail(LoadError::kBadOffset, where + " class " + num(x.cls) + " is out of range (" +
+                                                 num(classes) + " classes)");
+        }
+        if (x.reserved != 0 ||
+            (m > 0 && t_.classifier_matchers[c.matcher_begin + m - 1].row > x.row)) {
+          return fail(LoadError::kMalformed, where + " has a reserved word or row out of order");
+        }
+        const bool on_string = x.kind == fm::kMatchExact || x.kind == fm::kMatchPrefix;
+        const bool on_int = x.kind == fm::kMatchInt || x.kind == fm::kMatchRange;
+        if (!on_string && !on_int) {
+          return fail(LoadError::kMalformed, where + " has unknown kind " + num(x.kind));
+        }
+        if (on_string != (raw.type == FieldType::kString)) {
+          return fail(LoadError::kMalformed, where + " does not match the raw field's type");
+        }
+        if (on_string) {
+          if (!str_ok(x.text)) {
+            return fail(LoadError::kBadOffset, where + " string reference out of range");
+          }
+          if (x.lo != 0 || x.hi != 0 || (x.kind == fm::kMatchPrefix && x.text.length == 0)) {
+            return fail(LoadError::kMalformed, where + " is malformed (bounds or empty prefix)");
+          }
+        } else if (x.text.offset != 0 || x.text.length != 0 || x.lo > x.hi ||
+                   (x.kind == fm::kMatchInt && x.lo != x.hi)) {
+          return fail(LoadError::kMalformed, where + " is a malformed range [" +
+                                                 std::to_string(x.lo) + ", " +
+                                                 std::to_string(x.hi) + "]");
+        }
+      }
+      f.derived = true;  // computed: decide() and trace() skip its input slot
+      f.classified = true;
+    }
+    if (next_matcher != t_.classifier_matchers.size()) {
+      return fail(LoadError::kMalformed, "classifiers section has matchers no classifier owns");
     }
     return true;
   }

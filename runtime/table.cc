@@ -182,6 +182,14 @@ std::string Table::dump() const {
              std::string(t.fields[d.rhs].name);
       }
     }
+    const fm::ClassifierRecord* classifier = nullptr;
+    for (const fm::ClassifierRecord& c : t.classifiers) {
+      if (c.field == f) classifier = &c;
+    }
+    if (classifier != nullptr) {
+      s += ", classified from " + std::string(t.fields[classifier->raw].name) + ", fallback " +
+           atom_label(f, 1 + classifier->fallback);
+    }
     if (field.source == FieldSource::kOperator) s += ", set by an operator only";
     if (field.source == FieldSource::kRecord) s += ", read from the operation record only";
     if (f == t.idempotency_key_field) s += ", idempotency key";
@@ -191,6 +199,25 @@ std::string Table::dump() const {
       atoms += (a == (field.optional ? 0u : 1u) ? " " : ", ") + num(a) + " " + atom_label(f, a);
     }
     line(atoms);
+    for (uint32_t m = 0; classifier != nullptr && m < classifier->matcher_count; ++m) {
+      const fm::ClassifierMatcher& x = t.classifier_matchers[classifier->matcher_begin + m];
+      std::string what;
+      switch (x.kind) {
+        case fm::kMatchExact:
+          what = "exact " + quoted_bytes(t.str(x.text));
+          break;
+        case fm::kMatchPrefix:
+          what = "prefix " + quoted_bytes(t.str(x.text));
+          break;
+        case fm::kMatchInt:
+          what = "int " + std::to_string(x.lo);
+          break;
+        default:
+          what = "range " + std::to_string(x.lo) + ".." + std::to_string(x.hi);
+          break;
+      }
+      line("      classify row " + num(x.row) + ": " + what + " -> " + atom_label(f, 1 + x.cls));
+    }
   }
   line("verbs: " + num(t.verbs.size()));
   for (uint32_t v = 0; v < t.verbs.size(); ++v) {

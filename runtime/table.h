@@ -21,7 +21,8 @@
 // enum values makes the decision the policy default with kind kInvalidInput and reason
 // "invalid input: FIELD". So a bad value can never make a guard be skipped and a later row replay.
 // A derived field (field_derived()) is not read from the Input: after validation it is computed
-// as `lhs op rhs` over two required int fields (docs/table-format.md, derivations).
+// as `lhs op rhs` over two required int fields (docs/table-format.md, derivations), or, for a
+// classified enum, from its raw field's value by the classifier's rows (classifiers).
 // An operator-only field (FieldInfo::operator_only) is read from the Input like any other, but
 // must be set only from an operator's decision, never from the message (see FieldInfo); a
 // record-only one (FieldInfo::source == FieldSource::kRecord) only from the operation record.
@@ -194,8 +195,9 @@ class Table {
   uint32_t field_count() const noexcept;
   uint32_t field_index(std::string_view name) const noexcept;  // kNoField when unknown
   FieldInfo field(uint32_t index) const noexcept;
-  // True when the field is a derived bool (computed from two int fields after validation; its
-  // value in an Input is ignored). False for an out-of-range index.
+  // True when the field is computed after validation (a derived bool, from two int fields, or a
+  // classified enum, from its raw field); its value in an Input is ignored. False for an
+  // out-of-range index.
   bool field_derived(uint32_t index) const noexcept;
   // The field the policy declares as the letter's idempotency key (`idempotency_key: true`,
   // docs/ledger.md "Which key"): a string field, the value the replay ledger claims. kNoField when

@@ -17,7 +17,8 @@
 // Layout (all offsets from the start of the file)
 //   Header            80 bytes, struct Header below
 //   SectionEntry[N]   24 bytes each, directly after the header (at header_size); N is
-//                     section_count: 16, or 17 when the policy has derived fields
+//                     section_count: 16, or 17 when the policy has derived fields, or 18 when
+//                     it has classifiers
 //   sections          in kind order 1..N, each 8-byte aligned
 //
 // Digests (XXH3-128, stored as low 64 bits then high 64 bits, both little-endian; printed as 32 hex
@@ -27,7 +28,8 @@
 //                     its kind (u32) and length (u64): fields, verbs, dictionaries, cuts, guards,
 //                     tables and rows, rule catalog with ids and reasons, meta (policy id,
 //                     revision, description, default verb and reason), derivations (when there
-//                     are any, after provenance in the directory). Provenance-independent: the
+//                     are any, after provenance in the directory), classifiers (when there are
+//                     any). Provenance-independent: the
 //                     same IR gives the same decision digest whatever file it came from.
 //   provenance_digest over the kProvenance section bytes.
 //
@@ -87,9 +89,15 @@ enum SectionKind : uint32_t {
   // has derived fields (section_count 17); a policy without any keeps the 16-section layout, so
   // its bytes (and digests) are the same as before derived fields existed.
   kDerivations = 17,
+  // ClassifierHeader, ClassifierRecord[classifier_count], ClassifierMatcher[matcher_count]: the
+  // classified enum fields (issue 20 §3). Present only when the policy has classifiers
+  // (section_count 18; kDerivations is then present too and may be empty); a policy without any
+  // keeps its 16- or 17-section layout and its bytes.
+  kClassifiers = 18,
 };
-inline constexpr uint32_t kSectionCount = 16;     // sections every table has
-inline constexpr uint32_t kMaxSectionCount = 17;  // with the optional kDerivations section
+inline constexpr uint32_t kSectionCount = 16;             // sections every table has
+inline constexpr uint32_t kDerivationsSectionCount = 17;  // with the kDerivations section
+inline constexpr uint32_t kMaxSectionCount = 18;          // with kDerivations and kClassifiers
 
 // Header flags. A loader rejects any bit it does not know, so a flag is how a table says "you
 // must understand this to read me": a loader that predates operator-only (or record-only) fields
@@ -249,6 +257,47 @@ struct DerivationRecord {
   uint32_t rhs;
 };
 static_assert(sizeof(DerivationRecord) == 16);
+
+// The kClassifiers section. A classified field is a required FieldType::kEnum field whose atom is
+// computed after validation (never read from the input): 1 + the class of the first matcher, in
+// order, that takes the raw field's value, else 1 + fallback; an absent raw value gets the
+// fallback. The raw field is a FieldType::kString or kInt field with a smaller index that is not
+// computed itself. Matchers are in evaluation order; `row` groups the matchers of one policy row
+// (an `in` row with three values is three matchers with the same row), ascending from 0 per
+// classifier, for lifting and dumps only.
+struct ClassifierHeader {
+  uint32_t classifier_count;  // >= 1
+  uint32_t matcher_count;     // total over all classifiers
+};
+static_assert(sizeof(ClassifierHeader) == 8);
+
+struct ClassifierRecord {  // ascending `field`
+  uint32_t field;          // the classified enum field
+  uint32_t raw;            // the raw field, < field
+  uint32_t fallback;       // class index, < the field's enum value count
+  uint32_t matcher_begin;  // index into the matchers; this classifier's run is contiguous
+  uint32_t matcher_count;  // may be 0 (everything gets the fallback)
+  uint32_t reserved;       // 0
+};
+static_assert(sizeof(ClassifierRecord) == 24);
+
+enum ClassifierMatcherKind : uint32_t {
+  kMatchExact = 0,   // string raw field: the value equals `text` byte for byte
+  kMatchPrefix = 1,  // string raw field: the value starts with `text` (non-empty)
+  kMatchInt = 2,     // int raw field: the value equals lo (== hi): one value of an `in` row
+  kMatchRange = 3,   // int raw field: lo <= value <= hi (lo <= hi)
+};
+
+struct ClassifierMatcher {
+  uint32_t kind;      // ClassifierMatcherKind
+  uint32_t cls;       // class index, < the field's enum value count
+  uint32_t row;       // the policy row it belongs to (non-decreasing within a classifier)
+  uint32_t reserved;  // 0
+  StrRef text;        // kMatchExact, kMatchPrefix; {0, 0} otherwise
+  int64_t lo;         // kMatchInt, kMatchRange; 0 otherwise
+  int64_t hi;
+};
+static_assert(sizeof(ClassifierMatcher) == 40);
 
 struct ProvenanceHeader {
   uint32_t line_count;  // == catalog_count

@@ -101,6 +101,14 @@ Trace trace(const Table& table, const Input& input) {
     out.fields[d.field].atom = atom;
     out.fields[d.field].atom_label = table.atom_label(d.field, atom);
   }
+  // Classified enums, from their raw field's validated atom and value, as decide() computes them.
+  for (const format::ClassifierRecord& c : t.classifiers) {
+    const uint32_t atom =
+        classified_atom(t, c, atoms[c.raw], c.raw < input.size() ? input.slots()[c.raw] : unset);
+    atoms[c.field] = atom;
+    out.fields[c.field].atom = atom;
+    out.fields[c.field].atom_label = table.atom_label(c.field, atom);
+  }
 
   for (uint32_t r = 0; r < t.rules.size(); ++r) {
     const Table::Impl::Rule& rule = t.rules[r];
@@ -214,6 +222,16 @@ Structure structure(const Table& table) {
     s.derived_op = d.op;
     s.derived_lhs = d.lhs;
     s.derived_rhs = d.rhs;
+  }
+  for (const format::ClassifierRecord& c : t.classifiers) {
+    StructureField& s = out.fields[c.field];
+    s.classified = true;
+    s.classified_raw = c.raw;
+    s.classified_fallback = c.fallback;
+    for (uint32_t m = 0; m < c.matcher_count; ++m) {
+      const format::ClassifierMatcher& x = t.classifier_matchers[c.matcher_begin + m];
+      s.matchers.push_back({x.kind, x.cls, x.row, std::string(t.str(x.text)), x.lo, x.hi});
+    }
   }
   for (const Table::Impl::Rule& rule : t.rules) {
     StructureRule r;

@@ -97,6 +97,19 @@ struct StructureField {
   bool derived = false;       // computed `lhs op rhs` over two int fields (table_format.h)
   uint32_t derived_op = 0;    // ir::Op code among eq ne lt le gt ge, when derived
   uint32_t derived_lhs = 0, derived_rhs = 0;
+  // A classified enum (table_format.h classifiers): computed from field `classified_raw` by the
+  // matchers in order, else class `classified_fallback`.
+  bool classified = false;
+  uint32_t classified_raw = 0;
+  uint32_t classified_fallback = 0;
+  struct Matcher {
+    uint32_t kind = 0;       // format::ClassifierMatcherKind: 0 exact, 1 prefix, 2 int, 3 range
+    uint32_t cls = 0;        // class index (the enum's dictionary index)
+    uint32_t row = 0;        // the policy row it belongs to
+    std::string text;        // exact, prefix
+    int64_t lo = 0, hi = 0;  // int, range
+  };
+  std::vector<Matcher> matchers;  // evaluation order
 };
 
 struct StructureCondition {

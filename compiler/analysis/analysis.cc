@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/analysis/classifiers.h"
 #include "compiler/analysis/invariants.h"
 #include "compiler/analysis/partition.h"
 #include "compiler/analysis/usefulness.h"
@@ -270,6 +271,9 @@ class Analyzer {
     if (clock != nullptr) clock->lap("analysis: rows");
     // Invariants and gaps need every decision region (compiler/analysis/invariants.h).
     for (Diagnostic& d : region_diagnostics(checked_, region_budget_)) out_.push_back(std::move(d));
+    for (Diagnostic& d : classifier_diagnostics(checked_, region_budget_)) {
+      out_.push_back(std::move(d));
+    }
     if (clock != nullptr) clock->lap("analysis: regions");
     return std::move(out_);
   }

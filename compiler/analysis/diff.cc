@@ -11,6 +11,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/json.h"
 #include "compiler/analysis/invariants.h"
 
 namespace replaygate {
@@ -148,9 +149,103 @@ std::string derivation_text(const ir::Policy& policy, const ir::Field& field) {
                      name(field.derived->rhs));
 }
 
+// How the class of each raw value changes between two classifiers of one raw input: the raw
+// values (int ranges, exact strings, prefixes, "other") whose class differs, e.g.
+// `http_status 501: permanent -> retryable`. "" when no raw value changes class.
+std::string classifier_change_text(const ir::Policy& old_policy, const ir::Field& a,
+                                   const ir::Policy& new_policy, const ir::Field& b) {
+  const ir::Field& raw_a = old_policy.fields.at(a.classify->from);
+  const ir::Field& raw_b = new_policy.fields.at(b.classify->from);
+  if (raw_a.name != raw_b.name || raw_a.type != raw_b.type) {
+    return fmt::format("classified from {} -> {}", raw_a.name, raw_b.name);
+  }
+  const auto class_of = [](const ir::Field& f, const std::optional<ir::Value>& v) {
+    return f.enum_values.at(ir::classify(*f.classify, v));
+  };
+  std::vector<std::string> parts;
+  const auto note = [&](const std::string& what, const std::optional<ir::Value>& v) {
+    const std::string x = class_of(a, v), y = class_of(b, v);
+    if (x != y) parts.push_back(fmt::format("{} {}: {} -> {}", raw_b.name, what, x, y));
+  };
+  if (raw_b.type == ir::FieldType::kInt) {
+    std::vector<int64_t> points;  // each a start of a run of constant classes on both sides
+    const int64_t lowest = std::max(raw_a.min.value_or(INT64_MIN), raw_b.min.value_or(INT64_MIN));
+    const int64_t highest = std::min(raw_a.max.value_or(INT64_MAX), raw_b.max.value_or(INT64_MAX));
+    points.push_back(lowest);
+    for (const ir::Field* f : {&a, &b}) {
+      for (const ir::ClassifyRow& row : f->classify->rows) {
+        const int64_t lo = row.values.front().i, hi = row.values.back().i;
+        for (const ir::Value& v : row.values) {
+          points.push_back(row.kind == ir::ClassifyRow::Kind::kRange ? lo : v.i);
+          const int64_t end = row.kind == ir::ClassifyRow::Kind::kRange ? hi : v.i;
+          if (end < INT64_MAX) points.push_back(end + 1);
+        }
+      }
+    }
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    std::erase_if(points, [&](int64_t p) { return p < lowest || p > highest; });
+    std::string run_old, run_new;
+    int64_t run_lo = 0, run_hi = 0;
+    bool open = false;
+    const auto flush = [&] {
+      if (!open) return;
+      const std::string what =
+          run_lo == run_hi ? fmt::format("{}", run_lo) : fmt::format("{}..{}", run_lo, run_hi);
+      parts.push_back(fmt::format("{} {}: {} -> {}", raw_b.name, what, run_old, run_new));
+      open = false;
+    };
+    for (size_t i = 0; i < points.size(); ++i) {
+      const int64_t lo = points[i];
+      const int64_t hi = i + 1 < points.size() ? points[i + 1] - 1 : highest;
+      const std::string x = class_of(a, ir::Value::Int(lo)), y = class_of(b, ir::Value::Int(lo));
+      if (x == y) {
+        flush();
+        continue;
+      }
+      if (open && x == run_old && y == run_new && run_hi + 1 == lo) {
+        run_hi = hi;
+        continue;
+      }
+      flush();
+      run_old = x, run_new = y, run_lo = lo, run_hi = hi, open = true;
+    }
+    flush();
+  } else {
+    std::vector<std::pair<std::string, ir::Value>> probes;
+    for (const ir::Field* f : {&a, &b}) {
+      for (const ir::ClassifyRow& row : f->classify->rows) {
+        for (const ir::Value& v : row.values) {
+          const bool prefix = row.kind == ir::ClassifyRow::Kind::kPrefix;
+          const std::string label = json_string(v.str, JsonText::kBytes) + (prefix ? "*" : "");
+          if (std::none_of(probes.begin(), probes.end(),
+                           [&](const auto& p) { return p.first == label; })) {
+            probes.emplace_back(label, prefix ? ir::Value::String(v.str + "\x7f") : v);
+          }
+        }
+      }
+    }
+    for (const auto& [label, v] : probes) note(label, v);
+  }
+  if (raw_a.optional || raw_b.optional) note("absent", std::nullopt);
+  constexpr size_t kShown = 8;
+  std::string out;
+  for (size_t i = 0; i < parts.size() && i < kShown; ++i) out += (i ? "; " : "") + parts[i];
+  if (parts.size() > kShown) out += fmt::format("; ({} more)", parts.size() - kShown);
+  if (out.empty() && a.classify->fallback != b.classify->fallback) out = "fallback changed";
+  return out.empty() ? "classifier rewritten, no raw value changes class" : "reclassified " + out;
+}
+
 std::string describe_field_change(const ir::Policy& old_policy, const ir::Field& a,
                                   const ir::Policy& new_policy, const ir::Field& b) {
   std::vector<std::string> parts;
+  if (a.classify && b.classify && a.classify != b.classify) {
+    parts.push_back(classifier_change_text(old_policy, a, new_policy, b));
+  } else if (a.classify && !b.classify) {
+    parts.push_back("no longer classified");
+  } else if (!a.classify && b.classify) {
+    parts.push_back("now classified from " + new_policy.fields.at(b.classify->from).name);
+  }
   const std::string old_derivation = derivation_text(old_policy, a);
   const std::string new_derivation = derivation_text(new_policy, b);
   if (old_derivation != new_derivation) {
@@ -325,6 +420,39 @@ Feasibility derived_feasible(const std::vector<DerivedColumn>& derived, const Pa
   return Feasibility::kFeasible;
 }
 
+// Whether some raw value gives every classified column of `joint` a class its set in `box`
+// allows (the tree treats classified enums as free columns). On true, the raw values found are
+// appended to `solution`. Exact: raw_candidates() reaches every class combination.
+bool classified_feasible(const ir::Policy& joint, const Partition& partition,
+                         const Domains& domains, const Box& box, ValueOverrides* solution) {
+  std::vector<uint32_t> raws;
+  for (const ir::Field& f : joint.fields) {
+    if (f.classify && std::find(raws.begin(), raws.end(), f.classify->from) == raws.end()) {
+      raws.push_back(f.classify->from);
+    }
+  }
+  for (uint32_t raw : raws) {
+    const auto& atoms = box[raw].all ? domains[raw] : box[raw].atoms;
+    bool found = false;
+    for (const std::optional<ir::Value>& v : raw_candidates(joint, partition, raw, atoms)) {
+      bool fits = true;
+      for (uint32_t c = 0; c < joint.fields.size() && fits; ++c) {
+        const ir::Field& f = joint.fields[c];
+        if (!f.classify || f.classify->from != raw || box[c].all) continue;
+        const uint32_t atom = 1 + ir::classify(*f.classify, v);
+        fits = std::binary_search(box[c].atoms.begin(), box[c].atoms.end(), atom);
+      }
+      if (fits) {
+        solution->emplace_back(raw, v);
+        found = true;
+        break;
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
 // On the columns where `reads_empty_as_absent(column)`, makes `clause` hold the empty-string
 // atom exactly when it holds absent (its side reads "" as absent). False when the clause then
 // holds no input.
@@ -393,7 +521,17 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
             old_side.columns[old_field.derived->lhs] == new_side.columns[field.derived->lhs] &&
             old_side.columns[old_field.derived->rhs] == new_side.columns[field.derived->rhs];
       }
-      if (!same_derivation) {
+      // Likewise a classified enum whose classifier (or classes) changed: one column per side,
+      // and classified_feasible() pairs the two classes through a raw value.
+      bool same_classifier = !old_field.classify && !field.classify;
+      if (old_field.classify && field.classify) {
+        same_classifier =
+            old_field.enum_values == field.enum_values &&
+            old_field.classify->rows == field.classify->rows &&
+            old_field.classify->fallback == field.classify->fallback &&
+            old_side.columns[old_field.classify->from] == new_side.columns[field.classify->from];
+      }
+      if (!same_derivation || !same_classifier) {
         out.fields.push_back(
             {field.name, describe_field_change(old_policy, old_field, new_policy, field)});
         joint.fields[*match].name = old_field.name + " (old)";
@@ -449,6 +587,16 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
                                   [&](const ir::Field& f) { return f.name == name; });
     if (!kept) out.fields.push_back({name, "removed"});
   }
+  // A classified column reads its raw input's joint column (one classifier per column: a
+  // column both sides share has the same classifier on both).
+  for (const Side* side : {&old_side, &new_side}) {
+    for (uint32_t f = 0; f < side->policy->fields.size(); ++f) {
+      const auto& classify = side->policy->fields[f].classify;
+      if (!classify) continue;
+      joint.fields[side->columns[f]].classify = classify;
+      joint.fields[side->columns[f]].classify->from = side->columns[classify->from];
+    }
+  }
   for (const ir::Rule& rule : old_policy.rules) {
     joint.rules.push_back(remap_rule(rule, old_side.columns));
   }
@@ -494,7 +642,8 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
     // A derived bool is computed, never absent: a column only derived fields use has no absent.
     const ir::Field* a = side_field(0, c);
     const ir::Field* b = side_field(1, c);
-    if ((a == nullptr || a->derived) && (b == nullptr || b->derived)) {
+    if ((a == nullptr || a->derived || a->classify) &&
+        (b == nullptr || b->derived || b->classify)) {
       std::erase(domains[c], kAtomAbsent);
     }
   }
@@ -587,6 +736,9 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
     if (group.regions++ == 0) {
       Box shown = box;  // the per-side columns of a changed derived bool are not letter fields
       for (uint32_t c : split_columns) shown[c] = AtomSet{false, {}};
+      for (uint32_t c = 0; c < joint.fields.size(); ++c) {
+        if (joint.fields[c].classify) shown[c] = AtomSet{false, {}};  // the raw value shows it
+      }
       group.example = example_letter(joint, partition, domains, shown, solution);
       group.description = describe_box(joint, partition, box);
     }
@@ -615,6 +767,8 @@ PolicyDiff diff_policies(const ir::Policy& old_policy, const ir::Policy& new_pol
           case Feasibility::kFeasible:
             break;
         }
+        // Classified enums are free columns too: keep only regions a raw value reaches.
+        if (!classified_feasible(joint, partition, domains, box, &solution)) return true;
         if (verb_changed) {
           auto [it, inserted] =
               verb_index.try_emplace({old_verb.name, new_verb.name}, out.verb_changes.size());

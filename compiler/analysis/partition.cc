@@ -186,6 +186,28 @@ Partition build_partition(const ir::Policy& policy, bool for_analysis) {
   if (for_analysis) {
     for (const auto& invariant : policy.invariants)
       note_conditions(out, seen, invariant.conditions);
+    // A classifier's boundaries cut its raw field, so that every region's raw values land in
+    // one class per exact value and int range (prefixes: the prefix itself is an atom; the other
+    // strings it takes stay in "other", which raw_value_in_class() searches).
+    for (const auto& field : policy.fields) {
+      if (!field.classify || field.classify->from >= policy.fields.size()) continue;
+      const uint32_t raw = field.classify->from;
+      for (const ir::ClassifyRow& row : field.classify->rows) {
+        if (out.fields[raw].type == ir::FieldType::kInt) {
+          if (row.kind == ir::ClassifyRow::Kind::kRange) {
+            add_cut(out.fields[raw].cuts, row.values.at(0).i);
+            add_cut_after(out.fields[raw].cuts, row.values.at(1).i);
+          } else {
+            for (const ir::Value& v : row.values) {
+              add_cut(out.fields[raw].cuts, v.i);
+              add_cut_after(out.fields[raw].cuts, v.i);
+            }
+          }
+        } else if (out.fields[raw].type == ir::FieldType::kString) {
+          for (const ir::Value& v : row.values) note_string(out, seen, raw, v.str);
+        }
+      }
+    }
   }
   for (auto& p : out.fields) {
     switch (p.type) {

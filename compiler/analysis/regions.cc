@@ -393,6 +393,88 @@ void interval_candidates(const FieldPartition& field, uint32_t atom, std::vector
 
 }  // namespace
 
+std::vector<std::optional<ir::Value>> raw_candidates(const ir::Policy& policy,
+                                                     const Partition& partition, uint32_t raw,
+                                                     const std::vector<uint32_t>& raw_atoms) {
+  std::vector<const ir::Classifier*> readers;
+  for (const ir::Field& f : policy.fields) {
+    if (f.classify && f.classify->from == raw) readers.push_back(&*f.classify);
+  }
+  const ir::Field& field = policy.fields.at(raw);
+  const FieldPartition& part = partition.fields.at(raw);
+  std::vector<std::optional<ir::Value>> out;
+  for (uint32_t atom : raw_atoms) {
+    if (atom == kAtomAbsent) {
+      out.emplace_back(std::nullopt);
+      continue;
+    }
+    if (field.type == ir::FieldType::kInt) {
+      std::vector<int64_t> candidates;
+      interval_candidates(part, atom, &candidates);
+      if (candidates.empty()) continue;
+      const int64_t lo = *std::min_element(candidates.begin(), candidates.end());
+      const int64_t hi = *std::max_element(candidates.begin(), candidates.end());
+      // Every class's values inside [lo, hi] form intervals whose ends are lo, hi or a row's
+      // bound +-1: those points find each class that occurs there.
+      for (const ir::Classifier* c : readers) {
+        for (const ir::ClassifyRow& row : c->rows) {
+          for (const ir::Value& v : row.values) {
+            if (v.i > std::numeric_limits<int64_t>::min()) candidates.push_back(v.i - 1);
+            candidates.push_back(v.i);
+            if (v.i < std::numeric_limits<int64_t>::max()) candidates.push_back(v.i + 1);
+          }
+        }
+      }
+      std::vector<int64_t> seen;
+      for (int64_t v : candidates) {
+        if (v < lo || v > hi || std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+        seen.push_back(v);
+        out.emplace_back(ir::Value::Int(v));
+      }
+      continue;
+    }
+    if (field.type != ir::FieldType::kString) continue;
+    if (atom >= 2 && atom - 2 < part.strings.size()) {
+      out.emplace_back(ir::Value::String(part.strings[atom - 2]));
+      continue;
+    }
+    // "Other": strings the policy does not mention; a listed value or prefix with a suffix lands
+    // where the prefixes take it, the others where nothing does.
+    std::vector<std::string> candidates = {"unclassified", "", "\x01", "~"};
+    for (const ir::Classifier* c : readers) {
+      for (const ir::ClassifyRow& row : c->rows) {
+        for (const ir::Value& v : row.values) {
+          candidates.push_back(v.str + "0");
+          candidates.push_back(v.str + "~");
+        }
+      }
+    }
+    for (const std::string& text : candidates) {
+      if (text.empty() && field.empty_means_absent) continue;
+      if (std::binary_search(part.strings.begin(), part.strings.end(), text)) continue;
+      out.emplace_back(ir::Value::String(text));
+    }
+  }
+  return out;
+}
+
+std::optional<std::optional<ir::Value>> raw_value_in_class(const ir::Policy& policy,
+                                                           const Partition& partition,
+                                                           uint32_t field,
+                                                           const std::vector<uint32_t>& raw_atoms,
+                                                           uint32_t cls) {
+  const ir::Classifier& c = *policy.fields.at(field).classify;
+  // A present value shows more than "absent": try those first.
+  const auto candidates = raw_candidates(policy, partition, c.from, raw_atoms);
+  for (const std::optional<ir::Value>& v : candidates) {
+    if (v && ir::classify(c, v) == cls) return v;
+  }
+  for (const std::optional<ir::Value>& v : candidates) {
+    if (!v && ir::classify(c, v) == cls) return v;
+  }
+  return std::nullopt;
+}
+
 std::string example_letter(const ir::Policy& policy, const Partition& partition,
                            const Domains& domains, const Box& box,
                            const ValueOverrides& overrides) {
@@ -433,6 +515,21 @@ std::string example_letter(const ir::Policy& policy, const Partition& partition,
         }
       }
     }
+  }
+  // A classified enum is computed from its raw input: show a raw value (inside the region) that
+  // lands in the region's class instead of the class, so that the letter reproduces.
+  for (size_t f = 0; f < n; ++f) {
+    const auto& classify = policy.fields[f].classify;
+    if (!classify || !values[f] || classify->from >= n) continue;
+    const auto& classes = policy.fields[f].enum_values;
+    const auto at = std::find(classes.begin(), classes.end(), values[f]->str);
+    if (at == classes.end()) continue;
+    const uint32_t cls = static_cast<uint32_t>(at - classes.begin());
+    auto raw = raw_value_in_class(policy, partition, static_cast<uint32_t>(f),
+                                  atoms_of(domains, classify->from, box[classify->from]), cls);
+    if (!raw) continue;
+    values[classify->from] = *raw;
+    values[f].reset();
   }
   for (const auto& [f, value] : overrides) {
     if (f < n) values[f] = value;

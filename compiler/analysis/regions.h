@@ -98,10 +98,12 @@ inline constexpr uint64_t kRegionBudget = 400'000'000;
 // when `complete`, cover every valid input. An empty valid domain (no valid input) gives no region.
 RegionResult decision_regions(const ir::Policy& policy, uint64_t budget = kRegionBudget);
 
-// One concrete value per field drawn from `box` (atoms chosen deterministically: present before
-// absent, a mentioned string before any other, an interval's lowest valid int), as a JSON object
-// with the policy's field names; an absent field is left out. Fields whose set is empty are left
-// out too. Example: {"topic": "payment.capture", "attempts": 0, "already_committed": true}.
+// One concrete value per field drawn from `box` (a classified field is given as the raw value
+// that lands in its class, never as the class: the runtime computes it) (atoms chosen
+// deterministically: present before absent, a mentioned string before any other, an interval's
+// lowest valid int), as a JSON object with the policy's field names; an absent field is left out.
+// Fields whose set is empty are left out too. Example: {"topic": "payment.capture", "attempts": 0,
+// "already_committed": true}.
 //
 // `overrides` (field index, value; nullopt: absent) replace the values picked for those fields,
 // e.g. operands that `replaygate diff` solved so that both policies' derived bools hold.
@@ -109,6 +111,26 @@ using ValueOverrides = std::vector<std::pair<size_t, std::optional<ir::Value>>>;
 std::string example_letter(const ir::Policy& policy, const Partition& partition,
                            const Domains& domains, const Box& box,
                            const ValueOverrides& overrides = {});
+
+// Raw values of field `raw` among the atoms `raw_atoms` (in `partition`) that between them reach
+// every combination of classes the policy's classifiers of `raw` give to values of those atoms
+// (exact for ints: each class's values there are intervals whose ends are tried; for strings
+// the mentioned strings and, for "other", a few strings built from the rows' values). nullopt
+// stands for absent (when atom 0 is among `raw_atoms`). Readable values first per atom.
+std::vector<std::optional<ir::Value>> raw_candidates(const ir::Policy& policy,
+                                                     const Partition& partition, uint32_t raw,
+                                                     const std::vector<uint32_t>& raw_atoms);
+
+// A raw value that the classifier of classified field `field` puts in class `cls`, among the
+// values whose atoms (of the classifier's raw field in `partition`) are in `raw_atoms`. The outer
+// nullopt: no such value; an inner nullopt: an absent raw value (which gets the fallback). Exact
+// for ints (every boundary of the class's values is tried) and for mentioned strings; for the
+// "other" string atom it tries a few strings nothing mentions.
+std::optional<std::optional<ir::Value>> raw_value_in_class(const ir::Policy& policy,
+                                                           const Partition& partition,
+                                                           uint32_t field,
+                                                           const std::vector<uint32_t>& raw_atoms,
+                                                           uint32_t cls);
 
 // The atom example_letter() picks from one field's set.
 uint32_t example_atom(const FieldPartition& field, const std::vector<uint32_t>& atoms);

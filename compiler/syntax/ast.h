@@ -59,6 +59,26 @@ struct Derivation {
   ir::Span span;
 };
 
+// A classifier row. YAML: `{class: retryable, in: [408, 429]}`, `{class: c, prefix: ["5."]}`,
+// `{class: c, range: [500, 599]}`; .policy: `in (408, 429) -> retryable`, `prefix ("5.") -> c`,
+// `range (500, 599) -> c`.
+struct ClassifyRow {
+  std::optional<Name> cls;
+  std::optional<Name> kind;  // "in" | "prefix" | "range" (check() reports any other)
+  std::vector<Literal> operands;
+  ir::Span span;
+};
+
+// A classified input's definition (ir::Classifier). YAML:
+//   classify: {from: http_status, rows: [...], fallback: unknown}
+// .policy: `classify http_status { ROW... fallback unknown }` after the enum type.
+struct Classifier {
+  std::optional<Name> from;
+  std::vector<ClassifyRow> rows;
+  std::optional<Name> fallback;
+  ir::Span span;  // the `classify` key or keyword
+};
+
 struct Input {
   Name name;
   std::optional<Name> type;  // "string" | "int" | "bool" | "enum"
@@ -67,8 +87,9 @@ struct Input {
   std::optional<Literal> min;
   std::optional<Literal> max;
   std::optional<LiteralList> values;
-  std::optional<LiteralList> domain;  // kString only: declared known values (ir::Field::domain)
-  std::optional<Derivation> derived;  // kBool only (ir::Field::derived)
+  std::optional<LiteralList> domain;   // kString only: declared known values (ir::Field::domain)
+  std::optional<Derivation> derived;   // kBool only (ir::Field::derived)
+  std::optional<Classifier> classify;  // kEnum only (ir::Field::classify)
   // Who sets the input: "letter" (the default) or "operator" (ir::Field::operator_only). YAML
   // `source: operator`, DSL `source operator` after the type.
   std::optional<Name> source;

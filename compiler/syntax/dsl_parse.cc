@@ -77,6 +77,10 @@ RG_KW(kw_by, "by");
 RG_KW(kw_as, "as");
 RG_KW(kw_invariant, "invariant");
 RG_KW(kw_sensitive, "sensitive");
+RG_KW(kw_classify, "classify");
+RG_KW(kw_prefix, "prefix");
+RG_KW(kw_range, "range");
+RG_KW(kw_fallback, "fallback");
 #undef RG_KW
 
 // Strings: double quotes, on one line, escapes \" \\ \n \t \xHH.
@@ -137,7 +141,23 @@ struct derivation : seq<derive_lhs, _, must<derive_op>, _, must<derive_rhs>> {};
 struct derived_part : seq<equals, _, must<derivation>> {};
 struct bool_type : seq<type_bool, opt<_, derived_part>> {};
 struct enum_values : value_list {};
-struct enum_type : seq<type_enum, _, must<enum_values>> {};
+// classify RAW { in|prefix|range (VALUE, ...) -> CLASS ... fallback CLASS } after an enum's
+// values (ast::Classifier; the fallback is optional here so that check() reports it, RG155).
+struct classify_keyword : kw_classify {};
+struct classify_from : name {};
+struct classify_open : one<'{'> {};
+struct classify_close : one<'}'> {};
+struct classify_kind : sor<kw_in, kw_prefix, kw_range> {};
+struct classify_values : value_list {};
+struct classify_class : value {};  // a class: a word or a quoted string
+struct classify_arrow : arrow {};
+struct classify_row : seq<classify_kind, _, must<classify_values>, _, must<classify_arrow>, _,
+                          must<classify_class>> {};
+struct classify_fallback : value {};
+struct classify_end : seq<kw_fallback, _, must<classify_fallback>> {};
+struct classify_part : seq<classify_keyword, _, must<classify_from>, _, must<classify_open>, _,
+                           star<classify_row, _>, opt<classify_end, _>, must<classify_close>> {};
+struct enum_type : seq<type_enum, _, must<enum_values>, opt<_, classify_part>> {};
 struct input_type : sor<string_type, int_type, bool_type, enum_type> {};
 // `source operator`: only an operator sets the input (ast::Input::source; check() reads the name).
 struct source_name : name {};
@@ -306,6 +326,22 @@ RG_MSG(idempotency_key_word,
        "key");
 RG_MSG(enum_values,
        "expected the enum's values in parentheses\nfor example: input kind: enum (a, b, c)");
+RG_MSG(classify_from,
+       "expected the raw input's name after 'classify'\nfor example: input http_class: enum "
+       "(retryable, permanent, unknown) classify http_status { ... }");
+RG_MSG(classify_open,
+       "expected '{' after the raw input\nfor example: classify http_status { in (503) -> "
+       "retryable fallback unknown }");
+RG_MSG(classify_values,
+       "expected the values in parentheses\nfor example: in (408, 429) -> retryable, prefix "
+       "(\"5.\") -> permanent, range (500, 599) -> retryable");
+RG_MSG(classify_arrow, "expected '->' and the class\nfor example: in (408, 429) -> retryable");
+RG_MSG(classify_class, "expected the class after '->'\nfor example: in (408, 429) -> retryable");
+RG_MSG(classify_fallback,
+       "expected the fallback class after 'fallback'\nfor example: fallback unknown");
+RG_MSG(classify_close,
+       "expected a row (in, prefix, range), 'fallback CLASS' or '}'\nfor example: classify "
+       "http_status { range (500, 599) -> retryable fallback unknown }");
 RG_MSG(verb_name, "expected the verb's name after 'verb'\nfor example: verb hold effect none");
 RG_MSG(kw_effect, "expected 'effect' after the verb's name\nfor example: verb hold effect none");
 RG_MSG(effect_name,
@@ -413,6 +449,7 @@ struct State {
   ast::Literal literal;  // the last literal matched
   ast::LiteralList list;
   ast::Input input;
+  ast::ClassifyRow classify_row;
   ast::Verb verb;
   ast::Condition condition;
   std::vector<ast::Condition> conditions;
@@ -658,6 +695,52 @@ struct Action<g::enum_values> {
   template <typename Input>
   static void apply(const Input&, State& s) {
     s.input.values = s.list;
+  }
+};
+template <>
+struct Action<g::classify_keyword> {
+  template <typename Input>
+  static void apply(const Input& in, State& s) {
+    s.input.classify = ast::Classifier{};
+    s.input.classify->span = span_of(in);
+  }
+};
+template <>
+struct Action<g::classify_from> {
+  template <typename Input>
+  static void apply(const Input& in, State& s) {
+    s.input.classify->from = name_of(in);
+  }
+};
+template <>
+struct Action<g::classify_kind> {
+  template <typename Input>
+  static void apply(const Input& in, State& s) {
+    s.classify_row = ast::ClassifyRow{};
+    s.classify_row.kind = name_of(in);
+    s.classify_row.span = span_of(in);
+  }
+};
+template <>
+struct Action<g::classify_values> {
+  template <typename Input>
+  static void apply(const Input&, State& s) {
+    s.classify_row.operands = s.list.items;
+  }
+};
+template <>
+struct Action<g::classify_class> {
+  template <typename Input>
+  static void apply(const Input& in, State& s) {
+    s.classify_row.cls = ast::Name{s.literal.text, span_of(in)};
+    s.input.classify->rows.push_back(std::move(s.classify_row));
+  }
+};
+template <>
+struct Action<g::classify_fallback> {
+  template <typename Input>
+  static void apply(const Input& in, State& s) {
+    s.input.classify->fallback = ast::Name{s.literal.text, span_of(in)};
   }
 };
 template <>

@@ -274,11 +274,26 @@ class Printer {
       }
     } else if (type == "enum") {
       line += " " + list(in.values ? in.values->items : std::vector<Literal>{});
+      if (in.classify) line += classifier(*in.classify);
     }
     if (in.source) line += " source " + in.source->text;
     if (in.idempotency_key && in.idempotency_key->bare("true")) line += " idempotency key";
     if (in.description) line += " " + literal(*in.description);
     return line;
+  }
+
+  // ` classify RAW {`, one row per line, `fallback CLASS`, `}`.
+  static std::string classifier(const ast::Classifier& c) {
+    const auto word = [](const std::string& text) {
+      return dsl::is_name_token(text) ? text : dsl::quote(text);
+    };
+    std::string out = " classify " + (c.from ? c.from->text : std::string("?")) + " {\n";
+    for (const ast::ClassifyRow& row : c.rows) {
+      out += "  " + (row.kind ? row.kind->text : std::string("in")) + " " + list(row.operands) +
+             " -> " + (row.cls ? word(row.cls->text) : std::string("?")) + "\n";
+    }
+    if (c.fallback) out += "  fallback " + word(c.fallback->text) + "\n";
+    return out + "}";
   }
 
   static std::string op_symbol(const std::string& op) {
@@ -427,6 +442,24 @@ ast::Policy to_ast(const ir::Policy& p) {
           name(ir::op_name(f.derived->op)),
           {name(p.fields.at(f.derived->lhs).name), name(p.fields.at(f.derived->rhs).name)},
           {}};
+    }
+    if (f.classify) {
+      ast::Classifier c;
+      c.from = name(p.fields.at(f.classify->from).name);
+      for (const ir::ClassifyRow& row : f.classify->rows) {
+        ast::ClassifyRow r;
+        r.kind = name(row.kind == ir::ClassifyRow::Kind::kIn       ? "in"
+                      : row.kind == ir::ClassifyRow::Kind::kPrefix ? "prefix"
+                                                                   : "range");
+        for (const ir::Value& v : row.values) {
+          r.operands.push_back(v.kind == ir::Value::Kind::kInt ? bare(std::to_string(v.i))
+                                                               : quoted(v.str));
+        }
+        r.cls = name(f.enum_values.at(row.cls));
+        c.rows.push_back(std::move(r));
+      }
+      c.fallback = name(f.enum_values.at(f.classify->fallback));
+      in.classify = std::move(c);
     }
     if (f.source != ir::InputSource::kLetter) in.source = name(ir::input_source_name(f.source));
     if (f.idempotency_key) in.idempotency_key = bare("true");

@@ -108,6 +108,26 @@ std::string when(const ir::Policy& p, const std::vector<ir::Condition>& conditio
   return out;
 }
 
+// `    classify:` with its raw input, one flow mapping per row and the fallback.
+std::string classifier(const ir::Policy& policy, const ir::Field& f) {
+  const ir::Classifier& c = *f.classify;
+  std::string out = "    classify:\n      from: " + policy.fields.at(c.from).name + "\n";
+  if (!c.rows.empty()) out += "      rows:\n";
+  for (const ir::ClassifyRow& row : c.rows) {
+    std::vector<std::string> values;
+    for (const ir::Value& v : row.values) {
+      values.push_back(v.kind == ir::Value::Kind::kString ? quoted(v.str) : value(v));
+    }
+    const char* kind = row.kind == ir::ClassifyRow::Kind::kIn       ? "in"
+                       : row.kind == ir::ClassifyRow::Kind::kPrefix ? "prefix"
+                                                                    : "range";
+    out += "        - {class: " + text(f.enum_values.at(row.cls)) + ", " + kind + ": " +
+           list(values) + "}\n";
+  }
+  out += "      fallback: " + text(f.enum_values.at(c.fallback)) + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string print_yaml(const ir::Policy& policy) {
@@ -141,6 +161,7 @@ std::string print_yaml(const ir::Policy& policy) {
              policy.fields.at(f.derived->lhs).name + ", " + policy.fields.at(f.derived->rhs).name +
              "]}\n";
     }
+    if (f.classify) out += classifier(policy, f);
     if (f.source != ir::InputSource::kLetter) {
       out += std::string("    source: ") + ir::input_source_name(f.source) + "\n";
     }

@@ -176,10 +176,18 @@ class AstBuilder {
   std::optional<std::vector<ast::Input>> inputs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
-    static const std::vector<std::string> kProps = {
-        "type",           "optional", "empty_means_absent", "min",     "max",
-        "values",         "domain",   "description",        "derived", "source",
-        "idempotency_key"};
+    static const std::vector<std::string> kProps = {"type",
+                                                    "optional",
+                                                    "empty_means_absent",
+                                                    "min",
+                                                    "max",
+                                                    "values",
+                                                    "domain",
+                                                    "description",
+                                                    "derived",
+                                                    "source",
+                                                    "idempotency_key",
+                                                    "classify"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;
@@ -212,6 +220,8 @@ class AstBuilder {
           input.derived = derivation(prop, prop_value);
         } else if (p == "idempotency_key") {
           input.idempotency_key = scalar(prop_value, prop, "idempotency_key");
+        } else if (p == "classify") {
+          input.classify = classifier(prop, prop_value);
         } else if (p == "source") {
           // `source: ~` names no source: check() reports it (RG144) rather than let it mean
           // the default, `letter`, which is the permissive one.
@@ -263,6 +273,76 @@ class AstBuilder {
       d.operands.push_back(name_of(item));
     }
     return d;
+  }
+
+  // `classify: {from: RAW, rows: [{class: C, in|prefix|range: [..]}, ...], fallback: C}`. Shapes
+  // only: names, kinds and operand types are check()'s (RG15x), so both front-ends agree.
+  std::optional<ast::Classifier> classifier(const Node& key, const Node& value) {
+    const auto* list = entries(value, key, "'classify'");
+    if (list == nullptr) return std::nullopt;
+    static const std::vector<std::string> kProps = {"from", "rows", "fallback"};
+    ast::Classifier c;
+    c.span = key.span;
+    for (const auto& [prop, prop_value] : *list) {
+      const std::string& p = prop.scalar;
+      if (p == "from") {
+        c.from = name_value(prop_value, prop, "from");
+      } else if (p == "fallback") {
+        c.fallback = name_value(prop_value, prop, "fallback");
+      } else if (p == "rows") {
+        if (!prop_value.is_sequence()) {
+          wrong_shape(prop_value, prop, "'rows' of 'classify'", "a list");
+          continue;
+        }
+        for (const Node& row : prop_value.items) {
+          if (auto r = classify_row(row)) c.rows.push_back(std::move(*r));
+        }
+      } else {
+        unknown_key(prop, "classify property", kProps);
+      }
+    }
+    return c;
+  }
+
+  // One row: `{class: C, KIND: OPERANDS}` with KIND one of in, prefix, range; a scalar operand
+  // stands for a one-item list.
+  std::optional<ast::ClassifyRow> classify_row(const Node& row) {
+    if (!row.is_mapping()) {
+      error("RG103",
+            std::string("a classify row must be a mapping such as {class: retryable, in: [503]}, "
+                        "not ") +
+                kind_name(row),
+            row.span);
+      return std::nullopt;
+    }
+    static const std::vector<std::string> kProps = {"class", "in", "prefix", "range"};
+    ast::ClassifyRow r;
+    r.span = row.span;
+    for (const auto& [prop, prop_value] : row.entries) {
+      const std::string& p = prop.scalar;
+      if (p == "class") {
+        r.cls = name_value(prop_value, prop, "class");
+      } else if (p == "in" || p == "prefix" || p == "range") {
+        if (r.kind) {
+          error("RG103", "a classify row has one matcher; this one also has '" + r.kind->text + "'",
+                prop.span, "split it into two rows");
+          return std::nullopt;
+        }
+        r.kind = name_of(prop);
+        if (prop_value.is_sequence()) {
+          auto items = literal_list(prop_value, prop, "'" + p + "'");
+          if (!items) return std::nullopt;
+          r.operands = std::move(items->items);
+        } else if (auto one = scalar(prop_value, prop, p)) {
+          r.operands.push_back(*one);
+        } else {
+          return std::nullopt;
+        }
+      } else {
+        unknown_key(prop, "classify row key", kProps);
+      }
+    }
+    return r;
   }
 
   std::optional<std::vector<ast::Verb>> verbs(const Node& key, const Node& value) {

@@ -525,7 +525,7 @@ void build_decide_index(Table::Impl& t) {
     x.guards[r].catalog = t.rules[r].catalog_begin;
     x.guards[r].verb = t.catalog[t.rules[r].catalog_begin].verb;
   }
-  x.fast_path = x.masked && all_planned && t.derivations.empty();
+  x.fast_path = x.masked && all_planned && t.derivations.empty() && t.classifiers.empty();
   if (x.fast_path) build_fast_path(t, x);
   x.dense.resize(t.rules.size());
   const bool packable = t.verbs.size() <= (1u << Index::kCellVerbBits) &&

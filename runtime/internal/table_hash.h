@@ -145,7 +145,7 @@ class TableHasher {
     if (available < sizeof(fm::Header)) return;
     fm::Header h;
     std::memcpy(&h, base, sizeof(h));
-    if (h.section_count != fm::kSectionCount && h.section_count != fm::kMaxSectionCount) return;
+    if (h.section_count < fm::kSectionCount || h.section_count > fm::kMaxSectionCount) return;
     if (sizeof(fm::Header) + h.section_count * sizeof(fm::SectionEntry) > available) return;
     uint64_t previous_end = 0;
     for (uint32_t i = 0; i < h.section_count; ++i) {

@@ -50,7 +50,8 @@ struct Table::Impl {
     uint32_t dict_begin = 0, dict_count = 0;
     uint32_t slot_begin = 0, slot_count = 0;
     uint32_t cut_begin = 0, cut_count = 0;
-    bool derived = false;                       // computed from two int fields; see `derivations`
+    bool derived = false;     // computed: from two int fields (`derivations`) or classified
+    bool classified = false;  // computed by a classifier (`classifiers`); derived is set too
     FieldSource source = FieldSource::kLetter;  // who may supply it (FieldRecord::source)
   };
   // The field whose FieldRecord::idempotency_key is 1, or Table::kNoField (the loader checks
@@ -108,6 +109,8 @@ struct Table::Impl {
   // catalog_reason() (their string references were checked too).
   std::span<const format::CatalogRecord> catalog;
   std::span<const format::DerivationRecord> derivations;  // ascending field; validated at load
+  std::span<const format::ClassifierRecord> classifiers;  // ascending field; validated at load
+  std::span<const format::ClassifierMatcher> classifier_matchers;  // validated at load
 
   std::string_view source_name, source_digest;
   std::span<const uint32_t> source_lines;
@@ -158,6 +161,32 @@ inline uint32_t derived_atom(const format::DerivationRecord& d, int64_t lhs, int
       break;
   }
   return b ? 2 : 1;
+}
+
+// The atom of a classified field (1 + class) for the raw field's validated atom and slot value:
+// the first matcher that takes the value, else the fallback; an absent raw value (atom 0) gets
+// the fallback. No allocation; shared by decide() and trace() so both classify the same way.
+inline uint32_t classified_atom(const Table::Impl& t, const format::ClassifierRecord& c,
+                                uint32_t raw_atom, const Input::Slot& raw) noexcept {
+  if (raw_atom != 0) {
+    for (uint32_t m = 0; m < c.matcher_count; ++m) {
+      const format::ClassifierMatcher& x = t.classifier_matchers[c.matcher_begin + m];
+      bool takes = false;
+      switch (x.kind) {
+        case format::kMatchExact:
+          takes = raw.s == t.str(x.text);
+          break;
+        case format::kMatchPrefix:
+          takes = raw.s.starts_with(t.str(x.text));
+          break;
+        default:  // kMatchInt, kMatchRange (the loader admits no other kind)
+          takes = x.lo <= raw.i && raw.i <= x.hi;
+          break;
+      }
+      if (takes) return 1 + x.cls;
+    }
+  }
+  return 1 + c.fallback;
 }
 
 }  // namespace replaygate

@@ -56,7 +56,7 @@ TEST(DerivedTable, OnlyPoliciesWithDerivedFieldsGetTheSection) {
   EXPECT_EQ(header_of(plain).section_count, fm::kSectionCount);
   const Bytes derived = lower(derived_policy());
   const fm::Header h = header_of(derived);
-  EXPECT_EQ(h.section_count, fm::kMaxSectionCount);
+  EXPECT_EQ(h.section_count, fm::kDerivationsSectionCount);
   const fm::SectionEntry e = section(derived, fm::kDerivations);
   EXPECT_EQ(e.kind, fm::kDerivations);
   ASSERT_EQ(e.length, sizeof(fm::DerivationRecord));

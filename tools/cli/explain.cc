@@ -109,8 +109,9 @@ struct RuleStep {
 // A derived field (compiler/ir.h Derivation): how it is computed and the value the walk used.
 struct DerivedField {
   bool derived = false;
-  std::string formula;   // "message_revision < record_revision"
-  std::string computed;  // "true", "false"; "" when not computed (invalid input)
+  bool classified = false;  // a classified enum (ir::Classifier): `formula` says which row took it
+  std::string formula;      // "message_revision < record_revision"
+  std::string computed;     // "true", "false"; "" when not computed (invalid input)
 };
 
 struct LetterLine {
@@ -187,12 +188,36 @@ std::string letter_line_text(const LetterLine& line) {
     return line.value + " (" + who + "; the letter's value " + line.letter_value + " is ignored)";
   }
   if (!line.derived.derived) return line.value;
-  std::string out = line.value + " (derived: " + line.derived.formula;
+  std::string out = line.value + (line.derived.classified ? " (classified: " : " (derived: ") +
+                    line.derived.formula;
   if (line.derived.computed.empty()) out += "; the input is invalid";
   if (!line.letter_value.empty()) {
     out += "; the letter's value " + line.letter_value + " is ignored";
   }
   return out + ")";
+}
+
+// How a classified input got its class: "http_status 503, row 1 (in)", "http_status absent, the
+// fallback", "http_status 507, no row: the fallback"; just the raw input's name when the letter
+// is invalid.
+std::string classification_text(const ir::Policy& policy, const ir::Classifier& c,
+                                const ValidatedLetter& valid) {
+  const std::string& raw = policy.fields.at(c.from).name;
+  if (!valid.valid) return "from " + raw;
+  const FieldValue& value = valid.values.at(c.from);
+  if (!value) return raw + " absent: the fallback";
+  std::optional<ir::Value> v;
+  if (value->kind == LetterValue::Kind::kInt) v = ir::Value::Int(value->i);
+  if (value->kind == LetterValue::Kind::kString) v = ir::Value::String(value->s);
+  const std::string shown = raw + " " + describe_field_value(value);
+  for (size_t r = 0; v && r < c.rows.size(); ++r) {
+    if (!ir::classify_row_takes(c.rows[r], *v)) continue;
+    const char* kind = c.rows[r].kind == ir::ClassifyRow::Kind::kIn       ? "in"
+                       : c.rows[r].kind == ir::ClassifyRow::Kind::kPrefix ? "prefix"
+                                                                          : "range";
+    return shown + ", row " + std::to_string(r + 1) + " (" + kind + ")";
+  }
+  return shown + ", no row: the fallback";
 }
 
 // The decision part, common to both walks (read from the table, which both have).
@@ -220,6 +245,11 @@ Report explain_policy(const ir::CheckedPolicy& checked, const Table& table, cons
       derived.derived = true;
       derived.formula = derivation_text(policy.fields.at(d->lhs).name, ir::op_name(d->op),
                                         policy.fields.at(d->rhs).name);
+      if (valid.valid) derived.computed = describe_field_value(valid.values.at(f));
+    }
+    if (const auto& c = policy.fields[f].classify) {
+      derived.derived = derived.classified = true;
+      derived.formula = classification_text(policy, *c, valid);
       if (valid.valid) derived.computed = describe_field_value(valid.values.at(f));
     }
     report.derived.push_back(std::move(derived));
