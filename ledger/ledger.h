@@ -162,6 +162,9 @@ struct Options {
   int connect_timeout_s = 5;
   // The clock that stamps claimed_at/updated_at/released_at (tests set it; default: system clock).
   std::function<Time()> clock;
+  // SQLite: false opens an existing file only (a missing one is kUnavailable, "no ledger at
+  // PATH"): commands that only read or repair a ledger must not leave an empty one behind.
+  bool create = true;
 };
 
 // The interface every backend implements. One object holds one connection. Calls on one object are

@@ -674,10 +674,15 @@ Result<std::int64_t> SqliteLedger::do_restore(const std::vector<Record>& rows) {
 
 Result<std::unique_ptr<Ledger>> open_sqlite(const std::string& path, const Options& options) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(
-      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (options.create ? SQLITE_OPEN_CREATE : 0);
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = "ledger sqlite:" + path + ": cannot open: " + sqlite3_errstr(rc);
+    if (!options.create && (rc & 0xFF) == SQLITE_CANTOPEN) {
+      msg = "no ledger at sqlite:" + path +
+            " (not created here: decide --ledger, review --ledger and ledger rebuild create one)";
+    }
     if (db) {
       msg += std::string(" (") + sqlite3_errmsg(db) + ")";
       sqlite3_close_v2(db);

@@ -247,6 +247,25 @@ TEST_F(LedgerOps, CheckReportsAReleaseMadeWithoutTheAuditLog) {
   EXPECT_NE(r.out.find("release_without_entry: key 'k1' generation 1"), std::string::npos) << r.out;
 }
 
+TEST_F(LedgerOps, ReadingAMissingLedgerIsAnErrorAndCreatesNoFile) {
+  ASSERT_EQ(decide(letter("m-1", "k1")).exit_code, 0);  // an audit log to check against
+  const std::string typo = db("ledgr.db");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"ledger", "check", "--ledger", typo, "--audit", log()},
+        {"ledger", "stats", "--ledger", typo},
+        {"ledger", "show", "k1", "--ledger", typo},
+        {"ledger", "release", "k1", "--ledger", typo, "--operator", "ana", "--reason", "x",
+         "--audit", log()}}) {
+    const CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1];
+    EXPECT_NE(r.err.find("no ledger at sqlite:" + typo), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(typo)) << args[1] << " created " << typo;
+  }
+  // rebuild is the one operator command that creates its ledger.
+  EXPECT_EQ(run({"ledger", "rebuild", "--from-audit", log(), "--ledger", typo}).exit_code, 0);
+  EXPECT_EQ(rows(typo).size(), 1u);
+}
+
 TEST_F(LedgerOps, PruneReopensReplayAndIsAudited) {
   ASSERT_EQ(decide(letter("m-1", "old") + letter("m-2", "new")).exit_code, 0);
   // "old" was claimed 40 days ago.

@@ -47,9 +47,11 @@ int ledger_usage(const std::string& message) {
   return kExitUsage;
 }
 
-int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body) {
+int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body,
+                bool create) {
   ledger::Options lo;
   lo.scope = o.scope;
+  lo.create = create;
   ledger::Result<std::unique_ptr<ledger::Ledger>> opened = ledger::open_ledger(o.ledger, lo);
   if (!opened) return ledger_failed(opened.error());
   const int code = body(*opened.value());

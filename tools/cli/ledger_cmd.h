@@ -35,7 +35,10 @@ int ledger_usage(const std::string& message);
 
 // Opens the ledger of `o` (--ledger, --ledger-scope), runs `body` on it and flushes standard
 // output: body's exit code, or 2 when the ledger cannot be opened or stdout cannot be written.
-int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body);
+// `create`: a missing SQLite file is created (rebuild only); otherwise it is an error ("no ledger
+// at PATH"), so that reading or checking a mistyped path leaves no empty ledger behind.
+int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body,
+                bool create = false);
 
 // `ledger release KEY --operator NAME --reason TEXT --audit LOG` (ledger_acts.cc).
 int run_ledger_release(const LedgerOptions& o);

@@ -20,46 +20,51 @@ int run_ledger_rebuild(const LedgerOptions& o) {
     return ledger_usage(why + "; nothing was rebuilt");
   }
   const Replayed log = replay_trail(trail, o.scope);
-  return with_ledger(o, [&](ledger::Ledger& l) {
-    // Said before anything is written; restore() checks it again inside its transaction.
-    auto stats = l.stats();
-    if (!stats) return ledger_failed(stats.error());
-    const std::int64_t held = stats->claimed + stats->recorded + stats->confirmed + stats->released;
-    if (held != 0) {
-      return ledger_usage("refusing to rebuild into " + l.describe() + ": scope '" + l.scope() +
-                          "' already holds " + plural(static_cast<uint64_t>(held), "row") +
-                          "; rebuild fills an empty ledger only (a new file, or another "
-                          "--ledger-scope), so that no claim is overwritten");
-    }
-    std::vector<ledger::Record> rows;
-    rows.reserve(log.rows.size());
-    for (const auto& [id, x] : log.rows) rows.push_back(x.row);
-    auto restored = l.restore(rows);
-    if (!restored) return ledger_failed(restored.error());
-    for (const TrailConflict& c : log.conflicts) {
-      std::fprintf(stderr, "%s:%llu: log_conflict: the entry %s (not restored)\n",
-                   o.from_audit.c_str(), static_cast<unsigned long long>(c.line),
-                   escape_control(c.message).c_str());
-    }
-    for (const auto& [id, line] : log.pending_releases) {
-      std::fprintf(stderr,
-                   "%s:%llu: note: the release of key '%s' generation %lld has no 'released' "
-                   "entry: not honoured, the key stays held\n",
-                   o.from_audit.c_str(), static_cast<unsigned long long>(line),
-                   escape_control(id.first).c_str(), static_cast<long long>(id.second));
-    }
-    if (trail.unclaimed_creates != 0) {
-      std::fprintf(stderr,
-                   "%s: note: %s with an idempotency key but no ledger claim (decided without a "
-                   "ledger, or as a dry run) were not claimed\n",
-                   o.from_audit.c_str(),
-                   plural(trail.unclaimed_creates, "create decision").c_str());
-    }
-    std::fprintf(stderr, "replaygate ledger: rebuilt %s in scope '%s' of %s from %s (%s)\n",
-                 plural(static_cast<uint64_t>(*restored), "claim").c_str(), l.scope().c_str(),
-                 l.describe().c_str(), o.from_audit.c_str(), plural(log.grants, "grant").c_str());
-    return log.conflicts.empty() ? kExitOk : kExitFindings;
-  });
+  return with_ledger(
+      o,
+      [&](ledger::Ledger& l) {
+        // Said before anything is written; restore() checks it again inside its transaction.
+        auto stats = l.stats();
+        if (!stats) return ledger_failed(stats.error());
+        const std::int64_t held =
+            stats->claimed + stats->recorded + stats->confirmed + stats->released;
+        if (held != 0) {
+          return ledger_usage("refusing to rebuild into " + l.describe() + ": scope '" + l.scope() +
+                              "' already holds " + plural(static_cast<uint64_t>(held), "row") +
+                              "; rebuild fills an empty ledger only (a new file, or another "
+                              "--ledger-scope), so that no claim is overwritten");
+        }
+        std::vector<ledger::Record> rows;
+        rows.reserve(log.rows.size());
+        for (const auto& [id, x] : log.rows) rows.push_back(x.row);
+        auto restored = l.restore(rows);
+        if (!restored) return ledger_failed(restored.error());
+        for (const TrailConflict& c : log.conflicts) {
+          std::fprintf(stderr, "%s:%llu: log_conflict: the entry %s (not restored)\n",
+                       o.from_audit.c_str(), static_cast<unsigned long long>(c.line),
+                       escape_control(c.message).c_str());
+        }
+        for (const auto& [id, line] : log.pending_releases) {
+          std::fprintf(stderr,
+                       "%s:%llu: note: the release of key '%s' generation %lld has no 'released' "
+                       "entry: not honoured, the key stays held\n",
+                       o.from_audit.c_str(), static_cast<unsigned long long>(line),
+                       escape_control(id.first).c_str(), static_cast<long long>(id.second));
+        }
+        if (trail.unclaimed_creates != 0) {
+          std::fprintf(
+              stderr,
+              "%s: note: %s with an idempotency key but no ledger claim (decided without a "
+              "ledger, or as a dry run) were not claimed\n",
+              o.from_audit.c_str(), plural(trail.unclaimed_creates, "create decision").c_str());
+        }
+        std::fprintf(stderr, "replaygate ledger: rebuilt %s in scope '%s' of %s from %s (%s)\n",
+                     plural(static_cast<uint64_t>(*restored), "claim").c_str(), l.scope().c_str(),
+                     l.describe().c_str(), o.from_audit.c_str(),
+                     plural(log.grants, "grant").c_str());
+        return log.conflicts.empty() ? kExitOk : kExitFindings;
+      },
+      /*create=*/true);
 }
 
 }  // namespace replaygate::cli
