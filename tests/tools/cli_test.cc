@@ -764,7 +764,7 @@ TEST_F(CliTest, DecideKafkaMappingLeavesDerivedInputsOut) {
   }
   for (const char* name :
        {"remote_job_id", "copy_complete", "refund_resolved", "dispatch_confirmed_absent",
-        "model_current", "spec_current", "user_authorized", "remaining_budget"}) {
+        "model_current", "spec_current", "user_authorized", "remaining_budget", "operation_id"}) {
     inputs += std::string("  ") + name + ": {payload: /" + name + ", optional: true}\n";
   }
   // operator_confirmed is operator-only: left out too (mapping it is RG307).
@@ -798,7 +798,7 @@ TEST_F(CliTest, DecideKafkaMappingLeavesDerivedInputsOut) {
   const std::string mapping = (dir_ / "m.yaml").string();
   EXPECT_NE(
       r.err.find(mapping +
-                 ":14:3: error[RG306]: input 'stale' is derived; it is computed, never read\n"),
+                 ":15:3: error[RG306]: input 'stale' is derived; it is computed, never read\n"),
       std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("hint: remove it; derived inputs are computed from message_revision and "

@@ -227,7 +227,7 @@ TEST_F(InputFormatCli, ShowInputsDerivedAndOperatorOnly) {
             "\"record_revision\":2,\"stale\":false,\"remote_job_id\":\"j1\",\"copy_complete\":"
             "null,\"refund_resolved\":null,\"dispatch_confirmed_absent\":null,\"model_current\":"
             "null,\"spec_current\":null,\"user_authorized\":null,\"remaining_budget\":null,"
-            "\"operator_confirmed\":null}");
+            "\"operator_confirmed\":null,\"operation_id\":null}");
   EXPECT_NE(lines[1].find("\"record_revision\":2,\"stale\":null,"), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find("\"reason\":\"invalid input: phase\""), std::string::npos) << lines[1];
 }

@@ -336,6 +336,7 @@ TEST_F(MappingSafetyTest, OperatorOnlyInputsAreUnsetInTheAnalysis) {
     inputs += std::string("  ") + name + ": {payload: /" + name + ", optional: true}\n";
   }
   inputs += "  user_authorized: {payload: /user_authorized, optional: true, default: true}\n";
+  inputs += "  operation_id: {payload: /operation_id, optional: true}\n";
   const std::string m = (dir_ / "m.yaml").string();
   write_file(m, "format: kcat-json\ninputs:\n" + inputs);
   // The shipped policy's record-only inputs may not be mapped (RG311): a copy without the marker.

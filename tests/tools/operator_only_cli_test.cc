@@ -165,7 +165,7 @@ TEST_F(OperatorOnlyCli, KafkaMappingMayNotMapIt) {
   }
   for (const char* name :
        {"remote_job_id", "copy_complete", "refund_resolved", "dispatch_confirmed_absent",
-        "model_current", "spec_current", "user_authorized", "remaining_budget"}) {
+        "model_current", "spec_current", "user_authorized", "remaining_budget", "operation_id"}) {
     inputs += std::string("  ") + name + ": {payload: /" + name + ", optional: true}\n";
   }
   // The payload carries a confirmation; the mapping leaves it out, so it is never read.
@@ -187,7 +187,7 @@ TEST_F(OperatorOnlyCli, KafkaMappingMayNotMapIt) {
            (dir_ / "m.yaml").string(), (dir_ / "r.jsonl").string()});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find(":14:3: error[RG307]: input 'operator_confirmed' is set only by an "
+  EXPECT_NE(r.err.find(":15:3: error[RG307]: input 'operator_confirmed' is set only by an "
                        "operator, never from a record"),
             std::string::npos)
       << r.err;

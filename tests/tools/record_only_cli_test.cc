@@ -81,6 +81,7 @@ TEST_F(RecordOnlyCli, TheMessagesFactsNeverDecideAndTheRecordSaysSo) {
                          "                              ignored: message.remaining_budget = 1000 "
                          "(only the operation record supplies it)\n"
                          "  operator_confirmed:         true (from --confirm; operator-only)\n"
+                         "  operation_id:               \"op-1\" (from record.operation_id)\n"
                          "decision\n"),
               std::string::npos)
         << r.out;
@@ -106,7 +107,7 @@ TEST_F(RecordOnlyCli, AllowanceFactsOnlyFromTheRecordGiveNoDispatch) {
   EXPECT_EQ(doc["reason"], "no recovery rule applies; reconcile the operation by hand");
   EXPECT_EQ(doc["phase"], "prepared");
   const auto& inputs = doc["inputs"];
-  ASSERT_EQ(inputs.size(), 13u) << r.out;
+  ASSERT_EQ(inputs.size(), 14u) << r.out;
   EXPECT_EQ(inputs[0], nlohmann::json::parse(
                            R"({"name":"phase","source":"record","value":"prepared",
                                "missing":false,"from":"record.phase","ignored":[
@@ -323,7 +324,8 @@ TEST_F(RecordOnlyCli, KafkaMappingMayNotMapIt) {
              "format: kcat-json\ninputs:\n"
              "  message_revision: {payload: /message_revision}\n"
              "  remote_job_id: {payload: /remote_job_id, optional: true}\n"
-             "  phase: {payload: /phase}\n");
+             "  phase: {payload: /phase}\n"
+             "  operation_id: {payload: /operation_id, optional: true}\n");
   write_file(dir_ / "r.jsonl", "");
   const CliResult r = run({"decide", "--policy", kPolicy, "--format", "kafka", "--mapping",
                            (dir_ / "m.yaml").string(), (dir_ / "r.jsonl").string()});

@@ -87,6 +87,7 @@ TEST_F(RecoveryTest, AcceptedWithKnownJobObservesInPlainWords) {
       "  user_authorized:            true (from record.user_authorized; record-only)\n"
       "  remaining_budget:           120 (from record.remaining_budget; record-only)\n"
       "  operator_confirmed:         false (no --confirm; operator-only)\n"
+      "  operation_id:               \"op-7731\" (from record.operation_id)\n"
       "decision\n"
       "  action:               observe (effect read)\n"
       "  in plain words:       it will read status only: no output is copied and no new work is "
