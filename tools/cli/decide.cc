@@ -72,6 +72,13 @@ using inputs::RecordParser;
 
 namespace {
 
+// Records per block with --ledger: each block's claims are one durable transaction (one fsync or
+// COMMIT), then its lines are audited, marked and written. Random keys dirty about one page of the
+// ledger's key index per claim unless a block holds many claims per index page, so bigger blocks
+// write less: 16384 letters (~4 MiB of output) measured 26% faster than 4096 on SQLite, 65536
+// faster still but at 200 MB of memory (docs/ledger.md, "Throughput").
+constexpr size_t kLedgerBlockRecords = 16384;
+
 struct DecideOptions {
   std::string policy;
   std::string table;
@@ -92,6 +99,8 @@ struct DecideOptions {
   std::string ledger;             // --ledger URL: the durable replay ledger (docs/ledger.md)
   std::string ledger_scope;       // --ledger-scope S (default "default")
   bool ledger_scope_set = false;
+  size_t ledger_block = kLedgerBlockRecords;  // --ledger-block N: records per claim transaction
+  bool ledger_block_set = false;
   bool dry_run = false;  // --dry-run: consult the ledger, claim nothing
 };
 
@@ -104,12 +113,6 @@ constexpr uint64_t kMaxFilterMiB = uint64_t{1} << 16;
 // Records decided ahead of the dump rules (see the main loop): enough that a filter block
 // prefetched in stage 1 has arrived by stage 2 (~300 ns a record), few enough to stay in L1.
 constexpr size_t kBatchRecords = 16;
-// Records per block with --ledger: each block's claims are one durable transaction (one fsync or
-// COMMIT), then its lines are audited, marked and written. Random keys dirty about one page of the
-// ledger's key index per claim unless a block holds many claims per index page, so bigger blocks
-// write less: 16384 letters (~4 MiB of output) measured 26% faster than 4096 on SQLite, 65536
-// faster still but at 200 MB of memory (docs/ledger.md, "Throughput").
-constexpr size_t kLedgerBlockRecords = 16384;
 
 // A probability for the summary: "0", or two significant digits ("3.3e-08").
 std::string format_rate(double rate) {
@@ -153,8 +156,10 @@ int run_decide(const DecideOptions& o) {
   if (const std::string why = operator_error(o.operator_name); !o.audit.empty() && !why.empty()) {
     return usage(why);
   }
-  if (o.ledger.empty() && (o.ledger_scope_set || o.dry_run)) {
-    return usage(std::string(o.dry_run ? "--dry-run" : "--ledger-scope") +
+  if (o.ledger.empty() && (o.ledger_scope_set || o.dry_run || o.ledger_block_set)) {
+    return usage(std::string(o.dry_run            ? "--dry-run"
+                             : o.ledger_block_set ? "--ledger-block"
+                                                  : "--ledger-scope") +
                  " only applies with --ledger LEDGER");
   }
   std::string format_error;
@@ -358,7 +363,7 @@ int run_decide(const DecideOptions& o) {
                    "replayed (rule ledger:no_key); name one with --dedupe-field\n");
     }
     gate_options.claimer = ledger_stage.get();
-    gate_options.block_records = kLedgerBlockRecords;
+    gate_options.block_records = o.ledger_block;
   }
   const std::unique_ptr<gate::Gate> gate_ptr =
       gate::Gate::open(shared, *parser, dump_rules, gate_options);
@@ -611,12 +616,19 @@ Runner setup_decide(CLI::App& sub) {
                  "runs, processes and hosts");
   CLI::Option* scope = sub.add_option("--ledger-scope", o->ledger_scope,
                                       "Ledger scope (default 'default'; with --ledger)");
+  CLI::Option* block =
+      sub.add_option("--ledger-block", o->ledger_block,
+                     "Records per ledger transaction (default 16384; with --ledger): a block's "
+                     "claims are committed together before its lines are printed, so smaller "
+                     "blocks print sooner on a live stream and larger ones claim faster")
+          ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   sub.add_flag("--dry-run", o->dry_run,
                "With --ledger: look keys up, claim nothing (a would-be replay says "
                "\"claimed\": false)");
   return [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias,
-          scope] {
+          scope, block] {
     o->ledger_scope_set = scope->count() > 0;
+    o->ledger_block_set = block->count() > 0;
     o->format.input_format_set = input_format->count() > 0;
     o->format.alias_set = format_alias->count() > 0;
     o->operator_set = operator_option->count() > 0;

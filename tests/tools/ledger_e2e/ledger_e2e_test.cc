@@ -140,12 +140,13 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
   const auto started = std::chrono::steady_clock::now();
   for (int run_index = 0; run_index < 20; ++run_index) {
     const std::string prefix = "r" + std::to_string(run_index) + "-";
-    // decide writes its output in 1 MiB blocks: keys of 4,000 bytes (in every line's message id)
-    // make a block of about 250 lines, so most runs are killed after printing some.
+    // With --ledger-block 16 each block of 16 letters is claimed, then printed: keys of 4,000
+    // bytes (in every line's message id) make the runs slow enough to be killed after some blocks.
     const std::string long_prefix = prefix + std::string(4000, 'x') + "-";
     const std::string file = dump("d.jsonl", letters(long_prefix, 0, 1500));
     const pid_t pid =
-        spawn({"decide", "--policy", kPolicy, "--ledger", db, file}, "", path("out"), path("err"));
+        spawn({"decide", "--policy", kPolicy, "--ledger", db, "--ledger-block", "16", file}, "",
+              path("out"), path("err"));
     ASSERT_GT(pid, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(300 + random() % 2700));
     kill(pid, SIGKILL);
@@ -195,9 +196,9 @@ TEST_F(LedgerE2E, DiskFullMidRunFailsClosedAndKeepsCommits) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   std::string out;
   std::thread reader([&] { out = read_file(fifo); });
-  const pid_t pid =
-      spawn({"decide", "--policy", kPolicy, "--ledger", db, dump("b.jsonl", letters("b", 0, 3000))},
-            "", fifo, path("err"), limit);
+  const pid_t pid = spawn({"decide", "--policy", kPolicy, "--ledger", db, "--ledger-block", "8",
+                           dump("b.jsonl", letters("b", 0, 3000))},
+                          "", fifo, path("err"), limit);
   const int code = wait_exit(pid);
   reader.join();
   const std::string err = read_file(path("err"));
@@ -273,7 +274,8 @@ TEST_F(LedgerE2EPostgres, ServerStoppedMidRunFailsClosedAndKeepsCommits) {
                            " ]; do sleep 0.05; done; cat " + shell_quote(second);
   const std::string command = "(" + feed + ") | " + shell_quote(kCliBinary) + " decide --policy " +
                               shell_quote(kPolicy) + " --ledger " + shell_quote(server_.url()) +
-                              " - >" + shell_quote(path("out")) + " 2>" + shell_quote(path("err"));
+                              " --ledger-block 8 - >" + shell_quote(path("out")) + " 2>" +
+                              shell_quote(path("err"));
   int code = -1;
   std::thread decider([&] { code = run_shell(command); });
   // Wait until the first 40 claims are committed (claims precede their lines).
