@@ -25,6 +25,12 @@ using nlohmann::json;
 // The invalid mapped value as the review record shows it (the Input gets set_invalid).
 constexpr const char* kInvalidValue = "<invalid: the mapped value does not fit the input>";
 
+// The message key review reads input `name` from (review_inputs.h: message_revision is the
+// message's `revision`; every other letter input is message.NAME).
+std::string message_key(const std::string& name) {
+  return name == "message_revision" ? "revision" : name;
+}
+
 // One read record as review uses it: its inputs as JSON, where each came from, or its problem.
 MappedMessage to_message(const Table& table, const Input& input, const RecordMeta& meta,
                          const inputs::RecordParser& parser) {
@@ -33,7 +39,7 @@ MappedMessage to_message(const Table& table, const Input& input, const RecordMet
   m.invalid.assign(table.field_count(), false);
   for (uint32_t f = 0; f < table.field_count() && f < input.size(); ++f) {
     const Input::Slot& slot = input.slots()[f];
-    const std::string name(table.field(f).name);
+    const std::string name = message_key(std::string(table.field(f).name));
     switch (slot.state) {
       case Input::Slot::State::kUnset:
         continue;
@@ -172,7 +178,7 @@ std::vector<uint32_t> attribute_to_mapping(const MappedMessage& mapped,
   std::vector<uint32_t> invalid;
   for (InputUse& use : *uses) {
     if (use.derived) continue;
-    if (use.from == "message." + use.name && use.field < mapped.origins.size()) {
+    if (use.from == "message." + message_key(use.name) && use.field < mapped.origins.size()) {
       use.from = mapped.origins[use.field];
       if (mapped.invalid[use.field]) invalid.push_back(use.field);
     } else if (use.value == nullptr && use.source == FieldSource::kLetter) {
