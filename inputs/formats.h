@@ -1,6 +1,6 @@
-// The record formats of the commands that read dead-letter records (`decide`, `explain`), named
-// with `--input-format NAME`: one table, kInputFormats in input_formats.cc, owns the names, so a
-// new format is one entry there (its name, the mapping `format:` it reads, and its parser).
+// The record formats of the commands that read dead-letter records (`decide`, `explain`, `review`),
+// named with `--input-format NAME`: one table, kInputFormats in input_formats.cc, owns the names,
+// so a new format is one entry there (its name, the mapping `format:` it reads, and its parser).
 //
 //   choose_input_format()   --input-format (and decide's alias --format) plus --mapping -> a
 //                           format, or the usage message (exit 2): an unknown name (with the known
@@ -11,8 +11,7 @@
 // Opening a parser with its mapping loaded and fully checked (RG308-RG310 need the compiler's
 // analysis) is the CLI's: tools/cli/record_reading.h.
 //
-// `review` reads a message and an operation record (two JSON documents, not a dump) and takes no
-// --input-format.
+// `review` reads its message file through a format too (one record; tools/cli/review_mapped.h).
 #pragma once
 
 #include <memory>

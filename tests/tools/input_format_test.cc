@@ -371,12 +371,18 @@ TEST_F(InputFormatCli, ExplainKafkaMistakes) {
 }
 
 // review reads two JSON documents, not a dump: it has no --input-format, and says so.
-TEST_F(InputFormatCli, ReviewTakesNoInputFormat) {
+// review reads its message file through a format too (tests/tools/review_format_test.cc); the
+// help says how, and a mapped format still needs --mapping.
+TEST_F(InputFormatCli, ReviewTakesAnInputFormatWithAMapping) {
   const CliResult help = run({"review", "--help"});
-  EXPECT_NE(help.out.find("review takes no --input-format"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("with --input-format FORMAT --mapping MAPPING, one dead-lettered broker"),
+            std::string::npos)
+      << help.out;
+  EXPECT_NE(help.out.find("unless --message-id ID selects one"), std::string::npos) << help.out;
   const CliResult r = run({"review", "--policy", kGate, "--message", "m.json", "--record", "r.json",
                            "--input-format", "kafka"});
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--input-format kafka needs --mapping"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // `replaygate review`: the operator review record for one dead-lettered message (issue 5).
 //
-// Reads the message and the durable operation record (two JSON files), builds the policy's input
-// from them (mapping below and in docs/recovery.md), decides, and prints the review record: the
-// message's identifiers, the chosen action and, in plain words, whether carrying it out reads
-// status, copies an existing output or submits new work. `--confirm` sets the operator_confirmed
-// input and appends the decision to the audit log (audit/audit_log.h) before anything is printed:
-// when the append fails, nothing is reported as taken (exit 2).
+// Reads the message (a JSON file, or with --input-format F --mapping M one broker record read
+// through the mapping: review_mapped.h) and the durable operation record (a JSON file), builds the
+// policy's input from them (mapping below and in docs/recovery.md), decides, and prints the review
+// record: the message's identifiers, the chosen action and, in plain words, whether carrying it out
+// reads status, copies an existing output or submits new work. `--confirm` sets the
+// operator_confirmed input and appends the decision to the audit log (audit/audit_log.h) before
+// anything is printed: when the append fails, nothing is reported as taken (exit 2).
 //
 // Input mapping: tools/cli/review_inputs.h (where each input may come from, by the policy's
 // `source:`: a record-only input never falls back to the message, an operator-only one is never
@@ -55,6 +56,7 @@
 #include "compiler/lower.h"
 #include "gate/audit_stage.h"
 #include "gate/gate.h"
+#include "inputs/formats.h"
 #include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
@@ -65,6 +67,7 @@
 #include "tools/cli/policy_source.h"
 #include "tools/cli/review_inputs.h"
 #include "tools/cli/review_ledger.h"
+#include "tools/cli/review_mapped.h"
 #include "tools/cli/sensitive.h"
 
 namespace replaygate::cli {
@@ -95,7 +98,9 @@ struct Options {
   std::string ledger, ledger_scope = "default";  // --ledger, --ledger-scope
   bool ledger_scope_set = false;
   bool confirm = false;
-  bool operator_set = false;  // --operator was on the command line (even as "")
+  bool operator_set = false;         // --operator was on the command line (even as "")
+  inputs::InputFormatOptions input;  // --input-format, --mapping (review_mapped.h)
+  std::string message_id;            // --message-id: the record of a mapped dump to review
 };
 
 // Reads a JSON object from `path` into *out, and its text into *text_out. Returns 0, 1 (not a JSON
@@ -519,6 +524,21 @@ int run_review(const Options& o) {
     std::fprintf(stderr, "replaygate: error: give exactly one of --policy and --table\n");
     return kExitUsage;
   }
+  std::string format_error;
+  const inputs::InputFormat* format = inputs::choose_input_format(o.input, &format_error);
+  if (format == nullptr) {
+    std::fprintf(stderr, "replaygate: error: %s\nRun 'replaygate review --help' for usage.\n",
+                 format_error.c_str());
+    return kExitUsage;
+  }
+  const bool mapped_format = !format->mapping_format.empty();
+  if (!o.message_id.empty() && !mapped_format) {
+    std::fprintf(stderr,
+                 "replaygate: error: --message-id selects a record of a dump: it applies only "
+                 "with --input-format FORMAT --mapping MAPPING, not to letters\n"
+                 "Run 'replaygate review --help' for usage.\n");
+    return kExitUsage;
+  }
   if (o.ledger.empty() && o.ledger_scope_set) {
     std::fprintf(stderr,
                  "replaygate: error: --ledger-scope only applies with --ledger LEDGER\n"
@@ -544,7 +564,8 @@ int run_review(const Options& o) {
     const std::vector<InputFile> inputs = {{o.message, "the message file"},
                                            {o.record, "the operation record file"},
                                            {o.policy, "the policy file"},
-                                           {o.table, "the table file"}};
+                                           {o.table, "the table file"},
+                                           {o.input.mapping, "the mapping file"}};
     if (const InputFile* same = same_file_as(log, inputs); same != nullptr) {
       std::fprintf(
           stderr,
@@ -590,7 +611,19 @@ int run_review(const Options& o) {
       return kExitUsage;
     }
   }
-  if (int code = read_object(o.message, "message", &r.message, &message_text); code != kExitOk) {
+  // With a mapped --input-format the message is one broker record, read through the mapping into
+  // the letter-sourced inputs (review_mapped.h); its JSON text is that document's.
+  MappedMessage mapped;
+  if (mapped_format) {
+    if (int code =
+            read_mapped_message(*format, o.input.mapping, o.message, o.message_id, *table, &mapped);
+        code != kExitOk) {
+      return code;
+    }
+    r.message = mapped.message;
+    message_text = r.message.dump();
+  } else if (int code = read_object(o.message, "message", &r.message, &message_text);
+             code != kExitOk) {
     return code;
   }
   if (int code = read_object(o.record, "operation record", &r.record, &record_text);
@@ -637,11 +670,21 @@ int run_review(const Options& o) {
   std::vector<std::string> keep;
   keep.reserve(table->field_count() + 1);  // string_views into `keep` must not move
   const json confirmed = o.confirm;
-  const std::vector<InputUse> uses = map_review_inputs(*table, r.message, r.record, confirmed);
+  std::vector<InputUse> uses = map_review_inputs(*table, r.message, r.record, confirmed);
+  const std::vector<uint32_t> invalid =
+      mapped_format ? attribute_to_mapping(mapped, &uses) : std::vector<uint32_t>{};
   for (const InputUse& use : uses) set_slot(input, use.field, use.value, keep);
+  for (const uint32_t field : invalid) input.set_invalid(field);
   const Decision d = gate::decide_one(*table, input);
   uint32_t verb = d.verb;
   std::string rule(table->rule_name(d)), reason(table->reason(d));
+  if (!mapped.problem.empty()) {
+    // A record that cannot be read or mapped gets the policy default, as in decide: nothing it
+    // holds may choose the action.
+    verb = table->default_verb();
+    rule = "default";
+    reason = mapped.problem;
+  }
   Effect effect = table->verb_effect(verb);
   // With --ledger, a create decision is claimed (with --confirm) or looked up before anything is
   // recorded or printed; a hold replaces it with the default (write-ahead, fail closed).
@@ -705,6 +748,11 @@ int run_review(const Options& o) {
   out["policy_revision"] = table->revision();
   out["table_checksum"] = table->checksum_hex();
   out["confirmed"] = o.confirm;
+  if (mapped_format) {
+    out["input_format"] = std::string(format->name);
+    out["mapping"] = o.input.mapping;
+    if (!mapped.problem.empty()) out["invalid_message"] = mapped.problem;
+  }
 
   // With --confirm the decision is recorded before it is printed: standard output must be open for
   // writing first, so a closed or read-only one records nothing (as for decide --audit).
@@ -810,7 +858,8 @@ int run_review(const Options& o) {
                  "held (rule ledger:unavailable), not taken\n");
     return kExitUsage;
   }
-  return kExitOk;
+  // A mapped record that could not be read is an invalid message (reviewed: the policy default).
+  return mapped.problem.empty() ? kExitOk : kExitFindings;
 }
 
 }  // namespace
@@ -819,14 +868,18 @@ Runner setup_review(CLI::App& sub) {
   auto o = std::make_shared<Options>();
   sub.footer(
       "Print the operator review record for one dead-lettered message: build the policy's input\n"
-      "from MESSAGE and the durable operation RECORD (JSON files; mapping in docs/recovery.md),\n"
+      "from MESSAGE and the durable operation RECORD (mapping in docs/recovery.md),\n"
       "decide, and say in plain words whether the action reads status, copies an existing\n"
       "output or submits new work. Sensitive fields are never printed, only named. The record\n"
       "lists every input with the value the policy used and where it came from; an input the\n"
       "policy marks `source: record` is read from RECORD only (the message's value is shown as\n"
       "ignored).\n"
-      "MESSAGE and RECORD are single JSON documents, not a dump: review takes no --input-format\n"
-      "(decide and explain do) and no --mapping.\n"
+      "MESSAGE is a JSON object keyed by input names (--input-format letters, the default) or,\n"
+      "with --input-format FORMAT --mapping MAPPING, one dead-lettered broker record read\n"
+      "through the mapping, as decide reads it. A dump of more than one record is refused\n"
+      "unless --message-id ID selects one. The mapping supplies only letter-sourced inputs: one\n"
+      "that maps a record-only or operator-only input is refused (exit 2). A record that\n"
+      "cannot be read or mapped gets the policy default (exit 1). RECORD is a JSON object.\n"
       "--confirm sets the operator_confirmed input and appends the decision to the audit log\n"
       "(--audit FILE, --operator NAME required) before printing it; it warns when the log\n"
       "already holds a create decision for the same message or operation.\n"
@@ -835,11 +888,25 @@ Runner setup_review(CLI::App& sub) {
       "a key already claimed gets the default (rule ledger:already_replayed), a ledger error\n"
       "ledger:unavailable and exit 2 (docs/ledger.md).\n"
       "Exit: 0 reviewed (and recorded with --confirm), 1 policy errors or an invalid message or\n"
-      "record, 2 usage/I/O errors, the audit append failed (the decision is not taken) or the\n"
-      "ledger is unavailable (the create decision is held).");
+      "record, 2 usage/I/O errors, mapping errors, the audit append failed (the decision is\n"
+      "not taken) or the ledger is unavailable (the create decision is held).");
   sub.add_option("--policy", o->policy, "Policy file, compiled in memory");
   sub.add_option("--table", o->table, "Compiled table file");
-  sub.add_option("--message", o->message, "The dead-lettered message (JSON object)")->required();
+  sub.add_option("--message", o->message,
+                 "The dead-lettered message (a JSON object, or one record of --input-format)")
+      ->required();
+  std::string formats;
+  for (const inputs::InputFormat& f : inputs::input_formats()) {
+    formats += (formats.empty() ? "" : "; ") + std::string(f.name) + ": " + std::string(f.help);
+  }
+  CLI::Option* input_format =
+      sub.add_option("--input-format", o->input.input_format,
+                     "Format of the message file, letters by default (" + formats + ")");
+  sub.add_option("--mapping", o->input.mapping,
+                 "Mapping file for every --input-format but letters (docs/input-mapping.md); "
+                 "it may map only letter-sourced inputs");
+  sub.add_option("--message-id", o->message_id,
+                 "With --input-format: review the record of the dump with this message id");
   sub.add_option("--record", o->record, "The current operation record (JSON object)")->required();
   sub.add_flag("--confirm", o->confirm, "Confirm as operator: sets operator_confirmed, records");
   CLI::Option* operator_option =
@@ -850,8 +917,9 @@ Runner setup_review(CLI::App& sub) {
                  "Durable replay ledger (a SQLite PATH or a postgresql:// URL, docs/ledger.md)");
   CLI::Option* scope_option =
       sub.add_option("--ledger-scope", o->ledger_scope, "Ledger scope (default \"default\")");
-  return [o, operator_option, scope_option] {
+  return [o, operator_option, scope_option, input_format] {
     o->operator_set = operator_option->count() > 0;
+    o->input.input_format_set = input_format->count() > 0;
     o->ledger_scope_set = scope_option->count() > 0;
     return run_review(*o);
   };
