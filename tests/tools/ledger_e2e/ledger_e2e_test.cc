@@ -137,8 +137,7 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
   std::mt19937 random(20261202);
   std::set<std::string> all_printed;
   size_t killed_midway = 0;
-  const auto started = std::chrono::steady_clock::now();
-  for (int run_index = 0; run_index < 20; ++run_index) {
+  for (int run_index = 0; run_index < 12; ++run_index) {
     const std::string prefix = "r" + std::to_string(run_index) + "-";
     // With --ledger-block 16 each block of 16 letters is claimed, then printed: keys of 4,000
     // bytes (in every line's message id) make the runs slow enough to be killed after some blocks.
@@ -148,7 +147,7 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
         spawn({"decide", "--policy", kPolicy, "--ledger", db, "--ledger-block", "16", file}, "",
               path("out"), path("err"));
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + random() % 2700));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 1200));
     kill(pid, SIGKILL);
     const int code = wait_exit(pid);
     ASSERT_TRUE(code == -SIGKILL || code == 0) << code << read_file(path("err"));
@@ -163,7 +162,7 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
       EXPECT_EQ(state, "claimed") << key;
     }
     // A later run on the same dump replays nothing already claimed.
-    if (run_index % 10 == 9) {
+    if (run_index % 6 == 5) {
       const CliResult again = run({"decide", "--policy", kPolicy, "--ledger", db,
                                    dump("again.jsonl", letters(long_prefix, 0, 100))});
       ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -175,8 +174,6 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
   }
   EXPECT_GT(killed_midway, 0u);
   EXPECT_GT(all_printed.size(), 0u);
-  EXPECT_LT(std::chrono::steady_clock::now() - started,
-            std::chrono::seconds(90));  // ~40 s on a quiet machine
 }
 
 // The disk fills up mid-run (RLIMIT_FSIZE on the deciding process): every would-be replay after
