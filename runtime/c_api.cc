@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/internal/c_api_handles.h"
 #include "runtime/reload.h"
 #include "runtime/replaygate.h"
 #include "runtime/table.h"
@@ -54,9 +55,6 @@ struct rg_input {
   }
 };
 
-struct rg_shared {
-  std::unique_ptr<SharedTable> shared;
-};
 
 struct rg_reader {
   SharedTable::Reader reader;
@@ -66,8 +64,8 @@ struct rg_reader {
 
 namespace {
 
-const Entry* entry_of(const rg_table* t) { return reinterpret_cast<const Entry*>(t); }
-const rg_table* handle_of(const Entry* e) { return reinterpret_cast<const rg_table*>(e); }
+using replaygate::detail::entry_of;
+using replaygate::detail::handle_of;
 
 // Never a NULL data pointer (an empty view may have one): bindings build slices from it.
 rg_str str(std::string_view s) {
@@ -104,7 +102,7 @@ static_assert(static_cast<int>(LoadError::kIo) == RG_ERR_IO &&
               static_cast<int>(LoadError::kIncompatible) == RG_ERR_INCOMPATIBLE);
 
 rg_status from_load(const LoadStatus& status) {
-  return status.ok() ? RG_OK : static_cast<rg_status>(status.error);
+  return replaygate::detail::status_of(status);
 }
 
 // Runs `f` (which returns rg_status), turning std::bad_alloc into RG_ERR_NO_MEMORY when the
@@ -295,6 +293,12 @@ const char* rg_status_name(rg_status status) {
       return "no_reader_slot";
     case RG_ERR_OPERATOR_ONLY:
       return "operator_only";
+    case RG_ERR_SIGNATURE:
+      return "signature";
+    case RG_ERR_ROLLBACK:
+      return "rollback";
+    case RG_ERR_EXPIRED:
+      return "expired";
   }
   return "unknown";
 }

@@ -99,7 +99,13 @@ bool is_pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 // The checks that need only the header, in the loader's order: magic, version, header size and
 // the size cap. A stream is checked with them before the rest of it is read.
 bool check_header_alone(const fm::Header& h, LoadStatus* status) {
-  if (std::memcmp(h.magic, fm::kMagic, sizeof(h.magic)) != 0) {
+  if (std::memcmp(h.magic, fm::kSignedMagic, sizeof(h.magic)) == 0) {
+    // A signed envelope (docs/signing.md): this library cannot check the signature, and never
+    // strips one unchecked; replaygate::verify unwraps it.
+    *status = {LoadError::kBadMagic,
+               "bad magic: a signed table; load it through replaygate::verify "
+               "(rg_table_load_verified, or the CLI), which checks its signature"};
+  } else if (std::memcmp(h.magic, fm::kMagic, sizeof(h.magic)) != 0) {
     *status = {LoadError::kBadMagic, "bad magic: not a replaygate table"};
   } else if (h.version != fm::kVersion) {
     *status = {LoadError::kUnsupportedVersion, "unsupported format version " + num(h.version) +
@@ -997,6 +1003,12 @@ const char* load_error_name(LoadError error) {
       return "malformed";
     case LoadError::kIncompatible:
       return "incompatible";
+    case LoadError::kSignature:
+      return "signature";
+    case LoadError::kRollback:
+      return "rollback";
+    case LoadError::kExpired:
+      return "expired";
   }
   return "?";
 }

@@ -51,6 +51,12 @@ SharedTable::SharedTable(std::unique_ptr<Table> table, uint32_t max_readers)
   current_.store(owned_.back().get(), std::memory_order_release);
 }
 
+SharedTable::SharedTable(std::unique_ptr<Table> table, uint32_t max_readers,
+                         std::shared_ptr<TableSource> source)
+    : SharedTable(std::move(table), max_readers) {
+  source_ = std::move(source);
+}
+
 SharedTable::~SharedTable() = default;
 
 // Compares at least what layout_fingerprint() hashes, so an accepted reload keeps the inputs the
@@ -103,7 +109,8 @@ bool SharedTable::reload(const std::string& path, LoadStatus* status) {
   LoadStatus ignored;
   if (status == nullptr) status = &ignored;
   // Read and verify outside the lock: a slow disk must not delay a concurrent reload's swap.
-  std::unique_ptr<Table> table = Table::load_file(path, status);
+  std::unique_ptr<Table> table =
+      source_ != nullptr ? source_->load_file(path, status) : Table::load_file(path, status);
   if (table == nullptr) return false;
   return replace(std::move(table), status);
 }
@@ -111,7 +118,8 @@ bool SharedTable::reload(const std::string& path, LoadStatus* status) {
 bool SharedTable::reload_bytes(const void* data, size_t size, LoadStatus* status) {
   LoadStatus ignored;
   if (status == nullptr) status = &ignored;
-  std::unique_ptr<Table> table = Table::load_bytes(data, size, status);
+  std::unique_ptr<Table> table = source_ != nullptr ? source_->load_bytes(data, size, status)
+                                                    : Table::load_bytes(data, size, status);
   if (table == nullptr) return false;
   return replace(std::move(table), status);
 }
@@ -124,9 +132,13 @@ bool SharedTable::replace(std::unique_ptr<Table> table, LoadStatus* status) {
   const Entry* old = current_.load(std::memory_order_relaxed);  // only writers store, under mutex_
   std::string why = incompatibility(*old->table, *entry->table);
   if (!why.empty()) {
+    if (source_ != nullptr) source_->forget(*entry->table);
     *status = {LoadError::kIncompatible, std::move(why)};
     return false;
   }
+  // The source's state (rollback protection) is written here, after every check and before the
+  // swap: a table it records is one that then serves.
+  if (source_ != nullptr && !source_->admit(*entry->table, status)) return false;
   owned_.push_back(std::move(entry));
   // seq_cst pairs with the readers' seq_cst hazard store and re-check (see Reader::acquire).
   current_.store(owned_.back().get(), std::memory_order_seq_cst);

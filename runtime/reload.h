@@ -38,6 +38,27 @@
 
 namespace replaygate {
 
+// Where a SharedTable's reloads come from, when they must pass more than the loader's checks:
+// replaygate::verify implements it to check signatures and record rollback state
+// (runtime/verify/signed_table.h). A SharedTable constructed with one loads every reload through
+// it, and replace() accepts only tables it admits, so no reload of that SharedTable bypasses it.
+// Implementations must be thread-safe: reloads may load concurrently (admit() runs under the
+// SharedTable's reload lock, one at a time).
+class TableSource {
+ public:
+  virtual ~TableSource() = default;
+  // As Table::load_file / Table::load_bytes, plus whatever the source checks; nullptr with
+  // *status set on error.
+  virtual std::unique_ptr<Table> load_file(const std::string& path, LoadStatus* status) = 0;
+  virtual std::unique_ptr<Table> load_bytes(const void* data, size_t size, LoadStatus* status) = 0;
+  // Called after the compatibility check and before the swap, with a table this source loaded.
+  // False (with *status set) keeps the current table serving. Each loaded table is passed to
+  // exactly one of admit() and forget().
+  virtual bool admit(const Table& next, LoadStatus* status) = 0;
+  // A table this source loaded that will not be admitted (incompatible, or refused).
+  virtual void forget(const Table& table) noexcept = 0;
+};
+
 class SharedTable {
  public:
   static constexpr uint32_t kDefaultMaxReaders = 64;
@@ -64,6 +85,11 @@ class SharedTable {
                                            uint32_t max_readers = kDefaultMaxReaders);
   // Serves `table` (must not be null). max_readers is clamped to [1, 4096].
   explicit SharedTable(std::unique_ptr<Table> table, uint32_t max_readers = kDefaultMaxReaders);
+  // Serves `table` (already admitted by `source`) and loads every reload through `source`
+  // (must not be null): reload() and reload_bytes() call its load_file / load_bytes, and
+  // replace() refuses (kSignature, "not loaded through ...") a table `source` does not admit.
+  SharedTable(std::unique_ptr<Table> table, uint32_t max_readers,
+              std::shared_ptr<TableSource> source);
   // Frees every table. No Reader may outlive the SharedTable.
   ~SharedTable();
   SharedTable(const SharedTable&) = delete;
@@ -79,7 +105,9 @@ class SharedTable {
   bool reload(const std::string& path, LoadStatus* status);
   // As reload(), from bytes (Table::load_bytes).
   bool reload_bytes(const void* data, size_t size, LoadStatus* status);
-  // As reload(), with an already loaded table (must not be null).
+  // As reload(), with an already loaded table (must not be null). With a TableSource, the source
+  // must admit it (TableSource::admit) after the compatibility check, else the current table keeps
+  // serving.
   bool replace(std::unique_ptr<Table> table, LoadStatus* status);
 
   // How many tables were swapped in since construction, and how many replaced ones still wait
@@ -158,6 +186,7 @@ class SharedTable {
   uint32_t slot_count_ = 0;
   mutable std::mutex mutex_;                   // serializes reloads; readers never take it
   std::vector<std::unique_ptr<Entry>> owned_;  // the current entry and the retired ones
+  std::shared_ptr<TableSource> source_;        // null: plain Table loads
 };
 
 }  // namespace replaygate

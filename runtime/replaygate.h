@@ -71,7 +71,11 @@ typedef enum rg_status {
   RG_ERR_NO_READER_SLOT = 13, /* rg_reader_new: all max_readers slots are taken */
   /* a generic setter or a column for an operator-only field (rg_table_field_operator_only), or
    * an rg_input_set_operator_* call for a field that is not operator-only */
-  RG_ERR_OPERATOR_ONLY = 14
+  RG_ERR_OPERATOR_ONLY = 14,
+  /* The verified loads only (runtime/verify/replaygate_verify.h, docs/signing.md): */
+  RG_ERR_SIGNATURE = 15, /* unsigned while keys are pinned, bad envelope or signature, unpinned key */
+  RG_ERR_ROLLBACK = 16,  /* older than (or conflicting with) a table already activated */
+  RG_ERR_EXPIRED = 17    /* a signed table past its expiry */
 } rg_status;
 
 /* Optional out-parameter for a readable message; pass NULL when not needed. */
@@ -130,7 +134,8 @@ typedef struct rg_reader rg_reader; /* one thread's handle on an rg_shared */
 
 /* RG_VERSION ("0.1.0"). Static string. */
 RG_API const char* rg_version(void);
-/* "ok", "io", ..., "no_reader_slot", "operator_only"; "unknown" for other values. Static. */
+/* "ok", "io", ..., "no_reader_slot", "operator_only", "signature", "rollback", "expired";
+ * "unknown" for other values. Static. */
 RG_API const char* rg_status_name(rg_status status);
 
 /* ---- Tables ---------------------------------------------------------------------------- */

@@ -50,6 +50,13 @@ enum class LoadError : uint8_t {
   kBadOffset,           // a section or an index points outside the table
   kMalformed,           // structurally invalid content (bad enum, count, unsorted cuts, ...)
   kIncompatible,        // reload only: fields or verbs differ from the table being served
+  // Produced only by replaygate::verify (runtime/verify/signed_table.h, docs/signing.md), never by
+  // this library's own loader: a missing, malformed or invalid signature or an unpinned key
+  // (kSignature); a table older than, or conflicting with, one already activated (kRollback);
+  // a signed table past its expiry (kExpired).
+  kSignature,
+  kRollback,
+  kExpired,
 };
 
 struct LoadStatus {

@@ -308,6 +308,33 @@ struct ProvenanceHeader {
 };
 static_assert(sizeof(ProvenanceHeader) == 16);
 
+// The signed envelope (docs/signing.md): a signed table is this 128-byte header followed by the
+// table's bytes exactly as compile writes them (the payload, a whole unsigned table). The runtime's
+// own loader recognises the magic only to refuse it with a pointer to replaygate::verify
+// (runtime/verify/), which checks the signature before it reads anything in the payload:
+// Ed25519ph (libsodium crypto_sign_init/update/final_verify) over kSignedDomain, then the
+// envelope's first kSignedSignatureOffset bytes, then the payload. One algorithm, one version.
+inline constexpr char kSignedMagic[8] = {'R', 'G', 'S', 'I', 'G', 'N', 'E', 'D'};
+inline constexpr uint16_t kSignedVersion = 1;
+// The domain tag, 32 bytes with its trailing NULs: a signature over a table can never be taken
+// for one over anything else the same key signs (an audit checkpoint has its own tag).
+inline constexpr char kSignedDomain[32] = "replaygate signed table v1";
+
+struct SignedEnvelope {
+  char magic[8];          // kSignedMagic
+  uint16_t version;       // kSignedVersion
+  uint16_t header_size;   // sizeof(SignedEnvelope); the payload starts here
+  uint32_t flags;         // 0 (reserved: a loader refuses any bit)
+  uint64_t payload_size;  // the table's bytes; the file is exactly header_size + payload_size
+  int64_t expires_at;     // Unix seconds (UTC) after which the table is refused; 0: never
+  uint8_t key_id[16];     // which pinned key signed it (keys.h: BLAKE2b-128 of the public key)
+  uint64_t reserved;      // 0
+  uint8_t signature[64];  // Ed25519ph over kSignedDomain, bytes [0, 64) of this header, payload
+};
+static_assert(sizeof(SignedEnvelope) == 128);
+inline constexpr size_t kSignedSignatureOffset = offsetof(SignedEnvelope, signature);
+static_assert(kSignedSignatureOffset == 64);
+
 // Hash of the concrete key atoms of a table row or an input under `mask` (bit k = key k).
 inline uint64_t mix64(uint64_t x) {
   x ^= x >> 33;

@@ -1,0 +1,39 @@
+// The C API's handle types, shared by runtime/c_api.cc and the verified loads of
+// runtime/verify/c_api_verify.cc (which build the same handles), and LoadError -> rg_status.
+#pragma once
+
+#include <memory>
+
+#include "runtime/reload.h"
+#include "runtime/replaygate.h"
+#include "runtime/table.h"
+
+struct rg_shared {
+  std::unique_ptr<replaygate::SharedTable> shared;
+};
+
+namespace replaygate::detail {
+
+// rg_table is an incomplete C type; its pointers are SharedTable::Entry pointers.
+inline const SharedTable::Entry* entry_of(const rg_table* t) {
+  return reinterpret_cast<const SharedTable::Entry*>(t);
+}
+inline const rg_table* handle_of(const SharedTable::Entry* e) {
+  return reinterpret_cast<const rg_table*>(e);
+}
+
+// LoadError and rg_status share their values 0..9; the verifier's errors map to 15..17.
+inline rg_status status_of(const LoadStatus& status) {
+  switch (status.error) {
+    case LoadError::kSignature:
+      return RG_ERR_SIGNATURE;
+    case LoadError::kRollback:
+      return RG_ERR_ROLLBACK;
+    case LoadError::kExpired:
+      return RG_ERR_EXPIRED;
+    default:
+      return status.ok() ? RG_OK : static_cast<rg_status>(status.error);
+  }
+}
+
+}  // namespace replaygate::detail
