@@ -219,7 +219,7 @@ TEST(DerivedLoad, DecisionDigestCoversTheSection) {
   const fm::SectionEntry e = section(bytes, fm::kDerivations);
   bytes[e.offset + 4] = static_cast<uint8_t>(ir::Op::kLe);
   EXPECT_NE(load_error(bytes).find("bad_checksum: bad checksum"), std::string::npos);
-  reseal(bytes);
+  testing::reseal_checksum(bytes);
   EXPECT_NE(load_error(bytes).find("bad_checksum: bad decision digest"), std::string::npos);
 }
 

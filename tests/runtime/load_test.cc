@@ -334,7 +334,7 @@ TEST(Load, DecisionDigestIsVerified) {
   // Change one byte of a verb description: structurally fine, but the digest no longer matches.
   uint32_t description = get<uint32_t>(bytes, verbs.offset + offsetof(fm::VerbRecord, description));
   bytes[strings.offset + description] ^= 0x20;
-  reseal(bytes);
+  reseal_checksum(bytes);
   expect_load_error(bytes, LoadError::kBadChecksum, "bad decision digest");
 }
 
@@ -342,7 +342,7 @@ TEST(Load, ProvenanceDigestIsVerified) {
   Bytes bytes = reference_bytes();
   fm::SectionEntry prov = section(bytes, fm::kProvenance);
   bytes[prov.offset + sizeof(fm::ProvenanceHeader)] ^= 1;  // first source line
-  reseal(bytes);
+  reseal_checksum(bytes);
   expect_load_error(bytes, LoadError::kBadChecksum, "bad provenance digest");
 }
 
