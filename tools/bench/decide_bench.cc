@@ -34,95 +34,14 @@
 #include "runtime/reload.h"
 #include "runtime/table.h"
 #include "tests/support/test_policies.h"
+#include "tools/bench/gates.h"
 
 namespace rg = replaygate;
 namespace ir = replaygate::ir;
 using namespace replaygate::testing;  // NOLINT: IR builders shared with the tests
+using namespace replaygate::bench;    // NOLINT: the baselines shared with stream_bench.cc
 
 namespace {
-
-struct Letter {
-  std::string topic, error_class, key;
-  int64_t attempts = 1;
-  bool committed = false;
-  std::optional<int64_t> replays;  // absent unless set (the bench letters leave it absent)
-};
-
-enum Verb : uint32_t { kNeverV = 0, kReplayOnceV = 1, kHoldV = 2 };
-
-// What a hand-written gate takes: a typed struct. The types already guarantee what the policy's
-// `type` and required checks do (every required field is present and of its type); what they do
-// not guarantee, the gate checks itself: the int bounds (attempts >= 0, replays >= 0) and
-// empty_means_absent on idempotency_key.
-struct GateInput {
-  std::string_view topic, error_class, idempotency_key;
-  int64_t attempts = 0;
-  bool already_committed = false;
-  std::optional<int64_t> replays;
-};
-
-GateInput gate_input(const Letter& l) {
-  return GateInput{l.topic, l.error_class, l.key, l.attempts, l.committed, l.replays};
-}
-
-// A baseline's answer: the verb and which rule decided, in the table's terms: a catalog index
-// (guards 0..3, then the table rows in order), kDefaultRule, or kInvalidRule + field index.
-struct Answer {
-  uint32_t verb;
-  uint32_t rule;
-  bool operator==(const Answer&) const = default;
-};
-constexpr uint32_t kDefaultRule = 1u << 30, kInvalidRule = 1u << 31;
-constexpr uint32_t kAttemptsField = 2, kReplaysField = 5;  // field order of the policy
-
-// The seed article's replay_gate.py written by hand in C++, with the same rules as
-// policies/replay_gate.yaml: bounds first (fail closed: an out-of-range value decides the default
-// before any rule), then the four guards in order, then an if chain over the seed table. Not
-// inlined into the benchmark loop: like decide(), it is one call per letter.
-[[gnu::noinline]] Answer hand_written(const GateInput& in) {
-  if (in.attempts < 0) return {kHoldV, kInvalidRule | kAttemptsField};
-  if (in.replays && *in.replays < 0) return {kHoldV, kInvalidRule | kReplaysField};
-  if (in.idempotency_key.empty()) return {kHoldV, 0};
-  if (in.already_committed) return {kNeverV, 1};
-  if (in.attempts >= 3) return {kHoldV, 2};
-  if (in.replays.value_or(0) >= 1) return {kHoldV, 3};
-  const std::string_view t = in.topic, e = in.error_class;
-  if (t == "payment.capture") {
-    if (e == "timeout") return {kReplayOnceV, 4};
-    if (e == "insufficient_funds") return {kNeverV, 5};
-    if (e == "duplicate") return {kNeverV, 6};
-  } else if (t == "inventory.reserve") {
-    if (e == "lock_timeout") return {kReplayOnceV, 7};
-    if (e == "overbook") return {kNeverV, 8};
-  } else if (t == "webhook.partner") {
-    if (e == "http_503") return {kReplayOnceV, 9};
-    if (e == "http_400") return {kNeverV, 10};
-  } else if (t == "mail.receipt") {
-    if (e == "smtp_421") return {kReplayOnceV, 11};
-    if (e == "unknown_recipient") return {kNeverV, 12};
-  }
-  return {kHoldV, kDefaultRule};
-}
-
-struct PairHash {
-  size_t operator()(const std::pair<std::string_view, std::string_view>& p) const noexcept {
-    size_t a = std::hash<std::string_view>{}(p.first), b = std::hash<std::string_view>{}(p.second);
-    return a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
-  }
-};
-using PairMap = std::unordered_map<std::pair<std::string_view, std::string_view>, Answer, PairHash>;
-
-// The same bounds and guards, then a plain unordered_map lookup of the key pair.
-[[gnu::noinline]] Answer map_gate(const PairMap& map, const GateInput& in) {
-  if (in.attempts < 0) return {kHoldV, kInvalidRule | kAttemptsField};
-  if (in.replays && *in.replays < 0) return {kHoldV, kInvalidRule | kReplaysField};
-  if (in.idempotency_key.empty()) return {kHoldV, 0};
-  if (in.already_committed) return {kNeverV, 1};
-  if (in.attempts >= 3) return {kHoldV, 2};
-  if (in.replays.value_or(0) >= 1) return {kHoldV, 3};
-  auto it = map.find({in.topic, in.error_class});
-  return it == map.end() ? Answer{kHoldV, kDefaultRule} : it->second;
-}
 
 // A policy of `rows` table rows: the reference gate's guards and nine seed rows, then synthetic
 // rows (topic tI, error_class eJ). rows == 0 means the shipped policy, compiled from YAML.
@@ -140,19 +59,9 @@ struct Setup {
   std::vector<GateInput> gate_inputs;
 };
 
-Answer answer(const rg::Decision& d) {
-  switch (d.kind) {
-    case rg::DecisionKind::kRule:
-      return {d.verb, d.rule};
-    case rg::DecisionKind::kDefault:
-      return {d.verb, kDefaultRule};
-    case rg::DecisionKind::kInvalidInput:
-      break;
-  }
-  return {d.verb, kInvalidRule | d.invalid_field};
-}
-
-void fill(rg::Input& in, const Letter& l) {
+// Fills every field (replays null when absent), without clear(): the figures recorded for
+// BM_ReplaygateFill are this path (gates.h's fill() is the worker's: clear() first).
+void fill_all(rg::Input& in, const Letter& l) {
   in.set_string(0, l.topic);
   in.set_string(1, l.error_class);
   in.set_int(2, l.attempts);
@@ -165,30 +74,6 @@ void fill(rg::Input& in, const Letter& l) {
   }
 }
 
-// Letters for the agreement check beyond the bench stream: every guard and bound edge (negative
-// and extreme ints, replays absent / below its bound / 0 / 1, empty key, committed) on every seed
-// pair, an unknown pair and an empty topic.
-std::vector<Letter> edge_letters(const std::vector<std::pair<std::string, std::string>>& pairs) {
-  std::vector<std::pair<std::string, std::string>> keys(
-      pairs.begin(), pairs.begin() + std::min<size_t>(pairs.size(), 32));
-  keys.emplace_back("payment.capture", "no_such_error");
-  keys.emplace_back("", "timeout");
-  keys.emplace_back("payment.captur", "timeou");
-  std::vector<Letter> out;
-  const int64_t ints[] = {INT64_MIN, -1, 0, 1, 2, 3, 4, INT64_MAX};
-  const std::optional<int64_t> replays[] = {std::nullopt, INT64_MIN, -1, 0, 1, 2};
-  for (const auto& [t, e] : keys) {
-    for (int64_t a : ints) {
-      for (const auto& r : replays) {
-        for (const char* key : {"", "k"}) {
-          for (bool committed : {false, true}) out.push_back(Letter{t, e, key, a, committed, r});
-        }
-      }
-    }
-  }
-  return out;
-}
-
 // Before anything is timed: every bench letter and edge letter gets the same verb and the same
 // rule from decide(), decide_unindexed() and each baseline, else the bench aborts (a faster
 // baseline that decides differently would not be a baseline).
@@ -198,7 +83,7 @@ void check_agreement(Setup& s, bool with_hand_written) {
   rg::Input in(*s.table);
   for (const Letter& l : letters) {
     in.clear();
-    fill(in, l);
+    fill_all(in, l);
     const Answer want = answer(s.table->decide(in));
     if (!(answer(rg::decide_unindexed(*s.table, in)) == want)) {
       std::fprintf(stderr, "decide_bench: decide() and decide_unindexed() disagree on (%s, %s)\n",
@@ -295,7 +180,7 @@ Setup& setup(size_t rows) {
   s.inputs.reserve(s.letters.size());
   for (const Letter& l : s.letters) {
     s.inputs.emplace_back(*s.table);
-    fill(s.inputs.back(), l);
+    fill_all(s.inputs.back(), l);
     s.gate_inputs.push_back(gate_input(l));
   }
   return s;
@@ -361,7 +246,7 @@ void BM_ReplaygateFill(benchmark::State& state) {
   Setup& s = setup(static_cast<size_t>(state.range(0)));
   rg::Input in(*s.table);
   auto one = [&](size_t i) {
-    fill(in, s.letters[i]);
+    fill_all(in, s.letters[i]);
     return s.table->decide(in).verb;
   };
   time_stream(state, one);
@@ -417,7 +302,7 @@ void BM_SharedTableDecide(benchmark::State& state) {
   rg::SharedTable::Reader reader(shared);
   rg::Input in(reader.acquire().table());
   auto one = [&](size_t i) {
-    fill(in, s.letters[i]);
+    fill_all(in, s.letters[i]);
     auto guard = reader.acquire();
     return guard.table().decide(in).verb;
   };

@@ -3,7 +3,7 @@
 # "End to end") from the repository root after a build: tools/bench/run.sh [OUT_DIR]
 # Writes raw outputs to OUT_DIR (default a temporary directory, removed at the end unless given).
 # Environment: RG_BENCH_REPS (Google Benchmark repetitions, default 5), RG_BENCH_RECORDS (end-to-end
-# dump size, default 1000000).
+# dump size, default 1000000), RG_STREAM_ROWS (rg_stream_bench --rows, default 1000000; 0 skips).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-}
@@ -22,6 +22,9 @@ echo "== decide latency (C++) =="
 # and decide() see the same drifts of a shared host (its clock and neighbours change over seconds).
 build/bin/rg_decide_bench --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
   --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2 | tee "$out/decide_bench.txt"
+
+echo "== decide on unpredictable traffic (streaming, sorted, cached; one run, interleaved passes) =="
+build/bin/rg_stream_bench --passes 7 --rows "${RG_STREAM_ROWS:-1000000}" | tee "$out/stream_bench.txt"
 
 echo "== Python: reference gate vs ctypes binding =="
 RG_LIBRARY=build/runtime/libreplaygate_runtime.so \
