@@ -58,12 +58,12 @@ std::optional<Equivalence> compare_tables_of_contents(const ir::Policy& p, const
                   quoted(t.policy_id()));
   }
   if (t.revision() != p.revision) {
-    return differ(fmt::format("revision: the policy says {}, the table {}", p.revision,
-                              t.revision()));
+    return differ(
+        fmt::format("revision: the policy says {}, the table {}", p.revision, t.revision()));
   }
   if (t.verb_count() != p.verbs.size()) {
-    return differ(fmt::format("verbs: the policy has {}, the table {}", p.verbs.size(),
-                              t.verb_count()));
+    return differ(
+        fmt::format("verbs: the policy has {}, the table {}", p.verbs.size(), t.verb_count()));
   }
   for (uint32_t v = 0; v < t.verb_count(); ++v) {
     if (t.verb_name(v) != p.verbs[v].name || t.verb_effect(v) != p.verbs[v].effect) {
@@ -116,7 +116,8 @@ Equivalence check_equivalence(const ir::CheckedPolicy& policy, const Table& tabl
   const ir::Policy& p = policy.policy;
   if (auto difference = compare_tables_of_contents(p, table)) return *difference;
   const LiftResult lifted = lift(table);
-  if (!lifted.policy) return differ("the table cannot be lifted back into a policy: " + lifted.error);
+  if (!lifted.policy)
+    return differ("the table cannot be lifted back into a policy: " + lifted.error);
   const PolicyDiff diff = diff_policies(p, lifted.policy->policy, budget);
   if (!diff.fields.empty()) {
     const FieldChange& f = diff.fields.front();

@@ -23,9 +23,9 @@ namespace replaygate {
 
 struct Equivalence {
   enum class Status : uint8_t {
-    kEqual = 0,       // every region compared, all the same
-    kDiffer = 1,      // `mismatch` says where; `counterexample` is an input decided differently
-    kUnknown = 2,     // the region budget ran out before a difference or the end (`mismatch` says)
+    kEqual = 0,    // every region compared, all the same
+    kDiffer = 1,   // `mismatch` says where; `counterexample` is an input decided differently
+    kUnknown = 2,  // the region budget ran out before a difference or the end (`mismatch` says)
   };
   Status status = Status::kUnknown;
   uint64_t regions = 0;  // joint regions compared

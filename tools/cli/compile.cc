@@ -66,7 +66,8 @@ ir::CheckedPolicy lowering_input(const ir::CheckedPolicy& policy) {
   if (auto* guard = std::get_if<ir::Guard>(&last)) {
     if (kind == "verb") guard->verb = next_verb(guard->verb);
     if (kind == "reason") guard->reason += " (broken)";
-  } else if (auto* table = std::get_if<ir::Table>(&last); table != nullptr && !table->rows.empty()) {
+  } else if (auto* table = std::get_if<ir::Table>(&last);
+             table != nullptr && !table->rows.empty()) {
     if (kind == "verb") table->rows.back().verb = next_verb(table->rows.back().verb);
     if (kind == "reason") table->rows.back().reason += " (broken)";
   }
@@ -147,8 +148,8 @@ int run_compile(const CompileOptions& options) {
                  "replaygate: internal error: the compiled table does not decide as %s: %s%s%s; "
                  "%s not written (please report this)\n",
                  escape_control(options.policy, Backslash::kKeep).c_str(), same.mismatch.c_str(),
-                 same.counterexample.empty() ? "" : "; for example ",
-                 same.counterexample.c_str(), shown.c_str());
+                 same.counterexample.empty() ? "" : "; for example ", same.counterexample.c_str(),
+                 shown.c_str());
     if (options.timings) print_timings(loaded.timings);
     return kExitUsage;
   }
