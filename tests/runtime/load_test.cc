@@ -378,7 +378,9 @@ TEST(Load, EveryByteCorruptionFailsCleanly) {
       }
     }
     // Only changes in unused bytes (padding, reserved fields) survive every check.
-    if (!forge) EXPECT_LT(loaded, original.size());
+    if (!forge) {
+      EXPECT_LT(loaded, original.size());
+    }
   }
 }
 
