@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -129,30 +130,55 @@ class LedgerE2E : public CliFixture {
   }
 };
 
-// kill -9 at random points, 20 times, on one ledger: every replay line ever printed has its claim
+// kill -9 at random points, 12 times, on one ledger: every replay line ever printed has its claim
 // in `ledger export`, every claim is there (listed as claimed: never silently lost), and a later
-// run replays none of them again.
+// run replays none of them again. The kill is sent by the thread that drains the child's stdout,
+// as soon as a random number of lines has arrived, while the child goes on claiming and printing:
+// it lands mid-run however fast or loaded the machine is (a kill after a random sleep missed the
+// run on an idle machine and timed out on a loaded one).
 TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
+  constexpr int kLetters = 3000;
   const std::string db = path("ledger.db");
+  const std::string fifo = path("out.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   std::mt19937 random(20261202);
   std::set<std::string> all_printed;
   size_t killed_midway = 0;
   for (int run_index = 0; run_index < 12; ++run_index) {
     const std::string prefix = "r" + std::to_string(run_index) + "-";
-    // With --ledger-block 16 each block of 16 letters is claimed, then printed: keys of 4,000
-    // bytes (in every line's message id) make the runs slow enough to be killed after some blocks.
-    const std::string long_prefix = prefix + std::string(4000, 'x') + "-";
-    const std::string file = dump("d.jsonl", letters(long_prefix, 0, 1500));
+    // With --ledger-block 16 each block of 16 letters is claimed, then printed.
+    const std::string long_prefix = prefix + std::string(64, 'x') + "-";
+    const std::string file = dump("d.jsonl", letters(long_prefix, 0, kLetters));
+    const size_t kill_after = 1 + random() % (kLetters / 3);
     const pid_t pid =
         spawn({"decide", "--policy", kPolicy, "--ledger", db, "--ledger-block", "16", file}, "",
-              path("out"), path("err"));
+              fifo, path("err"));
     ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 1200));
-    kill(pid, SIGKILL);
+    std::string out;
+    std::thread reader([&] {
+      const int fd = open(fifo.c_str(), O_RDONLY);
+      if (fd < 0) return;
+      char buffer[1 << 16];
+      size_t lines = 0;
+      bool killed = false;
+      for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) {
+        out.append(buffer, static_cast<size_t>(n));
+        if (killed) continue;
+        lines += static_cast<size_t>(std::count(buffer, buffer + n, '\n'));
+        if (lines >= kill_after) {
+          kill(pid, SIGKILL);
+          killed = true;
+        }
+      }
+      close(fd);
+    });
     const int code = wait_exit(pid);
+    reader.join();
     ASSERT_TRUE(code == -SIGKILL || code == 0) << code << read_file(path("err"));
     if (code == -SIGKILL) ++killed_midway;
-    const Printed p = printed(read_file(path("out")));
+    const Printed p = printed(out);
+    EXPECT_GE(p.lines, kill_after);
+    EXPECT_LT(p.lines, static_cast<size_t>(kLetters));
     all_printed.insert(p.replayed.begin(), p.replayed.end());
     const std::map<std::string, std::string> states = exported(db);
     for (const std::string& key : all_printed) {
@@ -172,7 +198,7 @@ TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
       }
     }
   }
-  EXPECT_GT(killed_midway, 0u);
+  EXPECT_EQ(killed_midway, 12u);
   EXPECT_GT(all_printed.size(), 0u);
 }
 
