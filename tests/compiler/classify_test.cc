@@ -353,7 +353,7 @@ TEST(Classify, LoaderRejectsMalformedClassifiers) {
     auto m = testing::get<fm::ClassifierMatcher>(f.bytes, f.matchers);
     m.lo = m.hi = 504;
     testing::set(f.bytes, f.matchers, m);
-    testing::reseal(f.bytes);
+    testing::reseal_checksum(f.bytes);
     EXPECT_NE(testing::load_error(f.bytes).find("digest"), std::string::npos)
         << testing::load_error(f.bytes);
   }

@@ -79,11 +79,10 @@ TEST(IdempotencyKeyTable, MarkerOnlyOnTheDeclaredField) {
 
 TEST(IdempotencyKeyTable, LoaderRefusesABadMarker) {
   const Bytes plain = lower(gate(false));
-  // Any one string field passes every structural check (reseal() fixes only the checksum, so
-  // the decision digest, checked last, is what then differs).
-  const std::string structurally_fine = "bad_checksum: bad decision digest";
-  EXPECT_EQ(with_marker(plain, testing::kIdempotencyKey, 1).rfind(structurally_fine, 0), 0u);
-  EXPECT_EQ(with_marker(plain, testing::kTopic, 1).rfind(structurally_fine, 0), 0u);
+  // Any one string field passes every structural check (reseal() recomputes every digest, so
+  // such a forged marker loads).
+  EXPECT_EQ(with_marker(plain, testing::kIdempotencyKey, 1), "");
+  EXPECT_EQ(with_marker(plain, testing::kTopic, 1), "");
   EXPECT_EQ(with_marker(plain, testing::kAttempts, 1),
             "malformed: field 2 is the idempotency key but is not a string field");
   EXPECT_EQ(with_marker(plain, testing::kAlreadyCommitted, 1),

@@ -105,13 +105,13 @@ TEST(LoadLarge, DigestsCoverLatePieces) {
       get<uint32_t>(bytes, catalog.offset + catalog.length - sizeof(fm::CatalogRecord) +
                                offsetof(fm::CatalogRecord, reason));
   bytes[strings.offset + reason] ^= 0x20;
-  reseal(bytes);
+  reseal_checksum(bytes);
   expect_load_error(bytes, LoadError::kBadChecksum, "bad decision digest");
 
   bytes = original;
   const fm::SectionEntry prov = section(bytes, fm::kProvenance);
   bytes[prov.offset + prov.length - 1] ^= 1;  // the last byte of the source digest
-  reseal(bytes);
+  reseal_checksum(bytes);
   expect_load_error(bytes, LoadError::kBadChecksum, "bad provenance digest");
 }
 

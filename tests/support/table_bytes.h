@@ -1,10 +1,13 @@
 // Test helper: frozen tables as bytes for the runtime tests. Compile an IR policy to a loaded
-// table; read and patch a table's header, section entries and fields in place; reseal the
-// checksum so an edit reaches the structural checks; expect a load to fail with a given error.
+// table; read and patch a table's header, section entries and fields in place; reseal every digest
+// (or only the checksum) so an edit reaches the structural checks; expect a load to fail with a
+// given error.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -65,12 +68,52 @@ inline void expect_file_load_error(const std::string& path, LoadError error,
   EXPECT_EQ(status.message, message) << path;
 }
 
-// Recomputes the header checksum, so that a deliberate edit reaches the structural checks.
-inline void reseal(TableBytes& bytes) {
+// Recomputes only the header checksum: an edit then reaches the structural checks but still
+// fails on the decision or provenance digest unless it is structurally invalid first (for the
+// tests of the digests themselves).
+inline void reseal_checksum(TableBytes& bytes) {
   std::memset(bytes.data() + format::kChecksumOffset, 0, 16);
   const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
   std::memcpy(bytes.data() + format::kChecksumOffset, &h.low64, 8);
   std::memcpy(bytes.data() + format::kChecksumOffset + 8, &h.high64, 8);
+}
+
+// Recomputes every digest a forger can (docs/table-format.md, "Digests"): the decision digest
+// over every section but provenance, each preceded by its kind (u32) and length (u64), the
+// provenance digest, then the checksum over the whole file. So a forged edit meets the loader's
+// structural checks and nothing else: it loads unless one of them refuses it. The directory is
+// read as the header states it; sections it places outside the bytes are skipped (the loader
+// refuses such a directory before it compares a digest).
+inline void reseal(TableBytes& bytes) {
+  if (bytes.size() >= sizeof(format::Header)) {
+    format::Header h;
+    std::memcpy(&h, bytes.data(), sizeof(h));
+    XXH3_state_t decision, provenance;
+    XXH3_128bits_reset(&decision);
+    XXH3_128bits_reset(&provenance);
+    const uint32_t count = std::min<uint32_t>(h.section_count, format::kMaxSectionCount);
+    for (uint32_t i = 0; i < count; ++i) {
+      const size_t at = sizeof(format::Header) + i * sizeof(format::SectionEntry);
+      if (at + sizeof(format::SectionEntry) > bytes.size()) break;
+      format::SectionEntry e;
+      std::memcpy(&e, bytes.data() + at, sizeof(e));
+      if (e.offset > bytes.size() || e.length > bytes.size() - e.offset) continue;
+      if (e.kind == format::kProvenance) {
+        XXH3_128bits_update(&provenance, bytes.data() + e.offset, e.length);
+        continue;
+      }
+      XXH3_128bits_update(&decision, &e.kind, sizeof(e.kind));
+      XXH3_128bits_update(&decision, &e.length, sizeof(e.length));
+      XXH3_128bits_update(&decision, bytes.data() + e.offset, e.length);
+    }
+    const XXH128_hash_t d = XXH3_128bits_digest(&decision);
+    const XXH128_hash_t p = XXH3_128bits_digest(&provenance);
+    std::memcpy(bytes.data() + offsetof(format::Header, decision_digest), &d.low64, 8);
+    std::memcpy(bytes.data() + offsetof(format::Header, decision_digest) + 8, &d.high64, 8);
+    std::memcpy(bytes.data() + offsetof(format::Header, provenance_digest), &p.low64, 8);
+    std::memcpy(bytes.data() + offsetof(format::Header, provenance_digest) + 8, &p.high64, 8);
+  }
+  reseal_checksum(bytes);
 }
 
 inline format::Header header_of(const TableBytes& bytes) {

@@ -204,7 +204,7 @@ TEST_F(CliTest, CompileTimingsListEveryStageAndChangeNoByte) {
   EXPECT_EQ(stages,
             (std::vector<std::string>{"read", "parse", "ast", "check", "digest",
                                       "analysis: partition", "analysis: rows", "analysis: regions",
-                                      "lower", "verify", "write", "total"}));
+                                      "lower", "verify", "self-check", "write", "total"}));
   // Without the flag, no timing lines.
   const CliResult quiet = run({"compile", kPolicy, "-o", timed});
   EXPECT_EQ(quiet.err.find("timing:"), std::string::npos);

@@ -37,6 +37,8 @@ constexpr Command kCommands[] = {
     {"audit", "Verify the audit trail, append a result entry, or repair a broken log", setup_audit},
     {"diff", "Compare two policies: every region of inputs whose verb or rule changes", setup_diff},
     {"ledger", "Read the durable replay ledger: show a key, list, stats, export", setup_ledger},
+    {"verify", "Check a table loads and, with --policy, decides exactly as the policy",
+     setup_verify},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

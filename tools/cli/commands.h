@@ -41,6 +41,7 @@ Runner setup_review(CLI::App& sub);  // tools/cli/review.cc
 Runner setup_audit(CLI::App& sub);   // tools/cli/audit_cmd.cc
 Runner setup_diff(CLI::App& sub);
 Runner setup_ledger(CLI::App& sub);  // tools/cli/ledger_cmd.cc
+Runner setup_verify(CLI::App& sub);  // tools/cli/verify.cc
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);

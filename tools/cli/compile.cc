@@ -1,17 +1,23 @@
-// `replaygate compile POLICY -o TABLE`: check a policy, lower it, write the table atomically.
+// `replaygate compile POLICY -o TABLE`: check a policy, lower it, prove the table decides exactly
+// as the policy (compiler/equivalence.h), write the table atomically.
 //
-// On any error diagnostic nothing is written, and an existing TABLE keeps its old content.
+// On any error diagnostic nothing is written, and an existing TABLE keeps its old content. A
+// table that does not load or does not decide as the policy is an internal error (exit 2), and
+// nothing is written either.
 // `-o -` writes the table's bytes to standard output instead, which must not be a terminal.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/escape.h"
+#include "compiler/equivalence.h"
 #include "compiler/lower.h"
 #include "compiler/timings.h"
 #include "tools/cli/commands.h"
@@ -41,6 +47,31 @@ void print_timings(const StageTimings& timings) {
   }
   std::fprintf(stderr, "timing: %-20s %8.3f s wall %8.3f s cpu\n", "total", total.wall_seconds,
                total.cpu_seconds);
+}
+
+// Test-only seam, set by tests/tools/compile_self_check_test.cc and nothing else: with
+// REPLAYGATE_TEST_BREAK_LOWERING=verb (or =reason) the table is lowered from a copy of the policy
+// whose last guard or row gives another verb (or reason), so the tests can watch the self-check
+// below refuse a wrong lowering. It can only make compile fail: the check compares the table
+// with the unbroken policy, so a table the seam breaks is never written.
+ir::CheckedPolicy lowering_input(const ir::CheckedPolicy& policy) {
+  const char* seam = std::getenv("REPLAYGATE_TEST_BREAK_LOWERING");
+  if (seam == nullptr || policy.policy.rules.empty()) return policy;
+  const std::string kind = seam;
+  ir::CheckedPolicy broken = policy;
+  ir::Rule& last = broken.policy.rules.back();
+  const auto next_verb = [&](uint32_t v) {
+    return static_cast<uint32_t>((v + 1) % broken.policy.verbs.size());
+  };
+  if (auto* guard = std::get_if<ir::Guard>(&last)) {
+    if (kind == "verb") guard->verb = next_verb(guard->verb);
+    if (kind == "reason") guard->reason += " (broken)";
+  } else if (auto* table = std::get_if<ir::Table>(&last);
+             table != nullptr && !table->rows.empty()) {
+    if (kind == "verb") table->rows.back().verb = next_verb(table->rows.back().verb);
+    if (kind == "reason") table->rows.back().reason += " (broken)";
+  }
+  return broken;
 }
 
 int run_compile(const CompileOptions& options) {
@@ -97,7 +128,7 @@ int run_compile(const CompileOptions& options) {
     }
     return code;
   }
-  const std::vector<uint8_t> bytes = lower(*loaded.policy);
+  const std::vector<uint8_t> bytes = lower(lowering_input(*loaded.policy));
   clock.lap("lower");
   // Load what we are about to publish: never write a table the runtime would refuse.
   LoadStatus status;
@@ -106,6 +137,25 @@ int run_compile(const CompileOptions& options) {
   if (table == nullptr) {
     std::fprintf(stderr, "replaygate: internal error: the compiled table does not load: %s: %s\n",
                  load_error_name(status.error), status.message.c_str());
+    return kExitUsage;
+  }
+  // Prove the table decides exactly as the checked policy before anyone can deploy it: what runs
+  // is then what was reviewed, whatever lower() got wrong.
+  const Equivalence same = check_equivalence(*loaded.policy, *table);
+  clock.lap("self-check");
+  // A policy too large to compare within the region budget is not refused (the loader's checks
+  // still held); the note says the proof is partial. Any difference found is.
+  if (same.status == Equivalence::Status::kUnknown) {
+    std::fprintf(stderr, "replaygate: note: the self-check is incomplete: %s\n",
+                 same.mismatch.c_str());
+  } else if (!same.equal()) {
+    std::fprintf(stderr,
+                 "replaygate: internal error: the compiled table does not decide as %s: %s%s%s; "
+                 "%s not written (please report this)\n",
+                 escape_control(options.policy, Backslash::kKeep).c_str(), same.mismatch.c_str(),
+                 same.counterexample.empty() ? "" : "; for example ", same.counterexample.c_str(),
+                 shown.c_str());
+    if (options.timings) print_timings(loaded.timings);
     return kExitUsage;
   }
   std::string error;
@@ -133,8 +183,10 @@ Runner setup_compile(CLI::App& sub) {
   auto options = std::make_shared<CompileOptions>();
   sub.footer(
       "Compile POLICY into a frozen decision table. Diagnostics go to stderr (text) or stdout\n"
-      "(--format json). On errors nothing is written and an existing TABLE is left intact;\n"
-      "otherwise TABLE is replaced atomically. Exit: 0 written, 1 policy errors, 2 usage/I/O.");
+      "(--format json). The table is checked to decide exactly as POLICY, region by region,\n"
+      "before it is written. On errors nothing is written and an existing TABLE is left\n"
+      "intact; otherwise TABLE is replaced atomically. Exit: 0 written, 1 policy errors,\n"
+      "2 usage/I/O or internal errors (a table that does not decide as POLICY).");
   sub.add_option("POLICY", options->policy, "Policy file (.policy or .yaml)")->required();
   sub.add_option("-o,--output", options->output,
                  "Table file to write (e.g. gate.rgt); - writes the bytes to standard output "
@@ -144,7 +196,7 @@ Runner setup_compile(CLI::App& sub) {
   sub.add_flag(
       "--timings", options->timings,
       "Print the wall and CPU time of each stage (read, parse, check, analysis, lower, verify, "
-      "write) to stderr");
+      "self-check, write) to stderr");
   return [options] { return run_compile(*options); };
 }
 
