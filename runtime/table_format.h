@@ -328,7 +328,7 @@ struct SignedEnvelope {
   uint64_t payload_size;  // the table's bytes; the file is exactly header_size + payload_size
   int64_t expires_at;     // Unix seconds (UTC) after which the table is refused; 0: never
   uint8_t key_id[16];     // which pinned key signed it (keys.h: BLAKE2b-128 of the public key)
-  uint64_t reserved;      // 0
+  uint64_t reserved[2];   // 0, 0
   uint8_t signature[64];  // Ed25519ph over kSignedDomain, bytes [0, 64) of this header, payload
 };
 static_assert(sizeof(SignedEnvelope) == 128);

@@ -92,15 +92,16 @@ rg_status rg_table_load_verified(const char* path, const char* const* trusted_ke
   });
 }
 
-rg_status rg_shared_open_verified(const char* path, const char* const* trusted_keys,
-                                  size_t nkeys, const char* trust_state, uint32_t flags,
-                                  uint32_t max_readers, rg_shared** out, rg_error* err) {
+rg_status rg_shared_open_verified(const char* path, const char* const* trusted_keys, size_t nkeys,
+                                  const char* trust_state, uint32_t flags, uint32_t max_readers,
+                                  rg_shared** out, rg_error* err) {
   if (out == nullptr) return fail(err, RG_ERR_ARGUMENT, "out is NULL");
   *out = nullptr;
   if (path == nullptr) return fail(err, RG_ERR_ARGUMENT, "path is NULL");
   if (max_readers > kMaxReaders) {
-    return fail(err, RG_ERR_ARGUMENT, "max_readers " + std::to_string(max_readers) +
-                                          " is over the limit of " + std::to_string(kMaxReaders));
+    return fail(err, RG_ERR_ARGUMENT,
+                "max_readers " + std::to_string(max_readers) + " is over the limit of " +
+                    std::to_string(kMaxReaders));
   }
   return guarded(err, [&] {
     rv::TrustOptions trust;

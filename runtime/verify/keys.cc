@@ -45,8 +45,8 @@ bool read_small(const std::string& path, const char* what, std::string* text, st
   }
   ::close(fd);
   if (ok && got > kMaxKeyFileBytes) {
-    *error = path + " is not a replaygate key file: over " + std::to_string(kMaxKeyFileBytes) +
-             " bytes";
+    *error =
+        path + " is not a replaygate key file: over " + std::to_string(kMaxKeyFileBytes) + " bytes";
     ok = false;
   }
   if (ok) text->assign(buffer, got);
@@ -117,8 +117,8 @@ bool parse_key_file(const std::string& text, const std::string& path, const char
   return true;
 }
 
-std::string key_file_text(const char* magic, const char* label, const KeyId& id,
-                          const uint8_t* key, size_t key_size) {
+std::string key_file_text(const char* magic, const char* label, const KeyId& id, const uint8_t* key,
+                          size_t key_size) {
   return std::string(magic) + "\nkey-id " + hex(id) + "\n" + label + " " + hex(key, key_size) +
          "\n";
 }
@@ -197,8 +197,8 @@ bool read_public_key(const std::string& path, PublicKey* out, std::string* error
   struct stat st;
   if (!read_small(path, "public key", &text, &st, error)) return false;
   PublicKey key;
-  if (!parse_key_file(text, path, kPublicMagic, "ed25519", &key.id, key.key.data(),
-                      key.key.size(), error)) {
+  if (!parse_key_file(text, path, kPublicMagic, "ed25519", &key.id, key.key.data(), key.key.size(),
+                      error)) {
     return false;
   }
   if (key_id_of(key.key.data()) != key.id) {
@@ -271,10 +271,10 @@ bool generate_key_files(const std::string& secret_path, const std::string& publi
   const bool wrote_secret = write_new_file(secret_path, secret_text, 0600, error);
   sodium_memzero(secret_text.data(), secret_text.size());
   if (!wrote_secret) return false;
-  if (!write_new_file(public_path,
-                      key_file_text(kPublicMagic, "ed25519", pub.id, pub.key.data(),
-                                    pub.key.size()),
-                      0644, error)) {
+  if (!write_new_file(
+          public_path,
+          key_file_text(kPublicMagic, "ed25519", pub.id, pub.key.data(), pub.key.size()), 0644,
+          error)) {
     ::unlink(secret_path.c_str());
     return false;
   }

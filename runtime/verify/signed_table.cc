@@ -129,13 +129,13 @@ bool open_envelope(const uint8_t* data, size_t size, const TrustOptions& trust, 
   }
   if (size < sizeof fm::kSignedMagic || std::memcmp(data, fm::kSignedMagic, 8) != 0) {
     if (pinned) {
-      return refuse(status, LoadError::kSignature,
-                    std::string(size >= 8 && std::memcmp(data, fm::kMagic, 8) == 0
-                                    ? "unsigned table"
-                                    : "not a signed table") +
-                        ", and " + std::to_string(trust.keys.size()) +
-                        (trust.keys.size() == 1 ? " key is" : " keys are") +
-                        " pinned: a signature is required");
+      return refuse(
+          status, LoadError::kSignature,
+          std::string(size >= 8 && std::memcmp(data, fm::kMagic, 8) == 0 ? "unsigned table"
+                                                                         : "not a signed table") +
+              ", and " + std::to_string(trust.keys.size()) +
+              (trust.keys.size() == 1 ? " key is" : " keys are") +
+              " pinned: a signature is required");
     }
     *payload = data;
     *payload_size = size;
@@ -162,10 +162,11 @@ bool open_envelope(const uint8_t* data, size_t size, const TrustOptions& trust, 
                   "bad signed envelope header size " + std::to_string(e.header_size) +
                       " (expected " + std::to_string(kEnvelopeBytes) + ")");
   }
-  if (e.flags != 0 || e.reserved != 0) {
+  if (e.flags != 0 || e.reserved[0] != 0 || e.reserved[1] != 0) {
     return refuse(status, LoadError::kSignature,
                   "signed envelope reserved fields are set (flags " + std::to_string(e.flags) +
-                      ", reserved " + std::to_string(e.reserved) + "): they must be 0");
+                      ", reserved " + std::to_string(e.reserved[0]) + " " +
+                      std::to_string(e.reserved[1]) + "): they must be 0");
   }
   const uint64_t have = size - kEnvelopeBytes;
   if (e.payload_size > Table::kMaxTableBytes) {
@@ -181,8 +182,7 @@ bool open_envelope(const uint8_t* data, size_t size, const TrustOptions& trust, 
   if (e.payload_size < have) {
     return refuse(status, LoadError::kSignature,
                   "trailing bytes: the signed envelope says " + std::to_string(e.payload_size) +
-                      " payload bytes, the file has " + std::to_string(have) +
-                      " after its header");
+                      " payload bytes, the file has " + std::to_string(have) + " after its header");
   }
   const uint8_t* body = data + kEnvelopeBytes;
   if (pinned) {
@@ -192,8 +192,8 @@ bool open_envelope(const uint8_t* data, size_t size, const TrustOptions& trust, 
     }
     if (key == nullptr) {
       return refuse(status, LoadError::kSignature,
-                    "signed by key " + hex(info->key_id) + ", which is not pinned (pinned: " +
-                        pinned_list(trust) + ")");
+                    "signed by key " + hex(info->key_id) +
+                        ", which is not pinned (pinned: " + pinned_list(trust) + ")");
     }
     crypto_sign_state state;
     start_message(&state, data, body, e.payload_size);
@@ -221,8 +221,8 @@ bool open_envelope(const uint8_t* data, size_t size, const TrustOptions& trust, 
 
 bool read_table_file(const std::string& path, std::vector<uint8_t>* bytes, LoadStatus* status) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return refuse(status, LoadError::kIo, "cannot open " + path + ": " +
-                                                        std::strerror(errno));
+  if (fd < 0)
+    return refuse(status, LoadError::kIo, "cannot open " + path + ": " + std::strerror(errno));
   struct stat st;
   bool ok = ::fstat(fd, &st) == 0;
   size_t want = kMaxFileBytes + 1;  // a pipe: read to its end, one byte past the cap at most
@@ -274,8 +274,8 @@ std::unique_ptr<Table> load_table_bytes(const void* data, size_t size, const Tru
   if (info == nullptr) info = &local;
   const uint8_t* payload = nullptr;
   size_t payload_size = 0;
-  if (!open_envelope(static_cast<const uint8_t*>(data), size, trust, info, &payload,
-                     &payload_size, status)) {
+  if (!open_envelope(static_cast<const uint8_t*>(data), size, trust, info, &payload, &payload_size,
+                     status)) {
     return nullptr;
   }
   std::unique_ptr<Table> table = Table::load_bytes(payload, payload_size, status);

@@ -63,8 +63,8 @@ bool fsync_dir(const std::string& dir) {
 }
 
 // Requires the lock. found = false when the file does not exist.
-bool read_locked(const std::string& dir, std::string_view policy_id, TrustRecord* out,
-                 bool* found, std::string* error) {
+bool read_locked(const std::string& dir, std::string_view policy_id, TrustRecord* out, bool* found,
+                 std::string* error) {
   *found = false;
   const std::string path = state_path(dir, policy_id);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -85,8 +85,8 @@ bool read_locked(const std::string& dir, std::string_view policy_id, TrustRecord
   const std::string id_hex =
       hex(reinterpret_cast<const uint8_t*>(policy_id.data()), policy_id.size());
   const std::string head = std::string(kMagic) + "\npolicy-hex " + id_hex + "\nrevision ";
-  const std::string corrupt = "trust state " + path +
-                              " is corrupt; inspect it, then `replaygate trust reset` it";
+  const std::string corrupt =
+      "trust state " + path + " is corrupt; inspect it, then `replaygate trust reset` it";
   if (text.compare(0, head.size(), head) != 0) {
     *error = corrupt;
     return false;
@@ -169,11 +169,11 @@ bool activate(const std::string& dir, std::string_view policy_id, int64_t revisi
   }
   if (found && revision == record.revision) {
     if (digest == record.digest) return true;
-    *status = {LoadError::kRollback,
-               "equivocation: " + policy + " revision " + std::to_string(revision) +
-                   " has digest " + digest + ", but revision " + std::to_string(revision) +
-                   " was activated with digest " + record.digest +
-                   " (two different tables carry one revision)"};
+    *status = {LoadError::kRollback, "equivocation: " + policy + " revision " +
+                                         std::to_string(revision) + " has digest " + digest +
+                                         ", but revision " + std::to_string(revision) +
+                                         " was activated with digest " + record.digest +
+                                         " (two different tables carry one revision)"};
     return false;
   }
   if (!write_locked(dir, TrustRecord{std::string(policy_id), revision, digest}, &error)) {
@@ -183,8 +183,8 @@ bool activate(const std::string& dir, std::string_view policy_id, int64_t revisi
   return true;
 }
 
-bool read_record(const std::string& dir, std::string_view policy_id, TrustRecord* out,
-                 bool* found, std::string* error) {
+bool read_record(const std::string& dir, std::string_view policy_id, TrustRecord* out, bool* found,
+                 std::string* error) {
   DirLock lock(dir, error);
   return lock.ok() && read_locked(dir, policy_id, out, found, error);
 }

@@ -35,8 +35,8 @@ bool activate(const std::string& dir, std::string_view policy_id, int64_t revisi
               const std::string& digest, LoadStatus* status);
 
 // Reads the record for `policy_id`: true with *found false when there is none.
-bool read_record(const std::string& dir, std::string_view policy_id, TrustRecord* out,
-                 bool* found, std::string* error);
+bool read_record(const std::string& dir, std::string_view policy_id, TrustRecord* out, bool* found,
+                 std::string* error);
 
 // Removes the record for `policy_id` (so the next activation of any revision is accepted);
 // *previous gets what it held (found false: there was none). Durable before it returns.
