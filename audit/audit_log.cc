@@ -270,8 +270,11 @@ std::string check_ledger_fields(const json& j, const Bad& bad, const Missing& mi
     needs = {"cutoff"};
   } else if (act == "pruned") {
     needs = {"idempotency_key", "claim_generation", "cutoff", "state"};
+  } else if (act == "trust_reset") {
+    // `replaygate trust reset` (docs/signing.md): scope "trust:POLICY_ID", state what it removed.
+    needs = {"reason", "state"};
   } else {
-    return bad("act", "release_requested, released, prune_requested or pruned");
+    return bad("act", "release_requested, released, prune_requested, pruned or trust_reset");
   }
   for (const char* key : needs) {
     if (!j.contains(key)) return missing(key);

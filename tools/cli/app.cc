@@ -39,6 +39,9 @@ constexpr Command kCommands[] = {
     {"ledger", "Read the durable replay ledger: show a key, list, stats, export", setup_ledger},
     {"verify", "Check a table loads and, with --policy, decides exactly as the policy",
      setup_verify},
+    {"key", "Generate an Ed25519 key pair for signing tables", setup_key},
+    {"sign", "Sign a compiled table with a secret key", setup_sign},
+    {"trust", "Show or reset the rollback state of signed tables", setup_trust},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

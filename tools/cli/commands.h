@@ -42,6 +42,9 @@ Runner setup_audit(CLI::App& sub);   // tools/cli/audit_cmd.cc
 Runner setup_diff(CLI::App& sub);
 Runner setup_ledger(CLI::App& sub);  // tools/cli/ledger_cmd.cc
 Runner setup_verify(CLI::App& sub);  // tools/cli/verify.cc
+Runner setup_key(CLI::App& sub);     // tools/cli/sign_cmd.cc
+Runner setup_sign(CLI::App& sub);    // tools/cli/sign_cmd.cc
+Runner setup_trust(CLI::App& sub);   // tools/cli/sign_cmd.cc
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);

@@ -20,10 +20,12 @@
 #include "compiler/equivalence.h"
 #include "compiler/lower.h"
 #include "compiler/timings.h"
+#include "runtime/verify/signed_table.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 namespace {
@@ -33,6 +35,8 @@ struct CompileOptions {
   std::string output;
   std::string format = "text";
   bool timings = false;
+  std::string sign_key;  // --sign-key: write a signed table (docs/signing.md)
+  std::string expires;   // --expires TIME (with --sign-key)
 };
 
 // `--timings`: one line per stage on stderr, "timing: <stage> <wall> s wall <cpu> s cpu", then
@@ -117,6 +121,29 @@ int run_compile(const CompileOptions& options) {
       return kExitUsage;
     }
   }
+  // The key before the policy: a key that cannot sign means nothing is compiled or written.
+  verify::SecretKey key;
+  int64_t expires_at = 0;
+  if (!options.expires.empty() && options.sign_key.empty()) {
+    std::fprintf(stderr,
+                 "replaygate: error: --expires is a property of a signature: add "
+                 "--sign-key S.key\n");
+    return kExitUsage;
+  }
+  if (!options.expires.empty() && !parse_utc_time(options.expires, &expires_at)) {
+    std::fprintf(stderr,
+                 "replaygate: error: --expires takes a UTC time like 2027-01-31T00:00:00Z, not "
+                 "'%s'\n",
+                 escape_control(options.expires).c_str());
+    return kExitUsage;
+  }
+  if (!options.sign_key.empty()) {
+    std::string error;
+    if (!verify::read_secret_key(options.sign_key, &key, &error)) {
+      std::fprintf(stderr, "replaygate: error: --sign-key: %s\n", escape_control(error).c_str());
+      return kExitUsage;
+    }
+  }
   LoadedPolicy loaded;
   const int code = load_policy_reporting(options.policy, format, &loaded);
   StageClock clock(&loaded.timings);
@@ -159,7 +186,17 @@ int run_compile(const CompileOptions& options) {
     return kExitUsage;
   }
   std::string error;
-  const std::string_view view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::vector<uint8_t> signed_bytes;
+  if (!options.sign_key.empty()) {
+    if (!verify::sign_table(bytes.data(), bytes.size(), key, expires_at, &signed_bytes, &error)) {
+      std::fprintf(stderr, "replaygate: error: cannot sign the table: %s; %s not written\n",
+                   error.c_str(), shown.c_str());
+      return kExitUsage;
+    }
+    clock.lap("sign");
+  }
+  const std::vector<uint8_t>& out = options.sign_key.empty() ? bytes : signed_bytes;
+  const std::string_view view(reinterpret_cast<const char*>(out.data()), out.size());
   if (to_stdout) {
     if (!print_to_stdout(view, "the table")) return kExitUsage;
   } else if (!write_file_atomically(options.output, view, &error)) {
@@ -170,10 +207,16 @@ int run_compile(const CompileOptions& options) {
   if (options.timings) print_timings(loaded.timings);
   // One line, whatever the file names or the policy id hold (the checker refuses an id with
   // control characters; the names come from the command line, perhaps from a pull request's glob).
-  std::fprintf(stderr, "%s: wrote %s (%zu bytes, policy %s revision %lld, checksum %s)\n",
-               escape_control(options.policy, Backslash::kKeep).c_str(), shown.c_str(),
-               bytes.size(), escape_control(table->policy_id()).c_str(),
-               static_cast<long long>(table->revision()), table->checksum_hex().c_str());
+  const std::string signature =
+      options.sign_key.empty()
+          ? std::string()
+          : ", signed by key " + verify::hex(key.id) +
+                (expires_at == 0 ? std::string() : ", expires " + verify::utc_text(expires_at));
+  std::fprintf(stderr, "%s: wrote %s (%zu bytes, policy %s revision %lld, checksum %s%s)\n",
+               escape_control(options.policy, Backslash::kKeep).c_str(), shown.c_str(), out.size(),
+               escape_control(table->policy_id()).c_str(),
+               static_cast<long long>(table->revision()), table->checksum_hex().c_str(),
+               signature.c_str());
   return kExitOk;
 }
 
@@ -197,6 +240,12 @@ Runner setup_compile(CLI::App& sub) {
       "--timings", options->timings,
       "Print the wall and CPU time of each stage (read, parse, check, analysis, lower, verify, "
       "self-check, write) to stderr");
+  sub.add_option("--sign-key", options->sign_key,
+                 "Sign the table with this secret key (replaygate key generate); workers pin the "
+                 "public key with --trusted-key");
+  sub.add_option("--expires", options->expires,
+                 "With --sign-key: refuse the table after this UTC time (e.g. "
+                 "2027-01-31T00:00:00Z)");
   return [options] { return run_compile(*options); };
 }
 

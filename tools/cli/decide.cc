@@ -55,6 +55,7 @@
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
 #include "tools/cli/sensitive.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 
@@ -80,6 +81,7 @@ namespace {
 constexpr size_t kLedgerBlockRecords = 16384;
 
 struct DecideOptions {
+  TrustFlags trust;
   std::string policy;
   std::string table;
   std::string input = "-";
@@ -242,7 +244,8 @@ int run_decide(const DecideOptions& o) {
 
   std::unique_ptr<Table> table;
   std::vector<std::string> policy_sensitive;
-  if (const int code = open_table(o.policy, o.table, &table, &policy_sensitive); code != kExitOk) {
+  if (const int code = open_table(o.policy, o.table, &table, &policy_sensitive, &o.trust);
+      code != kExitOk) {
     return code;
   }
 
@@ -625,6 +628,7 @@ Runner setup_decide(CLI::App& sub) {
   sub.add_flag("--dry-run", o->dry_run,
                "With --ledger: look keys up, claim nothing (a would-be replay says "
                "\"claimed\": false)");
+  add_trust_options(sub, &o->trust, /*acting=*/true);
   return [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias,
           scope, block] {
     o->ledger_scope_set = scope->count() > 0;

@@ -32,6 +32,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 namespace {
@@ -40,6 +41,7 @@ constexpr int kExitMoreDangerous = 3;
 constexpr size_t kShownRules = 5;
 
 struct DiffOptions {
+  TrustFlags trust;
   std::string old_path;
   std::string new_path;
   std::string format = "text";
@@ -109,10 +111,10 @@ bool report_table_failure(const std::string& path, const LoadStatus& status) {
 // the name); if not, it is a policy whose format its extension picks. The size limits are the
 // loaders': a table up to Table::kMaxTableBytes, a policy up to one byte past yaml::kMaxBytes
 // (enough for the front-end to report RG007, and safe on endless files such as /dev/zero).
-bool load_side(const std::string& path, DiffSide* side) {
+bool load_side(const std::string& path, const verify::TrustOptions& trust, DiffSide* side) {
   if (ends_with(path, ".rgt")) {
     LoadStatus status;
-    const std::unique_ptr<Table> table = Table::load_file(path, &status);
+    const std::unique_ptr<Table> table = verify::load_table_file(path, trust, nullptr, &status);
     if (table == nullptr) return report_table_failure(path, status);
     return lift_side(path, *table, side);
   }
@@ -138,8 +140,10 @@ bool load_side(const std::string& path, DiffSide* side) {
     std::fprintf(stderr, "replaygate: cannot read '%s': %s\n", path.c_str(), std::strerror(errno));
     return false;
   }
-  const bool is_table = bytes.size() == sizeof(format::kMagic) &&
-                        std::memcmp(bytes.data(), format::kMagic, sizeof(format::kMagic)) == 0;
+  const bool is_table =
+      bytes.size() == sizeof(format::kMagic) &&
+      (std::memcmp(bytes.data(), format::kMagic, sizeof(format::kMagic)) == 0 ||
+       std::memcmp(bytes.data(), format::kSignedMagic, sizeof(format::kSignedMagic)) == 0);
   if (is_table) {
     const auto too_large = [&] {
       return report_table_failure(
@@ -159,7 +163,8 @@ bool load_side(const std::string& path, DiffSide* side) {
     }
     if (bytes.size() > Table::kMaxTableBytes) return too_large();
     LoadStatus status;
-    const std::unique_ptr<Table> table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+    const std::unique_ptr<Table> table =
+        verify::load_table_bytes(bytes.data(), bytes.size(), trust, nullptr, &status);
     if (table == nullptr) return report_table_failure(path, status);
     return lift_side(path, *table, side);
   }
@@ -425,8 +430,10 @@ int run_diff(const DiffOptions& options) {
     return kExitUsage;
   }
   DiffSide old_side, new_side;
-  const bool old_ok = load_side(options.old_path, &old_side);
-  const bool new_ok = load_side(options.new_path, &new_side);
+  verify::TrustOptions trust;
+  if (!read_trust(options.trust, &trust)) return kExitUsage;
+  const bool old_ok = load_side(options.old_path, trust, &old_side);
+  const bool new_ok = load_side(options.new_path, trust, &new_side);
   if (!old_ok || !new_ok) return kExitUsage;
   DiffOptions o = options;
   o.old_checksum = old_side.checksum;
@@ -485,6 +492,7 @@ Runner setup_diff(CLI::App& sub) {
   sub.add_option("NEW", options->new_path, "The policy or table after the change (.yaml, .rgt)")
       ->required();
   sub.add_option("--format", options->format, "text (default), json or markdown");
+  add_trust_options(sub, &options->trust, /*acting=*/false);
   return [options] { return run_diff(*options); };
 }
 

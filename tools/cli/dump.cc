@@ -10,17 +10,14 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 namespace {
 
-int run_dump(const std::string& path) {
-  LoadStatus status;
-  const std::unique_ptr<Table> table = Table::load_file(path, &status);
-  if (table == nullptr) {
-    std::fprintf(stderr, "%s\n", describe_load_failure(path, status).c_str());
-    return kExitUsage;
-  }
+int run_dump(const std::string& path, const TrustFlags& trust) {
+  std::unique_ptr<Table> table;
+  if (const int code = load_table_trusted(path, trust, &table); code != kExitOk) return code;
   const std::string listing = table->dump();
   if (!print_to_stdout(listing, "the listing")) return kExitUsage;
   return kExitOk;
@@ -30,11 +27,13 @@ int run_dump(const std::string& path) {
 
 Runner setup_dump(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
+  auto trust = std::make_shared<TrustFlags>();
   sub.footer(
       "Print TABLE (a compiled .rgt file) as a readable listing on stdout.\n"
       "Exit: 0 printed, 2 usage/I/O or a table that does not load (corrupt, wrong version).");
   sub.add_option("TABLE", *path, "Compiled table file")->required();
-  return [path] { return run_dump(*path); };
+  add_trust_options(sub, trust.get(), /*acting=*/false);
+  return [path, trust] { return run_dump(*path, *trust); };
 }
 
 }  // namespace replaygate::cli

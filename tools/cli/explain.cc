@@ -57,6 +57,7 @@
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
 #include "tools/cli/sensitive.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 
@@ -80,6 +81,7 @@ namespace {
 constexpr size_t kMaxLetterBytes = kMaxRecordBytes;  // a letter is one record
 
 struct ExplainOptions {
+  TrustFlags trust;
   std::string policy;
   std::string table;
   std::string letter = "-";
@@ -683,7 +685,8 @@ int run_explain(const ExplainOptions& options) {
                    options.policy.c_str());
       return kExitUsage;
     }
-  } else if (const int code = open_table("", options.table, &table); code != kExitOk) {
+  } else if (const int code = open_table("", options.table, &table, nullptr, &options.trust);
+             code != kExitOk) {
     return code;
   }
 
@@ -928,6 +931,7 @@ Runner setup_explain(CLI::App& sub) {
       "Record format: " + input_format_names() + " (default letters; as decide's --input-format)");
   sub.add_option("--mapping", options->input.mapping,
                  "Mapping file for every --input-format but letters (docs/input-mapping.md)");
+  add_trust_options(sub, &options->trust, /*acting=*/false);
   return [options, input_format] {
     options->input.input_format_set = input_format->count() > 0;
     return run_explain(*options);

@@ -29,11 +29,13 @@
 #include "tools/cli/files.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 namespace {
 
 struct GraphOptions {
+  TrustFlags trust;
   std::string policy;
   std::string table;
   std::string output;
@@ -266,7 +268,9 @@ int run_graph(const GraphOptions& options) {
     model = from_policy(loaded.policy->policy);
   } else {
     std::unique_ptr<Table> table;
-    if (const int code = open_table("", options.table, &table); code != kExitOk) return code;
+    if (const int code = open_table("", options.table, &table, nullptr, &options.trust);
+        code != kExitOk)
+      return code;
     model = from_table(*table);
   }
   std::string out = render_dot(model);
@@ -303,6 +307,7 @@ Runner setup_graph(CLI::App& sub) {
   sub.add_option("--table", options->table, "Frozen table (.rgt)");
   sub.add_option("-o,--output", options->output, "Output file (default, or -: standard output)");
   sub.add_option("--format", options->format, "dot (default) or svg");
+  add_trust_options(sub, &options->trust, /*acting=*/false);
   return [options] {
     if (options->output == "-") options->output.clear();  // -o - is standard output, the default
     return run_graph(*options);

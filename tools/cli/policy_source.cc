@@ -7,6 +7,7 @@
 #include "compiler/lower.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 namespace {
@@ -74,16 +75,19 @@ std::string describe_load_failure(const std::string& path, const LoadStatus& sta
 }
 
 int open_table(const std::string& policy_path, const std::string& table_path,
-               std::unique_ptr<Table>* table, std::vector<std::string>* sensitive) {
+               std::unique_ptr<Table>* table, std::vector<std::string>* sensitive,
+               const TrustFlags* trust) {
   if (sensitive != nullptr) sensitive->clear();
+  const TrustFlags none;
+  if (trust == nullptr) trust = &none;
   LoadStatus status;
-  if (!table_path.empty()) {
-    *table = Table::load_file(table_path, &status);
-    if (*table == nullptr) {
-      std::fprintf(stderr, "%s\n", describe_load_failure(table_path, status).c_str());
-      return kExitUsage;
-    }
-    return kExitOk;
+  if (!table_path.empty()) return load_table_trusted(table_path, *trust, table);
+  if (trust->any()) {
+    std::fprintf(stderr,
+                 "replaygate: error: --trusted-key, --require-signed and --trust-state check a "
+                 "signed table, and a policy compiled in memory has no signature: run against "
+                 "the signed table (--table gate.rgt)\n");
+    return kExitUsage;
   }
   LoadedPolicy loaded;
   const int code = load_policy_reporting(policy_path, DiagnosticFormat::kText, &loaded);

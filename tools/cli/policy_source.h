@@ -38,12 +38,17 @@ int compile_policy_reporting(std::string_view text, const std::string& path,
                              DiagnosticFormat format, LoadedPolicy* loaded);
 
 // Opens the table a subcommand runs against: exactly one of `policy_path` (compiled in memory:
-// load, check, lower, load_bytes) and `table_path` (Table::load_file) is non-empty.
+// load, check, lower, load_bytes) and `table_path` (load_table_trusted() with `trust`: its
+// signature checked against the pinned keys, its rollback state kept) is non-empty. A policy
+// source has no signature: with keys pinned, signing required or a trust state, --policy is
+// refused (exit 2) and the user is pointed at --table.
 // Returns 0 with *table set, 1 on policy errors (diagnostics on stderr), 2 on I/O errors and
 // unloadable tables (message with load_error_name on stderr). When `sensitive` is given it gets the
 // policy's `sensitive` list (empty for a table, which does not keep it).
+struct TrustFlags;
 int open_table(const std::string& policy_path, const std::string& table_path,
-               std::unique_ptr<Table>* table, std::vector<std::string>* sensitive = nullptr);
+               std::unique_ptr<Table>* table, std::vector<std::string>* sensitive = nullptr,
+               const TrustFlags* trust = nullptr);
 
 // "replaygate: cannot load table PATH: NAME: MESSAGE" for a failed load.
 std::string describe_load_failure(const std::string& path, const LoadStatus& status);

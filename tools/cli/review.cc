@@ -69,6 +69,7 @@
 #include "tools/cli/review_ledger.h"
 #include "tools/cli/review_mapped.h"
 #include "tools/cli/sensitive.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 
@@ -94,6 +95,7 @@ using nlohmann::json;
 constexpr size_t kMaxDocumentBytes = size_t{1} << 20;
 
 struct Options {
+  TrustFlags trust;
   std::string policy, table, message, record, operator_name, audit, format = "text";
   std::string ledger, ledger_scope = "default";  // --ledger, --ledger-scope
   bool ledger_scope_set = false;
@@ -592,7 +594,7 @@ int run_review(const Options& o) {
       std::fprintf(stderr, "%s\n", describe_load_failure(o.policy, status).c_str());
       return kExitUsage;
     }
-  } else if (const int code = open_table("", o.table, &table); code != kExitOk) {
+  } else if (const int code = open_table("", o.table, &table, nullptr, &o.trust); code != kExitOk) {
     return code;
   } else {
     r.table_only = true;  // no `sensitive` list: redact every string (Review::table_only)
@@ -917,6 +919,7 @@ Runner setup_review(CLI::App& sub) {
                  "Durable replay ledger (a SQLite PATH or a postgresql:// URL, docs/ledger.md)");
   CLI::Option* scope_option =
       sub.add_option("--ledger-scope", o->ledger_scope, "Ledger scope (default \"default\")");
+  add_trust_options(sub, &o->trust, /*acting=*/true);
   return [o, operator_option, scope_option, input_format] {
     o->operator_set = operator_option->count() > 0;
     o->input.input_format_set = input_format->count() > 0;

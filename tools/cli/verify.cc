@@ -16,6 +16,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/trust.h"
 
 namespace replaygate::cli {
 namespace {
@@ -24,6 +25,7 @@ struct VerifyOptions {
   std::string table;
   std::string policy;  // empty: no equivalence check
   std::string format = "text";
+  TrustFlags trust;
 };
 
 // What verify found, for both renderers.
@@ -32,8 +34,9 @@ struct Verdict {
   std::string reason;          // !ok: why (a load error or the first difference)
   std::string counterexample;  // !ok and a region differs: one JSON letter
   const Table* table = nullptr;
-  std::string policy_digest;  // --policy only
-  uint64_t regions = 0;       // --policy only
+  verify::Verified signature;  // what the envelope said (table loaded)
+  std::string policy_digest;   // --policy only
+  uint64_t regions = 0;        // --policy only
 };
 
 std::string render_json(const VerifyOptions& o, const Verdict& v) {
@@ -44,7 +47,14 @@ std::string render_json(const VerifyOptions& o, const Verdict& v) {
   if (v.table != nullptr) {
     out += ", \"policy_id\": " + json_string(std::string(v.table->policy_id())) +
            ", \"revision\": " + std::to_string(v.table->revision()) +
-           ", \"table_checksum\": " + json_string(v.table->checksum_hex());
+           ", \"table_checksum\": " + json_string(v.table->checksum_hex()) +
+           ", \"signed\": " + (v.signature.is_signed ? "true" : "false") +
+           ", \"signature_checked\": " + (v.signature.checked ? "true" : "false");
+    if (v.signature.is_signed) {
+      out += ", \"key_id\": " + json_string(verify::hex(v.signature.key_id)) + ", \"expires\": " +
+             (v.signature.expires_at == 0 ? std::string("null")
+                                          : json_string(verify::utc_text(v.signature.expires_at)));
+    }
   }
   if (!v.policy_digest.empty()) {
     out += ", \"policy_digest\": " + json_string(v.policy_digest) +
@@ -57,13 +67,25 @@ std::string render_json(const VerifyOptions& o, const Verdict& v) {
   return out + "}\n";
 }
 
+// "signed by key K (P.pub), verified", "signed by key K, signature not checked (no
+// --trusted-key)", "unsigned"; with the expiry when there is one.
+std::string signature_text(const verify::Verified& s) {
+  if (!s.is_signed) return "unsigned";
+  std::string out = "signed by key " + verify::hex(s.key_id);
+  out += s.checked ? " (" + escape_control(s.key_path, Backslash::kKeep) + "), verified"
+                   : ", signature not checked (no --trusted-key)";
+  if (s.expires_at != 0) out += ", expires " + verify::utc_text(s.expires_at);
+  return out;
+}
+
 std::string render_text(const VerifyOptions& o, const Verdict& v) {
   const std::string table = escape_control(o.table, Backslash::kKeep);
   const std::string policy = escape_control(o.policy, Backslash::kKeep);
   if (v.table == nullptr) return "invalid: " + table + ": " + escape_control(v.reason) + "\n";
   const std::string identity = "policy " + escape_control(std::string(v.table->policy_id())) +
                                " revision " + std::to_string(v.table->revision()) +
-                               ", table checksum " + v.table->checksum_hex();
+                               ", table checksum " + v.table->checksum_hex() + ", " +
+                               signature_text(v.signature);
   if (o.policy.empty()) return "valid: " + table + " (" + identity + ")\n";
   const std::string compared = "policy digest " + v.policy_digest + ", " + identity + ", " +
                                plural(v.regions, "region") + " compared";
@@ -97,8 +119,11 @@ int run_verify(const VerifyOptions& options) {
     }
   }
   Verdict verdict;
+  verify::TrustOptions trust;
+  if (!read_trust(options.trust, &trust)) return kExitUsage;
   LoadStatus status;
-  const std::unique_ptr<Table> table = Table::load_file(options.table, &status);
+  const std::unique_ptr<Table> table =
+      verify::load_table_file(options.table, trust, &verdict.signature, &status);
   if (table == nullptr) {
     // A file that cannot be read is an I/O error; one the loader refuses is a finding.
     if (status.error == LoadError::kIo) {
@@ -136,7 +161,9 @@ Runner setup_verify(CLI::App& sub) {
   auto options = std::make_shared<VerifyOptions>();
   sub.footer(
       "Check a frozen table: every structural check of the loader, then its policy id, revision\n"
-      "and checksum. With --policy, also prove region by region that it decides exactly as\n"
+      "and checksum, and whether it is signed. With --trusted-key, its signature must verify with\n"
+      "one of those keys (an unsigned or otherwise signed table is invalid: exit 1). With "
+      "--policy, also prove region by region that it decides exactly as\n"
       "POLICY (the reviewed source): same verbs, default, rule catalog, fields, and the same\n"
       "verb from the same rule for every input; prints the policy digest, the table checksum\n"
       "and the number of regions compared.\n"
@@ -147,6 +174,7 @@ Runner setup_verify(CLI::App& sub) {
   sub.add_option("--policy", options->policy,
                  "The reviewed policy (.policy or .yaml) the table must decide exactly as");
   sub.add_option("--format", options->format, "text (default) or json");
+  add_trust_options(sub, &options->trust, /*acting=*/false);
   return [options] { return run_verify(*options); };
 }
 
