@@ -58,7 +58,7 @@ TEST_F(Verify, ValidTableReportsItsIdentity) {
   const CliResult r = run({"verify", table});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "valid: " + table + " (policy dlq-replay-gate revision 1, table checksum " +
-                       checksum(table) + ")\n");
+                       checksum(table) + ", unsigned)\n");
   EXPECT_EQ(r.err, "");
 }
 
@@ -66,18 +66,20 @@ TEST_F(Verify, EquivalentToItsPolicyInTextAndJson) {
   const std::string table = compiled_base();
   const std::string identity = "policy digest " + digest(kBase) +
                                ", policy dlq-replay-gate revision 1, table checksum " +
-                               checksum(table) + ", 18 regions compared";
+                               checksum(table) + ", unsigned, 18 regions compared";
   CliResult r = run({"verify", table, "--policy", kBase});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "equivalent: " + table + " decides exactly as " + kBase + " (" + identity + ")\n");
   r = run({"verify", table, "--policy", kBase, "--format", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "{\"table\": \"" + table + "\", \"policy\": \"" + kBase +
-                       "\", \"valid\": true, \"equivalent\": true, \"policy_id\": "
-                       "\"dlq-replay-gate\", \"revision\": 1, \"table_checksum\": \"" +
-                       checksum(table) + "\", \"policy_digest\": \"" + digest(kBase) +
-                       "\", \"regions\": 18}\n");
+  EXPECT_EQ(r.out,
+            "{\"table\": \"" + table + "\", \"policy\": \"" + kBase +
+                "\", \"valid\": true, \"equivalent\": true, \"policy_id\": "
+                "\"dlq-replay-gate\", \"revision\": 1, \"table_checksum\": \"" +
+                checksum(table) +
+                "\", \"signed\": false, \"signature_checked\": false, \"policy_digest\": \"" +
+                digest(kBase) + "\", \"regions\": 18}\n");
 }
 
 // Same catalog, different conditions: only the region diff can tell, and it gives a letter.

@@ -59,7 +59,8 @@ bool parse_utc_time(const std::string& text, int64_t* seconds) {
   struct tm tm {};
   const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
   if (end == nullptr || *end != '\0' || text.size() != 20) return false;
-  const time_t t = ::timegm(&tm);
+  struct tm normalised = tm;  // timegm() normalises its argument in place
+  const time_t t = ::timegm(&normalised);
   if (t < 0) return false;
   // strptime accepts out-of-range days that timegm normalises (2027-02-31): refuse them.
   struct tm back {};
