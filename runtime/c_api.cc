@@ -55,7 +55,6 @@ struct rg_input {
   }
 };
 
-
 struct rg_reader {
   SharedTable::Reader reader;
   std::optional<SharedTable::Guard> pin;
@@ -101,9 +100,7 @@ static_assert(static_cast<int>(LoadError::kIo) == RG_ERR_IO &&
               static_cast<int>(LoadError::kMalformed) == RG_ERR_MALFORMED &&
               static_cast<int>(LoadError::kIncompatible) == RG_ERR_INCOMPATIBLE);
 
-rg_status from_load(const LoadStatus& status) {
-  return replaygate::detail::status_of(status);
-}
+rg_status from_load(const LoadStatus& status) { return replaygate::detail::status_of(status); }
 
 // Runs `f` (which returns rg_status), turning std::bad_alloc into RG_ERR_NO_MEMORY when the
 // runtime is built with exceptions (without them, allocation failure terminates).

@@ -27,6 +27,8 @@ for t in replaygate_inputs replaygate_audit replaygate_gate; do
   forbid "$t" replaygate_compiler replaygate_cli_lib
 done
 forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib
+forbid replaygate_verify replaygate_compiler replaygate_cli_lib replaygate_inputs replaygate_audit \
+  replaygate_gate replaygate_common replaygate_ledger
 forbid replaygate_common replaygate_compiler replaygate_runtime replaygate_cli_lib
 forbid replaygate_ledger replaygate_compiler replaygate_cli_lib replaygate_runtime
 forbid replaygate_runtime replaygate_compiler replaygate_cli_lib replaygate_inputs \
