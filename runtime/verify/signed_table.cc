@@ -219,53 +219,113 @@ bool open_envelope(const uint8_t* data, size_t size, const TrustOptions& trust, 
   return true;
 }
 
+namespace {
+
+// Reads from `fd` until `bytes` holds `want` bytes or the stream ends. False on a read error.
+bool read_to(int fd, size_t want, std::vector<uint8_t>* bytes) {
+  size_t got = bytes->size();
+  while (got < want) {
+    bytes->resize(std::min(want, got + (size_t{1} << 20)));
+    const ssize_t n = ::read(fd, bytes->data() + got, bytes->size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      bytes->resize(got);
+      return false;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  bytes->resize(got);
+  return true;
+}
+
+// A stream (a pipe, /dev/stdin): read no more than its header says, one byte past it at most, so
+// that `cat /dev/zero |` is refused after its first bytes, as Table::load_file refuses it. What
+// the header says is read first: the signed envelope's payload size, or the table's total size.
+bool read_stream(int fd, const std::string& path, std::vector<uint8_t>* bytes, LoadStatus* status) {
+  const auto io = [&] {
+    return refuse(status, LoadError::kIo, "cannot read " + path + ": " + std::strerror(errno));
+  };
+  bytes->clear();
+  if (!read_to(fd, 8, bytes)) return io();
+  const bool is_signed = bytes->size() == 8 && std::memcmp(bytes->data(), fm::kSignedMagic, 8) == 0;
+  const bool is_table = bytes->size() == 8 && std::memcmp(bytes->data(), fm::kMagic, 8) == 0;
+  if (!is_signed && !is_table) return true;  // the loader names what is wrong with these bytes
+  const size_t header = is_signed ? kEnvelopeBytes : sizeof(fm::Header);
+  if (!read_to(fd, header, bytes)) return io();
+  if (bytes->size() < header) return true;  // truncated: the loader says so
+  uint64_t size = 0;
+  if (is_signed) {
+    fm::SignedEnvelope e;
+    std::memcpy(&e, bytes->data(), sizeof e);
+    if (e.payload_size > Table::kMaxTableBytes) return true;  // open_envelope() refuses it
+    size = kEnvelopeBytes + e.payload_size;
+  } else {
+    fm::Header h;
+    std::memcpy(&h, bytes->data(), sizeof h);
+    if (h.total_size > Table::kMaxTableBytes) {
+      return refuse(
+          status, LoadError::kTooLarge,
+          path + " is over the limit of " + std::to_string(Table::kMaxTableBytes) + " bytes");
+    }
+    if (h.total_size < header) return true;  // the loader refuses the header
+    size = h.total_size;
+  }
+  if (!read_to(fd, static_cast<size_t>(size), bytes)) return io();
+  if (bytes->size() < size) return true;  // truncated: the loader or the envelope check says so
+  std::vector<uint8_t> extra;
+  if (!read_to(fd, 1, &extra)) return io();
+  if (!extra.empty()) {
+    return refuse(status, is_signed ? LoadError::kSignature : LoadError::kMalformed,
+                  "trailing bytes: " + std::string(is_signed ? "the signed envelope" : "header") +
+                      " says " + std::to_string(size) + " bytes, and " + path +
+                      " goes on past them");
+  }
+  return true;
+}
+
+}  // namespace
+
 bool read_table_file(const std::string& path, std::vector<uint8_t>* bytes, LoadStatus* status) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0)
+  if (fd < 0) {
     return refuse(status, LoadError::kIo, "cannot open " + path + ": " + std::strerror(errno));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st;
-  bool ok = ::fstat(fd, &st) == 0;
-  size_t want = kMaxFileBytes + 1;  // a pipe: read to its end, one byte past the cap at most
-  if (!ok) {
-    refuse(status, LoadError::kIo, "cannot stat " + path + ": " + std::strerror(errno));
-  } else if (S_ISREG(st.st_mode)) {
-    if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-      ok = refuse(status, LoadError::kTooLarge,
+  if (::fstat(fd, &st) != 0) {
+    return refuse(status, LoadError::kIo, "cannot stat " + path + ": " + std::strerror(errno));
+  }
+  // As Table::load_file: devices (/dev/zero, a terminal) and sockets are never tables and may
+  // never end, so they are refused before any read; a directory's read says EISDIR.
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    const char* kind = S_ISCHR(st.st_mode)    ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return refuse(status, LoadError::kIo,
+                  "cannot read " + path + ": " + kind +
+                      ", not a table file (a table is read from a regular file or a pipe)");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (!S_ISREG(st.st_mode) || st.st_size <= 0) return read_stream(fd, path, bytes, status);
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    return refuse(status, LoadError::kTooLarge,
                   path + " has " + std::to_string(st.st_size) + " bytes, over the limit of " +
                       std::to_string(kMaxFileBytes));
-    }
-    want = static_cast<size_t>(st.st_size) + 1;  // one more, to see the end
-  } else if (S_ISFIFO(st.st_mode)) {
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  } else {
-    ok = refuse(status, LoadError::kIo, path + " is not a regular file or a pipe");
   }
-  if (ok) {
-    bytes->clear();
-    size_t got = 0;
-    while (got < want) {
-      if (bytes->size() < std::min(want, got + (size_t{1} << 20))) {
-        bytes->resize(std::min(want, got + (size_t{1} << 20)));
-      }
-      const ssize_t n = ::read(fd, bytes->data() + got, bytes->size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        ok = refuse(status, LoadError::kIo, "cannot read " + path + ": " + std::strerror(errno));
-        break;
-      }
-      if (n == 0) break;
-      got += static_cast<size_t>(n);
-    }
-    bytes->resize(got);
-    if (ok && S_ISREG(st.st_mode) && got != static_cast<size_t>(st.st_size)) {
-      ok = refuse(status, LoadError::kIo, path + " changed while it was read");
-    } else if (ok && got > kMaxFileBytes) {
-      ok = refuse(status, LoadError::kTooLarge,
-                  path + " is over the limit of " + std::to_string(kMaxFileBytes) + " bytes");
-    }
+  // One byte more than fstat said, to see a file that grows while it is read.
+  bytes->clear();
+  if (!read_to(fd, static_cast<size_t>(st.st_size) + 1, bytes)) {
+    return refuse(status, LoadError::kIo, "cannot read " + path + ": " + std::strerror(errno));
   }
-  ::close(fd);
-  return ok;
+  if (bytes->size() != static_cast<size_t>(st.st_size)) {
+    return refuse(status, LoadError::kIo, path + " changed while it was read");
+  }
+  return true;
 }
 
 std::unique_ptr<Table> load_table_bytes(const void* data, size_t size, const TrustOptions& trust,

@@ -78,7 +78,11 @@ std::unique_ptr<Table> load_table_file(const std::string& path, const TrustOptio
 std::unique_ptr<Table> load_table_bytes(const void* data, size_t size, const TrustOptions& trust,
                                         Verified* info, LoadStatus* status);
 
-// Reads a file the way load_table_file() does (at most Table::kMaxTableBytes plus an envelope).
+// Reads `path` whole into *bytes: a regular file (at most Table::kMaxTableBytes plus an envelope;
+// kIo if it changes while read), or a stream (a pipe, /dev/stdin) read only as far as its header
+// says and one byte past it (so `cat /dev/zero |` is refused after 8 bytes, and endless bytes after
+// a table are "trailing bytes"), as Table::load_file reads one. Devices and sockets are kIo before
+// any read. False with *status set on I/O errors, kTooLarge, or trailing bytes on a stream.
 bool read_table_file(const std::string& path, std::vector<uint8_t>* bytes, LoadStatus* status);
 
 // Signs `table`: an unsigned table, or a signed one whose envelope is replaced (re-signing keeps

@@ -122,6 +122,26 @@ TEST_F(SignCli, WithAKeyPinnedEveryLoaderRefusesAnUnsignedOrForeignTable) {
   EXPECT_EQ(run({"dump", good}).exit_code, 0);
 }
 
+// A table read from a pipe is verified the same way, and an endless pipe is refused at once.
+TEST_F(SignCli, APipedTableIsVerifiedAndAnEndlessPipeRefusedAtOnce) {
+  const std::string good = compile_revision(1, "g.rgt", {"--sign-key", p("a.key")});
+  CliRun how;
+  how.args = {"dump", "/dev/stdin", "--trusted-key", p("a.pub")};
+  how.stdin_command = "cat " + shell_quote(good);
+  CliResult r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("replaygate table"), std::string::npos);
+  how.stdin_command = "cat /dev/zero";
+  how.timeout_seconds = 20;
+  r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a signed table"), std::string::npos) << r.err;
+  how.stdin_command = "cat " + shell_quote(good) + " /dev/zero";
+  r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trailing bytes: the signed envelope says"), std::string::npos) << r.err;
+}
+
 TEST_F(SignCli, APolicyCompiledInMemoryCannotStandInForASignedTable) {
   const CliResult r =
       run({"decide", "--policy", kPolicy, "--trusted-key", p("a.pub"), p("l.jsonl")});
