@@ -73,9 +73,10 @@ typedef enum rg_status {
    * an rg_input_set_operator_* call for a field that is not operator-only */
   RG_ERR_OPERATOR_ONLY = 14,
   /* The verified loads only (runtime/verify/replaygate_verify.h, docs/signing.md): */
-  RG_ERR_SIGNATURE = 15, /* unsigned while keys are pinned, bad envelope or signature, unpinned key */
-  RG_ERR_ROLLBACK = 16,  /* older than (or conflicting with) a table already activated */
-  RG_ERR_EXPIRED = 17    /* a signed table past its expiry */
+  RG_ERR_SIGNATURE =
+      15, /* unsigned while keys are pinned, bad envelope or signature, unpinned key */
+  RG_ERR_ROLLBACK = 16, /* older than (or conflicting with) a table already activated */
+  RG_ERR_EXPIRED = 17   /* a signed table past its expiry */
 } rg_status;
 
 /* Optional out-parameter for a readable message; pass NULL when not needed. */
