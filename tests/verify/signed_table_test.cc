@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compiler/lower.h"
@@ -361,6 +363,45 @@ TEST_F(SignedTable, AResetAllowsAnOlderRevisionAndACorruptStateFailsClosed) {
     }
   }
   EXPECT_EQ(load(sign(small(4), sec_a_), trust).rfind("io: ", 0), 0u);
+}
+
+// The file is read once and the bytes checked are the bytes loaded: while another thread keeps
+// renaming a forged table and the signed one over the path, every load is the signed table or a
+// refusal, never the forged one.
+TEST_F(SignedTable, AFileReplacedBetweenReadsNeverLoadsTheForgedTable) {
+  const Bytes good = sign(small(5), sec_a_);
+  // A valid table signed by a key that is not pinned: it would load if the bytes parsed were
+  // not the bytes verified.
+  const Bytes forged = sign(small(9), sec_b_);
+  const Bytes unsigned_table = small(6);
+  write(path("good.tmp"), good);
+  write(path("t.rgt"), good);
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      const std::string temp = path("w" + std::to_string(i % 3) + ".tmp");
+      write(temp, i % 3 == 0 ? good : i % 3 == 1 ? forged : unsigned_table);
+      std::filesystem::rename(temp, path("t.rgt"));
+    }
+  });
+  const TrustOptions trust = pinned_a();
+  int loaded = 0, refused = 0;
+  for (int i = 0; i < 600; ++i) {
+    LoadStatus status;
+    Verified info;
+    const auto table = load_table_file(path("t.rgt"), trust, &info, &status);
+    if (table == nullptr) {
+      ++refused;
+      EXPECT_TRUE(status.error == LoadError::kSignature) << status.message;
+      continue;
+    }
+    ++loaded;
+    EXPECT_TRUE(info.checked);
+    EXPECT_EQ(table->revision(), 5);
+  }
+  stop = true;
+  writer.join();
+  EXPECT_EQ(loaded + refused, 600);
 }
 
 // ---- a verifying shared table ----
