@@ -71,23 +71,8 @@ rg_str str(std::string_view s) {
   return s.data() == nullptr ? rg_str{"", 0} : rg_str{s.data(), s.size()};
 }
 
-rg_status fail(rg_error* err, rg_status status, std::string_view message) {
-  if (err != nullptr) {
-    err->status = status;
-    size_t n = std::min(message.size(), sizeof err->message - 1);
-    std::memcpy(err->message, message.data(), n);
-    err->message[n] = '\0';
-  }
-  return status;
-}
-
-rg_status ok(rg_error* err) {
-  if (err != nullptr) {
-    err->status = RG_OK;
-    err->message[0] = '\0';
-  }
-  return RG_OK;
-}
+using replaygate::detail::fail;
+using replaygate::detail::ok;
 
 // LoadError and rg_status share their values 0..9 (ok, the loader's errors, incompatible).
 static_assert(static_cast<int>(LoadError::kIo) == RG_ERR_IO &&

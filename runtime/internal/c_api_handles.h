@@ -1,8 +1,12 @@
 // The C API's handle types, shared by runtime/c_api.cc and the verified loads of
-// runtime/verify/c_api_verify.cc (which build the same handles), and LoadError -> rg_status.
+// runtime/verify/c_api_verify.cc (which build the same handles), LoadError -> rg_status, and the
+// rg_error fillers both use.
 #pragma once
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <string_view>
 
 #include "runtime/reload.h"
 #include "runtime/replaygate.h"
@@ -34,6 +38,26 @@ inline rg_status status_of(const LoadStatus& status) {
     default:
       return status.ok() ? RG_OK : static_cast<rg_status>(status.error);
   }
+}
+
+// Fills *err (may be NULL) with `status` and `message` (cut to fit) and returns `status`.
+inline rg_status fail(rg_error* err, rg_status status, std::string_view message) {
+  if (err != nullptr) {
+    err->status = status;
+    const size_t n = std::min(message.size(), sizeof err->message - 1);
+    std::memcpy(err->message, message.data(), n);
+    err->message[n] = '\0';
+  }
+  return status;
+}
+
+// Clears *err (may be NULL) and returns RG_OK.
+inline rg_status ok(rg_error* err) {
+  if (err != nullptr) {
+    err->status = RG_OK;
+    err->message[0] = '\0';
+  }
+  return RG_OK;
 }
 
 }  // namespace replaygate::detail

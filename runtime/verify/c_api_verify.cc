@@ -17,23 +17,8 @@ using replaygate::Table;
 
 constexpr uint32_t kMaxReaders = 4096;  // as rg_shared_open
 
-rg_status fail(rg_error* err, rg_status status, std::string_view message) {
-  if (err != nullptr) {
-    err->status = status;
-    const size_t n = std::min(message.size(), sizeof err->message - 1);
-    std::memcpy(err->message, message.data(), n);
-    err->message[n] = '\0';
-  }
-  return status;
-}
-
-rg_status ok(rg_error* err) {
-  if (err != nullptr) {
-    err->status = RG_OK;
-    err->message[0] = '\0';
-  }
-  return RG_OK;
-}
+using replaygate::detail::fail;
+using replaygate::detail::ok;
 
 // Builds the trust options; RG_OK or RG_ERR_ARGUMENT with the message.
 rg_status trust_of(const char* const* keys, size_t nkeys, const char* trust_state, uint32_t flags,

@@ -114,14 +114,18 @@ std::string describe(const verify::TrustRecord& r) {
   return "revision " + std::to_string(r.revision) + " digest " + r.digest;
 }
 
+// The record of o.policy in o.dir; false (the reason on stderr) when it cannot be read.
+bool read_record(const TrustOptions& o, verify::TrustRecord* record, bool* found) {
+  std::string error;
+  if (verify::read_record(o.dir, o.policy, record, found, &error)) return true;
+  std::fprintf(stderr, "replaygate: %s\n", error.c_str());
+  return false;
+}
+
 int run_trust_show(const TrustOptions& o) {
   verify::TrustRecord record;
   bool found = false;
-  std::string error;
-  if (!verify::read_record(o.dir, o.policy, &record, &found, &error)) {
-    std::fprintf(stderr, "replaygate: %s\n", error.c_str());
-    return kExitUsage;
-  }
+  if (!read_record(o, &record, &found)) return kExitUsage;
   const std::string line = "policy " + escape_control(o.policy) + ": " +
                            (found ? describe(record) : std::string("nothing activated")) + "\n";
   return print_to_stdout(line, "the trust state") ? kExitOk : kExitUsage;
@@ -136,11 +140,7 @@ int run_trust_reset(const TrustOptions& o) {
   }
   verify::TrustRecord record;
   bool found = false;
-  std::string error;
-  if (!verify::read_record(o.dir, o.policy, &record, &found, &error)) {
-    std::fprintf(stderr, "replaygate: %s\n", error.c_str());
-    return kExitUsage;
-  }
+  if (!read_record(o, &record, &found)) return kExitUsage;
   if (!found) {
     std::fprintf(stderr, "replaygate: policy %s has no trust state in %s: nothing to reset\n",
                  escape_control(o.policy).c_str(), escape_control(o.dir, Backslash::kKeep).c_str());
@@ -159,6 +159,7 @@ int run_trust_reset(const TrustOptions& o) {
     return kExitUsage;
   }
   verify::TrustRecord previous;
+  std::string error;
   if (!verify::reset(o.dir, o.policy, &previous, &found, &error)) {
     std::fprintf(stderr, "replaygate: %s (the audit log records the request, seq %llu)\n",
                  error.c_str(), static_cast<unsigned long long>(appended.seq));
