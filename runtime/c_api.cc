@@ -87,23 +87,7 @@ static_assert(static_cast<int>(LoadError::kIo) == RG_ERR_IO &&
 
 rg_status from_load(const LoadStatus& status) { return replaygate::detail::status_of(status); }
 
-// Runs `f` (which returns rg_status), turning std::bad_alloc into RG_ERR_NO_MEMORY when the
-// runtime is built with exceptions (without them, allocation failure terminates).
-template <typename F>
-rg_status guarded(rg_error* err, F&& f) {
-#if defined(__cpp_exceptions)
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return fail(err, RG_ERR_NO_MEMORY, "out of memory");
-  } catch (...) {
-    return fail(err, RG_ERR_NO_MEMORY, "unexpected error");
-  }
-#else
-  (void)err;
-  return f();
-#endif
-}
+using replaygate::detail::guarded;
 
 void fill(const Entry& e, const Decision& d, rg_decision* out) {
   out->verb = d.verb;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string_view>
 
 #include "runtime/reload.h"
@@ -59,5 +60,27 @@ inline rg_status ok(rg_error* err) {
   }
   return RG_OK;
 }
+
+// Internal linkage: the runtime builds both with and without exceptions, and each translation
+// unit keeps its own copy.
+namespace {
+// Runs `f` (which returns rg_status), turning std::bad_alloc into RG_ERR_NO_MEMORY when the
+// runtime is built with exceptions (without them, allocation failure terminates).
+template <typename F>
+rg_status guarded(rg_error* err, F&& f) {
+#if defined(__cpp_exceptions)
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return fail(err, RG_ERR_NO_MEMORY, "out of memory");
+  } catch (...) {
+    return fail(err, RG_ERR_NO_MEMORY, "unexpected error");
+  }
+#else
+  (void)err;
+  return f();
+#endif
+}
+}  // namespace
 
 }  // namespace replaygate::detail

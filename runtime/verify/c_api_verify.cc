@@ -40,16 +40,7 @@ rg_status trust_of(const char* const* keys, size_t nkeys, const char* trust_stat
   return RG_OK;
 }
 
-template <typename F>
-rg_status guarded(rg_error* err, F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return fail(err, RG_ERR_NO_MEMORY, "out of memory");
-  } catch (...) {
-    return fail(err, RG_ERR_NO_MEMORY, "unexpected error");
-  }
-}
+using replaygate::detail::guarded;
 
 }  // namespace
 
