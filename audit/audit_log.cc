@@ -13,6 +13,7 @@
 #include <ctime>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <set>
 #include <span>
 #include <system_error>
@@ -133,6 +134,15 @@ std::string name_of(std::string_view key) {
   return "'" + escape_control(utf8_prefix(key, 64)) + "'";
 }
 
+// A string of exactly `digits` lowercase hex digits.
+bool is_hex(const json& v, size_t digits) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  return s.size() == digits && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 bool is_hex32(const json& v) {
   if (!v.is_string()) return false;
   const std::string& s = v.get_ref<const std::string&>();
@@ -234,6 +244,8 @@ const char* const kRepair[] = {"operator", "reason", "covers", "problem_count", 
 // An operator act on the replay ledger (`replaygate ledger release|prune`, docs/ledger.md).
 const char* const kLedger[] = {"operator",         "act",    "scope",  "idempotency_key",
                                "claim_generation", "reason", "cutoff", "state"};
+// A signed checkpoint (audit/checkpoint.h): written by appenders given a signing key only.
+const char* const kCheckpoint[] = {"chain_digest", "key_id", "signature"};
 // How many of the problems it acknowledges a repair entry lists (problem_count counts them all).
 constexpr size_t kRepairListed = 10;
 
@@ -312,18 +324,21 @@ std::string check_fields(const json& j, std::string_view line = {}) {
   if (!is_hex32(j.at("prev"))) return "'prev' is " + value_of("prev") + "; expected 32 hex digits";
   if (!j.contains("kind")) return "no 'kind'";
   if (j.at("kind") != "decision" && j.at("kind") != "result" && j.at("kind") != "repair" &&
-      j.at("kind") != "ledger") {
+      j.at("kind") != "ledger" && j.at("kind") != "checkpoint") {
     return "unknown kind " + value_of("kind") +
-           "; expected \"decision\", \"result\", \"repair\" or \"ledger\"";
+           "; expected \"decision\", \"result\", \"repair\", \"ledger\" or \"checkpoint\"";
   }
   const bool decision = j.at("kind") == "decision";
   const bool repair = j.at("kind") == "repair";
   const bool ledger = j.at("kind") == "ledger";
+  const bool checkpoint = j.at("kind") == "checkpoint";
   const std::string kind = j.at("kind");
   const std::span<const char* const> fields = decision ? std::span<const char* const>(kDecision)
                                               : repair ? std::span<const char* const>(kRepair)
                                               : ledger ? std::span<const char* const>(kLedger)
-                                                       : std::span<const char* const>(kResult);
+                                              : checkpoint
+                                                  ? std::span<const char* const>(kCheckpoint)
+                                                  : std::span<const char* const>(kResult);
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* name : kCommon) known = known || key == name;
@@ -413,6 +428,17 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     }
   } else if (ledger) {
     if (std::string why = check_ledger_fields(j, bad, missing); !why.empty()) return why;
+  } else if (checkpoint) {
+    for (const char* key : kCheckpoint) {
+      if (!j.contains(key)) return missing(key);
+    }
+    if (!is_hex(j.at("chain_digest"), 64)) {
+      return bad("chain_digest", "64 lowercase hex digits (BLAKE2b-256 of the log before it)");
+    }
+    if (!is_hex(j.at("key_id"), 32)) return bad("key_id", "32 lowercase hex digits (a key id)");
+    if (!is_hex(j.at("signature"), 128)) {
+      return bad("signature", "128 lowercase hex digits (an Ed25519 signature)");
+    }
   } else if (repair) {
     for (const char* key : kRepair) {
       if (!j.contains(key)) return missing(key);
@@ -490,13 +516,14 @@ bool is_whole_object(std::string_view fragment) {
 }
 
 // Whether unterminated bytes at least start like a line a writer writes (`{"action":"`,
-// `{"decision":`, `{"covers":"` or `{"act":"`, or a cut of that start): when they do not, they are
-// named as not an audit entry at all (a note, a dead letter: the wrong path). Whether they are a
-// torn tail is why_not_torn()'s question.
+// `{"decision":`, `{"covers":"`, `{"act":"` or `{"chain_digest":"`, or a cut of that start): when
+// they do not, they are named as not an audit entry at all (a note, a dead letter: the wrong path).
+// Whether they are a torn tail is why_not_torn()'s question.
 bool looks_like_torn_entry(std::string_view fragment) {
   for (const std::string_view start :
        {std::string_view(R"({"action":")"), std::string_view(R"({"decision":)"),
-        std::string_view(R"({"covers":")"), std::string_view(R"({"act":")")}) {
+        std::string_view(R"({"covers":")"), std::string_view(R"({"act":")"),
+        std::string_view(R"({"chain_digest":")")}) {
     const size_t n = std::min(fragment.size(), start.size());
     if (fragment.substr(0, n) == start.substr(0, n)) return true;
   }
@@ -525,6 +552,8 @@ enum class Shape {
   kCount,
   kIntStringOrNull,
   kHex32,
+  kHex64,
+  kHex128,
   kTime,
   kKind,
   kEffect,
@@ -580,6 +609,13 @@ constexpr LineKey kLedgerLine[] = {
     {"prev", Shape::kPrev, false},    {"reason", Shape::kString, true},
     {"scope", Shape::kString, false}, {"seq", Shape::kSeq, false},
     {"state", Shape::kString, true},  {"time", Shape::kTime, false}};
+constexpr LineKey kCheckpointLine[] = {{"chain_digest", Shape::kHex64, false},
+                                       {"key_id", Shape::kHex32, false},
+                                       {"kind", Shape::kKind, false},
+                                       {"prev", Shape::kPrev, false},
+                                       {"seq", Shape::kSeq, false},
+                                       {"signature", Shape::kHex128, false},
+                                       {"time", Shape::kTime, false}};
 
 // What the next line of a log must continue with: the previous line's hash and the seq an append
 // (or, for a repair entry, a repair) gives it.
@@ -622,7 +658,10 @@ class PrefixReader {
         };
         if (first) {
           // ("act", a ledger entry's first key, is a start of "action" too.)
-          if (starts("action") || starts("decision") || starts("covers")) return "";
+          if (starts("action") || starts("decision") || starts("covers") ||
+              starts("chain_digest")) {
+            return "";
+          }
         } else {
           for (size_t n = k; n < keys.size(); ++n) {
             if (starts(keys[n].name)) return "";
@@ -641,6 +680,8 @@ class PrefixReader {
           keys = kRepairLine, kind = "repair";
         else if (key == "act")
           keys = kLedgerLine, kind = "ledger";
+        else if (key == "chain_digest")
+          keys = kCheckpointLine, kind = "checkpoint";
         else
           return fail("the first key '" + key + "' does not begin any entry");
       }
@@ -840,6 +881,10 @@ class PrefixReader {
         return null_or(&PrefixReader::any_integer);
       case Shape::kHex32:
         return shaped(std::string(32, 'h'), "32 lowercase hex digits");
+      case Shape::kHex64:
+        return shaped(std::string(64, 'h'), "64 lowercase hex digits");
+      case Shape::kHex128:
+        return shaped(std::string(128, 'h'), "128 lowercase hex digits");
       case Shape::kTime:
         return shaped("dddd-dd-ddTdd:dd:ddZ", "a UTC time YYYY-MM-DDTHH:MM:SSZ");
       case Shape::kKind:
@@ -990,6 +1035,7 @@ struct Scan {
   std::string last_time;          // its time ("" before the first)
   uint64_t seq_expected = 0;      // the seq the last line that is not blank should have
   uint64_t max_seq = 0;           // the largest seq of a valid entry
+  uint64_t since_checkpoint = 0;  // valid entries after the last valid checkpoint
 };
 
 // The line number a problem ("line N: ...") names.
@@ -1017,6 +1063,10 @@ Scan scan_log(std::string_view bytes) {
   std::map<std::string, TableSeen> tables;
   uint64_t line_number = 0;
   uint64_t last_time_line = 0;
+  // BLAKE2b of the bytes before the line being checked (lines are checked in file order), fed
+  // only as far as a checkpoint needs it.
+  ChainDigest digest;
+  size_t digested = 0;
   // Checks one line (complete, or the kept unterminated last one, which starts at `offset`) and
   // advances the chain.
   const auto check_line = [&](std::string_view line, size_t offset) {
@@ -1119,6 +1169,20 @@ Scan scan_log(std::string_view bytes) {
       }
     } else if (entry["kind"] == "ledger") {
       ++report.ledger;
+    } else if (entry["kind"] == "checkpoint") {
+      ++report.checkpoint_entries;
+      digest.update(bytes.substr(digested, offset - digested));
+      digested = offset;
+      if (entry["chain_digest"] == digest.hex()) {
+        report.checkpoints.push_back({line_number, seq, report.entries, entry["key_id"], time,
+                                      entry["prev"], entry["chain_digest"], entry["signature"]});
+        s.since_checkpoint = 0;
+      } else {
+        report.problems.push_back(where +
+                                  "'chain_digest' is not the BLAKE2b-256 of the lines before "
+                                  "this checkpoint: a byte before it was changed, added or "
+                                  "removed after it was signed, so it vouches for nothing");
+      }
     } else if (entry["kind"] == "result") {
       const uint64_t decision = entry["decision"];
       const auto it = s.decisions.find(decision);
@@ -1135,6 +1199,7 @@ Scan scan_log(std::string_view bytes) {
       ++report.results;
     }
     ++report.entries;
+    if (entry["kind"] != "checkpoint") ++s.since_checkpoint;
     s.max_seq = std::max(s.max_seq, seq);
     s.last_seq = seq;
     s.last_time = time;
@@ -1354,14 +1419,15 @@ std::string removed_tail_note(const std::string& path, const AppendResult& appen
   return note;
 }
 
-AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq) {
+AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq,
+                    const CheckpointSigner* signer) {
   std::vector<nlohmann::json> entries;
   entries.push_back(std::move(entry));
-  return append_batch(path, std::move(entries), decision_seq);
+  return append_batch(path, std::move(entries), decision_seq, signer);
 }
 
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
-                          uint64_t decision_seq) {
+                          uint64_t decision_seq, const CheckpointSigner* signer) {
   AppendResult result;
   auto fail = [&](std::string message) {
     result.ok = false;
@@ -1407,8 +1473,45 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     result.hash = prev;
     return result;
   }
+  if (signer != nullptr && (signer->key == nullptr || signer->every == 0)) {
+    return fail("refusing to append to " + path +
+                ": a checkpoint signer needs a key and an "
+                "interval of at least 1 entry");
+  }
   std::string record;
   std::string line;
+  // What the checkpoints sign: every byte the log keeps (a torn tail and empty lines after the
+  // last entry are cut before the write) and every line written before them.
+  std::unique_ptr<ChainDigest> digest;
+  uint64_t since_checkpoint = scan.since_checkpoint;
+  if (signer != nullptr) {
+    digest = std::make_unique<ChainDigest>();
+    digest->update(std::string_view(log.bytes).substr(0, scan.body_end));
+  }
+  const auto add_checkpoint = [&] {
+    const std::string key_id = verify::hex(signer->key->id);
+    const std::string chain_digest = digest->hex();
+    const std::string time = std::max(last_time, utc_now());
+    json checkpoint;
+    checkpoint["kind"] = "checkpoint";
+    checkpoint["seq"] = seq;
+    checkpoint["prev"] = prev;
+    checkpoint["time"] = time;
+    checkpoint["key_id"] = key_id;
+    checkpoint["chain_digest"] = chain_digest;
+    checkpoint["signature"] = checkpoint_signature(
+        *signer->key, checkpoint_message(seq, prev, time, key_id, chain_digest));
+    ++seq;
+    last_time = time;
+    line = checkpoint.dump();
+    result.checkpoint_seq = checkpoint["seq"];
+    prev = line_hash(line);
+    record += line;
+    record += '\n';
+    digest->update(line);
+    digest->update("\n");
+    since_checkpoint = 0;
+  };
   for (nlohmann::json& entry : entries) {
     entry["seq"] = seq++;
     entry["prev"] = prev;
@@ -1424,6 +1527,9 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     // writes) is refused here, not found later.
     std::string problem = check_fields(entry);
     if (problem.empty() && entry["kind"] == "repair") problem = "a repair entry";
+    if (problem.empty() && entry["kind"] == "checkpoint") {
+      problem = "a checkpoint entry, which only a signing append writes";
+    }
     if (!problem.empty()) {
       return fail("refusing to append an invalid entry to " + path + " (" + problem + ")");
     }
@@ -1434,13 +1540,19 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
     prev = line_hash(line);
     record += line;
     record += '\n';
+    result.seq = entry["seq"];
+    result.hash = prev;
+    if (digest) {
+      digest->update(line);
+      digest->update("\n");
+      if (++since_checkpoint >= signer->every) add_checkpoint();
+    }
   }
+  if (digest && since_checkpoint > 0) add_checkpoint();
   if (const std::string error = cut_then_write(log, scan, path, record, &result); !error.empty()) {
     return fail(error);
   }
   result.ok = true;
-  result.seq = seq - 1;
-  result.hash = prev;
   return result;
 }
 

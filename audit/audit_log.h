@@ -21,6 +21,10 @@
 //               LedgerEntry): operator, act (release_requested, released, prune_requested,
 //               pruned), scope, and as the act needs them idempotency_key, claim_generation,
 //               reason (one printable line), cutoff (RFC 3339), state
+//   "checkpoint": written by an appender given a signing key only (audit/checkpoint.h):
+//               chain_digest (64 hex digits: BLAKE2b-256 of every byte of the log before its
+//               line), key_id (32 hex digits), signature (128 hex digits: Ed25519 over
+//               checkpoint_message()); no operator
 //   "repair":   written by `audit repair` only, when the log does not verify: operator, reason
 //               (one printable line, as an operator name), covers (XXH3-128 of every byte of the
 //               log before this line), problem_count (>= 1) and problems (the first 10 of them,
@@ -67,6 +71,8 @@
 #include <string_view>
 #include <vector>
 
+#include "audit/checkpoint.h"
+
 namespace replaygate::audit {
 
 struct AppendResult {
@@ -74,6 +80,7 @@ struct AppendResult {
   std::string error;  // when !ok: what failed, e.g. "cannot write /x/audit.log: No space left"
   uint64_t seq = 0;   // when ok: the new entry's seq
   std::string hash;   // when ok: XXH3-128 hex of the new line (the next entry's `prev`)
+  uint64_t checkpoint_seq = 0;  // when ok and signed: the seq of the last checkpoint written
   // The torn tail this append removed (bytes after the last '\n' that were a cut of the next
   // entry, see above), "" when none; set even when the append then fails.
   // Commands print it on stderr so that no bytes disappear silently.
@@ -99,15 +106,21 @@ struct AppendResult {
 // entry or one that already has a result entry,
 // or an entry to append is not valid (a caller's bug, or a repair entry, which only repair()
 // writes: "refusing to append an invalid entry ..."; what is written always verifies).
-AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0);
+AppendResult append(const std::string& path, nlohmann::json entry, uint64_t decision_seq = 0,
+                    const CheckpointSigner* signer = nullptr);
 
 // Appends `entries` (JSON objects; `seq` and `prev` are set here, continuing the chain in order)
 // under one lock with one write(2) and one fsync(2): all of them or none (a short write is
 // truncated away). Used by `decide --audit`, which appends a block of decisions before it prints
 // them. Errors as for append(); `decision_seq` as for append(). On success `seq` and `hash` are
 // those of the last entry appended (for an empty batch: of the log's last line, seq 0 if empty).
+// With `signer` (its key set), checkpoint entries (audit/checkpoint.h) are written in the same
+// write: one after every signer->every entries since the log's last checkpoint, and one after the
+// last entry, so the batch ends signed; `seq` and `hash` stay the last given entry's and
+// `checkpoint_seq` is the last checkpoint's. A
+// caller's own checkpoint entry is refused as invalid (only the signer writes them).
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
-                          uint64_t decision_seq = 0);
+                          uint64_t decision_seq = 0, const CheckpointSigner* signer = nullptr);
 
 // Records a break in the log at `path` so that appends can continue it (`audit repair`): under the
 // lock, when the log does not verify but holds a valid entry, removes what an append removes (a
@@ -140,10 +153,14 @@ struct RepairSeen {
 };
 
 struct VerifyReport {
-  uint64_t entries = 0;    // valid lines (an unterminated whole object too, when valid)
-  uint64_t decisions = 0;  // of which decision entries
-  uint64_t results = 0;    // of which result entries
-  uint64_t ledger = 0;     // of which ledger entries (the rest are repair entries)
+  uint64_t entries = 0;             // valid lines (an unterminated whole object too, when valid)
+  uint64_t decisions = 0;           // of which decision entries
+  uint64_t results = 0;             // of which result entries
+  uint64_t ledger = 0;              // of which ledger entries
+  uint64_t checkpoint_entries = 0;  // of which checkpoints (the rest are repair entries)
+  // The checkpoints whose chain_digest matches the bytes before them, in file order (one whose
+  // digest does not match is a problem); check_checkpoints() checks their signatures.
+  std::vector<CheckpointSeen> checkpoints;
   // The file ends in a torn tail: unterminated bytes that are a cut of the next line a writer
   // would write (the rule above: a crashed append); not counted in `entries`, not a problem.
   bool torn_tail = false;

@@ -50,7 +50,7 @@ void AuditStage::add_entry(audit::DecisionEntry entry) {
 bool AuditStage::commit() {
   if (pending_.empty()) return true;
   const size_t entries = pending_.size();
-  const audit::AppendResult appended = audit::append_batch(path_, std::move(pending_));
+  const audit::AppendResult appended = audit::append_batch(path_, std::move(pending_), 0, signer_);
   std::fputs(audit::removed_tail_note(path_, appended).c_str(), stderr);
   pending_.clear();
   if (!appended.ok) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "audit/checkpoint.h"
 #include "audit/entry.h"
 #include "gate/gate.h"
 
@@ -31,6 +32,9 @@ class AuditStage : public Stage {
   // Adds an entry a caller built for one message outside a stream (review: decision_entry() plus
   // its own message fields), written at the next commit(); its operator is this stage's.
   void add_entry(audit::DecisionEntry entry);
+  // Signs what commit() appends with checkpoint entries (audit/checkpoint.h); `signer` (not
+  // owned) must outlive the stage. nullptr (the default): no checkpoints.
+  void set_signer(const audit::CheckpointSigner* signer) { signer_ = signer; }
   // Appends what was added. Prints what the append removed from the log (a torn tail, empty lines:
   // audit::removed_tail_note) on stderr. False: nothing of this block is recorded (error()).
   bool commit() override;
@@ -44,6 +48,7 @@ class AuditStage : public Stage {
   std::string path_, operator_name_, source_;
   std::string checksum_hex_;  // of the table the entries name
   const Table* checksum_of_ = nullptr;
+  const audit::CheckpointSigner* signer_ = nullptr;
   std::vector<nlohmann::json> pending_;
   std::string error_;
   std::string last_hash_;

@@ -54,27 +54,6 @@ bool read_small(const std::string& path, const char* what, std::string* text, st
   return ok;
 }
 
-bool unhex(std::string_view text, uint8_t* out, size_t size) {
-  if (text.size() != 2 * size) return false;
-  for (size_t i = 0; i < size; ++i) {
-    int v = 0;
-    for (int k = 0; k < 2; ++k) {
-      const char c = text[2 * i + k];
-      int d;
-      if (c >= '0' && c <= '9') {
-        d = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        d = c - 'a' + 10;
-      } else {
-        return false;
-      }
-      v = v * 16 + d;
-    }
-    out[i] = static_cast<uint8_t>(v);
-  }
-  return true;
-}
-
 // Splits the three lines "MAGIC\nkey-id HEX\nLABEL HEX\n" and decodes them.
 bool parse_key_file(const std::string& text, const std::string& path, const char* magic,
                     const char* label, KeyId* id, uint8_t* key, size_t key_size,
@@ -162,6 +141,27 @@ void sync_parent(const std::string& path) {
 }
 
 }  // namespace
+
+bool unhex(std::string_view text, uint8_t* out, size_t size) {
+  if (text.size() != 2 * size) return false;
+  for (size_t i = 0; i < size; ++i) {
+    int v = 0;
+    for (int k = 0; k < 2; ++k) {
+      const char c = text[2 * i + k];
+      int d;
+      if (c >= '0' && c <= '9') {
+        d = c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        d = c - 'a' + 10;
+      } else {
+        return false;
+      }
+      v = v * 16 + d;
+    }
+    out[i] = static_cast<uint8_t>(v);
+  }
+  return true;
+}
 
 bool init() { return sodium_init() >= 0; }
 

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace replaygate::verify {
 
@@ -29,6 +30,9 @@ bool init();
 // Lowercase hex of `size` bytes.
 std::string hex(const uint8_t* data, size_t size);
 inline std::string hex(const KeyId& id) { return hex(id.data(), id.size()); }
+// The `size` bytes of `text`, exactly 2 * size lowercase hex digits, into `out`; false (with
+// `out` partly written) for anything else.
+bool unhex(std::string_view text, uint8_t* out, size_t size);
 
 // The key id of a 32-byte Ed25519 public key.
 KeyId key_id_of(const uint8_t* public_key);

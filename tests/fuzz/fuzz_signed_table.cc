@@ -2,40 +2,18 @@
 // cleanly or be refused with a status, with a key pinned (a fixed key pair from a constant seed,
 // the one the corpus is signed with) and with none (the envelope unwrapped unchecked, then the
 // payload loaded), and never load past the pinned key unless the signature holds.
-#include <sodium.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 
 #include "runtime/verify/keys.h"
 #include "runtime/verify/signed_table.h"
-
-namespace {
-
-// crypto_sign_seed_keypair of 32 bytes of 0x5a: tests/data/fuzz/signed_table/corpus is signed by
-// it.
-const replaygate::verify::PublicKey& fuzz_key() {
-  static const replaygate::verify::PublicKey key = [] {
-    replaygate::verify::init();
-    unsigned char seed[crypto_sign_SEEDBYTES];
-    for (unsigned char& b : seed) b = 0x5a;
-    unsigned char secret[crypto_sign_SECRETKEYBYTES];
-    replaygate::verify::PublicKey k;
-    crypto_sign_seed_keypair(k.key.data(), secret, seed);
-    k.id = replaygate::verify::key_id_of(k.key.data());
-    k.path = "fuzz.pub";
-    return k;
-  }();
-  return key;
-}
-
-}  // namespace
+#include "tests/fuzz/fuzz_key.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace replaygate;
   verify::TrustOptions pinned;
-  pinned.keys.push_back(fuzz_key());
+  pinned.keys.push_back(fuzzing::fuzz_key());
   pinned.now = 1'800'000'000;
   verify::TrustOptions none;
   none.now = pinned.now;

@@ -13,10 +13,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "audit/audit_log.h"
 #include "audit/entry.h"
 #include "common/escape.h"
+#include "tools/cli/audit_signing.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
@@ -29,6 +31,8 @@ struct AuditOptions {
   std::string log, outcome, operator_name, reason;
   std::string decision, revision;  // counts, parsed by run_result (options.h)
   bool operator_given = false;
+  AuditSignFlags audit_sign;              // audit result: --audit-sign-key, --checkpoint-every
+  std::vector<std::string> trusted_keys;  // audit verify: --trusted-key, repeatable
 };
 
 // Reads the whole log at `path` ("-": standard input) into *bytes: "" or the cause ("it is a
@@ -78,14 +82,40 @@ int run_verify(const AuditOptions& o) {
   // What each line of the text report starts with.
   const std::string file = o.file == "-" ? std::string("standard input") : o.file;
   const audit::VerifyReport report = audit::verify_bytes(bytes);
+  // With pinned keys, what the signed checkpoints vouch for (audit/checkpoint.h).
+  const bool signed_check = !o.trusted_keys.empty();
+  audit::Coverage coverage;
+  if (signed_check) {
+    std::vector<verify::PublicKey> keys;
+    for (const std::string& path : o.trusted_keys) {
+      keys.emplace_back();
+      if (std::string error; !verify::read_public_key(path, &keys.back(), &error)) {
+        std::fprintf(stderr, "replaygate: error: --trusted-key: %s\n",
+                     escape_control(error).c_str());
+        return kExitUsage;
+      }
+    }
+    coverage = audit::check_checkpoints(report, keys);
+  }
+  const bool ok = report.ok() && coverage.problems.empty();
   std::string text;
   if (o.format == "json") {
     nlohmann::json j;
-    j["ok"] = report.ok();
+    j["ok"] = ok;
     j["entries"] = report.entries;
     j["decisions"] = report.decisions;
     j["results"] = report.results;
     j["ledger"] = report.ledger;
+    j["checkpoints"] = report.checkpoint_entries;
+    if (signed_check) {
+      j["signed"] = {{"valid_checkpoints", coverage.valid},
+                     {"covered_line", coverage.covered_line},
+                     {"covered_entries", coverage.covered_entries},
+                     {"uncovered_entries", coverage.uncovered_entries},
+                     {"key", coverage.covered_key},
+                     {"time", coverage.covered_time},
+                     {"problems", coverage.problems}};
+    }
     j["torn_tail"] = report.torn_tail;
     j["torn_bytes"] = report.torn_bytes;
     j["unterminated"] = report.unterminated;
@@ -115,6 +145,23 @@ int run_verify(const AuditOptions& o) {
       for (const std::string& p : repair.problems) text += file + ":   " + p + " (repaired)\n";
     }
     for (const std::string& p : report.problems) text += file + ": " + p + "\n";
+    for (const std::string& p : coverage.problems) text += file + ": " + p + "\n";
+    if (signed_check && coverage.valid > 0) {
+      text += file + ": lines 1-" + std::to_string(coverage.covered_line) + " (" +
+              plural(coverage.covered_entries, "entry", "entries") +
+              ") are covered by the signed checkpoint on line " +
+              std::to_string(coverage.covered_line) + " (" + coverage.covered_time + ", key " +
+              escape_control(coverage.covered_key) + ")" +
+              (coverage.uncovered_entries == 0
+                   ? std::string(": every entry")
+                   : "; the " + plural(coverage.uncovered_entries, "entry", "entries") +
+                         " after it are not") +
+              "\n";
+    } else if (!signed_check && report.checkpoint_entries > 0) {
+      text += file + ": " + plural(report.checkpoint_entries, "checkpoint") +
+              ": their digests match, their signatures were not checked (give --trusted-key "
+              "P.pub)\n";
+    }
     // Which append removes what appends remove: the next one, or (when appends refuse this log)
     // the first one after the repair.
     const std::string remover = report.append_refusal.empty()
@@ -146,15 +193,16 @@ int run_verify(const AuditOptions& o) {
               "refuse this log and write nothing: " + report.append_refusal + "\n";
     }
     text +=
-        file + ": " + (report.ok() ? "ok" : "BROKEN") + ", " +
-        plural(report.entries, "entry", "entries") + " (" + plural(report.decisions, "decision") +
-        ", " + plural(report.results, "result") +
+        file + ": " + (ok ? "ok" : "BROKEN") + ", " + plural(report.entries, "entry", "entries") +
+        " (" + plural(report.decisions, "decision") + ", " + plural(report.results, "result") +
         (report.repairs.empty() ? "" : ", " + plural(report.repairs.size(), "repair")) +
         (report.ledger == 0 ? "" : ", " + plural(report.ledger, "ledger entry", "ledger entries")) +
+        (report.checkpoint_entries == 0 ? ""
+                                        : ", " + plural(report.checkpoint_entries, "checkpoint")) +
         "), last hash " + report.last_hash + "\n";
   }
   if (!print_to_stdout(text, "the report")) return kExitUsage;
-  return report.ok() ? kExitOk : kExitFindings;
+  return ok ? kExitOk : kExitFindings;
 }
 
 int run_result(const AuditOptions& o) {
@@ -181,12 +229,15 @@ int run_result(const AuditOptions& o) {
       !count(revision_option, o.revision, &revision)) {
     return kExitUsage;
   }
+  AuditSigning signing;
+  if (!read_audit_signing(o.audit_sign, "audit result", &signing)) return kExitUsage;
   audit::ResultEntry entry;
   entry.decision = decision;
   entry.revision = revision;
   entry.outcome = o.outcome;
   if (o.operator_given) entry.operator_name = o.operator_name;
-  const audit::AppendResult appended = audit::append(o.log, audit::to_json(entry), decision);
+  const audit::AppendResult appended =
+      audit::append(o.log, audit::to_json(entry), decision, signing.get());
   std::fputs(audit::removed_tail_note(o.log, appended).c_str(), stderr);
   if (!appended.ok) {
     std::fprintf(stderr, "replaygate: %s\nreplaygate: the result was NOT recorded\n",
@@ -239,6 +290,11 @@ Runner setup_audit(CLI::App& sub) {
   verify->add_option("FILE", o->file, "Audit log, or - for standard input (a copy, a pipe)")
       ->required();
   verify->add_option("--format", o->format, "text (default) or json");
+  verify
+      ->add_option("--trusted-key", o->trusted_keys,
+                   "A public key file whose signed checkpoints vouch for the log (repeatable, for "
+                   "rotation): a rewritten log, or entries no checkpoint covers, is then a finding")
+      ->allow_extra_args(false);
   CLI::App* result =
       sub.add_subcommand("result", "Append a worker's result entry for a recorded decision");
   result->add_option("--log", o->log, "Audit log")->required();
@@ -257,6 +313,7 @@ Runner setup_audit(CLI::App& sub) {
           "TEXT"));
   CLI::Option* operator_option =
       result->add_option("--operator", o->operator_name, "Who or what carried the action out");
+  add_audit_sign_options(*result, &o->audit_sign);
   CLI::App* repair = sub.add_subcommand(
       "repair",
       "Record a break in a log that does not verify (a repair entry; every line is kept), so "

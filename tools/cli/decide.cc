@@ -48,6 +48,7 @@
 #include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
+#include "tools/cli/audit_signing.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/options.h"
@@ -82,6 +83,7 @@ constexpr size_t kLedgerBlockRecords = 16384;
 
 struct DecideOptions {
   TrustFlags trust;
+  AuditSignFlags audit_sign;  // --audit-sign-key, --checkpoint-every (with --audit)
   std::string policy;
   std::string table;
   std::string input = "-";
@@ -154,6 +156,11 @@ int run_decide(const DecideOptions& o) {
   if (o.audit.empty() && o.operator_set) {
     return usage("--operator only applies with --audit FILE");
   }
+  if (o.audit.empty() && (!o.audit_sign.key_path.empty() || !o.audit_sign.every.empty())) {
+    return usage("--audit-sign-key and --checkpoint-every only apply with --audit FILE");
+  }
+  AuditSigning signing;
+  if (!read_audit_signing(o.audit_sign, "decide", &signing)) return kExitUsage;
   // Given but empty says "--operator is empty", as for review and audit result.
   if (const std::string why = operator_error(o.operator_name); !o.audit.empty() && !why.empty()) {
     return usage(why);
@@ -377,6 +384,7 @@ int run_decide(const DecideOptions& o) {
   std::unique_ptr<gate::AuditStage> audit_stage;
   if (!o.audit.empty()) {
     audit_stage = std::make_unique<gate::AuditStage>(o.audit, o.operator_name, input_name);
+    audit_stage->set_signer(signing.get());
     gate.add_stage(audit_stage.get());
   }
   // After the audit stage: marks the block's claims `recorded` once their entries are written.
@@ -628,6 +636,7 @@ Runner setup_decide(CLI::App& sub) {
   sub.add_flag("--dry-run", o->dry_run,
                "With --ledger: look keys up, claim nothing (a would-be replay says "
                "\"claimed\": false)");
+  add_audit_sign_options(sub, &o->audit_sign);
   add_trust_options(sub, &o->trust, /*acting=*/true);
   return [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias,
           scope, block] {

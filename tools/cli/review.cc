@@ -60,6 +60,7 @@
 #include "inputs/records.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
+#include "tools/cli/audit_signing.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/options.h"
@@ -96,6 +97,7 @@ constexpr size_t kMaxDocumentBytes = size_t{1} << 20;
 
 struct Options {
   TrustFlags trust;
+  AuditSignFlags audit_sign;  // --audit-sign-key, --checkpoint-every (with --confirm)
   std::string policy, table, message, record, operator_name, audit, format = "text";
   std::string ledger, ledger_scope = "default";  // --ledger, --ledger-scope
   bool ledger_scope_set = false;
@@ -559,6 +561,15 @@ int run_review(const Options& o) {
                  why.c_str());
     return kExitUsage;
   }
+  if (!o.confirm && (!o.audit_sign.key_path.empty() || !o.audit_sign.every.empty())) {
+    std::fprintf(stderr,
+                 "replaygate: error: --audit-sign-key and --checkpoint-every only apply with "
+                 "--confirm (which appends to the audit log)\nRun 'replaygate review --help' for "
+                 "usage.\n");
+    return kExitUsage;
+  }
+  AuditSigning signing;
+  if (!read_audit_signing(o.audit_sign, "review", &signing)) return kExitUsage;
   // As for decide --audit: an append into the message or record file would first take its
   // unterminated last line for a torn entry. Refused before anything is read.
   struct stat log {};
@@ -775,6 +786,7 @@ int run_review(const Options& o) {
     entry.operation_id = out["operation_id"];
     entry.record_revision = out["record_revision"];
     gate::AuditStage stage(o.audit, o.operator_name, "");
+    stage.set_signer(signing.get());
     stage.add_entry(std::move(entry));
     if (!stage.commit()) {
       std::fprintf(stderr,
@@ -919,6 +931,7 @@ Runner setup_review(CLI::App& sub) {
                  "Durable replay ledger (a SQLite PATH or a postgresql:// URL, docs/ledger.md)");
   CLI::Option* scope_option =
       sub.add_option("--ledger-scope", o->ledger_scope, "Ledger scope (default \"default\")");
+  add_audit_sign_options(sub, &o->audit_sign);
   add_trust_options(sub, &o->trust, /*acting=*/true);
   return [o, operator_option, scope_option, input_format] {
     o->operator_set = operator_option->count() > 0;

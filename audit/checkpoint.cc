@@ -1,0 +1,115 @@
+// Signed checkpoints of the audit trail: the digest, the signed message, and what they cover.
+#include "audit/checkpoint.h"
+
+#include <array>
+#include <cstring>
+
+#include "audit/audit_log.h"
+#include "common/plural.h"
+
+namespace replaygate::audit {
+
+namespace {
+constexpr size_t kDigestBytes = 32;
+// Never a prefix of the table signature's domain tag (runtime/verify/signed_table.cc), so no
+// message signed for one can be taken for the other.
+constexpr std::string_view kDomainTag = "replaygate audit checkpoint v1\n";
+}  // namespace
+
+ChainDigest::ChainDigest() {
+  verify::init();
+  crypto_generichash_init(&state_, nullptr, 0, kDigestBytes);
+}
+
+void ChainDigest::update(std::string_view bytes) {
+  crypto_generichash_update(&state_, reinterpret_cast<const unsigned char*>(bytes.data()),
+                            bytes.size());
+}
+
+std::string ChainDigest::hex() const {
+  // Finishing consumes the state: finish a copy, so feeding can go on.
+  crypto_generichash_state copy;
+  std::memcpy(&copy, &state_, sizeof copy);
+  std::array<uint8_t, kDigestBytes> digest{};
+  crypto_generichash_final(&copy, digest.data(), digest.size());
+  return verify::hex(digest.data(), digest.size());
+}
+
+std::string checkpoint_message(uint64_t seq, std::string_view prev, std::string_view time,
+                               std::string_view key_id, std::string_view chain_digest) {
+  std::string message(kDomainTag);
+  message += "seq " + std::to_string(seq) + "\n";
+  message += "prev " + std::string(prev) + "\n";
+  message += "time " + std::string(time) + "\n";
+  message += "key_id " + std::string(key_id) + "\n";
+  message += "chain_digest " + std::string(chain_digest) + "\n";
+  return message;
+}
+
+std::string checkpoint_signature(const verify::SecretKey& key, std::string_view message) {
+  std::array<uint8_t, crypto_sign_BYTES> signature{};
+  crypto_sign_detached(signature.data(), nullptr,
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                       key.key.data());
+  return verify::hex(signature.data(), signature.size());
+}
+
+Coverage check_checkpoints(const VerifyReport& report, const std::vector<verify::PublicKey>& keys) {
+  Coverage coverage;
+  const CheckpointSeen* last_valid = nullptr;
+  for (const CheckpointSeen& c : report.checkpoints) {
+    const std::string where = "line " + std::to_string(c.line) + ": checkpoint ";
+    const verify::PublicKey* key = nullptr;
+    for (const verify::PublicKey& k : keys) {
+      if (verify::hex(k.id) == c.key_id) key = &k;
+    }
+    if (key == nullptr) {
+      coverage.problems.push_back(where + "signed by key " + c.key_id +
+                                  ", which is not pinned (--trusted-key): it vouches for nothing");
+      continue;
+    }
+    std::array<uint8_t, crypto_sign_BYTES> signature{};
+    const std::string message = checkpoint_message(c.seq, c.prev, c.time, c.key_id, c.chain_digest);
+    if (!verify::unhex(c.signature, signature.data(), signature.size()) ||
+        crypto_sign_verify_detached(signature.data(),
+                                    reinterpret_cast<const unsigned char*>(message.data()),
+                                    message.size(), key->key.data()) != 0) {
+      coverage.problems.push_back(where + "signature does not verify under key " + c.key_id + " (" +
+                                  key->path +
+                                  "): the checkpoint was forged or edited, so it vouches for "
+                                  "nothing");
+      continue;
+    }
+    ++coverage.valid;
+    last_valid = &c;
+  }
+  if (last_valid == nullptr) {
+    if (report.entries > 0) {
+      coverage.problems.push_back(
+          "no checkpoint signed by a pinned key: nothing signed vouches for the " +
+          plural(report.entries, "entry", "entries") +
+          " (written without --audit-sign-key, or rewritten and its checkpoints removed)");
+    }
+    coverage.uncovered_entries = report.entries;
+    return coverage;
+  }
+  coverage.covered_line = last_valid->line;
+  coverage.covered_entries = last_valid->entries_before + 1;
+  coverage.uncovered_entries = report.entries - coverage.covered_entries;
+  coverage.covered_time = last_valid->time;
+  for (const verify::PublicKey& k : keys) {
+    if (verify::hex(k.id) == last_valid->key_id) coverage.covered_key = k.path;
+  }
+  if (coverage.uncovered_entries > 0) {
+    coverage.problems.push_back(
+        "after line " + std::to_string(last_valid->line) + ": " +
+        plural(coverage.uncovered_entries, "entry", "entries") +
+        " after the last valid checkpoint: nothing signed vouches for them (a writer with "
+        "--audit-sign-key ends every append with a checkpoint: they were appended without one, "
+        "or the log was changed after line " +
+        std::to_string(last_valid->line) + ")");
+  }
+  return coverage;
+}
+
+}  // namespace replaygate::audit
