@@ -10,6 +10,7 @@
 #include "gate/gate.h"
 #include "inputs/letters.h"
 #include "runtime/reload.h"
+#include "runtime/verify/signed_table.h"
 
 using replaygate::Input;
 using replaygate::LoadStatus;
@@ -53,20 +54,31 @@ rg_status fail(rg_error* err, rg_status status, const std::string& message) {
 }
 
 rg_status code(const LoadStatus& s) {
-  if (s.error == replaygate::LoadError::kIncompatible) return RG_ERR_INCOMPATIBLE;
-  return static_cast<rg_status>(s.error);
+  switch (s.error) {
+    case replaygate::LoadError::kIncompatible:
+      return RG_ERR_INCOMPATIBLE;
+    case replaygate::LoadError::kSignature:
+      return RG_ERR_SIGNATURE;
+    case replaygate::LoadError::kRollback:
+      return RG_ERR_ROLLBACK;
+    case replaygate::LoadError::kExpired:
+      return RG_ERR_EXPIRED;
+    default:
+      return static_cast<rg_status>(s.error);
+  }
 }
 
-}  // namespace
-
-extern "C" {
-
-rg_status rgj_open(const char* path, rgj_gate** out, rg_error* err) {
+// rgj_open and rgj_open_verified: the gate over a shared table loaded plainly (`trust` null) or
+// verified, every reload too (replaygate::verify::open_shared).
+rg_status open_gate(const char* path, const replaygate::verify::TrustOptions* trust, rgj_gate** out,
+                    rg_error* err) {
   if (out == nullptr || path == nullptr) return fail(err, RG_ERR_ARGUMENT, "NULL argument");
   *out = nullptr;
   try {
     LoadStatus status;
-    auto shared = SharedTable::open(path, &status);
+    auto shared = trust == nullptr ? SharedTable::open(path, &status)
+                                   : replaygate::verify::open_shared(
+                                         path, *trust, SharedTable::kDefaultMaxReaders, &status);
     if (shared == nullptr) return fail(err, code(status), status.message);
     auto gate = std::make_unique<rgj_gate>();
     {
@@ -79,6 +91,32 @@ rg_status rgj_open(const char* path, rgj_gate** out, rg_error* err) {
     gate->shared = std::move(shared);
     *out = gate.release();
     return fail(err, RG_OK, "");
+  } catch (const std::bad_alloc&) {
+    return fail(err, RG_ERR_NO_MEMORY, "out of memory");
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+rg_status rgj_open(const char* path, rgj_gate** out, rg_error* err) {
+  return open_gate(path, nullptr, out, err);
+}
+
+rg_status rgj_open_verified(const char* path, const char* const* trusted_keys, size_t nkeys,
+                            const char* trust_state, uint32_t flags, rgj_gate** out,
+                            rg_error* err) {
+  if (out == nullptr || path == nullptr) return fail(err, RG_ERR_ARGUMENT, "NULL argument");
+  *out = nullptr;
+  try {
+    replaygate::verify::TrustOptions trust;
+    std::string error;
+    if (!replaygate::verify::trust_options_from(trusted_keys, nkeys, trust_state, flags, &trust,
+                                                &error)) {
+      return fail(err, RG_ERR_ARGUMENT, error);
+    }
+    return open_gate(path, &trust, out, err);
   } catch (const std::bad_alloc&) {
     return fail(err, RG_ERR_NO_MEMORY, "out of memory");
   }

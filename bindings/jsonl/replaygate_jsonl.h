@@ -31,6 +31,16 @@ typedef struct rgj_gate rgj_gate;
 
 /* Loads `path`. Errors: as rg_table_load_file. Free with rgj_free. */
 RG_API rg_status rgj_open(const char* path, rgj_gate** out, rg_error* err);
+/* As rgj_open, verified as rg_shared_open_verified (runtime/verify/replaygate_verify.h) is:
+ * `nkeys` pinned public key files (with any, a signature is required; flags
+ * RG_TRUST_REQUIRE_SIGNED, 1, refuses every table while none is pinned) and, when `trust_state`
+ * is not NULL, rollback state. Every later rgj_reload of the gate is verified the same way, and a
+ * refused reload keeps the old table serving. Errors: those of rg_shared_open_verified
+ * (RG_ERR_SIGNATURE, RG_ERR_ROLLBACK, RG_ERR_EXPIRED, RG_ERR_ARGUMENT for a key file that cannot
+ * be read or an unknown flag) and of rgj_open. */
+RG_API rg_status rgj_open_verified(const char* path, const char* const* trusted_keys, size_t nkeys,
+                                   const char* trust_state, uint32_t flags, rgj_gate** out,
+                                   rg_error* err);
 RG_API void rgj_free(rgj_gate* gate);
 /* As rg_shared_reload: verified completely, swapped atomically, old table kept on error. */
 RG_API rg_status rgj_reload(rgj_gate* gate, const char* path, rg_error* err);

@@ -18,6 +18,15 @@ $RG_JSONL_LIBRARY, else next to the runtime library, else build/bindings/jsonl/ 
 else the system linker path.
 Every failure raises ReplaygateError with .status (e.g. "bad_checksum") and .message.
 
+Signed tables (docs/signing.md): Table.load, SharedTable and JsonlGate take trusted_keys (public
+key files of `replaygate key generate`; with any, a signature is required and an unsigned or
+forged table raises ReplaygateError("signature")), require_signed (refuse every table while no key
+is pinned) and trust_state (a directory of rollback state, for a worker that acts: a lower
+revision raises ReplaygateError("rollback")). Those loads go through libreplaygate_verify.so
+($RG_VERIFY_LIBRARY, else next to the runtime library, else build/runtime/verify/ of a build tree,
+else the system linker path), which carries the whole C API; a table loaded there is used and
+freed through it. Table.from_bytes takes no keys: load a signed table from its file.
+
 Operator-only fields (Table.operator_only, policy `source: operator`, e.g. operator_confirmed):
 decide(**fields) and decide_columns() refuse them (ReplaygateError, status "operator_only"), so a
 worker that passes a message's fields straight through (decide(**msg)) cannot be made to confirm
@@ -50,7 +59,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
 __all__ = ["ReplaygateError", "Decision", "Table", "SharedTable", "Reader", "JsonlGate",
-           "load_library"]
+           "load_library", "load_verify_library"]
 
 _STRING, _INT, _BOOL, _ENUM = 0, 1, 2, 3
 _KINDS = {0: "rule", 1: "default", 2: "invalid_input"}
@@ -118,6 +127,13 @@ def load_library(path: Optional[str] = None) -> ctypes.CDLL:
             break
     else:
         raise OSError("libreplaygate_runtime.so not found: set RG_LIBRARY")
+    _declare(lib)
+    _lib = lib
+    return lib
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    """Declares the C API of runtime/replaygate.h on `lib`."""
     P, U32, I64, SZ = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int64, ctypes.c_size_t
     PP = ctypes.POINTER(ctypes.c_void_p)
     sigs = {
@@ -163,8 +179,58 @@ def load_library(path: Optional[str] = None) -> ctypes.CDLL:
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
-    _lib = lib
+
+
+_verify_lib = None
+
+
+def load_verify_library(path: Optional[str] = None) -> ctypes.CDLL:
+    """Loads (once) libreplaygate_verify.so, the C API with verified loads (replaygate_verify.h),
+    and declares it like load_library(). Raises OSError when it is not found."""
+    global _verify_lib
+    if _verify_lib is not None:
+        return _verify_lib
+    found = path or os.environ.get("RG_VERIFY_LIBRARY")
+    if not found:
+        base = os.path.dirname(os.path.abspath(load_library()._name))
+        for candidate in (os.path.join(base, "libreplaygate_verify.so"),
+                          os.path.join(base, "verify", "libreplaygate_verify.so")):
+            if os.path.exists(candidate):
+                found = candidate
+                break
+    found = found or ctypes.util.find_library("replaygate_verify")
+    if not found:
+        raise OSError("libreplaygate_verify.so not found: set RG_VERIFY_LIBRARY")
+    lib = ctypes.CDLL(found)
+    _declare(lib)
+    P, U32, PP = ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_void_p)
+    keys = ctypes.POINTER(ctypes.c_char_p)
+    lib.rg_table_load_verified.restype = ctypes.c_int
+    lib.rg_table_load_verified.argtypes = [ctypes.c_char_p, keys, ctypes.c_size_t,
+                                           ctypes.c_char_p, U32, PP, ctypes.POINTER(_Error)]
+    lib.rg_shared_open_verified.restype = ctypes.c_int
+    lib.rg_shared_open_verified.argtypes = [ctypes.c_char_p, keys, ctypes.c_size_t,
+                                            ctypes.c_char_p, U32, U32, PP,
+                                            ctypes.POINTER(_Error)]
+    _verify_lib = lib
     return lib
+
+
+_REQUIRE_SIGNED = 1  # RG_TRUST_REQUIRE_SIGNED
+
+
+def _trust_args(trusted_keys, trust_state, require_signed):
+    """The (keys array, count, trust state, flags) arguments of a verified load."""
+    if isinstance(trusted_keys, (str, bytes, os.PathLike)):
+        trusted_keys = [trusted_keys]  # one key file, not its characters
+    paths = [_path(k) for k in (trusted_keys or [])]
+    keys = (ctypes.c_char_p * max(len(paths), 1))(*paths)
+    state = _path(trust_state) if trust_state is not None else None
+    return keys, len(paths), state, _REQUIRE_SIGNED if require_signed else 0
+
+
+def _wants_trust(trusted_keys, trust_state, require_signed) -> bool:
+    return bool(trusted_keys) or trust_state is not None or bool(require_signed)
 
 
 class ReplaygateError(Exception):
@@ -297,8 +363,9 @@ class Table:
     its own input). close() frees it once no call in flight uses it; later calls raise
     ReplaygateError("argument: table is closed")."""
 
-    def __init__(self, handle: int, owned: bool = True, _hh: Optional[_Handle] = None):
-        self._lib = load_library()
+    def __init__(self, handle: int, owned: bool = True, _hh: Optional[_Handle] = None,
+                 _lib: Optional[ctypes.CDLL] = None):
+        self._lib = _lib or load_library()
         if _hh is None:
             _hh = _Handle(handle, self._lib.rg_table_free if owned else None)
         self._hh: Optional[_Handle] = _hh
@@ -338,10 +405,22 @@ class Table:
         self._local = threading.local()
 
     @classmethod
-    def load(cls, path: str) -> "Table":
-        lib, h, err = load_library(), ctypes.c_void_p(), _Error()
-        _check(lib.rg_table_load_file(_path(path), ctypes.byref(h), ctypes.byref(err)), err)
-        return cls(h.value)
+    def load(cls, path: str, trusted_keys: Sequence[str] = (), trust_state: Optional[str] = None,
+             require_signed: bool = False) -> "Table":
+        """Loads the table at `path`. With trusted_keys (key files), require_signed or
+        trust_state the load is verified (see the module's notes on signed tables): raises
+        ReplaygateError "signature", "rollback", "expired" or "argument" (a key file that cannot
+        be read) besides the load errors."""
+        h, err = ctypes.c_void_p(), _Error()
+        if not _wants_trust(trusted_keys, trust_state, require_signed):
+            lib = load_library()
+            _check(lib.rg_table_load_file(_path(path), ctypes.byref(h), ctypes.byref(err)), err)
+            return cls(h.value)
+        lib = load_verify_library()
+        keys, n, state, flags = _trust_args(trusted_keys, trust_state, require_signed)
+        _check(lib.rg_table_load_verified(_path(path), keys, n, state, flags, ctypes.byref(h),
+                                          ctypes.byref(err)), err)
+        return cls(h.value, _lib=lib)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Table":
@@ -592,13 +671,23 @@ class SharedTable:
     Readers (and tables they pin) keep it alive; close() closes every reader it made (a pin open
     on another thread keeps its table until its block ends) and frees it once none is left."""
 
-    def __init__(self, path: str, max_readers: int = 0):
-        self._lib = load_library()
+    def __init__(self, path: str, max_readers: int = 0, trusted_keys: Sequence[str] = (),
+                 trust_state: Optional[str] = None, require_signed: bool = False):
+        """Opens the table at `path`; with trusted_keys, require_signed or trust_state the open
+        and every later reload() are verified (as Table.load)."""
+        trusted = _wants_trust(trusted_keys, trust_state, require_signed)
+        self._lib = load_verify_library() if trusted else load_library()
         if max_readers < 0:
             raise ValueError(f"max_readers must be 0 (the default, 64) or more: {max_readers}")
         h, err = ctypes.c_void_p(), _Error()
-        _check(self._lib.rg_shared_open(_path(path), max_readers, ctypes.byref(h),
-                                        ctypes.byref(err)), err)
+        if trusted:
+            keys, n, state, flags = _trust_args(trusted_keys, trust_state, require_signed)
+            _check(self._lib.rg_shared_open_verified(_path(path), keys, n, state, flags,
+                                                     max_readers, ctypes.byref(h),
+                                                     ctypes.byref(err)), err)
+        else:
+            _check(self._lib.rg_shared_open(_path(path), max_readers, ctypes.byref(h),
+                                            ctypes.byref(err)), err)
         self._hh: Optional[_Handle] = _Handle(h.value, self._lib.rg_shared_free)
         self._lock = threading.Lock()
         self._readers = weakref.WeakSet()  # a Reader nobody holds releases its slot
@@ -678,7 +767,7 @@ class _Pin:
 
     def __enter__(self) -> Table:
         h = self._reader._handle().pin()
-        table = Table(0, _hh=h)
+        table = Table(0, _hh=h, _lib=self._reader._lib)
         self._tables.append(table)
         return table
 
@@ -722,12 +811,20 @@ class JsonlGate:
     stays unset, so a message cannot confirm itself; the record is still decided.
     """
 
-    def __init__(self, path: str, library: Optional[str] = None):
+    def __init__(self, path: str, library: Optional[str] = None,
+                 trusted_keys: Sequence[str] = (), trust_state: Optional[str] = None,
+                 require_signed: bool = False):
+        """Opens the table at `path`; with trusted_keys, require_signed or trust_state the open
+        and every later reload() are verified (rgj_open_verified, as Table.load)."""
         lib = ctypes.CDLL(_jsonl_library_path(library))
         P, PP, SZ = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t
         PSZ = ctypes.POINTER(ctypes.c_size_t)
         lib.rgj_open.restype, lib.rgj_open.argtypes = ctypes.c_int, [ctypes.c_char_p, PP,
                                                                     ctypes.POINTER(_Error)]
+        lib.rgj_open_verified.restype = ctypes.c_int
+        lib.rgj_open_verified.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), SZ,
+                                          ctypes.c_char_p, ctypes.c_uint32, PP,
+                                          ctypes.POINTER(_Error)]
         lib.rgj_free.restype, lib.rgj_free.argtypes = None, [P]
         lib.rgj_reload.restype = ctypes.c_int
         lib.rgj_reload.argtypes = [P, ctypes.c_char_p, ctypes.POINTER(_Error)]
@@ -741,7 +838,12 @@ class JsonlGate:
         self._lib = lib
         self._scratch = threading.local()  # decide_lines_raw's output buffer, one per thread
         h, err = ctypes.c_void_p(), _Error()
-        _check(lib.rgj_open(_path(path), ctypes.byref(h), ctypes.byref(err)), err)
+        if _wants_trust(trusted_keys, trust_state, require_signed):
+            keys, n, state, flags = _trust_args(trusted_keys, trust_state, require_signed)
+            _check(lib.rgj_open_verified(_path(path), keys, n, state, flags, ctypes.byref(h),
+                                         ctypes.byref(err)), err)
+        else:
+            _check(lib.rgj_open(_path(path), ctypes.byref(h), ctypes.byref(err)), err)
         self._hh: Optional[_Handle] = _Handle(h.value, lib.rgj_free)
         self.verbs = [lib.rgj_verb_name(self._hh.ptr, v).text()
                       for v in range(lib.rgj_verb_count(self._hh.ptr))]

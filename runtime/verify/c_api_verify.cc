@@ -20,22 +20,14 @@ constexpr uint32_t kMaxReaders = 4096;  // as rg_shared_open
 using replaygate::detail::fail;
 using replaygate::detail::ok;
 
+static_assert(rv::kRequireSignedFlag == RG_TRUST_REQUIRE_SIGNED);
+
 // Builds the trust options; RG_OK or RG_ERR_ARGUMENT with the message.
 rg_status trust_of(const char* const* keys, size_t nkeys, const char* trust_state, uint32_t flags,
                    rv::TrustOptions* out, rg_error* err) {
-  if (keys == nullptr && nkeys > 0) return fail(err, RG_ERR_ARGUMENT, "trusted_keys is NULL");
-  if ((flags & ~RG_TRUST_REQUIRE_SIGNED) != 0) {
-    return fail(err, RG_ERR_ARGUMENT, "unknown flags " + std::to_string(flags));
-  }
-  out->require_signed = (flags & RG_TRUST_REQUIRE_SIGNED) != 0;
-  out->trust_state = trust_state == nullptr ? "" : trust_state;
-  for (size_t i = 0; i < nkeys; ++i) {
-    if (keys[i] == nullptr) return fail(err, RG_ERR_ARGUMENT, "trusted_keys holds NULL");
-    std::string error;
-    out->keys.emplace_back();
-    if (!rv::read_public_key(keys[i], &out->keys.back(), &error)) {
-      return fail(err, RG_ERR_ARGUMENT, error);
-    }
+  std::string error;
+  if (!rv::trust_options_from(keys, nkeys, trust_state, flags, out, &error)) {
+    return fail(err, RG_ERR_ARGUMENT, error);
   }
   return RG_OK;
 }

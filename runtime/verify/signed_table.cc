@@ -105,6 +105,29 @@ class VerifyingSource final : public TableSource {
 
 }  // namespace
 
+bool trust_options_from(const char* const* keys, size_t nkeys, const char* trust_state,
+                        uint32_t flags, TrustOptions* out, std::string* error) {
+  if (keys == nullptr && nkeys > 0) {
+    *error = "trusted_keys is NULL";
+    return false;
+  }
+  if ((flags & ~kRequireSignedFlag) != 0) {
+    *error = "unknown flags " + std::to_string(flags);
+    return false;
+  }
+  out->require_signed = (flags & kRequireSignedFlag) != 0;
+  out->trust_state = trust_state == nullptr ? "" : trust_state;
+  for (size_t i = 0; i < nkeys; ++i) {
+    if (keys[i] == nullptr) {
+      *error = "trusted_keys holds NULL";
+      return false;
+    }
+    out->keys.emplace_back();
+    if (!read_public_key(keys[i], &out->keys.back(), error)) return false;
+  }
+  return true;
+}
+
 std::string utc_text(int64_t seconds) {
   const time_t t = static_cast<time_t>(seconds);
   struct tm tm;

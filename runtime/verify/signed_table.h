@@ -97,6 +97,14 @@ bool sign_table(const uint8_t* table, size_t size, const SecretKey& key, int64_t
 std::unique_ptr<SharedTable> open_shared(const std::string& path, const TrustOptions& trust,
                                          uint32_t max_readers, LoadStatus* status);
 
+// The trust options of the C APIs' verified loads (replaygate_verify.h, replaygate_jsonl.h): reads
+// the `nkeys` public key files `keys`, `trust_state` (NULL: none) and `flags` (only
+// kRequireSignedFlag, which is RG_TRUST_REQUIRE_SIGNED). False with *error for NULL keys with
+// nkeys > 0, a NULL key path, an unknown flag, or a key file read_public_key() refuses.
+inline constexpr uint32_t kRequireSignedFlag = 1u;
+bool trust_options_from(const char* const* keys, size_t nkeys, const char* trust_state,
+                        uint32_t flags, TrustOptions* out, std::string* error);
+
 // "2026-12-03T09:00:00Z" for Unix seconds.
 std::string utc_text(int64_t seconds);
 
