@@ -138,16 +138,10 @@ std::string name_of(std::string_view key) {
 bool is_hex(const json& v, size_t digits) {
   if (!v.is_string()) return false;
   const std::string& s = v.get_ref<const std::string&>();
-  return s.size() == digits && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == digits && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-bool is_hex32(const json& v) {
-  if (!v.is_string()) return false;
-  const std::string& s = v.get_ref<const std::string&>();
-  return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
+bool is_hex32(const json& v) { return is_hex(v, 32); }
 
 // A whole number from `min` to `max` (JSON integers only: 1.0 and 1e0 are not counts).
 // (A parsed non-negative number is unsigned; one the writer set from an int64_t is signed.)

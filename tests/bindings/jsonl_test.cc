@@ -22,6 +22,31 @@ std::string letter(const std::string& attempts, const std::string& committed) {
          R"(,"idempotency_key":"cap_9f3a","already_committed":)" + committed + "}";
 }
 
+TEST(JsonlBinding, AVerifiedOpenRefusesBadTrustArgumentsAndAnUnsignedTableUnderAKey) {
+  rgj_gate* gate = reinterpret_cast<rgj_gate*>(1);
+  rg_error err;
+  EXPECT_EQ(rgj_open_verified(kTable.c_str(), nullptr, 1, nullptr, 0, &gate, &err),
+            RG_ERR_ARGUMENT);
+  EXPECT_STREQ(err.message, "trusted_keys is NULL");
+  EXPECT_EQ(gate, nullptr);
+  EXPECT_EQ(rgj_open_verified(kTable.c_str(), nullptr, 0, nullptr, 2, &gate, &err),
+            RG_ERR_ARGUMENT);
+  EXPECT_STREQ(err.message, "unknown flags 2");
+  const char* const missing[] = {"/nonexistent/k.pub"};
+  EXPECT_EQ(rgj_open_verified(kTable.c_str(), missing, 1, nullptr, 0, &gate, &err),
+            RG_ERR_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("/nonexistent/k.pub"), std::string::npos) << err.message;
+  // RG_TRUST_REQUIRE_SIGNED (1) with no key: the unsigned golden table is refused, fail closed.
+  EXPECT_EQ(rgj_open_verified(kTable.c_str(), nullptr, 0, nullptr, 1, &gate, &err),
+            RG_ERR_SIGNATURE);
+  EXPECT_EQ(gate, nullptr);
+  // No key, no flag: the table loads as rgj_open loads it.
+  ASSERT_EQ(rgj_open_verified(kTable.c_str(), nullptr, 0, nullptr, 0, &gate, &err), RG_OK)
+      << err.message;
+  EXPECT_EQ(rgj_verb_count(gate), 3u);
+  rgj_free(gate);
+}
+
 TEST(JsonlBinding, InvalidCountsFieldLevelFailuresLikeTheCli) {
   // 2 valid records, 3 records that are not records (blank, bad JSON, duplicate key) and 3 whose
   // field values fail validation (a string for an int, a null bool, an int below its bound).

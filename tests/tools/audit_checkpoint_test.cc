@@ -382,6 +382,26 @@ TEST_F(AuditCheckpoint, TheCliRefusesBadSigningOptionsBeforeWritingAnything) {
   ASSERT_TRUE(audit::append(log(), decision(1)).ok);
   r = run({"audit", "verify", log(), "--trusted-key", p("missing.pub")});
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.err.find("replaygate: error: --trusted-key: cannot read public key " + p("missing.pub")),
+      std::string::npos)
+      << r.err;
+  // review signs only what --confirm appends.
+  r = run({"review", "--policy", kSourceDir + "/policies/generation_recovery.yaml", "--message",
+           kExamples + "recovery/prepared.message.json", "--record",
+           kExamples + "recovery/prepared.record.json", "--audit-sign-key", p("b.key")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate: error: --audit-sign-key and --checkpoint-every only apply with --confirm "
+            "(which appends to the audit log)\nRun 'replaygate review --help' for usage.\n");
+  // audit result: a bad count is refused before the log is touched.
+  const std::string before = read_file(log());
+  r = run({"audit", "result", "--log", log(), "--decision", "1", "--revision", "2", "--outcome",
+           "x", "--audit-sign-key", p("b.key"), "--checkpoint-every", "abc"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--checkpoint-every takes a whole number from 1"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_file(log()), before);
 }
 
 }  // namespace
