@@ -6,8 +6,6 @@
 #include <cstdio>
 
 namespace replaygate::gate {
-namespace {
-
 std::string default_worker() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
@@ -23,8 +21,6 @@ std::string first_replay(const ledger::Record& holder) {
           std::to_string(holder.revision) + ")";
   return text;
 }
-
-}  // namespace
 
 LedgerStage::LedgerStage(Options options) : options_(std::move(options)) {
   if (options_.worker.empty()) options_.worker = default_worker();

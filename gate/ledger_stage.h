@@ -26,6 +26,12 @@
 
 namespace replaygate::gate {
 
+// A claim's worker when none is given: "HOST:PID".
+std::string default_worker();
+// When and where a key was first replayed, for a hold's reason: "2026-12-02T06:52:16.123456Z by
+// host:1234 (message m-1, rule r, policy p revision 3)".
+std::string first_replay(const ledger::Record& holder);
+
 class LedgerStage : public Stage, public Claimer {
  public:
   struct Options {

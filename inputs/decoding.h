@@ -21,6 +21,9 @@ bool decode_decimal(std::string_view text, int64_t* value, std::string* why);
 // RFC 4648 base64 with padding (the standard alphabet; '-' and '_' of base64url are refused, as are
 // whitespace and a length not a multiple of 4).
 bool decode_base64(std::string_view text, std::string* bytes, std::string* why);
+// The same encoding of `bytes` (decode_base64's inverse): what a management-API record carries
+// as a binary payload (the live gate, gate/rabbitmq/envelope_record.h).
+std::string encode_base64(std::string_view bytes);
 
 // Whether `bytes` is valid UTF-8; *why names the first bad byte's offset when not.
 bool check_utf8(std::string_view bytes, std::string* why);

@@ -92,6 +92,7 @@ struct CliRun {
   std::optional<std::string> stdin_text;  // stdin's bytes; nullopt: /dev/null
   std::string stdin_command;              // when set, a shell command piped into stdin instead
   int timeout_seconds = 0;                // > 0: under timeout(1), which exits 124 when it fires
+  std::vector<std::string> env;           // NAME=VALUE pairs set for the binary only
 };
 
 // Runs the binary as `run` says; stdin, stdout and stderr go through files named stdin, stdout
@@ -100,6 +101,11 @@ inline CliResult run_cli(const std::filesystem::path& scratch, const CliRun& run
   std::string command;
   if (!run.cwd.empty()) command += "cd " + shell_quote(run.cwd) + " && ";
   if (!run.stdin_command.empty()) command += run.stdin_command + " | ";
+  if (!run.env.empty()) {
+    command += "env";
+    for (const std::string& e : run.env) command += " " + shell_quote(e);
+    command += " ";
+  }
   if (run.timeout_seconds > 0) command += "timeout " + std::to_string(run.timeout_seconds) + " ";
   command += shell_quote(kCliBinary);
   for (const std::string& a : run.args) command += " " + shell_quote(a);

@@ -42,6 +42,7 @@ constexpr Command kCommands[] = {
     {"key", "Generate an Ed25519 key pair for signing tables", setup_key},
     {"sign", "Sign a compiled table with a secret key", setup_sign},
     {"trust", "Show or reset the rollback state of signed tables", setup_trust},
+    {"gate", "Run the live gate on a broker's dead-letter queue (rabbitmq)", setup_gate},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

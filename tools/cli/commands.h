@@ -45,6 +45,7 @@ Runner setup_verify(CLI::App& sub);  // tools/cli/verify.cc
 Runner setup_key(CLI::App& sub);     // tools/cli/sign_cmd.cc
 Runner setup_sign(CLI::App& sub);    // tools/cli/sign_cmd.cc
 Runner setup_trust(CLI::App& sub);   // tools/cli/sign_cmd.cc
+Runner setup_gate(CLI::App& sub);    // tools/cli/gate_cmd.cc
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);

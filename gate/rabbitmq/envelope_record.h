@@ -1,0 +1,64 @@
+// An AMQP delivery as the gate's record, and the properties of what the gate publishes for it.
+//
+// In: a delivered envelope (librabbitmq's amqp_envelope_t). Out: the message as RabbitMQ's
+// management API would return it from a queue "get" (inputs/rabbitmq.h: routing_key, exchange,
+// redelivered, properties.headers / message_id / timestamp, payload), so the live gate decides a
+// message with the same `rabbitmq` reader and mapping as a dump of it (docs/input-mapping.md).
+// Headers become JSON as the management API writes them: strings as strings, integers and
+// timestamps as integers, booleans, arrays as arrays, tables as objects, void as null.
+//
+// A message that cannot be such a record is not decided: `problem` says why and the gate holds it
+// (never a replay): a header nested deeper than Limits::max_depth, more than max_headers values
+// in all, a string (header, routing key, exchange, message id) that is not valid UTF-8, a header
+// name twice in one table, a body over max_body bytes. The record is built without recursion
+// deeper than max_depth, so a poison header costs bounded stack here (librabbitmq's own decoder
+// is bounded by frame_max: amqp_client.h).
+#pragma once
+
+#include <amqp.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace replaygate::gate::rabbitmq {
+
+struct Limits {
+  size_t max_body = size_t{16} << 20;  // bytes
+  int max_depth = 32;                  // header nesting (x-death is 2 levels deep)
+  size_t max_headers = 4096;           // header values, nested ones included
+};
+
+struct EnvelopeRecord {
+  std::string record;  // the management-API JSON object, then kPadding spare bytes
+  size_t record_size = 0;
+  std::string problem;                    // "": the record is good
+  std::optional<std::string> message_id;  // properties.message_id, when set and valid UTF-8
+  // The queue the message died in last: x-death's first entry's `queue` (RabbitMQ keeps the
+  // most recent death first), "" when the message has no readable x-death.
+  std::string died_in;
+  // The gate's own replay marker (`x-replay`: an integer, or its decimal text), 0 when absent,
+  // nullopt when present but unreadable.
+  std::optional<int64_t> replays = 0;
+  std::string topic_hint;  // the routing key, for progress lines
+};
+
+// Fills *out from `envelope` (see above).
+void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits, EnvelopeRecord* out);
+
+// The properties the gate publishes a message with: the delivered message's own (content type,
+// message id, correlation id, ...; every header but the ones replaced), persistent (delivery mode
+// 2), with `set_headers` added (replacing a header of the same name). The result points into
+// `envelope`, `set_headers` and *storage: they must outlive its use.
+struct HeaderValue {
+  std::string name;
+  bool is_int = false;
+  int64_t number = 0;
+  std::string text;
+};
+amqp_basic_properties_t republish_properties(const amqp_envelope_t& envelope,
+                                             const std::vector<HeaderValue>& set_headers,
+                                             std::vector<amqp_table_entry_t>* storage);
+
+}  // namespace replaygate::gate::rabbitmq

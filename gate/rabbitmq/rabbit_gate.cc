@@ -1,0 +1,445 @@
+// The live RabbitMQ gate's loop: consume, decide, claim, publish with confirms, ack
+// (rabbit_gate.h).
+#include "gate/rabbitmq/rabbit_gate.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace replaygate::gate::rabbitmq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The test hook ($REPLAYGATE_TEST_CRASH_AT): dies as a kill -9 would, at one named step.
+void crash_point(const GateOptions& o, std::string_view step) {
+  if (!o.crash_at.empty() && o.crash_at == step) ::kill(::getpid(), SIGKILL);
+}
+
+struct Links {
+  std::unique_ptr<Connection> consume, publish;
+  std::unique_ptr<Consumer> consumer;
+  std::unique_ptr<Publisher> publisher;
+  bool up() const { return consume && publish && !consume->lost() && !publish->lost(); }
+  void drop() {
+    consumer.reset();
+    publisher.reset();
+    consume.reset();
+    publish.reset();
+  }
+};
+
+// Connects both connections, selects confirms, makes the park and hold queues (apply only) and
+// starts consuming. "" or why not.
+std::string connect(const GateOptions& o, Links* links) {
+  links->drop();
+  std::string error;
+  Settings consume_settings = o.settings, publish_settings = o.settings;
+  consume_settings.connection_name = "replaygate gate (consume " + o.queue + ")";
+  publish_settings.connection_name = "replaygate gate (publish)";
+  links->consume = Connection::open(o.url, consume_settings, &error);
+  if (!links->consume) return error;
+  links->publish = Connection::open(o.url, publish_settings, &error);
+  if (!links->publish) return error;
+  links->publisher = std::make_unique<Publisher>(*links->publish);
+  if (!links->publisher->select(&error)) return error;
+  if (!links->publish->queue_depth(o.queue, &error)) {
+    return "the dead-letter queue does not exist or cannot be read: " + error;
+  }
+  if (o.apply) {
+    for (const std::string* q : {&o.park_queue, &o.hold_queue}) {
+      if (!links->publish->ensure_queue(*q, &error)) return error;
+    }
+    if (o.replay_exchange && !links->publish->exchange_exists(*o.replay_exchange, &error)) {
+      return "--replay-exchange: " + error;
+    }
+  }
+  links->consumer = std::make_unique<Consumer>(*links->consume);
+  // Skipped and dry-run letters stay unacked: the prefetch must leave room for them.
+  const uint64_t window = std::min<uint64_t>(65535, o.max_unacked + o.prefetch);
+  if (!links->consumer->start(o.queue, static_cast<uint16_t>(window), &error)) return error;
+  return "";
+}
+
+// Waits `ms` on the publishing connection's socket (heartbeats, alarms), never sleeping blind.
+void wait_on(Links& links, int ms) {
+  if (ms <= 0 || !links.publish || links.publish->lost()) {
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return;
+  }
+  const auto end = Clock::now() + std::chrono::milliseconds(ms);
+  while (Clock::now() < end && !links.publish->lost()) {
+    const int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count());
+    amqp_frame_t frame;
+    timeval tv{left / 1000, (left % 1000) * 1000};
+    const int status = amqp_simple_wait_frame_noblock(links.publish->state(), &frame, &tv);
+    if (status == AMQP_STATUS_TIMEOUT) break;
+    if (status != AMQP_STATUS_OK) {
+      links.publish->set_lost(std::string("publishing connection: ") + amqp_error_string2(status));
+      break;
+    }
+    links.publish->handle_async_method(frame);
+  }
+}
+
+std::string target_text(const std::string& exchange, const std::string& routing_key) {
+  if (exchange.empty()) return "queue '" + routing_key + "' (default exchange)";
+  return "exchange '" + exchange + "' routing key '" + routing_key + "'";
+}
+
+}  // namespace
+
+int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& redrive,
+             const GateOptions& o, const GateHooks& hooks, GateStats* stats) {
+  SharedTable::Reader reader(shared);
+  if (!reader.ok()) {
+    stats->stop_reason = "no free reader slot on the table";
+    return 2;
+  }
+  const auto note = [&](const std::string& text) {
+    if (hooks.note) hooks.note(text);
+  };
+  Links links;
+  if (const std::string error = connect(o, &links); !error.empty()) {
+    stats->stop_reason = error;
+    return 2;
+  }
+  uint64_t generation = shared.generation();
+  std::unique_ptr<inputs::RecordParser> parser;
+  {
+    SharedTable::Guard pinned = reader.acquire();
+    parser = make_parser(pinned.table());
+    stats->per_verb.assign(pinned.table().verb_count(), 0);
+  }
+  const auto start = Clock::now();
+  auto last_progress = start;
+  auto next_allowed = start;
+  auto idle_since = start;
+  uint64_t kept_unacked = 0;
+  int exit_code = 0;
+  Delivery delivery;
+  EnvelopeRecord record;
+  std::vector<amqp_table_entry_t> header_storage;
+  const auto progress = [&](bool force) {
+    const auto now = Clock::now();
+    if (!force && now - last_progress < std::chrono::seconds(1)) return;
+    last_progress = now;
+    const double seconds = std::chrono::duration<double>(now - start).count();
+    stats->rate = seconds > 0 ? static_cast<double>(stats->handled) / seconds : 0;
+    std::string error;
+    if (links.up()) stats->queue_depth = links.publish->queue_depth(o.queue, &error);
+    if (hooks.progress) hooks.progress(*stats);
+  };
+  const auto stop = [&](std::string reason, int code) {
+    stats->stop_reason = std::move(reason);
+    exit_code = std::max(exit_code, code);
+  };
+
+  for (;;) {
+    if (hooks.stop_requested && hooks.stop_requested()) {
+      stop("stopped by a signal", 0);
+      break;
+    }
+    if (stats->handled >= o.max) {
+      stop("handled --max " + std::to_string(o.max) + " letters", 0);
+      break;
+    }
+    if (kept_unacked >= o.max_unacked) {
+      stop(std::to_string(kept_unacked) + " letters kept unacked (skipped" +
+               std::string(o.apply ? "" : " or seen in this dry run") + "; --max-unacked)",
+           0);
+      break;
+    }
+    if (hooks.maybe_reload) hooks.maybe_reload();
+    if (!links.up()) {
+      if (!o.apply) {
+        stop("the broker connection was lost: " + (links.consume && links.consume->lost()
+                                                       ? links.consume->lost_reason()
+                                                       : links.publish->lost_reason()),
+             2);
+        break;
+      }
+      // Reconnect with backoff; unacked letters went back to the queue with the connection.
+      const auto give_up = Clock::now() + std::chrono::seconds(o.reconnect_for_s);
+      int backoff_ms = 250;
+      std::string error = "connection lost";
+      bool reconnected = false;
+      while (Clock::now() < give_up && !(hooks.stop_requested && hooks.stop_requested())) {
+        note("reconnecting to " + o.url.describe() + " in " + std::to_string(backoff_ms) + " ms (" +
+             error + ")");
+        links.drop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+        error = connect(o, &links);
+        if (error.empty()) {
+          reconnected = true;
+          break;
+        }
+        backoff_ms = std::min(backoff_ms * 2, 10000);
+      }
+      if (!reconnected) {
+        stop("cannot reconnect to the broker within " + std::to_string(o.reconnect_for_s) +
+                 " s: " + error,
+             2);
+        break;
+      }
+      ++stats->reconnects;
+      kept_unacked = 0;  // the broker took them back
+      note("reconnected");
+      idle_since = Clock::now();
+    }
+    // Rate: wait on the socket until the next letter is allowed.
+    if (o.max_rate > 0) {
+      const auto now = Clock::now();
+      if (now < next_allowed) {
+        wait_on(
+            links,
+            static_cast<int>(
+                std::chrono::duration_cast<std::chrono::milliseconds>(next_allowed - now).count()));
+        continue;
+      }
+    }
+    std::string error;
+    const Consumer::Next next = links.consumer->next(&delivery, 200, &error);
+    progress(false);
+    if (next == Consumer::Next::kTimeout) {
+      wait_on(links, 0);
+      if (!o.follow && Clock::now() - idle_since >= std::chrono::milliseconds(o.idle_exit_ms)) {
+        stop("no letter for " + std::to_string(o.idle_exit_ms) + " ms: the queue is drained" +
+                 std::string(kept_unacked > 0 ? " (of what this run may take)" : ""),
+             0);
+        break;
+      }
+      continue;
+    }
+    if (next == Consumer::Next::kCancelled) {
+      stop(error, 2);
+      break;
+    }
+    if (next == Consumer::Next::kLost) continue;  // reconnect above
+    idle_since = Clock::now();
+    ++stats->received;
+    const amqp_envelope_t& env = delivery.envelope();
+
+    SharedTable::Guard pinned = reader.acquire();
+    const Table& table = pinned.table();
+    if (shared.generation() != generation) {
+      generation = shared.generation();
+      parser = make_parser(table);
+    }
+    envelope_to_record(env, o.limits, &record);
+    DeadLetter letter;
+    letter.record = std::string_view(record.record).substr(0, record.record_size);
+    letter.problem = record.problem;
+    letter.message_id = record.message_id;
+    letter.replay_target_known = o.replay_routing_key.has_value() || !record.died_in.empty();
+
+    const auto accept = [&](const Input* input) {
+      if (o.message_id && (!letter.message_id || *letter.message_id != *o.message_id)) {
+        return false;
+      }
+      if (o.since) {
+        const amqp_basic_properties_t& p = env.message.properties;
+        if ((p._flags & AMQP_BASIC_TIMESTAMP_FLAG) == 0 ||
+            static_cast<int64_t>(p.timestamp) < *o.since) {
+          return false;
+        }
+      }
+      for (const auto& [name, wanted] :
+           {std::pair{"topic", &o.topic}, std::pair{"error_class", &o.error_class}}) {
+        if (!*wanted) continue;
+        if (input == nullptr) return false;
+        const uint32_t f = table.field_index(name);
+        if (f == Table::kNoField) return false;
+        const Input::Slot& slot = input->slots()[f];
+        if (slot.state != Input::Slot::State::kString || slot.s != **wanted) return false;
+      }
+      crash_point(o, "decided");
+      return true;
+    };
+    Plan plan = redrive.plan(table, *parser, letter, accept);
+    LetterReport report;
+    report.ordinal = stats->received;
+    report.message_id = letter.message_id;
+    report.key = plan.key;
+    report.dry_run = !o.apply;
+    if (plan.step == Plan::Step::kSkip) {
+      ++stats->skipped;
+      ++kept_unacked;
+      continue;  // stays unacked: not seen again in this run
+    }
+    if (plan.step == Plan::Step::kStop) {
+      stop(plan.error, 2);
+      break;  // the letter stays unacked and returns to the queue
+    }
+    crash_point(o, "claimed");
+    report.verb = std::string(table.verb_name(plan.verb));
+    report.effect = effect_name(table.verb_effect(plan.verb));
+    report.rule = plan.rule;
+    report.reason = plan.reason;
+    if (!plan.readable) ++stats->unreadable;
+    // Where it goes.
+    std::string exchange, routing_key;
+    std::vector<HeaderValue> headers;
+    if (plan.step == Plan::Step::kAckOnly) {
+      report.action = "ack";
+    } else if (plan.action == Action::kRepublish) {
+      report.action = "republish";
+      exchange = o.replay_exchange.value_or("");
+      routing_key = o.replay_routing_key.value_or(record.died_in);
+      headers.push_back({"x-replay", true, record.replays.value_or(0) + 1, ""});
+    } else {
+      report.action = std::string(action_name(plan.action));
+      routing_key = plan.action == Action::kPark ? o.park_queue : o.hold_queue;
+      headers.push_back({"x-replaygate-verb", false, 0, report.verb});
+      headers.push_back({"x-replaygate-rule", false, 0, plan.rule});
+      headers.push_back({"x-replaygate-reason", false, 0, plan.reason.substr(0, 4096)});
+      headers.push_back({"x-replaygate-from", false, 0, o.queue});
+    }
+    if (report.action != "ack") report.target = target_text(exchange, routing_key);
+
+    if (!o.apply) {
+      report.outcome = "dry run: nothing published, claimed or acked";
+      ++kept_unacked;
+      ++stats->handled;
+      ++stats->per_verb[plan.verb];
+      if (hooks.letter) hooks.letter(report);
+      next_allowed =
+          Clock::now() +
+          std::chrono::microseconds(o.max_rate > 0 ? static_cast<int64_t>(1e6 / o.max_rate) : 0);
+      if (o.message_id) {
+        stop("found message " + *o.message_id, 0);
+        break;
+      }
+      continue;
+    }
+
+    if (const std::string why = redrive.record_decision(table, plan, letter, stats->received);
+        !why.empty()) {
+      stop("cannot write the audit log: " + why, 2);
+      break;  // unacked: it returns; a claim made stays `claimed` (held as outcome unknown)
+    }
+    bool confirmed = false;
+    if (plan.step == Plan::Step::kAckOnly) {
+      report.outcome = "acked without publishing: " + plan.reason;
+      confirmed = true;
+    } else {
+      const amqp_basic_properties_t properties =
+          republish_properties(env, headers, &header_storage);
+      const PublishOutcome published = links.publisher->publish(
+          exchange, routing_key, properties, env.message.body, o.confirm_timeout_ms,
+          [&](const std::string& reason) {
+            note("publishing is blocked by the broker (" + reason +
+                 "): waiting for the alarm to clear");
+          },
+          [&] { crash_point(o, "published"); });
+      if (published.result == PublishResult::kConfirmed) {
+        confirmed = true;
+        crash_point(o, "confirmed");
+        report.outcome = "published to " + report.target + ", publisher confirm";
+      } else if (published.result == PublishResult::kReturned &&
+                 plan.action == Action::kRepublish) {
+        // Nothing took the replay: hold the letter, saying so (the claim stays: an operator
+        // releases it once the target exists).
+        report.outcome = "the replay to " + report.target + " was returned (" + published.detail +
+                         "): no queue took it";
+        if (const std::string why = redrive.record_outcome(plan, false, report.outcome);
+            !why.empty()) {
+          stop("cannot record the outcome: " + why, 2);
+          break;
+        }
+        plan.action = Action::kHold;
+        plan.rule = "gate:unroutable";
+        plan.reason = report.outcome;
+        headers = {
+            {"x-replaygate-verb", false, 0, std::string(table.verb_name(table.default_verb()))},
+            {"x-replaygate-rule", false, 0, plan.rule},
+            {"x-replaygate-reason", false, 0, plan.reason},
+            {"x-replaygate-from", false, 0, o.queue}};
+        const amqp_basic_properties_t hold_properties =
+            republish_properties(env, headers, &header_storage);
+        const PublishOutcome moved = links.publisher->publish(
+            "", o.hold_queue, hold_properties, env.message.body, o.confirm_timeout_ms);
+        if (moved.result != PublishResult::kConfirmed) {
+          stop("cannot move an unroutable replay to " + o.hold_queue + ": " +
+                   std::string(publish_result_name(moved.result)) + " " + moved.detail,
+               2);
+          break;
+        }
+        report.action = "hold";
+        report.rule = plan.rule;
+        report.target = target_text("", o.hold_queue);
+        std::string ack_error;
+        if (!links.consumer->ack(env.delivery_tag, &ack_error)) {
+          stop(ack_error, 2);
+          break;
+        }
+        ++stats->held;
+        ++stats->handled;
+        ++stats->per_verb[table.default_verb()];
+        if (hooks.letter) hooks.letter(report);
+        continue;
+      } else {
+        // Nacked, channel closed (404: a missing exchange), no confirm in time, connection lost:
+        // the letter is not acked. It goes back to the dead-letter queue as it was.
+        report.outcome = "not acked: the publish to " + report.target + " was " +
+                         std::string(publish_result_name(published.result)) +
+                         (published.detail.empty() ? "" : " (" + published.detail + ")");
+        std::string requeue_error;
+        if (links.up()) links.consumer->requeue(env.delivery_tag, &requeue_error);
+        if (hooks.letter) hooks.letter(report);
+        stop(report.outcome, 2);
+        break;
+      }
+    }
+    if (const std::string why = redrive.record_outcome(plan, confirmed, report.outcome);
+        !why.empty()) {
+      stop("cannot record the outcome: " + why, 2);
+      break;  // unacked: on redelivery the ledger says what happened
+    }
+    crash_point(o, "recorded");
+    std::string ack_error;
+    if (!links.consumer->ack(env.delivery_tag, &ack_error)) {
+      stop(ack_error, 2);
+      break;
+    }
+    crash_point(o, "acked");
+    ++stats->handled;
+    ++stats->per_verb[plan.verb];
+    if (plan.step == Plan::Step::kAckOnly) {
+      ++stats->acked_only;
+    } else if (plan.action == Action::kRepublish) {
+      ++stats->republished;
+    } else if (plan.action == Action::kPark) {
+      ++stats->parked;
+    } else {
+      ++stats->held;
+    }
+    if (hooks.letter) hooks.letter(report);
+    next_allowed = Clock::now() + std::chrono::microseconds(
+                                      o.max_rate > 0 ? static_cast<int64_t>(1e6 / o.max_rate) : 0);
+    if (o.max_target_depth && plan.action == Action::kRepublish && exchange.empty()) {
+      std::string depth_error;
+      const std::optional<uint32_t> depth = links.publish->queue_depth(routing_key, &depth_error);
+      if (depth && *depth > *o.max_target_depth) {
+        stop("queue '" + routing_key + "' holds " + std::to_string(*depth) +
+                 " messages, more than --max-target-depth " + std::to_string(*o.max_target_depth),
+             0);
+        break;
+      }
+    }
+    if (o.message_id) {
+      stop("handled message " + *o.message_id, 0);
+      break;
+    }
+  }
+  progress(true);
+  stats->finished = true;
+  if (exit_code == 0 && stats->unreadable > 0) exit_code = 1;
+  return exit_code;
+}
+
+}  // namespace replaygate::gate::rabbitmq

@@ -1,0 +1,104 @@
+// The live gate on RabbitMQ: consume a dead-letter queue, decide each letter (gate/redrive.h), act
+// with publisher confirms, then ack; lose nothing, replay nothing twice (docs/gate.md).
+//
+// Per delivery, in this order (each step durable before the next):
+//   record (envelope_record.h) -> decide -> filters -> ledger claim (create verbs) ->
+//   audit decision entry -> publish (mandatory, persistent) -> publisher confirm ->
+//   ledger `confirmed` + audit result entry -> basic.ack of the dead letter.
+// A replay goes to the queue the letter died in (x-death's most recent `queue`) through the
+// default exchange, never to its original exchange (which may fan out to queues whose consumers
+// already succeeded), with the same body, properties and idempotency key, and x-replay = replays
+// + 1. `never`-like verbs move it to the park queue, the default verb to the hold queue; each
+// move is a confirmed publish, then the ack. Nothing is acked before its confirm.
+//
+// A dry run (the default) decides and prints, claims and writes nothing, acks nothing: the
+// letters it saw stay unacked until the run ends and the channel closes, so they return to the
+// queue as they were (the broker sets `redelivered`; a quorum queue counts a delivery attempt).
+// Skipped letters (filters, --message-id) also stay unacked, so one run never handles a letter
+// twice; at most Options::max_unacked are kept, then the run stops.
+//
+// Threads: run() uses the calling thread; call it through run_with_stack() (amqp_client.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gate/rabbitmq/amqp_client.h"
+#include "gate/rabbitmq/envelope_record.h"
+#include "gate/redrive.h"
+#include "inputs/records.h"
+#include "runtime/reload.h"
+
+namespace replaygate::gate::rabbitmq {
+
+struct GateOptions {
+  AmqpUrl url;
+  Settings settings;
+  std::string queue;                              // the dead-letter queue
+  std::string park_queue;                         // default QUEUE.parked
+  std::string hold_queue;                         // default QUEUE.hold
+  std::optional<std::string> replay_exchange;     // default: "" (the default exchange)
+  std::optional<std::string> replay_routing_key;  // default: x-death's most recent queue
+  bool apply = false;
+  std::optional<std::string> message_id;          // handle this one message only
+  uint64_t max = UINT64_MAX;                      // letters handled at most
+  double max_rate = 10;                           // letters per second (0: no limit)
+  std::optional<std::string> topic, error_class;  // filters on the inputs of those names
+  std::optional<int64_t> since;                   // filter: AMQP timestamp >= since (seconds)
+  uint64_t max_unacked = 1000;  // skipped and dry-run letters kept unacked, at most
+  std::optional<uint64_t> max_target_depth;
+  uint16_t prefetch = 16;
+  int confirm_timeout_ms = 10000;
+  int idle_exit_ms = 2000;  // no delivery for this long: the queue is drained, stop
+  bool follow = false;      // never stop on an idle queue
+  int reconnect_for_s = 300;
+  Limits limits;
+  std::string crash_at;  // tests only ($REPLAYGATE_TEST_CRASH_AT): SIGKILL itself at this step
+};
+
+// One letter's line (stdout, JSON): what the gate did or, in a dry run, would do.
+struct LetterReport {
+  uint64_t ordinal = 0;
+  std::optional<std::string> message_id;
+  std::optional<std::string> key;
+  std::string verb, effect, rule, reason;
+  std::string action;  // "republish", "park", "hold", "ack", "skip"
+  std::string target;  // the queue (and exchange) published to
+  std::string outcome;
+  bool dry_run = true;
+};
+
+struct GateStats {
+  uint64_t received = 0, handled = 0, skipped = 0, republished = 0, parked = 0, held = 0,
+           acked_only = 0, unreadable = 0, reconnects = 0;
+  std::vector<uint64_t> per_verb;
+  std::optional<uint32_t> queue_depth;
+  double rate = 0;  // letters per second, since the start
+  bool finished = false;
+  std::string stop_reason;
+};
+
+struct GateHooks {
+  std::function<void(const LetterReport&)> letter;  // after each letter
+  std::function<void(const GateStats&)> progress;   // about once a second, and at the end
+  std::function<void(const std::string&)> note;     // blocked publishing, reconnects, reloads
+  // Asked between letters: true when a reload was requested and done or refused (it reports).
+  std::function<void()> maybe_reload;
+  std::function<bool()> stop_requested;  // SIGINT / SIGTERM
+};
+
+// Runs the gate until the queue is drained (no delivery for idle_exit_ms, unless follow), max
+// letters are handled, the one --message-id is found, a stop is requested, or an error. Returns
+// the exit code: 0 done, 1 done with unreadable letters (held), 2 an error (a broker, ledger or
+// audit failure: the letter in hand stays unacked and returns to its queue).
+// `make_parser` makes the record parser for a table (the `rabbitmq` reader with the mapping); it
+// is called again after each reload, for the new table.
+using ParserFactory = std::function<std::unique_ptr<inputs::RecordParser>(const Table&)>;
+int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& redrive,
+             const GateOptions& options, const GateHooks& hooks, GateStats* stats);
+
+}  // namespace replaygate::gate::rabbitmq

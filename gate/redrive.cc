@@ -1,0 +1,278 @@
+// One dead letter's decision, ledger claim and audit entries for a live redrive (redrive.h).
+#include "gate/redrive.h"
+
+#include <utility>
+
+#include "audit/audit_log.h"
+#include "audit/entry.h"
+#include "common/diagnostic.h"
+#include "gate/audit_stage.h"
+#include "gate/ledger_stage.h"
+
+namespace replaygate::gate {
+
+std::string_view action_name(Action action) {
+  switch (action) {
+    case Action::kRepublish:
+      return "republish";
+    case Action::kPark:
+      return "park";
+    case Action::kHold:
+      return "hold";
+  }
+  return "hold";
+}
+
+std::optional<Action> parse_action(std::string_view name) {
+  for (Action a : {Action::kRepublish, Action::kPark, Action::kHold}) {
+    if (action_name(a) == name) return a;
+  }
+  return std::nullopt;
+}
+
+ActionMap ActionMap::defaults(const Table& table) {
+  ActionMap map;
+  map.by_verb_.resize(table.verb_count());
+  for (uint32_t v = 0; v < table.verb_count(); ++v) {
+    const Effect effect = table.verb_effect(v);
+    if (v == table.default_verb()) {
+      map.by_verb_[v] = Action::kHold;
+    } else if (effect == Effect::kCreate) {
+      map.by_verb_[v] = Action::kRepublish;
+    } else if (effect == Effect::kNone) {
+      map.by_verb_[v] = Action::kPark;
+    }
+  }
+  return map;
+}
+
+std::string ActionMap::set(const Table& table, std::string_view spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string_view::npos) {
+    return "--action '" + std::string(spec) + "' is not VERB=ACTION (e.g. inspect=hold)";
+  }
+  const std::string_view verb_name = spec.substr(0, eq), name = spec.substr(eq + 1);
+  const uint32_t verb = table.verb_index(verb_name);
+  if (verb >= table.verb_count()) {
+    std::vector<std::string> verbs;
+    for (uint32_t v = 0; v < table.verb_count(); ++v) verbs.emplace_back(table.verb_name(v));
+    std::string why = "--action: the policy has no verb '" + std::string(verb_name) + "'";
+    const std::string suggestion = closest_match(verb_name, verbs);
+    if (!suggestion.empty()) why += "; did you mean '" + suggestion + "'?";
+    return why;
+  }
+  const std::optional<Action> action = parse_action(name);
+  if (!action) {
+    return "--action " + std::string(verb_name) + ": unknown action '" + std::string(name) +
+           "'; give republish, park or hold";
+  }
+  if (*action == Action::kRepublish && table.verb_effect(verb) != Effect::kCreate) {
+    return "--action " + std::string(spec) + ": verb '" + std::string(verb_name) + "' has effect " +
+           effect_name(table.verb_effect(verb)) +
+           ", and only a create verb may republish (the policy did not allow a replay)";
+  }
+  if (by_verb_.size() < table.verb_count()) by_verb_.resize(table.verb_count());
+  by_verb_[verb] = action;
+  return "";
+}
+
+std::string ActionMap::missing(const Table& table) const {
+  for (uint32_t v = 0; v < table.verb_count(); ++v) {
+    if (!of(v)) {
+      const std::string name(table.verb_name(v));
+      return "verb '" + name + "' (effect " + effect_name(table.verb_effect(v)) +
+             ") has no action: a read or copy verb acts only through --action " + name +
+             "=park or --action " + name + "=hold";
+    }
+  }
+  return "";
+}
+
+Redrive::Redrive(Options options) : options_(std::move(options)) {
+  if (options_.worker.empty()) options_.worker = default_worker();
+}
+
+Redrive::~Redrive() = default;
+
+std::string Redrive::open() {
+  if (options_.ledger_url.empty()) return "";
+  ledger::Options lo;
+  lo.scope = options_.ledger_scope;
+  ledger::Result<std::unique_ptr<ledger::Ledger>> opened =
+      ledger::open_ledger(options_.ledger_url, lo);
+  if (!opened) return "cannot open the replay ledger: " + opened.error().message;
+  ledger_ = std::move(opened.value());
+  return "";
+}
+
+void Redrive::hold(const Table& table, Plan& plan, std::string rule, std::string reason) const {
+  plan.step = Plan::Step::kAct;
+  plan.action = Action::kHold;
+  plan.verb = table.default_verb();
+  plan.rule = std::move(rule);
+  plan.reason = std::move(reason);
+  plan.generation = 0;
+}
+
+Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
+                   const std::function<bool(const Input*)>& accept) {
+  Plan plan;
+  if (input_table_ != &table || !input_) {
+    input_ = std::make_unique<Input>(table);
+    input_table_ = &table;
+  }
+  const auto skipped = [&](const Input* input) {
+    if (!accept || accept(input)) return false;
+    plan.step = Plan::Step::kSkip;
+    return true;
+  };
+  if (!letter.problem.empty()) {
+    if (skipped(nullptr)) return plan;
+    hold(table, plan, "invalid", letter.problem);
+    return plan;
+  }
+  input_->clear();
+  problem_.clear();
+  inputs::RecordMeta meta;
+  if (!parser.parse(letter.record, *input_, &meta, &problem_)) {
+    if (skipped(nullptr)) return plan;
+    hold(table, plan, "invalid", "invalid record: " + problem_);
+    return plan;
+  }
+  if (skipped(input_.get())) return plan;
+  plan.readable = true;
+  plan.input = input_.get();
+  plan.decision = table.decide(*input_);
+  plan.verb = plan.decision.verb;
+  plan.rule = std::string(table.rule_name(plan.decision));
+  plan.reason = std::string(table.reason(plan.decision));
+  const uint32_t key_field = table.idempotency_key_field();
+  if (key_field != Table::kNoField && key_field < input_->size()) {
+    const Input::Slot& slot = input_->slots()[key_field];
+    if (slot.state == Input::Slot::State::kString) plan.key = std::string(slot.s);
+  }
+  const std::optional<Action> action = options_.actions.of(plan.verb);
+  if (!action) {
+    // ActionMap::missing() refused such a table at start; a reload could add nothing else.
+    hold(table, plan, "gate:no_action",
+         "verb '" + std::string(table.verb_name(plan.verb)) + "' has no action");
+    return plan;
+  }
+  plan.step = Plan::Step::kAct;
+  plan.action = *action;
+  if (*action != Action::kRepublish) return plan;
+  if (!letter.replay_target_known) {
+    hold(table, plan, "gate:no_target",
+         "the letter has no x-death entry naming the queue it died in, so the gate does not know "
+         "where to replay it (give --replay-routing-key to choose)");
+    return plan;
+  }
+
+  // A replay: the ledger's grant first (write-ahead).
+  if (!plan.key || plan.key->empty()) {
+    hold(table, plan, "ledger:no_key",
+         "the letter has no idempotency key, so the ledger cannot make its replay happen once");
+    return plan;
+  }
+  if (ledger_ == nullptr) {
+    if (!options_.dry_run) {
+      plan.step = Plan::Step::kStop;
+      plan.error = "no replay ledger: a replay needs --ledger";
+    }
+    return plan;  // a dry run without a ledger: what the policy says
+  }
+  const std::string message_id = letter.message_id.value_or("");
+  const auto judge_holder = [&](const ledger::Record& holder) {
+    const bool same_message = !message_id.empty() && holder.message_id == message_id;
+    if (same_message && holder.state == ledger::State::kConfirmed) {
+      plan.step = Plan::Step::kAckOnly;
+      plan.generation = holder.generation;
+      plan.reason = "already replayed and confirmed at " + first_replay(holder) +
+                    "; the copy is in the work queue";
+    } else if (same_message) {
+      hold(table, plan, "ledger:outcome_unknown",
+           "this message's replay was claimed at " + first_replay(holder) +
+               " but its publisher confirm was never recorded: the copy may or may not be in "
+               "the work queue; check it, then 'replaygate ledger release' allows another "
+               "replay");
+    } else {
+      hold(table, plan, "ledger:already_replayed", "already replayed: " + first_replay(holder));
+    }
+  };
+  if (options_.dry_run) {
+    ledger::Result<std::vector<std::optional<ledger::Record>>> found = ledger_->lookup({*plan.key});
+    if (!found) {
+      plan.step = Plan::Step::kStop;
+      plan.error = "the replay ledger failed: " + found.error().message;
+      return plan;
+    }
+    if (found->at(0)) judge_holder(*found->at(0));
+    return plan;
+  }
+  ledger::Claim claim;
+  claim.key = *plan.key;
+  claim.policy = std::string(table.policy_id());
+  claim.revision = table.revision();
+  claim.table_checksum = table.checksum_hex();
+  claim.rule = plan.rule;
+  claim.message_id = message_id;
+  claim.worker = options_.worker;
+  ledger::Result<std::vector<ledger::ClaimOutcome>> claimed = ledger_->claim_batch({claim});
+  if (!claimed) {
+    plan.step = Plan::Step::kStop;
+    plan.error = "the replay ledger failed: " + claimed.error().message;
+    return plan;
+  }
+  const ledger::ClaimOutcome& outcome = claimed->at(0);
+  if (outcome.won) {
+    plan.generation = outcome.holder.generation;
+  } else {
+    judge_holder(outcome.holder);
+  }
+  return plan;
+}
+
+std::string Redrive::record_decision(const Table& table, const Plan& plan, const DeadLetter& letter,
+                                     uint64_t ordinal) {
+  decision_seq_ = 0;
+  if (options_.dry_run) return "";
+  audit::DecisionEntry entry = decision_entry(table, plan.verb, plan.rule, table.checksum_hex());
+  entry.operator_name = options_.operator_name;
+  entry.source = options_.source;
+  entry.record = ordinal;
+  if (letter.message_id) entry.message_id = *letter.message_id;
+  if (plan.key) entry.idempotency_key = *plan.key;
+  entry.claim_generation = plan.generation;
+  const audit::AppendResult appended =
+      audit::append(options_.audit_path, audit::to_json(entry), 0, options_.signer);
+  std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
+  if (!appended.ok) return appended.error;
+  decision_seq_ = appended.seq;
+  return "";
+}
+
+std::string Redrive::record_outcome(const Plan& plan, bool confirmed, const std::string& outcome) {
+  if (options_.dry_run) return "";
+  std::string failure;
+  if (confirmed && plan.action == Action::kRepublish && plan.step == Plan::Step::kAct &&
+      plan.generation > 0 && ledger_ != nullptr) {
+    ledger::Result<ledger::Record> marked =
+        ledger_->mark(*plan.key, plan.generation, ledger::State::kConfirmed);
+    if (!marked)
+      failure = "cannot mark the replay confirmed in the ledger: " + marked.error().message;
+  }
+  if (decision_seq_ == 0)
+    return failure.empty() ? "no decision entry to record a result for" : failure;
+  audit::ResultEntry result;
+  result.decision = decision_seq_;
+  result.outcome = outcome;
+  result.operator_name = options_.operator_name;
+  const audit::AppendResult appended =
+      audit::append(options_.audit_path, audit::to_json(result), decision_seq_, options_.signer);
+  std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
+  decision_seq_ = 0;
+  if (!appended.ok) return failure.empty() ? appended.error : failure + "; " + appended.error;
+  return failure;
+}
+
+}  // namespace replaygate::gate

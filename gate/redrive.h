@@ -1,0 +1,154 @@
+// A live redrive, one dead letter at a time, broker-independent: decide, claim, record, and say
+// what a broker client must do (gate/rabbitmq/ is the one that does it on RabbitMQ).
+//
+//   dead letter (a record in a mapped format, e.g. rabbitmq) ─> plan() ─> Plan ─> the broker acts
+//       parser ─> Input ─> table.decide() ─> action by verb ─> ledger claim (create verbs)
+//   ─> record_decision() (audit decision entry, before the act) ─> the broker publishes, confirms
+//   ─> record_outcome() (ledger `confirmed`, audit result entry) ─> the broker acks the letter
+//
+// The rules (docs/gate.md, issue 21): a verb with effect `create` republishes; the policy's
+// default verb holds; any other verb with effect `none` parks; a `read` or `copy` verb only acts
+// through an explicit mapping (ActionMap::set, `--action VERB=republish|park|hold`). A republish
+// is granted only by a ledger claim won before the publish (write-ahead, ledger/ledger.h). When
+// the claim is lost, the ledger, not the broker's `redelivered` flag, says what happened:
+//   - the holder is this very message (same message id) and `confirmed`: the replay already
+//     happened (a crash after the confirm, before the ack): ack without publishing (kAckOnly);
+//   - the holder is this message and not `confirmed`: the publish may or may not have reached the
+//     broker, so the letter is held (`ledger:outcome_unknown`) until an operator's
+//     `replaygate ledger release` allows another replay;
+//   - another message holds the key: held (`ledger:already_replayed`).
+// A letter the parser cannot read, or one the broker client could not turn into a record (its
+// `problem`: poison headers, a body over the limit), is held with the reason: never a replay.
+// A ledger or audit failure stops the run (kStop): the letter stays unacked and returns to its
+// queue; nothing is lost and nothing is replayed without its record.
+//
+// Threads: a Redrive belongs to one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/checkpoint.h"
+#include "inputs/records.h"
+#include "ledger/ledger.h"
+#include "runtime/table.h"
+
+namespace replaygate::gate {
+
+enum class Action : uint8_t { kRepublish, kPark, kHold };
+// "republish", "park", "hold".
+std::string_view action_name(Action action);
+std::optional<Action> parse_action(std::string_view name);
+
+// What each verb of a table does to a dead letter.
+class ActionMap {
+ public:
+  // The default rules above: create -> republish, the default verb -> hold, other none -> park;
+  // read and copy verbs get no action.
+  static ActionMap defaults(const Table& table);
+  // Applies one `VERB=ACTION` override. "" on success, else why not (an unknown verb, with the
+  // closest name; an unknown action; "republish" for a verb whose effect is not create, which
+  // would replay a message the policy never allowed to be replayed).
+  std::string set(const Table& table, std::string_view spec);
+  // "" when every verb has an action, else which does not and how to give it one.
+  std::string missing(const Table& table) const;
+  std::optional<Action> of(uint32_t verb) const {
+    return verb < by_verb_.size() ? by_verb_[verb] : std::nullopt;
+  }
+
+ private:
+  std::vector<std::optional<Action>> by_verb_;
+};
+
+// One dead letter as the broker client hands it over.
+struct DeadLetter {
+  // The record in the parser's format (for RabbitMQ, a management-API message object), followed
+  // in memory by inputs::LineReader::kPadding readable bytes. Ignored when `problem` is set.
+  std::string_view record;
+  // Set when the client could not make a record of the message (poison headers, a body over the
+  // limit): the letter is held with this reason.
+  std::string problem;
+  std::optional<std::string> message_id;  // the broker's message id property, when it has one
+  // Whether the client knows where a replay would go (RabbitMQ: the x-death queue, or an
+  // explicit --replay-routing-key). Without one a republish is held (`gate:no_target`) before
+  // any claim.
+  bool replay_target_known = true;
+};
+
+// What to do with one dead letter.
+struct Plan {
+  enum class Step : uint8_t {
+    kAct,      // publish to the action's target, then (after its confirm) ack
+    kAckOnly,  // the replay already happened and was confirmed: ack, publish nothing
+    kStop,     // the ledger failed: leave the letter unacked, stop (error says why)
+    kSkip,     // a filter (plan()'s `accept`) passed it over: leave it unacked, claim nothing
+  };
+  Step step = Step::kStop;
+  Action action = Action::kHold;
+  bool readable = false;           // the record was read and decided
+  Decision decision;               // readable only
+  uint32_t verb = 0;               // after the ledger: a held create verb becomes the default verb
+  std::string rule;                // the rule id, "default", "invalid", or "ledger:..."
+  std::string reason;              // the rule's reason, or why the letter is held
+  std::optional<std::string> key;  // the idempotency key, when the record has one
+  int64_t generation = 0;          // the ledger claim this plan won (republish only)
+  std::string error;               // kStop: why
+  Input* input = nullptr;          // readable only: the decided input (valid until next plan())
+};
+
+class Redrive {
+ public:
+  struct Options {
+    ActionMap actions;
+    bool dry_run = true;     // look the ledger up, claim nothing, write nothing
+    std::string ledger_url;  // "" only in a dry run without a ledger
+    std::string ledger_scope = "default";
+    std::string worker;         // the claims' worker, e.g. "host:pid gate rabbitmq payments.dlq"
+    std::string audit_path;     // "" only in a dry run
+    std::string operator_name;  // the audit entries' operator
+    std::string source;         // the audit entries' source, e.g. "amqp://host:5672/%2F/dlq"
+    const audit::CheckpointSigner* signer = nullptr;  // not owned
+  };
+  explicit Redrive(Options options);
+  ~Redrive();
+
+  // Opens the ledger (when a URL is set). "" or why not.
+  std::string open();
+
+  // Decides `letter` on `table` (the parser must be for `table`'s layout), asks `accept` (when
+  // set) whether the run handles it (filters: the decided input, null for a letter that could not
+  // be read; false gives kSkip before any claim), and, for a republish, claims its key (a dry run
+  // looks it up). Never throws for bad input: an unreadable letter is held. `table` must stay
+  // pinned until record_outcome().
+  Plan plan(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
+            const std::function<bool(const Input*)>& accept = {});
+
+  // Appends the decision entry for `plan` (before the broker acts): "" or why it failed (then the
+  // run must stop with the letter unacked). `ordinal` is the letter's 1-based number in this run.
+  // A dry run writes nothing.
+  std::string record_decision(const Table& table, const Plan& plan, const DeadLetter& letter,
+                              uint64_t ordinal);
+  // After the broker acted: marks a confirmed republish `confirmed` in the ledger (right after
+  // the confirm), then appends the result entry `outcome` for the decision entry. "" or why not.
+  std::string record_outcome(const Plan& plan, bool confirmed, const std::string& outcome);
+
+  ledger::Ledger* ledger() { return ledger_.get(); }
+  const Options& options() const { return options_; }
+
+ private:
+  void hold(const Table& table, Plan& plan, std::string rule, std::string reason) const;
+
+  Options options_;
+  std::unique_ptr<ledger::Ledger> ledger_;
+  std::unique_ptr<Input> input_;
+  const Table* input_table_ = nullptr;
+  std::string problem_;
+  uint64_t decision_seq_ = 0;  // the last decision entry's seq (for its result)
+};
+
+}  // namespace replaygate::gate

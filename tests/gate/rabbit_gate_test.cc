@@ -1,0 +1,517 @@
+// `replaygate gate rabbitmq` end to end against a private RabbitMQ node (one per suite): routing
+// per verb, the x-death queue over a fanout, dry runs, kill -9 at every step, gates racing on one
+// PostgreSQL ledger, poison messages, a corrupt table, reloads, broker restarts.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "amqp_test_client.h"
+#include "pg_server.h"
+#include "rabbit_server.h"
+#include "support/cli_runner.h"
+
+namespace replaygate::gate::testing {
+namespace {
+
+using replaygate::testing::CliResult;
+using replaygate::testing::CliRun;
+using replaygate::testing::kCliBinary;
+using replaygate::testing::kSourceDir;
+using replaygate::testing::lines_of;
+using replaygate::testing::read_file;
+using replaygate::testing::run_cli;
+using replaygate::testing::run_cli_args;
+using replaygate::testing::ScratchDir;
+using replaygate::testing::write_file;
+
+const char* const kWorkQueues[] = {"payment.capture", "inventory.reserve", "webhook.partner"};
+
+class RabbitGate : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RabbitServer();
+    const std::string error = server_->create();
+    if (!error.empty()) {
+      delete server_;
+      server_ = nullptr;
+      GTEST_SKIP() << "no RabbitMQ node: " << error;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (server_ == nullptr) GTEST_SKIP() << "no RabbitMQ node";
+    ASSERT_EQ(client_.connect(server_->url()), "");
+    fresh();
+  }
+
+  void fresh() {
+    // A fresh topology per test: each work queue dead-letters into `dlq` through the default
+    // exchange, as a Spring AMQP consumer's rejects do.
+    for (const char* q : {"dlq", "dlq.parked", "dlq.hold", "audit.copy", "payment.capture",
+                          "inventory.reserve", "webhook.partner"}) {
+      client_.delete_queue(q);
+    }
+    ASSERT_EQ(client_.declare_queue("dlq", true), "");
+    for (const char* q : kWorkQueues) {
+      ASSERT_EQ(client_.declare_queue(q, true,
+                                      {{"x-dead-letter-exchange", std::string("")},
+                                       {"x-dead-letter-routing-key", std::string("dlq")}}),
+                "");
+    }
+    dir_ = std::make_unique<ScratchDir>("rg-gate");
+    table_ = path("gate.rgt");
+    const CliResult compiled = run_cli_args(
+        dir_->path(), {"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", table_});
+    ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
+  }
+
+  std::string path(const std::string& name) const { return (dir_->path() / name).string(); }
+
+  // Publishes a letter to `queue` and has the broker dead-letter it into dlq.
+  void dead_letter(const std::string& queue, const std::string& error_class, const std::string& key,
+                   const std::string& message_id, bool committed = false, Fields extra = {}) {
+    Fields headers = {{"x-exception-class", error_class}};
+    for (auto& h : extra) headers.push_back(h);
+    const std::string body = "{\"idempotency_key\":\"" + key +
+                             "\",\"committed\":" + (committed ? "true" : "false") +
+                             ",\"amount_cents\":901}";
+    ASSERT_EQ(client_.publish("", queue, body, headers, message_id), "");
+    ASSERT_EQ(client_.dead_letter(queue, 1), "");
+  }
+
+  std::vector<std::string> gate_args(bool apply, std::vector<std::string> more = {}) const {
+    std::vector<std::string> args = {"gate",        "rabbitmq",
+                                     "--table",     table_,
+                                     "--mapping",   kSourceDir + "/examples/rabbitmq.mapping.yaml",
+                                     "--amqp",      server_->url(),
+                                     "--queue",     "dlq",
+                                     "--idle-exit", "400",
+                                     "--max-rate",  "0",
+                                     "--quiet"};
+    if (apply) {
+      for (const std::string& a :
+           {std::string("--apply"), std::string("--ledger"), ledger_, std::string("--audit"),
+            path("audit.log"), std::string("--operator"), std::string("ops-test")}) {
+        args.push_back(a);
+      }
+    }
+    for (auto& m : more) args.push_back(m);
+    return args;
+  }
+  CliResult gate(bool apply, std::vector<std::string> more = {}, std::string env = "") {
+    CliRun run;
+    run.args = gate_args(apply, std::move(more));
+    run.timeout_seconds = 120;
+    if (!env.empty()) run.env = {env};
+    return run_cli(dir_->path(), run);
+  }
+  // The gate's stdout lines as JSON.
+  static std::vector<nlohmann::json> letters(const CliResult& r) {
+    std::vector<nlohmann::json> out;
+    for (const std::string& line : lines_of(r.out)) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+  // `replaygate ledger show KEY` rows.
+  std::vector<nlohmann::json> ledger_rows(const std::string& key) const {
+    const CliResult r = run_cli_args(dir_->path(), {"ledger", "show", key, "--ledger", ledger_});
+    std::vector<nlohmann::json> rows;
+    for (const std::string& line : lines_of(r.out)) rows.push_back(nlohmann::json::parse(line));
+    return rows;
+  }
+  void expect_audit_verifies() const {
+    const CliResult r = run_cli_args(dir_->path(), {"audit", "verify", path("audit.log")});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+
+  static RabbitServer* server_;
+  AmqpTestClient client_;
+  std::unique_ptr<ScratchDir> dir_;
+  std::string table_;
+  std::string ledger_ = "";  // set in tests: path("ledger.db") or a PostgreSQL URL
+};
+
+RabbitServer* RabbitGate::server_ = nullptr;
+
+TEST_F(RabbitGate, ApplyRoutesEachVerbAndRecordsEveryAction) {
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_a101", "m-1");
+  dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException", "cap_a102",
+              "m-2");
+  // A known class with no row for this topic: an unknown pair, held by the default.
+  dead_letter("payment.capture",
+              "org.springframework.web.client.HttpClientErrorException$BadRequest", "cap_a103",
+              "m-3");
+  ASSERT_EQ(client_.wait_for_count("dlq", 3), "");
+
+  const CliResult r = gate(true, {"--all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& l : lines) by_id[l["message_id"]] = l;
+  EXPECT_EQ(by_id["m-1"]["verb"], "replay_once");
+  EXPECT_EQ(by_id["m-1"]["action"], "republish");
+  EXPECT_EQ(by_id["m-1"]["target"], "queue 'payment.capture' (default exchange)");
+  EXPECT_EQ(by_id["m-2"]["verb"], "never");
+  EXPECT_EQ(by_id["m-2"]["action"], "park");
+  EXPECT_EQ(by_id["m-3"]["verb"], "hold");
+  EXPECT_EQ(by_id["m-3"]["rule"], "default");
+  EXPECT_EQ(by_id["m-3"]["action"], "hold");
+
+  EXPECT_EQ(client_.message_count("dlq"), 0);
+  const std::vector<Message> replayed = client_.get_all("payment.capture");
+  ASSERT_EQ(replayed.size(), 1u);
+  EXPECT_EQ(replayed[0].message_id, "m-1");
+  EXPECT_EQ(replayed[0].headers.at("x-replay"), "1");
+  EXPECT_EQ(replayed[0].headers.at("x-exception-class"), "java.net.SocketTimeoutException");
+  EXPECT_NE(replayed[0].body.find("\"idempotency_key\":\"cap_a101\""), std::string::npos);
+  const std::vector<Message> parked = client_.get_all("dlq.parked");
+  ASSERT_EQ(parked.size(), 1u);
+  EXPECT_EQ(parked[0].message_id, "m-2");
+  EXPECT_EQ(parked[0].headers.at("x-replaygate-verb"), "never");
+  EXPECT_EQ(parked[0].headers.count("x-replay"), 0u);
+  const std::vector<Message> held = client_.get_all("dlq.hold");
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].message_id, "m-3");
+  EXPECT_EQ(held[0].headers.at("x-replaygate-rule"), "default");
+
+  // The ledger: one claim, confirmed. The audit log: a decision and a result per letter.
+  const std::vector<nlohmann::json> rows = ledger_rows("cap_a101");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["state"], "confirmed");
+  EXPECT_EQ(rows[0]["message_id"], "m-1");
+  EXPECT_TRUE(ledger_rows("cap_a102").empty());
+  expect_audit_verifies();
+  const std::vector<std::string> audit = lines_of(read_file(path("audit.log")));
+  ASSERT_EQ(audit.size(), 6u);
+  int decisions = 0, results = 0;
+  for (const std::string& line : audit) {
+    const nlohmann::json e = nlohmann::json::parse(line);
+    if (e["kind"] == "decision") {
+      ++decisions;
+      EXPECT_EQ(e["operator"], "ops-test");
+    }
+    if (e["kind"] == "result") ++results;
+  }
+  EXPECT_EQ(decisions, 3);
+  EXPECT_EQ(results, 3);
+}
+
+TEST_F(RabbitGate, DryRunChangesNothingButWhatItReports) {
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_d1", "d-1");
+  dead_letter("webhook.partner",
+              "org.springframework.web.client.HttpServerErrorException$ServiceUnavailable", "wh_1",
+              "d-2");
+  ASSERT_EQ(client_.wait_for_count("dlq", 2), "");
+  const CliResult r = gate(false, {"--all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& l : lines) {
+    EXPECT_EQ(l["dry_run"], true);
+    EXPECT_EQ(l["action"], "republish");
+  }
+  EXPECT_NE(r.err.find("dry run"), std::string::npos);
+  // Both letters are back in the dead-letter queue; nothing was published anywhere.
+  EXPECT_EQ(client_.wait_for_count("dlq", 2), "");
+  EXPECT_EQ(client_.message_count("payment.capture"), 0);
+  EXPECT_EQ(client_.message_count("webhook.partner"), 0);
+  std::string error;
+  EXPECT_EQ(client_.message_count("dlq.hold", &error), -1) << "a dry run declares no queue";
+  const std::vector<Message> back = client_.get_all("dlq");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(back[0].redelivered);
+  EXPECT_EQ(back[0].headers.count("x-replay"), 0u);
+}
+
+TEST_F(RabbitGate, ApplyNeedsLedgerAndAuditAndRefusesDryRun) {
+  CliRun run;
+  run.args = gate_args(false, {"--all", "--apply"});
+  CliResult r = run_cli(dir_->path(), run);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--apply needs --ledger"), std::string::npos) << r.err;
+  ledger_ = path("ledger.db");
+  r = gate(true, {"--all", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("contradict"), std::string::npos) << r.err;
+  r = gate(true, {});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--message-id ID"), std::string::npos) << r.err;
+}
+
+TEST_F(RabbitGate, ReplayGoesOnlyToTheQueueItDiedInNotThroughItsFanout) {
+  ledger_ = path("ledger.db");
+  ASSERT_EQ(client_.declare_exchange("payments.fanout", "fanout"), "");
+  ASSERT_EQ(client_.declare_queue("audit.copy", true), "");
+  ASSERT_EQ(client_.bind("payment.capture", "payments.fanout", ""), "");
+  ASSERT_EQ(client_.bind("audit.copy", "payments.fanout", ""), "");
+  ASSERT_EQ(client_.publish(
+                "payments.fanout", "", "{\"idempotency_key\":\"cap_f1\",\"committed\":false}",
+                {{"x-exception-class", std::string("java.net.SocketTimeoutException")}}, "f-1"),
+            "");
+  // The audit consumer succeeded; the payment consumer failed and rejected.
+  ASSERT_EQ(client_.get_all("audit.copy").size(), 1u);
+  ASSERT_EQ(client_.dead_letter("payment.capture", 1), "");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  const CliResult r = gate(true, {"--message-id", "f-1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(client_.message_count("payment.capture"), 1);
+  EXPECT_EQ(client_.message_count("audit.copy"), 0) << "a redrive through the fanout repeats "
+                                                       "the audit consumer's side effect";
+}
+
+TEST_F(RabbitGate, AlreadyReplayedLetterIsHeldAndMessageIdPicksOne) {
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_r1", "r-1", false,
+              {{"x-replay", int64_t{1}}});
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_r2", "r-2");
+  ASSERT_EQ(client_.wait_for_count("dlq", 2), "");
+  const CliResult r = gate(true, {"--message-id", "r-1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["rule"], "already_replayed");
+  EXPECT_EQ(lines[0]["action"], "hold");
+  EXPECT_EQ(client_.message_count("dlq.hold"), 1);
+  EXPECT_EQ(client_.message_count("payment.capture"), 0);
+  // r-2 was skipped: it stays in the dead-letter queue, unchanged.
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
+  const std::vector<Message> rest = client_.get_all("dlq");
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].message_id, "r-2");
+  EXPECT_EQ(rest[0].headers.count("x-replay"), 0u);
+}
+
+TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {
+  for (const std::string step :
+       {"decided", "claimed", "published", "confirmed", "recorded", "acked"}) {
+    SCOPED_TRACE(step);
+    fresh();
+    ledger_ = path("ledger-" + step + ".db");
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_k_" + step, "k-" + step);
+    ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+    const CliResult crashed = gate(true, {"--all"}, "REPLAYGATE_TEST_CRASH_AT=" + step);
+    EXPECT_EQ(crashed.exit_code, 128 + SIGKILL) << crashed.err;
+    const CliResult again = gate(true, {"--all"});
+    EXPECT_LE(again.exit_code, 1) << again.err;
+    EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+    const long work = client_.message_count("payment.capture");
+    const long held = client_.message_count("dlq.hold");
+    EXPECT_LE(work, 1) << "replayed twice";
+    EXPECT_GE(work + held, 1) << "lost";
+    const std::vector<nlohmann::json> rows = ledger_rows("cap_k_" + step);
+    if (step == "decided") {
+      EXPECT_EQ(work, 1);
+      EXPECT_EQ(held, 0);
+    } else if (step == "claimed") {
+      // Claimed, never published: the outcome is unknown to the second run, which holds it.
+      EXPECT_EQ(work, 0);
+      EXPECT_EQ(held, 1);
+    } else if (step == "published" || step == "confirmed") {
+      EXPECT_EQ(held, 1) << "claimed without a recorded confirm: held for an operator";
+    } else {
+      EXPECT_EQ(work, 1);
+      EXPECT_EQ(held, 0) << "the ledger says confirmed: acked without a second publish";
+    }
+    ASSERT_EQ(rows.size(), 1u);
+    if (work == 1 && held == 0) {
+      EXPECT_EQ(rows[0]["state"], "confirmed");
+    }
+    if (held == 1) {
+      const std::vector<Message> h = client_.get_all("dlq.hold");
+      ASSERT_EQ(h.size(), 1u);
+      EXPECT_EQ(h[0].headers.at("x-replaygate-rule"), "ledger:outcome_unknown");
+    }
+    expect_audit_verifies();
+    std::filesystem::remove(path("audit.log"));
+  }
+}
+
+TEST_F(RabbitGate, ThreeGatesOnOnePostgresLedgerReplayEachKeyOnce) {
+  replaygate::ledger::testing::PgServer pg;
+  if (const std::string why = pg.create(); !why.empty()) GTEST_SKIP() << why;
+  ledger_ = pg.url();
+  // 12 keys, each dead-lettered three times under different message ids.
+  for (int copy = 0; copy < 3; ++copy) {
+    for (int k = 0; k < 12; ++k) {
+      dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_p" + std::to_string(k),
+                  "p" + std::to_string(k) + "-" + std::to_string(copy));
+    }
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 36), "");
+  std::vector<std::thread> gates;
+  std::vector<CliResult> results(3);
+  for (int g = 0; g < 3; ++g) {
+    gates.emplace_back([&, g] {
+      const std::filesystem::path scratch = dir_->path() / ("g" + std::to_string(g));
+      std::filesystem::create_directories(scratch);
+      CliRun run;
+      run.args = gate_args(true, {"--all", "--prefetch", "2"});
+      for (auto& a : run.args) {
+        if (a == path("audit.log")) a = (scratch / "audit.log").string();
+      }
+      run.timeout_seconds = 120;
+      results[g] = run_cli(scratch, run);
+    });
+  }
+  for (auto& t : gates) t.join();
+  for (const CliResult& r : results) EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+  const std::vector<Message> replayed = client_.get_all("payment.capture");
+  std::multiset<std::string> keys;
+  for (const Message& m : replayed) {
+    const nlohmann::json body = nlohmann::json::parse(m.body);
+    keys.insert(body["idempotency_key"].get<std::string>());
+  }
+  EXPECT_EQ(replayed.size(), 12u);
+  for (int k = 0; k < 12; ++k) EXPECT_EQ(keys.count("cap_p" + std::to_string(k)), 1u);
+  EXPECT_EQ(client_.message_count("dlq.hold"), 24);
+}
+
+TEST_F(RabbitGate, PoisonMessagesAreHeldNeverACrash) {
+  ledger_ = path("ledger.db");
+  {
+    // Arrays nested 26,000 deep: as deep as the default frame_max allows.
+    NestedArrayHeader deep("x-deep", 26000);
+    ASSERT_EQ(client_.publish_raw_headers("", "dlq", "{\"idempotency_key\":\"p1\"}", deep.table(),
+                                          "poison-deep"),
+              "");
+  }
+  ASSERT_EQ(client_.publish("", "dlq", "{}", {{"x-exception-class", std::string("\xff\xfe")}},
+                            "poison-utf8"),
+            "");
+  Fields many;
+  for (int i = 0; i < 5000; ++i) many.push_back({"h" + std::to_string(i), int64_t{i}});
+  ASSERT_EQ(client_.publish("", "dlq", "{}", many, "poison-wide"), "");
+  ASSERT_EQ(client_.publish("", "dlq", std::string(100u << 20, 'x'), {}, "poison-huge"), "");
+  ASSERT_EQ(client_.wait_for_count("dlq", 4), "");
+  const CliResult r = gate(true, {"--all"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // done, with unreadable letters
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& l : letters(r)) by_id[l["message_id"]] = l;
+  ASSERT_EQ(by_id.size(), 4u) << r.out;
+  for (const auto& [id, l] : by_id) {
+    EXPECT_EQ(l["action"], "hold") << id;
+    EXPECT_EQ(l["rule"], "invalid") << id;
+  }
+  EXPECT_NE(by_id["poison-deep"]["reason"].get<std::string>().find("nest deeper"),
+            std::string::npos);
+  EXPECT_NE(by_id["poison-utf8"]["reason"].get<std::string>().find("UTF-8"), std::string::npos);
+  EXPECT_NE(by_id["poison-wide"]["reason"].get<std::string>().find("header values"),
+            std::string::npos);
+  EXPECT_NE(by_id["poison-huge"]["reason"].get<std::string>().find("--max-body"),
+            std::string::npos);
+  EXPECT_EQ(client_.message_count("dlq"), 0);
+  EXPECT_EQ(client_.message_count("dlq.hold"), 4);
+  expect_audit_verifies();
+}
+
+TEST_F(RabbitGate, CorruptTableAtStartConsumesNothing) {
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_c1", "c-1");
+  std::string bytes = read_file(table_);
+  bytes[bytes.size() / 2] ^= 0x01;
+  write_file(table_, bytes);
+  const CliResult r = gate(true, {"--all"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not start"), std::string::npos) << r.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
+  EXPECT_FALSE(client_.get_all("dlq").at(0).redelivered) << "the gate consumed before refusing";
+}
+
+TEST_F(RabbitGate, MissingReplayExchangeIsRefusedBeforeConsuming) {
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_x1", "x-1");
+  const CliResult r = gate(true, {"--all", "--replay-exchange", "no.such.exchange"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("404"), std::string::npos) << r.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
+}
+
+TEST_F(RabbitGate, ReloadUnderLoadAndACorruptReloadKeepsTheOldTable) {
+  ledger_ = path("ledger.db");
+  for (int i = 0; i < 30; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_l" + std::to_string(i),
+                "l-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 30), "");
+  CliRun run;
+  run.args = gate_args(true, {"--all", "--watch"});
+  for (size_t i = 0; i < run.args.size(); ++i) {
+    if (run.args[i] == "--max-rate") run.args[i + 1] = "10";
+  }
+  run.timeout_seconds = 120;
+  std::thread corrupt([&] {
+    // A good table written anew (a new file: --watch sees it), then a corrupt one.
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    write_file(table_ + ".new", read_file(table_));
+    std::filesystem::rename(table_ + ".new", table_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    std::string bytes = read_file(table_);
+    bytes[bytes.size() / 2] ^= 0x01;
+    write_file(table_ + ".new", bytes);
+    std::filesystem::rename(table_ + ".new", table_);
+  });
+  const CliResult r = run_cli(dir_->path(), run);
+  corrupt.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("reloaded the table"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reload refused"), std::string::npos) << r.err;
+  EXPECT_EQ(letters(r).size(), 30u);
+  EXPECT_EQ(client_.message_count("payment.capture"), 30);
+}
+
+TEST_F(RabbitGate, BrokerRestartMidRunReconnectsAndGoesOn) {
+  ledger_ = path("ledger.db");
+  for (int i = 0; i < 20; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_b" + std::to_string(i),
+                "b-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 20), "");
+  client_.close();
+  CliRun run;
+  run.args = gate_args(true, {"--all"});
+  for (size_t i = 0; i + 1 < run.args.size(); ++i) {
+    if (run.args[i] == "--max-rate") run.args[i + 1] = "8";
+    if (run.args[i] == "--idle-exit") run.args[i + 1] = "3000";
+  }
+  for (const char* a : {"--reconnect-for", "40"}) {
+    run.args.push_back(a);
+  }
+  run.timeout_seconds = 120;
+  // The node is restarted from this thread: the harness ties the node's life to the thread that
+  // started it (a parent-death signal), so the gate runs on another one.
+  CliResult r;
+  std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  server_->stop_node();
+  EXPECT_EQ(server_->start_node(), "");
+  gate_run.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("reconnected"), std::string::npos) << r.err;
+  ASSERT_EQ(client_.connect(server_->url()), "");
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+  const long work = client_.message_count("payment.capture");
+  const long held = client_.message_count("dlq.hold");
+  EXPECT_GE(work + held, 20) << "every letter is replayed or held, none lost";
+  EXPECT_LE(work, 20) << "no letter replayed twice";
+  EXPECT_LE(held, 1) << "at most the letter in flight is held as outcome unknown";
+  expect_audit_verifies();
+}
+
+}  // namespace
+}  // namespace replaygate::gate::testing
