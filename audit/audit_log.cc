@@ -1420,6 +1420,145 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
   return append_batch(path, std::move(entries), decision_seq, signer);
 }
 
+namespace {
+
+// Where the chain stands for the next append: what scan_log() found, then what each append wrote.
+struct ChainState {
+  uint64_t seq = 1;  // the next entry's
+  std::string prev;
+  std::string last_time;  // no new entry is recorded as earlier
+  uint64_t since_checkpoint = 0;
+  std::map<uint64_t, uint64_t> decisions;  // decision seq -> seq of its result (0: none yet)
+  std::unique_ptr<ChainDigest> digest;     // with a signer: of every byte the log keeps
+};
+
+ChainState chain_after(const Scan& scan, std::string_view bytes, const CheckpointSigner* signer) {
+  ChainState st;
+  st.seq = scan.last_seq + 1;
+  st.prev = scan.report.last_hash;
+  st.last_time = scan.last_time;
+  st.since_checkpoint = scan.since_checkpoint;
+  st.decisions = scan.decisions;
+  // What the checkpoints sign: every byte the log keeps (a torn tail and empty lines after the
+  // last entry are cut before the write) and every line written before them.
+  if (signer != nullptr) {
+    st.digest = std::make_unique<ChainDigest>();
+    st.digest->update(bytes.substr(0, scan.body_end));
+  }
+  return st;
+}
+
+// The lines that append `entries` (and, with `signer`, their checkpoints) to a log whose chain is
+// `st`, into *record; advances `st` only when it succeeds. Errors: `decision_seq` names no
+// decision entry or one with a result, a bad signer, an invalid entry.
+std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64_t decision_seq,
+                    const CheckpointSigner* signer, const std::string& path, std::string* record,
+                    AppendResult* result) {
+  if (decision_seq != 0) {
+    const auto it = st.decisions.find(decision_seq);
+    if (it == st.decisions.end()) {
+      return "the audit log " + path + " has no decision entry " + std::to_string(decision_seq);
+    }
+    if (it->second != 0) {
+      return "decision entry " + std::to_string(decision_seq) + " in " + path +
+             " already has its result (entry " + std::to_string(it->second) +
+             "); a decision has one result";
+    }
+  }
+  if (entries.empty()) {
+    result->seq = st.seq - 1;
+    result->hash = st.prev;
+    return "";
+  }
+  if (signer != nullptr && (signer->key == nullptr || signer->every == 0)) {
+    return "refusing to append to " + path +
+           ": a checkpoint signer needs a key and an interval of at least 1 entry";
+  }
+  ChainState next;
+  next.seq = st.seq;
+  next.prev = st.prev;
+  next.last_time = st.last_time;
+  next.since_checkpoint = st.since_checkpoint;
+  std::vector<std::pair<uint64_t, uint64_t>> decided;  // (decision seq, result seq or 0)
+  std::unique_ptr<ChainDigest> digest;
+  if (signer != nullptr) digest = std::make_unique<ChainDigest>(*st.digest);
+  std::string line;
+  const auto add_checkpoint = [&] {
+    const std::string key_id = verify::hex(signer->key->id);
+    const std::string chain_digest = digest->hex();
+    const std::string time = std::max(next.last_time, utc_now());
+    json checkpoint;
+    checkpoint["kind"] = "checkpoint";
+    checkpoint["seq"] = next.seq;
+    checkpoint["prev"] = next.prev;
+    checkpoint["time"] = time;
+    checkpoint["key_id"] = key_id;
+    checkpoint["chain_digest"] = chain_digest;
+    checkpoint["signature"] = checkpoint_signature(
+        *signer->key, checkpoint_message(next.seq, next.prev, time, key_id, chain_digest));
+    ++next.seq;
+    next.last_time = time;
+    line = checkpoint.dump();
+    result->checkpoint_seq = checkpoint["seq"];
+    next.prev = line_hash(line);
+    *record += line;
+    *record += '\n';
+    digest->update(line);
+    digest->update("\n");
+    next.since_checkpoint = 0;
+  };
+  for (nlohmann::json& entry : entries) {
+    entry["seq"] = next.seq++;
+    entry["prev"] = next.prev;
+    // Time runs forward in the log even when the clock was set back (NTP, another host): such an
+    // entry gets the time of the entry before it, so verify's order check holds for what is
+    // written. (The fixed-width UTC form orders as text.)
+    if (entry.contains("time") && entry["time"].is_string() &&
+        entry["time"].get_ref<const std::string&>() < next.last_time) {
+      entry["time"] = next.last_time;
+    }
+    if (entry.contains("time") && entry["time"].is_string()) next.last_time = entry["time"];
+    // What is written must verify: a caller's bad value (or a repair entry, which only repair()
+    // writes) is refused here, not found later.
+    std::string problem = check_fields(entry);
+    if (problem.empty() && entry["kind"] == "repair") problem = "a repair entry";
+    if (problem.empty() && entry["kind"] == "checkpoint") {
+      problem = "a checkpoint entry, which only a signing append writes";
+    }
+    if (!problem.empty()) {
+      return "refusing to append an invalid entry to " + path + " (" + problem + ")";
+    }
+    if (entry["kind"] == "decision") decided.emplace_back(entry["seq"].get<uint64_t>(), 0);
+    if (entry["kind"] == "result") {
+      decided.emplace_back(entry["decision"].get<uint64_t>(), entry["seq"].get<uint64_t>());
+    }
+    // Control characters are escaped. A string that is not UTF-8 (only a file name can be: decide's
+    // `source`; letters and operators are checked) gets U+FFFD for its bad bytes: the default
+    // would throw, after decide has rendered the decisions this append must record first.
+    line = entry.dump(-1, ' ', false, json::error_handler_t::replace);
+    next.prev = line_hash(line);
+    *record += line;
+    *record += '\n';
+    result->seq = entry["seq"];
+    result->hash = next.prev;
+    if (digest) {
+      digest->update(line);
+      digest->update("\n");
+      if (++next.since_checkpoint >= signer->every) add_checkpoint();
+    }
+  }
+  if (digest && next.since_checkpoint > 0) add_checkpoint();
+  st.seq = next.seq;
+  st.prev = std::move(next.prev);
+  st.last_time = std::move(next.last_time);
+  st.since_checkpoint = next.since_checkpoint;
+  for (const auto& [d, r] : decided) st.decisions[d] = r;
+  if (digest) st.digest = std::move(digest);
+  return "";
+}
+
+}  // namespace
+
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
                           uint64_t decision_seq, const CheckpointSigner* signer) {
   AppendResult result;
@@ -1442,112 +1581,119 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   // tail, when refusing. This reads and checks every line: O(size of the log) per append.
   const Scan scan = scan_log(log.bytes);
   if (!scan.report.ok()) return fail(refusal(scan, path, log.bytes));
-  uint64_t seq = scan.last_seq + 1;
-  std::string prev = scan.report.last_hash;
-  std::string last_time = scan.last_time;  // no new entry is recorded as earlier
   // A torn tail and empty lines after the last entry are removed, not continued, by
   // cut_then_write(), right before the write, after every check that can refuse: a refused
   // append changes nothing. (A last line without its newline that is not torn is a problem: the
   // log does not verify and was refused above.)
-  if (decision_seq != 0) {
-    const auto it = scan.decisions.find(decision_seq);
-    if (it == scan.decisions.end()) {
-      return fail("the audit log " + path + " has no decision entry " +
-                  std::to_string(decision_seq));
-    }
-    if (it->second != 0) {
-      return fail("decision entry " + std::to_string(decision_seq) + " in " + path +
-                  " already has its result (entry " + std::to_string(it->second) +
-                  "); a decision has one result");
-    }
+  ChainState chain = chain_after(scan, log.bytes, signer);
+  std::string record;
+  if (const std::string error =
+          compose(chain, entries, decision_seq, signer, path, &record, &result);
+      !error.empty()) {
+    return fail(error);
   }
   if (entries.empty()) {
     result.ok = true;
-    result.seq = seq - 1;
-    result.hash = prev;
     return result;
   }
-  if (signer != nullptr && (signer->key == nullptr || signer->every == 0)) {
-    return fail("refusing to append to " + path +
-                ": a checkpoint signer needs a key and an "
-                "interval of at least 1 entry");
-  }
-  std::string record;
-  std::string line;
-  // What the checkpoints sign: every byte the log keeps (a torn tail and empty lines after the
-  // last entry are cut before the write) and every line written before them.
-  std::unique_ptr<ChainDigest> digest;
-  uint64_t since_checkpoint = scan.since_checkpoint;
-  if (signer != nullptr) {
-    digest = std::make_unique<ChainDigest>();
-    digest->update(std::string_view(log.bytes).substr(0, scan.body_end));
-  }
-  const auto add_checkpoint = [&] {
-    const std::string key_id = verify::hex(signer->key->id);
-    const std::string chain_digest = digest->hex();
-    const std::string time = std::max(last_time, utc_now());
-    json checkpoint;
-    checkpoint["kind"] = "checkpoint";
-    checkpoint["seq"] = seq;
-    checkpoint["prev"] = prev;
-    checkpoint["time"] = time;
-    checkpoint["key_id"] = key_id;
-    checkpoint["chain_digest"] = chain_digest;
-    checkpoint["signature"] = checkpoint_signature(
-        *signer->key, checkpoint_message(seq, prev, time, key_id, chain_digest));
-    ++seq;
-    last_time = time;
-    line = checkpoint.dump();
-    result.checkpoint_seq = checkpoint["seq"];
-    prev = line_hash(line);
-    record += line;
-    record += '\n';
-    digest->update(line);
-    digest->update("\n");
-    since_checkpoint = 0;
-  };
-  for (nlohmann::json& entry : entries) {
-    entry["seq"] = seq++;
-    entry["prev"] = prev;
-    // Time runs forward in the log even when the clock was set back (NTP, another host): such an
-    // entry gets the time of the entry before it, so verify's order check holds for what is
-    // written. (The fixed-width UTC form orders as text.)
-    if (entry.contains("time") && entry["time"].is_string() &&
-        entry["time"].get_ref<const std::string&>() < last_time) {
-      entry["time"] = last_time;
-    }
-    if (entry.contains("time") && entry["time"].is_string()) last_time = entry["time"];
-    // What is written must verify: a caller's bad value (or a repair entry, which only repair()
-    // writes) is refused here, not found later.
-    std::string problem = check_fields(entry);
-    if (problem.empty() && entry["kind"] == "repair") problem = "a repair entry";
-    if (problem.empty() && entry["kind"] == "checkpoint") {
-      problem = "a checkpoint entry, which only a signing append writes";
-    }
-    if (!problem.empty()) {
-      return fail("refusing to append an invalid entry to " + path + " (" + problem + ")");
-    }
-    // Control characters are escaped. A string that is not UTF-8 (only a file name can be: decide's
-    // `source`; letters and operators are checked) gets U+FFFD for its bad bytes: the default
-    // would throw, after decide has rendered the decisions this append must record first.
-    line = entry.dump(-1, ' ', false, json::error_handler_t::replace);
-    prev = line_hash(line);
-    record += line;
-    record += '\n';
-    result.seq = entry["seq"];
-    result.hash = prev;
-    if (digest) {
-      digest->update(line);
-      digest->update("\n");
-      if (++since_checkpoint >= signer->every) add_checkpoint();
-    }
-  }
-  if (digest && since_checkpoint > 0) add_checkpoint();
   if (const std::string error = cut_then_write(log, scan, path, record, &result); !error.empty()) {
     return fail(error);
   }
   result.ok = true;
   return result;
+}
+
+struct Appender::State {
+  std::string path;
+  const CheckpointSigner* signer = nullptr;
+  LockedLog log;
+  Scan scan;
+  ChainState chain;
+  bool written = false;  // the first write cuts what scan found after the last entry
+  struct stat opened {};
+  uint64_t size = 0;  // the file's size after this appender's last write
+};
+
+std::unique_ptr<Appender> Appender::open(const std::string& path, const CheckpointSigner* signer,
+                                         std::string* error) {
+  if (path == "-") {
+    *error = kDashRefused;
+    return nullptr;
+  }
+  auto state = std::make_unique<State>();
+  state->path = path;
+  state->signer = signer;
+  if (std::string why = open_locked(path, true, "", &state->log); !why.empty()) {
+    *error = std::move(why);
+    return nullptr;
+  }
+  state->scan = scan_log(state->log.bytes);
+  if (!state->scan.report.ok()) {
+    *error = refusal(state->scan, path, state->log.bytes);
+    return nullptr;
+  }
+  state->chain = chain_after(state->scan, state->log.bytes, signer);
+  ::fstat(state->log.f.fd, &state->opened);
+  state->size = state->log.bytes.size();  // the bytes are kept until the first write
+  return std::unique_ptr<Appender>(new Appender(std::move(state)));
+}
+
+Appender::Appender(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Appender::~Appender() = default;
+
+AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_t decision_seq) {
+  State& st = *state_;
+  AppendResult result;
+  auto fail = [&](std::string message) {
+    result.ok = false;
+    result.error = std::move(message);
+    return result;
+  };
+  // The lock keeps out every appender; a file replaced or changed behind it (an editor's rename,
+  // a writer that does not lock) is refused, not continued.
+  struct stat now {};
+  struct stat file {};
+  if (::fstat(st.log.f.fd, &now) != 0 || ::stat(st.path.c_str(), &file) != 0 ||
+      file.st_ino != st.opened.st_ino || file.st_dev != st.opened.st_dev ||
+      static_cast<uint64_t>(now.st_size) != st.size) {
+    return fail("refusing to append to " + st.path +
+                ": the file was replaced or changed by another writer while this command held "
+                "its lock; nothing was written. Check it with 'replaygate audit verify " +
+                st.path + "'");
+  }
+  std::string record;
+  if (const std::string error =
+          compose(st.chain, entries, decision_seq, st.signer, st.path, &record, &result);
+      !error.empty()) {
+    return fail(error);
+  }
+  if (entries.empty()) {
+    result.ok = true;
+    return result;
+  }
+  std::string error;
+  if (!st.written) {
+    // The first write removes what scan found after the last entry (a torn tail, empty lines).
+    error = cut_then_write(st.log, st.scan, st.path, record, &result);
+    if (error.empty()) {
+      st.log.bytes.clear();
+      st.log.bytes.shrink_to_fit();
+    }
+  } else {
+    error = write_record(st.log, st.path, record, st.size);
+  }
+  struct stat after {};
+  if (::fstat(st.log.f.fd, &after) == 0) st.size = static_cast<uint64_t>(after.st_size);
+  if (!error.empty()) return fail(error);
+  st.written = true;
+  result.ok = true;
+  return result;
+}
+
+AppendResult Appender::append(nlohmann::json entry, uint64_t decision_seq) {
+  std::vector<nlohmann::json> entries;
+  entries.push_back(std::move(entry));
+  return append_batch(std::move(entries), decision_seq);
 }
 
 AppendResult repair(const std::string& path, const std::string& operator_name,

@@ -65,6 +65,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -121,6 +122,35 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
 // caller's own checkpoint entry is refused as invalid (only the signer writes them).
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
                           uint64_t decision_seq = 0, const CheckpointSigner* signer = nullptr);
+
+// An appender that holds the log for a long run (the live gate, gate/redrive.h): open() locks the
+// log (flock, as append() does) for the appender's lifetime and verifies it once, so each append
+// costs the size of what it writes, not of the whole log (append() is O(log size) per call).
+// Other appenders wait for the lock, so one long-running writer excludes the rest: give each gate
+// its own log. Before each write the path must still name the file opened, at the size this
+// appender left it: a file replaced (an editor's rename) or grown by a writer that does not lock is
+// refused, never continued. Entries are checked and chained exactly as append_batch() does;
+// checkpoints (signer) likewise. Not thread-safe; one per process per log.
+class Appender {
+ public:
+  // Opens (creating it, mode 0644, when missing), locks and verifies the log at `path`. Null with
+  // *error set: the errors of append() (a "-" path, open, lock or read failures, a log that does
+  // not verify: nothing is changed).
+  static std::unique_ptr<Appender> open(const std::string& path, const CheckpointSigner* signer,
+                                        std::string* error);
+  ~Appender();  // releases the lock
+  Appender(const Appender&) = delete;
+  Appender& operator=(const Appender&) = delete;
+  // As append_batch(path, entries, decision_seq, signer), without re-reading the log. The first
+  // append removes a torn tail or empty lines found at open (reported as append_batch() does).
+  AppendResult append_batch(std::vector<nlohmann::json> entries, uint64_t decision_seq = 0);
+  AppendResult append(nlohmann::json entry, uint64_t decision_seq = 0);
+
+ private:
+  struct State;
+  explicit Appender(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 // Records a break in the log at `path` so that appends can continue it (`audit repair`): under the
 // lock, when the log does not verify but holds a valid entry, removes what an append removes (a

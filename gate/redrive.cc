@@ -95,6 +95,11 @@ Redrive::Redrive(Options options) : options_(std::move(options)) {
 Redrive::~Redrive() = default;
 
 std::string Redrive::open() {
+  if (!options_.dry_run && !options_.audit_path.empty()) {
+    std::string error;
+    appender_ = audit::Appender::open(options_.audit_path, options_.signer, &error);
+    if (!appender_) return error;
+  }
   if (options_.ledger_url.empty()) return "";
   ledger::Options lo;
   lo.scope = options_.ledger_scope;
@@ -243,8 +248,8 @@ std::string Redrive::record_decision(const Table& table, const Plan& plan, const
   if (letter.message_id) entry.message_id = *letter.message_id;
   if (plan.key) entry.idempotency_key = *plan.key;
   entry.claim_generation = plan.generation;
-  const audit::AppendResult appended =
-      audit::append(options_.audit_path, audit::to_json(entry), 0, options_.signer);
+  if (!appender_) return "no audit log is open";
+  const audit::AppendResult appended = appender_->append(audit::to_json(entry));
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   if (!appended.ok) return appended.error;
   decision_seq_ = appended.seq;
@@ -267,8 +272,8 @@ std::string Redrive::record_outcome(const Plan& plan, bool confirmed, const std:
   result.decision = decision_seq_;
   result.outcome = outcome;
   result.operator_name = options_.operator_name;
-  const audit::AppendResult appended =
-      audit::append(options_.audit_path, audit::to_json(result), decision_seq_, options_.signer);
+  if (!appender_) return "no audit log is open";
+  const audit::AppendResult appended = appender_->append(audit::to_json(result), decision_seq_);
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   decision_seq_ = 0;
   if (!appended.ok) return failure.empty() ? appended.error : failure + "; " + appended.error;

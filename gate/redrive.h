@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "audit/checkpoint.h"
 #include "inputs/records.h"
 #include "ledger/ledger.h"
@@ -117,7 +118,8 @@ class Redrive {
   explicit Redrive(Options options);
   ~Redrive();
 
-  // Opens the ledger (when a URL is set). "" or why not.
+  // Opens and locks the audit log (not in a dry run: audit::Appender, held for the run) and the
+  // ledger (when a URL is set). "" or why not.
   std::string open();
 
   // Decides `letter` on `table` (the parser must be for `table`'s layout), asks `accept` (when
@@ -145,6 +147,7 @@ class Redrive {
 
   Options options_;
   std::unique_ptr<ledger::Ledger> ledger_;
+  std::unique_ptr<audit::Appender> appender_;
   std::unique_ptr<Input> input_;
   const Table* input_table_ = nullptr;
   std::string problem_;
