@@ -1,0 +1,320 @@
+// The live gate's broker-free parts: the amqp:// URL, the verb -> action map, an AMQP envelope as
+// the `rabbitmq` record (and its poison forms), the republish headers, and gate::Redrive's plan
+// with a real SQLite ledger (claim, outcome unknown, already confirmed, another message's key,
+// no key, no target, a filter that skips before any claim).
+#include <amqp.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gate/rabbitmq/amqp_client.h"
+#include "gate/rabbitmq/envelope_record.h"
+#include "gate/redrive.h"
+#include "inputs/formats.h"
+#include "inputs/mapping.h"
+#include "runtime/table.h"
+#include "support/cli_runner.h"
+
+namespace replaygate::testing {
+namespace {
+
+namespace rmq = gate::rabbitmq;
+using nlohmann::json;
+
+TEST(AmqpUrl, ParsesWhatUsersWrite) {
+  std::string problem;
+  std::optional<rmq::AmqpUrl> url =
+      rmq::parse_amqp_url("amqp://ops:s%40cret@mq.local:5673/%2F", &problem);
+  ASSERT_TRUE(url) << problem;
+  EXPECT_EQ(url->user, "ops");
+  EXPECT_EQ(url->password, "s@cret");
+  EXPECT_EQ(url->host, "mq.local");
+  EXPECT_EQ(url->port, 5673);
+  EXPECT_EQ(url->vhost, "/");
+  EXPECT_EQ(url->describe(), "amqp://ops@mq.local:5673/%2F") << "no password in messages";
+  url = rmq::parse_amqp_url("amqp://127.0.0.1/payments", &problem);
+  ASSERT_TRUE(url);
+  EXPECT_EQ(url->port, 5672);
+  EXPECT_EQ(url->user, "guest");
+  EXPECT_EQ(url->vhost, "payments");
+  url = rmq::parse_amqp_url("amqp://127.0.0.1:5672/", &problem);
+  ASSERT_TRUE(url);
+  EXPECT_EQ(url->vhost, "/") << "an empty vhost means /";
+  for (const char* bad : {"amqps://h/", "http://h/", "amqp://h:0/", "amqp://h:99999/",
+                          "amqp://h:x/", "amqp:///vhost", "amqp://h/%zz"}) {
+    EXPECT_FALSE(rmq::parse_amqp_url(bad, &problem)) << bad;
+    EXPECT_FALSE(problem.empty()) << bad;
+  }
+}
+
+class GateRedrive : public CliFixture {
+ protected:
+  void SetUp() override {
+    const CliResult compiled =
+        run({"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", p("gate.rgt")});
+    ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
+    LoadStatus status;
+    table_ = Table::load_file(p("gate.rgt"), &status);
+    ASSERT_TRUE(table_) << status.message;
+    const std::string path = kSourceDir + "/examples/rabbitmq.mapping.yaml";
+    mapping_ = inputs::parse_mapping(read_file(path), path, *table_);
+    for (const inputs::InputFormat& f : inputs::input_formats()) {
+      if (f.name == "rabbitmq") parser_ = f.make_parser(*table_, &mapping_.mapping);
+    }
+    ASSERT_TRUE(parser_);
+    init_amqp_pool(&pool_, 4096);
+  }
+  void TearDown() override { empty_amqp_pool(&pool_); }
+  std::string p(const std::string& name) const { return (dir_ / name).string(); }
+
+  amqp_field_value_t text(const std::string& s) {
+    amqp_field_value_t v;
+    v.kind = AMQP_FIELD_KIND_UTF8;
+    v.value.bytes = keep(s);
+    return v;
+  }
+  amqp_bytes_t keep(const std::string& s) {
+    strings_.push_back(std::make_unique<std::string>(s));
+    amqp_bytes_t b;
+    b.bytes = strings_.back()->data();
+    b.len = strings_.back()->size();
+    return b;
+  }
+  amqp_table_entry_t entry(const std::string& key, amqp_field_value_t value) {
+    amqp_table_entry_t e;
+    e.key = keep(key);
+    e.value = value;
+    return e;
+  }
+  // A dead letter as the broker delivers it from dlq: x-death names `queue`.
+  void letter(const std::string& error_class, const std::string& body,
+              const std::string& message_id = "m-1", const std::string& queue = "payment.capture") {
+    death_.clear();
+    death_.push_back(entry("count", [] {
+      amqp_field_value_t v;
+      v.kind = AMQP_FIELD_KIND_I64;
+      v.value.i64 = 1;
+      return v;
+    }()));
+    death_.push_back(entry("queue", text(queue)));
+    death_.push_back(entry("reason", text("rejected")));
+    death_value_.kind = AMQP_FIELD_KIND_TABLE;
+    death_value_.value.table.num_entries = static_cast<int>(death_.size());
+    death_value_.value.table.entries = death_.data();
+    deaths_ = {death_value_};
+    headers_.clear();
+    amqp_field_value_t array;
+    array.kind = AMQP_FIELD_KIND_ARRAY;
+    array.value.array.num_entries = 1;
+    array.value.array.entries = deaths_.data();
+    headers_.push_back(entry("x-death", array));
+    headers_.push_back(entry("x-first-death-queue", text(queue)));
+    headers_.push_back(entry("x-first-death-reason", text("rejected")));
+    headers_.push_back(entry("x-exception-class", text(error_class)));
+    envelope_ = amqp_envelope_t{};
+    amqp_basic_properties_t& props = envelope_.message.properties;
+    props._flags = AMQP_BASIC_HEADERS_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG;
+    props.headers.num_entries = static_cast<int>(headers_.size());
+    props.headers.entries = headers_.data();
+    props.message_id = keep(message_id);
+    envelope_.routing_key = keep("dlq");
+    envelope_.exchange = keep("");
+    envelope_.message.body = keep(body);
+  }
+  void refresh_headers() {
+    envelope_.message.properties.headers.num_entries = static_cast<int>(headers_.size());
+    envelope_.message.properties.headers.entries = headers_.data();
+  }
+  gate::DeadLetter dead_letter(rmq::EnvelopeRecord* record, const rmq::Limits& limits = {}) {
+    rmq::envelope_to_record(envelope_, limits, record);
+    gate::DeadLetter d;
+    d.record = std::string_view(record->record).substr(0, record->record_size);
+    d.problem = record->problem;
+    d.message_id = record->message_id;
+    d.replay_target_known = !record->died_in.empty();
+    return d;
+  }
+
+  std::unique_ptr<Table> table_;
+  inputs::LoadedMapping mapping_;
+  std::unique_ptr<inputs::RecordParser> parser_;
+  amqp_pool_t pool_;
+  std::vector<std::unique_ptr<std::string>> strings_;
+  std::vector<amqp_table_entry_t> death_, headers_;
+  amqp_field_value_t death_value_{};
+  std::vector<amqp_field_value_t> deaths_;
+  amqp_envelope_t envelope_{};
+};
+
+const char* const kTimeout = "java.net.SocketTimeoutException";
+const char* const kBody = "{\"idempotency_key\":\"cap_a101\",\"committed\":false}";
+
+TEST_F(GateRedrive, AnEnvelopeIsTheManagementApiRecord) {
+  letter(kTimeout, kBody);
+  rmq::EnvelopeRecord record;
+  rmq::envelope_to_record(envelope_, {}, &record);
+  ASSERT_EQ(record.problem, "");
+  EXPECT_EQ(record.died_in, "payment.capture");
+  EXPECT_EQ(record.replays, 0);
+  ASSERT_EQ(record.message_id, "m-1");
+  const json j = json::parse(record.record.substr(0, record.record_size));
+  EXPECT_EQ(j["routing_key"], "dlq");
+  EXPECT_EQ(j["payload"], kBody);
+  EXPECT_EQ(j["payload_encoding"], "string");
+  EXPECT_EQ(j["properties"]["message_id"], "m-1");
+  EXPECT_EQ(j["properties"]["headers"]["x-death"][0]["queue"], "payment.capture");
+  EXPECT_EQ(j["properties"]["headers"]["x-death"][0]["count"], 1);
+  // A binary body goes as base64, and reads back as the same bytes.
+  envelope_.message.body = keep(std::string("\x00\xff\x01", 3));
+  rmq::envelope_to_record(envelope_, {}, &record);
+  const json b = json::parse(record.record.substr(0, record.record_size));
+  EXPECT_EQ(b["payload_encoding"], "base64");
+  EXPECT_EQ(b["payload"], "AP8B");
+}
+
+TEST_F(GateRedrive, PoisonEnvelopesAreProblemsNotRecords) {
+  rmq::EnvelopeRecord record;
+  letter(kTimeout, kBody);
+  headers_.push_back(entry("x-bad", text("\xff\xfe")));
+  refresh_headers();
+  rmq::envelope_to_record(envelope_, {}, &record);
+  EXPECT_NE(record.problem.find("not valid UTF-8"), std::string::npos) << record.problem;
+
+  letter(kTimeout, kBody);
+  headers_.push_back(entry("x-exception-class", text("twice")));
+  refresh_headers();
+  rmq::envelope_to_record(envelope_, {}, &record);
+  EXPECT_NE(record.problem.find("twice"), std::string::npos) << record.problem;
+
+  // Arrays nested 40 deep: over the 32-level bound, however the broker delivered them.
+  letter(kTimeout, kBody);
+  std::vector<amqp_field_value_t> levels(41);
+  levels[0] = text("x");
+  for (size_t i = 1; i < levels.size(); ++i) {
+    levels[i].kind = AMQP_FIELD_KIND_ARRAY;
+    levels[i].value.array.num_entries = 1;
+    levels[i].value.array.entries = &levels[i - 1];
+  }
+  headers_.push_back(entry("x-deep", levels.back()));
+  refresh_headers();
+  rmq::envelope_to_record(envelope_, {}, &record);
+  EXPECT_NE(record.problem.find("nest deeper than 32"), std::string::npos) << record.problem;
+
+  letter(kTimeout, kBody);
+  rmq::Limits small;
+  small.max_body = 10;
+  rmq::envelope_to_record(envelope_, small, &record);
+  EXPECT_NE(record.problem.find("--max-body"), std::string::npos) << record.problem;
+
+  // A poison letter is held with the problem as its reason: never a replay.
+  gate::Redrive::Options dry;
+  dry.actions = gate::ActionMap::defaults(*table_);
+  gate::Redrive redrive(dry);
+  ASSERT_EQ(redrive.open(), "");
+  const gate::Plan plan = redrive.plan(*table_, *parser_, dead_letter(&record, small));
+  EXPECT_EQ(plan.action, gate::Action::kHold);
+  EXPECT_EQ(plan.rule, "invalid");
+  EXPECT_NE(plan.reason.find("--max-body"), std::string::npos);
+}
+
+TEST_F(GateRedrive, RepublishPropertiesSetTheMarkerAndKeepTheRest) {
+  letter(kTimeout, kBody);
+  amqp_field_value_t old;
+  old.kind = AMQP_FIELD_KIND_I64;
+  old.value.i64 = 4;
+  headers_.push_back(entry("x-replay", old));
+  refresh_headers();
+  rmq::EnvelopeRecord record;
+  rmq::envelope_to_record(envelope_, {}, &record);
+  EXPECT_EQ(record.replays, 4);
+  std::vector<amqp_table_entry_t> storage;
+  const amqp_basic_properties_t p =
+      rmq::republish_properties(envelope_, {{"x-replay", true, 5, ""}}, &storage);
+  EXPECT_EQ(p.delivery_mode, AMQP_DELIVERY_PERSISTENT);
+  EXPECT_EQ(std::string(static_cast<const char*>(p.message_id.bytes), p.message_id.len), "m-1");
+  int replay_headers = 0;
+  for (int i = 0; i < p.headers.num_entries; ++i) {
+    const std::string key(static_cast<const char*>(p.headers.entries[i].key.bytes),
+                          p.headers.entries[i].key.len);
+    if (key == "x-replay") {
+      ++replay_headers;
+      EXPECT_EQ(p.headers.entries[i].value.value.i64, 5);
+    }
+  }
+  EXPECT_EQ(replay_headers, 1);
+  EXPECT_EQ(p.headers.num_entries, static_cast<int>(headers_.size()));
+}
+
+TEST_F(GateRedrive, ActionsByVerbAndOverrides) {
+  gate::ActionMap map = gate::ActionMap::defaults(*table_);
+  EXPECT_EQ(map.of(table_->verb_index("replay_once")), gate::Action::kRepublish);
+  EXPECT_EQ(map.of(table_->verb_index("never")), gate::Action::kPark);
+  EXPECT_EQ(map.of(table_->verb_index("hold")), gate::Action::kHold);
+  EXPECT_EQ(map.missing(*table_), "");
+  EXPECT_EQ(map.set(*table_, "never=hold"), "");
+  EXPECT_EQ(map.of(table_->verb_index("never")), gate::Action::kHold);
+  EXPECT_NE(map.set(*table_, "never=republish").find("only a create verb"), std::string::npos);
+  EXPECT_NE(map.set(*table_, "nevr=hold").find("did you mean 'never'"), std::string::npos);
+  EXPECT_NE(map.set(*table_, "never=drop").find("unknown action"), std::string::npos);
+  EXPECT_NE(map.set(*table_, "never").find("VERB=ACTION"), std::string::npos);
+}
+
+TEST_F(GateRedrive, TheLedgerSaysWhetherAReplayHappened) {
+  gate::Redrive::Options options;
+  options.actions = gate::ActionMap::defaults(*table_);
+  options.dry_run = false;
+  options.ledger_url = p("ledger.db");
+  options.audit_path = p("audit.log");
+  options.operator_name = "ops";
+  options.source = "test";
+  gate::Redrive redrive(options);
+  ASSERT_EQ(redrive.open(), "");
+  rmq::EnvelopeRecord record;
+  letter(kTimeout, kBody, "m-1");
+  gate::DeadLetter d = dead_letter(&record);
+
+  // A filter that passes the letter over claims nothing.
+  gate::Plan plan = redrive.plan(*table_, *parser_, d, [](const Input*) { return false; });
+  EXPECT_EQ(plan.step, gate::Plan::Step::kSkip);
+  EXPECT_TRUE(redrive.ledger()->lookup({"cap_a101"})->at(0) == std::nullopt);
+
+  plan = redrive.plan(*table_, *parser_, d);
+  ASSERT_EQ(plan.step, gate::Plan::Step::kAct);
+  EXPECT_EQ(plan.action, gate::Action::kRepublish);
+  EXPECT_EQ(plan.generation, 1);
+  ASSERT_EQ(redrive.record_decision(*table_, plan, d, 1), "");
+  // Redelivered before its confirm was recorded: the outcome is unknown, so it is held.
+  gate::Plan again = redrive.plan(*table_, *parser_, d);
+  EXPECT_EQ(again.action, gate::Action::kHold);
+  EXPECT_EQ(again.rule, "ledger:outcome_unknown");
+  EXPECT_EQ(again.verb, table_->default_verb());
+  // Once confirmed, a redelivery is acked without a second publish.
+  ASSERT_EQ(redrive.record_outcome(plan, true, "published, confirmed"), "");
+  EXPECT_EQ(redrive.ledger()->lookup({"cap_a101"})->at(0)->state, ledger::State::kConfirmed);
+  again = redrive.plan(*table_, *parser_, d);
+  EXPECT_EQ(again.step, gate::Plan::Step::kAckOnly);
+  // Another message with the same key is held: the key was replayed.
+  letter(kTimeout, kBody, "m-2");
+  d = dead_letter(&record);
+  again = redrive.plan(*table_, *parser_, d);
+  EXPECT_EQ(again.rule, "ledger:already_replayed");
+  EXPECT_NE(again.reason.find("message m-1"), std::string::npos) << again.reason;
+  // No x-death queue: no target, held before any claim.
+  letter(kTimeout, "{\"idempotency_key\":\"cap_new\",\"committed\":false}", "m-3");
+  d = dead_letter(&record);
+  d.replay_target_known = false;
+  again = redrive.plan(*table_, *parser_, d);
+  EXPECT_EQ(again.rule, "gate:no_target");
+  EXPECT_TRUE(redrive.ledger()->lookup({"cap_new"})->at(0) == std::nullopt);
+  // The audit log verifies and holds the decision and its result.
+  const CliResult verified = run({"audit", "verify", p("audit.log")});
+  EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
+  EXPECT_EQ(lines_of(read_file(p("audit.log"))).size(), 2u);
+}
+
+}  // namespace
+}  // namespace replaygate::testing
