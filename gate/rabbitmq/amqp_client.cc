@@ -56,6 +56,8 @@ bool percent_decode(std::string_view in, std::string* out) {
   return true;
 }
 
+}  // namespace
+
 std::string percent_encode(std::string_view in) {
   static const char* digits = "0123456789ABCDEF";
   std::string out;
@@ -71,8 +73,6 @@ std::string percent_encode(std::string_view in) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string AmqpUrl::describe() const {
   return "amqp://" + percent_encode(user) + "@" + host + ":" + std::to_string(port) + "/" +

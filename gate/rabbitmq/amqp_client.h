@@ -42,6 +42,9 @@ struct AmqpUrl {
   // The URL without the password: "amqp://guest@127.0.0.1:5672/%2F".
   std::string describe() const;
 };
+// RFC 3986 percent-encoding of everything but unreserved characters ("/" is "%2F").
+std::string percent_encode(std::string_view text);
+
 // Parses `text`. nullopt with *problem set: not an amqp:// URL, amqps:// (TLS is not built in),
 // a bad port.
 std::optional<AmqpUrl> parse_amqp_url(std::string_view text, std::string* problem);

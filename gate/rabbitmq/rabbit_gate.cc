@@ -86,6 +86,16 @@ void wait_on(Links& links, int ms) {
   }
 }
 
+bool has_header(const amqp_envelope_t& env, std::string_view name) {
+  const amqp_basic_properties_t& p = env.message.properties;
+  if ((p._flags & AMQP_BASIC_HEADERS_FLAG) == 0) return false;
+  for (int i = 0; i < p.headers.num_entries; ++i) {
+    const amqp_bytes_t key = p.headers.entries[i].key;
+    if (std::string_view(static_cast<const char*>(key.bytes), key.len) == name) return true;
+  }
+  return false;
+}
+
 std::string target_text(const std::string& exchange, const std::string& routing_key) {
   if (exchange.empty()) return "queue '" + routing_key + "' (default exchange)";
   return "exchange '" + exchange + "' routing key '" + routing_key + "'";
@@ -229,6 +239,14 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     if (shared.generation() != generation) {
       generation = shared.generation();
       parser = make_parser(table);
+    }
+    if (!o.apply && !o.allow_peek && has_header(env, "x-delivery-count")) {
+      stop("refusing to peek further: " + o.queue +
+               " is a quorum queue (its deliveries carry x-delivery-count), where a dry run uses "
+               "up a delivery attempt of every letter it sees and can drop one at its delivery "
+               "limit; give --allow-peek to accept that (--management URL shows the limit)",
+           2);
+      break;  // this letter returns unacked, as every one a dry run saw
     }
     envelope_to_record(env, o.limits, &record);
     DeadLetter letter;

@@ -44,6 +44,9 @@ struct GateOptions {
   std::optional<std::string> replay_exchange;     // default: "" (the default exchange)
   std::optional<std::string> replay_routing_key;  // default: x-death's most recent queue
   bool apply = false;
+  // A dry run on a quorum queue uses up a delivery attempt of every letter it sees: it stops at
+  // the first delivery that shows the queue is one (an x-delivery-count header) unless allowed.
+  bool allow_peek = false;
   std::optional<std::string> message_id;          // handle this one message only
   uint64_t max = UINT64_MAX;                      // letters handled at most
   double max_rate = 10;                           // letters per second (0: no limit)

@@ -40,6 +40,7 @@ class RabbitGate : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new RabbitServer();
+    server_->enable_management();  // the quorum-queue test reads the queue's type over HTTP
     const std::string error = server_->create();
     if (!error.empty()) {
       delete server_;
@@ -294,6 +295,38 @@ TEST_F(RabbitGate, AlreadyReplayedLetterIsHeldAndMessageIdPicksOne) {
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_EQ(rest[0].message_id, "r-2");
   EXPECT_EQ(rest[0].headers.count("x-replay"), 0u);
+}
+
+TEST_F(RabbitGate, DryRunOnAQuorumQueueIsRefusedUnlessPeeksAreAllowed) {
+  client_.delete_queue("qdlq");
+  ASSERT_EQ(client_.declare_queue(
+                "qdlq", true,
+                {{"x-queue-type", std::string("quorum")}, {"x-delivery-limit", int64_t{5}}}),
+            "");
+  ASSERT_EQ(client_.publish("", "qdlq", "{}", {}, "q-1"), "");
+  ASSERT_EQ(client_.wait_for_count("qdlq", 1), "");
+  const auto on_qdlq = [&](std::vector<std::string> more) {
+    CliRun run;
+    run.args = gate_args(false, std::move(more));
+    for (size_t i = 0; i + 1 < run.args.size(); ++i) {
+      if (run.args[i] == "--queue") run.args[i + 1] = "qdlq";
+    }
+    run.timeout_seconds = 60;
+    return run_cli(dir_->path(), run);
+  };
+  // With the management API the gate knows before it consumes anything.
+  CliResult r = on_qdlq({"--all", "--management", server_->management_url()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("a quorum queue with a delivery limit of 5"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  // Without it, the first delivery that carries x-delivery-count stops the run.
+  r = on_qdlq({"--all", "--allow-peek"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // the letter is unreadable by the mapping: held (dry run)
+  r = on_qdlq({"--all"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is a quorum queue"), std::string::npos) << r.err;
+  EXPECT_EQ(client_.wait_for_count("qdlq", 1), "") << "a refused peek keeps the letter";
+  client_.delete_queue("qdlq");
 }
 
 TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {

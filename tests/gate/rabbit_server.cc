@@ -212,6 +212,10 @@ std::string RabbitServer::url() const {
   return "amqp://guest:guest@127.0.0.1:" + std::to_string(port_) + "/";
 }
 
+std::string RabbitServer::management_url() const {
+  return "http://127.0.0.1:" + std::to_string(port_ + 3);
+}
+
 std::string RabbitServer::create() {
   if (access(kServer, X_OK) != 0 || access(kEpmd, X_OK) != 0) {
     return std::string("rabbitmq-server is not installed (") + kServer + " or " + kEpmd +
@@ -249,7 +253,8 @@ std::string RabbitServer::write_files() {
     std::ofstream(cookie_path, std::ios::trunc) << cookie();
     std::ofstream(dir_ + "/rabbitmq.conf", std::ios::trunc)
         << "management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = " << port_ + 3 << "\n";
-    std::ofstream(dir_ + "/enabled_plugins", std::ios::trunc) << "[].\n";
+    std::ofstream(dir_ + "/enabled_plugins", std::ios::trunc)
+        << (management_ ? "[rabbitmq_management].\n" : "[].\n");
   }
   if (chmod(cookie_path.c_str(), 0400) != 0) return "cannot chmod " + cookie_path;
   // A new port means a new node name, so a retried create() starts from an empty database.

@@ -40,6 +40,11 @@ class RabbitServer {
   int port() const { return port_; }
   // amqp://guest:guest@127.0.0.1:P/ (guest may log in over loopback).
   std::string url() const;
+  // Before create(): enable the management plugin (HTTP API on 127.0.0.1:P+3; about 3 s more to
+  // start, 5 s more to stop).
+  void enable_management() { management_ = true; }
+  // http://127.0.0.1:P+3 (with enable_management()).
+  std::string management_url() const;
   // The node's temporary directory (logs in log/ and stdout.log).
   const std::string& dir() const { return dir_; }
 
@@ -51,6 +56,7 @@ class RabbitServer {
 
   std::string dir_;
   int port_ = 0;
+  bool management_ = false;
   pid_t shell_pid_ = 0;  // our child: the rabbitmq-server script (session and group leader)
   pid_t node_pid_ = 0;   // beam.smp, from the pid file
   pid_t epmd_pid_ = 0;

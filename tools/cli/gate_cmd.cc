@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "gate/ledger_stage.h"
+#include "gate/rabbitmq/management.h"
 #include "gate/rabbitmq/rabbit_gate.h"
 #include "gate/redrive.h"
 #include "inputs/formats.h"
@@ -33,9 +35,10 @@ namespace rmq = gate::rabbitmq;
 struct GateCliOptions {
   std::string policy, table, mapping, amqp, queue, ledger,
       ledger_scope = "default", audit, operator_name, message_id, topic, error_class, since,
-      park_queue, hold_queue, replay_exchange, replay_routing_key, metrics;
+      park_queue, hold_queue, replay_exchange, replay_routing_key, metrics, management;
   std::vector<std::string> actions;
-  bool apply = false, dry_run = false, all = false, follow = false, watch = false, quiet = false;
+  bool apply = false, dry_run = false, allow_peek = false, all = false, follow = false,
+       watch = false, quiet = false;
   uint64_t max = 0, max_unacked = 1000, max_target_depth = 0, max_body = 16u << 20;
   double max_rate = 10;
   int prefetch = 16, confirm_timeout_ms = 10000, idle_exit_ms = 2000, reconnect_for_s = 300,
@@ -216,6 +219,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   if (o.exchange_option->count() > 0) g.replay_exchange = o.replay_exchange;
   if (o.routing_option->count() > 0) g.replay_routing_key = o.replay_routing_key;
   g.apply = o.apply;
+  g.allow_peek = o.allow_peek;
   if (o.message_option->count() > 0) g.message_id = o.message_id;
   if (o.max_option->count() > 0) g.max = o.max;
   g.max_rate = o.max_rate;
@@ -233,6 +237,33 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   if (const char* crash = std::getenv("REPLAYGATE_TEST_CRASH_AT")) g.crash_at = crash;
   for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
     if (*q == g.queue) return usage("the park and hold queues must not be the dead-letter queue");
+  }
+
+  if (!o.management.empty()) {
+    const std::optional<rmq::QueueInfo> info =
+        rmq::queue_info(o.management, *url, o.queue, &problem);
+    if (!info) {
+      std::fprintf(stderr, "replaygate gate rabbitmq: %s; nothing was consumed\n", problem.c_str());
+      return kExitUsage;
+    }
+    if (info->type == "stream") {
+      return usage(o.queue +
+                   " is a stream: a stream keeps its messages after an ack, so a gate "
+                   "cannot move letters out of it; dead-letter into a classic or quorum queue");
+    }
+    if (info->type == "quorum" && !o.apply && !o.allow_peek) {
+      std::fprintf(
+          stderr,
+          "replaygate gate rabbitmq: refusing a dry run on %s, a quorum queue%s: each "
+          "peek uses up one delivery attempt of every letter it sees, and a letter at its "
+          "limit is dropped or dead-lettered by the broker. Give --allow-peek to accept "
+          "that; nothing was consumed\n",
+          o.queue.c_str(),
+          info->delivery_limit
+              ? (" with a delivery limit of " + std::to_string(*info->delivery_limit)).c_str()
+              : "");
+      return kExitUsage;
+    }
   }
 
   gate::Redrive::Options ro;
@@ -305,7 +336,16 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   hooks.progress = [&](const rmq::GateStats& s) {
     SharedTable::Guard pinned = status_reader.acquire();
     if (!o.quiet && !s.finished) {
-      std::fprintf(stderr, "gate: %s\n", counts_text(s, pinned.table()).c_str());
+      // A bar when the queue's depth is known: letters handled of those handled plus waiting.
+      std::string bar;
+      if (s.queue_depth) {
+        const double done = static_cast<double>(s.handled) /
+                            static_cast<double>(std::max<uint64_t>(1, s.handled + *s.queue_depth));
+        const int filled = static_cast<int>(done * 20);
+        bar = "[" + std::string(filled, '#') + std::string(20 - filled, '.') + "] " +
+              std::to_string(static_cast<int>(done * 100)) + "% ";
+      }
+      std::fprintf(stderr, "gate: %s%s\n", bar.c_str(), counts_text(s, pinned.table()).c_str());
     }
     if (!o.metrics.empty()) {
       std::string error;
@@ -376,6 +416,11 @@ Runner setup_gate(CLI::App& sub) {
   r->add_flag("--apply", o->apply,
               "Act: claim, publish, ack (needs --ledger and --audit); without it, a dry run");
   r->add_flag("--dry-run", o->dry_run, "Decide and print, change nothing (the default)");
+  r->add_flag("--allow-peek", o->allow_peek,
+              "Allow a dry run on a quorum queue, where every peek uses up a delivery attempt");
+  r->add_option("--management", o->management,
+                "Management API http://[USER:PASS@]HOST:15672: read the queue's type and delivery "
+                "limit first (a dry run on a quorum queue is refused without --allow-peek)");
   o->message_option = r->add_option("--message-id", o->message_id,
                                     "Handle only this reviewed message; other letters stay");
   r->add_flag("--all", o->all, "Handle every letter (bounded by --max and --max-rate)");
