@@ -246,7 +246,7 @@ std::string Redrive::record_decision(const Table& table, const Plan& plan, const
   entry.source = options_.source;
   entry.record = ordinal;
   if (letter.message_id) entry.message_id = *letter.message_id;
-  if (plan.key) entry.idempotency_key = *plan.key;
+  if (plan.key && !plan.key->empty()) entry.idempotency_key = *plan.key;  // as AuditStage
   entry.claim_generation = plan.generation;
   if (!appender_) return "no audit log is open";
   const audit::AppendResult appended = appender_->append(audit::to_json(entry));

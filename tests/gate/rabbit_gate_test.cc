@@ -212,6 +212,33 @@ TEST_F(RabbitGate, ApplyRoutesEachVerbAndRecordsEveryAction) {
   EXPECT_EQ(results, 3);
 }
 
+TEST_F(RabbitGate, TheSeedsFiveCasesEndToEnd) {
+  ledger_ = path("ledger.db");
+  const std::string timeout = "java.net.SocketTimeoutException";
+  dead_letter("payment.capture", timeout, "cap_9f3a", "s-1");                      // replay once
+  dead_letter("payment.capture", timeout, "cap_9f3b", "s-2", /*committed=*/true);  // never
+  dead_letter("payment.capture", "com.acme.partner.WeirdPartnerCode", "cap_9f3c", "s-3");
+  dead_letter("payment.capture", timeout, "", "s-4");  // an empty idempotency key
+  dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException", "cap_9f3e",
+              "s-5");
+  ASSERT_EQ(client_.wait_for_count("dlq", 5), "");
+  const CliResult r = gate(true, {"--all"});
+  EXPECT_EQ(r.exit_code, 1) << r.err
+                            << r.out;  // s-3's class is not in the mapping: an unreadable letter
+  std::map<std::string, std::pair<std::string, std::string>> got;  // id -> (verb, action)
+  for (const auto& l : letters(r)) got[l["message_id"]] = {l["verb"], l["action"]};
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(got["s-1"], P("replay_once", "republish"));
+  EXPECT_EQ(got["s-2"], P("never", "park"));
+  EXPECT_EQ(got["s-3"], P("hold", "hold"));
+  EXPECT_EQ(got["s-4"], P("hold", "hold"));
+  EXPECT_EQ(got["s-5"], P("never", "park"));
+  EXPECT_EQ(client_.message_count("payment.capture"), 1);
+  EXPECT_EQ(client_.message_count("dlq.parked"), 2);
+  EXPECT_EQ(client_.message_count("dlq.hold"), 2);
+  EXPECT_EQ(client_.message_count("dlq"), 0);
+}
+
 TEST_F(RabbitGate, DryRunChangesNothingButWhatItReports) {
   dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_d1", "d-1");
   dead_letter("webhook.partner",
@@ -327,6 +354,27 @@ TEST_F(RabbitGate, DryRunOnAQuorumQueueIsRefusedUnlessPeeksAreAllowed) {
   EXPECT_NE(r.err.find("is a quorum queue"), std::string::npos) << r.err;
   EXPECT_EQ(client_.wait_for_count("qdlq", 1), "") << "a refused peek keeps the letter";
   client_.delete_queue("qdlq");
+}
+
+TEST_F(RabbitGate, AMemoryAlarmBlocksPublishingAndTheGateWaitsAndSaysSo) {
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_alarm", "a-1");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  // A watermark of 0 raises the memory alarm at once: the broker blocks every publisher.
+  ASSERT_EQ(server_->ctl({"set_vm_memory_high_watermark", "0"}), "");
+  CliRun run;
+  run.args = gate_args(true, {"--all", "--confirm-timeout", "1000"});
+  run.timeout_seconds = 60;
+  CliResult r;
+  std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  EXPECT_EQ(client_.message_count("payment.capture"), 0) << "published through an alarm";
+  ASSERT_EQ(server_->ctl({"set_vm_memory_high_watermark", "0.4"}), "");
+  gate_run.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("publishing is blocked by the broker"), std::string::npos) << r.err;
+  EXPECT_EQ(client_.message_count("payment.capture"), 1);
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
 }
 
 TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {

@@ -409,4 +409,20 @@ void RabbitServer::destroy() {
   port_ = 0;
 }
 
+std::string RabbitServer::ctl(const std::vector<std::string>& args) const {
+  if (node_pid_ <= 0) return "ctl() without a running node";
+  std::string why;
+  const pid_t pid =
+      spawn("/usr/lib/rabbitmq/bin/rabbitmqctl", args,
+            child_environment(node_environment(dir_, port_)), dir_, dir_ + "/ctl.log", false, &why);
+  if (pid == 0) return "cannot run rabbitmqctl: " + why;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return "rabbitmqctl failed; see " + dir_ + "/ctl.log";
+  }
+  return "";
+}
+
 }  // namespace replaygate::gate::testing

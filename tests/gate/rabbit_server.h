@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 namespace replaygate::gate::testing {
 
@@ -43,6 +44,9 @@ class RabbitServer {
   // Before create(): enable the management plugin (HTTP API on 127.0.0.1:P+3; about 3 s more to
   // start, 5 s more to stop).
   void enable_management() { management_ = true; }
+  // Runs /usr/lib/rabbitmq/bin/rabbitmqctl ARGS against the node (about 1 s; output in
+  // DIR/ctl.log). "" or why not.
+  std::string ctl(const std::vector<std::string>& args) const;
   // http://127.0.0.1:P+3 (with enable_management()).
   std::string management_url() const;
   // The node's temporary directory (logs in log/ and stdout.log).
