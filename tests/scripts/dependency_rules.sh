@@ -4,7 +4,9 @@
 #   JSONL  libreplaygate_jsonl.so, whose defined symbols must come from no compiler or CLI code
 #   COMPILER_ARCHIVE, CLI_ARCHIVE  libreplaygate_compiler.a and libreplaygate_cli_lib.a
 # Rules: inputs, audit and gate never link the compiler (nor tools/); the bindings never link
-# tools/ (the CLI library) nor the compiler; the runtime links nothing of ours.
+# tools/ (the CLI library) nor the compiler; the runtime links nothing of ours; the broker
+# client (librabbitmq) is linked by gate/rabbitmq/ alone: gate/ stays broker-independent, and
+# gate/rabbitmq/ never links the compiler or the CLI.
 set -euo pipefail
 graph=$1
 jsonl=$2
@@ -26,7 +28,12 @@ grep -q '^replaygate_inputs:' "$graph" || { echo "dependency_rules: no graph in 
 for t in replaygate_inputs replaygate_audit replaygate_gate; do
   forbid "$t" replaygate_compiler replaygate_cli_lib
 done
-forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib
+forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib PkgConfig::RABBITMQ
+forbid replaygate_gate_rabbitmq replaygate_compiler replaygate_cli_lib
+for t in replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_gate \
+  replaygate_ledger replaygate_verify; do
+  forbid "$t" PkgConfig::RABBITMQ replaygate_gate_rabbitmq
+done
 forbid replaygate_verify replaygate_compiler replaygate_cli_lib replaygate_inputs replaygate_audit \
   replaygate_gate replaygate_common replaygate_ledger
 forbid replaygate_common replaygate_compiler replaygate_runtime replaygate_cli_lib
