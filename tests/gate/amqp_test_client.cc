@@ -552,4 +552,13 @@ std::string AmqpTestClient::delete_queue(const std::string& queue) {
   return "";
 }
 
+std::string AmqpTestClient::delete_exchange(const std::string& exchange) {
+  if (!conn_) return "not connected";
+  amqp_maybe_release_buffers(conn_);
+  if (!amqp_exchange_delete(conn_, kOps, bytes(exchange), /*if_unused=*/0)) {
+    return rpc_error("exchange.delete " + exchange, kOps);
+  }
+  return "";
+}
+
 }  // namespace replaygate::gate::testing

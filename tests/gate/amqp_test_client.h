@@ -106,6 +106,8 @@ class AmqpTestClient {
   std::string wait_for_count(const std::string& queue, long expected, int timeout_ms = 10000);
   // queue.purge; *purged (when given) gets the number removed.
   std::string purge_queue(const std::string& queue, long* purged = nullptr);
+  // exchange.delete (unconditionally).
+  std::string delete_exchange(const std::string& exchange);
   // queue.delete (unconditionally).
   std::string delete_queue(const std::string& queue);
 

@@ -523,6 +523,54 @@ TEST_F(RabbitGate, MissingReplayExchangeIsRefusedBeforeConsuming) {
   EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
 }
 
+TEST_F(RabbitGate, AnUnroutableReplayIsHeldNotLost) {
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_u1", "u-1");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  const CliResult r = gate(true, {"--all", "--replay-routing-key", "no.such.queue"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["rule"], "gate:unroutable");
+  EXPECT_EQ(lines[0]["action"], "hold");
+  EXPECT_EQ(client_.message_count("dlq.hold"), 1);
+  EXPECT_EQ(client_.message_count("dlq"), 0);
+  // The claim stays: the replay never happened, and only an operator's release allows another.
+  const std::vector<nlohmann::json> rows = ledger_rows("cap_u1");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["state"], "claimed");
+  expect_audit_verifies();
+}
+
+TEST_F(RabbitGate, AnExchangeDeletedMidRunLeavesItsLetterInTheQueue) {
+  ledger_ = path("ledger.db");
+  ASSERT_EQ(client_.declare_exchange("replay.x", "direct"), "");
+  ASSERT_EQ(client_.bind("payment.capture", "replay.x", "payment.capture"), "");
+  for (int i = 0; i < 4; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_e" + std::to_string(i),
+                "e-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 4), "");
+  CliRun run;
+  run.args = gate_args(true, {"--all", "--replay-exchange", "replay.x"});
+  for (size_t i = 0; i + 1 < run.args.size(); ++i) {
+    if (run.args[i] == "--max-rate") run.args[i + 1] = "2";
+  }
+  run.timeout_seconds = 60;
+  CliResult r;
+  std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_EQ(client_.delete_exchange("replay.x"), "");
+  gate_run.join();
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("404"), std::string::npos) << r.err;
+  const long replayed = client_.message_count("payment.capture");
+  EXPECT_GE(replayed, 1);
+  EXPECT_LE(replayed, 3);
+  EXPECT_EQ(client_.wait_for_count("dlq", 4 - replayed), "") << "a letter went missing";
+  expect_audit_verifies();
+}
+
 TEST_F(RabbitGate, ReloadUnderLoadAndACorruptReloadKeepsTheOldTable) {
   ledger_ = path("ledger.db");
   for (int i = 0; i < 30; ++i) {
