@@ -58,8 +58,11 @@ std::string connect(const GateOptions& o, Links* links) {
     }
   }
   links->consumer = std::make_unique<Consumer>(*links->consume);
-  // Skipped and dry-run letters stay unacked: the prefetch must leave room for them.
-  const uint64_t window = std::min<uint64_t>(65535, o.max_unacked + o.prefetch);
+  // Skipped and dry-run letters stay unacked: the prefetch must leave room for them. Without
+  // them the window stays small, so no delivery waits long in it (the broker's consumer timeout
+  // closes a channel whose delivery stays unacked for 30 minutes) and other gates get their share.
+  const bool keeps = !o.apply || o.message_id || o.topic || o.error_class || o.since;
+  const uint64_t window = std::min<uint64_t>(65535, (keeps ? o.max_unacked : 0) + o.prefetch);
   if (!links->consumer->start(o.queue, static_cast<uint16_t>(window), &error)) return error;
   return "";
 }
