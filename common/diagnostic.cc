@@ -366,6 +366,15 @@ constexpr CodeTitle kCodeTitles[] = {
     {"RG405", "duplicate case name"},
     {"RG406", "expected rule unknown"},
     {"RG407", "case input sets a derived input"},
+    {"RG501", "proposal structure"},
+    {"RG502", "proposal entry shape"},
+    {"RG503", "unknown key in a proposal entry"},
+    {"RG504", "proposal entry without a key value"},
+    {"RG505", "proposal key value of the wrong type"},
+    {"RG506", "proposal verb unknown"},
+    {"RG507", "duplicate proposal entry"},
+    {"RG508", "conflicting proposal entries"},
+    {"RG509", "proposal entry already decided"},
 };
 
 const char* sarif_level(Severity severity) {

@@ -219,6 +219,14 @@ struct Policy {
   bool operator==(const Policy&) const = default;
 };
 
+// The policy's first decision table (the one proposals add rows to: docs/proposals.md), or null.
+inline const Table* first_table(const Policy& policy) {
+  for (const Rule& rule : policy.rules) {
+    if (const Table* table = std::get_if<Table>(&rule)) return table;
+  }
+  return nullptr;
+}
+
 // Source positions (common/span.h), under the IR's name.
 using Span = ::replaygate::Span;
 

@@ -43,6 +43,8 @@ constexpr Command kCommands[] = {
     {"sign", "Sign a compiled table with a secret key", setup_sign},
     {"trust", "Show or reset the rollback state of signed tables", setup_trust},
     {"gate", "Run the live gate on a broker's dead-letter queue (rabbitmq)", setup_gate},
+    {"propose", "Write a proposal of the unknown key groups in dead-letter dumps", setup_propose},
+    {"proposal", "Check a proposal against a policy, or compare two proposals", setup_proposal},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

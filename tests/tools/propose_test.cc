@@ -1,0 +1,158 @@
+// `replaygate propose` and `replaygate proposal check|compare` (issue 23): golden proposals for
+// the shipped example dumps, byte-identical proposals across runs and input orders, a valid
+// proposal against its JSON Schema, each check diagnostic at its JSON position, and compare's
+// disagreement exit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/cli_runner.h"
+
+namespace replaygate::testing {
+namespace {
+
+using nlohmann::json;
+
+class Propose : public CliFixture {
+ protected:
+  Propose() : CliFixture(kSourceDir) {}  // relative dump paths, so the goldens hold anywhere
+  std::string p(const std::string& name) const { return (dir_ / name).string(); }
+};
+
+TEST_F(Propose, GoldenProposalsForTheShippedDumps) {
+  CliResult r =
+      run({"propose", "--policy", "policies/replay_gate.yaml", "--input-format", "rabbitmq",
+           "--mapping", "examples/rabbitmq.mapping.yaml", "examples/rabbitmq-dlq.json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // the dump holds one unreadable record
+  expect_golden(r.out, "propose/rabbitmq.json");
+  r = run({"propose", "--policy", "policies/replay_gate.yaml", "examples/letters.jsonl"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  expect_golden(r.out, "propose/letters.json");
+  const json proposal = json::parse(r.out);
+  ASSERT_EQ(proposal.size(), 1u);
+  EXPECT_EQ(proposal[0]["verb"], "hold") << "the proposer never guesses a replay";
+  EXPECT_EQ(proposal[0]["rationale"], "");
+  EXPECT_NE(r.err.find("16 decided by a rule"), std::string::npos) << r.err;
+}
+
+TEST_F(Propose, SameDumpsSameBytesInAnyOrder) {
+  // Many groups, records shuffled into two files in two orders.
+  std::vector<std::string> records;
+  for (int i = 0; i < 60; ++i) {
+    const std::string topic = i % 3 == 0 ? "payment.capture" : i % 3 == 1 ? "mail.receipt" : "x.y";
+    records.push_back("{\"topic\":\"" + topic + "\",\"error_class\":\"e" + std::to_string(i % 7) +
+                      "\",\"attempts\":1,\"idempotency_key\":\"k" + std::to_string(i) +
+                      "\",\"already_committed\":false,\"message_id\":\"m-" +
+                      std::to_string(100 + i) + "\"}");
+  }
+  std::mt19937 rng(7);
+  std::vector<std::string> outputs;
+  std::vector<std::string> in_a, in_b;  // each file keeps its records; only their order changes
+  for (size_t i = 0; i < records.size(); ++i) (i % 2 ? in_a : in_b).push_back(records[i]);
+  for (int round = 0; round < 3; ++round) {
+    std::shuffle(in_a.begin(), in_a.end(), rng);
+    std::shuffle(in_b.begin(), in_b.end(), rng);
+    std::string a, b;
+    for (const std::string& r : in_a) a += r + "\n";
+    for (const std::string& r : in_b) b += r + "\n";
+    write_file(p("a.jsonl"), a);
+    write_file(p("b.jsonl"), b);
+    const std::vector<std::string> dumps =
+        round % 2 ? std::vector<std::string>{p("a.jsonl"), p("b.jsonl")}
+                  : std::vector<std::string>{p("b.jsonl"), p("a.jsonl")};
+    std::vector<std::string> args = {"propose", "--policy", "policies/replay_gate.yaml"};
+    args.insert(args.end(), dumps.begin(), dumps.end());
+    const CliResult r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    outputs.push_back(r.out);
+  }
+  EXPECT_TRUE(outputs[0] == outputs[1]) << "the proposal depends on the records' order";
+  EXPECT_TRUE(outputs[1] == outputs[2]) << "the proposal depends on the dumps' order";
+  const json proposal = json::parse(outputs[0]);
+  ASSERT_GT(proposal.size(), 5u);
+  for (size_t i = 1; i < proposal.size(); ++i) {
+    EXPECT_GE(proposal[i - 1]["evidence"]["count"], proposal[i]["evidence"]["count"]);
+  }
+  // Written with -o, it is a valid proposal: against the schema and against the policy.
+  ASSERT_EQ(run({"propose", "--policy", "policies/replay_gate.yaml", p("a.jsonl"), "-o",
+                 p("proposal.json")})
+                .exit_code,
+            0);
+  EXPECT_EQ(
+      run_shell("cd " + shell_quote(kSourceDir) +
+                " && python3 -c \"import json, jsonschema; jsonschema.validate(json.load("
+                "open('" +
+                p("proposal.json") + "')), json.load(open('schemas/proposal.schema.json')))\""),
+      0);
+  const CliResult checked =
+      run({"proposal", "check", p("proposal.json"), "--policy", "policies/replay_gate.yaml"});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+}
+
+TEST_F(Propose, CheckPutsEachProblemAtItsJsonPosition) {
+  write_file(p("bad.json"),
+             "[\n"
+             "  {\"topic\": \"mail.receipt\", \"error_class\": \"timeout\", \"verb\": "
+             "\"replay_onec\"},\n"
+             "  {\"topic\": \"payment.capture\", \"error_class\": \"timeout\", \"verb\": "
+             "\"hold\"},\n"
+             "  {\"topic\": \"mail.receipt\", \"error_clas\": \"timeout\", \"verb\": \"hold\"},\n"
+             "  {\"topic\": 42, \"error_class\": \"timeout\", \"verb\": \"hold\"},\n"
+             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"never\"},\n"
+             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"hold\"},\n"
+             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"never\"},\n"
+             "  \"loose\"\n"
+             "]\n");
+  const CliResult r = run({"proposal", "check", p("bad.json"), "--policy",
+                           "policies/replay_gate.yaml", "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::vector<std::string> found;
+  for (const json& d : json::parse(r.out)) {
+    found.push_back(d["code"].get<std::string>() + "@" + std::to_string(d["line"].get<int>()) +
+                    ":" + std::to_string(d["column"].get<int>()));
+  }
+  const std::vector<std::string> expected = {"RG506@2:63", "RG509@3:3", "RG503@4:29", "RG504@4:3",
+                                             "RG505@5:13", "RG508@7:3", "RG507@8:3",  "RG502@9:3"};
+  for (const std::string& e : expected) {
+    EXPECT_NE(std::find(found.begin(), found.end(), e), found.end()) << e << " in " << r.out;
+  }
+  EXPECT_EQ(found.size(), expected.size()) << r.out;
+  EXPECT_EQ(run({"proposal", "check", p("missing.json"), "--policy", "policies/replay_gate.yaml"})
+                .exit_code,
+            2);
+  write_file(p("object.json"), "{\"topic\": \"a\"}\n");
+  const CliResult object =
+      run({"proposal", "check", p("object.json"), "--policy", "policies/replay_gate.yaml"});
+  EXPECT_EQ(object.exit_code, 1);
+  EXPECT_NE(object.out.find("RG501"), std::string::npos) << object.out;
+}
+
+TEST_F(Propose, CompareListsTheGroupsTwoProposalsDisagreeOn) {
+  write_file(p("a.json"),
+             "[{\"topic\":\"t\",\"error_class\":\"e1\",\"verb\":\"hold\",\"rationale\":\"\"},"
+             "{\"topic\":\"t\",\"error_class\":\"e2\",\"verb\":\"never\"}]");
+  write_file(p("b.json"),
+             "[{\"topic\":\"t\",\"error_class\":\"e2\",\"verb\":\"replay_once\",\"evidence\":{}},"
+             "{\"topic\":\"t\",\"error_class\":\"e1\",\"verb\":\"hold\"},"
+             "{\"topic\":\"t\",\"error_class\":\"e3\",\"verb\":\"hold\"}]");
+  CliResult r = run({"proposal", "compare", p("a.json"), p("b.json")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("\"error_class\":\"e2\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("says never"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("says replay_once"), std::string::npos) << r.out;
+  EXPECT_EQ(lines_of(r.out).size(), 1u) << r.out;
+  EXPECT_NE(r.err.find("2 groups in both, 1 with different verbs; 1 in only one"),
+            std::string::npos)
+      << r.err;
+  r = run({"proposal", "compare", p("a.json"), p("a.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  write_file(p("junk.json"), "[1]");
+  EXPECT_EQ(run({"proposal", "compare", p("a.json"), p("junk.json")}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace replaygate::testing

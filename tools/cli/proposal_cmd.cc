@@ -1,0 +1,375 @@
+// `replaygate proposal check|compare`: a proposal file (schemas/proposal.schema.json) is input
+// like any other, with diagnostics RG501-RG508 at file:line:column (JSON positions); and two
+// proposals' disagreements, the seed's exit criterion for a proposer (docs/proposals.md).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/diagnostic.h"
+#include "compiler/ir.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/files.h"
+#include "tools/cli/policy_source.h"
+
+namespace replaygate::cli {
+namespace {
+
+using nlohmann::json;
+
+// Where each top-level array element and each of its members start in a JSON text: the positions
+// diagnostics point at (nlohmann keeps none). Only for text that nlohmann parsed as an array.
+struct MemberAt {
+  std::string key;
+  size_t key_offset = 0, value_offset = 0;
+};
+struct ElementAt {
+  size_t offset = 0;
+  std::vector<MemberAt> members;
+};
+
+class Positions {
+ public:
+  explicit Positions(std::string_view text) : t_(text) {}
+  std::vector<ElementAt> elements() {
+    std::vector<ElementAt> out;
+    skip_ws();
+    if (i_ >= t_.size() || t_[i_] != '[') return out;
+    ++i_;
+    for (;;) {
+      skip_ws();
+      if (i_ >= t_.size() || t_[i_] == ']') break;
+      ElementAt e;
+      e.offset = i_;
+      if (t_[i_] == '{') {
+        ++i_;
+        for (;;) {
+          skip_ws();
+          if (i_ >= t_.size() || t_[i_] == '}') break;
+          MemberAt m;
+          m.key_offset = i_;
+          m.key = string_value();
+          skip_ws();
+          if (i_ < t_.size() && t_[i_] == ':') ++i_;
+          skip_ws();
+          m.value_offset = i_;
+          skip_value();
+          e.members.push_back(m);
+          skip_ws();
+          if (i_ < t_.size() && t_[i_] == ',') ++i_;
+        }
+        if (i_ < t_.size()) ++i_;
+      } else {
+        skip_value();
+      }
+      out.push_back(e);
+      skip_ws();
+      if (i_ < t_.size() && t_[i_] == ',') ++i_;
+    }
+    return out;
+  }
+
+ private:
+  void skip_ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t'))
+      ++i_;
+  }
+  std::string string_value() {
+    const size_t start = i_;
+    skip_value();
+    return json::parse(t_.substr(start, i_ - start), nullptr, false).get<std::string>();
+  }
+  void skip_value() {
+    if (i_ >= t_.size()) return;
+    if (t_[i_] == '"') {
+      for (++i_; i_ < t_.size() && t_[i_] != '"'; ++i_) {
+        if (t_[i_] == '\\') ++i_;
+      }
+      ++i_;
+      return;
+    }
+    if (t_[i_] == '{' || t_[i_] == '[') {
+      int depth = 0;
+      for (; i_ < t_.size(); ++i_) {
+        const char c = t_[i_];
+        if (c == '"') {
+          skip_value();
+          --i_;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+          ++i_;
+          return;
+        }
+      }
+      return;
+    }
+    while (i_ < t_.size() && t_[i_] != ',' && t_[i_] != '}' && t_[i_] != ']' && t_[i_] != ' ' &&
+           t_[i_] != '\n' && t_[i_] != '\r' && t_[i_] != '\t')
+      ++i_;
+  }
+  std::string_view t_;
+  size_t i_ = 0;
+};
+
+const char* const kEntryKeys[] = {"verb", "rationale", "evidence", "row_id"};
+
+struct CheckOptions {
+  std::string proposal, policy, format = "text";
+};
+
+int run_check(const CheckOptions& o) {
+  std::string text, error;
+  if (!read_whole_file(o.proposal, size_t{64} << 20, &text, &error)) {
+    std::fprintf(stderr, "replaygate proposal check: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  LoadedPolicy loaded;
+  if (const int code = load_policy_reporting(o.policy, DiagnosticFormat::kText, &loaded);
+      code != kExitOk) {
+    return code;
+  }
+  const ir::Policy& policy = loaded.policy->policy;
+  std::vector<Diagnostic> diags;
+  const auto add = [&](size_t offset, size_t length, std::string code, std::string message,
+                       std::string hint = "") {
+    Diagnostic d;
+    d.code = std::move(code);
+    d.message = std::move(message);
+    d.path = o.proposal;
+    d.span = span_in_text(text, offset, length);
+    d.hint = std::move(hint);
+    diags.push_back(std::move(d));
+  };
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) {
+    add(0, 1, "RG501", "the proposal is not JSON", "a proposal is a JSON array of entries");
+  } else if (!doc.is_array()) {
+    add(0, 1, "RG501", "the proposal must be a JSON array of entries");
+  } else if (ir::first_table(policy) == nullptr) {
+    add(0, 1, "RG501", "the policy " + o.policy + " has no decision table to add rows to");
+  } else {
+    const ir::Table& table = *ir::first_table(policy);
+    std::vector<std::string> key_names;
+    for (uint32_t f : table.key_fields) key_names.push_back(policy.fields[f].name);
+    std::vector<std::string> allowed(key_names);
+    for (const char* k : kEntryKeys) allowed.emplace_back(k);
+    std::vector<std::string> verbs;
+    for (const ir::Verb& v : policy.verbs) verbs.push_back(v.name);
+    const std::vector<ElementAt> at = Positions(text).elements();
+    std::map<std::string, std::pair<std::string, size_t>> seen;  // keys -> (verb, index)
+    for (size_t i = 0; i < doc.size() && i < at.size(); ++i) {
+      const json& entry = doc[i];
+      const std::string where = "entry " + std::to_string(i + 1);
+      if (!entry.is_object()) {
+        add(at[i].offset, 1, "RG502", where + " is not an object");
+        continue;
+      }
+      const auto member_at = [&](const std::string& key) -> const MemberAt* {
+        for (const MemberAt& m : at[i].members) {
+          if (m.key == key) return &m;
+        }
+        return nullptr;
+      };
+      for (const MemberAt& m : at[i].members) {
+        if (std::find(allowed.begin(), allowed.end(), m.key) == allowed.end()) {
+          const std::string suggestion = closest_match(m.key, allowed);
+          add(m.key_offset, m.key.size() + 2, "RG503", "unknown key '" + m.key + "' in " + where,
+              suggestion.empty() ? "an entry has " + std::to_string(allowed.size()) +
+                                       " keys: the table's keys, verb, rationale, evidence, row_id"
+                                 : "did you mean '" + suggestion + "'?");
+        }
+      }
+      bool complete = true;
+      std::vector<ir::Value> values;
+      for (size_t k = 0; k < key_names.size(); ++k) {
+        const MemberAt* m = member_at(key_names[k]);
+        if (m == nullptr) {
+          add(at[i].offset, 1, "RG504", where + " has no '" + key_names[k] + "'",
+              "every entry names a value for each of the table's keys");
+          complete = false;
+          continue;
+        }
+        const json& v = entry[key_names[k]];
+        const ir::Field& field = policy.fields[table.key_fields[k]];
+        const bool ok = field.type == ir::FieldType::kString ? v.is_string()
+                        : field.type == ir::FieldType::kInt  ? v.is_number_integer()
+                        : field.type == ir::FieldType::kBool ? v.is_boolean()
+                                                             : v.is_string();
+        if (!ok) {
+          add(m->value_offset, v.dump().size(), "RG505",
+              "'" + key_names[k] + "' of " + where + " is " + v.dump() +
+                  ", not a value of its input's type",
+              "write it as the policy's rows do");
+          complete = false;
+          continue;
+        }
+        values.push_back(v.is_string()    ? ir::Value::String(v.get<std::string>())
+                         : v.is_boolean() ? ir::Value::Bool(v.get<bool>())
+                                          : ir::Value::Int(v.get<int64_t>()));
+      }
+      const MemberAt* verb_at = member_at("verb");
+      std::string verb;
+      if (verb_at == nullptr || !entry["verb"].is_string()) {
+        add(verb_at ? verb_at->value_offset : at[i].offset, 1, "RG506",
+            where + " has no verb (a string naming one of the policy's verbs)");
+        complete = false;
+      } else {
+        verb = entry["verb"].get<std::string>();
+        if (std::find(verbs.begin(), verbs.end(), verb) == verbs.end()) {
+          const std::string suggestion = closest_match(verb, verbs);
+          add(verb_at->value_offset, verb.size() + 2, "RG506",
+              "unknown verb '" + verb + "' in " + where + ": the policy does not declare it",
+              suggestion.empty() ? "" : "did you mean '" + suggestion + "'?");
+          complete = false;
+        }
+      }
+      if (const MemberAt* r = member_at("rationale"); r && !entry["rationale"].is_string()) {
+        add(r->value_offset, 1, "RG502", "the rationale of " + where + " must be a string");
+      }
+      if (!complete) continue;
+      json keys = json::object();
+      for (const std::string& name : key_names) keys[name] = entry[name];
+      const std::string id = keys.dump();
+      if (auto it = seen.find(id); it != seen.end()) {
+        const bool same = it->second.first == verb;
+        add(at[i].offset, 1, same ? "RG507" : "RG508",
+            where + (same ? " repeats entry " : " conflicts with entry ") +
+                std::to_string(it->second.second + 1) +
+                (same ? " (the same keys and verb)"
+                      : " (the same keys, verb '" + it->second.first + "' there, '" + verb +
+                            "' here)"),
+            same ? "remove one" : "keep the one the reviewers agree on");
+        continue;
+      }
+      seen[id] = {verb, i};
+      for (const ir::Row& row : table.rows) {
+        bool match = true;
+        for (size_t k = 0; k < values.size() && match; ++k) {
+          match = row.keys[k].has_value() && *row.keys[k] == values[k];
+        }
+        if (match) {
+          add(at[i].offset, 1, "RG509",
+              where + " is already decided: row '" + row.id + "' gives it '" +
+                  policy.verbs[row.verb].name + "'",
+              "remove the entry; change the row itself to change its verb");
+          break;
+        }
+      }
+    }
+  }
+  sort_diagnostics(diags);
+  const std::string out = o.format == "json"     ? render_json(diags) + "\n"
+                          : o.format == "github" ? render_github(diags)
+                                                 : render_text(diags, text);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (o.format == "text") {
+    std::fprintf(
+        stderr, "%s: %s\n", o.proposal.c_str(),
+        has_errors(diags) ? (std::to_string(diags.size()) + " problems found").c_str() : "ok");
+  }
+  return has_errors(diags) ? kExitFindings : kExitOk;
+}
+
+struct CompareOptions {
+  std::string a, b;
+};
+
+// The group an entry is for: every member but verb, rationale, evidence and row_id.
+std::string group_of(const json& entry) {
+  json k = json::object();
+  for (auto it = entry.begin(); it != entry.end(); ++it) {
+    if (std::find(std::begin(kEntryKeys), std::end(kEntryKeys), it.key()) == std::end(kEntryKeys)) {
+      k[it.key()] = it.value();
+    }
+  }
+  return k.dump();
+}
+
+int run_compare(const CompareOptions& o) {
+  std::map<std::string, std::string> verbs[2];
+  const std::string* paths[2] = {&o.a, &o.b};
+  for (int n = 0; n < 2; ++n) {
+    std::string text, error;
+    if (!read_whole_file(*paths[n], size_t{64} << 20, &text, &error)) {
+      std::fprintf(stderr, "replaygate proposal compare: %s\n", error.c_str());
+      return kExitUsage;
+    }
+    const json doc = json::parse(text, nullptr, false);
+    if (!doc.is_array()) {
+      std::fprintf(stderr,
+                   "replaygate proposal compare: %s is not a proposal (a JSON array of entries); "
+                   "run 'replaygate proposal check' on it\n",
+                   paths[n]->c_str());
+      return kExitUsage;
+    }
+    for (const json& entry : doc) {
+      if (!entry.is_object() || !entry.contains("verb") || !entry["verb"].is_string()) {
+        std::fprintf(stderr,
+                     "replaygate proposal compare: %s has an entry without a verb; run "
+                     "'replaygate proposal check' on it\n",
+                     paths[n]->c_str());
+        return kExitUsage;
+      }
+      verbs[n][group_of(entry)] = entry["verb"].get<std::string>();
+    }
+  }
+  uint64_t differ = 0, only = 0, both = 0;
+  for (const auto& [group, verb] : verbs[0]) {
+    const auto other = verbs[1].find(group);
+    if (other == verbs[1].end()) {
+      ++only;
+      continue;
+    }
+    ++both;
+    if (other->second != verb) {
+      ++differ;
+      std::printf("%s: %s says %s, %s says %s\n", group.c_str(), o.a.c_str(), verb.c_str(),
+                  o.b.c_str(), other->second.c_str());
+    }
+  }
+  for (const auto& [group, verb] : verbs[1]) only += verbs[0].count(group) == 0 ? 1 : 0;
+  std::fprintf(stderr,
+               "replaygate proposal compare: %llu groups in both, %llu with different verbs; "
+               "%llu in only one%s\n",
+               static_cast<unsigned long long>(both), static_cast<unsigned long long>(differ),
+               static_cast<unsigned long long>(only),
+               differ > 0 ? ": identical groups get different verbs, so this proposer is not "
+                            "consistent enough to keep using"
+                          : "");
+  return differ > 0 ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+Runner setup_proposal(CLI::App& sub) {
+  sub.require_subcommand(1);
+  sub.footer("Proposal files (docs/proposals.md, schemas/proposal.schema.json).");
+  auto check = std::make_shared<CheckOptions>();
+  CLI::App* c = sub.add_subcommand("check", "Validate a proposal against a policy");
+  c->add_option("PROPOSAL", check->proposal, "The proposal file (JSON)")->required();
+  c->add_option("--policy", check->policy, "The policy it proposes rows for")->required();
+  c->add_option("--format", check->format, "text (default), json or github")
+      ->check(CLI::IsMember({"text", "json", "github"}));
+  c->footer(
+      "Diagnostics RG501-RG509 (docs/diagnostics.md) at file:line:column. Exit: 0 valid, 1 "
+      "problems, 2 usage or I/O errors.");
+  auto compare = std::make_shared<CompareOptions>();
+  CLI::App* m = sub.add_subcommand(
+      "compare", "List the groups two proposals give different verbs (the proposer's exit test)");
+  m->add_option("A", compare->a, "One proposal")->required();
+  m->add_option("B", compare->b, "The other")->required();
+  m->footer("Exit: 0 no group differs, 1 some do, 2 usage or I/O errors.");
+  CLI::App* chosen_check = c;
+  return [check, compare, chosen_check] {
+    return chosen_check->parsed() ? run_check(*check) : run_compare(*compare);
+  };
+}
+
+}  // namespace replaygate::cli
