@@ -1635,6 +1635,7 @@ std::unique_ptr<Appender> Appender::open(const std::string& path, const Checkpoi
   state->chain = chain_after(state->scan, state->log.bytes, signer);
   ::fstat(state->log.f.fd, &state->opened);
   state->size = state->log.bytes.size();  // the bytes are kept until the first write
+  ::flock(state->log.f.fd, LOCK_UN);      // taken again for each append
   return std::unique_ptr<Appender>(new Appender(std::move(state)));
 }
 
@@ -1649,17 +1650,37 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
     result.error = std::move(message);
     return result;
   };
-  // The lock keeps out every appender; a file replaced or changed behind it (an editor's rename,
-  // a writer that does not lock) is refused, not continued.
+  // The lock is held for this append only, so other appenders (`ledger release --audit`, another
+  // gate) can write between two of ours. A file replaced behind it (an editor's rename) is
+  // refused; a file that grew since our last write is read and verified again, whole (the slow
+  // path append() always takes), and continued only when it verifies.
+  while (::flock(st.log.f.fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return fail("cannot lock " + st.path + ": " + errno_text(errno));
+  }
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::flock(fd, LOCK_UN); }
+  } unlock{st.log.f.fd};
   struct stat now {};
   struct stat file {};
   if (::fstat(st.log.f.fd, &now) != 0 || ::stat(st.path.c_str(), &file) != 0 ||
-      file.st_ino != st.opened.st_ino || file.st_dev != st.opened.st_dev ||
-      static_cast<uint64_t>(now.st_size) != st.size) {
+      file.st_ino != st.opened.st_ino || file.st_dev != st.opened.st_dev) {
     return fail("refusing to append to " + st.path +
-                ": the file was replaced or changed by another writer while this command held "
-                "its lock; nothing was written. Check it with 'replaygate audit verify " +
+                ": the file was replaced (renamed over or removed) since this command opened it; "
+                "nothing was written. Check it with 'replaygate audit verify " +
                 st.path + "'");
+  }
+  if (static_cast<uint64_t>(now.st_size) != st.size) {
+    int read_error = 0;
+    if (!read_all(st.log.f.fd, static_cast<uint64_t>(now.st_size), &st.log.bytes, &read_error)) {
+      return fail("cannot read " + st.path + ": " + errno_text(read_error));
+    }
+    Scan scan = scan_log(st.log.bytes);
+    if (!scan.report.ok()) return fail(refusal(scan, st.path, st.log.bytes));
+    st.chain = chain_after(scan, st.log.bytes, st.signer);
+    st.scan = std::move(scan);
+    st.size = st.log.bytes.size();
+    st.written = false;  // the next write removes a torn tail found now, as append() does
   }
   std::string record;
   if (const std::string error =

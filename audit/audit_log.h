@@ -123,14 +123,14 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
                           uint64_t decision_seq = 0, const CheckpointSigner* signer = nullptr);
 
-// An appender that holds the log for a long run (the live gate, gate/redrive.h): open() locks the
-// log (flock, as append() does) for the appender's lifetime and verifies it once, so each append
-// costs the size of what it writes, not of the whole log (append() is O(log size) per call).
-// Other appenders wait for the lock, so one long-running writer excludes the rest: give each gate
-// its own log. Before each write the path must still name the file opened, at the size this
-// appender left it: a file replaced (an editor's rename) or grown by a writer that does not lock is
-// refused, never continued. Entries are checked and chained exactly as append_batch() does;
-// checkpoints (signer) likewise. Not thread-safe; one per process per log.
+// An appender for a long run (the live gate, gate/redrive.h): open() verifies the log once and
+// keeps it open; each append then takes the lock (flock, as append() does) for that append only and
+// costs the size of what it writes, not of the whole log (append() re-reads it every time). When
+// the file grew since this appender's last write (another appender wrote: `ledger release
+// --audit`, a second gate), that append reads and verifies the whole log again and continues it
+// only when it verifies; a file replaced since open (an editor's rename, a removal) is refused.
+// Entries are checked and chained exactly as append_batch() does; checkpoints (signer) likewise.
+// Not thread-safe; one per process per log.
 class Appender {
  public:
   // Opens (creating it, mode 0644, when missing), locks and verifies the log at `path`. Null with

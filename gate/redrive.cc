@@ -141,7 +141,7 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
   inputs::RecordMeta meta;
   if (!parser.parse(letter.record, *input_, &meta, &problem_)) {
     if (skipped(nullptr)) return plan;
-    hold(table, plan, "invalid", "invalid record: " + problem_);
+    hold(table, plan, "invalid", problem_);  // "invalid record: ..." or "invalid input: ..."
     return plan;
   }
   if (skipped(input_.get())) return plan;
@@ -158,13 +158,22 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
   }
   const std::optional<Action> action = options_.actions.of(plan.verb);
   if (!action) {
-    // ActionMap::missing() refused such a table at start; a reload could add nothing else.
+    // ActionMap::missing() refused such a table at start, and the CLI refuses a reload that
+    // changes what a verb does (gate_cmd.cc); fail closed all the same.
     hold(table, plan, "gate:no_action",
          "verb '" + std::string(table.verb_name(plan.verb)) + "' has no action");
     return plan;
   }
   plan.step = Plan::Step::kAct;
   plan.action = *action;
+  if (*action == Action::kRepublish && table.verb_effect(plan.verb) != Effect::kCreate) {
+    // The map was made for another table (a reload that changed a verb's effect is refused by the
+    // CLI, gate_cmd.cc); fail closed all the same.
+    hold(table, plan, "gate:no_action",
+         "verb '" + std::string(table.verb_name(plan.verb)) +
+             "' is mapped to republish but its effect is not create in this table");
+    return plan;
+  }
   if (*action != Action::kRepublish) return plan;
   if (!letter.replay_target_known) {
     hold(table, plan, "gate:no_target",
@@ -247,7 +256,9 @@ std::string Redrive::record_decision(const Table& table, const Plan& plan, const
   entry.record = ordinal;
   if (letter.message_id) entry.message_id = *letter.message_id;
   if (plan.key && !plan.key->empty()) entry.idempotency_key = *plan.key;  // as AuditStage
-  entry.claim_generation = plan.generation;
+  // Only the decision that won the claim names it: an ack of a replay already confirmed names
+  // none (ledger check would see two entries for one claim).
+  entry.claim_generation = plan.step == Plan::Step::kAct ? plan.generation : 0;
   if (!appender_) return "no audit log is open";
   const audit::AppendResult appended = appender_->append(audit::to_json(entry));
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);

@@ -58,6 +58,7 @@ class ActionMap {
   std::string set(const Table& table, std::string_view spec);
   // "" when every verb has an action, else which does not and how to give it one.
   std::string missing(const Table& table) const;
+  bool operator==(const ActionMap&) const = default;
   std::optional<Action> of(uint32_t verb) const {
     return verb < by_verb_.size() ? by_verb_[verb] : std::nullopt;
   }

@@ -281,6 +281,16 @@ void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits,
     append_json_string(r, inputs::encode_base64(body));
     r += ",\"payload_encoding\":\"base64\"}";
   }
+  if (r.size() > inputs::kMaxRecordBytes) {
+    // The rabbitmq reader reads a record of at most kMaxRecordBytes (base64 and JSON escapes grow
+    // the body): say so here rather than as the parser's "document too big".
+    out->problem = "the message is " + std::to_string(r.size()) +
+                   " bytes as a record, more than a record may have (" +
+                   std::to_string(inputs::kMaxRecordBytes) + "); its body has " +
+                   std::to_string(body.size()) + " bytes (--max-body)";
+    r.clear();
+    return;
+  }
   out->record_size = r.size();
   r.append(inputs::LineReader::kPadding, '\0');
 }
@@ -293,7 +303,9 @@ amqp_basic_properties_t republish_properties(const amqp_envelope_t& envelope,
   if ((p._flags & AMQP_BASIC_HEADERS_FLAG) != 0) {
     for (int i = 0; i < p.headers.num_entries; ++i) {
       const std::string_view name = view(p.headers.entries[i].key);
-      bool replaced = false;
+      // The gate's own move markers never travel on: a held letter re-driven later carries
+      // only what its new action sets.
+      bool replaced = name.starts_with("x-replaygate-");
       for (const HeaderValue& h : set_headers) replaced = replaced || h.name == name;
       if (!replaced) storage->push_back(p.headers.entries[i]);
     }

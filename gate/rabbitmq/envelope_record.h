@@ -10,9 +10,9 @@
 // A message that cannot be such a record is not decided: `problem` says why and the gate holds it
 // (never a replay): a header nested deeper than Limits::max_depth, more than max_headers values
 // in all, a string (header, routing key, exchange, message id) that is not valid UTF-8, a header
-// name twice in one table, a body over max_body bytes. The record is built without recursion
-// deeper than max_depth, so a poison header costs bounded stack here (librabbitmq's own decoder
-// is bounded by frame_max: amqp_client.h).
+// name twice in one table, a body over max_body bytes, a record over inputs::kMaxRecordBytes. The
+// record is built without recursion deeper than max_depth, so a poison header costs bounded stack
+// here (librabbitmq's own decoder is bounded by frame_max: amqp_client.h).
 #pragma once
 
 #include <amqp.h>
@@ -25,9 +25,9 @@
 namespace replaygate::gate::rabbitmq {
 
 struct Limits {
-  size_t max_body = size_t{16} << 20;  // bytes
-  int max_depth = 32;                  // header nesting (x-death is 2 levels deep)
-  size_t max_headers = 4096;           // header values, nested ones included
+  size_t max_body = size_t{1} << 20;  // bytes (a record holds at most inputs::kMaxRecordBytes)
+  int max_depth = 32;                 // header nesting (x-death is 2 levels deep)
+  size_t max_headers = 4096;          // header values, nested ones included
 };
 
 struct EnvelopeRecord {
@@ -48,8 +48,9 @@ struct EnvelopeRecord {
 void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits, EnvelopeRecord* out);
 
 // The properties the gate publishes a message with: the delivered message's own (content type,
-// message id, correlation id, ...; every header but the ones replaced), persistent (delivery mode
-// 2), with `set_headers` added (replacing a header of the same name). The result points into
+// message id, correlation id, ...; every header but the ones replaced and the gate's own
+// x-replaygate-* move markers), persistent (delivery mode 2), with `set_headers` added (replacing
+// a header of the same name). The result points into
 // `envelope`, `set_headers` and *storage: they must outlive its use.
 struct HeaderValue {
   std::string name;

@@ -39,6 +39,13 @@ std::string connect(const GateOptions& o, Links* links) {
   std::string error;
   Settings consume_settings = o.settings, publish_settings = o.settings;
   consume_settings.connection_name = "replaygate gate (consume " + o.queue + ")";
+  // The rate wait services the publishing connection's socket only (a wait on the consuming one
+  // would take the next delivery). When a letter may wait longer than half the heartbeat interval,
+  // the consuming connection goes without heartbeats, so the broker does not close it mid-wait;
+  // the publishing connection's heartbeats still detect a lost broker (both are then reconnected).
+  if (o.max_rate > 0 && o.settings.heartbeat > 0 && 1.0 / o.max_rate > o.settings.heartbeat / 2.0) {
+    consume_settings.heartbeat = 0;
+  }
   publish_settings.connection_name = "replaygate gate (publish)";
   links->consume = Connection::open(o.url, consume_settings, &error);
   if (!links->consume) return error;
@@ -219,7 +226,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     const Consumer::Next next = links.consumer->next(&delivery, 200, &error);
     progress(false);
     if (next == Consumer::Next::kTimeout) {
-      wait_on(links, 0);
+      wait_on(links, 1);  // heartbeats on the publishing connection while the queue is idle
       if (!o.follow && Clock::now() - idle_since >= std::chrono::milliseconds(o.idle_exit_ms)) {
         stop("no letter for " + std::to_string(o.idle_exit_ms) + " ms: the queue is drained" +
                  std::string(kept_unacked > 0 ? " (of what this run may take)" : ""),
@@ -363,46 +370,42 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
         report.outcome = "published to " + report.target + ", publisher confirm";
       } else if (published.result == PublishResult::kReturned &&
                  plan.action == Action::kRepublish) {
-        // Nothing took the replay: hold the letter, saying so (the claim stays: an operator
-        // releases it once the target exists).
-        report.outcome = "the replay to " + report.target + " was returned (" + published.detail +
-                         "): no queue took it";
-        if (const std::string why = redrive.record_outcome(plan, false, report.outcome);
-            !why.empty()) {
-          stop("cannot record the outcome: " + why, 2);
-          break;
-        }
+        // Nothing took the replay: move the letter to the hold queue, saying so. The claim stays
+        // `claimed` (an operator releases it once the target exists); the decision entry's result
+        // says both what happened to the replay and where the letter went.
+        const std::string returned = "the replay to " + report.target + " was returned (" +
+                                     published.detail + "): no queue took it";
+        const uint32_t held_verb = table.default_verb();
         plan.action = Action::kHold;
         plan.rule = "gate:unroutable";
-        plan.reason = report.outcome;
-        headers = {
-            {"x-replaygate-verb", false, 0, std::string(table.verb_name(table.default_verb()))},
-            {"x-replaygate-rule", false, 0, plan.rule},
-            {"x-replaygate-reason", false, 0, plan.reason},
-            {"x-replaygate-from", false, 0, o.queue}};
+        plan.reason = returned;
+        headers = {{"x-replaygate-verb", false, 0, std::string(table.verb_name(held_verb))},
+                   {"x-replaygate-rule", false, 0, plan.rule},
+                   {"x-replaygate-reason", false, 0, plan.reason},
+                   {"x-replaygate-from", false, 0, o.queue}};
         const amqp_basic_properties_t hold_properties =
             republish_properties(env, headers, &header_storage);
         const PublishOutcome moved = links.publisher->publish(
             "", o.hold_queue, hold_properties, env.message.body, o.confirm_timeout_ms);
         if (moved.result != PublishResult::kConfirmed) {
+          report.outcome = returned + "; the move to " + o.hold_queue + " was " +
+                           std::string(publish_result_name(moved.result)) + " " + moved.detail;
+          if (hooks.letter) hooks.letter(report);
           stop("cannot move an unroutable replay to " + o.hold_queue + ": " +
                    std::string(publish_result_name(moved.result)) + " " + moved.detail,
                2);
           break;
         }
+        plan.verb = held_verb;
         report.action = "hold";
+        report.verb = std::string(table.verb_name(held_verb));
+        report.effect = effect_name(table.verb_effect(held_verb));
         report.rule = plan.rule;
+        report.reason = plan.reason;
         report.target = target_text("", o.hold_queue);
-        std::string ack_error;
-        if (!links.consumer->ack(env.delivery_tag, &ack_error)) {
-          stop(ack_error, 2);
-          break;
-        }
-        ++stats->held;
-        ++stats->handled;
-        ++stats->per_verb[table.default_verb()];
-        if (hooks.letter) hooks.letter(report);
-        continue;
+        report.outcome = returned + "; moved to " + report.target + ", publisher confirm";
+        // Not a confirmed replay: the ledger keeps the claim as it is.
+        confirmed = false;
       } else {
         // Nacked, channel closed (404: a missing exchange), no confirm in time, connection lost:
         // the letter is not acked. It goes back to the dead-letter queue as it was.
@@ -416,7 +419,8 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
         break;
       }
     }
-    if (const std::string why = redrive.record_outcome(plan, confirmed, report.outcome);
+    if (const std::string why = redrive.record_outcome(
+            plan, confirmed && plan.action == Action::kRepublish, report.outcome);
         !why.empty()) {
       stop("cannot record the outcome: " + why, 2);
       break;  // unacked: on redelivery the ledger says what happened

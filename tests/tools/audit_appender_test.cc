@@ -121,23 +121,30 @@ TEST_F(AuditAppender, RefusesALogThatDoesNotVerifyAndRemovesATornTail) {
   EXPECT_TRUE(audit::verify_bytes(bytes).ok());
 }
 
-TEST_F(AuditAppender, RefusesAFileReplacedOrGrownBehindItsLock) {
+TEST_F(AuditAppender, ContinuesOtherAppendersAndRefusesABrokenOrReplacedFile) {
   std::string error;
   std::unique_ptr<audit::Appender> appender = audit::Appender::open(p("a.log"), nullptr, &error);
   ASSERT_TRUE(appender) << error;
   ASSERT_TRUE(appender->append(decision(1)).ok);
-  // A writer that does not lock adds a line.
+  // Another appender writes between two of ours (the lock is held per append only).
+  ASSERT_TRUE(audit::append(p("a.log"), decision(2)).ok);
+  const audit::AppendResult third = appender->append(decision(3));
+  ASSERT_TRUE(third.ok) << third.error;
+  EXPECT_EQ(third.seq, 3u);
+  EXPECT_TRUE(audit::verify_bytes(read_file(p("a.log"))).ok());
+  // A writer that does not keep the format adds a line: refused, and nothing is written.
   const std::string before = read_file(p("a.log"));
   write_file(p("a.log"), before + "{}\n");
-  audit::AppendResult refused = appender->append(decision(2));
+  audit::AppendResult refused = appender->append(decision(4));
   EXPECT_FALSE(refused.ok);
-  EXPECT_NE(refused.error.find("replaced or changed"), std::string::npos) << refused.error;
+  EXPECT_NE(refused.error.find("does not verify"), std::string::npos) << refused.error;
   EXPECT_EQ(read_file(p("a.log")), before + "{}\n");
   // An editor's save: a new file renamed over the path.
   write_file(p("edited.log"), before);
   std::filesystem::rename(p("edited.log"), p("a.log"));
-  refused = appender->append(decision(2));
+  refused = appender->append(decision(4));
   EXPECT_FALSE(refused.ok);
+  EXPECT_NE(refused.error.find("replaced"), std::string::npos) << refused.error;
   EXPECT_EQ(read_file(p("a.log")), before);
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/plural.h"
 #include "gate/ledger_stage.h"
 #include "gate/rabbitmq/management.h"
 #include "gate/rabbitmq/rabbit_gate.h"
@@ -39,7 +40,7 @@ struct GateCliOptions {
   std::vector<std::string> actions;
   bool apply = false, dry_run = false, allow_peek = false, all = false, follow = false,
        watch = false, quiet = false;
-  uint64_t max = 0, max_unacked = 1000, max_target_depth = 0, max_body = 16u << 20;
+  uint64_t max = 0, max_unacked = 1000, max_target_depth = 0, max_body = 1u << 20;
   double max_rate = 10;
   int prefetch = 16, confirm_timeout_ms = 10000, idle_exit_ms = 2000, reconnect_for_s = 300,
       frame_max = 131072, heartbeat = 30;
@@ -86,25 +87,39 @@ std::string counts_text(const rmq::GateStats& s, const Table& table) {
   }
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.1f", s.rate);
-  std::string text =
-      std::to_string(s.handled) + " letters" + (verbs.empty() ? "" : " (" + verbs + ")") + ": " +
-      std::to_string(s.republished) + " republished, " + std::to_string(s.parked) + " parked, " +
-      std::to_string(s.held) + " held, " + std::to_string(s.acked_only) +
-      " acked as already replayed, " + std::to_string(s.skipped) + " skipped; " + rate + "/s";
+  std::string text = plural(s.handled, "letter") + (verbs.empty() ? "" : " (" + verbs + ")") +
+                     ": " + std::to_string(s.republished) + " republished, " +
+                     std::to_string(s.parked) + " parked, " + std::to_string(s.held) + " held, " +
+                     std::to_string(s.acked_only) + " acked as already replayed, " +
+                     std::to_string(s.skipped) + " skipped; " + rate + "/s";
   if (s.queue_depth) text += "; queue depth " + std::to_string(*s.queue_depth);
   if (s.reconnects > 0) text += "; " + std::to_string(s.reconnects) + " reconnects";
   return text;
 }
 
+// A Prometheus label value: backslash, double quote and line feed escaped.
+std::string label(std::string_view value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 // Prometheus text format (version 0.0.4).
 std::string metrics_text(const rmq::GateStats& s, const Table& table, const std::string& queue) {
-  std::string q = "queue=\"" + queue + "\"";
+  std::string q = "queue=\"" + label(queue) + "\"";
   std::string out;
   out += "# HELP replaygate_gate_letters_total Dead letters handled, by verb.\n";
   out += "# TYPE replaygate_gate_letters_total counter\n";
   for (uint32_t v = 0; v < s.per_verb.size() && v < table.verb_count(); ++v) {
-    out += "replaygate_gate_letters_total{" + q + ",verb=\"" + std::string(table.verb_name(v)) +
-           "\"} " + std::to_string(s.per_verb[v]) + "\n";
+    out += "replaygate_gate_letters_total{" + q + ",verb=\"" + label(table.verb_name(v)) + "\"} " +
+           std::to_string(s.per_verb[v]) + "\n";
   }
   out += "# HELP replaygate_gate_actions_total What the gate did with the letters it handled.\n";
   out += "# TYPE replaygate_gate_actions_total counter\n";
@@ -128,7 +143,7 @@ std::string metrics_text(const rmq::GateStats& s, const Table& table, const std:
   }
   out += "# HELP replaygate_gate_table_info The decision table serving.\n";
   out += "# TYPE replaygate_gate_table_info gauge\n";
-  out += "replaygate_gate_table_info{" + q + ",policy=\"" + std::string(table.policy_id()) +
+  out += "replaygate_gate_table_info{" + q + ",policy=\"" + label(table.policy_id()) +
          "\",revision=\"" + std::to_string(table.revision()) + "\",checksum=\"" +
          table.checksum_hex() + "\"} 1\n";
   return out;
@@ -166,6 +181,17 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   AuditSigning signing;
   if (!read_audit_signing(o.audit_sign, "gate rabbitmq", &signing)) return kExitUsage;
 
+  if (o.amqp.empty()) {
+    if (const char* env = std::getenv("REPLAYGATE_AMQP_URL"); env != nullptr) o.amqp = env;
+  }
+  if (o.amqp.empty()) {
+    return usage("give the broker with --amqp URL or $REPLAYGATE_AMQP_URL");
+  }
+  if (o.management.empty()) {
+    if (const char* env = std::getenv("REPLAYGATE_MANAGEMENT_URL"); env != nullptr) {
+      o.management = env;
+    }
+  }
   std::string problem;
   const std::optional<rmq::AmqpUrl> url = rmq::parse_amqp_url(o.amqp, &problem);
   if (!url) return usage("--amqp: " + problem);
@@ -282,6 +308,9 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     return kExitUsage;
   }
 
+  const uint32_t default_verb = loaded->default_verb();
+  std::vector<Effect> effects;
+  for (uint32_t v = 0; v < loaded->verb_count(); ++v) effects.push_back(loaded->verb_effect(v));
   SharedTable shared(std::move(loaded));
   struct sigaction stop_action {};
   stop_action.sa_handler = on_stop_signal;
@@ -313,6 +342,22 @@ int run_gate_rabbitmq(GateCliOptions& o) {
                    "replaygate gate rabbitmq: reload refused; the old table keeps serving\n");
       return;
     }
+    // What each verb does must not change under a running gate: a verb whose effect changed
+    // (replay_once made `none`) would still be republished by the map made at start.
+    gate::ActionMap next_actions = gate::ActionMap::defaults(*next);
+    for (const std::string& spec : o.actions) next_actions.set(*next, spec);
+    bool same = next_actions == actions && next->default_verb() == default_verb;
+    for (uint32_t v = 0; same && v < next->verb_count(); ++v) {
+      same = v < effects.size() && next->verb_effect(v) == effects[v];
+    }
+    if (!same) {
+      std::fprintf(
+          stderr,
+          "replaygate gate rabbitmq: reload refused: the new table changes a verb's effect, "
+          "the default verb or what a verb does (republish, park, hold); restart the gate "
+          "to run it. The old table keeps serving\n");
+      return;
+    }
     const std::string checksum = next->checksum_hex();
     const int64_t revision = next->revision();
     LoadStatus status;
@@ -338,7 +383,8 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     if (!o.quiet && !s.finished) {
       // A bar when the queue's depth is known: letters handled of those handled plus waiting.
       std::string bar;
-      if (s.queue_depth) {
+      // Not in a dry run: the letters it saw stay unacked, which the depth does not count.
+      if (s.queue_depth && o.apply) {
         const double done = static_cast<double>(s.handled) /
                             static_cast<double>(std::max<uint64_t>(1, s.handled + *s.queue_depth));
         const int filled = static_cast<int>(done * 20);
@@ -410,8 +456,8 @@ Runner setup_gate(CLI::App& sub) {
                 "Mapping file of format rabbitmq-management-json (docs/input-mapping.md)")
       ->required();
   r->add_option("--amqp", o->amqp,
-                "Broker URL amqp://USER:PASS@HOST:PORT/VHOST (vhost \"/\" as %2F or empty)")
-      ->required();
+                "Broker URL amqp://USER:PASS@HOST:PORT/VHOST (vhost \"/\" as %2F or empty); "
+                "default $REPLAYGATE_AMQP_URL, which keeps the password out of the process list");
   r->add_option("--queue", o->queue, "The dead-letter queue to consume")->required();
   r->add_flag("--apply", o->apply,
               "Act: claim, publish, ack (needs --ledger and --audit); without it, a dry run");
@@ -420,7 +466,8 @@ Runner setup_gate(CLI::App& sub) {
               "Allow a dry run on a quorum queue, where every peek uses up a delivery attempt");
   r->add_option("--management", o->management,
                 "Management API http://[USER:PASS@]HOST:15672: read the queue's type and delivery "
-                "limit first (a dry run on a quorum queue is refused without --allow-peek)");
+                "limit first (a dry run on a quorum queue is refused without --allow-peek); "
+                "default $REPLAYGATE_MANAGEMENT_URL");
   o->message_option = r->add_option("--message-id", o->message_id,
                                     "Handle only this reviewed message; other letters stay");
   r->add_flag("--all", o->all, "Handle every letter (bounded by --max and --max-rate)");
@@ -469,7 +516,8 @@ Runner setup_gate(CLI::App& sub) {
                 "Seconds to keep reconnecting after the broker is lost (default 300)")
       ->check(CLI::Range(0, 86400));
   r->add_option("--max-body", o->max_body,
-                "Letters with a larger body (bytes) are held unread (default 16777216)");
+                "Letters with a larger body (bytes) are held unread (default 1048576, the most a "
+                "record holds)");
   r->add_option("--frame-max", o->frame_max,
                 "AMQP frame_max to negotiate (default 131072; bounds header nesting)")
       ->check(CLI::Range(4096, 1048576));
