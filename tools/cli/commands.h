@@ -40,12 +40,12 @@ Runner setup_convert(CLI::App& sub);
 Runner setup_review(CLI::App& sub);  // tools/cli/review.cc
 Runner setup_audit(CLI::App& sub);   // tools/cli/audit_cmd.cc
 Runner setup_diff(CLI::App& sub);
-Runner setup_ledger(CLI::App& sub);  // tools/cli/ledger_cmd.cc
-Runner setup_verify(CLI::App& sub);  // tools/cli/verify.cc
-Runner setup_key(CLI::App& sub);     // tools/cli/sign_cmd.cc
-Runner setup_sign(CLI::App& sub);    // tools/cli/sign_cmd.cc
-Runner setup_trust(CLI::App& sub);   // tools/cli/sign_cmd.cc
-Runner setup_gate(CLI::App& sub);    // tools/cli/gate_cmd.cc
+Runner setup_ledger(CLI::App& sub);    // tools/cli/ledger_cmd.cc
+Runner setup_verify(CLI::App& sub);    // tools/cli/verify.cc
+Runner setup_key(CLI::App& sub);       // tools/cli/sign_cmd.cc
+Runner setup_sign(CLI::App& sub);      // tools/cli/sign_cmd.cc
+Runner setup_trust(CLI::App& sub);     // tools/cli/sign_cmd.cc
+Runner setup_gate(CLI::App& sub);      // tools/cli/gate_cmd.cc
 Runner setup_propose(CLI::App& sub);   // tools/cli/propose.cc
 Runner setup_proposal(CLI::App& sub);  // tools/cli/proposal_cmd.cc
 
