@@ -9,6 +9,8 @@
 #include <chrono>
 #include <thread>
 
+#include "common/plural.h"
+
 namespace replaygate::gate::rabbitmq {
 namespace {
 
@@ -165,7 +167,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       break;
     }
     if (stats->handled >= o.max) {
-      stop("handled --max " + std::to_string(o.max) + " letters", 0);
+      stop("handled " + plural(o.max, "letter") + " (--max)", 0);
       break;
     }
     if (kept_unacked >= o.max_unacked) {

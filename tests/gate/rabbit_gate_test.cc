@@ -377,6 +377,52 @@ TEST_F(RabbitGate, AMemoryAlarmBlocksPublishingAndTheGateWaitsAndSaysSo) {
   EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
 }
 
+TEST_F(RabbitGate, FiltersBoundsAndMetrics) {
+  ledger_ = path("ledger.db");
+  const std::string timeout = "java.net.SocketTimeoutException";
+  const std::string unavailable =
+      "org.springframework.web.client.HttpServerErrorException$ServiceUnavailable";
+  for (int i = 0; i < 3; ++i) {
+    dead_letter("payment.capture", timeout, "cap_f" + std::to_string(i), "pf-" + std::to_string(i));
+    dead_letter("webhook.partner", unavailable, "wh_f" + std::to_string(i),
+                "wf-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 6), "");
+  // --topic: only webhook.partner's letters; the others stay in the queue, unchanged.
+  CliResult r = gate(true, {"--all", "--topic", "webhook.partner", "--metrics", path("gate.prom")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(letters(r).size(), 3u);
+  EXPECT_EQ(client_.message_count("webhook.partner"), 3);
+  EXPECT_EQ(client_.wait_for_count("dlq", 3), "");
+  const std::string metrics = read_file(path("gate.prom"));
+  EXPECT_NE(metrics.find("replaygate_gate_actions_total{queue=\"dlq\",action=\"republish\"} 3"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("replaygate_gate_actions_total{queue=\"dlq\",action=\"skip\"} 3"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("replaygate_gate_letters_total{queue=\"dlq\",verb=\"replay_once\"} 3"),
+            std::string::npos)
+      << metrics;
+  // --max 1 handles one letter; --max-target-depth 0 stops after the first replay lands.
+  r = gate(true, {"--all", "--max", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(letters(r).size(), 1u);
+  EXPECT_NE(r.err.find("handled 1 letter (--max)"), std::string::npos) << r.err;
+  r = gate(true, {"--all", "--max-target-depth", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(letters(r).size(), 1u);
+  EXPECT_NE(r.err.find("more than --max-target-depth 0"), std::string::npos) << r.err;
+  EXPECT_EQ(client_.message_count("payment.capture"), 2);
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
+  // --max-unacked bounds what a filtered run keeps: the remaining letter is skipped, then it stops.
+  r = gate(true, {"--all", "--error-class", "no_such_class", "--max-unacked", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(letters(r).size(), 0u);
+  EXPECT_NE(r.err.find("kept unacked"), std::string::npos) << r.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
+}
+
 TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {
   for (const std::string step :
        {"decided", "claimed", "published", "confirmed", "recorded", "acked"}) {
