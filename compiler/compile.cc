@@ -32,18 +32,6 @@ std::string lowercase_extension(const std::string& path) {
   return extension;
 }
 
-std::string hex_digest(std::string_view bytes) {
-  const XXH128_hash_t hash = XXH3_128bits(bytes.data(), bytes.size());
-  XXH128_canonical_t canonical;
-  XXH128_canonicalFromHash(&canonical, hash);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char byte : canonical.digest) {
-    out += kHex[byte >> 4];
-    out += kHex[byte & 0x0F];
-  }
-  return out;
-}
 
 std::string base_name(const std::string& path) {
   std::string name = std::filesystem::path(path).filename().string();
@@ -67,6 +55,19 @@ void append(std::vector<Diagnostic>& to, std::vector<Diagnostic> from) {
 }
 
 }  // namespace
+
+std::string hex_digest(std::string_view bytes) {
+  const XXH128_hash_t hash = XXH3_128bits(bytes.data(), bytes.size());
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, hash);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char byte : canonical.digest) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0x0F];
+  }
+  return out;
+}
 
 LoadedPolicy load_policy_text(std::string_view text, const std::string& path) {
   LoadedPolicy out;

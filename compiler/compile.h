@@ -27,6 +27,10 @@ struct LoadedPolicy {
   StageTimings timings;
 };
 
+// Hex XXH3-128 of `bytes`: a policy's source digest (CheckedPolicy::source_digest), and what other
+// reviewed inputs are named by (a proposal file, tools/cli/proposal.h).
+std::string hex_digest(std::string_view bytes);
+
 // Reads and compiles `path`. Never throws.
 LoadedPolicy load_policy_file(const std::string& path);
 // Compiles `text` as if read from `path` (the extension picks the front-end).

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/table.h"
 #include "support/cli_runner.h"
 
 namespace replaygate::testing {
@@ -21,6 +22,15 @@ class Propose : public CliFixture {
  protected:
   Propose() : CliFixture(kSourceDir) {}  // relative dump paths, so the goldens hold anywhere
   std::string p(const std::string& name) const { return (dir_ / name).string(); }
+  // The decision digest of `policy` compiled to `table`.
+  std::string decision_digest(const std::string& policy, const std::string& table) {
+    const CliResult compiled = run({"compile", policy, "-o", table});
+    EXPECT_EQ(compiled.exit_code, 0) << compiled.err;
+    LoadStatus status;
+    const std::unique_ptr<Table> loaded = Table::load_file(table, &status);
+    EXPECT_TRUE(loaded) << status.message;
+    return loaded ? loaded->decision_digest_hex() : "";
+  }
 };
 
 TEST_F(Propose, GoldenProposalsForTheShippedDumps) {
@@ -152,6 +162,113 @@ TEST_F(Propose, CompareListsTheGroupsTwoProposalsDisagreeOn) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   write_file(p("junk.json"), "[1]");
   EXPECT_EQ(run({"proposal", "compare", p("a.json"), p("junk.json")}).exit_code, 2);
+}
+
+// A reviewed proposal: two new pairs, one of them a replay.
+const char* const kReviewed =
+    "[\n"
+    "  {\"topic\": \"mail.receipt\", \"error_class\": \"timeout\", \"verb\": \"replay_once\",\n"
+    "   \"rationale\": \"the mail server timed out; the receipt is keyed\"},\n"
+    "  {\"topic\": \"payment.capture\", \"error_class\": \"weird_partner_code\", \"verb\": "
+    "\"never\",\n"
+    "   \"rationale\": \"an unknown partner code: a ticket\"}\n"
+    "]\n";
+
+TEST_F(Propose, ApplyRoundTripsInBothFormsAndKeepsEveryOtherByte) {
+  write_file(p("reviewed.json"), kReviewed);
+  std::string digests[2];
+  int n = 0;
+  for (const std::string ext : {".yaml", ".policy"}) {
+    SCOPED_TRACE(ext);
+    const std::string original = read_file(kSourceDir + "/policies/replay_gate" + ext);
+    write_file(p("gate" + ext), original);
+    const CliResult r = run({"proposal", "apply", p("reviewed.json"), "--policy", p("gate" + ext),
+                             "-o", p("patched" + ext)});
+    EXPECT_EQ(r.exit_code, 3) << r.err;  // a replay was added: more dangerous
+    EXPECT_NE(r.out.find("hold -> replay_once (effect none -> create, MORE DANGEROUS)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(read_file(p("gate" + ext)), original) << "-o never touches the policy";
+    const std::string patched = read_file(p("patched" + ext));
+    // Every byte of the original is there, in order, with only the new lines between.
+    size_t same_prefix = 0;
+    while (same_prefix < original.size() && original[same_prefix] == patched[same_prefix]) {
+      ++same_prefix;
+    }
+    const size_t added = patched.size() - original.size();
+    EXPECT_EQ(patched.substr(same_prefix + added), original.substr(same_prefix));
+    const std::string inserted = patched.substr(same_prefix, added);
+    EXPECT_NE(inserted.find("# proposed: reviewed.json entry 1, digest "), std::string::npos)
+        << inserted;
+    EXPECT_NE(inserted.find("the mail server timed out; the receipt is keyed"), std::string::npos);
+    digests[n++] = decision_digest(p("patched" + ext), p("patched" + ext + ".rgt"));
+  }
+  EXPECT_EQ(digests[0], digests[1]) << "the two forms decide alike";
+  // And exactly as the same rows written by hand.
+  std::string by_hand = read_file(kSourceDir + "/policies/replay_gate.yaml");
+  const size_t at = by_hand.find("unknown_recipient], verb: never");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = by_hand.find("}\n", at) + 2;
+  by_hand.insert(end,
+                 "      - {keys: [mail.receipt, timeout], verb: replay_once,\n"
+                 "         reason: \"the mail server timed out; the receipt is keyed\"}\n"
+                 "      - {keys: [payment.capture, weird_partner_code], verb: never,\n"
+                 "         reason: \"an unknown partner code: a ticket\"}\n");
+  write_file(p("by_hand.yaml"), by_hand);
+  EXPECT_EQ(decision_digest(p("by_hand.yaml"), p("by_hand.rgt")), digests[0]);
+}
+
+TEST_F(Propose, ApplyRefusesAndWritesNothing) {
+  const std::string original = read_file(kSourceDir + "/policies/replay_gate.yaml");
+  write_file(p("gate.yaml"), original);
+  // An empty rationale.
+  write_file(p("empty.json"),
+             "[{\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"hold\", "
+             "\"rationale\": \"\"}]");
+  CliResult r = run({"proposal", "apply", p("empty.json"), "--policy", p("gate.yaml"), "--write"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("has no rationale"), std::string::npos) << r.err;
+  // Entries that do not check.
+  write_file(p("bad.json"), "[{\"topic\": 1, \"error_class\": \"c\", \"verb\": \"x\"}]");
+  r = run({"proposal", "apply", p("bad.json"), "--policy", p("gate.yaml"), "--write"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("RG505"), std::string::npos) << r.err;
+  // A row that breaks an invariant: refused with the counterexample.
+  std::string guarded = original;
+  guarded.replace(guarded.find("invariants:\n"), 12,
+                  "invariants:\n  - invariant: new_topic_never_replays\n    when: {topic: x.new}\n"
+                  "    require: {verb_not_in: [replay_once]}\n    reason: not yet reviewed\n\n");
+  write_file(p("guarded.yaml"), guarded);
+  write_file(p("replay.json"),
+             "[{\"topic\": \"x.new\", \"error_class\": \"e\", \"verb\": \"replay_once\", "
+             "\"rationale\": \"looks transient\"}]");
+  r = run({"proposal", "apply", p("replay.json"), "--policy", p("guarded.yaml"), "--write"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("RG210"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("new_topic_never_replays"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(p("guarded.yaml")), guarded);
+  EXPECT_EQ(read_file(p("gate.yaml")), original);
+}
+
+TEST_F(Propose, ApplyWithTheDefaultVerbChangesNoVerbAndWriteReplaces) {
+  write_file(p("gate.policy"), read_file(kSourceDir + "/policies/replay_gate.policy"));
+  write_file(p("holds.json"),
+             "[{\"topic\": \"mail.receipt\", \"error_class\": \"timeout\", \"verb\": "
+             "\"hold\", \"rationale\": \"wait for the operator\"}]");
+  CliResult r = run({"proposal", "apply", p("holds.json"), "--policy", p("gate.policy")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("nothing written"), std::string::npos);
+  EXPECT_EQ(read_file(p("gate.policy")), read_file(kSourceDir + "/policies/replay_gate.policy"));
+  r = run({"proposal", "apply", p("holds.json"), "--policy", p("gate.policy"), "--write",
+           "--format", "markdown"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      read_file(p("gate.policy")).find("mail.receipt, timeout -> hold \"wait for the operator\""),
+      std::string::npos);
+  // The row now decides the pair: the same proposal is refused as already decided.
+  r = run({"proposal", "apply", p("holds.json"), "--policy", p("gate.policy"), "--write"});
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_NE(r.err.find("RG509"), std::string::npos) << r.err;
 }
 
 }  // namespace

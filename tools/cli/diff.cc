@@ -30,6 +30,7 @@
 #include "compiler/lift.h"
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/policy_diff.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/trust.h"
@@ -414,6 +415,38 @@ bool names_stdin(const std::string& path) {
   return ::stat(path.c_str(), &at) == 0 && at.st_dev == in.st_dev && at.st_ino == in.st_ino;
 }
 
+// The diff of two checked policies, printed in o.format; the exit code of `replaygate diff`.
+int print_diff(const DiffOptions& o, const ir::Policy& old_policy, const ir::Policy& new_policy) {
+  const PolicyDiff diff = diff_policies(old_policy, new_policy);
+  if (!diff.complete) {
+    std::fprintf(stderr,
+                 "replaygate: error: the diff ran out of its work budget after %llu regions; the "
+                 "policies are too complex to compare completely\n",
+                 static_cast<unsigned long long>(diff.regions));
+    return kExitUsage;
+  }
+  if (diff.unresolved > 0) {
+    const bool one = diff.unresolved == 1;
+    std::fprintf(stderr,
+                 "replaygate: note: %s %s kept without proof that a letter reaches %s (the search "
+                 "for derived-bool operands gave up); %s may be unreachable\n",
+                 plural(diff.unresolved, "changed region").c_str(), one ? "was" : "were",
+                 one ? "it" : "them", one ? "it" : "they");
+  }
+  std::string text;
+  if (o.format == "json") {
+    text = render_json(o, diff);
+  } else if (o.format == "markdown") {
+    text = render_markdown(o, diff);
+  } else {
+    text = render_text(o, diff);
+  }
+  if (!print_to_stdout(text, "the diff")) return kExitUsage;
+  if (diff.any_more_dangerous()) return kExitMoreDangerous;
+  return diff.verb_changes.empty() ? kExitOk : kExitFindings;
+}
+
+
 int run_diff(const DiffOptions& options) {
   if (options.format != "text" && options.format != "json" && options.format != "markdown") {
     std::fprintf(stderr, "replaygate: error: --format must be text, json or markdown, not '%s'\n",
@@ -438,36 +471,20 @@ int run_diff(const DiffOptions& options) {
   DiffOptions o = options;
   o.old_checksum = old_side.checksum;
   o.new_checksum = new_side.checksum;
-  const PolicyDiff diff = diff_policies(old_side.policy->policy, new_side.policy->policy);
-  if (!diff.complete) {
-    std::fprintf(stderr,
-                 "replaygate: error: the diff ran out of its work budget after %llu regions; the "
-                 "policies are too complex to compare completely\n",
-                 static_cast<unsigned long long>(diff.regions));
-    return kExitUsage;
-  }
-  if (diff.unresolved > 0) {
-    const bool one = diff.unresolved == 1;
-    std::fprintf(stderr,
-                 "replaygate: note: %s %s kept without proof that a letter reaches %s (the search "
-                 "for derived-bool operands gave up); %s may be unreachable\n",
-                 plural(diff.unresolved, "changed region").c_str(), one ? "was" : "were",
-                 one ? "it" : "them", one ? "it" : "they");
-  }
-  std::string text;
-  if (options.format == "json") {
-    text = render_json(o, diff);
-  } else if (options.format == "markdown") {
-    text = render_markdown(o, diff);
-  } else {
-    text = render_text(o, diff);
-  }
-  if (!print_to_stdout(text, "the diff")) return kExitUsage;
-  if (diff.any_more_dangerous()) return kExitMoreDangerous;
-  return diff.verb_changes.empty() ? kExitOk : kExitFindings;
+  return print_diff(o, old_side.policy->policy, new_side.policy->policy);
 }
 
 }  // namespace
+
+int print_policy_diff(const ir::Policy& old_policy, const ir::Policy& new_policy,
+                      const std::string& old_name, const std::string& new_name,
+                      const std::string& format) {
+  DiffOptions o;
+  o.old_path = old_name;
+  o.new_path = new_name;
+  o.format = format;
+  return print_diff(o, old_policy, new_policy);
+}
 
 Runner setup_diff(CLI::App& sub) {
   auto options = std::make_shared<DiffOptions>();

@@ -17,6 +17,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/proposal.h"
 
 namespace replaygate::cli {
 namespace {
@@ -124,25 +125,17 @@ struct CheckOptions {
   std::string proposal, policy, format = "text";
 };
 
-int run_check(const CheckOptions& o) {
-  std::string text, error;
-  if (!read_whole_file(o.proposal, size_t{64} << 20, &text, &error)) {
-    std::fprintf(stderr, "replaygate proposal check: %s\n", error.c_str());
-    return kExitUsage;
-  }
-  LoadedPolicy loaded;
-  if (const int code = load_policy_reporting(o.policy, DiagnosticFormat::kText, &loaded);
-      code != kExitOk) {
-    return code;
-  }
-  const ir::Policy& policy = loaded.policy->policy;
+}  // namespace
+
+std::vector<Diagnostic> check_proposal(std::string_view text, const std::string& path,
+                                       const ir::Policy& policy) {
   std::vector<Diagnostic> diags;
   const auto add = [&](size_t offset, size_t length, std::string code, std::string message,
                        std::string hint = "") {
     Diagnostic d;
     d.code = std::move(code);
     d.message = std::move(message);
-    d.path = o.proposal;
+    d.path = path;
     d.span = span_in_text(text, offset, length);
     d.hint = std::move(hint);
     diags.push_back(std::move(d));
@@ -153,7 +146,7 @@ int run_check(const CheckOptions& o) {
   } else if (!doc.is_array()) {
     add(0, 1, "RG501", "the proposal must be a JSON array of entries");
   } else if (ir::first_table(policy) == nullptr) {
-    add(0, 1, "RG501", "the policy " + o.policy + " has no decision table to add rows to");
+    add(0, 1, "RG501", "the policy has no decision table to add rows to");
   } else {
     const ir::Table& table = *ir::first_table(policy);
     std::vector<std::string> key_names;
@@ -265,6 +258,23 @@ int run_check(const CheckOptions& o) {
     }
   }
   sort_diagnostics(diags);
+  return diags;
+}
+
+namespace {
+
+int run_check(const CheckOptions& o) {
+  std::string text, error;
+  if (!read_whole_file(o.proposal, size_t{64} << 20, &text, &error)) {
+    std::fprintf(stderr, "replaygate proposal check: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  LoadedPolicy loaded;
+  if (const int code = load_policy_reporting(o.policy, DiagnosticFormat::kText, &loaded);
+      code != kExitOk) {
+    return code;
+  }
+  const std::vector<Diagnostic> diags = check_proposal(text, o.proposal, loaded.policy->policy);
   const std::string out = o.format == "json"     ? render_json(diags) + "\n"
                           : o.format == "github" ? render_github(diags)
                                                  : render_text(diags, text);
@@ -350,7 +360,8 @@ int run_compare(const CompareOptions& o) {
 
 Runner setup_proposal(CLI::App& sub) {
   sub.require_subcommand(1);
-  sub.footer("Proposal files (docs/proposals.md, schemas/proposal.schema.json).");
+  sub.footer(
+      "Proposal files (docs/proposals.md, schemas/proposal.schema.json): check, apply, compare.");
   auto check = std::make_shared<CheckOptions>();
   CLI::App* c = sub.add_subcommand("check", "Validate a proposal against a policy");
   c->add_option("PROPOSAL", check->proposal, "The proposal file (JSON)")->required();
@@ -366,9 +377,12 @@ Runner setup_proposal(CLI::App& sub) {
   m->add_option("A", compare->a, "One proposal")->required();
   m->add_option("B", compare->b, "The other")->required();
   m->footer("Exit: 0 no group differs, 1 some do, 2 usage or I/O errors.");
-  CLI::App* chosen_check = c;
-  return [check, compare, chosen_check] {
-    return chosen_check->parsed() ? run_check(*check) : run_compare(*compare);
+  auto apply = std::make_shared<Runner>();
+  CLI::App* apply_app = add_proposal_apply(sub, apply.get());
+  return [check, compare, c, apply, apply_app] {
+    if (c->parsed()) return run_check(*check);
+    if (apply_app->parsed()) return (*apply)();
+    return run_compare(*compare);
   };
 }
 
