@@ -32,7 +32,6 @@ std::string lowercase_extension(const std::string& path) {
   return extension;
 }
 
-
 std::string base_name(const std::string& path) {
   std::string name = std::filesystem::path(path).filename().string();
   if (name.empty() || name == "." || name == "..") name = "policy";

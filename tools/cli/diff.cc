@@ -30,8 +30,8 @@
 #include "compiler/lift.h"
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/policy_diff.h"
 #include "tools/cli/output.h"
+#include "tools/cli/policy_diff.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/trust.h"
 
@@ -445,7 +445,6 @@ int print_diff(const DiffOptions& o, const ir::Policy& old_policy, const ir::Pol
   if (diff.any_more_dangerous()) return kExitMoreDangerous;
   return diff.verb_changes.empty() ? kExitOk : kExitFindings;
 }
-
 
 int run_diff(const DiffOptions& options) {
   if (options.format != "text" && options.format != "json" && options.format != "markdown") {
