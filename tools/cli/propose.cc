@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "common/json.h"
+#include "common/plural.h"
 #include "compiler/ir.h"
 #include "inputs/formats.h"
 #include "inputs/records.h"
@@ -76,6 +78,34 @@ std::string dump_text(const ordered_json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+// After a record failed with "invalid input: ...": for each key input read through a map: from a
+// header, the header's raw value when the map has no entry for it.
+void count_unmapped(const inputs::RecordParser& parser, const inputs::Mapping* mapping,
+                    const std::vector<uint32_t>& key_fields, const Table& table,
+                    std::map<std::pair<std::string, std::string>, uint64_t>* unmapped) {
+  if (mapping == nullptr) return;
+  const std::vector<inputs::RecordPartValue> parts = parser.record_parts();
+  for (uint32_t f : key_fields) {
+    const inputs::FieldMapping* field = nullptr;
+    for (const inputs::FieldMapping& m : mapping->fields) {
+      if (m.field == f && m.has_map) field = &m;
+    }
+    if (field == nullptr) continue;
+    const std::optional<inputs::InputOrigin> origin = parser.input_origin(f);
+    if (!origin || origin->part != "header") continue;
+    for (const inputs::RecordPartValue& part : parts) {
+      if (part.label != "header" || part.name != origin->header ||
+          part.kind != inputs::RecordPartValue::Kind::kText) {
+        continue;
+      }
+      if (field->map.find(part.text) == field->map.end()) {
+        ++(*unmapped)[{std::string(table.field(f).name), std::string(part.text)}];
+      }
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 int run_propose(const ProposeOptions& o) {
@@ -125,6 +155,8 @@ int run_propose(const ProposeOptions& o) {
     return code;
   }
   std::map<std::string, Group> groups;  // by the key values' JSON text
+  std::map<std::pair<std::string, std::string>, uint64_t>
+      unmapped;  // (input, raw value) -> records
   Input input(*table);
   uint64_t records = 0, unreadable = 0, invalid = 0, decided = 0;
   for (const std::string& path : o.dumps) {
@@ -168,8 +200,15 @@ int run_propose(const ProposeOptions& o) {
       std::string problem;
       if (!reading.parser->parse(record, input, &meta, &problem)) {
         // A mapped value the mapping cannot read ("invalid input: ...") is not an unknown pair:
-        // its mapping needs the entry first.
-        ++(problem.rfind("invalid input: ", 0) == 0 ? invalid : unreadable);
+        // its mapping needs the entry first. Its raw value is counted, by key input, so the
+        // reviewer sees which map: entries are missing (reported on stderr, not proposed).
+        if (problem.rfind("invalid input: ", 0) == 0) {
+          ++invalid;
+          count_unmapped(*reading.parser, reading.mapping ? &reading.mapping->mapping : nullptr,
+                         key_fields, *table, &unmapped);
+        } else {
+          ++unreadable;
+        }
         continue;
       }
       const Decision d = table->decide(input);
@@ -240,15 +279,21 @@ int run_propose(const ProposeOptions& o) {
       return kExitUsage;
     }
   }
+  const uint64_t proposed = records - decided - invalid - unreadable;
   std::fprintf(stderr,
-               "replaygate propose: %llu records: %llu decided by a rule, %zu groups (%llu "
-               "records) go to the default '%s' and are proposed, %llu with an invalid input, "
-               "%llu unreadable\n",
-               static_cast<unsigned long long>(records), static_cast<unsigned long long>(decided),
-               groups.size(),
-               static_cast<unsigned long long>(records - decided - invalid - unreadable),
+               "replaygate propose: %s: %llu decided by a rule, %s (%s) go to the default '%s' "
+               "and are proposed, %llu with an invalid input, %llu unreadable\n",
+               plural(records, "record").c_str(), static_cast<unsigned long long>(decided),
+               plural(groups.size(), "group").c_str(), plural(proposed, "record").c_str(),
                default_verb.c_str(), static_cast<unsigned long long>(invalid),
                static_cast<unsigned long long>(unreadable));
+  for (const auto& [what, n] : unmapped) {
+    std::fprintf(stderr,
+                 "replaygate propose: %s: %s %s no entry in the mapping's map: for %s; add one, "
+                 "then propose again\n",
+                 what.first.c_str(), plural(n, "record").c_str(), n == 1 ? "has" : "have",
+                 json_string(what.second).c_str());
+  }
   return unreadable > 0 ? kExitFindings : kExitOk;
 }
 
