@@ -421,8 +421,10 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
         break;
       }
     }
+    // The result entry says what was done, where to, and why (the decision entry has the rule).
     if (const std::string why = redrive.record_outcome(
-            plan, confirmed && plan.action == Action::kRepublish, report.outcome);
+            plan, confirmed && plan.action == Action::kRepublish,
+            report.outcome + (report.reason.empty() ? "" : "; reason: " + report.reason));
         !why.empty()) {
       stop("cannot record the outcome: " + why, 2);
       break;  // unacked: on redelivery the ledger says what happened

@@ -206,7 +206,13 @@ TEST_F(RabbitGate, ApplyRoutesEachVerbAndRecordsEveryAction) {
       ++decisions;
       EXPECT_EQ(e["operator"], "ops-test");
     }
-    if (e["kind"] == "result") ++results;
+    if (e["kind"] == "result") {
+      ++results;
+      // What was done, where to, and why.
+      EXPECT_NE(e["outcome"].get<std::string>().find("publisher confirm; reason: "),
+                std::string::npos)
+          << e;
+    }
   }
   EXPECT_EQ(decisions, 3);
   EXPECT_EQ(results, 3);
