@@ -42,33 +42,33 @@ std::unique_ptr<RecordParser> make_rabbitmq(const Table& table, const Mapping* m
 const std::vector<InputFormat>& input_formats() {
   // The one list of format names; a new format is one line (docs/cli.md "Formats").
   static const std::vector<InputFormat> formats = {
-      {"letters", "", "JSON objects keyed by policy inputs", make_letters, false, ""},
+      {"letters", "", "JSON objects keyed by policy inputs", make_letters, false, "", 0},
       {"spring-kafka", "kcat-json",
        "Spring Kafka DLT and retry-topic records as kcat -C -J prints them, read through --mapping",
-       make_kafka, false, ""},
-      {"kafka", "kcat-json", "another name for spring-kafka", make_kafka, false, ""},
+       make_kafka, false, "", 1},
+      {"kafka", "kcat-json", "another name for spring-kafka", make_kafka, false, "", 1},
       {"kafka-connect", "connect-kcat-json",
        "Kafka Connect dead-letter topic records (__connect.errors.* headers) as kcat -C -J prints "
        "them, read through --mapping",
-       make_kafka, false, ""},
+       make_kafka, false, "", 1},
       {"rabbitmq", "rabbitmq-management-json",
        "RabbitMQ management API /api/queues/VHOST/QUEUE/get responses (a JSON array of messages), "
        "read through --mapping",
-       make_rabbitmq, true, ""},
+       make_rabbitmq, true, "", 1000},
       {"sqs", "sqs-json",
        "aws sqs receive-message output ({\"Messages\": [...]}), read through --mapping", make_sqs,
-       true, "Messages"},
+       true, "Messages", 1},
       {"pubsub", "pubsub-json",
        "Google Pub/Sub projects.subscriptions.pull responses ({\"receivedMessages\": [...]}), "
        "read through --mapping",
-       make_pubsub, true, "receivedMessages"},
+       make_pubsub, true, "receivedMessages", 0},
       {"servicebus", "servicebus-json",
        "Azure Service Bus dead-letter messages, one JSON object per line, read through --mapping",
-       make_servicebus, false, ""},
+       make_servicebus, false, "", 0},
       {"sidekiq", "sidekiq-json",
        "Sidekiq Dead or Retry set job hashes, one per line (redis-cli --raw ZRANGE dead 0 -1), "
        "read through --mapping",
-       make_sidekiq, false, ""},
+       make_sidekiq, false, "", 1},
   };
   return formats;
 }

@@ -35,6 +35,10 @@ struct InputFormat {
   // The dump is one JSON array whose elements are the records (JsonArrayReader), not JSON Lines.
   bool json_array = false;
   std::string_view array_member;  // the array is this key's value in a top-level object, or ""
+  // Milliseconds per unit of a record's `timestamp` part (RecordParser::record_parts()): 1 for
+  // kcat's ts, SQS's SentTimestamp and Sidekiq; 1000 for RabbitMQ's properties.timestamp
+  // (seconds); 0 for a format without one. For `propose`'s first and last seen.
+  int64_t timestamp_ms = 0;
 };
 
 // Every format, the default (letters) first.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -59,7 +60,21 @@ struct Group {
   std::set<std::string> dumps;
   std::optional<std::string> sample_id;
   ordered_json sample_inputs;
+  std::optional<int64_t> first_ms, last_ms;  // the records' timestamps, when the format has them
 };
+
+// Milliseconds since the epoch as RFC 3339 UTC: "2025-11-29T08:00:00.000Z".
+std::string utc_text(int64_t ms) {
+  const int64_t seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+  const time_t t = static_cast<time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[96];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms - seconds * 1000));
+  return text;
+}
 
 ordered_json slot_json(const Input::Slot& slot) {
   switch (slot.state) {
@@ -226,6 +241,16 @@ int run_propose(const ProposeOptions& o) {
       Group& g = groups[id];
       if (g.count == 0) g.key = key;
       ++g.count;
+      if (format->timestamp_ms > 0) {
+        for (const inputs::RecordPartValue& part : reading.parser->record_parts()) {
+          if (part.label != "timestamp" || part.kind != inputs::RecordPartValue::Kind::kInt) {
+            continue;
+          }
+          const int64_t ms = part.number * format->timestamp_ms;
+          g.first_ms = std::min(g.first_ms.value_or(ms), ms);
+          g.last_ms = std::max(g.last_ms.value_or(ms), ms);
+        }
+      }
       g.dumps.insert(path);
       std::optional<std::string> message_id;
       if (meta.has_message_id) message_id = std::string(meta.message_id);
@@ -261,6 +286,10 @@ int run_propose(const ProposeOptions& o) {
     entry["rationale"] = "";
     ordered_json evidence;
     evidence["count"] = g->count;
+    if (g->first_ms) {
+      evidence["first_seen"] = utc_text(*g->first_ms);
+      evidence["last_seen"] = utc_text(*g->last_ms);
+    }
     evidence["dumps"] = std::vector<std::string>(g->dumps.begin(), g->dumps.end());
     evidence["sample_message_ids"] =
         std::vector<std::string>(g->message_ids.begin(), g->message_ids.end());
