@@ -129,6 +129,17 @@ std::optional<QueueInfo> queue_info(const std::string& base, const AmqpUrl& amqp
   if (!info.delivery_limit) {
     info.delivery_limit = integer_at(j, "effective_policy_definition", "delivery-limit");
   }
+  for (const auto& [object, keys] :
+       {std::pair{"arguments", std::vector<std::string>{"x-max-length", "x-max-length-bytes",
+                                                        "x-message-ttl", "x-expires"}},
+        std::pair{"effective_policy_definition",
+                  std::vector<std::string>{"max-length", "max-length-bytes", "message-ttl",
+                                           "expires"}}}) {
+    if (!j.contains(object) || !j[object].is_object()) continue;
+    for (const std::string& key : keys) {
+      if (j[object].contains(key)) info.dropping.push_back(std::string(object) + " " + key);
+    }
+  }
   if (j.contains("messages") && j["messages"].is_number_integer()) {
     info.messages = j["messages"].get<int64_t>();
   }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gate/rabbitmq/amqp_client.h"
 
@@ -20,6 +21,10 @@ struct QueueInfo {
   std::string type;                       // "classic", "quorum", "stream"
   std::optional<int64_t> delivery_limit;  // x-delivery-limit, or the policy's delivery-limit
   std::optional<int64_t> messages;
+  // Arguments or policy keys that make the broker drop messages on its own (x-max-length,
+  // x-max-length-bytes, x-message-ttl, x-expires, or their policy forms): a park or hold queue
+  // must have none, or letters the gate acked would vanish.
+  std::vector<std::string> dropping;
 };
 
 // `base` is http://[USER:PASS@]HOST:PORT (the user and password default to the AMQP URL's).

@@ -142,6 +142,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
   auto next_allowed = start;
   auto idle_since = start;
   uint64_t kept_unacked = 0;
+  bool found_message = false;  // --message-id: the letter was seen
   int exit_code = 0;
   Delivery delivery;
   EnvelopeRecord record;
@@ -301,6 +302,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       ++kept_unacked;
       continue;  // stays unacked: not seen again in this run
     }
+    if (o.message_id) found_message = true;
     if (plan.step == Plan::Step::kStop) {
       stop(plan.error, 2);
       break;  // the letter stays unacked and returns to the queue
@@ -330,6 +332,16 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       headers.push_back({"x-replaygate-from", false, 0, o.queue});
     }
     if (report.action != "ack") report.target = target_text(exchange, routing_key);
+    if (plan.step == Plan::Step::kAct && plan.action != Action::kRepublish && exchange.empty() &&
+        routing_key == record.died_in) {
+      // A park or hold queue that is the queue the letter died in hands a `never` letter back to
+      // the consumer that failed it: a replay the policy refused.
+      stop("refusing to " + report.action + " a letter into '" + routing_key +
+               "', the queue it died in (its consumer would run it again); choose another " +
+               (plan.action == Action::kPark ? "--park-queue" : "--hold-queue"),
+           2);
+      break;  // unacked: it returns to the dead-letter queue
+    }
 
     if (!o.apply) {
       report.outcome = "dry run: nothing published, claimed or acked";
@@ -464,6 +476,12 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       stop("handled message " + *o.message_id, 0);
       break;
     }
+  }
+  if (o.message_id && !found_message && exit_code == 0) {
+    stats->stop_reason += "; message " + *o.message_id + " was not among the " +
+                          plural(stats->received, "letter") +
+                          " seen (not in the queue, or further back than --max-unacked)";
+    exit_code = 1;
   }
   progress(true);
   stats->finished = true;

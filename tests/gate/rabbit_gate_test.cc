@@ -429,6 +429,23 @@ TEST_F(RabbitGate, FiltersBoundsAndMetrics) {
   EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
 }
 
+TEST_F(RabbitGate, AParkQueueThatIsTheWorkQueueIsRefusedAndAMissingMessageSaysSo) {
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException", "cap_n1",
+              "n-1");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  // Parking a `never` letter in the queue it died in would hand it back to its consumer.
+  CliResult r = gate(true, {"--all", "--park-queue", "payment.capture"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the queue it died in"), std::string::npos) << r.err;
+  EXPECT_EQ(client_.message_count("payment.capture"), 0);
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
+  r = gate(false, {"--message-id", "no-such-id"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("message no-such-id was not among the 1 letter seen"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {
   for (const std::string step :
        {"decided", "claimed", "published", "confirmed", "recorded", "acked"}) {

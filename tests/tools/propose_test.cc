@@ -146,6 +146,35 @@ TEST_F(Propose, CheckPutsEachProblemAtItsJsonPosition) {
   EXPECT_NE(object.out.find("RG501"), std::string::npos) << object.out;
 }
 
+TEST_F(Propose, CheckRefusesDuplicateKeysAndBadRowIdsAndApplyKeepsRowIds) {
+  write_file(p("dup.json"),
+             "[{\"topic\": \"t.x\", \"error_class\": \"e\", \"verb\": \"hold\", \"verb\": "
+             "\"replay_once\", \"rationale\": \"r\"},\n"
+             " {\"topic\": \"t.y\", \"error_class\": \"e\", \"verb\": \"hold\", \"row_id\": "
+             "\"has space\"},\n"
+             " {\"topic\": \"t.z\", \"error_class\": \"e\", \"verb\": 1}]");
+  CliResult r = run({"proposal", "check", p("dup.json"), "--policy", "policies/replay_gate.yaml"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("key 'verb' is in entry 1 twice"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the row_id of entry 2 is \"has space\", not a name"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the verb of entry 3 is 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("3 problems found"), std::string::npos) << r.err;
+  // A row_id becomes the row's id in both forms.
+  write_file(p("id.json"),
+             "[{\"topic\": \"mail.receipt\", \"error_class\": \"timeout\", \"verb\": "
+             "\"hold\", \"rationale\": \"wait\", \"row_id\": \"mail_timeout\"}]");
+  for (const std::string ext : {".yaml", ".policy"}) {
+    write_file(p("gate" + ext), read_file(kSourceDir + "/policies/replay_gate" + ext));
+    r = run({"proposal", "apply", p("id.json"), "--policy", p("gate" + ext), "--write"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const CliResult t = run({"compile", p("gate" + ext), "-o", p("gate" + ext + ".rgt")});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_NE(run({"dump", p("gate" + ext + ".rgt")}).out.find("mail_timeout"), std::string::npos)
+        << ext;
+  }
+}
+
 TEST_F(Propose, CompareListsTheGroupsTwoProposalsDisagreeOn) {
   write_file(p("a.json"),
              "[{\"topic\":\"t\",\"error_class\":\"e1\",\"verb\":\"hold\",\"rationale\":\"\"},"
@@ -167,6 +196,17 @@ TEST_F(Propose, CompareListsTheGroupsTwoProposalsDisagreeOn) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   write_file(p("junk.json"), "[1]");
   EXPECT_EQ(run({"proposal", "compare", p("a.json"), p("junk.json")}).exit_code, 2);
+  // A member that is no key value (an object) is not silently a group of its own.
+  write_file(p("extra.json"),
+             "[{\"topic\":\"t\",\"error_class\":\"e2\",\"verb\":\"never\",\"x\":{\"a\":1}}]");
+  EXPECT_EQ(run({"proposal", "compare", p("a.json"), p("extra.json")}).exit_code, 2);
+  // One proposal giving one group two verbs is the inconsistency compare exists to find.
+  write_file(p("self.json"),
+             "[{\"topic\":\"t\",\"error_class\":\"e1\",\"verb\":\"hold\"},"
+             "{\"topic\":\"t\",\"error_class\":\"e1\",\"verb\":\"never\"}]");
+  r = run({"proposal", "compare", p("self.json"), p("a.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("says both hold and never"), std::string::npos) << r.out;
 }
 
 // A reviewed proposal: two new pairs, one of them a replay.

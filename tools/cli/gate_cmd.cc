@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -176,7 +177,19 @@ int run_gate_rabbitmq(GateCliOptions& o) {
         "give --message-id ID to handle one reviewed message, or --all to handle the queue "
         "(bounded by --max and --max-rate)");
   }
-  if (o.max_rate < 0) return usage("--max-rate must be >= 0 (0: no limit)");
+  if (!std::isfinite(o.max_rate) || o.max_rate < 0) {
+    return usage("--max-rate must be a number >= 0 (0: no limit)");
+  }
+  if (o.queue.empty()) return usage("--queue is empty: name the dead-letter queue");
+  if (o.max_option->count() > 0 && o.max == 0) return usage("--max 0 handles nothing");
+  // A dry run must not create a ledger: a mistyped path would look like an empty ledger, and
+  // every letter like one never replayed.
+  if (!o.apply && !o.ledger.empty() && o.ledger.rfind("postgres", 0) != 0 &&
+      ::access(o.ledger.c_str(), F_OK) != 0) {
+    return usage("--ledger " + o.ledger +
+                 " does not exist, and a dry run does not create one; check the path (a dry run "
+                 "reads the ledger the --apply run will use)");
+  }
   if (o.watch && o.table.empty()) return usage("--watch needs --table (it watches that file)");
   AuditSigning signing;
   if (!read_audit_signing(o.audit_sign, "gate rabbitmq", &signing)) return kExitUsage;
@@ -203,7 +216,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   std::unique_ptr<Table> loaded;
   if (const int code = open_table(o.policy, o.table, &loaded, nullptr, &o.trust); code != kExitOk) {
     std::fprintf(stderr, "replaygate gate rabbitmq: no table, so the gate does not start\n");
-    return code;
+    return code == kExitFindings ? kExitUsage : code;  // 1 is for a run with unreadable letters
   }
   gate::ActionMap actions = gate::ActionMap::defaults(*loaded);
   for (const std::string& spec : o.actions) {
@@ -263,6 +276,9 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   if (const char* crash = std::getenv("REPLAYGATE_TEST_CRASH_AT")) g.crash_at = crash;
   for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
     if (*q == g.queue) return usage("the park and hold queues must not be the dead-letter queue");
+    if (g.replay_routing_key && *q == *g.replay_routing_key) {
+      return usage("the park and hold queues must not be where replays go (--replay-routing-key)");
+    }
   }
 
   if (!o.management.empty()) {
@@ -271,6 +287,17 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     if (!info) {
       std::fprintf(stderr, "replaygate gate rabbitmq: %s; nothing was consumed\n", problem.c_str());
       return kExitUsage;
+    }
+    for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
+      std::string why;
+      const std::optional<rmq::QueueInfo> target = rmq::queue_info(o.management, *url, *q, &why);
+      if (target && !target->dropping.empty()) {
+        std::string list;
+        for (const std::string& d : target->dropping) list += (list.empty() ? "" : ", ") + d;
+        return usage(*q + " drops messages on its own (" + list +
+                     "): a letter the gate moved there and acked could vanish; give it no length "
+                     "limit or TTL, or choose another --park-queue / --hold-queue");
+      }
     }
     if (info->type == "stream") {
       return usage(o.queue +
@@ -494,7 +521,9 @@ Runner setup_gate(CLI::App& sub) {
                     "Replay with this routing key instead of the x-death queue's name");
   r->add_option("--action", o->actions,
                 "VERB=republish|park|hold (repeatable): what a verb does; read and copy verbs "
-                "need one, and only create verbs may republish");
+                "need one, and only create verbs may republish")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   r->add_option("--ledger", o->ledger, "Replay ledger: a SQLite PATH or a postgresql:// URL");
   r->add_option("--ledger-scope", o->ledger_scope, "Ledger scope (default 'default')");
   r->add_option("--audit", o->audit, "Audit log every decision and action is appended to");

@@ -164,12 +164,14 @@ int run_apply(const ApplyOptions& o) {
       std::string keys;
       for (const std::string& k : key_names) keys += (keys.empty() ? "" : ", ") + yaml_value(e[k]);
       rows += indent + "- {keys: [" + keys + "], verb: " + verb +
-              (e.contains("row_id") ? ", id: " + yaml_value(e["row_id"]) : "") +
+              (e.contains("row_id") ? ", id: " + e["row_id"].get<std::string>() : "") +
               ", reason: " + reason + "}\n";
     } else {
       std::string keys;
       for (const std::string& k : key_names) keys += (keys.empty() ? "" : ", ") + dsl_value(e[k]);
-      rows += indent + keys + " -> " + verb + " " + reason + "\n";
+      rows += indent + keys + " -> " + verb +
+              (e.contains("row_id") ? " as " + e["row_id"].get<std::string>() : "") + " " + reason +
+              "\n";
     }
   }
   const std::string patched = text.substr(0, insert_at) + rows + text.substr(insert_at);
@@ -177,8 +179,8 @@ int run_apply(const ApplyOptions& o) {
   if (!new_policy.policy) {
     std::fputs(render_text(new_policy.diagnostics, patched).c_str(), stderr);
     return refuse(
-        "the patched policy has errors (above: a broken invariant shows its "
-        "counterexample)");
+        "the patched policy has errors (above; their lines are the patched text's, which was "
+        "not written; an invariant the rows break shows its counterexample)");
   }
   const int code = print_policy_diff(policy, new_policy.policy->policy, o.policy,
                                      o.policy + " + " + o.proposal, o.format);

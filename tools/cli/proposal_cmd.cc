@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "common/diagnostic.h"
+#include "common/names.h"
+#include "common/plural.h"
 #include "compiler/ir.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
@@ -164,13 +166,22 @@ std::vector<Diagnostic> check_proposal(std::string_view text, const std::string&
         add(at[i].offset, 1, "RG502", where + " is not an object");
         continue;
       }
+      bool complete_members = true;
       const auto member_at = [&](const std::string& key) -> const MemberAt* {
         for (const MemberAt& m : at[i].members) {
           if (m.key == key) return &m;
         }
         return nullptr;
       };
+      std::set<std::string> member_names;
       for (const MemberAt& m : at[i].members) {
+        if (!member_names.insert(m.key).second) {
+          // JSON parsers keep one of the two (nlohmann the last): a reviewer may read the other.
+          add(m.key_offset, m.key.size() + 2, "RG502",
+              "key '" + m.key + "' is in " + where + " twice",
+              "keep one: a reader may take either value");
+          complete_members = false;
+        }
         if (std::find(allowed.begin(), allowed.end(), m.key) == allowed.end()) {
           const std::string suggestion = closest_match(m.key, allowed);
           add(m.key_offset, m.key.size() + 2, "RG503", "unknown key '" + m.key + "' in " + where,
@@ -191,6 +202,16 @@ std::vector<Diagnostic> check_proposal(std::string_view text, const std::string&
         }
         const json& v = entry[key_names[k]];
         const ir::Field& field = policy.fields[table.key_fields[k]];
+        if (v.is_string() && std::any_of(v.get_ref<const std::string&>().begin(),
+                                         v.get_ref<const std::string&>().end(), [](char c) {
+                                           return static_cast<unsigned char>(c) < 0x20;
+                                         })) {
+          add(m->value_offset, 1, "RG505",
+              "'" + key_names[k] + "' of " + where + " has a control character, which no row holds",
+              "remove it");
+          complete = false;
+          continue;
+        }
         const bool ok = field.type == ir::FieldType::kString ? v.is_string()
                         : field.type == ir::FieldType::kInt  ? v.is_number_integer()
                         : field.type == ir::FieldType::kBool ? v.is_boolean()
@@ -211,7 +232,9 @@ std::vector<Diagnostic> check_proposal(std::string_view text, const std::string&
       std::string verb;
       if (verb_at == nullptr || !entry["verb"].is_string()) {
         add(verb_at ? verb_at->value_offset : at[i].offset, 1, "RG506",
-            where + " has no verb (a string naming one of the policy's verbs)");
+            verb_at ? "the verb of " + where + " is " + entry["verb"].dump() +
+                          ", not a string naming one of the policy's verbs"
+                    : where + " has no verb (a string naming one of the policy's verbs)");
         complete = false;
       } else {
         verb = entry["verb"].get<std::string>();
@@ -226,7 +249,33 @@ std::vector<Diagnostic> check_proposal(std::string_view text, const std::string&
       if (const MemberAt* r = member_at("rationale"); r && !entry["rationale"].is_string()) {
         add(r->value_offset, 1, "RG502", "the rationale of " + where + " must be a string");
       }
-      if (!complete) continue;
+      if (const MemberAt* r = member_at("row_id")) {
+        const json& id = entry["row_id"];
+        if (!id.is_string() || !names::is_name(id.get<std::string>())) {
+          add(r->value_offset, id.dump().size(), "RG502",
+              "the row_id of " + where + " is " + id.dump() + ", not a name",
+              "a row id is a name as the policy writes them: letters, digits, '_', '.', '-'");
+          complete = false;
+        } else {
+          for (const ir::Rule& rule : policy.rules) {
+            const std::string existing = std::holds_alternative<ir::Guard>(rule)
+                                             ? std::get<ir::Guard>(rule).id
+                                             : std::get<ir::Table>(rule).id;
+            bool clash = existing == id.get<std::string>();
+            if (const ir::Table* t = std::get_if<ir::Table>(&rule)) {
+              for (const ir::Row& row : t->rows) clash = clash || row.id == id.get<std::string>();
+            }
+            if (clash) {
+              add(r->value_offset, id.dump().size(), "RG502",
+                  "the row_id of " + where + " is already a rule's id: " + id.dump(),
+                  "choose another id");
+              complete = false;
+              break;
+            }
+          }
+        }
+      }
+      if (!complete || !complete_members) continue;
       json keys = json::object();
       for (const std::string& name : key_names) keys[name] = entry[name];
       const std::string id = keys.dump();
@@ -280,9 +329,8 @@ int run_check(const CheckOptions& o) {
                                                  : render_text(diags, text);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (o.format == "text") {
-    std::fprintf(
-        stderr, "%s: %s\n", o.proposal.c_str(),
-        has_errors(diags) ? (std::to_string(diags.size()) + " problems found").c_str() : "ok");
+    std::fprintf(stderr, "%s: %s\n", o.proposal.c_str(),
+                 has_errors(diags) ? (plural(diags.size(), "problem") + " found").c_str() : "ok");
   }
   return has_errors(diags) ? kExitFindings : kExitOk;
 }
@@ -292,10 +340,15 @@ struct CompareOptions {
 };
 
 // The group an entry is for: every member but verb, rationale, evidence and row_id.
+// "" when a member that names the group is not a string, an integer or a boolean (an object, a
+// float: a number JSON cannot hold exactly, 1.0 beside 1), which no key value is.
 std::string group_of(const json& entry) {
   json k = json::object();
   for (auto it = entry.begin(); it != entry.end(); ++it) {
     if (std::find(std::begin(kEntryKeys), std::end(kEntryKeys), it.key()) == std::end(kEntryKeys)) {
+      if (!it.value().is_string() && !it.value().is_number_integer() && !it.value().is_boolean()) {
+        return "";
+      }
       k[it.key()] = it.value();
     }
   }
@@ -304,6 +357,7 @@ std::string group_of(const json& entry) {
 
 int run_compare(const CompareOptions& o) {
   std::map<std::string, std::string> verbs[2];
+  uint64_t self_conflicts = 0;
   const std::string* paths[2] = {&o.a, &o.b};
   for (int n = 0; n < 2; ++n) {
     std::string text, error;
@@ -327,7 +381,22 @@ int run_compare(const CompareOptions& o) {
                      paths[n]->c_str());
         return kExitUsage;
       }
-      verbs[n][group_of(entry)] = entry["verb"].get<std::string>();
+      const std::string group = group_of(entry);
+      if (group.empty()) {
+        std::fprintf(stderr,
+                     "replaygate proposal compare: %s has an entry whose key values are not all "
+                     "strings, integers or booleans; run 'replaygate proposal check' on it\n",
+                     paths[n]->c_str());
+        return kExitUsage;
+      }
+      const std::string verb = entry["verb"].get<std::string>();
+      if (const auto it = verbs[n].find(group); it != verbs[n].end() && it->second != verb) {
+        // One proposal giving one group two verbs is the inconsistency compare looks for.
+        std::printf("%s: %s says both %s and %s\n", group.c_str(), paths[n]->c_str(),
+                    it->second.c_str(), verb.c_str());
+        ++self_conflicts;
+      }
+      verbs[n][group] = verb;
     }
   }
   uint64_t differ = 0, only = 0, both = 0;
@@ -353,7 +422,12 @@ int run_compare(const CompareOptions& o) {
                differ > 0 ? ": identical groups get different verbs, so this proposer is not "
                             "consistent enough to keep using"
                           : "");
-  return differ > 0 ? kExitFindings : kExitOk;
+  if (both == 0) {
+    std::fprintf(stderr,
+                 "replaygate proposal compare: note: no group is in both proposals, so they "
+                 "cannot disagree; compare proposals of the same dump\n");
+  }
+  return differ + self_conflicts > 0 ? kExitFindings : kExitOk;
 }
 
 }  // namespace

@@ -343,7 +343,9 @@ Runner setup_propose(CLI::App& sub) {
                  "Record format, letters by default (as decide --input-format)")
       ->each([o](const std::string&) { o->format.input_format_set = true; });
   sub.add_option("--mapping", o->format.mapping, "Mapping file for every format but letters");
-  sub.add_option("--key", o->keys, "A key field to group by (repeatable; default: the table's)");
+  sub.add_option("--key", o->keys, "A key field to group by (repeatable; default: the table's)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub.add_option("-o,--output", o->output, "Write the proposal here (atomically), not stdout");
   add_trust_options(sub, &o->trust, /*acting=*/false);
   return [o] { return run_propose(*o); };
