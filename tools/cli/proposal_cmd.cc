@@ -415,13 +415,14 @@ int run_compare(const CompareOptions& o) {
   }
   for (const auto& [group, verb] : verbs[1]) only += verbs[0].count(group) == 0 ? 1 : 0;
   std::fprintf(stderr,
-               "replaygate proposal compare: %llu groups in both, %llu with different verbs; "
-               "%llu in only one%s\n",
-               static_cast<unsigned long long>(both), static_cast<unsigned long long>(differ),
+               "replaygate proposal compare: %s in both, %llu with different verbs; %llu in only "
+               "one%s\n",
+               plural(both, "group").c_str(), static_cast<unsigned long long>(differ),
                static_cast<unsigned long long>(only),
-               differ > 0 ? ": identical groups get different verbs, so this proposer is not "
-                            "consistent enough to keep using"
-                          : "");
+               differ + self_conflicts > 0
+                   ? ": identical groups get different verbs, so this proposer is not "
+                     "consistent enough to keep using"
+                   : "");
   if (both == 0) {
     std::fprintf(stderr,
                  "replaygate proposal compare: note: no group is in both proposals, so they "
