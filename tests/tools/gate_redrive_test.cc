@@ -232,8 +232,9 @@ TEST_F(GateRedrive, RepublishPropertiesSetTheMarkerAndKeepTheRest) {
   rmq::envelope_to_record(envelope_, {}, &record);
   EXPECT_EQ(record.replays, 4);
   std::vector<amqp_table_entry_t> storage;
-  const amqp_basic_properties_t p =
-      rmq::republish_properties(envelope_, {{"x-replay", true, 5, ""}}, &storage);
+  // The result points into the headers it was given: they must outlive it.
+  const std::vector<rmq::HeaderValue> set = {{"x-replay", true, 5, ""}};
+  const amqp_basic_properties_t p = rmq::republish_properties(envelope_, set, &storage);
   EXPECT_EQ(p.delivery_mode, AMQP_DELIVERY_PERSISTENT);
   EXPECT_EQ(std::string(static_cast<const char*>(p.message_id.bytes), p.message_id.len), "m-1");
   int replay_headers = 0;
