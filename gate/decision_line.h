@@ -285,8 +285,7 @@ class InputsText {
     for (uint32_t f = 0; f < fields_.size(); ++f) {
       const Field& field = fields_[f];
       text_ += field.key;
-      const Input::Slot unset{};
-      const Input::Slot& slot = f < input->size() ? input->slots()[f] : unset;
+      const Input::Slot slot = input->slot(f);
       const bool present =
           field.derived ? valid : slot.state != State::kUnset && slot.state != State::kNull;
       if (!present) {

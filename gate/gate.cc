@@ -41,8 +41,7 @@ void Gate::render() {
   if (options_.show_inputs_redacted != nullptr) {
     inputs_text_ = std::make_unique<InputsText>(*table_, *options_.show_inputs_redacted);
   }
-  key_slot_ =
-      options_.dedupe_field != Table::kNoField ? &input_.slots()[options_.dedupe_field] : nullptr;
+  key_field_ = options_.dedupe_field;
 }
 
 bool Gate::repin() {
@@ -79,9 +78,9 @@ void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status s
     // Only a create verb meets the replay guard: only its key is hashed and its block fetched.
     p.create = p.decision.kind != DecisionKind::kInvalidInput &&
                table.verb_effect(p.decision.verb) == Effect::kCreate;
-    if (p.create && key_slot_ != nullptr && key_slot_->state == Input::Slot::State::kString) {
+    if (p.create && input_.state(key_field_) == Input::Slot::State::kString) {
       p.has_key = true;
-      p.key_hash = guard_.hash_of(key_slot_->s);
+      p.key_hash = guard_.hash_of(input_.slot(key_field_).s);
     }
   }
   if (options_.claimer != nullptr) keep(batch, p);
@@ -111,7 +110,7 @@ void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status s
     std::string_view field_problem = "invalid";
     if (f < why.fields.size() && !why.fields[f].valid) field_problem = why.fields[f].problem;
     size_t column = 0;
-    if (f < input_.size() && input_.slots()[f].state != Input::Slot::State::kUnset) {
+    if (input_.state(f) != Input::Slot::State::kUnset) {
       const size_t offset = parser_.field_value_offset(line, f);
       if (offset != inputs::RecordParser::kNoOffset) column = offset + 1;
     }
@@ -141,7 +140,7 @@ void Gate::keep(Batch& batch, Pending& p) {
   p.has_body_hash = meta_.has_body_hash;
   if (p.has_message_id) p.message_id = put(meta_.message_id);
   if (p.has_body_hash) p.body_hash = put(meta_.body_hash);
-  if (p.has_key) p.key = put(key_slot_->s);
+  if (p.has_key) p.key = put(input_.slot(key_field_).s);
 }
 
 inputs::RecordMeta Gate::kept_meta(const Batch& batch, const Pending& p) {
@@ -226,9 +225,8 @@ void Gate::finish(const Batch& batch, const Pending& p, Verdict& v, const Claime
     // create verb's key), else the one record's own input slot.
     if (options_.claimer != nullptr) {
       if (p.readable && p.has_key) v.key = batch.text(p.key);
-    } else if (p.readable && key_slot_ != nullptr &&
-               key_slot_->state == Input::Slot::State::kString) {
-      v.key = key_slot_->s;
+    } else if (p.readable && input_.state(key_field_) == Input::Slot::State::kString) {
+      v.key = input_.slot(key_field_).s;
     }
     for (Stage* stage : stages_) stage->add(*table_, v);
   }

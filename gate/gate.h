@@ -258,7 +258,8 @@ class Gate {
   std::unique_ptr<DecisionText> texts_;
   std::unique_ptr<InputsText> inputs_text_;  // --show-inputs only
   LineNumberText line_text_;
-  const Input::Slot* key_slot_ = nullptr;
+  // The replay guard's key field (Options::dedupe_field; kNoField reads as unset).
+  uint32_t key_field_ = Table::kNoField;
   inputs::RecordMeta meta_;
   std::string problem_;
   std::string claim_text_;

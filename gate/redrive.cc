@@ -153,7 +153,7 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
   plan.reason = std::string(table.reason(plan.decision));
   const uint32_t key_field = table.idempotency_key_field();
   if (key_field != Table::kNoField && key_field < input_->size()) {
-    const Input::Slot& slot = input_->slots()[key_field];
+    const Input::Slot slot = input_->slot(key_field);
     if (slot.state == Input::Slot::State::kString) plan.key = std::string(slot.s);
   }
   const std::optional<Action> action = options_.actions.of(plan.verb);

@@ -58,7 +58,11 @@ uint32_t Table::Impl::int_atom(const Field& field, int64_t value) const noexcept
 namespace {
 
 using Slot = Input::Slot;
+using Cell = Input::Cell;
 using Index = DecideIndex;
+constexpr uint8_t kStringState = static_cast<uint8_t>(Slot::State::kString);
+constexpr uint8_t kIntState = static_cast<uint8_t>(Slot::State::kInt);
+constexpr uint8_t kBoolState = static_cast<uint8_t>(Slot::State::kBool);
 constexpr uint32_t kInvalid = 0xFFFFFFFFu;
 static_assert(Index::kInvalidAtom == kInvalid);
 
@@ -218,7 +222,7 @@ uint32_t probe_table(const Table::Impl& t, const Table::Impl::Rule& rule,
 // hold ints (the loader checked the field kinds and that the operands come first).
 inline void derive(const Table::Impl& t, const Input& input, uint32_t* atoms) noexcept {
   for (const format::DerivationRecord& dr : t.derivations) {
-    atoms[dr.field] = derived_atom(dr, input.slots()[dr.lhs].i, input.slots()[dr.rhs].i);
+    atoms[dr.field] = derived_atom(dr, input.cells()[dr.lhs].i, input.cells()[dr.rhs].i);
   }
 }
 
@@ -262,15 +266,12 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
 
   uint32_t atoms[format::kMaxFields];
   const uint32_t field_count = static_cast<uint32_t>(t.fields.size());
-  const Slot unset{};
   // With guard masks: the rules still possible after the fields seen so far.
   const bool masked = kIndexed && t.fast.masked;
   uint64_t live = kIndexed ? t.fast.all_rules : 0;
-  const Slot* slots = input.slots();
-  const bool complete = input.size() >= field_count;
   for (uint32_t f = 0; f < field_count; ++f) {
     // An Input made for another table may be shorter: the missing slots count as unset.
-    const Slot& slot = complete || f < input.size() ? slots[f] : unset;
+    const Slot slot = input.slot(f);
     uint32_t atom;
     if constexpr (kIndexed) {
       const Index::FieldPlan& p = t.fast.fields[f];
@@ -304,8 +305,7 @@ Decision decide_with(const Table::Impl& t, const Input& input) noexcept {
     for (const format::ClassifierRecord& c : t.classifiers) {
       // The raw field passed validation (it has a smaller index): its atom says absent or not,
       // its slot holds the value.
-      const Slot& raw = complete || c.raw < input.size() ? slots[c.raw] : unset;
-      atoms[c.field] = classified_atom(t, c, atoms[c.raw], raw);
+      atoms[c.field] = classified_atom(t, c, atoms[c.raw], input.slot(c.raw));
       if (masked) {
         const Index::FieldPlan& p = t.fast.fields[c.field];
         if (p.mask_begin != Index::kNoMask)
@@ -371,29 +371,30 @@ inline uint64_t nonzero_bytes(uint64_t x) noexcept {
 
 // The atom of a kStringLazy field whose slot passed validation: absent (0) or an empty value
 // that means absent (0), else its dictionary atom or 1 ("other").
-[[gnu::always_inline]] inline uint32_t resolve_lazy(const Index& x, const Slot* slots,
+[[gnu::always_inline]] inline uint32_t resolve_lazy(const Index& x, const Input& input,
                                                     uint32_t f) noexcept {
-  const Slot& slot = slots[f];
+  const Cell& cell = input.cells()[f];
   const Index::FieldPlan& p = x.fields[f];
-  if (slot.state != Slot::State::kString) return 0;
-  if (slot.s.empty() && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
-  const uint32_t atom = small_lookup(x, p, slot.s);
+  if (input.states()[f] != kStringState) return 0;
+  if (cell.i == 0 && p.empty_atom != Index::kNoEmptyRule) return p.empty_atom;
+  const uint32_t atom =
+      small_lookup(x, p, std::string_view(cell.bytes, static_cast<size_t>(cell.i)));
   return atom == 0 ? 1 : atom;
 }
 
-[[gnu::always_inline]] inline uint32_t key_atom(const Index& x, const Slot* slots,
+[[gnu::always_inline]] inline uint32_t key_atom(const Index& x, const Input& input,
                                                 const uint32_t* atoms, uint32_t f) noexcept {
-  return x.fields[f].kind == Index::Kind::kStringLazy ? resolve_lazy(x, slots, f) : atoms[f];
+  return x.fields[f].kind == Index::Kind::kStringLazy ? resolve_lazy(x, input, f) : atoms[f];
 }
 
 // A table rule other than a two-key dense one: its lazy keys resolved into atoms, then the
 // general lookup. Out of line: the common shape does not need its registers.
-[[gnu::noinline]] Decision lookup_table_fast(const Table::Impl& t, uint32_t r, const Slot* slots,
+[[gnu::noinline]] Decision lookup_table_fast(const Table::Impl& t, uint32_t r, const Input& input,
                                              uint32_t* atoms) noexcept {
   const Table::Impl::Rule& rule = t.rules[r];
   for (uint32_t k = 0; k < rule.item_count; ++k) {
     const uint32_t f = t.table_keys[rule.item_begin + k];
-    atoms[f] = key_atom(t.fast, slots, atoms, f);
+    atoms[f] = key_atom(t.fast, input, atoms, f);
   }
   return lookup_table<true>(t, r, atoms);
 }
@@ -420,20 +421,19 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
   }
 
   // Every slot now holds its planned state or is absent in an optional field.
-  const Slot* slots = input.slots();
+  const Cell* cells = input.cells();
   const uint64_t* masks = x.rule_masks.data();
   uint32_t atoms[format::kMaxFields];  // kStringLazy fields' entries are set only when resolved
   uint64_t live = x.all_rules;
   for (const Index::FastBool& e : x.fast_bools) {
-    const Slot& slot = slots[e.field];
-    const uint32_t atom = slot.state == Slot::State::kBool ? 1u + slot.b : 0u;
+    const uint32_t atom =
+        states[e.field] == kBoolState ? 1u + static_cast<uint32_t>(cells[e.field].i != 0) : 0u;
     atoms[e.field] = atom;
     if (e.mask_begin != Index::kNoMask) live &= masks[e.mask_begin + atom];
   }
   for (const Index::FastString& e : x.fast_strings) {
-    const Slot& slot = slots[e.field];
-    uint32_t atom = slot.s.empty() ? e.empty_atom : e.present_atom;
-    if (slot.state != Slot::State::kString) atom = 0;
+    uint32_t atom = cells[e.field].i == 0 ? e.empty_atom : e.present_atom;
+    if (states[e.field] != kStringState) atom = 0;
     if (atom == kInvalid) [[unlikely]] {
       return decide_indexed(t, input);
     }
@@ -441,19 +441,19 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
     if (e.mask_begin != Index::kNoMask) live &= masks[e.mask_begin + atom];
   }
   for (const uint32_t f : x.fast_ints) {
-    const Slot& slot = slots[f];
+    const int64_t value = cells[f].i;
     const Index::FieldPlan& p = x.fields[f];
     uint32_t atom = 0;
-    if (slot.state == Slot::State::kInt) {
-      if (slot.i < p.min || slot.i > p.max) [[unlikely]] {
+    if (states[f] == kIntState) {
+      if (value < p.min || value > p.max) [[unlikely]] {
         return decide_indexed(t, input);
       }
       if (p.kind == Index::Kind::kInt) {
         const int64_t* cuts = t.cuts.data() + p.cut_begin;
         atom = 1;
-        for (uint32_t c = 0; c < p.cut_count; ++c) atom += cuts[c] <= slot.i;
+        for (uint32_t c = 0; c < p.cut_count; ++c) atom += cuts[c] <= value;
       } else {
-        atom = t.int_atom(t.fields[f], slot.i);
+        atom = t.int_atom(t.fields[f], value);
       }
     }
     atoms[f] = atom;
@@ -461,7 +461,7 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
   }
   for (const uint32_t f : x.fast_planned) {
     const Index::FieldPlan& p = x.fields[f];
-    const uint32_t atom = intern_planned(t, p, t.fields[f], slots[f]);
+    const uint32_t atom = intern_planned(t, p, t.fields[f], input.slot(f));
     if (atom == kInvalid) [[unlikely]] {
       return decide_indexed(t, input);
     }
@@ -481,12 +481,12 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
     }
     const Index::Dense& dense = x.dense[r];
     if (dense.enabled && dense.key_count == 2) {
-      const uint32_t a0 = key_atom(x, slots, atoms, dense.key_field[0]);
-      const uint32_t a1 = key_atom(x, slots, atoms, dense.key_field[1]);
+      const uint32_t a0 = key_atom(x, input, atoms, dense.key_field[0]);
+      const uint32_t a1 = key_atom(x, input, atoms, dense.key_field[1]);
       const uint32_t cell = x.dense_cells[dense.cell_begin + a0 * dense.stride[0] + a1];
       if (cell != 0) return rule_of_cell(cell);
     } else {
-      const Decision row = lookup_table_fast(t, r, slots, atoms);
+      const Decision row = lookup_table_fast(t, r, input, atoms);
       if (row.kind == DecisionKind::kRule) return row;
     }
     live &= live - 1;
@@ -511,14 +511,15 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
 // fields' ops without the presence test, the tail calls through DecideIndex::entry and the
 // branch-free pair pick took decide() from ~17.2 to ~15.3 ns against the hand-written 9.7 ns.
 [[gnu::always_inline]] inline uint32_t kernel_key_atom(const Index& x, const Index::KernelTable& kt,
-                                                       uint32_t key, const Slot* slots,
+                                                       uint32_t key, const Input& input,
                                                        const uint32_t* atoms) noexcept {
   if (!kt.key_lazy[key]) return atoms[kt.key_field[key]];
-  const Slot& slot = slots[kt.key_field[key]];
-  const uint32_t hit = small_lookup(x, kt.key_plan[key], slot.s);
+  const Cell& cell = input.cells()[kt.key_field[key]];
+  const uint32_t hit =
+      small_lookup(x, kt.key_plan[key], std::string_view(cell.bytes, static_cast<size_t>(cell.i)));
   uint32_t atom = hit == 0 ? 1 : hit;
-  if (slot.s.empty() && kt.key_empty[key] != Index::kNoEmptyRule) atom = kt.key_empty[key];
-  return slot.state == Slot::State::kString ? atom : 0;
+  if (cell.i == 0 && kt.key_empty[key] != Index::kNoEmptyRule) atom = kt.key_empty[key];
+  return input.states()[kt.key_field[key]] == kStringState ? atom : 0;
 }
 
 // The kernel table's cell for the keys' values through its pair index (KernelTable::pair): the
@@ -527,19 +528,19 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
 // like an empty value, and no pair's value is empty.
 [[gnu::always_inline]] inline uint32_t kernel_pair_cell(const Index& x,
                                                         const Index::KernelTable& kt,
-                                                        const Slot* slots) noexcept {
-  const Slot& s0 = slots[kt.key_field[0]];
-  const Slot& s1 = slots[kt.key_field[1]];
+                                                        const Cell* cells) noexcept {
+  const Cell& s0 = cells[kt.key_field[0]];
+  const Cell& s1 = cells[kt.key_field[1]];
+  const uint64_t n0 = static_cast<uint64_t>(s0.i), n1 = static_cast<uint64_t>(s1.i);
   uint64_t a0, b0, c0, a1, b1, c1;
-  string_words(s0.s.data(), s0.s.size(), &a0, &b0, &c0);
-  string_words(s1.s.data(), s1.s.size(), &a1, &b1, &c1);
+  string_words(s0.bytes, n0, &a0, &b0, &c0);
+  string_words(s1.bytes, n1, &a1, &b1, &c1);
   const Index::PairSlot& e =
-      x.pair_slots[pair_hash(a0, b0, c0, s0.s.size(), a1, b1, c1, s1.s.size(), kt.pair_seed) >>
-                   kt.pair_shift];
+      x.pair_slots[pair_hash(a0, b0, c0, n0, a1, b1, c1, n1, kt.pair_seed) >> kt.pair_shift];
   const uint64_t differ = (e.w0[0] ^ a0) | (e.w0[1] ^ b0) | (e.w0[2] ^ c0) | (e.w1[0] ^ a1) |
-                          (e.w1[1] ^ b1) | (e.w1[2] ^ c1) | (e.size0 ^ s0.s.size()) |
-                          (e.size1 ^ s1.s.size());
-  return differ == 0 ? e.cell : 0;
+                          (e.w1[1] ^ b1) | (e.w1[2] ^ c1) | (e.size0 ^ n0) | (e.size1 ^ n1);
+  // A mask, not a branch: whether the pair is a row's varies letter by letter.
+  return e.cell & (0u - static_cast<uint32_t>(differ == 0));
 }
 
 template <uint32_t kCuts, bool kPairOnly>
@@ -554,7 +555,8 @@ template <uint32_t kCuts, bool kPairOnly>
   const uint64_t present = nonzero_bytes(st & ~0x0101010101010101ull);  // 0x80: state >= 2
   uint64_t bad = nonzero_bytes(st ^ k.want_states) & (present | ~k.optional_bytes) & k.field_bytes;
 
-  const Slot* slots = input.slots();
+  const Cell* cells = input.cells();
+  const uint8_t* states = input.states();
   uint32_t atoms[Index::kKernelFields];  // the table's atoms of the ops' fields
   uint64_t live = k.all_rules;
   const Index::KernelOp* op_at = k.ops;
@@ -562,7 +564,7 @@ template <uint32_t kCuts, bool kPairOnly>
   // read as present; a bad slot's value (still in bounds of the arrays) is never used.
   for (const Index::KernelOp* req_end = k.ops + k.required_count; op_at != req_end; ++op_at) {
     const Index::KernelOp& op = *op_at;
-    const uint64_t v = static_cast<uint64_t>(slots[op.field].i);
+    const uint64_t v = static_cast<uint64_t>(cells[op.field].i);
     uint32_t atom = 1;
 #pragma GCC unroll 8
     for (uint32_t c = 0; c < kCuts; ++c) {
@@ -574,9 +576,8 @@ template <uint32_t kCuts, bool kPairOnly>
   }
   for (const Index::KernelOp* op_end = k.ops + k.op_count; op_at != op_end; ++op_at) {
     const Index::KernelOp& op = *op_at;
-    const Slot& slot = slots[op.field];
-    const uint64_t v = static_cast<uint64_t>(slot.i);
-    const uint64_t here = slot.state >= Slot::State::kString;
+    const uint64_t v = static_cast<uint64_t>(cells[op.field].i);
+    const uint64_t here = states[op.field] >= kStringState;
     uint32_t atom = 1;
 #pragma GCC unroll 8
     for (uint32_t c = 0; c < kCuts; ++c) {
@@ -597,16 +598,21 @@ template <uint32_t kCuts, bool kPairOnly>
     // In rule order: the first live guard before the table; else the table's cell when the
     // table is live and holds the pair; else the first live guard after it, or the default (the
     // sentinel bit). Chosen without a branch: which one decides varies letter by letter.
-    const uint32_t pc = kernel_pair_cell(x, kt, slots);
+    const uint32_t pc = kernel_pair_cell(x, kt, cells);
     const uint64_t table_bit = uint64_t{1} << kt.rule;
     const uint32_t first = static_cast<uint32_t>(std::countr_zero(live & ~table_bit));
-    const bool table_decides = first > kt.rule && (live & table_bit) != 0 && pc != 0;
-    const uint32_t c = table_decides ? pc : k.hot[first];
-    const bool by_default = c == Index::kDefaultCell;
+    // Bitwise, not &&: short-circuit evaluation compiles to branches that the stream mispredicts.
+    const uint32_t table_decides = static_cast<uint32_t>(first > kt.rule) &
+                                   static_cast<uint32_t>((live >> kt.rule) & 1u) &
+                                   static_cast<uint32_t>(pc != 0);
+    const uint32_t pick_table = 0u - table_decides;
+    const uint32_t c = (pc & pick_table) | (k.hot[first] & ~pick_table);
+    // Masks again: which of a rule and the default decides varies letter by letter.
+    const uint32_t by_default = 0u - static_cast<uint32_t>(c == Index::kDefaultCell);
     Decision d;
-    d.kind = by_default ? DecisionKind::kDefault : DecisionKind::kRule;
-    d.rule = by_default ? 0 : (c >> Index::kCellVerbBits) - 1;
-    d.verb = by_default ? k.default_verb : c & ((1u << Index::kCellVerbBits) - 1);
+    d.kind = static_cast<DecisionKind>(static_cast<uint32_t>(DecisionKind::kDefault) & by_default);
+    d.rule = ((c >> Index::kCellVerbBits) - 1) & ~by_default;
+    d.verb = (k.default_verb & by_default) | (c & ((1u << Index::kCellVerbBits) - 1) & ~by_default);
     return d;
   }
 
@@ -617,10 +623,10 @@ template <uint32_t kCuts, bool kPairOnly>
     const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
     uint32_t c = k.hot[r];
     if (r == kt.rule && kt.pair) {
-      c = kernel_pair_cell(x, kt, slots);
+      c = kernel_pair_cell(x, kt, cells);
     } else if (r == kt.rule) {
-      const uint32_t a0 = kernel_key_atom(x, kt, 0, slots, atoms);
-      const uint32_t a1 = kernel_key_atom(x, kt, 1, slots, atoms);
+      const uint32_t a0 = kernel_key_atom(x, kt, 0, input, atoms);
+      const uint32_t a1 = kernel_key_atom(x, kt, 1, input, atoms);
       c = x.dense_cells[kt.cell_begin + a0 * kt.stride + a1];
     }
     if (c == Index::kDefaultCell) {
@@ -631,7 +637,7 @@ template <uint32_t kCuts, bool kPairOnly>
     }
     if (c != 0) return rule_of_cell(c);
     if (r != kt.rule) {
-      const Decision row = lookup_table_fast(t, r, slots, atoms);
+      const Decision row = lookup_table_fast(t, r, input, atoms);
       if (row.kind == DecisionKind::kRule) return row;
     }
     live &= live - 1;

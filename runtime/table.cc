@@ -292,33 +292,79 @@ std::string Table::dump() const {
   return out;
 }
 
-Input::Input(const Table& table)
-    : slots_(table.field_count()), states_((table.field_count() + 7) / 8 * 8, 0) {}
+Input::Input(const Table& table) : size_(table.field_count()) {
+  if (size_ > kInlineFields) {
+    const size_t padded = (size_t{size_} + 7) / 8 * 8;
+    heap_cells_ = std::make_unique<Cell[]>(size_);
+    heap_states_ = std::make_unique<uint8_t[]>(padded);  // value-initialized: every field unset
+  }
+  point_at_storage();
+}
+
+void Input::point_at_storage() noexcept {
+  if (size_ > kInlineFields) {
+    cells_ = heap_cells_.get();
+    states_ = heap_states_.get();
+  } else {
+    cells_ = inline_cells_;
+    states_ = inline_states_;
+  }
+}
+
+void Input::copy_from(const Input& other) {
+  const size_t padded = (size_t{other.size_} + 7) / 8 * 8;
+  if (other.size_ > kInlineFields) {
+    if (size_ != other.size_) {
+      heap_cells_ = std::make_unique<Cell[]>(other.size_);
+      heap_states_ = std::make_unique<uint8_t[]>(padded);
+    }
+  } else {
+    heap_cells_.reset();
+    heap_states_.reset();
+  }
+  size_ = other.size_;
+  point_at_storage();
+  std::copy(other.cells_, other.cells_ + size_, cells_);
+  std::copy(other.states_, other.states_ + (size_ > kInlineFields ? padded : kInlineFields),
+            states_);
+}
+
+Input::Input(const Input& other) { copy_from(other); }
+
+Input& Input::operator=(const Input& other) {
+  if (this != &other) copy_from(other);
+  return *this;
+}
+
+Input::Input(Input&& other) noexcept
+    : size_(other.size_),
+      heap_cells_(std::move(other.heap_cells_)),
+      heap_states_(std::move(other.heap_states_)) {
+  std::copy(other.inline_states_, other.inline_states_ + kInlineFields, inline_states_);
+  std::copy(other.inline_cells_, other.inline_cells_ + kInlineFields, inline_cells_);
+  point_at_storage();
+  other.size_ = 0;  // a moved-from Input has no fields: every setter ignores its index
+  other.point_at_storage();
+}
+
+Input& Input::operator=(Input&& other) noexcept {
+  if (this == &other) return *this;
+  size_ = other.size_;
+  heap_cells_ = std::move(other.heap_cells_);
+  heap_states_ = std::move(other.heap_states_);
+  std::copy(other.inline_states_, other.inline_states_ + kInlineFields, inline_states_);
+  std::copy(other.inline_cells_, other.inline_cells_ + kInlineFields, inline_cells_);
+  point_at_storage();
+  other.size_ = 0;
+  other.point_at_storage();
+  return *this;
+}
 
 void Input::clear() noexcept {
-  for (Slot& s : slots_) s = Slot{};
-  std::fill(states_.begin(), states_.end(), uint8_t{0});
+  std::fill(cells_, cells_ + size_, Cell{});
+  std::fill(states_,
+            states_ + (size_ > kInlineFields ? (size_t{size_} + 7) / 8 * 8 : kInlineFields),
+            uint8_t{0});
 }
-void Input::set(uint32_t field, const Slot& slot) noexcept {
-  if (field >= slots_.size()) return;
-  slots_[field] = slot;
-  states_[field] = static_cast<uint8_t>(slot.state);
-}
-void Input::set_string(uint32_t field, std::string_view value) noexcept {
-  set(field, Slot{Slot::State::kString, false, static_cast<int64_t>(value.size()), value});
-}
-void Input::set_int(uint32_t field, int64_t value) noexcept {
-  set(field, Slot{Slot::State::kInt, false, value, {}});
-}
-void Input::set_bool(uint32_t field, bool value) noexcept {
-  set(field, Slot{Slot::State::kBool, value, value ? 1 : 0, {}});
-}
-void Input::set_null(uint32_t field) noexcept {
-  set(field, Slot{Slot::State::kNull, false, 0, {}});
-}
-void Input::set_invalid(uint32_t field) noexcept {
-  set(field, Slot{Slot::State::kInvalid, false, 0, {}});
-}
-void Input::set_unset(uint32_t field) noexcept { set(field, Slot{}); }
 
 }  // namespace replaygate

@@ -127,39 +127,91 @@ class Table;
 // rg_input_set_operator_* calls are the only way to set them.
 class Input {
  public:
-  explicit Input(const Table& table);  // allocates field_count() slots
+  // The largest policy whose Input lives entirely inside the object (no heap block): the states
+  // and the cells of at most this many fields are one contiguous block of 136 bytes.
+  static constexpr uint32_t kInlineFields = 8;
+
+  explicit Input(const Table& table);  // allocates only for more than kInlineFields fields
+  Input(const Input& other);
+  Input& operator=(const Input& other);
+  Input(Input&& other) noexcept;
+  Input& operator=(Input&& other) noexcept;
+  ~Input() = default;
 
   void clear() noexcept;  // every field unset (= missing)
 
   // Setters take a field index from Table::field_index(). An out-of-range index is ignored.
   // Setting a value of the wrong type for the field is allowed: it makes the field invalid.
-  void set_string(uint32_t field, std::string_view value) noexcept;  // view must outlive decide()
-  void set_int(uint32_t field, int64_t value) noexcept;
-  void set_bool(uint32_t field, bool value) noexcept;
-  void set_null(uint32_t field) noexcept;     // explicit null: absent for optional fields
-  void set_invalid(uint32_t field) noexcept;  // present but unreadable (bad JSON type, overflow)
-  void set_unset(uint32_t field) noexcept;    // back to unset (= missing), like clear() for one
+  // Inline (two stores each): a worker fills an Input per message, so a call per field would
+  // cost as much as the decision (docs/benchmarks.md, "Streaming").
+  void set_string(uint32_t field, std::string_view value) noexcept {  // view must outlive decide()
+    put(field, Slot::State::kString, value.data(), static_cast<int64_t>(value.size()));
+  }
+  void set_int(uint32_t field, int64_t value) noexcept {
+    put(field, Slot::State::kInt, nullptr, value);
+  }
+  void set_bool(uint32_t field, bool value) noexcept {
+    put(field, Slot::State::kBool, nullptr, value ? 1 : 0);
+  }
+  // explicit null: absent for optional fields
+  void set_null(uint32_t field) noexcept { put(field, Slot::State::kNull, nullptr, 0); }
+  // present but unreadable (bad JSON type, overflow)
+  void set_invalid(uint32_t field) noexcept { put(field, Slot::State::kInvalid, nullptr, 0); }
+  // back to unset (= missing), like clear() for one
+  void set_unset(uint32_t field) noexcept { put(field, Slot::State::kUnset, nullptr, 0); }
 
+  // One field's value, read back: what was set, as a value (unset for an index past size()).
   struct Slot {
     enum class State : uint8_t { kUnset = 0, kNull, kString, kInt, kBool, kInvalid };
     State state = State::kUnset;
-    bool b = false;
-    // The int's value; also a string's size and a bool's 0 or 1 (0 in the other states), so
-    // decide() reads one number per bool, int or string field (runtime/decide.cc, the kernel).
-    int64_t i = 0;
+    bool b = false;      // a bool's value (false in the other states)
+    int64_t i = 0;       // an int's value; a string's size; a bool's 0 or 1; 0 otherwise
     std::string_view s;  // empty unless kString
   };
-  const Slot* slots() const noexcept { return slots_.data(); }
-  size_t size() const noexcept { return slots_.size(); }
-  // The slots' states again, contiguous: states()[f] == slots()[f].state for f < size(), padded
-  // with kUnset to a multiple of 8 bytes, so decide() checks eight fields' states in one load.
-  // Only the setters and clear() write either copy (never write through slots()).
-  const uint8_t* states() const noexcept { return states_.data(); }
+  Slot slot(uint32_t field) const noexcept {
+    Slot out;
+    if (field >= size_) return out;
+    out.state = static_cast<Slot::State>(states_[field]);
+    out.i = cells_[field].i;
+    out.b = out.state == Slot::State::kBool && out.i != 0;
+    if (out.state == Slot::State::kString) {
+      out.s = std::string_view(cells_[field].bytes, static_cast<size_t>(out.i));
+    }
+    return out;
+  }
+  Slot::State state(uint32_t field) const noexcept {
+    return field < size_ ? static_cast<Slot::State>(states_[field]) : Slot::State::kUnset;
+  }
+  size_t size() const noexcept { return size_; }
+
+  // What decide() reads (runtime/decide.cc): per field one 16-byte cell, the string's first
+  // byte (null unless kString) and one number: the int's value, the string's size, the bool's 0
+  // or 1, 0 in the other states. So decide() reads one number per bool, int or string field.
+  struct Cell {
+    const char* bytes = nullptr;
+    int64_t i = 0;
+  };
+  const Cell* cells() const noexcept { return cells_; }
+  // The fields' states (Slot::State), contiguous, padded with kUnset to a multiple of 8 bytes,
+  // so decide() checks eight fields' states in one load. Only the setters and clear() write them.
+  const uint8_t* states() const noexcept { return states_; }
 
  private:
-  void set(uint32_t field, const Slot& slot) noexcept;
-  std::vector<Slot> slots_;
-  std::vector<uint8_t> states_;
+  void put(uint32_t field, Slot::State state, const char* bytes, int64_t i) noexcept {
+    if (field >= size_) return;
+    cells_[field] = Cell{bytes, i};
+    states_[field] = static_cast<uint8_t>(state);
+  }
+  void point_at_storage() noexcept;  // cells_/states_ at the inline arrays or the heap blocks
+  void copy_from(const Input& other);
+
+  uint32_t size_ = 0;
+  Cell* cells_ = nullptr;
+  uint8_t* states_ = nullptr;
+  std::unique_ptr<Cell[]> heap_cells_;      // only past kInlineFields
+  std::unique_ptr<uint8_t[]> heap_states_;  // only past kInlineFields
+  alignas(8) uint8_t inline_states_[kInlineFields] = {};
+  Cell inline_cells_[kInlineFields];
 };
 
 class Table {

@@ -73,10 +73,9 @@ Trace trace(const Table& table, const Input& input) {
   out.decision.verb = t.default_verb;
   out.decision.kind = DecisionKind::kDefault;
 
-  const Slot unset{};
   std::vector<uint32_t> atoms(t.fields.size(), 0);
   for (uint32_t f = 0; f < t.fields.size(); ++f) {
-    const Slot& slot = f < input.size() ? input.slots()[f] : unset;
+    const Slot slot = input.slot(f);
     if (t.fields[f].derived) {  // computed below, after every field is valid; never read
       TraceField field;
       field.derived = true;
@@ -96,15 +95,14 @@ Trace trace(const Table& table, const Input& input) {
   }
   // Both operands are required ints that passed validation (the loader checked that).
   for (const format::DerivationRecord& d : t.derivations) {
-    const uint32_t atom = derived_atom(d, input.slots()[d.lhs].i, input.slots()[d.rhs].i);
+    const uint32_t atom = derived_atom(d, input.cells()[d.lhs].i, input.cells()[d.rhs].i);
     atoms[d.field] = atom;
     out.fields[d.field].atom = atom;
     out.fields[d.field].atom_label = table.atom_label(d.field, atom);
   }
   // Classified enums, from their raw field's validated atom and value, as decide() computes them.
   for (const format::ClassifierRecord& c : t.classifiers) {
-    const uint32_t atom =
-        classified_atom(t, c, atoms[c.raw], c.raw < input.size() ? input.slots()[c.raw] : unset);
+    const uint32_t atom = classified_atom(t, c, atoms[c.raw], input.slot(c.raw));
     atoms[c.field] = atom;
     out.fields[c.field].atom = atom;
     out.fields[c.field].atom_label = table.atom_label(c.field, atom);

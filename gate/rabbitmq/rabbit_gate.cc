@@ -285,7 +285,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
         if (input == nullptr) return false;
         const uint32_t f = table.field_index(name);
         if (f == Table::kNoField) return false;
-        const Input::Slot& slot = input->slots()[f];
+        const Input::Slot slot = input->slot(f);
         if (slot.state != Input::Slot::State::kString || slot.s != **wanted) return false;
       }
       crash_point(o, "decided");

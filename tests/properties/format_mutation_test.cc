@@ -147,7 +147,7 @@ RC_GTEST_PROP(FormatMutation, NeverCreatesUnlessTheExtractedInputReplays, ()) {
   const Decision decision = table.decide(input);
   Letter letter(table.field_count());
   for (uint32_t field = 0; field < table.field_count(); ++field) {
-    letter[field] = slot_value(input.slots()[field]);
+    letter[field] = slot_value(input.slot(field));
   }
   const InterpretResult oracle = interpret(f.policy->policy, letter);
   RC_ASSERT(decision.verb == oracle.verb);
@@ -172,7 +172,7 @@ TEST(FormatMutation, EveryExampleRecordDecidesAsTheOracleSays) {
       if (!format.parser->parse(format.records.record(i), input, &meta, &problem)) continue;
       Letter letter(f.table->field_count());
       for (uint32_t field = 0; field < f.table->field_count(); ++field) {
-        letter[field] = slot_value(input.slots()[field]);
+        letter[field] = slot_value(input.slot(field));
       }
       const Decision decision = f.table->decide(input);
       EXPECT_EQ(decision.verb, interpret(f.policy->policy, letter).verb)

@@ -74,7 +74,7 @@ void check_one(RecordParser& parser, Input& input, const Table& table, const std
       if (offset != RecordParser::kNoOffset) {
         EXPECT_LT(offset, line.size()) << line;
       }
-      if (placed && input.slots()[d.invalid_field].state != Input::Slot::State::kUnset) {
+      if (placed && input.slot(d.invalid_field).state != Input::Slot::State::kUnset) {
         EXPECT_NE(offset, RecordParser::kNoOffset) << line;
       }
     }

@@ -763,7 +763,7 @@ int run_explain(const ExplainOptions& options) {
     // Operator- and record-only fields: the letter's value.
     std::vector<std::string> ignored(table->field_count());
     for (uint32_t f = 0; f < table->field_count() && f < input.size(); ++f) {
-      letter[f] = slot_value(input.slots()[f]);
+      letter[f] = slot_value(input.slot(f));
       if (table->field(f).source != FieldSource::kLetter) {
         // As decide does (letters.h): the field stays unset whatever the letter said.
         if (letter[f].kind != LetterValue::Kind::kMissing) ignored[f] = describe_value(letter[f]);

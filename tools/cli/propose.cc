@@ -236,7 +236,7 @@ int run_propose(const ProposeOptions& o) {
         continue;
       }
       std::vector<ordered_json> key;
-      for (uint32_t f : key_fields) key.push_back(slot_json(input.slots()[f]));
+      for (uint32_t f : key_fields) key.push_back(slot_json(input.slot(f)));
       const std::string id = ordered_json(key).dump();
       Group& g = groups[id];
       if (g.count == 0) g.key = key;
@@ -266,7 +266,7 @@ int run_propose(const ProposeOptions& o) {
           const std::string name(table->field(f).name);
           if (std::find(key_fields.begin(), key_fields.end(), f) != key_fields.end()) continue;
           g.sample_inputs[name] =
-              redacted.count(name) > 0 ? ordered_json("<redacted>") : slot_json(input.slots()[f]);
+              redacted.count(name) > 0 ? ordered_json("<redacted>") : slot_json(input.slot(f));
         }
       }
     }

@@ -38,7 +38,7 @@ MappedMessage to_message(const Table& table, const Input& input, const RecordMet
   m.origins.assign(table.field_count(), "");
   m.invalid.assign(table.field_count(), false);
   for (uint32_t f = 0; f < table.field_count() && f < input.size(); ++f) {
-    const Input::Slot& slot = input.slots()[f];
+    const Input::Slot slot = input.slot(f);
     const std::string name = message_key(std::string(table.field(f).name));
     switch (slot.state) {
       case Input::Slot::State::kUnset:
