@@ -360,11 +360,9 @@ Input& Input::operator=(Input&& other) noexcept {
   return *this;
 }
 
-void Input::clear() noexcept {
+void Input::clear_heap() noexcept {
   std::fill(cells_, cells_ + size_, Cell{});
-  std::fill(states_,
-            states_ + (size_ > kInlineFields ? (size_t{size_} + 7) / 8 * 8 : kInlineFields),
-            uint8_t{0});
+  std::fill(states_, states_ + (size_t{size_} + 7) / 8 * 8, uint8_t{0});
 }
 
 }  // namespace replaygate

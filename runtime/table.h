@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -138,7 +139,16 @@ class Input {
   Input& operator=(Input&& other) noexcept;
   ~Input() = default;
 
-  void clear() noexcept;  // every field unset (= missing)
+  // Every field unset (= missing). Inline: for a policy of at most kInlineFields fields, a few
+  // fixed-size stores.
+  void clear() noexcept {
+    if (size_ <= kInlineFields) {
+      for (Cell& cell : inline_cells_) cell = Cell{};
+      std::memset(inline_states_, 0, sizeof inline_states_);
+    } else {
+      clear_heap();
+    }
+  }
 
   // Setters take a field index from Table::field_index(). An out-of-range index is ignored.
   // Setting a value of the wrong type for the field is allowed: it makes the field invalid.
@@ -202,6 +212,7 @@ class Input {
     cells_[field] = Cell{bytes, i};
     states_[field] = static_cast<uint8_t>(state);
   }
+  void clear_heap() noexcept;
   void point_at_storage() noexcept;  // cells_/states_ at the inline arrays or the heap blocks
   void copy_from(const Input& other);
 
