@@ -33,6 +33,7 @@ std::unique_ptr<ReadPool> ReadPool::open(SharedTable& shared, const Gate& judge,
   pool->block_records_ = std::max<size_t>(pool->block_records_, 1);
   pool->block_bytes_ = judge.claims_blocks() ? 0 : options.block_bytes;
   pool->max_blocks_ = pool->block_bytes_ == 0 ? options.threads + 2 : 2 * options.threads + 2;
+  pool->source_thread_ = options.source_thread;
   // A reading gate reads as the judge would: the same options, but never a Claimer (claims are
   // stage 2's).
   Gate::Options reading = judge.options();
@@ -66,8 +67,10 @@ void ReadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
+    stopping_.store(true, std::memory_order_relaxed);
   }
   work_ready_.notify_all();
+  free_ready_.notify_all();
 }
 
 void ReadPool::work(size_t worker) {
@@ -97,75 +100,92 @@ void ReadPool::work(size_t worker) {
   }
 }
 
-ReadPool::Block* ReadPool::acquire(const Judge& judge, bool* stopped) {
-  *stopped = false;
-  if (free_.empty() && blocks_.size() < max_blocks_) {
-    blocks_.push_back(std::make_unique<Block>(block_records_));
-    blocks_.back()->text.reserve(block_bytes_ > 0 ? block_bytes_ + (block_bytes_ >> 2) : 0);
-    return blocks_.back().get();
+ReadPool::Block* ReadPool::take_free() {
+  if (!free_.empty()) {
+    Block* block = free_.back();
+    free_.pop_back();
+    return block;
   }
-  while (free_.empty()) {
-    bool judged = false;
-    if (!judge_oldest(judge, /*wait=*/true, &judged)) {
-      *stopped = true;
-      return nullptr;
-    }
+  if (blocks_.size() >= max_blocks_) return nullptr;
+  blocks_.push_back(std::make_unique<Block>(block_records_));
+  blocks_.back()->text.reserve(block_bytes_ > 0 ? block_bytes_ + (block_bytes_ >> 2) : 0);
+  return blocks_.back().get();
+}
+
+void ReadPool::add(Block* block, uint64_t number, LineReader::Status status,
+                   std::string_view line) {
+  Line entry;
+  entry.number = number;
+  entry.status = status;
+  entry.at = block->text.size();
+  if (status == LineReader::Status::kLine) {
+    entry.size = line.size();
+    block->text.append(line);
+    block->text.append(LineReader::kPadding, ' ');
   }
-  Block* block = free_.back();
-  free_.pop_back();
-  return block;
+  block->lines.push_back(entry);
 }
 
 void ReadPool::submit(Block* block) {
-  in_flight_.push_back(block);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     block->done = false;
+    in_flight_.push_back(block);
     queue_.push_back(block);
   }
   work_ready_.notify_one();
 }
 
-bool ReadPool::judge_oldest(const Judge& judge, bool wait, bool* judged) {
-  *judged = false;
-  if (in_flight_.empty()) return true;
-  Block* block = in_flight_.front();
+void ReadPool::recycle(Block* block) {
+  block->batch.clear();
+  block->lines.clear();
+  block->error = nullptr;
+  // A block that held a few huge lines gives their memory back.
+  const size_t keep = std::max<size_t>(block_bytes_ * 2, inputs::kMaxRecordBytes);
+  if (block->text.capacity() > 2 * keep) {
+    std::string().swap(block->text);
+  } else {
+    block->text.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(block);
+  }
+  free_ready_.notify_one();
+}
+
+ReadPool::Step ReadPool::judge_oldest(const Judge& judge, bool wait) {
+  Block* block = nullptr;
   {
     std::unique_lock<std::mutex> lock(mutex_);
+    if (in_flight_.empty()) return Step::kNone;
+    block = in_flight_.front();
     if (!block->done) {
-      if (!wait) return true;
+      if (!wait) return Step::kNone;
       block_done_.wait(lock, [block] { return block->done; });
     }
+    in_flight_.pop_front();
   }
-  in_flight_.pop_front();
-  // Recycled whatever happens below: the block is the pool's again.
+  // Free again whatever happens below: the block is the pool's.
   struct Recycle {
     ReadPool* pool;
     Block* block;
-    ~Recycle() {
-      block->batch.clear();
-      block->lines.clear();
-      block->error = nullptr;
-      // A block that held a few huge lines gives their memory back.
-      const size_t keep = std::max<size_t>(pool->block_bytes_ * 2, inputs::kMaxRecordBytes);
-      if (block->text.capacity() > 2 * keep) {
-        std::string().swap(block->text);
-      } else {
-        block->text.clear();
-      }
-      pool->free_.push_back(block);
-    }
+    ~Recycle() { pool->recycle(block); }
   } recycle{this, block};
   if (block->error) std::rethrow_exception(block->error);
-  *judged = true;
   if (!judge(block->batch)) {
     stop();
-    return false;
+    return Step::kStopped;
   }
-  return true;
+  return Step::kJudged;
 }
 
 LineReader::Status ReadPool::run(const Source& source, size_t max_line, const Judge& judge) {
+  return source_thread_ ? run_with_source_thread(source, max_line, judge)
+                        : run_inline(source, max_line, judge);
+}
+
+LineReader::Status ReadPool::run_inline(const Source& source, size_t max_line, const Judge& judge) {
   Block* block = nullptr;
   LineReader::Status status = LineReader::Status::kEnd;
   std::string_view line;
@@ -173,38 +193,101 @@ LineReader::Status ReadPool::run(const Source& source, size_t max_line, const Ju
   while (true) {
     status = source(&line, &number);
     if (status == LineReader::Status::kEnd || status == LineReader::Status::kError) break;
-    if (block == nullptr) {
-      bool stopped = false;
-      block = acquire(judge, &stopped);
-      if (stopped) return LineReader::Status::kLine;
-      block->max_line = max_line;
+    while (block == nullptr) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        block = take_free();
+      }
+      // Every block is in flight: the oldest is judged (once read) before the source goes on.
+      if (block == nullptr && judge_oldest(judge, /*wait=*/true) == Step::kStopped) {
+        return LineReader::Status::kLine;
+      }
     }
-    Line entry;
-    entry.number = number;
-    entry.status = status;
-    entry.at = block->text.size();
-    if (status == LineReader::Status::kLine) {
-      entry.size = line.size();
-      block->text.append(line);
-      block->text.append(LineReader::kPadding, ' ');
-    }
-    block->lines.push_back(entry);
-    if (block->lines.size() >= block_records_ ||
-        (block_bytes_ > 0 && block->text.size() >= block_bytes_)) {
+    block->max_line = max_line;
+    add(block, number, status, line);
+    if (full(*block)) {
       submit(block);
       block = nullptr;
-      // Judge what is ready, without waiting: the workers keep the rest.
-      for (bool judged = true; judged;) {
-        if (!judge_oldest(judge, /*wait=*/false, &judged)) return LineReader::Status::kLine;
+      // Judge what is read already, without waiting: the workers have the rest.
+      for (Step step = Step::kJudged; step == Step::kJudged;) {
+        step = judge_oldest(judge, /*wait=*/false);
+        if (step == Step::kStopped) return LineReader::Status::kLine;
       }
     }
   }
   if (block != nullptr) submit(block);
-  while (!in_flight_.empty()) {
-    bool judged = false;
-    if (!judge_oldest(judge, /*wait=*/true, &judged)) return LineReader::Status::kLine;
+  for (Step step = Step::kJudged; step != Step::kNone;) {
+    step = judge_oldest(judge, /*wait=*/true);
+    if (step == Step::kStopped) return LineReader::Status::kLine;
   }
   return status;
+}
+
+void ReadPool::fill(const Source& source, size_t max_line) {
+  LineReader::Status status = LineReader::Status::kEnd;
+  std::exception_ptr error;
+  try {
+    Block* block = nullptr;
+    std::string_view line;
+    uint64_t number = 0;
+    while (!stopping_.load(std::memory_order_relaxed)) {
+      status = source(&line, &number);
+      if (status == LineReader::Status::kEnd || status == LineReader::Status::kError) break;
+      if (block == nullptr) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!stop_ && (block = take_free()) == nullptr) free_ready_.wait(lock);
+        if (block == nullptr) break;  // stopped
+      }
+      block->max_line = max_line;
+      add(block, number, status, line);
+      if (full(*block)) {
+        submit(block);
+        block = nullptr;
+      }
+    }
+    if (block != nullptr) submit(block);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    source_done_ = true;
+    source_status_ = status;
+    source_error_ = error;
+  }
+  block_done_.notify_one();
+}
+
+LineReader::Status ReadPool::run_with_source_thread(const Source& source, size_t max_line,
+                                                    const Judge& judge) {
+  std::thread filler([this, &source, max_line] { fill(source, max_line); });
+  // Stopped, or leaving by an exception: the source thread ends at its next record and is joined
+  // before `source` goes.
+  struct Join {
+    ReadPool* pool;
+    std::thread& thread;
+    ~Join() {
+      if (thread.joinable()) {
+        pool->stop();
+        thread.join();
+      }
+    }
+  } join{this, filler};
+  while (true) {
+    {
+      // The oldest block once read; or the end, once the source is done and all is judged.
+      std::unique_lock<std::mutex> lock(mutex_);
+      block_done_.wait(lock, [this] {
+        return (!in_flight_.empty() && in_flight_.front()->done) ||
+               (in_flight_.empty() && source_done_) || source_error_ != nullptr;
+      });
+      if (source_error_ != nullptr || in_flight_.empty()) break;
+    }
+    if (judge_oldest(judge, /*wait=*/true) == Step::kStopped) return LineReader::Status::kLine;
+  }
+  filler.join();
+  if (source_error_) std::rethrow_exception(source_error_);
+  return source_status_;
 }
 
 }  // namespace replaygate::gate

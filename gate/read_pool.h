@@ -8,6 +8,10 @@
 //             (up to block_records                gate, parser, Input,        judge(batch)
 //              or block_bytes)                    pinned table, texts)
 //
+// The source is read on the calling thread, between judgements, or with Options::source_thread on
+// a thread of the pool's, so that reading overlaps stage 2 too. Only for a source whose reads
+// never block for long (a regular file): a run that stops waits for that thread's current read.
+//
 // Entry point: run(). Everything a worker writes is its own (its gate and the block it holds);
 // the judging gate's guard is shared only for hash_of(), which reads what never changes (gate.h).
 // So the judge sees every record in input order with the batch a single gate would have read,
@@ -21,10 +25,12 @@
 // caller judges the oldest block before it reads past that, so memory does not grow with the
 // input.
 //
-// Threads: run() is called from one thread (the judging gate's); the pool owns its workers and
-// joins them when it is destroyed (blocks not judged then are dropped).
+// Threads: run() is called from one thread (the judging gate's), which `judge` runs on; `source`
+// runs on it too, or on the source thread (joined before run() returns). The pool owns its
+// workers and joins them when it is destroyed (blocks not judged then are dropped).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +58,7 @@ class ReadPool {
     size_t threads = 2;            // worker threads, 1 to kMaxThreads
     size_t block_records = 1024;   // records per block, at least 1
     size_t block_bytes = 1 << 19;  // a block also ends once its lines take this many bytes
+    bool source_thread = false;    // read the source on a thread of the pool's (see above)
   };
 
   // The next record, as LineReader::next gives it (kLine with *line valid until the next call, or
@@ -79,7 +86,9 @@ class ReadPool {
   // Reads `source` to its end (records over `max_line` bytes come as kTooLarge), each block read
   // on a worker and handed to `judge` in input order. Returns the source's last status, kEnd or
   // kError, once every record before it was judged; kLine when `judge` returned false (the run
-  // stopped there: no later block is judged, and the source is not read further). Call it once.
+  // stopped there: no later block is judged, and the source is not read much further). An
+  // exception from stage 1 is rethrown on the calling thread when its block's turn comes (the
+  // blocks before it judged), one from the source at once. Call it once.
   inputs::LineReader::Status run(const Source& source, size_t max_line, const Judge& judge);
 
   // Blocks read ahead of the judge, at most (see Memory above).
@@ -100,28 +109,47 @@ class ReadPool {
     std::exception_ptr error;  // what stage 1 threw
     bool done = false;         // stage 1 is over (guarded by mutex_)
   };
+  enum class Step { kNone, kJudged, kStopped };
 
   ReadPool() = default;
   void work(size_t worker);
-  Block* acquire(const Judge& judge, bool* stopped);  // an empty block to fill
+  inputs::LineReader::Status run_inline(const Source& source, size_t max_line, const Judge& judge);
+  inputs::LineReader::Status run_with_source_thread(const Source& source, size_t max_line,
+                                                    const Judge& judge);
+  // The source thread: fills and submits blocks until the source ends or the run stops.
+  void fill(const Source& source, size_t max_line);
+  Block* take_free();  // with mutex_ held: a free block, or a new one below max_blocks_, or null
+  static void add(Block* block, uint64_t number, inputs::LineReader::Status status,
+                  std::string_view line);
+  bool full(const Block& block) const {
+    return block.lines.size() >= block_records_ ||
+           (block_bytes_ > 0 && block.text.size() >= block_bytes_);
+  }
   void submit(Block* block);
-  // Judges the oldest block in flight when stage 1 is done with it, waiting for that when
-  // `wait`. False: `judge` stopped the run. *judged: a block was judged.
-  bool judge_oldest(const Judge& judge, bool wait, bool* judged);
+  // Judges the oldest block in flight once stage 1 is done with it, waiting for that when `wait`:
+  // kNone when there is none (or it is not done yet and !wait); kStopped when `judge` stopped.
+  Step judge_oldest(const Judge& judge, bool wait);
+  void recycle(Block* block);  // emptied and free again
   void stop();
 
   size_t block_records_ = 0, block_bytes_ = 0, max_blocks_ = 0;
+  bool source_thread_ = false;
   std::vector<std::unique_ptr<inputs::RecordParser>> parsers_;  // before gates_: they use them
   std::vector<std::unique_ptr<Gate>> gates_;                    // one per worker
-  std::vector<std::unique_ptr<Block>> blocks_;                  // every block made
-  std::vector<Block*> free_;                                    // the calling thread's
-  std::deque<Block*> in_flight_;  // submitted, oldest first (the calling thread's)
 
-  std::mutex mutex_;
-  std::condition_variable work_ready_;  // workers wait for queue_ or stop_
-  std::condition_variable block_done_;  // the calling thread waits for a block's `done`
-  std::deque<Block*> queue_;            // submitted, not yet taken by a worker
+  std::mutex mutex_;                            // guards everything below but stopping_
+  std::condition_variable work_ready_;          // workers wait for queue_ or stop_
+  std::condition_variable block_done_;          // the judge waits for the oldest block's `done`
+  std::condition_variable free_ready_;          // the source thread waits for a free block
+  std::vector<std::unique_ptr<Block>> blocks_;  // every block made
+  std::vector<Block*> free_;
+  std::deque<Block*> in_flight_;  // submitted, oldest first
+  std::deque<Block*> queue_;      // submitted, not yet taken by a worker
   bool stop_ = false;
+  std::atomic<bool> stopping_{false};  // stop_, for the source thread's loop without the lock
+  bool source_done_ = false;           // the source thread's end: its last status or exception
+  inputs::LineReader::Status source_status_ = inputs::LineReader::Status::kEnd;
+  std::exception_ptr source_error_;
 
   std::vector<std::thread> threads_;  // last: joined before anything above goes
 };

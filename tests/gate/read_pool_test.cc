@@ -11,6 +11,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -121,7 +122,7 @@ struct Pipeline {
 // The gate pipeline of decide over `records`: one gate reading and judging (threads == 0), or a
 // ReadPool of `threads` readers with blocks of `block_records` / `block_bytes`.
 Seen run(const std::vector<Record>& records, const Pipeline& pipeline, size_t threads,
-         size_t block_records = 1024, size_t block_bytes = 0) {
+         size_t block_records = 1024, size_t block_bytes = 0, bool source_thread = false) {
   Seen seen;
   LoadStatus status;
   std::unique_ptr<SharedTable> shared = SharedTable::open(kTable, &status);
@@ -215,6 +216,7 @@ Seen run(const std::vector<Record>& records, const Pipeline& pipeline, size_t th
     po.threads = threads;
     po.block_records = block_records;
     po.block_bytes = block_bytes;
+    po.source_thread = source_thread;
     std::unique_ptr<ReadPool> pool =
         ReadPool::open(*shared, *gate, guard, std::move(parsers), po, &why);
     EXPECT_NE(pool, nullptr) << why;
@@ -305,7 +307,8 @@ TEST(ReadPool, SameLinesVerdictsAndClaimsAsOneGate) {
       }
       for (const size_t threads : {1, 2, 3, 8}) {
         for (const size_t block : {1, 7, 1024}) {
-          const Seen many = run(records, pipeline, threads, block, block == 7 ? 300 : 0);
+          const Seen many =
+              run(records, pipeline, threads, block, block == 7 ? 300 : 0, threads % 2 == 0);
           EXPECT_EQ(many.out, one.out) << threads << " threads, blocks of " << block;
           EXPECT_EQ(many.verdicts, one.verdicts);
           EXPECT_EQ(many.claims, one.claims);
@@ -343,12 +346,14 @@ TEST(ReadPool, AStoppedJudgeStopsWhereOneGateStops) {
     pipeline.fail_at = 5;
     const Seen one = run(records, pipeline, 0);
     ASSERT_TRUE(one.stopped);
-    const Seen many = run(records, pipeline, 4, 33, 0);
-    EXPECT_TRUE(many.stopped);
-    EXPECT_EQ(many.out, one.out);
-    EXPECT_EQ(many.verdicts, one.verdicts);  // nothing judged past the stop
-    EXPECT_EQ(many.claims, one.claims);
-    EXPECT_EQ(many.counts.total, one.counts.total);
+    for (const bool source_thread : {false, true}) {
+      const Seen many = run(records, pipeline, 4, 33, 0, source_thread);
+      EXPECT_TRUE(many.stopped);
+      EXPECT_EQ(many.out, one.out);
+      EXPECT_EQ(many.verdicts, one.verdicts);  // nothing judged past the stop
+      EXPECT_EQ(many.claims, one.claims);
+      EXPECT_EQ(many.counts.total, one.counts.total);
+    }
   }
 }
 
@@ -357,9 +362,11 @@ TEST(ReadPool, ASourceErrorComesAfterEveryRecordBeforeItWasJudged) {
   Pipeline pipeline;
   pipeline.source_error = true;
   const Seen one = run(records, pipeline, 0);
-  const Seen many = run(records, pipeline, 2, 64);
-  EXPECT_EQ(many.out, one.out);
-  EXPECT_EQ(many.counts.total, records.size());
+  for (const bool source_thread : {false, true}) {
+    const Seen many = run(records, pipeline, 2, 64, 0, source_thread);
+    EXPECT_EQ(many.out, one.out);
+    EXPECT_EQ(many.counts.total, records.size());
+  }
 }
 
 // A parser that throws on a line that says "boom" (std::bad_alloc in real life).
@@ -373,10 +380,14 @@ class ThrowingParser : public inputs::LetterParser {
   }
 };
 
-TEST(ReadPool, AReadersExceptionReachesTheCallerAfterTheBlocksBeforeIt) {
+// Runs 200 "{}" records through 3 readers in blocks of 10, record 126 throwing in a reader
+// (or, `in_source`, in the source); expects the exception out of run() and returns the records
+// judged before it.
+size_t judged_before_exception(bool source_thread, bool in_source) {
   LoadStatus status;
   std::unique_ptr<SharedTable> shared = SharedTable::open(kTable, &status);
-  ASSERT_NE(shared, nullptr);
+  EXPECT_NE(shared, nullptr) << status.message;
+  if (shared == nullptr) return 0;
   std::unique_ptr<Table> table = Table::load_file(kTable, &status);
   inputs::LetterParser parser(*table);
   ReplayGuard guard(-1, 1000, 1 << 20);
@@ -387,16 +398,19 @@ TEST(ReadPool, AReadersExceptionReachesTheCallerAfterTheBlocksBeforeIt) {
   ReadPool::Options po;
   po.threads = 3;
   po.block_records = 10;
+  po.source_thread = source_thread;
   std::string why;
   std::unique_ptr<ReadPool> pool =
       ReadPool::open(*shared, *gate, guard, std::move(parsers), po, &why);
-  ASSERT_NE(pool, nullptr) << why;
+  EXPECT_NE(pool, nullptr) << why;
+  if (pool == nullptr) return 0;
   std::vector<std::string> lines;
   for (int i = 0; i < 200; ++i) lines.push_back(i == 125 ? "boom" : "{}");
   size_t next = 0;
   std::string padded;
   auto source = [&](std::string_view* line, uint64_t* number) {
     if (next == lines.size()) return LineReader::Status::kEnd;
+    if (in_source && lines[next] == "boom") throw std::runtime_error("boom");
     padded = lines[next] + std::string(LineReader::kPadding, ' ');
     *line = std::string_view(padded.data(), lines[next].size());
     *number = ++next;
@@ -409,15 +423,27 @@ TEST(ReadPool, AReadersExceptionReachesTheCallerAfterTheBlocksBeforeIt) {
     judged += batch.count;
     return true;
   };
+  // The twelve blocks before the one that threw, and none after it.
   EXPECT_THROW(pool->run(source, 4096, judge), std::runtime_error);
-  EXPECT_EQ(judged, 120u);  // the twelve blocks before the one that threw, and none after it
+  return judged;
 }
 
-TEST(ReadPool, BlocksInFlightStayBounded) {
+TEST(ReadPool, AReadersExceptionReachesTheCallerAfterTheBlocksBeforeIt) {
+  for (const bool source_thread : {false, true}) {
+    SCOPED_TRACE(source_thread ? "source thread" : "source inline");
+    EXPECT_EQ(judged_before_exception(source_thread, false), 120u);
+    // One from the source comes at once, whatever was read before it.
+    EXPECT_LE(judged_before_exception(source_thread, true), 120u);
+  }
+}
+
+// The source never gets more than max_blocks() blocks ahead of the judge.
+size_t most_ahead_of_the_judge(bool source_thread) {
   const std::vector<Record> records = mixed_dump(5000);
   LoadStatus status;
   std::unique_ptr<SharedTable> shared = SharedTable::open(kTable, &status);
-  ASSERT_NE(shared, nullptr);
+  EXPECT_NE(shared, nullptr) << status.message;
+  if (shared == nullptr) return 0;
   std::unique_ptr<Table> table = Table::load_file(kTable, &status);
   inputs::LetterParser parser(*table);
   ReplayGuard guard(-1, 1000000, 1 << 20);
@@ -427,12 +453,15 @@ TEST(ReadPool, BlocksInFlightStayBounded) {
   ReadPool::Options po;
   po.threads = 2;
   po.block_records = 16;
+  po.source_thread = source_thread;
   std::string why;
   std::unique_ptr<ReadPool> pool =
       ReadPool::open(*shared, *gate, guard, std::move(parsers), po, &why);
-  ASSERT_NE(pool, nullptr) << why;
+  EXPECT_NE(pool, nullptr) << why;
+  if (pool == nullptr) return 0;
   EXPECT_EQ(pool->max_blocks(), 6u);  // 2 x threads + 2
-  size_t read = 0, judged = 0, most_ahead = 0;
+  size_t read = 0, most_ahead = 0;
+  std::atomic<size_t> judged{0};  // the source may run on another thread
   std::string padded;
   auto source = [&](std::string_view* line, uint64_t* number) {
     if (read == records.size()) return LineReader::Status::kEnd;
@@ -452,8 +481,15 @@ TEST(ReadPool, BlocksInFlightStayBounded) {
   };
   EXPECT_EQ(pool->run(source, 4096, judge), LineReader::Status::kEnd);
   EXPECT_EQ(judged, records.size());
-  EXPECT_LE(most_ahead, pool->max_blocks() * 16);
-  EXPECT_GT(most_ahead, 16u);  // it did read ahead
+  return most_ahead;
+}
+
+TEST(ReadPool, BlocksInFlightStayBounded) {
+  for (const bool source_thread : {false, true}) {
+    const size_t most_ahead = most_ahead_of_the_judge(source_thread);
+    EXPECT_LE(most_ahead, 6u * 16) << source_thread;  // max_blocks() blocks of 16 records
+    EXPECT_GT(most_ahead, 16u) << source_thread;      // it did read ahead
+  }
 }
 
 TEST(ReadPool, RefusesWhatCannotWork) {
@@ -533,8 +569,9 @@ RC_GTEST_PROP(ReadPool, AnyPoolGivesTheBytesOfOneGate, ()) {
   const size_t threads = *rc::gen::inRange<size_t>(1, 9);
   const size_t block_records = *rc::gen::inRange<size_t>(1, 100);
   const size_t block_bytes = *rc::gen::element<size_t>(0, 100, 1000, 1 << 19);
+  const bool source_thread = *rc::gen::arbitrary<bool>();
   const Seen one = run(records, pipeline, 0);
-  const Seen many = run(records, pipeline, threads, block_records, block_bytes);
+  const Seen many = run(records, pipeline, threads, block_records, block_bytes, source_thread);
   RC_ASSERT(many.out == one.out);
   RC_ASSERT(many.verdicts == one.verdicts);
   RC_ASSERT(many.claims == one.claims);

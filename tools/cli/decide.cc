@@ -438,6 +438,11 @@ int run_decide(const DecideOptions& o) {
   if (threads > 1) {
     gate::ReadPool::Options pool_options;
     pool_options.threads = threads;
+    // A regular file is read on a thread of its own, so that reading overlaps stage 2 too; a
+    // pipe or terminal is read here, between blocks: a read that waits for a writer must never
+    // keep a run that stopped (a write error) from ending.
+    struct stat input {};
+    pool_options.source_thread = ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode);
     // A test-only seam: records per block (without --ledger), so that the tests cross block
     // boundaries with small dumps.
     if (const char* seam = std::getenv("REPLAYGATE_TEST_THREAD_BLOCK"); seam != nullptr) {
@@ -561,7 +566,7 @@ int run_decide(const DecideOptions& o) {
   };
   if (pool != nullptr) {
     const size_t max_line = array_reader ? array_reader->max_line() : line_reader->max_line();
-    // kError: every record before the error was judged (or the judge stopped on the way).
+    // kError: every record before the error was judged (kLine: the judge stopped the run).
     if (pool->run(next_record, max_line, judge_block) == LineReader::Status::kError) {
       if (!audit_failed && out.ok() && commit_block()) flush_out();
       read_error();
