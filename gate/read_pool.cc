@@ -32,7 +32,9 @@ std::unique_ptr<ReadPool> ReadPool::open(SharedTable& shared, const Gate& judge,
   pool->block_records_ = judge.claims_blocks() ? judge.batch_size() : options.block_records;
   pool->block_records_ = std::max<size_t>(pool->block_records_, 1);
   pool->block_bytes_ = judge.claims_blocks() ? 0 : options.block_bytes;
-  pool->max_blocks_ = pool->block_bytes_ == 0 ? options.threads + 2 : 2 * options.threads + 2;
+  // Each worker one block, one waiting for the judge, one being filled, and (byte-cut blocks)
+  // two more queued so that a worker that finishes finds the next one ready.
+  pool->max_blocks_ = options.threads + (pool->block_bytes_ == 0 ? 2 : 4);
   pool->source_thread_ = options.source_thread;
   // A reading gate reads as the judge would: the same options, but never a Claimer (claims are
   // stage 2's).

@@ -20,7 +20,7 @@
 // calling thread when run() reaches its block, after every block before it was judged.
 //
 // Memory: a bounded number of blocks in flight (queued, being read, or waiting for the judge):
-// 2 x threads + 2 blocks of at most block_records records and about block_bytes of lines, or with
+// threads + 4 blocks of at most block_records records and about block_bytes of lines, or with
 // block_bytes 0 (a Claimer's blocks, which must be exactly its block) threads + 2 blocks. The
 // caller judges the oldest block before it reads past that, so memory does not grow with the
 // input.
@@ -55,10 +55,14 @@ class ReadPool {
   static constexpr size_t kMaxThreads = 64;  // decide --threads's cap (a hard limit here too)
 
   struct Options {
-    size_t threads = 2;            // worker threads, 1 to kMaxThreads
-    size_t block_records = 1024;   // records per block, at least 1
-    size_t block_bytes = 1 << 19;  // a block also ends once its lines take this many bytes
-    bool source_thread = false;    // read the source on a thread of the pool's (see above)
+    size_t threads = 2;  // worker threads, 1 to kMaxThreads
+    // Records per block (at least 1), and the bytes of lines that end a block sooner. Large
+    // enough that the hand-offs (a futex wake and often a context switch each, ~3 a block) stay
+    // rare: 4,096 records of the benchmark dump (~700 KB) took the context switches of a
+    // 1,000,000-record run from ~2,200 (1,024 records) to ~600 (docs/benchmarks.md).
+    size_t block_records = 4096;
+    size_t block_bytes = 1 << 20;
+    bool source_thread = false;  // read the source on a thread of the pool's (see above)
   };
 
   // The next record, as LineReader::next gives it (kLine with *line valid until the next call, or

@@ -459,7 +459,7 @@ size_t most_ahead_of_the_judge(bool source_thread) {
       ReadPool::open(*shared, *gate, guard, std::move(parsers), po, &why);
   EXPECT_NE(pool, nullptr) << why;
   if (pool == nullptr) return 0;
-  EXPECT_EQ(pool->max_blocks(), 6u);  // 2 x threads + 2
+  EXPECT_EQ(pool->max_blocks(), 6u);  // threads + 4
   size_t read = 0, most_ahead = 0;
   std::atomic<size_t> judged{0};  // the source may run on another thread
   std::string padded;

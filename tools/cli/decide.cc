@@ -438,19 +438,26 @@ int run_decide(const DecideOptions& o) {
   if (threads > 1) {
     gate::ReadPool::Options pool_options;
     pool_options.threads = threads;
-    // A regular file is read on a thread of its own, so that reading overlaps stage 2 too; a
-    // pipe or terminal is read here, between blocks: a read that waits for a writer must never
+    // A regular file is read on a thread of its own when a core is left for it (N workers, this
+    // thread's stage 2 and the reading: more threads than cores would only switch between them,
+    // each switch tens of microseconds on a VM), so that reading overlaps stage 2 too. A pipe or
+    // terminal is always read here, between blocks: a read that waits for a writer must never
     // keep a run that stopped (a write error) from ending.
     struct stat input {};
-    pool_options.source_thread = ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode);
-    // A test-only seam: records per block (without --ledger), so that the tests cross block
-    // boundaries with small dumps.
+    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    pool_options.source_thread = ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode) &&
+                                 online >= static_cast<long>(threads + 2);
+    // Test-only seams: records per block (without --ledger), so that the tests cross block
+    // boundaries with small dumps; the source thread on (1) or off (0) whatever the cores.
     if (const char* seam = std::getenv("REPLAYGATE_TEST_THREAD_BLOCK"); seam != nullptr) {
       uint64_t records = 0;
       if (parse_count(CountOption{"REPLAYGATE_TEST_THREAD_BLOCK", 1, 1 << 20, ""}, seam,
                       &records)) {
         pool_options.block_records = static_cast<size_t>(records);
       }
+    }
+    if (const char* seam = std::getenv("REPLAYGATE_TEST_SOURCE_THREAD"); seam != nullptr) {
+      pool_options.source_thread = std::string_view(seam) == "1" && S_ISREG(input.st_mode);
     }
     std::string why;
     pool = gate::ReadPool::open(shared, gate, dump_rules, std::move(thread_parsers), pool_options,
