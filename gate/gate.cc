@@ -68,6 +68,7 @@ void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status s
   p.readable = false;
   p.create = false;
   p.has_key = false;
+  p.kept_key = false;
   if (status == inputs::LineReader::Status::kTooLarge) {
     problem_ = inputs::record_too_large(max_line);
     meta_ = inputs::RecordMeta{};
@@ -83,7 +84,7 @@ void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status s
       p.key_hash = guard_.hash_of(input_.slot(key_field_).s);
     }
   }
-  if (options_.claimer != nullptr) keep(batch, p);
+  if (keeps_records()) keep(batch, p);
   p.begin = batch.scratch.size();
   write_prefix(batch.scratch, line_text_.of(p.line_number), meta_);
   if (inputs_text_ != nullptr) {
@@ -124,8 +125,8 @@ void Gate::read(Batch& batch, uint64_t line_number, inputs::LineReader::Status s
   ++batch.count;
 }
 
-void Gate::prefetch(const Batch& batch) const {
-  for (size_t i = 0; i < batch.count; ++i) {
+void Gate::prefetch(const Batch& batch, size_t begin, size_t end) const {
+  for (size_t i = begin; i < end && i < batch.count; ++i) {
     if (batch.records[i].has_key) guard_.prefetch(batch.records[i].key_hash);
   }
 }
@@ -140,7 +141,11 @@ void Gate::keep(Batch& batch, Pending& p) {
   p.has_body_hash = meta_.has_body_hash;
   if (p.has_message_id) p.message_id = put(meta_.message_id);
   if (p.has_body_hash) p.body_hash = put(meta_.body_hash);
-  if (p.has_key) p.key = put(input_.slot(key_field_).s);
+  // A create verb's key (the Claimer's request), and with keep_records any record's string key
+  // (the audit entry's, as finish() takes it from the gate's own Input without keep_records).
+  p.kept_key = p.has_key || (options_.keep_records && p.readable &&
+                             input_.state(key_field_) == Input::Slot::State::kString);
+  if (p.kept_key) p.key = put(input_.slot(key_field_).s);
 }
 
 inputs::RecordMeta Gate::kept_meta(const Batch& batch, const Pending& p) {
@@ -222,9 +227,12 @@ void Gate::finish(const Batch& batch, const Pending& p, Verdict& v, const Claime
   if (!stages_.empty()) {
     v.meta = &meta;
     // The record's idempotency key for the audit entry: kept in the batch by a Claimer's gate (a
-    // create verb's key), else the one record's own input slot.
+    // create verb's key) or with keep_records (any string key), else the one record's own input
+    // slot.
     if (options_.claimer != nullptr) {
       if (p.readable && p.has_key) v.key = batch.text(p.key);
+    } else if (options_.keep_records) {
+      if (p.readable && p.kept_key) v.key = batch.text(p.key);
     } else if (p.readable && input_.state(key_field_) == Input::Slot::State::kString) {
       v.key = input_.slot(key_field_).s;
     }
@@ -236,8 +244,9 @@ void Gate::judge(const Batch& batch, size_t i, ByteBuffer& out) {
   const Pending& p = batch.records[i];
   Verdict v = guard(p);
   if (options_.claimer == nullptr) {
-    // Without a Claimer a gate with stages works one record at a time: meta_ is this record's.
-    finish(batch, p, v, nullptr, meta_, out);
+    // Without a Claimer a gate with stages works one record at a time, so meta_ is this record's
+    // (unless the batch keeps it: read by another gate).
+    finish(batch, p, v, nullptr, options_.keep_records ? kept_meta(batch, p) : meta_, out);
     return;
   }
   const Claimer::Answer* answer = nullptr;

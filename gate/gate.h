@@ -31,7 +31,15 @@
 // is made and on repin(); a consumer that runs for good calls repin() between records to pick up
 // a reload (same fields and verbs: SharedTable refuses any other). decide pins once.
 //
-// Threads: a Gate, its parser, guard and stages belong to one thread.
+// Stage 1 on other threads (gate/read_pool.h, decide --threads): reading gates, one per worker
+// thread, each with its own parser, read() blocks of records into batches that the judging gate
+// then judges, in input order, on its one thread. A judging gate with stages is opened with
+// Options::keep_records, so that stage 2 takes each record's metadata and key from its batch
+// (its own parser never saw the record).
+//
+// Threads: a Gate, its parser and stages belong to one thread. read() touches the guard only
+// through hash_of(), which reads nothing the guard ever changes, so reading gates on other threads
+// may share the judging gate's guard while it judges.
 #pragma once
 
 #include <cstddef>
@@ -86,9 +94,11 @@ struct Pending {
   bool has_key = false;
   uint64_t key_hash = 0;
   Decision decision;
-  // With a Claimer only (else unset): the key (has_key) and the metadata, in the batch's `kept`.
+  // With a Claimer or keep_records only (else unset): the key and the metadata, in the batch's
+  // `kept`. The key is kept for has_key (a create verb's), and with keep_records for every
+  // readable record whose key is a string (kept_key), as the audit entry names it.
   KeptText key, message_id, body_hash;
-  bool has_message_id = false, has_body_hash = false;
+  bool has_message_id = false, has_body_hash = false, kept_key = false;
 };
 
 // Records read and decided, waiting for stage 2, with their rendered text.
@@ -182,6 +192,10 @@ class Gate {
     std::string array_pointer_prefix;
     Claimer* claimer = nullptr;   // not owned; set: stage 2 works per block (judge_block)
     size_t block_records = 1024;  // with a Claimer: records per block (batch_size()), at least 1
+    // read() keeps every record's metadata and idempotency key in its batch (as a Claimer's gate
+    // does) and judge() takes them from there, not from the gate's last read: for batches read
+    // by other gates (gate/read_pool.h). Set it on the judging gate and on the reading ones.
+    bool keep_records = false;
   };
 
   // A gate on `shared`'s current table (pinned), or null when `shared` has no free reader slot.
@@ -195,6 +209,9 @@ class Gate {
   // Adds a stage between decide and print (not owned); without a Claimer batch_size() becomes 1.
   void add_stage(Stage* stage) { stages_.push_back(stage); }
   bool has_stages() const { return !stages_.empty() || options_.claimer != nullptr; }
+  const Options& options() const { return options_; }
+  // read() keeps each record's metadata and key in its batch (a Claimer, or keep_records).
+  bool keeps_records() const { return options_.claimer != nullptr || options_.keep_records; }
   // A Claimer is set: the caller judges whole batches (judge_block), each one block.
   bool claims_blocks() const { return options_.claimer != nullptr; }
   size_t batch_size() const {
@@ -212,8 +229,10 @@ class Gate {
   // one at a time from a broker numbers them itself and calls judge() right after.
   void read(Batch& batch, uint64_t line_number, inputs::LineReader::Status status,
             std::string_view line, size_t max_line);
-  // Starts loading the guard's memory for every record of `batch` (between the two stages).
-  void prefetch(const Batch& batch) const;
+  // Starts loading the guard's memory for every record of `batch` (between the two stages), or
+  // for its records [begin, end) (a large batch, a few records ahead of judge()).
+  void prefetch(const Batch& batch) const { prefetch(batch, 0, batch.count); }
+  void prefetch(const Batch& batch, size_t begin, size_t end) const;
   // Stage 2 for the batch's record `i`: appends its decision line to `out` and hands the verdict
   // to every stage. With a Claimer, the record is a block of its own (one claim_block call when
   // it needs a claim).

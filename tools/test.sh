@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: the -Werror build with unit and property tests, the shipped policies' cases,
 # then the same suites under AddressSanitizer + UBSan (skip with RG_SKIP_SANITIZE=1), then the
-# hot-reload and C API tests under ThreadSanitizer (skip with RG_SKIP_TSAN=1), then every libFuzzer
-# target for RG_FUZZ_SECONDS (default 30) each (tools/fuzz.sh; skip with RG_SKIP_FUZZ=1).
+# hot-reload, C API and decide --threads read-pool tests under ThreadSanitizer (skip with
+# RG_SKIP_TSAN=1), then every libFuzzer target for RG_FUZZ_SECONDS (default 30) each
+# (tools/fuzz.sh; skip with RG_SKIP_FUZZ=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each stage's wall time on stderr, so a slow CI run says where its minutes went.
@@ -32,13 +33,16 @@ if [ "${RG_SKIP_SANITIZE:-0}" != 1 ]; then
   stage_done "sanitizer tests"
 fi
 if [ "${RG_SKIP_TSAN:-0}" != 1 ]; then
-  # Only the runtime test binary, and only the concurrent suites: keeps the stage to minutes.
-  echo "== ThreadSanitizer build (hot reload, C API) ==" >&2
+  # Only the runtime test binary, decide --threads' read pool (linked against the gate library
+  # only) and the CLI (whose libraries the runtime tests link already), and only the concurrent
+  # suites and tests/scripts/decide_threads.sh: keeps the stage to minutes.
+  echo "== ThreadSanitizer build (hot reload, C API, decide --threads) ==" >&2
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREPLAYGATE_WERROR=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DREPLAYGATE_TSAN=ON -DREPLAYGATE_BUILD_BENCHMARKS=OFF >/dev/null
-  cmake --build build-tsan -j "$(nproc)" --target rg_runtime_tests
+  cmake --build build-tsan -j "$(nproc)" --target rg_runtime_tests rg_read_pool_tests replaygate
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -R '^(Reload|ReloadCApi|CApi)\.'
+    ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
+    -R '^((Reload|ReloadCApi|CApi|ReadPool)\.|decide_threads$)'
   stage_done "ThreadSanitizer"
 fi
 if [ "${RG_SKIP_FUZZ:-0}" != 1 ]; then

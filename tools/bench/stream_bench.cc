@@ -11,9 +11,12 @@
 // Before anything is timed, every gate must give decide()'s verb and rule on every letter (and
 // on the edge letters of gates.h), else the bench exits 2.
 //
-// Usage: rg_stream_bench [--letters N] [--passes P] [--rows R] [--only JOB]
+// Usage: rg_stream_bench [--letters N] [--passes P] [--rows R] [--only JOB] [--dump FILE]
 //   --only JOB (e.g. shipped/stream/decide) times that job alone, for perf stat or callgrind;
-//   --only none builds everything and times nothing (the setup cost to subtract).
+//   --only none builds everything and times nothing (the setup cost to subtract);
+//   --dump FILE writes the shipped policy's N letters (the stream's mix, its seed) to FILE as a
+//   `letters` dump, one JSON line each with "message_id":"m-I", and times nothing: the input of
+//   `decide`'s end-to-end runs (docs/benchmarks.md, "decide --threads").
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -297,6 +300,27 @@ void add_jobs(std::vector<Job>& jobs, const std::string& section, const Policy& 
       }));
 }
 
+// The letters as a `letters` dump: the policy's inputs by name, "replays" only when the letter has
+// it, and a message id. The mix's strings are printable ASCII without '"' or '\\' (random_word,
+// near_miss), so they go into the JSON as they are. False when FILE cannot be written.
+bool write_dump(const std::string& path, const std::vector<Letter>& letters) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  std::string line;
+  for (size_t i = 0; i < letters.size(); ++i) {
+    const Letter& l = letters[i];
+    line = "{\"message_id\":\"m-" + std::to_string(i) + "\",\"topic\":\"" + l.topic +
+           "\",\"error_class\":\"" + l.error_class +
+           "\",\"attempts\":" + std::to_string(l.attempts) + ",\"idempotency_key\":\"" + l.key +
+           "\",\"already_committed\":" + (l.committed ? "true" : "false");
+    if (l.replays) line += ",\"replays\":" + std::to_string(*l.replays);
+    line += "}\n";
+    std::fwrite(line.data(), 1, line.size(), f);
+  }
+  const bool written = std::ferror(f) == 0;
+  return std::fclose(f) == 0 && written;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -321,7 +345,7 @@ double ratio(const Job& a, const Job& b) {
 
 int main(int argc, char** argv) {
   size_t letters = 200000, passes = 7, rows = 0;
-  std::string only;
+  std::string only, dump;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (i + 1 < argc && a == "--letters") {
@@ -332,9 +356,12 @@ int main(int argc, char** argv) {
       rows = std::strtoull(argv[++i], nullptr, 10);
     } else if (i + 1 < argc && a == "--only") {
       only = argv[++i];
+    } else if (i + 1 < argc && a == "--dump") {
+      dump = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--letters N] [--passes P] [--rows R] [--only SECTION/ORDER/GATE]\n",
+                   "usage: %s [--letters N] [--passes P] [--rows R] [--only SECTION/ORDER/GATE] "
+                   "[--dump FILE]\n",
                    argv[0]);
       return 2;
     }
@@ -366,6 +393,14 @@ int main(int argc, char** argv) {
     add_jobs(jobs, name + "/" + order, p, *corpora.back(), hand);
   };
   policies.push_back(make_policy(0));
+  if (!dump.empty()) {
+    if (!write_dump(dump, generate(*policies.back(), letters, 20261203))) {
+      std::fprintf(stderr, "%s: cannot write %s\n", kName, dump.c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "%s: %zu letters written to %s\n", kName, letters, dump.c_str());
+    return 0;
+  }
   {
     const Policy& shipped = *policies.back();
     const std::vector<Letter> ls = generate(shipped, letters, 20261203);

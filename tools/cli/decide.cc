@@ -20,6 +20,11 @@
 // decision (DecisionText) and copied; only the line number and echoed metadata are formatted.
 // An invalid input (rare) is the exception: its line also says where and why, so it is rendered
 // whole when it is decided.
+//
+// --threads N (N > 1) reads and decides blocks of records on N worker threads (gate/read_pool.h)
+// while this thread reads the input and does stage 2 (the dump rules, the ledger's claims, the
+// audit, the lines) in input order, exactly as the loop below does without them: the output, the
+// claims, the audit log and the exit code are the same bytes for every N.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,6 +34,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -38,10 +44,12 @@
 #include <string>
 #include <vector>
 
+#include "common/escape.h"
 #include "gate/audit_stage.h"
 #include "gate/gate.h"
 #include "gate/ledger_stage.h"
 #include "gate/memory_limit.h"
+#include "gate/read_pool.h"
 #include "gate/replay_guard.h"
 #include "inputs/formats.h"
 #include "inputs/letters.h"
@@ -106,6 +114,8 @@ struct DecideOptions {
   size_t ledger_block = kLedgerBlockRecords;  // --ledger-block N: records per claim transaction
   bool ledger_block_set = false;
   bool dry_run = false;  // --dry-run: consult the ledger, claim nothing
+  std::string threads;   // --threads N|auto, when given
+  bool threads_set = false;
 };
 
 // --max-replayed-keys above this is refused (the limit of the exact set it was first written for;
@@ -144,6 +154,21 @@ int usage(const std::string& message) {
   std::fprintf(stderr, "replaygate decide: error: %s\nRun 'replaygate decide --help' for usage.\n",
                message.c_str());
   return kExitUsage;
+}
+
+// --threads: a count from 1 to ReadPool::kMaxThreads, or `auto` (the online CPUs, at most that
+// cap). False for anything else.
+bool parse_threads(const std::string& text, size_t* threads) {
+  constexpr size_t kMax = gate::ReadPool::kMaxThreads;
+  if (text == "auto") {
+    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    *threads = online < 1 ? 1 : std::min(static_cast<size_t>(online), kMax);
+    return true;
+  }
+  uint64_t count = 0;
+  if (!parse_count(CountOption{"--threads", 1, kMax, ""}, text, &count)) return false;
+  *threads = static_cast<size_t>(count);
+  return true;
 }
 
 int run_decide(const DecideOptions& o) {
@@ -195,6 +220,12 @@ int run_decide(const DecideOptions& o) {
   uint64_t max_keys = DumpRules::kDefaultMaxKeys;
   if (o.max_keys_set && !parse_count(keys_option, o.max_keys, &max_keys)) {
     return usage(count_error(keys_option, o.max_keys));
+  }
+  size_t threads = 1;
+  if (o.threads_set && !parse_threads(o.threads, &threads)) {
+    return usage(
+        "--threads takes a whole number from 1 to " + std::to_string(gate::ReadPool::kMaxThreads) +
+        " (decimal) or auto (one per online CPU), not '" + escape_control(o.threads) + "'");
   }
   uint64_t filter_mib = DumpRules::kDefaultFilterMiB;
   if (o.filter_mib_set && !parse_count(memory_option, o.filter_mib, &filter_mib)) {
@@ -314,6 +345,14 @@ int run_decide(const DecideOptions& o) {
     return code;
   }
   RecordParser* const parser = reading.parser.get();
+  // --threads: one more parser per reading thread, over the same mapping (checked once, above).
+  std::vector<std::unique_ptr<RecordParser>> thread_parsers;
+  if (threads > 1) {
+    for (size_t i = 0; i < threads; ++i) {
+      thread_parsers.push_back(format->make_parser(
+          *table, reading.mapping != nullptr ? &reading.mapping->mapping : nullptr));
+    }
+  }
   std::set<std::string> redacted;  // --show-inputs only
   if (o.show_inputs) redacted = sensitive_names(policy_sensitive);
 
@@ -341,8 +380,10 @@ int run_decide(const DecideOptions& o) {
     return kExitUsage;
   }
   gate::ReplayGuard& dump_rules = *rules;
-  // The table goes into a SharedTable, which the gate pins for the run (decide never reloads).
-  SharedTable shared(std::move(table));
+  // The table goes into a SharedTable, which the gate pins for the run (decide never reloads), and
+  // with --threads each reading thread's gate too.
+  SharedTable shared(std::move(table), std::max<uint32_t>(SharedTable::kDefaultMaxReaders,
+                                                          static_cast<uint32_t>(threads + 1)));
   gate::Gate::Options gate_options;
   gate_options.dedupe_field = dedupe_field;
   gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
@@ -375,6 +416,9 @@ int run_decide(const DecideOptions& o) {
     gate_options.claimer = ledger_stage.get();
     gate_options.block_records = o.ledger_block;
   }
+  // Stage 2 with --audit or --ledger needs each record's metadata and key: with --threads the
+  // judging gate's own parser never sees the record, so every batch keeps them.
+  gate_options.keep_records = threads > 1 && (!o.audit.empty() || ledger_stage != nullptr);
   const std::unique_ptr<gate::Gate> gate_ptr =
       gate::Gate::open(shared, *parser, dump_rules, gate_options);
   gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
@@ -389,6 +433,42 @@ int run_decide(const DecideOptions& o) {
   }
   // After the audit stage: marks the block's claims `recorded` once their entries are written.
   if (ledger_stage != nullptr) gate.add_stage(ledger_stage.get());
+
+  std::unique_ptr<gate::ReadPool> pool;
+  if (threads > 1) {
+    gate::ReadPool::Options pool_options;
+    pool_options.threads = threads;
+    // A regular file is read on a thread of its own when a core is left for it (N workers, this
+    // thread's stage 2 and the reading: more threads than cores would only switch between them,
+    // each switch tens of microseconds on a VM), so that reading overlaps stage 2 too. A pipe or
+    // terminal is always read here, between blocks: a read that waits for a writer must never
+    // keep a run that stopped (a write error) from ending.
+    struct stat input {};
+    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    pool_options.source_thread = ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode) &&
+                                 online >= static_cast<long>(threads + 2);
+    // Test-only seams: records per block (without --ledger), so that the tests cross block
+    // boundaries with small dumps; the source thread on (1) or off (0) whatever the cores.
+    if (const char* seam = std::getenv("REPLAYGATE_TEST_THREAD_BLOCK"); seam != nullptr) {
+      uint64_t records = 0;
+      if (parse_count(CountOption{"REPLAYGATE_TEST_THREAD_BLOCK", 1, 1 << 20, ""}, seam,
+                      &records)) {
+        pool_options.block_records = static_cast<size_t>(records);
+      }
+    }
+    if (const char* seam = std::getenv("REPLAYGATE_TEST_SOURCE_THREAD"); seam != nullptr) {
+      pool_options.source_thread = std::string_view(seam) == "1" && S_ISREG(input.st_mode);
+    }
+    std::string why;
+    pool = gate::ReadPool::open(shared, gate, dump_rules, std::move(thread_parsers), pool_options,
+                                &why);
+    if (pool == nullptr) {
+      std::fprintf(stderr, "replaygate: internal error: cannot start %zu reading threads: %s\n",
+                   threads, why.c_str());
+      if (fd != STDIN_FILENO) ::close(fd);
+      return kExitUsage;
+    }
+  }
 
   // One JSON array (rabbitmq) or JSON Lines (the others): either way one capped record at a time.
   std::optional<LineReader> line_reader;
@@ -461,16 +541,51 @@ int run_decide(const DecideOptions& o) {
     return emit_batch(batches[1 - current]) && emit_batch(batches[current]);
   };
 
-  while (true) {
+  // --threads: the pool reads and decides blocks of records on its threads; this thread judges
+  // each block in input order as emit_batch judges a batch (with --ledger a block is one ledger
+  // block), commits and writes at the same points, so the same lines are written before a write
+  // or audit error stops the run.
+  auto judge_block = [&](gate::Batch& batch) {
+    if (gate.claims_blocks()) {
+      gate.judge_block(batch, out.buffer());
+      return commit_block() && flush_out();
+    }
+    constexpr size_t kAhead = 16;  // records whose filter blocks are fetched ahead of the guard
+    gate.prefetch(batch, 0, kAhead);
+    for (size_t i = 0; i < batch.count; ++i) {
+      gate.prefetch(batch, i + kAhead, i + kAhead + 1);
+      gate.judge(batch, i, out.buffer());
+      if (out.full() && (!commit_block() || !flush_out())) return false;
+    }
+    return true;
+  };
+  auto next_record = [&](std::string_view* record, uint64_t* number) {
+    const LineReader::Status status =
+        array_reader ? array_reader->next(record) : line_reader->next(record);
+    *number = array_reader ? array_reader->line_number() : line_reader->line_number();
+    return status;
+  };
+  auto read_error = [&] {
+    std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
+                 array_reader ? array_reader->error_text().c_str()
+                              : std::strerror(line_reader->error_number()));
+    exit_code = kExitUsage;
+  };
+  if (pool != nullptr) {
+    const size_t max_line = array_reader ? array_reader->max_line() : line_reader->max_line();
+    // kError: every record before the error was judged (kLine: the judge stopped the run).
+    if (pool->run(next_record, max_line, judge_block) == LineReader::Status::kError) {
+      if (!audit_failed && out.ok() && commit_block()) flush_out();
+      read_error();
+    }
+  }
+  while (pool == nullptr) {
     const LineReader::Status status =
         array_reader ? array_reader->next(&line) : line_reader->next(&line);
     if (status == LineReader::Status::kEnd) break;
     if (status == LineReader::Status::kError) {
       if (emit_all() && commit_block()) flush_out();
-      std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
-                   array_reader ? array_reader->error_text().c_str()
-                                : std::strerror(line_reader->error_number()));
-      exit_code = kExitUsage;
+      read_error();
       break;
     }
     gate::Batch& batch = batches[current];
@@ -633,13 +748,20 @@ Runner setup_decide(CLI::App& sub) {
                      "claims are committed together before its lines are printed, so smaller "
                      "blocks print sooner on a live stream and larger ones claim faster")
           ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  CLI::Option* threads = sub.add_option(
+      "--threads", o->threads,
+      "Read and decide records on N threads (1 to " + std::to_string(gate::ReadPool::kMaxThreads) +
+          ", or auto: one per online CPU; default 1); "
+          "the dump rules, ledger claims, audit and output stay in input order on one thread, so "
+          "the output is the same bytes for every N");
   sub.add_flag("--dry-run", o->dry_run,
                "With --ledger: look keys up, claim nothing (a would-be replay says "
                "\"claimed\": false)");
   add_audit_sign_options(sub, &o->audit_sign);
   add_trust_options(sub, &o->trust, /*acting=*/true);
   return [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias,
-          scope, block] {
+          scope, block, threads] {
+    o->threads_set = threads->count() > 0;
     o->ledger_scope_set = scope->count() > 0;
     o->ledger_block_set = block->count() > 0;
     o->format.input_format_set = input_format->count() > 0;
