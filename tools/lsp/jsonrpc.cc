@@ -68,7 +68,8 @@ ParsedMessage parse_message(std::string_view body) {
   message.method = method->get<std::string>();
   if (id_at != value.end()) message.id = id;
   const auto params = value.find("params");
-  if (params != value.end()) {
+  // `"params": null` is read as no params: clients send it for shutdown and exit.
+  if (params != value.end() && !params->is_null()) {
     if (!params->is_object() && !params->is_array()) {
       return failure(kInvalidRequest, "'params' must be an object or an array", id);
     }

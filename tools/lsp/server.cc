@@ -380,8 +380,9 @@ Json Server::formatting(const Json& params) {
 }
 
 Json Server::hover(const Json& params) {
+  const Position position = position_of(params);
   Document& document = document_of(params);
-  const size_t offset = document.lines->offset_of(position_of(params), encoding_);
+  const size_t offset = document.lines->offset_of(position, encoding_);
   const std::optional<HoverText> text = hover_at(document.model, offset);
   if (!text) return nullptr;
   std::string value;
@@ -401,8 +402,9 @@ Json Server::hover(const Json& params) {
 }
 
 Json Server::definition(const Json& params) {
+  const Position position = position_of(params);
   Document& document = document_of(params);
-  const size_t offset = document.lines->offset_of(position_of(params), encoding_);
+  const size_t offset = document.lines->offset_of(position, encoding_);
   const Occurrence* occurrence = occurrence_at(document.model, offset);
   if (occurrence == nullptr) return nullptr;
   const Occurrence* definition = definition_of(document.model, *occurrence);
@@ -413,8 +415,9 @@ Json Server::definition(const Json& params) {
 }
 
 Json Server::references(const Json& params) {
+  const Position position = position_of(params);
   Document& document = document_of(params);
-  const size_t offset = document.lines->offset_of(position_of(params), encoding_);
+  const size_t offset = document.lines->offset_of(position, encoding_);
   bool include_declaration = false;
   if (params.contains("context")) {
     const Json& context = params["context"];
