@@ -102,6 +102,20 @@ class Indexer {
   }
   void use(NameKind kind, const ast::Name& name) { add(kind, name, false); }
 
+  // The outline entry of a declaration (an input, verb or constant): its name is its definition.
+  Symbol declared(NameKind kind, const ast::Name& name, SymbolKind symbol_kind,
+                  std::string detail) {
+    add(kind, name, true);
+    Symbol symbol;
+    symbol.name = name.text;
+    symbol.kind = symbol_kind;
+    symbol.selection = name.span;
+    symbol.detail = std::move(detail);
+    return symbol;
+  }
+
+  void finish(Symbol symbol, const Extent& extent) { finish(std::move(symbol), extent); }
+
   // A bare literal in an int position that is not a number names a constant (check.cc).
   void maybe_constant(const ast::Literal& literal, const std::string& field) {
     if (literal.kind != ast::Literal::Kind::kBare) return;
@@ -131,14 +145,10 @@ class Indexer {
   }
 
   void index_input(const ast::Input& input) {
-    add(NameKind::kInput, input.name, true);
-    Symbol symbol;
-    symbol.name = input.name.text;
-    symbol.kind = SymbolKind::kVariable;
-    symbol.selection = input.name.span;
     const std::string type = input.type ? input.type->text : "?";
     const bool optional = input.optional_flag && input.optional_flag->bare("true");
-    symbol.detail = (optional ? "optional " : "") + type;
+    Symbol symbol = declared(NameKind::kInput, input.name, SymbolKind::kVariable,
+                             (optional ? "optional " : "") + type);
     symbol.hover.signature = "input " + input.name.text + ": " + symbol.detail;
     std::vector<std::string> facts;
     if (input.min) facts.push_back("min " + input.min->text);
@@ -186,41 +196,30 @@ class Indexer {
         }
       }
     }
-    extent.set(&symbol);
-    model_->symbols.push_back(std::move(symbol));
+    finish(std::move(symbol), extent);
   }
 
   void index_verb(const ast::Verb& verb) {
-    add(NameKind::kVerb, verb.name, true);
-    Symbol symbol;
-    symbol.name = verb.name.text;
-    symbol.kind = SymbolKind::kEvent;
-    symbol.selection = verb.name.span;
-    symbol.detail = "effect " + (verb.effect ? verb.effect->text : std::string("?"));
+    Symbol symbol = declared(NameKind::kVerb, verb.name, SymbolKind::kEvent,
+                             "effect " + (verb.effect ? verb.effect->text : std::string("?")));
     symbol.hover = {"verb " + verb.name.text + ": " + symbol.detail, text_of(verb.description)};
     Extent extent;
     extent.add(verb.span);
     extent.add(verb.name.span);
     extent.add(verb.effect);
     extent.add(verb.description);
-    extent.set(&symbol);
-    model_->symbols.push_back(std::move(symbol));
+    finish(std::move(symbol), extent);
   }
 
   void index_constant(const ast::Constant& constant) {
-    add(NameKind::kConstant, constant.name, true);
-    Symbol symbol;
-    symbol.name = constant.name.text;
-    symbol.kind = SymbolKind::kConstant;
-    symbol.selection = constant.name.span;
-    symbol.detail = "= " + constant.value.text;
+    Symbol symbol = declared(NameKind::kConstant, constant.name, SymbolKind::kConstant,
+                             "= " + constant.value.text);
     symbol.hover = {"const " + constant.name.text + " = " + constant.value.text, ""};
     Extent extent;
     extent.add(constant.span);
     extent.add(constant.name.span);
     extent.add(constant.value.span);
-    extent.set(&symbol);
-    model_->symbols.push_back(std::move(symbol));
+    finish(std::move(symbol), extent);
   }
 
   void index_guard(const ast::Guard& guard) {
@@ -237,8 +236,7 @@ class Indexer {
     if (guard.verb) use(NameKind::kVerb, *guard.verb);
     extent.add(guard.verb);
     extent.add(guard.reason);
-    extent.set(&symbol);
-    model_->symbols.push_back(std::move(symbol));
+    finish(std::move(symbol), extent);
   }
 
   void index_table(const ast::Table& table) {
@@ -272,8 +270,7 @@ class Indexer {
         symbol.children.push_back(std::move(child));
       }
     }
-    extent.set(&symbol);
-    model_->symbols.push_back(std::move(symbol));
+    finish(std::move(symbol), extent);
   }
 
   Symbol row_symbol(const ast::Table& table, const ast::Row& row,
@@ -332,8 +329,7 @@ class Indexer {
       extent.add(operand.span);
     }
     extent.add(invariant.reason);
-    extent.set(&symbol);
-    model_->symbols.push_back(std::move(symbol));
+    finish(std::move(symbol), extent);
   }
 
   const ast::Policy& policy_;

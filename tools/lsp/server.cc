@@ -71,6 +71,14 @@ int hex(char c) {
   return -1;
 }
 
+// The extension of `path`, lower case, as the compiler picks its front-end by it (compile.h).
+std::string extension_of(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return extension;
+}
+
 // The path a document is compiled as: a file URI's path, percent-decoded; anything else as it is.
 // The extension picks the front-end, as for lint; a name without a policy extension takes one from
 // the client's language id ("yaml", "policy"), so an unsaved buffer is still read.
@@ -89,21 +97,14 @@ std::string path_of(const std::string& uri, const std::string& language) {
     }
     path = decoded;
   }
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string extension = extension_of(path);
   if (extension == ".policy" || extension == ".yaml" || extension == ".yml") return path;
   if (language == "yaml") return path + ".yaml";
   if (language == "policy" || language == "replaygate") return path + ".policy";
   return path;
 }
 
-bool is_policy_language(const std::string& path) {
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return extension == ".policy";
-}
+bool is_policy_language(const std::string& path) { return extension_of(path) == ".policy"; }
 
 // Markdown's special characters escaped, so a reason is shown as written.
 std::string markdown_text(std::string_view text) {
