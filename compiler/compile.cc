@@ -68,7 +68,9 @@ std::string hex_digest(std::string_view bytes) {
   return out;
 }
 
-LoadedPolicy load_policy_text(std::string_view text, const std::string& path) {
+LoadedPolicy load_policy_text(std::string_view text, const std::string& path,
+                              std::optional<ast::Policy>* syntax) {
+  if (syntax != nullptr) syntax->reset();
   LoadedPolicy out;
   out.source_text = std::string(text);
   const std::string extension = lowercase_extension(path);
@@ -111,7 +113,10 @@ LoadedPolicy load_policy_text(std::string_view text, const std::string& path) {
       dsl::ParseResult parsed = dsl::parse(text, path);
       const bool ok = parsed.ok();
       append(out.diagnostics, std::move(parsed.diagnostics));
-      if (ok) check_and_analyze(parsed.policy);
+      if (ok) {
+        check_and_analyze(parsed.policy);
+        if (syntax != nullptr) *syntax = std::move(parsed.policy);
+      }
       sort_diagnostics(out.diagnostics);
       return out;
     }
@@ -127,10 +132,14 @@ LoadedPolicy load_policy_text(std::string_view text, const std::string& path) {
       const bool has_root = std::none_of(ast->diagnostics.begin(), ast->diagnostics.end(),
                                          [](const Diagnostic& d) { return d.code == "RG100"; });
       append(out.diagnostics, std::move(ast->diagnostics));
-      if (has_root) check_and_analyze(ast->policy);
+      if (has_root) {
+        check_and_analyze(ast->policy);
+        if (syntax != nullptr) *syntax = std::move(ast->policy);
+      }
     }
   } catch (const std::exception& e) {
     out.policy.reset();
+    if (syntax != nullptr) syntax->reset();
     out.diagnostics.push_back(Diagnostic{Severity::kError,
                                          "RG099",
                                          std::string("internal error while compiling: ") + e.what(),

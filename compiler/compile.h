@@ -17,6 +17,10 @@
 
 namespace replaygate {
 
+namespace ast {
+struct Policy;
+}
+
 struct LoadedPolicy {
   std::optional<ir::CheckedPolicy> policy;  // set when there is no error-severity diagnostic
   std::vector<Diagnostic> diagnostics;      // errors, warnings and infos, sorted
@@ -33,7 +37,11 @@ std::string hex_digest(std::string_view bytes);
 
 // Reads and compiles `path`. Never throws.
 LoadedPolicy load_policy_file(const std::string& path);
-// Compiles `text` as if read from `path` (the extension picks the front-end).
-LoadedPolicy load_policy_text(std::string_view text, const std::string& path);
+// Compiles `text` as if read from `path` (the extension picks the front-end). When `syntax` is
+// given, it also gets the front-end's AST (compiler/syntax/ast.h: names with their spans, for the
+// language server's definitions, references and outline) whenever the syntax was good enough to
+// check, whatever the checker then found; else it is reset.
+LoadedPolicy load_policy_text(std::string_view text, const std::string& path,
+                              std::optional<ast::Policy>* syntax = nullptr);
 
 }  // namespace replaygate

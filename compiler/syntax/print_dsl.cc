@@ -540,4 +540,17 @@ FormatResult format_dsl(std::string_view text, std::string_view path) {
   return result;
 }
 
+FormatResult format_dsl_checked(std::string_view text, std::string_view path) {
+  FormatResult formatted = format_dsl(text, path);
+  if (!formatted.text) return formatted;
+  const FormatResult reparsed = format_dsl(*formatted.text, path);
+  if (reparsed.text && *reparsed.text == *formatted.text) return formatted;
+  formatted.unstable =
+      !reparsed.text && !reparsed.diagnostics.empty()
+          ? reparsed.diagnostics.front().code + ": " + reparsed.diagnostics.front().message
+          : "it is not stable under a second fmt";
+  formatted.text.reset();
+  return formatted;
+}
+
 }  // namespace replaygate

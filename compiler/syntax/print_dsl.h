@@ -39,7 +39,15 @@ ast::Policy to_ast(const ir::Policy& policy);
 struct FormatResult {
   std::optional<std::string> text;
   std::vector<Diagnostic> diagnostics;
+  std::string unstable;  // format_dsl_checked() only: why a canonical form was refused
 };
 FormatResult format_dsl(std::string_view text, std::string_view path);
+
+// format_dsl() for callers that hand the canonical form on in place of the file (`fmt --write`,
+// the language server's formatting): the canonical form is also parsed back, and refused (`text`
+// unset, `diagnostics` empty, `unstable` says why, e.g. "RG015: ...") when it would not read back
+// or would change under a second format, e.g. a list printed on one line longer than the
+// front-end's line limit. A refused form must never replace the file.
+FormatResult format_dsl_checked(std::string_view text, std::string_view path);
 
 }  // namespace replaygate

@@ -45,6 +45,7 @@ constexpr Command kCommands[] = {
     {"gate", "Run the live gate on a broker's dead-letter queue (rabbitmq)", setup_gate},
     {"propose", "Write a proposal of the unknown key groups in dead-letter dumps", setup_propose},
     {"proposal", "Check a proposal against a policy, or compare two proposals", setup_proposal},
+    {"lsp", "Run the language server for policies on stdin/stdout (docs/editors.md)", setup_lsp},
 };
 
 int usage_error(const std::string& message, const std::string& command) {

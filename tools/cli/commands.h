@@ -48,6 +48,7 @@ Runner setup_trust(CLI::App& sub);     // tools/cli/sign_cmd.cc
 Runner setup_gate(CLI::App& sub);      // tools/cli/gate_cmd.cc
 Runner setup_propose(CLI::App& sub);   // tools/cli/propose.cc
 Runner setup_proposal(CLI::App& sub);  // tools/cli/proposal_cmd.cc
+Runner setup_lsp(CLI::App& sub);       // tools/cli/lsp.cc
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);

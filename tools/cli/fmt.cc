@@ -74,26 +74,21 @@ int run_fmt(const FmtOptions& options) {
       worst(kExitUsage);
       continue;
     }
-    const FormatResult formatted = format_dsl(text, path);
-    if (!formatted.text) {
+    const FormatResult formatted = format_dsl_checked(text, path);
+    if (!formatted.text && formatted.unstable.empty()) {
       report_diagnostics(formatted.diagnostics, text, DiagnosticFormat::kText);
       worst(kExitFindings);
       continue;
     }
     // Never hand on (or write) a canonical form that would not parse back, e.g. a list printed on
     // one line longer than the front-end's line limit (RG015).
-    const FormatResult reparsed = format_dsl(*formatted.text, path);
-    if (!reparsed.text || *reparsed.text != *formatted.text) {
-      const std::string why =
-          !reparsed.text && !reparsed.diagnostics.empty()
-              ? reparsed.diagnostics.front().code + ": " + reparsed.diagnostics.front().message
-              : "it is not stable under a second fmt";
+    if (!formatted.text) {
       std::fprintf(stderr,
                    "replaygate: error: %s: the canonical form of this file would not read back "
                    "(%s); the file is left unchanged\n"
                    "      = hint: split the long item (for example a long 'in (...)' list into a "
                    "table, or several rules)\n",
-                   path.c_str(), why.c_str());
+                   path.c_str(), formatted.unstable.c_str());
       worst(kExitFindings);
       continue;
     }
