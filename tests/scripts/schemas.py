@@ -260,14 +260,12 @@ def validate(source, replaygate, ajv, work):
             args += ["-d", output]
         code, out = run_ajv(ajv, args)
         if code != 0:
-            names = {output: relative for relative, output in files}
-            for line in out.splitlines():
-                if "invalid" in line or " must " in line:
-                    for output, relative in names.items():
-                        line = line.replace(output, relative + " (exported)")
-                    problem(f"{os.path.relpath(schema, source)}: {line}")
-            if not problems:
-                problem(f"ajv validate {kind} exited {code}:\n{out}")
+            # ajv names each data file "valid" or "invalid", then the errors: name the source.
+            for relative, output in files:
+                out = out.replace(output, f"{relative} (as exported to {output})")
+            lines = [line for line in out.splitlines() if not line.endswith(" valid")]
+            problem(f"{os.path.relpath(schema, source)}: ajv validate exited {code}:\n" +
+                    "\n".join(lines))
     if not problems:
         print(f"schemas: valid exports: {len(exported['policy'])} policies, "
               f"{len(exported['cases'])} case files, {len(exported['mapping'])} mapping files, "

@@ -125,7 +125,7 @@ int export_mapping(const ConvertOptions& options) {
   }
   report_diagnostics(mapping.diagnostics, mapping.source_text, DiagnosticFormat::kText);
   if (has_errors(mapping.diagnostics)) return kExitFindings;
-  return write_json(mapping_json(mapping.mapping, *table), options.output, "the exported mapping");
+  return write_json(mapping_json(mapping.mapping), options.output, "the exported mapping");
 }
 
 // "t.yaml:14:9": where `span` is in the input (the path alone when the position is unknown).
@@ -423,6 +423,13 @@ int run_convert(const ConvertOptions& options) {
                    "replaygate: error: the output '%s' must end in .policy, .yaml, .yml or "
                    ".json\n",
                    options.output.c_str());
+      return kExitUsage;
+    }
+    if (kind != "policy" && by_extension != "json") {
+      std::fprintf(stderr,
+                   "replaygate: error: --kind %s writes JSON: the output '%s' must end in "
+                   ".json\n",
+                   kind.c_str(), options.output.c_str());
       return kExitUsage;
     }
     if (!to.empty() && to != by_extension) {

@@ -64,11 +64,11 @@ Json when_json(const ir::Policy& p, const std::vector<ir::Condition>& conditions
         matcher = operand_json(c);
         continue;
       }
-      const bool keyword_text = c.constant.empty() && c.values.size() == 1 &&
-                                c.values[0].kind == ir::Value::Kind::kString &&
-                                (c.values[0].str == "absent" || c.values[0].str == "present");
+      // A string "absent" or "present" (or a constant so named) would read as the keyword.
+      Json operand = operand_json(c);
+      const bool keyword_text = operand == "absent" || operand == "present";
       if (c.op == ir::Op::kEq && !keyword_text) {
-        matcher = operand_json(c);
+        matcher = std::move(operand);
         continue;
       }
     }
@@ -166,7 +166,8 @@ Json invariant_json(const ir::Policy& policy, const ir::Invariant& n) {
 }
 
 // A YAML node as a JSON letter carries it (letter_value()), element by element in a list or a
-// mapping: what a case input that is invalid on purpose (a list, an int beyond int64) holds.
+// mapping: what a case input that is invalid on purpose (a list, an int beyond int64) holds. The
+// recursion is bounded: the strict reader refuses nesting deeper than yaml::kMaxDepth (RG005).
 Json letter_json(const yaml::Node& node) {
   if (node.is_sequence()) {
     Json list = Json::array();
@@ -326,7 +327,7 @@ nlohmann::ordered_json cases_json(const CaseFile& file, const Table& table) {
   return out;
 }
 
-nlohmann::ordered_json mapping_json(const inputs::Mapping& mapping, const Table& table) {
+nlohmann::ordered_json mapping_json(const inputs::Mapping& mapping) {
   Json out;
   out["format"] = mapping.format;
   if (mapping.description) out["description"] = *mapping.description;

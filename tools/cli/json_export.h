@@ -33,7 +33,7 @@ nlohmann::ordered_json policy_json(const ir::Policy& policy);
 nlohmann::ordered_json cases_json(const CaseFile& file, const Table& table);
 
 // A mapping file read without errors (load_mapping_file()) as a document of its own shape
-// (schemas/mapping.schema.json); `table` is the table it was read against.
-nlohmann::ordered_json mapping_json(const inputs::Mapping& mapping, const Table& table);
+// (schemas/mapping.schema.json); its values are typed by the inputs' types it was read with.
+nlohmann::ordered_json mapping_json(const inputs::Mapping& mapping);
 
 }  // namespace replaygate::cli
