@@ -12,6 +12,7 @@
 
 #include "common/names.h"
 #include "compiler/key_text.h"
+#include "compiler/syntax/policy_keys.h"
 #include "runtime/checked_codes.h"
 
 namespace replaygate {
@@ -19,16 +20,11 @@ namespace {
 
 using ast::Literal;
 
-const std::vector<std::string> kTypes = {"string", "int", "bool", "enum"};
-const std::vector<std::string> kEffects = {"none", "read", "copy", "create"};
+// The words each place accepts (compiler/syntax/policy_keys.h, which the schema test reads).
+using policy_keys::kEffects;
+using policy_keys::kTypes;
 // The operators a condition spells with `op:` (absent and present are whole matchers).
-const std::vector<std::string> kOps = [] {
-  std::vector<std::string> ops;
-  for (uint32_t op = 0; op <= static_cast<uint32_t>(ir::Op::kGe); ++op) {
-    ops.push_back(op_code_name(op));
-  }
-  return ops;
-}();
+const std::vector<std::string>& kOps = policy_keys::kConditionOps;
 constexpr size_t kMaxTableKeys = 8;
 constexpr size_t kMaxInputs = 1024;  // runtime/table_format.h kMaxFields
 constexpr const char* kDefaultReason = "no rule matched";
@@ -384,7 +380,7 @@ class Checker {
       }
     }
     if (input.source) {
-      static const std::vector<std::string> kSources = {"letter", "operator", "record"};
+      const std::vector<std::string>& kSources = policy_keys::kSources;
       const std::string how = std::string("write '") + pick("source: operator", "source operator") +
                               "' (only an operator sets it), '" +
                               pick("source: record", "source record") +
@@ -449,7 +445,7 @@ class Checker {
   // le, gt, ge; two operands naming required int inputs declared before the derived one, so a
   // derivation never depends on another derivation or on an absent value.
   void derivations(const std::vector<ast::Input>& inputs, ir::Policy& p) {
-    static const std::vector<std::string> kDerivationOps = {"eq", "ne", "lt", "le", "gt", "ge"};
+    const std::vector<std::string>& kDerivationOps = policy_keys::kDerivedOps;
     for (uint32_t i = 0; i < inputs.size() && i < p.fields.size(); ++i) {
       if (!inputs[i].derived) continue;
       const ast::Derivation& d = *inputs[i].derived;
@@ -630,7 +626,7 @@ class Checker {
           r.kind = ir::ClassifyRow::Kind::kRange;
         } else {
           error("RG152", "unknown classifier matcher " + quote(kind), row.kind->span,
-                did_you_mean(kind, {"in", "prefix", "range"}));
+                did_you_mean(kind, policy_keys::kClassifyMatchers));
           ok = false;
           continue;
         }
@@ -785,8 +781,7 @@ class Checker {
         {"verb_not_in", ir::InvariantOp::kVerbNotIn},
         {"effect_at_most", ir::InvariantOp::kEffectAtMost},
         {"effect_not", ir::InvariantOp::kEffectNot}};
-    static const std::vector<std::string> kRequireNames = {"verb_in", "verb_not_in",
-                                                           "effect_at_most", "effect_not"};
+    const std::vector<std::string>& kRequireNames = policy_keys::kRequire;
     const auto it = kRequireOps.find(op.text);
     if (it == kRequireOps.end()) {
       error("RG130", "unknown requirement " + quote(op.text) + " in " + label, op.span,

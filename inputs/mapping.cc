@@ -64,6 +64,18 @@ class Checker {
     }
   }
 
+  // The `description:` of mapping `node`: text for people, never read, but text, so that what a
+  // schema-aware editor says of the file is what this reader says.
+  std::optional<std::string> description(const yaml::Node& node, const std::string& where) {
+    const yaml::Node* text = node.find("description");
+    if (text == nullptr) return std::nullopt;
+    if (!text->is_scalar()) {
+      error(*text, "RG301", "the description of " + where + " must be text");
+      return std::nullopt;
+    }
+    return text->scalar;
+  }
+
   static std::string join(const std::vector<std::string>& words) {
     std::string out;
     for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
@@ -76,8 +88,8 @@ class Checker {
     bool ok = true;
     for (const auto& [key, value] : node.entries) {
       const std::string& k = key.scalar;
-      if (k != "header" && k != "payload" && k != "record" && k != "constant" &&
-          k != "queue_attribute") {
+      if (std::find(kMappingSourceKeys.begin(), kMappingSourceKeys.end(), k) ==
+          kMappingSourceKeys.end()) {
         continue;
       }
       ++found;
@@ -109,8 +121,7 @@ class Checker {
         }
       } else {
         source->kind = SourceKind::kRecord;
-        static const std::vector<std::string> kParts = {
-            "topic", "partition", "offset", "key", "timestamp", "coordinates", "delivery-count"};
+        const std::vector<std::string>& kParts = kRecordPartNames;
         const auto it = std::find(kParts.begin(), kParts.end(), value.scalar);
         if (it == kParts.end()) {
           const std::string suggestion = closest_match(value.scalar, kParts);
@@ -130,8 +141,7 @@ class Checker {
       return false;
     }
     if (const yaml::Node* decode = node.find("decode")) {
-      static const std::vector<std::string> kDecodings = {"utf8", "be-int", "decimal", "base64",
-                                                          "json"};
+      const std::vector<std::string>& kDecodings = kDecodingNames;
       const auto it = decode->is_scalar()
                           ? std::find(kDecodings.begin(), kDecodings.end(), decode->scalar)
                           : kDecodings.end();
@@ -148,9 +158,11 @@ class Checker {
       }
     }
     if (const yaml::Node* occurrence = node.find("occurrence")) {
-      if (!occurrence->is_scalar() ||
-          (occurrence->scalar != "first" && occurrence->scalar != "last" &&
-           occurrence->scalar != "count")) {
+      const auto word =
+          occurrence->is_scalar()
+              ? std::find(kOccurrenceNames.begin(), kOccurrenceNames.end(), occurrence->scalar)
+              : kOccurrenceNames.end();
+      if (word == kOccurrenceNames.end()) {
         error(*occurrence, "RG304", "occurrence of " + what + " must be first, last or count",
               "last: the newest of a header the producer appends (Spring); first: where a "
               "framework prepends; count: how many times it occurs; leave it out to refuse a "
@@ -160,9 +172,7 @@ class Checker {
         error(*occurrence, "RG304", "occurrence applies only to a header source");
         ok = false;
       } else {
-        source->occurrence = occurrence->scalar == "first"  ? Occurrence::kFirst
-                             : occurrence->scalar == "last" ? Occurrence::kLast
-                                                            : Occurrence::kCount;
+        source->occurrence = static_cast<Occurrence>(1 + (word - kOccurrenceNames.begin()));
       }
     }
     // Spring Kafka writes these headers as big-endian binary: read as text, a lone byte 0x33
@@ -361,15 +371,13 @@ class Checker {
             "e.g. " + name + ": {header: NAME}");
       return;
     }
-    check_keys(body,
-               {"header", "payload", "record", "constant", "queue_attribute", "decode",
-                "occurrence", "map", "default", "optional", "type", "acknowledge", "description"},
-               "the mapping of input '" + name + "'");
+    check_keys(body, kMappingInputKeys, "the mapping of input '" + name + "'");
     const FieldInfo info = table_.field(field);
     FieldMapping out;
     out.input = name;
     out.field = field;
     out.type = info.type;
+    out.description = description(body, "the mapping of input '" + name + "'");
     if (!read_source(body, "input '" + name + "'", &out.source)) return;
     if (out.source.kind == SourceKind::kConstant && body.find("map") == nullptr) {
       // Every record would be invalid for it: say so once, here.
@@ -448,7 +456,7 @@ class Checker {
             std::string("e.g. ") + name + ": {record: coordinates}");
       return;
     }
-    check_keys(node, {"header", "payload", "record", "decode", "occurrence"}, name);
+    check_keys(node, kMappingMetadataKeys, name);
     ValueSource source;
     if (read_source(node, name, &source)) *out = source;
   }
@@ -458,10 +466,12 @@ class Checker {
       error(root, "RG301", "a mapping file must be a YAML mapping with an inputs: section");
       return;
     }
-    check_keys(root,
-               {"format", "description", "queue_attributes", "message_id", "body_hash", "inputs"},
-               "the mapping file");
-    if (const yaml::Node* node = root.find("queue_attributes")) read_queue_attributes(*node);
+    check_keys(root, kMappingFileKeys, "the mapping file");
+    mapping->description = description(root, "the mapping file");
+    if (const yaml::Node* node = root.find("queue_attributes")) {
+      read_queue_attributes(*node);
+      if (node->is_scalar()) mapping->queue_attributes = node->scalar;
+    }
     if (const yaml::Node* format = root.find("format")) {
       if (!format->is_scalar() || !is_mapping_format(format->scalar)) {
         error(*format, "RG301", "unsupported format", "one of: " + mapping_format_names());

@@ -82,6 +82,29 @@ struct ValueSource {
   std::string describe() const;
 };
 
+// The keys each mapping of a mapping file accepts (the file, one input, message_id / body_hash)
+// and the words of its values. The reader accepts exactly these; tests/tools/schema_keys_test.cc
+// checks schemas/mapping.schema.json against them.
+inline const std::vector<std::string> kMappingFileKeys = {
+    "format", "description", "queue_attributes", "message_id", "body_hash", "inputs"};
+inline const std::vector<std::string> kMappingInputKeys = {
+    "header", "payload", "record",   "constant", "queue_attribute", "decode",     "occurrence",
+    "map",    "default", "optional", "type",     "acknowledge",     "description"};
+inline const std::vector<std::string> kMappingMetadataKeys = {"header", "payload", "record",
+                                                              "decode", "occurrence"};
+// The source keys: an input has exactly one of these (message_id and body_hash one of the first
+// three).
+inline const std::vector<std::string> kMappingSourceKeys = {"header", "payload", "record",
+                                                            "constant", "queue_attribute"};
+// `record:` parts, in RecordPart order.
+inline const std::vector<std::string> kRecordPartNames = {
+    "topic", "partition", "offset", "key", "timestamp", "coordinates", "delivery-count"};
+// `decode:` words, in Decoding order after kText (which has no word: it is the default).
+inline const std::vector<std::string> kDecodingNames = {"utf8", "be-int", "decimal", "base64",
+                                                        "json"};
+// `occurrence:` words, in Occurrence order after kOnly (the default).
+inline const std::vector<std::string> kOccurrenceNames = {"first", "last", "count"};
+
 // The value of `acknowledge:` that accepts a default that opens a create verb (RG309).
 inline constexpr const char* kAcknowledgeOpensCreate = "default-opens-create";
 
@@ -98,6 +121,7 @@ struct FieldMapping {
   // `acknowledge: default-opens-create`: the default may open a create verb, and that was reviewed.
   bool acknowledged = false;
   Span acknowledge_span;
+  std::optional<std::string> description;  // for people; never read
 };
 
 struct Mapping {
@@ -108,6 +132,8 @@ struct Mapping {
   std::optional<ValueSource> body_hash;
   std::vector<FieldMapping> fields;  // in the table's field order
   bool uses_payload = false;
+  std::optional<std::string> description;       // for people; never read
+  std::optional<std::string> queue_attributes;  // the file as written (relative to the mapping)
 };
 
 struct LoadedMapping {

@@ -3,7 +3,8 @@
 # Environment: RG_BUILD_DIR, RG_BUILD_TYPE (RelWithDebInfo), RG_SANITIZE=1 (ASan+UBSan), RG_WERROR=1,
 # RG_BUILD_TARGETS (default all), RG_FUZZ=1 (the libFuzzer tree with clang-14: tools/fuzz.sh),
 # RG_LINE_TABLES=1 (debug info as line tables only, -g1: about a third less compile and link time;
-# stack traces keep file:line), RG_BENCHMARKS=0 (leave out tools/bench).
+# stack traces keep file:line), RG_BENCHMARKS=0 (leave out tools/bench). With the default targets
+# it also installs the JSON Schema validator of the `schema` tests (npm ci in tools/schema).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,13 @@ packages=(cmake g++ make ninja-build pkg-config libyaml-cpp-dev tao-pegtl-dev li
   libsodium-dev rabbitmq-server librabbitmq-dev neovim)
 # The fuzz tree (tests/fuzz, docs/fuzzing.md) needs clang and its libFuzzer runtime.
 if [ "${RG_FUZZ:-0}" = 1 ]; then packages+=(clang-14 libclang-rt-14-dev); fi
+# A build with the tests (the default target list) also gets the JSON Schema validator of the
+# `schema` tests (below); npm comes with the machine's Node.js, else with Debian's npm.
+schema_tools=0
+if [ "${RG_BUILD_TARGETS:-all}" = all ] && [ "${RG_FUZZ:-0}" != 1 ]; then
+  schema_tools=1
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,6 +34,15 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ajv-cli (npm), the validator the `schema` tests run (tests/scripts/schemas.py): the versions
+# tools/schema/package-lock.json pins, into tools/schema/node_modules (git-ignored), once per lock.
+if [ "$schema_tools" = 1 ] &&
+  ! cmp -s tools/schema/package-lock.json tools/schema/node_modules/.rg-installed-lock; then
+  echo "setup: installing the schema validator (npm ci in tools/schema)" >&2
+  npm ci --prefix tools/schema --no-audit --no-fund --loglevel=error >&2
+  cp tools/schema/package-lock.json tools/schema/node_modules/.rg-installed-lock
 fi
 
 build_dir=${RG_BUILD_DIR:-build}

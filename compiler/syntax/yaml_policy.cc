@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "compiler/syntax/policy_keys.h"
+
 namespace replaygate::yaml {
 namespace {
 
@@ -40,9 +42,6 @@ class AstBuilder {
             root.span, "start with 'policy: NAME' and 'revision: 1' (see docs/policy-language.md)");
       return policy;
     }
-    static const std::vector<std::string> kTopKeys = {
-        "policy",         "revision",  "description", "inputs",    "verbs",     "default",
-        "default_reason", "constants", "rules",       "sensitive", "invariants"};
     for (const auto& [key, value] : root.entries) {
       const std::string& k = key.scalar;
       if (k == "policy") {
@@ -69,7 +68,7 @@ class AstBuilder {
       } else if (k == "invariants") {
         policy.invariants = invariants(key, value);
       } else {
-        unknown_key(key, "top-level key", kTopKeys);
+        unknown_key(key, "top-level key", policy_keys::kTop);
       }
     }
     return policy;
@@ -176,18 +175,6 @@ class AstBuilder {
   std::optional<std::vector<ast::Input>> inputs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'inputs'");
     if (list == nullptr) return std::vector<ast::Input>{};
-    static const std::vector<std::string> kProps = {"type",
-                                                    "optional",
-                                                    "empty_means_absent",
-                                                    "min",
-                                                    "max",
-                                                    "values",
-                                                    "domain",
-                                                    "description",
-                                                    "derived",
-                                                    "source",
-                                                    "idempotency_key",
-                                                    "classify"};
     std::vector<ast::Input> out;
     for (const auto& [name, props] : *list) {
       ast::Input input;
@@ -231,7 +218,7 @@ class AstBuilder {
             input.source = name_value(prop_value, prop, "source");
           }
         } else {
-          unknown_key(prop, "input property", kProps);
+          unknown_key(prop, "input property", policy_keys::kInput);
         }
       }
       out.push_back(std::move(input));
@@ -280,7 +267,6 @@ class AstBuilder {
   std::optional<ast::Classifier> classifier(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'classify'");
     if (list == nullptr) return std::nullopt;
-    static const std::vector<std::string> kProps = {"from", "rows", "fallback"};
     ast::Classifier c;
     c.span = key.span;
     for (const auto& [prop, prop_value] : *list) {
@@ -298,7 +284,7 @@ class AstBuilder {
           if (auto r = classify_row(row)) c.rows.push_back(std::move(*r));
         }
       } else {
-        unknown_key(prop, "classify property", kProps);
+        unknown_key(prop, "classify property", policy_keys::kClassify);
       }
     }
     return c;
@@ -315,7 +301,6 @@ class AstBuilder {
             row.span);
       return std::nullopt;
     }
-    static const std::vector<std::string> kProps = {"class", "in", "prefix", "range"};
     ast::ClassifyRow r;
     r.span = row.span;
     for (const auto& [prop, prop_value] : row.entries) {
@@ -339,7 +324,7 @@ class AstBuilder {
           return std::nullopt;
         }
       } else {
-        unknown_key(prop, "classify row key", kProps);
+        unknown_key(prop, "classify row key", policy_keys::kClassifyRow);
       }
     }
     return r;
@@ -348,7 +333,6 @@ class AstBuilder {
   std::optional<std::vector<ast::Verb>> verbs(const Node& key, const Node& value) {
     const auto* list = entries(value, key, "'verbs'");
     if (list == nullptr) return std::vector<ast::Verb>{};
-    static const std::vector<std::string> kProps = {"effect", "description"};
     std::vector<ast::Verb> out;
     for (const auto& [name, props] : *list) {
       ast::Verb verb;
@@ -362,7 +346,7 @@ class AstBuilder {
           } else if (prop.scalar == "description") {
             verb.description = scalar(prop_value, prop, "description");
           } else {
-            unknown_key(prop, "verb property", kProps);
+            unknown_key(prop, "verb property", policy_keys::kVerb);
           }
         }
       }
@@ -431,7 +415,6 @@ class AstBuilder {
   }
 
   ast::Guard build_guard(const Node& item) {
-    static const std::vector<std::string> kKeys = {"guard", "when", "verb", "reason"};
     ast::Guard guard;
     for (const auto& [key, value] : item.entries) {
       const std::string& k = key.scalar;
@@ -446,7 +429,7 @@ class AstBuilder {
       } else if (k == "reason") {
         guard.reason = scalar(value, key, "reason");
       } else {
-        unknown_key(key, "guard key", kKeys);
+        unknown_key(key, "guard key", policy_keys::kGuard);
       }
     }
     return guard;
@@ -516,7 +499,6 @@ class AstBuilder {
       wrong_shape(value, key, "'invariants'", "a list of invariants");
       return out;
     }
-    static const std::vector<std::string> kKeys = {"invariant", "when", "require", "reason"};
     for (const Node& item : value.items) {
       if (!item.is_mapping()) {
         error("RG103",
@@ -546,7 +528,7 @@ class AstBuilder {
         } else if (k.scalar == "reason") {
           invariant.reason = scalar(v, k, "reason");
         } else {
-          unknown_key(k, "invariant key", kKeys);
+          unknown_key(k, "invariant key", policy_keys::kInvariant);
         }
       }
       out.push_back(std::move(invariant));
@@ -583,7 +565,6 @@ class AstBuilder {
   }
 
   ast::Table build_table(const Node& item) {
-    static const std::vector<std::string> kKeys = {"table", "keys", "rows"};
     ast::Table table;
     for (const auto& [key, value] : item.entries) {
       const std::string& k = key.scalar;
@@ -603,7 +584,7 @@ class AstBuilder {
         table.rows_span = key.span;
         table.rows = rows(key, value);
       } else {
-        unknown_key(key, "table key", kKeys);
+        unknown_key(key, "table key", policy_keys::kTable);
       }
     }
     return table;
@@ -615,7 +596,6 @@ class AstBuilder {
       wrong_shape(value, key, "'rows'", "a list of rows");
       return std::nullopt;
     }
-    static const std::vector<std::string> kRowKeys = {"keys", "verb", "id", "reason"};
     std::vector<ast::Row> out;
     for (const Node& item : value.items) {
       ast::Row row;
@@ -646,7 +626,7 @@ class AstBuilder {
           } else if (k == "reason") {
             row.reason = scalar(row_value, row_key_node, "reason");
           } else {
-            unknown_key(row_key_node, "row key", kRowKeys);
+            unknown_key(row_key_node, "row key", policy_keys::kRow);
           }
         }
         if (row.keys_span.line == 0) {

@@ -176,19 +176,19 @@ TEST_F(ShippedPolicy, SourceMapPointsAtTheDefinitions) {
   EXPECT_EQ(at(s.policy), "policy");
   ASSERT_EQ(s.fields.size(), 6u);
   EXPECT_EQ(at(s.fields[3]), "idempotency_key");
-  EXPECT_EQ(s.fields[0].line, 11u);
+  EXPECT_EQ(s.fields[0].line, 12u);
   EXPECT_EQ(s.fields[0].column, 3u);
   ASSERT_EQ(s.verbs.size(), 3u);
   EXPECT_EQ(at(s.verbs[1]), "replay_once");
   EXPECT_EQ(at(s.default_verb), "hold");
-  EXPECT_EQ(s.default_verb.line, 46u);
+  EXPECT_EQ(s.default_verb.line, 47u);
   ASSERT_EQ(s.constants.size(), 1u);
   EXPECT_EQ(at(s.constants[0]), "max_attempts");
   ASSERT_EQ(s.rules.size(), 5u);
   EXPECT_EQ(at(s.rules[0]), "guard");
-  EXPECT_EQ(s.rules[0].line, 53u);
+  EXPECT_EQ(s.rules[0].line, 54u);
   EXPECT_EQ(at(s.rules[4]), "table");
-  EXPECT_EQ(s.rules[4].line, 77u);
+  EXPECT_EQ(s.rules[4].line, 78u);
   ASSERT_EQ(s.conditions.size(), 5u);
   ASSERT_EQ(s.conditions[2].size(), 1u);
   EXPECT_EQ(at(s.conditions[2][0]), "ge");
@@ -197,18 +197,18 @@ TEST_F(ShippedPolicy, SourceMapPointsAtTheDefinitions) {
   ASSERT_EQ(s.rows.size(), 5u);
   EXPECT_TRUE(s.rows[0].empty());
   ASSERT_EQ(s.rows[4].size(), 9u);
-  EXPECT_EQ(s.rows[4][0].line, 80u);
-  EXPECT_EQ(s.rows[4][8].line, 96u);
+  EXPECT_EQ(s.rows[4][0].line, 81u);
+  EXPECT_EQ(s.rows[4][8].line, 97u);
   EXPECT_EQ(s.rows[4][0].column, 9u);
   ASSERT_EQ(s.invariants.size(), 4u);
   EXPECT_EQ(at(s.invariants[0]), "invariant");
-  EXPECT_EQ(s.invariants[0].line, 101u);
-  EXPECT_EQ(s.invariants[3].line, 116u);
+  EXPECT_EQ(s.invariants[0].line, 102u);
+  EXPECT_EQ(s.invariants[3].line, 117u);
   ASSERT_EQ(s.invariant_conditions.size(), 4u);
   ASSERT_EQ(s.invariant_conditions[0].size(), 1u);
   EXPECT_EQ(at(s.invariant_conditions[0][0]), "already_committed");
   EXPECT_EQ(at(s.invariant_conditions[2][0]), "ge");
-  EXPECT_EQ(s.invariant_conditions[2][0].line, 112u);
+  EXPECT_EQ(s.invariant_conditions[2][0].line, 113u);
   EXPECT_EQ(s.invariant_conditions[2][0].column, 23u);
 }
 

@@ -73,10 +73,10 @@ TEST(Regions, BrokenInvariantNamesTheRuleAndALetter) {
   const auto diagnostics = region_diagnostics(gate);
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics[0].code, "RG210");
-  EXPECT_EQ(diagnostics[0].span.line, 101u);
+  EXPECT_EQ(diagnostics[0].span.line, 102u);
   EXPECT_EQ(diagnostics[0].message,
             "invariant 'committed_is_never_replayed' does not hold: row "
-            "'known_failures:payment.capture/timeout' (line 80) gives 'replay_once' (effect "
+            "'known_failures:payment.capture/timeout' (line 81) gives 'replay_once' (effect "
             "create) to {\"topic\": \"payment.capture\", \"error_class\": \"timeout\", "
             "\"attempts\": 0, \"idempotency_key\": \"other\", \"already_committed\": true, "
             "\"replays\": 0} (4 regions of inputs break it)");

@@ -67,7 +67,7 @@ TEST_F(ReferenceGate, SeedTimeoutReplaysOnce) {
       (Outcome{"replay_once", "known_failures:payment.capture/timeout",
                "the capture timed out before an answer; the idempotency key makes one requeue safe",
                DecisionKind::kRule}));
-  EXPECT_EQ(table_->rule_source_line(4), 80u);
+  EXPECT_EQ(table_->rule_source_line(4), 81u);
 }
 
 TEST_F(ReferenceGate, SeedCommittedIsNever) {

@@ -202,22 +202,23 @@ inline ir::CheckedPolicy reference_gate() {
             cond(kReplays, ir::Op::kGe, {I(1)}), ir::InvariantOp::kVerbNotIn, {kReplayOnce},
             ir::Effect::kNone);
 
+  // Lines of policies/replay_gate.yaml (line 1 names its JSON Schema, docs/editors.md).
   ir::SourceMap& src = checked.source;
   src.path = "policies/replay_gate.yaml";
-  for (uint32_t line : {53u, 59u, 65u, 71u, 77u}) src.rules.push_back(ir::Span{line, 5, 0, 0});
-  src.conditions = {{ir::Span{55, 7, 0, 0}},
-                    {ir::Span{61, 7, 0, 0}},
-                    {ir::Span{67, 7, 0, 0}},
-                    {ir::Span{73, 7, 0, 0}},
+  for (uint32_t line : {54u, 60u, 66u, 72u, 78u}) src.rules.push_back(ir::Span{line, 5, 0, 0});
+  src.conditions = {{ir::Span{56, 7, 0, 0}},
+                    {ir::Span{62, 7, 0, 0}},
+                    {ir::Span{68, 7, 0, 0}},
+                    {ir::Span{74, 7, 0, 0}},
                     {}};
   src.rows = {{}, {}, {}, {}, {}};
-  for (uint32_t line = 80; line <= 96; line += 2) src.rows[4].push_back(ir::Span{line, 9, 0, 0});
+  for (uint32_t line = 81; line <= 97; line += 2) src.rows[4].push_back(ir::Span{line, 9, 0, 0});
   // Invariant spans: the `invariant` key; condition spans: the field, or the op of `{ge: ..}`.
-  for (uint32_t line : {101u, 106u, 111u, 116u}) src.invariants.push_back(ir::Span{line, 5, 0, 0});
-  src.invariant_conditions = {{ir::Span{102, 12, 0, 0}},
-                              {ir::Span{107, 12, 0, 0}},
-                              {ir::Span{112, 23, 0, 0}},
-                              {ir::Span{117, 22, 0, 0}}};
+  for (uint32_t line : {102u, 107u, 112u, 117u}) src.invariants.push_back(ir::Span{line, 5, 0, 0});
+  src.invariant_conditions = {{ir::Span{103, 12, 0, 0}},
+                              {ir::Span{108, 12, 0, 0}},
+                              {ir::Span{113, 23, 0, 0}},
+                              {ir::Span{118, 22, 0, 0}}};
   checked.source_base_name = "replay_gate.yaml";
   checked.source_digest = "00112233445566778899aabbccddeeff";
   return checked;

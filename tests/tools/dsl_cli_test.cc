@@ -114,7 +114,7 @@ TEST_F(DslCliTest, ConvertBothWays) {
   r = run({"compile", policy.string(), "-o", (dir_ / "a.rgt").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 
-  r = run({"convert", policy.string(), "--to", "json"});
+  r = run({"convert", policy.string(), "--to", "xml"});
   EXPECT_EQ(r.exit_code, 2);
   r = run({"convert", policy.string(), "-o", (dir_ / "x.yaml").string(), "--to", "policy"});
   EXPECT_EQ(r.exit_code, 2);

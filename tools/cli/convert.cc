@@ -1,8 +1,13 @@
-// `replaygate convert IN [-o OUT] [--to yaml|policy]`: a policy in one syntax -> the other.
+// `replaygate convert IN [-o OUT] [--to yaml|policy|json] [--kind policy|cases|mapping]
+// [--policy P]`: a policy in one syntax -> the other, or a policy, a test-case file or a mapping
+// file -> the JSON document of what replaygate's reader understood (tools/cli/json_export.h).
 // The input is compiled first (front-end, check, analysis); the output is printed from the IR and
 // read back in memory through the other front-end before anything is written: a text that would
 // not compile to the same IR (an id the policy language cannot write, a line over the length
 // limit, bytes YAML refuses) is refused. YAML comments are lost (yaml-cpp does not report them).
+// A JSON export is not read back (replaygate reads no JSON policy); what YAML cannot hold, JSON
+// cannot either, and is refused alike. Case and mapping files are read against --policy, as
+// `test` and `decide --mapping` read them: a file with errors exports nothing (exit 1).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -11,18 +16,23 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "common/utf8.h"
+#include "common/yaml_tree.h"
 #include "compiler/lower.h"
 #include "compiler/syntax/dsl_policy.h"
 #include "compiler/syntax/print_dsl.h"
 #include "compiler/syntax/print_yaml.h"
 #include "runtime/table_format.h"
+#include "tools/cli/case_file.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
+#include "tools/cli/json_export.h"
+#include "tools/cli/mapping_defaults.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 
@@ -33,13 +43,89 @@ struct ConvertOptions {
   std::string input;
   std::string output;
   std::string to;
+  std::string kind = "policy";
+  std::string policy;  // --kind cases|mapping: the policy the file is read against
 };
 
 std::string kind_of(const std::string& path) {
   const std::string extension = std::filesystem::path(path).extension().string();
   if (extension == ".policy") return "policy";
   if (extension == ".yaml" || extension == ".yml") return "yaml";
+  if (extension == ".json") return "json";
   return "";
+}
+
+// Writes `document` (2-space indents, UTF-8 kept) to `output`, or to standard output when empty.
+int write_json(const nlohmann::ordered_json& document, const std::string& output,
+               const char* what) {
+  const std::string text =
+      document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  if (output.empty()) return print_to_stdout(text, what) ? kExitOk : kExitUsage;
+  std::string error;
+  if (!write_file_atomically(output, text, &error)) {
+    std::fprintf(stderr, "replaygate: error: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// The policy a case or mapping file is read against, compiled and lowered as `test` and `decide
+// --policy` do; its diagnostics are reported. Returns the exit code (0: *checked and *table set).
+int load_policy_and_table(const std::string& path, LoadedPolicy* loaded,
+                          std::unique_ptr<Table>* table) {
+  const int code = load_policy_reporting(path, DiagnosticFormat::kText, loaded);
+  if (code != kExitOk) return code;
+  const std::vector<uint8_t> bytes = lower(*loaded->policy);
+  LoadStatus status;
+  *table = Table::load_bytes(bytes.data(), bytes.size(), &status);
+  if (*table == nullptr) {
+    std::fprintf(stderr, "replaygate: internal error: the table compiled from %s does not load\n",
+                 path.c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// `convert --kind cases --to json FILE --policy P`: the case file as `test P FILE` reads it.
+int export_cases(const ConvertOptions& options) {
+  LoadedPolicy loaded;
+  std::unique_ptr<Table> table;
+  if (const int code = load_policy_and_table(options.policy, &loaded, &table); code != kExitOk) {
+    return code;
+  }
+  std::string text, io_error;
+  if (!read_whole_file(options.input, kMaxCaseFileBytes, &text, &io_error)) {
+    std::fprintf(stderr, "replaygate: %s\n", io_error.c_str());
+    return kExitUsage;
+  }
+  const yaml::Document document = yaml::parse(text, options.input);
+  std::vector<Diagnostic> diagnostics = document.diagnostics;
+  CaseFile file;
+  if (document.ok()) {
+    file = read_case_file(document.root, options.input, options.policy, *table,
+                          loaded.policy->policy, &diagnostics);
+  }
+  sort_diagnostics(diagnostics);
+  report_diagnostics(diagnostics, text, DiagnosticFormat::kText);
+  if (has_errors(diagnostics)) return kExitFindings;
+  return write_json(cases_json(file, *table), options.output, "the exported case file");
+}
+
+// `convert --kind mapping --to json FILE --policy P`: the mapping as `decide --mapping` reads it.
+int export_mapping(const ConvertOptions& options) {
+  LoadedPolicy loaded;
+  std::unique_ptr<Table> table;
+  if (const int code = load_policy_and_table(options.policy, &loaded, &table); code != kExitOk) {
+    return code;
+  }
+  const LoadedMapping mapping = load_mapping_file(options.input, *table);
+  if (mapping.io_error) {
+    std::fprintf(stderr, "replaygate: %s\n", mapping.io_message.c_str());
+    return kExitUsage;
+  }
+  report_diagnostics(mapping.diagnostics, mapping.source_text, DiagnosticFormat::kText);
+  if (has_errors(mapping.diagnostics)) return kExitFindings;
+  return write_json(mapping_json(mapping.mapping), options.output, "the exported mapping");
 }
 
 // "t.yaml:14:9": where `span` is in the input (the path alone when the position is unknown).
@@ -295,16 +381,55 @@ bool reads_back(const ir::CheckedPolicy& checked, const std::string& to, const s
 
 int run_convert(const ConvertOptions& options) {
   std::string to = options.to;
-  if (!to.empty() && to != "yaml" && to != "policy") {
-    std::fprintf(stderr, "replaygate: error: --to must be yaml or policy, not '%s'\n", to.c_str());
+  if (!to.empty() && to != "yaml" && to != "policy" && to != "json") {
+    std::fprintf(stderr, "replaygate: error: --to must be yaml, policy or json, not '%s'\n",
+                 to.c_str());
+    return kExitUsage;
+  }
+  const std::string& kind = options.kind;
+  if (kind != "policy" && kind != "cases" && kind != "mapping") {
+    std::fprintf(stderr, "replaygate: error: --kind must be policy, cases or mapping, not '%s'\n",
+                 kind.c_str());
+    return kExitUsage;
+  }
+  if (kind != "policy") {
+    // A case or mapping file has one export: what its reader understood, as JSON.
+    if (!to.empty() && to != "json") {
+      std::fprintf(stderr,
+                   "replaygate: error: --kind %s converts only --to json, not '%s'\n"
+                   "      = hint: case and mapping files are YAML already; --to json exports "
+                   "what replaygate reads in them\n",
+                   kind.c_str(), to.c_str());
+      return kExitUsage;
+    }
+    to = "json";
+    if (options.policy.empty()) {
+      std::fprintf(stderr,
+                   "replaygate: error: --kind %s needs --policy FILE: the %s file is read "
+                   "against the policy's inputs, verbs and rules\n",
+                   kind.c_str(), kind == "cases" ? "case" : "mapping");
+      return kExitUsage;
+    }
+  } else if (!options.policy.empty()) {
+    std::fprintf(stderr,
+                 "replaygate: error: --policy applies to --kind cases and --kind mapping; a "
+                 "policy converts on its own\n");
     return kExitUsage;
   }
   if (!options.output.empty()) {
     const std::string by_extension = kind_of(options.output);
     if (by_extension.empty()) {
       std::fprintf(stderr,
-                   "replaygate: error: the output '%s' must end in .policy, .yaml or .yml\n",
+                   "replaygate: error: the output '%s' must end in .policy, .yaml, .yml or "
+                   ".json\n",
                    options.output.c_str());
+      return kExitUsage;
+    }
+    if (kind != "policy" && by_extension != "json") {
+      std::fprintf(stderr,
+                   "replaygate: error: --kind %s writes JSON: the output '%s' must end in "
+                   ".json\n",
+                   kind.c_str(), options.output.c_str());
       return kExitUsage;
     }
     if (!to.empty() && to != by_extension) {
@@ -322,6 +447,7 @@ int run_convert(const ConvertOptions& options) {
   if (!options.output.empty()) {
     std::vector<InputFile> inputs;
     inputs.push_back(InputFile{options.input, "the input file"});
+    if (!options.policy.empty()) inputs.push_back(InputFile{options.policy, "the policy"});
     std::string error;
     if (!check_output_file(options.output, inputs,
                            " (to reformat in place, use 'replaygate fmt --write')", &error)) {
@@ -330,7 +456,9 @@ int run_convert(const ConvertOptions& options) {
     }
   }
   // `convert IN >> IN` would append the other form to the policy it reads.
-  if (const std::string same = stdout_is_input({InputFile{options.input, "the input file"}});
+  std::vector<InputFile> read_files = {InputFile{options.input, "the input file"}};
+  if (!options.policy.empty()) read_files.push_back(InputFile{options.policy, "the policy"});
+  if (const std::string same = stdout_is_input(read_files);
       options.output.empty() && !same.empty()) {
     std::fprintf(stderr,
                  "replaygate: error: %s (input file is output file); redirect standard output "
@@ -338,11 +466,13 @@ int run_convert(const ConvertOptions& options) {
                  same.c_str());
     return kExitUsage;
   }
+  if (kind == "cases") return export_cases(options);
+  if (kind == "mapping") return export_mapping(options);
   LoadedPolicy loaded;
   const int code = load_policy_reporting(options.input, DiagnosticFormat::kText, &loaded);
   if (code != kExitOk) return code;
   const ir::Policy& policy = loaded.policy->policy;
-  if (to == "yaml") {
+  if (to == "yaml" || to == "json") {
     // YAML reads any quoted '*' in a row's keys as the wildcard, so a literal "*" key (which the
     // policy language can say) cannot be written there without changing decisions.
     for (const ir::Rule& rule : policy.rules) {
@@ -353,10 +483,11 @@ int run_convert(const ConvertOptions& options) {
           if (key && key->kind == ir::Value::Kind::kString && key->str == "*") {
             std::fprintf(stderr,
                          "replaygate: error: row '%s' of table '%s' has the literal key \"*\", "
-                         "which YAML can only read as the wildcard; not converted\n"
+                         "which %s can only read as the wildcard; not converted\n"
                          "      = hint: keep this policy in the .policy form, or rename the "
                          "value\n",
-                         row.id.c_str(), table->id.c_str());
+                         row.id.c_str(), table->id.c_str(),
+                         to == "yaml" ? "YAML" : "the YAML form's JSON");
             return kExitFindings;
           }
         }
@@ -364,6 +495,7 @@ int run_convert(const ConvertOptions& options) {
     }
   }
   // Named before printing: the read-back would only see an RG014 or another id.
+  // JSON, like YAML, holds UTF-8 text only.
   const std::string problem_before = to == "policy" ? id_the_dsl_cannot_write(*loaded.policy)
                                                     : text_yaml_cannot_hold(*loaded.policy);
   if (!problem_before.empty()) {
@@ -377,6 +509,7 @@ int run_convert(const ConvertOptions& options) {
                                   "policy in the .policy form");
     return kExitFindings;
   }
+  if (to == "json") return write_json(policy_json(policy), options.output, "the exported policy");
   const std::string text = to == "yaml" ? print_yaml(policy) : print_dsl(policy);
   std::string problem;
   if (!reads_back(*loaded.policy, to, text, options.output, &problem)) {
@@ -409,10 +542,20 @@ Runner setup_convert(CLI::App& sub) {
       "errors nothing is written. The output is read back before it is written: a policy the\n"
       "target syntax cannot say as it is (an id, a line over the length limit) is refused.\n"
       "YAML comments are not carried over.\n"
-      "Exit: 0 converted, 1 policy errors or not expressible, 2 usage/I/O.");
-  sub.add_option("IN", options->input, "Policy file (.policy, .yaml or .yml)")->required();
+      "--to json writes what replaygate understood of IN as JSON of the YAML form's shape, the\n"
+      "document schemas/*.schema.json describe: a policy (either syntax: the same JSON), or with\n"
+      "--kind cases or --kind mapping and --policy P a test-case or mapping file read against P.\n"
+      "Exit: 0 converted, 1 errors in IN (or P) or not expressible, 2 usage/I/O.");
+  sub.add_option("IN", options->input,
+                 "Policy file (.policy, .yaml or .yml), or the case or mapping file of --kind")
+      ->required();
   sub.add_option("-o,--output", options->output, "File to write (default, or -: standard output)");
-  sub.add_option("--to", options->to, "yaml or policy");
+  sub.add_option("--to", options->to, "yaml, policy or json");
+  sub.add_option("--kind", options->kind,
+                 "What IN is: policy (the default), cases (a test-case file) or mapping (an "
+                 "input mapping file); cases and mapping export --to json only");
+  sub.add_option("--policy", options->policy,
+                 "--kind cases|mapping: the policy the file is read against");
   return [options] {
     if (options->output == "-") options->output.clear();  // -o - is standard output, the default
     return run_convert(*options);

@@ -12,6 +12,11 @@
 
 namespace replaygate::cli {
 
+// The members of a proposal entry that are not key values; every other member is one. `proposal
+// check` refuses any other member that names no table key; tests/tools/schema_keys_test.cc checks
+// schemas/proposal.schema.json against this list.
+inline constexpr const char* kProposalEntryKeys[] = {"verb", "rationale", "evidence", "row_id"};
+
 // The problems of the proposal `text` (read from `path`) for `policy`'s first decision table,
 // RG501-RG509 at JSON positions, sorted. Empty: every entry names the table's keys with values of
 // their inputs' types, a declared verb, no unknown key, no duplicate or conflicting entry, and no

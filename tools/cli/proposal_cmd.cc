@@ -121,7 +121,7 @@ class Positions {
   size_t i_ = 0;
 };
 
-const char* const kEntryKeys[] = {"verb", "rationale", "evidence", "row_id"};
+constexpr const auto& kEntryKeys = kProposalEntryKeys;
 
 struct CheckOptions {
   std::string proposal, policy, format = "text";
