@@ -18,6 +18,8 @@ lib=$(dirname "$(find "$prefix" -name libreplaygate_runtime.a)")  # lib/ or lib6
 inc=$prefix/include/replaygate
 for f in "$prefix/bin/replaygate" "$inc/runtime/table.h" "$inc/runtime/reload.h" \
   "$inc/runtime/replaygate.h" "$inc/bindings/jsonl/replaygate_jsonl.h" \
+  "$inc/runtime/verify/replaygate_verify.h" "$lib/libreplaygate_verify.so" \
+  "$lib/pkgconfig/replaygate-verify.pc" \
   "$lib/libreplaygate_runtime.so" "$lib/libreplaygate_jsonl.so" "$lib/pkgconfig/replaygate.pc" \
   "$lib/pkgconfig/replaygate-jsonl.pc" "$lib/cmake/replaygate/replaygateConfig.cmake"; do
   [ -e "$f" ] || { echo "cmake --install did not install ${f#"$prefix"/}" >&2; exit 1; }
