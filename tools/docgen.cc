@@ -192,8 +192,21 @@ std::string markdown_to_roff(const std::string& markdown) {
   // Width 0: no wrapping by cmark, whose wrapped lines can start with a '.' roff would read as a
   // request; soft line breaks stay as the source's line breaks, which roff fills.
   char* rendered = cmark_render_man(document.get(), CMARK_OPT_DEFAULT, 0);
-  std::string out = rendered;
+  const std::string roff_text = rendered;
   std::free(rendered);
+  // cmark-gfm escapes a leading '.' in text but not in a code block (".nf", "\f[C]", the lines,
+  // "\f[]", ".fi"), where "..." would be read as a request: the zero-width \& keeps it text.
+  std::string out;
+  std::istringstream lines(roff_text);
+  std::string line, previous;
+  bool in_code = false;
+  while (std::getline(lines, line)) {
+    if (in_code && line.rfind("\\f[]", 0) == 0) in_code = false;
+    if (in_code && (line.rfind(".", 0) == 0 || line.rfind("'", 0) == 0)) line = "\\&" + line;
+    if (previous == ".nf" && line == "\\f[C]") in_code = true;
+    out += line + "\n";
+    previous = line;
+  }
   return out;
 }
 
