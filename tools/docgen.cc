@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -141,6 +142,8 @@ CliDoc split_cli_doc(const std::string& text) {
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("```", 0) == 0) in_fence = !in_fence;
+    // The page's title ("# The `replaygate` command"): the man page has its own.
+    if (!in_fence && line.rfind("# ", 0) == 0) continue;
     if (!in_fence && line.rfind("## ", 0) == 0) {
       std::string heading;
       for (char c : line.substr(3)) {
@@ -210,6 +213,37 @@ std::string markdown_to_roff(const std::string& markdown) {
   return out;
 }
 
+// Every character outside ASCII as the roff escape \[uXXXX] (docs/cli.md has "−", "→", "–"):
+// the page then reads the same under any formatter and locale, with or without preconv.
+std::string ascii_roff(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const size_t length = byte < 0x80    ? 1
+                          : byte >= 0xF0 ? 4
+                          : byte >= 0xE0 ? 3
+                          : byte >= 0xC0 ? 2
+                                         : 0;
+    if (length == 1) {
+      out += text[i++];
+      continue;
+    }
+    uint32_t code = length == 0 ? 0 : byte & (0xFF >> (length + 1));
+    bool valid = length != 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      valid = (next & 0xC0) == 0x80;
+      code = (code << 6) | (next & 0x3F);
+    }
+    if (!valid) throw IoError("docs/cli.md: a byte that is not UTF-8 in the text of a man page");
+    char escape[16];
+    std::snprintf(escape, sizeof escape, "\\[u%04X]", static_cast<unsigned>(code));
+    out += escape;
+    i += length;
+  }
+  return out;
+}
+
 std::string page_name(const std::vector<std::string>& path) {
   return path.empty() ? "replaygate" : "replaygate-" + join(path, "-");
 }
@@ -239,7 +273,9 @@ std::string man_page(const Command& command, const CliDoc& doc, const CLI::Forma
 
   out << ".SH DESCRIPTION\n";
   if (command.path.empty()) {
-    out << roff(unwrap(app->get_description())) << "\n";
+    // The first line is the NAME line's summary; the rest (the exit codes) follows.
+    const std::string description = app->get_description();
+    out << roff(unwrap(description.substr(description.find('\n') + 1))) << "\n";
   } else {
     out << roff(unwrap(app->get_description())) << ".\n";
   }
@@ -447,7 +483,7 @@ int generate(const std::string& cli_doc, const std::string& man_dir,
   const CLI::Formatter formatter;
   for (const Command& command : commands) {
     write_file(std::filesystem::path(man_dir) / (page_name(command.path) + ".1"),
-               man_page(command, doc, formatter));
+               ascii_roff(man_page(command, doc, formatter)));
   }
   const std::filesystem::path completion_path(completion_file);
   if (completion_path.has_parent_path()) {

@@ -111,19 +111,26 @@ cmp -s "$work/decisions" "$work/want" || {
 [ "$(grep -c '"verb":"replay_once"' "$work/decisions")" -ge 1 ] ||
   fail "packaged decide replayed nothing: $(head -3 "$work/decisions")"
 
-# The packaged libraries through the packaged Python binding. RG_LIBRARY names the unpacked
-# runtime, since the temporary root is not on the linker path (installed, ldconfig finds it);
-# the verify library is found next to it.
+# The packaged libraries through the packaged Python binding: a plain load (the runtime library)
+# and a verified one of a table the packaged CLI signed (libreplaygate_verify.so, found next to
+# the runtime). RG_LIBRARY names the unpacked runtime, since the temporary root is not on the
+# linker path (installed, ldconfig finds it).
 if command -v python3 >/dev/null 2>&1; then
+  env -u LD_LIBRARY_PATH "$cli" key generate --secret "$work/sign.key" --public "$work/sign.pub" >/dev/null 2>&1
+  env -u LD_LIBRARY_PATH "$cli" sign "$work/gate.rgt" --sign-key "$work/sign.key" -o "$work/signed.rgt" 2>/dev/null
   got=$(PYTHONPATH=$root/usr/lib/python3/dist-packages RG_LIBRARY=$root$libdir/libreplaygate_runtime.so \
     python3 -c '
 import sys, replaygate
-assert replaygate.__file__.startswith(sys.argv[2]), replaygate.__file__
-table = replaygate.Table.load(sys.argv[1])
-d = table.decide(topic="payment.capture", error_class="timeout", attempts=1,
-                 idempotency_key="cap_9f3a", already_committed=False)
-print(d.verb)' "$work/gate.rgt" "$root/")
-  [ "$got" = replay_once ] || fail "the packaged Python binding decided '$got', want replay_once"
+assert replaygate.__file__.startswith(sys.argv[4]), replaygate.__file__
+for table in (replaygate.Table.load(sys.argv[1]),
+              replaygate.Table.load(sys.argv[2], trusted_keys=[sys.argv[3]])):
+    d = table.decide(topic="payment.capture", error_class="timeout", attempts=1,
+                     idempotency_key="cap_9f3a", already_committed=False)
+    print(d.verb)
+assert replaygate.load_verify_library()._name.startswith(sys.argv[4]), "verify library not packaged"
+' "$work/gate.rgt" "$work/signed.rgt" "$work/sign.pub" "$root/")
+  [ "$got" = "replay_once
+replay_once" ] || fail "the packaged Python binding decided '$got', want replay_once twice"
 fi
 
 # The unit runs the packaged CLI; the completion is the generated one and loads.
