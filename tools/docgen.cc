@@ -25,6 +25,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -199,8 +200,12 @@ std::string markdown_to_roff(const std::string& markdown) {
   std::free(rendered);
   // cmark-gfm escapes a leading '.' in text but not in a code block (".nf", "\f[C]", the lines,
   // "\f[]", ".fi"), where "..." would be read as a request: the zero-width \& keeps it text.
+  // A link whose text is its target ("[signing.md](signing.md)") reads "signing.md (signing.md)";
+  // once is enough.
+  static const std::regex same_link(R"(([^\s()]+) \(\1\))");
+  const std::string linked = std::regex_replace(roff_text, same_link, "$1");
   std::string out;
-  std::istringstream lines(roff_text);
+  std::istringstream lines(linked);
   std::string line, previous;
   bool in_code = false;
   while (std::getline(lines, line)) {
