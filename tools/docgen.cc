@@ -198,12 +198,12 @@ std::string markdown_to_roff(const std::string& markdown) {
   char* rendered = cmark_render_man(document.get(), CMARK_OPT_DEFAULT, 0);
   const std::string roff_text = rendered;
   std::free(rendered);
-  // cmark-gfm escapes a leading '.' in text but not in a code block (".nf", "\f[C]", the lines,
-  // "\f[]", ".fi"), where "..." would be read as a request: the zero-width \& keeps it text.
   // A link whose text is its target ("[signing.md](signing.md)") reads "signing.md (signing.md)";
   // once is enough.
   static const std::regex same_link(R"(([^\s()]+) \(\1\))");
   const std::string linked = std::regex_replace(roff_text, same_link, "$1");
+  // cmark-gfm escapes a leading '.' in text but not in a code block (".nf", "\f[C]", the lines,
+  // "\f[]", ".fi"), where "..." would be read as a request: the zero-width \& keeps it text.
   std::string out;
   std::istringstream lines(linked);
   std::string line, previous;
