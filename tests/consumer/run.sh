@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the build tree into a temporary prefix, checks it holds what docs/embedding.md lists
-# (the CLI, both runtime libraries, the JSON Lines library and every header), builds
+# (the CLI, both runtime libraries, the verify and JSON Lines libraries and every header), builds
 # tests/consumer against it with CMake (find_package), the C consumer again as a C-only CMake
 # project on the static library (tests/consumer/c_static) and with pkg-config, the JSON Lines
 # consumer with CMake and pkg-config, and runs them all on the golden table; then the installed
