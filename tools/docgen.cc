@@ -267,7 +267,8 @@ std::string man_page(const Command& command, const CliDoc& doc, const CLI::Forma
   // The description's first line is the summary (the program's first line names the program).
   std::string summary = app->get_description();
   summary = summary.substr(0, summary.find('\n'));
-  if (command.path.empty()) summary = summary.substr(summary.find(": ") + 2);
+  const size_t colon = summary.find(": ");
+  if (command.path.empty() && colon != std::string::npos) summary = summary.substr(colon + 2);
   while (!summary.empty() && summary.back() == '.') summary.pop_back();
   out << ".SH NAME\n" << roff(name) << " \\- " << roff(summary) << "\n";
 
@@ -277,13 +278,9 @@ std::string man_page(const Command& command, const CliDoc& doc, const CLI::Forma
   out << ".SH SYNOPSIS\n.nf\n" << roff(usage) << "\n.fi\n";
 
   out << ".SH DESCRIPTION\n";
-  if (command.path.empty()) {
-    // The first line is the NAME line's summary; the rest (the exit codes) follows.
-    const std::string description = app->get_description();
-    out << roff(unwrap(description.substr(description.find('\n') + 1))) << "\n";
-  } else {
-    out << roff(unwrap(app->get_description())) << ".\n";
-  }
+  // The program's description is NAME's summary and EXIT STATUS's codes: its page starts with
+  // docs/cli.md's introduction.
+  if (!command.path.empty()) out << roff(unwrap(app->get_description())) << ".\n";
   const std::string footer = trim(app->get_footer());
   if (!footer.empty()) out << ".PP\n" << roff(unwrap(footer)) << "\n";
   if (const std::string* section = section_for(doc, command.path)) {
@@ -320,9 +317,17 @@ std::string man_page(const Command& command, const CliDoc& doc, const CLI::Forma
   write_options("ARGUMENTS", true);
   write_options("OPTIONS", false);
 
+  // The exit codes every command shares, as the program's --help states them (its description
+  // after the first line).
+  const CLI::App* root = app;
+  while (root->get_parent() != nullptr) root = root->get_parent();
+  const std::string codes = root->get_description();
   out << ".SH EXIT STATUS\n"
-         "0 success; 1 findings (policy errors, failed cases, invalid records); 2 usage, I/O or "
-         "internal errors. A command's own codes, where it has more, are in its DESCRIPTION.\n";
+      << roff(unwrap(codes.substr(codes.find('\n') + 1)))
+      << (command.path.empty() ? ""
+                               : " A command's own codes, where it has more, are in its "
+                                 "DESCRIPTION.")
+      << "\n";
   out << ".SH SEE ALSO\n";
   std::vector<std::string> see;
   if (!command.path.empty()) see.push_back("\\fBreplaygate\\fR(1)");
