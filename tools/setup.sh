@@ -8,10 +8,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libcmark-gfm renders docs/cli.md into the man pages at build time (tools/docgen.cc); dpkg-dev
+# (dpkg-shlibdeps), file (CPack's shared-library scan) and lintian build and check the Debian
+# package (docs/packaging.md).
 packages=(cmake g++ make ninja-build pkg-config libyaml-cpp-dev tao-pegtl-dev libfmt-dev libgtest-dev
   googletest librapidcheck-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev
   libxxhash-dev libmimalloc-dev python3 python3-jsonschema libsqlite3-dev libpq-dev postgresql-15
-  libsodium-dev rabbitmq-server librabbitmq-dev neovim)
+  libsodium-dev rabbitmq-server librabbitmq-dev neovim libcmark-gfm-dev libcmark-gfm-extensions-dev
+  dpkg-dev file lintian)
 # The fuzz tree (tests/fuzz, docs/fuzzing.md) needs clang and its libFuzzer runtime.
 if [ "${RG_FUZZ:-0}" = 1 ]; then packages+=(clang-14 libclang-rt-14-dev); fi
 # A build with the tests (the default target list) also gets the JSON Schema validator of the

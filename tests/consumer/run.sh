@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the build tree into a temporary prefix, checks it holds what docs/embedding.md lists
-# (the CLI, both runtime libraries, the JSON Lines library and every header), builds
+# (the CLI, both runtime libraries, the verify and JSON Lines libraries and every header), builds
 # tests/consumer against it with CMake (find_package), the C consumer again as a C-only CMake
 # project on the static library (tests/consumer/c_static) and with pkg-config, the JSON Lines
 # consumer with CMake and pkg-config, and runs them all on the golden table; then the installed
@@ -18,6 +18,8 @@ lib=$(dirname "$(find "$prefix" -name libreplaygate_runtime.a)")  # lib/ or lib6
 inc=$prefix/include/replaygate
 for f in "$prefix/bin/replaygate" "$inc/runtime/table.h" "$inc/runtime/reload.h" \
   "$inc/runtime/replaygate.h" "$inc/bindings/jsonl/replaygate_jsonl.h" \
+  "$inc/runtime/verify/replaygate_verify.h" "$lib/libreplaygate_verify.so" \
+  "$lib/pkgconfig/replaygate-verify.pc" \
   "$lib/libreplaygate_runtime.so" "$lib/libreplaygate_jsonl.so" "$lib/pkgconfig/replaygate.pc" \
   "$lib/pkgconfig/replaygate-jsonl.pc" "$lib/cmake/replaygate/replaygateConfig.cmake"; do
   [ -e "$f" ] || { echo "cmake --install did not install ${f#"$prefix"/}" >&2; exit 1; }

@@ -57,6 +57,24 @@ int usage_error(const std::string& message, const std::string& command) {
 
 }  // namespace
 
+std::vector<std::pair<CLI::App*, Runner>> build_app(CLI::App& app) {
+  app.description(
+      "replaygate: reviewed policies decide what may happen to dead-lettered messages.\n"
+      "Exit codes: 0 success, 1 findings (policy errors, failed cases, invalid records),\n"
+      "2 usage, I/O or internal errors.");
+  app.name("replaygate");
+  app.set_version_flag("--version", "replaygate " RG_VERSION " (table format " +
+                                        std::to_string(format::kVersion) + ")");
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const Command& command : kCommands) {
+    CLI::App* sub = app.add_subcommand(command.name, command.summary);
+    runners.emplace_back(sub, command.setup(*sub));
+  }
+  return runners;
+}
+
 int run(int argc, char** argv) {
   // A closed pipe must surface as a write error (exit 2), not kill the process silently.
   std::signal(SIGPIPE, SIG_IGN);
@@ -64,22 +82,10 @@ int run(int argc, char** argv) {
   // and cleaned up (a cut line is truncated away), instead of the process dying mid-line.
   std::signal(SIGXFSZ, SIG_IGN);
   try {
-    CLI::App app{
-        "replaygate: reviewed policies decide what may happen to dead-lettered messages.\n"
-        "Exit codes: 0 success, 1 findings (policy errors, failed cases, invalid records),\n"
-        "2 usage, I/O or internal errors."};
-    app.name("replaygate");
-    app.set_version_flag("--version", "replaygate " RG_VERSION " (table format " +
-                                          std::to_string(format::kVersion) + ")");
-    app.require_subcommand(1);
-    app.fallthrough(false);
-    std::vector<std::pair<CLI::App*, Runner>> runners;
+    CLI::App app;
+    const std::vector<std::pair<CLI::App*, Runner>> runners = build_app(app);
     std::vector<std::string> names;
-    for (const Command& command : kCommands) {
-      CLI::App* sub = app.add_subcommand(command.name, command.summary);
-      runners.emplace_back(sub, command.setup(*sub));
-      names.emplace_back(command.name);
-    }
+    for (const auto& [sub, runner] : runners) names.push_back(sub->get_name());
     if (argc >= 2 && argv[1][0] != '-') {
       const std::string word = argv[1];
       bool known = false;

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <functional>
+#include <utility>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -49,6 +51,14 @@ Runner setup_gate(CLI::App& sub);      // tools/cli/gate_cmd.cc
 Runner setup_propose(CLI::App& sub);   // tools/cli/propose.cc
 Runner setup_proposal(CLI::App& sub);  // tools/cli/proposal_cmd.cc
 Runner setup_lsp(CLI::App& sub);       // tools/cli/lsp.cc
+
+// Builds the whole command line into `app` (empty on entry): its name, description, --version
+// and every subcommand with its options, as run() parses them. Returns each top-level subcommand
+// with the function that runs it; the runners own the options' storage, so `app` must not
+// outlive them. The man pages and the bash completion (tools/docgen.cc) are written from this
+// same object, so they list exactly what --help does. Throws what CLI11 throws on a definition
+// error (a duplicate option name: a programming error).
+std::vector<std::pair<CLI::App*, Runner>> build_app(CLI::App& app);
 
 // Parses argv, runs the chosen subcommand and returns the process exit code. Never throws.
 int run(int argc, char** argv);
