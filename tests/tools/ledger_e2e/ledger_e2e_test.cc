@@ -132,10 +132,10 @@ class LedgerE2E : public CliFixture {
 
 // kill -9 at random points, 12 times (half of them with --threads 3), on one ledger: every replay
 // line ever printed has its claim in `ledger export`, every claim is there (listed as claimed:
-// never silently lost), and a later run replays none of them again. The kill is sent by the thread that drains the child's stdout,
-// as soon as a random number of lines has arrived, while the child goes on claiming and printing:
-// it lands mid-run however fast or loaded the machine is (a kill after a random sleep missed the
-// run on an idle machine and timed out on a loaded one).
+// never silently lost), and a later run replays none of them again. The kill is sent by the thread
+// that drains the child's stdout, as soon as a random number of lines has arrived, while the child
+// goes on claiming and printing: it lands mid-run however fast or loaded the machine is (a kill
+// after a random sleep missed the run on an idle machine and timed out on a loaded one).
 TEST_F(LedgerE2E, Kill9AtRandomPointsNeverPrintsAnUncommittedReplay) {
   constexpr int kLetters = 3000;
   const std::string db = path("ledger.db");
