@@ -518,6 +518,30 @@ TEST_F(LspServer, AHundredMegabyteDocumentGetsTheCompilersSizeDiagnostic) {
                   {"message", "the document is over the size limit (RG007): not formatted"}}));
 }
 
+TEST_F(LspServer, NamesWorkInPolicyYamlToo) {
+  const std::string yaml_uri = "file:///work/policies/inv.yaml";
+  const Json at_key = at(yaml_uri, 11, 11);  // `topic` in `keys: [topic]`
+  const Session s = converse(
+      opening() +
+      note("textDocument/didOpen", {{"textDocument",
+                                     {{"uri", yaml_uri},
+                                      {"languageId", "yaml"},
+                                      {"version", 1},
+                                      {"text", kInvariantYaml}}}}) +
+      request(2, "textDocument/definition", at_key) +
+      request(3, "textDocument/hover", at(yaml_uri, 13, 21)) +  // replay_once, after "café🚀"
+      request(4, "textDocument/references",
+              {{"textDocument", text_document(yaml_uri)},
+               {"position", {{"line", 7}, {"character", 4}}},
+               {"context", {{"includeDeclaration", true}}}}) +
+      closing());
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(reply(s, 2)["result"], (Json{{"uri", yaml_uri}, {"range", range(3, 2, 3, 7)}}));
+  EXPECT_EQ(reply(s, 3)["result"], hover("verb replay_once: effect create", range(13, 19, 13, 30)));
+  EXPECT_EQ(reply(s, 4)["result"], (Json{{{"uri", yaml_uri}, {"range", range(7, 2, 7, 13)}},
+                                         {{"uri", yaml_uri}, {"range", range(13, 19, 13, 30)}}}));
+}
+
 TEST_F(LspServer, MarkdownHoversEscapeTheAuthorsText) {
   std::string policy = kPolicy;
   policy.replace(policy.find("budget exhausted"), 16, "budget *exhausted*");

@@ -114,7 +114,10 @@ class Indexer {
     return symbol;
   }
 
-  void finish(Symbol symbol, const Extent& extent) { finish(std::move(symbol), extent); }
+  void finish(Symbol symbol, const Extent& extent) {
+    extent.set(&symbol);
+    model_->symbols.push_back(std::move(symbol));
+  }
 
   // A bare literal in an int position that is not a number names a constant (check.cc).
   void maybe_constant(const ast::Literal& literal, const std::string& field) {
