@@ -27,7 +27,7 @@ deb=$work/out/replaygate_${version}_${arch}.deb
 # The contents: what a user runs and links, the man page of every command, the completion, the
 # unit, the binding, the Debian files. (`-c` lists ./usr/..., one tar line per entry.)
 contents=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
-man_pages=$(cd "$build/man/man1" && ls ./*.1 | sed 's|^\./||')
+man_pages=$(cd "$build/man/man1" && printf '%s\n' *.1)
 [ "$(wc -l <<<"$man_pages")" -ge 30 ] || fail "only $(wc -l <<<"$man_pages") man pages built"
 expected=(
   /usr/bin/replaygate
@@ -63,7 +63,7 @@ fi
 # package that owns the file the dynamic linker resolves it to is declared; nothing hard-coded.
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-depended=$(tr ',|' '\n\n' <<<"$depends" | awk '{print $1}')
+depended=$(awk -v RS='[,|]' '{print $1}' <<<"$depends")
 for binary in "$build/bin/replaygate" "$build/bindings/jsonl/libreplaygate_jsonl.so" \
   "$build/runtime/verify/libreplaygate_verify.so" "$build/runtime/libreplaygate_runtime.so"; do
   resolved=$(ldd "$binary")
@@ -134,7 +134,7 @@ replay_once" ] || fail "the packaged Python binding decided '$got', want replay_
 fi
 
 # The unit runs the packaged CLI; the completion is the generated one and loads.
-grep -qxF 'ExecStart=/usr/bin/replaygate gate rabbitmq \' "$root/usr/lib/systemd/system/replaygate-gate@.service" ||
+grep -q '^ExecStart=/usr/bin/replaygate gate rabbitmq ' "$root/usr/lib/systemd/system/replaygate-gate@.service" ||
   fail "the packaged unit's ExecStart is not /usr/bin/replaygate: $(grep ExecStart= "$root/usr/lib/systemd/system/replaygate-gate@.service")"
 spec=$(bash -c 'source "$1" && complete -p replaygate' _ "$root/usr/share/bash-completion/completions/replaygate")
 [ "$spec" = "complete -o default -F _replaygate replaygate" ] || fail "packaged completion: '$spec'"
