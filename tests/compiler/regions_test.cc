@@ -124,10 +124,10 @@ std::vector<std::string> gate_out_of_region_budget() {
   const std::string rg213 = " error RG213: invariant '";
   const std::string why = "' could not be proven: the analysis ran out of its work budget";
   return {
-      "101" + rg213 + "committed_is_never_replayed" + why + hint,
-      "106" + rg213 + "no_key_no_replay" + why + hint,
-      "111" + rg213 + "exhausted_waits_or_parks" + why + hint,
-      "116" + rg213 + "replay_once_means_once" + why + hint,
+      "102" + rg213 + "committed_is_never_replayed" + why + hint,
+      "107" + rg213 + "no_key_no_replay" + why + hint,
+      "112" + rg213 + "exhausted_waits_or_parks" + why + hint,
+      "117" + rg213 + "replay_once_means_once" + why + hint,
       "0 info RG212: decision regions incomplete: the analysis stopped after 0 "
       "regions; gaps were not all reported | the compiled decisions are not "
       "affected",
