@@ -59,7 +59,7 @@ class ReadPool {
     // Records per block (at least 1), and the bytes of lines that end a block sooner. Large
     // enough that the hand-offs (a futex wake and often a context switch each, ~3 a block) stay
     // rare: 4,096 records of the benchmark dump (~700 KB) took the context switches of a
-    // 1,000,000-record run from ~2,200 (1,024 records) to ~600 (docs/benchmarks.md).
+    // 1,000,000-record run from ~2,200 (1,024 records) to 300-650 (docs/benchmarks.md).
     size_t block_records = 4096;
     size_t block_bytes = 1 << 20;
     bool source_thread = false;  // read the source on a thread of the pool's (see above)

@@ -9,8 +9,10 @@ bin=$1
 src=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-# 200 copies of the shipped letters: every key again 30 lines later, across blocks of 7.
+# 200 copies of the shipped letters: every key again 30 lines later, across blocks of 7; and 100
+# of the Kafka example, read through its mapping (parsers that share one mapping).
 for _ in $(seq 200); do cat "$src/examples/letters.jsonl"; echo '{not json'; done > "$dir/dump.jsonl"
+for _ in $(seq 100); do cat "$src/examples/payments-dlt.kcat.jsonl"; done > "$dir/kafka.jsonl"
 table=$src/tests/data/tables/replay_gate.rgt
 status=0
 run() {  # run NAME THREADS SOURCE_THREAD ARGS...: stdout, stderr, exit code, audit and ledger lines
@@ -19,7 +21,7 @@ run() {  # run NAME THREADS SOURCE_THREAD ARGS...: stdout, stderr, exit code, au
   rm -f "$dir/audit.log" "$dir/ledger.db"
   local code=0
   REPLAYGATE_TEST_THREAD_BLOCK=7 REPLAYGATE_TEST_SOURCE_THREAD=$source \
-    "$bin" decide --table "$table" "$dir/dump.jsonl" --threads "$threads" "$@" \
+    "$bin" decide --table "$table" --threads "$threads" "$@" \
     > "$dir/$name.out" 2> "$dir/$name.err" || code=$?
   echo "$code" > "$dir/$name.code"
   if [ -f "$dir/audit.log" ]; then
@@ -31,10 +33,17 @@ run() {  # run NAME THREADS SOURCE_THREAD ARGS...: stdout, stderr, exit code, au
       > "$dir/$name.ledger" || true
   fi
 }
-for options in "" "--max-replays 40" "--audit $dir/audit.log --operator ana" \
-  "--ledger $dir/ledger.db --ledger-block 9 --audit $dir/audit.log --operator ana"; do
+kafka="$dir/kafka.jsonl --input-format kafka --mapping $src/examples/kafka-spring-dlt.mapping.yaml"
+for options in "$dir/dump.jsonl" "$dir/dump.jsonl --max-replays 40" \
+  "$dir/dump.jsonl --audit $dir/audit.log --operator ana" \
+  "$dir/dump.jsonl --ledger $dir/ledger.db --ledger-block 9 --audit $dir/audit.log --operator ana" \
+  "$kafka" "$kafka --max-replays 5"; do
   # shellcheck disable=SC2086  # the options are words
   run one 1 0 $options
+  if [ "$(cat "$dir/one.code")" = 2 ]; then
+    echo "decide $options failed: $(cat "$dir/one.err")" >&2
+    status=1
+  fi
   for variant in "2 0" "3 1" "8 0"; do
     # shellcheck disable=SC2086
     run many $variant $options
