@@ -141,7 +141,7 @@ void Server::handle(std::string_view body, std::vector<std::string>* out) {
     out->push_back(error_reply(parsed.id, parsed.error_code, parsed.error));
     return;
   }
-  const Message& message = *parsed.message;
+  Message& message = *parsed.message;
   if (message.is_response) return;  // the server sends no requests: nothing to match
   try {
     dispatch(message, out);
@@ -170,7 +170,7 @@ void Server::framing_error(const Frame& frame, std::vector<std::string>* out) {
                              frame.problem));
 }
 
-void Server::dispatch(const Message& message, std::vector<std::string>* out) {
+void Server::dispatch(Message& message, std::vector<std::string>* out) {
   const std::string& method = message.method;
   const bool request = message.id.has_value();
   const auto reply = [&](const Json& result) { out->push_back(result_reply(*message.id, result)); };
@@ -295,10 +295,11 @@ void Server::analyze(Document& document, std::vector<std::string>* out) {
   out->push_back(notification("textDocument/publishDiagnostics", params));
 }
 
-void Server::open(const Json& params, std::vector<std::string>* out) {
+void Server::open(Json& params, std::vector<std::string>* out) {
   const Json& item = member(params, "textDocument", "params");
   const std::string uri = string_member(item, "uri", "params.textDocument");
-  const Json& text = member(item, "text", "params.textDocument");
+  member(item, "text", "params.textDocument");
+  Json& text = params["textDocument"]["text"];
   if (!text.is_string()) throw BadParams{"params.textDocument.text must be a string"};
   const Json version = item.value("version", Json());
   auto document = std::make_unique<Document>();
@@ -307,37 +308,52 @@ void Server::open(const Json& params, std::vector<std::string>* out) {
                                     ? item["languageId"].get<std::string>()
                                     : std::string());
   document->version = version.is_number_integer() ? version : Json();
-  document->text = text.get<std::string>();
+  document->text = std::move(text.get_ref<std::string&>());
   Document& stored = *(documents_[uri] = std::move(document));
   analyze(stored, out);
 }
 
-void Server::change(const Json& params, std::vector<std::string>* out) {
+void Server::change(Json& params, std::vector<std::string>* out) {
   Document& document = document_of(params);
-  const Json& changes = member(params, "contentChanges", "params");
+  Json& changes = params["contentChanges"];
   if (!changes.is_array()) throw BadParams{"params.contentChanges must be an array"};
-  std::string text = document.text;
-  for (const Json& change : changes) {
-    const std::string replacement = string_member(change, "text", "params.contentChanges[]");
+  // Ranged changes apply to the text as the changes before them left it. A document over the size
+  // limit was not kept: only a whole new text can follow it.
+  bool have_text = !document.too_large;
+  std::string text;
+  bool replaced = false;
+  for (Json& change : changes) {
+    member(change, "text", "params.contentChanges[]");
+    Json& replacement = change["text"];
+    if (!replacement.is_string()) throw BadParams{"params.contentChanges[].text must be a string"};
     if (!change.contains("range")) {
-      text = replacement;
+      text = std::move(replacement.get_ref<std::string&>());
+      have_text = replaced = true;
       continue;
     }
-    if (document.too_large) {
+    if (!have_text) {
       throw BadParams{"a ranged change to a document over the size limit: send the whole text"};
     }
+    if (!replaced) {
+      text = document.text;
+      replaced = true;
+    }
     const Json& range = change["range"];
+    const Json& start = member(range, "start", "params.contentChanges[].range");
+    const Json& end = member(range, "end", "params.contentChanges[].range");
     const LineIndex lines(text);
-    const Position start{count_member(member(range, "start", "range"), "line", "range.start"),
-                         count_member(member(range, "start", "range"), "character", "range.start")};
-    const Position end{count_member(member(range, "end", "range"), "line", "range.end"),
-                       count_member(member(range, "end", "range"), "character", "range.end")};
-    const size_t from = lines.offset_of(start, encoding_);
-    const size_t to = std::max(from, lines.offset_of(end, encoding_));
-    text.replace(from, to - from, replacement);
+    const size_t from = lines.offset_of(Position{count_member(start, "line", "range.start"),
+                                                 count_member(start, "character", "range.start")},
+                                        encoding_);
+    const size_t to =
+        std::max(from, lines.offset_of(Position{count_member(end, "line", "range.end"),
+                                                count_member(end, "character", "range.end")},
+                                       encoding_));
+    text.replace(from, to - from, replacement.get<std::string>());
   }
   const Json version = member(params, "textDocument", "params").value("version", Json());
   document.version = version.is_number_integer() ? version : Json();
+  if (!replaced) return;  // no change: the diagnostics published stand
   document.text = std::move(text);
   analyze(document, out);
 }

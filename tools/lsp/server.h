@@ -45,10 +45,11 @@ class Server {
  private:
   struct Document;
 
-  void dispatch(const Message& message, std::vector<std::string>* out);
+  // Takes the message apart: a document's text is moved out of it, not copied.
+  void dispatch(Message& message, std::vector<std::string>* out);
   Json initialize(const Json& params);
-  void open(const Json& params, std::vector<std::string>* out);
-  void change(const Json& params, std::vector<std::string>* out);
+  void open(Json& params, std::vector<std::string>* out);
+  void change(Json& params, std::vector<std::string>* out);
   void close(const Json& params, std::vector<std::string>* out);
   Json formatting(const Json& params);
   Json hover(const Json& params);
