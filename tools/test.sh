@@ -40,7 +40,7 @@ if [ "${RG_SKIP_TSAN:-0}" != 1 ]; then
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREPLAYGATE_WERROR=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DREPLAYGATE_TSAN=ON -DREPLAYGATE_BUILD_BENCHMARKS=OFF >/dev/null
   cmake --build build-tsan -j "$(nproc)" --target rg_runtime_tests rg_read_pool_tests replaygate
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" RG_DECIDE_THREADS_SCALE=10 \
     ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" \
     -R '^((Reload|ReloadCApi|CApi|ReadPool)\.|decide_threads$)'
   stage_done "ThreadSanitizer"

@@ -11,8 +11,11 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # 200 copies of the shipped letters: every key again 30 lines later, across blocks of 7; and 100
 # of the Kafka example, read through its mapping (parsers that share one mapping).
-for _ in $(seq 200); do cat "$src/examples/letters.jsonl"; echo '{not json'; done > "$dir/dump.jsonl"
-for _ in $(seq 100); do cat "$src/examples/payments-dlt.kcat.jsonl"; done > "$dir/kafka.jsonl"
+# RG_DECIDE_THREADS_SCALE divides both (tools/test.sh's ThreadSanitizer stage: TSan runs the CLI
+# about ten times slower, and every ledger block is a durable commit).
+scale=${RG_DECIDE_THREADS_SCALE:-1}
+for _ in $(seq $((200 / scale))); do cat "$src/examples/letters.jsonl"; echo '{not json'; done > "$dir/dump.jsonl"
+for _ in $(seq $((100 / scale))); do cat "$src/examples/payments-dlt.kcat.jsonl"; done > "$dir/kafka.jsonl"
 table=$src/tests/data/tables/replay_gate.rgt
 status=0
 run() {  # run NAME THREADS SOURCE_THREAD ARGS...: stdout, stderr, exit code, audit and ledger lines
