@@ -28,7 +28,7 @@ if [ "${RG_SKIP_SANITIZE:-0}" != 1 ]; then
     tools/setup.sh
   stage_done "sanitizer build"
   # The server-backed suites (label `server`: a private PostgreSQL per test process) ran once above.
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 RG_DECIDE_THREADS_SCALE=2 \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE server
   stage_done "sanitizer tests"
 fi
