@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "common/plural.h"
@@ -16,9 +18,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The test hook ($REPLAYGATE_TEST_CRASH_AT): dies as a kill -9 would, at one named step.
+// The test hooks: $REPLAYGATE_TEST_CRASH_AT dies as a kill -9 would, at one named step;
+// $REPLAYGATE_TEST_PAUSE_AT=STEP:FILE creates FILE at the first STEP and waits (at most 120 s)
+// until the test removes it, so that a test can stop the broker at an exact point.
 void crash_point(const GateOptions& o, std::string_view step) {
   if (!o.crash_at.empty() && o.crash_at == step) ::kill(::getpid(), SIGKILL);
+  static bool paused = false;
+  if (paused || o.pause_at.empty() || o.pause_at != step) return;
+  paused = true;
+  std::ofstream(o.pause_file).put('\n');
+  const auto give_up = Clock::now() + std::chrono::seconds(120);
+  while (std::filesystem::exists(o.pause_file) && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 struct Links {
@@ -428,6 +440,19 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
                          (published.detail.empty() ? "" : " (" + published.detail + ")");
         std::string requeue_error;
         if (links.up()) links.consumer->requeue(env.delivery_tag, &requeue_error);
+        if (published.result == PublishResult::kLost && !links.up()) {
+          // The letter went back to the queue with the connection. Reconnect at the top of the
+          // loop and go on: on redelivery the ledger's claim (not `confirmed`) holds it as outcome
+          // unknown, so a publish that did reach the broker is never repeated.
+          report.outcome += "; the letter returns to its queue with the connection";
+          if (hooks.letter) hooks.letter(report);
+          if (const std::string why = redrive.record_outcome(plan, false, report.outcome);
+              !why.empty()) {
+            stop("cannot record the outcome: " + why, 2);
+            break;
+          }
+          continue;
+        }
         if (hooks.letter) hooks.letter(report);
         stop(report.outcome, 2);
         break;
@@ -444,6 +469,9 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     crash_point(o, "recorded");
     std::string ack_error;
     if (!links.consumer->ack(env.delivery_tag, &ack_error)) {
+      // The connection went down between the record and the ack: the letter is redelivered after
+      // the reconnect, and the ledger (confirmed, this message) acks it without publishing again.
+      if (!links.up()) continue;
       stop(ack_error, 2);
       break;
     }

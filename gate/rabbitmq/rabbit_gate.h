@@ -60,7 +60,9 @@ struct GateOptions {
   bool follow = false;      // never stop on an idle queue
   int reconnect_for_s = 300;
   Limits limits;
-  std::string crash_at;  // tests only ($REPLAYGATE_TEST_CRASH_AT): SIGKILL itself at this step
+  std::string crash_at;    // tests only ($REPLAYGATE_TEST_CRASH_AT): SIGKILL itself at this step
+  std::string pause_at;    // tests only ($REPLAYGATE_TEST_PAUSE_AT=STEP:FILE): wait at this step
+  std::string pause_file;  // ... while this file, which the gate creates there, exists
 };
 
 // One letter's line (stdout, JSON): what the gate did or, in a dry run, would do.

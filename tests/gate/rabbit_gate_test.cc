@@ -711,5 +711,50 @@ TEST_F(RabbitGate, BrokerRestartMidRunReconnectsAndGoesOn) {
   expect_audit_verifies();
 }
 
+TEST_F(RabbitGate, BrokerStoppedWhileAPublishAwaitsItsConfirmHoldsThatLetterAndGoesOn) {
+  // The gate pauses right after its first publish (before the confirm); the node is stopped and
+  // started again meanwhile, so the confirm wait finds the connection gone: the letter returns
+  // to the queue, the gate reconnects, and on redelivery the ledger's unconfirmed claim holds it.
+  ledger_ = path("ledger.db");
+  for (int i = 0; i < 6; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_p" + std::to_string(i),
+                "p-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 6), "");
+  client_.close();
+  const std::string flag = path("paused");
+  CliRun run;
+  run.args = gate_args(true, {"--all", "--reconnect-for", "40"});
+  run.env = {"REPLAYGATE_TEST_PAUSE_AT=published:" + flag};
+  run.timeout_seconds = 120;
+  CliResult r;
+  std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool paused = std::filesystem::exists(flag);
+  EXPECT_TRUE(paused) << "the gate never reached its first publish";
+  server_->stop_node();
+  EXPECT_EQ(server_->start_node(), "");
+  std::filesystem::remove(flag);
+  gate_run.join();
+  ASSERT_TRUE(paused);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("reconnected"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("connection lost"), std::string::npos) << r.err;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 7u) << r.out;  // the interrupted letter twice: not acked, then held
+  EXPECT_NE(lines[0].value("outcome", "").find("returns to its queue"), std::string::npos)
+      << lines[0].dump();
+  ASSERT_EQ(client_.connect(server_->url()), "");
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+  EXPECT_EQ(client_.message_count("dlq.hold"), 1) << "the letter whose confirm never came";
+  const long work = client_.message_count("payment.capture");
+  EXPECT_GE(work, 5) << "every other letter is replayed";
+  EXPECT_LE(work, 6) << "no letter replayed twice (the held one's publish may have been stored)";
+  expect_audit_verifies();
+}
+
 }  // namespace
 }  // namespace replaygate::gate::testing

@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/plural.h"
@@ -274,6 +275,15 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   g.reconnect_for_s = o.reconnect_for_s;
   g.limits.max_body = o.max_body;
   if (const char* crash = std::getenv("REPLAYGATE_TEST_CRASH_AT")) g.crash_at = crash;
+  if (const char* pause = std::getenv("REPLAYGATE_TEST_PAUSE_AT")) {
+    const std::string_view text = pause;
+    const size_t colon = text.find(':');
+    if (colon == std::string_view::npos || colon + 1 == text.size()) {
+      return usage("REPLAYGATE_TEST_PAUSE_AT must be STEP:FILE");
+    }
+    g.pause_at = std::string(text.substr(0, colon));
+    g.pause_file = std::string(text.substr(colon + 1));
+  }
   for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
     if (*q == g.queue) return usage("the park and hold queues must not be the dead-letter queue");
     if (g.replay_routing_key && *q == *g.replay_routing_key) {
