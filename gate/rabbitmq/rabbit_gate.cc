@@ -471,7 +471,13 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     if (!links.consumer->ack(env.delivery_tag, &ack_error)) {
       // The connection went down between the record and the ack: the letter is redelivered after
       // the reconnect, and the ledger (confirmed, this message) acks it without publishing again.
-      if (!links.up()) continue;
+      if (!links.up()) {
+        report.outcome +=
+            "; the ack was lost with the connection: the letter returns, and the "
+            "ledger acks it on redelivery without publishing again";
+        if (hooks.letter) hooks.letter(report);
+        continue;
+      }
       stop(ack_error, 2);
       break;
     }
