@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -21,11 +22,13 @@
 #include "gate/gate.h"
 #include "inputs/letters.h"
 #include "runtime/reload.h"
+#include "tests/support/shipped_letter.h"
 
 namespace replaygate::gate {
 namespace {
 
 using inputs::LineReader;
+using replaygate::testing::shipped_letter;
 
 const std::string kTable = std::string(RG_SOURCE_DIR) + "/tests/data/tables/replay_gate.rgt";
 
@@ -119,6 +122,45 @@ struct Pipeline {
   size_t flush_bytes = 2048;  // the judge "writes" whenever this much output is buffered
 };
 
+// `line` followed by the padding a LineReader gives, kept in `storage`; the view has the line's
+// size.
+std::string_view padded_line(const std::string& line, std::string* storage) {
+  *storage = line + std::string(LineReader::kPadding, ' ');
+  return std::string_view(storage->data(), line.size());
+}
+
+// What a pool test sets up around its pool: the shipped table shared (`max_readers` reader slots)
+// and loaded once more for the parsers, a replay guard and the judging gate.
+struct Judging {
+  explicit Judging(uint32_t max_readers = SharedTable::kDefaultMaxReaders)
+      : guard(-1, 1000000, 1 << 20) {
+    LoadStatus status;
+    shared = SharedTable::open(kTable, &status, max_readers);
+    EXPECT_NE(shared, nullptr) << status.message;
+    table = Table::load_file(kTable, &status);
+    EXPECT_NE(table, nullptr) << status.message;
+    if (shared == nullptr || table == nullptr) return;
+    parser = std::make_unique<inputs::LetterParser>(*table);
+    gate = Gate::open(*shared, *parser, guard, Gate::Options{});
+  }
+  // A pool as `po` says, its readers given `parsers` parsers of type P (po.threads by default).
+  template <typename P = inputs::LetterParser>
+  std::unique_ptr<ReadPool> pool(const ReadPool::Options& po, std::string* why,
+                                 std::optional<size_t> parsers = std::nullopt) {
+    std::vector<std::unique_ptr<inputs::RecordParser>> readers;
+    for (size_t i = 0; i < parsers.value_or(po.threads); ++i) {
+      readers.push_back(std::make_unique<P>(*table));
+    }
+    return ReadPool::open(*shared, *gate, guard, std::move(readers), po, why);
+  }
+
+  std::unique_ptr<SharedTable> shared;
+  std::unique_ptr<Table> table;
+  std::unique_ptr<inputs::LetterParser> parser;
+  ReplayGuard guard;
+  std::unique_ptr<Gate> gate;  // null when the table did not load
+};
+
 // The gate pipeline of decide over `records`: one gate reading and judging (threads == 0), or a
 // ReadPool of `threads` readers with blocks of `block_records` / `block_bytes`.
 Seen run(const std::vector<Record>& records, const Pipeline& pipeline, size_t threads,
@@ -180,8 +222,7 @@ Seen run(const std::vector<Record>& records, const Pipeline& pipeline, size_t th
     }
     const Record& r = records[next++];
     *number = next;
-    padded = r.line + std::string(LineReader::kPadding, ' ');
-    *line = std::string_view(padded.data(), r.line.size());
+    *line = padded_line(r.line, &padded);
     return r.too_large ? LineReader::Status::kTooLarge : LineReader::Status::kLine;
   };
   constexpr size_t kMaxLine = 4096;
@@ -233,15 +274,6 @@ Seen run(const std::vector<Record>& records, const Pipeline& pipeline, size_t th
   return seen;
 }
 
-// A letter of the shipped policy.
-std::string letter(size_t n, const std::string& key, const std::string& topic,
-                   const std::string& error_class, int attempts, bool committed) {
-  return R"({"message_id":"m-)" + std::to_string(n) + R"(","topic":")" + topic +
-         R"(","error_class":")" + error_class + R"(","attempts":)" + std::to_string(attempts) +
-         R"(,"idempotency_key":")" + key + R"(","already_committed":)" +
-         (committed ? "true" : "false") + "}";
-}
-
 // A mixed dump: replays (payment.capture/timeout), parks, holds, duplicate keys far apart,
 // unknown pairs, invalid inputs, unreadable lines, blank lines, a record over the cap, a letter
 // without a key and one with a body hash.
@@ -254,10 +286,12 @@ std::vector<Record> mixed_dump(size_t n) {
         records.push_back({"{not json", false});
         break;
       case 1:
-        records.push_back({letter(i, key, "payment.capture", "insufficient_funds", 1, false)});
+        records.push_back(
+            {shipped_letter(i, key, "payment.capture", "insufficient_funds", 1, false)});
         break;
       case 2:
-        records.push_back({letter(i, key, "payment.capture", "timeout", -1, false)});  // invalid
+        records.push_back(
+            {shipped_letter(i, key, "payment.capture", "timeout", -1, false)});  // invalid
         break;
       case 3:
         records.push_back({"", false});
@@ -266,7 +300,7 @@ std::vector<Record> mixed_dump(size_t n) {
         records.push_back({"", true});
         break;
       case 5:
-        records.push_back({letter(i, key, "no.such", "topic", 1, false)});
+        records.push_back({shipped_letter(i, key, "no.such", "topic", 1, false)});
         break;
       case 6:
         records.push_back({R"({"topic":"payment.capture","error_class":"timeout","attempts":1,)"
@@ -279,7 +313,7 @@ std::vector<Record> mixed_dump(size_t n) {
                            key + R"(","already_committed":false})"});
         break;
       default:
-        records.push_back({letter(i, key, "payment.capture", "timeout", 1, i % 11 == 0)});
+        records.push_back({shipped_letter(i, key, "payment.capture", "timeout", 1, i % 11 == 0)});
         break;
     }
   }
@@ -384,24 +418,15 @@ class ThrowingParser : public inputs::LetterParser {
 // (or, `in_source`, in the source); expects the exception out of run() and returns the records
 // judged before it.
 size_t judged_before_exception(bool source_thread, bool in_source) {
-  LoadStatus status;
-  std::unique_ptr<SharedTable> shared = SharedTable::open(kTable, &status);
-  EXPECT_NE(shared, nullptr) << status.message;
-  if (shared == nullptr) return 0;
-  std::unique_ptr<Table> table = Table::load_file(kTable, &status);
-  inputs::LetterParser parser(*table);
-  ReplayGuard guard(-1, 1000, 1 << 20);
-  Gate::Options options;
-  std::unique_ptr<Gate> gate = Gate::open(*shared, parser, guard, options);
-  std::vector<std::unique_ptr<inputs::RecordParser>> parsers;
-  for (int i = 0; i < 3; ++i) parsers.push_back(std::make_unique<ThrowingParser>(*table));
+  Judging judging;
+  if (judging.gate == nullptr) return 0;
+  Gate* gate = judging.gate.get();
   ReadPool::Options po;
   po.threads = 3;
   po.block_records = 10;
   po.source_thread = source_thread;
   std::string why;
-  std::unique_ptr<ReadPool> pool =
-      ReadPool::open(*shared, *gate, guard, std::move(parsers), po, &why);
+  std::unique_ptr<ReadPool> pool = judging.pool<ThrowingParser>(po, &why);
   EXPECT_NE(pool, nullptr) << why;
   if (pool == nullptr) return 0;
   std::vector<std::string> lines;
@@ -411,8 +436,7 @@ size_t judged_before_exception(bool source_thread, bool in_source) {
   auto source = [&](std::string_view* line, uint64_t* number) {
     if (next == lines.size()) return LineReader::Status::kEnd;
     if (in_source && lines[next] == "boom") throw std::runtime_error("boom");
-    padded = lines[next] + std::string(LineReader::kPadding, ' ');
-    *line = std::string_view(padded.data(), lines[next].size());
+    *line = padded_line(lines[next], &padded);
     *number = ++next;
     return LineReader::Status::kLine;
   };
@@ -440,23 +464,15 @@ TEST(ReadPool, AReadersExceptionReachesTheCallerAfterTheBlocksBeforeIt) {
 // The source never gets more than max_blocks() blocks ahead of the judge.
 size_t most_ahead_of_the_judge(bool source_thread) {
   const std::vector<Record> records = mixed_dump(5000);
-  LoadStatus status;
-  std::unique_ptr<SharedTable> shared = SharedTable::open(kTable, &status);
-  EXPECT_NE(shared, nullptr) << status.message;
-  if (shared == nullptr) return 0;
-  std::unique_ptr<Table> table = Table::load_file(kTable, &status);
-  inputs::LetterParser parser(*table);
-  ReplayGuard guard(-1, 1000000, 1 << 20);
-  std::unique_ptr<Gate> gate = Gate::open(*shared, parser, guard, Gate::Options{});
-  std::vector<std::unique_ptr<inputs::RecordParser>> parsers;
-  for (int i = 0; i < 2; ++i) parsers.push_back(std::make_unique<inputs::LetterParser>(*table));
+  Judging judging;
+  if (judging.gate == nullptr) return 0;
+  Gate* gate = judging.gate.get();
   ReadPool::Options po;
   po.threads = 2;
   po.block_records = 16;
   po.source_thread = source_thread;
   std::string why;
-  std::unique_ptr<ReadPool> pool =
-      ReadPool::open(*shared, *gate, guard, std::move(parsers), po, &why);
+  std::unique_ptr<ReadPool> pool = judging.pool(po, &why);
   EXPECT_NE(pool, nullptr) << why;
   if (pool == nullptr) return 0;
   EXPECT_EQ(pool->max_blocks(), 6u);  // threads + 4
@@ -467,8 +483,7 @@ size_t most_ahead_of_the_judge(bool source_thread) {
     if (read == records.size()) return LineReader::Status::kEnd;
     most_ahead = std::max(most_ahead, read - judged);
     const Record& r = records[read];
-    padded = r.line + std::string(LineReader::kPadding, ' ');
-    *line = std::string_view(padded.data(), r.line.size());
+    *line = padded_line(r.line, &padded);
     *number = ++read;
     return r.too_large ? LineReader::Status::kTooLarge : LineReader::Status::kLine;
   };
@@ -493,24 +508,14 @@ TEST(ReadPool, BlocksInFlightStayBounded) {
 }
 
 TEST(ReadPool, RefusesWhatCannotWork) {
-  LoadStatus status;
-  std::unique_ptr<SharedTable> shared = SharedTable::open(kTable, &status, 3);
-  ASSERT_NE(shared, nullptr);
-  std::unique_ptr<Table> table = Table::load_file(kTable, &status);
-  inputs::LetterParser parser(*table);
-  ReplayGuard guard(-1, 1000, 1 << 20);
+  Judging judging(3);
+  ASSERT_NE(judging.gate, nullptr);
   Seen seen;
   RecordingStage stage(&seen);
-  std::unique_ptr<Gate> gate = Gate::open(*shared, parser, guard, Gate::Options{});
-  auto parsers = [&](size_t n) {
-    std::vector<std::unique_ptr<inputs::RecordParser>> p;
-    for (size_t i = 0; i < n; ++i) p.push_back(std::make_unique<inputs::LetterParser>(*table));
-    return p;
-  };
   auto open = [&](size_t threads, size_t parser_count, std::string* why) {
     ReadPool::Options po;
     po.threads = threads;
-    return ReadPool::open(*shared, *gate, guard, parsers(parser_count), po, why);
+    return judging.pool(po, why, parser_count);
   };
   std::string why;
   EXPECT_EQ(open(0, 0, &why), nullptr);
@@ -524,7 +529,7 @@ TEST(ReadPool, RefusesWhatCannotWork) {
   EXPECT_EQ(open(3, 3, &why), nullptr);
   EXPECT_EQ(why,
             "the shared table has no free reader slot for reading thread 3 (it needs threads + 1)");
-  gate->add_stage(&stage);
+  judging.gate->add_stage(&stage);
   EXPECT_EQ(open(2, 2, &why), nullptr);
   EXPECT_EQ(why,
             "the judging gate has stages but no keep_records: its stage 2 would take a record's "
@@ -554,7 +559,8 @@ RC_GTEST_PROP(ReadPool, AnyPoolGivesTheBytesOfOneGate, ()) {
           {"mail.receipt", "smtp_421"},          {"no.such", "pair"}};
       const auto& [topic, error] = kPairs[*rc::gen::inRange(0, 6)];
       const int attempts = *rc::gen::element(-1, 0, 1, 2, 3, 100);
-      records.push_back({letter(i, key, topic, error, attempts, *rc::gen::inRange(0, 10) == 0)});
+      records.push_back(
+          {shipped_letter(i, key, topic, error, attempts, *rc::gen::inRange(0, 10) == 0)});
     }
   }
   Pipeline pipeline;

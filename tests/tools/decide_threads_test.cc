@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/support/cli_runner.h"
+#include "tests/support/shipped_letter.h"
 
 namespace {
 
@@ -25,13 +26,11 @@ const std::string kPolicy = kSourceDir + "/policies/replay_gate.yaml";
 const std::string kTable = kSourceDir + "/tests/data/tables/replay_gate.rgt";
 const std::string kExamples = kSourceDir + "/examples/";
 
-// A letter of the shipped policy.
+// A letter of the shipped policy, one line.
 std::string letter(size_t n, const std::string& key, const std::string& topic,
                    const std::string& error_class, int attempts, bool committed) {
-  return R"({"message_id":"m-)" + std::to_string(n) + R"(","topic":")" + topic +
-         R"(","error_class":")" + error_class + R"(","attempts":)" + std::to_string(attempts) +
-         R"(,"idempotency_key":")" + key + R"(","already_committed":)" +
-         (committed ? "true" : "false") + "}\n";
+  return replaygate::testing::shipped_letter(n, key, topic, error_class, attempts, committed) +
+         "\n";
 }
 
 // `n` records with every outcome: replays, parks, holds, duplicate keys far apart (each key again
