@@ -2,7 +2,7 @@
 # Runs every test: the -Werror build with unit and property tests, the shipped policies' cases,
 # then the same suites under AddressSanitizer + UBSan (skip with RG_SKIP_SANITIZE=1), then the
 # hot-reload, C API and decide --threads read-pool tests under ThreadSanitizer (skip with
-# RG_SKIP_TSAN=1), then every libFuzzer target for RG_FUZZ_SECONDS (default 20) each
+# RG_SKIP_TSAN=1), then every libFuzzer target for RG_FUZZ_SECONDS (default 15) each
 # (tools/fuzz.sh; skip with RG_SKIP_FUZZ=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +53,6 @@ if [ "${RG_SKIP_TSAN:-0}" != 1 ]; then
 fi
 if [ "${RG_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== fuzzing (libFuzzer, tools/fuzz.sh) ==" >&2
-  tools/fuzz.sh "${RG_FUZZ_SECONDS:-20}"
+  tools/fuzz.sh "${RG_FUZZ_SECONDS:-15}"
   stage_done "fuzzing"
 fi
