@@ -29,7 +29,8 @@ else
 fi
 
 echo "== fuzz: building $build (clang-14, libFuzzer + ASan + UBSan) ==" >&2
-if ! RG_BUILD_DIR="$build" RG_FUZZ=1 RG_WERROR=0 RG_LINE_TABLES=1 RG_BUILD_TARGETS="$build_targets" tools/setup.sh; then
+if ! RG_BUILD_DIR="$build" RG_FUZZ=1 RG_BUILD_TYPE=Debug RG_WERROR=0 RG_LINE_TABLES=1 \
+  RG_BUILD_TARGETS="$build_targets" tools/setup.sh; then
   echo "fuzz: the build failed" >&2
   exit 2
 fi

@@ -8,6 +8,7 @@
 
 #include "bindings/jsonl/replaygate_jsonl.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/paths.h"
 
 namespace replaygate {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 using testing::CliRun;
 using testing::ScratchDir;
 
-const std::string kTable = RG_SOURCE_DIR "/tests/data/tables/replay_gate.rgt";
+const std::string kTable = std::string(RG_SOURCE_DIR) + "/tests/data/tables/replay_gate.rgt";
 
 std::string letter(const std::string& attempts, const std::string& committed) {
   return R"({"topic":"payment.capture","error_class":"timeout","attempts":)" + attempts +
@@ -108,7 +109,8 @@ TEST(JsonlBinding, InvalidCountsFieldLevelFailuresLikeTheCli) {
 // `source: record`) and the operator-only confirmation are ignored, as in `replaygate decide`:
 // the required phase is missing, so every record gets the default, never a dispatch.
 TEST(JsonlBinding, RecordOnlyAndOperatorOnlyFieldsAreNeverReadFromRecords) {
-  const std::string table = RG_SOURCE_DIR "/tests/data/tables/generation_recovery.rgt";
+  const std::string table =
+      std::string(RG_SOURCE_DIR) + "/tests/data/tables/generation_recovery.rgt";
   const std::string text =
       R"({"phase":"prepared","message_revision":1,"record_revision":1,)"
       R"("dispatch_confirmed_absent":true,"model_current":true,"spec_current":true,)"

@@ -15,6 +15,7 @@
 #include "compiler/compile.h"
 #include "compiler/syntax/yaml_policy.h"
 #include "tests/support/diagnostics.h"
+#include "tests/support/paths.h"
 #include "tests/support/test_policies.h"
 
 namespace replaygate {

@@ -17,6 +17,7 @@
 #include "compiler/syntax/print_yaml.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
+#include "tests/support/paths.h"
 #include "tests/support/table_bytes.h"
 
 namespace replaygate {

@@ -18,6 +18,7 @@
 #include "runtime/table.h"
 #include "runtime/table_format.h"
 #include "tests/support/diagnostics.h"
+#include "tests/support/paths.h"
 
 namespace replaygate {
 namespace {

@@ -12,6 +12,7 @@
 #include "compiler/compile.h"
 #include "compiler/lower.h"
 #include "tests/compiler/analysis_builder.h"
+#include "tests/support/paths.h"
 
 namespace replaygate {
 namespace {

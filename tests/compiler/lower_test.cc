@@ -14,6 +14,7 @@
 #include "compiler/compile.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
+#include "tests/support/paths.h"
 #include "tests/support/test_policies.h"
 
 #define XXH_INLINE_ALL

@@ -19,6 +19,7 @@
 #include "inputs/records.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/support/example_records.h"
+#include "tests/support/paths.h"
 #include "tools/cli/mapping_defaults.h"
 
 namespace {

@@ -23,6 +23,7 @@
 #include "compiler/compile.h"
 #include "compiler/lower.h"
 #include "runtime/table.h"
+#include "tests/support/paths.h"
 
 namespace replaygate::fuzz {
 

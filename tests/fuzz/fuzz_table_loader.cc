@@ -1,10 +1,10 @@
 // libFuzzer target for the table loader: any bytes must load cleanly or fail with a status, and a
 // table that loads must decide and dump without crashing.
 //
-// Built by the fuzz tree (cmake -DREPLAYGATE_FUZZ=ON, tools/fuzz.sh), where
-// FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION skips the loader's digest checks so mutated bytes reach
-// its structural checks; the normal build replays tests/data/fuzz/table_loader/{corpus,regressions}
-// through replay_main.cc (ctest -L fuzz).
+// The libFuzzer binary (cmake -DREPLAYGATE_FUZZ=ON, tools/fuzz.sh) links a runtime built with
+// FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which skips the loader's digest checks so mutated bytes
+// reach its structural checks; every tree with tests replays
+// tests/data/fuzz/table_loader/{corpus,regressions} through replay_main.cc (ctest -L fuzz).
 #include <cstddef>
 #include <cstdint>
 

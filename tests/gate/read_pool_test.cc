@@ -22,6 +22,7 @@
 #include "gate/gate.h"
 #include "inputs/letters.h"
 #include "runtime/reload.h"
+#include "tests/support/paths.h"
 #include "tests/support/shipped_letter.h"
 
 namespace replaygate::gate {

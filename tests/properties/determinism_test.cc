@@ -20,6 +20,7 @@
 #include "compiler/interpret.h"
 #include "tests/properties/policy_gen.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/paths.h"
 
 namespace replaygate::testing {
 namespace {

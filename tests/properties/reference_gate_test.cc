@@ -16,6 +16,7 @@
 #include "compiler/interpret.h"
 #include "tests/properties/policy_gen.h"
 #include "tests/support/diagnostics.h"
+#include "tests/support/paths.h"
 
 namespace replaygate::testing {
 namespace {

@@ -12,6 +12,7 @@
 #include "compiler/compile.h"
 #include "compiler/explain.h"
 #include "properties/policy_gen.h"
+#include "tests/support/paths.h"
 
 namespace replaygate {
 namespace {

@@ -10,6 +10,7 @@
 #include "compiler/lower.h"
 #include "runtime/replaygate.h"
 #include "runtime/table.h"
+#include "tests/support/paths.h"
 #include "tests/support/test_policies.h"
 
 namespace replaygate {
@@ -216,7 +217,7 @@ TEST_F(CApi, EmptyResultsAreNeverNullPointers) {
 
 // rg_shared_open refuses more than 4096 reader slots instead of silently giving fewer.
 TEST(CApiShared, MaxReadersOverTheLimitIsRefused) {
-  const std::string path = RG_SOURCE_DIR "/tests/data/tables/replay_gate.rgt";
+  const std::string path = std::string(RG_SOURCE_DIR) + "/tests/data/tables/replay_gate.rgt";
   for (uint32_t n : {4097u, 5000u, UINT32_MAX}) {
     rg_shared* shared = reinterpret_cast<rg_shared*>(1);
     rg_error err;
@@ -262,7 +263,10 @@ TEST(CApiLoad, ErrorsComeWithCodesAndMessages) {
 TEST_F(CApi, GoldenTableFileLoads) {
   rg_table* t = nullptr;
   rg_error err;
-  ASSERT_EQ(rg_table_load_file(RG_SOURCE_DIR "/tests/data/tables/replay_gate.rgt", &t, &err), RG_OK)
+  ASSERT_EQ(
+      rg_table_load_file(
+          (std::string(RG_SOURCE_DIR) + "/tests/data/tables/replay_gate.rgt").c_str(), &t, &err),
+      RG_OK)
       << err.message;
   EXPECT_EQ(err.status, RG_OK);
   EXPECT_EQ(s(rg_table_policy_id(t)), "dlq-replay-gate");
@@ -404,9 +408,11 @@ class OperatorOnlyCApi : public ::testing::Test {
  protected:
   void SetUp() override {
     rg_error err;
-    ASSERT_EQ(rg_table_load_file(RG_SOURCE_DIR "/tests/data/tables/generation_recovery.rgt",
-                                 &table_, &err),
-              RG_OK)
+    ASSERT_EQ(
+        rg_table_load_file(
+            (std::string(RG_SOURCE_DIR) + "/tests/data/tables/generation_recovery.rgt").c_str(),
+            &table_, &err),
+        RG_OK)
         << err.message;
     ASSERT_EQ(rg_input_new(table_, &in_), RG_OK);
     confirmed_ = rg_table_field_index(table_, "operator_confirmed", 18);

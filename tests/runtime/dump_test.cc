@@ -9,6 +9,7 @@
 
 #include "compiler/lower.h"
 #include "runtime/table.h"
+#include "tests/support/paths.h"
 #include "tests/support/test_policies.h"
 
 namespace replaygate {

@@ -19,6 +19,7 @@
 #include "compiler/lower.h"
 #include "runtime/replaygate.h"
 #include "runtime/table.h"
+#include "tests/support/paths.h"
 #include "tests/support/table_bytes.h"
 #include "tests/support/test_policies.h"
 
@@ -95,8 +96,10 @@ TEST(LoadSpecialFiles, FifoWithoutAWriterReadsAsEmptyAtOnce) {
 TEST(LoadSpecialFiles, ReloadFromAFifoWithoutAWriterFailsAndKeepsTheTable) {
   Fifo fifo("rg_reload_no_writer.fifo");
   rg_shared* shared = nullptr;
-  ASSERT_EQ(rg_shared_open(RG_SOURCE_DIR "/tests/data/tables/replay_gate.rgt", 0, &shared, nullptr),
-            RG_OK);
+  ASSERT_EQ(
+      rg_shared_open((std::string(RG_SOURCE_DIR) + "/tests/data/tables/replay_gate.rgt").c_str(), 0,
+                     &shared, nullptr),
+      RG_OK);
   rg_error err;
   const rg_status status = call_with_deadline(
       fifo.path(), [&] { return rg_shared_reload(shared, fifo.path().c_str(), &err); });

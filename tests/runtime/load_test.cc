@@ -10,6 +10,7 @@
 #include "compiler/lower.h"
 #include "runtime/table.h"
 #include "runtime/table_format.h"
+#include "tests/support/paths.h"
 #include "tests/support/table_bytes.h"
 #include "tests/support/test_policies.h"
 

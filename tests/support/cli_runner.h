@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/paths.h"
+
 namespace replaygate::testing {
 
 inline const std::string kSourceDir = RG_SOURCE_DIR;  // the source tree (fixtures, goldens)

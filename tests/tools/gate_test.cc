@@ -11,6 +11,7 @@
 
 #include "inputs/letters.h"
 #include "runtime/reload.h"
+#include "tests/support/paths.h"
 
 namespace replaygate::gate {
 namespace {

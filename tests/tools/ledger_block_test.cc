@@ -19,6 +19,7 @@
 #include "inputs/letters.h"
 #include "ledger/ledger.h"
 #include "runtime/reload.h"
+#include "tests/support/paths.h"
 
 namespace replaygate::gate {
 namespace {

@@ -15,6 +15,7 @@
 #include "inputs/mapping.h"
 #include "inputs/records.h"
 #include "runtime/table.h"
+#include "tests/support/paths.h"
 #include "tools/cli/files.h"
 #include "tools/cli/mapping_defaults.h"
 

@@ -24,6 +24,7 @@
 
 #include "audit/audit_log.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/paths.h"
 
 namespace {
 

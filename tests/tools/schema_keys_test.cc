@@ -17,6 +17,7 @@
 #include "compiler/syntax/policy_keys.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
+#include "tests/support/paths.h"
 #include "tools/cli/case_file.h"
 #include "tools/cli/proposal.h"
 

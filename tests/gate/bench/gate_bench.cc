@@ -53,6 +53,7 @@
 
 #include "amqp_test_client.h"
 #include "rabbit_server.h"
+#include "tests/support/paths.h"
 
 extern char** environ;
 
