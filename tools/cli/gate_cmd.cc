@@ -498,8 +498,9 @@ Runner setup_gate(CLI::App& sub) {
       "queue the letter died in (x-death) through the default exchange with x-replay + 1; the\n"
       "policy's default verb moves it to the hold queue; other none-effect verbs (never) to the\n"
       "park queue. A dry run (the default) acks nothing. One JSON line per letter on stdout;\n"
-      "progress and a summary on stderr. Exit: 0 done, 1 done with unreadable letters (held),\n"
-      "2 usage, table, broker, ledger or audit errors (the letter in hand is not acked).\n"
+      "progress and a summary on stderr. Exit: 0 done, 1 done with unreadable letters (held)\n"
+      "or letters left in the queue (their park or hold queue is where they died), 2 usage,\n"
+      "table, broker, ledger or audit errors (the letter in hand is not acked).\n"
       "SIGHUP (or --watch) reloads the table; SIGINT/SIGTERM stop after the current letter.");
   r->add_option("--policy", o->policy, "Compile this policy in memory and use it");
   r->add_option("--table", o->table, "Use this compiled table (.rgt)");
