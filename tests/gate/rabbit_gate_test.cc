@@ -1045,6 +1045,43 @@ TEST_F(RabbitGate, AReplayGoesOnlyToTheQueueItsDecisionWasMadeFor) {
   client_.delete_queue("refunds.execute");
 }
 
+// The mapping's `map:` of the topic input says which queues a topic's letters may be replayed to:
+// a letter decided for payment.capture whose newest death names payments.retry, a queue the
+// mapping maps to payment.capture, is replayed there.
+TEST_F(RabbitGate, AReplayMayGoToAQueueTheMappingMapsToItsTopic) {
+  ledger_ = path("ledger.db");
+  std::string text = read_file(kSourceDir + "/examples/rabbitmq.mapping.yaml");
+  const std::string topic = "    header: x-first-death-queue\n    type: string\n";
+  const size_t at = text.find(topic);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + topic.size(),
+              "    map:\n      payment.capture: payment.capture\n"
+              "      payments.retry: payment.capture\n");
+  write_file(path("retry.mapping.yaml"), text);
+  mapping_ = path("retry.mapping.yaml");
+  client_.delete_queue("payments.retry");
+  ASSERT_EQ(client_.declare_queue("payments.retry", true), "");
+  {
+    DeathHeaders retried({"payments.retry", "payment.capture"},
+                         {{"x-first-death-queue", "payment.capture"},
+                          {"x-first-death-reason", "rejected"},
+                          {"x-exception-class", "java.net.SocketTimeoutException"}});
+    ASSERT_EQ(client_.publish_raw_headers("", "dlq",
+                                          "{\"idempotency_key\":\"k-retry\",\"committed\":false}",
+                                          retried.table(), "retry-1"),
+              "");
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  const CliResult r = gate(true, {"--all"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0]["action"], "republish") << lines[0];
+  EXPECT_EQ(lines[0]["target"], "queue 'payments.retry' (default exchange)");
+  EXPECT_EQ(client_.message_count("payments.retry"), 1);
+  client_.delete_queue("payments.retry");
+}
+
 // Issue 42 item 10: a replay from a quorum dead-letter queue leaves that queue's
 // x-delivery-count behind and keeps the gate's own x-replay and the broker's x-death.
 TEST_F(RabbitGate, AReplayFromAQuorumQueueCarriesNoDeliveryCount) {
