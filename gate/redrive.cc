@@ -1,6 +1,7 @@
 // One dead letter's decision, ledger claim and audit entries for a live redrive (redrive.h).
 #include "gate/redrive.h"
 
+#include <limits>
 #include <utility>
 
 #include "audit/audit_log.h"
@@ -117,6 +118,43 @@ void Redrive::hold(const Table& table, Plan& plan, std::string rule, std::string
   plan.rule = std::move(rule);
   plan.reason = std::move(reason);
   plan.generation = 0;
+  plan.copy_replay = 0;
+}
+
+Redelivery judge_redelivery(const ledger::Record& holder, const DeadLetter& letter,
+                            std::string* why) {
+  if (!holder.copy_replay || holder.body_digest.empty()) {
+    *why =
+        "its claim does not record which copy was published (a claim written before ledger "
+        "schema version 2, by another command, or rebuilt from the audit log)";
+    return Redelivery::kAmbiguous;
+  }
+  const std::string copy =
+      "the copy was published with x-replay " + std::to_string(*holder.copy_replay);
+  if (!letter.replays) {
+    *why = "its x-replay header cannot be read (" + copy + ")";
+    return Redelivery::kAmbiguous;
+  }
+  const std::string marker = "x-replay " + std::to_string(*letter.replays);
+  if (*letter.replays >= *holder.copy_replay) {
+    *why = "it carries " + marker + "; " + copy;
+    return Redelivery::kCopyDiedAgain;
+  }
+  if (!letter.redelivered) {
+    *why =
+        "the broker did not mark it redelivered (a new delivery, not the one a crash "
+        "returned)";
+    return Redelivery::kAmbiguous;
+  }
+  if (letter.body_digest.empty() || letter.body_digest != holder.body_digest) {
+    *why = "its body differs from the body replayed (" +
+           (letter.body_digest.empty() ? std::string("unknown") : letter.body_digest) +
+           ", the claim has " + holder.body_digest + ")";
+    return Redelivery::kAmbiguous;
+  }
+  *why = "redelivered, " + marker + " below the copy's " + std::to_string(*holder.copy_replay) +
+         ", the same body";
+  return Redelivery::kSameDeath;
 }
 
 Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
@@ -181,6 +219,19 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
          "where to replay it (give --replay-routing-key to choose)");
     return plan;
   }
+  if (letter.refuse_target) {
+    if (std::optional<DeadLetter::Refusal> refused = letter.refuse_target(table, *input_)) {
+      hold(table, plan, std::move(refused->rule), std::move(refused->reason));
+      return plan;
+    }
+  }
+  if (letter.replays == std::numeric_limits<int64_t>::max()) {
+    hold(table, plan, "invalid",
+         "x-replay is " + std::to_string(*letter.replays) +
+             ", the largest value: a copy could not count one more replay");
+    return plan;
+  }
+  plan.copy_replay = letter.replays.value_or(0) + 1;
 
   // A replay: the ledger's grant first (write-ahead).
   if (!plan.key || plan.key->empty()) {
@@ -198,11 +249,24 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
   const std::string message_id = letter.message_id.value_or("");
   const auto judge_holder = [&](const ledger::Record& holder) {
     const bool same_message = !message_id.empty() && holder.message_id == message_id;
-    if (same_message && holder.state == ledger::State::kConfirmed) {
+    std::string why;
+    const Redelivery redelivery =
+        same_message ? judge_redelivery(holder, letter, &why) : Redelivery::kAmbiguous;
+    if (same_message && redelivery == Redelivery::kCopyDiedAgain) {
+      hold(table, plan, "ledger:already_replayed",
+           "the replayed copy died again (" + why + "): already replayed: " + first_replay(holder));
+    } else if (same_message && holder.state == ledger::State::kConfirmed &&
+               redelivery == Redelivery::kSameDeath) {
       plan.step = Plan::Step::kAckOnly;
       plan.generation = holder.generation;
-      plan.reason = "already replayed and confirmed at " + first_replay(holder) +
-                    "; the copy is in the work queue";
+      plan.reason =
+          "already replayed and confirmed at " + first_replay(holder) +
+          "; the copy is in the work queue (this is the same death delivered again: " + why + ")";
+    } else if (same_message && holder.state == ledger::State::kConfirmed) {
+      hold(table, plan, "gate:ambiguous_redelivery",
+           "this message's replay was confirmed at " + first_replay(holder) + ", but " + why +
+               ": it is not provably that death delivered again, so it is not acked away; "
+               "compare it with the copy, then move or delete it by hand");
     } else if (same_message) {
       hold(table, plan, "ledger:outcome_unknown",
            "this message's replay was claimed at " + first_replay(holder) +
@@ -231,6 +295,8 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
   claim.rule = plan.rule;
   claim.message_id = message_id;
   claim.worker = options_.worker;
+  claim.copy_replay = plan.copy_replay;
+  claim.body_digest = letter.body_digest;
   ledger::Result<std::vector<ledger::ClaimOutcome>> claimed = ledger_->claim_batch({claim});
   if (!claimed) {
     plan.step = Plan::Step::kStop;

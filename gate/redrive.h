@@ -9,14 +9,26 @@
 // The rules (docs/gate.md, issue 21): a verb with effect `create` republishes; the policy's
 // default verb holds; any other verb with effect `none` parks; a `read` or `copy` verb only acts
 // through an explicit mapping (ActionMap::set, `--action VERB=republish|park|hold`). A republish
-// is granted only by a ledger claim won before the publish (write-ahead, ledger/ledger.h). When
-// the claim is lost, the ledger, not the broker's `redelivered` flag, says what happened:
-//   - the holder is this very message (same message id) and `confirmed`: the replay already
-//     happened (a crash after the confirm, before the ack): ack without publishing (kAckOnly);
+// is granted only by a ledger claim won before the publish (write-ahead, ledger/ledger.h). The
+// claim records the copy: the replay marker it is published with (the letter's + 1) and the body's
+// digest. When the claim is lost, the ledger and the letter itself say what happened:
+//   - the holder is this very message (same message id), `confirmed`, and the letter is provably
+//     the same death delivered again (a crash after the confirm, before the ack): the broker
+//     marks it redelivered, its replay marker is lower than the copy's and its body digest is
+//     the claim's. Then the replay already happened: ack without publishing (kAckOnly). This is
+//     the only way a letter is acked without a publish; a ledger state alone never is one;
+//   - the holder is this message and the letter's replay marker is the copy's or higher: the
+//     copy died again, a new letter whose key is used up: held (`ledger:already_replayed`);
+//   - the holder is this message, `confirmed`, and anything else (not redelivered, another body,
+//     an unreadable marker, a claim that does not record its copy): held
+//     (`gate:ambiguous_redelivery`);
 //   - the holder is this message and not `confirmed`: the publish may or may not have reached the
 //     broker, so the letter is held (`ledger:outcome_unknown`) until an operator's
 //     `replaygate ledger release` allows another replay;
 //   - another message holds the key: held (`ledger:already_replayed`).
+// Before any claim, the broker client may refuse a republish's target for the decided input
+// (DeadLetter::refuse_target: the queue the gate drains, a queue other than the decided topic's):
+// held with its rule.
 // A letter the parser cannot read, or one the broker client could not turn into a record (its
 // `problem`: poison headers, a body over the limit), is held with the reason: never a replay.
 // A ledger or audit failure stops the run (kStop): the letter stays unacked and returns to its
@@ -80,6 +92,19 @@ struct DeadLetter {
   // explicit --replay-routing-key). Without one a republish is held (`gate:no_target`) before
   // any claim.
   bool replay_target_known = true;
+  // For the redelivery judgement (above), as the broker client read them from the message itself
+  // (never through the mapping): the broker's redelivered flag; the replay marker (RabbitMQ:
+  // x-replay), 0 when absent, nullopt when unreadable; the body's digest ("sha256:HEX", "" when
+  // unknown). A republish's copy carries the marker + 1, and its claim records both.
+  bool redelivered = false;
+  std::optional<int64_t> replays = 0;
+  std::string body_digest;
+  // Asked for a republish with the decided input, before any claim: a rule and a reason when the
+  // replay's target is refused (the letter is then held), nullopt when it may go there.
+  struct Refusal {
+    std::string rule, reason;
+  };
+  std::function<std::optional<Refusal>(const Table&, const Input&)> refuse_target;
 };
 
 // What to do with one dead letter.
@@ -99,9 +124,17 @@ struct Plan {
   std::string reason;              // the rule's reason, or why the letter is held
   std::optional<std::string> key;  // the idempotency key, when the record has one
   int64_t generation = 0;          // the ledger claim this plan won (republish only)
+  int64_t copy_replay = 0;         // republish: the replay marker the copy carries (as claimed)
   std::string error;               // kStop: why
   Input* input = nullptr;          // readable only: the decided input (valid until next plan())
 };
+
+// What a lost claim held by this very message (same message id) says about the letter (the rules
+// above; `why` gets the evidence, for the reason): kSameDeath only when every condition of an
+// ack without a publish holds, except the claim's state, which the caller checks.
+enum class Redelivery : uint8_t { kSameDeath, kCopyDiedAgain, kAmbiguous };
+Redelivery judge_redelivery(const ledger::Record& holder, const DeadLetter& letter,
+                            std::string* why);
 
 class Redrive {
  public:

@@ -249,7 +249,8 @@ std::optional<Error> check_claim(const Claim& c, size_t index) {
         {"table_checksum", &c.table_checksum, false},
         {"rule", &c.rule, false},
         {"message_id", &c.message_id, false},
-        {"worker", &c.worker, false}}) {
+        {"worker", &c.worker, false},
+        {"body_digest", &c.body_digest, false}}) {
     if (auto e = check_text(what, *value, required)) {
       e->message = at + e->message;
       return e;
@@ -394,7 +395,8 @@ Result<std::int64_t> Ledger::restore(const std::vector<Record>& rows) {
     std::set<std::string_view> live;
     for (size_t i = 0; i < rows.size(); ++i) {
       const Record& r = rows[i];
-      Claim c{r.key, r.policy, r.revision, r.table_checksum, r.rule, r.message_id, r.worker};
+      Claim c{r.key,        r.policy, r.revision,    r.table_checksum, r.rule,
+              r.message_id, r.worker, r.copy_replay, r.body_digest};
       if (auto e = check_claim(c, i)) return *e;
       const std::string at = "row " + std::to_string(i) + " (key '" + r.key + "'): ";
       if (r.generation < 1) {

@@ -116,6 +116,12 @@ struct Claim {
   std::string rule;            // the rule that granted the create verb
   std::string message_id;      // the dead letter's message id ("" when it has none)
   std::string worker;          // run or worker id: host, pid, run id, gate name
+  // The live gate (gate/redrive.h) records which copy it publishes, so that a redelivery of the
+  // same death can later be told from a new death of that copy: the replay marker the copy
+  // carries (RabbitMQ: x-replay) and the digest of the body it publishes ("sha256:HEX"). Unset
+  // and "" for claims of `decide` and `review` (stored as NULL).
+  std::optional<std::int64_t> copy_replay;
+  std::string body_digest;  // at most 4096 bytes of UTF-8 without NUL, like the texts above
 };
 
 // One stored row: one generation of one key.
@@ -130,6 +136,10 @@ struct Record {
   std::string rule;
   std::string message_id;
   std::string worker;
+  // As Claim's; unset and "" for a claim made without them (decide, review, a ledger rebuilt
+  // from the audit log, a claim written by a build before schema version 2).
+  std::optional<std::int64_t> copy_replay;
+  std::string body_digest;
   Time claimed_at{};
   Time updated_at{};  // the last change of state (== claimed_at until the first mark)
   // Set only in state kReleased:
@@ -280,11 +290,13 @@ class Ledger {
 // connection when destroyed. Errors: kInvalidArgument (URL or scope), kUnavailable (cannot create,
 // open or connect), kCorrupt (not a SQLite database), kForeign (another application's database
 // or a table of another layout), kSchemaVersion (another ledger schema version). An existing
-// database is never altered to fit: it is refused.
+// database is never altered to fit, with one exception: a ledger of an older schema version this
+// build knows is upgraded on open, in one transaction (version 1 -> 2 adds the two nullable
+// columns copy_replay and body_digest; its rows keep NULL there). A newer version is refused.
 Result<std::unique_ptr<Ledger>> open_ledger(std::string_view url, const Options& options = {});
 
 // The ledger schema version this build reads and writes (SQLite user_version, PostgreSQL
-// replaygate_ledger_meta.schema_version).
-inline constexpr int kSchemaVersion = 1;
+// replaygate_ledger_meta.schema_version). Version 1 had no copy_replay / body_digest columns.
+inline constexpr int kSchemaVersion = 2;
 
 }  // namespace replaygate::ledger

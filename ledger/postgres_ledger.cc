@@ -12,9 +12,12 @@
 // Recognition: a table replaygate_ledger_meta (name, value) holds schema_version; creation runs
 // under a transaction-scoped advisory lock, so concurrent first opens create it once. Tables that
 // exist with another layout, or a claims table without the meta table, are refused.
+// Schema version 1 (without copy_replay and body_digest) is upgraded under the same lock: two
+// nullable columns added at the end, the version set to 2, in the opener's transaction.
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <thread>
@@ -47,6 +50,8 @@ constexpr const char* kCreateSql =
     "  released_by text,\n"
     "  release_reason text,\n"
     "  released_at text,\n"
+    "  copy_replay bigint,\n"
+    "  body_digest text,\n"
     "  CONSTRAINT replaygate_ledger_key PRIMARY KEY (scope, key, slot),\n"
     "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = 0))\n"
     ");\n"
@@ -68,7 +73,16 @@ const std::vector<std::string> kExpectedColumns = {"scope text NO",
                                                    "updated_at text NO",
                                                    "released_by text YES",
                                                    "release_reason text YES",
-                                                   "released_at text YES"};
+                                                   "released_at text YES",
+                                                   "copy_replay bigint YES",
+                                                   "body_digest text YES"};
+// Version 1 had the columns above but the last two. A later version must extend the upgrade.
+static_assert(kSchemaVersion == 2, "upgrade version 1 ledgers to the new version");
+constexpr size_t kVersion1Columns = 16;
+constexpr const char* kUpgradeFrom1 =
+    "ALTER TABLE replaygate_ledger_claims ADD COLUMN copy_replay bigint, "
+    "ADD COLUMN body_digest text;\n"
+    "UPDATE replaygate_ledger_meta SET value = '2' WHERE name = 'schema_version';\n";
 
 const std::string kSelect = std::string("SELECT ") + kColumns + " FROM replaygate_ledger_claims ";
 
@@ -245,6 +259,8 @@ class PgLedger final : public Ledger {
     if (!PQgetisnull(r, row, 12)) rec.released_by = text(12);
     if (!PQgetisnull(r, row, 13)) rec.release_reason = text(13);
     if (!PQgetisnull(r, row, 14)) rec.released_at = parse_stored_time(text(14));
+    if (!PQgetisnull(r, row, 15)) rec.copy_replay = std::stoll(text(15));
+    if (!PQgetisnull(r, row, 16)) rec.body_digest = text(16);
     return rec;
   }
   static std::vector<Record> rows(const PGresult* r) {
@@ -305,7 +321,8 @@ std::optional<Error> PgLedger::check_or_create() {
           error(ErrorCode::kForeign, where + "replaygate_ledger_meta has no schema_version"));
     }
     const std::string version = PQgetvalue(v.get(), 0, 0);
-    if (version != std::to_string(kSchemaVersion)) {
+    const bool upgrade = version == "1";
+    if (!upgrade && version != std::to_string(kSchemaVersion)) {
       return bail(error(ErrorCode::kSchemaVersion, where + "ledger schema version " + version +
                                                        ", this build reads version " +
                                                        std::to_string(kSchemaVersion)));
@@ -324,7 +341,11 @@ std::optional<Error> PgLedger::check_or_create() {
     if (f) return bail(f->error);
     std::vector<std::string> have;
     for (int i = 0; i < PQntuples(cols.get()); ++i) have.emplace_back(PQgetvalue(cols.get(), i, 0));
-    if (have != kExpectedColumns) {
+    const std::vector<std::string> expected(
+        kExpectedColumns.begin(),
+        kExpectedColumns.begin() +
+            static_cast<std::ptrdiff_t>(upgrade ? kVersion1Columns : kExpectedColumns.size()));
+    if (have != expected) {
       std::string got;
       for (const auto& c : have) got += (got.empty() ? "" : ", ") + c;
       return bail(error(ErrorCode::kForeign,
@@ -342,6 +363,10 @@ std::optional<Error> PgLedger::check_or_create() {
       return bail(error(ErrorCode::kForeign, where +
                                                  "replaygate_ledger_claims lacks its primary key "
                                                  "replaygate_ledger_key (one live claim per key)"));
+    }
+    if (upgrade) {
+      run("upgrade the ledger schema from version 1", kUpgradeFrom1, {}, f);
+      if (f) return bail(f->error);
     }
   }
   PgResult c = run("commit", "COMMIT", {}, f);
@@ -366,8 +391,8 @@ Result<std::vector<ClaimOutcome>> PgLedger::do_claim_batch(const std::vector<Cla
   }
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return claims[a].key < claims[b].key; });
-  std::vector<const std::string*> k, p, t, ru, m, w;
-  std::string revisions = "{";
+  std::vector<const std::string*> k, p, t, ru, m, w, d;
+  std::string revisions = "{", copies = "{";
   for (size_t n = 0; n < order.size(); ++n) {
     const Claim& c = claims[order[n]];
     k.push_back(&c.key);
@@ -376,23 +401,31 @@ Result<std::vector<ClaimOutcome>> PgLedger::do_claim_batch(const std::vector<Cla
     ru.push_back(&c.rule);
     m.push_back(&c.message_id);
     w.push_back(&c.worker);
-    if (n) revisions += ',';
+    d.push_back(&c.body_digest);
+    if (n) {
+      revisions += ',';
+      copies += ',';
+    }
     revisions += std::to_string(c.revision);
+    copies += c.copy_replay ? std::to_string(*c.copy_replay) : "NULL";
   }
   revisions += '}';
+  copies += '}';
   const std::vector<std::string> params = {scope(),        "",
                                            text_array(k),  text_array(p),
                                            revisions,      text_array(t),
                                            text_array(ru), text_array(m),
-                                           text_array(w)};
+                                           text_array(w),  copies,
+                                           text_array(d)};
   static const std::string kInsert =
       "INSERT INTO replaygate_ledger_claims (scope, key, slot, generation, state, policy, "
-      "revision, table_checksum, rule, message_id, worker, claimed_at, updated_at) "
+      "revision, table_checksum, rule, message_id, worker, claimed_at, updated_at, copy_replay, "
+      "body_digest) "
       "SELECT $1, u.k, 0, coalesce((SELECT max(x.slot) FROM replaygate_ledger_claims x "
       "WHERE x.scope = $1 AND x.key = u.k), 0) + 1, 'claimed', u.p, u.r, u.t, u.ru, u.m, u.w, $2, "
-      "$2 FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], "
-      "$9::text[]) WITH ORDINALITY AS u(k, p, r, t, ru, m, w, i) ORDER BY u.i "
-      "ON CONFLICT DO NOTHING RETURNING key, generation";
+      "$2, u.c, nullif(u.d, '') FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], "
+      "$7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[]) WITH ORDINALITY AS u(k, p, "
+      "r, t, ru, m, w, c, d, i) ORDER BY u.i ON CONFLICT DO NOTHING RETURNING key, generation";
   static const std::string kHolders =
       kSelect + "WHERE scope = $1 AND key = ANY($2::text[]) AND slot = 0";
   std::vector<std::string> run_params = params;
@@ -421,6 +454,8 @@ Result<std::vector<ClaimOutcome>> PgLedger::do_claim_batch(const std::vector<Cla
           r.rule = c.rule;
           r.message_id = c.message_id;
           r.worker = c.worker;
+          r.copy_replay = c.copy_replay;
+          r.body_digest = c.body_digest;
           r.claimed_at = r.updated_at = parse_stored_time(ts).value_or(now_t);
         }
         std::vector<const std::string*> lost;
@@ -703,16 +738,21 @@ Result<std::int64_t> PgLedger::do_restore(const std::vector<Record>& rows) {
       std::string sql =
           "INSERT INTO replaygate_ledger_claims (scope, key, slot, generation, state, policy, "
           "revision, table_checksum, rule, message_id, worker, claimed_at, updated_at";
+      std::string values = ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13";
+      // The optional columns, each with its own parameter (a NULL is a column left out).
+      const auto add = [&](const char* column, std::string value) {
+        p.push_back(std::move(value));
+        sql += std::string(", ") + column;
+        values += ", $" + std::to_string(p.size());
+      };
       if (released) {
-        p.push_back(r.released_by);
-        p.push_back(r.release_reason);
-        p.push_back(format_time(r.released_at.value_or(r.updated_at)));
-        sql +=
-            ", released_by, release_reason, released_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-            "$9, $10, $11, $12, $13, $14, $15, $16)";
-      } else {
-        sql += ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+        add("released_by", r.released_by);
+        add("release_reason", r.release_reason);
+        add("released_at", format_time(r.released_at.value_or(r.updated_at)));
       }
+      if (r.copy_replay) add("copy_replay", std::to_string(*r.copy_replay));
+      if (!r.body_digest.empty()) add("body_digest", r.body_digest);
+      sql += values + ")";
       run("restore", sql, p, f);
       if (f) return f->error;
     }

@@ -12,6 +12,8 @@
 // Recognition: the ledger sets application_id 0x52474C47 ("RGLG") and user_version = the schema
 // version. A new or empty file is created; any other file must be this application's at this
 // version and have exactly this schema (sqlite_master compared text for text), or it is refused.
+// A file of schema version 1 with exactly that version's schema is upgraded on open (upgrade()):
+// two nullable columns added by ALTER TABLE, which writes the same text as a new file's.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -26,6 +28,28 @@ constexpr int kApplicationId = 0x52474C47;  // "RGLG"
 
 // The schema, as sqlite_master stores it (compared text for text when a file is opened).
 constexpr const char* kCreateTable =
+    "CREATE TABLE claims (\n"
+    "  scope TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  slot INTEGER NOT NULL,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  state TEXT NOT NULL CHECK (state IN ('claimed', 'recorded', 'confirmed', 'released')),\n"
+    "  policy TEXT NOT NULL,\n"
+    "  revision INTEGER NOT NULL,\n"
+    "  table_checksum TEXT NOT NULL,\n"
+    "  rule TEXT NOT NULL,\n"
+    "  message_id TEXT NOT NULL,\n"
+    "  worker TEXT NOT NULL,\n"
+    "  claimed_at TEXT NOT NULL,\n"
+    "  updated_at TEXT NOT NULL,\n"
+    "  released_by TEXT,\n"
+    "  release_reason TEXT,\n"
+    "  released_at TEXT, copy_replay INTEGER, body_digest TEXT,\n"
+    "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = 0))\n"
+    ") STRICT";
+// Schema version 1's table: a file with it is upgraded (upgrade()); ALTER TABLE ADD COLUMN
+// inserts the columns after the last one, which gives kCreateTable's text exactly.
+constexpr const char* kCreateTableV1 =
     "CREATE TABLE claims (\n"
     "  scope TEXT NOT NULL,\n"
     "  key TEXT NOT NULL,\n"
@@ -182,6 +206,8 @@ class SqliteLedger final : public Ledger {
     if (!s.column_null(12)) r.released_by = s.column_text(12);
     if (!s.column_null(13)) r.release_reason = s.column_text(13);
     if (!s.column_null(14)) r.released_at = parse_stored_time(s.column_text(14));
+    if (!s.column_null(15)) r.copy_replay = sqlite3_column_int64(s.get(), 15);
+    if (!s.column_null(16)) r.body_digest = s.column_text(16);
     return r;
   }
   // Steps `s` to the end, appending every row. Returns an error or nothing.
@@ -213,6 +239,7 @@ class SqliteLedger final : public Ledger {
   }
   std::optional<Error> check_schema();
   std::optional<Error> create_schema();
+  std::optional<Error> upgrade();
 
   sqlite3* db_;
   std::string path_;
@@ -255,6 +282,9 @@ std::optional<Error> SqliteLedger::check_schema() {
                      (names.empty() ? std::string() : ", tables " + names) +
                      "), not a replaygate ledger");
   }
+  const std::vector<std::pair<std::string, std::string>> version1 = {
+      {"claims", kCreateTableV1}, {"claims_key", kCreateLive}, {"claims_time", kCreateTime}};
+  if (version == 1 && objects == version1) return upgrade();
   if (version != kSchemaVersion) {
     return error(ErrorCode::kSchemaVersion,
                  "ledger " + describe() + ": refused: ledger schema version " +
@@ -305,6 +335,41 @@ std::optional<Error> SqliteLedger::create_schema() {
   return commit();
 }
 
+// Version 1 -> 2. A later version must extend the upgrade (and kCreateTable's text).
+static_assert(kSchemaVersion == 2, "upgrade version 1 ledgers to the new version");
+std::optional<Error> SqliteLedger::upgrade() {
+  if (auto e = begin(true)) return e;
+  // Another process may have upgraded it since we looked: check again under the write lock.
+  Stmt v;
+  int rc = v.prepare(db_, "SELECT user_version FROM pragma_user_version");
+  if (rc == SQLITE_OK) rc = sqlite3_step(v.get());
+  if (rc != SQLITE_ROW) {
+    Error e = fail("read the schema version", rc);
+    rollback();
+    return e;
+  }
+  const std::int64_t version = sqlite3_column_int64(v.get(), 0);
+  v.finalize();
+  if (version != 1) {
+    rollback();
+    return check_schema();
+  }
+  const std::string sql =
+      "ALTER TABLE claims ADD COLUMN copy_replay INTEGER;\n"
+      "ALTER TABLE claims ADD COLUMN body_digest TEXT;\n"
+      "PRAGMA user_version=" +
+      std::to_string(kSchemaVersion) + ";";
+  rc = exec(sql.c_str());
+  if (rc != SQLITE_OK) {
+    Error e =
+        fail("upgrade the ledger schema from version 1 to " + std::to_string(kSchemaVersion), rc);
+    rollback();
+    return e;
+  }
+  if (auto e = commit()) return e;
+  return check_schema();  // the upgraded file must now be exactly this version's
+}
+
 std::optional<Error> SqliteLedger::init(int busy_timeout_ms) {
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, busy_timeout_ms);
@@ -343,8 +408,8 @@ Result<std::vector<ClaimOutcome>> SqliteLedger::do_claim_batch(const std::vector
         auto ins = stmt("claim",
                         "INSERT INTO claims (scope, key, slot, generation, state, policy, "
                         "revision, table_checksum, rule, message_id, worker, claimed_at, "
-                        "updated_at) VALUES (?1, ?2, 0, ?3, 'claimed', ?4, ?5, ?6, ?7, ?8, ?9, "
-                        "?10, ?10) ON CONFLICT DO NOTHING");
+                        "updated_at, copy_replay, body_digest) VALUES (?1, ?2, 0, ?3, 'claimed', "
+                        "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12) ON CONFLICT DO NOTHING");
         if (!ins) return ins.error();
         auto live = stmt("live", kSelect + "WHERE scope = ?1 AND key = ?2 AND slot = 0");
         if (!live) return live.error();
@@ -387,6 +452,8 @@ Result<std::vector<ClaimOutcome>> SqliteLedger::do_claim_batch(const std::vector
           s.text_static(8, c.message_id);
           s.text_static(9, c.worker);
           s.text_static(10, ts);
+          if (c.copy_replay) s.integer(11, *c.copy_replay);  // else NULL (cleared bindings)
+          if (!c.body_digest.empty()) s.text_static(12, c.body_digest);
           rc = sqlite3_step(s.get());
           if (rc == SQLITE_DONE && sqlite3_changes(db_) == 1) {
             Record& r = out[i].holder;
@@ -401,6 +468,8 @@ Result<std::vector<ClaimOutcome>> SqliteLedger::do_claim_batch(const std::vector
             r.rule = c.rule;
             r.message_id = c.message_id;
             r.worker = c.worker;
+            r.copy_replay = c.copy_replay;
+            r.body_digest = c.body_digest;
             r.claimed_at = r.updated_at = stamped;
             continue;
           }
@@ -638,8 +707,9 @@ Result<std::int64_t> SqliteLedger::do_restore(const std::vector<Record>& rows) {
     auto ins = stmt("restore",
                     "INSERT INTO claims (scope, key, slot, generation, state, policy, revision, "
                     "table_checksum, rule, message_id, worker, claimed_at, updated_at, "
-                    "released_by, release_reason, released_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                    "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+                    "released_by, release_reason, released_at, copy_replay, body_digest) VALUES "
+                    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+                    "?17, ?18)");
     if (!ins) return ins.error();
     for (const Record& r : rows) {
       Stmt& s = **ins;
@@ -663,6 +733,8 @@ Result<std::int64_t> SqliteLedger::do_restore(const std::vector<Record>& rows) {
         s.text(15, r.release_reason);
         s.text(16, format_time(r.released_at.value_or(r.updated_at)));
       }
+      if (r.copy_replay) s.integer(17, *r.copy_replay);
+      if (!r.body_digest.empty()) s.text(18, r.body_digest);
       rc = sqlite3_step(s.get());
       if (rc != SQLITE_DONE) return fail("restore", rc);
     }

@@ -1,6 +1,8 @@
 // AMQP envelope -> management-API record, and republish properties (envelope_record.h).
 #include "gate/rabbitmq/envelope_record.h"
 
+#include <sodium.h>
+
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -183,6 +185,25 @@ std::optional<int64_t> integer_of(const amqp_field_value_t& v) {
   }
 }
 
+std::string sha256_text(std::string_view bytes) {
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "sha256:";
+  for (const unsigned char c : digest) {
+    out += kHex[c >> 4];
+    out += kHex[c & 0x0F];
+  }
+  return out;
+}
+
+bool broker_owned(std::string_view name) {
+  for (const char* owned : kBrokerOwnedHeaders) {
+    if (name == owned) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits,
@@ -193,6 +214,7 @@ void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits,
   out->message_id.reset();
   out->died_in.clear();
   out->replays = 0;
+  out->body_digest.clear();
   const amqp_basic_properties_t& p = envelope.message.properties;
   const std::string_view routing_key = view(envelope.routing_key);
   const std::string_view exchange = view(envelope.exchange);
@@ -227,6 +249,7 @@ void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits,
                    "; --max-body)";
     return;
   }
+  out->body_digest = sha256_text(view(envelope.message.body));
   if (first_invalid_utf8(routing_key) != std::string_view::npos ||
       first_invalid_utf8(exchange) != std::string_view::npos) {
     out->problem = "the routing key or exchange is not valid UTF-8";
@@ -303,9 +326,9 @@ amqp_basic_properties_t republish_properties(const amqp_envelope_t& envelope,
   if ((p._flags & AMQP_BASIC_HEADERS_FLAG) != 0) {
     for (int i = 0; i < p.headers.num_entries; ++i) {
       const std::string_view name = view(p.headers.entries[i].key);
-      // The gate's own move markers never travel on: a held letter re-driven later carries
-      // only what its new action sets.
-      bool replaced = name.starts_with("x-replaygate-");
+      // The gate's own move markers never travel on (a held letter re-driven later carries
+      // only what its new action sets), nor does what the dead-letter queue wrote.
+      bool replaced = name.starts_with("x-replaygate-") || broker_owned(name);
       for (const HeaderValue& h : set_headers) replaced = replaced || h.name == name;
       if (!replaced) storage->push_back(p.headers.entries[i]);
     }

@@ -39,8 +39,11 @@ struct EnvelopeRecord {
   // most recent death first), "" when the message has no readable x-death.
   std::string died_in;
   // The gate's own replay marker (`x-replay`: an integer, or its decimal text), 0 when absent,
-  // nullopt when present but unreadable.
+  // nullopt when present but unreadable. Read from the envelope itself, whatever the mapping
+  // maps: the redelivery judgement (gate/redrive.h) and the copy's marker depend on it.
   std::optional<int64_t> replays = 0;
+  // "sha256:" and the SHA-256 of the body in lowercase hex; "" for a body over max_body.
+  std::string body_digest;
   std::string topic_hint;  // the routing key, for progress lines
 };
 
@@ -48,10 +51,17 @@ struct EnvelopeRecord {
 void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits, EnvelopeRecord* out);
 
 // The properties the gate publishes a message with: the delivered message's own (content type,
-// message id, correlation id, ...; every header but the ones replaced and the gate's own
-// x-replaygate-* move markers), persistent (delivery mode 2), with `set_headers` added (replacing
-// a header of the same name). The result points into
+// message id, correlation id, ...; every header but the ones replaced, the gate's own
+// x-replaygate-* move markers and the headers the queue it was delivered from wrote:
+// kBrokerOwnedHeaders), persistent (delivery mode 2), with `set_headers` added (replacing a
+// header of the same name). x-death and x-first-death-* stay: they say where the letter died
+// (docs/gate.md). The result points into
 // `envelope`, `set_headers` and *storage: they must outlive its use.
+// Headers a queue writes on delivery, which describe the dead-letter queue's delivery and not the
+// message: a quorum queue's x-delivery-count would otherwise travel into the work queue (and make
+// a classic queue the letter later reaches look like a quorum queue that counted deliveries).
+inline constexpr const char* kBrokerOwnedHeaders[] = {"x-delivery-count"};
+
 struct HeaderValue {
   std::string name;
   bool is_int = false;

@@ -125,6 +125,47 @@ std::string target_text(const std::string& exchange, const std::string& routing_
   return "exchange '" + exchange + "' routing key '" + routing_key + "'";
 }
 
+// Why a replay of a letter decided on `input` may not go to `routing_key` through `exchange`, or
+// nullopt (docs/gate.md, "A replay is held instead when"). A message published straight into the
+// dead-letter queue chooses its own x-death: it must not steer a replay into the queue the gate
+// drains, its park or hold queue, or a work queue other than the one its decision was made for.
+std::optional<DeadLetter::Refusal> refuse_target(const GateOptions& o, const std::string& exchange,
+                                                 const std::string& routing_key, const Table& table,
+                                                 const Input& input) {
+  if (exchange.empty()) {
+    for (const auto& [queue, what] :
+         {std::pair{&o.queue, "the dead-letter queue this gate drains (--queue)"},
+          std::pair{&o.park_queue, "the park queue"}, std::pair{&o.hold_queue, "the hold queue"}}) {
+      if (routing_key != *queue) continue;
+      return DeadLetter::Refusal{
+          "gate:target_is_gate_queue",
+          "the replay would go to '" + routing_key + "', " + what +
+              ": a replay goes back to the work queue the letter died in, never to a queue "
+              "this gate drains or fills"};
+    }
+  }
+  if (o.replay_routing_key) return std::nullopt;  // the operator chose it, for every letter
+  const uint32_t field = table.field_index("topic");
+  if (field == Table::kNoField) return std::nullopt;  // the policy decides for no queue
+  const Input::Slot slot = input.slot(field);
+  const std::string where =
+      "the letter's most recent x-death names '" + routing_key + "' as the queue it died in";
+  if (slot.state != Input::Slot::State::kString) {
+    return DeadLetter::Refusal{"gate:target_mismatch",
+                               where + ", but its decision was made without a topic"};
+  }
+  if (slot.s == routing_key) return std::nullopt;
+  if (const auto it = o.topic_map.find(routing_key);
+      it != o.topic_map.end() && it->second == slot.s) {
+    return std::nullopt;
+  }
+  return DeadLetter::Refusal{
+      "gate:target_mismatch",
+      where + ", but its decision was made for topic '" + std::string(slot.s) +
+          "': a replay goes only to the queue its decision was made for (or one the mapping "
+          "maps to that topic)"};
+}
+
 }  // namespace
 
 int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& redrive,
@@ -279,6 +320,14 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     letter.problem = record.problem;
     letter.message_id = record.message_id;
     letter.replay_target_known = o.replay_routing_key.has_value() || !record.died_in.empty();
+    letter.redelivered = env.redelivered != 0;
+    letter.replays = record.replays;
+    letter.body_digest = record.body_digest;
+    const std::string replay_exchange = o.replay_exchange.value_or("");
+    const std::string replay_key = o.replay_routing_key.value_or(record.died_in);
+    letter.refuse_target = [&](const Table& decided_on, const Input& input) {
+      return refuse_target(o, replay_exchange, replay_key, decided_on, input);
+    };
 
     const auto accept = [&](const Input* input) {
       if (o.message_id && (!letter.message_id || *letter.message_id != *o.message_id)) {
@@ -332,9 +381,9 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       report.action = "ack";
     } else if (plan.action == Action::kRepublish) {
       report.action = "republish";
-      exchange = o.replay_exchange.value_or("");
-      routing_key = o.replay_routing_key.value_or(record.died_in);
-      headers.push_back({"x-replay", true, record.replays.value_or(0) + 1, ""});
+      exchange = replay_exchange;
+      routing_key = replay_key;
+      headers.push_back({"x-replay", true, plan.copy_replay, ""});  // the value claimed
     } else {
       report.action = std::string(action_name(plan.action));
       routing_key = plan.action == Action::kPark ? o.park_queue : o.hold_queue;
@@ -347,12 +396,23 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     if (plan.step == Plan::Step::kAct && plan.action != Action::kRepublish && exchange.empty() &&
         routing_key == record.died_in) {
       // A park or hold queue that is the queue the letter died in hands a `never` letter back to
-      // the consumer that failed it: a replay the policy refused.
-      stop("refusing to " + report.action + " a letter into '" + routing_key +
-               "', the queue it died in (its consumer would run it again); choose another " +
-               (plan.action == Action::kPark ? "--park-queue" : "--hold-queue"),
-           2);
-      break;  // unacked: it returns to the dead-letter queue
+      // the consumer that failed it: a replay the policy refused. That letter alone stays where
+      // it is, unacked like a skipped one (no claim was made for a park or hold), and the run
+      // goes on.
+      report.outcome = "left in " + o.queue + ", unacked: its " + report.action + " queue '" +
+                       routing_key +
+                       "' is the queue it died in (its consumer would run it again); choose "
+                       "another " +
+                       (plan.action == Action::kPark ? "--park-queue" : "--hold-queue");
+      report.action = "leave";
+      ++stats->left;
+      ++kept_unacked;
+      if (hooks.letter) hooks.letter(report);
+      if (o.message_id) {
+        stop("left message " + *o.message_id + " in " + o.queue, 1);
+        break;
+      }
+      continue;
     }
 
     if (!o.apply) {
@@ -519,7 +579,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
   }
   progress(true);
   stats->finished = true;
-  if (exit_code == 0 && stats->unreadable > 0) exit_code = 1;
+  if (exit_code == 0 && (stats->unreadable > 0 || stats->left > 0)) exit_code = 1;
   return exit_code;
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,9 @@ struct GateOptions {
   std::string hold_queue;                         // default QUEUE.hold
   std::optional<std::string> replay_exchange;     // default: "" (the default exchange)
   std::optional<std::string> replay_routing_key;  // default: x-death's most recent queue
+  // The mapping's `map:` of the policy input `topic` (raw value -> topic): a replay to a queue
+  // that is not the decided topic must be a queue this maps to it (docs/gate.md).
+  std::map<std::string, std::string, std::less<>> topic_map;
   bool apply = false;
   // A dry run on a quorum queue uses up a delivery attempt of every letter it sees: it stops at
   // the first delivery that shows the queue is one (an x-delivery-count header) unless allowed.
@@ -71,7 +75,7 @@ struct LetterReport {
   std::optional<std::string> message_id;
   std::optional<std::string> key;
   std::string verb, effect, rule, reason;
-  std::string action;  // "republish", "park", "hold", "ack", "skip"
+  std::string action;  // "republish", "park", "hold", "ack", "leave"
   std::string target;  // the queue (and exchange) published to
   std::string outcome;
   bool dry_run = true;
@@ -80,6 +84,7 @@ struct LetterReport {
 struct GateStats {
   uint64_t received = 0, handled = 0, skipped = 0, republished = 0, parked = 0, held = 0,
            acked_only = 0, unreadable = 0, reconnects = 0;
+  uint64_t left = 0;  // left unacked in the queue: their park or hold queue is where they died
   std::vector<uint64_t> per_verb;
   std::optional<uint32_t> queue_depth;
   double rate = 0;  // letters per second, since the start
@@ -98,8 +103,9 @@ struct GateHooks {
 
 // Runs the gate until the queue is drained (no delivery for idle_exit_ms, unless follow), max
 // letters are handled, the one --message-id is found, a stop is requested, or an error. Returns
-// the exit code: 0 done, 1 done with unreadable letters (held), 2 an error (a broker, ledger or
-// audit failure: the letter in hand stays unacked and returns to its queue).
+// the exit code: 0 done, 1 done with unreadable letters (held) or letters left in the queue (their
+// park or hold queue is the queue they died in), 2 an error (a broker, ledger or audit failure:
+// the letter in hand stays unacked and returns to its queue).
 // `make_parser` makes the record parser for a table (the `rabbitmq` reader with the mapping); it
 // is called again after each reload, for the new table.
 using ParserFactory = std::function<std::unique_ptr<inputs::RecordParser>(const Table&)>;

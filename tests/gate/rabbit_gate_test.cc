@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,66 @@ using replaygate::testing::ScratchDir;
 using replaygate::testing::write_file;
 
 const char* const kWorkQueues[] = {"payment.capture", "inventory.reserve", "webhook.partner"};
+
+// Headers as a publisher that writes into a dead-letter queue directly may set them: an x-death
+// array of {queue, reason: rejected, count: 1} tables (newest first) and flat string headers.
+class DeathHeaders {
+ public:
+  DeathHeaders(const std::vector<std::string>& queues,
+               const std::vector<std::pair<std::string, std::string>>& flat) {
+    deaths_.reserve(queues.size());
+    for (const std::string& queue : queues) {
+      deaths_.push_back({entry("count", integer(1)), entry("queue", text(queue)),
+                         entry("reason", text("rejected"))});
+    }
+    for (auto& d : deaths_) {
+      amqp_field_value_t v;
+      v.kind = AMQP_FIELD_KIND_TABLE;
+      v.value.table.num_entries = static_cast<int>(d.size());
+      v.value.table.entries = d.data();
+      death_values_.push_back(v);
+    }
+    amqp_field_value_t array;
+    array.kind = AMQP_FIELD_KIND_ARRAY;
+    array.value.array.num_entries = static_cast<int>(death_values_.size());
+    array.value.array.entries = death_values_.data();
+    entries_.push_back(entry("x-death", array));
+    for (const auto& [name, value] : flat) entries_.push_back(entry(name, text(value)));
+    table_.num_entries = static_cast<int>(entries_.size());
+    table_.entries = entries_.data();
+  }
+  const amqp_table_t& table() const { return table_; }
+
+ private:
+  amqp_bytes_t keep(const std::string& s) {
+    strings_.push_back(s);  // a deque: earlier strings never move
+    return amqp_bytes_t{strings_.back().size(), strings_.back().data()};
+  }
+  amqp_table_entry_t entry(const std::string& key, amqp_field_value_t value) {
+    amqp_table_entry_t e;
+    e.key = keep(key);
+    e.value = value;
+    return e;
+  }
+  amqp_field_value_t text(const std::string& s) {
+    amqp_field_value_t v;
+    v.kind = AMQP_FIELD_KIND_UTF8;
+    v.value.bytes = keep(s);
+    return v;
+  }
+  static amqp_field_value_t integer(int64_t n) {
+    amqp_field_value_t v;
+    v.kind = AMQP_FIELD_KIND_I64;
+    v.value.i64 = n;
+    return v;
+  }
+
+  std::deque<std::string> strings_;
+  std::vector<std::vector<amqp_table_entry_t>> deaths_;
+  std::vector<amqp_field_value_t> death_values_;
+  std::vector<amqp_table_entry_t> entries_;
+  amqp_table_t table_{};
+};
 
 class RabbitGate : public ::testing::Test {
  protected:
@@ -74,6 +135,7 @@ class RabbitGate : public ::testing::Test {
                 "");
     }
     dir_ = std::make_unique<ScratchDir>("rg-gate");
+    mapping_ = kSourceDir + "/examples/rabbitmq.mapping.yaml";
     table_ = path("gate.rgt");
     const CliResult compiled = run_cli_args(
         dir_->path(), {"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", table_});
@@ -81,6 +143,24 @@ class RabbitGate : public ::testing::Test {
   }
 
   std::string path(const std::string& name) const { return (dir_->path() / name).string(); }
+
+  // dlq as a quorum queue: the gate consumes a quorum queue (deliveries counted, x-delivery-count
+  // on the returned ones). The work queues stay classic, so what a replay carries into them is
+  // what the gate published (a quorum work queue writes its own x-delivery-count on delivery).
+  void quorum_topology() {
+    client_.delete_queue("dlq");
+    ASSERT_EQ(client_.declare_queue("dlq", true, {{"x-queue-type", std::string("quorum")}}), "");
+  }
+  // The shipped mapping with the policy's `replays` input read from a header nobody writes: a
+  // mapping as a user writes it without x-replay. Returns its path.
+  std::string mapping_without_replay() const {
+    std::string text = read_file(kSourceDir + "/examples/rabbitmq.mapping.yaml");
+    const size_t at = text.find("header: x-replay");
+    EXPECT_NE(at, std::string::npos);
+    text.replace(at, 16, "header: x-retries");
+    write_file(path("no-replay.mapping.yaml"), text);
+    return path("no-replay.mapping.yaml");
+  }
 
   // Publishes a letter to `queue` and has the broker dead-letter it into dlq.
   void dead_letter(const std::string& queue, const std::string& error_class, const std::string& key,
@@ -95,14 +175,10 @@ class RabbitGate : public ::testing::Test {
   }
 
   std::vector<std::string> gate_args(bool apply, std::vector<std::string> more = {}) const {
-    std::vector<std::string> args = {"gate",        "rabbitmq",
-                                     "--table",     table_,
-                                     "--mapping",   kSourceDir + "/examples/rabbitmq.mapping.yaml",
-                                     "--amqp",      server_->url(),
-                                     "--queue",     "dlq",
-                                     "--idle-exit", "400",
-                                     "--max-rate",  "0",
-                                     "--quiet"};
+    std::vector<std::string> args = {"gate",       "rabbitmq", "--table",     table_,
+                                     "--mapping",  mapping_,   "--amqp",      server_->url(),
+                                     "--queue",    "dlq",      "--idle-exit", "400",
+                                     "--max-rate", "0",        "--quiet"};
     if (apply) {
       for (const std::string& a :
            {std::string("--apply"), std::string("--ledger"), ledger_, std::string("--audit"),
@@ -174,6 +250,7 @@ class RabbitGate : public ::testing::Test {
   std::unique_ptr<ScratchDir> dir_;
   std::string table_;
   std::string ledger_ = "";  // set in tests: path("ledger.db") or a PostgreSQL URL
+  std::string mapping_ = kSourceDir + "/examples/rabbitmq.mapping.yaml";
 };
 
 RabbitServer* RabbitGate::server_ = nullptr;
@@ -460,21 +537,38 @@ TEST_F(RabbitGate, FiltersBoundsAndMetrics) {
   EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
 }
 
-TEST_F(RabbitGate, AParkQueueThatIsTheWorkQueueIsRefusedAndAMissingMessageSaysSo) {
+TEST_F(RabbitGate, AParkQueueThatIsTheWorkQueueLeavesThatLetterAloneAndAMissingMessageSaysSo) {
   ledger_ = path("ledger.db");
   dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException", "cap_n1",
               "n-1");
-  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
-  // Parking a `never` letter in the queue it died in would hand it back to its consumer.
+  dead_letter("webhook.partner",
+              "org.springframework.web.client.HttpServerErrorException$ServiceUnavailable", "wh_n2",
+              "n-2");
+  ASSERT_EQ(client_.wait_for_count("dlq", 2), "");
+  // Parking a `never` letter in the queue it died in would hand it back to its consumer: that
+  // letter stays where it is, reported, and the letters after it go on (issue 35 item 7).
   CliResult r = gate(true, {"--all", "--park-queue", "payment.capture"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("the queue it died in"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& l : letters(r)) by_id[l["message_id"]] = l;
+  ASSERT_EQ(by_id.size(), 2u) << r.out;
+  EXPECT_EQ(by_id["n-1"]["action"], "leave");
+  EXPECT_NE(by_id["n-1"]["outcome"].get<std::string>().find("the queue it died in"),
+            std::string::npos)
+      << by_id["n-1"];
+  EXPECT_EQ(by_id["n-2"]["action"], "republish");
+  EXPECT_NE(r.err.find("1 left in the queue"), std::string::npos) << r.err;
   EXPECT_EQ(client_.message_count("payment.capture"), 0);
+  EXPECT_EQ(client_.message_count("webhook.partner"), 1);
   EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
   r = gate(false, {"--message-id", "no-such-id"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("message no-such-id was not among the 1 letter seen"), std::string::npos)
       << r.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
+  const std::vector<Message> left = client_.get_all("dlq");
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].message_id, "n-1");
 }
 
 TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {
@@ -507,6 +601,11 @@ TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {
     } else {
       EXPECT_EQ(work, 1);
       EXPECT_EQ(held, 0) << "the ledger says confirmed: acked without a second publish";
+    }
+    if (step == "recorded") {
+      const std::vector<nlohmann::json> lines = letters(again);
+      ASSERT_EQ(lines.size(), 1u) << again.out;
+      EXPECT_EQ(lines[0]["action"], "ack") << lines[0];
     }
     ASSERT_EQ(rows.size(), 1u);
     if (work == 1 && held == 0) {
@@ -786,6 +885,227 @@ TEST_F(RabbitGate, BrokerStoppedAfterAPublishNeverRepeatsIt) {
     EXPECT_LE(work, 6) << "the held letter's publish may have been stored, never twice";
   }
   expect_audit_verifies();
+}
+
+// Issue 35 item 1: a replayed copy that fails again and dead-letters again is a new letter; its
+// key is used up, so it is held, never acked away, whether the mapping reads x-replay (the
+// policy's already_replayed guard holds it) or not (the ledger holds it), on classic and quorum
+// queues.
+TEST_F(RabbitGate, AReplayedCopyThatDiesAgainIsHeldNeverAckedAway) {
+  for (const bool quorum : {false, true}) {
+    for (const bool mapped : {true, false}) {
+      SCOPED_TRACE(std::string(quorum ? "quorum" : "classic") +
+                   (mapped ? ", x-replay mapped" : ", x-replay not mapped"));
+      fresh();
+      if (quorum) quorum_topology();
+      if (!mapped) mapping_ = mapping_without_replay();
+      ledger_ = path("ledger.db");
+      dead_letter("payment.capture", "java.net.SocketTimeoutException", "k0", "m-0");
+      ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+      CliResult r = gate(true, {"--all"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      ASSERT_EQ(letters(r).size(), 1u);
+      EXPECT_EQ(letters(r)[0]["action"], "republish");
+      ASSERT_EQ(client_.wait_for_count("payment.capture", 1), "");
+      // The consumer fails the copy again: the broker dead-letters it into dlq once more.
+      ASSERT_EQ(client_.dead_letter("payment.capture", 1), "");
+      ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+      r = gate(true, {"--all"});
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      const std::vector<nlohmann::json> lines = letters(r);
+      ASSERT_EQ(lines.size(), 1u) << r.out;
+      EXPECT_EQ(lines[0]["action"], "hold") << lines[0];
+      EXPECT_EQ(lines[0]["rule"], mapped ? "already_replayed" : "ledger:already_replayed")
+          << lines[0];
+      EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+      EXPECT_EQ(client_.message_count("payment.capture"), 0);
+      const std::vector<Message> held = client_.get_all("dlq.hold");
+      ASSERT_EQ(held.size(), 1u) << "the copy that died again is gone from every queue";
+      EXPECT_EQ(held[0].message_id, "m-0");
+      EXPECT_EQ(held[0].headers.at("x-replay"), "1");
+      const std::vector<nlohmann::json> rows = ledger_rows("k0");
+      ASSERT_EQ(rows.size(), 1u);
+      EXPECT_EQ(rows[0]["state"], "confirmed");
+      EXPECT_EQ(rows[0]["copy_replay"], 1);
+      expect_audit_verifies();
+    }
+  }
+}
+
+// Issue 42 item 2: a letter with another body under the message id and key of a replayed,
+// confirmed letter is held, not acked away, even when the broker marks it redelivered.
+TEST_F(RabbitGate, AnotherBodyUnderAReplayedMessageIdIsHeldNeverAckedAway) {
+  mapping_ = mapping_without_replay();
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "k1", "m-1");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  CliResult r = gate(true, {"--all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(client_.wait_for_count("payment.capture", 1), "");
+  ASSERT_EQ(client_.get_all("payment.capture").size(), 1u);  // the copy succeeded
+  // Another letter: the same message id and key, another amount.
+  const std::string body =
+      "{\"idempotency_key\":\"k1\",\"committed\":false,\"amount_cents\":90100}";
+  ASSERT_EQ(client_.publish("", "payment.capture", body,
+                            {{"x-exception-class", std::string("java.net.SocketTimeoutException")}},
+                            "m-1"),
+            "");
+  ASSERT_EQ(client_.dead_letter("payment.capture", 1), "");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  // A dry run first, so the broker marks it redelivered: only its body tells it apart.
+  r = gate(false, {"--all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  r = gate(true, {"--all"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0]["action"], "hold") << lines[0];
+  EXPECT_EQ(lines[0]["rule"], "gate:ambiguous_redelivery") << lines[0];
+  EXPECT_NE(lines[0]["reason"].get<std::string>().find("body differs"), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+  const std::vector<Message> held = client_.get_all("dlq.hold");
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].body, body);
+  expect_audit_verifies();
+}
+
+// The crash the ack-only rule exists for: killed after the confirm was recorded, before the ack.
+// The redelivered letter is acked without a second publish, on classic and quorum queues.
+TEST_F(RabbitGate, AKillAfterTheRecordedConfirmIsAckedOnlyOnBothQueueTypes) {
+  for (const bool quorum : {false, true}) {
+    SCOPED_TRACE(quorum ? "quorum" : "classic");
+    fresh();
+    if (quorum) quorum_topology();
+    ledger_ = path("ledger.db");
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "k2", "m-2");
+    ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+    const CliResult crashed = gate(true, {"--all"}, "REPLAYGATE_TEST_CRASH_AT=recorded");
+    EXPECT_EQ(crashed.exit_code, 128 + SIGKILL) << crashed.err;
+    const CliResult again = gate(true, {"--all"});
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    const std::vector<nlohmann::json> lines = letters(again);
+    ASSERT_EQ(lines.size(), 1u) << again.out;
+    EXPECT_EQ(lines[0]["action"], "ack") << lines[0];
+    EXPECT_NE(lines[0]["outcome"].get<std::string>().find("acked without publishing"),
+              std::string::npos);
+    EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+    EXPECT_EQ(client_.message_count("payment.capture"), 1) << "published once";
+    EXPECT_EQ(client_.message_count("dlq.hold"), 0);
+    expect_audit_verifies();
+  }
+}
+
+// Issue 42 item 6: a letter published straight into the dead-letter queue, decided for
+// payment.capture (x-first-death-queue) but naming refunds.execute as its newest death, is held:
+// a replay goes only to the queue its decision was made for. Issue 35 item 7: one whose newest
+// death names the dead-letter queue itself is held. The letters after them go on.
+TEST_F(RabbitGate, AReplayGoesOnlyToTheQueueItsDecisionWasMadeFor) {
+  ledger_ = path("ledger.db");
+  client_.delete_queue("refunds.execute");
+  ASSERT_EQ(client_.declare_queue("refunds.execute", true), "");
+  const std::vector<std::pair<std::string, std::string>> flat = {
+      {"x-first-death-queue", "payment.capture"},
+      {"x-first-death-reason", "rejected"},
+      {"x-exception-class", "java.net.SocketTimeoutException"}};
+  {
+    DeathHeaders steered({"refunds.execute", "payment.capture"}, flat);
+    ASSERT_EQ(client_.publish_raw_headers("", "dlq",
+                                          "{\"idempotency_key\":\"k-steer\",\"committed\":false}",
+                                          steered.table(), "steer-1"),
+              "");
+    DeathHeaders looped({"dlq", "payment.capture"}, flat);
+    ASSERT_EQ(client_.publish_raw_headers("", "dlq",
+                                          "{\"idempotency_key\":\"k-loop\",\"committed\":false}",
+                                          looped.table(), "loop-1"),
+              "");
+  }
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "k-ok", "ok-1");
+  ASSERT_EQ(client_.wait_for_count("dlq", 3), "");
+  const CliResult r = gate(true, {"--all"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& l : letters(r)) by_id[l["message_id"]] = l;
+  ASSERT_EQ(by_id.size(), 3u) << r.out;
+  EXPECT_EQ(by_id["steer-1"]["action"], "hold");
+  EXPECT_EQ(by_id["steer-1"]["rule"], "gate:target_mismatch");
+  EXPECT_NE(by_id["steer-1"]["reason"].get<std::string>().find("topic 'payment.capture'"),
+            std::string::npos)
+      << by_id["steer-1"];
+  EXPECT_EQ(by_id["loop-1"]["action"], "hold");
+  EXPECT_EQ(by_id["loop-1"]["rule"], "gate:target_is_gate_queue");
+  EXPECT_EQ(by_id["ok-1"]["action"], "republish");
+  EXPECT_EQ(client_.message_count("refunds.execute"), 0) << "a replay steered into refunds";
+  EXPECT_EQ(client_.message_count("payment.capture"), 1);
+  EXPECT_EQ(client_.message_count("dlq.hold"), 2);
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+  EXPECT_TRUE(ledger_rows("k-steer").empty()) << "held before any claim: the key is not used up";
+  EXPECT_TRUE(ledger_rows("k-loop").empty());
+  client_.delete_queue("refunds.execute");
+}
+
+// The mapping's `map:` of the topic input says which queues a topic's letters may be replayed to:
+// a letter decided for payment.capture whose newest death names payments.retry, a queue the
+// mapping maps to payment.capture, is replayed there.
+TEST_F(RabbitGate, AReplayMayGoToAQueueTheMappingMapsToItsTopic) {
+  ledger_ = path("ledger.db");
+  std::string text = read_file(kSourceDir + "/examples/rabbitmq.mapping.yaml");
+  const std::string topic = "    header: x-first-death-queue\n    type: string\n";
+  const size_t at = text.find(topic);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + topic.size(),
+              "    map:\n      payment.capture: payment.capture\n"
+              "      payments.retry: payment.capture\n");
+  write_file(path("retry.mapping.yaml"), text);
+  mapping_ = path("retry.mapping.yaml");
+  client_.delete_queue("payments.retry");
+  ASSERT_EQ(client_.declare_queue("payments.retry", true), "");
+  {
+    DeathHeaders retried({"payments.retry", "payment.capture"},
+                         {{"x-first-death-queue", "payment.capture"},
+                          {"x-first-death-reason", "rejected"},
+                          {"x-exception-class", "java.net.SocketTimeoutException"}});
+    ASSERT_EQ(client_.publish_raw_headers("", "dlq",
+                                          "{\"idempotency_key\":\"k-retry\",\"committed\":false}",
+                                          retried.table(), "retry-1"),
+              "");
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  const CliResult r = gate(true, {"--all"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0]["action"], "republish") << lines[0];
+  EXPECT_EQ(lines[0]["target"], "queue 'payments.retry' (default exchange)");
+  EXPECT_EQ(client_.message_count("payments.retry"), 1);
+  client_.delete_queue("payments.retry");
+}
+
+// Issue 42 item 10: a replay from a quorum dead-letter queue leaves that queue's
+// x-delivery-count behind and keeps the gate's own x-replay and the broker's x-death.
+TEST_F(RabbitGate, AReplayFromAQuorumQueueCarriesNoDeliveryCount) {
+  quorum_topology();
+  ledger_ = path("ledger.db");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "k3", "m-3");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  // A dry run returns the letter: the quorum queue counts it, and says so on the next delivery.
+  CliResult r = gate(false, {"--all", "--allow-peek"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  r = gate(false, {"--all"});
+  ASSERT_EQ(r.exit_code, 2) << r.err;
+  ASSERT_NE(r.err.find("carry x-delivery-count"), std::string::npos) << r.err;
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  r = gate(true, {"--all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<Message> copies = client_.get_all("payment.capture");
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].headers.count("x-delivery-count"), 0u) << "the dead-letter queue's count";
+  EXPECT_EQ(copies[0].headers.at("x-replay"), "1");
+  EXPECT_EQ(copies[0].headers.at("x-first-death-queue"), "payment.capture");
+  ASSERT_FALSE(copies[0].x_death_queues.empty());
+  EXPECT_EQ(copies[0].x_death_queues[0], "payment.capture");
 }
 
 }  // namespace

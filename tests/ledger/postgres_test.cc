@@ -58,6 +58,7 @@ TEST_F(LedgerPostgres, ReleaseKeepsHistory) { check_release_history(opener()); }
 TEST_F(LedgerPostgres, ListStatsExportPrune) { check_list_stats_export_prune(opener()); }
 TEST_F(LedgerPostgres, ScopesSeparateSystems) { check_scopes(opener()); }
 TEST_F(LedgerPostgres, InvalidArgumentsClaimNothing) { check_invalid_arguments(opener()); }
+TEST_F(LedgerPostgres, CopyFieldsComeBack) { check_copy_fields(opener()); }
 TEST_F(LedgerPostgres, ClaimsOutliveTheConnection) { check_persistence(opener()); }
 TEST_F(LedgerPostgres, RestoreFillsAnEmptyScopeOnly) { check_restore(opener()); }
 
@@ -127,15 +128,64 @@ TEST_F(LedgerPostgres, WrongSchemaVersionIsRefused) {
     ASSERT_TRUE(l.ok()) << l.error().message;
     ASSERT_TRUE((*l)->claim_batch({make_claim("v-1")}).ok());
   }
-  ASSERT_EQ(psql("UPDATE replaygate_ledger_meta SET value = '2' WHERE name = "
+  ASSERT_EQ(psql("UPDATE replaygate_ledger_meta SET value = '3' WHERE name = "
                  "'schema_version';"),
             0);
   auto l = open_ledger(url());
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().code, ErrorCode::kSchemaVersion);
-  EXPECT_NE(l.error().message.find("schema version 2, this build reads version 1"),
+  EXPECT_NE(l.error().message.find("schema version 3, this build reads version 2"),
             std::string::npos)
       << l.error().message;
+}
+
+// A ledger made by a build of schema version 1 keeps working: upgraded on open (two nullable
+// columns), its rows read back without the copy's record, new claims store it.
+TEST_F(LedgerPostgres, AVersion1LedgerIsUpgradedOnOpen) {
+  ASSERT_EQ(psql("CREATE TABLE replaygate_ledger_meta (name text PRIMARY KEY, value text NOT "
+                 "NULL);\n"
+                 "CREATE TABLE replaygate_ledger_claims (scope text NOT NULL, key text NOT NULL, "
+                 "slot bigint NOT NULL, generation bigint NOT NULL, state text NOT NULL CHECK "
+                 "(state IN ('claimed', 'recorded', 'confirmed', 'released')), policy text NOT "
+                 "NULL, revision bigint NOT NULL, table_checksum text NOT NULL, rule text NOT "
+                 "NULL, message_id text NOT NULL, worker text NOT NULL, claimed_at text NOT NULL, "
+                 "updated_at text NOT NULL, released_by text, release_reason text, released_at "
+                 "text, CONSTRAINT replaygate_ledger_key PRIMARY KEY (scope, key, slot), CHECK "
+                 "((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = "
+                 "0)));\n"
+                 "CREATE INDEX replaygate_ledger_time ON replaygate_ledger_claims (scope, "
+                 "claimed_at);\n"
+                 "INSERT INTO replaygate_ledger_meta VALUES ('application', 'replaygate-ledger'), "
+                 "('schema_version', '1');\n"
+                 "INSERT INTO replaygate_ledger_claims VALUES ('default', 'old-1', 0, 1, "
+                 "'confirmed', 'dlq-replay-gate', 1, 'c', 'r', 'm-old', 'gate-0', "
+                 "'2026-11-01T10:00:00.000000Z', '2026-11-01T10:00:01.000000Z', NULL, NULL, "
+                 "NULL);"),
+            0);
+  {
+    auto l = open_ledger(url());
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    auto seen = (*l)->lookup({"old-1"});
+    ASSERT_TRUE(seen.ok()) << seen.error().message;
+    ASSERT_TRUE((*seen)[0]);
+    EXPECT_EQ((*seen)[0]->message_id, "m-old");
+    EXPECT_FALSE((*seen)[0]->copy_replay.has_value());
+    EXPECT_EQ((*seen)[0]->body_digest, "");
+    Claim c = make_claim("new-1");
+    c.copy_replay = 2;
+    c.body_digest = "sha256:00";
+    ASSERT_TRUE((*l)->claim_batch({c}).ok());
+  }
+  auto again = open_ledger(url());  // now at this version: opened without another upgrade
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  const auto seen = (*again)->lookup({"new-1", "old-1"});
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ((*seen)[0]->copy_replay, 2);
+  EXPECT_EQ((*seen)[0]->body_digest, "sha256:00");
+  EXPECT_TRUE((*seen)[1].has_value());
+  ASSERT_EQ(psql("DO $$ BEGIN IF (SELECT value FROM replaygate_ledger_meta WHERE name = "
+                 "'schema_version') <> '2' THEN RAISE EXCEPTION 'not upgraded'; END IF; END $$;"),
+            0);
 }
 
 TEST_F(LedgerPostgres, ServerStoppedMidRunIsUnavailableAndKeepsCommits) {

@@ -602,4 +602,62 @@ void check_restore(const Opener& open) {
   EXPECT_TRUE(empty->list(Time{})->empty());
 }
 
+void check_copy_fields(const Opener& open) {
+  TestClock clock;
+  auto l = must_open(open, with_clock(clock));
+  ASSERT_TRUE(l);
+  Claim gate = make_claim("copy-1", "gate-1", "m-1");
+  gate.copy_replay = 3;
+  gate.body_digest = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  auto won = l->claim_batch({gate, make_claim("plain-1")});
+  ASSERT_TRUE(won.ok()) << won.error().message;
+  EXPECT_EQ((*won)[0].holder.copy_replay, 3);
+  EXPECT_EQ((*won)[0].holder.body_digest, gate.body_digest);
+  EXPECT_FALSE((*won)[1].holder.copy_replay.has_value());
+  EXPECT_EQ((*won)[1].holder.body_digest, "");
+  // The holder a lost claim reads back from the database.
+  auto lost = l->claim_batch({make_claim("copy-1", "gate-2", "m-2"), make_claim("plain-1")});
+  ASSERT_TRUE(lost.ok());
+  EXPECT_FALSE((*lost)[0].won);
+  EXPECT_EQ((*lost)[0].holder.copy_replay, 3);
+  EXPECT_EQ((*lost)[0].holder.body_digest, gate.body_digest);
+  EXPECT_FALSE((*lost)[1].holder.copy_replay.has_value()) << "stored as NULL, read as unset";
+  EXPECT_EQ((*lost)[1].holder.body_digest, "");
+  ASSERT_TRUE(l->mark("copy-1", 1, State::kConfirmed).ok());
+  auto seen = l->lookup({"copy-1"});
+  ASSERT_TRUE(seen.ok());
+  ASSERT_TRUE((*seen)[0]);
+  EXPECT_EQ((*seen)[0]->copy_replay, 3);
+  EXPECT_EQ((*seen)[0]->state, State::kConfirmed);
+  auto released = l->release("copy-1", "alice", "OPS-9: the copy was lost");
+  ASSERT_TRUE(released.ok());
+  EXPECT_EQ(released->copy_replay, 3);
+  EXPECT_EQ(released->body_digest, gate.body_digest);
+  auto history = l->show("copy-1");
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 1u);
+  EXPECT_EQ((*history)[0].copy_replay, 3);
+  // restore keeps them, field for field.
+  auto rows = l->list(Time{});
+  ASSERT_TRUE(rows.ok());
+  auto target = must_open(open, with_clock(clock, "copy-target"));
+  ASSERT_TRUE(target);
+  ASSERT_TRUE(target->restore(*rows).ok());
+  auto again = target->list(Time{});
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), rows->size());
+  for (size_t i = 0; i < rows->size(); ++i) {
+    EXPECT_EQ((*again)[i].copy_replay, (*rows)[i].copy_replay) << (*rows)[i].key;
+    EXPECT_EQ((*again)[i].body_digest, (*rows)[i].body_digest) << (*rows)[i].key;
+  }
+  // A digest is a recorded text like the others: NUL or over 4096 bytes is refused.
+  Claim bad = make_claim("copy-bad");
+  bad.body_digest = std::string("sha256:\0", 8);
+  auto refused = l->claim_batch({bad});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("body_digest"), std::string::npos)
+      << refused.error().message;
+}
+
 }  // namespace replaygate::ledger::testing

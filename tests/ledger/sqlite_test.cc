@@ -71,6 +71,7 @@ TEST_F(LedgerSqlite, ScopesSeparateSystems) { check_scopes(opener()); }
 TEST_F(LedgerSqlite, InvalidArgumentsClaimNothing) { check_invalid_arguments(opener()); }
 TEST_F(LedgerSqlite, ClaimsOutliveTheProcess) { check_persistence(opener()); }
 TEST_F(LedgerSqlite, RestoreFillsAnEmptyScopeOnly) { check_restore(opener()); }
+TEST_F(LedgerSqlite, CopyFieldsComeBack) { check_copy_fields(opener()); }
 
 TEST(LedgerDuration, ParsesOneUnit) {
   using std::chrono::hours;
@@ -109,7 +110,7 @@ TEST_F(LedgerSqlite, FileIsInWalModeWithItsApplicationIdAndVersion) {
   };
   EXPECT_EQ(one("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(one("PRAGMA application_id"), std::to_string(0x52474C47));
-  EXPECT_EQ(one("PRAGMA user_version"), "1");
+  EXPECT_EQ(one("PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(one("SELECT count(*) FROM claims"), "1");
   sqlite3_close(db);
 }
@@ -219,15 +220,89 @@ TEST_F(LedgerSqlite, ForeignDatabaseIsRefused) {
 
 TEST_F(LedgerSqlite, WrongSchemaVersionIsRefused) {
   make_ledger(3);
-  raw_sql(path(), "PRAGMA user_version = 2;");
+  raw_sql(path(), "PRAGMA user_version = 3;");
   auto l = open_ledger(path());
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().code, ErrorCode::kSchemaVersion);
-  EXPECT_NE(l.error().message.find("schema version 2, this build reads version 1"),
+  EXPECT_NE(l.error().message.find("schema version 3, this build reads version 2"),
             std::string::npos)
       << l.error().message;
-  raw_sql(path(), "PRAGMA user_version = 1;");
+  raw_sql(path(), "PRAGMA user_version = 2;");
   expect_claims(3);  // nothing was recreated
+}
+
+// A ledger written by a build of schema version 1 (no copy_replay, no body_digest) keeps working:
+// it is upgraded on open, its rows read back without the copy's record (the gate then never acks
+// one of their letters without publishing: gate/redrive.h), and its schema is then exactly a new
+// file's.
+TEST_F(LedgerSqlite, AVersion1LedgerIsUpgradedOnOpen) {
+  raw_sql(path(),
+          "CREATE TABLE claims (\n"
+          "  scope TEXT NOT NULL,\n"
+          "  key TEXT NOT NULL,\n"
+          "  slot INTEGER NOT NULL,\n"
+          "  generation INTEGER NOT NULL,\n"
+          "  state TEXT NOT NULL CHECK (state IN ('claimed', 'recorded', 'confirmed', "
+          "'released')),\n"
+          "  policy TEXT NOT NULL,\n"
+          "  revision INTEGER NOT NULL,\n"
+          "  table_checksum TEXT NOT NULL,\n"
+          "  rule TEXT NOT NULL,\n"
+          "  message_id TEXT NOT NULL,\n"
+          "  worker TEXT NOT NULL,\n"
+          "  claimed_at TEXT NOT NULL,\n"
+          "  updated_at TEXT NOT NULL,\n"
+          "  released_by TEXT,\n"
+          "  release_reason TEXT,\n"
+          "  released_at TEXT,\n"
+          "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = "
+          "0))\n"
+          ") STRICT;\n"
+          "CREATE UNIQUE INDEX claims_key ON claims (scope, key, slot);\n"
+          "CREATE INDEX claims_time ON claims (scope, claimed_at);\n"
+          "INSERT INTO claims VALUES ('default', 'old-1', 0, 1, 'confirmed', 'dlq-replay-gate', 1, "
+          "'1242ace0f61e98a37d91a175388558cb', 'r', 'm-old', 'gate-0', "
+          "'2026-11-01T10:00:00.000000Z', '2026-11-01T10:00:01.000000Z', NULL, NULL, NULL);\n"
+          "PRAGMA application_id = 1380404295; PRAGMA user_version = 1;");
+  {
+    auto l = open_ledger(path());
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    auto seen = (*l)->lookup({"old-1"});
+    ASSERT_TRUE(seen.ok()) << seen.error().message;
+    ASSERT_TRUE((*seen)[0]);
+    EXPECT_EQ((*seen)[0]->state, State::kConfirmed);
+    EXPECT_EQ((*seen)[0]->message_id, "m-old");
+    EXPECT_FALSE((*seen)[0]->copy_replay.has_value());
+    EXPECT_EQ((*seen)[0]->body_digest, "");
+    Claim c = make_claim("new-1");
+    c.copy_replay = 1;
+    c.body_digest = "sha256:00";
+    ASSERT_TRUE((*l)->claim_batch({c}).ok());
+    EXPECT_EQ((*(*l)->lookup({"new-1"}))[0]->copy_replay, 1);
+  }
+  // Upgraded once: the file now has exactly the schema of a new one, at this version.
+  const std::string fresh = dir_.file("fresh.db");
+  { ASSERT_TRUE(open_ledger(fresh).ok()); }
+  const auto schema = [](const std::string& p) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db,
+                                 "SELECT (SELECT user_version FROM pragma_user_version) || '|' || "
+                                 "group_concat(name || ':' || sql, ';') FROM (SELECT name, sql "
+                                 "FROM sqlite_master ORDER BY name)",
+                                 -1, &s, nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+    std::string text = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return text;
+  };
+  EXPECT_EQ(schema(path()), schema(fresh));
+  auto again = open_ledger(path());
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE((*(*again)->lookup({"old-1"}))[0].has_value());
 }
 
 TEST_F(LedgerSqlite, AlteredLayoutIsRefused) {

@@ -107,6 +107,10 @@ void check_invalid_arguments(const Opener& open);
 void check_persistence(const Opener& open);
 // restore() re-creates rows field for field in an empty scope and refuses a scope with rows.
 void check_restore(const Opener& open);
+// A claim's copy_replay and body_digest (the live gate's record of its copy) come back from
+// claim_batch (won and lost), lookup, show, list, release and restore; a claim without them
+// reads back unset and "".
+void check_copy_fields(const Opener& open);
 // N forked processes claim overlapping key sets at once; every key is won exactly once.
 void check_concurrent_processes(const Opener& open, int processes, int keys, int per_process,
                                 int batch);

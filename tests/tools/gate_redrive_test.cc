@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -136,7 +137,30 @@ class GateRedrive : public CliFixture {
     d.problem = record->problem;
     d.message_id = record->message_id;
     d.replay_target_known = !record->died_in.empty();
+    d.redelivered = envelope_.redelivered != 0;
+    d.replays = record->replays;
+    d.body_digest = record->body_digest;
     return d;
+  }
+  void add_header(const std::string& name, amqp_field_value_t value) {
+    headers_.push_back(entry(name, value));
+    refresh_headers();
+  }
+  static amqp_field_value_t long_value(int64_t n) {
+    amqp_field_value_t v;
+    v.kind = AMQP_FIELD_KIND_I64;
+    v.value.i64 = n;
+    return v;
+  }
+  gate::Redrive::Options apply_options() const {
+    gate::Redrive::Options options;
+    options.actions = gate::ActionMap::defaults(*table_);
+    options.dry_run = false;
+    options.ledger_url = p("ledger.db");
+    options.audit_path = p("audit.log");
+    options.operator_name = "ops";
+    options.source = "test";
+    return options;
   }
 
   std::unique_ptr<Table> table_;
@@ -231,6 +255,9 @@ TEST_F(GateRedrive, RepublishPropertiesSetTheMarkerAndKeepTheRest) {
   rmq::EnvelopeRecord record;
   rmq::envelope_to_record(envelope_, {}, &record);
   EXPECT_EQ(record.replays, 4);
+  const size_t kept = headers_.size();
+  // What a quorum dead-letter queue wrote on redelivery describes that queue, not the message.
+  add_header("x-delivery-count", long_value(2));
   std::vector<amqp_table_entry_t> storage;
   // The result points into the headers it was given: they must outlive it.
   const std::vector<rmq::HeaderValue> set = {{"x-replay", true, 5, ""}};
@@ -247,7 +274,35 @@ TEST_F(GateRedrive, RepublishPropertiesSetTheMarkerAndKeepTheRest) {
     }
   }
   EXPECT_EQ(replay_headers, 1);
-  EXPECT_EQ(p.headers.num_entries, static_cast<int>(headers_.size()));
+  EXPECT_EQ(p.headers.num_entries, static_cast<int>(kept)) << "x-delivery-count travelled on";
+  for (int i = 0; i < p.headers.num_entries; ++i) {
+    const std::string key(static_cast<const char*>(p.headers.entries[i].key.bytes),
+                          p.headers.entries[i].key.len);
+    EXPECT_NE(key, "x-delivery-count");
+  }
+}
+
+TEST_F(GateRedrive, ReplayingIntoTheDeadLetterQueueItselfIsAUsageError) {
+  // Refused before any connection (the port is closed): every replay would come straight back.
+  const CliResult r =
+      run({"gate", "rabbitmq", "--table", p("gate.rgt"), "--mapping",
+           kSourceDir + "/examples/rabbitmq.mapping.yaml", "--amqp", "amqp://127.0.0.1:1/",
+           "--queue", "dlq", "--replay-routing-key", "dlq", "--all"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is the dead-letter queue itself"), std::string::npos) << r.err;
+}
+
+TEST_F(GateRedrive, TheBodyDigestIsSha256OfTheBody) {
+  letter(kTimeout, "abc");
+  rmq::EnvelopeRecord record;
+  rmq::envelope_to_record(envelope_, {}, &record);
+  // FIPS 180-2's test vector for "abc".
+  EXPECT_EQ(record.body_digest,
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  rmq::Limits small;
+  small.max_body = 2;
+  rmq::envelope_to_record(envelope_, small, &record);
+  EXPECT_EQ(record.body_digest, "") << "a body the gate does not read has no digest";
 }
 
 TEST_F(GateRedrive, ActionsByVerbAndOverrides) {
@@ -265,14 +320,7 @@ TEST_F(GateRedrive, ActionsByVerbAndOverrides) {
 }
 
 TEST_F(GateRedrive, TheLedgerSaysWhetherAReplayHappened) {
-  gate::Redrive::Options options;
-  options.actions = gate::ActionMap::defaults(*table_);
-  options.dry_run = false;
-  options.ledger_url = p("ledger.db");
-  options.audit_path = p("audit.log");
-  options.operator_name = "ops";
-  options.source = "test";
-  gate::Redrive redrive(options);
+  gate::Redrive redrive(apply_options());
   ASSERT_EQ(redrive.open(), "");
   rmq::EnvelopeRecord record;
   letter(kTimeout, kBody, "m-1");
@@ -287,23 +335,47 @@ TEST_F(GateRedrive, TheLedgerSaysWhetherAReplayHappened) {
   ASSERT_EQ(plan.step, gate::Plan::Step::kAct);
   EXPECT_EQ(plan.action, gate::Action::kRepublish);
   EXPECT_EQ(plan.generation, 1);
+  EXPECT_EQ(plan.copy_replay, 1);
+  // The claim records the copy: the x-replay it is published with and the body's digest.
+  const std::optional<ledger::Record> claimed = redrive.ledger()->lookup({"cap_a101"})->at(0);
+  ASSERT_TRUE(claimed);
+  EXPECT_EQ(claimed->copy_replay, 1);
+  EXPECT_EQ(claimed->body_digest, record.body_digest);
+  EXPECT_EQ(claimed->body_digest.size(), 7u + 64u);
   ASSERT_EQ(redrive.record_decision(*table_, plan, d, 1), "");
   // Redelivered before its confirm was recorded: the outcome is unknown, so it is held.
   gate::Plan again = redrive.plan(*table_, *parser_, d);
   EXPECT_EQ(again.action, gate::Action::kHold);
   EXPECT_EQ(again.rule, "ledger:outcome_unknown");
   EXPECT_EQ(again.verb, table_->default_verb());
-  // Once confirmed, a redelivery is acked without a second publish.
+  // Once confirmed, a redelivery (the broker's flag, the same body, x-replay below the copy's) is
+  // acked without a second publish.
   ASSERT_EQ(redrive.record_outcome(plan, true, "published, confirmed"), "");
   EXPECT_EQ(redrive.ledger()->lookup({"cap_a101"})->at(0)->state, ledger::State::kConfirmed);
   again = redrive.plan(*table_, *parser_, d);
-  EXPECT_EQ(again.step, gate::Plan::Step::kAckOnly);
+  EXPECT_EQ(again.rule, "gate:ambiguous_redelivery") << "not redelivered: a new delivery";
+  EXPECT_EQ(again.action, gate::Action::kHold);
+  EXPECT_NE(again.reason.find("did not mark it redelivered"), std::string::npos) << again.reason;
+  envelope_.redelivered = 1;
+  d = dead_letter(&record);
+  again = redrive.plan(*table_, *parser_, d);
+  EXPECT_EQ(again.step, gate::Plan::Step::kAckOnly) << again.rule << ": " << again.reason;
   // Another message with the same key is held: the key was replayed.
   letter(kTimeout, kBody, "m-2");
   d = dead_letter(&record);
   again = redrive.plan(*table_, *parser_, d);
   EXPECT_EQ(again.rule, "ledger:already_replayed");
   EXPECT_NE(again.reason.find("message m-1"), std::string::npos) << again.reason;
+  // A target the broker client refuses is held before any claim.
+  letter(kTimeout, "{\"idempotency_key\":\"cap_elsewhere\",\"committed\":false}", "m-4");
+  d = dead_letter(&record);
+  d.refuse_target = [](const Table&, const Input&) {
+    return gate::DeadLetter::Refusal{"gate:target_mismatch", "not the decided queue"};
+  };
+  again = redrive.plan(*table_, *parser_, d);
+  EXPECT_EQ(again.rule, "gate:target_mismatch");
+  EXPECT_EQ(again.action, gate::Action::kHold);
+  EXPECT_TRUE(redrive.ledger()->lookup({"cap_elsewhere"})->at(0) == std::nullopt);
   // No x-death queue: no target, held before any claim.
   letter(kTimeout, "{\"idempotency_key\":\"cap_new\",\"committed\":false}", "m-3");
   d = dead_letter(&record);
@@ -315,6 +387,90 @@ TEST_F(GateRedrive, TheLedgerSaysWhetherAReplayHappened) {
   const CliResult verified = run({"audit", "verify", p("audit.log")});
   EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
   EXPECT_EQ(lines_of(read_file(p("audit.log"))).size(), 2u);
+}
+
+// Issue 35 item 1, issue 42 item 2: after a confirmed replay, only the same death delivered again
+// is acked without publishing. The copy dying again, another body under the same message id and
+// key, an unreadable x-replay and a claim that does not record its copy are never acked away.
+TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
+  // A mapping that does not read x-replay (the policy's replays input comes from another header):
+  // the policy's own already_replayed guard never sees the marker, the gate still does.
+  const std::string path = kSourceDir + "/examples/rabbitmq.mapping.yaml";
+  std::string source = read_file(path);
+  const size_t at = source.find("header: x-replay");
+  ASSERT_NE(at, std::string::npos);
+  source.replace(at, 16, "header: x-retries");
+  const inputs::LoadedMapping unmapped = inputs::parse_mapping(source, path, *table_);
+  ASSERT_TRUE(unmapped.diagnostics.empty());
+  std::unique_ptr<inputs::RecordParser> parser;
+  for (const inputs::InputFormat& f : inputs::input_formats()) {
+    if (f.name == "rabbitmq") parser = f.make_parser(*table_, &unmapped.mapping);
+  }
+  ASSERT_TRUE(parser);
+  parser_ = std::move(parser);
+  gate::Redrive redrive(apply_options());
+  ASSERT_EQ(redrive.open(), "");
+  rmq::EnvelopeRecord record;
+  letter(kTimeout, kBody, "m-0");
+  gate::DeadLetter d = dead_letter(&record);
+  const gate::Plan plan = redrive.plan(*table_, *parser_, d);
+  ASSERT_EQ(plan.action, gate::Action::kRepublish);
+  ASSERT_EQ(redrive.record_decision(*table_, plan, d, 1), "");
+  ASSERT_EQ(redrive.record_outcome(plan, true, "published, confirmed"), "");
+  const auto judged = [&](const std::function<void()>& change) {
+    letter(kTimeout, kBody, "m-0");
+    envelope_.redelivered = 1;
+    change();
+    d = dead_letter(&record);
+    return redrive.plan(*table_, *parser_, d);
+  };
+  // The same death, redelivered after a crash: acked only.
+  gate::Plan again = judged([] {});
+  EXPECT_EQ(again.step, gate::Plan::Step::kAckOnly) << again.rule << ": " << again.reason;
+  // The copy (x-replay 1, as published) died again: a new letter whose key is used up. Even
+  // redelivered (a dry run saw it first), and with a mapping that does not read x-replay.
+  for (int64_t marker : {1, 2}) {
+    again = judged([&] { add_header("x-replay", long_value(marker)); });
+    EXPECT_EQ(again.step, gate::Plan::Step::kAct);
+    EXPECT_EQ(again.action, gate::Action::kHold);
+    EXPECT_EQ(again.rule, "ledger:already_replayed") << marker;
+    EXPECT_NE(again.reason.find("the replayed copy died again"), std::string::npos) << again.reason;
+  }
+  // Another body under the same message id and key.
+  again = judged([&] {
+    envelope_.message.body = keep("{\"idempotency_key\":\"cap_a101\",\"committed\":false,\"x\":1}");
+  });
+  EXPECT_EQ(again.rule, "gate:ambiguous_redelivery");
+  EXPECT_EQ(again.action, gate::Action::kHold);
+  EXPECT_NE(again.reason.find("body differs"), std::string::npos) << again.reason;
+  // An x-replay that cannot be read: the mapping may read it as anything, the gate does not.
+  again = judged([&] { add_header("x-replay", text("once")); });
+  EXPECT_EQ(again.rule, "gate:ambiguous_redelivery");
+  EXPECT_NE(again.reason.find("cannot be read"), std::string::npos) << again.reason;
+  // A confirmed claim that does not record its copy (an older build's, a rebuilt ledger's).
+  ledger::Claim old;
+  old.key = "cap_old";
+  old.message_id = "m-old";
+  old.worker = "an older gate";
+  const auto won = redrive.ledger()->claim_batch({old});
+  ASSERT_TRUE(won.ok());
+  ASSERT_TRUE(redrive.ledger()->mark("cap_old", 1, ledger::State::kConfirmed).ok());
+  again = judged([&] {
+    envelope_.message.body = keep("{\"idempotency_key\":\"cap_old\",\"committed\":false}");
+    envelope_.message.properties.message_id = keep("m-old");
+  });
+  EXPECT_EQ(again.rule, "gate:ambiguous_redelivery");
+  EXPECT_NE(again.reason.find("does not record which copy"), std::string::npos) << again.reason;
+  // A dry run judges the same way (it looks the claim up).
+  gate::Redrive::Options dry = apply_options();
+  dry.dry_run = true;
+  dry.audit_path.clear();
+  gate::Redrive looking(dry);
+  ASSERT_EQ(looking.open(), "");
+  letter(kTimeout, kBody, "m-0");
+  add_header("x-replay", long_value(1));
+  d = dead_letter(&record);
+  EXPECT_EQ(looking.plan(*table_, *parser_, d).rule, "ledger:already_replayed");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,6 +22,7 @@
 #include "gate/rabbitmq/rabbit_gate.h"
 #include "gate/redrive.h"
 #include "inputs/formats.h"
+#include "inputs/mapping.h"
 #include "runtime/reload.h"
 #include "tools/cli/audit_signing.h"
 #include "tools/cli/commands.h"
@@ -89,11 +91,12 @@ std::string counts_text(const rmq::GateStats& s, const Table& table) {
   }
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.1f", s.rate);
-  std::string text = plural(s.handled, "letter") + (verbs.empty() ? "" : " (" + verbs + ")") +
-                     ": " + std::to_string(s.republished) + " republished, " +
-                     std::to_string(s.parked) + " parked, " + std::to_string(s.held) + " held, " +
-                     std::to_string(s.acked_only) + " acked as already replayed, " +
-                     std::to_string(s.skipped) + " skipped; " + rate + "/s";
+  std::string text =
+      plural(s.handled, "letter") + (verbs.empty() ? "" : " (" + verbs + ")") + ": " +
+      std::to_string(s.republished) + " republished, " + std::to_string(s.parked) + " parked, " +
+      std::to_string(s.held) + " held, " + std::to_string(s.acked_only) +
+      " acked as already replayed, " + std::to_string(s.skipped) + " skipped" +
+      (s.left > 0 ? ", " + std::to_string(s.left) + " left in the queue" : "") + "; " + rate + "/s";
   if (s.queue_depth) text += "; queue depth " + std::to_string(*s.queue_depth);
   if (s.reconnects > 0) text += "; " + std::to_string(s.reconnects) + " reconnects";
   return text;
@@ -128,7 +131,7 @@ std::string metrics_text(const rmq::GateStats& s, const Table& table, const std:
   for (const auto& [name, value] :
        {std::pair{"republish", s.republished}, std::pair{"park", s.parked},
         std::pair{"hold", s.held}, std::pair{"ack_already_replayed", s.acked_only},
-        std::pair{"skip", s.skipped}}) {
+        std::pair{"skip", s.skipped}, std::pair{"leave", s.left}}) {
     out += "replaygate_gate_actions_total{" + q + ",action=\"" + name + "\"} " +
            std::to_string(value) + "\n";
   }
@@ -245,6 +248,12 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     return code;
   }
   const inputs::Mapping* mapping = reading.mapping ? &reading.mapping->mapping : nullptr;
+  std::map<std::string, std::string, std::less<>> topic_map;  // what a replay may go to
+  if (mapping != nullptr) {
+    for (const inputs::FieldMapping& field : mapping->fields) {
+      if (field.input == "topic" && field.has_map) topic_map = field.map;
+    }
+  }
   const rmq::ParserFactory make_parser = [format, mapping](const Table& table) {
     return format->make_parser(table, mapping);
   };
@@ -258,6 +267,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   g.hold_queue = o.hold_queue.empty() ? o.queue + ".hold" : o.hold_queue;
   if (o.exchange_option->count() > 0) g.replay_exchange = o.replay_exchange;
   if (o.routing_option->count() > 0) g.replay_routing_key = o.replay_routing_key;
+  g.topic_map = std::move(topic_map);
   g.apply = o.apply;
   g.allow_peek = o.allow_peek;
   if (o.message_option->count() > 0) g.message_id = o.message_id;
@@ -283,6 +293,10 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     }
     g.pause_at = std::string(text.substr(0, colon));
     g.pause_file = std::string(text.substr(colon + 1));
+  }
+  if (g.replay_routing_key && !g.replay_exchange && *g.replay_routing_key == g.queue) {
+    return usage("--replay-routing-key " + g.queue +
+                 " is the dead-letter queue itself: replays would come straight back");
   }
   for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
     if (*q == g.queue) return usage("the park and hold queues must not be the dead-letter queue");
@@ -484,8 +498,9 @@ Runner setup_gate(CLI::App& sub) {
       "queue the letter died in (x-death) through the default exchange with x-replay + 1; the\n"
       "policy's default verb moves it to the hold queue; other none-effect verbs (never) to the\n"
       "park queue. A dry run (the default) acks nothing. One JSON line per letter on stdout;\n"
-      "progress and a summary on stderr. Exit: 0 done, 1 done with unreadable letters (held),\n"
-      "2 usage, table, broker, ledger or audit errors (the letter in hand is not acked).\n"
+      "progress and a summary on stderr. Exit: 0 done, 1 done with unreadable letters (held)\n"
+      "or letters left in the queue (their park or hold queue is where they died), 2 usage,\n"
+      "table, broker, ledger or audit errors (the letter in hand is not acked).\n"
       "SIGHUP (or --watch) reloads the table; SIGINT/SIGTERM stop after the current letter.");
   r->add_option("--policy", o->policy, "Compile this policy in memory and use it");
   r->add_option("--table", o->table, "Use this compiled table (.rgt)");

@@ -26,6 +26,9 @@ nlohmann::json row_json(const ledger::Record& r) {
   j["rule"] = r.rule;
   j["message_id"] = r.message_id;
   j["worker"] = r.worker;
+  // The live gate's record of the copy it published (absent for other claims).
+  if (r.copy_replay) j["copy_replay"] = *r.copy_replay;
+  if (!r.body_digest.empty()) j["body_digest"] = r.body_digest;
   j["claimed_at"] = ledger::format_time(r.claimed_at);
   j["updated_at"] = ledger::format_time(r.updated_at);
   if (r.released_at) {
