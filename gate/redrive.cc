@@ -170,6 +170,10 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
     return true;
   };
   if (!letter.problem.empty()) {
+    if (!letter.hold_rule.empty()) {  // never skipped: a skipped letter goes back
+      hold(table, plan, letter.hold_rule, letter.problem);
+      return plan;
+    }
     if (skipped(nullptr)) return plan;
     hold(table, plan, "invalid", letter.problem);
     return plan;

@@ -87,6 +87,10 @@ struct DeadLetter {
   // Set when the client could not make a record of the message (poison headers, a body over the
   // limit): the letter is held with this reason.
   std::string problem;
+  // With `problem`: the letter is held under this rule before any filter or decision (the
+  // RabbitMQ gate's "gate:last_delivery_attempt": a letter the broker would drop if it went
+  // back). Empty: rule `invalid`, and filters may skip the letter.
+  std::string hold_rule;
   std::optional<std::string> message_id;  // the broker's message id property, when it has one
   // Whether the client knows where a replay would go (RabbitMQ: the x-death queue, or an
   // explicit --replay-routing-key). Without one a republish is held (`gate:no_target`) before

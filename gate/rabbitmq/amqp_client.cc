@@ -370,6 +370,61 @@ bool Consumer::start(const std::string& queue, uint16_t prefetch, std::string* e
   return true;
 }
 
+bool Consumer::start_pull(const std::string& queue) {
+  pull_queue_ = queue;
+  return true;
+}
+
+Consumer::Next Consumer::pull(Delivery* delivery, int timeout_ms, std::string* error) {
+  amqp_connection_state_t s = connection_.state();
+  const amqp_rpc_reply_t reply = amqp_basic_get(s, 1, as_bytes(pull_queue_), /*no_ack=*/0);
+  if (reply.reply_type != AMQP_RESPONSE_NORMAL) {
+    *error = "basic.get from '" + pull_queue_ + "': " + Connection::describe(reply);
+    connection_.set_lost(*error);  // a channel or connection error: reconnect or stop
+    return Next::kLost;
+  }
+  if (reply.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) {
+    // Nothing now: wait on the socket (heartbeats, a connection.close), never a blind sleep.
+    amqp_frame_t frame;
+    timeval tv = to_timeval(timeout_ms);
+    const int status = amqp_simple_wait_frame_noblock(s, &frame, &tv);
+    if (status == AMQP_STATUS_OK) {
+      connection_.handle_async_method(frame);
+    } else if (status != AMQP_STATUS_TIMEOUT) {
+      *error = std::string("waiting on the consuming connection: ") + amqp_error_string2(status);
+      connection_.set_lost(*error);
+      return Next::kLost;
+    }
+    if (connection_.lost()) {
+      *error = connection_.lost_reason();
+      return Next::kLost;
+    }
+    return Next::kTimeout;
+  }
+  const auto* ok = static_cast<const amqp_basic_get_ok_t*>(reply.reply.decoded);
+  amqp_envelope_t& env = delivery->envelope();
+  env = {};
+  env.channel = 1;
+  env.delivery_tag = ok->delivery_tag;
+  env.redelivered = ok->redelivered;
+  // Copies: amqp_destroy_envelope frees them, and the decoded method lives in the connection's
+  // pool, which reading the message reuses.
+  env.exchange = amqp_bytes_malloc_dup(ok->exchange);
+  env.routing_key = amqp_bytes_malloc_dup(ok->routing_key);
+  env.consumer_tag = amqp_empty_bytes;
+  const amqp_rpc_reply_t read = amqp_read_message(s, 1, &env.message, 0);
+  if (read.reply_type != AMQP_RESPONSE_NORMAL) {
+    amqp_bytes_free(env.exchange);
+    amqp_bytes_free(env.routing_key);
+    env = {};
+    *error = "reading a message from '" + pull_queue_ + "': " + Connection::describe(read);
+    connection_.set_lost(*error);
+    return Next::kLost;
+  }
+  delivery->filled = true;  // destroyed on the next call or with the Delivery
+  return Next::kDelivery;
+}
+
 Consumer::Next Consumer::next(Delivery* delivery, int timeout_ms, std::string* error) {
   amqp_connection_state_t s = connection_.state();
   if (delivery->filled) {
@@ -377,6 +432,7 @@ Consumer::Next Consumer::next(Delivery* delivery, int timeout_ms, std::string* e
     delivery->filled = false;
   }
   amqp_maybe_release_buffers(s);
+  if (!pull_queue_.empty()) return pull(delivery, timeout_ms, error);
   timeval tv = to_timeval(timeout_ms);
   const amqp_rpc_reply_t reply = amqp_consume_message(s, &delivery->envelope(), &tv, 0);
   if (reply.reply_type == AMQP_RESPONSE_NORMAL) {

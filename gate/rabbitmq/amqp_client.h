@@ -125,15 +125,23 @@ class Consumer {
   // basic.qos(prefetch) then basic.consume on `queue` with manual acks. False with *error (the
   // queue does not exist: 404).
   bool start(const std::string& queue, uint16_t prefetch, std::string* error);
+  // Pulls instead (basic.get, manual ack): next() takes one message only when called, so none
+  // waits in a prefetch window (on a quorum queue with a delivery limit, every delivery returned
+  // unsettled uses up an attempt). No broker call; always true.
+  bool start_pull(const std::string& queue);
   enum class Next { kDelivery, kTimeout, kLost, kCancelled };
-  // Waits up to `timeout_ms` for the next delivery into *delivery (cleared first).
+  // Waits up to `timeout_ms` for the next delivery into *delivery (cleared first). Pulling: one
+  // basic.get, and on an empty queue a wait of `timeout_ms` on the socket.
   Next next(Delivery* delivery, int timeout_ms, std::string* error);
   bool ack(uint64_t delivery_tag, std::string* error);
   // basic.nack with requeue (the letter goes back to the dead-letter queue as it was).
   bool requeue(uint64_t delivery_tag, std::string* error);
 
  private:
+  Next pull(Delivery* delivery, int timeout_ms, std::string* error);
+
   Connection& connection_;
+  std::string pull_queue_;  // not empty: pulling
 };
 
 // What a confirmed publish came to.

@@ -70,15 +70,18 @@ std::string connect(const GateOptions& o, Links* links) {
   if (!links->publish->queue_depth(o.queue, &error)) {
     return "the dead-letter queue does not exist or cannot be read: " + error;
   }
-  if (o.apply) {
+  if (o.apply || o.delivery_limit) {  // a dry run may have to hold a letter's last delivery
     for (const std::string* q : {&o.park_queue, &o.hold_queue}) {
       if (!links->publish->ensure_queue(*q, &error)) return error;
     }
+  }
+  if (o.apply) {
     if (o.replay_exchange && !links->publish->exchange_exists(*o.replay_exchange, &error)) {
       return "--replay-exchange: " + error;
     }
   }
   links->consumer = std::make_unique<Consumer>(*links->consume);
+  if (o.delivery_limit) return links->consumer->start_pull(o.queue) ? "" : "cannot pull";
   // Skipped and dry-run letters stay unacked: the prefetch must leave room for them. Without
   // them the window stays small, so no delivery waits long in it (the broker's consumer timeout
   // closes a channel whose delivery stays unacked for 30 minutes) and other gates get their share.
@@ -89,21 +92,26 @@ std::string connect(const GateOptions& o, Links* links) {
 }
 
 // Waits `ms` on the publishing connection's socket (heartbeats, alarms), never sleeping blind.
-void wait_on(Links& links, int ms) {
+// `hooks` (tests): the pause point "rate_wait" between the deadline check and the time left.
+void wait_on(Links& links, int ms, const GateOptions* hooks = nullptr) {
   if (ms <= 0 || !links.publish || links.publish->lost()) {
     if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     return;
   }
   const auto end = Clock::now() + std::chrono::milliseconds(ms);
   while (Clock::now() < end && !links.publish->lost()) {
-    const int left = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count());
+    if (hooks != nullptr) crash_point(*hooks, "rate_wait");
+    // A thread preempted since the check above finds the deadline passed: a negative timeval
+    // is "invalid parameter" to librabbitmq, which would drop a healthy connection.
+    const int left = std::max<int>(
+        0, static_cast<int>(
+               std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count()));
     amqp_frame_t frame;
     timeval tv{left / 1000, (left % 1000) * 1000};
     const int status = amqp_simple_wait_frame_noblock(links.publish->state(), &frame, &tv);
     if (status == AMQP_STATUS_TIMEOUT) break;
     if (status != AMQP_STATUS_OK) {
-      links.publish->set_lost(std::string("publishing connection: ") + amqp_error_string2(status));
+      links.publish->set_lost(std::string("waiting on its socket: ") + amqp_error_string2(status));
       break;
     }
     links.publish->handle_async_method(frame);
@@ -118,6 +126,38 @@ bool has_header(const amqp_envelope_t& env, std::string_view name) {
     if (std::string_view(static_cast<const char*>(key.bytes), key.len) == name) return true;
   }
   return false;
+}
+
+// An integer header's value (x-delivery-count is a long on 3.10, may be narrower elsewhere).
+std::optional<int64_t> header_int(const amqp_envelope_t& env, std::string_view name) {
+  const amqp_basic_properties_t& p = env.message.properties;
+  if ((p._flags & AMQP_BASIC_HEADERS_FLAG) == 0) return std::nullopt;
+  for (int i = 0; i < p.headers.num_entries; ++i) {
+    const amqp_table_entry_t& e = p.headers.entries[i];
+    if (std::string_view(static_cast<const char*>(e.key.bytes), e.key.len) != name) continue;
+    const amqp_field_value_t& v = e.value;
+    switch (v.kind) {
+      case AMQP_FIELD_KIND_I8:
+        return v.value.i8;
+      case AMQP_FIELD_KIND_U8:
+        return v.value.u8;
+      case AMQP_FIELD_KIND_I16:
+        return v.value.i16;
+      case AMQP_FIELD_KIND_U16:
+        return v.value.u16;
+      case AMQP_FIELD_KIND_I32:
+        return v.value.i32;
+      case AMQP_FIELD_KIND_U32:
+        return v.value.u32;
+      case AMQP_FIELD_KIND_I64:
+        return v.value.i64;
+      case AMQP_FIELD_KIND_U64:
+        return static_cast<int64_t>(std::min<uint64_t>(v.value.u64, INT64_MAX));
+      default:
+        return std::nullopt;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string target_text(const std::string& exchange, const std::string& routing_key) {
@@ -242,7 +282,11 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       // Reconnect with backoff; unacked letters went back to the queue with the connection.
       const auto give_up = Clock::now() + std::chrono::seconds(o.reconnect_for_s);
       int backoff_ms = 250;
-      std::string error = "connection lost";
+      // Which connection went, and why: the first reconnect note says the real cause.
+      std::string error = links.consume && links.consume->lost()
+                              ? "consuming connection: " + links.consume->lost_reason()
+                          : links.publish ? "publishing connection: " + links.publish->lost_reason()
+                                          : "connection lost";
       bool reconnected = false;
       while (Clock::now() < give_up && !(hooks.stop_requested && hooks.stop_requested())) {
         note("reconnecting to " + o.url.describe() + " in " + std::to_string(backoff_ms) + " ms (" +
@@ -271,10 +315,9 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     if (o.max_rate > 0) {
       const auto now = Clock::now();
       if (now < next_allowed) {
-        wait_on(
-            links,
-            static_cast<int>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(next_allowed - now).count()));
+        // In slices, so that a stop (SIGTERM) or a reload is seen within 200 ms at any rate.
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_allowed - now);
+        wait_on(links, static_cast<int>(std::min<int64_t>(left.count(), 200)), &o);
         continue;
       }
     }
@@ -328,6 +371,20 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     letter.refuse_target = [&](const Table& decided_on, const Input& input) {
       return refuse_target(o, replay_exchange, replay_key, decided_on, input);
     };
+    // Its last delivery: the broker drops (or dead-letters) a letter returned with its
+    // x-delivery-count at the limit, so it is held now, whatever the filters or the mode. An
+    // unreadable count counts as the limit (fail closed).
+    bool last_attempt = false;
+    if (o.delivery_limit && has_header(env, "x-delivery-count")) {
+      const int64_t count = header_int(env, "x-delivery-count").value_or(*o.delivery_limit);
+      last_attempt = count >= *o.delivery_limit;
+      if (last_attempt && letter.problem.empty()) {
+        letter.hold_rule = "gate:last_delivery_attempt";
+        letter.problem = "its last delivery attempt (x-delivery-count " + std::to_string(count) +
+                         ", delivery limit " + std::to_string(*o.delivery_limit) +
+                         "): returned, the broker would drop it";
+      }
+    }
 
     const auto accept = [&](const Input* input) {
       if (o.message_id && (!letter.message_id || *letter.message_id != *o.message_id)) {
@@ -357,13 +414,26 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     report.ordinal = stats->received;
     report.message_id = letter.message_id;
     report.key = plan.key;
-    report.dry_run = !o.apply;
+    report.dry_run = !o.apply && !last_attempt;
     if (plan.step == Plan::Step::kSkip) {
       ++stats->skipped;
       ++kept_unacked;
+      if (o.delivery_limit && o.message_id) {
+        // Searching on would pass over (and so return) letter after letter, each losing an
+        // attempt: stop at the first one that is not the message asked for.
+        stop("refusing to search " + o.queue + " for message " + *o.message_id + ": it has a " +
+                 "delivery limit of " + std::to_string(*o.delivery_limit) +
+                 ", every letter passed over goes back with one attempt used, and the letter at "
+                 "its head is " +
+                 letter.message_id.value_or("(no message id)"),
+             1);
+        break;
+      }
       continue;  // stays unacked: not seen again in this run
     }
-    if (o.message_id) found_message = true;
+    // A letter held for its last attempt during a --message-id search may be another one.
+    const bool wanted = o.message_id && letter.message_id == o.message_id;
+    if (wanted) found_message = true;
     if (plan.step == Plan::Step::kStop) {
       stop(plan.error, 2);
       break;  // the letter stays unacked and returns to the queue
@@ -373,7 +443,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     report.effect = effect_name(table.verb_effect(plan.verb));
     report.rule = plan.rule;
     report.reason = plan.reason;
-    if (!plan.readable) ++stats->unreadable;
+    if (!plan.readable && letter.hold_rule.empty()) ++stats->unreadable;
     // Where it goes.
     std::string exchange, routing_key;
     std::vector<HeaderValue> headers;
@@ -415,7 +485,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       continue;
     }
 
-    if (!o.apply) {
+    if (!o.apply && !last_attempt) {
       report.outcome = "dry run: nothing published, claimed or acked";
       ++kept_unacked;
       ++stats->handled;
@@ -424,7 +494,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       next_allowed =
           Clock::now() +
           std::chrono::microseconds(o.max_rate > 0 ? static_cast<int64_t>(1e6 / o.max_rate) : 0);
-      if (o.message_id) {
+      if (wanted) {
         stop("found message " + *o.message_id, 0);
         break;
       }
@@ -566,7 +636,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
         break;
       }
     }
-    if (o.message_id) {
+    if (wanted) {
       stop("handled message " + *o.message_id, 0);
       break;
     }

@@ -51,6 +51,13 @@ struct GateOptions {
   // A dry run on a quorum queue uses up a delivery attempt of every letter it sees: it stops at
   // the first delivery that shows the queue is one (an x-delivery-count header) unless allowed.
   bool allow_peek = false;
+  // A quorum queue's delivery limit (x-delivery-limit or its policy; known through --management):
+  // the gate then pulls one letter at a time (basic.get: nothing waits unsettled in a prefetch
+  // window, during a rate wait or at a stop), moves a letter delivered with x-delivery-count at
+  // the limit (its last delivery: returned, the broker drops it) to the hold queue before it is
+  // decided, in a dry run too, and stops a --message-id search at the first other letter
+  // (docs/gate.md, "Quorum queues with a delivery limit").
+  std::optional<int64_t> delivery_limit;
   std::optional<std::string> message_id;          // handle this one message only
   uint64_t max = UINT64_MAX;                      // letters handled at most
   double max_rate = 10;                           // letters per second (0: no limit)

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -197,6 +198,34 @@ bool read_public_key(const std::string& path, PublicKey* out, std::string* error
   struct stat st;
   if (!read_small(path, "public key", &text, &st, error)) return false;
   PublicKey key;
+  // An optional fourth line restricts the key to policy ids: `policies ID [ID...]`.
+  size_t third_end = std::string::npos;
+  for (size_t line = 0, from = 0; line < 3; ++line) {
+    third_end = text.find('\n', from);
+    if (third_end == std::string::npos) break;
+    from = third_end + 1;
+  }
+  if (third_end != std::string::npos && third_end + 1 < text.size() &&
+      text.compare(third_end + 1, 9, "policies ") == 0) {
+    const std::string line = text.substr(third_end + 10);
+    if (line.empty() || line.back() != '\n' || line.find('\n') != line.size() - 1) {
+      *error = path +
+               " is not a replaygate public key file: line 4 must be 'policies' and one or "
+               "more policy ids, ending in a newline";
+      return false;
+    }
+    size_t start = 0;
+    while (start < line.size() - 1) {
+      const size_t end = std::min(line.find(' ', start), line.size() - 1);
+      if (end > start) key.policies.push_back(line.substr(start, end - start));
+      start = end + 1;
+    }
+    if (key.policies.empty()) {
+      *error = path + " is not a replaygate public key file: line 4 names no policy id";
+      return false;
+    }
+    text.resize(third_end + 1);
+  }
   if (!parse_key_file(text, path, kPublicMagic, "ed25519", &key.id, key.key.data(), key.key.size(),
                       error)) {
     return false;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace replaygate::verify {
 
@@ -41,6 +42,9 @@ struct PublicKey {
   std::array<uint8_t, kPublicKeyBytes> key{};
   KeyId id{};
   std::string path;  // where it was read from (for messages)
+  // The policy ids this key may sign for (an optional fourth line `policies ID...` the worker's
+  // operator adds to the pinned file); empty: any policy.
+  std::vector<std::string> policies;
 };
 
 // Wiped (sodium_memzero) when destroyed.

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -50,6 +51,32 @@ void start_message(crypto_sign_state* state, const uint8_t* header, const uint8_
   crypto_sign_update(state, payload, payload_size);
 }
 
+// The policy binding and the signing key's policy list (docs/signing.md, "Policy binding"): a
+// table signed by a trusted key is still refused for a policy the key may not sign or the worker
+// is not bound to.
+bool policy_allowed(const TrustOptions& trust, const Verified& info, const Table& table,
+                    LoadStatus* status) {
+  const std::string policy(table.policy_id());
+  if (!trust.policy_id.empty() && policy != trust.policy_id) {
+    *status = {LoadError::kRollback, "policy binding: this table is policy " + policy +
+                                         ", and this worker is bound to policy " + trust.policy_id +
+                                         " (a reload never changes the policy)"};
+    return false;
+  }
+  if (!info.checked) return true;
+  for (const PublicKey& key : trust.keys) {
+    if (key.id != info.key_id || key.policies.empty()) continue;
+    if (std::find(key.policies.begin(), key.policies.end(), policy) != key.policies.end()) break;
+    std::string list;
+    for (const std::string& p : key.policies) list += (list.empty() ? "" : ", ") + p;
+    *status = {LoadError::kSignature, "key " + hex(key.id) + " (" + key.path +
+                                          ") may sign only policy " + list +
+                                          ", and this table is policy " + policy};
+    return false;
+  }
+  return true;
+}
+
 // Admits what it loaded: the digest of each table it returned, until admit() or forget().
 class VerifyingSource final : public TableSource {
  public:
@@ -88,7 +115,8 @@ class VerifyingSource final : public TableSource {
       pending_.erase(it);
     }
     if (state_dir_.empty()) return true;
-    return activate(state_dir_, next.policy_id(), next.revision(), digest, status);
+    return activate(state_dir_, next.policy_id(), next.revision(), digest, status,
+                    trust_.policy_id);
   }
 
   void forget(const Table& table) noexcept override {
@@ -363,8 +391,10 @@ std::unique_ptr<Table> load_table_bytes(const void* data, size_t size, const Tru
   }
   std::unique_ptr<Table> table = Table::load_bytes(payload, payload_size, status);
   if (table == nullptr) return nullptr;
+  if (!policy_allowed(trust, *info, *table, status)) return nullptr;
   if (!trust.trust_state.empty() &&
-      !activate(trust.trust_state, table->policy_id(), table->revision(), info->digest, status)) {
+      !activate(trust.trust_state, table->policy_id(), table->revision(), info->digest, status,
+                trust.policy_id)) {
     return nullptr;
   }
   *status = {};

@@ -47,6 +47,11 @@ struct TrustOptions {
   // revision and digest checked and recorded) before it is returned. Leave empty for read-only
   // tools, which never refuse an older table as a rollback.
   std::string trust_state;
+  // The policy id a worker is bound to (docs/signing.md, "Policy binding"): when not empty, a
+  // table of any other policy id is refused (kRollback) before activation, and the first
+  // activation in `trust_state` records the binding there, so a restart with another policy's
+  // table is refused too. A reload never changes the policy a worker runs.
+  std::string policy_id;
   int64_t now = -1;  // Unix seconds for the expiry check; -1: the current time
 };
 

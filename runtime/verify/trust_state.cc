@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -143,14 +144,116 @@ bool write_locked(const std::string& dir, const TrustRecord& record, std::string
   return ok;
 }
 
+constexpr char kBindingMagic[] = "replaygate-trust-binding v1";
+
+std::string binding_path(const std::string& dir) { return dir + "/binding"; }
+
+// Requires the lock. *bound empty: no binding file.
+bool read_binding_locked(const std::string& dir, std::string* bound, std::string* error) {
+  bound->clear();
+  const std::string path = binding_path(dir);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) return true;
+    *error = "cannot read trust state binding " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string text;
+  char buffer[1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || text.size() > 64 * 1024) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  const std::string head = std::string(kBindingMagic) + "\npolicy-hex ";
+  const size_t hex_size = text.size() - std::min(text.size(), head.size() + 1);
+  std::string id(hex_size / 2, '\0');
+  if (text.compare(0, head.size(), head) != 0 || text.back() != '\n' || hex_size == 0 ||
+      hex_size % 2 != 0 ||
+      !unhex(std::string_view(text).substr(head.size(), hex_size),
+             reinterpret_cast<uint8_t*>(id.data()), id.size())) {
+    *error = "trust state binding " + path +
+             " is corrupt; inspect it, then `replaygate trust reset` the policy it names";
+    return false;
+  }
+  *bound = std::move(id);
+  return true;
+}
+
+// Requires the lock.
+bool write_binding_locked(const std::string& dir, std::string_view policy_id, std::string* error) {
+  const std::string path = binding_path(dir);
+  const std::string temp = path + ".tmp";
+  const std::string text =
+      std::string(kBindingMagic) + "\npolicy-hex " +
+      hex(reinterpret_cast<const uint8_t*>(policy_id.data()), policy_id.size()) + "\n";
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ok = ok && ::fsync(fd) == 0;
+  if (fd >= 0) ok = ::close(fd) == 0 && ok;
+  ok = ok && ::rename(temp.c_str(), path.c_str()) == 0 && fsync_dir(dir);
+  if (!ok) {
+    *error = "cannot write trust state binding " + path + ": " + std::strerror(errno);
+    ::unlink(temp.c_str());
+  }
+  return ok;
+}
+
+// Requires the lock: writes the binding `bind_to` unless the directory has one (`bound`).
+bool record_binding(const std::string& dir, const std::string& bound, std::string_view bind_to,
+                    LoadStatus* status) {
+  if (bind_to.empty() || !bound.empty()) return true;
+  std::string error;
+  if (!write_binding_locked(dir, bind_to, &error)) {
+    *status = {LoadError::kIo, error};
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
+bool bind_policy(const std::string& dir, std::string_view policy_id, LoadStatus* status) {
+  std::string error, bound;
+  DirLock lock(dir, &error);
+  if (!lock.ok() || !read_binding_locked(dir, &bound, &error)) {
+    *status = {LoadError::kIo, error};
+    return false;
+  }
+  if (!bound.empty() && bound != policy_id) {
+    *status = {LoadError::kRollback, "policy binding: trust state " + dir + " is bound to policy " +
+                                         bound + ", not policy " + std::string(policy_id)};
+    return false;
+  }
+  return record_binding(dir, bound, policy_id, status);
+}
+
+bool read_binding(const std::string& dir, std::string* bound, std::string* error) {
+  DirLock lock(dir, error);
+  return lock.ok() && read_binding_locked(dir, bound, error);
+}
+
 bool activate(const std::string& dir, std::string_view policy_id, int64_t revision,
-              const std::string& digest, LoadStatus* status) {
+              const std::string& digest, LoadStatus* status, std::string_view bind_to) {
   std::string error;
   DirLock lock(dir, &error);
   if (!lock.ok()) {
     *status = {LoadError::kIo, error};
+    return false;
+  }
+  std::string bound;
+  if (!read_binding_locked(dir, &bound, &error)) {
+    *status = {LoadError::kIo, error};
+    return false;
+  }
+  if (!bound.empty() && bound != policy_id) {
+    const std::string why = "policy binding: trust state " + dir + " is bound to policy " + bound +
+                            ", and this table is policy " + std::string(policy_id) +
+                            " (a worker runs one policy; `replaygate trust reset --policy " +
+                            bound + "` unbinds it)";
+    *status = {LoadError::kRollback, why};
     return false;
   }
   TrustRecord record;
@@ -168,7 +271,7 @@ bool activate(const std::string& dir, std::string_view policy_id, int64_t revisi
     return false;
   }
   if (found && revision == record.revision) {
-    if (digest == record.digest) return true;
+    if (digest == record.digest) return record_binding(dir, bound, bind_to, status);
     *status = {LoadError::kRollback, "equivocation: " + policy + " revision " +
                                          std::to_string(revision) + " has digest " + digest +
                                          ", but revision " + std::to_string(revision) +
@@ -180,7 +283,7 @@ bool activate(const std::string& dir, std::string_view policy_id, int64_t revisi
     *status = {LoadError::kIo, error};
     return false;
   }
-  return true;
+  return record_binding(dir, bound, bind_to, status);
 }
 
 bool read_record(const std::string& dir, std::string_view policy_id, TrustRecord* out, bool* found,
@@ -199,6 +302,13 @@ bool reset(const std::string& dir, std::string_view policy_id, TrustRecord* prev
   const std::string path = state_path(dir, policy_id);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     *error = "cannot remove trust state " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string bound;
+  // A corrupt binding is removed too: a reset is how an operator repairs one.
+  if ((!read_binding_locked(dir, &bound, &ignored) || bound == policy_id) &&
+      ::unlink(binding_path(dir).c_str()) != 0 && errno != ENOENT) {
+    *error = "cannot remove trust state binding " + binding_path(dir) + ": " + std::strerror(errno);
     return false;
   }
   if (!fsync_dir(dir)) {

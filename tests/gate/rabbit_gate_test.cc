@@ -245,6 +245,63 @@ class RabbitGate : public ::testing::Test {
     return r;
   }
 
+  // Runs the gate under `timeout -k 30 SECONDS` (SIGTERM at SECONDS, SIGKILL 30 s later); *took
+  // gets the wall time in seconds.
+  CliResult gate_stopped_after(const std::vector<std::string>& args, int seconds, double* took) {
+    std::string command = "cd " + replaygate::testing::shell_quote(dir_->path().string()) +
+                          " && timeout -k 30 " + std::to_string(seconds) + " " +
+                          replaygate::testing::shell_quote(kCliBinary);
+    for (const std::string& a : args) command += " " + replaygate::testing::shell_quote(a);
+    command += " </dev/null >" + replaygate::testing::shell_quote(path("stdout")) + " 2>" +
+               replaygate::testing::shell_quote(path("stderr"));
+    const auto start = std::chrono::steady_clock::now();
+    CliResult r;
+    r.exit_code = replaygate::testing::run_shell(command);
+    *took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.out = read_file(path("stdout"));
+    r.err = read_file(path("stderr"));
+    return r;
+  }
+
+  // A quorum dead-letter queue `qdlq` with x-delivery-limit 2, fed by payment.capture (issue 42
+  // item 4: with --management the gate knows the limit).
+  void quorum_topology() {
+    for (const char* q : {"qdlq", "qdlq.hold", "qdlq.parked", "payment.capture"}) {
+      client_.delete_queue(q);
+    }
+    ASSERT_EQ(client_.declare_queue(
+                  "qdlq", true,
+                  {{"x-queue-type", std::string("quorum")}, {"x-delivery-limit", int64_t{2}}}),
+              "");
+    ASSERT_EQ(client_.declare_queue("payment.capture", true,
+                                    {{"x-dead-letter-exchange", std::string("")},
+                                     {"x-dead-letter-routing-key", std::string("qdlq")}}),
+              "");
+  }
+  std::vector<std::string> on_qdlq(bool apply, std::vector<std::string> more) const {
+    more.push_back("--management");
+    more.push_back(server_->management_url());
+    std::vector<std::string> args = gate_args(apply, std::move(more));
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--queue") args[i + 1] = "qdlq";
+    }
+    return args;
+  }
+  // Every letter of the quorum topology, wherever it is; polls (returns reach the queue late)
+  // until it is `want` or 10 s have passed.
+  long quorum_total(long want) {
+    long total = 0;
+    for (int i = 0; i < 100; ++i) {
+      total = 0;
+      for (const char* q : {"qdlq", "qdlq.hold", "qdlq.parked", "payment.capture"}) {
+        total += client_.message_count(q);
+      }
+      if (total == want) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return total;
+  }
+
   static RabbitServer* server_;
   AmqpTestClient client_;
   std::unique_ptr<ScratchDir> dir_;
@@ -831,6 +888,9 @@ TEST_F(RabbitGate, BrokerRestartMidRunReconnectsAndGoesOn) {
   gate_run.join();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("reconnected"), std::string::npos) << r.err;
+  // The note names the connection lost and why, not a bare "connection lost".
+  EXPECT_NE(r.err.find(" ms (consuming connection: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("(connection lost)"), std::string::npos) << r.err;
   ASSERT_EQ(client_.connect(server_->url()), "");
   EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
   const long work = client_.message_count("payment.capture");
@@ -1106,6 +1166,283 @@ TEST_F(RabbitGate, AReplayFromAQuorumQueueCarriesNoDeliveryCount) {
   EXPECT_EQ(copies[0].headers.at("x-first-death-queue"), "payment.capture");
   ASSERT_FALSE(copies[0].x_death_queues.empty());
   EXPECT_EQ(copies[0].x_death_queues[0], "payment.capture");
+}
+
+TEST_F(RabbitGate, APreemptedRateWaitNeverDropsTheConnection) {
+  // The gate waits at the rate wait's pause point (after its deadline check) until the deadline
+  // has passed, as a preempted thread would: the time left is negative there, and the wait must
+  // be 0 ms, not a negative timeval that librabbitmq refuses ("invalid parameter") and that made
+  // the gate drop both connections and return every prefetched letter.
+  ledger_ = path("ledger.db");
+  for (int i = 0; i < 3; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_pw" + std::to_string(i),
+                "pw-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 3), "");
+  const std::string flag = path("paused");
+  CliRun run;
+  run.args = gate_args(true, {"--all"});
+  for (size_t i = 0; i + 1 < run.args.size(); ++i) {
+    if (run.args[i] == "--max-rate") run.args[i + 1] = "4";
+  }
+  run.env = {"REPLAYGATE_TEST_PAUSE_AT=rate_wait:" + flag};
+  run.timeout_seconds = 120;
+  CliResult r;
+  std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(std::filesystem::exists(flag)) << "the gate never waited for the rate";
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // past the wait's deadline
+  std::filesystem::remove(flag);
+  gate_run.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("reconnect"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("invalid parameter"), std::string::npos) << r.err;
+  EXPECT_EQ(letters(r).size(), 3u) << r.out;
+  EXPECT_EQ(client_.message_count("payment.capture"), 3);
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+}
+
+TEST_F(RabbitGate, ASlowRateIsStoppedBySigtermAtOnce) {
+  ledger_ = path("ledger.db");
+  // A rate below one letter a day is refused before anything is consumed (1e-300 was "no limit").
+  for (const char* rate : {"1e-300", "0.00001"}) {
+    std::vector<std::string> args = gate_args(true, {"--all"});
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--max-rate") args[i + 1] = rate;
+    }
+    const CliResult refused = run_cli_args(dir_->path(), args);
+    EXPECT_EQ(refused.exit_code, 2) << rate << refused.err;
+    EXPECT_NE(refused.err.find("below one letter a day"), std::string::npos) << refused.err;
+  }
+  for (int i = 0; i < 2; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_sr" + std::to_string(i),
+                "sr-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 2), "");
+  // One letter, then a wait of 1,000 s for the next: SIGTERM after 3 s ends it within a second.
+  std::vector<std::string> args = gate_args(true, {"--all"});
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--max-rate") args[i + 1] = "0.001";
+  }
+  double took = 0;
+  const CliResult r = gate_stopped_after(args, 3, &took);
+  EXPECT_EQ(r.exit_code, 124) << "timeout's code after its SIGTERM (137: SIGKILL was needed)"
+                              << r.err;
+  EXPECT_LT(took, 6.0) << r.err;
+  EXPECT_NE(r.err.find("stopped by a signal"), std::string::npos) << r.err;
+  EXPECT_EQ(letters(r).size(), 1u) << r.out;
+  EXPECT_EQ(client_.message_count("payment.capture"), 1);
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "") << "the other letter returns, untouched";
+}
+
+TEST_F(RabbitGate, QuorumMessageIdRunsDropNothing) {
+  ledger_ = path("ledger.db");
+  quorum_topology();
+  for (int i = 0; i < 20; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_q" + std::to_string(i),
+                "q-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("qdlq", 20), "");
+  // Three searches for letters behind others: each stops at the head instead of taking (and
+  // returning) the whole queue; the head's last delivery goes to the hold queue.
+  for (const char* id : {"q-5", "q-10", "q-15"}) {
+    CliRun run;
+    run.args = on_qdlq(true, {"--message-id", id});
+    run.timeout_seconds = 60;
+    const CliResult r = run_cli(dir_->path(), run);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("refusing to search qdlq for message " + std::string(id)),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(quorum_total(20), 20) << "a letter was dropped";
+  EXPECT_EQ(client_.message_count("payment.capture"), 0) << "a letter not asked for was replayed";
+  for (const Message& m : client_.get_all("qdlq.hold")) {
+    EXPECT_EQ(m.headers.at("x-replaygate-rule"), "gate:last_delivery_attempt") << m.message_id;
+  }
+  client_.delete_queue("qdlq");
+}
+
+TEST_F(RabbitGate, QuorumRateLimitedRunsStoppedBySigtermDropNothing) {
+  ledger_ = path("ledger.db");
+  quorum_topology();
+  for (int i = 0; i < 30; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_qs" + std::to_string(i),
+                "qs-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("qdlq", 30), "");
+  std::vector<std::string> args = on_qdlq(true, {"--all"});
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--max-rate") args[i + 1] = "2";
+  }
+  long replayed = 0;
+  for (int run = 0; run < 3; ++run) {
+    double took = 0;
+    const CliResult r = gate_stopped_after(args, 2, &took);
+    EXPECT_EQ(r.exit_code, 124) << r.err;
+    EXPECT_NE(r.err.find("stopped by a signal"), std::string::npos) << r.err;
+    replayed += static_cast<long>(letters(r).size());
+  }
+  EXPECT_GT(replayed, 0);
+  EXPECT_EQ(quorum_total(30), 30) << "a letter was dropped";
+  EXPECT_EQ(client_.message_count("payment.capture"), replayed);
+  // Pulling one letter at a time, a stop never returned one: no delivery attempt was used.
+  for (const Message& m : client_.get_all("qdlq")) {
+    const auto count = m.headers.find("x-delivery-count");
+    EXPECT_TRUE(count == m.headers.end() || count->second == "0") << m.message_id;
+  }
+  client_.delete_queue("qdlq");
+}
+
+TEST_F(RabbitGate, QuorumKillNineAfterDryRunsDropsNothing) {
+  ledger_ = path("ledger.db");
+  quorum_topology();
+  for (int i = 0; i < 10; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_qk" + std::to_string(i),
+                "qk-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("qdlq", 10), "");
+  // Two allowed dry runs use up two attempts of every letter: each is now on its last delivery.
+  for (int run = 0; run < 2; ++run) {
+    CliRun dry;
+    dry.args = on_qdlq(false, {"--all", "--allow-peek"});
+    dry.timeout_seconds = 60;
+    const CliResult r = run_cli(dir_->path(), dry);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(letters(r).size(), 10u) << r.out;
+    EXPECT_EQ(quorum_total(10), 10);
+  }
+  // kill -9 after the first letter is acked: only the letter in hand could have gone back.
+  CliRun apply;
+  apply.args = on_qdlq(true, {"--all"});
+  apply.timeout_seconds = 60;
+  apply.env = {"REPLAYGATE_TEST_CRASH_AT=acked"};
+  const CliResult killed = run_cli(dir_->path(), apply);
+  EXPECT_NE(killed.exit_code, 0) << killed.err;
+  EXPECT_EQ(quorum_total(10), 10) << "a letter was dropped by the kill";
+  apply.env.clear();
+  const CliResult r = run_cli(dir_->path(), apply);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const nlohmann::json& line : letters(r)) {
+    EXPECT_EQ(line["rule"], "gate:last_delivery_attempt") << line.dump();
+    EXPECT_EQ(line["action"], "hold") << line.dump();
+  }
+  EXPECT_EQ(quorum_total(10), 10) << "a letter was dropped";
+  EXPECT_EQ(client_.message_count("qdlq.hold"), 10);
+  EXPECT_EQ(client_.message_count("qdlq"), 0);
+  client_.delete_queue("qdlq");
+}
+
+TEST_F(RabbitGate, AReloadOfAnotherPolicyIsRefusedEvenWhenSigned) {
+  ledger_ = path("ledger.db");
+  // Two policies with the same inputs and verbs, signed by one key: the other one replays what
+  // the running one parks (insufficient funds).
+  std::string other = read_file(kSourceDir + "/policies/replay_gate.yaml");
+  other.replace(other.find("policy: dlq-replay-gate"), 23, "policy: other-gate");
+  const std::string declined = "{keys: [payment.capture, insufficient_funds], verb: never";
+  other.replace(other.find(declined), declined.size(),
+                "{keys: [payment.capture, insufficient_funds], verb: replay_once");
+  write_file(path("other.yaml"), other);
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"compile", path("other.yaml"), "-o", path("other.rgt")},
+        std::vector<std::string>{"key", "generate", "--secret", path("k.key"), "--public",
+                                 path("k.pub")},
+        std::vector<std::string>{"sign", table_, "--sign-key", path("k.key")},
+        std::vector<std::string>{"sign", path("other.rgt"), "--sign-key", path("k.key")}}) {
+    const CliResult done = run_cli_args(dir_->path(), step);
+    ASSERT_EQ(done.exit_code, 0) << step[0] << done.err;
+  }
+  const std::string signed_other = read_file(path("other.rgt"));
+  for (int i = 0; i < 12; ++i) {
+    dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException",
+                "cap_pb" + std::to_string(i), "pb-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 12), "");
+  const std::vector<std::string> trust = {"--trusted-key", path("k.pub"), "--trust-state",
+                                          path("trust")};
+  CliRun run;
+  run.args = gate_args(true, {"--all", "--watch"});
+  for (const std::string& a : trust) run.args.push_back(a);
+  for (size_t i = 0; i + 1 < run.args.size(); ++i) {
+    if (run.args[i] == "--max-rate") run.args[i + 1] = "5";
+  }
+  run.timeout_seconds = 120;
+  std::thread swap([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    write_file(table_ + ".new", signed_other);
+    std::filesystem::rename(table_ + ".new", table_);
+  });
+  CliResult r = run_cli(dir_->path(), run);
+  swap.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("policy binding: this table is policy other-gate, and this worker is bound "
+                       "to policy dlq-replay-gate"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("reload refused"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("reloaded the table"), std::string::npos) << r.err;
+  EXPECT_EQ(letters(r).size(), 12u);
+  EXPECT_EQ(client_.message_count("payment.capture"), 0) << "the other policy replayed a letter";
+  EXPECT_EQ(client_.message_count("dlq.parked"), 12);
+  // A restart with the other policy's table and the same trust state: refused, nothing consumed.
+  dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException", "cap_pbx",
+              "pb-x");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  std::vector<std::string> restart = gate_args(true, {"--all"});
+  for (const std::string& a : trust) restart.push_back(a);
+  r = run_cli_args(dir_->path(), restart);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is bound to policy dlq-replay-gate"), std::string::npos) << r.err;
+  // --policy-id names the policy; a table of another is refused at start (no trust state).
+  r = run_cli_args(dir_->path(), gate_args(true, {"--all", "--policy-id", "dlq-replay-gate"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("policy binding"), std::string::npos) << r.err;
+  r = run_cli_args(dir_->path(), gate_args(true, {"--all", "--policy-id", ""}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  // A key file restricted to dlq-replay-gate refuses the other policy's table.
+  write_file(path("k-main.pub"), read_file(path("k.pub")) + "policies dlq-replay-gate\n");
+  std::vector<std::string> restricted =
+      gate_args(true, {"--all", "--trusted-key", path("k-main.pub")});
+  r = run_cli_args(dir_->path(), restricted);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("may sign only policy dlq-replay-gate, and this table is policy other-gate"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "") << "a refused start consumes nothing";
+}
+
+TEST_F(RabbitGate, WatchSeesAnInPlaceRewriteThatKeepsTheMtime) {
+  ledger_ = path("ledger.db");
+  for (int i = 0; i < 12; ++i) {
+    dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_w" + std::to_string(i),
+                "w-" + std::to_string(i));
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", 12), "");
+  CliRun run;
+  run.args = gate_args(true, {"--all", "--watch"});
+  for (size_t i = 0; i + 1 < run.args.size(); ++i) {
+    if (run.args[i] == "--max-rate") run.args[i + 1] = "5";
+  }
+  run.timeout_seconds = 120;
+  std::thread rewrite([&] {
+    // The same file (same inode and size), one byte changed, its mtime put back.
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    const auto mtime = std::filesystem::last_write_time(table_);
+    std::string bytes = read_file(table_);
+    bytes[bytes.size() / 2] ^= 0x01;
+    write_file(table_, bytes);
+    std::filesystem::last_write_time(table_, mtime);
+  });
+  const CliResult r = run_cli(dir_->path(), run);
+  rewrite.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("reload refused"), std::string::npos) << "the rewrite was not seen\n"
+                                                             << r.err;
+  EXPECT_EQ(letters(r).size(), 12u);
+  EXPECT_EQ(client_.message_count("payment.capture"), 12);
 }
 
 }  // namespace

@@ -365,6 +365,60 @@ TEST_F(SignedTable, AResetAllowsAnOlderRevisionAndACorruptStateFailsClosed) {
   EXPECT_EQ(load(sign(small(4), sec_a_), trust).rfind("io: ", 0), 0u);
 }
 
+// Issue 42 item 3: a table of another policy, signed by the same key, never replaces the one a
+// worker is bound to, and a key restricted to policy ids signs for those only.
+TEST_F(SignedTable, BindingRefusesAnotherPolicyAndAKeyMayBeRestricted) {
+  const Bytes other = sign(lower(testing::reference_gate()), sec_a_);  // another policy id
+  TrustOptions trust = pinned_a();
+  trust.trust_state = path("trust");
+  trust.policy_id = "small";
+  EXPECT_EQ(load(sign(small(5), sec_a_), trust), "");
+  std::string bound;
+  std::string error;
+  ASSERT_TRUE(read_binding(path("trust"), &bound, &error)) << error;
+  EXPECT_EQ(bound, "small");
+  const std::string refused = load(other, trust);
+  EXPECT_EQ(refused.rfind("rollback: policy binding: this table is policy ", 0), 0u) << refused;
+  // A new process that does not say which policy: the trust state's binding refuses it.
+  TrustOptions restarted = pinned_a();
+  restarted.trust_state = path("trust");
+  const std::string again = load(other, restarted);
+  EXPECT_NE(again.find("policy binding: trust state"), std::string::npos) << again;
+  EXPECT_NE(again.find("is bound to policy small"), std::string::npos) << again;
+  LoadStatus status;
+  EXPECT_FALSE(bind_policy(path("trust"), "reference", &status));
+  EXPECT_TRUE(bind_policy(path("trust"), "small", &status)) << status.message;
+  // A reset of the bound policy removes the binding: the other policy loads.
+  TrustRecord previous;
+  bool found = false;
+  ASSERT_TRUE(reset(path("trust"), "small", &previous, &found, &error)) << error;
+  EXPECT_EQ(load(other, restarted), "");
+  // Without a trust state the binding still refuses another policy.
+  TrustOptions bare = pinned_a();
+  bare.policy_id = "small";
+  EXPECT_EQ(load(other, bare).rfind("rollback: policy binding", 0), 0u);
+
+  // A key file with a fourth line `policies small`: the other policy is refused, small loads.
+  std::ifstream in(path("a.pub"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(path("a-small.pub")) << text << "policies small other\n";
+  PublicKey restricted;
+  ASSERT_TRUE(read_public_key(path("a-small.pub"), &restricted, &error)) << error;
+  EXPECT_EQ(restricted.policies, (std::vector<std::string>{"small", "other"}));
+  TrustOptions only_small;
+  only_small.keys.push_back(restricted);
+  EXPECT_EQ(load(sign(small(5), sec_a_), only_small), "");
+  const std::string not_allowed = load(other, only_small);
+  EXPECT_EQ(not_allowed.rfind("signature: key ", 0), 0u) << not_allowed;
+  EXPECT_NE(not_allowed.find("may sign only policy small, other"), std::string::npos)
+      << not_allowed;
+  // A bad fourth line is still refused.
+  std::ofstream(path("a-bad.pub")) << text << "policies \n";
+  EXPECT_FALSE(read_public_key(path("a-bad.pub"), &restricted, &error));
+  std::ofstream(path("a-junk.pub")) << text << "junk\n";
+  EXPECT_FALSE(read_public_key(path("a-junk.pub"), &restricted, &error));
+}
+
 // The file is read once and the bytes checked are the bytes loaded: while another thread keeps
 // renaming a forged table and the signed one over the path, every load is the signed table or a
 // refusal, never the forged one.

@@ -24,6 +24,7 @@
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
 #include "runtime/reload.h"
+#include "runtime/verify/trust_state.h"
 #include "tools/cli/audit_signing.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
@@ -40,7 +41,7 @@ namespace rmq = gate::rabbitmq;
 struct GateCliOptions {
   std::string policy, table, mapping, amqp, queue, ledger,
       ledger_scope = "default", audit, operator_name, message_id, topic, error_class, since,
-      park_queue, hold_queue, replay_exchange, replay_routing_key, metrics, management;
+      park_queue, hold_queue, replay_exchange, replay_routing_key, metrics, management, policy_id;
   std::vector<std::string> actions;
   bool apply = false, dry_run = false, allow_peek = false, all = false, follow = false,
        watch = false, quiet = false;
@@ -53,10 +54,12 @@ struct GateCliOptions {
   // Which options were given.
   const CLI::Option *max_option = nullptr, *depth_option = nullptr, *exchange_option = nullptr,
                     *routing_option = nullptr, *message_option = nullptr, *topic_option = nullptr,
-                    *class_option = nullptr;
+                    *class_option = nullptr, *policy_id_option = nullptr;
 };
 
 std::atomic<bool> g_stop{false}, g_reload{false};
+
+constexpr double kMinRate = 1.0 / 86400;  // letters per second: one a day
 
 extern "C" void on_stop_signal(int) { g_stop.store(true); }
 extern "C" void on_reload_signal(int) { g_reload.store(true); }
@@ -184,6 +187,11 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   if (!std::isfinite(o.max_rate) || o.max_rate < 0) {
     return usage("--max-rate must be a number >= 0 (0: no limit)");
   }
+  // A rate below one letter a day is a typo or an underflow (1e-300 once meant "no limit").
+  if (o.max_rate > 0 && o.max_rate < kMinRate) {
+    return usage("--max-rate " + std::to_string(o.max_rate) +
+                 " is below one letter a day (1/86400); give 0 for no limit");
+  }
   if (o.queue.empty()) return usage("--queue is empty: name the dead-letter queue");
   if (o.max_option->count() > 0 && o.max == 0) return usage("--max 0 handles nothing");
   // A dry run must not create a ledger: a mistyped path would look like an empty ledger, and
@@ -217,10 +225,28 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     return usage("--since '" + o.since + "' is not an RFC 3339 UTC time (2026-12-01T00:00:00Z)");
   }
 
+  // The gate runs one policy: --policy-id, or its first table's id. The trust options carry the
+  // binding, so a reload of another policy's table is refused before it is activated.
+  const bool policy_id_given = o.policy_id_option->count() > 0;
+  if (policy_id_given && o.policy_id.empty()) return usage("--policy-id is empty: name the policy");
+  if (policy_id_given) o.trust.policy_id = o.policy_id;
   std::unique_ptr<Table> loaded;
   if (const int code = open_table(o.policy, o.table, &loaded, nullptr, &o.trust); code != kExitOk) {
     std::fprintf(stderr, "replaygate gate rabbitmq: no table, so the gate does not start\n");
     return code == kExitFindings ? kExitUsage : code;  // 1 is for a run with unreadable letters
+  }
+  if (policy_id_given && loaded->policy_id() != o.policy_id) {
+    return usage("the table is policy " + std::string(loaded->policy_id()) +
+                 ", and --policy-id says " + o.policy_id);
+  }
+  o.trust.policy_id = std::string(loaded->policy_id());
+  if (!o.trust.trust_state.empty()) {
+    LoadStatus bound;
+    if (!verify::bind_policy(o.trust.trust_state, o.trust.policy_id, &bound)) {
+      std::fprintf(stderr, "replaygate gate rabbitmq: %s; the gate does not start\n",
+                   bound.message.c_str());
+      return kExitUsage;
+    }
   }
   gate::ActionMap actions = gate::ActionMap::defaults(*loaded);
   for (const std::string& spec : o.actions) {
@@ -341,6 +367,10 @@ int run_gate_rabbitmq(GateCliOptions& o) {
               : "");
       return kExitUsage;
     }
+    // Known only here: the gate then never returns a letter it need not (rabbit_gate.h).
+    if (info->type == "quorum" && info->delivery_limit && *info->delivery_limit >= 0) {
+      g.delivery_limit = info->delivery_limit;
+    }
   }
 
   gate::Redrive::Options ro;
@@ -379,9 +409,13 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     if (o.watch && std::chrono::steady_clock::now() - last_watch > std::chrono::seconds(1)) {
       last_watch = std::chrono::steady_clock::now();
       struct stat now {};
+      // An in-place rewrite may keep the mtime (cp -p, touch -r): its size or its ctime, which
+      // no user can set, still changes; a rename changes the inode.
       if (::stat(o.table.c_str(), &now) == 0 &&
           (now.st_mtim.tv_sec != watched.st_mtim.tv_sec ||
-           now.st_mtim.tv_nsec != watched.st_mtim.tv_nsec || now.st_ino != watched.st_ino)) {
+           now.st_mtim.tv_nsec != watched.st_mtim.tv_nsec || now.st_ino != watched.st_ino ||
+           now.st_size != watched.st_size || now.st_ctim.tv_sec != watched.st_ctim.tv_sec ||
+           now.st_ctim.tv_nsec != watched.st_ctim.tv_nsec)) {
         watched = now;
         wanted = true;
       }
@@ -391,6 +425,13 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     if (open_table(o.policy, o.table, &next, nullptr, &o.trust) != kExitOk) {
       std::fprintf(stderr,
                    "replaygate gate rabbitmq: reload refused; the old table keeps serving\n");
+      return;
+    }
+    if (next->policy_id() != o.trust.policy_id) {  // --policy: compiled, no trust options
+      std::fprintf(stderr,
+                   "replaygate gate rabbitmq: reload refused: the new table is policy %s, and "
+                   "this gate runs policy %s; the old table keeps serving\n",
+                   std::string(next->policy_id()).c_str(), o.trust.policy_id.c_str());
       return;
     }
     // What each verb does must not change under a running gate: a verb whose effect changed
@@ -504,6 +545,10 @@ Runner setup_gate(CLI::App& sub) {
       "SIGHUP (or --watch) reloads the table; SIGINT/SIGTERM stop after the current letter.");
   r->add_option("--policy", o->policy, "Compile this policy in memory and use it");
   r->add_option("--table", o->table, "Use this compiled table (.rgt)");
+  o->policy_id_option =
+      r->add_option("--policy-id", o->policy_id,
+                    "The policy this gate runs (default: its first table's); a table or reload of "
+                    "another policy is refused, and --trust-state records the binding");
   r->add_option("--mapping", o->mapping,
                 "Mapping file of format rabbitmq-management-json (docs/input-mapping.md)")
       ->required();

@@ -29,6 +29,7 @@ void add_trust_options(CLI::App& sub, TrustFlags* flags, bool acting) {
 bool read_trust(const TrustFlags& flags, verify::TrustOptions* trust) {
   trust->require_signed = flags.require_signed;
   trust->trust_state = flags.trust_state;
+  trust->policy_id = flags.policy_id;
   for (const std::string& path : flags.trusted_keys) {
     trust->keys.emplace_back();
     std::string error;

@@ -21,6 +21,8 @@ struct TrustFlags {
   std::vector<std::string> trusted_keys;  // --trusted-key, repeatable (rotation)
   bool require_signed = false;            // --require-signed
   std::string trust_state;                // --trust-state DIR (commands that act only)
+  std::string policy_id;  // the bound policy (the gate's --policy-id or first table); not an option
+                          // here
   bool any() const { return !trusted_keys.empty() || require_signed || !trust_state.empty(); }
 };
 
