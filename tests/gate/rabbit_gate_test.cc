@@ -266,7 +266,7 @@ class RabbitGate : public ::testing::Test {
 
   // A quorum dead-letter queue `qdlq` with x-delivery-limit 2, fed by payment.capture (issue 42
   // item 4: with --management the gate knows the limit).
-  void quorum_topology() {
+  void limited_quorum_topology() {
     for (const char* q : {"qdlq", "qdlq.hold", "qdlq.parked", "payment.capture"}) {
       client_.delete_queue(q);
     }
@@ -1244,7 +1244,7 @@ TEST_F(RabbitGate, ASlowRateIsStoppedBySigtermAtOnce) {
 
 TEST_F(RabbitGate, QuorumMessageIdRunsDropNothing) {
   ledger_ = path("ledger.db");
-  quorum_topology();
+  limited_quorum_topology();
   for (int i = 0; i < 20; ++i) {
     dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_q" + std::to_string(i),
                 "q-" + std::to_string(i));
@@ -1272,7 +1272,7 @@ TEST_F(RabbitGate, QuorumMessageIdRunsDropNothing) {
 
 TEST_F(RabbitGate, QuorumRateLimitedRunsStoppedBySigtermDropNothing) {
   ledger_ = path("ledger.db");
-  quorum_topology();
+  limited_quorum_topology();
   for (int i = 0; i < 30; ++i) {
     dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_qs" + std::to_string(i),
                 "qs-" + std::to_string(i));
@@ -1303,7 +1303,7 @@ TEST_F(RabbitGate, QuorumRateLimitedRunsStoppedBySigtermDropNothing) {
 
 TEST_F(RabbitGate, QuorumKillNineAfterDryRunsDropsNothing) {
   ledger_ = path("ledger.db");
-  quorum_topology();
+  limited_quorum_topology();
   for (int i = 0; i < 10; ++i) {
     dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_qk" + std::to_string(i),
                 "qk-" + std::to_string(i));
