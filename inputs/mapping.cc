@@ -379,6 +379,9 @@ class Checker {
     out.type = info.type;
     out.description = description(body, "the mapping of input '" + name + "'");
     if (!read_source(body, "input '" + name + "'", &out.source)) return;
+    for (const std::string& key : kMappingSourceKeys) {
+      if (const yaml::Node* where = body.find(key)) out.source_span = where->span;
+    }
     if (out.source.kind == SourceKind::kConstant && body.find("map") == nullptr) {
       // Every record would be invalid for it: say so once, here.
       int64_t i = 0;
