@@ -22,16 +22,18 @@ struct ValueOption {
   std::vector<std::string> command;  // {"ledger", "show"}
   std::string name;                  // "--ledger", or a positional's name ("KEY")
   bool positional = false;
+  int before = 0;  // a positional: how many positionals of its command come first
 };
 
 void collect(const CLI::App* app, std::vector<std::string> path, std::vector<ValueOption>* out) {
+  int positionals = 0;
   for (const CLI::Option* option : app->get_options()) {
     if (option->get_items_expected_max() <= 0) continue;  // a flag
     const bool positional = option->get_lnames().empty() && option->get_snames().empty();
     const std::string name = positional                     ? option->get_name()
                              : option->get_lnames().empty() ? "-" + option->get_snames()[0]
                                                             : "--" + option->get_lnames()[0];
-    out->push_back({path, name, positional});
+    out->push_back({path, name, positional, positional ? positionals++ : 0});
   }
   for (const CLI::App* sub : app->get_subcommands({})) {
     std::vector<std::string> deeper = path;
@@ -57,6 +59,8 @@ TEST_F(EmptyOptionTest, EveryValueOptionOfEveryCommandRefusesAnEmptyValue) {
   for (const ValueOption& o : options) {
     std::vector<std::string> args = o.command;
     if (!o.positional) args.push_back(o.name);
+    // Earlier positionals get a value, so that "" lands in this one (`diff OLD ""`).
+    for (int i = 0; i < o.before; ++i) args.push_back("x");
     args.push_back("");
     std::string shown;
     for (const std::string& a : o.command) shown += a + " ";
@@ -73,7 +77,7 @@ TEST_F(EmptyOptionTest, EveryValueOptionOfEveryCommandRefusesAnEmptyValue) {
     EXPECT_NE(r.err.find(o.name), std::string::npos) << shown << "\n" << r.err;
     EXPECT_EQ(r.err.find("is required"), std::string::npos) << shown << "\n" << r.err;
   }
-  for (const std::string& must :
+  for (const char* must :
        {"decide --ledger", "review --ledger", "decide --trust-state", "decide --trusted-key",
         "decide --mapping", "decide --audit", "decide --audit-sign-key", "gate rabbitmq --amqp",
         "gate rabbitmq --management", "gate rabbitmq --ledger", "gate rabbitmq --trust-state",
@@ -114,8 +118,9 @@ TEST_F(EmptyOptionTest, EmptyLedgerTrustStateAndMappingAreUsageErrors) {
   // The management API's variable set but empty is refused too: without the API a dry run on a
   // quorum queue (every peek uses up a delivery attempt) would not be refused.
   CliRun how;
-  how.args = {"gate", "rabbitmq", "--amqp", "amqp://127.0.0.1:1/", "--queue", "q",
-              "--mapping", "m", "--table", "t", "--all"};
+  how.args = {"gate",    "rabbitmq", "--amqp",    "amqp://127.0.0.1:1/",
+              "--queue", "q",        "--mapping", "m",
+              "--table", "t",        "--all"};
   how.env = {"REPLAYGATE_MANAGEMENT_URL="};
   r = run_cli(dir_, how);
   EXPECT_EQ(r.exit_code, 2);
