@@ -213,9 +213,14 @@ int run(int argc, char** argv) {
       app.parse(static_cast<int>(parse_argv.size()), parse_argv.data());
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);  // --help: usage on stdout, exit 0
+      // The command as typed, its action too ("audit result"): its --help has the options.
       std::string command;
       for (const auto& [sub, runner] : runners) {
-        if (sub->parsed()) command = sub->get_name();
+        if (!sub->parsed()) continue;
+        command = sub->get_name();
+        for (const CLI::App* action : sub->get_subcommands({})) {
+          if (action->parsed()) command += " " + action->get_name();
+        }
       }
       return usage_error(e.what(), command);
     }
