@@ -471,6 +471,8 @@ TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
   add_header("x-replay", long_value(1));
   d = dead_letter(&record);
   EXPECT_EQ(looking.plan(*table_, *parser_, d).rule, "ledger:already_replayed");
+}
+
 // A key the ledger cannot hold (a NUL byte, more than 4096 bytes) is held alone as
 // ledger:invalid_key before any claim: the claim would fail, stop the run, and stop every rerun at
 // that letter. The letter after it is claimed as usual (issue 35).
