@@ -489,9 +489,6 @@ LoadedMapping load_mapping_file(const std::string& path, const Table& table) {
   for (auto& d : check_mapping_defaults(out.mapping, table, path)) {
     out.diagnostics.push_back(std::move(d));
   }
-  for (auto& d : check_delivery_counters(out.mapping, table, path)) {
-    out.diagnostics.push_back(std::move(d));
-  }
   sort_diagnostics(out.diagnostics);
   return out;
 }

@@ -62,9 +62,8 @@ std::vector<Diagnostic> check_delivery_counters(const Mapping& mapping, const Ta
                                                 const std::string& path);
 
 // Reads `path` (io_error when unreadable, over kMaxMappingBytes included), then parse_mapping()
-// (inputs/mapping.h, RG301-RG307), check_mapping_defaults() (RG308-RG310) and
-// check_delivery_counters() (RG312), sorted: every check of a mapping file, as lint --mapping,
-// decide and explain run it.
+// (inputs/mapping.h, RG301-RG307) and check_mapping_defaults() (RG308-RG310), sorted: every check
+// of a mapping file, as lint --mapping, decide and explain run it (lint adds RG312).
 LoadedMapping load_mapping_file(const std::string& path, const Table& table);
 
 }  // namespace replaygate::cli
