@@ -460,7 +460,8 @@ TEST_F(MappingSafetyTest, ConstantOnAComparedInputIsWarnedAbout) {
 // shipped fixture acknowledges it (a queue setting no message carries), so it passes.
 TEST_F(MappingSafetyTest, QueueAttributeIsCheckedAsAConstant) {
   const std::string dir = "tests/data/inputs/sqs_redrive/";
-  write_file(dir_ / "queue-attributes.json", read_file(dir + "queue-attributes.json"));
+  write_file(dir_ / "queue-attributes.json",
+             read_file(kSourceDir + "/" + dir + "queue-attributes.json"));
   const std::string m = (dir_ / "m.yaml").string();
   write_file(m,
              "format: sqs-json\n"
