@@ -359,6 +359,7 @@ constexpr CodeTitle kCodeTitles[] = {
     {"RG309", "mapping default opens a create verb"},
     {"RG310", "stale default acknowledgement"},
     {"RG311", "record-only input mapped"},
+    {"RG312", "broker delivery counter as a budget"},
     {"RG401", "case file structure"},
     {"RG402", "case file names another policy"},
     {"RG403", "case input is not a policy input"},

@@ -71,6 +71,11 @@ void LedgerStage::claim_block(const Table& table, const std::vector<Request>& re
       hold(answers[i], "ledger:no_key",
            "the letter has no idempotency key, so the replay ledger cannot make its replay "
            "once-only");
+    } else if (const std::string why = ledger::key_problem(r.key); !why.empty()) {
+      // Alone: in the block's claim_batch it would fail every claim of this and later blocks.
+      ++invalid_keys_;
+      hold(answers[i], "ledger:invalid_key",
+           "the idempotency key " + why + ", so the replay ledger cannot record its replay");
     } else if (failed_ || ledger_ == nullptr) {
       unavailable(answers[i]);
     } else {

@@ -6,10 +6,11 @@
 // transaction, committed durably before any line of the block is rendered (write-ahead: with a
 // ledger, a printed create verb is the grant). A record whose key another claim holds gets the
 // default with rule `ledger:already_replayed` and a reason naming when and where the key was first
-// replayed; one without a key gets `ledger:no_key`; when the ledger cannot be opened or written,
-// every would-be replay of that block and of every later one gets `ledger:unavailable` (fail
-// closed: the caller exits 2; a failed claim_batch claims nothing of its block). A dry run looks
-// the block's keys up in one `lookup` and claims nothing.
+// replayed; one without a key gets `ledger:no_key`; one whose key the ledger cannot hold (not 1 to
+// 4096 bytes of UTF-8 without NUL, ledger::key_problem) gets `ledger:invalid_key`, alone; when the
+// ledger cannot be opened or written, every would-be replay of that block and of every later one
+// gets `ledger:unavailable` (fail closed: the caller exits 2; a failed claim_batch claims nothing
+// of its block). A dry run looks the block's keys up in one `lookup` and claims nothing.
 //
 // As a Stage, added after the audit stage, its commit() marks the claims won since the last commit
 // `recorded` in one mark_batch, once their audit entries are written (mark_recorded).
@@ -62,6 +63,7 @@ class LedgerStage : public Stage, public Claimer {
   uint64_t claims() const { return claims_; }  // claims won
   uint64_t held() const { return held_; }      // already replayed
   uint64_t blocks() const { return blocks_; }  // claim_batch (dry run: lookup) calls made
+  uint64_t invalid_keys() const { return invalid_keys_; }  // held as ledger:invalid_key
   std::string describe() const;
 
  private:
@@ -73,7 +75,7 @@ class LedgerStage : public Stage, public Claimer {
   std::vector<std::pair<std::string, std::int64_t>> won_;  // since the last commit
   bool failed_ = false;
   std::string failure_, error_;
-  uint64_t claims_ = 0, held_ = 0, blocks_ = 0;
+  uint64_t claims_ = 0, held_ = 0, blocks_ = 0, invalid_keys_ = 0;
   // Reused per block: the claims (or the dry run's keys) and which request each belongs to.
   std::vector<ledger::Claim> claims_batch_;
   std::vector<std::string> keys_;

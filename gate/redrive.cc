@@ -243,6 +243,12 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
          "the letter has no idempotency key, so the ledger cannot make its replay happen once");
     return plan;
   }
+  if (const std::string why = ledger::key_problem(*plan.key); !why.empty()) {
+    // Held alone: a claim of it would fail, stop the run, and stop every rerun at this letter.
+    hold(table, plan, "ledger:invalid_key",
+         "the idempotency key " + why + ", so the replay ledger cannot record its replay");
+    return plan;
+  }
   if (ledger_ == nullptr) {
     if (!options_.dry_run) {
       plan.step = Plan::Step::kStop;

@@ -379,6 +379,9 @@ class Checker {
     out.type = info.type;
     out.description = description(body, "the mapping of input '" + name + "'");
     if (!read_source(body, "input '" + name + "'", &out.source)) return;
+    for (const std::string& key : kMappingSourceKeys) {
+      if (const yaml::Node* where = body.find(key)) out.source_span = where->span;
+    }
     if (out.source.kind == SourceKind::kConstant && body.find("map") == nullptr) {
       // Every record would be invalid for it: say so once, here.
       int64_t i = 0;
@@ -594,8 +597,11 @@ LoadedMapping parse_mapping(std::string_view text, const std::string& path, cons
   LoadedMapping out;
   out.source_text = std::string(text);
   yaml::Document document = yaml::parse(text, path);
+  // Asked before the move below: a moved-from list has no errors, and the checker then read the
+  // empty root of a file the YAML reader had stopped on (an anchor got RG301 beside RG003).
+  const bool readable = document.ok();
   out.diagnostics = std::move(document.diagnostics);
-  if (document.ok()) {
+  if (readable) {
     Checker checker(path, table);
     checker.read(document.root, &out.mapping);
     for (auto& d : checker.take()) out.diagnostics.push_back(std::move(d));

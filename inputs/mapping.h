@@ -118,6 +118,7 @@ struct FieldMapping {
   std::optional<std::string> default_text;
   bool optional = false;
   Span default_span;  // the `default:` value, for RG308/RG309 (mapping_defaults.h)
+  Span source_span;   // the source's value (`constant: 5`, `record: delivery-count`), likewise
   // `acknowledge: default-opens-create`: the default may open a create verb, and that was reviewed.
   bool acknowledged = false;
   Span acknowledge_span;

@@ -282,6 +282,12 @@ bool valid_scope(std::string_view s) {
 
 }  // namespace
 
+std::string key_problem(std::string_view key) {
+  const std::optional<Error> e = check_key(key);
+  // check_text's message starts with "key ": the problem is what follows.
+  return e ? e->message.substr(4) : std::string();
+}
+
 Ledger::Ledger(std::string scope, std::string describe, std::function<Time()> clock)
     : scope_(std::move(scope)), describe_(std::move(describe)), clock_(std::move(clock)) {}
 

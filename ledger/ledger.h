@@ -59,6 +59,13 @@ std::optional<Time> parse_time(std::string_view text);
 // "1.5d", "30 d", "1d12h", "-1d", "30D").
 std::optional<std::chrono::microseconds> parse_duration(std::string_view text);
 
+// Why `key` cannot be an idempotency key in the ledger, "" when it can: it must be 1 to 4096
+// bytes of valid UTF-8 without a NUL byte (PostgreSQL text cannot hold one). "is empty", "is
+// longer than 4096 bytes (5000)", "is not valid UTF-8 or contains a NUL byte". A claimant checks
+// each key first, so that one bad key is held alone (ledger:invalid_key) instead of failing the
+// whole claim_batch it would be part of.
+std::string key_problem(std::string_view key);
+
 enum class State { kClaimed, kRecorded, kConfirmed, kReleased };
 // "claimed", "recorded", "confirmed", "released".
 std::string_view state_name(State state);

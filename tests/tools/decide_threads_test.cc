@@ -371,7 +371,7 @@ TEST_F(DecideThreads, AReadErrorMidFileLeavesTheSameLines) {
 TEST_F(DecideThreads, BadThreadCountsAreRefused) {
   const std::string letters = kExamples + "letters.jsonl";
   for (const char* bad :
-       {"0", "-1", "abc", "65", "", "1.5", "+2", " 2", "0x2", "99999999999999999999"}) {
+       {"0", "-1", "abc", "65", "1.5", "+2", " 2", "0x2", "99999999999999999999"}) {
     const CliResult r = decide({"--table", kTable, letters}, bad);
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_EQ(r.out, "") << bad;

@@ -473,5 +473,43 @@ TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
   EXPECT_EQ(looking.plan(*table_, *parser_, d).rule, "ledger:already_replayed");
 }
 
+// A key the ledger cannot hold (a NUL byte, more than 4096 bytes) is held alone as
+// ledger:invalid_key before any claim: the claim would fail, stop the run, and stop every rerun at
+// that letter. The letter after it is claimed as usual (issue 35).
+TEST_F(GateRedrive, AnInvalidKeyIsHeldAloneAndTheNextLetterGoesOn) {
+  for (const bool dry_run : {false, true}) {
+    gate::Redrive::Options options;
+    options.actions = gate::ActionMap::defaults(*table_);
+    options.dry_run = dry_run;
+    options.ledger_url = p(dry_run ? "dry.db" : "ledger.db");
+    options.audit_path = p("audit.log");
+    options.operator_name = "ops";
+    options.source = "test";
+    gate::Redrive redrive(options);
+    ASSERT_EQ(redrive.open(), "");
+    rmq::EnvelopeRecord record;
+    for (const std::string& key : {std::string("a\\u0000b"), std::string(4097, 'k')}) {
+      letter(kTimeout, "{\"idempotency_key\":\"" + key + "\",\"committed\":false}", "m-bad");
+      const gate::DeadLetter d = dead_letter(&record);
+      const gate::Plan plan = redrive.plan(*table_, *parser_, d);
+      EXPECT_EQ(plan.step, gate::Plan::Step::kAct) << plan.error;
+      EXPECT_EQ(plan.action, gate::Action::kHold);
+      EXPECT_EQ(plan.rule, "ledger:invalid_key");
+      EXPECT_EQ(plan.verb, table_->default_verb());
+      EXPECT_NE(plan.reason.find(key.size() > 10 ? "is longer than 4096 bytes (4097)"
+                                                 : "is not valid UTF-8 or contains a NUL byte"),
+                std::string::npos)
+          << plan.reason;
+    }
+    letter(kTimeout, kBody, "m-good");
+    const gate::DeadLetter d = dead_letter(&record);
+    const gate::Plan plan = redrive.plan(*table_, *parser_, d);
+    ASSERT_EQ(plan.step, gate::Plan::Step::kAct) << plan.error;
+    EXPECT_EQ(plan.action, gate::Action::kRepublish);
+    EXPECT_EQ(plan.rule, "known_failures:payment.capture/timeout");
+    EXPECT_EQ(plan.generation, dry_run ? 0 : 1);
+  }
+}
+
 }  // namespace
 }  // namespace replaygate::testing

@@ -275,7 +275,7 @@ TEST_F(IoSafetyTest, AnEmptyOutcomeNamesTheOptionOnce) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate: error: --outcome: must say what happened (it is empty)\n"
-            "Run 'replaygate audit --help' for usage.\n");
+            "Run 'replaygate audit result --help' for usage.\n");
 }
 
 // `cat /dev/zero | replaygate dump /dev/stdin` buffered 1 GiB before it said "bad magic"; the

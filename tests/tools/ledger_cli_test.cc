@@ -182,6 +182,47 @@ TEST_F(LedgerCli, ConcurrentProcessesReplayEachKeyOnce) {
   EXPECT_EQ(per_key.size(), present.size());
 }
 
+// A key the ledger cannot hold ("\u0000" is valid JSON; more than 4096 bytes) is held alone as
+// ledger:invalid_key (exit 1, as an invalid record): it used to fail its block's claim_batch, so
+// every later letter of the run was held as ledger:unavailable (exit 2), and every rerun too.
+TEST_F(LedgerCli, AnInvalidKeyIsHeldAloneAndTheLettersAfterItGoOn) {
+  const std::string nul("a\0b", 3);
+  const std::string file =
+      dump("d.jsonl", letter("m-1", "k1") + letter("m-2", nul) +
+                          letter("m-3", std::string(4097, 'x')) + letter("m-4", "k2"));
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--dry-run"}, std::vector<std::string>{},
+        std::vector<std::string>{"--ledger-block", "1"}}) {
+    const CliResult r = decide(file, extra);
+    const bool dry = !extra.empty() && extra[0] == "--dry-run";
+    const bool first_claim = extra.empty();
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const std::vector<json> d = decisions(r.out);
+    ASSERT_EQ(d.size(), 4u) << r.out;
+    for (const size_t bad : {size_t{1}, size_t{2}}) {
+      EXPECT_EQ(d[bad]["verb"], "hold") << d[bad];
+      EXPECT_EQ(d[bad]["rule"], "ledger:invalid_key") << d[bad];
+    }
+    EXPECT_NE(d[1]["reason"].get<std::string>().find("is not valid UTF-8 or contains a NUL byte"),
+              std::string::npos)
+        << d[1];
+    EXPECT_NE(d[2]["reason"].get<std::string>().find("is longer than 4096 bytes (4097)"),
+              std::string::npos)
+        << d[2];
+    for (const size_t good : {size_t{0}, size_t{3}}) {
+      // The dry run and the first real run replay; the run after that finds the claims.
+      if (dry || first_claim) {
+        EXPECT_EQ(d[good]["verb"], "replay_once") << d[good];
+        EXPECT_EQ(d[good]["claimed"], !dry) << d[good];
+      } else {
+        EXPECT_EQ(d[good]["rule"], "ledger:already_replayed") << d[good];
+      }
+    }
+    EXPECT_NE(r.err.find("(invalid keys 2)"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("ledger:unavailable"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(LedgerCli, UnusableLedgerFailsClosed) {
   std::filesystem::create_directory(dir_ / "ledger.db");  // a directory: cannot be opened
   const std::string file = dump("d.jsonl", letter("m-1", "k1") + letter("m-2", "k2") +

@@ -383,4 +383,161 @@ TEST_F(MappingSafetyTest, LintChecksTheMapping) {
   EXPECT_NE(r.err.find(m + ": not checked (the policy has errors)\n"), std::string::npos) << r.err;
 }
 
+// A `constant:` is a default every record gets, whatever the message says: checked as a default
+// is (issue 35). `attempts: {constant: 0}` makes every letter a first attempt: RG309.
+TEST_F(MappingSafetyTest, ConstantThatOpensCreateIsRefusedAsADefaultIs) {
+  const std::string m = mapping_with("  attempts: {constant: 0}\n");
+  const CliResult lint = run({"lint", kGate, "--mapping", m});
+  EXPECT_EQ(lint.exit_code, 1) << lint.err;
+  EXPECT_NE(
+      lint.err.find(m + ":7:24: error[RG309]: the constant '0' of input 'attempts' can open a "
+                        "create verb: every record, whatever the message says, can get "
+                        "replay_once (rule 'known_failures:payment.capture/timeout') instead of "
+                        "hold (invalid input)\n"),
+      std::string::npos)
+      << lint.err;
+  EXPECT_NE(lint.err.find("whatever it says for attempts; map input 'attempts' from the message"),
+            std::string::npos)
+      << lint.err;
+  // decide refuses the mapping: no letter is decided, so none is replayed.
+  const CliResult r = decide(m, record(1, "", kOneAttempt));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find(m + ": errors found; no record decided\n"), std::string::npos) << r.err;
+}
+
+// `already_committed: {constant: false}`: a letter whose payload says committed: true would be
+// replayed. Refused before any record is read.
+TEST_F(MappingSafetyTest, ConstantFalseOnAlreadyCommittedIsRefused) {
+  const std::string m = (dir_ / "m.yaml").string();
+  write_file(m,
+             "format: kcat-json\n"
+             "inputs:\n"
+             "  topic: {header: kafka_dlt-original-topic}\n"
+             "  error_class:\n"
+             "    header: kafka_dlt-exception-cause-fqcn\n"
+             "    map: {java.net.SocketTimeoutException: timeout}\n"
+             "  attempts: {payload: /attempts}\n"
+             "  idempotency_key: {payload: /idempotency_key, optional: true}\n"
+             "  already_committed: {constant: false}\n"
+             "  replays: {header: x-replay, optional: true}\n");
+  const CliResult r = decide(
+      m, record(1, "", R"({\"idempotency_key\":\"cap_1\",\"committed\":true,\"attempts\":1})"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find(m + ":9:33: error[RG309]: the constant 'false' of input 'already_committed' "
+                           "can open a create verb"),
+            std::string::npos)
+      << r.err;
+  // Acknowledged (reviewed), it is accepted as an acknowledged default is.
+  const std::string acknowledged = (dir_ / "ack.yaml").string();
+  std::string text = read_file(m);
+  const std::string line = "  already_committed: {constant: false}";
+  text.replace(text.find(line), line.size(),
+               "  already_committed: {constant: false, acknowledge: default-opens-create}");
+  write_file(acknowledged, text);
+  const CliResult lint = run({"lint", kGate, "--mapping", acknowledged});
+  EXPECT_EQ(lint.exit_code, 0) << lint.err;
+  EXPECT_EQ(lint.err.find("RG309"), std::string::npos) << lint.err;
+  EXPECT_EQ(lint.err.find("RG310"), std::string::npos) << lint.err;
+}
+
+// A constant that cannot open a create verb, on an input a guard compares: RG308, as a default.
+TEST_F(MappingSafetyTest, ConstantOnAComparedInputIsWarnedAbout) {
+  const std::string m = mapping_with("  attempts: {constant: 9}\n");
+  const CliResult lint = run({"lint", kGate, "--mapping", m});
+  EXPECT_EQ(lint.exit_code, 0) << lint.err;
+  EXPECT_NE(
+      lint.err.find(m + ":7:24: warning[RG308]: input 'attempts' has the constant '9' and guard "
+                        "'attempts_exhausted' compares it: every record, whatever the message "
+                        "says, is decided as if it said '9'\n"),
+      std::string::npos)
+      << lint.err;
+  EXPECT_EQ(run({"lint", kGate, "--mapping", m, "--werror"}).exit_code, 1);
+}
+
+// `queue_attribute:` is a constant read from a file: the same check, named by the attribute. The
+// shipped fixture acknowledges it (a queue setting no message carries), so it passes.
+TEST_F(MappingSafetyTest, QueueAttributeIsCheckedAsAConstant) {
+  const std::string dir = "tests/data/inputs/sqs_redrive/";
+  write_file(dir_ / "queue-attributes.json",
+             read_file(kSourceDir + "/" + dir + "queue-attributes.json"));
+  const std::string m = (dir_ / "m.yaml").string();
+  write_file(m,
+             "format: sqs-json\n"
+             "queue_attributes: queue-attributes.json\n"
+             "inputs:\n"
+             "  topic: {record: topic}\n"
+             "  error_class: {payload: /error}\n"
+             "  attempts: {payload: /attempts}\n"
+             "  max_receive_count: {queue_attribute: RedrivePolicy.maxReceiveCount}\n");
+  CliResult r = run({"lint", dir + "policy.yaml", "--mapping", m});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(m + ":7:40: error[RG309]: the queue attribute "
+                           "'RedrivePolicy.maxReceiveCount' ('3') of input 'max_receive_count' can "
+                           "open a create verb: every record, whatever the message says, can get "
+                           "replay_once (rule 'timeout')"),
+            std::string::npos)
+      << r.err;
+  r = run({"lint", dir + "policy.yaml", "--mapping", dir + "from-attributes.mapping.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("RG309"), std::string::npos) << r.err;
+}
+
+// RG312: a broker's own delivery counter as the attempt budget holds every letter (the broker
+// dead-letters at its limit) or never trips (RabbitMQ's x-death count). Each counter source warns,
+// with its own mapping fixture; the consumer's own payload counter does not.
+TEST_F(MappingSafetyTest, BrokerDeliveryCounterOnAGuardInputIsWarnedAbout) {
+  for (const std::string& source :
+       {std::string("{record: delivery-count}"),
+        std::string("{header: retry_topic-attempts, decode: be-int}"),
+        std::string("{header: kafka_deliveryAttempt, decode: be-int}"),
+        std::string("{header: X-Delivery-Count, decode: decimal}"),
+        std::string("{header: CloudPubSubDeadLetterSourceDeliveryCount, decode: decimal}"),
+        std::string("{payload: /retry_count}"), std::string("{payload: /ApproximateReceiveCount}"),
+        std::string("{payload: /x-death/0/count}")}) {
+    const std::string m = mapping_with("  attempts: " + source + "\n");
+    const CliResult r = run({"lint", kGate, "--mapping", m});
+    EXPECT_EQ(r.exit_code, 0) << source << "\n" << r.err;
+    EXPECT_NE(r.err.find(m + ":7:"), std::string::npos) << source << "\n" << r.err;
+    EXPECT_NE(
+        r.err.find(": warning[RG312]: input 'attempts' reads the broker's delivery counter ("),
+        std::string::npos)
+        << source << "\n"
+        << r.err;
+    EXPECT_NE(r.err.find(") and guard 'attempts_exhausted' compares it: a broker dead-letters a "
+                         "message only once that counter has reached its limit"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(run({"lint", kGate, "--mapping", m, "--werror"}).exit_code, 1) << source;
+  }
+  const CliResult own =
+      run({"lint", kGate, "--mapping", mapping_with("  attempts: {payload: /attempts}\n")});
+  EXPECT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(own.err.find("RG312"), std::string::npos) << own.err;
+
+  // Through a derived bool: the SQS receive count into `exhausted: {ge: [attempts, max]}`.
+  const std::string dir = "tests/data/inputs/sqs_redrive/";
+  const CliResult derived =
+      run({"lint", dir + "policy.yaml", "--mapping", dir + "constant.mapping.yaml"});
+  EXPECT_NE(derived.err.find("warning[RG312]: input 'attempts' reads the broker's delivery counter "
+                             "(record delivery-count) and guard 'exhausted' compares derived input "
+                             "'exhausted', computed from it"),
+            std::string::npos)
+      << derived.err;
+}
+
+// A YAML anchor (or alias) in a mapping file is the YAML reader's RG003, alone: the mapping
+// checker used to read the empty document as well and add RG301 ("must be a YAML mapping").
+TEST_F(MappingSafetyTest, AnAnchorGetsTheAnchorDiagnosticOnly) {
+  const std::string m = (dir_ / "m.yaml").string();
+  write_file(m, "format: &f kcat-json\ninputs:\n  topic: {header: x}\n");
+  const CliResult r = run({"lint", kGate, "--mapping", m});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(m + ":1:9: error[RG003]: anchors are not allowed ('&f')"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("RG301"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(m + ": 1 error, 0 warnings"), std::string::npos) << r.err;
+}
+
 }  // namespace

@@ -103,23 +103,91 @@ TEST_F(Propose, SameDumpsSameBytesInAnyOrder) {
                 "open('" +
                 p("proposal.json") + "')), json.load(open('schemas/proposal.schema.json')))\""),
       0);
+  // Unreviewed, every entry lacks the rationale that apply needs: check says so, and only that.
+  const CliResult unreviewed =
+      run({"proposal", "check", p("proposal.json"), "--policy", "policies/replay_gate.yaml"});
+  EXPECT_EQ(unreviewed.exit_code, 1) << unreviewed.out << unreviewed.err;
+  for (const std::string& line : lines_of(unreviewed.out)) {
+    if (line.find("error[") == std::string::npos) continue;
+    EXPECT_NE(line.find("error[RG502]: entry "), std::string::npos) << line;
+    EXPECT_NE(line.find(" has no rationale: a row needs the reviewer's reason"), std::string::npos)
+        << line;
+  }
+  json reviewed = proposal;
+  for (json& entry : reviewed) entry["rationale"] = "seen in the dump";
+  write_file(p("proposal.json"), reviewed.dump(2) + "\n");
   const CliResult checked =
       run({"proposal", "check", p("proposal.json"), "--policy", "policies/replay_gate.yaml"});
   EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+}
+
+// A rationale that is empty or blank is refused by check, as apply refuses it (issue 35).
+TEST_F(Propose, CheckRefusesAnEmptyRationaleAsApplyDoes) {
+  for (const std::string& rationale : {std::string(", \"rationale\": \"\""),
+                                       std::string(", \"rationale\": \" \\t \""), std::string()}) {
+    write_file(p("e.json"),
+               "[{\"topic\": \"mail.receipt\", \"error_class\": \"timeout\", "
+               "\"verb\": \"hold\"" +
+                   rationale + "}]");
+    CliResult r = run({"proposal", "check", p("e.json"), "--policy", "policies/replay_gate.yaml"});
+    EXPECT_EQ(r.exit_code, 1) << rationale;
+    EXPECT_NE(r.out.find("error[RG502]: entry 1 has no rationale"), std::string::npos) << r.out;
+    write_file(p("gate.yaml"), read_file(kSourceDir + "/policies/replay_gate.yaml"));
+    r = run({"proposal", "apply", p("e.json"), "--policy", p("gate.yaml"), "--write"});
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+  }
+}
+
+// "*" is the wildcard in a policy row: a proposal value "*" would become a row matching every
+// topic. check refuses it (RG505), and apply with it (nothing written), in both languages.
+TEST_F(Propose, CheckAndApplyRefuseAValueThePolicyReadsAsTheWildcard) {
+  write_file(p("star.json"),
+             "[{\"topic\": \"*\", \"error_class\": \"timeout\", \"verb\": "
+             "\"replay_once\", \"rationale\": \"r\"}]");
+  CliResult r = run({"proposal", "check", p("star.json"), "--policy", "policies/replay_gate.yaml"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(":1:12: error[RG505]: 'topic' of entry 1 is \"*\", which a policy row reads "
+                       "as the wildcard (any value), not as a value"),
+            std::string::npos)
+      << r.out;
+  for (const std::string ext : {".yaml", ".policy"}) {
+    const std::string original = read_file(kSourceDir + "/policies/replay_gate" + ext);
+    write_file(p("gate" + ext), original);
+    r = run({"proposal", "apply", p("star.json"), "--policy", p("gate" + ext), "--write"});
+    EXPECT_EQ(r.exit_code, 4) << ext << r.err;
+    EXPECT_EQ(read_file(p("gate" + ext)), original) << ext;
+  }
+}
+
+// The DSL reads bare absent/present as matchers (RG128): apply quotes such a value.
+TEST_F(Propose, ApplyQuotesMatcherWordsInTheDsl) {
+  write_file(p("absent.json"),
+             "[{\"topic\": \"absent\", \"error_class\": \"timeout\", "
+             "\"verb\": \"hold\", \"rationale\": \"r\"}]");
+  write_file(p("gate.policy"), read_file(kSourceDir + "/policies/replay_gate.policy"));
+  const CliResult r =
+      run({"proposal", "apply", p("absent.json"), "--policy", p("gate.policy"), "--write"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_file(p("gate.policy")).find("\"absent\", timeout -> hold"), std::string::npos);
 }
 
 TEST_F(Propose, CheckPutsEachProblemAtItsJsonPosition) {
   write_file(p("bad.json"),
              "[\n"
              "  {\"topic\": \"mail.receipt\", \"error_class\": \"timeout\", \"verb\": "
-             "\"replay_onec\"},\n"
+             "\"replay_onec\", \"rationale\": \"r\"},\n"
              "  {\"topic\": \"payment.capture\", \"error_class\": \"timeout\", \"verb\": "
-             "\"hold\"},\n"
-             "  {\"topic\": \"mail.receipt\", \"error_clas\": \"timeout\", \"verb\": \"hold\"},\n"
-             "  {\"topic\": 42, \"error_class\": \"timeout\", \"verb\": \"hold\"},\n"
-             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"never\"},\n"
-             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"hold\"},\n"
-             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"never\"},\n"
+             "\"hold\", \"rationale\": \"r\"},\n"
+             "  {\"topic\": \"mail.receipt\", \"error_clas\": \"timeout\", \"verb\": \"hold\""
+             ", \"rationale\": \"r\"},\n"
+             "  {\"topic\": 42, \"error_class\": \"timeout\", \"verb\": \"hold\""
+             ", \"rationale\": \"r\"},\n"
+             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"never\""
+             ", \"rationale\": \"r\"},\n"
+             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"hold\""
+             ", \"rationale\": \"r\"},\n"
+             "  {\"topic\": \"a.b\", \"error_class\": \"c\", \"verb\": \"never\""
+             ", \"rationale\": \"r\"},\n"
              "  \"loose\"\n"
              "]\n");
   const CliResult r = run({"proposal", "check", p("bad.json"), "--policy",
@@ -151,8 +219,8 @@ TEST_F(Propose, CheckRefusesDuplicateKeysAndBadRowIdsAndApplyKeepsRowIds) {
              "[{\"topic\": \"t.x\", \"error_class\": \"e\", \"verb\": \"hold\", \"verb\": "
              "\"replay_once\", \"rationale\": \"r\"},\n"
              " {\"topic\": \"t.y\", \"error_class\": \"e\", \"verb\": \"hold\", \"row_id\": "
-             "\"has space\"},\n"
-             " {\"topic\": \"t.z\", \"error_class\": \"e\", \"verb\": 1}]");
+             "\"has space\", \"rationale\": \"r\"},\n"
+             " {\"topic\": \"t.z\", \"error_class\": \"e\", \"verb\": 1, \"rationale\": \"r\"}]");
   CliResult r = run({"proposal", "check", p("dup.json"), "--policy", "policies/replay_gate.yaml"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("key 'verb' is in entry 1 twice"), std::string::npos) << r.out;

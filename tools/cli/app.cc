@@ -8,6 +8,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "runtime/replaygate.h"
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/options.h"
 
 namespace replaygate::cli {
 namespace {
@@ -48,6 +50,51 @@ constexpr Command kCommands[] = {
     {"lsp", "Run the language server for policies on stdin/stdout (docs/editors.md)", setup_lsp},
 };
 
+// Options for which "" is a value of the protocol they name, not "none": AMQP's default exchange
+// is "", and a routing key may be "" (a fanout or headers exchange ignores it).
+constexpr std::string_view kEmptyAllowed[] = {"--replay-exchange", "--replay-routing-key"};
+
+// How an option is named in its empty-value message: "-o/--output", "--ledger", "FILE".
+std::string display_name(const CLI::Option& option) {
+  if (option.get_lnames().empty()) return option.get_name();
+  const std::vector<std::string>& short_names = option.get_snames();
+  return (short_names.empty() ? "" : "-" + short_names[0] + "/") + "--" + option.get_lnames()[0];
+}
+
+// What to give instead of an empty value.
+std::string empty_value_message(const std::string& name) {
+  if (name == "--operator") return operator_error("");
+  if (name.ends_with("--output")) return name + " is empty: name the file to write";
+  return name +
+         " is empty: give a value, or leave the option out (an empty value never means "
+         "'none')";
+}
+
+// An empty value for an option that names a file, URL, key or directory used to turn the
+// protection it stands for off (decide --ledger "" ran without a ledger, --trust-state "" without
+// rollback protection). So every option and positional that takes a value, on every command,
+// refuses an empty one with exit 2, unless kEmptyAllowed names it. Checked while parsing (before
+// "X is required"), so a test can find every option from build_app and try it alone. A
+// ParseError other than ValidationError passes through CLI11's validator wrapper unchanged,
+// so the message is ours, not "--ledger: ...".
+void refuse_empty_values(CLI::App& command) {
+  for (CLI::Option* option : command.get_options({})) {
+    if (option->get_items_expected_max() <= 0) continue;  // a flag
+    const std::string name = display_name(*option);
+    if (std::find(std::begin(kEmptyAllowed), std::end(kEmptyAllowed), name) !=
+        std::end(kEmptyAllowed)) {
+      continue;
+    }
+    option->check(CLI::Validator(
+        [name](std::string& value) -> std::string {
+          if (!value.empty()) return "";
+          throw CLI::ParseError(empty_value_message(name), CLI::ExitCodes::ValidationError);
+        },
+        "", "non-empty"));
+  }
+  for (CLI::App* sub : command.get_subcommands({})) refuse_empty_values(*sub);
+}
+
 int usage_error(const std::string& message, const std::string& command) {
   std::fprintf(stderr, "replaygate: error: %s\n", message.c_str());
   std::fprintf(stderr, "Run 'replaygate%s%s --help' for usage.\n", command.empty() ? "" : " ",
@@ -72,6 +119,7 @@ std::vector<std::pair<CLI::App*, Runner>> build_app(CLI::App& app) {
     CLI::App* sub = app.add_subcommand(command.name, command.summary);
     runners.emplace_back(sub, command.setup(*sub));
   }
+  refuse_empty_values(app);
   return runners;
 }
 
@@ -165,27 +213,19 @@ int run(int argc, char** argv) {
       app.parse(static_cast<int>(parse_argv.size()), parse_argv.data());
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);  // --help: usage on stdout, exit 0
+      // The command as typed, its action too ("audit result"): its --help has the options.
       std::string command;
       for (const auto& [sub, runner] : runners) {
-        if (sub->parsed()) command = sub->get_name();
+        if (!sub->parsed()) continue;
+        command = sub->get_name();
+        for (const CLI::App* action : sub->get_subcommands({})) {
+          if (action->parsed()) command += " " + action->get_name();
+        }
       }
       return usage_error(e.what(), command);
     }
     for (const auto& [sub, runner] : runners) {
       if (!sub->parsed()) continue;
-      // An empty output name would only fail at the rename ("cannot write : rename: ..."), after
-      // the work; for convert, graph and matrix it is not "standard output" either.
-      for (const CLI::Option* option : sub->get_options()) {
-        if (option->get_lnames() != std::vector<std::string>{"output"}) continue;
-        for (const std::string& value : option->results()) {
-          if (value.empty()) {
-            const std::vector<std::string>& short_names = option->get_snames();
-            return usage_error((short_names.empty() ? "" : "-" + short_names[0] + "/") +
-                                   "--output is empty: name the file to write",
-                               sub->get_name());
-          }
-        }
-      }
       return runner();
     }
     return usage_error("no command given", "");

@@ -657,6 +657,9 @@ int run_decide(const DecideOptions& o) {
                ": claims " + std::to_string(ledger_stage->claims()) + ", already replayed " +
                std::to_string(ledger_stage->held()) + ", ledger holds " +
                std::to_string(counts.ledger_holds);
+    if (ledger_stage->invalid_keys() > 0) {
+      summary += " (invalid keys " + std::to_string(ledger_stage->invalid_keys()) + ")";
+    }
   }
   const double rate = dump_rules.false_positive_rate();
   if (dedupe_field != Table::kNoField) {
@@ -686,7 +689,9 @@ int run_decide(const DecideOptions& o) {
                  ledger_stage->failure().c_str());
     return kExitUsage;
   }
-  return counts.invalid > 0 ? kExitFindings : kExitOk;
+  // A key the ledger cannot hold is a finding about that record, as an invalid record is.
+  const bool invalid_keys = ledger_stage != nullptr && ledger_stage->invalid_keys() > 0;
+  return counts.invalid > 0 || invalid_keys ? kExitFindings : kExitOk;
 }
 
 }  // namespace

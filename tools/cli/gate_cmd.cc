@@ -214,6 +214,13 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   }
   if (o.management.empty()) {
     if (const char* env = std::getenv("REPLAYGATE_MANAGEMENT_URL"); env != nullptr) {
+      // Set but empty (`export REPLAYGATE_MANAGEMENT_URL=$UNSET`) is a mistake, not "no API":
+      // without it a dry run on a quorum queue is not refused.
+      if (*env == '\0') {
+        return usage(
+            "$REPLAYGATE_MANAGEMENT_URL is set but empty: give the management API's URL, or "
+            "unset it");
+      }
       o.management = env;
     }
   }

@@ -82,6 +82,13 @@ int load_mapping_for(const LintOptions& options, const ir::CheckedPolicy& policy
     std::fprintf(stderr, "replaygate: %s\n", mapping->io_message.c_str());
     return kExitUsage;
   }
+  // RG312 is lint's own: a review finding about the policy's budget, not about reading records.
+  if (!has_errors(mapping->diagnostics)) {
+    for (Diagnostic& d : check_delivery_counters(mapping->mapping, *table, options.mapping)) {
+      mapping->diagnostics.push_back(std::move(d));
+    }
+    sort_diagnostics(mapping->diagnostics);
+  }
   return kExitOk;
 }
 

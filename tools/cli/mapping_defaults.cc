@@ -2,8 +2,10 @@
 #include "tools/cli/mapping_defaults.h"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -25,6 +27,7 @@ using inputs::parse_bool_strict;
 using inputs::parse_int64_strict;
 using inputs::parse_mapping;
 using inputs::quote_for_reason;
+using inputs::SourceKind;
 
 namespace {
 
@@ -73,13 +76,31 @@ Outcome outcome_of_text(const std::string& text, const ir::Field& field, const F
   return {Outcome::Kind::kAtom, atom};
 }
 
-// The value the parser gives a missing source with the default (kafka.cc: the default text goes
-// through `map:` first, then the strict conversion).
-Outcome with_default(const FieldMapping& m, const ir::Field& field, const FieldPartition& part,
-                     const std::vector<uint32_t>& domain) {
-  const auto hit = m.map.find(*m.default_text);
+// A value the mapping puts where the record's own would be: a `default:` (for a record without
+// the source) or a constant (`constant:`, `queue_attribute:`: for every record, whatever it says).
+// Both are checked alike: a constant is a default that always applies, so `already_committed:
+// {constant: false}` opens a create verb exactly as `{header: x, default: false}` does.
+struct Fixed {
+  const FieldMapping* m = nullptr;
+  std::string text;
+  Span span;
+  bool constant = false;
+};
+
+std::optional<Fixed> fixed_value(const FieldMapping& m) {
+  if (m.source.kind == SourceKind::kConstant) return Fixed{&m, m.source.name, m.source_span, true};
+  if (m.default_text) return Fixed{&m, *m.default_text, m.default_span, false};
+  return std::nullopt;
+}
+
+// The value the parser gives with the fixed text (kafka.cc: the text goes through `map:` first,
+// then the strict conversion).
+Outcome with_fixed(const Fixed& fixed, const ir::Field& field, const FieldPartition& part,
+                   const std::vector<uint32_t>& domain) {
+  const FieldMapping& m = *fixed.m;
+  const auto hit = m.map.find(fixed.text);
   if (m.has_map && hit == m.map.end()) return {};  // "no mapping for ...": invalid input
-  return outcome_of_text(m.has_map ? hit->second : *m.default_text, field, part, domain);
+  return outcome_of_text(m.has_map ? hit->second : fixed.text, field, part, domain);
 }
 
 // The first rule (or derivation) that reads field `f`, as words; "" when none does.
@@ -183,8 +204,27 @@ class DefaultChecker {
            std::string(kAcknowledgeOpensCreate) + "` to input '" + m.input + "'";
   }
 
-  std::string shown_default(const FieldMapping& m) const {
-    return quote_for_reason(*m.default_text);
+  // "the default '0'", "the constant 'false'", "the queue attribute 'RedrivePolicy.x' ('5')".
+  static std::string shown(const Fixed& f) {
+    const std::string value = quote_for_reason(f.text);
+    if (!f.constant) return "the default " + value;
+    if (f.m->source.constant_from.empty()) return "the constant " + value;
+    return "the queue attribute '" + f.m->source.constant_from + "' (" + value + ")";
+  }
+
+  // What a record is decided with: "a record without header 'x'", or for a constant every record.
+  static std::string who(const Fixed& f) {
+    return f.constant ? "every record, whatever the message says,"
+                      : "a record without " + f.m->source.describe();
+  }
+
+  static std::string fix_hint(const Fixed& f) {
+    if (!f.constant) return acknowledge_hint(*f.m);
+    return "map input '" + f.m->input +
+           "' from the message (header:, payload: or record:) so that each record says it, or, "
+           "once reviewed (a setting no message carries, such as a queue's maxReceiveCount), "
+           "add `acknowledge: " +
+           std::string(kAcknowledgeOpensCreate) + "` to input '" + f.m->input + "'";
   }
 
   std::string verb_words(uint32_t verb, const std::optional<uint32_t>& rule) const {
@@ -193,8 +233,9 @@ class DefaultChecker {
     return name + " (rule '" + std::string(table_.rule_id(*rule)) + "')";
   }
 
-  void opens(const FieldMapping& m, const ir::Policy& policy, const Partition& partition,
+  void opens(const Fixed& f, const ir::Policy& policy, const Partition& partition,
              const Domains& domains, const Witness& w, Outcome without) {
+    const FieldMapping& m = *f.m;
     if (m.acknowledged) return;  // reviewed
     ValueOverrides overrides = {{m.field, std::nullopt}};
     for (uint32_t i = 0; i < policy.fields.size(); ++i) {
@@ -208,38 +249,43 @@ class DefaultChecker {
         without.kind == Outcome::Kind::kInvalid
             ? std::string(table_.verb_name(w.verb_without)) + " (invalid input)"
             : verb_words(w.verb_without, w.rule_without);
-    add(Severity::kError, "RG309", m.default_span,
-        "the default " + shown_default(m) + " of input '" + m.input +
-            "' can open a create verb: a record without " + m.source.describe() + " can get " +
+    add(Severity::kError, "RG309", f.span,
+        shown(f) + " of input '" + m.input + "' can open a create verb: " + who(f) + " can get " +
             verb_words(w.verb_with, w.rule_with) + " instead of " + instead,
-        "e.g. " + example + " without " + m.input + "; " + acknowledge_hint(m));
+        "e.g. " + example + (f.constant ? ", whatever it says for " : " without ") + m.input +
+            "; " + fix_hint(f));
   }
 
-  void unknown(const FieldMapping& m, const std::string& why) {
-    if (m.acknowledged) return;
-    add(Severity::kError, "RG309", m.default_span,
-        "the default " + shown_default(m) + " of input '" + m.input +
-            "' cannot be shown not to open a create verb (" + why + ")",
-        acknowledge_hint(m));
+  void unknown(const Fixed& f, const std::string& why) {
+    if (f.m->acknowledged) return;
+    add(Severity::kError, "RG309", f.span,
+        shown(f) + " of input '" + f.m->input + "' cannot be shown not to open a create verb (" +
+            why + ")",
+        fix_hint(f));
   }
 
   void stale(const FieldMapping& m) {
+    const std::optional<Fixed> f = fixed_value(m);
     add(Severity::kWarning, "RG310", m.acknowledge_span,
         "input '" + m.input + "' acknowledges a default that opens a create verb, but " +
-            (m.default_text ? "its default " + shown_default(m) + " cannot" : "it has no default"),
+            (f ? "its " + shown(*f).substr(4) + " cannot" : "it has no default"),
         "remove `acknowledge: " + std::string(kAcknowledgeOpensCreate) +
             "`: a stale acknowledgement would let a later default that does open one pass "
             "unreviewed");
   }
 
-  void read(const FieldMapping& m, const std::string& reader) {
-    add(Severity::kWarning, "RG308", m.default_span,
-        "input '" + m.input + "' has the default " + shown_default(m) + " and " + reader +
-            ": a record without " + m.source.describe() + " is decided as if it said " +
-            shown_default(m),
-        "it cannot open a create verb under this policy; still, remove it unless the producer "
-        "may leave the value out: a record without it is then " +
-            std::string(m.optional ? "decided as absent" : "invalid input (fail closed)"));
+  void read(const Fixed& f, const std::string& reader) {
+    const FieldMapping& m = *f.m;
+    const std::string value = quote_for_reason(f.text);
+    add(Severity::kWarning, "RG308", f.span,
+        "input '" + m.input + "' has " + shown(f) + " and " + reader + ": " + who(f) +
+            " is decided as if it said " + value,
+        f.constant
+            ? "it cannot open a create verb under this policy; still, map it from the message "
+              "unless it is a setting no message carries (such as a queue's maxReceiveCount)"
+            : "it cannot open a create verb under this policy; still, remove it unless the "
+              "producer may leave the value out: a record without it is then " +
+                  std::string(m.optional ? "decided as absent" : "invalid input (fail closed)"));
   }
 
   std::vector<Diagnostic> take() { return std::move(out_); }
@@ -250,21 +296,117 @@ class DefaultChecker {
   std::vector<Diagnostic> out_;
 };
 
+// The guard that budgets on field `f`, directly or through a derived bool computed from it, as
+// words ("guard 'attempts_exhausted' compares it"); "" when no guard does.
+std::string guard_reader(const ir::Policy& policy, uint32_t f) {
+  for (const ir::Rule& rule : policy.rules) {
+    const auto* guard = std::get_if<ir::Guard>(&rule);
+    if (guard == nullptr) continue;
+    for (const ir::Condition& c : guard->conditions) {
+      if (c.field == f) return "guard '" + guard->id + "' compares it";
+      const ir::Field& read = policy.fields[c.field];
+      if (read.derived && (read.derived->lhs == f || read.derived->rhs == f)) {
+        return "guard '" + guard->id + "' compares derived input '" + read.name +
+               "', computed from it";
+      }
+    }
+  }
+  return "";
+}
+
+// Header names and payload keys (the pointer's last token) that brokers and their clients write
+// as their own delivery counters, compared without case: RabbitMQ (x-death's count, a quorum
+// queue's x-delivery-count), SQS, Pub/Sub, Service Bus, Sidekiq, Spring Kafka and Spring Cloud
+// Stream.
+constexpr std::string_view kCounterNames[] = {
+    "x-death",
+    "x-delivery-count",
+    "ApproximateReceiveCount",
+    "deliveryAttempt",
+    "CloudPubSubDeadLetterSourceDeliveryCount",
+    "DeliveryCount",
+    "retry_count",
+    "kafka_deliveryAttempt",
+    "retry_topic-attempts",
+};
+
+bool same_nocase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool is_delivery_counter(const inputs::ValueSource& source) {
+  std::string_view name;
+  switch (source.kind) {
+    case SourceKind::kRecord:
+      return source.part == inputs::RecordPart::kDeliveryCount;
+    case SourceKind::kHeader:
+      name = source.name;
+      break;
+    case SourceKind::kPayload:
+      if (source.pointer.empty()) return false;
+      name = source.pointer.back();
+      if (source.pointer.size() >= 2 && name == "count") name = source.pointer.front();
+      break;
+    case SourceKind::kConstant:
+      return false;
+  }
+  return std::any_of(std::begin(kCounterNames), std::end(kCounterNames),
+                     [&](std::string_view counter) { return same_nocase(name, counter); });
+}
+
 }  // namespace
+
+std::vector<Diagnostic> check_delivery_counters(const Mapping& mapping, const Table& table,
+                                                const std::string& path) {
+  std::vector<const FieldMapping*> counters;
+  for (const FieldMapping& m : mapping.fields) {
+    if (is_delivery_counter(m.source)) counters.push_back(&m);
+  }
+  if (counters.empty()) return {};
+  const LiftResult lifted = lift(table);
+  if (!lifted.policy) return {};  // a warning only: nothing to fail closed on
+  const ir::Policy& policy = lifted.policy->policy;
+  std::vector<Diagnostic> out;
+  for (const FieldMapping* m : counters) {
+    if (m->field >= policy.fields.size()) continue;
+    const std::string reader = guard_reader(policy, m->field);
+    if (reader.empty()) continue;
+    Diagnostic d;
+    d.severity = Severity::kWarning;
+    d.code = "RG312";
+    d.path = path;
+    d.span = m->source_span;
+    d.message = "input '" + m->input + "' reads the broker's delivery counter (" +
+                m->source.describe() + ") and " + reader +
+                ": a broker dead-letters a message only once that counter has reached its limit "
+                "(SQS maxReceiveCount, Service Bus MaxDeliveryCount, Pub/Sub max delivery "
+                "attempts, Sidekiq retries), and RabbitMQ's x-death count stays 1 across "
+                "republish cycles, so as a budget it holds every letter or never trips";
+    d.hint =
+        "budget on redrive cycles instead (`replays: {header: x-replay, optional: true}`, or the "
+        "key's ledger generations), and map the broker's counter to an input of its own (e.g. "
+        "`deliveries`) that no guard budgets on (docs/input-mapping.md)";
+    out.push_back(std::move(d));
+  }
+  return out;
+}
 
 std::vector<Diagnostic> check_mapping_defaults(const Mapping& mapping, const Table& table,
                                                const std::string& path) {
   std::vector<const FieldMapping*> defaulted;
   for (const FieldMapping& m : mapping.fields) {
-    if (m.default_text || m.acknowledged) defaulted.push_back(&m);
+    if (fixed_value(m) || m.acknowledged) defaulted.push_back(&m);
   }
   if (defaulted.empty()) return {};
   DefaultChecker checker(table, path);
   const LiftResult lifted = lift(table);
   if (!lifted.policy) {
     for (const FieldMapping* m : defaulted) {
-      if (m->default_text) {
-        checker.unknown(*m, "the table cannot be analysed: " + lifted.error);
+      if (const std::optional<Fixed> f = fixed_value(*m)) {
+        checker.unknown(*f, "the table cannot be analysed: " + lifted.error);
       } else {
         checker.stale(*m);
       }
@@ -304,30 +446,31 @@ std::vector<Diagnostic> check_mapping_defaults(const Mapping& mapping, const Tab
   uint64_t budget = kRegionBudget;
   for (const FieldMapping* m : defaulted) {
     const uint32_t f = m->field;
-    if (!m->default_text) {
+    const std::optional<Fixed> fixed = fixed_value(*m);
+    if (!fixed) {
       checker.stale(*m);
       continue;
     }
     if (f >= policy.fields.size() || policy.fields[f].name != m->input) {
-      checker.unknown(*m, "input '" + m->input + "' is not where the table has it");
+      checker.unknown(*fixed, "input '" + m->input + "' is not where the table has it");
       continue;
     }
     const Outcome without = policy.fields[f].optional ? Outcome{Outcome::Kind::kAbsent} : Outcome{};
-    const Outcome with = with_default(*m, policy.fields[f], partition.fields[f], domains[f]);
+    const Outcome with = with_fixed(*fixed, policy.fields[f], partition.fields[f], domains[f]);
     std::optional<Witness> witness;
     const bool differs = with.kind != without.kind ||
                          (with.kind == Outcome::Kind::kAtom && with.atom != without.atom);
     if (any_valid && differs &&
         !find_opening(policy, domains, clauses, f, with, without, budget, &witness)) {
-      checker.unknown(*m, "the analysis ran out of its budget");
+      checker.unknown(*fixed, "the analysis ran out of its budget");
       continue;
     }
     if (witness) {
-      checker.opens(*m, policy, partition, domains, *witness, without);
+      checker.opens(*fixed, policy, partition, domains, *witness, without);
     } else if (m->acknowledged) {
       checker.stale(*m);
     } else if (const std::string reader = first_reader(policy, f); !reader.empty()) {
-      checker.read(*m, reader);
+      checker.read(*fixed, reader);
     }
   }
   return checker.take();

@@ -1,5 +1,9 @@
 // A mapping's `default:` values checked against the policy (RG308-RG310, docs/input-mapping.md).
 //
+// A `constant:` or `queue_attribute:` source is checked as a default that every record gets,
+// whatever the message says (`already_committed: {constant: false}` is the same hole as a default
+// false), with the same codes, at the constant's node.
+//
 // A default turns "the record does not say" into a value the policy then trusts: `attempts:
 // {default: 0}` makes a record without a counter look like a first attempt. Without the default a
 // missing required input is invalid input (the policy default verb, effect none) and a missing
@@ -47,9 +51,19 @@ using inputs::Mapping;
 std::vector<Diagnostic> check_mapping_defaults(const Mapping& mapping, const Table& table,
                                                const std::string& path);
 
+// RG312, a warning: an input that reads a broker's own delivery counter (`record:
+// delivery-count`, or a header or payload key a broker or its client writes as one: x-death,
+// x-delivery-count, ApproximateReceiveCount, deliveryAttempt, DeliveryCount, retry_count,
+// kafka_deliveryAttempt, retry_topic-attempts, ...) that a guard compares, directly or through a
+// derived bool. A broker dead-letters a message only once its counter reached the queue's limit
+// (and RabbitMQ's x-death count stays 1 across republish cycles), so as an attempt budget it holds
+// every letter or never trips. Empty when no such input (then the table is not lifted).
+std::vector<Diagnostic> check_delivery_counters(const Mapping& mapping, const Table& table,
+                                                const std::string& path);
+
 // Reads `path` (io_error when unreadable, over kMaxMappingBytes included), then parse_mapping()
 // (inputs/mapping.h, RG301-RG307) and check_mapping_defaults() (RG308-RG310), sorted: every check
-// of a mapping file, as lint --mapping, decide and explain run it.
+// of a mapping file, as lint --mapping, decide and explain run it (lint adds RG312).
 LoadedMapping load_mapping_file(const std::string& path, const Table& table);
 
 }  // namespace replaygate::cli

@@ -89,7 +89,10 @@ std::string dsl_value(const json& v) {
   if (!v.is_string()) return v.dump();
   static const std::regex bare("[A-Za-z_][A-Za-z0-9_.:/-]*");
   const std::string s = v.get<std::string>();
-  if (std::regex_match(s, bare) && s != "true" && s != "false") return s;
+  // Words the language reads as something else bare (absent, present: matchers) stay quoted.
+  if (std::regex_match(s, bare) && s != "true" && s != "false" && s != "absent" && s != "present") {
+    return s;
+  }
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -212,6 +212,16 @@ std::vector<Diagnostic> check_proposal(std::string_view text, const std::string&
           complete = false;
           continue;
         }
+        if (v.is_string() && v.get_ref<const std::string&>() == "*") {
+          // A policy row reads "*" as the wildcard (YAML: '*' quoted; the DSL: *): applied, the
+          // row would match every value of the key, not the one the dump showed.
+          add(m->value_offset, 3, "RG505",
+              "'" + key_names[k] + "' of " + where +
+                  " is \"*\", which a policy row reads as the wildcard (any value), not as a value",
+              "a row cannot hold the value \"*\": decide such letters with a rule of their own");
+          complete = false;
+          continue;
+        }
         const bool ok = field.type == ir::FieldType::kString ? v.is_string()
                         : field.type == ir::FieldType::kInt  ? v.is_number_integer()
                         : field.type == ir::FieldType::kBool ? v.is_boolean()
@@ -248,6 +258,12 @@ std::vector<Diagnostic> check_proposal(std::string_view text, const std::string&
       }
       if (const MemberAt* r = member_at("rationale"); r && !entry["rationale"].is_string()) {
         add(r->value_offset, 1, "RG502", "the rationale of " + where + " must be a string");
+      } else if (r == nullptr || entry["rationale"].get<std::string>().find_first_not_of(" \t") ==
+                                     std::string::npos) {
+        // apply refuses it (the rationale becomes the row's reason): check says so first.
+        add(r ? r->value_offset : at[i].offset, 1, "RG502",
+            where + " has no rationale: a row needs the reviewer's reason",
+            "write it in the entry's \"rationale\"");
       }
       if (const MemberAt* r = member_at("row_id")) {
         const json& id = entry["row_id"];
