@@ -97,7 +97,8 @@ class JsonArrayReader {
   // its own level (*terminator); false at the end of input.
   bool skip_value(char first, char* terminator);
   LineReader::Status start_in_object();  // member mode: up to the array's '['
-  LineReader::Status end_of_array();     // after the array's ']'
+  bool read_member_key(bool* is_member, char* first, std::string* why);
+  LineReader::Status end_of_array();  // after the array's ']'
 
   std::string member_;
 
