@@ -36,7 +36,7 @@ TEST(DuplicateKeyProblem, AnyDepthEscapedOrNot) {
   // The first in document order (the one locate_duplicate_key() points at), and the pointer's
   // tokens escaped (RFC 6901) and control bytes shown escaped.
   EXPECT_EQ(problem_of(R"({"a":{"b/c~":{"x":1,"x":2}},"a":3})"), "duplicate key 'x' in /a/b~1c~0");
-  EXPECT_EQ(problem_of(R"({"a\n":[[{"y":1,"y":1}]]})"), "duplicate key 'y' in /a\\n/0/0");
+  EXPECT_EQ(problem_of(R"({"a\n":[[{"y":1,"y":1}]]})"), "duplicate key 'y' in /a\\u000a/0/0");
 }
 
 // One reader's case: its format and shipped mapping, a dump whose first record gives a key twice
@@ -285,7 +285,7 @@ TEST_F(DuplicateKeys, RepeatedTopLevelArrayIsRefused) {
       const CliResult r = run(args, dump);
       EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
       EXPECT_EQ(lines_of(r.out).size(), 1u) << r.out;  // the first array's record, decided
-      EXPECT_NE(r.err.find("cannot read -: the top-level object gives \"" + member +
+      EXPECT_NE(r.err.find("cannot read standard input: the top-level object gives \"" + member +
                            "\" twice: the records of the second are not read (merge them into "
                            "one array)"),
                 std::string::npos)
