@@ -2,9 +2,9 @@
 // as three writers make a received message (docs/input-mapping.md "Azure Service Bus"), each read
 // field for field, one writer's names per message:
 //   camelCase  a receive-and-print script, or JSON.stringify of @azure/service-bus 7.x's
-//              ServiceBusReceivedMessage (body: a string, the SDK's decoded JSON value, or a Node.js
-//              Buffer {"type":"Buffer","data":[...]}; sequenceNumber: an integer or a long.js Long
-//              {"low","high","unsigned"}; messageId: a string or an integer)
+//              ServiceBusReceivedMessage (body: a string, the SDK's decoded JSON value, or a
+//              Node.js Buffer {"type":"Buffer","data":[...]}; sequenceNumber: an integer or
+//              a long.js Long {"low","high","unsigned"}; messageId: a string or an integer)
 //   .NET       System.Text.Json of Azure.Messaging.ServiceBus's ServiceBusReceivedMessage
 //              (PascalCase; Body is BinaryData, written as base64; ApplicationProperties)
 //   Explorer   Service Bus Explorer's export (BrokeredMessage names: Label, Properties, Body text)
