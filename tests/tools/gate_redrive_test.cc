@@ -432,9 +432,12 @@ TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
   // the policy's own already_replayed guard never sees the marker, the gate still does.
   const std::string path = kSourceDir + "/examples/rabbitmq.mapping.yaml";
   std::string source = read_file(path);
-  const size_t at = source.find("header: x-replay");
-  ASSERT_NE(at, std::string::npos);
-  source.replace(at, 16, "header: x-retries");
+  // Every input that reads it (the example maps x-replay to attempts and to replays).
+  ASSERT_NE(source.find("header: x-replay"), std::string::npos);
+  for (size_t at = source.find("header: x-replay"); at != std::string::npos;
+       at = source.find("header: x-replay")) {
+    source.replace(at, 16, "header: x-retries");
+  }
   const inputs::LoadedMapping unmapped = inputs::parse_mapping(source, path, *table_);
   ASSERT_TRUE(unmapped.diagnostics.empty());
   std::unique_ptr<inputs::RecordParser> parser;
