@@ -18,6 +18,7 @@
 #include "common/escape.h"
 #include "common/utf8.h"
 #include "inputs/decoding.h"
+#include "inputs/json_keys.h"
 
 namespace replaygate::inputs {
 
@@ -397,6 +398,15 @@ bool KafkaParser::State::load_payload() {
                           ? "the payload " + std::string(kByteOrderMarkProblem)
                           : "the payload is not JSON";
     if (error != simdjson::UTF8_ERROR) load_payload_with_big_numbers();
+  }
+  // A key given twice anywhere in the payload leaves the document without one meaning (the
+  // consumer's parser kept one of the two): no input is read from it (inputs/json_keys.h).
+  if (payload_problem.empty()) {
+    static constexpr std::string_view kDuplicate = "duplicate key";
+    const std::string duplicate = duplicate_key_problem(payload_root);
+    if (!duplicate.empty()) {
+      payload_problem = "the payload repeats key" + duplicate.substr(kDuplicate.size());
+    }
   }
   return payload_problem.empty();
 }

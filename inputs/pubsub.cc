@@ -5,20 +5,22 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
+#include "inputs/json_keys.h"
 
 namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
 
-// Checks that `object` has only `allowed` keys, each once; false with *problem.
+// Checks that `object` has only `allowed` keys (each once: duplicate_key_problem()); false with
+// *problem.
 bool known_keys(const dom::object& object, const std::vector<std::string>& allowed,
                 const std::string& where, std::string* problem) {
-  std::vector<std::string_view> seen;
   for (const dom::key_value_pair field : object) {
     if (std::find(allowed.begin(), allowed.end(), field.key) == allowed.end()) {
       *problem = "unknown key " + quote_for_reason(field.key) + " in " + where;
@@ -26,11 +28,6 @@ bool known_keys(const dom::object& object, const std::vector<std::string>& allow
       if (!suggestion.empty()) *problem += " (did you mean '" + suggestion + "'?)";
       return false;
     }
-    if (std::find(seen.begin(), seen.end(), field.key) != seen.end()) {
-      *problem = "duplicate key " + quote_for_reason(field.key) + " in " + where;
-      return false;
-    }
-    seen.push_back(field.key);
   }
   return true;
 }
@@ -50,6 +47,11 @@ class PubSubReader : public BrokerRecordReader {
     if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
       *problem = describe_json_error(error);
       *problem_offset = locate_json_error(text).offset;
+      return false;
+    }
+    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
+      *problem = std::move(duplicate);
+      *problem_offset = locate_duplicate_key(text);
       return false;
     }
     dom::object received, message;
@@ -97,6 +99,15 @@ class PubSubReader : public BrokerRecordReader {
         r->payload = r->owned.back();
       }
     }
+    // The REST API spells them messageId and publishTime, the client libraries' JSON message_id
+    // and publish_time: a message with both spellings of one field is two values for it.
+    for (const auto& [camel, snake] :
+         {std::pair{"messageId", "message_id"}, std::pair{"publishTime", "publish_time"}}) {
+      if (!message[camel].error() && !message[snake].error()) {
+        *problem = std::string("message has both ") + camel + " and " + snake;
+        return false;
+      }
+    }
     for (const char* id : {"messageId", "message_id"}) {
       if (!message[id].get(root)) {
         if (root.get_string().get(r->key)) {
@@ -113,12 +124,6 @@ class PubSubReader : public BrokerRecordReader {
         return false;
       }
       for (const dom::key_value_pair field : attributes) {
-        for (const auto& [name, unused] : r->headers) {
-          if (name == field.key) {
-            *problem = "attribute " + quote_for_reason(field.key) + " given twice";
-            return false;
-          }
-        }
         std::string_view value;
         if (field.value.get_string().get(value)) {
           *problem = "attribute " + quote_for_reason(field.key) + " must be a string";

@@ -9,6 +9,7 @@
 
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
+#include "inputs/json_keys.h"
 
 namespace replaygate::inputs {
 namespace {
@@ -50,6 +51,11 @@ class RabbitMqReader : public BrokerRecordReader {
       *problem_offset = where.offset;
       return false;
     }
+    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
+      *problem = std::move(duplicate);
+      *problem_offset = locate_duplicate_key(text);
+      return false;
+    }
     dom::object message;
     if (root.get_object().get(message)) {
       *problem = "not a JSON object (a management-API message)";
@@ -67,10 +73,6 @@ class RabbitMqReader : public BrokerRecordReader {
         *problem = "unknown key " + quote_for_reason(key) + " in a management-API message";
         const std::string suggestion = closest_match(key, keys);
         if (!suggestion.empty()) *problem += " (did you mean '" + suggestion + "'?)";
-        return false;
-      }
-      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-        *problem = "duplicate key " + quote_for_reason(key);
         return false;
       }
       seen.push_back(key);
@@ -172,12 +174,6 @@ class RabbitMqReader : public BrokerRecordReader {
     bool has_deaths = false;
     for (const dom::key_value_pair field : headers) {
       const std::string_view name = field.key;
-      for (const auto& [seen, unused] : r->headers) {
-        if (seen == name) {
-          *problem = "header " + quote_for_reason(name) + " given twice";
-          return false;
-        }
-      }
       const dom::element value = field.value;
       std::optional<std::string_view> text;
       switch (value.type()) {

@@ -421,6 +421,47 @@ bool JsonArrayReader::skip_value(char c, char* terminator) {
   return true;
 }
 
+// After a member's opening '"' in the top-level object: reads its key, the ':' and the first byte
+// of its value (*first). *is_member: the key, unescaped, is member_ (so "Messag\u0065s" is
+// "Messages", and a second one is seen as such). False with *why at bad JSON or the end.
+bool JsonArrayReader::read_member_key(bool* is_member, char* first, std::string* why) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  const std::string ended = "the dump ends inside its top-level object";
+  // An escape spells a byte in at most 6 bytes (\uXXXX) and a 4-byte character in 12: a longer
+  // raw key cannot be member_, and is not kept.
+  const size_t cap = member_.size() * 6 + 16;
+  std::string raw;
+  bool escaped = false, fits = true;
+  char c = 0;
+  while (true) {
+    if (!get(&c)) return (*why = ended, false);
+    if (!escaped && c == '"') break;
+    escaped = !escaped && c == '\\';
+    if (raw.size() < cap) {
+      raw.push_back(c);
+    } else {
+      fits = false;
+    }
+  }
+  std::string key = raw;
+  if (fits && raw.find('\\') != std::string::npos) {
+    const nlohmann::json unescaped =
+        nlohmann::json::parse("\"" + raw + "\"", nullptr, /*allow_exceptions=*/false);
+    if (!unescaped.is_string()) return (*why = "bad JSON in the top-level object", false);
+    key = unescaped.get<std::string>();
+  }
+  *is_member = fits && key == member_;
+  do {
+    if (!get(&c)) return (*why = ended, false);
+  } while (is_space(c));
+  if (c != ':') return (*why = "bad JSON in the top-level object", false);
+  do {
+    if (!get(&c)) return (*why = ended, false);
+  } while (is_space(c));
+  *first = c;
+  return true;
+}
+
 LineReader::Status JsonArrayReader::start_in_object() {
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   char c = 0;
@@ -440,22 +481,10 @@ LineReader::Status JsonArrayReader::start_in_object() {
       return end_of_array();
     }
     if (c != '"') return fail("not a JSON object with \"" + member_ + "\": [...]");
-    std::string key;
-    bool escaped = false;
-    while (true) {
-      if (!get(&c)) return fail("the dump ends inside its top-level object");
-      if (!escaped && c == '"') break;
-      escaped = !escaped && c == '\\';
-      if (key.size() < 256) key.push_back(c);
-    }
-    do {
-      if (!get(&c)) return fail("the dump ends inside its top-level object");
-    } while (is_space(c));
-    if (c != ':') return fail("bad JSON in the top-level object");
-    do {
-      if (!get(&c)) return fail("the dump ends inside its top-level object");
-    } while (is_space(c));
-    if (key == member_) {
+    bool is_member = false;
+    std::string why;
+    if (!read_member_key(&is_member, &c, &why)) return fail(std::move(why));
+    if (is_member) {
       if (c != '[') return fail("\"" + member_ + "\" is not a JSON array");
       state_ = State::kFirst;
       return LineReader::Status::kLine;  // not a record: the caller goes on
@@ -475,7 +504,9 @@ LineReader::Status JsonArrayReader::end_of_array() {
   char c = 0;
   state_ = State::kDone;
   if (!member_.empty() && !closed_object_) {
-    // The rest of the top-level object after the array: other members, then '}'.
+    // The rest of the top-level object after the array: other members, then '}'. A second
+    // member_ array would be records read by no one (a JSON parser keeps one of the two): the
+    // dump is refused, after the first array's records, rather than end as if complete.
     closed_object_ = true;
     while (true) {
       do {
@@ -483,10 +514,18 @@ LineReader::Status JsonArrayReader::end_of_array() {
       } while (is_space(c));
       if (c == '}') break;
       if (c != ',') return fail("bad JSON in the top-level object");
-      char terminator = 0;
       do {
         if (!get(&c)) return fail("the dump ends inside its top-level object");
       } while (is_space(c));
+      if (c != '"') return fail("bad JSON in the top-level object");
+      bool is_member = false;
+      std::string why;
+      if (!read_member_key(&is_member, &c, &why)) return fail(std::move(why));
+      if (is_member) {
+        return fail("the top-level object gives \"" + member_ +
+                    "\" twice: the records of the second are not read (merge them into one array)");
+      }
+      char terminator = 0;
       if (!skip_value(c, &terminator)) return fail("the dump ends inside its top-level object");
       if (terminator == '}') break;
       --begin_;  // the ',' is read again

@@ -78,8 +78,9 @@ class LineReader {
 class JsonArrayReader {
  public:
   // `member`: the array is the value of this key of a top-level object ({"Messages":[...]}, the
-  // object's other members skipped; an empty input or an object without it is no record), else
-  // the top level is the array.
+  // object's other members skipped; an empty input or an object without it is no record; keys are
+  // compared unescaped, and an object that gives the member twice ends with kError after the first
+  // array's elements, never as if complete), else the top level is the array.
   explicit JsonArrayReader(int fd, size_t max_record = kMaxRecordBytes, std::string member = "");
   JsonArrayReader(const JsonArrayReader&) = delete;
   JsonArrayReader& operator=(const JsonArrayReader&) = delete;
@@ -97,7 +98,8 @@ class JsonArrayReader {
   // its own level (*terminator); false at the end of input.
   bool skip_value(char first, char* terminator);
   LineReader::Status start_in_object();  // member mode: up to the array's '['
-  LineReader::Status end_of_array();     // after the array's ']'
+  bool read_member_key(bool* is_member, char* first, std::string* why);
+  LineReader::Status end_of_array();  // after the array's ']'
 
   std::string member_;
 

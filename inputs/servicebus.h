@@ -1,19 +1,21 @@
 // The `servicebus` record format: Azure Service Bus dead-letter messages, one JSON object per line,
-// as a dump script writes ServiceBusReceivedMessage fields (names as in the SDKs' JSON, camelCase):
-//   {"messageId":"m-1","sequenceNumber":41,"enqueuedTimeUtc":"2025-11-29T08:00:00Z",
-//    "deliveryCount":10,"deadLetterSource":"payment-capture","subject":"capture",
-//    "contentType":"application/json","correlationId":null,"sessionId":null,
-//    "applicationProperties":{"DeadLetterReason":"MaxDeliveryCountExceeded",
-//                             "DeadLetterErrorDescription":"Message could not be consumed after 10
-//                             delivery attempts.","error-class":"timeout","x-replay":1},
-//    "body":"{\"idempotency_key\":\"cap_1\",\"committed\":false}"}
+// as three writers make a received message (docs/input-mapping.md "Azure Service Bus"), each read
+// field for field, one writer's names per message:
+//   camelCase  a receive-and-print script, or JSON.stringify of @azure/service-bus 7.x's
+//              ServiceBusReceivedMessage (body: a string, the SDK's decoded JSON value, or a
+//              Node.js Buffer {"type":"Buffer","data":[...]}; sequenceNumber: an integer or
+//              a long.js Long {"low","high","unsigned"}; messageId: a string or an integer)
+//   .NET       System.Text.Json of Azure.Messaging.ServiceBus's ServiceBusReceivedMessage
+//              (PascalCase; Body is BinaryData, written as base64; ApplicationProperties)
+//   Explorer   Service Bus Explorer's export (BrokeredMessage names: Label, Properties, Body text)
 // Service Bus keeps DeadLetterReason and DeadLetterErrorDescription as application properties.
-// As a broker-neutral record (broker_record.h): headers = applicationProperties (a string as its
-// text, an integer as decimal text, a boolean as true/false, null as null, anything else as its
-// JSON text); payload = body (a string; null: a null payload); key = messageId; topic =
-// deadLetterSource (missing without it: a message dead-lettered in its own queue has none);
-// offset = sequenceNumber; delivery-count = deliveryCount.
-// Unreadable: a key not in that list, a duplicate key or property, a field of the wrong JSON type.
+// As a broker-neutral record (broker_record.h): headers = the application properties (a string as
+// its text, an integer as decimal text, a boolean as true/false, null as null, anything else as its
+// JSON text); payload = the body; key = the message id; topic = the dead-letter source (missing
+// without it: a message dead-lettered in its own queue has none); offset = the sequence number;
+// delivery-count = the delivery count.
+// Unreadable: a key no writer has, keys of two writers, a PascalCase Body whose writer cannot be
+// told, a duplicate key at any depth (json_keys.h), a field of the wrong JSON type.
 #pragma once
 
 #include <memory>

@@ -7,6 +7,8 @@
 #include <limits>
 #include <string>
 
+#include "inputs/json_keys.h"
+
 namespace replaygate::inputs {
 namespace {
 
@@ -45,6 +47,11 @@ class SidekiqReader : public BrokerRecordReader {
     if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
       *problem = describe_json_error(error);
       *problem_offset = locate_json_error(text).offset;
+      return false;
+    }
+    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
+      *problem = std::move(duplicate);
+      *problem_offset = locate_duplicate_key(text);
       return false;
     }
     dom::object job;

@@ -9,6 +9,7 @@
 
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
+#include "inputs/json_keys.h"
 
 namespace replaygate::inputs {
 namespace {
@@ -43,6 +44,11 @@ class SqsReader : public BrokerRecordReader {
       *problem_offset = locate_json_error(text).offset;
       return false;
     }
+    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
+      *problem = std::move(duplicate);
+      *problem_offset = locate_duplicate_key(text);
+      return false;
+    }
     dom::object message;
     if (root.get_object().get(message)) {
       *problem = "not a JSON object (an SQS message)";
@@ -58,10 +64,6 @@ class SqsReader : public BrokerRecordReader {
         *problem = "unknown key " + quote_for_reason(key) + " in an SQS message";
         const std::string suggestion = closest_match(key, keys);
         if (!suggestion.empty()) *problem += " (did you mean '" + suggestion + "'?)";
-        return false;
-      }
-      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-        *problem = "duplicate key " + quote_for_reason(key);
         return false;
       }
       seen.push_back(key);
@@ -102,13 +104,7 @@ class SqsReader : public BrokerRecordReader {
       *problem = "Attributes must be an object";
       return false;
     }
-    std::vector<std::string_view> seen;
     for (const dom::key_value_pair field : attributes) {
-      if (std::find(seen.begin(), seen.end(), field.key) != seen.end()) {
-        *problem = "attribute " + quote_for_reason(field.key) + " given twice";
-        return false;
-      }
-      seen.push_back(field.key);
       std::string_view text;
       if (field.value.get_string().get(text)) {
         *problem = "attribute " + quote_for_reason(field.key) + " must be a string";
@@ -142,12 +138,6 @@ class SqsReader : public BrokerRecordReader {
       return false;
     }
     for (const dom::key_value_pair field : attributes) {
-      for (const auto& [name, unused] : r->headers) {
-        if (name == field.key) {
-          *problem = "message attribute " + quote_for_reason(field.key) + " given twice";
-          return false;
-        }
-      }
       dom::object attribute;
       if (field.value.get_object().get(attribute)) {
         *problem = "message attribute " + quote_for_reason(field.key) + " must be an object";

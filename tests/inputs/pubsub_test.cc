@@ -16,14 +16,16 @@ using namespace replaygate::testing;  // NOLINT: test vocabulary
 const std::string kGate = "policies/replay_gate.yaml";
 const std::string kMapping = "examples/pubsub.mapping.yaml";
 const std::string kDump = "examples/pubsub-dlq.json";
+// attempts from CloudPubSubDeadLetterSourceDeliveryCount, to pin the attribute's traps (the
+// example no longer reads it: docs/input-mapping.md "Broker delivery counters").
+const std::string kCounterMapping = "tests/data/inputs/counters/pubsub.mapping.yaml";
 
 class PubSubCli : public CliFixture {
  protected:
   PubSubCli() : CliFixture(kSourceDir) {}
-  CliResult decide(const std::string& dump) {
-    return run(
-        {"decide", "--policy", kGate, "--input-format", "pubsub", "--mapping", kMapping, "-"},
-        dump);
+  CliResult decide(const std::string& dump, const std::string& mapping = kMapping) {
+    return run({"decide", "--policy", kGate, "--input-format", "pubsub", "--mapping", mapping, "-"},
+               dump);
   }
 };
 
@@ -65,14 +67,15 @@ TEST_F(PubSubCli, Traps) {
             "invalid record: attribute 'CloudPubSubDeadLetterSourceDeliveryCount' must be a "
             "string"},
            {received(R"(,"CloudPubSubDeadLetterSourceDeliveryCount":"1","error-class":"x")"),
-            "invalid record: attribute 'error-class' given twice"},
+            "invalid record: duplicate key 'error-class' in /message/attributes"},
        }) {
-    const CliResult r = decide(dump);
+    const CliResult r = decide(dump, kCounterMapping);
     EXPECT_EQ(r.exit_code, 1) << dump;
     EXPECT_NE(r.out.find("\"reason\":\"" + reason + "\""), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("\"at\":\"/receivedMessages/0\""), std::string::npos) << r.out;
   }
-  const CliResult ok = decide(received(R"(,"CloudPubSubDeadLetterSourceDeliveryCount":"1")"));
+  const CliResult ok =
+      decide(received(R"(,"CloudPubSubDeadLetterSourceDeliveryCount":"1")"), kCounterMapping);
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
   EXPECT_NE(ok.out.find("\"verb\":\"replay_once\""), std::string::npos) << ok.out;
   EXPECT_EQ(decide("{}").exit_code, 0);  // an empty pull response: no message

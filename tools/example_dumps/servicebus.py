@@ -1,4 +1,5 @@
 # Writes examples/ dump for --input-format servicebus to stdout (deterministic, invented values; python3 stdlib only).
+# Counts as Service Bus writes them: deliveryCount is MaxDeliveryCount (10) for MaxDeliveryCountExceeded.
 # Run from the repository root: python3 tools/example_dumps/servicebus.py > examples/servicebus-dlq.jsonl; the trap records are commented.
 import json, sys
 n = [0]
@@ -24,26 +25,26 @@ def msg(queue, err, count=10, key='k', committed=False, replay=None, body=None, 
     for k in drop: m.pop(k, None)
     return json.dumps(m, separators=(',', ':'))
 M = [
- msg('payment-capture', 'timeout', 1, 'cap_b101'),
- msg('payment-capture', 'insufficient_funds', 1, 'cap_b102'),
- msg('payment-capture', 'duplicate', 2, 'cap_b103'),
- msg('inventory-reserve', 'lock_timeout', 2, 'res_b201'),
- msg('inventory-reserve', 'overbook', 1, 'res_b202'),
- msg('webhook-partner', 'http_503', 1, 'wh_b301'),
- msg('webhook-partner', 'http_400', 1, 'wh_b302'),
- msg('mail-receipt', 'smtp_421', 1, 'mail_b401'),
- msg('mail-receipt', 'unknown_recipient', 1, 'mail_b402'),
- msg('payment-capture', 'timeout', 1, None),                       # no_idempotency_key
- msg('payment-capture', 'timeout', 1, 'cap_b104', committed=True), # already_committed
- msg('payment-capture', 'timeout', 10, 'cap_b105'),                # attempts_exhausted
- msg('mail-receipt', 'smtp_421', 1, 'mail_b403', replay=1),        # already_replayed
- msg('mail-receipt', 'timeout', 1, 'mail_b404'),                   # no rule: default
- msg('payment-capture', 'timeout', 1, 'cap_b101'),                 # same key: maybe-duplicate
- msg('payment-capture', 'timeout', 1, 'cap_b106', drop=('deliveryCount',)),  # no count
- msg('payment-capture', 'timeout', '1', 'cap_b107'),               # a string count
- msg('payment-capture', 'timeout', 1, 'cap_b108', source=False),   # no deadLetterSource
- msg('payment-capture', 'timeout', 1, 'cap_b109', body='<capture id="cap_b109"/>'),  # body not JSON
- msg('mail-receipt', 'smtp_421', 1, 'mail_b405', props={'x-replay': None}),  # null property
+ msg('payment-capture', 'timeout', 10, 'cap_b101'),
+ msg('payment-capture', 'insufficient_funds', 10, 'cap_b102'),
+ msg('payment-capture', 'duplicate', 10, 'cap_b103'),
+ msg('inventory-reserve', 'lock_timeout', 10, 'res_b201'),
+ msg('inventory-reserve', 'overbook', 10, 'res_b202'),
+ msg('webhook-partner', 'http_503', 10, 'wh_b301'),
+ msg('webhook-partner', 'http_400', 10, 'wh_b302'),
+ msg('mail-receipt', 'smtp_421', 10, 'mail_b401'),
+ msg('mail-receipt', 'unknown_recipient', 10, 'mail_b402'),
+ msg('payment-capture', 'timeout', 10, None),                       # no_idempotency_key
+ msg('payment-capture', 'timeout', 10, 'cap_b104', committed=True), # already_committed
+ msg('payment-capture', 'timeout', 10, 'cap_b105', replay=3),      # 3 redrives: attempts_exhausted
+ msg('mail-receipt', 'smtp_421', 10, 'mail_b403', replay=1),        # already_replayed
+ msg('mail-receipt', 'timeout', 10, 'mail_b404'),                   # no rule: default
+ msg('payment-capture', 'timeout', 10, 'cap_b101'),                 # same key: maybe-duplicate
+ msg('payment-capture', 'timeout', 10, 'cap_b106', drop=('deliveryCount',)),  # no count (the counter is not mapped: explain shows it)
+ msg('payment-capture', 'timeout', '1', 'cap_b107'),               # a string count (the counter is not mapped: explain shows it)
+ msg('payment-capture', 'timeout', 10, 'cap_b108', source=False),   # no deadLetterSource
+ msg('payment-capture', 'timeout', 10, 'cap_b109', body='<capture id="cap_b109"/>'),  # body not JSON
+ msg('mail-receipt', 'smtp_421', 10, 'mail_b405', props={'x-replay': None}),  # null property
  msg('payment-capture', 'timeout', 0, 'cap_b110', reason='TTLExpiredException', noerr=True),  # expired, never tried: no error class
 ]
 sys.stdout.write('\n'.join(M) + '\n')

@@ -1,4 +1,5 @@
 # Writes examples/ dump for --input-format spring-kafka to stdout (deterministic, invented values; python3 stdlib only).
+# Counts as Spring writes them: a -dlt record has retry_topic-attempts maxAttempts + 1 (4).
 # Run from the repository root: python3 tools/example_dumps/spring_kafka.py > examples/<name>; the trap records are commented.
 import json, struct, sys
 def esc(b):
@@ -64,29 +65,29 @@ def pl(key, committed=False, attempts=1, **kw):
     d.update(kw)
     return json.dumps(d, separators=(',', ':'))
 R = [
- rec('payment.capture', ['timeout'], be4(1), pl('cap_7d01', amount_cents=1200)),
- rec('payment.capture', ['insufficient_funds'], be4(1), pl('cap_7d02')),
- rec('payment.capture', ['timeout', 'duplicate'], be4(2), pl('cap_7d03')),
+ rec('payment.capture', ['timeout'], be4(4), pl('cap_7d01', amount_cents=1200)),
+ rec('payment.capture', ['insufficient_funds'], be4(4), pl('cap_7d02')),
+ rec('payment.capture', ['timeout', 'duplicate'], be4(4), pl('cap_7d03')),
  rec('inventory.reserve', ['timeout', 'lock_timeout'], be4(2), pl('res_51a0'), dlt=False),
  rec('inventory.reserve', ['overbook'], be8(1), pl('res_51a1')),
  rec('webhook.partner', ['http_503'], b'\x01', pl('wh_0c11')),  # Spring 2.7.5: 1 byte
- rec('webhook.partner', ['http_400'], be4(1), pl('wh_0c12')),
- rec('mail.receipt', ['smtp_421'], be4(1), pl('mail_3e01')),
- rec('mail.receipt', ['unknown_recipient'], be4(1), pl('mail_3e02')),
- rec('payment.capture', ['timeout'], be4(1), pl(None)),                      # no_idempotency_key
- rec('payment.capture', ['timeout'], be4(1), pl('cap_7d05', committed=True)),  # already_committed
- rec('payment.capture', ['timeout', 'timeout', 'timeout'], be4(3), pl('cap_7d06')),  # attempts_exhausted
- rec('mail.receipt', ['smtp_421'], be4(1), pl('mail_3e03'), replay='1'),     # already_replayed
- rec('mail.receipt', ['timeout'], be4(1), pl('mail_3e04')),                  # no rule: default
- rec('payment.capture', ['timeout'], be4(1), pl('cap_7d01')),                # same key: maybe-duplicate
- rec('webhook.partner', ['http_503'], b'1', pl('wh_0c13')),                  # 1 byte 0x31 = 49, not "1"
- rec('webhook.partner', ['http_503'], b'\x00\x00\x01', pl('wh_0c14')),      # 3 bytes: does not decode
- rec('webhook.partner', ['http_503'], None, pl('wh_0c15')),                  # null header
- rec('payment.capture', ['timeout'], be4(1), pl('cap_7d07'), drop_attempts=True),  # missing counter
- rec('payment.capture', ['timeout'], be4(1), pl('cap_7d08'), extra=[('retry_topic-attempts', be4(2))]),  # repeated
- rec('payment.capture', ['illegal'], be4(1), pl('cap_7d09')),                # unmapped cause
- rec('payment.capture', ['timeout'], be4(1), 'capture cap_7d10 amount=1200'),  # payload not JSON
- rec('mail.receipt', ['smtp_421'], be4(1), pl('mail_3e05'), replay='one'),   # string count
- rec('inventory.reserve', ['lock_timeout'], be4(-1), pl('res_51a2')),        # negative: 0xFF bytes, not UTF-8 in kcat
+ rec('webhook.partner', ['http_400'], be4(4), pl('wh_0c12')),
+ rec('mail.receipt', ['smtp_421'], be4(4), pl('mail_3e01')),
+ rec('mail.receipt', ['unknown_recipient'], be4(4), pl('mail_3e02')),
+ rec('payment.capture', ['timeout'], be4(4), pl(None)),                      # no_idempotency_key
+ rec('payment.capture', ['timeout'], be4(4), pl('cap_7d05', committed=True)),  # already_committed
+ rec('payment.capture', ['timeout', 'timeout', 'timeout'], be4(4), pl('cap_7d06'), replay='3'),  # 3 redrives: attempts_exhausted
+ rec('mail.receipt', ['smtp_421'], be4(4), pl('mail_3e03'), replay='1'),     # already_replayed
+ rec('mail.receipt', ['timeout'], be4(4), pl('mail_3e04')),                  # no rule: default
+ rec('payment.capture', ['timeout'], be4(4), pl('cap_7d01')),                # same key: maybe-duplicate
+ rec('webhook.partner', ['http_503'], b'1', pl('wh_0c13')),                  # 1 byte 0x31 = 49, not "1" (the counter is not mapped: explain shows it)
+ rec('webhook.partner', ['http_503'], b'\x00\x00\x01', pl('wh_0c14')),      # 3 bytes: does not decode (the counter is not mapped: explain shows it)
+ rec('webhook.partner', ['http_503'], None, pl('wh_0c15')),                  # null header (the counter is not mapped: explain shows it)
+ rec('payment.capture', ['timeout'], be4(4), pl('cap_7d07'), drop_attempts=True),  # missing counter (the counter is not mapped: explain shows it)
+ rec('payment.capture', ['timeout'], be4(4), pl('cap_7d08'), extra=[('retry_topic-attempts', be4(4))]),  # repeated (the counter is not mapped: explain shows it)
+ rec('payment.capture', ['illegal'], be4(4), pl('cap_7d09')),                # unmapped cause
+ rec('payment.capture', ['timeout'], be4(4), 'capture cap_7d10 amount=1200'),  # payload not JSON
+ rec('mail.receipt', ['smtp_421'], be4(4), pl('mail_3e05'), replay='one'),   # string count
+ rec('inventory.reserve', ['lock_timeout'], be4(-1), pl('res_51a2')),        # negative: 0xFF bytes, not UTF-8 in kcat (the counter is not mapped: explain shows it)
 ]
 sys.stdout.buffer.write(b'\n'.join(R) + b'\n')

@@ -1,10 +1,11 @@
 # Writes examples/ dump for --input-format sqs to stdout (deterministic, invented values; python3 stdlib only).
+# Counts as SQS writes them: ApproximateReceiveCount is above maxReceiveCount (3) on arrival.
 # Run from the repository root: python3 tools/example_dumps/sqs.py > examples/<name>; the trap records are commented.
 import json, base64, sys, uuid, hashlib
 CAUSE = ['timeout','insufficient_funds','lock_timeout','overbook','http_503','http_400','smtp_421','unknown_recipient']
 n = [0]
 ACCT = 'arn:aws:sqs:eu-west-1:123456789012:'
-def msg(queue, error, count='1', key='k', committed=False, replay=None, body=None, attrs=None, src=True, extra_ma=None):
+def msg(queue, error, count='4', key='k', committed=False, replay=None, body=None, attrs=None, src=True, extra_ma=None):
     n[0] += 1
     if body is None:
         d = {}
@@ -28,27 +29,27 @@ def msg(queue, error, count='1', key='k', committed=False, replay=None, body=Non
          'MD5OfMessageAttributes': hashlib.md5(json.dumps(ma).encode()).hexdigest(), 'MessageAttributes': ma}
     return m
 M = [
- msg('payment-capture', 'timeout', '1', 'cap_s101'),
- msg('payment-capture', 'insufficient_funds', '2', 'cap_s102'),
- msg('payment-capture', 'duplicate', '1', 'cap_s103'),
- msg('inventory-reserve', 'lock_timeout', '2', 'res_s201'),
- msg('inventory-reserve', 'overbook', '1', 'res_s202'),
+ msg('payment-capture', 'timeout', '4', 'cap_s101'),
+ msg('payment-capture', 'insufficient_funds', '5', 'cap_s102'),
+ msg('payment-capture', 'duplicate', '4', 'cap_s103'),
+ msg('inventory-reserve', 'lock_timeout', '5', 'res_s201'),
+ msg('inventory-reserve', 'overbook', '4', 'res_s202'),
  msg('webhook-partner', 'http_503', '1', 'wh_s301'),
  msg('webhook-partner', 'http_400', '1', 'wh_s302'),
  msg('mail-receipt', 'smtp_421', '1', 'mail_s401'),
- msg('mail-receipt', 'unknown_recipient', '1', 'mail_s402'),
- msg('payment-capture', 'timeout', '1', None),                 # no_idempotency_key
- msg('payment-capture', 'timeout', '1', 'cap_s104', committed=True),  # already_committed
- msg('payment-capture', 'timeout', '3', 'cap_s105'),           # attempts_exhausted
+ msg('mail-receipt', 'unknown_recipient', '4', 'mail_s402'),
+ msg('payment-capture', 'timeout', '4', None),                 # no_idempotency_key
+ msg('payment-capture', 'timeout', '4', 'cap_s104', committed=True),  # already_committed
+ msg('payment-capture', 'timeout', '4', 'cap_s105', replay='3'),  # 3 redrives: attempts_exhausted
  msg('mail-receipt', 'smtp_421', '1', 'mail_s403', replay='1'),  # already_replayed
- msg('mail-receipt', 'timeout', '1', 'mail_s404'),             # no rule: default
- msg('payment-capture', 'timeout', '1', 'cap_s101'),           # same key: maybe-duplicate
- msg('payment-capture', 'timeout', None, 'cap_s106'),          # no receive count: invalid, not zero
- msg('payment-capture', 'timeout', 'three', 'cap_s107'),       # a receive count that is not a number
- msg('payment-capture', 'timeout', '1', 'cap_s108', src=False),  # no source queue
+ msg('mail-receipt', 'timeout', '4', 'mail_s404'),             # no rule: default
+ msg('payment-capture', 'timeout', '4', 'cap_s101'),           # same key: maybe-duplicate
+ msg('payment-capture', 'timeout', None, 'cap_s106'),          # no receive count (the counter is not mapped: explain shows it)
+ msg('payment-capture', 'timeout', 'three', 'cap_s107'),       # a receive count that is not a number (the counter is not mapped: explain shows it)
+ msg('payment-capture', 'timeout', '4', 'cap_s108', src=False),  # no source queue
  msg('webhook-partner', 'http_503', '1', 'wh_s303', body='partner=wh_s303&status=503'),  # body not JSON
  msg('mail-receipt', 'smtp_421', '1', 'mail_s405', replay='one'),  # a string count
- msg('payment-capture', 'timeout', '1', 'cap_s109', extra_ma={'x-replay': {'StringValue': '0', 'BinaryValue': 'MA==', 'DataType': 'Number'}}),  # two values
- msg('payment-capture', 'gateway_exploded', '1', 'cap_s110'),  # unmapped error
+ msg('payment-capture', 'timeout', '4', 'cap_s109', extra_ma={'x-replay': {'StringValue': '0', 'BinaryValue': 'MA==', 'DataType': 'Number'}}),  # two values
+ msg('payment-capture', 'gateway_exploded', '4', 'cap_s110'),  # unmapped error
 ]
 sys.stdout.write(json.dumps({'Messages': M}, indent=4) + '\n')
