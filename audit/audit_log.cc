@@ -1169,7 +1169,8 @@ Scan scan_log(std::string_view bytes) {
       digested = offset;
       if (entry["chain_digest"] == digest.hex()) {
         report.checkpoints.push_back({line_number, seq, report.entries, entry["key_id"], time,
-                                      entry["prev"], entry["chain_digest"], entry["signature"]});
+                                      entry["prev"], entry["chain_digest"], entry["signature"],
+                                      line_hash(line)});
         s.since_checkpoint = 0;
       } else {
         report.problems.push_back(where +
@@ -1501,6 +1502,8 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
     line = checkpoint.dump();
     result->checkpoint_seq = checkpoint["seq"];
     next.prev = line_hash(line);
+    result->checkpoint_head = next.prev;
+    result->checkpoint_digest = chain_digest;
     *record += line;
     *record += '\n';
     digest->update(line);
@@ -1557,6 +1560,28 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
   return "";
 }
 
+// Why a signing writer (`signer` with its key) must not continue the log at `path` that `scan`
+// read, against `anchor` (signing_refusal()); "" when it may, or when nothing is signed.
+std::string signed_refusal(const Scan& scan, const std::string& path,
+                           const CheckpointSigner* signer, const Anchor& anchor) {
+  if (signer == nullptr || signer->key == nullptr) return "";
+  const std::string why =
+      signing_refusal(scan.report, *signer->key, anchor, signer->accept_repairs);
+  if (why.empty()) return "";
+  return "refusing to sign on after " + path + ": " + why +
+         "; nothing was written. Check it with 'replaygate audit verify " + path +
+         " --trusted-key P.pub' and restore it from a copy";
+}
+
+// The last checkpoint of `scan` when it comes after `known` (a writer's baseline: what the log
+// must keep holding while it runs), else `known`.
+Anchor later_anchor(const Scan& scan, const Anchor& known) {
+  if (scan.report.checkpoints.empty()) return known;
+  const CheckpointSeen& last = scan.report.checkpoints.back();
+  if (last.seq <= known.seq) return known;
+  return Anchor{last.seq, last.head, last.chain_digest};
+}
+
 }  // namespace
 
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
@@ -1581,6 +1606,11 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   // tail, when refusing. This reads and checks every line: O(size of the log) per append.
   const Scan scan = scan_log(log.bytes);
   if (!scan.report.ok()) return fail(refusal(scan, path, log.bytes));
+  if (signer != nullptr) {
+    if (std::string why = signed_refusal(scan, path, signer, signer->anchor); !why.empty()) {
+      return fail(std::move(why));
+    }
+  }
   // A torn tail and empty lines after the last entry are removed, not continued, by
   // cut_then_write(), right before the write, after every check that can refuse: a refused
   // append changes nothing. (A last line without its newline that is not torn is a problem: the
@@ -1612,6 +1642,11 @@ struct Appender::State {
   bool written = false;  // the first write cuts what scan found after the last entry
   struct stat opened {};
   uint64_t size = 0;  // the file's size after this appender's last write
+  // Its ctime then: any write by another (an in-place rewrite of the same size too) changes it.
+  struct timespec changed {};
+  // With a signer: the last checkpoint the log must still hold (the ledger anchor, then the last
+  // one seen or written here): a file rewritten below it under a running writer is refused.
+  Anchor known;
 };
 
 std::unique_ptr<Appender> Appender::open(const std::string& path, const CheckpointSigner* signer,
@@ -1632,8 +1667,14 @@ std::unique_ptr<Appender> Appender::open(const std::string& path, const Checkpoi
     *error = refusal(state->scan, path, state->log.bytes);
     return nullptr;
   }
+  if (signer != nullptr) {
+    *error = signed_refusal(state->scan, path, signer, signer->anchor);
+    if (!error->empty()) return nullptr;
+    state->known = later_anchor(state->scan, signer->anchor);
+  }
   state->chain = chain_after(state->scan, state->log.bytes, signer);
   ::fstat(state->log.f.fd, &state->opened);
+  state->changed = state->opened.st_ctim;
   state->size = state->log.bytes.size();  // the bytes are kept until the first write
   ::flock(state->log.f.fd, LOCK_UN);      // taken again for each append
   return std::unique_ptr<Appender>(new Appender(std::move(state)));
@@ -1670,13 +1711,20 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
                 "nothing was written. Check it with 'replaygate audit verify " +
                 st.path + "'");
   }
-  if (static_cast<uint64_t>(now.st_size) != st.size) {
+  if (static_cast<uint64_t>(now.st_size) != st.size || now.st_ctim.tv_sec != st.changed.tv_sec ||
+      now.st_ctim.tv_nsec != st.changed.tv_nsec) {
     int read_error = 0;
     if (!read_all(st.log.f.fd, static_cast<uint64_t>(now.st_size), &st.log.bytes, &read_error)) {
       return fail("cannot read " + st.path + ": " + errno_text(read_error));
     }
     Scan scan = scan_log(st.log.bytes);
     if (!scan.report.ok()) return fail(refusal(scan, st.path, st.log.bytes));
+    if (st.signer != nullptr) {
+      if (std::string why = signed_refusal(scan, st.path, st.signer, st.known); !why.empty()) {
+        return fail(std::move(why));
+      }
+      st.known = later_anchor(scan, st.known);
+    }
     st.chain = chain_after(scan, st.log.bytes, st.signer);
     st.scan = std::move(scan);
     st.size = st.log.bytes.size();
@@ -1704,9 +1752,15 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
     error = write_record(st.log, st.path, record, st.size);
   }
   struct stat after {};
-  if (::fstat(st.log.f.fd, &after) == 0) st.size = static_cast<uint64_t>(after.st_size);
+  if (::fstat(st.log.f.fd, &after) == 0) {
+    st.size = static_cast<uint64_t>(after.st_size);
+    st.changed = after.st_ctim;
+  }
   if (!error.empty()) return fail(error);
   st.written = true;
+  if (result.checkpoint_seq > st.known.seq) {
+    st.known = Anchor{result.checkpoint_seq, result.checkpoint_head, result.checkpoint_digest};
+  }
   result.ok = true;
   return result;
 }
