@@ -1388,6 +1388,23 @@ const char* const kDashRefused =
 
 }  // namespace
 
+// Whether `bytes` (a log) hold `anchor`'s line: the line whose seq it names, with
+// its hash, after bytes whose BLAKE2b-256 is its chain_digest (an anchor need not be a
+// checkpoint: a writer that checkpoints per block anchors its last entry).
+bool holds_anchor(std::string_view bytes, const Anchor& anchor) {
+  const std::string seq = std::to_string(anchor.seq);
+  for (size_t from = 0, end = bytes.find('\n'); end != std::string_view::npos;
+       from = end + 1, end = bytes.find('\n', from)) {
+    const std::string_view line = bytes.substr(from, end - from);
+    if (member_text(line, "seq") != seq) continue;
+    if (line_hash(line) != anchor.head) continue;
+    ChainDigest digest;
+    digest.update(bytes.substr(0, from));
+    if (digest.hex() == anchor.chain_digest) return true;
+  }
+  return false;
+}
+
 VerifyReport verify_bytes(std::string_view bytes) { return scan_log(bytes).report; }
 
 std::string removed_tail_note(const std::string& path, const AppendResult& appended) {
@@ -1454,7 +1471,7 @@ ChainState chain_after(const Scan& scan, std::string_view bytes, const Checkpoin
 // decision entry or one with a result, a bad signer, an invalid entry.
 std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64_t decision_seq,
                     const CheckpointSigner* signer, const std::string& path, std::string* record,
-                    AppendResult* result) {
+                    AppendResult* result, bool close = false) {
   if (decision_seq != 0) {
     const auto it = st.decisions.find(decision_seq);
     if (it == st.decisions.end()) {
@@ -1466,7 +1483,7 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
              "); a decision has one result";
     }
   }
-  if (entries.empty()) {
+  if (entries.empty() && !(close && signer != nullptr && st.since_checkpoint > 0)) {
     result->seq = st.seq - 1;
     result->hash = st.prev;
     return "";
@@ -1504,6 +1521,7 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
     next.prev = line_hash(line);
     result->checkpoint_head = next.prev;
     result->checkpoint_digest = chain_digest;
+    result->last = Anchor{result->checkpoint_seq, next.prev, chain_digest};
     *record += line;
     *record += '\n';
     digest->update(line);
@@ -1545,12 +1563,15 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
     result->seq = entry["seq"];
     result->hash = next.prev;
     if (digest) {
+      result->last = Anchor{result->seq, next.prev, digest->hex()};
       digest->update(line);
       digest->update("\n");
       if (++next.since_checkpoint >= signer->every) add_checkpoint();
     }
   }
-  if (digest && next.since_checkpoint > 0) add_checkpoint();
+  if (digest && next.since_checkpoint > 0 && (signer->end_each_append || close)) {
+    add_checkpoint();
+  }
   st.seq = next.seq;
   st.prev = std::move(next.prev);
   st.last_time = std::move(next.last_time);
@@ -1562,11 +1583,12 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
 
 // Why a signing writer (`signer` with its key) must not continue the log at `path` that `scan`
 // read, against `anchor` (signing_refusal()); "" when it may, or when nothing is signed.
-std::string signed_refusal(const Scan& scan, const std::string& path,
+std::string signed_refusal(const Scan& scan, std::string_view bytes, const std::string& path,
                            const CheckpointSigner* signer, const Anchor& anchor) {
   if (signer == nullptr || signer->key == nullptr) return "";
-  const std::string why =
-      signing_refusal(scan.report, *signer->key, anchor, signer->accept_repairs);
+  // An anchor the log holds needs no more checking; signing_refusal() refuses one it does not.
+  const Anchor unmet = anchor.seq > 0 && holds_anchor(bytes, anchor) ? Anchor{} : anchor;
+  const std::string why = signing_refusal(scan.report, *signer->key, unmet, signer->accept_repairs);
   if (why.empty()) return "";
   return "refusing to sign on after " + path + ": " + why +
          "; nothing was written. Check it with 'replaygate audit verify " + path +
@@ -1607,7 +1629,8 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   const Scan scan = scan_log(log.bytes);
   if (!scan.report.ok()) return fail(refusal(scan, path, log.bytes));
   if (signer != nullptr) {
-    if (std::string why = signed_refusal(scan, path, signer, signer->anchor); !why.empty()) {
+    if (std::string why = signed_refusal(scan, log.bytes, path, signer, signer->anchor);
+        !why.empty()) {
       return fail(std::move(why));
     }
   }
@@ -1668,7 +1691,7 @@ std::unique_ptr<Appender> Appender::open(const std::string& path, const Checkpoi
     return nullptr;
   }
   if (signer != nullptr) {
-    *error = signed_refusal(state->scan, path, signer, signer->anchor);
+    *error = signed_refusal(state->scan, state->log.bytes, path, signer, signer->anchor);
     if (!error->empty()) return nullptr;
     state->known = later_anchor(state->scan, signer->anchor);
   }
@@ -1684,6 +1707,13 @@ Appender::Appender(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Appender::~Appender() = default;
 
 AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_t decision_seq) {
+  return write(std::move(entries), decision_seq, false);
+}
+
+AppendResult Appender::close() { return write({}, 0, true); }
+
+AppendResult Appender::write(std::vector<nlohmann::json> entries, uint64_t decision_seq,
+                             bool close) {
   State& st = *state_;
   AppendResult result;
   auto fail = [&](std::string message) {
@@ -1720,7 +1750,8 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
     Scan scan = scan_log(st.log.bytes);
     if (!scan.report.ok()) return fail(refusal(scan, st.path, st.log.bytes));
     if (st.signer != nullptr) {
-      if (std::string why = signed_refusal(scan, st.path, st.signer, st.known); !why.empty()) {
+      if (std::string why = signed_refusal(scan, st.log.bytes, st.path, st.signer, st.known);
+          !why.empty()) {
         return fail(std::move(why));
       }
       st.known = later_anchor(scan, st.known);
@@ -1732,11 +1763,11 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
   }
   std::string record;
   if (const std::string error =
-          compose(st.chain, entries, decision_seq, st.signer, st.path, &record, &result);
+          compose(st.chain, entries, decision_seq, st.signer, st.path, &record, &result, close);
       !error.empty()) {
     return fail(error);
   }
-  if (entries.empty()) {
+  if (record.empty()) {
     result.ok = true;
     return result;
   }
@@ -1758,9 +1789,7 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
   }
   if (!error.empty()) return fail(error);
   st.written = true;
-  if (result.checkpoint_seq > st.known.seq) {
-    st.known = Anchor{result.checkpoint_seq, result.checkpoint_head, result.checkpoint_digest};
-  }
+  if (result.last.seq > st.known.seq) st.known = result.last;
   result.ok = true;
   return result;
 }

@@ -84,6 +84,8 @@ struct AppendResult {
   uint64_t checkpoint_seq = 0;  // when ok and signed: the seq of the last checkpoint written
   // Its line's XXH3-128 hex and its chain_digest: what a caller records as the log's anchor.
   std::string checkpoint_head, checkpoint_digest;
+  // When ok and signed: the last line written (an entry or a checkpoint) as an anchor.
+  Anchor last;
   // The torn tail this append removed (bytes after the last '\n' that were a cut of the next
   // entry, see above), "" when none; set even when the append then fails.
   // Commands print it on stderr so that no bytes disappear silently.
@@ -153,10 +155,16 @@ class Appender {
   // append removes a torn tail or empty lines found at open (reported as append_batch() does).
   AppendResult append_batch(std::vector<nlohmann::json> entries, uint64_t decision_seq = 0);
   AppendResult append(nlohmann::json entry, uint64_t decision_seq = 0);
+  // With a signer: writes a checkpoint when entries came after the last one (a writer that
+  // checkpoints per block calls it at the end of its run), checked as an append is. ok with
+  // checkpoint_seq 0 when there was nothing to sign.
+  AppendResult close();
 
  private:
   struct State;
   explicit Appender(std::unique_ptr<State> state);
+  // append_batch(), and with `close` a last checkpoint when entries came after the last one.
+  AppendResult write(std::vector<nlohmann::json> entries, uint64_t decision_seq, bool close);
   std::unique_ptr<State> state_;
 };
 
@@ -239,6 +247,10 @@ struct VerifyReport {
 // before it (they move from `problems` to its RepairSeen); one whose `covers` does not match is a
 // problem, and acknowledges nothing. Thread-safe (no shared state).
 VerifyReport verify_bytes(std::string_view bytes);
+
+// Whether the log `bytes` still holds `anchor`'s line (Anchor, audit/checkpoint.h): a line with
+// its seq and hash after bytes whose BLAKE2b-256 is its chain_digest. O(size of the log).
+bool holds_anchor(std::string_view bytes, const Anchor& anchor);
 
 // XXH3-128 of `line` as 32 hex digits (high half first).
 std::string line_hash(std::string_view line);

@@ -96,11 +96,11 @@ std::string signing_refusal(const VerifyReport& report, const verify::SecretKey&
                         c.chain_digest == anchor.chain_digest);
     }
     if (!found) {
-      return "the log no longer holds its checkpoint " + std::to_string(anchor.seq) +
-             " (chain head " + anchor.head +
-             ") that was recorded for it (the ledger anchor, or this writer's own last "
-             "checkpoint): it was cut back or rewritten below that checkpoint, and a signing "
-             "writer does not sign a rewritten log";
+      return "the log no longer holds its entry " + std::to_string(anchor.seq) + " (chain head " +
+             anchor.head +
+             ") that was recorded for it (the ledger anchor, or the last line this writer saw or "
+             "wrote): it was cut back or rewritten below that entry, and a signing writer does "
+             "not sign a rewritten log";
     }
   }
   for (const RepairSeen& r : report.repairs) {

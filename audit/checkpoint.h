@@ -39,12 +39,13 @@ namespace replaygate::audit {
 
 struct VerifyReport;
 
-// A checkpoint a log must still hold: the last one recorded for it outside the file (the ledger
-// anchor) or the last one a running writer saw or wrote. seq 0: none.
+// A line a log must still hold: the last checkpoint recorded for it outside the file (the ledger
+// anchor) or the last one a running writer saw or wrote; a writer that checkpoints per block
+// anchors its last entry instead (CheckpointSigner::end_each_append). seq 0: none.
 struct Anchor {
   uint64_t seq = 0;
-  std::string head;          // XXH3-128 hex of the checkpoint's line (the next entry's prev)
-  std::string chain_digest;  // its chain_digest
+  std::string head;          // XXH3-128 hex of the line (the next entry's prev)
+  std::string chain_digest;  // BLAKE2b-256 of the bytes before it (a checkpoint's chain_digest)
 };
 
 // What a writer needs to add checkpoints: the key (not owned; it must outlive the append), how
@@ -55,6 +56,10 @@ struct CheckpointSigner {
   uint64_t every = 1000;
   Anchor anchor;
   bool accept_repairs = false;
+  // Whether every append ends with a checkpoint (true: a command's one append). A long-running
+  // writer (the gate) sets false: checkpoints after every `every` entries and at Appender::close(),
+  // and the anchor it records after each append (AppendResult::last) covers the entries between.
+  bool end_each_append = true;
 };
 
 // BLAKE2b-256 of a byte stream fed in order; hex() may be called at any point and feeding may go
@@ -93,7 +98,8 @@ verify::PublicKey public_half(const verify::SecretKey& key);
 // Why a writer holding `key` must not sign on after a log that verifies with `report` (every
 // problem-free log passes verify_bytes() first), "" when it may: a checkpoint that names `key`
 // but whose signature does not verify (forged or edited); `anchor` (seq > 0) not found again
-// (no checkpoint with its seq, head and chain_digest: the log was cut back or rebuilt below it);
+// among the checkpoints (none with its seq, head and chain_digest: the log was cut back or
+// rebuilt below it; audit_log.cc first looks for an anchored entry that is not a checkpoint);
 // a repair entry after the last checkpoint `key` signed (or any, when it signed none) unless
 // `accept_repairs`. Checkpoints under other keys are not checked here (the writer does not hold
 // them; 'audit verify --trusted-key' does).

@@ -2,6 +2,7 @@
 #include "gate/redrive.h"
 
 #include <limits>
+#include <cstdio>
 #include <utility>
 
 #include "audit/audit_log.h"
@@ -93,7 +94,15 @@ Redrive::Redrive(Options options) : options_(std::move(options)) {
   if (options_.worker.empty()) options_.worker = default_worker();
 }
 
-Redrive::~Redrive() = default;
+Redrive::~Redrive() {
+  // The last checkpoint of a run that checkpoints per block, and its anchor.
+  if (!appender_ || anchor_log_.empty()) return;
+  const audit::AppendResult closed = appender_->close();
+  std::string error = closed.ok ? raise_anchor(closed, true) : closed.error;
+  if (!error.empty()) {
+    std::fprintf(stderr, "replaygate: the audit log's last checkpoint: %s\n", error.c_str());
+  }
+}
 
 std::string Redrive::open() {
   if (!options_.ledger_url.empty()) {
@@ -107,8 +116,10 @@ std::string Redrive::open() {
   if (options_.dry_run || options_.audit_path.empty()) return "";
   const audit::CheckpointSigner* signer = options_.signer;
   if (signer != nullptr && ledger_ != nullptr) {
-    // The log must still hold the last checkpoint the ledger recorded for it (docs/signing.md).
+    // The log must still hold the line the ledger anchored it at (docs/signing.md). Checkpoints
+    // per block and at close; the anchor, raised after each letter, covers the entries between.
     if (std::string error = read_anchor(); !error.empty()) return error;
+    signer_.end_each_append = false;
     signer = &signer_;
   }
   std::string error;
@@ -130,13 +141,14 @@ std::string Redrive::read_anchor() {
   return "";
 }
 
-std::string Redrive::raise_anchor(const audit::AppendResult& appended) {
-  if (appended.checkpoint_seq == 0 || ledger_ == nullptr || anchor_log_.empty()) return "";
+std::string Redrive::raise_anchor(const audit::AppendResult& appended, bool always) {
+  if (!always && appended.checkpoint_seq == 0) return "";
+  if (appended.last.seq == 0 || ledger_ == nullptr || anchor_log_.empty()) return "";
   ledger::AuditAnchor a;
   a.log = anchor_log_;
-  a.seq = static_cast<int64_t>(appended.checkpoint_seq);
-  a.head = appended.checkpoint_head;
-  a.chain_digest = appended.checkpoint_digest;
+  a.seq = static_cast<int64_t>(appended.last.seq);
+  a.head = appended.last.head;
+  a.chain_digest = appended.last.chain_digest;
   a.key_id = verify::hex(options_.signer->key->id);
   ledger::Result<ledger::AuditAnchor> raised = ledger_->raise_anchor(a);
   if (!raised)
@@ -363,7 +375,7 @@ std::string Redrive::record_decision(const Table& table, const Plan& plan, const
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   if (!appended.ok) return appended.error;
   decision_seq_ = appended.seq;
-  return raise_anchor(appended);
+  return raise_anchor(appended, false);
 }
 
 std::string Redrive::record_outcome(const Plan& plan, bool confirmed, const std::string& outcome) {
@@ -387,7 +399,7 @@ std::string Redrive::record_outcome(const Plan& plan, bool confirmed, const std:
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   decision_seq_ = 0;
   if (!appended.ok) return failure.empty() ? appended.error : failure + "; " + appended.error;
-  if (std::string error = raise_anchor(appended); !error.empty()) {
+  if (std::string error = raise_anchor(appended, true); !error.empty()) {
     return failure.empty() ? error : failure + "; " + error;
   }
   return failure;

@@ -182,8 +182,9 @@ class Redrive {
   void hold(const Table& table, Plan& plan, std::string rule, std::string reason) const;
   // The ledger's anchor of the audit log into signer_ (a copy of options_.signer): "" or why not.
   std::string read_anchor();
-  // Records the last checkpoint `appended` wrote (if any) as the log's anchor: "" or why not.
-  std::string raise_anchor(const audit::AppendResult& appended);
+  // Records the last line `appended` wrote as the log's anchor (`always`; else only when it wrote
+  // a checkpoint): "" or why not.
+  std::string raise_anchor(const audit::AppendResult& appended, bool always);
 
   Options options_;
   std::unique_ptr<ledger::Ledger> ledger_;

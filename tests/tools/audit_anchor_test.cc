@@ -113,10 +113,10 @@ TEST_F(AuditAnchor, ASigningAppendRefusesALogRewrittenBelowItsAnchor) {
   ASSERT_FALSE(refused.ok);
   EXPECT_EQ(refused.error,
             "refusing to sign on after " + log() +
-                ": the log no longer holds its checkpoint 6 (chain head " + anchor.head +
-                ") that was recorded for it (the ledger anchor, or this writer's own last "
-                "checkpoint): it was cut back or rewritten below that checkpoint, and a signing "
-                "writer does not sign a rewritten log; nothing was written. Check it with "
+                ": the log no longer holds its entry 6 (chain head " + anchor.head +
+                ") that was recorded for it (the ledger anchor, or the last line this writer saw "
+                "or wrote): it was cut back or rewritten below that entry, and a signing writer "
+                "does not sign a rewritten log; nothing was written. Check it with "
                 "'replaygate audit verify " +
                 log() + " --trusted-key P.pub' and restore it from a copy");
   EXPECT_EQ(read_file(log()), forged);
@@ -142,8 +142,7 @@ TEST_F(AuditAnchor, ATailCutRightAfterACheckpointIsRefusedByTheAnchor) {
   anchored.anchor = {last.checkpoint_seq, last.checkpoint_head, last.checkpoint_digest};
   const audit::AppendResult refused = append(5, &anchored);
   ASSERT_FALSE(refused.ok);
-  EXPECT_NE(refused.error.find("no longer holds its checkpoint 8"), std::string::npos)
-      << refused.error;
+  EXPECT_NE(refused.error.find("no longer holds its entry 8"), std::string::npos) << refused.error;
 }
 
 TEST_F(AuditAnchor, ALogRewrittenInPlaceUnderARunningAppenderIsRefused) {
@@ -156,8 +155,7 @@ TEST_F(AuditAnchor, ALogRewrittenInPlaceUnderARunningAppenderIsRefused) {
   write_file(log(), forged);
   const audit::AppendResult refused = appender->append(decision(4));
   ASSERT_FALSE(refused.ok);
-  EXPECT_NE(refused.error.find("no longer holds its checkpoint 6"), std::string::npos)
-      << refused.error;
+  EXPECT_NE(refused.error.find("no longer holds its entry 6"), std::string::npos) << refused.error;
   EXPECT_EQ(read_file(log()), forged);
 }
 
@@ -256,20 +254,54 @@ TEST_F(AuditAnchor, TheGateRecordsTheAnchorAndRefusesALogRewrittenBelowIt) {
       ASSERT_EQ(redrive.record_decision(*table, plan, letter, n), "");
       ASSERT_EQ(redrive.record_outcome(plan, false, "held"), "");
     }
+    // Checkpoints per block (every 1000 here) and at close: none yet; the anchor, raised after
+    // each letter's result, is the last entry.
+    EXPECT_EQ(lines_of(read_file(log())).size(), 6u);
     auto anchors = redrive.ledger()->anchors();
     ASSERT_TRUE(anchors.ok()) << anchors.error().message;
     ASSERT_EQ(anchors->size(), 1u);
     EXPECT_EQ((*anchors)[0].log, audit::anchor_name(log()));
-    EXPECT_EQ((*anchors)[0].seq, 12);
+    EXPECT_EQ((*anchors)[0].seq, 6);
     EXPECT_EQ((*anchors)[0].head, audit::line_hash(lines_of(read_file(log())).back()));
     EXPECT_EQ((*anchors)[0].key_id, verify::hex(key_.id));
   }
+  // At close: one checkpoint covers the run, and the anchor moves to it.
+  std::vector<std::string> lines = lines_of(read_file(log()));
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_EQ(json::parse(lines.back())["kind"], "checkpoint");
+  EXPECT_EQ(verify_log().exit_code, 0);
+  {
+    auto l = ledger::open_ledger(p("ledger.db"));
+    ASSERT_TRUE(l.ok());
+    auto anchors = (*l)->anchors();
+    ASSERT_TRUE(anchors.ok());
+    ASSERT_EQ(anchors->size(), 1u);
+    EXPECT_EQ((*anchors)[0].seq, 7);
+  }
+  // A second run continues it (its anchor holds).
+  {
+    gate::Redrive redrive(options);
+    ASSERT_EQ(redrive.open(), "");
+    ASSERT_EQ(redrive.record_decision(*table, plan, letter, 1), "");
+    ASSERT_EQ(redrive.record_outcome(plan, false, "held"), "");
+  }
+  lines = lines_of(read_file(log()));
+  ASSERT_EQ(lines.size(), 10u);
+  // A tail cut right after the first run's checkpoint verifies by itself; the anchor catches it.
+  write_file(log(), join_lines({lines.begin(), lines.begin() + 7}));
+  EXPECT_EQ(verify_log().exit_code, 0);
+  {
+    gate::Redrive redrive(options);
+    const std::string error = redrive.open();
+    EXPECT_NE(error.find("no longer holds its entry 10"), std::string::npos) << error;
+  }
+  write_file(log(), join_lines(lines));
   const std::string forged = rewrite(read_file(log()));
   write_file(log(), forged);
   {
     gate::Redrive redrive(options);
     const std::string error = redrive.open();
-    EXPECT_NE(error.find("no longer holds its checkpoint 12"), std::string::npos) << error;
+    EXPECT_NE(error.find("no longer holds its entry 10"), std::string::npos) << error;
   }
   EXPECT_EQ(read_file(log()), forged);
   // ledger check reports the log cut below its anchor.

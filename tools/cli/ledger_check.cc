@@ -9,9 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "audit/checkpoint.h"
+#include "audit/audit_log.h"
 #include "common/escape.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/files.h"
 #include "tools/cli/ledger_cmd.h"
 #include "tools/cli/ledger_trail.h"
 #include "tools/cli/output.h"
@@ -106,39 +107,41 @@ struct AnchorSeen {
   bool given = false;  // a given log is the one it names, or holds its checkpoint
 };
 
-bool holds(const Trail& trail, const ledger::AuditAnchor& a) {
-  for (const audit::CheckpointSeen& c : trail.checkpoints) {
-    if (c.seq == static_cast<uint64_t>(a.seq) && c.head == a.head &&
-        c.chain_digest == a.chain_digest) {
-      return true;
-    }
-  }
-  return false;
-}
-
-void check_anchors(const std::vector<ledger::AuditAnchor>& anchors,
-                   const std::vector<std::string>& paths, const std::vector<Trail>& trails,
-                   std::vector<Finding>* findings, std::vector<AnchorSeen>* seen) {
+// "" or why the logs cannot be read again (they were read and verified once already).
+std::string check_anchors(const std::vector<ledger::AuditAnchor>& anchors,
+                          const std::vector<std::string>& paths, std::vector<Finding>* findings,
+                          std::vector<AnchorSeen>* seen) {
   std::vector<std::string> names;
   for (const std::string& path : paths) names.push_back(audit::anchor_name(path));
-  for (const ledger::AuditAnchor& a : anchors) {
+  std::vector<bool> held(anchors.size() * paths.size(), false);
+  for (size_t i = 0; i < paths.size() && !anchors.empty(); ++i) {
+    std::string bytes, error;
+    if (!read_whole_file(paths[i], size_t{1} << 36, &bytes, &error)) return error;
+    for (size_t k = 0; k < anchors.size(); ++k) {
+      const ledger::AuditAnchor& a = anchors[k];
+      held[k * paths.size() + i] = audit::holds_anchor(
+          bytes, audit::Anchor{static_cast<uint64_t>(a.seq), a.head, a.chain_digest});
+    }
+  }
+  for (size_t k = 0; k < anchors.size(); ++k) {
+    const ledger::AuditAnchor& a = anchors[k];
     AnchorSeen s{a, false};
     for (size_t i = 0; i < paths.size(); ++i) {
-      if (holds(trails[i], a)) s.given = true;
+      if (held[k * paths.size() + i]) s.given = true;
     }
     for (size_t i = 0; i < paths.size() && !s.given; ++i) {
       if (names[i] != a.log) continue;
       s.given = true;
       findings->push_back(
           {"anchor_missing", "", 0, 0, i, "",
-           "the ledger anchors this log (" + a.log + ") at its checkpoint " +
-               std::to_string(a.seq) + " (chain head " + a.head + ", recorded " +
-               ledger::format_time(a.recorded_at) +
+           "the ledger anchors this log (" + a.log + ") at its entry " + std::to_string(a.seq) +
+               " (chain head " + a.head + ", recorded " + ledger::format_time(a.recorded_at) +
                "), which it no longer holds: the log was cut back or rewritten below the last "
-               "checkpoint its gate signed; restore it from a copy"});
+               "line its gate recorded; restore it from a copy"});
     }
     seen->push_back(std::move(s));
   }
+  return "";
 }
 
 }  // namespace
@@ -165,7 +168,10 @@ int run_ledger_check(const LedgerOptions& o) {
     auto anchors = l.anchors();
     if (!anchors) return ledger_failed(anchors.error());
     std::vector<AnchorSeen> anchor_seen;
-    check_anchors(*anchors, o.audits, trails, &findings, &anchor_seen);
+    if (const std::string why = check_anchors(*anchors, o.audits, &findings, &anchor_seen);
+        !why.empty()) {
+      return ledger_usage(why);
+    }
     // Requests whose release did not happen: the key is still held (nothing is lost), said as a
     // note, not a finding.
     std::vector<std::pair<std::pair<std::string, std::int64_t>, TrailPlace>> pending;

@@ -86,7 +86,6 @@ std::string read_trail(const std::string& path, const std::string& scope, Trail*
   if (report.entries == 0 && !bytes.empty()) {
     return path + " is not an audit log: no line of it is an entry";
   }
-  trail->checkpoints = report.checkpoints;
   uint64_t line = 0;
   size_t from = 0;
   // Complete lines only: bytes after the last newline are a torn tail (verify said so).

@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "audit/checkpoint.h"
 #include "ledger/ledger.h"
 
 namespace replaygate::cli {
@@ -38,13 +37,11 @@ struct Trail {
   // dry run). They are not claims of any ledger, so check and rebuild leave them out (counted).
   uint64_t unclaimed_creates = 0;
   uint64_t other_scopes = 0;  // ledger entries of other scopes, left out
-  // The log's checkpoints whose digest matches (what a ledger anchor must find again).
-  std::vector<audit::CheckpointSeen> checkpoints;
 };
 
 // The trails of several logs (one per gate, `ledger check --audit A --audit B`) as one, in time
 // order: each event's `log` is its trail's index; each log's own order is kept, and of events in
-// one second a grant comes before an operator act. Checkpoints are not merged (read each trail's).
+// one second a grant comes before an operator act.
 Trail merge_trails(const std::vector<Trail>& trails);
 
 // A place in the logs: which log (an index) and its line.
