@@ -16,7 +16,7 @@ void add_audit_sign_options(CLI::App& sub, AuditSignFlags* flags) {
                  "entries, so 'audit verify --trusted-key' detects a rewritten log");
   sub.add_option("--checkpoint-every", flags->every,
                  "With --audit-sign-key: a checkpoint after every N entries (default 1000), and "
-                 "always one at the end of each append");
+                 "one at the end of each append (gate: of the run)");
   sub.add_flag("--accept-repairs", flags->accept_repairs,
                "With --audit-sign-key: sign over the log's repair entries after its last "
                "checkpoint of this key (checked by you); without it such a log is refused");
