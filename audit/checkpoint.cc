@@ -95,7 +95,8 @@ std::string signing_refusal(const VerifyReport& report, const verify::SecretKey&
       found = found || (c.seq == anchor.seq && c.head == anchor.head &&
                         c.chain_digest == anchor.chain_digest);
     }
-    if (!found) {
+    // A log damaged below its anchor and repaired: only a person who checked it lets it go on.
+    if (!found && !(accept_repairs && !report.repairs.empty())) {
       return "the log no longer holds its entry " + std::to_string(anchor.seq) + " (chain head " +
              anchor.head +
              ") that was recorded for it (the ledger anchor, or the last line this writer saw or "

@@ -99,7 +99,8 @@ verify::PublicKey public_half(const verify::SecretKey& key);
 // problem-free log passes verify_bytes() first), "" when it may: a checkpoint that names `key`
 // but whose signature does not verify (forged or edited); `anchor` (seq > 0) not found again
 // among the checkpoints (none with its seq, head and chain_digest: the log was cut back or
-// rebuilt below it; audit_log.cc first looks for an anchored entry that is not a checkpoint);
+// rebuilt below it; audit_log.cc first looks for an anchored entry that is not a checkpoint),
+// unless the log holds a repair and `accept_repairs` (a damaged log repaired and accepted);
 // a repair entry after the last checkpoint `key` signed (or any, when it signed none) unless
 // `accept_repairs`. Checkpoints under other keys are not checked here (the writer does not hold
 // them; 'audit verify --trusted-key' does).
