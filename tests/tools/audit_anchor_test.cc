@@ -17,6 +17,7 @@
 #include "runtime/table.h"
 #include "runtime/verify/keys.h"
 #include "support/cli_runner.h"
+#include "support/ledger_letters.h"
 
 namespace replaygate::testing {
 namespace {
@@ -309,6 +310,38 @@ TEST_F(AuditAnchor, TheGateRecordsTheAnchorAndRefusesALogRewrittenBelowIt) {
   EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
   EXPECT_NE(check.out.find("anchor_missing"), std::string::npos) << check.out;
   EXPECT_EQ(verify_log().exit_code, 1);
+}
+
+// Two gates (here: two decide runs, each with its own log) share one ledger: `ledger check` given
+// one log reports the other's claim as missing its entry; given both, every claim is accounted
+// for, and a release recorded in the second log for a claim the first granted is matched.
+TEST_F(AuditAnchor, LedgerCheckTakesEveryGatesLog) {
+  const auto decide = [&](const std::string& log_name, const std::string& text) {
+    write_file(dir_ / (log_name + ".jsonl"), text);
+    return run({"decide", "--policy", kReplayGatePolicy, "--ledger", p("ledger.db"), "--audit",
+                p(log_name), "--operator", "ops", p(log_name + ".jsonl")});
+  };
+  ASSERT_EQ(decide("a.log", letter("m-1", "k1")).exit_code, 0);
+  ASSERT_EQ(decide("b.log", letter("m-2", "k2")).exit_code, 0);
+  const CliResult released =
+      run({"ledger", "release", "k1", "--ledger", p("ledger.db"), "--operator", "ana", "--reason",
+           "OPS-7: rolled back", "--audit", p("b.log")});
+  ASSERT_EQ(released.exit_code, 0) << released.err;
+  CliResult one = run({"ledger", "check", "--ledger", p("ledger.db"), "--audit", p("a.log")});
+  EXPECT_EQ(one.exit_code, 1) << one.out;
+  EXPECT_NE(one.out.find("claim_without_entry: key 'k2' generation 1"), std::string::npos)
+      << one.out;
+  const CliResult both = run({"ledger", "check", "--ledger", p("ledger.db"), "--audit", p("a.log"),
+                              "--audit", p("b.log")});
+  EXPECT_EQ(both.exit_code, 0) << both.out << both.err;
+  EXPECT_NE(both.out.find("': ok, 2 claims, 2 grants in " + p("a.log") + ", " + p("b.log") +
+                          ", 0 findings"),
+            std::string::npos)
+      << both.out;
+  const CliResult json_out = run({"ledger", "check", "--ledger", p("ledger.db"), "--audit",
+                                  p("a.log"), "--audit", p("b.log"), "--output", "json"});
+  EXPECT_EQ(json_out.exit_code, 0);
+  EXPECT_EQ(json::parse(json_out.out)["audits"], json::array({p("a.log"), p("b.log")}));
 }
 
 }  // namespace

@@ -99,12 +99,12 @@ std::vector<Finding> compare(
   return out;
 }
 
-// An anchor (the last checkpoint a signing gate recorded for its log) checked against the logs
-// given: the log it names (by audit::anchor_name()) must still hold that checkpoint; an anchor of
+// An anchor (the last line a signing gate recorded for its log) checked against the logs
+// given: the log it names (by audit::anchor_name()) must still hold that line; an anchor of
 // a log not given is checked against any given log that holds it (a copy), else only noted.
 struct AnchorSeen {
   ledger::AuditAnchor anchor;
-  bool given = false;  // a given log is the one it names, or holds its checkpoint
+  bool given = false;  // a given log is the one it names, or holds its line
 };
 
 // "" or why the logs cannot be read again (they were read and verified once already).
