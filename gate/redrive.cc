@@ -95,13 +95,17 @@ Redrive::Redrive(Options options) : options_(std::move(options)) {
 }
 
 Redrive::~Redrive() {
-  // The last checkpoint of a run that checkpoints per block, and its anchor.
-  if (!appender_ || anchor_log_.empty()) return;
-  const audit::AppendResult closed = appender_->close();
-  std::string error = closed.ok ? raise_anchor(closed, true) : closed.error;
-  if (!error.empty()) {
-    std::fprintf(stderr, "replaygate: the audit log's last checkpoint: %s\n", error.c_str());
+  if (const std::string error = close(); !error.empty()) {
+    std::fprintf(stderr, "replaygate: %s\n", error.c_str());
   }
+}
+
+std::string Redrive::close() {
+  // The last checkpoint of a run that checkpoints per block, and its anchor.
+  if (!appender_ || anchor_log_.empty()) return "";
+  const audit::AppendResult closed = appender_->close();
+  const std::string error = closed.ok ? raise_anchor(closed, true) : closed.error;
+  return error.empty() ? "" : "the audit log's last checkpoint: " + error;
 }
 
 std::string Redrive::open() {

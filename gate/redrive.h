@@ -175,6 +175,11 @@ class Redrive {
   // the confirm), then appends the result entry `outcome` for the decision entry. "" or why not.
   std::string record_outcome(const Plan& plan, bool confirmed, const std::string& outcome);
 
+  // Ends the run's audit log: with a signer and a ledger, the last checkpoint (when entries came
+  // after the last one) and its anchor. "" or why not. The destructor calls it too (a second call
+  // has nothing to sign).
+  std::string close();
+
   ledger::Ledger* ledger() { return ledger_.get(); }
   const Options& options() const { return options_; }
 
