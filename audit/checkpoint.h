@@ -52,6 +52,8 @@ struct Anchor {
 // many entries may come between two checkpoints (>= 1), the anchor the log must still hold, and
 // whether repairs after the writer's last checkpoint were accepted (--accept-repairs).
 struct CheckpointSigner {
+  CheckpointSigner() = default;
+  CheckpointSigner(const verify::SecretKey* k, uint64_t n) : key(k), every(n) {}
   const verify::SecretKey* key = nullptr;
   uint64_t every = 1000;
   Anchor anchor;
