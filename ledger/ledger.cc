@@ -409,6 +409,16 @@ Result<AuditAnchor> Ledger::raise_anchor(const AuditAnchor& anchor) {
   });
 }
 
+Result<AuditAnchor> Ledger::do_raise_anchor(const AuditAnchor&) {
+  return internal::error(ErrorCode::kInternal,
+                         "ledger " + describe() + ": this ledger keeps no audit anchors");
+}
+
+Result<std::vector<AuditAnchor>> Ledger::do_anchors() {
+  return internal::error(ErrorCode::kInternal,
+                         "ledger " + describe() + ": this ledger keeps no audit anchors");
+}
+
 Result<std::vector<AuditAnchor>> Ledger::anchors() {
   return guarded([&]() -> Result<std::vector<AuditAnchor>> {
     std::lock_guard lock(mu_);
