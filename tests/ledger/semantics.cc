@@ -658,6 +658,8 @@ void check_copy_fields(const Opener& open) {
   EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(refused.error().message.find("body_digest"), std::string::npos)
       << refused.error().message;
+}
+
 void check_audit_anchors(const Opener& open) {
   TestClock clock;
   auto l = must_open(open, with_clock(clock));

@@ -303,6 +303,8 @@ TEST_F(LedgerSqlite, AVersion1LedgerIsUpgradedOnOpen) {
   auto again = open_ledger(path());
   ASSERT_TRUE(again.ok()) << again.error().message;
   EXPECT_TRUE((*(*again)->lookup({"old-1"}))[0].has_value());
+}
+
 TEST_F(LedgerSqlite, AuditAnchorsMoveOnlyForward) { check_audit_anchors(opener()); }
 
 TEST_F(LedgerSqlite, ALedgerMadeBeforeTheAnchorsGetsTheirTable) {
