@@ -1169,7 +1169,8 @@ Scan scan_log(std::string_view bytes) {
       digested = offset;
       if (entry["chain_digest"] == digest.hex()) {
         report.checkpoints.push_back({line_number, seq, report.entries, entry["key_id"], time,
-                                      entry["prev"], entry["chain_digest"], entry["signature"]});
+                                      entry["prev"], entry["chain_digest"], entry["signature"],
+                                      line_hash(line)});
         s.since_checkpoint = 0;
       } else {
         report.problems.push_back(where +
@@ -1387,6 +1388,23 @@ const char* const kDashRefused =
 
 }  // namespace
 
+// Whether `bytes` (a log) hold `anchor`'s line: the line whose seq it names, with
+// its hash, after bytes whose BLAKE2b-256 is its chain_digest (an anchor need not be a
+// checkpoint: a writer that checkpoints per block anchors its last entry).
+bool holds_anchor(std::string_view bytes, const Anchor& anchor) {
+  const std::string seq = std::to_string(anchor.seq);
+  for (size_t from = 0, end = bytes.find('\n'); end != std::string_view::npos;
+       from = end + 1, end = bytes.find('\n', from)) {
+    const std::string_view line = bytes.substr(from, end - from);
+    if (member_text(line, "seq") != seq) continue;
+    if (line_hash(line) != anchor.head) continue;
+    ChainDigest digest;
+    digest.update(bytes.substr(0, from));
+    if (digest.hex() == anchor.chain_digest) return true;
+  }
+  return false;
+}
+
 VerifyReport verify_bytes(std::string_view bytes) { return scan_log(bytes).report; }
 
 std::string removed_tail_note(const std::string& path, const AppendResult& appended) {
@@ -1453,7 +1471,7 @@ ChainState chain_after(const Scan& scan, std::string_view bytes, const Checkpoin
 // decision entry or one with a result, a bad signer, an invalid entry.
 std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64_t decision_seq,
                     const CheckpointSigner* signer, const std::string& path, std::string* record,
-                    AppendResult* result) {
+                    AppendResult* result, bool close = false) {
   if (decision_seq != 0) {
     const auto it = st.decisions.find(decision_seq);
     if (it == st.decisions.end()) {
@@ -1465,7 +1483,7 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
              "); a decision has one result";
     }
   }
-  if (entries.empty()) {
+  if (entries.empty() && !(close && signer != nullptr && st.since_checkpoint > 0)) {
     result->seq = st.seq - 1;
     result->hash = st.prev;
     return "";
@@ -1501,6 +1519,9 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
     line = checkpoint.dump();
     result->checkpoint_seq = checkpoint["seq"];
     next.prev = line_hash(line);
+    result->checkpoint_head = next.prev;
+    result->checkpoint_digest = chain_digest;
+    result->last = Anchor{result->checkpoint_seq, next.prev, chain_digest};
     *record += line;
     *record += '\n';
     digest->update(line);
@@ -1542,12 +1563,15 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
     result->seq = entry["seq"];
     result->hash = next.prev;
     if (digest) {
+      result->last = Anchor{result->seq, next.prev, digest->hex()};
       digest->update(line);
       digest->update("\n");
       if (++next.since_checkpoint >= signer->every) add_checkpoint();
     }
   }
-  if (digest && next.since_checkpoint > 0) add_checkpoint();
+  if (digest && next.since_checkpoint > 0 && (signer->end_each_append || close)) {
+    add_checkpoint();
+  }
   st.seq = next.seq;
   st.prev = std::move(next.prev);
   st.last_time = std::move(next.last_time);
@@ -1555,6 +1579,29 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
   for (const auto& [d, r] : decided) st.decisions[d] = r;
   if (digest) st.digest = std::move(digest);
   return "";
+}
+
+// Why a signing writer (`signer` with its key) must not continue the log at `path` that `scan`
+// read, against `anchor` (signing_refusal()); "" when it may, or when nothing is signed.
+std::string signed_refusal(const Scan& scan, std::string_view bytes, const std::string& path,
+                           const CheckpointSigner* signer, const Anchor& anchor) {
+  if (signer == nullptr || signer->key == nullptr) return "";
+  // An anchor the log holds needs no more checking; signing_refusal() refuses one it does not.
+  const Anchor unmet = anchor.seq > 0 && holds_anchor(bytes, anchor) ? Anchor{} : anchor;
+  const std::string why = signing_refusal(scan.report, *signer->key, unmet, signer->accept_repairs);
+  if (why.empty()) return "";
+  return "refusing to sign on after " + path + ": " + why +
+         "; nothing was written. Check it with 'replaygate audit verify " + path +
+         " --trusted-key P.pub' and restore it from a copy";
+}
+
+// The last checkpoint of `scan` when it comes after `known` (a writer's baseline: what the log
+// must keep holding while it runs), else `known`.
+Anchor later_anchor(const Scan& scan, const Anchor& known) {
+  if (scan.report.checkpoints.empty()) return known;
+  const CheckpointSeen& last = scan.report.checkpoints.back();
+  if (last.seq <= known.seq) return known;
+  return Anchor{last.seq, last.head, last.chain_digest};
 }
 
 }  // namespace
@@ -1581,6 +1628,12 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
   // tail, when refusing. This reads and checks every line: O(size of the log) per append.
   const Scan scan = scan_log(log.bytes);
   if (!scan.report.ok()) return fail(refusal(scan, path, log.bytes));
+  if (signer != nullptr) {
+    if (std::string why = signed_refusal(scan, log.bytes, path, signer, signer->anchor);
+        !why.empty()) {
+      return fail(std::move(why));
+    }
+  }
   // A torn tail and empty lines after the last entry are removed, not continued, by
   // cut_then_write(), right before the write, after every check that can refuse: a refused
   // append changes nothing. (A last line without its newline that is not torn is a problem: the
@@ -1612,6 +1665,11 @@ struct Appender::State {
   bool written = false;  // the first write cuts what scan found after the last entry
   struct stat opened {};
   uint64_t size = 0;  // the file's size after this appender's last write
+  // Its ctime then: any write by another (an in-place rewrite of the same size too) changes it.
+  struct timespec changed {};
+  // With a signer: the last checkpoint the log must still hold (the ledger anchor, then the last
+  // one seen or written here): a file rewritten below it under a running writer is refused.
+  Anchor known;
 };
 
 std::unique_ptr<Appender> Appender::open(const std::string& path, const CheckpointSigner* signer,
@@ -1632,8 +1690,14 @@ std::unique_ptr<Appender> Appender::open(const std::string& path, const Checkpoi
     *error = refusal(state->scan, path, state->log.bytes);
     return nullptr;
   }
+  if (signer != nullptr) {
+    *error = signed_refusal(state->scan, state->log.bytes, path, signer, signer->anchor);
+    if (!error->empty()) return nullptr;
+    state->known = later_anchor(state->scan, signer->anchor);
+  }
   state->chain = chain_after(state->scan, state->log.bytes, signer);
   ::fstat(state->log.f.fd, &state->opened);
+  state->changed = state->opened.st_ctim;
   state->size = state->log.bytes.size();  // the bytes are kept until the first write
   ::flock(state->log.f.fd, LOCK_UN);      // taken again for each append
   return std::unique_ptr<Appender>(new Appender(std::move(state)));
@@ -1643,6 +1707,13 @@ Appender::Appender(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Appender::~Appender() = default;
 
 AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_t decision_seq) {
+  return write(std::move(entries), decision_seq, false);
+}
+
+AppendResult Appender::close() { return write({}, 0, true); }
+
+AppendResult Appender::write(std::vector<nlohmann::json> entries, uint64_t decision_seq,
+                             bool close) {
   State& st = *state_;
   AppendResult result;
   auto fail = [&](std::string message) {
@@ -1670,13 +1741,21 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
                 "nothing was written. Check it with 'replaygate audit verify " +
                 st.path + "'");
   }
-  if (static_cast<uint64_t>(now.st_size) != st.size) {
+  if (static_cast<uint64_t>(now.st_size) != st.size || now.st_ctim.tv_sec != st.changed.tv_sec ||
+      now.st_ctim.tv_nsec != st.changed.tv_nsec) {
     int read_error = 0;
     if (!read_all(st.log.f.fd, static_cast<uint64_t>(now.st_size), &st.log.bytes, &read_error)) {
       return fail("cannot read " + st.path + ": " + errno_text(read_error));
     }
     Scan scan = scan_log(st.log.bytes);
     if (!scan.report.ok()) return fail(refusal(scan, st.path, st.log.bytes));
+    if (st.signer != nullptr) {
+      if (std::string why = signed_refusal(scan, st.log.bytes, st.path, st.signer, st.known);
+          !why.empty()) {
+        return fail(std::move(why));
+      }
+      st.known = later_anchor(scan, st.known);
+    }
     st.chain = chain_after(scan, st.log.bytes, st.signer);
     st.scan = std::move(scan);
     st.size = st.log.bytes.size();
@@ -1684,11 +1763,11 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
   }
   std::string record;
   if (const std::string error =
-          compose(st.chain, entries, decision_seq, st.signer, st.path, &record, &result);
+          compose(st.chain, entries, decision_seq, st.signer, st.path, &record, &result, close);
       !error.empty()) {
     return fail(error);
   }
-  if (entries.empty()) {
+  if (record.empty()) {
     result.ok = true;
     return result;
   }
@@ -1704,9 +1783,13 @@ AppendResult Appender::append_batch(std::vector<nlohmann::json> entries, uint64_
     error = write_record(st.log, st.path, record, st.size);
   }
   struct stat after {};
-  if (::fstat(st.log.f.fd, &after) == 0) st.size = static_cast<uint64_t>(after.st_size);
+  if (::fstat(st.log.f.fd, &after) == 0) {
+    st.size = static_cast<uint64_t>(after.st_size);
+    st.changed = after.st_ctim;
+  }
   if (!error.empty()) return fail(error);
   st.written = true;
+  if (result.last.seq > st.known.seq) st.known = result.last;
   result.ok = true;
   return result;
 }

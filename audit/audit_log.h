@@ -82,6 +82,10 @@ struct AppendResult {
   uint64_t seq = 0;   // when ok: the new entry's seq
   std::string hash;   // when ok: XXH3-128 hex of the new line (the next entry's `prev`)
   uint64_t checkpoint_seq = 0;  // when ok and signed: the seq of the last checkpoint written
+  // Its line's XXH3-128 hex and its chain_digest: what a caller records as the log's anchor.
+  std::string checkpoint_head, checkpoint_digest;
+  // When ok and signed: the last line written (an entry or a checkpoint) as an anchor.
+  Anchor last;
   // The torn tail this append removed (bytes after the last '\n' that were a cut of the next
   // entry, see above), "" when none; set even when the append then fails.
   // Commands print it on stderr so that no bytes disappear silently.
@@ -119,7 +123,9 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
 // write: one after every signer->every entries since the log's last checkpoint, and one after the
 // last entry, so the batch ends signed; `seq` and `hash` stay the last given entry's and
 // `checkpoint_seq` is the last checkpoint's. A
-// caller's own checkpoint entry is refused as invalid (only the signer writes them).
+// caller's own checkpoint entry is refused as invalid (only the signer writes them). A signing
+// append first checks the log's signed state (signing_refusal(), audit/checkpoint.h, against
+// signer->anchor) and refuses, writing nothing, a log that fails it.
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
                           uint64_t decision_seq = 0, const CheckpointSigner* signer = nullptr);
 
@@ -129,6 +135,10 @@ AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> e
 // the file grew since this appender's last write (another appender wrote: `ledger release
 // --audit`, a second gate), that append reads and verifies the whole log again and continues it
 // only when it verifies; a file replaced since open (an editor's rename, a removal) is refused.
+// A file changed in place (its size or ctime differs from after our last write) is read again
+// the same way. With a signer, open() and every re-read also apply signing_refusal() against the
+// anchor: at open the signer's (the ledger's), then the last checkpoint seen or written here, so
+// a log rewritten below it under a running writer is refused.
 // Entries are checked and chained exactly as append_batch() does; checkpoints (signer) likewise.
 // Not thread-safe; one per process per log.
 class Appender {
@@ -145,10 +155,16 @@ class Appender {
   // append removes a torn tail or empty lines found at open (reported as append_batch() does).
   AppendResult append_batch(std::vector<nlohmann::json> entries, uint64_t decision_seq = 0);
   AppendResult append(nlohmann::json entry, uint64_t decision_seq = 0);
+  // With a signer: writes a checkpoint when entries came after the last one (a writer that
+  // checkpoints per block calls it at the end of its run), checked as an append is. ok with
+  // checkpoint_seq 0 when there was nothing to sign.
+  AppendResult close();
 
  private:
   struct State;
   explicit Appender(std::unique_ptr<State> state);
+  // append_batch(), and with `close` a last checkpoint when entries came after the last one.
+  AppendResult write(std::vector<nlohmann::json> entries, uint64_t decision_seq, bool close);
   std::unique_ptr<State> state_;
 };
 
@@ -231,6 +247,10 @@ struct VerifyReport {
 // before it (they move from `problems` to its RepairSeen); one whose `covers` does not match is a
 // problem, and acknowledges nothing. Thread-safe (no shared state).
 VerifyReport verify_bytes(std::string_view bytes);
+
+// Whether the log `bytes` still holds `anchor`'s line (Anchor, audit/checkpoint.h): a line with
+// its seq and hash after bytes whose BLAKE2b-256 is its chain_digest. O(size of the log).
+bool holds_anchor(std::string_view bytes, const Anchor& anchor);
 
 // XXH3-128 of `line` as 32 hex digits (high half first).
 std::string line_hash(std::string_view line);

@@ -1,8 +1,11 @@
 // Signed checkpoints of the audit trail: the digest, the signed message, and what they cover.
 #include "audit/checkpoint.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <cstring>
+#include <filesystem>
 
 #include "audit/audit_log.h"
 #include "common/plural.h"
@@ -54,6 +57,76 @@ std::string checkpoint_signature(const verify::SecretKey& key, std::string_view 
   return verify::hex(signature.data(), signature.size());
 }
 
+bool checkpoint_signed_by(const CheckpointSeen& c, const verify::PublicKey& key) {
+  std::array<uint8_t, crypto_sign_BYTES> signature{};
+  const std::string message = checkpoint_message(c.seq, c.prev, c.time, c.key_id, c.chain_digest);
+  return verify::unhex(c.signature, signature.data(), signature.size()) &&
+         crypto_sign_verify_detached(signature.data(),
+                                     reinterpret_cast<const unsigned char*>(message.data()),
+                                     message.size(), key.key.data()) == 0;
+}
+
+verify::PublicKey public_half(const verify::SecretKey& key) {
+  verify::PublicKey pub;
+  crypto_sign_ed25519_sk_to_pk(pub.key.data(), key.key.data());
+  pub.id = key.id;
+  pub.path = "the --audit-sign-key key";
+  return pub;
+}
+
+std::string signing_refusal(const VerifyReport& report, const verify::SecretKey& key,
+                            const Anchor& anchor, bool accept_repairs) {
+  const verify::PublicKey pub = public_half(key);
+  const std::string key_id = verify::hex(key.id);
+  uint64_t last_signed_line = 0;  // the last checkpoint this key signed (0: none)
+  for (const CheckpointSeen& c : report.checkpoints) {
+    if (c.key_id != key_id) continue;
+    if (!checkpoint_signed_by(c, pub)) {
+      return "line " + std::to_string(c.line) + ": the checkpoint names this writer's key " +
+             key_id +
+             " but its signature does not verify: it was forged or edited, and a signing writer "
+             "does not sign over it";
+    }
+    last_signed_line = c.line;
+  }
+  if (anchor.seq > 0) {
+    bool found = false;
+    for (const CheckpointSeen& c : report.checkpoints) {
+      found = found || (c.seq == anchor.seq && c.head == anchor.head &&
+                        c.chain_digest == anchor.chain_digest);
+    }
+    // A log damaged below its anchor and repaired: only a person who checked it lets it go on.
+    if (!found && !(accept_repairs && !report.repairs.empty())) {
+      return "the log no longer holds its entry " + std::to_string(anchor.seq) + " (chain head " +
+             anchor.head +
+             ") that was recorded for it (the ledger anchor, or the last line this writer saw or "
+             "wrote): it was cut back or rewritten below that entry, and a signing writer does "
+             "not sign a rewritten log";
+    }
+  }
+  for (const RepairSeen& r : report.repairs) {
+    if (r.line > last_signed_line && !accept_repairs) {
+      return "line " + std::to_string(r.line) + ": a repair entry (by " + r.operator_name + ", " +
+             r.time + ") after " +
+             (last_signed_line == 0 ? std::string("every checkpoint of this key (it signed none)")
+                                    : "the last checkpoint this key signed (line " +
+                                          std::to_string(last_signed_line) + ")") +
+             ": a signing writer does not sign over a repair nobody accepted; check the repaired "
+             "lines ('replaygate audit verify'), then run once with --accept-repairs";
+    }
+  }
+  return "";
+}
+
+std::string anchor_name(const std::string& path) {
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  if (ec) p = std::filesystem::absolute(path, ec).lexically_normal();
+  return std::string(host.data()) + ":" + p.string();
+}
+
 Coverage check_checkpoints(const VerifyReport& report, const std::vector<verify::PublicKey>& keys) {
   Coverage coverage;
   const CheckpointSeen* last_valid = nullptr;
@@ -68,12 +141,7 @@ Coverage check_checkpoints(const VerifyReport& report, const std::vector<verify:
                                   ", which is not pinned (--trusted-key): it vouches for nothing");
       continue;
     }
-    std::array<uint8_t, crypto_sign_BYTES> signature{};
-    const std::string message = checkpoint_message(c.seq, c.prev, c.time, c.key_id, c.chain_digest);
-    if (!verify::unhex(c.signature, signature.data(), signature.size()) ||
-        crypto_sign_verify_detached(signature.data(),
-                                    reinterpret_cast<const unsigned char*>(message.data()),
-                                    message.size(), key->key.data()) != 0) {
+    if (!checkpoint_signed_by(c, *key)) {
       coverage.problems.push_back(where + "signature does not verify under key " + c.key_id + " (" +
                                   key->path +
                                   "): the checkpoint was forged or edited, so it vouches for "

@@ -17,8 +17,11 @@
 // the same write(2), so a log written only by signing writers always ends with one. Verify without
 // keys checks each checkpoint's shape and chain_digest (any edit before it is then a problem on
 // its line); with pinned keys, check_checkpoints() also checks each signature and says which
-// entries a valid checkpoint covers. What no key can detect: a log cut back to just after a
-// checkpoint (keep the hash the last append printed, or a copy, for that).
+// entries a valid checkpoint covers. What no key can detect in the file alone: a log cut back to
+// just after a checkpoint, or rewritten whole with its checkpoints dropped. The anchor closes
+// that: the last checkpoint (seq, head, chain_digest) of each log is recorded outside the file
+// (the gate keeps it in the replay ledger, docs/signing.md), and a signing writer refuses a log
+// that no longer holds it (signing_refusal()).
 //
 // Thread safety: no shared state; every function may be called from any thread.
 #pragma once
@@ -36,11 +39,29 @@ namespace replaygate::audit {
 
 struct VerifyReport;
 
-// What a writer needs to add checkpoints: the key (not owned; it must outlive the append) and
-// how many entries may come between two checkpoints (>= 1).
+// A line a log must still hold: the last checkpoint recorded for it outside the file (the ledger
+// anchor) or the last one a running writer saw or wrote; a writer that checkpoints per block
+// anchors its last entry instead (CheckpointSigner::end_each_append). seq 0: none.
+struct Anchor {
+  uint64_t seq = 0;
+  std::string head;          // XXH3-128 hex of the line (the next entry's prev)
+  std::string chain_digest;  // BLAKE2b-256 of the bytes before it (a checkpoint's chain_digest)
+};
+
+// What a writer needs to add checkpoints: the key (not owned; it must outlive the append), how
+// many entries may come between two checkpoints (>= 1), the anchor the log must still hold, and
+// whether repairs after the writer's last checkpoint were accepted (--accept-repairs).
 struct CheckpointSigner {
+  CheckpointSigner() = default;
+  CheckpointSigner(const verify::SecretKey* k, uint64_t n) : key(k), every(n) {}
   const verify::SecretKey* key = nullptr;
   uint64_t every = 1000;
+  Anchor anchor;
+  bool accept_repairs = false;
+  // Whether every append ends with a checkpoint (true: a command's one append). A long-running
+  // writer (the gate) sets false: checkpoints after every `every` entries and at Appender::close(),
+  // and the anchor it records after each append (AppendResult::last) covers the entries between.
+  bool end_each_append = true;
 };
 
 // BLAKE2b-256 of a byte stream fed in order; hex() may be called at any point and feeding may go
@@ -67,7 +88,30 @@ struct CheckpointSeen {
   uint64_t line = 0, seq = 0;
   uint64_t entries_before = 0;  // valid entries on the lines before it
   std::string key_id, time, prev, chain_digest, signature;
+  std::string head;  // XXH3-128 hex of its line
 };
+
+// True when `c`'s signature verifies under `key`.
+bool checkpoint_signed_by(const CheckpointSeen& c, const verify::PublicKey& key);
+
+// The public half of `key` (path: "the --audit-sign-key key").
+verify::PublicKey public_half(const verify::SecretKey& key);
+
+// Why a writer holding `key` must not sign on after a log that verifies with `report` (every
+// problem-free log passes verify_bytes() first), "" when it may: a checkpoint that names `key`
+// but whose signature does not verify (forged or edited); `anchor` (seq > 0) not found again
+// among the checkpoints (none with its seq, head and chain_digest: the log was cut back or
+// rebuilt below it; audit_log.cc first looks for an anchored entry that is not a checkpoint),
+// unless the log holds a repair and `accept_repairs` (a damaged log repaired and accepted);
+// a repair entry after the last checkpoint `key` signed (or any, when it signed none) unless
+// `accept_repairs`. Checkpoints under other keys are not checked here (the writer does not hold
+// them; 'audit verify --trusted-key' does).
+std::string signing_refusal(const VerifyReport& report, const verify::SecretKey& key,
+                            const Anchor& anchor, bool accept_repairs);
+
+// The name of the log at `path` for its anchor in the ledger: "HOST:/absolute/path" (the host
+// name and the path made absolute and normal, symbolic links resolved when it exists).
+std::string anchor_name(const std::string& path);
 
 // What the signed checkpoints of a log vouch for, against pinned keys.
 struct Coverage {

@@ -2,6 +2,7 @@
 #include "gate/redrive.h"
 
 #include <limits>
+#include <cstdio>
 #include <utility>
 
 #include "audit/audit_log.h"
@@ -93,21 +94,69 @@ Redrive::Redrive(Options options) : options_(std::move(options)) {
   if (options_.worker.empty()) options_.worker = default_worker();
 }
 
-Redrive::~Redrive() = default;
+Redrive::~Redrive() {
+  if (const std::string error = close(); !error.empty()) {
+    std::fprintf(stderr, "replaygate: %s\n", error.c_str());
+  }
+}
+
+std::string Redrive::close() {
+  // The last checkpoint of a run that checkpoints per block, and its anchor.
+  if (!appender_ || anchor_log_.empty()) return "";
+  const audit::AppendResult closed = appender_->close();
+  const std::string error = closed.ok ? raise_anchor(closed, true) : closed.error;
+  return error.empty() ? "" : "the audit log's last checkpoint: " + error;
+}
 
 std::string Redrive::open() {
-  if (!options_.dry_run && !options_.audit_path.empty()) {
-    std::string error;
-    appender_ = audit::Appender::open(options_.audit_path, options_.signer, &error);
-    if (!appender_) return error;
+  if (!options_.ledger_url.empty()) {
+    ledger::Options lo;
+    lo.scope = options_.ledger_scope;
+    ledger::Result<std::unique_ptr<ledger::Ledger>> opened =
+        ledger::open_ledger(options_.ledger_url, lo);
+    if (!opened) return "cannot open the replay ledger: " + opened.error().message;
+    ledger_ = std::move(opened.value());
   }
-  if (options_.ledger_url.empty()) return "";
-  ledger::Options lo;
-  lo.scope = options_.ledger_scope;
-  ledger::Result<std::unique_ptr<ledger::Ledger>> opened =
-      ledger::open_ledger(options_.ledger_url, lo);
-  if (!opened) return "cannot open the replay ledger: " + opened.error().message;
-  ledger_ = std::move(opened.value());
+  if (options_.dry_run || options_.audit_path.empty()) return "";
+  const audit::CheckpointSigner* signer = options_.signer;
+  if (signer != nullptr && ledger_ != nullptr) {
+    // The log must still hold the line the ledger anchored it at (docs/signing.md). Checkpoints
+    // per block and at close; the anchor, raised after each letter, covers the entries between.
+    if (std::string error = read_anchor(); !error.empty()) return error;
+    signer_.end_each_append = false;
+    signer = &signer_;
+  }
+  std::string error;
+  appender_ = audit::Appender::open(options_.audit_path, signer, &error);
+  if (!appender_) return error;
+  return "";
+}
+
+std::string Redrive::read_anchor() {
+  signer_ = *options_.signer;
+  anchor_log_ = audit::anchor_name(options_.audit_path);
+  ledger::Result<std::vector<ledger::AuditAnchor>> anchors = ledger_->anchors();
+  if (!anchors)
+    return "cannot read the audit anchors of the replay ledger: " + anchors.error().message;
+  for (const ledger::AuditAnchor& a : *anchors) {
+    if (a.log != anchor_log_) continue;
+    signer_.anchor = audit::Anchor{static_cast<uint64_t>(a.seq), a.head, a.chain_digest};
+  }
+  return "";
+}
+
+std::string Redrive::raise_anchor(const audit::AppendResult& appended, bool always) {
+  if (!always && appended.checkpoint_seq == 0) return "";
+  if (appended.last.seq == 0 || ledger_ == nullptr || anchor_log_.empty()) return "";
+  ledger::AuditAnchor a;
+  a.log = anchor_log_;
+  a.seq = static_cast<int64_t>(appended.last.seq);
+  a.head = appended.last.head;
+  a.chain_digest = appended.last.chain_digest;
+  a.key_id = verify::hex(options_.signer->key->id);
+  ledger::Result<ledger::AuditAnchor> raised = ledger_->raise_anchor(a);
+  if (!raised)
+    return "cannot record the audit log's anchor in the ledger: " + raised.error().message;
   return "";
 }
 
@@ -340,7 +389,7 @@ std::string Redrive::record_decision(const Table& table, const Plan& plan, const
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   if (!appended.ok) return appended.error;
   decision_seq_ = appended.seq;
-  return "";
+  return raise_anchor(appended, false);
 }
 
 std::string Redrive::record_outcome(const Plan& plan, bool confirmed, const std::string& outcome) {
@@ -364,6 +413,9 @@ std::string Redrive::record_outcome(const Plan& plan, bool confirmed, const std:
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   decision_seq_ = 0;
   if (!appended.ok) return failure.empty() ? appended.error : failure + "; " + appended.error;
+  if (std::string error = raise_anchor(appended, true); !error.empty()) {
+    return failure.empty() ? error : failure + "; " + error;
+  }
   return failure;
 }
 

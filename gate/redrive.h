@@ -156,8 +156,10 @@ class Redrive {
   explicit Redrive(Options options);
   ~Redrive();
 
-  // Opens and locks the audit log (not in a dry run: audit::Appender, held for the run) and the
-  // ledger (when a URL is set). "" or why not.
+  // Opens the ledger (when a URL is set) and opens and locks the audit log (not in a dry run:
+  // audit::Appender, held for the run). With a signer and a ledger, the log must hold the last
+  // checkpoint the ledger recorded for it (its anchor), and every checkpoint written is recorded
+  // as the new anchor. "" or why not.
   std::string open();
 
   // Decides `letter` on `table` (the parser must be for `table`'s layout), asks `accept` (when
@@ -177,15 +179,27 @@ class Redrive {
   // the confirm), then appends the result entry `outcome` for the decision entry. "" or why not.
   std::string record_outcome(const Plan& plan, bool confirmed, const std::string& outcome);
 
+  // Ends the run's audit log: with a signer and a ledger, the last checkpoint (when entries came
+  // after the last one) and its anchor. "" or why not. The destructor calls it too (a second call
+  // has nothing to sign).
+  std::string close();
+
   ledger::Ledger* ledger() { return ledger_.get(); }
   const Options& options() const { return options_; }
 
  private:
   void hold(const Table& table, Plan& plan, std::string rule, std::string reason) const;
+  // The ledger's anchor of the audit log into signer_ (a copy of options_.signer): "" or why not.
+  std::string read_anchor();
+  // Records the last line `appended` wrote as the log's anchor (`always`; else only when it wrote
+  // a checkpoint): "" or why not.
+  std::string raise_anchor(const audit::AppendResult& appended, bool always);
 
   Options options_;
   std::unique_ptr<ledger::Ledger> ledger_;
   std::unique_ptr<audit::Appender> appender_;
+  audit::CheckpointSigner signer_;  // options_.signer with the ledger's anchor of the log
+  std::string anchor_log_;          // audit::anchor_name() of the log ("" : no anchor kept)
   std::unique_ptr<Input> input_;
   const Table* input_table_ = nullptr;
   std::string problem_;

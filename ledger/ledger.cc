@@ -395,6 +395,43 @@ Result<std::vector<Record>> Ledger::prune(Time cutoff) {
   });
 }
 
+Result<AuditAnchor> Ledger::raise_anchor(const AuditAnchor& anchor) {
+  return guarded([&]() -> Result<AuditAnchor> {
+    const bool bad_text = anchor.log.empty() || anchor.log.size() > 4096 ||
+                          !internal::clean_text(anchor.log) || !internal::clean_text(anchor.head) ||
+                          !internal::clean_text(anchor.chain_digest) ||
+                          !internal::clean_text(anchor.key_id) || anchor.head.size() > 4096 ||
+                          anchor.chain_digest.size() > 4096 || anchor.key_id.size() > 4096;
+    if (anchor.seq < 1 || bad_text) {
+      return internal::error(ErrorCode::kInvalidArgument,
+                             "ledger " + describe() +
+                                 ": an audit anchor needs a log name (1..4096 "
+                                 "bytes of text), a seq from 1 and hex texts");
+    }
+    AuditAnchor a = anchor;
+    a.recorded_at = now();
+    std::lock_guard lock(mu_);
+    return do_raise_anchor(a);
+  });
+}
+
+Result<AuditAnchor> Ledger::do_raise_anchor(const AuditAnchor&) {
+  return internal::error(ErrorCode::kInternal,
+                         "ledger " + describe() + ": this ledger keeps no audit anchors");
+}
+
+Result<std::vector<AuditAnchor>> Ledger::do_anchors() {
+  return internal::error(ErrorCode::kInternal,
+                         "ledger " + describe() + ": this ledger keeps no audit anchors");
+}
+
+Result<std::vector<AuditAnchor>> Ledger::anchors() {
+  return guarded([&]() -> Result<std::vector<AuditAnchor>> {
+    std::lock_guard lock(mu_);
+    return do_anchors();
+  });
+}
+
 Result<std::int64_t> Ledger::restore(const std::vector<Record>& rows) {
   return guarded([&]() -> Result<std::int64_t> {
     std::set<std::pair<std::string_view, std::int64_t>> generations;

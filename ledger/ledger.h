@@ -163,6 +163,17 @@ struct ClaimOutcome {
   Record holder;
 };
 
+// The anchor of one audit log (docs/signing.md): the last signed checkpoint a gate wrote to it,
+// kept outside the file so that a log cut back or rebuilt below it is refused and reported.
+struct AuditAnchor {
+  std::string log;           // audit::anchor_name(): "HOST:/absolute/path"; 1..4096 bytes
+  std::int64_t seq = 0;      // the checkpoint's seq (>= 1)
+  std::string head;          // XXH3-128 hex of its line
+  std::string chain_digest;  // its chain_digest (BLAKE2b-256 hex)
+  std::string key_id;        // the key that signed it
+  Time recorded_at{};        // when it was last raised (the ledger's clock)
+};
+
 struct Stats {
   std::int64_t claimed = 0, recorded = 0, confirmed = 0, released = 0;  // rows per state
   std::int64_t keys = 0;                                                // distinct keys
@@ -259,6 +270,15 @@ class Ledger {
   // inserted then; kUnavailable, kCorrupt, kInternal.
   Result<std::int64_t> restore(const std::vector<Record>& rows);
 
+  // Raises the anchor of `anchor.log` in this scope to `anchor` (recorded_at is set here) when it
+  // has none or a lower seq; an anchor never moves back (two writers of one log: the higher seq
+  // stays). Returns the anchor held after the call. Existing ledgers get the table on open.
+  // Errors: kInvalidArgument (seq < 1, texts breaking the rules of Claim), kUnavailable,
+  // kCorrupt, kInternal.
+  Result<AuditAnchor> raise_anchor(const AuditAnchor& anchor);
+  // Every anchor of this scope, by log. Errors: kUnavailable, kCorrupt, kInternal.
+  Result<std::vector<AuditAnchor>> anchors();
+
   // The scope this object works in, and a description for messages ("sqlite:/var/lib/x.db",
   // "postgresql://rg@127.0.0.1:5432/postgres" without the password).
   const std::string& scope() const { return scope_; }
@@ -282,6 +302,9 @@ class Ledger {
   virtual Result<std::vector<Record>> do_prune(Time cutoff) = 0;
   // Called with the rows checked; must refuse a scope that holds a row (kInvalidArgument).
   virtual Result<std::int64_t> do_restore(const std::vector<Record>& rows) = 0;
+  // Both backends keep anchors; the defaults (kInternal) are for a test's scripted ledger.
+  virtual Result<AuditAnchor> do_raise_anchor(const AuditAnchor& anchor);
+  virtual Result<std::vector<AuditAnchor>> do_anchors();
 
  private:
   std::string scope_;

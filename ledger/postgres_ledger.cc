@@ -57,6 +57,20 @@ constexpr const char* kCreateSql =
     ");\n"
     "CREATE INDEX replaygate_ledger_time ON replaygate_ledger_claims (scope, claimed_at);\n";
 
+// The last signed checkpoint per audit log (Ledger::raise_anchor); a ledger made before it gets
+// it when opened (under the creation lock).
+constexpr const char* kCreateAnchorsSql =
+    "CREATE TABLE IF NOT EXISTS replaygate_ledger_audit_anchors (\n"
+    "  scope text NOT NULL,\n"
+    "  log text NOT NULL,\n"
+    "  seq bigint NOT NULL,\n"
+    "  head text NOT NULL,\n"
+    "  chain_digest text NOT NULL,\n"
+    "  key_id text NOT NULL,\n"
+    "  recorded_at text NOT NULL,\n"
+    "  CONSTRAINT replaygate_ledger_anchor_key PRIMARY KEY (scope, log)\n"
+    ")";
+
 // (column, data type, nullable) of replaygate_ledger_claims, in order.
 const std::vector<std::string> kExpectedColumns = {"scope text NO",
                                                    "key text NO",
@@ -146,6 +160,8 @@ class PgLedger final : public Ledger {
   Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) override;
   Result<std::vector<Record>> do_prune(Time cutoff) override;
   Result<std::int64_t> do_restore(const std::vector<Record>& rows) override;
+  Result<AuditAnchor> do_raise_anchor(const AuditAnchor& anchor) override;
+  Result<std::vector<AuditAnchor>> do_anchors() override;
 
  private:
   struct Failure {
@@ -369,6 +385,8 @@ std::optional<Error> PgLedger::check_or_create() {
       if (f) return bail(f->error);
     }
   }
+  run("add the audit anchor table", kCreateAnchorsSql, {}, f);
+  if (f) return bail(f->error);
   PgResult c = run("commit", "COMMIT", {}, f);
   if (f) return f->error;
   return std::nullopt;
@@ -758,6 +776,61 @@ Result<std::int64_t> PgLedger::do_restore(const std::vector<Record>& rows) {
     }
     return static_cast<std::int64_t>(rows.size());
   });
+}
+
+namespace {
+constexpr const char* kSelectAnchors =
+    "SELECT log, seq, head, chain_digest, key_id, recorded_at FROM "
+    "replaygate_ledger_audit_anchors WHERE scope = $1";
+
+std::vector<AuditAnchor> anchor_rows(const PGresult* r) {
+  std::vector<AuditAnchor> out;
+  for (int i = 0; i < PQntuples(r); ++i) {
+    AuditAnchor a;
+    a.log = PQgetvalue(r, i, 0);
+    a.seq = std::stoll(PQgetvalue(r, i, 1));
+    a.head = PQgetvalue(r, i, 2);
+    a.chain_digest = PQgetvalue(r, i, 3);
+    a.key_id = PQgetvalue(r, i, 4);
+    a.recorded_at = parse_stored_time(PQgetvalue(r, i, 5)).value_or(Time{});
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+}  // namespace
+
+Result<AuditAnchor> PgLedger::do_raise_anchor(const AuditAnchor& a) {
+  return in_transaction<AuditAnchor>([&](std::optional<Failure>& f) -> Result<AuditAnchor> {
+    run("raise an audit anchor",
+        "INSERT INTO replaygate_ledger_audit_anchors (scope, log, seq, head, chain_digest, key_id, "
+        "recorded_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (scope, log) DO UPDATE SET "
+        "seq = excluded.seq, head = excluded.head, chain_digest = excluded.chain_digest, key_id = "
+        "excluded.key_id, recorded_at = excluded.recorded_at WHERE excluded.seq > "
+        "replaygate_ledger_audit_anchors.seq",
+        {scope(), a.log, std::to_string(a.seq), a.head, a.chain_digest, a.key_id,
+         format_time(a.recorded_at)},
+        f);
+    if (f) return f->error;
+    PgResult r = run("read the audit anchor", std::string(kSelectAnchors) + " AND log = $2",
+                     {scope(), a.log}, f);
+    if (f) return f->error;
+    std::vector<AuditAnchor> rows = anchor_rows(r.get());
+    if (rows.empty()) {
+      return error(ErrorCode::kInternal, "ledger " + describe() + ": the audit anchor of " + a.log +
+                                             " is missing right after it was written");
+    }
+    return rows.front();
+  });
+}
+
+Result<std::vector<AuditAnchor>> PgLedger::do_anchors() {
+  return in_transaction<std::vector<AuditAnchor>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<AuditAnchor>> {
+        PgResult r = run("read the audit anchors", std::string(kSelectAnchors) + " ORDER BY log",
+                         {scope()}, f);
+        if (f) return f->error;
+        return anchor_rows(r.get());
+      });
 }
 
 }  // namespace

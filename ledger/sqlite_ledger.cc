@@ -72,6 +72,19 @@ constexpr const char* kCreateTableV1 =
 // slot is 0 for the live claim and the generation once released: one live claim per key.
 constexpr const char* kCreateLive = "CREATE UNIQUE INDEX claims_key ON claims (scope, key, slot)";
 constexpr const char* kCreateTime = "CREATE INDEX claims_time ON claims (scope, claimed_at)";
+// The last signed checkpoint per audit log (Ledger::raise_anchor). A ledger made before it gets it
+// when opened (add_anchor_table).
+constexpr const char* kCreateAnchors =
+    "CREATE TABLE audit_anchors (\n"
+    "  scope TEXT NOT NULL,\n"
+    "  log TEXT NOT NULL,\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  head TEXT NOT NULL,\n"
+    "  chain_digest TEXT NOT NULL,\n"
+    "  key_id TEXT NOT NULL,\n"
+    "  recorded_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY (scope, log)\n"
+    ") STRICT, WITHOUT ROWID";
 
 int state_rank(State s) { return static_cast<int>(s); }
 
@@ -139,6 +152,8 @@ class SqliteLedger final : public Ledger {
   Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) override;
   Result<std::vector<Record>> do_prune(Time cutoff) override;
   Result<std::int64_t> do_restore(const std::vector<Record>& rows) override;
+  Result<AuditAnchor> do_raise_anchor(const AuditAnchor& anchor) override;
+  Result<std::vector<AuditAnchor>> do_anchors() override;
 
  private:
   Error fail(std::string_view what, int rc) const {
@@ -240,6 +255,9 @@ class SqliteLedger final : public Ledger {
   std::optional<Error> check_schema();
   std::optional<Error> create_schema();
   std::optional<Error> upgrade();
+  std::optional<Error> add_anchor_table();
+  // The anchors of this scope ("" : all of them; else the one of `log`), inside a transaction.
+  Result<std::vector<AuditAnchor>> read_anchors(const std::string& log);
 
   sqlite3* db_;
   std::string path_;
@@ -270,6 +288,13 @@ std::optional<Error> SqliteLedger::check_schema() {
   s.finalize();  // no statement may stay open: it would hold a read transaction
   m.finalize();
   if (app == 0 && version == 0 && objects.empty()) return create_schema();
+  // The audit anchor table is checked on its own (a ledger made before it lacks it: added below),
+  // so the claims schema is compared as it always was.
+  const auto anchors =
+      std::find(objects.begin(), objects.end(),
+                std::pair<std::string, std::string>("audit_anchors", kCreateAnchors));
+  const bool has_anchors = anchors != objects.end();
+  if (has_anchors) objects.erase(anchors);
   if (app != kApplicationId) {
     std::string names;
     for (size_t i = 0; i < objects.size() && i < 5; ++i)
@@ -300,7 +325,28 @@ std::optional<Error> SqliteLedger::check_schema() {
                      "version " +
                      std::to_string(kSchemaVersion) + " (altered by hand?)");
   }
+  if (!has_anchors) return add_anchor_table();  // a ledger made before the anchors
   return std::nullopt;
+}
+
+std::optional<Error> SqliteLedger::add_anchor_table() {
+  if (auto e = begin(true)) return e;
+  Stmt s;
+  int rc = s.prepare(db_, "SELECT count(*) FROM sqlite_master WHERE name = 'audit_anchors'");
+  if (rc == SQLITE_OK) rc = sqlite3_step(s.get());
+  if (rc != SQLITE_ROW) {
+    Error e = fail("read the schema", rc);
+    rollback();
+    return e;
+  }
+  const bool missing = sqlite3_column_int64(s.get(), 0) == 0;
+  s.finalize();
+  if (missing && (rc = exec(kCreateAnchors)) != SQLITE_OK) {
+    Error e = fail("add the audit anchor table", rc);
+    rollback();
+    return e;
+  }
+  return commit();
 }
 
 std::optional<Error> SqliteLedger::create_schema() {
@@ -324,6 +370,7 @@ std::optional<Error> SqliteLedger::create_schema() {
     return check_schema();
   }
   const std::string sql = std::string(kCreateTable) + ";\n" + kCreateLive + ";\n" + kCreateTime +
+                          ";\n" + kCreateAnchors +
                           ";\nPRAGMA application_id=" + std::to_string(kApplicationId) +
                           ";\nPRAGMA user_version=" + std::to_string(kSchemaVersion) + ";";
   rc = exec(sql.c_str());
@@ -740,6 +787,65 @@ Result<std::int64_t> SqliteLedger::do_restore(const std::vector<Record>& rows) {
     }
     return static_cast<std::int64_t>(rows.size());
   });
+}
+
+Result<AuditAnchor> SqliteLedger::do_raise_anchor(const AuditAnchor& a) {
+  return in_transaction<AuditAnchor>(true, [&]() -> Result<AuditAnchor> {
+    auto up = stmt("raise_anchor",
+                   "INSERT INTO audit_anchors (scope, log, seq, head, chain_digest, key_id, "
+                   "recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (scope, log) DO "
+                   "UPDATE SET seq = excluded.seq, head = excluded.head, chain_digest = "
+                   "excluded.chain_digest, key_id = excluded.key_id, recorded_at = "
+                   "excluded.recorded_at WHERE excluded.seq > audit_anchors.seq");
+    if (!up) return up.error();
+    Stmt& s = **up;
+    s.text(1, scope());
+    s.text(2, a.log);
+    s.integer(3, a.seq);
+    s.text(4, a.head);
+    s.text(5, a.chain_digest);
+    s.text(6, a.key_id);
+    s.text(7, format_time(a.recorded_at));
+    if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) return fail("raise an audit anchor", rc);
+    Result<std::vector<AuditAnchor>> all = read_anchors(a.log);
+    if (!all) return all.error();
+    if (all->empty()) {
+      return error(ErrorCode::kInternal, "ledger " + describe() + ": the audit anchor of " + a.log +
+                                             " is missing right after it was written");
+    }
+    return all->front();
+  });
+}
+
+Result<std::vector<AuditAnchor>> SqliteLedger::read_anchors(const std::string& log) {
+  auto q = stmt(log.empty() ? "anchors" : "anchor",
+                std::string("SELECT log, seq, head, chain_digest, key_id, recorded_at FROM "
+                            "audit_anchors WHERE scope = ?1") +
+                    (log.empty() ? "" : " AND log = ?2") + " ORDER BY log");
+  if (!q) return q.error();
+  Stmt& s = **q;
+  s.text(1, scope());
+  if (!log.empty()) s.text(2, log);
+  std::vector<AuditAnchor> out;
+  for (;;) {
+    const int rc = sqlite3_step(s.get());
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return fail("read the audit anchors", rc);
+    AuditAnchor a;
+    a.log = s.column_text(0);
+    a.seq = sqlite3_column_int64(s.get(), 1);
+    a.head = s.column_text(2);
+    a.chain_digest = s.column_text(3);
+    a.key_id = s.column_text(4);
+    a.recorded_at = parse_stored_time(s.column_text(5)).value_or(Time{});
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Result<std::vector<AuditAnchor>> SqliteLedger::do_anchors() {
+  return in_transaction<std::vector<AuditAnchor>>(
+      false, [&]() -> Result<std::vector<AuditAnchor>> { return read_anchors(""); });
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "amqp_test_client.h"
+#include "audit/audit_log.h"
 #include "pg_server.h"
 #include "rabbit_server.h"
 #include "support/cli_runner.h"
@@ -454,6 +455,57 @@ TEST_F(RabbitGate, ApplyNeedsLedgerAndAuditAndRefusesDryRun) {
   r = gate(true, {});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--message-id ID"), std::string::npos) << r.err;
+}
+
+// Issue 42, item 1: a signed log rewritten between two runs (a decision's operator and action
+// changed, the XXH3 chain rebuilt, the checkpoints dropped) is refused by the next signing run,
+// which finds the ledger's anchor gone: nothing is signed, the letter stays in the queue, and
+// `audit verify --trusted-key` and `ledger check` report the log.
+TEST_F(RabbitGate, ASignedLogRewrittenBetweenRunsIsRefusedNotSigned) {
+  ledger_ = path("ledger.db");
+  const CliResult key = run_cli_args(
+      dir_->path(), {"key", "generate", "--secret", path("s.key"), "--public", path("p.pub")});
+  ASSERT_EQ(key.exit_code, 0) << key.err;
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "k-a1", "a-1");
+  CliResult r = gate(true, {"--all", "--audit-sign-key", path("s.key")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> verify = {"audit", "verify", path("audit.log"), "--trusted-key",
+                                           path("p.pub")};
+  EXPECT_EQ(run_cli_args(dir_->path(), verify).exit_code, 0);
+  std::vector<std::string> lines;
+  for (const std::string& l : lines_of(read_file(path("audit.log")))) {
+    nlohmann::json j = nlohmann::json::parse(l);
+    if (j["kind"] == "checkpoint") continue;
+    if (j["kind"] == "decision") {
+      j["operator"] = "mallory";
+      j["action"] = "park";
+    }
+    lines.push_back(j.dump());
+  }
+  std::string forged, prev(32, '0');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    nlohmann::json j = nlohmann::json::parse(lines[i]);
+    j["seq"] = i + 1;
+    j["prev"] = prev;
+    forged += j.dump() + "\n";
+    prev = audit::line_hash(j.dump());
+  }
+  write_file(path("audit.log"), forged);
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "k-a2", "a-2");
+  r = gate(true, {"--all", "--audit-sign-key", path("s.key")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("refusing to sign on after " + path("audit.log") +
+                       ": the log no longer holds its entry"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_file(path("audit.log")), forged);
+  EXPECT_EQ(client_.wait_for_count("dlq", 1), "");
+  const CliResult v = run_cli_args(dir_->path(), verify);
+  EXPECT_EQ(v.exit_code, 1) << v.out;
+  const CliResult check = run_cli_args(
+      dir_->path(), {"ledger", "check", "--ledger", ledger_, "--audit", path("audit.log")});
+  EXPECT_EQ(check.exit_code, 1) << check.out;
+  EXPECT_NE(check.out.find("anchor_missing"), std::string::npos) << check.out;
 }
 
 TEST_F(RabbitGate, ReplayGoesOnlyToTheQueueItDiedInNotThroughItsFanout) {

@@ -61,6 +61,27 @@ TEST_F(LedgerPostgres, InvalidArgumentsClaimNothing) { check_invalid_arguments(o
 TEST_F(LedgerPostgres, CopyFieldsComeBack) { check_copy_fields(opener()); }
 TEST_F(LedgerPostgres, ClaimsOutliveTheConnection) { check_persistence(opener()); }
 TEST_F(LedgerPostgres, RestoreFillsAnEmptyScopeOnly) { check_restore(opener()); }
+TEST_F(LedgerPostgres, AuditAnchorsMoveOnlyForward) { check_audit_anchors(opener()); }
+
+TEST_F(LedgerPostgres, ALedgerMadeBeforeTheAnchorsGetsTheirTable) {
+  {
+    auto l = open_ledger(url());
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    ASSERT_TRUE((*l)->claim_batch({make_claim("k-1")}).ok());
+  }
+  ASSERT_EQ(psql("DROP TABLE replaygate_ledger_audit_anchors;"), 0);
+  auto l = open_ledger(url());
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  auto stats = (*l)->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->claimed, 1);
+  AuditAnchor a{"h:/a.log", 4, std::string(32, 'a'), std::string(64, 'b'), std::string(32, 'c')};
+  ASSERT_TRUE((*l)->raise_anchor(a).ok());
+  auto all = (*l)->anchors();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].seq, 4);
+}
 
 TEST_F(LedgerPostgres, SixProcessesOverlappingKeysEachKeyWonOnce) {
   check_concurrent_processes(opener(), 6, 3000, 1500, 100);

@@ -660,4 +660,65 @@ void check_copy_fields(const Opener& open) {
       << refused.error().message;
 }
 
+void check_audit_anchors(const Opener& open) {
+  TestClock clock;
+  auto l = must_open(open, with_clock(clock));
+  ASSERT_TRUE(l);
+  auto none = l->anchors();
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  AuditAnchor a;
+  a.log = "host-a:/var/log/rg/audit.log";
+  a.seq = 8;
+  a.head = std::string(32, '1');
+  a.chain_digest = std::string(64, '2');
+  a.key_id = std::string(32, '3');
+  clock.set("2026-12-01T10:00:05Z");
+  auto raised = l->raise_anchor(a);
+  ASSERT_TRUE(raised.ok()) << raised.error().message;
+  EXPECT_EQ(raised->seq, 8);
+  EXPECT_EQ(format_time(raised->recorded_at), "2026-12-01T10:00:05.000000Z");
+  // An anchor never moves back: a lower seq (a second writer behind the first) changes nothing.
+  AuditAnchor lower = a;
+  lower.seq = 5;
+  lower.head = std::string(32, '4');
+  auto kept = l->raise_anchor(lower);
+  ASSERT_TRUE(kept.ok()) << kept.error().message;
+  EXPECT_EQ(kept->seq, 8);
+  EXPECT_EQ(kept->head, std::string(32, '1'));
+  AuditAnchor higher = a;
+  higher.seq = 12;
+  higher.head = std::string(32, '5');
+  clock.set("2026-12-01T10:00:09Z");
+  ASSERT_TRUE(l->raise_anchor(higher).ok());
+  AuditAnchor other = a;
+  other.log = "host-b:/var/log/rg/audit.log";
+  other.seq = 3;
+  ASSERT_TRUE(l->raise_anchor(other).ok());
+  AuditAnchor bad = a;
+  bad.seq = 0;
+  auto refused = l->raise_anchor(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  l.reset();
+  // Kept across opens, per scope.
+  auto again = must_open(open, with_clock(clock));
+  ASSERT_TRUE(again);
+  auto all = again->anchors();
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].log, "host-a:/var/log/rg/audit.log");
+  EXPECT_EQ((*all)[0].seq, 12);
+  EXPECT_EQ((*all)[0].head, std::string(32, '5'));
+  EXPECT_EQ((*all)[0].chain_digest, std::string(64, '2'));
+  EXPECT_EQ(format_time((*all)[0].recorded_at), "2026-12-01T10:00:09.000000Z");
+  EXPECT_EQ((*all)[1].log, "host-b:/var/log/rg/audit.log");
+  EXPECT_EQ((*all)[1].seq, 3);
+  auto other_scope = must_open(open, with_clock(clock, "other"));
+  ASSERT_TRUE(other_scope);
+  auto none_there = other_scope->anchors();
+  ASSERT_TRUE(none_there.ok());
+  EXPECT_TRUE(none_there->empty());
+}
+
 }  // namespace replaygate::ledger::testing

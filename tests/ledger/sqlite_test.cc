@@ -305,6 +305,24 @@ TEST_F(LedgerSqlite, AVersion1LedgerIsUpgradedOnOpen) {
   EXPECT_TRUE((*(*again)->lookup({"old-1"}))[0].has_value());
 }
 
+TEST_F(LedgerSqlite, AuditAnchorsMoveOnlyForward) { check_audit_anchors(opener()); }
+
+TEST_F(LedgerSqlite, ALedgerMadeBeforeTheAnchorsGetsTheirTable) {
+  make_ledger(2);
+  raw_sql(path(), "DROP TABLE audit_anchors;");
+  auto l = open_ledger(path());
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  auto stats = (*l)->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->claimed, 2);
+  AuditAnchor a{"h:/a.log", 4, std::string(32, 'a'), std::string(64, 'b'), std::string(32, 'c')};
+  ASSERT_TRUE((*l)->raise_anchor(a).ok());
+  auto all = (*l)->anchors();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].seq, 4);
+}
+
 TEST_F(LedgerSqlite, AlteredLayoutIsRefused) {
   make_ledger(3);
   // Without the unique index two live claims per key would be possible.

@@ -111,6 +111,8 @@ void check_restore(const Opener& open);
 // claim_batch (won and lost), lookup, show, list, release and restore; a claim without them
 // reads back unset and "".
 void check_copy_fields(const Opener& open);
+// The audit anchors (issue 42): raised only forward, per scope and log, kept across opens.
+void check_audit_anchors(const Opener& open);
 // N forked processes claim overlapping key sets at once; every key is won exactly once.
 void check_concurrent_processes(const Opener& open, int processes, int keys, int per_process,
                                 int batch);

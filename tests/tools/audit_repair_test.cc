@@ -176,17 +176,31 @@ TEST_F(AuditRepairTest, TheEditedLogOfTheIssueIsBrokenAndNoEntryIsLost) {
   const std::string repaired_note =
       log() + ": line 4: repair entry by ana at " + time + " ('" + kReason +
       "'): it acknowledges 1 problem on the lines before it, which are kept as they are:\n" +
-      log() + ":   " + kProblem3 + " (repaired)\n";
+      log() + ":   " + kProblem3 + " (repaired)\n" + log() +
+      ":   no checkpoint comes before it: nothing signed vouches for the lines it repairs\n";
+  // A repaired region is never "ok" by itself (issue 42): exit 1 until the caller accepts it.
+  const std::string pending_note =
+      log() +
+      ": the log holds 1 repair: a repaired region is not ok until you have checked it and "
+      "accept it (--accept-repairs)\n";
   r = run({"audit", "verify", log()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, repaired_note + pending_note + log() +
+                       ": BROKEN, 4 entries (2 decisions, 1 result, 1 repair), last hash " + hash +
+                       "\n");
+  r = run({"audit", "verify", log(), "--accept-repairs"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, repaired_note + log() + ": ok, 4 entries (2 decisions, 1 result, 1 repair), " +
+  EXPECT_EQ(r.out, repaired_note + log() +
+                       ": ok (repairs accepted), 4 entries (2 decisions, 1 result, 1 repair), " +
                        "last hash " + hash + "\n");
   r = run({"audit", "verify", "--format", "json", log()});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(
-      nlohmann::json::parse(r.out)["repairs"],
-      nlohmann::json::parse(R"([{"line":4,"operator":"ana","time":")" + time + R"(","reason":")" +
-                            kReason + R"(","problems":[")" + kProblem3 + R"("]}])"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["repairs"],
+            nlohmann::json::parse(
+                R"([{"line":4,"operator":"ana","time":")" + time + R"(","reason":")" + kReason +
+                R"(","problems":[")" + kProblem3 +
+                R"("],"checkpoint_before":null,"checkpoint_before_text":"no checkpoint )"
+                R"(comes before it: nothing signed vouches for the lines it repairs"}])"));
 
   // Decision 1 keeps its result (entry 3, kept); decision 2 gets one, after the repair.
   r = result_for("1");
@@ -198,10 +212,11 @@ TEST_F(AuditRepairTest, TheEditedLogOfTheIssueIsBrokenAndNoEntryIsLost) {
   r = result_for("2");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("recorded result entry 5 for decision 2 (hash ", 0), 0u) << r.out;
-  r = run({"audit", "verify", log()});
+  r = run({"audit", "verify", log(), "--accept-repairs"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.substr(0, r.out.rfind(", last hash")),
-            repaired_note + log() + ": ok, 5 entries (2 decisions, 2 results, 1 repair)");
+            repaired_note + log() +
+                ": ok (repairs accepted), 5 entries (2 decisions, 2 results, 1 repair)");
 }
 
 // Verify catches an edit of any line before an unterminated last entry (the chain covers every

@@ -33,7 +33,35 @@ struct AuditOptions {
   bool operator_given = false;
   AuditSignFlags audit_sign;              // audit result: --audit-sign-key, --checkpoint-every
   std::vector<std::string> trusted_keys;  // audit verify: --trusted-key, repeatable
+  bool accept_repairs = false;            // audit verify: a repaired log may still be ok
 };
+
+// What a repair entry at `repair` follows: the last checkpoint before it (its digest matched),
+// and whether its signature verifies under a pinned key (when keys were given).
+std::string checkpoint_before(const audit::VerifyReport& report, const audit::RepairSeen& repair,
+                              const std::vector<verify::PublicKey>& keys) {
+  const audit::CheckpointSeen* before = nullptr;
+  for (const audit::CheckpointSeen& c : report.checkpoints) {
+    if (c.line < repair.line) before = &c;
+  }
+  if (before == nullptr) {
+    return "no checkpoint comes before it: nothing signed vouches for the lines it repairs";
+  }
+  std::string signer = "its signature was not checked (give --trusted-key P.pub)";
+  if (!keys.empty()) {
+    signer = "signed by a key that is not pinned, or a signature that does not verify";
+    for (const verify::PublicKey& k : keys) {
+      if (verify::hex(k.id) == before->key_id && audit::checkpoint_signed_by(*before, k)) {
+        signer = "signed by a pinned key";
+      }
+    }
+  }
+  return "the last checkpoint before it is line " + std::to_string(before->line) + " (seq " +
+         std::to_string(before->seq) + "), " + signer +
+         "; the chain_digest of every checkpoint before the repair matches, so the lines it "
+         "repairs come after line " +
+         std::to_string(before->line);
+}
 
 // Reads the whole log at `path` ("-": standard input) into *bytes: "" or the cause ("it is a
 // directory", strerror).
@@ -85,8 +113,8 @@ int run_verify(const AuditOptions& o) {
   // With pinned keys, what the signed checkpoints vouch for (audit/checkpoint.h).
   const bool signed_check = !o.trusted_keys.empty();
   audit::Coverage coverage;
+  std::vector<verify::PublicKey> keys;
   if (signed_check) {
-    std::vector<verify::PublicKey> keys;
     for (const std::string& path : o.trusted_keys) {
       keys.emplace_back();
       if (std::string error; !verify::read_public_key(path, &keys.back(), &error)) {
@@ -97,7 +125,9 @@ int run_verify(const AuditOptions& o) {
     }
     coverage = audit::check_checkpoints(report, keys);
   }
-  const bool ok = report.ok() && coverage.problems.empty();
+  // A repaired region is never "ok" by itself: the caller accepts the repairs explicitly.
+  const bool repairs_pending = !report.repairs.empty() && !o.accept_repairs;
+  const bool ok = report.ok() && coverage.problems.empty() && !repairs_pending;
   std::string text;
   if (o.format == "json") {
     nlohmann::json j;
@@ -124,12 +154,20 @@ int run_verify(const AuditOptions& o) {
     j["problems"] = report.problems;
     j["repairs"] = nlohmann::json::array();
     for (const audit::RepairSeen& repair : report.repairs) {
+      const audit::CheckpointSeen* before = nullptr;
+      for (const audit::CheckpointSeen& c : report.checkpoints) {
+        if (c.line < repair.line) before = &c;
+      }
       j["repairs"].push_back({{"line", repair.line},
                               {"operator", repair.operator_name},
                               {"time", repair.time},
                               {"reason", repair.reason},
-                              {"problems", repair.problems}});
+                              {"problems", repair.problems},
+                              {"checkpoint_before",
+                               before == nullptr ? nlohmann::json() : nlohmann::json(before->line)},
+                              {"checkpoint_before_text", checkpoint_before(report, repair, keys)}});
     }
+    j["repairs_accepted"] = o.accept_repairs;
     j["appendable"] = report.append_refusal.empty();
     j["append_refusal"] = report.append_refusal;
     text = j.dump() + "\n";
@@ -143,6 +181,12 @@ int run_verify(const AuditOptions& o) {
               " on the lines before it, which are kept as they are" +
               (repair.problems.empty() ? "" : ":") + "\n";
       for (const std::string& p : repair.problems) text += file + ":   " + p + " (repaired)\n";
+      text += file + ":   " + checkpoint_before(report, repair, keys) + "\n";
+    }
+    if (repairs_pending) {
+      text += file + ": the log holds " + plural(report.repairs.size(), "repair") +
+              ": a repaired region is not ok until you have checked it and accept it "
+              "(--accept-repairs)\n";
     }
     for (const std::string& p : report.problems) text += file + ": " + p + "\n";
     for (const std::string& p : coverage.problems) text += file + ": " + p + "\n";
@@ -193,8 +237,9 @@ int run_verify(const AuditOptions& o) {
               "refuse this log and write nothing: " + report.append_refusal + "\n";
     }
     text +=
-        file + ": " + (ok ? "ok" : "BROKEN") + ", " + plural(report.entries, "entry", "entries") +
-        " (" + plural(report.decisions, "decision") + ", " + plural(report.results, "result") +
+        file + ": " + (ok ? (report.repairs.empty() ? "ok" : "ok (repairs accepted)") : "BROKEN") +
+        ", " + plural(report.entries, "entry", "entries") + " (" +
+        plural(report.decisions, "decision") + ", " + plural(report.results, "result") +
         (report.repairs.empty() ? "" : ", " + plural(report.repairs.size(), "repair")) +
         (report.ledger == 0 ? "" : ", " + plural(report.ledger, "ledger entry", "ledger entries")) +
         (report.checkpoint_entries == 0 ? ""
@@ -295,6 +340,9 @@ Runner setup_audit(CLI::App& sub) {
                    "A public key file whose signed checkpoints vouch for the log (repeatable, for "
                    "rotation): a rewritten log, or entries no checkpoint covers, is then a finding")
       ->allow_extra_args(false);
+  verify->add_flag("--accept-repairs", o->accept_repairs,
+                   "Accept the log's repair entries (checked by you): without it a log that holds "
+                   "a repair is a finding (exit 1)");
   CLI::App* result =
       sub.add_subcommand("result", "Append a worker's result entry for a recorded decision");
   result->add_option("--log", o->log, "Audit log")->required();

@@ -16,7 +16,10 @@ void add_audit_sign_options(CLI::App& sub, AuditSignFlags* flags) {
                  "entries, so 'audit verify --trusted-key' detects a rewritten log");
   sub.add_option("--checkpoint-every", flags->every,
                  "With --audit-sign-key: a checkpoint after every N entries (default 1000), and "
-                 "always one at the end of each append");
+                 "one at the end of each append (gate: of the run)");
+  sub.add_flag("--accept-repairs", flags->accept_repairs,
+               "With --audit-sign-key: sign over the log's repair entries after its last "
+               "checkpoint of this key (checked by you); without it such a log is refused");
 }
 
 bool read_audit_signing(const AuditSignFlags& flags, const char* command, AuditSigning* out) {
@@ -28,6 +31,11 @@ bool read_audit_signing(const AuditSignFlags& flags, const char* command, AuditS
   if (flags.key_path.empty()) {
     if (!flags.every.empty()) {
       return usage("--checkpoint-every needs --audit-sign-key KEY (the key that signs them)");
+    }
+    if (flags.accept_repairs) {
+      return usage(
+          "--accept-repairs needs --audit-sign-key KEY (only a signing writer refuses "
+          "repairs; 'audit verify --accept-repairs' accepts them when checking)");
     }
     return true;
   }
@@ -44,6 +52,7 @@ bool read_audit_signing(const AuditSignFlags& flags, const char* command, AuditS
   }
   out->signer.key = &out->key;
   out->signer.every = every;
+  out->signer.accept_repairs = flags.accept_repairs;
   return true;
 }
 

@@ -523,6 +523,11 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     std::fprintf(stderr, "replaygate gate rabbitmq: cannot start the broker thread\n");
     return kExitUsage;
   }
+  // The run's last signed checkpoint (docs/signing.md, "The anchor"): a failure is an audit error.
+  if (const std::string why = redrive.close(); !why.empty()) {
+    std::fprintf(stderr, "replaygate gate rabbitmq: %s\n", why.c_str());
+    if (code == kExitOk || code == kExitFindings) code = kExitUsage;
+  }
   SharedTable::Guard pinned = status_reader.acquire();
   std::fprintf(stderr, "replaygate gate rabbitmq: %s%s; %s\n",
                o.apply ? "" : "dry run: ", counts_text(stats, pinned.table()).c_str(),

@@ -125,8 +125,12 @@ Runner setup_ledger(CLI::App& sub) {
   CLI::App* check =
       sub.add_subcommand("check", "Claims with no audit entry, and audit grants with no claim");
   common(check);
-  check->add_option("--audit", o->audit, "The audit log of decide --audit and the acts")
-      ->required();
+  check
+      ->add_option("--audit", o->audits,
+                   "The audit log of decide --audit, a gate and the acts (repeatable: give every "
+                   "gate's log sharing the ledger)")
+      ->required()
+      ->allow_extra_args(false);
   check->add_option("--output", o->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   check->footer(
       "Exit: 0 everything accounted for, 1 findings, 2 I/O errors or a log that does not "

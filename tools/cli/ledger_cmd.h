@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ledger/ledger.h"
 
@@ -21,7 +22,8 @@ struct LedgerOptions {
   bool operator_given = false, reason_given = false;
   std::string older_than;
   std::string from_audit;
-  std::string output = "text";  // check: text or json
+  std::string output = "text";      // check: text or json
+  std::vector<std::string> audits;  // check: --audit, repeatable (every gate's log)
   bool dry_run = false;
 };
 
@@ -44,7 +46,7 @@ int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)
 int run_ledger_release(const LedgerOptions& o);
 // `ledger prune --older-than DURATION --operator NAME --audit LOG [--dry-run]` (ledger_acts.cc).
 int run_ledger_prune(const LedgerOptions& o);
-// `ledger check --audit LOG [--output text|json]` (ledger_check.cc).
+// `ledger check --audit LOG [--audit LOG ...] [--output text|json]` (ledger_check.cc).
 int run_ledger_check(const LedgerOptions& o);
 // `ledger rebuild --from-audit LOG` (ledger_rebuild.cc).
 int run_ledger_rebuild(const LedgerOptions& o);

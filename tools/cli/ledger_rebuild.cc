@@ -44,11 +44,11 @@ int run_ledger_rebuild(const LedgerOptions& o) {
                        o.from_audit.c_str(), static_cast<unsigned long long>(c.line),
                        escape_control(c.message).c_str());
         }
-        for (const auto& [id, line] : log.pending_releases) {
+        for (const auto& [id, place] : log.pending_releases) {
           std::fprintf(stderr,
                        "%s:%llu: note: the release of key '%s' generation %lld has no 'released' "
                        "entry: not honoured, the key stays held\n",
-                       o.from_audit.c_str(), static_cast<unsigned long long>(line),
+                       o.from_audit.c_str(), static_cast<unsigned long long>(place.line),
                        escape_control(id.first).c_str(), static_cast<long long>(id.second));
         }
         if (trail.unclaimed_creates != 0) {

@@ -107,11 +107,40 @@ std::string read_trail(const std::string& path, const std::string& scope, Trail*
   return "";
 }
 
+Trail merge_trails(const std::vector<Trail>& trails) {
+  Trail out;
+  std::vector<size_t> next(trails.size(), 0);
+  for (size_t t = 0; t < trails.size(); ++t) {
+    out.unclaimed_creates += trails[t].unclaimed_creates;
+    out.other_scopes += trails[t].other_scopes;
+  }
+  // A k-way merge by time (each log is in time order already), grants first within one second.
+  const auto before = [](const TrailEvent& a, const TrailEvent& b) {
+    const bool a_grant = a.kind == TrailEvent::Kind::kGrant;
+    const bool b_grant = b.kind == TrailEvent::Kind::kGrant;
+    return a.time < b.time || (a.time == b.time && a_grant && !b_grant);
+  };
+  for (;;) {
+    size_t pick = trails.size();
+    for (size_t t = 0; t < trails.size(); ++t) {
+      if (next[t] == trails[t].events.size()) continue;
+      if (pick == trails.size() ||
+          before(trails[t].events[next[t]], trails[pick].events[next[pick]])) {
+        pick = t;
+      }
+    }
+    if (pick == trails.size()) break;
+    out.events.push_back(trails[pick].events[next[pick]++]);
+    out.events.back().log = pick;
+  }
+  return out;
+}
+
 Replayed replay_trail(const Trail& trail, const std::string& scope) {
   Replayed out;
   std::map<std::string, std::int64_t> live;  // key -> its live generation
   const auto conflict = [&](const TrailEvent& e, std::string message) {
-    out.conflicts.push_back({e.line, e.key, e.generation, std::move(message)});
+    out.conflicts.push_back({e.line, e.log, e.key, e.generation, std::move(message)});
   };
   for (const TrailEvent& e : trail.events) {
     const std::pair<std::string, std::int64_t> id{e.key, e.generation};
@@ -136,6 +165,7 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
         out.pruned.erase(id);
         ExpectedRow& x = out.rows[id];
         x.granted_on = e.line;
+        x.granted_log = e.log;
         ledger::Record& r = x.row;
         r.scope = scope;
         r.key = e.key;
@@ -152,7 +182,7 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
         break;
       }
       case TrailEvent::Kind::kReleaseRequested:
-        out.pending_releases[id] = e.line;
+        out.pending_releases[id] = {e.log, e.line};
         break;
       case TrailEvent::Kind::kReleased: {
         out.pending_releases.erase(id);
@@ -167,6 +197,7 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
         }
         ExpectedRow& x = it->second;
         x.released_on = e.line;
+        x.released_log = e.log;
         x.row.state = ledger::State::kReleased;
         x.row.released_by = e.operator_name;
         x.row.release_reason = e.reason;
@@ -186,7 +217,7 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
         if (it->second.released_on == 0) live.erase(e.key);
         out.rows.erase(it);
         out.pending_releases.erase(id);
-        out.pruned[id] = e.line;
+        out.pruned[id] = {e.log, e.line};
         break;
       }
     }

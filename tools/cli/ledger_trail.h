@@ -19,6 +19,7 @@ struct TrailEvent {
   enum class Kind { kGrant, kReleaseRequested, kReleased, kPruneRequested, kPruned };
   Kind kind = Kind::kGrant;
   uint64_t line = 0;            // its line in the log
+  size_t log = 0;               // which log (merge_trails(): the index of its Trail)
   ledger::Time time{};          // the entry's time (a whole second)
   std::string key;              // "" for prune_requested
   std::int64_t generation = 0;  // 0 when the entry names none (release_requested may not)
@@ -38,6 +39,17 @@ struct Trail {
   uint64_t other_scopes = 0;  // ledger entries of other scopes, left out
 };
 
+// The trails of several logs (one per gate, `ledger check --audit A --audit B`) as one, in time
+// order: each event's `log` is its trail's index; each log's own order is kept, and of events in
+// one second a grant comes before an operator act.
+Trail merge_trails(const std::vector<Trail>& trails);
+
+// A place in the logs: which log (an index) and its line.
+struct TrailPlace {
+  size_t log = 0;
+  uint64_t line = 0;
+};
+
 // Reads the audit log at `path` and keeps what concerns ledger scope `scope`. The log must verify
 // (audit::verify_bytes: a torn tail is no problem); decision entries carry no scope, so every
 // grant in the log is taken to be this scope's (keep one audit log per ledger scope). Returns ""
@@ -48,14 +60,16 @@ std::string read_trail(const std::string& path, const std::string& scope, Trail*
 // A claim that the log says is in the ledger, with the log line that granted it.
 struct ExpectedRow {
   ledger::Record row;
-  uint64_t granted_on = 0;   // the grant's line
-  uint64_t released_on = 0;  // the 'released' entry's line (0: live)
+  uint64_t granted_on = 0;                   // the grant's line
+  uint64_t released_on = 0;                  // the 'released' entry's line (0: live)
+  size_t granted_log = 0, released_log = 0;  // in which log (TrailEvent::log)
 };
 
 // Something in the log that no single ledger could have done (a key granted twice without a
 // release, a release or prune of a claim the log never granted), with its line.
 struct TrailConflict {
   uint64_t line = 0;
+  size_t log = 0;
   std::string key;
   std::int64_t generation = 0;
   std::string message;
@@ -68,8 +82,8 @@ struct TrailConflict {
 // it is listed in `pending_releases`. Rows get worker "audit log line N".
 struct Replayed {
   std::map<std::pair<std::string, std::int64_t>, ExpectedRow> rows;
-  std::map<std::pair<std::string, std::int64_t>, uint64_t> pending_releases;  // -> request line
-  std::map<std::pair<std::string, std::int64_t>, uint64_t> pruned;  // -> the 'pruned' line
+  std::map<std::pair<std::string, std::int64_t>, TrailPlace> pending_releases;  // -> request
+  std::map<std::pair<std::string, std::int64_t>, TrailPlace> pruned;  // -> the 'pruned' entry
   std::vector<TrailConflict> conflicts;
   uint64_t grants = 0;
 };
