@@ -3,6 +3,7 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -158,21 +159,8 @@ const amqp_field_value_t* find_header(const amqp_table_t& headers, std::string_v
 }
 
 std::optional<int64_t> integer_of(const amqp_field_value_t& v) {
+  if (auto n = integer_field(v)) return n;
   switch (v.kind) {
-    case AMQP_FIELD_KIND_I8:
-      return v.value.i8;
-    case AMQP_FIELD_KIND_U8:
-      return v.value.u8;
-    case AMQP_FIELD_KIND_I16:
-      return v.value.i16;
-    case AMQP_FIELD_KIND_U16:
-      return v.value.u16;
-    case AMQP_FIELD_KIND_I32:
-      return v.value.i32;
-    case AMQP_FIELD_KIND_U32:
-      return v.value.u32;
-    case AMQP_FIELD_KIND_I64:
-      return v.value.i64;
     case AMQP_FIELD_KIND_UTF8:
     case AMQP_FIELD_KIND_BYTES: {
       int64_t n = 0;
@@ -205,6 +193,29 @@ bool broker_owned(std::string_view name) {
 }
 
 }  // namespace
+
+std::optional<int64_t> integer_field(const amqp_field_value_t& v) {
+  switch (v.kind) {
+    case AMQP_FIELD_KIND_I8:
+      return v.value.i8;
+    case AMQP_FIELD_KIND_U8:
+      return v.value.u8;
+    case AMQP_FIELD_KIND_I16:
+      return v.value.i16;
+    case AMQP_FIELD_KIND_U16:
+      return v.value.u16;
+    case AMQP_FIELD_KIND_I32:
+      return v.value.i32;
+    case AMQP_FIELD_KIND_U32:
+      return v.value.u32;
+    case AMQP_FIELD_KIND_I64:
+      return v.value.i64;
+    case AMQP_FIELD_KIND_U64:
+      return static_cast<int64_t>(std::min<uint64_t>(v.value.u64, INT64_MAX));
+    default:
+      return std::nullopt;
+  }
+}
 
 void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits,
                         EnvelopeRecord* out) {

@@ -47,6 +47,9 @@ struct EnvelopeRecord {
   std::string topic_hint;  // the routing key, for progress lines
 };
 
+// A header value of an integer kind (any width, a u64 above INT64_MAX clamped), else nullopt.
+std::optional<int64_t> integer_field(const amqp_field_value_t& value);
+
 // Fills *out from `envelope` (see above).
 void envelope_to_record(const amqp_envelope_t& envelope, const Limits& limits, EnvelopeRecord* out);
 

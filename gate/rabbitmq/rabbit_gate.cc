@@ -135,27 +135,7 @@ std::optional<int64_t> header_int(const amqp_envelope_t& env, std::string_view n
   for (int i = 0; i < p.headers.num_entries; ++i) {
     const amqp_table_entry_t& e = p.headers.entries[i];
     if (std::string_view(static_cast<const char*>(e.key.bytes), e.key.len) != name) continue;
-    const amqp_field_value_t& v = e.value;
-    switch (v.kind) {
-      case AMQP_FIELD_KIND_I8:
-        return v.value.i8;
-      case AMQP_FIELD_KIND_U8:
-        return v.value.u8;
-      case AMQP_FIELD_KIND_I16:
-        return v.value.i16;
-      case AMQP_FIELD_KIND_U16:
-        return v.value.u16;
-      case AMQP_FIELD_KIND_I32:
-        return v.value.i32;
-      case AMQP_FIELD_KIND_U32:
-        return v.value.u32;
-      case AMQP_FIELD_KIND_I64:
-        return v.value.i64;
-      case AMQP_FIELD_KIND_U64:
-        return static_cast<int64_t>(std::min<uint64_t>(v.value.u64, INT64_MAX));
-      default:
-        return std::nullopt;
-    }
+    return integer_field(e.value);
   }
   return std::nullopt;
 }

@@ -63,26 +63,37 @@ bool fsync_dir(const std::string& dir) {
   return ok;
 }
 
+// Reads a small state file (at most about 64 KiB are kept; the parsers refuse what is cut).
+// false when it cannot be opened (*missing when it does not exist; else *error names `what`).
+bool read_state_file(const std::string& path, const char* what, std::string* text, bool* missing,
+                     std::string* error) {
+  *missing = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    *missing = errno == ENOENT;
+    if (!*missing)
+      *error = std::string("cannot read ") + what + " " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  char buffer[1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || text->size() > 64 * 1024) break;
+    text->append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
 // Requires the lock. found = false when the file does not exist.
 bool read_locked(const std::string& dir, std::string_view policy_id, TrustRecord* out, bool* found,
                  std::string* error) {
   *found = false;
   const std::string path = state_path(dir, policy_id);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    if (errno == ENOENT) return true;
-    *error = "cannot read trust state " + path + ": " + std::strerror(errno);
-    return false;
-  }
   std::string text;
-  char buffer[1024];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || text.size() > 64 * 1024) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  bool missing = false;
+  if (!read_state_file(path, "trust state", &text, &missing, error)) return missing;
   const std::string id_hex =
       hex(reinterpret_cast<const uint8_t*>(policy_id.data()), policy_id.size());
   const std::string head = std::string(kMagic) + "\npolicy-hex " + id_hex + "\nrevision ";
@@ -152,21 +163,9 @@ std::string binding_path(const std::string& dir) { return dir + "/binding"; }
 bool read_binding_locked(const std::string& dir, std::string* bound, std::string* error) {
   bound->clear();
   const std::string path = binding_path(dir);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    if (errno == ENOENT) return true;
-    *error = "cannot read trust state binding " + path + ": " + std::strerror(errno);
-    return false;
-  }
   std::string text;
-  char buffer[1024];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || text.size() > 64 * 1024) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  bool missing = false;
+  if (!read_state_file(path, "trust state binding", &text, &missing, error)) return missing;
   const std::string head = std::string(kBindingMagic) + "\npolicy-hex ";
   const size_t hex_size = text.size() - std::min(text.size(), head.size() + 1);
   std::string id(hex_size / 2, '\0');
