@@ -1,8 +1,8 @@
 // One dead letter's decision, ledger claim and audit entries for a live redrive (redrive.h).
 #include "gate/redrive.h"
 
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <utility>
 
 #include "audit/audit_log.h"
