@@ -228,7 +228,12 @@ extern "C" {
 const char* rg_version(void) { return RG_VERSION; }
 
 const char* rg_status_name(rg_status status) {
-  switch (status) {
+  // A C caller may pass any int: read the bits as one, since loading an rg_status outside its
+  // enumerators' range is undefined in C++ (clang's -fsanitize=enum says so).
+  static_assert(sizeof(rg_status) == sizeof(int), "rg_status is an int-sized C enum");
+  int code = 0;
+  std::memcpy(&code, &status, sizeof code);
+  switch (code) {
     case RG_OK:
       return "ok";
     case RG_ERR_IO:

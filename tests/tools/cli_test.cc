@@ -21,6 +21,16 @@
 #include "runtime/table.h"
 #include "tests/support/cli_runner.h"
 
+// Under AddressSanitizer (GCC: __SANITIZE_ADDRESS__, clang: __has_feature) the address-space limit
+// tests cannot run: the sanitizer reserves terabytes of shadow memory at start.
+#if defined(__SANITIZE_ADDRESS__)
+#define RG_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RG_TEST_ASAN 1
+#endif
+#endif
+
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
@@ -539,7 +549,7 @@ TEST_F(CliTest, DecideReplayedKeysMemoryTakesWholeMiB) {
 // A cap above what the machine can give is refused before any record is read (it would fail or
 // be OOM-killed mid-run), naming the limit: here the address-space limit, then MemAvailable.
 TEST_F(CliTest, DecideRefusesAReplayedKeysMemoryAboveTheMemoryAvailable) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(RG_TEST_ASAN)
   // ASan reserves terabytes of shadow address space and inflates RSS: `ulimit -v` and an RSS
   // bound say nothing about the code under it (the plain build runs this test).
   GTEST_SKIP() << "memory bounds are measured in the plain build, not under AddressSanitizer";
@@ -617,7 +627,7 @@ long peak_rss_kib(const std::string& command) {
 // take 512 KiB (an exact set of their hashes). Before, the cap was mapped with huge pages and
 // 20,000 random first touches made about all of it resident (1 GiB).
 TEST_F(CliTest, DecideReplayedKeysMemoryIsACapNotAnAllocation) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(RG_TEST_ASAN)
   // ASan reserves terabytes of shadow address space and inflates RSS: `ulimit -v` and an RSS
   // bound say nothing about the code under it (the plain build runs this test).
   GTEST_SKIP() << "memory bounds are measured in the plain build, not under AddressSanitizer";
