@@ -17,6 +17,7 @@
 #include "ledger/ledger.h"
 #include "runtime/table.h"
 #include "runtime/verify/keys.h"
+#include "support/audit_entries.h"
 #include "support/cli_runner.h"
 #include "support/ledger_letters.h"
 
@@ -25,22 +26,6 @@ namespace {
 
 namespace verify = replaygate::verify;
 using nlohmann::json;
-
-json decision(int n) {
-  audit::DecisionEntry e;
-  e.time = "2026-12-01T00:00:0" + std::to_string(n % 10) + "Z";
-  e.operator_name = "ana";
-  e.message_id = "m" + std::to_string(n);
-  e.operation_id = nullptr;
-  e.action = "never";
-  e.effect = "none";
-  e.rule = "r1";
-  e.policy = "p";
-  e.policy_revision = 1;
-  e.table_checksum = std::string(32, 'a');
-  e.record_revision = nullptr;
-  return audit::to_json(e);
-}
 
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string out;

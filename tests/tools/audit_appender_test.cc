@@ -12,6 +12,7 @@
 #include "audit/checkpoint.h"
 #include "audit/entry.h"
 #include "runtime/verify/keys.h"
+#include "support/audit_entries.h"
 #include "support/cli_runner.h"
 
 namespace replaygate::testing {
@@ -19,21 +20,8 @@ namespace {
 
 using nlohmann::json;
 
-json decision(int n) {
-  audit::DecisionEntry e;
-  e.time = "2026-12-01T00:00:0" + std::to_string(n % 10) + "Z";
-  e.operator_name = "ana";
-  e.message_id = "m" + std::to_string(n);
-  e.operation_id = nullptr;
-  e.action = "replay_once";
-  e.effect = "create";
-  e.rule = "r1";
-  e.policy = "p";
-  e.policy_revision = 1;
-  e.table_checksum = std::string(32, 'a');
-  e.record_revision = nullptr;
-  return audit::to_json(e);
-}
+// The appender tests write create-verb decisions.
+json decision_create(int n) { return decision(n, "replay_once", "create"); }
 
 json result(const std::string& outcome, uint64_t decision_seq) {
   audit::ResultEntry r;
@@ -53,7 +41,7 @@ class AuditAppender : public ::testing::Test {
 TEST_F(AuditAppender, WritesTheBytesAppendWrites) {
   // The same entries through append() and through one Appender give the same file.
   for (int i = 1; i <= 3; ++i) {
-    ASSERT_TRUE(audit::append(p("a.log"), decision(i)).ok);
+    ASSERT_TRUE(audit::append(p("a.log"), decision_create(i)).ok);
     ASSERT_TRUE(
         audit::append(p("a.log"), result("done " + std::to_string(i), 2 * i - 1), 2 * i - 1).ok);
   }
@@ -62,7 +50,7 @@ TEST_F(AuditAppender, WritesTheBytesAppendWrites) {
     std::unique_ptr<audit::Appender> appender = audit::Appender::open(p("b.log"), nullptr, &error);
     ASSERT_TRUE(appender) << error;
     for (int i = 1; i <= 3; ++i) {
-      const audit::AppendResult d = appender->append(decision(i));
+      const audit::AppendResult d = appender->append(decision_create(i));
       ASSERT_TRUE(d.ok) << d.error;
       EXPECT_EQ(d.seq, static_cast<uint64_t>(2 * i - 1));
       const audit::AppendResult r =
@@ -76,9 +64,9 @@ TEST_F(AuditAppender, WritesTheBytesAppendWrites) {
   {
     std::unique_ptr<audit::Appender> appender = audit::Appender::open(p("b.log"), nullptr, &error);
     ASSERT_TRUE(appender) << error;
-    ASSERT_TRUE(appender->append(decision(7)).ok);
+    ASSERT_TRUE(appender->append(decision_create(7)).ok);
   }
-  ASSERT_TRUE(audit::append(p("a.log"), decision(7)).ok);
+  ASSERT_TRUE(audit::append(p("a.log"), decision_create(7)).ok);
   EXPECT_EQ(read_file(p("a.log")), read_file(p("b.log")));
   EXPECT_TRUE(audit::verify_bytes(read_file(p("b.log"))).ok());
 }
@@ -87,7 +75,7 @@ TEST_F(AuditAppender, ChecksResultsAgainstItsOwnDecisions) {
   std::string error;
   std::unique_ptr<audit::Appender> appender = audit::Appender::open(p("a.log"), nullptr, &error);
   ASSERT_TRUE(appender) << error;
-  const audit::AppendResult d = appender->append(decision(1));
+  const audit::AppendResult d = appender->append(decision_create(1));
   ASSERT_TRUE(d.ok);
   EXPECT_FALSE(appender->append(result("x", d.seq + 5), d.seq + 5).ok);
   ASSERT_TRUE(appender->append(result("first", d.seq), d.seq).ok);
@@ -107,12 +95,12 @@ TEST_F(AuditAppender, RefusesALogThatDoesNotVerifyAndRemovesATornTail) {
   EXPECT_NE(error.find("not an audit log"), std::string::npos) << error;
   EXPECT_EQ(read_file(p("bad.log")), "not an audit log\n");
 
-  ASSERT_TRUE(audit::append(p("t.log"), decision(1)).ok);
+  ASSERT_TRUE(audit::append(p("t.log"), decision_create(1)).ok);
   const std::string good = read_file(p("t.log"));
   write_file(p("t.log"), good + "{\"action\":\"nev");  // a crash mid-append
   std::unique_ptr<audit::Appender> appender = audit::Appender::open(p("t.log"), nullptr, &error);
   ASSERT_TRUE(appender) << error;
-  const audit::AppendResult appended = appender->append(decision(2));
+  const audit::AppendResult appended = appender->append(decision_create(2));
   ASSERT_TRUE(appended.ok) << appended.error;
   EXPECT_EQ(appended.removed_torn_tail, "{\"action\":\"nev");
   const std::string bytes = read_file(p("t.log"));
@@ -125,24 +113,24 @@ TEST_F(AuditAppender, ContinuesOtherAppendersAndRefusesABrokenOrReplacedFile) {
   std::string error;
   std::unique_ptr<audit::Appender> appender = audit::Appender::open(p("a.log"), nullptr, &error);
   ASSERT_TRUE(appender) << error;
-  ASSERT_TRUE(appender->append(decision(1)).ok);
+  ASSERT_TRUE(appender->append(decision_create(1)).ok);
   // Another appender writes between two of ours (the lock is held per append only).
-  ASSERT_TRUE(audit::append(p("a.log"), decision(2)).ok);
-  const audit::AppendResult third = appender->append(decision(3));
+  ASSERT_TRUE(audit::append(p("a.log"), decision_create(2)).ok);
+  const audit::AppendResult third = appender->append(decision_create(3));
   ASSERT_TRUE(third.ok) << third.error;
   EXPECT_EQ(third.seq, 3u);
   EXPECT_TRUE(audit::verify_bytes(read_file(p("a.log"))).ok());
   // A writer that does not keep the format adds a line: refused, and nothing is written.
   const std::string before = read_file(p("a.log"));
   write_file(p("a.log"), before + "{}\n");
-  audit::AppendResult refused = appender->append(decision(4));
+  audit::AppendResult refused = appender->append(decision_create(4));
   EXPECT_FALSE(refused.ok);
   EXPECT_NE(refused.error.find("does not verify"), std::string::npos) << refused.error;
   EXPECT_EQ(read_file(p("a.log")), before + "{}\n");
   // An editor's save: a new file renamed over the path.
   write_file(p("edited.log"), before);
   std::filesystem::rename(p("edited.log"), p("a.log"));
-  refused = appender->append(decision(4));
+  refused = appender->append(decision_create(4));
   EXPECT_FALSE(refused.ok);
   EXPECT_NE(refused.error.find("replaced"), std::string::npos) << refused.error;
   EXPECT_EQ(read_file(p("a.log")), before);
@@ -158,7 +146,7 @@ TEST_F(AuditAppender, SignsCheckpointsThatVerify) {
   {
     std::unique_ptr<audit::Appender> appender = audit::Appender::open(p("s.log"), &signer, &error);
     ASSERT_TRUE(appender) << error;
-    for (int i = 1; i <= 5; ++i) ASSERT_TRUE(appender->append(decision(i)).ok);
+    for (int i = 1; i <= 5; ++i) ASSERT_TRUE(appender->append(decision_create(i)).ok);
   }
   const std::string bytes = read_file(p("s.log"));
   const audit::VerifyReport report = audit::verify_bytes(bytes);

@@ -13,6 +13,7 @@
 #include "audit/checkpoint.h"
 #include "audit/entry.h"
 #include "runtime/verify/keys.h"
+#include "support/audit_entries.h"
 #include "support/cli_runner.h"
 
 namespace replaygate::testing {
@@ -23,22 +24,6 @@ using nlohmann::json;
 
 const std::string kPolicy = kSourceDir + "/policies/replay_gate.yaml";
 const std::string kExamples = kSourceDir + "/examples/";
-
-json decision(int n) {
-  audit::DecisionEntry e;
-  e.time = "2026-12-01T00:00:0" + std::to_string(n % 10) + "Z";
-  e.operator_name = "ana";
-  e.message_id = "m" + std::to_string(n);
-  e.operation_id = nullptr;
-  e.action = "never";
-  e.effect = "none";
-  e.rule = "r1";
-  e.policy = "p";
-  e.policy_revision = 1;
-  e.table_checksum = std::string(32, 'a');
-  e.record_revision = nullptr;
-  return audit::to_json(e);
-}
 
 std::vector<std::string> split_lines(const std::string& text) { return lines_of(text); }
 
