@@ -23,7 +23,8 @@ std::optional<Time> parse_stored_time(std::string_view text);
 // The layout of one row, shared by the backends' SQL: the columns in this order.
 inline constexpr const char* kColumns =
     "scope, key, generation, state, policy, revision, table_checksum, rule, message_id, worker, "
-    "claimed_at, updated_at, released_by, release_reason, released_at, copy_replay, body_digest";
+    "claimed_at, updated_at, released_by, release_reason, released_at, copy_replay, body_digest, "
+    "recorded_at";
 
 Error error(ErrorCode code, std::string message);
 

@@ -388,10 +388,14 @@ Result<std::int64_t> Ledger::export_rows(const std::function<bool(const Record&)
   });
 }
 
-Result<std::vector<Record>> Ledger::prune(Time cutoff) {
-  return guarded([&]() -> Result<std::vector<Record>> {
+Result<Pruned> Ledger::prune(std::chrono::microseconds older_than, bool dry_run) {
+  return guarded([&]() -> Result<Pruned> {
+    if (older_than.count() < 0) {
+      return internal::error(ErrorCode::kInvalidArgument,
+                             "ledger " + describe() + ": prune: a negative age");
+    }
     std::lock_guard lock(mu_);
-    return do_prune(cutoff);
+    return do_prune(older_than, dry_run);
   });
 }
 

@@ -147,8 +147,12 @@ struct Record {
   // from the audit log, a claim written by a build before schema version 2).
   std::optional<std::int64_t> copy_replay;
   std::string body_digest;
-  Time claimed_at{};
+  Time claimed_at{};  // the claimant's clock: informational, never used to age the row
   Time updated_at{};  // the last change of state (== claimed_at until the first mark)
+  // The ledger's own time when the row was inserted (PostgreSQL: the server's now(); SQLite: the
+  // inserting host's clock, never earlier than any row inserted before it). `prune` ages rows by
+  // it, so a claimant whose clock is slow cannot make its claim look old.
+  Time recorded_at{};
   // Set only in state kReleased:
   std::string released_by;
   std::string release_reason;
@@ -172,6 +176,11 @@ struct AuditAnchor {
   std::string chain_digest;  // its chain_digest (BLAKE2b-256 hex)
   std::string key_id;        // the key that signed it
   Time recorded_at{};        // when it was last raised (the ledger's clock)
+};
+
+struct Pruned {
+  Time cutoff{};             // rows recorded before it by the ledger's clock are (or would be) gone
+  std::vector<Record> rows;  // ordered by recorded_at, key, generation
 };
 
 struct Stats {
@@ -256,18 +265,22 @@ class Ledger {
   // kInternal. Errors: kUnavailable, kCorrupt, kInternal.
   Result<std::int64_t> export_rows(const std::function<bool(const Record&)>& sink);
 
-  // Deletes every row (any state, live or released) with claimed_at < cutoff and returns the
-  // deleted rows, so that the caller can audit them. Pruning re-opens replay for their keys.
-  // One transaction: all or nothing. Errors: kUnavailable, kCorrupt, kInternal.
-  Result<std::vector<Record>> prune(Time cutoff);
+  // Deletes every row (any state, live or released) the ledger recorded more than `older_than`
+  // ago by its own clock (recorded_at < ledger now - older_than; PostgreSQL: the server's now(),
+  // SQLite: this host's clock) and returns the cutoff and the deleted rows, so that the caller can
+  // audit them. The claimant's claimed_at plays no part. Pruning re-opens replay for their keys.
+  // One transaction: all or nothing; `dry_run` returns the same rows and rolls back. Errors:
+  // kInvalidArgument (older_than < 0), kUnavailable, kCorrupt, kInternal.
+  Result<Pruned> prune(std::chrono::microseconds older_than, bool dry_run = false);
 
   // Inserts `rows` exactly as given (generation, state, times, release fields) in one transaction,
   // into a scope that holds no row yet: `replaygate ledger rebuild` re-creates a lost ledger from
-  // the audit log this way. Every row's scope is this object's scope (the row's own is ignored).
-  // Returns the number of rows inserted. Errors: kInvalidArgument (the scope already holds a row:
-  // "not empty"; a row breaks the rules of Claim's texts; two live rows or two equal generations
-  // of one key; a released row without released_by/release_reason/released_at) - nothing is
-  // inserted then; kUnavailable, kCorrupt, kInternal.
+  // the audit log this way. Every row's scope is this object's scope (the row's own is ignored);
+  // its recorded_at is its claimed_at (the only time a restored row has), never later than the
+  // ledger's now. Returns the number of rows inserted. Errors: kInvalidArgument (the scope already
+  // holds a row: "not empty"; a row breaks the rules of Claim's texts; two live rows or two equal
+  // generations of one key; a released row without released_by/release_reason/released_at) -
+  // nothing is inserted then; kUnavailable, kCorrupt, kInternal.
   Result<std::int64_t> restore(const std::vector<Record>& rows);
 
   // Raises the anchor of `anchor.log` in this scope to `anchor` (recorded_at is set here) when it
@@ -299,7 +312,7 @@ class Ledger {
   virtual Result<std::vector<Record>> do_list(Time since) = 0;
   virtual Result<Stats> do_stats() = 0;
   virtual Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) = 0;
-  virtual Result<std::vector<Record>> do_prune(Time cutoff) = 0;
+  virtual Result<Pruned> do_prune(std::chrono::microseconds older_than, bool dry_run) = 0;
   // Called with the rows checked; must refuse a scope that holds a row (kInvalidArgument).
   virtual Result<std::int64_t> do_restore(const std::vector<Record>& rows) = 0;
   // Both backends keep anchors; the defaults (kInternal) are for a test's scripted ledger.
@@ -322,11 +335,14 @@ class Ledger {
 // or a table of another layout), kSchemaVersion (another ledger schema version). An existing
 // database is never altered to fit, with one exception: a ledger of an older schema version this
 // build knows is upgraded on open, in one transaction (version 1 -> 2 adds the two nullable
-// columns copy_replay and body_digest; its rows keep NULL there). A newer version is refused.
+// columns copy_replay and body_digest, its rows keep NULL there; 2 -> 3 adds recorded_at: the
+// rows already there get their claimed_at, no later than the upgrade's time, the only time they
+// have, so they age as they did). A newer version is refused.
 Result<std::unique_ptr<Ledger>> open_ledger(std::string_view url, const Options& options = {});
 
 // The ledger schema version this build reads and writes (SQLite user_version, PostgreSQL
-// replaygate_ledger_meta.schema_version). Version 1 had no copy_replay / body_digest columns.
-inline constexpr int kSchemaVersion = 2;
+// replaygate_ledger_meta.schema_version). Version 1 had no copy_replay / body_digest columns,
+// version 2 no recorded_at.
+inline constexpr int kSchemaVersion = 3;
 
 }  // namespace replaygate::ledger

@@ -12,8 +12,9 @@
 // Recognition: a table replaygate_ledger_meta (name, value) holds schema_version; creation runs
 // under a transaction-scoped advisory lock, so concurrent first opens create it once. Tables that
 // exist with another layout, or a claims table without the meta table, are refused.
-// Schema version 1 (without copy_replay and body_digest) is upgraded under the same lock: two
-// nullable columns added at the end, the version set to 2, in the opener's transaction.
+// Schema versions 1 (without copy_replay, body_digest and recorded_at) and 2 (without recorded_at)
+// are upgraded under the same lock: the columns added at the end, the version set to 3, in the
+// opener's transaction.
 #include <libpq-fe.h>
 
 #include <algorithm>
@@ -27,6 +28,10 @@
 
 namespace replaygate::ledger::internal {
 namespace {
+
+// The server's clock as the fixed-width text of format_time: the ledger's own time (recorded_at,
+// prune's cutoff), the same for every client whatever its clock says.
+#define kServerNow "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
 constexpr const char* kCreateSql =
     "CREATE TABLE replaygate_ledger_meta (\n"
@@ -52,6 +57,8 @@ constexpr const char* kCreateSql =
     "  released_at text,\n"
     "  copy_replay bigint,\n"
     "  body_digest text,\n"
+    "  recorded_at text NOT NULL DEFAULT " kServerNow
+    ",\n"
     "  CONSTRAINT replaygate_ledger_key PRIMARY KEY (scope, key, slot),\n"
     "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = 0))\n"
     ");\n"
@@ -89,14 +96,23 @@ const std::vector<std::string> kExpectedColumns = {"scope text NO",
                                                    "release_reason text YES",
                                                    "released_at text YES",
                                                    "copy_replay bigint YES",
-                                                   "body_digest text YES"};
-// Version 1 had the columns above but the last two. A later version must extend the upgrade.
-static_assert(kSchemaVersion == 2, "upgrade version 1 ledgers to the new version");
+                                                   "body_digest text YES",
+                                                   "recorded_at text NO"};
+// Version 1 had the columns above but the last three, version 2 all but recorded_at. A later
+// version must extend the upgrade. The rows already there keep the only time they have, their
+// claimed_at (no later than the upgrade's now()), as recorded_at: they age as they did before.
+static_assert(kSchemaVersion == 3, "upgrade older ledgers to the new version");
 constexpr size_t kVersion1Columns = 16;
+constexpr size_t kVersion2Columns = 18;
 constexpr const char* kUpgradeFrom1 =
     "ALTER TABLE replaygate_ledger_claims ADD COLUMN copy_replay bigint, "
-    "ADD COLUMN body_digest text;\n"
-    "UPDATE replaygate_ledger_meta SET value = '2' WHERE name = 'schema_version';\n";
+    "ADD COLUMN body_digest text;\n";
+constexpr const char* kUpgradeFrom2 =
+    "ALTER TABLE replaygate_ledger_claims ADD COLUMN recorded_at text NOT NULL DEFAULT " kServerNow
+    ";\n"
+    "UPDATE replaygate_ledger_claims SET recorded_at = least(claimed_at COLLATE \"C\", "
+    "recorded_at COLLATE \"C\");\n"
+    "UPDATE replaygate_ledger_meta SET value = '3' WHERE name = 'schema_version';\n";
 
 const std::string kSelect = std::string("SELECT ") + kColumns + " FROM replaygate_ledger_claims ";
 
@@ -158,7 +174,7 @@ class PgLedger final : public Ledger {
   Result<std::vector<Record>> do_list(Time since) override;
   Result<Stats> do_stats() override;
   Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) override;
-  Result<std::vector<Record>> do_prune(Time cutoff) override;
+  Result<Pruned> do_prune(std::chrono::microseconds older_than, bool dry_run) override;
   Result<std::int64_t> do_restore(const std::vector<Record>& rows) override;
   Result<AuditAnchor> do_raise_anchor(const AuditAnchor& anchor) override;
   Result<std::vector<AuditAnchor>> do_anchors() override;
@@ -277,6 +293,7 @@ class PgLedger final : public Ledger {
     if (!PQgetisnull(r, row, 14)) rec.released_at = parse_stored_time(text(14));
     if (!PQgetisnull(r, row, 15)) rec.copy_replay = std::stoll(text(15));
     if (!PQgetisnull(r, row, 16)) rec.body_digest = text(16);
+    rec.recorded_at = parse_stored_time(text(17)).value_or(Time{});
     return rec;
   }
   static std::vector<Record> rows(const PGresult* r) {
@@ -337,7 +354,7 @@ std::optional<Error> PgLedger::check_or_create() {
           error(ErrorCode::kForeign, where + "replaygate_ledger_meta has no schema_version"));
     }
     const std::string version = PQgetvalue(v.get(), 0, 0);
-    const bool upgrade = version == "1";
+    const bool upgrade = version == "1" || version == "2";
     if (!upgrade && version != std::to_string(kSchemaVersion)) {
       return bail(error(ErrorCode::kSchemaVersion, where + "ledger schema version " + version +
                                                        ", this build reads version " +
@@ -359,8 +376,10 @@ std::optional<Error> PgLedger::check_or_create() {
     for (int i = 0; i < PQntuples(cols.get()); ++i) have.emplace_back(PQgetvalue(cols.get(), i, 0));
     const std::vector<std::string> expected(
         kExpectedColumns.begin(),
-        kExpectedColumns.begin() +
-            static_cast<std::ptrdiff_t>(upgrade ? kVersion1Columns : kExpectedColumns.size()));
+        kExpectedColumns.begin() + static_cast<std::ptrdiff_t>(version == "1" ? kVersion1Columns
+                                                               : version == "2"
+                                                                   ? kVersion2Columns
+                                                                   : kExpectedColumns.size()));
     if (have != expected) {
       std::string got;
       for (const auto& c : have) got += (got.empty() ? "" : ", ") + c;
@@ -380,8 +399,12 @@ std::optional<Error> PgLedger::check_or_create() {
                                                  "replaygate_ledger_claims lacks its primary key "
                                                  "replaygate_ledger_key (one live claim per key)"));
     }
-    if (upgrade) {
+    if (version == "1") {
       run("upgrade the ledger schema from version 1", kUpgradeFrom1, {}, f);
+      if (f) return bail(f->error);
+    }
+    if (upgrade) {
+      run("upgrade the ledger schema to version 3", kUpgradeFrom2, {}, f);
       if (f) return bail(f->error);
     }
   }
@@ -443,7 +466,8 @@ Result<std::vector<ClaimOutcome>> PgLedger::do_claim_batch(const std::vector<Cla
       "WHERE x.scope = $1 AND x.key = u.k), 0) + 1, 'claimed', u.p, u.r, u.t, u.ru, u.m, u.w, $2, "
       "$2, u.c, nullif(u.d, '') FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], "
       "$7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[]) WITH ORDINALITY AS u(k, p, "
-      "r, t, ru, m, w, c, d, i) ORDER BY u.i ON CONFLICT DO NOTHING RETURNING key, generation";
+      "r, t, ru, m, w, c, d, i) ORDER BY u.i ON CONFLICT DO NOTHING RETURNING key, generation, "
+      "recorded_at";
   static const std::string kHolders =
       kSelect + "WHERE scope = $1 AND key = ANY($2::text[]) AND slot = 0";
   std::vector<std::string> run_params = params;
@@ -475,6 +499,7 @@ Result<std::vector<ClaimOutcome>> PgLedger::do_claim_batch(const std::vector<Cla
           r.copy_replay = c.copy_replay;
           r.body_digest = c.body_digest;
           r.claimed_at = r.updated_at = parse_stored_time(ts).value_or(now_t);
+          r.recorded_at = parse_stored_time(PQgetvalue(ins.get(), i, 2)).value_or(Time{});
         }
         std::vector<const std::string*> lost;
         for (size_t i : order) {
@@ -706,22 +731,32 @@ Result<std::int64_t> PgLedger::do_export_rows(const std::function<bool(const Rec
   });
 }
 
-Result<std::vector<Record>> PgLedger::do_prune(Time cutoff) {
-  return in_transaction<std::vector<Record>>(
-      [&](std::optional<Failure>& f) -> Result<std::vector<Record>> {
-        PgResult r = run("prune",
-                         "DELETE FROM replaygate_ledger_claims WHERE scope = $1 AND claimed_at < "
-                         "$2 RETURNING " +
-                             std::string(kColumns),
-                         {scope(), format_time(cutoff)}, f);
-        if (f) return f->error;
-        auto out = rows(r.get());
-        std::sort(out.begin(), out.end(), [](const Record& a, const Record& b) {
-          return std::tie(a.claimed_at, a.key, a.generation) <
-                 std::tie(b.claimed_at, b.key, b.generation);
-        });
-        return out;
-      });
+Result<Pruned> PgLedger::do_prune(std::chrono::microseconds older_than, bool dry_run) {
+  return in_transaction<Pruned>([&](std::optional<Failure>& f) -> Result<Pruned> {
+    // The cutoff by the server's clock (now() is the transaction's start): a client's clock,
+    // the pruning one's or a claimant's, plays no part.
+    PgResult c = run("prune",
+                     "SELECT to_char((now() - $1::bigint * interval '1 microsecond') AT TIME "
+                     "ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+                     {std::to_string(older_than.count())}, f);
+    if (f) return f->error;
+    Pruned out;
+    const std::string cutoff = PQgetvalue(c.get(), 0, 0);
+    out.cutoff = parse_stored_time(cutoff).value_or(Time{});
+    PgResult r = run(
+        "prune",
+        std::string(dry_run ? kSelect + "WHERE" : "DELETE FROM replaygate_ledger_claims WHERE") +
+            " scope = $1 AND recorded_at < $2" +
+            (dry_run ? std::string() : " RETURNING " + std::string(kColumns)),
+        {scope(), cutoff}, f);
+    if (f) return f->error;
+    out.rows = rows(r.get());
+    std::sort(out.rows.begin(), out.rows.end(), [](const Record& a, const Record& b) {
+      return std::tie(a.recorded_at, a.key, a.generation) <
+             std::tie(b.recorded_at, b.key, b.generation);
+    });
+    return out;
+  });
 }
 
 Result<std::int64_t> PgLedger::do_restore(const std::vector<Record>& rows) {
@@ -756,7 +791,12 @@ Result<std::int64_t> PgLedger::do_restore(const std::vector<Record>& rows) {
       std::string sql =
           "INSERT INTO replaygate_ledger_claims (scope, key, slot, generation, state, policy, "
           "revision, table_checksum, rule, message_id, worker, claimed_at, updated_at";
-      std::string values = ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13";
+      // A restored row keeps the only time it has, its claimed_at, as the ledger's (as an
+      // upgraded one does), never later than the server's now.
+      sql += ", recorded_at";
+      std::string values =
+          ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, least($12 COLLATE "
+          "\"C\", " kServerNow " COLLATE \"C\")";
       // The optional columns, each with its own parameter (a NULL is a column left out).
       const auto add = [&](const char* column, std::string value) {
         p.push_back(std::move(value));

@@ -44,11 +44,34 @@ constexpr const char* kCreateTable =
     "  updated_at TEXT NOT NULL,\n"
     "  released_by TEXT,\n"
     "  release_reason TEXT,\n"
+    "  released_at TEXT, copy_replay INTEGER, body_digest TEXT, recorded_at TEXT NOT NULL DEFAULT "
+    "'',\n"
+    "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = 0))\n"
+    ") STRICT";
+// Schema version 2's table (no recorded_at), upgraded like version 1's.
+constexpr const char* kCreateTableV2 =
+    "CREATE TABLE claims (\n"
+    "  scope TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  slot INTEGER NOT NULL,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  state TEXT NOT NULL CHECK (state IN ('claimed', 'recorded', 'confirmed', 'released')),\n"
+    "  policy TEXT NOT NULL,\n"
+    "  revision INTEGER NOT NULL,\n"
+    "  table_checksum TEXT NOT NULL,\n"
+    "  rule TEXT NOT NULL,\n"
+    "  message_id TEXT NOT NULL,\n"
+    "  worker TEXT NOT NULL,\n"
+    "  claimed_at TEXT NOT NULL,\n"
+    "  updated_at TEXT NOT NULL,\n"
+    "  released_by TEXT,\n"
+    "  release_reason TEXT,\n"
     "  released_at TEXT, copy_replay INTEGER, body_digest TEXT,\n"
     "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = 0))\n"
     ") STRICT";
 // Schema version 1's table: a file with it is upgraded (upgrade()); ALTER TABLE ADD COLUMN
-// inserts the columns after the last one, which gives kCreateTable's text exactly.
+// inserts the columns after the last one, which gives kCreateTable's text exactly (hence its
+// layout: the added columns on one line, recorded_at with the DEFAULT that ADD COLUMN needs).
 constexpr const char* kCreateTableV1 =
     "CREATE TABLE claims (\n"
     "  scope TEXT NOT NULL,\n"
@@ -72,6 +95,9 @@ constexpr const char* kCreateTableV1 =
 // slot is 0 for the live claim and the generation once released: one live claim per key.
 constexpr const char* kCreateLive = "CREATE UNIQUE INDEX claims_key ON claims (scope, key, slot)";
 constexpr const char* kCreateTime = "CREATE INDEX claims_time ON claims (scope, claimed_at)";
+// recorded_at grows with the insert order: the last one is the index's end (claim_batch), and
+// prune reads a prefix of it.
+constexpr const char* kCreateRecorded = "CREATE INDEX claims_recorded ON claims (recorded_at)";
 // The last signed checkpoint per audit log (Ledger::raise_anchor). A ledger made before it gets it
 // when opened (add_anchor_table).
 constexpr const char* kCreateAnchors =
@@ -150,7 +176,7 @@ class SqliteLedger final : public Ledger {
   Result<std::vector<Record>> do_list(Time since) override;
   Result<Stats> do_stats() override;
   Result<std::int64_t> do_export_rows(const std::function<bool(const Record&)>& sink) override;
-  Result<std::vector<Record>> do_prune(Time cutoff) override;
+  Result<Pruned> do_prune(std::chrono::microseconds older_than, bool dry_run) override;
   Result<std::int64_t> do_restore(const std::vector<Record>& rows) override;
   Result<AuditAnchor> do_raise_anchor(const AuditAnchor& anchor) override;
   Result<std::vector<AuditAnchor>> do_anchors() override;
@@ -223,6 +249,7 @@ class SqliteLedger final : public Ledger {
     if (!s.column_null(14)) r.released_at = parse_stored_time(s.column_text(14));
     if (!s.column_null(15)) r.copy_replay = sqlite3_column_int64(s.get(), 15);
     if (!s.column_null(16)) r.body_digest = s.column_text(16);
+    r.recorded_at = parse_stored_time(s.column_text(17)).value_or(Time{});
     return r;
   }
   // Steps `s` to the end, appending every row. Returns an error or nothing.
@@ -256,6 +283,10 @@ class SqliteLedger final : public Ledger {
   std::optional<Error> create_schema();
   std::optional<Error> upgrade();
   std::optional<Error> add_anchor_table();
+  // The ledger's time for a row inserted now: this host's clock, but never earlier than the last
+  // recorded_at in the file (a claimant whose clock is behind cannot make its row look old).
+  // Inside a write transaction.
+  Result<std::string> ledger_time();
   // The anchors of this scope ("" : all of them; else the one of `log`), inside a transaction.
   Result<std::vector<AuditAnchor>> read_anchors(const std::string& log);
 
@@ -310,6 +341,9 @@ std::optional<Error> SqliteLedger::check_schema() {
   const std::vector<std::pair<std::string, std::string>> version1 = {
       {"claims", kCreateTableV1}, {"claims_key", kCreateLive}, {"claims_time", kCreateTime}};
   if (version == 1 && objects == version1) return upgrade();
+  const std::vector<std::pair<std::string, std::string>> version2 = {
+      {"claims", kCreateTableV2}, {"claims_key", kCreateLive}, {"claims_time", kCreateTime}};
+  if (version == 2 && objects == version2) return upgrade();
   if (version != kSchemaVersion) {
     return error(ErrorCode::kSchemaVersion,
                  "ledger " + describe() + ": refused: ledger schema version " +
@@ -317,7 +351,10 @@ std::optional<Error> SqliteLedger::check_schema() {
                      std::to_string(kSchemaVersion));
   }
   const std::vector<std::pair<std::string, std::string>> expected = {
-      {"claims", kCreateTable}, {"claims_key", kCreateLive}, {"claims_time", kCreateTime}};
+      {"claims", kCreateTable},
+      {"claims_key", kCreateLive},
+      {"claims_recorded", kCreateRecorded},
+      {"claims_time", kCreateTime}};
   if (objects != expected) {
     return error(ErrorCode::kForeign,
                  "ledger " + describe() +
@@ -370,7 +407,7 @@ std::optional<Error> SqliteLedger::create_schema() {
     return check_schema();
   }
   const std::string sql = std::string(kCreateTable) + ";\n" + kCreateLive + ";\n" + kCreateTime +
-                          ";\n" + kCreateAnchors +
+                          ";\n" + kCreateRecorded + ";\n" + kCreateAnchors +
                           ";\nPRAGMA application_id=" + std::to_string(kApplicationId) +
                           ";\nPRAGMA user_version=" + std::to_string(kSchemaVersion) + ";";
   rc = exec(sql.c_str());
@@ -382,8 +419,10 @@ std::optional<Error> SqliteLedger::create_schema() {
   return commit();
 }
 
-// Version 1 -> 2. A later version must extend the upgrade (and kCreateTable's text).
-static_assert(kSchemaVersion == 2, "upgrade version 1 ledgers to the new version");
+// Version 1 or 2 -> 3. A later version must extend the upgrade (and kCreateTable's text). The rows
+// already there keep the only time they have, their claimed_at (no later than the upgrade), as
+// recorded_at: they age as they did before.
+static_assert(kSchemaVersion == 3, "upgrade older ledgers to the new version");
 std::optional<Error> SqliteLedger::upgrade() {
   if (auto e = begin(true)) return e;
   // Another process may have upgraded it since we looked: check again under the write lock.
@@ -397,19 +436,23 @@ std::optional<Error> SqliteLedger::upgrade() {
   }
   const std::int64_t version = sqlite3_column_int64(v.get(), 0);
   v.finalize();
-  if (version != 1) {
+  if (version != 1 && version != 2) {
     rollback();
     return check_schema();
   }
-  const std::string sql =
-      "ALTER TABLE claims ADD COLUMN copy_replay INTEGER;\n"
-      "ALTER TABLE claims ADD COLUMN body_digest TEXT;\n"
-      "PRAGMA user_version=" +
-      std::to_string(kSchemaVersion) + ";";
+  const std::string sql = std::string(version == 1 ? "ALTER TABLE claims ADD COLUMN copy_replay "
+                                                     "INTEGER;\nALTER TABLE claims ADD COLUMN "
+                                                     "body_digest TEXT;\n"
+                                                   : "") +
+                          "ALTER TABLE claims ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';\n"
+                          "UPDATE claims SET recorded_at = min(claimed_at, '" +
+                          format_time(now()) + "');\n" + kCreateRecorded +
+                          ";\nPRAGMA user_version=" + std::to_string(kSchemaVersion) + ";";
   rc = exec(sql.c_str());
   if (rc != SQLITE_OK) {
-    Error e =
-        fail("upgrade the ledger schema from version 1 to " + std::to_string(kSchemaVersion), rc);
+    Error e = fail("upgrade the ledger schema from version " + std::to_string(version) + " to " +
+                       std::to_string(kSchemaVersion),
+                   rc);
     rollback();
     return e;
   }
@@ -455,14 +498,18 @@ Result<std::vector<ClaimOutcome>> SqliteLedger::do_claim_batch(const std::vector
         auto ins = stmt("claim",
                         "INSERT INTO claims (scope, key, slot, generation, state, policy, "
                         "revision, table_checksum, rule, message_id, worker, claimed_at, "
-                        "updated_at, copy_replay, body_digest) VALUES (?1, ?2, 0, ?3, 'claimed', "
-                        "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12) ON CONFLICT DO NOTHING");
+                        "updated_at, copy_replay, body_digest, recorded_at) VALUES (?1, ?2, 0, "
+                        "?3, 'claimed', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13) ON "
+                        "CONFLICT DO NOTHING");
         if (!ins) return ins.error();
         auto live = stmt("live", kSelect + "WHERE scope = ?1 AND key = ?2 AND slot = 0");
         if (!live) return live.error();
         const Time t = now();
         const std::string ts = format_time(t);
         const Time stamped = parse_stored_time(ts).value_or(t);
+        const Result<std::string> recorded = ledger_time();
+        if (!recorded) return recorded.error();
+        const Time recorded_at = parse_stored_time(*recorded).value_or(stamped);
         std::vector<ClaimOutcome> out(claims.size());
         std::unordered_map<std::string_view, size_t> first;  // key -> index in this batch
         first.reserve(claims.size());
@@ -501,6 +548,7 @@ Result<std::vector<ClaimOutcome>> SqliteLedger::do_claim_batch(const std::vector
           s.text_static(10, ts);
           if (c.copy_replay) s.integer(11, *c.copy_replay);  // else NULL (cleared bindings)
           if (!c.body_digest.empty()) s.text_static(12, c.body_digest);
+          s.text_static(13, *recorded);
           rc = sqlite3_step(s.get());
           if (rc == SQLITE_DONE && sqlite3_changes(db_) == 1) {
             Record& r = out[i].holder;
@@ -518,6 +566,7 @@ Result<std::vector<ClaimOutcome>> SqliteLedger::do_claim_batch(const std::vector
             r.copy_replay = c.copy_replay;
             r.body_digest = c.body_digest;
             r.claimed_at = r.updated_at = stamped;
+            r.recorded_at = recorded_at;
             continue;
           }
           if (rc != SQLITE_DONE) return fail("claim", rc);
@@ -721,21 +770,38 @@ Result<std::int64_t> SqliteLedger::do_export_rows(const std::function<bool(const
   });
 }
 
-Result<std::vector<Record>> SqliteLedger::do_prune(Time cutoff) {
-  return in_transaction<std::vector<Record>>(true, [&]() -> Result<std::vector<Record>> {
-    auto q = stmt("prune", "DELETE FROM claims WHERE scope = ?1 AND claimed_at < ?2 RETURNING " +
-                               std::string(kColumns));
+Result<Pruned> SqliteLedger::do_prune(std::chrono::microseconds older_than, bool dry_run) {
+  return in_transaction<Pruned>(!dry_run, [&]() -> Result<Pruned> {
+    // recorded_at never goes back in insert order, so the rows before the cutoff are the oldest
+    // inserts: a row a slow claimant wrote after newer ones carries their time, not its own.
+    auto q = dry_run ? stmt("prune_dry", kSelect + "WHERE scope = ?1 AND recorded_at < ?2")
+                     : stmt("prune",
+                            "DELETE FROM claims WHERE scope = ?1 AND recorded_at < ?2 "
+                            "RETURNING " +
+                                std::string(kColumns));
     if (!q) return q.error();
+    Pruned out;
+    out.cutoff = now() - older_than;
     (*q)->text(1, scope());
-    (*q)->text(2, format_time(cutoff));
-    std::vector<Record> rows;
-    if (auto e = collect(**q, "prune", rows)) return *e;
-    std::sort(rows.begin(), rows.end(), [](const Record& a, const Record& b) {
-      return std::tie(a.claimed_at, a.key, a.generation) <
-             std::tie(b.claimed_at, b.key, b.generation);
+    (*q)->text(2, format_time(out.cutoff));
+    if (auto e = collect(**q, "prune", out.rows)) return *e;
+    std::sort(out.rows.begin(), out.rows.end(), [](const Record& a, const Record& b) {
+      return std::tie(a.recorded_at, a.key, a.generation) <
+             std::tie(b.recorded_at, b.key, b.generation);
     });
-    return rows;
+    return out;
   });
+}
+
+Result<std::string> SqliteLedger::ledger_time() {
+  auto q = stmt("ledger_time", "SELECT max(recorded_at) FROM claims");
+  if (!q) return q.error();
+  const int rc = sqlite3_step((*q)->get());
+  if (rc != SQLITE_ROW) return fail("read the ledger's time", rc);
+  std::string last = (*q)->column_text(0);
+  (*q)->reset();
+  std::string here = format_time(now());
+  return last > here ? last : here;  // the fixed-width text sorts as the time does
 }
 
 Result<std::int64_t> SqliteLedger::do_restore(const std::vector<Record>& rows) {
@@ -754,10 +820,14 @@ Result<std::int64_t> SqliteLedger::do_restore(const std::vector<Record>& rows) {
     auto ins = stmt("restore",
                     "INSERT INTO claims (scope, key, slot, generation, state, policy, revision, "
                     "table_checksum, rule, message_id, worker, claimed_at, updated_at, "
-                    "released_by, release_reason, released_at, copy_replay, body_digest) VALUES "
-                    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-                    "?17, ?18)");
+                    "released_by, release_reason, released_at, copy_replay, body_digest, "
+                    "recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                    "?14, ?15, ?16, ?17, ?18, ?19)");
     if (!ins) return ins.error();
+    // A restored row keeps the only time it has, its claimed_at (as an upgraded one does), but
+    // never later than the ledger's time now.
+    const Result<std::string> recorded = ledger_time();
+    if (!recorded) return recorded.error();
     for (const Record& r : rows) {
       Stmt& s = **ins;
       s.reset();
@@ -782,6 +852,7 @@ Result<std::int64_t> SqliteLedger::do_restore(const std::vector<Record>& rows) {
       }
       if (r.copy_replay) s.integer(17, *r.copy_replay);
       if (!r.body_digest.empty()) s.text(18, r.body_digest);
+      s.text(19, std::min(format_time(r.claimed_at), *recorded));
       rc = sqlite3_step(s.get());
       if (rc != SQLITE_DONE) return fail("restore", rc);
     }

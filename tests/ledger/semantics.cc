@@ -208,7 +208,7 @@ void check_release_history(const Opener& open) {
   EXPECT_TRUE(empty->empty());
 }
 
-void check_list_stats_export_prune(const Opener& open) {
+void check_list_stats_export(const Opener& open) {
   TestClock clock;
   auto l = must_open(open, with_clock(clock));
   ASSERT_TRUE(l);
@@ -259,25 +259,82 @@ void check_list_stats_export_prune(const Opener& open) {
   EXPECT_EQ(*stopped, 2);
   // The ledger is usable after an early stop.
   ASSERT_TRUE(l->stats().ok());
+}
 
-  // Pruning deletes the rows before the cutoff, in any state, and re-opens replay for them.
-  auto pruned = l->prune(*parse_time("2026-11-20T00:00:00Z"));
-  ASSERT_TRUE(pruned.ok()) << pruned.error().message;
-  ASSERT_EQ(pruned->size(), 2u);
-  EXPECT_EQ((*pruned)[0].key, "old-1");
-  EXPECT_EQ((*pruned)[1].key, "old-2");
-  auto reclaim = l->claim_batch({make_claim("old-1"), make_claim("mid-1")});
+void check_prune_by_the_ledgers_clock(const Opener& open, LedgerClock ledger_clock) {
+  TestClock clock;
+  auto l = must_open(open, with_clock(clock, "prune"));
+  ASSERT_TRUE(l);
+  if (ledger_clock == LedgerClock::kThisHost) {
+    // SQLite: the ledger's clock is this host's (the test clock), never earlier than a row
+    // inserted before. Rows claimed 11-01, 11-20 and 12-01; then a claimant 60 days slow.
+    clock.set("2026-11-01T00:00:00Z");
+    ASSERT_TRUE(l->claim_batch({make_claim("old-1"), make_claim("old-2")}).ok());
+    clock.set("2026-11-20T00:00:00Z");
+    ASSERT_TRUE(l->claim_batch({make_claim("mid-1")}).ok());
+    ASSERT_TRUE(l->mark("mid-1", 1, State::kRecorded).ok());
+    clock.set("2026-12-01T09:00:00Z");
+    ASSERT_TRUE(l->claim_batch({make_claim("new-1"), make_claim("new-2")}).ok());
+    ASSERT_TRUE(l->release("new-2", "carol", "retry approved").ok());
+    clock.set("2026-10-02T09:00:00Z");
+    auto slow = l->claim_batch({make_claim("slow-1")});
+    ASSERT_TRUE(slow.ok()) << slow.error().message;
+    EXPECT_EQ(format_time((*slow)[0].holder.claimed_at), "2026-10-02T09:00:00.000000Z");
+    EXPECT_EQ(format_time((*slow)[0].holder.recorded_at), "2026-12-01T09:00:00.000000Z")
+        << "the ledger's time never goes back";
+
+    clock.set("2026-12-10T00:00:00Z");
+    auto dry = l->prune(std::chrono::hours(24 * 20), true);
+    ASSERT_TRUE(dry.ok()) << dry.error().message;
+    EXPECT_EQ(format_time(dry->cutoff), "2026-11-20T00:00:00.000000Z");
+    EXPECT_EQ(dry->rows.size(), 2u);
+    auto pruned = l->prune(std::chrono::hours(24 * 20));
+    ASSERT_TRUE(pruned.ok()) << pruned.error().message;
+    ASSERT_EQ(pruned->rows.size(), 2u) << "the dry run deleted nothing";
+    EXPECT_EQ(pruned->rows[0].key, "old-1");
+    EXPECT_EQ(pruned->rows[1].key, "old-2");
+    auto reclaim = l->claim_batch({make_claim("old-1"), make_claim("mid-1"), make_claim("slow-1")});
+    ASSERT_TRUE(reclaim.ok());
+    EXPECT_TRUE((*reclaim)[0].won) << "pruning re-opens replay";
+    EXPECT_FALSE((*reclaim)[1].won);
+    EXPECT_FALSE((*reclaim)[2].won) << "the slow claimant's claim is not aged by its clock";
+    auto none = l->prune(std::chrono::hours(24 * 365));
+    ASSERT_TRUE(none.ok());
+    EXPECT_TRUE(none->rows.empty());
+    return;
+  }
+  // PostgreSQL: the ledger's clock is the server's now(). A claimant 60 days slow claims a key;
+  // a prune of everything older than 30 days by the ledger's clock leaves it.
+  const auto host_now = [] {
+    return std::chrono::time_point_cast<std::chrono::microseconds>(
+        std::chrono::system_clock::now());
+  };
+  *clock.now = host_now() - std::chrono::hours(24 * 60);
+  auto slow = l->claim_batch({make_claim("slow-1")});
+  ASSERT_TRUE(slow.ok()) << slow.error().message;
+  EXPECT_LT((*slow)[0].holder.claimed_at, host_now() - std::chrono::hours(24 * 59));
+  EXPECT_GT((*slow)[0].holder.recorded_at, host_now() - std::chrono::minutes(10))
+      << "recorded by the server's clock";
+  auto kept = l->prune(std::chrono::hours(24 * 30));
+  ASSERT_TRUE(kept.ok()) << kept.error().message;
+  EXPECT_TRUE(kept->rows.empty());
+  EXPECT_LT(kept->cutoff, host_now() - std::chrono::hours(24 * 30) + std::chrono::minutes(10));
+  EXPECT_GT(kept->cutoff, host_now() - std::chrono::hours(24 * 30) - std::chrono::minutes(10));
+  auto again = l->claim_batch({make_claim("slow-1")});
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE((*again)[0].won) << "a slow claimant cannot make its claim look old";
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto dry = l->prune(std::chrono::microseconds(0), true);
+  ASSERT_TRUE(dry.ok()) << dry.error().message;
+  ASSERT_EQ(dry->rows.size(), 1u);
+  auto all = l->prune(std::chrono::microseconds(0));
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->rows.size(), 1u) << "the dry run deleted nothing";
+  EXPECT_EQ(all->rows[0].key, "slow-1");
+  auto reclaim = l->claim_batch({make_claim("slow-1")});
   ASSERT_TRUE(reclaim.ok());
   EXPECT_TRUE((*reclaim)[0].won) << "pruning re-opens replay";
-  EXPECT_EQ((*reclaim)[0].holder.generation, 1);
-  EXPECT_FALSE((*reclaim)[1].won);
-  auto st2 = l->stats();
-  ASSERT_TRUE(st2.ok());
-  EXPECT_EQ(st2->claimed, 1);
-  EXPECT_EQ(st2->keys, 4);
-  auto none = l->prune(*parse_time("2000-01-01T00:00:00Z"));
-  ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
+  EXPECT_FALSE(l->prune(std::chrono::microseconds(-1)).ok());
 }
 
 void check_scopes(const Opener& open) {

@@ -101,7 +101,10 @@ inline std::vector<std::string> complete_lines(const std::string& s) {
 void check_claim_and_lookup(const Opener& open);
 void check_mark_transitions(const Opener& open);
 void check_release_history(const Opener& open);
-void check_list_stats_export_prune(const Opener& open);
+void check_list_stats_export(const Opener& open);
+// Whose clock ages rows for prune: this host's (SQLite) or the database server's (PostgreSQL).
+enum class LedgerClock { kThisHost, kServer };
+void check_prune_by_the_ledgers_clock(const Opener& open, LedgerClock ledger_clock);
 void check_scopes(const Opener& open);
 void check_invalid_arguments(const Opener& open);
 void check_persistence(const Opener& open);

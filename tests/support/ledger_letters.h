@@ -35,7 +35,9 @@ inline std::vector<nlohmann::json> decisions(const std::string& out) {
 inline std::vector<nlohmann::json> rows_modulo_times(const std::string& export_out) {
   std::vector<nlohmann::json> v = decisions(export_out);
   for (nlohmann::json& j : v) {
-    for (const char* k : {"claimed_at", "updated_at", "released_at", "worker"}) j.erase(k);
+    for (const char* k : {"claimed_at", "updated_at", "released_at", "recorded_at", "worker"}) {
+      j.erase(k);
+    }
   }
   std::sort(v.begin(), v.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     return std::make_pair(a["key"].get<std::string>(), a["generation"].get<int64_t>()) <

@@ -103,7 +103,8 @@ std::string normalized(const std::string& jsonl) {
   for (const std::string& line : lines_of(jsonl)) {
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded()) return "not JSON: " + line;
-    for (const char* varies : {"time", "prev", "claimed_at", "updated_at", "worker"}) {
+    for (const char* varies :
+         {"time", "prev", "claimed_at", "updated_at", "recorded_at", "worker"}) {
       j.erase(varies);
     }
     out += j.dump() + "\n";

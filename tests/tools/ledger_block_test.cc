@@ -115,7 +115,9 @@ class ScriptedLedger : public ledger::Ledger {
       const std::function<bool(const ledger::Record&)>&) override {
     return down();
   }
-  ledger::Result<std::vector<ledger::Record>> do_prune(ledger::Time) override { return down(); }
+  ledger::Result<ledger::Pruned> do_prune(std::chrono::microseconds, bool) override {
+    return down();
+  }
   ledger::Result<std::int64_t> do_restore(const std::vector<ledger::Record>&) override {
     return down();
   }

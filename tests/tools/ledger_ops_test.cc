@@ -268,8 +268,9 @@ TEST_F(LedgerOps, ReadingAMissingLedgerIsAnErrorAndCreatesNoFile) {
 
 TEST_F(LedgerOps, PruneReopensReplayAndIsAudited) {
   ASSERT_EQ(decide(letter("m-1", "old") + letter("m-2", "new")).exit_code, 0);
-  // "old" was claimed 40 days ago.
-  sql("UPDATE claims SET claimed_at = '2000-01-01T00:00:00.000000Z' WHERE key = 'old'");
+  // "old" was claimed, and recorded by the ledger, long ago.
+  sql("UPDATE claims SET claimed_at = '2000-01-01T00:00:00.000000Z', recorded_at = "
+      "'2000-01-01T00:00:00.000000Z' WHERE key = 'old'");
   const std::string before = read_file(log());
   const CliResult dry =
       run({"ledger", "prune", "--older-than", "30d", "--ledger", db(), "--dry-run"});
@@ -292,7 +293,9 @@ TEST_F(LedgerOps, PruneReopensReplayAndIsAudited) {
   EXPECT_EQ(e[3]["idempotency_key"], "old");
   EXPECT_EQ(e[3]["claim_generation"], 1);
   EXPECT_EQ(e[3]["state"], "recorded");
-  EXPECT_EQ(e[3]["cutoff"], e[2]["cutoff"]);
+  // The request's cutoff is by the operator's clock, the pruned rows' by the ledger's (here the
+  // same host's, a moment later).
+  EXPECT_GE(e[3]["cutoff"].get<std::string>(), e[2]["cutoff"].get<std::string>());
   EXPECT_EQ(run({"audit", "verify", log()}).exit_code, 0);
   const CliResult c = check(db());
   EXPECT_EQ(c.exit_code, 0) << c.out;
@@ -302,6 +305,36 @@ TEST_F(LedgerOps, PruneReopensReplayAndIsAudited) {
   EXPECT_EQ(d.at(0)["verb"], "replay_once");
   EXPECT_EQ(d.at(1)["rule"], "ledger:already_replayed");
   EXPECT_EQ(check(db()).exit_code, 0);
+}
+
+// A claimant whose clock is 60 days slow (its claimed_at) cannot make its claim look old: prune
+// ages rows by the time the ledger recorded them, and `ledger check` reports the claim time.
+TEST_F(LedgerOps, ASlowClaimantsClaimIsNotPrunedAndCheckReportsIt) {
+  ASSERT_EQ(decide(letter("m-1", "slow") + letter("m-2", "fine")).exit_code, 0);
+  sql("UPDATE claims SET claimed_at = '2026-01-01T00:00:00.000000Z' WHERE key = 'slow'");
+  const CliResult dry =
+      run({"ledger", "prune", "--older-than", "30d", "--ledger", db(), "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(dry.out, "");
+  EXPECT_NE(dry.err.find("would prune 0 row(s) the ledger recorded before"), std::string::npos)
+      << dry.err;
+  const CliResult p = run({"ledger", "prune", "--older-than", "30d", "--ledger", db(), "--operator",
+                           "ana", "--audit", log()});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(p.out, "");
+  EXPECT_EQ(rows(db()).size(), 2u) << "nothing pruned: the ledger recorded both rows just now";
+  const CliResult c = check(db());
+  EXPECT_EQ(c.exit_code, 1) << c.out;
+  EXPECT_NE(c.out.find("claim_time_in_past: key 'slow' generation 1 (claimed at "
+                       "2026-01-01T00:00:00.000000Z"),
+            std::string::npos)
+      << c.out;
+  EXPECT_EQ(c.out.find("key 'fine'"), std::string::npos) << c.out;
+  // A claim time in the ledger's future is reported too.
+  sql("UPDATE claims SET claimed_at = '2999-01-01T00:00:00.000000Z' WHERE key = 'fine'");
+  const CliResult f = check(db());
+  EXPECT_EQ(f.exit_code, 1);
+  EXPECT_NE(f.out.find("claim_time_in_future: key 'fine'"), std::string::npos) << f.out;
 }
 
 TEST_F(LedgerOps, PruneRefusesBadDurationsAndMissingArguments) {

@@ -120,34 +120,32 @@ int run_ledger_prune(const LedgerOptions& o) {
   if (!o.dry_run) {
     if (const std::string why = check_actor(o, false); !why.empty()) return ledger_usage(why);
   }
-  const ledger::Time cutoff =
+  // The operator's request, by this host's clock; the ledger applies it by its own clock
+  // (Ledger::prune) and the 'pruned' entries carry the cutoff it used.
+  const std::string requested_text = ledger::format_time(
       std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now()) -
-      *age;
-  const std::string cutoff_text = ledger::format_time(cutoff);
+      *age);
   return with_ledger(o, [&](ledger::Ledger& l) {
     if (o.dry_run) {
-      int64_t n = 0;
-      auto listed = l.export_rows([&](const ledger::Record& r) {
-        if (r.claimed_at >= cutoff) return false;  // ordered by claimed_at: the rest are newer
-        std::printf("%s\n", row_json(r).dump().c_str());
-        ++n;
-        return true;
-      });
-      if (!listed) return ledger_failed(listed.error());
+      ledger::Result<ledger::Pruned> would = l.prune(*age, true);
+      if (!would) return ledger_failed(would.error());
+      for (const ledger::Record& r : would->rows) std::printf("%s\n", row_json(r).dump().c_str());
       std::fprintf(stderr,
-                   "replaygate ledger: dry run: would prune %lld row(s) claimed before %s in "
-                   "scope '%s' (re-opening replay for their keys); nothing was changed\n",
-                   static_cast<long long>(n), cutoff_text.c_str(), l.scope().c_str());
+                   "replaygate ledger: dry run: would prune %zu row(s) the ledger recorded before "
+                   "%s (its own clock) in scope '%s' (re-opening replay for their keys); nothing "
+                   "was changed\n",
+                   would->rows.size(), ledger::format_time(would->cutoff).c_str(),
+                   l.scope().c_str());
       return kExitOk;
     }
     audit::LedgerEntry requested = entry(o, l, "prune_requested");
-    requested.cutoff = cutoff_text;
+    requested.cutoff = requested_text;
     if (o.reason_given) requested.reason = o.reason;
     std::string error;
     if (!append(o.audit, {audit::to_json(requested)}, &error)) {
       return ledger_usage(error + "; nothing was pruned");
     }
-    ledger::Result<std::vector<ledger::Record>> pruned = l.prune(cutoff);
+    ledger::Result<ledger::Pruned> pruned = l.prune(*age);
     if (!pruned) {
       ledger_failed(pruned.error());
       std::fprintf(stderr, "replaygate ledger: nothing was pruned (%s records the request)\n",
@@ -155,8 +153,9 @@ int run_ledger_prune(const LedgerOptions& o) {
       return kExitUsage;
     }
     std::vector<nlohmann::json> entries;
-    entries.reserve(pruned->size());
-    for (const ledger::Record& r : *pruned) {
+    const std::string cutoff_text = ledger::format_time(pruned->cutoff);
+    entries.reserve(pruned->rows.size());
+    for (const ledger::Record& r : pruned->rows) {
       std::printf("%s\n", row_json(r).dump().c_str());
       audit::LedgerEntry e = entry(o, l, "pruned");
       e.idempotency_key = r.key;
@@ -166,14 +165,14 @@ int run_ledger_prune(const LedgerOptions& o) {
       entries.push_back(audit::to_json(e));
     }
     if (!append(o.audit, std::move(entries), &error)) {
-      return ledger_usage(error + "; the " + std::to_string(pruned->size()) +
+      return ledger_usage(error + "; the " + std::to_string(pruned->rows.size()) +
                           " row(s) above ARE pruned, but their 'pruned' entries are missing: "
                           "'ledger check' reports them");
     }
     std::fprintf(stderr,
-                 "replaygate ledger: pruned %zu row(s) claimed before %s in scope '%s': their "
-                 "keys can be replayed again (recorded in %s)\n",
-                 pruned->size(), cutoff_text.c_str(), l.scope().c_str(), o.audit.c_str());
+                 "replaygate ledger: pruned %zu row(s) the ledger recorded before %s (its own "
+                 "clock) in scope '%s': their keys can be replayed again (recorded in %s)\n",
+                 pruned->rows.size(), cutoff_text.c_str(), l.scope().c_str(), o.audit.c_str());
     return kExitOk;
   });
 }

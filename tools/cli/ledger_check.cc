@@ -2,6 +2,7 @@
 // the claims the audit logs (one per gate) granted, and does each log still hold the checkpoint the
 // ledger anchors it at? Compares the ledger's rows with the rows the logs imply (ledger_trail.h)
 // by (key, generation) and lists every difference (docs/ledger.md, "Operator commands").
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -99,6 +100,46 @@ std::vector<Finding> compare(
   return out;
 }
 
+// How far a claimant's clock may be from the ledger's before its claim time is reported.
+constexpr auto kClockTolerance = std::chrono::minutes(10);
+
+std::string span_text(ledger::Time a, ledger::Time b) {
+  const auto d = std::chrono::duration_cast<std::chrono::seconds>(a > b ? a - b : b - a);
+  const auto days = d.count() / 86400;
+  return days >= 2 ? std::to_string(days) + " days" : std::to_string(d.count()) + " s";
+}
+
+// Rows whose claim time (the claimant's clock) is far from the time the ledger recorded them (its
+// own clock, which prune ages rows by), and rows the ledger recorded in this host's future.
+void check_clocks(const std::map<std::pair<std::string, std::int64_t>, ledger::Record>& rows,
+                  std::vector<Finding>* out) {
+  const ledger::Time now =
+      std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
+  for (const auto& [id, r] : rows) {
+    const std::string state(ledger::state_name(r.state));
+    const std::string what = claim_text(r.key, r.generation) + " (claimed at " +
+                             ledger::format_time(r.claimed_at) + " by " + r.worker +
+                             ", recorded by the ledger at " + ledger::format_time(r.recorded_at) +
+                             ")";
+    if (r.claimed_at > r.recorded_at + kClockTolerance) {
+      out->push_back({"claim_time_in_future", r.key, r.generation, 0, 0, state,
+                      what + ": the claimant's clock is " + span_text(r.claimed_at, r.recorded_at) +
+                          " ahead of the ledger's; fix that host's clock"});
+    } else if (r.claimed_at + kClockTolerance < r.recorded_at) {
+      out->push_back({"claim_time_in_past", r.key, r.generation, 0, 0, state,
+                      what + ": the claimant's clock is " + span_text(r.claimed_at, r.recorded_at) +
+                          " behind the ledger's (prune ages the row by the ledger's time, so "
+                          "it is not pruned early); fix that host's clock"});
+    }
+    if (r.recorded_at > now + kClockTolerance) {
+      out->push_back({"ledger_time_in_future", r.key, r.generation, 0, 0, state,
+                      what + ": the ledger recorded it " + span_text(r.recorded_at, now) +
+                          " in this host's future: the ledger's clock (PostgreSQL: the server; "
+                          "SQLite: a host that wrote to it) is ahead, or this host's is behind"});
+    }
+  }
+}
+
 // An anchor (the last line a signing gate recorded for its log) checked against the logs
 // given: the log it names (by audit::anchor_name()) must still hold that line; an anchor of
 // a log not given is checked against any given log that holds it (a copy), else only noted.
@@ -165,6 +206,7 @@ int run_ledger_check(const LedgerOptions& o) {
     });
     if (!n) return ledger_failed(n.error());
     std::vector<Finding> findings = compare(rows, log);
+    check_clocks(rows, &findings);
     auto anchors = l.anchors();
     if (!anchors) return ledger_failed(anchors.error());
     std::vector<AnchorSeen> anchor_seen;

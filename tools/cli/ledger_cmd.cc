@@ -31,6 +31,7 @@ nlohmann::json row_json(const ledger::Record& r) {
   if (!r.body_digest.empty()) j["body_digest"] = r.body_digest;
   j["claimed_at"] = ledger::format_time(r.claimed_at);
   j["updated_at"] = ledger::format_time(r.updated_at);
+  j["recorded_at"] = ledger::format_time(r.recorded_at);  // the ledger's own time: prune ages by it
   if (r.released_at) {
     j["released_by"] = r.released_by;
     j["release_reason"] = r.release_reason;
@@ -112,7 +113,9 @@ Runner setup_ledger(CLI::App& sub) {
       "'released'. Exit: 0 released, 2 usage, I/O, a key with no live claim, a log that does\n"
       "not verify.");
   CLI::App* prune = sub.add_subcommand(
-      "prune", "Delete rows claimed before now - DURATION: re-opens replay for those keys");
+      "prune",
+      "Delete rows the ledger recorded before its own now - DURATION: re-opens replay for those "
+      "keys");
   prune->add_option("--older-than", o->older_than, "DURATION: 30d, 12h, 90m or 45s")->required();
   common(prune);
   who(prune, "Why (one printable line; optional)");
