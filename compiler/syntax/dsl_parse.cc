@@ -463,7 +463,7 @@ template <typename Input>
 Span span_of(const Input& in) {
   const auto position = in.position();
   return Span{static_cast<uint32_t>(position.line), static_cast<uint32_t>(position.column),
-                  static_cast<uint32_t>(position.byte), static_cast<uint32_t>(in.size())};
+              static_cast<uint32_t>(position.byte), static_cast<uint32_t>(in.size())};
 }
 
 int hex_digit(char c) {
@@ -503,9 +503,7 @@ template <typename Input>
 ast::Name name_of(const Input& in) {
   return ast::Name{in.string(), span_of(in)};
 }
-ast::Literal bare_true(Span span) {
-  return ast::Literal{ast::Literal::Kind::kBare, "true", span};
-}
+ast::Literal bare_true(Span span) { return ast::Literal{ast::Literal::Kind::kBare, "true", span}; }
 
 const char* op_for(std::string_view symbol) {
   if (symbol == "==") return "eq";
