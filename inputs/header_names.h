@@ -1,5 +1,5 @@
-// Header names as a person reads them, for the mapping engine's header sources (kafka.cc): a
-// header that only looks like a mapped one must not be read as missing. In: two names; out: their
+// Header names as a person reads them, for the mapping engine's header sources (mapped_parser.cc):
+// a header that only looks like a mapped one must not be read as missing. In: two names; out: their
 // skeletons or whether they are a near miss. The standard library only.
 #pragma once
 

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "checks/case_file.h"
+#include "checks/proposal_check.h"
 #include "compiler/ir.h"
 #include "compiler/syntax/policy_keys.h"
 #include "inputs/formats.h"
