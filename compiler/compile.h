@@ -32,7 +32,7 @@ struct LoadedPolicy {
 };
 
 // Hex XXH3-128 of `bytes`: a policy's source digest (CheckedPolicy::source_digest), and what other
-// reviewed inputs are named by (a proposal file, tools/cli/proposal.h).
+// reviewed inputs are named by (a proposal file, checks/proposal_check.h).
 std::string hex_digest(std::string_view bytes);
 
 // Reads and compiles `path`. Never throws.

@@ -8,7 +8,7 @@
 //
 // A BrokerRecordReader turns one dumped record (a kcat line, a management-API message object)
 // into a BrokerRecord; make_mapped_parser() wraps one into a RecordParser that applies a mapping
-// (the application itself is shared with the kcat reader, inputs/kafka.cc).
+// (the mapping engine, inputs/mapped_parser.h; the kcat reader is one more reader, kafka.cc).
 #pragma once
 
 #include <cstdint>
@@ -77,8 +77,8 @@ class BrokerRecordReader {
 };
 
 // A RecordParser that reads each record with `reader` and applies `mapping` to it, as the kcat
-// reader does (kafka.h): header, payload and record sources, decode:, occurrence:, map:, defaults.
-// `mapping` must have been checked against `table` and outlive the parser.
+// reader does (mapped_parser.h): header, payload and record sources, decode:, occurrence:, map:,
+// defaults. `mapping` must have been checked against `table` and outlive the parser.
 std::unique_ptr<RecordParser> make_mapped_parser(const Table& table, const Mapping& mapping,
                                                  std::unique_ptr<BrokerRecordReader> reader);
 

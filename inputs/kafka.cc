@@ -1,29 +1,18 @@
-// kcat -J records -> Input through the reviewed mapping (see kafka.h and docs/input-mapping.md).
+// kcat -J lines -> BrokerRecord for the mapping engine (see kafka.h and docs/input-mapping.md).
 #include "inputs/kafka.h"
 
 #include <simdjson.h>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <deque>
-#include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/diagnostic.h"
-#include "common/escape.h"
 #include "common/utf8.h"
-#include "inputs/decoding.h"
-#include "inputs/json_keys.h"
 
 namespace replaygate::inputs {
 
 namespace od = simdjson::ondemand;
-namespace dom = simdjson::dom;
 
 namespace {
 
@@ -52,47 +41,6 @@ const std::vector<std::string>& kcat_key_names() {
   return names;
 }
 
-// One value read from a record, before conversion to the field's type.
-struct Raw {
-  enum class Kind { kMissing, kNull, kText, kJsonText, kInt, kBool, kOther };
-  Kind kind = Kind::kMissing;
-  std::string_view text;  // kText (converts to any type) / kJsonText (a JSON string)
-  int64_t number = 0;
-  bool flag = false;
-  std::string other;  // kOther: what it is, e.g. "a number that is not an integer"
-};
-
-// What load_payload_with_big_numbers() puts in place of a number simdjson cannot hold, followed by
-// the number's index (a NUL first: no text payload field is expected to start with one, and a
-// payload that has such a string is refused rather than misread).
-constexpr std::string_view kMarkerText = std::string_view("\0rg-number:", 11);
-
-// What is wrong with the JSON number `token` for simdjson, "" when nothing (or when it is not a
-// JSON number: the parser then says so): "an integer beyond int64" for an integer outside
-// [-2^63, 2^64) (one up to 2^64 - 1 is read, and reported the same way by resolve_pointer()),
-// "a number out of range: 1e400" for one no double holds (shown cut at 40 characters).
-std::string number_out_of_range(std::string_view token) {
-  if (!is_json_number(token)) return "";
-  const bool integer = token.find_first_of(".eE") == std::string_view::npos;
-  const std::string copy(token);
-  if (integer) {
-    const bool negative = token.starts_with('-');
-    errno = 0;
-    if (negative) {
-      (void)std::strtoll(copy.c_str(), nullptr, 10);
-    } else {
-      (void)std::strtoull(copy.c_str(), nullptr, 10);
-    }
-    return errno == ERANGE ? "an integer beyond int64" : "";
-  }
-  errno = 0;
-  const double magnitude = std::strtod(copy.c_str(), nullptr);
-  if (errno != ERANGE || !std::isinf(magnitude)) return "";
-  constexpr size_t kShown = 40;  // a number may be a megabyte of digits
-  return "a number out of range: " +
-         (token.size() > kShown ? std::string(token.substr(0, kShown)) + "..." : copy);
-}
-
 // The opening quote of the key whose raw text starts at `key_raw` (in `padded`), in `line` (the
 // record as given; `padded` is either it or its repaired copy, in which each byte that is not UTF-8
 // became the 3 bytes of U+FFFD). Error paths only.
@@ -108,134 +56,94 @@ const char* at_key(const char* key_raw, const simdjson::padded_string_view& padd
   return line.data() + in_line;
 }
 
-bool fail_record(std::string* problem, std::string what) {
-  *problem = "invalid record: " + std::move(what);
+bool fail(std::string* problem, std::string what) {
+  *problem = std::move(what);
   return false;
 }
 
-}  // namespace
+// One kcat -J line -> BrokerRecord: kcat's keys, each of its type, each once.
+class KcatReader : public BrokerRecordReader {
+ public:
+  bool read(std::string_view line, BrokerRecord* record, std::string* problem,
+            size_t* problem_offset) override {
+    record->clear();
+    *problem_offset = RecordParser::kNoOffset;
+    problem_at = nullptr;
+    if (read_line(line, *record, problem)) return true;
+    // An error path: where the problem is, in `line`.
+    if (problem_at != nullptr) {
+      *problem_offset = static_cast<size_t>(problem_at - line.data());
+    } else if (const size_t bad = first_invalid_utf8(line); bad != std::string_view::npos) {
+      *problem_offset = bad;
+    } else if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
+      *problem_offset = locate_json_error(line).offset;
+    }
+    return false;
+  }
 
-struct KafkaParser::State {
-  const Table* table = nullptr;
-  const Mapping* mapping = nullptr;
+ private:
+  bool read_line(std::string_view line, BrokerRecord& r, std::string* problem);
+  bool read_headers(od::value& value, BrokerRecord* r, std::string* problem);
+
   od::parser parser{kMaxRecordBytes + 64};
-  dom::parser payload_parser;
-
-  // The current record.
-  std::string_view topic;
-  int64_t partition = 0, offset = 0, ts = 0;
-  bool has_ts = false;
-  bool key_null = true, payload_null = true;
-  std::string_view key, payload;
-  std::vector<std::pair<std::string_view, std::optional<std::string_view>>> headers;
-  std::string coordinates;
-  std::string message_id_text, body_hash_text;
   // kcat copies header and payload bytes as they are, so Spring's binary headers (big-endian
   // original-partition/-offset/-timestamp) can make a line invalid UTF-8. Such a line is re-read
   // with every byte that is not UTF-8 replaced by U+FFFD; a mapped text value that contains
   // U+FFFD is then rejected ("not valid UTF-8"), so a repaired value never decides anything.
   std::string repaired_line;
-  bool repaired = false;
   // Where read_line()'s problem is, set only by a failure that is not bad JSON (a key, a value,
-  // trailing content, a BOM); nullptr: bad JSON, found again by locate_json_error(). Error paths
-  // only (KafkaParser::parse()).
+  // trailing content, a BOM); nullptr: bad JSON, found again by locate_json_error().
   const char* problem_at = nullptr;
-  // The payload document, parsed on first use per record.
-  bool payload_tried = false;
-  std::string payload_problem;
-  dom::element payload_root;
-  // A payload with numbers simdjson cannot hold, with those numbers replaced by markers
-  // (load_payload_with_big_numbers()), and what each marker stood for ("an integer beyond int64").
-  std::string rewritten_payload;
-  std::vector<std::string> number_problems;
-  // Values made by a decode: (base64 bytes, a JSON string), valid until the next record.
-  std::deque<std::string> decoded;
-  dom::parser scalar_parser;
-  // A reader of another dump format (make_mapped_parser()); null: kcat -J lines.
-  std::unique_ptr<BrokerRecordReader> reader;
-  BrokerRecord record;
-  // Warnings: a header one edit away from a mapped header's skeleton (`x-replays`), once for
-  // each (header, mapped header) pair (`warned`); a near miss makes the record invalid instead,
-  // see extract().
-  KafkaParser::WarningSink warn;
-  std::set<std::string> warned;
-
-  void reset() {
-    topic = {};
-    partition = offset = ts = 0;
-    has_ts = false;
-    key_null = payload_null = true;
-    key = payload = {};
-    headers.clear();
-    coordinates.clear();
-    repaired = false;
-    payload_tried = false;
-    payload_problem.clear();
-    number_problems.clear();
-    decoded.clear();
-  }
-
-  bool read_line(std::string_view line, std::string* problem);
-  bool read_headers(od::value& value, std::string* problem);
-  bool load_payload();
-  void load_payload_with_big_numbers();
-  bool extract(const ValueSource& source, Raw* raw, std::string* why);
-  bool resolve_pointer(const ValueSource& source, Raw* raw, std::string* why);
-  bool decode(const ValueSource& source, Raw* raw, std::string* why);
 };
 
-bool KafkaParser::State::read_headers(od::value& value, std::string* problem) {
+bool KcatReader::read_headers(od::value& value, BrokerRecord* r, std::string* problem) {
   od::array array;
   if (value.get_array().get(array)) {
-    return fail_record(problem, "headers must be kcat's flat [name, value, ...] array");
+    return fail(problem, "headers must be kcat's flat [name, value, ...] array");
   }
   std::string_view name;
   bool expecting_name = true;
   for (auto element_result : array) {
     od::value element;
     if (auto error = std::move(element_result).get(element))
-      return fail_record(problem, describe_json_error(error));
+      return fail(problem, describe_json_error(error));
     od::json_type type;
-    if (auto error = element.type().get(type))
-      return fail_record(problem, describe_json_error(error));
+    if (auto error = element.type().get(type)) return fail(problem, describe_json_error(error));
     if (expecting_name) {
       if (type != od::json_type::string || element.get_string().get(name)) {
-        return fail_record(problem, "a header name is not a string");
+        return fail(problem, "a header name is not a string");
       }
     } else if (type == od::json_type::null) {
-      headers.emplace_back(name, std::nullopt);
+      r->headers.emplace_back(name, std::nullopt);
     } else {
       std::string_view text;
       if (type != od::json_type::string || element.get_string().get(text)) {
-        return fail_record(
-            problem, "header '" + std::string(name) + "' has a value that is not a string or null");
+        return fail(problem,
+                    "header '" + std::string(name) + "' has a value that is not a string or null");
       }
-      headers.emplace_back(name, text);
+      r->headers.emplace_back(name, text);
     }
     expecting_name = !expecting_name;
   }
-  if (!expecting_name)
-    return fail_record(problem, "header '" + std::string(name) + "' has no value");
+  if (!expecting_name) return fail(problem, "header '" + std::string(name) + "' has no value");
   return true;
 }
 
-bool KafkaParser::State::read_line(std::string_view line, std::string* problem) {
-  if (line.find_first_not_of(" \t\r") == std::string_view::npos)
-    return fail_record(problem, "blank line");
+bool KcatReader::read_line(std::string_view line, BrokerRecord& r, std::string* problem) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return fail(problem, "blank line");
   // As the letters reader says it: simdjson would call it bad JSON.
   if (line.starts_with(kUtf8ByteOrderMark)) {
     problem_at = line.data();
-    return fail_record(problem, std::string(kByteOrderMarkProblem));
+    return fail(problem, std::string(kByteOrderMarkProblem));
   }
   size_t shape_at = 0;
   switch (scan_json_shape(line, kMaxJsonDepth, &shape_at)) {
     case JsonShape::kTooDeep:
       problem_at = line.data() + shape_at;
-      return fail_record(problem,
-                         "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      return fail(problem, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     case JsonShape::kTrailing:
       problem_at = line.data() + shape_at;
-      return fail_record(problem, "trailing content after the JSON object");
+      return fail(problem, "trailing content after the JSON object");
     case JsonShape::kOk:
       break;
   }
@@ -257,31 +165,30 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
     const size_t size = repaired_line.size();
     repaired_line.append(LineReader::kPadding, ' ');
     padded = simdjson::padded_string_view(repaired_line.data(), size, repaired_line.size());
-    repaired = true;
+    r.repaired = true;
     iterate_error = parser.iterate(padded).get(document);
   }
-  if (iterate_error) return fail_record(problem, describe_json_error(iterate_error));
+  if (iterate_error) return fail(problem, describe_json_error(iterate_error));
   od::json_type top_type;
-  if (auto error = document.type().get(top_type))
-    return fail_record(problem, describe_json_error(error));
+  if (auto error = document.type().get(top_type)) return fail(problem, describe_json_error(error));
   if (top_type != od::json_type::object) {
     problem_at = line.data() + line.find_first_not_of(" \t\r");  // not blank: checked above
-    return fail_record(problem, "not a JSON object");
+    return fail(problem, "not a JSON object");
   }
   od::object object;
   if (auto error = document.get_object().get(object))
-    return fail_record(problem, describe_json_error(error));
+    return fail(problem, describe_json_error(error));
   const auto& names = kcat_key_names();
   bool seen[kKcatKeyCount] = {};
   for (auto field_result : object) {
     od::field field;
     if (auto error = std::move(field_result).get(field))
-      return fail_record(problem, describe_json_error(error));
+      return fail(problem, describe_json_error(error));
     // Taken before unescaped_key(), which consumes the key (its raw() is then null).
     const char* const key_raw = field.key().raw();
     std::string_view name;
     if (auto error = field.unescaped_key().get(name))
-      return fail_record(problem, describe_json_error(error));
+      return fail(problem, describe_json_error(error));
     uint32_t k = 0;
     while (k < kKcatKeyCount && names[k] != name) ++k;
     if (k == kKcatKeyCount) {
@@ -289,27 +196,25 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
       std::string what = "unknown key " + quote_for_reason(name) + " in a kcat -J record";
       const std::string suggestion = closest_match(name, names);
       if (!suggestion.empty()) what += " (did you mean '" + suggestion + "'?)";
-      return fail_record(problem, std::move(what));
+      return fail(problem, std::move(what));
     }
     if (seen[k]) {
       problem_at = at_key(key_raw, padded, line);
-      return fail_record(problem, "duplicate key '" + names[k] + "'");
+      return fail(problem, "duplicate key '" + names[k] + "'");
     }
     seen[k] = true;
     od::value value = field.value();
     od::json_type type;
-    if (auto error = value.type().get(type))
-      return fail_record(problem, describe_json_error(error));
+    if (auto error = value.type().get(type)) return fail(problem, describe_json_error(error));
     const auto want_string = [&](std::string_view* out) {
-      if (type != od::json_type::string)
-        return fail_record(problem, names[k] + " must be a string");
+      if (type != od::json_type::string) return fail(problem, names[k] + " must be a string");
       if (auto error = value.get_string().get(*out))
-        return fail_record(problem, describe_json_error(error));
+        return fail(problem, describe_json_error(error));
       return true;
     };
     const auto want_int = [&](int64_t* out) {
       if (type != od::json_type::number || value.get_int64().get(*out)) {
-        return fail_record(problem, names[k] + " must be an integer");
+        return fail(problem, names[k] + " must be an integer");
       }
       return true;
     };
@@ -317,7 +222,7 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
       if (type == od::json_type::null) {
         bool null_ok = false;
         if (value.is_null().get(null_ok) || !null_ok)
-          return fail_record(problem, "bad JSON (malformed literal)");
+          return fail(problem, "bad JSON (malformed literal)");
         *is_null = true;
         return true;
       }
@@ -329,17 +234,17 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
     bool ok = true;
     switch (static_cast<KcatKey>(k)) {
       case kTopic:
-        ok = want_string(&topic);
+        ok = want_string(&r.topic);
         break;
       case kPartition:
-        ok = want_int(&partition);
+        ok = want_int(&r.partition);
         break;
       case kOffset:
-        ok = want_int(&offset);
+        ok = want_int(&r.offset);
         break;
       case kTs:
-        ok = want_int(&ts);
-        has_ts = ok;
+        ok = want_int(&r.timestamp);
+        r.has_timestamp = ok;
         break;
       case kBroker:
       case kKeySchemaId:
@@ -352,13 +257,13 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
         ok = want_string(&ignored_text);
         break;
       case kHeaders:
-        ok = read_headers(value, problem);
+        ok = read_headers(value, &r, problem);
         break;
       case kKey:
-        ok = want_nullable_string(&key, &key_null);
+        ok = want_nullable_string(&r.key, &r.key_null);
         break;
       case kPayload:
-        ok = want_nullable_string(&payload, &payload_null);
+        ok = want_nullable_string(&r.payload, &r.payload_null);
         break;
       case kKcatKeyCount:
         break;
@@ -374,884 +279,17 @@ bool KafkaParser::State::read_line(std::string_view line, std::string* problem) 
     }
   }
   if (!document.current_location().error())
-    return fail_record(problem, "trailing content after the JSON object");
+    return fail(problem, "trailing content after the JSON object");
   for (const KcatKey required : {kTopic, kPartition, kOffset, kKey, kPayload}) {
     if (!seen[required])
-      return fail_record(problem, "missing key '" + names[required] + "' (not kcat -J output?)");
+      return fail(problem, "missing key '" + names[required] + "' (not kcat -J output?)");
   }
   return true;
-}
-
-bool KafkaParser::State::load_payload() {
-  if (payload_tried) return payload_problem.empty();
-  payload_tried = true;
-  if (reader && !record.payload_problem.empty()) {
-    payload_problem = "the payload " + record.payload_problem;
-  } else if (payload_null) {
-    payload_problem = "the payload is null";
-  } else if (scan_json_shape(payload, kMaxJsonDepth) == JsonShape::kTooDeep) {
-    payload_problem = "the payload nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-  } else if (auto error =
-                 payload_parser.parse(payload.data(), payload.size(), true).get(payload_root)) {
-    payload_problem = error == simdjson::UTF8_ERROR ? "the payload is not valid UTF-8"
-                      : payload.starts_with(kUtf8ByteOrderMark)
-                          ? "the payload " + std::string(kByteOrderMarkProblem)
-                          : "the payload is not JSON";
-    if (error != simdjson::UTF8_ERROR) load_payload_with_big_numbers();
-  }
-  // A key given twice anywhere in the payload leaves the document without one meaning (the
-  // consumer's parser kept one of the two): no input is read from it (inputs/json_keys.h).
-  if (payload_problem.empty()) {
-    static constexpr std::string_view kDuplicate = "duplicate key";
-    const std::string duplicate = duplicate_key_problem(payload_root);
-    if (!duplicate.empty()) {
-      payload_problem = "the payload repeats key" + duplicate.substr(kDuplicate.size());
-    }
-  }
-  return payload_problem.empty();
-}
-
-// simdjson refuses a whole document for one number it cannot hold (an integer beyond 64 bits,
-// 1e400), although the JSON is valid and only that value is wrong. Such numbers are replaced by
-// marker strings ("\u0000rg-number:K") and the payload is parsed again; resolve_pointer() then
-// reports a marker as what the number was. Only on this error path. The markers must be the only
-// strings that start with the prefix: if the payload has one already, the payload stays refused.
-void KafkaParser::State::load_payload_with_big_numbers() {
-  static constexpr std::string_view kMarker = "\\u0000rg-number:";  // as written in JSON
-  number_problems.clear();
-  rewritten_payload.clear();
-  bool in_string = false;
-  for (size_t i = 0; i < payload.size();) {
-    const char c = payload[i];
-    if (in_string) {
-      // A backslash escapes the next byte (\" stays inside the string).
-      const size_t length = c == '\\' && i + 1 < payload.size() ? 2 : 1;
-      rewritten_payload += payload.substr(i, length);
-      in_string = c != '"';
-      i += length;
-      continue;
-    }
-    if (c != '-' && (c < '0' || c > '9')) {
-      in_string = c == '"';
-      rewritten_payload += c;
-      ++i;
-      continue;
-    }
-    size_t end = i + 1;
-    while (end < payload.size() &&
-           std::string_view("0123456789+-.eE").find(payload[end]) != std::string_view::npos) {
-      ++end;
-    }
-    const std::string_view token = payload.substr(i, end - i);
-    const std::string problem = number_out_of_range(token);
-    if (problem.empty()) {
-      rewritten_payload += token;
-    } else {
-      rewritten_payload +=
-          "\"" + std::string(kMarker) + std::to_string(number_problems.size()) + "\"";
-      number_problems.push_back(problem);
-    }
-    i = end;
-  }
-  if (number_problems.empty()) return;
-  if (payload_parser.parse(rewritten_payload.data(), rewritten_payload.size(), true)
-          .get(payload_root)) {
-    return;
-  }
-  // Every marker must be one of ours: count the strings with the prefix.
-  size_t markers = 0;
-  std::vector<dom::element> pending{payload_root};
-  while (!pending.empty()) {
-    const dom::element element = pending.back();
-    pending.pop_back();
-    if (element.is_string()) {
-      markers += element.get_string().value_unsafe().starts_with(kMarkerText) ? 1 : 0;
-    } else if (element.is_array()) {
-      const dom::array array = element.get_array().value_unsafe();
-      for (const dom::element child : array) pending.push_back(child);
-    } else if (element.is_object()) {
-      const dom::object object = element.get_object().value_unsafe();
-      for (const dom::key_value_pair pair : object) pending.push_back(pair.value);
-    }
-  }
-  if (markers == number_problems.size()) payload_problem.clear();
-}
-
-bool KafkaParser::State::resolve_pointer(const ValueSource& source, Raw* raw, std::string* why) {
-  if (!load_payload()) {
-    *why = payload_problem;
-    return false;
-  }
-  dom::element current = payload_root;
-  for (const std::string& token : source.pointer) {
-    if (current.is_object()) {
-      dom::object object = current.get_object().value_unsafe();
-      int matches = 0;
-      for (dom::key_value_pair pair : object) {
-        if (pair.key == token) {
-          ++matches;
-          current = pair.value;
-        }
-      }
-      if (matches == 0) {
-        raw->kind = Raw::Kind::kMissing;
-        return true;
-      }
-      if (matches > 1) {
-        *why = "the payload repeats key " + quote_for_reason(token);
-        return false;
-      }
-    } else if (current.is_array()) {
-      int64_t index = 0;
-      const bool canonical = !token.empty() && (token == "0" || token[0] != '0');
-      if (!canonical || !parse_int64_strict(token, &index) || index < 0) {
-        *why = source.describe() + ": " + quote_for_reason(token) + " is not an array index";
-        return false;
-      }
-      auto element = current.get_array().value_unsafe().at(static_cast<size_t>(index));
-      if (element.error()) {
-        raw->kind = Raw::Kind::kMissing;
-        return true;
-      }
-      current = element.value_unsafe();
-    } else {
-      *why = source.describe() + " goes through a value that is not an object or array";
-      return false;
-    }
-  }
-  switch (current.type()) {
-    case dom::element_type::NULL_VALUE:
-      raw->kind = Raw::Kind::kNull;
-      break;
-    case dom::element_type::STRING:
-      raw->kind = Raw::Kind::kJsonText;
-      raw->text = current.get_string().value_unsafe();
-      if (!number_problems.empty() && raw->text.starts_with(kMarkerText)) {
-        raw->kind = Raw::Kind::kOther;
-        raw->other =
-            number_problems.at(std::stoul(std::string(raw->text.substr(kMarkerText.size()))));
-      }
-      break;
-    case dom::element_type::INT64:
-      raw->kind = Raw::Kind::kInt;
-      raw->number = current.get_int64().value_unsafe();
-      break;
-    case dom::element_type::BOOL:
-      raw->kind = Raw::Kind::kBool;
-      raw->flag = current.get_bool().value_unsafe();
-      break;
-    case dom::element_type::UINT64:
-      raw->kind = Raw::Kind::kOther;
-      raw->other = "an integer beyond int64";
-      break;
-    case dom::element_type::DOUBLE:
-      raw->kind = Raw::Kind::kOther;
-      raw->other = "a number that is not an integer";
-      break;
-    case dom::element_type::ARRAY:
-      raw->kind = Raw::Kind::kOther;
-      raw->other = "an array";
-      break;
-    case dom::element_type::OBJECT:
-      raw->kind = Raw::Kind::kOther;
-      raw->other = "an object";
-      break;
-  }
-  return true;
-}
-
-namespace {
-
-// Cyrillic and Greek letters that look like Latin ones, and the letter they look like.
-constexpr struct {
-  char32_t from;
-  char to;
-} kLookAlikes[] = {
-    // Cyrillic lower case: а в е о р с у х і ј ѕ һ ӏ ԁ ԛ ԝ
-    {0x0430, 'a'},
-    {0x0432, 'b'},
-    {0x0435, 'e'},
-    {0x043E, 'o'},
-    {0x0440, 'p'},
-    {0x0441, 'c'},
-    {0x0443, 'y'},
-    {0x0445, 'x'},
-    {0x0456, 'i'},
-    {0x0458, 'j'},
-    {0x0455, 's'},
-    {0x04BB, 'h'},
-    {0x04CF, 'l'},
-    {0x0501, 'd'},
-    {0x051B, 'q'},
-    {0x051D, 'w'},
-    // Cyrillic upper case: А В Е К М Н О Р С Т У Х І Ј Ѕ Ԛ Ԝ
-    {0x0410, 'a'},
-    {0x0412, 'b'},
-    {0x0415, 'e'},
-    {0x041A, 'k'},
-    {0x041C, 'm'},
-    {0x041D, 'h'},
-    {0x041E, 'o'},
-    {0x0420, 'p'},
-    {0x0421, 'c'},
-    {0x0422, 't'},
-    {0x0423, 'y'},
-    {0x0425, 'x'},
-    {0x0406, 'i'},
-    {0x0408, 'j'},
-    {0x0405, 's'},
-    {0x051A, 'q'},
-    {0x051C, 'w'},
-    // Greek lower case: α ι κ ν ο ρ τ υ χ
-    {0x03B1, 'a'},
-    {0x03B9, 'i'},
-    {0x03BA, 'k'},
-    {0x03BD, 'v'},
-    {0x03BF, 'o'},
-    {0x03C1, 'p'},
-    {0x03C4, 't'},
-    {0x03C5, 'u'},
-    {0x03C7, 'x'},
-    // Greek upper case: Α Β Ε Ζ Η Ι Κ Μ Ν Ο Ρ Τ Υ Χ
-    {0x0391, 'a'},
-    {0x0392, 'b'},
-    {0x0395, 'e'},
-    {0x0396, 'z'},
-    {0x0397, 'h'},
-    {0x0399, 'i'},
-    {0x039A, 'k'},
-    {0x039C, 'm'},
-    {0x039D, 'n'},
-    {0x039F, 'o'},
-    {0x03A1, 'p'},
-    {0x03A4, 't'},
-    {0x03A5, 'y'},
-    {0x03A7, 'x'},
-};
-
-// The next code point of `s` from `*i` (advanced past it), or nullopt for a byte that does not
-// start a well-formed UTF-8 sequence (advanced past that byte only).
-std::optional<char32_t> next_code_point(std::string_view s, size_t* i) {
-  const auto byte = [&](size_t at) { return static_cast<unsigned char>(s[at]); };
-  const unsigned char lead = byte(*i);
-  size_t length = 0;
-  char32_t cp = 0, min = 0;
-  if (lead < 0x80) {
-    ++*i;
-    return lead;
-  } else if ((lead & 0xE0) == 0xC0) {
-    length = 2, cp = lead & 0x1F, min = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, cp = lead & 0x0F, min = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, cp = lead & 0x07, min = 0x10000;
-  } else {
-    ++*i;
-    return std::nullopt;
-  }
-  if (*i + length > s.size()) {
-    ++*i;
-    return std::nullopt;
-  }
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(*i + k) & 0xC0) != 0x80) {
-      ++*i;
-      return std::nullopt;
-    }
-    cp = (cp << 6) | (byte(*i + k) & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++*i;
-    return std::nullopt;
-  }
-  *i += length;
-  return cp;
-}
-
-// Whitespace, control and default-ignorable characters: dropped from a skeleton.
-bool is_invisible(char32_t cp) {
-  return cp <= 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD || (cp >= 0x300 && cp <= 0x36F) ||
-         cp == 0x34F || cp == 0x61C || cp == 0x115F || cp == 0x1160 || cp == 0x1680 ||
-         cp == 0x17B4 || cp == 0x17B5 || (cp >= 0x180B && cp <= 0x180F) ||
-         (cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) ||
-         (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || cp == 0x3164 ||
-         (cp >= 0xFE00 && cp <= 0xFE0F) || cp == 0xFEFF || cp == 0xFFA0 ||
-         (cp >= 0xFFF0 && cp <= 0xFFFB) || (cp >= 0xE0000 && cp <= 0xE0FFF);
-}
-
-// Hyphens, dashes, minus signs and the separators read as one: dropped from a skeleton.
-bool is_dash(char32_t cp) {
-  return cp == '-' || cp == '_' || cp == '.' || (cp >= 0x2010 && cp <= 0x2015) || cp == 0x2043 ||
-         cp == 0x2212 || cp == 0xFE58 || cp == 0xFE63;
-}
-
-void append_utf8(std::string* out, char32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-// Levenshtein distance of `a` and `b` is exactly 1 (one byte inserted, removed or replaced).
-bool one_edit_apart(std::string_view a, std::string_view b) {
-  if (a.size() > b.size()) std::swap(a, b);
-  if (b.size() - a.size() > 1 || a == b) return false;
-  size_t i = 0;
-  while (i < a.size() && a[i] == b[i]) ++i;
-  if (a.size() == b.size()) return a.substr(i + 1) == b.substr(i + 1);
-  return a.substr(i) == b.substr(i + 1);
-}
-
-// Whether `a` and `b` differ, but only in ASCII case ("X-Replay" and "x-replay").
-bool same_but_ascii_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size() || a == b) return false;
-  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-std::string header_name_skeleton(std::string_view name) {
-  std::string out;
-  for (size_t i = 0; i < name.size();) {
-    std::optional<char32_t> cp = next_code_point(name, &i);
-    if (!cp) continue;                                  // undecodable: dropped
-    if (*cp >= 0xFF01 && *cp <= 0xFF5E) *cp -= 0xFEE0;  // fullwidth ASCII
-    if (is_invisible(*cp) || is_dash(*cp)) continue;
-    for (const auto& look : kLookAlikes) {
-      if (look.from == *cp) {
-        *cp = static_cast<unsigned char>(look.to);
-        break;
-      }
-    }
-    if (*cp >= 'A' && *cp <= 'Z') *cp += 'a' - 'A';
-    append_utf8(&out, *cp);
-  }
-  return out;
-}
-
-bool KafkaParser::State::extract(const ValueSource& source, Raw* raw, std::string* why) {
-  *raw = Raw{};
-  switch (source.kind) {
-    case SourceKind::kHeader: {
-      int count = 0;
-      for (const auto& [name, value] : headers) {
-        // Header names match exactly (Kafka's are case-sensitive). A near miss (`X-Replay` for a
-        // mapped `x-replay`) is neither read as the mapped header nor taken for its absence (an
-        // absent replay counter would let the record replay): the value is invalid.
-        if (same_but_ascii_case(name, source.name)) {
-          *why = "header " + quote_for_reason(name) + " differs from the mapped header " +
-                 quote_for_reason(source.name) +
-                 " only in ASCII case: header names match exactly, so the record's value for it "
-                 "is unknown; fix the producer or the mapping";
-          return false;
-        }
-        if (name != source.name) {
-          const std::string skeleton = header_name_skeleton(name);
-          const std::string mapped = header_name_skeleton(source.name);
-          if (skeleton == mapped) {
-            *why = "header " + quote_for_reason(name) + " is a near miss of the mapped header " +
-                   quote_for_reason(source.name) +
-                   " (the same name once spaces, invisible characters, dashes, look-alike letters "
-                   "and case are ignored): header names match exactly, so the record's value for "
-                   "it is unknown; fix the producer or the mapping";
-            return false;
-          }
-          if (one_edit_apart(skeleton, mapped) &&
-              warned.insert(std::string(name) + '\0' + source.name).second) {
-            const std::string warning =
-                "header " + quote_for_reason(name) + " is one letter away from the mapped header " +
-                quote_for_reason(source.name) +
-                " and is not read for it (header names match exactly); if it means the same, fix "
-                "the producer or the mapping";
-            if (warn) {
-              warn(warning);
-            } else {
-              std::fprintf(stderr, "replaygate: warning: %s\n", warning.c_str());
-            }
-          }
-          continue;
-        }
-        ++count;
-        if (value.has_value()) {
-          raw->kind = Raw::Kind::kText;
-          raw->text = *value;
-        } else {
-          raw->kind = Raw::Kind::kNull;
-        }
-      }
-      if (source.occurrence == Occurrence::kCount) {
-        *raw = Raw{};
-        if (count > 0) {
-          raw->kind = Raw::Kind::kInt;
-          raw->number = count;
-        }
-        return true;
-      }
-      if (count > 1 && source.occurrence == Occurrence::kOnly) {
-        *why = source.describe() + " appears " + std::to_string(count) +
-               " times (the mapping can say occurrence: first or last)";
-        return false;
-      }
-      if (count > 1 && source.occurrence == Occurrence::kFirst) {
-        for (const auto& [name, value] : headers) {
-          if (name != source.name) continue;
-          raw->kind = value.has_value() ? Raw::Kind::kText : Raw::Kind::kNull;
-          raw->text = value.value_or(std::string_view());
-          break;
-        }
-      }
-      return true;
-    }
-    case SourceKind::kPayload:
-      return resolve_pointer(source, raw, why);
-    case SourceKind::kConstant:  // the mapping's (or the queue attributes file's) text
-      raw->kind = Raw::Kind::kText;
-      raw->text = source.name;
-      return true;
-    case SourceKind::kRecord:
-      switch (source.part) {
-        case RecordPart::kTopic:
-          if (reader && record.topic_missing) return true;
-          raw->kind = Raw::Kind::kText;
-          raw->text = topic;
-          return true;
-        case RecordPart::kPartition:
-          raw->kind = Raw::Kind::kInt;
-          raw->number = partition;
-          return true;
-        case RecordPart::kOffset:
-          raw->kind = Raw::Kind::kInt;
-          raw->number = offset;
-          return true;
-        case RecordPart::kTimestamp:
-          if (has_ts) {
-            raw->kind = Raw::Kind::kInt;
-            raw->number = ts;
-          }
-          return true;
-        case RecordPart::kKey:
-          raw->kind = key_null ? Raw::Kind::kNull : Raw::Kind::kText;
-          raw->text = key;
-          return true;
-        case RecordPart::kDeliveryCount:
-          if (!reader) return true;  // kcat records carry no broker delivery counter: missing
-          if (!record.delivery_count_problem.empty()) {
-            *why = source.describe() + ": " + record.delivery_count_problem;
-            return false;
-          }
-          if (record.delivery_count.has_value()) {
-            raw->kind = Raw::Kind::kInt;
-            raw->number = *record.delivery_count;
-          }
-          return true;
-        case RecordPart::kCoordinates:
-          if (coordinates.empty()) {
-            coordinates =
-                std::string(topic) + "/" + std::to_string(partition) + "/" + std::to_string(offset);
-          }
-          raw->kind = Raw::Kind::kText;
-          raw->text = coordinates;
-          return true;
-      }
-  }
-  return true;
-}
-
-// Applies the source's `decode:` to a value read as bytes (see decoding.h); false with *why when
-// it does not decode. A missing or null value stays as it is.
-bool KafkaParser::State::decode(const ValueSource& source, Raw* raw, std::string* why) {
-  if (source.decoding == Decoding::kText || raw->kind == Raw::Kind::kMissing ||
-      raw->kind == Raw::Kind::kNull) {
-    return true;
-  }
-  const std::string prefix =
-      source.describe() + " does not decode as " + decoding_name(source.decoding) + ": ";
-  if (raw->kind != Raw::Kind::kText && raw->kind != Raw::Kind::kJsonText) {
-    *why = prefix + (raw->kind == Raw::Kind::kInt    ? std::string("it is a JSON number")
-                     : raw->kind == Raw::Kind::kBool ? std::string("it is a JSON boolean")
-                                                     : "it is " + raw->other);
-    return false;
-  }
-  std::string detail;
-  switch (source.decoding) {
-    case Decoding::kText:
-      return true;
-    case Decoding::kUtf8:
-      if (!check_utf8(raw->text, &detail)) break;
-      raw->kind = Raw::Kind::kText;
-      return true;
-    case Decoding::kBeInt:
-      if (!decode_be_int(raw->text, &raw->number, &detail)) break;
-      raw->kind = Raw::Kind::kInt;
-      return true;
-    case Decoding::kDecimal:
-      if (!decode_decimal(raw->text, &raw->number, &detail)) break;
-      raw->kind = Raw::Kind::kInt;
-      return true;
-    case Decoding::kBase64: {
-      std::string bytes;
-      if (!decode_base64(raw->text, &bytes, &detail)) break;
-      if (!check_utf8(bytes, &detail)) {
-        detail = "the decoded bytes are " + detail;
-        break;
-      }
-      decoded.push_back(std::move(bytes));
-      raw->kind = Raw::Kind::kText;
-      raw->text = decoded.back();
-      return true;
-    }
-    case Decoding::kJson: {
-      decoded.emplace_back(raw->text);
-      const std::string& copy = decoded.back();
-      dom::element element;
-      if (scan_json_shape(copy, kMaxJsonDepth) != JsonShape::kOk ||
-          scalar_parser.parse(copy.data(), copy.size(), true).get(element)) {
-        detail = "not a JSON document";
-        break;
-      }
-      switch (element.type()) {
-        case dom::element_type::NULL_VALUE:
-          raw->kind = Raw::Kind::kNull;
-          return true;
-        case dom::element_type::STRING:
-          decoded.emplace_back(element.get_string().value_unsafe());
-          raw->kind = Raw::Kind::kJsonText;
-          raw->text = decoded.back();
-          return true;
-        case dom::element_type::INT64:
-          raw->kind = Raw::Kind::kInt;
-          raw->number = element.get_int64().value_unsafe();
-          return true;
-        case dom::element_type::BOOL:
-          raw->kind = Raw::Kind::kBool;
-          raw->flag = element.get_bool().value_unsafe();
-          return true;
-        default:
-          detail = "not a JSON string, integer, boolean or null";
-          break;
-      }
-      break;
-    }
-  }
-  *why = prefix + detail;
-  return false;
-}
-
-namespace {
-
-std::string raw_as_text(const Raw& raw) {
-  switch (raw.kind) {
-    case Raw::Kind::kText:
-    case Raw::Kind::kJsonText:
-      return std::string(raw.text);
-    case Raw::Kind::kInt:
-      return std::to_string(raw.number);
-    case Raw::Kind::kBool:
-      return raw.flag ? "true" : "false";
-    default:
-      return "";
-  }
-}
-
-// Sets field `m.field` from `raw`; false with *why when the value does not fit the type.
-bool convert(const FieldMapping& m, const Raw& raw, Input& input, std::string* why) {
-  switch (raw.kind) {
-    case Raw::Kind::kMissing:
-      *why = "missing";  // handled by the caller
-      return false;
-    case Raw::Kind::kNull:
-      input.set_null(m.field);
-      return true;
-    case Raw::Kind::kOther:
-      *why = raw.other;
-      return false;
-    default:
-      break;
-  }
-  switch (m.type) {
-    case FieldType::kString:
-    case FieldType::kEnum:
-      if (raw.kind == Raw::Kind::kText || raw.kind == Raw::Kind::kJsonText) {
-        input.set_string(m.field, raw.text);
-        return true;
-      }
-      *why = (raw.kind == Raw::Kind::kInt ? "an integer" : "a boolean") +
-             std::string(", not a string");
-      return false;
-    case FieldType::kInt: {
-      if (raw.kind == Raw::Kind::kInt) {
-        input.set_int(m.field, raw.number);
-        return true;
-      }
-      int64_t number = 0;
-      if (raw.kind == Raw::Kind::kText && parse_int64_strict(raw.text, &number)) {
-        input.set_int(m.field, number);
-        return true;
-      }
-      *why = raw.kind == Raw::Kind::kText       ? "not an integer: " + quote_for_reason(raw.text)
-             : raw.kind == Raw::Kind::kJsonText ? "a JSON string, not an integer"
-                                                : "a boolean, not an integer";
-      return false;
-    }
-    case FieldType::kBool: {
-      if (raw.kind == Raw::Kind::kBool) {
-        input.set_bool(m.field, raw.flag);
-        return true;
-      }
-      bool flag = false;
-      if (raw.kind == Raw::Kind::kText && parse_bool_strict(raw.text, &flag)) {
-        input.set_bool(m.field, flag);
-        return true;
-      }
-      *why = raw.kind == Raw::Kind::kText       ? "not true or false: " + quote_for_reason(raw.text)
-             : raw.kind == Raw::Kind::kJsonText ? "a JSON string, not a boolean"
-                                                : "an integer, not a boolean";
-      return false;
-    }
-  }
-  return false;
 }
 
 }  // namespace
 
 KafkaParser::KafkaParser(const Table& table, const Mapping& mapping, WarningSink warn)
-    : state_(std::make_unique<State>()) {
-  state_->table = &table;
-  state_->mapping = &mapping;
-  state_->warn = std::move(warn);
-}
-
-KafkaParser::KafkaParser(const Table& table, const Mapping& mapping,
-                         std::unique_ptr<BrokerRecordReader> reader)
-    : KafkaParser(table, mapping) {
-  state_->reader = std::move(reader);
-}
-
-KafkaParser::~KafkaParser() = default;
-
-std::unique_ptr<RecordParser> make_mapped_parser(const Table& table, const Mapping& mapping,
-                                                 std::unique_ptr<BrokerRecordReader> reader) {
-  return std::make_unique<KafkaParser>(table, mapping, std::move(reader));
-}
-
-bool KafkaParser::parse(std::string_view line, Input& input, RecordMeta* meta,
-                        std::string* problem) {
-  State& s = *state_;
-  input.clear();
-  *meta = RecordMeta{};
-  s.reset();
-  if (s.reader) {
-    std::string why;
-    size_t at = kNoOffset;
-    if (!s.reader->read(line, &s.record, &why, &at)) {
-      problem_offset_ = at;
-      return fail_record(problem, std::move(why));
-    }
-    const BrokerRecord& r = s.record;
-    s.topic = r.topic;
-    s.partition = r.partition;
-    s.offset = r.offset;
-    s.has_ts = r.has_timestamp;
-    s.ts = r.timestamp;
-    s.key_null = r.key_null;
-    s.key = r.key;
-    s.payload_null = r.payload_null;
-    s.payload = r.payload;
-    s.headers = r.headers;
-    s.repaired = r.repaired;
-  } else if (!s.read_line(line, problem)) {
-    // An error path: where the problem is, in `line`.
-    if (s.problem_at != nullptr) {
-      problem_offset_ = static_cast<size_t>(s.problem_at - line.data());
-      s.problem_at = nullptr;
-    } else if (const size_t bad = first_invalid_utf8(line); bad != std::string_view::npos) {
-      problem_offset_ = bad;
-    } else if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
-      problem_offset_ = kNoOffset;  // blank
-    } else {
-      problem_offset_ = locate_json_error(line).offset;
-    }
-    return false;
-  }
-  // Metadata first, so that even an invalid record names its message.
-  const auto read_meta = [&](const std::optional<ValueSource>& source, const char* name,
-                             std::string* storage, std::string_view* out, bool* present) {
-    if (!source.has_value()) return true;
-    Raw raw;
-    std::string why;
-    if (!s.extract(*source, &raw, &why) || !s.decode(*source, &raw, &why)) {
-      problem_offset_ = kNoOffset;  // a mapped value: the reason names it
-      return fail_record(problem, std::string(name) + " (" + why + ")");
-    }
-    if (raw.kind == Raw::Kind::kMissing || raw.kind == Raw::Kind::kNull ||
-        raw.kind == Raw::Kind::kOther) {
-      return true;
-    }
-    *storage = raw_as_text(raw);
-    *out = *storage;
-    *present = true;
-    return true;
-  };
-  if (!read_meta(s.mapping->message_id, "message_id", &s.message_id_text, &meta->message_id,
-                 &meta->has_message_id) ||
-      !read_meta(s.mapping->body_hash, "body_hash", &s.body_hash_text, &meta->body_hash,
-                 &meta->has_body_hash)) {
-    return false;
-  }
-  for (const FieldMapping& m : s.mapping->fields) {
-    Raw raw;
-    std::string why;
-    const auto invalid = [&](const std::string& detail) {
-      problem_offset_ = kNoOffset;  // a mapped value: the reason names it
-      *problem = "invalid input: " + m.input + " (" + detail + ")";
-      return false;
-    };
-    if (!s.extract(m.source, &raw, &why)) return invalid(why);
-    // Repaired bytes never decode (a be-int of U+FFFD would be a guessed number).
-    if (s.repaired && (raw.kind == Raw::Kind::kText || raw.kind == Raw::Kind::kJsonText) &&
-        raw.text.find("\xEF\xBF\xBD") != std::string_view::npos) {
-      return invalid(m.source.describe() + " is not valid UTF-8");
-    }
-    if (!s.decode(m.source, &raw, &why)) return invalid(why);
-    // kcat prints a header without a value as null. It is there, so it is not "missing" (which
-    // alone may be absent or defaulted): a counter sent as null counts nothing known, and reading
-    // it as absent would let the letter replay. (message_id and body_hash are only echoed: a null
-    // header leaves them out.)
-    if (m.source.kind == SourceKind::kHeader && raw.kind == Raw::Kind::kNull) {
-      return invalid(m.source.describe() + " is present but null");
-    }
-    if (raw.kind == Raw::Kind::kMissing) {
-      if (m.default_text.has_value()) {
-        raw.kind = Raw::Kind::kText;
-        raw.text = *m.default_text;
-      } else if (m.optional) {
-        input.set_null(m.field);
-        continue;
-      } else {
-        return invalid(m.source.describe() + " is missing");
-      }
-    }
-    if (m.has_map && raw.kind != Raw::Kind::kNull) {
-      const std::string key = raw_as_text(raw);
-      const auto hit = raw.kind == Raw::Kind::kOther ? m.map.end() : m.map.find(key);
-      if (hit == m.map.end()) {
-        return invalid(raw.kind == Raw::Kind::kOther ? raw.other + " has no mapping"
-                                                     : "no mapping for " + quote_for_reason(key));
-      }
-      raw.kind = Raw::Kind::kText;
-      raw.text = hit->second;
-    }
-    if (!convert(m, raw, input, &why)) return invalid(m.source.describe() + " is " + why);
-  }
-  return true;
-}
-
-std::vector<RecordPartValue> KafkaParser::record_parts() const {
-  const State& s = *state_;
-  std::vector<RecordPartValue> parts;
-  const auto add = [&](std::string label, RecordPartValue::Kind kind, std::string_view text,
-                       int64_t number) {
-    RecordPartValue part;
-    part.label = std::move(label);
-    part.kind = kind;
-    part.text = text;
-    part.number = number;
-    parts.push_back(std::move(part));
-  };
-  add("topic", RecordPartValue::Kind::kText, s.topic, 0);
-  add("partition", RecordPartValue::Kind::kInt, {}, s.partition);
-  add("offset", RecordPartValue::Kind::kInt, {}, s.offset);
-  if (s.has_ts) add("timestamp", RecordPartValue::Kind::kInt, {}, s.ts);
-  add("key", s.key_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kText, s.key, 0);
-  for (const auto& [name, value] : s.headers) {
-    add("header", value ? RecordPartValue::Kind::kText : RecordPartValue::Kind::kNull,
-        value.value_or(""), 0);
-    parts.back().name = std::string(name);
-  }
-  if (s.reader && s.record.delivery_count.has_value()) {
-    add("delivery-count", RecordPartValue::Kind::kInt, {}, *s.record.delivery_count);
-  }
-  add("payload", s.payload_null ? RecordPartValue::Kind::kNull : RecordPartValue::Kind::kSize, {},
-      static_cast<int64_t>(s.payload.size()));
-  return parts;
-}
-
-std::optional<InputOrigin> KafkaParser::input_origin(uint32_t field) const {
-  State& s = *state_;
-  for (const FieldMapping& m : s.mapping->fields) {
-    if (m.field != field) continue;
-    InputOrigin origin;
-    origin.source = m.source.describe();
-    switch (m.source.kind) {
-      case SourceKind::kHeader:
-        origin.part = "header";
-        origin.header = m.source.name;
-        break;
-      case SourceKind::kPayload:
-        origin.part = "payload";
-        break;
-      case SourceKind::kRecord:  // "topic", ..., "coordinates": record_parts()' labels
-        origin.part = m.source.name;
-        break;
-      case SourceKind::kConstant:
-        origin.part = "constant";
-        break;
-    }
-    Raw raw;
-    std::string why;
-    if (!s.extract(m.source, &raw, &why) ||
-        !s.decode(m.source, &raw, &why)) {  // parse() would have failed: not after a true
-      origin.found = InputOrigin::Found::kOther;
-      origin.text = why;
-      return origin;
-    }
-    switch (raw.kind) {
-      case Raw::Kind::kMissing:
-        origin.defaulted = m.default_text.has_value();
-        origin.optional = !origin.defaulted && m.optional;
-        break;
-      case Raw::Kind::kNull:
-        origin.found = InputOrigin::Found::kNull;
-        break;
-      case Raw::Kind::kText:
-      case Raw::Kind::kJsonText:
-        origin.found = InputOrigin::Found::kText;
-        origin.text = std::string(raw.text);
-        break;
-      case Raw::Kind::kInt:
-        origin.found = InputOrigin::Found::kInt;
-        origin.number = raw.number;
-        break;
-      case Raw::Kind::kBool:
-        origin.found = InputOrigin::Found::kBool;
-        origin.flag = raw.flag;
-        break;
-      case Raw::Kind::kOther:
-        origin.found = InputOrigin::Found::kOther;
-        origin.text = raw.other;
-        break;
-    }
-    // As parse() applies map: (a default goes through it too).
-    origin.mapped = m.has_map && raw.kind != Raw::Kind::kNull &&
-                    (raw.kind != Raw::Kind::kMissing || origin.defaulted);
-    return origin;
-  }
-  return std::nullopt;
-}
+    : MappedParser(table, mapping, std::make_unique<KcatReader>(), std::move(warn)) {}
 
 }  // namespace replaygate::inputs

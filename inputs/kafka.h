@@ -8,73 +8,23 @@
 //
 // Unreadable: anything LetterParser rejects at the line level, a key kcat does not print, a
 // duplicate key, a field of the wrong JSON type, headers not a flat [name, value, ...] array.
-// A mapped value that is missing (and neither optional nor defaulted), unmapped by `map:`, of the
-// wrong type, in a payload that is not JSON, in a header that appears more than once, or in a
-// header that is present with a null value (kcat -J `["x-replay", null]`: only a missing header is
-// absent) makes the record invalid with "invalid input: FIELD (what went wrong)".
-//
-// Header names match exactly (Kafka header keys are case-sensitive). A record with a header that
-// differs from a mapped one only in ASCII case (`X-Replay` for `x-replay`) is invalid input, as
-// for a null header: "invalid input: replays (header 'X-Replay' differs from the mapped header
-// 'x-replay' only in ASCII case: header names match exactly, so the record's value for it is
-// unknown; fix the producer or the mapping)" (for message_id or body_hash: the record is
-// unreadable), never decided as if the header were missing.
-// The mapping application here (header / payload / record sources, decode:, occurrence:, map:,
-// defaults) also serves every other mapped format: make_mapped_parser() (broker_record.h) runs it
-// on records a BrokerRecordReader reads (rabbitmq, sqs, pubsub, servicebus, sidekiq). Moving it
-// into inputs/broker_record.cc, with the kcat reader as one more BrokerRecordReader, is the next
-// step of that split.
+// What a mapped value read from it may be is the mapping engine's (mapped_parser.h): this file is
+// the kcat reader, one more BrokerRecordReader (broker_record.h).
 #pragma once
 
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include "inputs/broker_record.h"
+#include "inputs/mapped_parser.h"
 #include "inputs/mapping.h"
-#include "inputs/records.h"
 #include "runtime/table.h"
 
 namespace replaygate::inputs {
 
-// The skeleton of a header name (docs/input-mapping.md, "Header names match exactly"): the name
-// decoded as UTF-8 (a byte that does not decode is dropped) with whitespace, control characters
-// and default-ignorable characters (zero-width spaces and joiners U+200B-U+200F, U+2060-U+206F,
-// the BOM U+FEFF, the soft hyphen U+00AD, combining marks U+0300-U+036F, variation selectors)
-// dropped; fullwidth ASCII (U+FF01-U+FF5E) read as ASCII; every hyphen, dash and minus
-// (U+2010-U+2015, U+2043, U+2212, U+FE58, U+FE63, U+FF0D), `-`, `_` and `.` dropped; the Cyrillic
-// and Greek look-alikes of Latin letters in kLookAlikes (kafka.cc) read as those letters; ASCII
-// case folded. A trailing `s` is kept: `x-replays` is another word. Two names with the same
-// skeleton look the same to a person: a header whose name is not a mapped one but has its
-// skeleton makes the record invalid.
-std::string header_name_skeleton(std::string_view name);
-
-class KafkaParser : public RecordParser {
+// The mapping engine on kcat -J lines.
+class KafkaParser : public MappedParser {
  public:
-  // Receives one warning line (no trailing newline), already escaped for a terminal.
-  using WarningSink = std::function<void(const std::string& warning)>;
   // `mapping` must have been checked against `table` without errors and outlive the parser.
   // An empty `warn` prints each warning on stderr (a header one edit away from a mapped header's
   // skeleton, once per name).
   KafkaParser(const Table& table, const Mapping& mapping, WarningSink warn = {});
-  // The same mapping application on records that `reader` reads instead of kcat -J lines
-  // (make_mapped_parser(), broker_record.h).
-  KafkaParser(const Table& table, const Mapping& mapping,
-              std::unique_ptr<BrokerRecordReader> reader);
-  ~KafkaParser() override;
-  bool parse(std::string_view line, Input& input, RecordMeta* meta, std::string* problem) override;
-  // For explain (records.h): topic, partition, offset, timestamp (when kcat printed one), key,
-  // each header in order, and the payload's size (its fields are shown only as mapped inputs).
-  std::vector<RecordPartValue> record_parts() const override;
-  // The mapping entry's source, and what the record held there (read again: explain only).
-  std::optional<InputOrigin> input_origin(uint32_t field) const override;
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
 };
 
 }  // namespace replaygate::inputs

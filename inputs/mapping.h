@@ -21,7 +21,7 @@
 //
 // Problems in the file are diagnostics RG301-RG310 (docs/input-mapping.md), rendered with
 // render_text(); nothing in this file prints. Defaults are checked against the policy as
-// tools/cli/mapping_defaults.h says (RG308-RG310).
+// checks/mapping_check.h says (RG308-RG310).
 #pragma once
 
 #include <cstdint>
@@ -117,7 +117,7 @@ struct FieldMapping {
   std::map<std::string, std::string, std::less<>> map;  // raw text -> policy value text
   std::optional<std::string> default_text;
   bool optional = false;
-  Span default_span;  // the `default:` value, for RG308/RG309 (mapping_defaults.h)
+  Span default_span;  // the `default:` value, for RG308/RG309 (checks/mapping_check.h)
   Span source_span;   // the source's value (`constant: 5`, `record: delivery-count`), likewise
   // `acknowledge: default-opens-create`: the default may open a create verb, and that was reviewed.
   bool acknowledged = false;
@@ -147,7 +147,7 @@ struct LoadedMapping {
 
 // Parses `text` (read from `path`) and checks it against the table's inputs: RG301-RG307, sorted.
 // The defaults' check against the policy's regions (RG308-RG310) needs the compiler's analysis,
-// so it is lint-time work outside inputs/: tools/cli/mapping_defaults.h load_mapping_file() runs
+// so it is lint-time work outside inputs/: checks/mapping_check.h check_mapping() runs
 // both, as every command does before it reads a record.
 LoadedMapping parse_mapping(std::string_view text, const std::string& path, const Table& table);
 

@@ -10,55 +10,24 @@
 
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
-#include "inputs/json_keys.h"
+#include "inputs/json_record.h"
 
 namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
 
-// Checks that `object` has only `allowed` keys (each once: duplicate_key_problem()); false with
-// *problem.
-bool known_keys(const dom::object& object, const std::vector<std::string>& allowed,
-                const std::string& where, std::string* problem) {
-  for (const dom::key_value_pair field : object) {
-    if (std::find(allowed.begin(), allowed.end(), field.key) == allowed.end()) {
-      *problem = "unknown key " + quote_for_reason(field.key) + " in " + where;
-      const std::string suggestion = closest_match(field.key, allowed);
-      if (!suggestion.empty()) *problem += " (did you mean '" + suggestion + "'?)";
-      return false;
-    }
-  }
-  return true;
-}
+constexpr JsonRecordOptions kRecord{.what = "a received message"};
 
 class PubSubReader : public BrokerRecordReader {
  public:
   bool read(std::string_view text, BrokerRecord* r, std::string* problem,
             size_t* problem_offset) override {
     r->clear();
-    *problem_offset = RecordParser::kNoOffset;
     const uint64_t position = position_++;
-    if (scan_json_shape(text, kMaxJsonDepth) == JsonShape::kTooDeep) {
-      *problem = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-      return false;
-    }
-    dom::element root;
-    if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
-      *problem = describe_json_error(error);
-      *problem_offset = locate_json_error(text).offset;
-      return false;
-    }
-    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
-      *problem = std::move(duplicate);
-      *problem_offset = locate_duplicate_key(text);
-      return false;
-    }
     dom::object received, message;
-    if (root.get_object().get(received)) {
-      *problem = "not a JSON object (a received message)";
-      return false;
-    }
+    if (!read_json_object(text, parser_, kRecord, &received, problem, problem_offset)) return false;
+    dom::element root;  // each member read below
     if (!known_keys(received, {"ackId", "message", "deliveryAttempt"}, "a received message",
                     problem)) {
       return false;

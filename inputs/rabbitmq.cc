@@ -9,12 +9,15 @@
 
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
-#include "inputs/json_keys.h"
+#include "inputs/json_record.h"
 
 namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
+
+constexpr JsonRecordOptions kRecord{
+    .what = "a management-API message", .blank = "blank record", .byte_order_mark = true};
 
 // The keys a management-API "get" message has (3.10 to 4.x).
 const std::vector<std::string>& message_keys() {
@@ -29,38 +32,9 @@ class RabbitMqReader : public BrokerRecordReader {
   bool read(std::string_view text, BrokerRecord* r, std::string* problem,
             size_t* problem_offset) override {
     r->clear();
-    *problem_offset = RecordParser::kNoOffset;
     const uint64_t position = position_++;
-    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-      *problem = "blank record";
-      return false;
-    }
-    if (text.starts_with(kUtf8ByteOrderMark)) {
-      *problem = std::string(kByteOrderMarkProblem);
-      *problem_offset = 0;
-      return false;
-    }
-    if (scan_json_shape(text, kMaxJsonDepth) == JsonShape::kTooDeep) {
-      *problem = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-      return false;
-    }
-    dom::element root;
-    if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
-      *problem = describe_json_error(error);
-      const JsonError where = locate_json_error(text);
-      *problem_offset = where.offset;
-      return false;
-    }
-    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
-      *problem = std::move(duplicate);
-      *problem_offset = locate_duplicate_key(text);
-      return false;
-    }
     dom::object message;
-    if (root.get_object().get(message)) {
-      *problem = "not a JSON object (a management-API message)";
-      return false;
-    }
+    if (!read_json_object(text, parser_, kRecord, &message, problem, problem_offset)) return false;
     r->offset = static_cast<int64_t>(position);
     std::vector<std::string_view> seen;
     bool has_payload = false, has_encoding = false, has_properties = false;
@@ -68,13 +42,7 @@ class RabbitMqReader : public BrokerRecordReader {
     dom::object properties;
     for (const dom::key_value_pair field : message) {
       const std::string_view key = field.key;
-      const auto& keys = message_keys();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-        *problem = "unknown key " + quote_for_reason(key) + " in a management-API message";
-        const std::string suggestion = closest_match(key, keys);
-        if (!suggestion.empty()) *problem += " (did you mean '" + suggestion + "'?)";
-        return false;
-      }
+      if (!known_key(key, message_keys(), "a management-API message", problem)) return false;
       seen.push_back(key);
       const dom::element value = field.value;
       const auto want_string = [&](std::string_view* out) {

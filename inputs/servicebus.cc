@@ -12,12 +12,18 @@
 
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
-#include "inputs/json_keys.h"
+#include "inputs/json_record.h"
 
 namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
+
+constexpr JsonRecordOptions kRecord{.what = "a Service Bus message",
+                                    .blank = "blank line",
+                                    .blank_space = " \t\r",
+                                    .byte_order_mark = true,
+                                    .shape_offsets = true};
 
 // What the reader does with a field.
 enum class Role {
@@ -141,45 +147,8 @@ class ServiceBusReader : public BrokerRecordReader {
   bool read(std::string_view text, BrokerRecord* r, std::string* problem,
             size_t* problem_offset) override {
     r->clear();
-    *problem_offset = RecordParser::kNoOffset;
-    if (text.find_first_not_of(" \t\r") == std::string_view::npos) {
-      *problem = "blank line";
-      return false;
-    }
-    if (text.starts_with(kUtf8ByteOrderMark)) {
-      *problem = std::string(kByteOrderMarkProblem);
-      *problem_offset = 0;
-      return false;
-    }
-    size_t at = 0;
-    switch (scan_json_shape(text, kMaxJsonDepth, &at)) {
-      case JsonShape::kTooDeep:
-        *problem = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-        *problem_offset = at;
-        return false;
-      case JsonShape::kTrailing:
-        *problem = "trailing content after the JSON object";
-        *problem_offset = at;
-        return false;
-      case JsonShape::kOk:
-        break;
-    }
-    dom::element root;
-    if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
-      *problem = describe_json_error(error);
-      *problem_offset = locate_json_error(text).offset;
-      return false;
-    }
-    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
-      *problem = std::move(duplicate);
-      *problem_offset = locate_duplicate_key(text);
-      return false;
-    }
     dom::object message;
-    if (root.get_object().get(message)) {
-      *problem = "not a JSON object (a Service Bus message)";
-      return false;
-    }
+    if (!read_json_object(text, parser_, kRecord, &message, problem, problem_offset)) return false;
     r->topic_missing = true;
     unsigned shape = 0;
     if (!find_shape(message, &shape, problem)) return false;
@@ -198,14 +167,9 @@ class ServiceBusReader : public BrokerRecordReader {
   static bool find_shape(const dom::object& message, unsigned* shape, std::string* problem) {
     unsigned possible = kCamel | kDotNet | kExplorer;
     for (const dom::key_value_pair member : message) {
+      if (!known_key(member.key, field_names(), "a Service Bus message", problem)) return false;
       const auto field = std::find_if(fields().begin(), fields().end(),
                                       [&](const Field& f) { return f.name == member.key; });
-      if (field == fields().end()) {
-        *problem = "unknown key " + quote_for_reason(member.key) + " in a Service Bus message";
-        const std::string suggestion = closest_match(member.key, field_names());
-        if (!suggestion.empty()) *problem += " (did you mean '" + suggestion + "'?)";
-        return false;
-      }
       if ((possible & field->shapes) == 0) {
         const unsigned other = field->shapes & kCamel    ? kCamel
                                : field->shapes & kDotNet ? kDotNet

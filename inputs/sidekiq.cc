@@ -7,58 +7,27 @@
 #include <limits>
 #include <string>
 
-#include "inputs/json_keys.h"
+#include "inputs/json_record.h"
 
 namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
 
+constexpr JsonRecordOptions kRecord{.what = "a Sidekiq job",
+                                    .blank = "blank line",
+                                    .blank_space = " \t\r",
+                                    .byte_order_mark = true,
+                                    .shape_offsets = true};
+
 class SidekiqReader : public BrokerRecordReader {
  public:
   bool read(std::string_view text, BrokerRecord* r, std::string* problem,
             size_t* problem_offset) override {
     r->clear();
-    *problem_offset = RecordParser::kNoOffset;
     const uint64_t position = position_++;
-    if (text.find_first_not_of(" \t\r") == std::string_view::npos) {
-      *problem = "blank line";
-      return false;
-    }
-    if (text.starts_with(kUtf8ByteOrderMark)) {
-      *problem = std::string(kByteOrderMarkProblem);
-      *problem_offset = 0;
-      return false;
-    }
-    size_t at = 0;
-    switch (scan_json_shape(text, kMaxJsonDepth, &at)) {
-      case JsonShape::kTooDeep:
-        *problem = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-        *problem_offset = at;
-        return false;
-      case JsonShape::kTrailing:
-        *problem = "trailing content after the JSON object";
-        *problem_offset = at;
-        return false;
-      case JsonShape::kOk:
-        break;
-    }
-    dom::element root;
-    if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
-      *problem = describe_json_error(error);
-      *problem_offset = locate_json_error(text).offset;
-      return false;
-    }
-    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
-      *problem = std::move(duplicate);
-      *problem_offset = locate_duplicate_key(text);
-      return false;
-    }
     dom::object job;
-    if (root.get_object().get(job)) {
-      *problem = "not a JSON object (a Sidekiq job)";
-      return false;
-    }
+    if (!read_json_object(text, parser_, kRecord, &job, problem, problem_offset)) return false;
     r->offset = static_cast<int64_t>(position);
     r->payload = text;
     r->payload_null = false;

@@ -9,12 +9,14 @@
 
 #include "common/diagnostic.h"
 #include "inputs/decoding.h"
-#include "inputs/json_keys.h"
+#include "inputs/json_record.h"
 
 namespace replaygate::inputs {
 namespace {
 
 namespace dom = simdjson::dom;
+
+constexpr JsonRecordOptions kRecord{.what = "an SQS message", .blank = "blank record"};
 
 const std::vector<std::string>& message_keys() {
   static const std::vector<std::string> keys = {
@@ -28,44 +30,15 @@ class SqsReader : public BrokerRecordReader {
   bool read(std::string_view text, BrokerRecord* r, std::string* problem,
             size_t* problem_offset) override {
     r->clear();
-    *problem_offset = RecordParser::kNoOffset;
     const uint64_t position = position_++;
-    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-      *problem = "blank record";
-      return false;
-    }
-    if (scan_json_shape(text, kMaxJsonDepth) == JsonShape::kTooDeep) {
-      *problem = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-      return false;
-    }
-    dom::element root;
-    if (auto error = parser_.parse(text.data(), text.size(), false).get(root)) {
-      *problem = describe_json_error(error);
-      *problem_offset = locate_json_error(text).offset;
-      return false;
-    }
-    if (std::string duplicate = duplicate_key_problem(root); !duplicate.empty()) {
-      *problem = std::move(duplicate);
-      *problem_offset = locate_duplicate_key(text);
-      return false;
-    }
     dom::object message;
-    if (root.get_object().get(message)) {
-      *problem = "not a JSON object (an SQS message)";
-      return false;
-    }
+    if (!read_json_object(text, parser_, kRecord, &message, problem, problem_offset)) return false;
     r->offset = static_cast<int64_t>(position);
     r->topic_missing = true;
     std::vector<std::string_view> seen;
     for (const dom::key_value_pair field : message) {
       const std::string_view key = field.key;
-      const auto& keys = message_keys();
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-        *problem = "unknown key " + quote_for_reason(key) + " in an SQS message";
-        const std::string suggestion = closest_match(key, keys);
-        if (!suggestion.empty()) *problem += " (did you mean '" + suggestion + "'?)";
-        return false;
-      }
+      if (!known_key(key, message_keys(), "an SQS message", problem)) return false;
       seen.push_back(key);
       const dom::element value = field.value;
       if (key == "Attributes") {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/internal/c_api_handles.h"
+#include "runtime/c_api_handles.h"
 #include "runtime/reload.h"
 #include "runtime/replaygate.h"
 #include "runtime/table.h"

@@ -20,14 +20,14 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/ir.h"
+#include "common/span.h"
 
 namespace replaygate::ast {
 
 // A name the author wrote (input, verb, constant, operator, type, effect, id).
 struct Name {
   std::string text;
-  ir::Span span;
+  Span span;
 };
 
 // A scalar value as written.
@@ -40,7 +40,7 @@ struct Literal {
   };
   Kind kind = Kind::kBare;
   std::string text;
-  ir::Span span;
+  Span span;
 
   bool bare(std::string_view word) const { return kind == Kind::kBare && text == word; }
 };
@@ -48,7 +48,7 @@ struct Literal {
 // A list of literals as written (enum values, `in` operands, table keys).
 struct LiteralList {
   std::vector<Literal> items;
-  ir::Span span;
+  Span span;
 };
 
 // A derived bool's definition. YAML: `derived: {lt: [message_revision, record_revision]}`
@@ -56,7 +56,7 @@ struct LiteralList {
 struct Derivation {
   Name op;
   std::vector<Name> operands;  // two input names, as written
-  ir::Span span;
+  Span span;
 };
 
 // A classifier row. YAML: `{class: retryable, in: [408, 429]}`, `{class: c, prefix: ["5."]}`,
@@ -66,7 +66,7 @@ struct ClassifyRow {
   std::optional<Name> cls;
   std::optional<Name> kind;  // "in" | "prefix" | "range" (check() reports any other)
   std::vector<Literal> operands;
-  ir::Span span;
+  Span span;
 };
 
 // A classified input's definition (ir::Classifier). YAML:
@@ -76,7 +76,7 @@ struct Classifier {
   std::optional<Name> from;
   std::vector<ClassifyRow> rows;
   std::optional<Name> fallback;
-  ir::Span span;  // the `classify` key or keyword
+  Span span;  // the `classify` key or keyword
 };
 
 struct Input {
@@ -97,20 +97,20 @@ struct Input {
   // `idempotency key` after the type and source (a bare `true` spanning the two words).
   std::optional<Literal> idempotency_key;
   std::optional<Literal> description;
-  ir::Span span;  // the input's definition (its name)
+  Span span;  // the input's definition (its name)
 };
 
 struct Verb {
   Name name;
   std::optional<Name> effect;  // "none" | "read" | "copy" | "create"
   std::optional<Literal> description;
-  ir::Span span;
+  Span span;
 };
 
 struct Constant {
   Name name;
   Literal value;
-  ir::Span span;
+  Span span;
 };
 
 // One condition on one field: `field: x` is op "eq", `field: [..]` is op "in", bare
@@ -121,17 +121,17 @@ struct Condition {
   Name op;                        // as written, or implied by the shorthand
   bool operand_is_list = false;   // operands came from a list (`[a, b]`)
   std::vector<Literal> operands;  // empty for absent/present
-  ir::Span span;                  // the op (or the field for the shorthand forms)
+  Span span;                      // the op (or the field for the shorthand forms)
   bool malformed = false;         // the front-end reported a problem here; check() skips it quietly
 };
 
 struct Guard {
   Name id;
   std::optional<std::vector<Condition>> when;  // nullopt: not written (or malformed, when_span set)
-  ir::Span when_span;
+  Span when_span;
   std::optional<Name> verb;
   std::optional<Literal> reason;
-  ir::Span span;  // the `guard:` entry
+  Span span;  // the `guard:` entry
 };
 
 struct Row {
@@ -139,18 +139,18 @@ struct Row {
   std::optional<Name> verb;   // nullopt only when the row was too short to hold one
   std::optional<Name> id;
   std::optional<Literal> reason;
-  ir::Span span;
-  ir::Span keys_span;  // the keys (the row itself for the flow form)
-  bool flow = false;   // written as one list: keys, then the verb
+  Span span;
+  Span keys_span;     // the keys (the row itself for the flow form)
+  bool flow = false;  // written as one list: keys, then the verb
 };
 
 struct Table {
   Name id;
   std::optional<std::vector<Name>> keys;  // nullopt: not written (or malformed, keys_span set)
-  ir::Span keys_span;
+  Span keys_span;
   std::optional<std::vector<Row>> rows;  // nullopt: not written (or malformed, rows_span set)
-  ir::Span rows_span;
-  ir::Span span;  // the `table:` entry
+  Span rows_span;
+  Span span;  // the `table:` entry
 };
 
 struct Rule {
@@ -169,12 +169,12 @@ struct Rule {
 struct Invariant {
   Name id;
   std::optional<std::vector<Condition>> when;  // nullopt: not written (every input)
-  ir::Span when_span;
+  Span when_span;
   std::optional<Name> require_op;  // "verb_in" | "verb_not_in" | "effect_at_most" | "effect_not"
   std::vector<Name> operands;      // verb names, or one effect name
-  ir::Span require_span;
+  Span require_span;
   std::optional<Literal> reason;
-  ir::Span span;  // the `invariant:` entry
+  Span span;  // the `invariant:` entry
 };
 
 // Which front-end read the policy: the checker words its hints in the file's own syntax
@@ -196,8 +196,8 @@ struct Policy {
   // Names of letter or record fields that carry secrets (prompts, credentials, signed URLs,
   // tokens). YAML: `sensitive: [prompt, signed_url]`. See ir::Policy::sensitive.
   std::optional<LiteralList> sensitive;
-  ir::Span span;  // the document (where missing top-level keys are reported)
-  ir::Span id_span;
+  Span span;  // the document (where missing top-level keys are reported)
+  Span id_span;
 };
 
 }  // namespace replaygate::ast

@@ -460,10 +460,10 @@ struct State {
 };
 
 template <typename Input>
-ir::Span span_of(const Input& in) {
+Span span_of(const Input& in) {
   const auto position = in.position();
-  return ir::Span{static_cast<uint32_t>(position.line), static_cast<uint32_t>(position.column),
-                  static_cast<uint32_t>(position.byte), static_cast<uint32_t>(in.size())};
+  return Span{static_cast<uint32_t>(position.line), static_cast<uint32_t>(position.column),
+              static_cast<uint32_t>(position.byte), static_cast<uint32_t>(in.size())};
 }
 
 int hex_digit(char c) {
@@ -503,9 +503,7 @@ template <typename Input>
 ast::Name name_of(const Input& in) {
   return ast::Name{in.string(), span_of(in)};
 }
-ast::Literal bare_true(ir::Span span) {
-  return ast::Literal{ast::Literal::Kind::kBare, "true", span};
-}
+ast::Literal bare_true(Span span) { return ast::Literal{ast::Literal::Kind::kBare, "true", span}; }
 
 const char* op_for(std::string_view symbol) {
   if (symbol == "==") return "eq";
@@ -523,7 +521,7 @@ template <>
 struct Action<g::comment> {
   template <typename Input>
   static void apply(const Input& in, State& s) {
-    const ir::Span span = span_of(in);
+    const Span span = span_of(in);
     Comment comment;
     comment.line = span.line;
     comment.offset = span.offset;
@@ -1153,7 +1151,7 @@ bool screen(std::string_view text, std::string_view path, std::vector<Diagnostic
   std::optional<SourceProblem> problem = screen_source(
       text, SourceRules{.lone_carriage_return_ok = false, .max_line_bytes = kMaxLineBytes});
   if (!problem) return true;
-  const ir::Span span{problem->line, problem->column, static_cast<uint32_t>(problem->offset), 1};
+  const Span span{problem->line, problem->column, static_cast<uint32_t>(problem->offset), 1};
   out.push_back(Diagnostic{Severity::kError, std::move(problem->code), std::move(problem->message),
                            std::string(path), span, std::move(problem->hint)});
   return false;
@@ -1249,7 +1247,7 @@ ParseResult parse(std::string_view text, std::string_view path) {
   }
   State state;
   state.text = text;
-  state.policy.span = ir::Span{1, 1, 0, 0};
+  state.policy.span = Span{1, 1, 0, 0};
   state.policy.syntax = ast::Syntax::kDsl;
   try {
     pegtl::memory_input<> in(text.data(), text.size(), std::string(path));
@@ -1257,7 +1255,7 @@ ParseResult parse(std::string_view text, std::string_view path) {
   } catch (const pegtl::parse_error& e) {
     const std::string what(e.message());
     const size_t split = what.find('\n');
-    ir::Span span;
+    Span span;
     if (!e.positions().empty()) {
       const auto& position = e.positions().front();
       span = span_in_text(text, position.byte, 1);

@@ -75,7 +75,7 @@ class AstBuilder {
   }
 
  private:
-  void error(std::string code, std::string message, ir::Span span, std::string hint = {}) {
+  void error(std::string code, std::string message, Span span, std::string hint = {}) {
     diagnostics_.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message),
                                       std::string(path_), span, std::move(hint)});
   }
@@ -95,7 +95,7 @@ class AstBuilder {
 
   void wrong_shape(const Node& value, const Node& key, const std::string& what,
                    const std::string& expected) {
-    const ir::Span span = value.is_null() ? key.span : value.span;
+    const Span span = value.is_null() ? key.span : value.span;
     error("RG103", what + " must be " + expected + ", not " + kind_name(value), span);
   }
 
@@ -539,7 +539,7 @@ class AstBuilder {
   // `require: {OP: OPERAND}`: exactly one entry; OPERAND a name or a list of names.
   void requirement(const Node& key, const Node& value, ast::Invariant& invariant) {
     if (!value.is_mapping() || value.entries.size() != 1) {
-      const ir::Span span = value.is_null() ? key.span : value.span;
+      const Span span = value.is_null() ? key.span : value.span;
       error("RG103",
             value.is_mapping()
                 ? "'require' must hold exactly one requirement, not " +

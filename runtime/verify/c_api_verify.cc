@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/internal/c_api_handles.h"
+#include "runtime/c_api_handles.h"
 #include "runtime/verify/replaygate_verify.h"
 #include "runtime/verify/signed_table.h"
 

@@ -1,5 +1,5 @@
 // libFuzzer target for mapping files (inputs/mapping.h parse_mapping(), RG301-RG307, and the
-// defaults' check against the policy, tools/cli/mapping_defaults.h, RG308-RG310): any bytes, read
+// defaults' check against the policy, checks/mapping_check.h, RG308-RG310): any bytes, read
 // as a mapping file for policies/replay_gate.yaml, must give diagnostics or a mapping; a mapping
 // without errors must then read the first records of its format's example dump (examples/) into
 // inputs the table decides, or into named problems. Never a crash, a hang or a leak.
@@ -14,13 +14,13 @@
 #include <string_view>
 #include <vector>
 
+#include "checks/mapping_check.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
 #include "inputs/records.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/support/example_records.h"
 #include "tests/support/paths.h"
-#include "tools/cli/mapping_defaults.h"
 
 namespace {
 
@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const std::string path = "fuzz.mapping.yaml";
   replaygate::inputs::LoadedMapping loaded = replaygate::inputs::parse_mapping(text, path, table);
-  for (auto& d : replaygate::cli::check_mapping_defaults(loaded.mapping, table, path)) {
+  for (auto& d : replaygate::checks::check_mapping_defaults(loaded.mapping, table, path)) {
     loaded.diagnostics.push_back(std::move(d));
   }
   (void)replaygate::render_text(loaded.diagnostics, text);

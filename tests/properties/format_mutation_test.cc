@@ -19,7 +19,7 @@
 #include "runtime/table.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/example_records.h"
-#include "tools/cli/mapping_defaults.h"
+#include "tools/cli/record_reading.h"
 
 namespace replaygate::testing {
 namespace {

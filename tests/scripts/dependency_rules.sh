@@ -6,8 +6,9 @@
 # Rules: inputs, audit and gate never link the compiler (nor tools/); the bindings never link
 # tools/ (the CLI library) nor the compiler; the runtime links nothing of ours; the broker
 # client (librabbitmq) is linked by gate/rabbitmq/ alone: gate/ stays broker-independent, and
-# gate/rabbitmq/ never links the compiler or the CLI; tools/lsp links the compiler only (no CLI,
-# no gate).
+# gate/rabbitmq/ never links the compiler or the CLI; checks/ (a policy's companion files) links
+# the compiler and inputs/, never the CLI, a gate, the audit log or the ledger; tools/lsp may link
+# the compiler and checks/ (no CLI, no gate).
 set -euo pipefail
 graph=$1
 jsonl=$2
@@ -31,9 +32,11 @@ for t in replaygate_inputs replaygate_audit replaygate_gate; do
 done
 forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib PkgConfig::RABBITMQ
 forbid replaygate_gate_rabbitmq replaygate_compiler replaygate_cli_lib
-# The language server is the compiler's client, never the CLI's or a gate's.
-forbid replaygate_lsp replaygate_cli_lib replaygate_gate replaygate_inputs replaygate_audit \
-  replaygate_ledger replaygate_gate_rabbitmq
+# The language server is the compiler's and checks/' client, never the CLI's or a gate's.
+forbid replaygate_checks replaygate_cli_lib replaygate_gate replaygate_audit replaygate_ledger \
+  replaygate_gate_rabbitmq PkgConfig::RABBITMQ
+forbid replaygate_lsp replaygate_cli_lib replaygate_gate replaygate_audit replaygate_ledger \
+  replaygate_gate_rabbitmq
 for t in replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_gate \
   replaygate_ledger replaygate_verify; do
   forbid "$t" PkgConfig::RABBITMQ replaygate_gate_rabbitmq

@@ -17,7 +17,7 @@
 #include "runtime/table.h"
 #include "tests/support/paths.h"
 #include "tools/cli/files.h"
-#include "tools/cli/mapping_defaults.h"
+#include "tools/cli/record_reading.h"
 
 namespace replaygate::cli {
 namespace {

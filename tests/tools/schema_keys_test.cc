@@ -1,7 +1,7 @@
 // The JSON Schemas in schemas/ list exactly the keys and words replaygate's readers accept: a key
 // added to a reader and not to its schema (or the reverse) fails here. The readers' lists are the
-// ones they check against (compiler/syntax/policy_keys.h, inputs/mapping.h, tools/cli/case_file.h,
-// tools/cli/proposal.h); tests/scripts/schemas.py validates the readers' exports against the
+// ones they check against (compiler/syntax/policy_keys.h, inputs/mapping.h, checks/case_file.h,
+// checks/proposal_check.h); tests/scripts/schemas.py validates the readers' exports against the
 // schemas, so together they keep the schemas in step with the parsers.
 #include <gtest/gtest.h>
 
@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "checks/case_file.h"
+#include "checks/proposal_check.h"
 #include "compiler/ir.h"
 #include "compiler/syntax/policy_keys.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
 #include "tests/support/paths.h"
-#include "tools/cli/case_file.h"
-#include "tools/cli/proposal.h"
 
 namespace replaygate {
 namespace {
@@ -195,9 +195,9 @@ TEST(SchemaKeys, CasesSchemaListsExactlyTheKeysTheCaseReaderAccepts) {
   const json schema = load_schema("cases.schema.json");
   ASSERT_FALSE(schema.is_discarded());
   const std::map<std::string, const std::vector<std::string>*> places = {
-      {"/properties", &cli::kCaseFileKeys},
-      {"/definitions/case/properties", &cli::kCaseKeys},
-      {"/definitions/value/anyOf/1/properties", &cli::kExplicitJsonKeys},
+      {"/properties", &checks::kCaseFileKeys},
+      {"/definitions/case/properties", &checks::kCaseKeys},
+      {"/definitions/value/anyOf/1/properties", &checks::kExplicitJsonKeys},
   };
   std::set<std::string> checked;
   for (const auto& [pointer, keys] : places) {
@@ -252,8 +252,8 @@ TEST(SchemaKeys, MappingSchemaListsExactlyTheKeysTheMappingReaderAccepts) {
 TEST(SchemaKeys, ProposalSchemaListsExactlyTheEntryMembersProposalCheckAccepts) {
   const json schema = load_schema("proposal.schema.json");
   ASSERT_FALSE(schema.is_discarded());
-  const std::set<std::string> entry(std::begin(cli::kProposalEntryKeys),
-                                    std::end(cli::kProposalEntryKeys));
+  const std::set<std::string> entry(std::begin(checks::kProposalEntryKeys),
+                                    std::end(checks::kProposalEntryKeys));
   EXPECT_EQ(keys_at(schema, "/items/properties"), entry);
   // The evidence is what `propose` writes and nothing reads (its keys are propose's:
   // tests/tools/propose_test.cc validates propose's output against this schema).

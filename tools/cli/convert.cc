@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "checks/case_file.h"
 #include "common/utf8.h"
 #include "common/yaml_tree.h"
 #include "compiler/lower.h"
@@ -28,15 +29,18 @@
 #include "compiler/syntax/print_dsl.h"
 #include "compiler/syntax/print_yaml.h"
 #include "runtime/table_format.h"
-#include "tools/cli/case_file.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/json_export.h"
-#include "tools/cli/mapping_defaults.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/record_reading.h"
 
 namespace replaygate::cli {
+
+using checks::CaseFile;
+using checks::kMaxCaseFileBytes;
+using checks::read_case_file;
 namespace {
 
 struct ConvertOptions {

@@ -9,6 +9,12 @@
 #include "compiler/key_text.h"
 
 namespace replaygate::cli {
+
+using checks::Case;
+using checks::case_value;
+using checks::CaseFile;
+using checks::explicit_json;
+using checks::letter_value;
 namespace {
 
 using Json = nlohmann::ordered_json;

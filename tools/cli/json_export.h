@@ -17,10 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checks/case_file.h"
 #include "compiler/ir.h"
 #include "inputs/mapping.h"
 #include "runtime/table.h"
-#include "tools/cli/case_file.h"
 
 namespace replaygate::cli {
 
@@ -30,7 +30,7 @@ nlohmann::ordered_json policy_json(const ir::Policy& policy);
 // A case file read without errors (read_case_file()) as a document of its own shape
 // (schemas/cases.schema.json); `table` is the table the cases were read against. The yaml nodes
 // the cases point into must still live.
-nlohmann::ordered_json cases_json(const CaseFile& file, const Table& table);
+nlohmann::ordered_json cases_json(const checks::CaseFile& file, const Table& table);
 
 // A mapping file read without errors (load_mapping_file()) as a document of its own shape
 // (schemas/mapping.schema.json); its values are typed by the inputs' types it was read with.

@@ -12,15 +12,16 @@
 #include <memory>
 #include <string>
 
+#include "checks/mapping_check.h"
 #include "common/escape.h"
 #include "compiler/lower.h"
 #include "inputs/mapping.h"
 #include "runtime/replaygate.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/mapping_defaults.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
+#include "tools/cli/record_reading.h"
 
 namespace replaygate::cli {
 
@@ -84,7 +85,8 @@ int load_mapping_for(const LintOptions& options, const ir::CheckedPolicy& policy
   }
   // RG312 is lint's own: a review finding about the policy's budget, not about reading records.
   if (!has_errors(mapping->diagnostics)) {
-    for (Diagnostic& d : check_delivery_counters(mapping->mapping, *table, options.mapping)) {
+    for (Diagnostic& d :
+         checks::check_delivery_counters(mapping->mapping, *table, options.mapping)) {
       mapping->diagnostics.push_back(std::move(d));
     }
     sort_diagnostics(mapping->diagnostics);

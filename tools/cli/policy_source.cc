@@ -65,15 +65,6 @@ int compile_policy_reporting(std::string_view text, const std::string& path,
   return report_loaded(*loaded, format);
 }
 
-std::string describe_load_failure(const std::string& path, const LoadStatus& status) {
-  // The loader's messages may already start with the error's name ("truncated: ..."): say it once.
-  const std::string name = load_error_name(status.error);
-  std::string out = "replaygate: cannot load table " + path + ": ";
-  if (status.message.empty()) return out + name;
-  if (status.message.rfind(name + ":", 0) == 0) return out + status.message;
-  return out + name + ": " + status.message;
-}
-
 int open_table(const std::string& policy_path, const std::string& table_path,
                std::unique_ptr<Table>* table, std::vector<std::string>* sensitive,
                const TrustFlags* trust) {

@@ -50,7 +50,4 @@ int open_table(const std::string& policy_path, const std::string& table_path,
                std::unique_ptr<Table>* table, std::vector<std::string>* sensitive = nullptr,
                const TrustFlags* trust = nullptr);
 
-// "replaygate: cannot load table PATH: NAME: MESSAGE" for a failed load.
-std::string describe_load_failure(const std::string& path, const LoadStatus& status);
-
 }  // namespace replaygate::cli

@@ -3,9 +3,10 @@
 
 #include <cstdio>
 
+#include "checks/mapping_check.h"
 #include "common/diagnostic.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/mapping_defaults.h"
+#include "tools/cli/files.h"
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
@@ -13,6 +14,17 @@ namespace replaygate::cli {
 using inputs::InputFormat;
 using inputs::LoadedMapping;
 using inputs::mapping_format_mismatch;
+
+LoadedMapping load_mapping_file(const std::string& path, const Table& table) {
+  std::string text, error;
+  if (!read_whole_file(path, inputs::kMaxMappingBytes, &text, &error)) {
+    LoadedMapping out;
+    out.io_error = true;
+    out.io_message = error;
+    return out;
+  }
+  return checks::check_mapping(text, path, table);
+}
 
 int open_record_parser(const InputFormat& format, const std::string& mapping_path,
                        const Table& table, std::string_view consequence, RecordReading* out) {

@@ -1,6 +1,6 @@
 // Opening the record parser of a chosen --input-format (inputs/formats.h) for decide and explain:
 // for a format that reads through a mapping file, the file is loaded and fully checked first
-// (RG301-RG310, tools/cli/mapping_defaults.h), its diagnostics printed, then the parser made.
+// (RG301-RG310, checks/mapping_check.h), its diagnostics printed, then the parser made.
 #pragma once
 
 #include <memory>
@@ -29,6 +29,11 @@ struct RecordReading {
 // are on stderr, followed by "MAPPING: errors found; `consequence`"); 2 when it cannot be read
 // ("replaygate: cannot read ...") or maps records of another format than `format` reads
 // ("replaygate: error: MAPPING maps kcat-json records, but --input-format X reads Y records").
+// Reads the mapping file `path` (io_error when unreadable, over kMaxMappingBytes included) and
+// checks it against `table` (checks::check_mapping(): RG301-RG310, sorted): every check of a
+// mapping file, as lint --mapping, decide, explain and convert run it (lint adds RG312).
+LoadedMapping load_mapping_file(const std::string& path, const Table& table);
+
 int open_record_parser(const InputFormat& format, const std::string& mapping_path,
                        const Table& table, std::string_view consequence, RecordReading* out);
 

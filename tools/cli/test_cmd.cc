@@ -1,6 +1,6 @@
 // `replaygate test POLICY [CASES.yaml ...]`: run example letters through the policy's table.
 //
-// The case file format and its rules: tools/cli/case_file.h (and docs/cli.md).
+// The case file format and its rules: checks/case_file.h (and docs/cli.md).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,13 +16,13 @@
 #include <variant>
 #include <vector>
 
+#include "checks/case_file.h"
 #include "common/escape.h"
 #include "common/yaml_tree.h"
 #include "compiler/check.h"
 #include "compiler/interpret.h"
 #include "compiler/lower.h"
 #include "runtime/table.h"
-#include "tools/cli/case_file.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/coverage.h"
 #include "tools/cli/files.h"
@@ -30,6 +30,11 @@
 #include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
+
+using checks::Case;
+using checks::case_value;
+using checks::kMaxCaseFileBytes;
+using checks::read_case_file;
 
 namespace {
 

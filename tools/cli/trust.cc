@@ -7,7 +7,6 @@
 
 #include "common/escape.h"
 #include "tools/cli/commands.h"
-#include "tools/cli/policy_source.h"
 
 namespace replaygate::cli {
 
@@ -54,6 +53,15 @@ int load_table_trusted(const std::string& path, const TrustFlags& flags,
     return kExitUsage;
   }
   return kExitOk;
+}
+
+std::string describe_load_failure(const std::string& path, const LoadStatus& status) {
+  // The loader's messages may already start with the error's name ("truncated: ..."): say it once.
+  const std::string name = load_error_name(status.error);
+  std::string out = "replaygate: cannot load table " + path + ": ";
+  if (status.message.empty()) return out + name;
+  if (status.message.rfind(name + ":", 0) == 0) return out + status.message;
+  return out + name + ": " + status.message;
 }
 
 bool parse_utc_time(const std::string& text, int64_t* seconds) {

@@ -45,6 +45,9 @@ int load_table_trusted(const std::string& path, const TrustFlags& flags,
                        std::unique_ptr<Table>* table, verify::Verified* info = nullptr,
                        LoadStatus* failure = nullptr);
 
+// "replaygate: cannot load table PATH: NAME: MESSAGE" for a failed load.
+std::string describe_load_failure(const std::string& path, const LoadStatus& status);
+
 // "2027-01-01T00:00:00Z" (RFC 3339, UTC, 'Z') as Unix seconds; false for anything else or a time
 // before 1970.
 bool parse_utc_time(const std::string& text, int64_t* seconds);

@@ -1,6 +1,8 @@
 // The test-case file of `replaygate test` (one YAML document) read into cases, checked against a
-// policy: RG401-RG407, RG108, RG109 (docs/diagnostics.md). `test` runs the cases;
-// `convert --kind cases --to json` writes what this reader understood (tools/cli/json_export.h).
+// policy: RG401-RG407, RG108, RG109 (docs/diagnostics.md). In: the file's YAML tree, the policy
+// and its table; out: the cases and diagnostics, as data. `test` runs the cases; `convert --kind
+// cases --to json` writes what this reader understood (tools/cli/json_export.h); the language
+// server can report the diagnostics.
 //
 // Case file (docs/cli.md):
 //   policy: replay_gate.yaml          # optional; relative to the case file; must be POLICY
@@ -39,7 +41,7 @@
 #include "compiler/ir.h"
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::checks {
 
 // The largest case file `test` reads (16 MiB).
 inline constexpr size_t kMaxCaseFileBytes = size_t{16} << 20;
@@ -92,4 +94,4 @@ LetterValue letter_value(const yaml::Node& value);
 // The explicit form {json: VALUE} (a mapping with the key json): VALUE, else nullptr.
 const yaml::Node* explicit_json(const yaml::Node& value);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::checks

@@ -1,5 +1,5 @@
-// Mapping defaults against the policy: does a default open a create verb? (mapping_defaults.h)
-#include "tools/cli/mapping_defaults.h"
+// Mapping defaults against the policy: does a default open a create verb? (mapping_check.h)
+#include "checks/mapping_check.h"
 
 #include <algorithm>
 #include <cctype>
@@ -14,13 +14,11 @@
 #include "compiler/analysis/regions.h"
 #include "compiler/lift.h"
 #include "inputs/records.h"
-#include "tools/cli/files.h"
 
-namespace replaygate::cli {
+namespace replaygate::checks {
 
 using inputs::FieldMapping;
 using inputs::kAcknowledgeOpensCreate;
-using inputs::kMaxMappingBytes;
 using inputs::LoadedMapping;
 using inputs::Mapping;
 using inputs::parse_bool_strict;
@@ -476,14 +474,7 @@ std::vector<Diagnostic> check_mapping_defaults(const Mapping& mapping, const Tab
   return checker.take();
 }
 
-LoadedMapping load_mapping_file(const std::string& path, const Table& table) {
-  std::string text, error;
-  if (!read_whole_file(path, kMaxMappingBytes, &text, &error)) {
-    LoadedMapping out;
-    out.io_error = true;
-    out.io_message = error;
-    return out;
-  }
+LoadedMapping check_mapping(std::string_view text, const std::string& path, const Table& table) {
   LoadedMapping out = parse_mapping(text, path, table);
   // A file that is not YAML leaves the mapping empty: no default, nothing to check.
   for (auto& d : check_mapping_defaults(out.mapping, table, path)) {
@@ -493,4 +484,4 @@ LoadedMapping load_mapping_file(const std::string& path, const Table& table) {
   return out;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::checks

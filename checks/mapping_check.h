@@ -1,4 +1,7 @@
-// A mapping's `default:` values checked against the policy (RG308-RG310, docs/input-mapping.md).
+// A mapping file checked against the policy it maps for: its `default:` values (RG308-RG310) and
+// the broker delivery counters a guard budgets on (RG312), docs/input-mapping.md. In: the mapping
+// (inputs/mapping.h) or its text, the table; out: diagnostics, as data (callers render them).
+//
 //
 // A `constant:` or `queue_attribute:` source is checked as a default that every record gets,
 // whatever the message says (`already_committed: {constant: false}` is the same hole as a default
@@ -34,13 +37,14 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/diagnostic.h"
 #include "inputs/mapping.h"
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::checks {
 
 using inputs::LoadedMapping;
 using inputs::Mapping;
@@ -61,9 +65,9 @@ std::vector<Diagnostic> check_mapping_defaults(const Mapping& mapping, const Tab
 std::vector<Diagnostic> check_delivery_counters(const Mapping& mapping, const Table& table,
                                                 const std::string& path);
 
-// Reads `path` (io_error when unreadable, over kMaxMappingBytes included), then parse_mapping()
-// (inputs/mapping.h, RG301-RG307) and check_mapping_defaults() (RG308-RG310), sorted: every check
-// of a mapping file, as lint --mapping, decide and explain run it (lint adds RG312).
-LoadedMapping load_mapping_file(const std::string& path, const Table& table);
+// parse_mapping() (inputs/mapping.h, RG301-RG307) of the mapping `text` read from `path`, then
+// check_mapping_defaults() (RG308-RG310), sorted: every check of a mapping file, as lint
+// --mapping, decide and explain run it (lint adds RG312), and as the language server can.
+LoadedMapping check_mapping(std::string_view text, const std::string& path, const Table& table);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::checks

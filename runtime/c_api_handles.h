@@ -1,6 +1,8 @@
-// The C API's handle types, shared by runtime/c_api.cc and the verified loads of
-// runtime/verify/c_api_verify.cc (which build the same handles), LoadError -> rg_status, and the
-// rg_error fillers both use.
+// The C API's handle types, for the runtime's C API (runtime/c_api.cc) and the C API's verified
+// loads (runtime/verify/c_api_verify.cc, which build the same handles): LoadError -> rg_status,
+// and the rg_error fillers both use. In: the runtime's public types; out: the handles and the
+// status helpers. Not installed (runtime/CMakeLists.txt installs the C and C++ API headers only):
+// the C API's own extensions include it, out of runtime/internal/, which no other folder includes.
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // Test-case files: strict YAML tree -> cases checked against a policy (see case_file.h).
-#include "tools/cli/case_file.h"
+#include "checks/case_file.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 #include "compiler/explain.h"
 #include "inputs/mapping.h"
 
-namespace replaygate::cli {
+namespace replaygate::checks {
 
 using inputs::parse_bool_strict;
 using inputs::parse_int64_strict;
@@ -422,4 +422,4 @@ CaseFile read_case_file(const yaml::Node& root, const std::string& path,
   return file;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::checks

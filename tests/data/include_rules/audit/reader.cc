@@ -1,0 +1,2 @@
+// Fixture of tests/scripts/include_rules_refuses.sh: the audit log includes common/ (allowed).
+#include "common/json.h"
