@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bindings/jsonl/replaygate_jsonl.h"
-#include "gate/gate.h"
 #include "inputs/letters.h"
+#include "pipeline/gate.h"
 #include "runtime/reload.h"
 #include "runtime/verify/signed_table.h"
 
@@ -212,8 +212,8 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
         // The gate's stage 1 (gate/gate.h), the same parse and decision as `replaygate decide`;
         // no replay guard and no line: the caller holds and acts on the verbs.
         replaygate::Decision d;
-        if (replaygate::gate::parse_and_decide(scratch->parser, table, padded, scratch->input,
-                                               &scratch->meta, &scratch->problem, &d)) {
+        if (replaygate::pipeline::parse_and_decide(scratch->parser, table, padded, scratch->input,
+                                                   &scratch->meta, &scratch->problem, &d)) {
           verb = d.verb;
           // A readable record whose field failed validation is invalid too, as `replaygate
           // decide` counts it ("invalid": true), so the two counts agree on the same bytes.

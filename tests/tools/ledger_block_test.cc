@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "gate/gate.h"
-#include "gate/ledger_stage.h"
 #include "inputs/letters.h"
 #include "ledger/ledger.h"
+#include "pipeline/gate.h"
+#include "pipeline/ledger_stage.h"
 #include "runtime/reload.h"
 #include "tests/support/paths.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 namespace {
 
 const std::string kTable = std::string(RG_SOURCE_DIR) + "/tests/data/tables/replay_gate.rgt";
@@ -368,4 +368,4 @@ RC_GTEST_PROP(LedgerBlocks, LinesAreTheSameForBlocksOfOneAndOfMany, ()) {
 }
 
 }  // namespace
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

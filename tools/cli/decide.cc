@@ -45,15 +45,15 @@
 #include <vector>
 
 #include "common/escape.h"
-#include "gate/audit_stage.h"
-#include "gate/gate.h"
-#include "gate/ledger_stage.h"
-#include "gate/memory_limit.h"
-#include "gate/read_pool.h"
-#include "gate/replay_guard.h"
 #include "inputs/formats.h"
 #include "inputs/letters.h"
 #include "inputs/records.h"
+#include "pipeline/audit_stage.h"
+#include "pipeline/gate.h"
+#include "pipeline/ledger_stage.h"
+#include "pipeline/memory_limit.h"
+#include "pipeline/read_pool.h"
+#include "pipeline/replay_guard.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/audit_signing.h"
@@ -68,8 +68,6 @@
 
 namespace replaygate::cli {
 
-using gate::DumpRules;
-using gate::memory_option_error;
 using inputs::choose_input_format;
 using inputs::input_formats;
 using inputs::InputFormat;
@@ -79,6 +77,8 @@ using inputs::kMaxRecordBytes;
 using inputs::LineReader;
 using inputs::not_from_letters;
 using inputs::RecordParser;
+using pipeline::memory_option_error;
+using pipeline::ReplayGuard;
 
 namespace {
 
@@ -159,7 +159,7 @@ int usage(const std::string& message) {
 // --threads: a count from 1 to ReadPool::kMaxThreads, or `auto` (the online CPUs, at most that
 // cap). False for anything else.
 bool parse_threads(const std::string& text, size_t* threads) {
-  constexpr size_t kMax = gate::ReadPool::kMaxThreads;
+  constexpr size_t kMax = pipeline::ReadPool::kMaxThreads;
   if (text == "auto") {
     const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
     *threads = online < 1 ? 1 : std::min(static_cast<size_t>(online), kMax);
@@ -217,17 +217,18 @@ int run_decide(const DecideOptions& o) {
     }
     max_replays = static_cast<int64_t>(count);
   }
-  uint64_t max_keys = DumpRules::kDefaultMaxKeys;
+  uint64_t max_keys = ReplayGuard::kDefaultMaxKeys;
   if (o.max_keys_set && !parse_count(keys_option, o.max_keys, &max_keys)) {
     return usage(count_error(keys_option, o.max_keys));
   }
   size_t threads = 1;
   if (o.threads_set && !parse_threads(o.threads, &threads)) {
-    return usage(
-        "--threads takes a whole number from 1 to " + std::to_string(gate::ReadPool::kMaxThreads) +
-        " (decimal) or auto (one per online CPU), not '" + escape_control(o.threads) + "'");
+    return usage("--threads takes a whole number from 1 to " +
+                 std::to_string(pipeline::ReadPool::kMaxThreads) +
+                 " (decimal) or auto (one per online CPU), not '" + escape_control(o.threads) +
+                 "'");
   }
-  uint64_t filter_mib = DumpRules::kDefaultFilterMiB;
+  uint64_t filter_mib = ReplayGuard::kDefaultFilterMiB;
   if (o.filter_mib_set && !parse_count(memory_option, o.filter_mib, &filter_mib)) {
     return usage(count_error(memory_option, o.filter_mib));
   }
@@ -367,10 +368,10 @@ int run_decide(const DecideOptions& o) {
   }
   const std::string input_name = o.input == "-" ? "standard input" : o.input;
 
-  std::unique_ptr<gate::ReplayGuard> rules;
+  std::unique_ptr<pipeline::ReplayGuard> rules;
   try {
-    rules = std::make_unique<gate::ReplayGuard>(max_replays, static_cast<uint64_t>(max_keys),
-                                                static_cast<uint64_t>(filter_mib) << 20);
+    rules = std::make_unique<pipeline::ReplayGuard>(max_replays, static_cast<uint64_t>(max_keys),
+                                                    static_cast<uint64_t>(filter_mib) << 20);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "replaygate: cannot map %lld MiB for the replayed-key filter; give a smaller "
@@ -379,12 +380,12 @@ int run_decide(const DecideOptions& o) {
     if (fd != STDIN_FILENO) ::close(fd);
     return kExitUsage;
   }
-  gate::ReplayGuard& dump_rules = *rules;
+  pipeline::ReplayGuard& dump_rules = *rules;
   // The table goes into a SharedTable, which the gate pins for the run (decide never reloads), and
   // with --threads each reading thread's gate too.
   SharedTable shared(std::move(table), std::max<uint32_t>(SharedTable::kDefaultMaxReaders,
                                                           static_cast<uint32_t>(threads + 1)));
-  gate::Gate::Options gate_options;
+  pipeline::Gate::Options gate_options;
   gate_options.dedupe_field = dedupe_field;
   gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
   gate_options.batch_records = kBatchRecords;
@@ -395,14 +396,14 @@ int run_decide(const DecideOptions& o) {
   // With --ledger, a create verb the replay guard lets through is claimed in the ledger before its
   // line is rendered (gate/ledger_stage.h); when the ledger cannot be opened or written, every
   // would-be replay is held (ledger:unavailable) and the run exits 2.
-  std::unique_ptr<gate::LedgerStage> ledger_stage;
+  std::unique_ptr<pipeline::LedgerStage> ledger_stage;
   if (!o.ledger.empty()) {
-    gate::LedgerStage::Options lo;
+    pipeline::LedgerStage::Options lo;
     lo.url = o.ledger;
     if (o.ledger_scope_set) lo.scope = o.ledger_scope;
     lo.dry_run = o.dry_run;
     lo.mark_recorded = !o.audit.empty();
-    ledger_stage = std::make_unique<gate::LedgerStage>(std::move(lo));
+    ledger_stage = std::make_unique<pipeline::LedgerStage>(std::move(lo));
     if (!ledger_stage->open()) {
       std::fprintf(
           stderr,
@@ -419,24 +420,24 @@ int run_decide(const DecideOptions& o) {
   // Stage 2 with --audit or --ledger needs each record's metadata and key: with --threads the
   // judging gate's own parser never sees the record, so every batch keeps them.
   gate_options.keep_records = threads > 1 && (!o.audit.empty() || ledger_stage != nullptr);
-  const std::unique_ptr<gate::Gate> gate_ptr =
-      gate::Gate::open(shared, *parser, dump_rules, gate_options);
-  gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
+  const std::unique_ptr<pipeline::Gate> gate_ptr =
+      pipeline::Gate::open(shared, *parser, dump_rules, gate_options);
+  pipeline::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
   // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
   // printed, so a decision that reaches stdout is always on record; when the append fails the
   // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
-  std::unique_ptr<gate::AuditStage> audit_stage;
+  std::unique_ptr<pipeline::AuditStage> audit_stage;
   if (!o.audit.empty()) {
-    audit_stage = std::make_unique<gate::AuditStage>(o.audit, o.operator_name, input_name);
+    audit_stage = std::make_unique<pipeline::AuditStage>(o.audit, o.operator_name, input_name);
     audit_stage->set_signer(signing.get());
     gate.add_stage(audit_stage.get());
   }
   // After the audit stage: marks the block's claims `recorded` once their entries are written.
   if (ledger_stage != nullptr) gate.add_stage(ledger_stage.get());
 
-  std::unique_ptr<gate::ReadPool> pool;
+  std::unique_ptr<pipeline::ReadPool> pool;
   if (threads > 1) {
-    gate::ReadPool::Options pool_options;
+    pipeline::ReadPool::Options pool_options;
     pool_options.threads = threads;
     // A regular file is read on a thread of its own when a core is left for it (N workers, this
     // thread's stage 2 and the reading: more threads than cores would only switch between them,
@@ -460,8 +461,8 @@ int run_decide(const DecideOptions& o) {
       pool_options.source_thread = std::string_view(seam) == "1" && S_ISREG(input.st_mode);
     }
     std::string why;
-    pool = gate::ReadPool::open(shared, gate, dump_rules, std::move(thread_parsers), pool_options,
-                                &why);
+    pool = pipeline::ReadPool::open(shared, gate, dump_rules, std::move(thread_parsers),
+                                    pool_options, &why);
     if (pool == nullptr) {
       std::fprintf(stderr, "replaygate: internal error: cannot start %zu reading threads: %s\n",
                    threads, why.c_str());
@@ -487,7 +488,7 @@ int run_decide(const DecideOptions& o) {
   bool audit_failed = false;
   // The gate's stages commit what is buffered; false (and the block dropped) when one failed.
   auto commit_block = [&]() {
-    const gate::Stage* failed = nullptr;
+    const pipeline::Stage* failed = nullptr;
     if (gate.commit(&failed)) return true;
     out.buffer().clear();
     std::fprintf(stderr,
@@ -497,7 +498,7 @@ int run_decide(const DecideOptions& o) {
     audit_failed = true;
     return false;
   };
-  const gate::GateCounts& counts = gate.counts();
+  const pipeline::GateCounts& counts = gate.counts();
   uint64_t printed = 0;  // records whose output lines are written, whole (the first `printed`)
   // Writes what is buffered (every record so far); false once a write failed.
   auto flush_out = [&] {
@@ -515,12 +516,12 @@ int run_decide(const DecideOptions& o) {
   // one block of kLedgerBlockRecords: claimed in one transaction, rendered, audited, marked
   // recorded, then written.
   const size_t batch_size = gate.batch_size();
-  gate::Batch batches[2] = {gate::Batch(batch_size),
-                            gate::Batch(gate.claims_blocks() ? 1 : batch_size)};
+  pipeline::Batch batches[2] = {pipeline::Batch(batch_size),
+                                pipeline::Batch(gate.claims_blocks() ? 1 : batch_size)};
   int current = 0;  // the batch being filled; the other one waits for stage 2
 
   // Stage 2 for a batch: false when the run must stop (a failed write or audit append).
-  auto emit_batch = [&](gate::Batch& batch) {
+  auto emit_batch = [&](pipeline::Batch& batch) {
     bool ok = true;
     if (gate.claims_blocks()) {
       if (batch.count > 0) {
@@ -545,7 +546,7 @@ int run_decide(const DecideOptions& o) {
   // each block in input order as emit_batch judges a batch (with --ledger a block is one ledger
   // block), commits and writes at the same points, so the same lines are written before a write
   // or audit error stops the run.
-  auto judge_block = [&](gate::Batch& batch) {
+  auto judge_block = [&](pipeline::Batch& batch) {
     if (gate.claims_blocks()) {
       gate.judge_block(batch, out.buffer());
       return commit_block() && flush_out();
@@ -588,7 +589,7 @@ int run_decide(const DecideOptions& o) {
       read_error();
       break;
     }
-    gate::Batch& batch = batches[current];
+    pipeline::Batch& batch = batches[current];
     gate.read(batch, array_reader ? array_reader->line_number() : line_reader->line_number(),
               status, line, array_reader ? array_reader->max_line() : line_reader->max_line());
     if (batch.count < batch_size) continue;
@@ -667,8 +668,8 @@ int run_decide(const DecideOptions& o) {
                dump_rules.memory_text() + ", false-positive rate " + format_rate(rate);
   }
   std::fprintf(stderr, "%s\n", summary.c_str());
-  if (dedupe_field != Table::kNoField && rate > gate::ReplayGuard::kWarnFalsePositiveRate) {
-    const std::string threshold = format_rate(gate::ReplayGuard::kWarnFalsePositiveRate);
+  if (dedupe_field != Table::kNoField && rate > pipeline::ReplayGuard::kWarnFalsePositiveRate) {
+    const std::string threshold = format_rate(pipeline::ReplayGuard::kWarnFalsePositiveRate);
     std::fprintf(
         stderr,
         "replaygate: warning: the %lld MiB replayed-key filter is too full: a new key is now held "
@@ -678,7 +679,7 @@ int run_decide(const DecideOptions& o) {
         static_cast<long long>(filter_mib), format_rate(rate).c_str(), threshold.c_str(),
         plural(counts.maybe_duplicate_holds, "maybe-duplicate hold").c_str(),
         static_cast<unsigned long long>(
-            dump_rules.mib_for_rate(gate::ReplayGuard::kWarnFalsePositiveRate)),
+            dump_rules.mib_for_rate(pipeline::ReplayGuard::kWarnFalsePositiveRate)),
         threshold.c_str(), static_cast<unsigned long long>(dump_rules.keys_seen_at_most()));
   }
   if (exit_code != kExitOk) return exit_code;
@@ -755,7 +756,8 @@ Runner setup_decide(CLI::App& sub) {
           ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   CLI::Option* threads = sub.add_option(
       "--threads", o->threads,
-      "Read and decide records on N threads (1 to " + std::to_string(gate::ReadPool::kMaxThreads) +
+      "Read and decide records on N threads (1 to " +
+          std::to_string(pipeline::ReadPool::kMaxThreads) +
           ", or auto: one per online CPU; default 1); "
           "the dump rules, ledger claims, audit and output stay in input order on one thread, so "
           "the output is the same bytes for every N");

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gate/ledger_stage.h"
+#include "pipeline/ledger_stage.h"
 #include "runtime/table.h"
 #include "tools/cli/review_inputs.h"
 
@@ -30,7 +30,7 @@ struct ReviewClaim {
   bool failed = false;  // the ledger could not be opened, read or written: exit 2
   std::string ledger;   // the ledger as described in messages (path or host)
   // The stage that holds the claim; call mark_recorded() once the audit entry is written.
-  std::unique_ptr<gate::LedgerStage> stage;
+  std::unique_ptr<pipeline::LedgerStage> stage;
   // Marks the claim `recorded` (best effort: a failure leaves it `claimed`, still held, and warns).
   void mark_recorded() {
     if (stage != nullptr) stage->commit();

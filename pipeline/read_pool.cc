@@ -1,10 +1,10 @@
 // Stage 1 on worker threads, stage 2 in input order on the caller's (see read_pool.h).
-#include "gate/read_pool.h"
+#include "pipeline/read_pool.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 using inputs::LineReader;
 
@@ -292,4 +292,4 @@ LineReader::Status ReadPool::run_with_source_thread(const Source& source, size_t
   return source_status_;
 }
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

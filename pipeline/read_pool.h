@@ -44,11 +44,11 @@
 #include <thread>
 #include <vector>
 
-#include "gate/gate.h"
 #include "inputs/records.h"
+#include "pipeline/gate.h"
 #include "runtime/reload.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 class ReadPool {
  public:
@@ -158,4 +158,4 @@ class ReadPool {
   std::vector<std::thread> threads_;  // last: joined before anything above goes
 };
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline
