@@ -205,6 +205,8 @@ class Gate {
   Gate& operator=(const Gate&) = delete;
 
   const Table& table() const { return *table_; }
+  // The pinned table's checksum (32 hex digits, NUL-terminated).
+  const char* checksum() const { return pin_->checksum(); }
   // Adds a stage between decide and print (not owned); without a Claimer batch_size() becomes 1.
   void add_stage(Stage* stage) { stages_.push_back(stage); }
   bool has_stages() const { return !stages_.empty() || options_.claimer != nullptr; }
