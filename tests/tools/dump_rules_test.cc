@@ -1,4 +1,4 @@
-// The run-wide rules of `replaygate decide` (gate/replay_guard.h): the replayed keys (an
+// The run-wide rules of `replaygate decide` (pipeline/replay_guard.h): the replayed keys (an
 // exact set of hashes sized to the keys, then the split block Bloom filter of the whole cap), the
 // false-positive estimate, the key cap, and the direction of every mistake (a hold, never a second
 // replay).

@@ -1,4 +1,4 @@
-// The gate (gate/gate.h) through its interface, as a consumer other than decide would use it:
+// The gate (pipeline/gate.h) through its interface, as a consumer other than decide would use it:
 // records in one at a time, verdicts out to a stage between decide and print, a reload picked up.
 #include "pipeline/gate.h"
 

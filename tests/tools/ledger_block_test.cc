@@ -1,4 +1,4 @@
-// Claims per block (gate/gate.h judge_block, gate/ledger_stage.h): a block's claims are one
+// Claims per block (pipeline/gate.h judge_block, pipeline/ledger_stage.h): a block's claims are one
 // claim_batch transaction made before any line of the block exists, a failed transaction holds the
 // whole block (ledger:unavailable) and grants nothing, and the lines are the same bytes for blocks
 // of one record and of many, over random dumps and ledgers.

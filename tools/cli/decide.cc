@@ -21,10 +21,10 @@
 // An invalid input (rare) is the exception: its line also says where and why, so it is rendered
 // whole when it is decided.
 //
-// --threads N (N > 1) reads and decides blocks of records on N worker threads (gate/read_pool.h)
-// while this thread reads the input and does stage 2 (the dump rules, the ledger's claims, the
-// audit, the lines) in input order, exactly as the loop below does without them: the output, the
-// claims, the audit log and the exit code are the same bytes for every N.
+// --threads N (N > 1) reads and decides blocks of records on N worker threads
+// (pipeline/read_pool.h) while this thread reads the input and does stage 2 (the dump rules, the
+// ledger's claims, the audit, the lines) in input order, exactly as the loop below does without
+// them: the output, the claims, the audit log and the exit code are the same bytes for every N.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -369,19 +369,9 @@ std::unique_ptr<pipeline::LedgerStage> open_ledger(const DecideOptions& o, uint3
   return stage;
 }
 
-// --threads: the pool's options for input `fd` (see ReadPool::Options::source_thread).
+// --threads: the pool's options for input `fd` (ReadPool::for_input), and the test seams.
 pipeline::ReadPool::Options pool_options(size_t threads, int fd) {
-  pipeline::ReadPool::Options options;
-  options.threads = threads;
-  // A regular file is read on a thread of its own when a core is left for it (N workers, this
-  // thread's stage 2 and the reading: more threads than cores would only switch between them,
-  // each switch tens of microseconds on a VM), so that reading overlaps stage 2 too. A pipe or
-  // terminal is always read here, between blocks: a read that waits for a writer must never
-  // keep a run that stopped (a write error) from ending.
-  struct stat input {};
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  options.source_thread = ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode) &&
-                          online >= static_cast<long>(threads + 2);
+  pipeline::ReadPool::Options options = pipeline::ReadPool::for_input(threads, fd);
   // Test-only seams: records per block (without --ledger), so that the tests cross block
   // boundaries with small dumps; the source thread on (1) or off (0) whatever the cores.
   if (const char* seam = std::getenv("REPLAYGATE_TEST_THREAD_BLOCK"); seam != nullptr) {
@@ -390,8 +380,10 @@ pipeline::ReadPool::Options pool_options(size_t threads, int fd) {
       options.block_records = static_cast<size_t>(records);
     }
   }
+  struct stat input {};
   if (const char* seam = std::getenv("REPLAYGATE_TEST_SOURCE_THREAD"); seam != nullptr) {
-    options.source_thread = std::string_view(seam) == "1" && S_ISREG(input.st_mode);
+    options.source_thread =
+        std::string_view(seam) == "1" && ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode);
   }
   return options;
 }

@@ -1,7 +1,7 @@
 // `replaygate review --ledger`: a create decision is claimed in the durable replay ledger by the
 // policy's idempotency key (for the generation-recovery policy, its operation id) before it is
 // recorded or printed, through the gate's LedgerStage, exactly as `decide --ledger` claims (one
-// claim logic, gate/ledger_stage.h). The one entry point is claim_review().
+// claim logic, pipeline/ledger_stage.h). The one entry point is claim_review().
 #pragma once
 
 #include <cstdint>
