@@ -8,8 +8,8 @@
 #include "audit/audit_log.h"
 #include "audit/entry.h"
 #include "common/diagnostic.h"
-#include "gate/audit_stage.h"
-#include "gate/ledger_stage.h"
+#include "pipeline/audit_stage.h"
+#include "pipeline/ledger_stage.h"
 
 namespace replaygate::gate {
 
@@ -91,7 +91,7 @@ std::string ActionMap::missing(const Table& table) const {
 }
 
 Redrive::Redrive(Options options) : options_(std::move(options)) {
-  if (options_.worker.empty()) options_.worker = default_worker();
+  if (options_.worker.empty()) options_.worker = pipeline::default_worker();
 }
 
 Redrive::~Redrive() {
@@ -313,27 +313,30 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
         same_message ? judge_redelivery(holder, letter, &why) : Redelivery::kAmbiguous;
     if (same_message && redelivery == Redelivery::kCopyDiedAgain) {
       hold(table, plan, "ledger:already_replayed",
-           "the replayed copy died again (" + why + "): already replayed: " + first_replay(holder));
+           "the replayed copy died again (" + why +
+               "): already replayed: " + pipeline::first_replay(holder));
     } else if (same_message && holder.state == ledger::State::kConfirmed &&
                redelivery == Redelivery::kSameDeath) {
       plan.step = Plan::Step::kAckOnly;
       plan.generation = holder.generation;
       plan.reason =
-          "already replayed and confirmed at " + first_replay(holder) +
+          "already replayed and confirmed at " + pipeline::first_replay(holder) +
           "; the copy is in the work queue (this is the same death delivered again: " + why + ")";
     } else if (same_message && holder.state == ledger::State::kConfirmed) {
       hold(table, plan, "gate:ambiguous_redelivery",
-           "this message's replay was confirmed at " + first_replay(holder) + ", but " + why +
+           "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " +
+               why +
                ": it is not provably that death delivered again, so it is not acked away; "
                "compare it with the copy, then move or delete it by hand");
     } else if (same_message) {
       hold(table, plan, "ledger:outcome_unknown",
-           "this message's replay was claimed at " + first_replay(holder) +
+           "this message's replay was claimed at " + pipeline::first_replay(holder) +
                " but its publisher confirm was never recorded: the copy may or may not be in "
                "the work queue; check it, then 'replaygate ledger release' allows another "
                "replay");
     } else {
-      hold(table, plan, "ledger:already_replayed", "already replayed: " + first_replay(holder));
+      hold(table, plan, "ledger:already_replayed",
+           "already replayed: " + pipeline::first_replay(holder));
     }
   };
   if (options_.dry_run) {
@@ -375,7 +378,8 @@ std::string Redrive::record_decision(const Table& table, const Plan& plan, const
                                      uint64_t ordinal) {
   decision_seq_ = 0;
   if (options_.dry_run) return "";
-  audit::DecisionEntry entry = decision_entry(table, plan.verb, plan.rule, table.checksum_hex());
+  audit::DecisionEntry entry =
+      pipeline::decision_entry(table, plan.verb, plan.rule, table.checksum_hex());
   entry.operator_name = options_.operator_name;
   entry.source = options_.source;
   entry.record = ordinal;

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "bindings/jsonl/replaygate_jsonl.h"
-#include "gate/gate.h"
 #include "inputs/letters.h"
+#include "pipeline/gate.h"
+#include "pipeline/replay_guard.h"
+#include "pipeline/stream.h"
 #include "runtime/reload.h"
 #include "runtime/verify/signed_table.h"
 
@@ -18,18 +20,56 @@ using replaygate::SharedTable;
 
 namespace {
 
+// The verbs of one rgj_decide_lines call: the stage every verdict of the stream goes to (after the
+// replay guard, which holds nothing here: the gate has no key field and no budget).
+class VerbStage final : public replaygate::pipeline::Stage {
+ public:
+  void start(uint32_t* verbs) {
+    verbs_ = verbs;
+    count_ = 0;
+  }
+  size_t count() const { return count_; }
+  void add(const replaygate::Table&, const replaygate::pipeline::Verdict& verdict) override {
+    verbs_[count_++] = verdict.verb;
+  }
+  bool commit() override { return true; }
+  const std::string& error() const override { return error_; }
+
+ private:
+  uint32_t* verbs_ = nullptr;
+  size_t count_ = 0;
+  std::string error_;
+};
+
+// The decision lines are not wanted (the caller holds and acts on the verbs): dropped as they fill.
+class DiscardSink final : public replaygate::pipeline::Sink {
+ public:
+  replaygate::ByteBuffer& buffer() override { return buffer_; }
+  bool full() const override { return buffer_.size() >= kBytes; }
+  bool flush() override {
+    buffer_.clear();
+    return true;
+  }
+  bool ok() const override { return true; }
+
+ private:
+  static constexpr size_t kBytes = 64 << 10;
+  replaygate::ByteBuffer buffer_;
+};
+
 // What one rgj_decide_lines call needs besides the table: the strict reader (its simdjson parser
-// sized for 1 MiB lines is the expensive part to build), an Input, and a padded copy of a line
-// that sits too close to the end of the caller's buffer. Built once and reused by later calls
-// (field names, types and indices are stable across reloads: SharedTable refuses a table whose
-// fields differ).
+// sized for 1 MiB lines is the expensive part to build), a replay guard that never holds, the
+// verb stage, the sink, and a padded copy of a line that sits too close to the end of the caller's
+// buffer. Built once and reused by later calls (field names, types and indices are stable across
+// reloads: SharedTable refuses a table whose fields differ).
 struct Scratch {
-  explicit Scratch(const replaygate::Table& table) : parser(table), input(table) {}
+  explicit Scratch(const replaygate::Table& table) : parser(table) {}
   replaygate::inputs::LetterParser parser;
-  Input input;
-  replaygate::inputs::RecordMeta meta;
-  std::string problem;
+  replaygate::pipeline::ReplayGuard guard{-1, 0, kGuardBytes};
+  VerbStage verbs;
+  DiscardSink sink;
   std::string line;
+  static constexpr uint64_t kGuardBytes = 1 << 20;  // the smallest cap; no key is ever stored
 };
 
 }  // namespace
@@ -170,11 +210,6 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
     return RG_ERR_ARGUMENT;
   }
   try {
-    SharedTable::Reader reader(*gate->shared);
-    if (!reader.ok()) return RG_ERR_NO_READER_SLOT;
-    auto guard = reader.acquire();
-    const replaygate::Table& table = guard.table();
-    if (checksum_out != nullptr) std::memcpy(checksum_out, guard.checksum(), 33);
     std::unique_ptr<Scratch> scratch;
     {
       std::lock_guard<std::mutex> lock(gate->pool_mutex);
@@ -183,54 +218,35 @@ rg_status rgj_decide_lines(rgj_gate* gate, const char* buf, size_t size, uint32_
         gate->pool.pop_back();
       }
     }
-    if (scratch == nullptr) scratch = std::make_unique<Scratch>(table);
-    constexpr size_t kPadding = replaygate::inputs::LineReader::kPadding;
-    const uint32_t default_verb = table.default_verb();
-    size_t n = 0, bad = 0, at = 0;
-    while (at < size && n < capacity) {
-      const char* nl = static_cast<const char*>(std::memchr(buf + at, '\n', size - at));
-      size_t end = nl == nullptr ? size : static_cast<size_t>(nl - buf);
-      std::string_view text(buf + at, end - at);
-      at = nl == nullptr ? size : end + 1;
-      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-      // Every line is a record, a blank one included (the parser rejects it as "blank line", as
-      // `replaygate decide` does): skipping it would shift every later verb onto the wrong line.
-      uint32_t verb = default_verb;
-      if (text.size() > replaygate::inputs::kMaxRecordBytes) {
-        ++bad;
-      } else {
-        // simdjson reads up to kPadding bytes past the line; their content does not matter
-        // (simdjson.h: "It does not matter what those bytes are initialized to, as long as they
-        // are allocated"). The caller's buffer is that padding for every line that ends at least
-        // kPadding bytes before the buffer does; only the last lines are copied.
-        std::string_view padded = text;
-        if (static_cast<size_t>(buf + size - (text.data() + text.size())) < kPadding) {
-          scratch->line.assign(text);
-          scratch->line.append(kPadding, ' ');
-          padded = std::string_view(scratch->line.data(), text.size());
-        }
-        // The gate's stage 1 (gate/gate.h), the same parse and decision as `replaygate decide`;
-        // no replay guard and no line: the caller holds and acts on the verbs.
-        replaygate::Decision d;
-        if (replaygate::gate::parse_and_decide(scratch->parser, table, padded, scratch->input,
-                                               &scratch->meta, &scratch->problem, &d)) {
-          verb = d.verb;
-          // A readable record whose field failed validation is invalid too, as `replaygate
-          // decide` counts it ("invalid": true), so the two counts agree on the same bytes.
-          if (d.kind == replaygate::DecisionKind::kInvalidInput) ++bad;
-        } else {
-          ++bad;
-        }
-      }
-      verbs[n++] = verb;
+    if (scratch == nullptr) {
+      SharedTable::Reader reader(*gate->shared);
+      if (!reader.ok()) return RG_ERR_NO_READER_SLOT;
+      scratch = std::make_unique<Scratch>(reader.acquire().table());
     }
+    // The stream driver of `replaygate decide` (pipeline/stream.h) on the current table: the same
+    // parse and decision per line, every line a record, a blank one included (the parser rejects
+    // it as "blank line", as decide does: skipping it would shift every later verb onto the wrong
+    // line). A readable record whose field failed validation is invalid too, as decide counts it.
+    replaygate::pipeline::Gate::Options options;
+    const std::unique_ptr<replaygate::pipeline::Gate> pinned =
+        replaygate::pipeline::Gate::open(*gate->shared, scratch->parser, scratch->guard, options);
+    if (pinned == nullptr) {
+      std::lock_guard<std::mutex> lock(gate->pool_mutex);
+      gate->pool.push_back(std::move(scratch));
+      return RG_ERR_NO_READER_SLOT;
+    }
+    if (checksum_out != nullptr) std::memcpy(checksum_out, pinned->checksum(), 33);
+    scratch->verbs.start(verbs);
+    pinned->add_stage(&scratch->verbs);
+    replaygate::pipeline::BufferSource source(buf, size, capacity, &scratch->line);
+    replaygate::pipeline::run_stream(*pinned, nullptr, source, scratch->sink);
+    *count = scratch->verbs.count();
+    if (invalid != nullptr) *invalid = static_cast<size_t>(pinned->counts().invalid);
+    if (consumed != nullptr) *consumed = source.consumed();
     {
       std::lock_guard<std::mutex> lock(gate->pool_mutex);
       gate->pool.push_back(std::move(scratch));
     }
-    *count = n;
-    if (invalid != nullptr) *invalid = bad;
-    if (consumed != nullptr) *consumed = at;
     return RG_OK;
   } catch (const std::bad_alloc&) {
     return RG_ERR_NO_MEMORY;

@@ -49,8 +49,9 @@ function(rg_link_closure target out_var)
   set(${out_var} ${seen} PARENT_SCOPE)
 endfunction()
 
-set(rg_rule_targets replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_gate replaygate_ledger
-  replaygate_jsonl replaygate_verify replaygate_gate_rabbitmq replaygate_lsp replaygate_checks)
+set(rg_rule_targets replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_pipeline
+  replaygate_gate replaygate_ledger replaygate_jsonl replaygate_verify replaygate_gate_rabbitmq replaygate_lsp
+  replaygate_checks)
 set(rg_graph "")
 foreach(t ${rg_rule_targets})
   rg_link_closure(${t} deps)

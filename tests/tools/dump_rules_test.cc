@@ -1,4 +1,4 @@
-// The run-wide rules of `replaygate decide` (gate/replay_guard.h): the replayed keys (an
+// The run-wide rules of `replaygate decide` (pipeline/replay_guard.h): the replayed keys (an
 // exact set of hashes sized to the keys, then the split block Bloom filter of the whole cap), the
 // false-positive estimate, the key cap, and the direction of every mistake (a hold, never a second
 // replay).
@@ -10,12 +10,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gate/replay_guard.h"
+#include "pipeline/replay_guard.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 namespace {
 
-using Outcome = DumpRules::Outcome;
+using Outcome = ReplayGuard::Outcome;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 uint64_t hash_of(const std::string& key) { return ReplayedKeyFilter::hash(key); }
@@ -96,7 +96,7 @@ TEST(ReplayedKeyFilterTest, MeasuredRateIsCloseToTheEstimate) {
   EXPECT_LT(measured, estimate * 1.15) << false_positives;
 }
 
-std::vector<Outcome> judge_all(DumpRules& rules, const std::vector<std::string>& keys) {
+std::vector<Outcome> judge_all(ReplayGuard& rules, const std::vector<std::string>& keys) {
   std::vector<Outcome> out;
   for (const std::string& key : keys) {
     const std::string_view view = key;
@@ -106,7 +106,7 @@ std::vector<Outcome> judge_all(DumpRules& rules, const std::vector<std::string>&
 }
 
 TEST(DumpRulesTest, OneReplayPerKey) {
-  DumpRules rules(-1, 10, 16 * kMiB);
+  ReplayGuard rules(-1, 10, 16 * kMiB);
   EXPECT_EQ(judge_all(rules, {"a", "b", "a", "c", "b"}),
             (std::vector<Outcome>{Outcome::kReplay, Outcome::kReplay, Outcome::kMaybeDuplicate,
                                   Outcome::kReplay, Outcome::kMaybeDuplicate}));
@@ -121,7 +121,7 @@ TEST(DumpRulesTest, EveryRealDuplicateIsHeldAndNoKeyIsReplayedTwice) {
   // 30,000 keys, each appearing one to four times in a scrambled order, through a filter of
   // 16 KiB (512 blocks, ~60 keys a block: about 1 new key in 5 looks seen). Whatever the
   // filter's mistakes, a key is replayed at most once and every repeat is held.
-  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, 16 << 10);
+  ReplayGuard rules(-1, ReplayGuard::kDefaultMaxKeys, 16 << 10);
   std::vector<std::string> stream;
   for (int k = 0; k < 30000; ++k) {
     for (int copy = 0; copy <= k % 4; ++copy) stream.push_back("key-" + std::to_string(k));
@@ -149,7 +149,7 @@ TEST(DumpRulesTest, EveryRealDuplicateIsHeldAndNoKeyIsReplayedTwice) {
   }
   EXPECT_GT(first_held, 0u);  // the filter was too small: it did make mistakes...
   EXPECT_EQ(rules.replays(), 30000u - first_held);  // ...and each one cost a replay, not a key
-  EXPECT_GT(rules.false_positive_rate(), DumpRules::kWarnFalsePositiveRate);
+  EXPECT_GT(rules.false_positive_rate(), ReplayGuard::kWarnFalsePositiveRate);
   EXPECT_EQ(rules.keys_seen_at_most(), stream.size());  // every lookup counted once
 }
 
@@ -157,7 +157,7 @@ uint64_t everything_collides(std::string_view) noexcept { return 42; }
 
 TEST(DumpRulesTest, AHashCollisionHoldsNeverReplays) {
   // Different keys with the same hash: the second is held as a maybe-duplicate.
-  DumpRules rules(-1, 10, 16 * kMiB, &everything_collides);
+  ReplayGuard rules(-1, 10, 16 * kMiB, &everything_collides);
   EXPECT_EQ(judge_all(rules, {"k1", "k2", "k3", "k1"}),
             (std::vector<Outcome>{Outcome::kReplay, Outcome::kMaybeDuplicate,
                                   Outcome::kMaybeDuplicate, Outcome::kMaybeDuplicate}));
@@ -168,7 +168,7 @@ TEST(DumpRulesTest, AHashCollisionHoldsNeverReplays) {
 uint64_t zero_hash(std::string_view) noexcept { return 0; }
 
 TEST(DumpRulesTest, AZeroHashIsAKeyLikeAnyOther) {
-  DumpRules rules(-1, 10, 16 * kMiB, &zero_hash);
+  ReplayGuard rules(-1, 10, 16 * kMiB, &zero_hash);
   EXPECT_EQ(judge_all(rules, {"a", "b"}),
             (std::vector<Outcome>{Outcome::kReplay, Outcome::kMaybeDuplicate}));
 }
@@ -177,7 +177,7 @@ TEST(DumpRulesTest, ASaturatedFilterHoldsNewKeys) {
   // One 32-byte block: after some dozens of keys most bits are set and most new keys look seen:
   // they are held (the filter fills ever more slowly, since held keys are not inserted). Nothing
   // is ever replayed twice, and the rate says how bad it is.
-  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, 32);
+  ReplayGuard rules(-1, ReplayGuard::kDefaultMaxKeys, 32);
   uint64_t replays = 0, holds = 0;
   for (int k = 0; k < 3000; ++k) {
     const std::string key = "k" + std::to_string(k);
@@ -199,11 +199,11 @@ TEST(DumpRulesTest, ASaturatedFilterHoldsNewKeys) {
   EXPECT_NEAR(rules.false_positive_rate(), static_cast<double>(holds - 100) / (3000 - 100), 0.05);
   EXPECT_EQ(rules.keys_seen_at_most(), 3000u);
   // 3,000 keys in 1 MiB stay far under the warning rate.
-  EXPECT_EQ(rules.mib_for_rate(DumpRules::kWarnFalsePositiveRate), 1u);
+  EXPECT_EQ(rules.mib_for_rate(ReplayGuard::kWarnFalsePositiveRate), 1u);
 }
 
 TEST(DumpRulesTest, MemoryForARateGrowsWithTheKeys) {
-  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, 16 * kMiB);
+  ReplayGuard rules(-1, ReplayGuard::kDefaultMaxKeys, 16 * kMiB);
   EXPECT_EQ(rules.false_positive_rate(), 0.0);
   for (int k = 0; k < 500000; ++k) {
     const std::string key = "k" + std::to_string(k);
@@ -215,7 +215,7 @@ TEST(DumpRulesTest, MemoryForARateGrowsWithTheKeys) {
 }
 
 TEST(DumpRulesTest, KeyLimitHoldsNewKeysButStillCatchesDuplicates) {
-  DumpRules rules(-1, 2, 16 * kMiB);
+  ReplayGuard rules(-1, 2, 16 * kMiB);
   EXPECT_EQ(
       judge_all(rules, {"a", "b", "c", "a", "d", "c"}),
       (std::vector<Outcome>{Outcome::kReplay, Outcome::kReplay, Outcome::kKeyLimit,
@@ -224,18 +224,18 @@ TEST(DumpRulesTest, KeyLimitHoldsNewKeysButStillCatchesDuplicates) {
   EXPECT_EQ(rules.keys(), 2u);
   // Records without a key are not remembered, so the cap does not hold them.
   EXPECT_EQ(rules.judge(nullptr), Outcome::kReplay);
-  DumpRules none(-1, 0, 16 * kMiB);
+  ReplayGuard none(-1, 0, 16 * kMiB);
   EXPECT_EQ(judge_all(none, {"a", "a"}),
             (std::vector<Outcome>{Outcome::kKeyLimit, Outcome::kKeyLimit}));
 }
 
 TEST(DumpRulesTest, BudgetComesAfterDuplicatesAndBeforeTheKeyLimit) {
-  DumpRules rules(2, 2, 16 * kMiB);
+  ReplayGuard rules(2, 2, 16 * kMiB);
   EXPECT_EQ(judge_all(rules, {"a", "a", "b", "c", "b"}),
             (std::vector<Outcome>{Outcome::kReplay, Outcome::kMaybeDuplicate, Outcome::kReplay,
                                   Outcome::kBudget, Outcome::kMaybeDuplicate}));
   EXPECT_EQ(rules.judge(nullptr), Outcome::kBudget);
-  DumpRules zero(0, 10, 16 * kMiB);
+  ReplayGuard zero(0, 10, 16 * kMiB);
   EXPECT_EQ(judge_all(zero, {"a", "a"}),
             (std::vector<Outcome>{Outcome::kBudget, Outcome::kBudget}));
 }
@@ -305,7 +305,7 @@ TEST(ReplayedKeysTest, ACapUnder64KiBIsTheFilterAtOnce) {
 TEST(DumpRulesTest, TheExactSetMakesNoMistakesAndSaysSo) {
   // 100,000 keys, each twice, in a scrambled order: every first occurrence is replayed, every
   // second held; the rate is that of a 64-bit hash collision, and the summary names the set.
-  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, 16 * kMiB);
+  ReplayGuard rules(-1, ReplayGuard::kDefaultMaxKeys, 16 * kMiB);
   EXPECT_EQ(rules.memory_text(), "in an exact set (8 KiB of the 16 MiB --replayed-keys-memory)");
   std::vector<std::string> stream;
   for (int k = 0; k < 100000; ++k) {
@@ -334,7 +334,7 @@ uint64_t zero_for_z(std::string_view key) noexcept {
 }
 
 TEST(DumpRulesTest, AKeyReplayedBeforeTheSwitchIsHeldAfterIt) {
-  DumpRules rules(-1, DumpRules::kDefaultMaxKeys, kMiB, &zero_for_z);
+  ReplayGuard rules(-1, ReplayGuard::kDefaultMaxKeys, kMiB, &zero_for_z);
   const std::string_view z = "z", first = "k0";
   EXPECT_EQ(rules.judge(&z), Outcome::kReplay);
   EXPECT_EQ(rules.judge(&first), Outcome::kReplay);
@@ -350,4 +350,4 @@ TEST(DumpRulesTest, AKeyReplayedBeforeTheSwitchIsHeldAfterIt) {
 }
 
 }  // namespace
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

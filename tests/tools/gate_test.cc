@@ -1,6 +1,6 @@
-// The gate (gate/gate.h) through its interface, as a consumer other than decide would use it:
+// The gate (pipeline/gate.h) through its interface, as a consumer other than decide would use it:
 // records in one at a time, verdicts out to a stage between decide and print, a reload picked up.
-#include "gate/gate.h"
+#include "pipeline/gate.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "runtime/reload.h"
 #include "tests/support/paths.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 namespace {
 
 const std::string kTable = std::string(RG_SOURCE_DIR) + "/tests/data/tables/replay_gate.rgt";
@@ -153,4 +153,4 @@ TEST(Gate, RepinPicksUpAReload) {
 }
 
 }  // namespace
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

@@ -1,4 +1,4 @@
-// Claims per block (gate/gate.h judge_block, gate/ledger_stage.h): a block's claims are one
+// Claims per block (pipeline/gate.h judge_block, pipeline/ledger_stage.h): a block's claims are one
 // claim_batch transaction made before any line of the block exists, a failed transaction holds the
 // whole block (ledger:unavailable) and grants nothing, and the lines are the same bytes for blocks
 // of one record and of many, over random dumps and ledgers.
@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "gate/gate.h"
-#include "gate/ledger_stage.h"
 #include "inputs/letters.h"
 #include "ledger/ledger.h"
+#include "pipeline/gate.h"
+#include "pipeline/ledger_stage.h"
 #include "runtime/reload.h"
 #include "tests/support/paths.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 namespace {
 
 const std::string kTable = std::string(RG_SOURCE_DIR) + "/tests/data/tables/replay_gate.rgt";
@@ -370,4 +370,4 @@ RC_GTEST_PROP(LedgerBlocks, LinesAreTheSameForBlocksOfOneAndOfMany, ()) {
 }
 
 }  // namespace
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

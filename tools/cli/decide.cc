@@ -21,10 +21,10 @@
 // An invalid input (rare) is the exception: its line also says where and why, so it is rendered
 // whole when it is decided.
 //
-// --threads N (N > 1) reads and decides blocks of records on N worker threads (gate/read_pool.h)
-// while this thread reads the input and does stage 2 (the dump rules, the ledger's claims, the
-// audit, the lines) in input order, exactly as the loop below does without them: the output, the
-// claims, the audit log and the exit code are the same bytes for every N.
+// --threads N (N > 1) reads and decides blocks of records on N worker threads
+// (pipeline/read_pool.h) while this thread reads the input and does stage 2 (the dump rules, the
+// ledger's claims, the audit, the lines) in input order, exactly as the loop below does without
+// them: the output, the claims, the audit log and the exit code are the same bytes for every N.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,15 +45,16 @@
 #include <vector>
 
 #include "common/escape.h"
-#include "gate/audit_stage.h"
-#include "gate/gate.h"
-#include "gate/ledger_stage.h"
-#include "gate/memory_limit.h"
-#include "gate/read_pool.h"
-#include "gate/replay_guard.h"
 #include "inputs/formats.h"
 #include "inputs/letters.h"
 #include "inputs/records.h"
+#include "pipeline/audit_stage.h"
+#include "pipeline/gate.h"
+#include "pipeline/ledger_stage.h"
+#include "pipeline/memory_limit.h"
+#include "pipeline/read_pool.h"
+#include "pipeline/replay_guard.h"
+#include "pipeline/stream.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/audit_signing.h"
@@ -68,8 +69,6 @@
 
 namespace replaygate::cli {
 
-using gate::DumpRules;
-using gate::memory_option_error;
 using inputs::choose_input_format;
 using inputs::input_formats;
 using inputs::InputFormat;
@@ -79,6 +78,8 @@ using inputs::kMaxRecordBytes;
 using inputs::LineReader;
 using inputs::not_from_letters;
 using inputs::RecordParser;
+using pipeline::memory_option_error;
+using pipeline::ReplayGuard;
 
 namespace {
 
@@ -159,7 +160,7 @@ int usage(const std::string& message) {
 // --threads: a count from 1 to ReadPool::kMaxThreads, or `auto` (the online CPUs, at most that
 // cap). False for anything else.
 bool parse_threads(const std::string& text, size_t* threads) {
-  constexpr size_t kMax = gate::ReadPool::kMaxThreads;
+  constexpr size_t kMax = pipeline::ReadPool::kMaxThreads;
   if (text == "auto") {
     const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
     *threads = online < 1 ? 1 : std::min(static_cast<size_t>(online), kMax);
@@ -171,7 +172,18 @@ bool parse_threads(const std::string& text, size_t* threads) {
   return true;
 }
 
-int run_decide(const DecideOptions& o) {
+// The numbers the options give, checked.
+struct DecideLimits {
+  const InputFormat* format = nullptr;
+  int64_t max_replays = -1;  // -1: no budget
+  uint64_t max_keys = ReplayGuard::kDefaultMaxKeys;
+  size_t threads = 1;
+  uint64_t filter_mib = ReplayGuard::kDefaultFilterMiB;
+};
+
+// The options on their own, before anything is opened: kExitOk, or the usage error's exit code
+// (the message printed).
+int check_options(const DecideOptions& o, AuditSigning* signing, DecideLimits* limits) {
   if (o.policy.empty() == o.table.empty()) {
     return usage("give exactly one of --policy POLICY.yaml or --table TABLE.rgt");
   }
@@ -184,8 +196,7 @@ int run_decide(const DecideOptions& o) {
   if (o.audit.empty() && (!o.audit_sign.key_path.empty() || !o.audit_sign.every.empty())) {
     return usage("--audit-sign-key and --checkpoint-every only apply with --audit FILE");
   }
-  AuditSigning signing;
-  if (!read_audit_signing(o.audit_sign, "decide", &signing)) return kExitUsage;
+  if (!read_audit_signing(o.audit_sign, "decide", signing)) return kExitUsage;
   // Given but empty says "--operator is empty", as for review and audit result.
   if (const std::string why = operator_error(o.operator_name); !o.audit.empty() && !why.empty()) {
     return usage(why);
@@ -197,45 +208,47 @@ int run_decide(const DecideOptions& o) {
                  " only applies with --ledger LEDGER");
   }
   std::string format_error;
-  const InputFormat* format = choose_input_format(o.format, &format_error);
-  if (format == nullptr) return usage(format_error);
+  limits->format = choose_input_format(o.format, &format_error);
+  if (limits->format == nullptr) return usage(format_error);
   if (o.show_inputs && o.policy.empty()) {
     return usage(
         "--show-inputs needs --policy POLICY: a compiled table does not keep the policy's "
         "sensitive list, so decide could not tell which values to redact");
   }
-
   constexpr uint64_t kNoMax = std::numeric_limits<int64_t>::max();
   const CountOption replays_option{"--max-replays", 0, kNoMax, ""};
   const CountOption keys_option{"--max-replayed-keys", 0, kMaxKeysLimit, ""};
   const CountOption memory_option{"--replayed-keys-memory", 1, kMaxFilterMiB, "MiB"};
   uint64_t count = 0;
-  int64_t max_replays = -1;  // -1: no budget
   if (o.max_replays_set) {
     if (!parse_count(replays_option, o.max_replays, &count)) {
       return usage(count_error(replays_option, o.max_replays));
     }
-    max_replays = static_cast<int64_t>(count);
+    limits->max_replays = static_cast<int64_t>(count);
   }
-  uint64_t max_keys = DumpRules::kDefaultMaxKeys;
-  if (o.max_keys_set && !parse_count(keys_option, o.max_keys, &max_keys)) {
+  if (o.max_keys_set && !parse_count(keys_option, o.max_keys, &limits->max_keys)) {
     return usage(count_error(keys_option, o.max_keys));
   }
-  size_t threads = 1;
-  if (o.threads_set && !parse_threads(o.threads, &threads)) {
-    return usage(
-        "--threads takes a whole number from 1 to " + std::to_string(gate::ReadPool::kMaxThreads) +
-        " (decimal) or auto (one per online CPU), not '" + escape_control(o.threads) + "'");
+  if (o.threads_set && !parse_threads(o.threads, &limits->threads)) {
+    return usage("--threads takes a whole number from 1 to " +
+                 std::to_string(pipeline::ReadPool::kMaxThreads) +
+                 " (decimal) or auto (one per online CPU), not '" + escape_control(o.threads) +
+                 "'");
   }
-  uint64_t filter_mib = DumpRules::kDefaultFilterMiB;
-  if (o.filter_mib_set && !parse_count(memory_option, o.filter_mib, &filter_mib)) {
+  if (o.filter_mib_set && !parse_count(memory_option, o.filter_mib, &limits->filter_mib)) {
     return usage(count_error(memory_option, o.filter_mib));
   }
   // A cap the machine cannot give would fail (or be OOM-killed) in the middle of the dump.
-  if (const std::string why = memory_option_error(memory_option.name, filter_mib); !why.empty()) {
+  if (const std::string why = memory_option_error(memory_option.name, limits->filter_mib);
+      !why.empty()) {
     return usage(why);
   }
+  return kExitOk;
+}
 
+// Standard output and the audit log against the inputs, before anything is read: kExitOk, or 2
+// (the message printed).
+int check_outputs(const DecideOptions& o) {
   // Standard output must be open for writing before anything is decided (and before anything is
   // opened: open() would reuse a closed descriptor 1). Otherwise --audit would record decisions
   // that no one can print.
@@ -245,8 +258,6 @@ int run_decide(const DecideOptions& o) {
                  why.c_str());
     return kExitUsage;
   }
-
-  // Nothing is read yet: refuse an output or an audit log that is one of the inputs.
   const std::vector<InputFile> inputs = {{o.input, "the input file"},
                                          {o.policy, "the policy file"},
                                          {o.table, "the table file"},
@@ -259,48 +270,43 @@ int run_decide(const DecideOptions& o) {
                  same.c_str());
     return kExitUsage;
   }
-  if (!o.audit.empty()) {
-    // An append would first take the dump's unterminated last line for a torn entry, then write
-    // entries into the very file being decided.
-    struct stat log {};
-    struct stat out {};
-    if (::stat(o.audit.c_str(), &log) == 0) {
-      if (const InputFile* same = same_file_as(log, inputs); same != nullptr) {
-        return usage(
-            "--audit " + o.audit + " is " +
-            (same->path == "-" ? std::string("standard input") : same->what + " " + same->path) +
-            " itself; the audit log is a file of its own (e.g. audit.log)");
-      }
-      if (S_ISREG(log.st_mode) && ::fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == log.st_dev &&
-          out.st_ino == log.st_ino) {
-        return usage("--audit " + o.audit +
-                     " is standard output too; the audit log is a file of its own (e.g. "
-                     "audit.log): redirect the decisions elsewhere");
-      }
-    }
+  if (o.audit.empty()) return kExitOk;
+  // An append would first take the dump's unterminated last line for a torn entry, then write
+  // entries into the very file being decided.
+  struct stat log {};
+  struct stat out {};
+  if (::stat(o.audit.c_str(), &log) != 0) return kExitOk;
+  if (const InputFile* same = same_file_as(log, inputs); same != nullptr) {
+    return usage(
+        "--audit " + o.audit + " is " +
+        (same->path == "-" ? std::string("standard input") : same->what + " " + same->path) +
+        " itself; the audit log is a file of its own (e.g. audit.log)");
   }
-
-  std::unique_ptr<Table> table;
-  std::vector<std::string> policy_sensitive;
-  if (const int code = open_table(o.policy, o.table, &table, &policy_sensitive, &o.trust);
-      code != kExitOk) {
-    return code;
+  if (S_ISREG(log.st_mode) && ::fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == log.st_dev &&
+      out.st_ino == log.st_ino) {
+    return usage("--audit " + o.audit +
+                 " is standard output too; the audit log is a file of its own (e.g. "
+                 "audit.log): redirect the decisions elsewhere");
   }
+  return kExitOk;
+}
 
+// The input the replay guard keys on: --dedupe-field, else the input the policy declares
+// (`idempotency_key: true`), else, for tables compiled before the declaration existed, an input
+// named idempotency_key. *field is Table::kNoField when there is none (a note says so). Returns
+// kExitOk, or 2 for a --dedupe-field that names no string input letters set.
+int choose_key(const DecideOptions& o, const Table& table, uint32_t* field) {
   // The one-replay-per-key rule keys on a string input. A misspelled --dedupe-field must not
   // silently turn the protection off, so an explicit name has to be a string input.
   std::vector<std::string> string_inputs;
-  for (uint32_t f = 0; f < table->field_count(); ++f) {
-    if (table->field(f).type == FieldType::kString)
-      string_inputs.emplace_back(table->field(f).name);
+  for (uint32_t f = 0; f < table.field_count(); ++f) {
+    if (table.field(f).type == FieldType::kString) string_inputs.emplace_back(table.field(f).name);
   }
-  // The key: --dedupe-field, else the input the policy declares (`idempotency_key: true`), else,
-  // for tables compiled before the declaration existed, an input named idempotency_key.
-  const uint32_t declared_key = table->idempotency_key_field();
-  uint32_t dedupe_field = o.dedupe_field_set                ? table->field_index(o.dedupe_field)
+  const uint32_t declared_key = table.idempotency_key_field();
+  uint32_t dedupe_field = o.dedupe_field_set                ? table.field_index(o.dedupe_field)
                           : declared_key != Table::kNoField ? declared_key
-                                                            : table->field_index("idempotency_key");
-  if (dedupe_field != Table::kNoField && table->field(dedupe_field).type != FieldType::kString) {
+                                                            : table.field_index("idempotency_key");
+  if (dedupe_field != Table::kNoField && table.field(dedupe_field).type != FieldType::kString) {
     dedupe_field = Table::kNoField;
   }
   if (o.dedupe_field_set && dedupe_field == Table::kNoField) {
@@ -312,15 +318,15 @@ int run_decide(const DecideOptions& o) {
   }
   // Nor may a field no letter supplies (letters.h): it is unset in every letter, so no key would
   // ever count as replayed.
-  if (const std::string why = not_from_letters(*table, dedupe_field); !why.empty()) {
+  if (const std::string why = not_from_letters(table, dedupe_field); !why.empty()) {
     const std::string what =
         o.dedupe_field_set ? "--dedupe-field '" + o.dedupe_field + "'"
         : declared_key != Table::kNoField
-            ? "the policy's idempotency key '" + std::string(table->field(dedupe_field).name) + "'"
+            ? "the policy's idempotency key '" + std::string(table.field(dedupe_field).name) + "'"
             : std::string("the policy's idempotency_key");
     std::string settable;  // the string inputs letters do set
     for (const std::string& name : string_inputs) {
-      if (not_from_letters(*table, table->field_index(name)).empty()) {
+      if (not_from_letters(table, table.field_index(name)).empty()) {
         settable += (settable.empty() ? " (" : ", ") + name;
       }
     }
@@ -337,310 +343,96 @@ int run_decide(const DecideOptions& o) {
                  "input 'idempotency_key'; every letter may be replayed (declare one with "
                  "'idempotency_key: true', or name one with --dedupe-field)\n");
   }
+  *field = dedupe_field;
+  return kExitOk;
+}
 
-  RecordReading reading;
-  if (const int code =
-          open_record_parser(*format, o.format.mapping, *table, "no record decided", &reading);
-      code != kExitOk) {
-    return code;
-  }
-  RecordParser* const parser = reading.parser.get();
-  // --threads: one more parser per reading thread, over the same mapping (checked once, above).
-  std::vector<std::unique_ptr<RecordParser>> thread_parsers;
-  if (threads > 1) {
-    for (size_t i = 0; i < threads; ++i) {
-      thread_parsers.push_back(format->make_parser(
-          *table, reading.mapping != nullptr ? &reading.mapping->mapping : nullptr));
-    }
-  }
-  std::set<std::string> redacted;  // --show-inputs only
-  if (o.show_inputs) redacted = sensitive_names(policy_sensitive);
-
-  int fd = STDIN_FILENO;
-  if (o.input != "-") {
-    fd = ::open(o.input.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      std::fprintf(stderr, "replaygate: cannot open %s: %s\n", o.input.c_str(),
-                   std::strerror(errno));
-      return kExitUsage;
-    }
-  }
-  const std::string input_name = o.input == "-" ? "standard input" : o.input;
-
-  std::unique_ptr<gate::ReplayGuard> rules;
-  try {
-    rules = std::make_unique<gate::ReplayGuard>(max_replays, static_cast<uint64_t>(max_keys),
-                                                static_cast<uint64_t>(filter_mib) << 20);
-  } catch (const std::bad_alloc&) {
+// With --ledger, a create verb the replay guard lets through is claimed in the ledger before its
+// line is rendered (pipeline/ledger_stage.h); when the ledger cannot be opened or written, every
+// would-be replay is held (ledger:unavailable) and the run exits 2.
+std::unique_ptr<pipeline::LedgerStage> open_ledger(const DecideOptions& o, uint32_t dedupe_field) {
+  pipeline::LedgerStage::Options lo;
+  lo.url = o.ledger;
+  if (o.ledger_scope_set) lo.scope = o.ledger_scope;
+  lo.dry_run = o.dry_run;
+  lo.mark_recorded = !o.audit.empty();
+  auto stage = std::make_unique<pipeline::LedgerStage>(std::move(lo));
+  if (!stage->open()) {
     std::fprintf(stderr,
-                 "replaygate: cannot map %lld MiB for the replayed-key filter; give a smaller "
-                 "--replayed-keys-memory\n",
-                 static_cast<long long>(filter_mib));
-    if (fd != STDIN_FILENO) ::close(fd);
-    return kExitUsage;
+                 "replaygate: error: %s; every would-be replay is held (rule ledger:unavailable)\n",
+                 stage->failure().c_str());
+  } else if (dedupe_field == Table::kNoField) {
+    std::fprintf(stderr,
+                 "replaygate: note: with --ledger and no idempotency key field, no letter is "
+                 "replayed (rule ledger:no_key); name one with --dedupe-field\n");
   }
-  gate::ReplayGuard& dump_rules = *rules;
-  // The table goes into a SharedTable, which the gate pins for the run (decide never reloads), and
-  // with --threads each reading thread's gate too.
-  SharedTable shared(std::move(table), std::max<uint32_t>(SharedTable::kDefaultMaxReaders,
-                                                          static_cast<uint32_t>(threads + 1)));
-  gate::Gate::Options gate_options;
-  gate_options.dedupe_field = dedupe_field;
-  gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
-  gate_options.batch_records = kBatchRecords;
-  if (format->json_array) {
-    gate_options.array_pointer_prefix =
-        format->array_member.empty() ? "/" : "/" + std::string(format->array_member) + "/";
-  }
-  // With --ledger, a create verb the replay guard lets through is claimed in the ledger before its
-  // line is rendered (gate/ledger_stage.h); when the ledger cannot be opened or written, every
-  // would-be replay is held (ledger:unavailable) and the run exits 2.
-  std::unique_ptr<gate::LedgerStage> ledger_stage;
-  if (!o.ledger.empty()) {
-    gate::LedgerStage::Options lo;
-    lo.url = o.ledger;
-    if (o.ledger_scope_set) lo.scope = o.ledger_scope;
-    lo.dry_run = o.dry_run;
-    lo.mark_recorded = !o.audit.empty();
-    ledger_stage = std::make_unique<gate::LedgerStage>(std::move(lo));
-    if (!ledger_stage->open()) {
-      std::fprintf(
-          stderr,
-          "replaygate: error: %s; every would-be replay is held (rule ledger:unavailable)\n",
-          ledger_stage->failure().c_str());
-    } else if (dedupe_field == Table::kNoField) {
-      std::fprintf(stderr,
-                   "replaygate: note: with --ledger and no idempotency key field, no letter is "
-                   "replayed (rule ledger:no_key); name one with --dedupe-field\n");
-    }
-    gate_options.claimer = ledger_stage.get();
-    gate_options.block_records = o.ledger_block;
-  }
-  // Stage 2 with --audit or --ledger needs each record's metadata and key: with --threads the
-  // judging gate's own parser never sees the record, so every batch keeps them.
-  gate_options.keep_records = threads > 1 && (!o.audit.empty() || ledger_stage != nullptr);
-  const std::unique_ptr<gate::Gate> gate_ptr =
-      gate::Gate::open(shared, *parser, dump_rules, gate_options);
-  gate::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
-  // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
-  // printed, so a decision that reaches stdout is always on record; when the append fails the
-  // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
-  std::unique_ptr<gate::AuditStage> audit_stage;
-  if (!o.audit.empty()) {
-    audit_stage = std::make_unique<gate::AuditStage>(o.audit, o.operator_name, input_name);
-    audit_stage->set_signer(signing.get());
-    gate.add_stage(audit_stage.get());
-  }
-  // After the audit stage: marks the block's claims `recorded` once their entries are written.
-  if (ledger_stage != nullptr) gate.add_stage(ledger_stage.get());
+  return stage;
+}
 
-  std::unique_ptr<gate::ReadPool> pool;
-  if (threads > 1) {
-    gate::ReadPool::Options pool_options;
-    pool_options.threads = threads;
-    // A regular file is read on a thread of its own when a core is left for it (N workers, this
-    // thread's stage 2 and the reading: more threads than cores would only switch between them,
-    // each switch tens of microseconds on a VM), so that reading overlaps stage 2 too. A pipe or
-    // terminal is always read here, between blocks: a read that waits for a writer must never
-    // keep a run that stopped (a write error) from ending.
-    struct stat input {};
-    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-    pool_options.source_thread = ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode) &&
-                                 online >= static_cast<long>(threads + 2);
-    // Test-only seams: records per block (without --ledger), so that the tests cross block
-    // boundaries with small dumps; the source thread on (1) or off (0) whatever the cores.
-    if (const char* seam = std::getenv("REPLAYGATE_TEST_THREAD_BLOCK"); seam != nullptr) {
-      uint64_t records = 0;
-      if (parse_count(CountOption{"REPLAYGATE_TEST_THREAD_BLOCK", 1, 1 << 20, ""}, seam,
-                      &records)) {
-        pool_options.block_records = static_cast<size_t>(records);
-      }
-    }
-    if (const char* seam = std::getenv("REPLAYGATE_TEST_SOURCE_THREAD"); seam != nullptr) {
-      pool_options.source_thread = std::string_view(seam) == "1" && S_ISREG(input.st_mode);
-    }
-    std::string why;
-    pool = gate::ReadPool::open(shared, gate, dump_rules, std::move(thread_parsers), pool_options,
-                                &why);
-    if (pool == nullptr) {
-      std::fprintf(stderr, "replaygate: internal error: cannot start %zu reading threads: %s\n",
-                   threads, why.c_str());
-      if (fd != STDIN_FILENO) ::close(fd);
-      return kExitUsage;
+// --threads: the pool's options for input `fd` (ReadPool::for_input), and the test seams.
+pipeline::ReadPool::Options pool_options(size_t threads, int fd) {
+  pipeline::ReadPool::Options options = pipeline::ReadPool::for_input(threads, fd);
+  // Test-only seams: records per block (without --ledger), so that the tests cross block
+  // boundaries with small dumps; the source thread on (1) or off (0) whatever the cores.
+  if (const char* seam = std::getenv("REPLAYGATE_TEST_THREAD_BLOCK"); seam != nullptr) {
+    uint64_t records = 0;
+    if (parse_count(CountOption{"REPLAYGATE_TEST_THREAD_BLOCK", 1, 1 << 20, ""}, seam, &records)) {
+      options.block_records = static_cast<size_t>(records);
     }
   }
+  struct stat input {};
+  if (const char* seam = std::getenv("REPLAYGATE_TEST_SOURCE_THREAD"); seam != nullptr) {
+    options.source_thread =
+        std::string_view(seam) == "1" && ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode);
+  }
+  return options;
+}
 
-  // One JSON array (rabbitmq) or JSON Lines (the others): either way one capped record at a time.
-  std::optional<LineReader> line_reader;
-  std::optional<JsonArrayReader> array_reader;
-  if (format->json_array) {
-    array_reader.emplace(fd, kMaxRecordBytes, std::string(format->array_member));
+// The decision lines go to standard output through a BlockWriter.
+class WriterSink final : public pipeline::Sink {
+ public:
+  explicit WriterSink(BlockWriter& out) : out_(out) {}
+  ByteBuffer& buffer() override { return out_.buffer(); }
+  bool full() const override { return out_.full(); }
+  bool flush() override { return out_.flush(); }
+  bool ok() const override { return out_.ok(); }
+
+ private:
+  BlockWriter& out_;
+};
+
+// A write failed: says what the output holds (the first `kept` records) and which decisions are
+// in the audit log but were never printed.
+void report_unprinted(const BlockWriter& out, uint64_t kept, const pipeline::AuditStage* audit,
+                      const std::string& audit_path) {
+  report_write_failure(out, kept);
+  const uint64_t audited_records = audit != nullptr ? audit->recorded() : 0;
+  const uint64_t last_audit_seq = audit != nullptr ? audit->last_seq() : 0;
+  if (audited_records <= kept) return;
+  // Logged before printing, as they must be, but never printed: say exactly which.
+  const uint64_t first_seq = last_audit_seq - (audited_records - kept) + 1;
+  if (audited_records == kept + 1) {
+    std::fprintf(stderr,
+                 "replaygate: the decision for record %llu is in the audit log %s (entry %llu) "
+                 "but was NOT printed\n",
+                 static_cast<unsigned long long>(audited_records), audit_path.c_str(),
+                 static_cast<unsigned long long>(last_audit_seq));
   } else {
-    line_reader.emplace(fd);
-  }
-  BlockWriter out(STDOUT_FILENO);
-  // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
-  // glued onto it, and the file would no longer be JSON Lines.
-  // (The note is printed once decisions were written: with no records, nothing is.)
-  const bool started_mid_line = ends_mid_line(STDOUT_FILENO);
-  if (started_mid_line) out.start_on_new_line();
-  bool audit_failed = false;
-  // The gate's stages commit what is buffered; false (and the block dropped) when one failed.
-  auto commit_block = [&]() {
-    const gate::Stage* failed = nullptr;
-    if (gate.commit(&failed)) return true;
-    out.buffer().clear();
     std::fprintf(stderr,
-                 "replaygate: %s\nreplaygate: the decisions not printed above were NOT "
-                 "recorded and are not taken; do not act on them\n",
-                 failed->error().c_str());
-    audit_failed = true;
-    return false;
-  };
-  const gate::GateCounts& counts = gate.counts();
-  uint64_t printed = 0;  // records whose output lines are written, whole (the first `printed`)
-  // Writes what is buffered (every record so far); false once a write failed.
-  auto flush_out = [&] {
-    if (out.flush()) printed = counts.total;
-    return out.ok();
-  };
-  std::string_view line;
-  int exit_code = kExitOk;
+                 "replaygate: the decisions for records %llu to %llu are in the audit log %s "
+                 "(entries %llu to %llu) but were NOT printed\n",
+                 static_cast<unsigned long long>(kept + 1),
+                 static_cast<unsigned long long>(audited_records), audit_path.c_str(),
+                 static_cast<unsigned long long>(first_seq),
+                 static_cast<unsigned long long>(last_audit_seq));
+  }
+}
 
-  // Records go through in batches, two at a time: a batch is read and decided, its records'
-  // filter blocks are prefetched all together (stage 1), and then the batch before it is judged
-  // by the replay guard and written, in input order (stage 2). So a block has a whole batch's
-  // time to arrive from memory, and the misses of a batch overlap instead of stalling one by one
-  // (gate/gate.h). With --audit a batch is one record, written at once. With --ledger a batch is
-  // one block of kLedgerBlockRecords: claimed in one transaction, rendered, audited, marked
-  // recorded, then written.
-  const size_t batch_size = gate.batch_size();
-  gate::Batch batches[2] = {gate::Batch(batch_size),
-                            gate::Batch(gate.claims_blocks() ? 1 : batch_size)};
-  int current = 0;  // the batch being filled; the other one waits for stage 2
-
-  // Stage 2 for a batch: false when the run must stop (a failed write or audit append).
-  auto emit_batch = [&](gate::Batch& batch) {
-    bool ok = true;
-    if (gate.claims_blocks()) {
-      if (batch.count > 0) {
-        gate.judge_block(batch, out.buffer());
-        ok = commit_block() && flush_out();
-      }
-    } else {
-      for (size_t i = 0; i < batch.count && ok; ++i) {
-        gate.judge(batch, i, out.buffer());
-        if (out.full() && (!commit_block() || !flush_out())) ok = false;
-      }
-    }
-    batch.clear();
-    return ok;
-  };
-  // Stage 2 for every batch not yet written, oldest first.
-  auto emit_all = [&]() {
-    return emit_batch(batches[1 - current]) && emit_batch(batches[current]);
-  };
-
-  // --threads: the pool reads and decides blocks of records on its threads; this thread judges
-  // each block in input order as emit_batch judges a batch (with --ledger a block is one ledger
-  // block), commits and writes at the same points, so the same lines are written before a write
-  // or audit error stops the run.
-  auto judge_block = [&](gate::Batch& batch) {
-    if (gate.claims_blocks()) {
-      gate.judge_block(batch, out.buffer());
-      return commit_block() && flush_out();
-    }
-    constexpr size_t kAhead = 16;  // records whose filter blocks are fetched ahead of the guard
-    gate.prefetch(batch, 0, kAhead);
-    for (size_t i = 0; i < batch.count; ++i) {
-      gate.prefetch(batch, i + kAhead, i + kAhead + 1);
-      gate.judge(batch, i, out.buffer());
-      if (out.full() && (!commit_block() || !flush_out())) return false;
-    }
-    return true;
-  };
-  auto next_record = [&](std::string_view* record, uint64_t* number) {
-    const LineReader::Status status =
-        array_reader ? array_reader->next(record) : line_reader->next(record);
-    *number = array_reader ? array_reader->line_number() : line_reader->line_number();
-    return status;
-  };
-  auto read_error = [&] {
-    std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
-                 array_reader ? array_reader->error_text().c_str()
-                              : std::strerror(line_reader->error_number()));
-    exit_code = kExitUsage;
-  };
-  if (pool != nullptr) {
-    const size_t max_line = array_reader ? array_reader->max_line() : line_reader->max_line();
-    // kError: every record before the error was judged (kLine: the judge stopped the run).
-    if (pool->run(next_record, max_line, judge_block) == LineReader::Status::kError) {
-      if (!audit_failed && out.ok() && commit_block()) flush_out();
-      read_error();
-    }
-  }
-  while (pool == nullptr) {
-    const LineReader::Status status =
-        array_reader ? array_reader->next(&line) : line_reader->next(&line);
-    if (status == LineReader::Status::kEnd) break;
-    if (status == LineReader::Status::kError) {
-      if (emit_all() && commit_block()) flush_out();
-      read_error();
-      break;
-    }
-    gate::Batch& batch = batches[current];
-    gate.read(batch, array_reader ? array_reader->line_number() : line_reader->line_number(),
-              status, line, array_reader ? array_reader->max_line() : line_reader->max_line());
-    if (batch.count < batch_size) continue;
-    if (gate.has_stages()) {
-      if (!emit_batch(batch)) break;
-      continue;
-    }
-    gate.prefetch(batch);
-    current = 1 - current;
-    if (!emit_batch(batches[current])) break;  // the batch before: its blocks have arrived
-  }
-  if (!audit_failed && out.ok()) emit_all();
-  if (fd != STDIN_FILENO) ::close(fd);
-  if (!audit_failed && out.ok()) commit_block();
-  if (audit_failed) {
-    out.buffer().clear();
-    return kExitUsage;
-  }
-  const bool flushed = flush_out();
-  if (started_mid_line && counts.total > 0) {
-    std::fprintf(stderr,
-                 "replaygate: note: %s does not end with a newline; the decisions start on a new "
-                 "line\n",
-                 describe_stream(STDOUT_FILENO, "standard output").c_str());
-  }
-  if (!flushed) {
-    const uint64_t kept = printed + out.failed_block_lines();
-    report_write_failure(out, kept);
-    const uint64_t audited_records = audit_stage != nullptr ? audit_stage->recorded() : 0;
-    const uint64_t last_audit_seq = audit_stage != nullptr ? audit_stage->last_seq() : 0;
-    if (audited_records > kept) {
-      // Logged before printing, as they must be, but never printed: say exactly which.
-      const uint64_t first_seq = last_audit_seq - (audited_records - kept) + 1;
-      if (audited_records == kept + 1) {
-        std::fprintf(stderr,
-                     "replaygate: the decision for record %llu is in the audit log %s (entry %llu) "
-                     "but was NOT printed\n",
-                     static_cast<unsigned long long>(audited_records), o.audit.c_str(),
-                     static_cast<unsigned long long>(last_audit_seq));
-      } else {
-        std::fprintf(stderr,
-                     "replaygate: the decisions for records %llu to %llu are in the audit log %s "
-                     "(entries %llu to %llu) but were NOT printed\n",
-                     static_cast<unsigned long long>(kept + 1),
-                     static_cast<unsigned long long>(audited_records), o.audit.c_str(),
-                     static_cast<unsigned long long>(first_seq),
-                     static_cast<unsigned long long>(last_audit_seq));
-      }
-    }
-    return kExitUsage;
-  }
-
+// The summary line on stderr, and the warning when the replayed-key filter is too full.
+void print_summary(const pipeline::Gate& gate, const ReplayGuard& guard,
+                   const pipeline::LedgerStage* ledger, bool dry_run, bool keyed,
+                   uint64_t filter_mib) {
+  const pipeline::GateCounts& counts = gate.counts();
   const Table& decided = gate.table();
   std::string summary = "summary: " + plural(counts.total, "record");
   for (uint32_t v = 0; v < decided.verb_count(); ++v) {
@@ -652,36 +444,171 @@ int run_decide(const DecideOptions& o) {
   if (counts.key_limit_holds > 0) {
     summary += ", key-limit holds " + std::to_string(counts.key_limit_holds);
   }
-  if (ledger_stage != nullptr) {
-    summary += "; ledger " + ledger_stage->describe() + (o.dry_run ? " (dry run)" : "") +
-               ": claims " + std::to_string(ledger_stage->claims()) + ", already replayed " +
-               std::to_string(ledger_stage->held()) + ", ledger holds " +
+  if (ledger != nullptr) {
+    summary += "; ledger " + ledger->describe() + (dry_run ? " (dry run)" : "") + ": claims " +
+               std::to_string(ledger->claims()) + ", already replayed " +
+               std::to_string(ledger->held()) + ", ledger holds " +
                std::to_string(counts.ledger_holds);
-    if (ledger_stage->invalid_keys() > 0) {
-      summary += " (invalid keys " + std::to_string(ledger_stage->invalid_keys()) + ")";
+    if (ledger->invalid_keys() > 0) {
+      summary += " (invalid keys " + std::to_string(ledger->invalid_keys()) + ")";
     }
   }
-  const double rate = dump_rules.false_positive_rate();
-  if (dedupe_field != Table::kNoField) {
-    summary += "; replayed keys " + std::to_string(dump_rules.keys()) + " " +
-               dump_rules.memory_text() + ", false-positive rate " + format_rate(rate);
+  const double rate = guard.false_positive_rate();
+  if (keyed) {
+    summary += "; replayed keys " + std::to_string(guard.keys()) + " " + guard.memory_text() +
+               ", false-positive rate " + format_rate(rate);
   }
   std::fprintf(stderr, "%s\n", summary.c_str());
-  if (dedupe_field != Table::kNoField && rate > gate::ReplayGuard::kWarnFalsePositiveRate) {
-    const std::string threshold = format_rate(gate::ReplayGuard::kWarnFalsePositiveRate);
-    std::fprintf(
-        stderr,
-        "replaygate: warning: the %lld MiB replayed-key filter is too full: a new key is now held "
-        "as dump:maybe_duplicate by mistake with probability %s (above %s), so some of the %s "
-        "may be first occurrences of their key; decide the dump again "
-        "with --replayed-keys-memory %llu (keeps the rate under %s for up to %llu keys)\n",
-        static_cast<long long>(filter_mib), format_rate(rate).c_str(), threshold.c_str(),
-        plural(counts.maybe_duplicate_holds, "maybe-duplicate hold").c_str(),
-        static_cast<unsigned long long>(
-            dump_rules.mib_for_rate(gate::ReplayGuard::kWarnFalsePositiveRate)),
-        threshold.c_str(), static_cast<unsigned long long>(dump_rules.keys_seen_at_most()));
+  if (!keyed || rate <= ReplayGuard::kWarnFalsePositiveRate) return;
+  const std::string threshold = format_rate(ReplayGuard::kWarnFalsePositiveRate);
+  std::fprintf(
+      stderr,
+      "replaygate: warning: the %lld MiB replayed-key filter is too full: a new key is now held "
+      "as dump:maybe_duplicate by mistake with probability %s (above %s), so some of the %s "
+      "may be first occurrences of their key; decide the dump again "
+      "with --replayed-keys-memory %llu (keeps the rate under %s for up to %llu keys)\n",
+      static_cast<long long>(filter_mib), format_rate(rate).c_str(), threshold.c_str(),
+      plural(counts.maybe_duplicate_holds, "maybe-duplicate hold").c_str(),
+      static_cast<unsigned long long>(guard.mib_for_rate(ReplayGuard::kWarnFalsePositiveRate)),
+      threshold.c_str(), static_cast<unsigned long long>(guard.keys_seen_at_most()));
+}
+
+int run_decide(const DecideOptions& o) {
+  AuditSigning signing;
+  DecideLimits limits;
+  if (const int code = check_options(o, &signing, &limits); code != kExitOk) return code;
+  if (const int code = check_outputs(o); code != kExitOk) return code;
+  const InputFormat& format = *limits.format;
+  const size_t threads = limits.threads;
+
+  std::unique_ptr<Table> table;
+  std::vector<std::string> policy_sensitive;
+  if (const int code = open_table(o.policy, o.table, &table, &policy_sensitive, &o.trust);
+      code != kExitOk) {
+    return code;
   }
-  if (exit_code != kExitOk) return exit_code;
+  uint32_t dedupe_field = Table::kNoField;
+  if (const int code = choose_key(o, *table, &dedupe_field); code != kExitOk) return code;
+  RecordReading reading;
+  if (const int code =
+          open_record_parser(format, o.format.mapping, *table, "no record decided", &reading);
+      code != kExitOk) {
+    return code;
+  }
+  // --threads: one more parser per reading thread, over the same mapping (checked once, above).
+  std::vector<std::unique_ptr<RecordParser>> thread_parsers;
+  for (size_t i = 0; threads > 1 && i < threads; ++i) {
+    thread_parsers.push_back(format.make_parser(
+        *table, reading.mapping != nullptr ? &reading.mapping->mapping : nullptr));
+  }
+  std::set<std::string> redacted;  // --show-inputs only
+  if (o.show_inputs) redacted = sensitive_names(policy_sensitive);
+
+  int fd = STDIN_FILENO;
+  if (o.input != "-" && (fd = ::open(o.input.c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
+    std::fprintf(stderr, "replaygate: cannot open %s: %s\n", o.input.c_str(), std::strerror(errno));
+    return kExitUsage;
+  }
+  const std::string input_name = o.input == "-" ? "standard input" : o.input;
+  auto close_input = [fd] {
+    if (fd != STDIN_FILENO) ::close(fd);
+  };
+  std::unique_ptr<ReplayGuard> guard;
+  try {
+    guard = std::make_unique<ReplayGuard>(limits.max_replays, limits.max_keys,
+                                          static_cast<uint64_t>(limits.filter_mib) << 20);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "replaygate: cannot map %lld MiB for the replayed-key filter; give a smaller "
+                 "--replayed-keys-memory\n",
+                 static_cast<long long>(limits.filter_mib));
+    close_input();
+    return kExitUsage;
+  }
+  // The table goes into a SharedTable, which the gate pins for the run (decide never reloads), and
+  // with --threads each reading thread's gate too.
+  SharedTable shared(std::move(table), std::max<uint32_t>(SharedTable::kDefaultMaxReaders,
+                                                          static_cast<uint32_t>(threads + 1)));
+  pipeline::Gate::Options gate_options;
+  gate_options.dedupe_field = dedupe_field;
+  gate_options.show_inputs_redacted = o.show_inputs ? &redacted : nullptr;
+  gate_options.batch_records = kBatchRecords;
+  if (format.json_array) {
+    gate_options.array_pointer_prefix =
+        format.array_member.empty() ? "/" : "/" + std::string(format.array_member) + "/";
+  }
+  std::unique_ptr<pipeline::LedgerStage> ledger_stage;
+  if (!o.ledger.empty()) {
+    ledger_stage = open_ledger(o, dedupe_field);
+    gate_options.claimer = ledger_stage.get();
+    gate_options.block_records = o.ledger_block;
+  }
+  // Stage 2 with --audit or --ledger needs each record's metadata and key: with --threads the
+  // judging gate's own parser never sees the record, so every batch keeps them.
+  gate_options.keep_records = threads > 1 && (!o.audit.empty() || ledger_stage != nullptr);
+  const std::unique_ptr<pipeline::Gate> gate_ptr =
+      pipeline::Gate::open(shared, *reading.parser, *guard, gate_options);
+  pipeline::Gate& gate = *gate_ptr;  // a new SharedTable has every reader slot free
+  // With --audit, a block of decisions is appended (and fsynced) to the audit log before it is
+  // printed, so a decision that reaches stdout is always on record; when the append fails the
+  // block is dropped unprinted and the run stops (exit 2): no decision is reported as taken.
+  std::unique_ptr<pipeline::AuditStage> audit_stage;
+  if (!o.audit.empty()) {
+    audit_stage = std::make_unique<pipeline::AuditStage>(o.audit, o.operator_name, input_name);
+    audit_stage->set_signer(signing.get());
+    gate.add_stage(audit_stage.get());
+  }
+  // After the audit stage: marks the block's claims `recorded` once their entries are written.
+  if (ledger_stage != nullptr) gate.add_stage(ledger_stage.get());
+  std::unique_ptr<pipeline::ReadPool> pool;
+  if (threads > 1) {
+    std::string why;
+    pool = pipeline::ReadPool::open(shared, gate, *guard, std::move(thread_parsers),
+                                    pool_options(threads, fd), &why);
+    if (pool == nullptr) {
+      std::fprintf(stderr, "replaygate: internal error: cannot start %zu reading threads: %s\n",
+                   threads, why.c_str());
+      close_input();
+      return kExitUsage;
+    }
+  }
+
+  // One JSON array (rabbitmq) or JSON Lines (the others): either way one capped record at a time.
+  pipeline::FileSource source(fd, format.json_array, format.array_member);
+  BlockWriter out(STDOUT_FILENO);
+  // `decide ... >> FILE` onto a file whose last line is unfinished: the first decision would be
+  // glued onto it, and the file would no longer be JSON Lines.
+  // (The note is printed once decisions were written: with no records, nothing is.)
+  const bool started_mid_line = ends_mid_line(STDOUT_FILENO);
+  if (started_mid_line) out.start_on_new_line();
+  WriterSink sink(out);
+  const pipeline::StreamResult run = pipeline::run_stream(gate, pool.get(), source, sink);
+  close_input();
+  if (run.failed_stage != nullptr) {
+    std::fprintf(stderr,
+                 "replaygate: %s\nreplaygate: the decisions not printed above were NOT "
+                 "recorded and are not taken; do not act on them\n",
+                 run.failed_stage->error().c_str());
+  }
+  if (run.read_error) {
+    std::fprintf(stderr, "replaygate: cannot read %s: %s\n", input_name.c_str(),
+                 source.error_text().c_str());
+  }
+  if (run.failed_stage != nullptr) return kExitUsage;
+  const pipeline::GateCounts& counts = gate.counts();
+  if (started_mid_line && counts.total > 0) {
+    std::fprintf(stderr,
+                 "replaygate: note: %s does not end with a newline; the decisions start on a new "
+                 "line\n",
+                 describe_stream(STDOUT_FILENO, "standard output").c_str());
+  }
+  if (!run.written) {
+    report_unprinted(out, run.flushed + out.failed_block_lines(), audit_stage.get(), o.audit);
+    return kExitUsage;
+  }
+  print_summary(gate, *guard, ledger_stage.get(), o.dry_run, dedupe_field != Table::kNoField,
+                limits.filter_mib);
+  if (run.read_error) return kExitUsage;
   if (ledger_stage != nullptr && ledger_stage->failed()) {
     std::fprintf(stderr,
                  "replaygate: the replay ledger failed (%s); the letters held as "
@@ -755,7 +682,8 @@ Runner setup_decide(CLI::App& sub) {
           ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   CLI::Option* threads = sub.add_option(
       "--threads", o->threads,
-      "Read and decide records on N threads (1 to " + std::to_string(gate::ReadPool::kMaxThreads) +
+      "Read and decide records on N threads (1 to " +
+          std::to_string(pipeline::ReadPool::kMaxThreads) +
           ", or auto: one per online CPU; default 1); "
           "the dump rules, ledger claims, audit and output stay in input order on one thread, so "
           "the output is the same bytes for every N");

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "common/plural.h"
-#include "gate/ledger_stage.h"
 #include "gate/rabbitmq/management.h"
 #include "gate/rabbitmq/rabbit_gate.h"
 #include "gate/redrive.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
+#include "pipeline/ledger_stage.h"
 #include "runtime/reload.h"
 #include "runtime/verify/trust_state.h"
 #include "tools/cli/audit_signing.h"
@@ -385,7 +385,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   ro.dry_run = !o.apply;
   ro.ledger_url = o.ledger;
   ro.ledger_scope = o.ledger_scope;
-  ro.worker = gate::default_worker() + " gate rabbitmq " + o.queue;
+  ro.worker = pipeline::default_worker() + " gate rabbitmq " + o.queue;
   ro.audit_path = o.apply ? o.audit : "";
   ro.operator_name = o.operator_name;
   ro.source = url->describe() + " queue " + o.queue;

@@ -54,10 +54,10 @@
 #include "compiler/compile.h"
 #include "compiler/explain.h"
 #include "compiler/lower.h"
-#include "gate/audit_stage.h"
-#include "gate/gate.h"
 #include "inputs/formats.h"
 #include "inputs/records.h"
+#include "pipeline/audit_stage.h"
+#include "pipeline/gate.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/audit_signing.h"
@@ -688,7 +688,7 @@ int run_review(const Options& o) {
       mapped_format ? attribute_to_mapping(mapped, &uses) : std::vector<uint32_t>{};
   for (const InputUse& use : uses) set_slot(input, use.field, use.value, keep);
   for (const uint32_t field : invalid) input.set_invalid(field);
-  const Decision d = gate::decide_one(*table, input);
+  const Decision d = pipeline::decide_one(*table, input);
   uint32_t verb = d.verb;
   std::string rule(table->rule_name(d)), reason(table->reason(d));
   if (!mapped.problem.empty()) {
@@ -781,11 +781,12 @@ int run_review(const Options& o) {
     const std::string repeated =
         effect == Effect::kCreate ? earlier_create_warning(o.audit, out) : std::string();
     // The entry goes through the gate's audit stage, as decide's do (one writer, one append).
-    audit::DecisionEntry entry = gate::decision_entry(*table, verb, rule, table->checksum_hex());
+    audit::DecisionEntry entry =
+        pipeline::decision_entry(*table, verb, rule, table->checksum_hex());
     entry.message_id = out["message_id"];
     entry.operation_id = out["operation_id"];
     entry.record_revision = out["record_revision"];
-    gate::AuditStage stage(o.audit, o.operator_name, "");
+    pipeline::AuditStage stage(o.audit, o.operator_name, "");
     stage.set_signer(signing.get());
     stage.add_entry(std::move(entry));
     if (!stage.commit()) {

@@ -1,4 +1,4 @@
-// review --ledger: claims a create decision's idempotency key through gate::LedgerStage.
+// review --ledger: claims a create decision's idempotency key through pipeline::LedgerStage.
 #include "tools/cli/review_ledger.h"
 
 #include <string_view>
@@ -11,12 +11,12 @@ namespace replaygate::cli {
 ReviewClaim claim_review(const Table& table, const Decision& d, const std::vector<InputUse>& uses,
                          const std::string& message_id, const ReviewLedgerOptions& options) {
   ReviewClaim out;
-  gate::LedgerStage::Options lo;
+  pipeline::LedgerStage::Options lo;
   lo.url = options.url;
   lo.scope = options.scope;
   lo.dry_run = options.dry_run;
   lo.mark_recorded = !options.dry_run;
-  out.stage = std::make_unique<gate::LedgerStage>(std::move(lo));
+  out.stage = std::make_unique<pipeline::LedgerStage>(std::move(lo));
   out.stage->open();  // on failure every claim below answers ledger:unavailable
 
   // The key: the value the decision used for the declared input, when it is a string.
@@ -32,20 +32,20 @@ ReviewClaim claim_review(const Table& table, const Decision& d, const std::vecto
       }
     }
   }
-  gate::Pending pending;
+  pipeline::Pending pending;
   pending.create = true;
   pending.has_key = has_key;
   pending.decision = d;
   // One message: a block of one request.
-  std::vector<gate::Claimer::Request> requests(1);
+  std::vector<pipeline::Claimer::Request> requests(1);
   requests[0].record = &pending;
   requests[0].keyed = has_key;
   requests[0].key = key;
   requests[0].meta.has_message_id = !message_id.empty();
   requests[0].meta.message_id = message_id;
-  std::vector<gate::Claimer::Answer> answers;
+  std::vector<pipeline::Claimer::Answer> answers;
   out.stage->claim_block(table, requests, answers);
-  const gate::Claimer::Answer& answer = answers.at(0);
+  const pipeline::Claimer::Answer& answer = answers.at(0);
   out.granted = answer.granted;
   out.claimed = answer.claimed;
   out.rule = answer.rule;

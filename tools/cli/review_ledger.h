@@ -1,7 +1,7 @@
 // `replaygate review --ledger`: a create decision is claimed in the durable replay ledger by the
 // policy's idempotency key (for the generation-recovery policy, its operation id) before it is
 // recorded or printed, through the gate's LedgerStage, exactly as `decide --ledger` claims (one
-// claim logic, gate/ledger_stage.h). The one entry point is claim_review().
+// claim logic, pipeline/ledger_stage.h). The one entry point is claim_review().
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gate/ledger_stage.h"
+#include "pipeline/ledger_stage.h"
 #include "runtime/table.h"
 #include "tools/cli/review_inputs.h"
 
@@ -30,7 +30,7 @@ struct ReviewClaim {
   bool failed = false;  // the ledger could not be opened, read or written: exit 2
   std::string ledger;   // the ledger as described in messages (path or host)
   // The stage that holds the claim; call mark_recorded() once the audit entry is written.
-  std::unique_ptr<gate::LedgerStage> stage;
+  std::unique_ptr<pipeline::LedgerStage> stage;
   // Marks the claim `recorded` (best effort: a failure leaves it `claimed`, still held, and warns).
   void mark_recorded() {
     if (stage != nullptr) stage->commit();

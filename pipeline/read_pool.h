@@ -44,11 +44,11 @@
 #include <thread>
 #include <vector>
 
-#include "gate/gate.h"
 #include "inputs/records.h"
+#include "pipeline/gate.h"
 #include "runtime/reload.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 class ReadPool {
  public:
@@ -64,6 +64,13 @@ class ReadPool {
     size_t block_bytes = 1 << 20;
     bool source_thread = false;  // read the source on a thread of the pool's (see above)
   };
+  // The options for `threads` workers reading file descriptor `fd`: a regular file is read on a
+  // thread of its own when a core is left for it (the workers, the judging thread and the
+  // reading: more threads than cores would only switch between them, each switch tens of
+  // microseconds on a VM), so that reading overlaps stage 2 too. A pipe or terminal is always
+  // read on the judging thread, between blocks: a read that waits for a writer must never keep a
+  // run that stopped (a write error) from ending.
+  static Options for_input(size_t threads, int fd);
 
   // The next record, as LineReader::next gives it (kLine with *line valid until the next call, or
   // kTooLarge, kEnd, kError) and its 1-based number in the input.
@@ -158,4 +165,4 @@ class ReadPool {
   std::vector<std::thread> threads_;  // last: joined before anything above goes
 };
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

@@ -1,10 +1,10 @@
-// gate::ReadPool (gate/read_pool.h): stage 1 on N threads gives the judge the batches one gate
-// would read, in input order, so the lines, the claims (per block), the stages' verdicts and the
-// commit points are the same bytes as one gate reading and judging alone, for any thread count and
-// block size; a judge that stops stops the run; a reader's exception reaches the caller in order;
-// the blocks in flight stay bounded. Small and linked against the gate library only, so that
+// pipeline::ReadPool (pipeline/read_pool.h): stage 1 on N threads gives the judge the batches one
+// gate would read, in input order, so the lines, the claims (per block), the stages' verdicts and
+// the commit points are the same bytes as one gate reading and judging alone, for any thread count
+// and block size; a judge that stops stops the run; a reader's exception reaches the caller in
+// order; the blocks in flight stay bounded. Small and linked against the gate library only, so that
 // tools/test.sh runs it under ThreadSanitizer too.
-#include "gate/read_pool.h"
+#include "pipeline/read_pool.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
-#include "gate/gate.h"
 #include "inputs/letters.h"
+#include "pipeline/gate.h"
 #include "runtime/reload.h"
 #include "tests/support/paths.h"
 #include "tests/support/shipped_letter.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 namespace {
 
 using inputs::LineReader;
@@ -588,4 +588,4 @@ RC_GTEST_PROP(ReadPool, AnyPoolGivesTheBytesOfOneGate, ()) {
 }
 
 }  // namespace
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

@@ -1,5 +1,5 @@
 // The audit log as a gate stage (see audit_stage.h).
-#include "gate/audit_stage.h"
+#include "pipeline/audit_stage.h"
 
 #include <cstdio>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "audit/audit_log.h"
 #include "audit/entry.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 AuditStage::AuditStage(std::string path, std::string operator_name, std::string source)
     : path_(std::move(path)),
@@ -63,4 +63,4 @@ bool AuditStage::commit() {
   return true;
 }
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

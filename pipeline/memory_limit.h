@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 // The tightest of the limits this process can read, and which one it is:
 //   * MemAvailable in /proc/meminfo (free memory plus what the kernel can reclaim);
@@ -29,4 +29,4 @@ MemoryHeadroom memory_headroom();
 // MemAvailable in /proc/meminfo); give at most 19870".
 std::string memory_option_error(std::string_view option, uint64_t mib);
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

@@ -1,5 +1,6 @@
 // The gate: the broker-independent decide pipeline, from one record to its decision line. The CLI's
-// `decide`, the JSON Lines binding and (later) a live broker consumer feed it records; it owns no
+// `decide` and the JSON Lines binding feed it records through one stream driver (stream.h); the
+// live gate (gate/redrive.h) takes its decision entry and stages one letter at a time. It owns no
 // file, no stream and no broker.
 //
 //   record ─> parser (inputs/) ─> Input ─> table.decide() ─> replay guard ─> stages ─> decision
@@ -19,7 +20,7 @@
 // log is one (AuditStage, audit_stage.h). With stages and no Claimer the gate works one record at
 // a time (batch_size() is 1), so a verdict's metadata is the gate's copy of the record's own.
 //
-// A Claimer (the durable replay ledger, gate/ledger_stage.h) makes stage 2 work per block:
+// A Claimer (the durable replay ledger, pipeline/ledger_stage.h) makes stage 2 work per block:
 // batch_size() is Options::block_records, read() keeps each record's key and metadata in the
 // batch, and judge_block() puts the whole batch before the replay guard, hands every create verb
 // the guard let through to the Claimer as ONE request (one durable transaction), and only then
@@ -31,7 +32,7 @@
 // is made and on repin(); a consumer that runs for good calls repin() between records to pick up
 // a reload (same fields and verbs: SharedTable refuses any other). decide pins once.
 //
-// Stage 1 on other threads (gate/read_pool.h, decide --threads): reading gates, one per worker
+// Stage 1 on other threads (pipeline/read_pool.h, decide --threads): reading gates, one per worker
 // thread, each with its own parser, read() blocks of records into batches that the judging gate
 // then judges, in input order, on its one thread. A judging gate with stages is opened with
 // Options::keep_records, so that stage 2 takes each record's metadata and key from its batch
@@ -52,15 +53,13 @@
 #include <vector>
 
 #include "common/byte_buffer.h"
-#include "gate/decision_line.h"
-#include "gate/replay_guard.h"
 #include "inputs/records.h"
+#include "pipeline/decision_line.h"
+#include "pipeline/replay_guard.h"
 #include "runtime/reload.h"
 #include "runtime/table.h"
 
-namespace replaygate::gate {
-
-using ReplayGuard = DumpRules;  // gate/replay_guard.h: the run-wide replay rules
+namespace replaygate::pipeline {
 
 // One input decided on `table`: the decision of the gate's stage 1 (Gate::read) and of a command
 // that decides one message on its own (review), which has no stream, no line and no replay guard
@@ -131,7 +130,7 @@ struct Verdict {
   std::string_view rule(const Table& table) const;
 };
 
-// A stage between decide and print (the audit log, later the replay ledger).
+// A stage between decide and print (the audit log: AuditStage, audit_stage.h).
 class Stage {
  public:
   virtual ~Stage() = default;
@@ -143,7 +142,7 @@ class Stage {
   virtual const std::string& error() const = 0;
 };
 
-// A durable claim after the replay guard (the replay ledger, gate/ledger_stage.h): asked, per
+// A durable claim after the replay guard (the replay ledger, pipeline/ledger_stage.h): asked, per
 // block of records (Gate::judge_block), about every create verb the guard let through, before any
 // line of the block is rendered.
 class Claimer {
@@ -194,7 +193,7 @@ class Gate {
     size_t block_records = 1024;  // with a Claimer: records per block (batch_size()), at least 1
     // read() keeps every record's metadata and idempotency key in its batch (as a Claimer's gate
     // does) and judge() takes them from there, not from the gate's last read: for batches read
-    // by other gates (gate/read_pool.h). Set it on the judging gate and on the reading ones.
+    // by other gates (pipeline/read_pool.h). Set it on the judging gate and on the reading ones.
     bool keep_records = false;
   };
 
@@ -206,6 +205,8 @@ class Gate {
   Gate& operator=(const Gate&) = delete;
 
   const Table& table() const { return *table_; }
+  // The pinned table's checksum (32 hex digits, NUL-terminated).
+  const char* checksum() const { return pin_->checksum(); }
   // Adds a stage between decide and print (not owned); without a Claimer batch_size() becomes 1.
   void add_stage(Stage* stage) { stages_.push_back(stage); }
   bool has_stages() const { return !stages_.empty() || options_.claimer != nullptr; }
@@ -289,4 +290,4 @@ class Gate {
   GateCounts counts_;
 };
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

@@ -1,5 +1,5 @@
 // The memory this process can still take (memory_limit.h).
-#include "gate/memory_limit.h"
+#include "pipeline/memory_limit.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 namespace {
 
 // The first whole number in the file at `path`; false when it cannot be read or holds none
@@ -91,4 +91,4 @@ std::string memory_option_error(std::string_view option, uint64_t mib) {
          "); give at most " + most;
 }
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

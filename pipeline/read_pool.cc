@@ -1,12 +1,25 @@
 // Stage 1 on worker threads, stage 2 in input order on the caller's (see read_pool.h).
-#include "gate/read_pool.h"
+#include "pipeline/read_pool.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <utility>
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 using inputs::LineReader;
+
+ReadPool::Options ReadPool::for_input(size_t threads, int fd) {
+  Options options;
+  options.threads = threads;
+  struct stat input {};
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  options.source_thread = ::fstat(fd, &input) == 0 && S_ISREG(input.st_mode) &&
+                          online >= static_cast<long>(threads + 2);
+  return options;
+}
 
 std::unique_ptr<ReadPool> ReadPool::open(SharedTable& shared, const Gate& judge, ReplayGuard& guard,
                                          std::vector<std::unique_ptr<inputs::RecordParser>> parsers,
@@ -292,4 +305,4 @@ LineReader::Status ReadPool::run_with_source_thread(const Source& source, size_t
   return source_status_;
 }
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

@@ -1,6 +1,6 @@
 // The replayed keys (an exact set of hashes, then a split block filter) and the run-wide dump
-// rules of `replaygate decide` (dump_rules.h).
-#include "gate/replay_guard.h"
+// rules of `replaygate decide` (replay_guard.h).
+#include "pipeline/replay_guard.h"
 
 #define XXH_INLINE_ALL
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 #include <new>
 #include <utility>
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
@@ -190,16 +190,16 @@ uint64_t ReplayedKeys::bytes() const noexcept {
   return exact_ ? slots_.size() * sizeof(uint64_t) : filter_.bytes();
 }
 
-DumpRules::DumpRules(int64_t max_replays, uint64_t max_keys, uint64_t filter_bytes, Hash hash)
+ReplayGuard::ReplayGuard(int64_t max_replays, uint64_t max_keys, uint64_t filter_bytes, Hash hash)
     : max_replays_(max_replays), max_keys_(max_keys), hash_(hash), keys_seen_(filter_bytes) {}
 
-DumpRules::Outcome DumpRules::judge(const std::string_view* key) {
+ReplayGuard::Outcome ReplayGuard::judge(const std::string_view* key) {
   if (key == nullptr) return judge_hash(nullptr);
   const uint64_t h = hash_of(*key);
   return judge_hash(&h);
 }
 
-DumpRules::Outcome DumpRules::judge_hash(const uint64_t* hash) {
+ReplayGuard::Outcome ReplayGuard::judge_hash(const uint64_t* hash) {
   if (hash != nullptr && keys_seen_.contains(*hash)) {
     ++maybe_duplicates_;
     return Outcome::kMaybeDuplicate;
@@ -220,7 +220,7 @@ DumpRules::Outcome DumpRules::judge_hash(const uint64_t* hash) {
   return Outcome::kReplay;
 }
 
-double DumpRules::false_positive_rate() const {
+double ReplayGuard::false_positive_rate() const {
   // Exact: a new key is found only when its (uniform) 64-bit hash equals one of the keys_ stored.
   if (keys_seen_.exact()) return std::ldexp(static_cast<double>(keys_), -64);
   const ReplayedKeyFilter& filter = keys_seen_.filter();
@@ -244,17 +244,17 @@ std::string size_text(uint64_t bytes) {
 
 }  // namespace
 
-std::string DumpRules::memory_text() const {
+std::string ReplayGuard::memory_text() const {
   if (!keys_seen_.exact()) return "in a " + size_text(keys_seen_.cap_bytes()) + " filter";
   return "in an exact set (" + size_text(keys_seen_.bytes()) + " of the " +
          size_text(keys_seen_.cap_bytes()) + " --replayed-keys-memory)";
 }
 
-uint64_t DumpRules::keys_seen_at_most() const noexcept {
+uint64_t ReplayGuard::keys_seen_at_most() const noexcept {
   return keys_ + maybe_duplicates_ + misses_not_inserted_;
 }
 
-uint64_t DumpRules::mib_for_rate(double rate) const {
+uint64_t ReplayGuard::mib_for_rate(double rate) const {
   const uint64_t keys = keys_seen_at_most();
   uint64_t mib = 1;
   while (mib < (uint64_t{1} << 16) &&
@@ -265,4 +265,4 @@ uint64_t DumpRules::mib_for_rate(double rate) const {
   return mib;
 }
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

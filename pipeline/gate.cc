@@ -1,12 +1,12 @@
 // The gate's two stages (see gate.h). The bodies are decide's former loop, unchanged in what they
 // do per record.
-#include "gate/gate.h"
+#include "pipeline/gate.h"
 
 #include <cstring>
 
 #include "runtime/trace.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 std::string_view Verdict::rule(const Table& table) const {
   if (!held_by.empty()) return held_by;
@@ -299,4 +299,4 @@ bool Gate::commit(const Stage** failed) {
   return true;
 }
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

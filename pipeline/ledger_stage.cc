@@ -1,11 +1,11 @@
 // The replay ledger as the gate's Claimer and a Stage (see ledger_stage.h).
-#include "gate/ledger_stage.h"
+#include "pipeline/ledger_stage.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 std::string default_worker() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
@@ -163,4 +163,4 @@ bool LedgerStage::commit() {
   return true;
 }
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

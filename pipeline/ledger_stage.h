@@ -22,10 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "gate/gate.h"
 #include "ledger/ledger.h"
+#include "pipeline/gate.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 // A claim's worker when none is given: "HOST:PID".
 std::string default_worker();
@@ -84,4 +84,4 @@ class LedgerStage : public Stage, public Claimer {
   std::string checksum_hex_;
 };
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

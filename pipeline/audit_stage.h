@@ -13,9 +13,9 @@
 
 #include "audit/checkpoint.h"
 #include "audit/entry.h"
-#include "gate/gate.h"
+#include "pipeline/gate.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 // The part of a decision entry every appender fills alike: the verb (`action`, `effect`), the
 // rule the decision names, the policy and its revision, and the table (`table_checksum_hex`:
@@ -55,4 +55,4 @@ class AuditStage : public Stage {
   uint64_t recorded_ = 0, last_seq_ = 0;
 };
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

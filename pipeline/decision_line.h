@@ -22,12 +22,12 @@
 
 #include "common/byte_buffer.h"
 #include "common/json.h"
-#include "gate/replay_guard.h"
 #include "inputs/records.h"
+#include "pipeline/replay_guard.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 inline const char* action_words(Effect effect) {
   switch (effect) {
@@ -83,34 +83,34 @@ class DecisionText {
     return view(*cached);
   }
   // The rule name of a create verb the dump rules turned into the default.
-  static std::string_view held_rule(DumpRules::Outcome outcome) {
+  static std::string_view held_rule(ReplayGuard::Outcome outcome) {
     switch (outcome) {
-      case DumpRules::Outcome::kMaybeDuplicate:
+      case ReplayGuard::Outcome::kMaybeDuplicate:
         return "dump:maybe_duplicate";
-      case DumpRules::Outcome::kBudget:
+      case ReplayGuard::Outcome::kBudget:
         return "dump:replay_budget";
-      case DumpRules::Outcome::kKeyLimit:
-      case DumpRules::Outcome::kReplay:  // not a hold; never asked for
+      case ReplayGuard::Outcome::kKeyLimit:
+      case ReplayGuard::Outcome::kReplay:  // not a hold; never asked for
         break;
     }
     return "dump:key_limit";
   }
   // The text for a create verb the dump rules turned into the default.
-  std::string_view held(DumpRules::Outcome outcome) {
+  std::string_view held(ReplayGuard::Outcome outcome) {
     Span& cached = held_[static_cast<int>(outcome)];
     if (cached.length == 0) {
       std::string_view reason;
       switch (outcome) {
-        case DumpRules::Outcome::kMaybeDuplicate:
+        case ReplayGuard::Outcome::kMaybeDuplicate:
           reason =
               "idempotency key probably replayed earlier in this dump (a replayed-key filter "
               "match; its false-positive rate is in the run summary)";
           break;
-        case DumpRules::Outcome::kBudget:
+        case ReplayGuard::Outcome::kBudget:
           reason = "replay budget exhausted";
           break;
-        case DumpRules::Outcome::kKeyLimit:
-        case DumpRules::Outcome::kReplay:  // not a hold; never asked for
+        case ReplayGuard::Outcome::kKeyLimit:
+        case ReplayGuard::Outcome::kReplay:  // not a hold; never asked for
           reason =
               "too many replayed keys to remember (--max-replayed-keys); held so that a later "
               "duplicate cannot be replayed";
@@ -328,4 +328,4 @@ class InputsText {
   std::string text_;  // reused: no allocation per record once it has grown
 };
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline

@@ -2,7 +2,7 @@
 // semantics"): one replay per idempotency key, and the replay budget, in memory sized to the
 // keys actually seen and capped before the first record is read.
 //
-// DumpRules::judge() is the one entry point: called for every record the policy gave a
+// ReplayGuard::judge() is the one entry point: called for every record the policy gave a
 // create-effect verb, it says whether the record may keep it or gets the default instead, and why.
 // Replayed keys go into ReplayedKeys: an exact set of their 64-bit hashes while it is small, then
 // a split block Bloom filter of the whole cap (ReplayedKeyFilter). Neither grows past the cap
@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace replaygate::gate {
+namespace replaygate::pipeline {
 
 // A split block Bloom filter exactly as the Apache Parquet format specifies it ("Split Block
 // Bloom Filter", https://github.com/apache/parquet-format/blob/master/BloomFilter.md): an array of
@@ -123,7 +123,7 @@ class ReplayedKeys {
   uint64_t max_slots_ = 0;  // the most slots the set may have: an eighth of the cap
 };
 
-class DumpRules {
+class ReplayGuard {
  public:
   enum class Outcome {
     kReplay,          // keeps its create verb (its key, if any, is now in the filter)
@@ -141,8 +141,8 @@ class DumpRules {
   // max_replays < 0: no budget. max_keys: keys remembered before new keys get kKeyLimit.
   // filter_bytes: the cap on the memory for the keys (ReplayedKeys). `hash` is replaceable for
   // tests (forcing collisions). Throws std::bad_alloc when the cap cannot be mapped.
-  DumpRules(int64_t max_replays, uint64_t max_keys, uint64_t filter_bytes,
-            Hash hash = &ReplayedKeyFilter::hash);
+  ReplayGuard(int64_t max_replays, uint64_t max_keys, uint64_t filter_bytes,
+              Hash hash = &ReplayedKeyFilter::hash);
 
   // For a record the policy gave a create-effect verb. `key` is its dedupe value, or nullptr
   // when the record has none (no dedupe field, or the field is absent/null): such records are
@@ -188,4 +188,4 @@ class DumpRules {
   ReplayedKeys keys_seen_;
 };
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::pipeline
