@@ -30,13 +30,13 @@ for t in replaygate_inputs replaygate_audit replaygate_gate; do
   forbid "$t" replaygate_compiler replaygate_cli_lib
 done
 forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib PkgConfig::RABBITMQ
-forbid replaygate_gate_rabbitmq replaygate_compiler replaygate_cli_lib
+forbid replaygate_redrive_rabbitmq replaygate_compiler replaygate_cli_lib
 # The language server is the compiler's client, never the CLI's or a gate's.
 forbid replaygate_lsp replaygate_cli_lib replaygate_gate replaygate_inputs replaygate_audit \
-  replaygate_ledger replaygate_gate_rabbitmq
+  replaygate_ledger replaygate_redrive_rabbitmq
 for t in replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_gate \
   replaygate_ledger replaygate_verify; do
-  forbid "$t" PkgConfig::RABBITMQ replaygate_gate_rabbitmq
+  forbid "$t" PkgConfig::RABBITMQ replaygate_redrive_rabbitmq
 done
 forbid replaygate_verify replaygate_compiler replaygate_cli_lib replaygate_inputs replaygate_audit \
   replaygate_gate replaygate_common replaygate_ledger

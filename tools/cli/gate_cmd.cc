@@ -18,11 +18,11 @@
 
 #include "common/plural.h"
 #include "gate/ledger_stage.h"
-#include "gate/rabbitmq/management.h"
-#include "gate/rabbitmq/rabbit_gate.h"
-#include "gate/redrive.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
+#include "redrive/rabbitmq/management.h"
+#include "redrive/rabbitmq/rabbit_gate.h"
+#include "redrive/redrive.h"
 #include "runtime/reload.h"
 #include "runtime/verify/trust_state.h"
 #include "tools/cli/audit_signing.h"
@@ -36,7 +36,7 @@
 namespace replaygate::cli {
 namespace {
 
-namespace rmq = gate::rabbitmq;
+namespace rmq = redrive::rabbitmq;
 
 struct GateCliOptions {
   std::string policy, table, mapping, amqp, queue, ledger,
@@ -255,7 +255,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
       return kExitUsage;
     }
   }
-  gate::ActionMap actions = gate::ActionMap::defaults(*loaded);
+  redrive::ActionMap actions = redrive::ActionMap::defaults(*loaded);
   for (const std::string& spec : o.actions) {
     if (const std::string why = actions.set(*loaded, spec); !why.empty()) return usage(why);
   }
@@ -380,7 +380,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     }
   }
 
-  gate::Redrive::Options ro;
+  redrive::Redrive::Options ro;
   ro.actions = actions;
   ro.dry_run = !o.apply;
   ro.ledger_url = o.ledger;
@@ -390,7 +390,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   ro.operator_name = o.operator_name;
   ro.source = url->describe() + " queue " + o.queue;
   ro.signer = signing.get();
-  gate::Redrive redrive(std::move(ro));
+  redrive::Redrive redrive(std::move(ro));
   if (const std::string why = redrive.open(); !why.empty()) {
     std::fprintf(stderr, "replaygate gate rabbitmq: %s; nothing was consumed\n", why.c_str());
     return kExitUsage;
@@ -443,7 +443,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     }
     // What each verb does must not change under a running gate: a verb whose effect changed
     // (replay_once made `none`) would still be republished by the map made at start.
-    gate::ActionMap next_actions = gate::ActionMap::defaults(*next);
+    redrive::ActionMap next_actions = redrive::ActionMap::defaults(*next);
     for (const std::string& spec : o.actions) next_actions.set(*next, spec);
     bool same = next_actions == actions && next->default_verb() == default_verb;
     for (uint32_t v = 0; same && v < next->verb_count(); ++v) {
@@ -516,7 +516,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   rmq::GateStats stats;
   int code = kExitUsage;
   // librabbitmq decodes nested header tables recursively: a large stack bounds that (see
-  // gate/rabbitmq/amqp_client.h).
+  // redrive/rabbitmq/amqp_client.h).
   if (!rmq::run_with_stack(size_t{64} << 20, [&] {
         code = rmq::run_gate(shared, make_parser, redrive, g, hooks, &stats);
       })) {

@@ -1,5 +1,5 @@
-// The live gate on RabbitMQ: consume a dead-letter queue, decide each letter (gate/redrive.h), act
-// with publisher confirms, then ack; lose nothing, replay nothing twice (docs/gate.md).
+// The live gate on RabbitMQ: consume a dead-letter queue, decide each letter (redrive/redrive.h),
+// act with publisher confirms, then ack; lose nothing, replay nothing twice (docs/gate.md).
 //
 // Per delivery, in this order (each step durable before the next):
 //   record (envelope_record.h) -> decide -> filters -> ledger claim (create verbs) ->
@@ -28,13 +28,13 @@
 #include <string>
 #include <vector>
 
-#include "gate/rabbitmq/amqp_client.h"
-#include "gate/rabbitmq/envelope_record.h"
-#include "gate/redrive.h"
 #include "inputs/records.h"
+#include "redrive/rabbitmq/amqp_client.h"
+#include "redrive/rabbitmq/envelope_record.h"
+#include "redrive/redrive.h"
 #include "runtime/reload.h"
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 
 struct GateOptions {
   AmqpUrl url;
@@ -119,4 +119,4 @@ using ParserFactory = std::function<std::unique_ptr<inputs::RecordParser>(const 
 int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& redrive,
              const GateOptions& options, const GateHooks& hooks, GateStats* stats);
 
-}  // namespace replaygate::gate::rabbitmq
+}  // namespace replaygate::redrive::rabbitmq

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "gate/rabbitmq/amqp_client.h"
+#include "redrive/rabbitmq/amqp_client.h"
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 
 struct QueueInfo {
   std::string type;                       // "classic", "quorum", "stream"
@@ -33,4 +33,4 @@ struct QueueInfo {
 std::optional<QueueInfo> queue_info(const std::string& base, const AmqpUrl& amqp,
                                     const std::string& queue, std::string* error);
 
-}  // namespace replaygate::gate::rabbitmq
+}  // namespace replaygate::redrive::rabbitmq

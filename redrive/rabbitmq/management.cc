@@ -1,5 +1,5 @@
 // A queue's type and delivery limit from the management HTTP API (management.h).
-#include "gate/rabbitmq/management.h"
+#include "redrive/rabbitmq/management.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 
 #include "inputs/decoding.h"
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 namespace {
 
 constexpr size_t kMaxResponse = size_t{4} << 20;
@@ -146,4 +146,4 @@ std::optional<QueueInfo> queue_info(const std::string& base, const AmqpUrl& amqp
   return info;
 }
 
-}  // namespace replaygate::gate::rabbitmq
+}  // namespace replaygate::redrive::rabbitmq

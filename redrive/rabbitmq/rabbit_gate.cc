@@ -1,6 +1,6 @@
 // The live RabbitMQ gate's loop: consume, decide, claim, publish with confirms, ack
 // (rabbit_gate.h).
-#include "gate/rabbitmq/rabbit_gate.h"
+#include "redrive/rabbitmq/rabbit_gate.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 
 #include "common/plural.h"
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -389,13 +389,13 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       crash_point(o, "decided");
       return true;
     };
-    Plan plan = redrive.plan(table, *parser, letter, accept);
+    LetterStep plan = redrive.step(table, *parser, letter, accept);
     LetterReport report;
     report.ordinal = stats->received;
     report.message_id = letter.message_id;
     report.key = plan.key;
     report.dry_run = !o.apply && !last_attempt;
-    if (plan.step == Plan::Step::kSkip) {
+    if (plan.kind == LetterStep::Kind::kSkip) {
       ++stats->skipped;
       ++kept_unacked;
       if (o.delivery_limit && o.message_id) {
@@ -414,7 +414,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     // A letter held for its last attempt during a --message-id search may be another one.
     const bool wanted = o.message_id && letter.message_id == o.message_id;
     if (wanted) found_message = true;
-    if (plan.step == Plan::Step::kStop) {
+    if (plan.kind == LetterStep::Kind::kStop) {
       stop(plan.error, 2);
       break;  // the letter stays unacked and returns to the queue
     }
@@ -427,7 +427,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     // Where it goes.
     std::string exchange, routing_key;
     std::vector<HeaderValue> headers;
-    if (plan.step == Plan::Step::kAckOnly) {
+    if (plan.kind == LetterStep::Kind::kAckOnly) {
       report.action = "ack";
     } else if (plan.action == Action::kRepublish) {
       report.action = "republish";
@@ -443,8 +443,8 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       headers.push_back({"x-replaygate-from", false, 0, o.queue});
     }
     if (report.action != "ack") report.target = target_text(exchange, routing_key);
-    if (plan.step == Plan::Step::kAct && plan.action != Action::kRepublish && exchange.empty() &&
-        routing_key == record.died_in) {
+    if (plan.kind == LetterStep::Kind::kAct && plan.action != Action::kRepublish &&
+        exchange.empty() && routing_key == record.died_in) {
       // A park or hold queue that is the queue the letter died in hands a `never` letter back to
       // the consumer that failed it: a replay the policy refused. That letter alone stays where
       // it is, unacked like a skipped one (no claim was made for a park or hold), and the run
@@ -487,7 +487,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
       break;  // unacked: it returns; a claim made stays `claimed` (held as outcome unknown)
     }
     bool confirmed = false;
-    if (plan.step == Plan::Step::kAckOnly) {
+    if (plan.kind == LetterStep::Kind::kAckOnly) {
       report.outcome = "acked without publishing: " + plan.reason;
       confirmed = true;
     } else {
@@ -594,7 +594,7 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
     crash_point(o, "acked");
     ++stats->handled;
     ++stats->per_verb[plan.verb];
-    if (plan.step == Plan::Step::kAckOnly) {
+    if (plan.kind == LetterStep::Kind::kAckOnly) {
       ++stats->acked_only;
     } else if (plan.action == Action::kRepublish) {
       ++stats->republished;
@@ -633,4 +633,4 @@ int run_gate(SharedTable& shared, const ParserFactory& make_parser, Redrive& red
   return exit_code;
 }
 
-}  // namespace replaygate::gate::rabbitmq
+}  // namespace replaygate::redrive::rabbitmq
