@@ -1,6 +1,5 @@
 // `replaygate gate rabbitmq`: the live gate on a RabbitMQ dead-letter queue (docs/gate.md).
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,20 +8,22 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "common/plural.h"
 #include "gate/ledger_stage.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
 #include "redrive/rabbitmq/management.h"
-#include "redrive/rabbitmq/rabbit_gate.h"
+#include "redrive/rabbitmq/rabbit_port.h"
 #include "redrive/redrive.h"
+#include "redrive/reload.h"
+#include "redrive/run.h"
+#include "redrive/stats.h"
+#include "redrive/test_points.h"
 #include "runtime/reload.h"
 #include "runtime/verify/trust_state.h"
 #include "tools/cli/audit_signing.h"
@@ -69,7 +70,7 @@ int usage(const std::string& message) {
   return kExitUsage;
 }
 
-std::string letter_line(const rmq::LetterReport& r) {
+std::string letter_line(const redrive::LetterReport& r) {
   nlohmann::json j;
   j["n"] = r.ordinal;
   j["message_id"] = r.message_id ? nlohmann::json(*r.message_id) : nlohmann::json(nullptr);
@@ -85,79 +86,8 @@ std::string letter_line(const rmq::LetterReport& r) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string counts_text(const rmq::GateStats& s, const Table& table) {
-  std::string verbs;
-  for (uint32_t v = 0; v < s.per_verb.size() && v < table.verb_count(); ++v) {
-    if (s.per_verb[v] == 0) continue;
-    verbs += (verbs.empty() ? "" : ", ") + std::string(table.verb_name(v)) + " " +
-             std::to_string(s.per_verb[v]);
-  }
-  char rate[32];
-  std::snprintf(rate, sizeof rate, "%.1f", s.rate);
-  std::string text =
-      plural(s.handled, "letter") + (verbs.empty() ? "" : " (" + verbs + ")") + ": " +
-      std::to_string(s.republished) + " republished, " + std::to_string(s.parked) + " parked, " +
-      std::to_string(s.held) + " held, " + std::to_string(s.acked_only) +
-      " acked as already replayed, " + std::to_string(s.skipped) + " skipped" +
-      (s.left > 0 ? ", " + std::to_string(s.left) + " left in the queue" : "") + "; " + rate + "/s";
-  if (s.queue_depth) text += "; queue depth " + std::to_string(*s.queue_depth);
-  if (s.reconnects > 0) text += "; " + std::to_string(s.reconnects) + " reconnects";
-  return text;
-}
-
-// A Prometheus label value: backslash, double quote and line feed escaped.
-std::string label(std::string_view value) {
-  std::string out;
-  for (const char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-// Prometheus text format (version 0.0.4).
-std::string metrics_text(const rmq::GateStats& s, const Table& table, const std::string& queue) {
-  std::string q = "queue=\"" + label(queue) + "\"";
-  std::string out;
-  out += "# HELP replaygate_gate_letters_total Dead letters handled, by verb.\n";
-  out += "# TYPE replaygate_gate_letters_total counter\n";
-  for (uint32_t v = 0; v < s.per_verb.size() && v < table.verb_count(); ++v) {
-    out += "replaygate_gate_letters_total{" + q + ",verb=\"" + label(table.verb_name(v)) + "\"} " +
-           std::to_string(s.per_verb[v]) + "\n";
-  }
-  out += "# HELP replaygate_gate_actions_total What the gate did with the letters it handled.\n";
-  out += "# TYPE replaygate_gate_actions_total counter\n";
-  for (const auto& [name, value] :
-       {std::pair{"republish", s.republished}, std::pair{"park", s.parked},
-        std::pair{"hold", s.held}, std::pair{"ack_already_replayed", s.acked_only},
-        std::pair{"skip", s.skipped}, std::pair{"leave", s.left}}) {
-    out += "replaygate_gate_actions_total{" + q + ",action=\"" + name + "\"} " +
-           std::to_string(value) + "\n";
-  }
-  out += "# HELP replaygate_gate_unreadable_total Letters held because they could not be read.\n";
-  out += "# TYPE replaygate_gate_unreadable_total counter\n";
-  out += "replaygate_gate_unreadable_total{" + q + "} " + std::to_string(s.unreadable) + "\n";
-  out += "# HELP replaygate_gate_reconnects_total Broker reconnections.\n";
-  out += "# TYPE replaygate_gate_reconnects_total counter\n";
-  out += "replaygate_gate_reconnects_total{" + q + "} " + std::to_string(s.reconnects) + "\n";
-  if (s.queue_depth) {
-    out += "# HELP replaygate_gate_queue_depth Messages in the dead-letter queue.\n";
-    out += "# TYPE replaygate_gate_queue_depth gauge\n";
-    out += "replaygate_gate_queue_depth{" + q + "} " + std::to_string(*s.queue_depth) + "\n";
-  }
-  out += "# HELP replaygate_gate_table_info The decision table serving.\n";
-  out += "# TYPE replaygate_gate_table_info gauge\n";
-  out += "replaygate_gate_table_info{" + q + ",policy=\"" + label(table.policy_id()) +
-         "\",revision=\"" + std::to_string(table.revision()) + "\",checksum=\"" +
-         table.checksum_hex() + "\"} 1\n";
-  return out;
-}
-
-int run_gate_rabbitmq(GateCliOptions& o) {
+// The options that need no table, in the order their messages are given. kExitOk or the code.
+int check_options(GateCliOptions& o, AuditSigning* signing) {
   if (o.policy.empty() == o.table.empty()) {
     return usage("give exactly one of --policy POLICY or --table TABLE.rgt");
   }
@@ -203,15 +133,11 @@ int run_gate_rabbitmq(GateCliOptions& o) {
                  "reads the ledger the --apply run will use)");
   }
   if (o.watch && o.table.empty()) return usage("--watch needs --table (it watches that file)");
-  AuditSigning signing;
-  if (!read_audit_signing(o.audit_sign, "gate rabbitmq", &signing)) return kExitUsage;
-
+  if (!read_audit_signing(o.audit_sign, "gate rabbitmq", signing)) return kExitUsage;
   if (o.amqp.empty()) {
     if (const char* env = std::getenv("REPLAYGATE_AMQP_URL"); env != nullptr) o.amqp = env;
   }
-  if (o.amqp.empty()) {
-    return usage("give the broker with --amqp URL or $REPLAYGATE_AMQP_URL");
-  }
+  if (o.amqp.empty()) return usage("give the broker with --amqp URL or $REPLAYGATE_AMQP_URL");
   if (o.management.empty()) {
     if (const char* env = std::getenv("REPLAYGATE_MANAGEMENT_URL"); env != nullptr) {
       // Set but empty (`export REPLAYGATE_MANAGEMENT_URL=$UNSET`) is a mistake, not "no API":
@@ -224,29 +150,26 @@ int run_gate_rabbitmq(GateCliOptions& o) {
       o.management = env;
     }
   }
-  std::string problem;
-  const std::optional<rmq::AmqpUrl> url = rmq::parse_amqp_url(o.amqp, &problem);
-  if (!url) return usage("--amqp: " + problem);
-  int64_t since = 0;
-  if (!o.since.empty() && !parse_utc_time(o.since, &since)) {
-    return usage("--since '" + o.since + "' is not an RFC 3339 UTC time (2026-12-01T00:00:00Z)");
-  }
+  return kExitOk;
+}
 
+// The table the gate runs (bound to one policy), its action map, and the filters' inputs.
+int open_policy(GateCliOptions& o, std::unique_ptr<Table>* loaded, redrive::ActionMap* actions) {
   // The gate runs one policy: --policy-id, or its first table's id. The trust options carry the
   // binding, so a reload of another policy's table is refused before it is activated.
   const bool policy_id_given = o.policy_id_option->count() > 0;
   if (policy_id_given && o.policy_id.empty()) return usage("--policy-id is empty: name the policy");
   if (policy_id_given) o.trust.policy_id = o.policy_id;
-  std::unique_ptr<Table> loaded;
-  if (const int code = open_table(o.policy, o.table, &loaded, nullptr, &o.trust); code != kExitOk) {
+  if (const int code = open_table(o.policy, o.table, loaded, nullptr, &o.trust); code != kExitOk) {
     std::fprintf(stderr, "replaygate gate rabbitmq: no table, so the gate does not start\n");
     return code == kExitFindings ? kExitUsage : code;  // 1 is for a run with unreadable letters
   }
-  if (policy_id_given && loaded->policy_id() != o.policy_id) {
-    return usage("the table is policy " + std::string(loaded->policy_id()) +
+  const Table& table = **loaded;
+  if (policy_id_given && table.policy_id() != o.policy_id) {
+    return usage("the table is policy " + std::string(table.policy_id()) +
                  ", and --policy-id says " + o.policy_id);
   }
-  o.trust.policy_id = std::string(loaded->policy_id());
+  o.trust.policy_id = std::string(table.policy_id());
   if (!o.trust.trust_state.empty()) {
     LoadStatus bound;
     if (!verify::bind_policy(o.trust.trust_state, o.trust.policy_id, &bound)) {
@@ -255,17 +178,117 @@ int run_gate_rabbitmq(GateCliOptions& o) {
       return kExitUsage;
     }
   }
-  redrive::ActionMap actions = redrive::ActionMap::defaults(*loaded);
+  *actions = redrive::ActionMap::defaults(table);
   for (const std::string& spec : o.actions) {
-    if (const std::string why = actions.set(*loaded, spec); !why.empty()) return usage(why);
+    if (const std::string why = actions->set(table, spec); !why.empty()) return usage(why);
   }
-  if (const std::string why = actions.missing(*loaded); !why.empty()) return usage(why);
+  if (const std::string why = actions->missing(table); !why.empty()) return usage(why);
   for (const auto& [option, name] :
        {std::pair{o.topic_option, "topic"}, std::pair{o.class_option, "error_class"}}) {
-    if (option->count() > 0 && loaded->field_index(name) == Table::kNoField) {
+    if (option->count() > 0 && table.field_index(name) == Table::kNoField) {
       return usage(std::string(option->get_name()) + ": the policy has no input '" + name + "'");
     }
   }
+  return kExitOk;
+}
+
+// The port's options and the run's, from the command line. kExitOk or the usage code.
+int make_options(const GateCliOptions& o, const rmq::AmqpUrl& url, int64_t since,
+                 rmq::PortOptions* port, redrive::RunOptions* run) {
+  rmq::PortOptions& g = *port;
+  g.url = url;
+  g.settings.frame_max = o.frame_max;
+  g.settings.heartbeat = o.heartbeat;
+  g.queue = o.queue;
+  g.park_queue = o.park_queue.empty() ? o.queue + ".parked" : o.park_queue;
+  g.hold_queue = o.hold_queue.empty() ? o.queue + ".hold" : o.hold_queue;
+  if (o.exchange_option->count() > 0) g.replay_exchange = o.replay_exchange;
+  if (o.routing_option->count() > 0) g.replay_routing_key = o.replay_routing_key;
+  g.apply = run->apply = o.apply;
+  g.allow_peek = o.allow_peek;
+  if (o.message_option->count() > 0) run->message_id = o.message_id;
+  if (o.max_option->count() > 0) run->max = o.max;
+  g.max_rate = run->max_rate = o.max_rate;
+  if (o.topic_option->count() > 0) run->topic = o.topic;
+  if (o.class_option->count() > 0) run->error_class = o.error_class;
+  if (!o.since.empty()) run->since = since;
+  g.max_unacked = run->max_unacked = o.max_unacked;
+  // Skipped and dry-run letters stay unacked: the prefetch must leave room for them.
+  g.keeps = !o.apply || run->message_id || run->topic || run->error_class || run->since;
+  if (o.depth_option->count() > 0) run->max_target_depth = o.max_target_depth;
+  g.prefetch = static_cast<uint16_t>(o.prefetch);
+  g.confirm_timeout_ms = o.confirm_timeout_ms;
+  run->idle_exit_ms = o.idle_exit_ms;
+  run->follow = o.follow;
+  run->reconnect_for_s = o.reconnect_for_s;
+  g.limits.max_body = o.max_body;
+  if (g.replay_routing_key && !g.replay_exchange && *g.replay_routing_key == g.queue) {
+    return usage("--replay-routing-key " + g.queue +
+                 " is the dead-letter queue itself: replays would come straight back");
+  }
+  for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
+    if (*q == g.queue) return usage("the park and hold queues must not be the dead-letter queue");
+    if (g.replay_routing_key && *q == *g.replay_routing_key) {
+      return usage("the park and hold queues must not be where replays go (--replay-routing-key)");
+    }
+  }
+  return kExitOk;
+}
+
+// The lines the run prints: one JSON line per letter on stdout; progress, notes and the metrics
+// file on stderr and disk.
+redrive::RunHooks output_hooks(const GateCliOptions& o, SharedTable::Reader& status_reader) {
+  redrive::RunHooks hooks;
+  hooks.letter = [](const redrive::LetterReport& r) {
+    const std::string line = letter_line(r) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
+  };
+  hooks.progress = [&o, &status_reader](const redrive::RunStats& s) {
+    SharedTable::Guard pinned = status_reader.acquire();
+    if (!o.quiet && !s.finished) {
+      // A bar when the queue's depth is known: letters handled of those handled plus waiting.
+      std::string bar;
+      // Not in a dry run: the letters it saw stay unacked, which the depth does not count.
+      if (s.queue_depth && o.apply) {
+        const double done = static_cast<double>(s.handled) /
+                            static_cast<double>(std::max<uint64_t>(1, s.handled + *s.queue_depth));
+        const int filled = static_cast<int>(done * 20);
+        bar = "[" + std::string(filled, '#') + std::string(20 - filled, '.') + "] " +
+              std::to_string(static_cast<int>(done * 100)) + "% ";
+      }
+      std::fprintf(stderr, "gate: %s%s\n", bar.c_str(),
+                   redrive::counts_text(s, pinned.table()).c_str());
+    }
+    if (!o.metrics.empty()) {
+      std::string error;
+      if (!write_file_atomically(o.metrics, redrive::metrics_text(s, pinned.table(), o.queue),
+                                 &error)) {
+        std::fprintf(stderr, "replaygate gate rabbitmq: cannot write --metrics: %s\n",
+                     error.c_str());
+      }
+    }
+  };
+  hooks.note = [](const std::string& text) {
+    std::fprintf(stderr, "replaygate gate rabbitmq: %s\n", text.c_str());
+  };
+  hooks.stop_requested = [] { return g_stop.load(); };
+  return hooks;
+}
+
+int run_gate_rabbitmq(GateCliOptions& o) {
+  AuditSigning signing;
+  if (const int code = check_options(o, &signing); code != kExitOk) return code;
+  std::string problem;
+  const std::optional<rmq::AmqpUrl> url = rmq::parse_amqp_url(o.amqp, &problem);
+  if (!url) return usage("--amqp: " + problem);
+  int64_t since = 0;
+  if (!o.since.empty() && !parse_utc_time(o.since, &since)) {
+    return usage("--since '" + o.since + "' is not an RFC 3339 UTC time (2026-12-01T00:00:00Z)");
+  }
+  std::unique_ptr<Table> loaded;
+  redrive::ActionMap actions;
+  if (const int code = open_policy(o, &loaded, &actions); code != kExitOk) return code;
 
   std::string format_error;
   inputs::InputFormatOptions format_options;
@@ -281,102 +304,25 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     return code;
   }
   const inputs::Mapping* mapping = reading.mapping ? &reading.mapping->mapping : nullptr;
-  std::map<std::string, std::string, std::less<>> topic_map;  // what a replay may go to
-  if (mapping != nullptr) {
+  rmq::PortOptions port_options;
+  if (mapping != nullptr) {  // what a replay may go to
     for (const inputs::FieldMapping& field : mapping->fields) {
-      if (field.input == "topic" && field.has_map) topic_map = field.map;
+      if (field.input == "topic" && field.has_map) port_options.topic_map = field.map;
     }
   }
-  const rmq::ParserFactory make_parser = [format, mapping](const Table& table) {
+  const redrive::ParserFactory make_parser = [format, mapping](const Table& table) {
     return format->make_parser(table, mapping);
   };
-
-  rmq::GateOptions g;
-  g.url = *url;
-  g.settings.frame_max = o.frame_max;
-  g.settings.heartbeat = o.heartbeat;
-  g.queue = o.queue;
-  g.park_queue = o.park_queue.empty() ? o.queue + ".parked" : o.park_queue;
-  g.hold_queue = o.hold_queue.empty() ? o.queue + ".hold" : o.hold_queue;
-  if (o.exchange_option->count() > 0) g.replay_exchange = o.replay_exchange;
-  if (o.routing_option->count() > 0) g.replay_routing_key = o.replay_routing_key;
-  g.topic_map = std::move(topic_map);
-  g.apply = o.apply;
-  g.allow_peek = o.allow_peek;
-  if (o.message_option->count() > 0) g.message_id = o.message_id;
-  if (o.max_option->count() > 0) g.max = o.max;
-  g.max_rate = o.max_rate;
-  if (o.topic_option->count() > 0) g.topic = o.topic;
-  if (o.class_option->count() > 0) g.error_class = o.error_class;
-  if (!o.since.empty()) g.since = since;
-  g.max_unacked = o.max_unacked;
-  if (o.depth_option->count() > 0) g.max_target_depth = o.max_target_depth;
-  g.prefetch = static_cast<uint16_t>(o.prefetch);
-  g.confirm_timeout_ms = o.confirm_timeout_ms;
-  g.idle_exit_ms = o.idle_exit_ms;
-  g.follow = o.follow;
-  g.reconnect_for_s = o.reconnect_for_s;
-  g.limits.max_body = o.max_body;
-  if (const char* crash = std::getenv("REPLAYGATE_TEST_CRASH_AT")) g.crash_at = crash;
-  if (const char* pause = std::getenv("REPLAYGATE_TEST_PAUSE_AT")) {
-    const std::string_view text = pause;
-    const size_t colon = text.find(':');
-    if (colon == std::string_view::npos || colon + 1 == text.size()) {
-      return usage("REPLAYGATE_TEST_PAUSE_AT must be STEP:FILE");
-    }
-    g.pause_at = std::string(text.substr(0, colon));
-    g.pause_file = std::string(text.substr(colon + 1));
+  redrive::RunOptions run_options;
+  redrive::TestPoints test_points;
+  if (const std::string why = test_points.from_environment(); !why.empty()) return usage(why);
+  run_options.test_points = &test_points;
+  if (const int code = make_options(o, *url, since, &port_options, &run_options); code != kExitOk) {
+    return code;
   }
-  if (g.replay_routing_key && !g.replay_exchange && *g.replay_routing_key == g.queue) {
-    return usage("--replay-routing-key " + g.queue +
-                 " is the dead-letter queue itself: replays would come straight back");
-  }
-  for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
-    if (*q == g.queue) return usage("the park and hold queues must not be the dead-letter queue");
-    if (g.replay_routing_key && *q == *g.replay_routing_key) {
-      return usage("the park and hold queues must not be where replays go (--replay-routing-key)");
-    }
-  }
-
   if (!o.management.empty()) {
-    const std::optional<rmq::QueueInfo> info =
-        rmq::queue_info(o.management, *url, o.queue, &problem);
-    if (!info) {
-      std::fprintf(stderr, "replaygate gate rabbitmq: %s; nothing was consumed\n", problem.c_str());
-      return kExitUsage;
-    }
-    for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
-      std::string why;
-      const std::optional<rmq::QueueInfo> target = rmq::queue_info(o.management, *url, *q, &why);
-      if (target && !target->dropping.empty()) {
-        std::string list;
-        for (const std::string& d : target->dropping) list += (list.empty() ? "" : ", ") + d;
-        return usage(*q + " drops messages on its own (" + list +
-                     "): a letter the gate moved there and acked could vanish; give it no length "
-                     "limit or TTL, or choose another --park-queue / --hold-queue");
-      }
-    }
-    if (info->type == "stream") {
-      return usage(o.queue +
-                   " is a stream: a stream keeps its messages after an ack, so a gate "
-                   "cannot move letters out of it; dead-letter into a classic or quorum queue");
-    }
-    if (info->type == "quorum" && !o.apply && !o.allow_peek) {
-      std::fprintf(
-          stderr,
-          "replaygate gate rabbitmq: refusing a dry run on %s, a quorum queue%s: each "
-          "peek uses up one delivery attempt of every letter it sees, and a letter at its "
-          "limit is dropped or dead-lettered by the broker. Give --allow-peek to accept "
-          "that; nothing was consumed\n",
-          o.queue.c_str(),
-          info->delivery_limit
-              ? (" with a delivery limit of " + std::to_string(*info->delivery_limit)).c_str()
-              : "");
-      return kExitUsage;
-    }
-    // Known only here: the gate then never returns a letter it need not (rabbit_gate.h).
-    if (info->type == "quorum" && info->delivery_limit && *info->delivery_limit >= 0) {
-      g.delivery_limit = info->delivery_limit;
+    if (const std::string why = rmq::check_queues(o.management, &port_options); !why.empty()) {
+      return usage(why);
     }
   }
 
@@ -396,9 +342,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     return kExitUsage;
   }
 
-  const uint32_t default_verb = loaded->default_verb();
-  std::vector<Effect> effects;
-  for (uint32_t v = 0; v < loaded->verb_count(); ++v) effects.push_back(loaded->verb_effect(v));
+  const redrive::ReloadRule rule(*loaded, o.actions, actions);
   SharedTable shared(std::move(loaded));
   struct sigaction stop_action {};
   stop_action.sa_handler = on_stop_signal;
@@ -408,104 +352,21 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   reload_action.sa_handler = on_reload_signal;
   sigaction(SIGHUP, &reload_action, nullptr);
 
-  struct stat watched {};
-  if (o.watch) ::stat(o.table.c_str(), &watched);
-  auto last_watch = std::chrono::steady_clock::now();
-  const auto reload = [&] {
-    bool wanted = g_reload.exchange(false);
-    if (o.watch && std::chrono::steady_clock::now() - last_watch > std::chrono::seconds(1)) {
-      last_watch = std::chrono::steady_clock::now();
-      struct stat now {};
-      // An in-place rewrite may keep the mtime (cp -p, touch -r): its size or its ctime, which
-      // no user can set, still changes; a rename changes the inode.
-      if (::stat(o.table.c_str(), &now) == 0 &&
-          (now.st_mtim.tv_sec != watched.st_mtim.tv_sec ||
-           now.st_mtim.tv_nsec != watched.st_mtim.tv_nsec || now.st_ino != watched.st_ino ||
-           now.st_size != watched.st_size || now.st_ctim.tv_sec != watched.st_ctim.tv_sec ||
-           now.st_ctim.tv_nsec != watched.st_ctim.tv_nsec)) {
-        watched = now;
-        wanted = true;
-      }
-    }
-    if (!wanted) return;
+  SharedTable::Reader status_reader(shared);
+  redrive::RunHooks hooks = output_hooks(o, status_reader);
+  std::optional<redrive::FileWatch> watch;
+  if (o.watch) watch.emplace(o.table);
+  hooks.maybe_reload = [&] {
+    const bool changed = watch && watch->changed();
+    if (!g_reload.exchange(false) && !changed) return;
     std::unique_ptr<Table> next;
     if (open_table(o.policy, o.table, &next, nullptr, &o.trust) != kExitOk) {
       std::fprintf(stderr,
                    "replaygate gate rabbitmq: reload refused; the old table keeps serving\n");
       return;
     }
-    if (next->policy_id() != o.trust.policy_id) {  // --policy: compiled, no trust options
-      std::fprintf(stderr,
-                   "replaygate gate rabbitmq: reload refused: the new table is policy %s, and "
-                   "this gate runs policy %s; the old table keeps serving\n",
-                   std::string(next->policy_id()).c_str(), o.trust.policy_id.c_str());
-      return;
-    }
-    // What each verb does must not change under a running gate: a verb whose effect changed
-    // (replay_once made `none`) would still be republished by the map made at start.
-    redrive::ActionMap next_actions = redrive::ActionMap::defaults(*next);
-    for (const std::string& spec : o.actions) next_actions.set(*next, spec);
-    bool same = next_actions == actions && next->default_verb() == default_verb;
-    for (uint32_t v = 0; same && v < next->verb_count(); ++v) {
-      same = v < effects.size() && next->verb_effect(v) == effects[v];
-    }
-    if (!same) {
-      std::fprintf(
-          stderr,
-          "replaygate gate rabbitmq: reload refused: the new table changes a verb's effect, "
-          "the default verb or what a verb does (republish, park, hold); restart the gate "
-          "to run it. The old table keeps serving\n");
-      return;
-    }
-    const std::string checksum = next->checksum_hex();
-    const int64_t revision = next->revision();
-    LoadStatus status;
-    if (!shared.replace(std::move(next), &status)) {
-      std::fprintf(stderr,
-                   "replaygate gate rabbitmq: reload refused (%s); the old table keeps serving\n",
-                   status.message.c_str());
-      return;
-    }
-    std::fprintf(stderr, "replaygate gate rabbitmq: reloaded the table (revision %lld, %s)\n",
-                 static_cast<long long>(revision), checksum.c_str());
+    hooks.note(rule.reload(shared, std::move(next)));
   };
-
-  rmq::GateHooks hooks;
-  hooks.letter = [](const rmq::LetterReport& r) {
-    const std::string line = letter_line(r) + "\n";
-    std::fwrite(line.data(), 1, line.size(), stdout);
-    std::fflush(stdout);
-  };
-  SharedTable::Reader status_reader(shared);
-  hooks.progress = [&](const rmq::GateStats& s) {
-    SharedTable::Guard pinned = status_reader.acquire();
-    if (!o.quiet && !s.finished) {
-      // A bar when the queue's depth is known: letters handled of those handled plus waiting.
-      std::string bar;
-      // Not in a dry run: the letters it saw stay unacked, which the depth does not count.
-      if (s.queue_depth && o.apply) {
-        const double done = static_cast<double>(s.handled) /
-                            static_cast<double>(std::max<uint64_t>(1, s.handled + *s.queue_depth));
-        const int filled = static_cast<int>(done * 20);
-        bar = "[" + std::string(filled, '#') + std::string(20 - filled, '.') + "] " +
-              std::to_string(static_cast<int>(done * 100)) + "% ";
-      }
-      std::fprintf(stderr, "gate: %s%s\n", bar.c_str(), counts_text(s, pinned.table()).c_str());
-    }
-    if (!o.metrics.empty()) {
-      std::string error;
-      if (!write_file_atomically(o.metrics, metrics_text(s, pinned.table(), o.queue), &error)) {
-        std::fprintf(stderr, "replaygate gate rabbitmq: cannot write --metrics: %s\n",
-                     error.c_str());
-      }
-    }
-  };
-  hooks.note = [](const std::string& text) {
-    std::fprintf(stderr, "replaygate gate rabbitmq: %s\n", text.c_str());
-  };
-  hooks.maybe_reload = reload;
-  hooks.stop_requested = [] { return g_stop.load(); };
-
   if (!o.apply) {
     std::fprintf(stderr,
                  "replaygate gate rabbitmq: dry run: nothing is claimed, published or acked; the "
@@ -513,12 +374,14 @@ int run_gate_rabbitmq(GateCliOptions& o) {
                  "and a quorum queue counts a delivery attempt). Give --apply to act.\n",
                  o.queue.c_str());
   }
-  rmq::GateStats stats;
+  redrive::RunStats stats;
   int code = kExitUsage;
+  rmq::RabbitPort port(std::move(port_options), hooks.note, &test_points);
   // librabbitmq decodes nested header tables recursively: a large stack bounds that (see
   // redrive/rabbitmq/amqp_client.h).
   if (!rmq::run_with_stack(size_t{64} << 20, [&] {
-        code = rmq::run_gate(shared, make_parser, redrive, g, hooks, &stats);
+        code = redrive::run(shared, make_parser, redrive, port, run_options, hooks, &stats);
+        port.close();
       })) {
     std::fprintf(stderr, "replaygate gate rabbitmq: cannot start the broker thread\n");
     return kExitUsage;
@@ -530,7 +393,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   }
   SharedTable::Guard pinned = status_reader.acquire();
   std::fprintf(stderr, "replaygate gate rabbitmq: %s%s; %s\n",
-               o.apply ? "" : "dry run: ", counts_text(stats, pinned.table()).c_str(),
+               o.apply ? "" : "dry run: ", redrive::counts_text(stats, pinned.table()).c_str(),
                stats.stop_reason.c_str());
   return code;
 }
