@@ -3,11 +3,11 @@
 #   GRAPH  the link closure of each rule's target (dependency_rules.cmake writes it)
 #   JSONL  libreplaygate_jsonl.so, whose defined symbols must come from no compiler or CLI code
 #   COMPILER_ARCHIVE, CLI_ARCHIVE  libreplaygate_compiler.a and libreplaygate_cli_lib.a
-# Rules: inputs, audit and gate never link the compiler (nor tools/); the bindings never link
-# tools/ (the CLI library) nor the compiler; the runtime links nothing of ours; the broker
-# client (librabbitmq) is linked by gate/rabbitmq/ alone: gate/ stays broker-independent, and
-# gate/rabbitmq/ never links the compiler or the CLI; tools/lsp links the compiler only (no CLI,
-# no gate).
+# Rules: inputs, audit, gate and redrive never link the compiler (nor tools/); the bindings never
+# link tools/ (the CLI library) nor the compiler; the runtime links nothing of ours; the broker
+# client (librabbitmq) is linked by redrive/rabbitmq/ alone: gate/ and redrive/ stay
+# broker-independent, and redrive/rabbitmq/ never links the compiler or the CLI; tools/lsp links
+# the compiler only (no CLI, no gate).
 set -euo pipefail
 graph=$1
 jsonl=$2
@@ -26,16 +26,18 @@ forbid() {  # TARGET FORBIDDEN...
   done
 }
 grep -q '^replaygate_inputs:' "$graph" || { echo "dependency_rules: no graph in $graph" >&2; exit 2; }
-for t in replaygate_inputs replaygate_audit replaygate_gate; do
+for t in replaygate_inputs replaygate_audit replaygate_gate replaygate_redrive; do
   forbid "$t" replaygate_compiler replaygate_cli_lib
 done
 forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib PkgConfig::RABBITMQ
 forbid replaygate_redrive_rabbitmq replaygate_compiler replaygate_cli_lib
+# The dump pipeline never links the live loop.
+forbid replaygate_gate replaygate_redrive replaygate_redrive_rabbitmq
 # The language server is the compiler's client, never the CLI's or a gate's.
 forbid replaygate_lsp replaygate_cli_lib replaygate_gate replaygate_inputs replaygate_audit \
-  replaygate_ledger replaygate_redrive_rabbitmq
+  replaygate_ledger replaygate_redrive replaygate_redrive_rabbitmq
 for t in replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_gate \
-  replaygate_ledger replaygate_verify; do
+  replaygate_ledger replaygate_verify replaygate_redrive; do
   forbid "$t" PkgConfig::RABBITMQ replaygate_redrive_rabbitmq
 done
 forbid replaygate_verify replaygate_compiler replaygate_cli_lib replaygate_inputs replaygate_audit \
