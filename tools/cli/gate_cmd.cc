@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
@@ -160,10 +161,11 @@ int run_gate_rabbitmq(GateCliOptions& o) {
 
 }  // namespace
 
-Runner setup_gate(CLI::App& sub) {
+namespace {
+
+// `gate rabbitmq`: its options into a sub-app of `gate`.
+GateSubcommand add_gate_rabbitmq(CLI::App& sub) {
   auto o = std::make_shared<GateCliOptions>();
-  sub.require_subcommand(1);
-  sub.footer("Live gates on a broker's dead-letter queue (docs/gate.md).");
   CLI::App* r = sub.add_subcommand(
       "rabbitmq", "Consume a RabbitMQ dead-letter queue, decide each letter, act with confirms");
   r->footer(
@@ -260,7 +262,22 @@ Runner setup_gate(CLI::App& sub) {
   add_audit_sign_options(*r, &o->audit_sign);
   add_trust_options(*r, &o->trust, /*acting=*/true);
   r->callback([] {});
-  return [o] { return run_gate_rabbitmq(*o); };
+  return {r, [o] { return run_gate_rabbitmq(*o); }};
+}
+
+}  // namespace
+
+Runner setup_gate(CLI::App& sub) {
+  sub.require_subcommand(1);
+  sub.footer("Live gates on a broker's dead-letter queue (docs/gate.md).");
+  // One entry per broker: a broker's subcommand file adds its own here.
+  const std::vector<GateSubcommand> gates = {add_gate_rabbitmq(sub)};
+  return [gates] {
+    for (const GateSubcommand& gate : gates) {
+      if (gate.app->parsed()) return gate.run();
+    }
+    return kExitUsage;  // require_subcommand(1): not reached
+  };
 }
 
 }  // namespace replaygate::cli

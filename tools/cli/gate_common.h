@@ -39,6 +39,12 @@ struct GateFlags {
                     *topic_option = nullptr, *class_option = nullptr, *policy_id_option = nullptr;
 };
 
+// One broker's subcommand of `gate` (setup_gate, gate_cmd.cc): its sub-app and its runner.
+struct GateSubcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
 // Prints "replaygate WHO: MESSAGE" on stderr; returns kExitUsage.
 int gate_usage(const std::string& who, const std::string& message);
 
