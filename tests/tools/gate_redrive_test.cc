@@ -1,7 +1,7 @@
 // The live gate's broker-free parts: the amqp:// URL, the verb -> action map, an AMQP envelope as
-// the `rabbitmq` record (and its poison forms), the republish headers, and redrive::Redrive's next step
-// with a real SQLite ledger (claim, outcome unknown, already confirmed, another message's key,
-// no key, no target, a filter that skips before any claim).
+// the `rabbitmq` record (and its poison forms), the republish headers, and redrive::Redrive's
+// letter step with a real SQLite ledger (claim, outcome unknown, already confirmed, another
+// message's key, no key, no target, a filter that skips before any claim).
 #include <amqp.h>
 #include <gtest/gtest.h>
 
