@@ -14,7 +14,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What the loop does after a step: go on to the next letter, or end the run.
+// What the loop does after a part of its turn: take the next letter (kNext), end the run (kEnd),
+// or go on with this turn (kHandle).
 enum class Then : uint8_t { kNext, kEnd, kHandle };
 
 class Loop {
@@ -57,7 +58,7 @@ class Loop {
   Then handle(const Letter& letter);
   bool accept(const Letter& letter, const Table& table, const Input* input) const;
   Then move(const Table& table, const Letter& letter, LetterStep& step, LetterReport& r,
-            bool* settled);
+            bool* settle);
   void count(const LetterStep& step);
 
   SharedTable& shared_;
