@@ -129,7 +129,7 @@ AppendResult append(const std::string& path, nlohmann::json entry, uint64_t deci
 AppendResult append_batch(const std::string& path, std::vector<nlohmann::json> entries,
                           uint64_t decision_seq = 0, const CheckpointSigner* signer = nullptr);
 
-// An appender for a long run (the live gate, gate/redrive.h): open() verifies the log once and
+// An appender for a long run (the live gate, redrive/redrive.h): open() verifies the log once and
 // keeps it open; each append then takes the lock (flock, as append() does) for that append only and
 // costs the size of what it writes, not of the whole log (append() re-reads it every time). When
 // the file grew since this appender's last write (another appender wrote: `ledger release

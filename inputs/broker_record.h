@@ -3,8 +3,8 @@
 //   header: NAME      -> headers (Kafka headers, AMQP headers, ...), each a name and bytes or null
 //   payload: /ptr     -> payload (the message body, already decoded from its dump encoding)
 //   record: PART      -> topic, partition, offset, key, timestamp, coordinates, delivery-count
-// The live gate (gate/rabbitmq/envelope_record.h) builds the same record from an AMQP envelope, as
-// the management API's message object (no broker client in inputs/).
+// The live gate (redrive/rabbitmq/envelope_record.h) builds the same record from an AMQP
+// envelope, as the management API's message object (no broker client in inputs/).
 //
 // A BrokerRecordReader turns one dumped record (a kcat line, a management-API message object)
 // into a BrokerRecord; make_mapped_parser() wraps one into a RecordParser that applies a mapping

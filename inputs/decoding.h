@@ -22,7 +22,7 @@ bool decode_decimal(std::string_view text, int64_t* value, std::string* why);
 // whitespace and a length not a multiple of 4).
 bool decode_base64(std::string_view text, std::string* bytes, std::string* why);
 // The same encoding of `bytes` (decode_base64's inverse): what a management-API record carries
-// as a binary payload (the live gate, gate/rabbitmq/envelope_record.h).
+// as a binary payload (the live gate, redrive/rabbitmq/envelope_record.h).
 std::string encode_base64(std::string_view bytes);
 
 // Whether `bytes` is valid UTF-8; *why names the first bad byte's offset when not.

@@ -123,7 +123,7 @@ struct Claim {
   std::string rule;            // the rule that granted the create verb
   std::string message_id;      // the dead letter's message id ("" when it has none)
   std::string worker;          // run or worker id: host, pid, run id, gate name
-  // The live gate (gate/redrive.h) records which copy it publishes, so that a redelivery of the
+  // The live gate (redrive/redrive.h) records which copy it publishes, so that a redelivery of the
   // same death can later be told from a new death of that copy: the replay marker the copy
   // carries (RabbitMQ: x-replay) and the digest of the body it publishes ("sha256:HEX"). Unset
   // and "" for claims of `decide` and `review` (stored as NULL).

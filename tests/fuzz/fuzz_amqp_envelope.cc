@@ -1,5 +1,5 @@
-// libFuzzer target for what the live RabbitMQ gate receives (gate/rabbitmq/envelope_record.h,
-// gate/redrive.h): any bytes as one AMQP delivery - a flags byte (redelivered, message id,
+// libFuzzer target for what the live RabbitMQ gate receives (redrive/rabbitmq/envelope_record.h,
+// redrive/redrive.h): any bytes as one AMQP delivery - a flags byte (redelivered, message id,
 // timestamp), a routing key, a header table in AMQP wire encoding (decoded by librabbitmq's own
 // amqp_decode_table, as a delivery's properties are) and the body - become the gate's record or a
 // named problem, are decided by the shipped policy through examples/rabbitmq.mapping.yaml (a dry
@@ -13,21 +13,21 @@
 #include <string>
 #include <vector>
 
-#include "gate/rabbitmq/envelope_record.h"
-#include "gate/redrive.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
+#include "redrive/rabbitmq/envelope_record.h"
+#include "redrive/redrive.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
-namespace rmq = replaygate::gate::rabbitmq;
+namespace rmq = replaygate::redrive::rabbitmq;
 
 struct Fixture {
   replaygate::fuzz::PolicyFixture policy;
   replaygate::inputs::LoadedMapping mapping;
   std::unique_ptr<replaygate::inputs::RecordParser> parser;
-  std::unique_ptr<replaygate::gate::Redrive> redrive;
+  std::unique_ptr<replaygate::redrive::Redrive> redrive;
 
   Fixture() {
     const replaygate::Table& table = *policy.table;
@@ -38,10 +38,10 @@ struct Fixture {
       if (f.name == "rabbitmq") parser = f.make_parser(table, &mapping.mapping);
     }
     if (!parser) __builtin_trap();
-    replaygate::gate::Redrive::Options options;
-    options.actions = replaygate::gate::ActionMap::defaults(table);
+    replaygate::redrive::Redrive::Options options;
+    options.actions = replaygate::redrive::ActionMap::defaults(table);
     options.dry_run = true;
-    redrive = std::make_unique<replaygate::gate::Redrive>(std::move(options));
+    redrive = std::make_unique<replaygate::redrive::Redrive>(std::move(options));
     if (!redrive->open().empty()) __builtin_trap();
   }
 };
@@ -94,14 +94,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rmq::envelope_to_record(envelope, limits, &record);
   if (record.problem.empty() && record.record.size() < record.record_size) __builtin_trap();
 
-  replaygate::gate::DeadLetter letter;
+  replaygate::redrive::DeadLetter letter;
   letter.record = std::string_view(record.record).substr(0, record.record_size);
   letter.problem = record.problem;
   letter.message_id = record.message_id;
   letter.replay_target_known = !record.died_in.empty();
-  const replaygate::gate::Plan plan = f.redrive->plan(table, *f.parser, letter);
+  const replaygate::redrive::LetterStep plan = f.redrive->step(table, *f.parser, letter);
   if (plan.verb >= table.verb_count()) __builtin_trap();
-  if (plan.action == replaygate::gate::Action::kRepublish) {
+  if (plan.action == replaygate::redrive::Action::kRepublish) {
     // A republish only for a letter that was read and decided to a create verb, with a key and a
     // known target.
     if (!plan.readable || !record.problem.empty() || !plan.key || plan.key->empty() ||

@@ -236,7 +236,7 @@ TEST_F(LedgerSqlite, WrongSchemaVersionIsRefused) {
 
 // A ledger written by a build of schema version 1 (no copy_replay, no body_digest) keeps working:
 // it is upgraded on open, its rows read back without the copy's record (the gate then never acks
-// one of their letters without publishing: gate/redrive.h), and its schema is then exactly a new
+// one of their letters without publishing: redrive/redrive.h), and its schema is then exactly a new
 // file's.
 TEST_F(LedgerSqlite, AVersion1LedgerIsUpgradedOnOpen) {
   raw_sql(path(),

@@ -3,13 +3,13 @@
 #   GRAPH  the link closure of each rule's target (dependency_rules.cmake writes it)
 #   JSONL  libreplaygate_jsonl.so, whose defined symbols must come from no compiler or CLI code
 #   COMPILER_ARCHIVE, CLI_ARCHIVE  libreplaygate_compiler.a and libreplaygate_cli_lib.a
-# Rules: inputs, audit, pipeline and gate never link the compiler (nor tools/); pipeline never
-# links the live gate; the bindings never link
-# tools/ (the CLI library) nor the compiler; the runtime links nothing of ours; the broker
-# client (librabbitmq) is linked by gate/rabbitmq/ alone: gate/ stays broker-independent, and
-# gate/rabbitmq/ never links the compiler or the CLI; checks/ (a policy's companion files) links
-# the compiler and inputs/, never the CLI, a gate, the audit log or the ledger; tools/lsp may link
-# the compiler and checks/ (no CLI, no gate).
+# Rules: inputs, audit, pipeline and redrive never link the compiler (nor tools/); the bindings
+# never link tools/ (the CLI library) nor the compiler; the runtime links nothing of ours; the
+# broker client (librabbitmq) is linked by redrive/rabbitmq/ alone: pipeline/ and redrive/ stay
+# broker-independent, and redrive/rabbitmq/ never links the compiler or the CLI; the dump pipeline
+# never links the live loop; checks/ (a policy's companion files) links the compiler and inputs/,
+# never the CLI, a gate, the audit log or the ledger; tools/lsp may link the compiler and checks/
+# (no CLI, no gate).
 set -euo pipefail
 graph=$1
 jsonl=$2
@@ -28,27 +28,27 @@ forbid() {  # TARGET FORBIDDEN...
   done
 }
 grep -q '^replaygate_inputs:' "$graph" || { echo "dependency_rules: no graph in $graph" >&2; exit 2; }
-for t in replaygate_inputs replaygate_audit replaygate_pipeline replaygate_gate; do
+for t in replaygate_inputs replaygate_audit replaygate_pipeline replaygate_redrive; do
   forbid "$t" replaygate_compiler replaygate_cli_lib
 done
 forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib PkgConfig::RABBITMQ
-forbid replaygate_gate_rabbitmq replaygate_compiler replaygate_cli_lib
-forbid replaygate_pipeline replaygate_gate
+forbid replaygate_redrive_rabbitmq replaygate_compiler replaygate_cli_lib
+forbid replaygate_pipeline replaygate_redrive replaygate_redrive_rabbitmq
 # The language server is the compiler's and checks/' client, never the CLI's or a gate's.
-forbid replaygate_checks replaygate_cli_lib replaygate_pipeline replaygate_gate replaygate_audit \
-  replaygate_ledger replaygate_gate_rabbitmq PkgConfig::RABBITMQ
-forbid replaygate_lsp replaygate_cli_lib replaygate_pipeline replaygate_gate replaygate_audit \
-  replaygate_ledger replaygate_gate_rabbitmq
+forbid replaygate_checks replaygate_cli_lib replaygate_pipeline replaygate_redrive replaygate_audit \
+  replaygate_ledger replaygate_redrive_rabbitmq PkgConfig::RABBITMQ
+forbid replaygate_lsp replaygate_cli_lib replaygate_pipeline replaygate_redrive replaygate_audit \
+  replaygate_ledger replaygate_redrive_rabbitmq
 for t in replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_pipeline \
-  replaygate_gate replaygate_ledger replaygate_verify; do
-  forbid "$t" PkgConfig::RABBITMQ replaygate_gate_rabbitmq
+  replaygate_ledger replaygate_verify replaygate_redrive; do
+  forbid "$t" PkgConfig::RABBITMQ replaygate_redrive_rabbitmq
 done
 forbid replaygate_verify replaygate_compiler replaygate_cli_lib replaygate_inputs replaygate_audit \
-  replaygate_gate replaygate_common replaygate_ledger
+  replaygate_pipeline replaygate_redrive replaygate_common replaygate_ledger
 forbid replaygate_common replaygate_compiler replaygate_runtime replaygate_cli_lib
 forbid replaygate_ledger replaygate_compiler replaygate_cli_lib replaygate_runtime
 forbid replaygate_runtime replaygate_compiler replaygate_cli_lib replaygate_inputs \
-  replaygate_audit replaygate_gate replaygate_common
+  replaygate_audit replaygate_pipeline replaygate_redrive replaygate_common
 
 # Symbols: no function or object defined in libreplaygate_jsonl.so may be one the compiler's or
 # the CLI's own code defines (their archives; what every library shares is in common/, which

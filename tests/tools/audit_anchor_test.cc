@@ -1,6 +1,6 @@
 // A signing writer checks a log's signed state before it signs on (issue 42): the rewrite attack
 // (decisions edited, the XXH3 chain rebuilt, the checkpoints dropped) against the ledger anchor
-// (gate::Redrive, audit::append_batch), an in-place rewrite under a running audit::Appender, a
+// (redrive::Redrive, audit::append_batch), an in-place rewrite under a running audit::Appender, a
 // forged checkpoint under the writer's own key, repairs a signing writer does not sign over
 // unless accepted, and what `audit verify` says of a repaired log.
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 #include "audit/audit_log.h"
 #include "audit/checkpoint.h"
 #include "audit/entry.h"
-#include "gate/redrive.h"
 #include "ledger/ledger.h"
+#include "redrive/redrive.h"
 #include "runtime/table.h"
 #include "runtime/verify/keys.h"
 #include "support/audit_entries.h"
@@ -213,8 +213,8 @@ TEST_F(AuditAnchor, ASigningWriterDoesNotSignOverARepairNobodyAccepted) {
   EXPECT_EQ(verify_log().exit_code, 1);
 }
 
-// The gate (gate::Redrive) with a signing key and a ledger: each checkpoint it writes is recorded
-// as the log's anchor, and a later run refuses the log rewritten below it.
+// The gate (redrive::Redrive) with a signing key and a ledger: each checkpoint it writes is
+// recorded as the log's anchor, and a later run refuses the log rewritten below it.
 TEST_F(AuditAnchor, TheGateRecordsTheAnchorAndRefusesALogRewrittenBelowIt) {
   const CliResult compiled =
       run({"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", p("gate.rgt")});
@@ -222,23 +222,23 @@ TEST_F(AuditAnchor, TheGateRecordsTheAnchorAndRefusesALogRewrittenBelowIt) {
   LoadStatus status;
   std::unique_ptr<Table> table = Table::load_file(p("gate.rgt"), &status);
   ASSERT_TRUE(table) << status.message;
-  gate::Redrive::Options options;
-  options.actions = gate::ActionMap::defaults(*table);
+  redrive::Redrive::Options options;
+  options.actions = redrive::ActionMap::defaults(*table);
   options.dry_run = false;
   options.ledger_url = p("ledger.db");
   options.audit_path = log();
   options.operator_name = "ops";
   options.source = "test";
   options.signer = &signer_;
-  gate::Plan plan;
-  plan.step = gate::Plan::Step::kAct;
-  plan.action = gate::Action::kHold;
+  redrive::LetterStep plan;
+  plan.kind = redrive::LetterStep::Kind::kAct;
+  plan.action = redrive::Action::kHold;
   plan.verb = table->default_verb();
   plan.rule = "default";
-  gate::DeadLetter letter;
+  redrive::DeadLetter letter;
   letter.message_id = "m-1";
   {
-    gate::Redrive redrive(options);
+    redrive::Redrive redrive(options);
     ASSERT_EQ(redrive.open(), "");
     for (uint64_t n = 1; n <= 3; ++n) {
       ASSERT_EQ(redrive.record_decision(*table, plan, letter, n), "");
@@ -270,7 +270,7 @@ TEST_F(AuditAnchor, TheGateRecordsTheAnchorAndRefusesALogRewrittenBelowIt) {
   }
   // A second run continues it (its anchor holds).
   {
-    gate::Redrive redrive(options);
+    redrive::Redrive redrive(options);
     ASSERT_EQ(redrive.open(), "");
     ASSERT_EQ(redrive.record_decision(*table, plan, letter, 1), "");
     ASSERT_EQ(redrive.record_outcome(plan, false, "held"), "");
@@ -281,7 +281,7 @@ TEST_F(AuditAnchor, TheGateRecordsTheAnchorAndRefusesALogRewrittenBelowIt) {
   write_file(log(), join_lines({lines.begin(), lines.begin() + 7}));
   EXPECT_EQ(verify_log().exit_code, 0);
   {
-    gate::Redrive redrive(options);
+    redrive::Redrive redrive(options);
     const std::string error = redrive.open();
     EXPECT_NE(error.find("no longer holds its entry 10"), std::string::npos) << error;
   }
@@ -289,7 +289,7 @@ TEST_F(AuditAnchor, TheGateRecordsTheAnchorAndRefusesALogRewrittenBelowIt) {
   const std::string forged = rewrite(read_file(log()));
   write_file(log(), forged);
   {
-    gate::Redrive redrive(options);
+    redrive::Redrive redrive(options);
     const std::string error = redrive.open();
     EXPECT_NE(error.find("no longer holds its entry 10"), std::string::npos) << error;
   }

@@ -1,7 +1,7 @@
 // The live gate's broker-free parts: the amqp:// URL, the verb -> action map, an AMQP envelope as
-// the `rabbitmq` record (and its poison forms), the republish headers, and gate::Redrive's plan
-// with a real SQLite ledger (claim, outcome unknown, already confirmed, another message's key,
-// no key, no target, a filter that skips before any claim).
+// the `rabbitmq` record (and its poison forms), the republish headers, and redrive::Redrive's
+// letter step with a real SQLite ledger (claim, outcome unknown, already confirmed, another
+// message's key, no key, no target, a filter that skips before any claim).
 #include <amqp.h>
 #include <gtest/gtest.h>
 
@@ -12,18 +12,18 @@
 #include <string>
 #include <vector>
 
-#include "gate/rabbitmq/amqp_client.h"
-#include "gate/rabbitmq/envelope_record.h"
-#include "gate/redrive.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
+#include "redrive/rabbitmq/amqp_client.h"
+#include "redrive/rabbitmq/envelope_record.h"
+#include "redrive/redrive.h"
 #include "runtime/table.h"
 #include "support/cli_runner.h"
 
 namespace replaygate::testing {
 namespace {
 
-namespace rmq = gate::rabbitmq;
+namespace rmq = redrive::rabbitmq;
 using nlohmann::json;
 
 TEST(AmqpUrl, ParsesWhatUsersWrite) {
@@ -130,9 +130,9 @@ class GateRedrive : public CliFixture {
     envelope_.message.properties.headers.num_entries = static_cast<int>(headers_.size());
     envelope_.message.properties.headers.entries = headers_.data();
   }
-  gate::DeadLetter dead_letter(rmq::EnvelopeRecord* record, const rmq::Limits& limits = {}) {
+  redrive::DeadLetter dead_letter(rmq::EnvelopeRecord* record, const rmq::Limits& limits = {}) {
     rmq::envelope_to_record(envelope_, limits, record);
-    gate::DeadLetter d;
+    redrive::DeadLetter d;
     d.record = std::string_view(record->record).substr(0, record->record_size);
     d.problem = record->problem;
     d.message_id = record->message_id;
@@ -152,9 +152,9 @@ class GateRedrive : public CliFixture {
     v.value.i64 = n;
     return v;
   }
-  gate::Redrive::Options apply_options() const {
-    gate::Redrive::Options options;
-    options.actions = gate::ActionMap::defaults(*table_);
+  redrive::Redrive::Options apply_options() const {
+    redrive::Redrive::Options options;
+    options.actions = redrive::ActionMap::defaults(*table_);
     options.dry_run = false;
     options.ledger_url = p("ledger.db");
     options.audit_path = p("audit.log");
@@ -235,12 +235,12 @@ TEST_F(GateRedrive, PoisonEnvelopesAreProblemsNotRecords) {
   EXPECT_NE(record.problem.find("--max-body"), std::string::npos) << record.problem;
 
   // A poison letter is held with the problem as its reason: never a replay.
-  gate::Redrive::Options dry;
-  dry.actions = gate::ActionMap::defaults(*table_);
-  gate::Redrive redrive(dry);
+  redrive::Redrive::Options dry;
+  dry.actions = redrive::ActionMap::defaults(*table_);
+  redrive::Redrive redrive(dry);
   ASSERT_EQ(redrive.open(), "");
-  const gate::Plan plan = redrive.plan(*table_, *parser_, dead_letter(&record, small));
-  EXPECT_EQ(plan.action, gate::Action::kHold);
+  const redrive::LetterStep plan = redrive.step(*table_, *parser_, dead_letter(&record, small));
+  EXPECT_EQ(plan.action, redrive::Action::kHold);
   EXPECT_EQ(plan.rule, "invalid");
   EXPECT_NE(plan.reason.find("--max-body"), std::string::npos);
 }
@@ -271,12 +271,12 @@ TEST_F(GateRedrive, DuplicateHeaderNamesAtAnyDepthAreProblems) {
   refresh_headers();
   rmq::envelope_to_record(envelope_, {}, &record);
   EXPECT_EQ(record.problem, "header '/x-replay' is in its table twice");
-  gate::Redrive::Options dry;
-  dry.actions = gate::ActionMap::defaults(*table_);
-  gate::Redrive redrive(dry);
+  redrive::Redrive::Options dry;
+  dry.actions = redrive::ActionMap::defaults(*table_);
+  redrive::Redrive redrive(dry);
   ASSERT_EQ(redrive.open(), "");
-  const gate::Plan plan = redrive.plan(*table_, *parser_, dead_letter(&record));
-  EXPECT_EQ(plan.action, gate::Action::kHold);
+  const redrive::LetterStep plan = redrive.step(*table_, *parser_, dead_letter(&record));
+  EXPECT_EQ(plan.action, redrive::Action::kHold);
   EXPECT_EQ(plan.rule, "invalid");
 }
 
@@ -341,13 +341,13 @@ TEST_F(GateRedrive, TheBodyDigestIsSha256OfTheBody) {
 }
 
 TEST_F(GateRedrive, ActionsByVerbAndOverrides) {
-  gate::ActionMap map = gate::ActionMap::defaults(*table_);
-  EXPECT_EQ(map.of(table_->verb_index("replay_once")), gate::Action::kRepublish);
-  EXPECT_EQ(map.of(table_->verb_index("never")), gate::Action::kPark);
-  EXPECT_EQ(map.of(table_->verb_index("hold")), gate::Action::kHold);
+  redrive::ActionMap map = redrive::ActionMap::defaults(*table_);
+  EXPECT_EQ(map.of(table_->verb_index("replay_once")), redrive::Action::kRepublish);
+  EXPECT_EQ(map.of(table_->verb_index("never")), redrive::Action::kPark);
+  EXPECT_EQ(map.of(table_->verb_index("hold")), redrive::Action::kHold);
   EXPECT_EQ(map.missing(*table_), "");
   EXPECT_EQ(map.set(*table_, "never=hold"), "");
-  EXPECT_EQ(map.of(table_->verb_index("never")), gate::Action::kHold);
+  EXPECT_EQ(map.of(table_->verb_index("never")), redrive::Action::kHold);
   EXPECT_NE(map.set(*table_, "never=republish").find("only a create verb"), std::string::npos);
   EXPECT_NE(map.set(*table_, "nevr=hold").find("did you mean 'never'"), std::string::npos);
   EXPECT_NE(map.set(*table_, "never=drop").find("unknown action"), std::string::npos);
@@ -355,20 +355,20 @@ TEST_F(GateRedrive, ActionsByVerbAndOverrides) {
 }
 
 TEST_F(GateRedrive, TheLedgerSaysWhetherAReplayHappened) {
-  gate::Redrive redrive(apply_options());
+  redrive::Redrive redrive(apply_options());
   ASSERT_EQ(redrive.open(), "");
   rmq::EnvelopeRecord record;
   letter(kTimeout, kBody, "m-1");
-  gate::DeadLetter d = dead_letter(&record);
+  redrive::DeadLetter d = dead_letter(&record);
 
   // A filter that passes the letter over claims nothing.
-  gate::Plan plan = redrive.plan(*table_, *parser_, d, [](const Input*) { return false; });
-  EXPECT_EQ(plan.step, gate::Plan::Step::kSkip);
+  redrive::LetterStep plan = redrive.step(*table_, *parser_, d, [](const Input*) { return false; });
+  EXPECT_EQ(plan.kind, redrive::LetterStep::Kind::kSkip);
   EXPECT_TRUE(redrive.ledger()->lookup({"cap_a101"})->at(0) == std::nullopt);
 
-  plan = redrive.plan(*table_, *parser_, d);
-  ASSERT_EQ(plan.step, gate::Plan::Step::kAct);
-  EXPECT_EQ(plan.action, gate::Action::kRepublish);
+  plan = redrive.step(*table_, *parser_, d);
+  ASSERT_EQ(plan.kind, redrive::LetterStep::Kind::kAct);
+  EXPECT_EQ(plan.action, redrive::Action::kRepublish);
   EXPECT_EQ(plan.generation, 1);
   EXPECT_EQ(plan.copy_replay, 1);
   // The claim records the copy: the x-replay it is published with and the body's digest.
@@ -379,43 +379,43 @@ TEST_F(GateRedrive, TheLedgerSaysWhetherAReplayHappened) {
   EXPECT_EQ(claimed->body_digest.size(), 7u + 64u);
   ASSERT_EQ(redrive.record_decision(*table_, plan, d, 1), "");
   // Redelivered before its confirm was recorded: the outcome is unknown, so it is held.
-  gate::Plan again = redrive.plan(*table_, *parser_, d);
-  EXPECT_EQ(again.action, gate::Action::kHold);
+  redrive::LetterStep again = redrive.step(*table_, *parser_, d);
+  EXPECT_EQ(again.action, redrive::Action::kHold);
   EXPECT_EQ(again.rule, "ledger:outcome_unknown");
   EXPECT_EQ(again.verb, table_->default_verb());
   // Once confirmed, a redelivery (the broker's flag, the same body, x-replay below the copy's) is
   // acked without a second publish.
   ASSERT_EQ(redrive.record_outcome(plan, true, "published, confirmed"), "");
   EXPECT_EQ(redrive.ledger()->lookup({"cap_a101"})->at(0)->state, ledger::State::kConfirmed);
-  again = redrive.plan(*table_, *parser_, d);
+  again = redrive.step(*table_, *parser_, d);
   EXPECT_EQ(again.rule, "gate:ambiguous_redelivery") << "not redelivered: a new delivery";
-  EXPECT_EQ(again.action, gate::Action::kHold);
+  EXPECT_EQ(again.action, redrive::Action::kHold);
   EXPECT_NE(again.reason.find("did not mark it redelivered"), std::string::npos) << again.reason;
   envelope_.redelivered = 1;
   d = dead_letter(&record);
-  again = redrive.plan(*table_, *parser_, d);
-  EXPECT_EQ(again.step, gate::Plan::Step::kAckOnly) << again.rule << ": " << again.reason;
+  again = redrive.step(*table_, *parser_, d);
+  EXPECT_EQ(again.kind, redrive::LetterStep::Kind::kAckOnly) << again.rule << ": " << again.reason;
   // Another message with the same key is held: the key was replayed.
   letter(kTimeout, kBody, "m-2");
   d = dead_letter(&record);
-  again = redrive.plan(*table_, *parser_, d);
+  again = redrive.step(*table_, *parser_, d);
   EXPECT_EQ(again.rule, "ledger:already_replayed");
   EXPECT_NE(again.reason.find("message m-1"), std::string::npos) << again.reason;
   // A target the broker client refuses is held before any claim.
   letter(kTimeout, "{\"idempotency_key\":\"cap_elsewhere\",\"committed\":false}", "m-4");
   d = dead_letter(&record);
   d.refuse_target = [](const Table&, const Input&) {
-    return gate::DeadLetter::Refusal{"gate:target_mismatch", "not the decided queue"};
+    return redrive::DeadLetter::Refusal{"gate:target_mismatch", "not the decided queue"};
   };
-  again = redrive.plan(*table_, *parser_, d);
+  again = redrive.step(*table_, *parser_, d);
   EXPECT_EQ(again.rule, "gate:target_mismatch");
-  EXPECT_EQ(again.action, gate::Action::kHold);
+  EXPECT_EQ(again.action, redrive::Action::kHold);
   EXPECT_TRUE(redrive.ledger()->lookup({"cap_elsewhere"})->at(0) == std::nullopt);
   // No x-death queue: no target, held before any claim.
   letter(kTimeout, "{\"idempotency_key\":\"cap_new\",\"committed\":false}", "m-3");
   d = dead_letter(&record);
   d.replay_target_known = false;
-  again = redrive.plan(*table_, *parser_, d);
+  again = redrive.step(*table_, *parser_, d);
   EXPECT_EQ(again.rule, "gate:no_target");
   EXPECT_TRUE(redrive.ledger()->lookup({"cap_new"})->at(0) == std::nullopt);
   // The audit log verifies and holds the decision and its result.
@@ -446,13 +446,13 @@ TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
   }
   ASSERT_TRUE(parser);
   parser_ = std::move(parser);
-  gate::Redrive redrive(apply_options());
+  redrive::Redrive redrive(apply_options());
   ASSERT_EQ(redrive.open(), "");
   rmq::EnvelopeRecord record;
   letter(kTimeout, kBody, "m-0");
-  gate::DeadLetter d = dead_letter(&record);
-  const gate::Plan plan = redrive.plan(*table_, *parser_, d);
-  ASSERT_EQ(plan.action, gate::Action::kRepublish);
+  redrive::DeadLetter d = dead_letter(&record);
+  const redrive::LetterStep plan = redrive.step(*table_, *parser_, d);
+  ASSERT_EQ(plan.action, redrive::Action::kRepublish);
   ASSERT_EQ(redrive.record_decision(*table_, plan, d, 1), "");
   ASSERT_EQ(redrive.record_outcome(plan, true, "published, confirmed"), "");
   const auto judged = [&](const std::function<void()>& change) {
@@ -460,17 +460,17 @@ TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
     envelope_.redelivered = 1;
     change();
     d = dead_letter(&record);
-    return redrive.plan(*table_, *parser_, d);
+    return redrive.step(*table_, *parser_, d);
   };
   // The same death, redelivered after a crash: acked only.
-  gate::Plan again = judged([] {});
-  EXPECT_EQ(again.step, gate::Plan::Step::kAckOnly) << again.rule << ": " << again.reason;
+  redrive::LetterStep again = judged([] {});
+  EXPECT_EQ(again.kind, redrive::LetterStep::Kind::kAckOnly) << again.rule << ": " << again.reason;
   // The copy (x-replay 1, as published) died again: a new letter whose key is used up. Even
   // redelivered (a dry run saw it first), and with a mapping that does not read x-replay.
   for (int64_t marker : {1, 2}) {
     again = judged([&] { add_header("x-replay", long_value(marker)); });
-    EXPECT_EQ(again.step, gate::Plan::Step::kAct);
-    EXPECT_EQ(again.action, gate::Action::kHold);
+    EXPECT_EQ(again.kind, redrive::LetterStep::Kind::kAct);
+    EXPECT_EQ(again.action, redrive::Action::kHold);
     EXPECT_EQ(again.rule, "ledger:already_replayed") << marker;
     EXPECT_NE(again.reason.find("the replayed copy died again"), std::string::npos) << again.reason;
   }
@@ -479,7 +479,7 @@ TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
     envelope_.message.body = keep("{\"idempotency_key\":\"cap_a101\",\"committed\":false,\"x\":1}");
   });
   EXPECT_EQ(again.rule, "gate:ambiguous_redelivery");
-  EXPECT_EQ(again.action, gate::Action::kHold);
+  EXPECT_EQ(again.action, redrive::Action::kHold);
   EXPECT_NE(again.reason.find("body differs"), std::string::npos) << again.reason;
   // An x-replay that cannot be read: the mapping may read it as anything, the gate does not.
   again = judged([&] { add_header("x-replay", text("once")); });
@@ -500,15 +500,15 @@ TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
   EXPECT_EQ(again.rule, "gate:ambiguous_redelivery");
   EXPECT_NE(again.reason.find("does not record which copy"), std::string::npos) << again.reason;
   // A dry run judges the same way (it looks the claim up).
-  gate::Redrive::Options dry = apply_options();
+  redrive::Redrive::Options dry = apply_options();
   dry.dry_run = true;
   dry.audit_path.clear();
-  gate::Redrive looking(dry);
+  redrive::Redrive looking(dry);
   ASSERT_EQ(looking.open(), "");
   letter(kTimeout, kBody, "m-0");
   add_header("x-replay", long_value(1));
   d = dead_letter(&record);
-  EXPECT_EQ(looking.plan(*table_, *parser_, d).rule, "ledger:already_replayed");
+  EXPECT_EQ(looking.step(*table_, *parser_, d).rule, "ledger:already_replayed");
 }
 
 // A key the ledger cannot hold (a NUL byte, more than 4096 bytes) is held alone as
@@ -516,22 +516,22 @@ TEST_F(GateRedrive, OnlyTheSameDeathDeliveredAgainIsAckedWithoutPublishing) {
 // that letter. The letter after it is claimed as usual (issue 35).
 TEST_F(GateRedrive, AnInvalidKeyIsHeldAloneAndTheNextLetterGoesOn) {
   for (const bool dry_run : {false, true}) {
-    gate::Redrive::Options options;
-    options.actions = gate::ActionMap::defaults(*table_);
+    redrive::Redrive::Options options;
+    options.actions = redrive::ActionMap::defaults(*table_);
     options.dry_run = dry_run;
     options.ledger_url = p(dry_run ? "dry.db" : "ledger.db");
     options.audit_path = p("audit.log");
     options.operator_name = "ops";
     options.source = "test";
-    gate::Redrive redrive(options);
+    redrive::Redrive redrive(options);
     ASSERT_EQ(redrive.open(), "");
     rmq::EnvelopeRecord record;
     for (const std::string& key : {std::string("a\\u0000b"), std::string(4097, 'k')}) {
       letter(kTimeout, "{\"idempotency_key\":\"" + key + "\",\"committed\":false}", "m-bad");
-      const gate::DeadLetter d = dead_letter(&record);
-      const gate::Plan plan = redrive.plan(*table_, *parser_, d);
-      EXPECT_EQ(plan.step, gate::Plan::Step::kAct) << plan.error;
-      EXPECT_EQ(plan.action, gate::Action::kHold);
+      const redrive::DeadLetter d = dead_letter(&record);
+      const redrive::LetterStep plan = redrive.step(*table_, *parser_, d);
+      EXPECT_EQ(plan.kind, redrive::LetterStep::Kind::kAct) << plan.error;
+      EXPECT_EQ(plan.action, redrive::Action::kHold);
       EXPECT_EQ(plan.rule, "ledger:invalid_key");
       EXPECT_EQ(plan.verb, table_->default_verb());
       EXPECT_NE(plan.reason.find(key.size() > 10 ? "is longer than 4096 bytes (4097)"
@@ -540,10 +540,10 @@ TEST_F(GateRedrive, AnInvalidKeyIsHeldAloneAndTheNextLetterGoesOn) {
           << plan.reason;
     }
     letter(kTimeout, kBody, "m-good");
-    const gate::DeadLetter d = dead_letter(&record);
-    const gate::Plan plan = redrive.plan(*table_, *parser_, d);
-    ASSERT_EQ(plan.step, gate::Plan::Step::kAct) << plan.error;
-    EXPECT_EQ(plan.action, gate::Action::kRepublish);
+    const redrive::DeadLetter d = dead_letter(&record);
+    const redrive::LetterStep plan = redrive.step(*table_, *parser_, d);
+    ASSERT_EQ(plan.kind, redrive::LetterStep::Kind::kAct) << plan.error;
+    EXPECT_EQ(plan.action, redrive::Action::kRepublish);
     EXPECT_EQ(plan.rule, "known_failures:payment.capture/timeout");
     EXPECT_EQ(plan.generation, dry_run ? 0 : 1);
   }

@@ -1,5 +1,5 @@
 // librabbitmq 0.11 connections, consuming and confirmed publishing for the gate (amqp_client.h).
-#include "gate/rabbitmq/amqp_client.h"
+#include "redrive/rabbitmq/amqp_client.h"
 
 #include <amqp_framing.h>
 #include <amqp_tcp_socket.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 namespace {
 
 std::string bytes_text(amqp_bytes_t b) {
@@ -648,4 +648,4 @@ bool run_with_stack(size_t stack_bytes, const std::function<void()>& body) {
   return true;
 }
 
-}  // namespace replaygate::gate::rabbitmq
+}  // namespace replaygate::redrive::rabbitmq

@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "gate/rabbitmq/amqp_client.h"
+#include "redrive/rabbitmq/amqp_client.h"
+#include "redrive/rabbitmq/rabbit_port.h"
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 
 struct QueueInfo {
   std::string type;                       // "classic", "quorum", "stream"
@@ -33,4 +34,10 @@ struct QueueInfo {
 std::optional<QueueInfo> queue_info(const std::string& base, const AmqpUrl& amqp,
                                     const std::string& queue, std::string* error);
 
-}  // namespace replaygate::gate::rabbitmq
+// Before a run, what the management API at `base` says about the gate's queues: "" when the run
+// may start, else why not (the whole message: nothing was consumed). Refused: a park or hold queue
+// that drops messages on its own, a stream as the dead-letter queue, a dry run on a quorum queue
+// without allow_peek. A quorum queue's delivery limit goes into options->delivery_limit.
+std::string check_queues(const std::string& base, PortOptions* options);
+
+}  // namespace replaygate::redrive::rabbitmq

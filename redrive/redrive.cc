@@ -1,5 +1,5 @@
 // One dead letter's decision, ledger claim and audit entries for a live redrive (redrive.h).
-#include "gate/redrive.h"
+#include "redrive/redrive.h"
 
 #include <cstdio>
 #include <limits>
@@ -11,7 +11,7 @@
 #include "pipeline/audit_stage.h"
 #include "pipeline/ledger_stage.h"
 
-namespace replaygate::gate {
+namespace replaygate::redrive {
 
 std::string_view action_name(Action action) {
   switch (action) {
@@ -160,14 +160,15 @@ std::string Redrive::raise_anchor(const audit::AppendResult& appended, bool alwa
   return "";
 }
 
-void Redrive::hold(const Table& table, Plan& plan, std::string rule, std::string reason) const {
-  plan.step = Plan::Step::kAct;
-  plan.action = Action::kHold;
-  plan.verb = table.default_verb();
-  plan.rule = std::move(rule);
-  plan.reason = std::move(reason);
-  plan.generation = 0;
-  plan.copy_replay = 0;
+void Redrive::hold(const Table& table, LetterStep& step, std::string rule,
+                   std::string reason) const {
+  step.kind = LetterStep::Kind::kAct;
+  step.action = Action::kHold;
+  step.verb = table.default_verb();
+  step.rule = std::move(rule);
+  step.reason = std::move(reason);
+  step.generation = 0;
+  step.copy_replay = 0;
 }
 
 Redelivery judge_redelivery(const ledger::Record& holder, const DeadLetter& letter,
@@ -206,104 +207,104 @@ Redelivery judge_redelivery(const ledger::Record& holder, const DeadLetter& lett
   return Redelivery::kSameDeath;
 }
 
-Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
-                   const std::function<bool(const Input*)>& accept) {
-  Plan plan;
+LetterStep Redrive::step(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
+                         const std::function<bool(const Input*)>& accept) {
+  LetterStep step;
   if (input_table_ != &table || !input_) {
     input_ = std::make_unique<Input>(table);
     input_table_ = &table;
   }
   const auto skipped = [&](const Input* input) {
     if (!accept || accept(input)) return false;
-    plan.step = Plan::Step::kSkip;
+    step.kind = LetterStep::Kind::kSkip;
     return true;
   };
   if (!letter.problem.empty()) {
     if (!letter.hold_rule.empty()) {  // never skipped: a skipped letter goes back
-      hold(table, plan, letter.hold_rule, letter.problem);
-      return plan;
+      hold(table, step, letter.hold_rule, letter.problem);
+      return step;
     }
-    if (skipped(nullptr)) return plan;
-    hold(table, plan, "invalid", letter.problem);
-    return plan;
+    if (skipped(nullptr)) return step;
+    hold(table, step, "invalid", letter.problem);
+    return step;
   }
   input_->clear();
   problem_.clear();
   inputs::RecordMeta meta;
   if (!parser.parse(letter.record, *input_, &meta, &problem_)) {
-    if (skipped(nullptr)) return plan;
-    hold(table, plan, "invalid", problem_);  // "invalid record: ..." or "invalid input: ..."
-    return plan;
+    if (skipped(nullptr)) return step;
+    hold(table, step, "invalid", problem_);  // "invalid record: ..." or "invalid input: ..."
+    return step;
   }
-  if (skipped(input_.get())) return plan;
-  plan.readable = true;
-  plan.input = input_.get();
-  plan.decision = table.decide(*input_);
-  plan.verb = plan.decision.verb;
-  plan.rule = std::string(table.rule_name(plan.decision));
-  plan.reason = std::string(table.reason(plan.decision));
+  if (skipped(input_.get())) return step;
+  step.readable = true;
+  step.input = input_.get();
+  step.decision = table.decide(*input_);
+  step.verb = step.decision.verb;
+  step.rule = std::string(table.rule_name(step.decision));
+  step.reason = std::string(table.reason(step.decision));
   const uint32_t key_field = table.idempotency_key_field();
   if (key_field != Table::kNoField && key_field < input_->size()) {
     const Input::Slot slot = input_->slot(key_field);
-    if (slot.state == Input::Slot::State::kString) plan.key = std::string(slot.s);
+    if (slot.state == Input::Slot::State::kString) step.key = std::string(slot.s);
   }
-  const std::optional<Action> action = options_.actions.of(plan.verb);
+  const std::optional<Action> action = options_.actions.of(step.verb);
   if (!action) {
     // ActionMap::missing() refused such a table at start, and the CLI refuses a reload that
     // changes what a verb does (gate_cmd.cc); fail closed all the same.
-    hold(table, plan, "gate:no_action",
-         "verb '" + std::string(table.verb_name(plan.verb)) + "' has no action");
-    return plan;
+    hold(table, step, "gate:no_action",
+         "verb '" + std::string(table.verb_name(step.verb)) + "' has no action");
+    return step;
   }
-  plan.step = Plan::Step::kAct;
-  plan.action = *action;
-  if (*action == Action::kRepublish && table.verb_effect(plan.verb) != Effect::kCreate) {
+  step.kind = LetterStep::Kind::kAct;
+  step.action = *action;
+  if (*action == Action::kRepublish && table.verb_effect(step.verb) != Effect::kCreate) {
     // The map was made for another table (a reload that changed a verb's effect is refused by the
     // CLI, gate_cmd.cc); fail closed all the same.
-    hold(table, plan, "gate:no_action",
-         "verb '" + std::string(table.verb_name(plan.verb)) +
+    hold(table, step, "gate:no_action",
+         "verb '" + std::string(table.verb_name(step.verb)) +
              "' is mapped to republish but its effect is not create in this table");
-    return plan;
+    return step;
   }
-  if (*action != Action::kRepublish) return plan;
+  if (*action != Action::kRepublish) return step;
   if (!letter.replay_target_known) {
-    hold(table, plan, "gate:no_target",
+    hold(table, step, "gate:no_target",
          "the letter has no x-death entry naming the queue it died in, so the gate does not know "
          "where to replay it (give --replay-routing-key to choose)");
-    return plan;
+    return step;
   }
   if (letter.refuse_target) {
     if (std::optional<DeadLetter::Refusal> refused = letter.refuse_target(table, *input_)) {
-      hold(table, plan, std::move(refused->rule), std::move(refused->reason));
-      return plan;
+      hold(table, step, std::move(refused->rule), std::move(refused->reason));
+      return step;
     }
   }
   if (letter.replays == std::numeric_limits<int64_t>::max()) {
-    hold(table, plan, "invalid",
+    hold(table, step, "invalid",
          "x-replay is " + std::to_string(*letter.replays) +
              ", the largest value: a copy could not count one more replay");
-    return plan;
+    return step;
   }
-  plan.copy_replay = letter.replays.value_or(0) + 1;
+  step.copy_replay = letter.replays.value_or(0) + 1;
 
   // A replay: the ledger's grant first (write-ahead).
-  if (!plan.key || plan.key->empty()) {
-    hold(table, plan, "ledger:no_key",
+  if (!step.key || step.key->empty()) {
+    hold(table, step, "ledger:no_key",
          "the letter has no idempotency key, so the ledger cannot make its replay happen once");
-    return plan;
+    return step;
   }
-  if (const std::string why = ledger::key_problem(*plan.key); !why.empty()) {
+  if (const std::string why = ledger::key_problem(*step.key); !why.empty()) {
     // Held alone: a claim of it would fail, stop the run, and stop every rerun at this letter.
-    hold(table, plan, "ledger:invalid_key",
+    hold(table, step, "ledger:invalid_key",
          "the idempotency key " + why + ", so the replay ledger cannot record its replay");
-    return plan;
+    return step;
   }
   if (ledger_ == nullptr) {
     if (!options_.dry_run) {
-      plan.step = Plan::Step::kStop;
-      plan.error = "no replay ledger: a replay needs --ledger";
+      step.kind = LetterStep::Kind::kStop;
+      step.error = "no replay ledger: a replay needs --ledger";
     }
-    return plan;  // a dry run without a ledger: what the policy says
+    return step;  // a dry run without a ledger: what the policy says
   }
   const std::string message_id = letter.message_id.value_or("");
   const auto judge_holder = [&](const ledger::Record& holder) {
@@ -312,82 +313,81 @@ Plan Redrive::plan(const Table& table, inputs::RecordParser& parser, const DeadL
     const Redelivery redelivery =
         same_message ? judge_redelivery(holder, letter, &why) : Redelivery::kAmbiguous;
     if (same_message && redelivery == Redelivery::kCopyDiedAgain) {
-      hold(table, plan, "ledger:already_replayed",
+      hold(table, step, "ledger:already_replayed",
            "the replayed copy died again (" + why +
                "): already replayed: " + pipeline::first_replay(holder));
     } else if (same_message && holder.state == ledger::State::kConfirmed &&
                redelivery == Redelivery::kSameDeath) {
-      plan.step = Plan::Step::kAckOnly;
-      plan.generation = holder.generation;
-      plan.reason =
+      step.kind = LetterStep::Kind::kAckOnly;
+      step.generation = holder.generation;
+      step.reason =
           "already replayed and confirmed at " + pipeline::first_replay(holder) +
           "; the copy is in the work queue (this is the same death delivered again: " + why + ")";
     } else if (same_message && holder.state == ledger::State::kConfirmed) {
-      hold(table, plan, "gate:ambiguous_redelivery",
-           "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " +
-               why +
+      hold(table, step, "gate:ambiguous_redelivery",
+           "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " + why +
                ": it is not provably that death delivered again, so it is not acked away; "
                "compare it with the copy, then move or delete it by hand");
     } else if (same_message) {
-      hold(table, plan, "ledger:outcome_unknown",
+      hold(table, step, "ledger:outcome_unknown",
            "this message's replay was claimed at " + pipeline::first_replay(holder) +
                " but its publisher confirm was never recorded: the copy may or may not be in "
                "the work queue; check it, then 'replaygate ledger release' allows another "
                "replay");
     } else {
-      hold(table, plan, "ledger:already_replayed",
+      hold(table, step, "ledger:already_replayed",
            "already replayed: " + pipeline::first_replay(holder));
     }
   };
   if (options_.dry_run) {
-    ledger::Result<std::vector<std::optional<ledger::Record>>> found = ledger_->lookup({*plan.key});
+    ledger::Result<std::vector<std::optional<ledger::Record>>> found = ledger_->lookup({*step.key});
     if (!found) {
-      plan.step = Plan::Step::kStop;
-      plan.error = "the replay ledger failed: " + found.error().message;
-      return plan;
+      step.kind = LetterStep::Kind::kStop;
+      step.error = "the replay ledger failed: " + found.error().message;
+      return step;
     }
     if (found->at(0)) judge_holder(*found->at(0));
-    return plan;
+    return step;
   }
   ledger::Claim claim;
-  claim.key = *plan.key;
+  claim.key = *step.key;
   claim.policy = std::string(table.policy_id());
   claim.revision = table.revision();
   claim.table_checksum = table.checksum_hex();
-  claim.rule = plan.rule;
+  claim.rule = step.rule;
   claim.message_id = message_id;
   claim.worker = options_.worker;
-  claim.copy_replay = plan.copy_replay;
+  claim.copy_replay = step.copy_replay;
   claim.body_digest = letter.body_digest;
   ledger::Result<std::vector<ledger::ClaimOutcome>> claimed = ledger_->claim_batch({claim});
   if (!claimed) {
-    plan.step = Plan::Step::kStop;
-    plan.error = "the replay ledger failed: " + claimed.error().message;
-    return plan;
+    step.kind = LetterStep::Kind::kStop;
+    step.error = "the replay ledger failed: " + claimed.error().message;
+    return step;
   }
   const ledger::ClaimOutcome& outcome = claimed->at(0);
   if (outcome.won) {
-    plan.generation = outcome.holder.generation;
+    step.generation = outcome.holder.generation;
   } else {
     judge_holder(outcome.holder);
   }
-  return plan;
+  return step;
 }
 
-std::string Redrive::record_decision(const Table& table, const Plan& plan, const DeadLetter& letter,
-                                     uint64_t ordinal) {
+std::string Redrive::record_decision(const Table& table, const LetterStep& step,
+                                     const DeadLetter& letter, uint64_t ordinal) {
   decision_seq_ = 0;
   if (options_.dry_run) return "";
   audit::DecisionEntry entry =
-      pipeline::decision_entry(table, plan.verb, plan.rule, table.checksum_hex());
+      pipeline::decision_entry(table, step.verb, step.rule, table.checksum_hex());
   entry.operator_name = options_.operator_name;
   entry.source = options_.source;
   entry.record = ordinal;
   if (letter.message_id) entry.message_id = *letter.message_id;
-  if (plan.key && !plan.key->empty()) entry.idempotency_key = *plan.key;  // as AuditStage
+  if (step.key && !step.key->empty()) entry.idempotency_key = *step.key;  // as AuditStage
   // Only the decision that won the claim names it: an ack of a replay already confirmed names
   // none (ledger check would see two entries for one claim).
-  entry.claim_generation = plan.step == Plan::Step::kAct ? plan.generation : 0;
+  entry.claim_generation = step.kind == LetterStep::Kind::kAct ? step.generation : 0;
   if (!appender_) return "no audit log is open";
   const audit::AppendResult appended = appender_->append(audit::to_json(entry));
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
@@ -396,13 +396,14 @@ std::string Redrive::record_decision(const Table& table, const Plan& plan, const
   return raise_anchor(appended, false);
 }
 
-std::string Redrive::record_outcome(const Plan& plan, bool confirmed, const std::string& outcome) {
+std::string Redrive::record_outcome(const LetterStep& step, bool confirmed,
+                                    const std::string& outcome) {
   if (options_.dry_run) return "";
   std::string failure;
-  if (confirmed && plan.action == Action::kRepublish && plan.step == Plan::Step::kAct &&
-      plan.generation > 0 && ledger_ != nullptr) {
+  if (confirmed && step.action == Action::kRepublish && step.kind == LetterStep::Kind::kAct &&
+      step.generation > 0 && ledger_ != nullptr) {
     ledger::Result<ledger::Record> marked =
-        ledger_->mark(*plan.key, plan.generation, ledger::State::kConfirmed);
+        ledger_->mark(*step.key, step.generation, ledger::State::kConfirmed);
     if (!marked)
       failure = "cannot mark the replay confirmed in the ledger: " + marked.error().message;
   }
@@ -423,4 +424,4 @@ std::string Redrive::record_outcome(const Plan& plan, bool confirmed, const std:
   return failure;
 }
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::redrive

@@ -1,5 +1,5 @@
 // A queue's type and delivery limit from the management HTTP API (management.h).
-#include "gate/rabbitmq/management.h"
+#include "redrive/rabbitmq/management.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 
 #include "inputs/decoding.h"
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 namespace {
 
 constexpr size_t kMaxResponse = size_t{4} << 20;
@@ -146,4 +146,41 @@ std::optional<QueueInfo> queue_info(const std::string& base, const AmqpUrl& amqp
   return info;
 }
 
-}  // namespace replaygate::gate::rabbitmq
+std::string check_queues(const std::string& base, PortOptions* options) {
+  PortOptions& g = *options;
+  std::string problem;
+  const std::optional<QueueInfo> info = queue_info(base, g.url, g.queue, &problem);
+  if (!info) return problem + "; nothing was consumed";
+  for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
+    std::string why;
+    const std::optional<QueueInfo> target = queue_info(base, g.url, *q, &why);
+    if (target && !target->dropping.empty()) {
+      std::string list;
+      for (const std::string& d : target->dropping) list += (list.empty() ? "" : ", ") + d;
+      return *q + " drops messages on its own (" + list +
+             "): a letter the gate moved there and acked could vanish; give it no length "
+             "limit or TTL, or choose another --park-queue / --hold-queue";
+    }
+  }
+  if (info->type == "stream") {
+    return g.queue +
+           " is a stream: a stream keeps its messages after an ack, so a gate "
+           "cannot move letters out of it; dead-letter into a classic or quorum queue";
+  }
+  if (info->type == "quorum" && !g.apply && !g.allow_peek) {
+    return "refusing a dry run on " + g.queue + ", a quorum queue" +
+           (info->delivery_limit
+                ? " with a delivery limit of " + std::to_string(*info->delivery_limit)
+                : "") +
+           ": each peek uses up one delivery attempt of every letter it sees, and a letter at "
+           "its limit is dropped or dead-lettered by the broker. Give --allow-peek to accept "
+           "that; nothing was consumed";
+  }
+  // Known only here: the port then never returns a letter it need not (rabbit_port.h).
+  if (info->type == "quorum" && info->delivery_limit && *info->delivery_limit >= 0) {
+    g.delivery_limit = info->delivery_limit;
+  }
+  return "";
+}
+
+}  // namespace replaygate::redrive::rabbitmq

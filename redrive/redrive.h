@@ -1,7 +1,8 @@
 // A live redrive, one dead letter at a time, broker-independent: decide, claim, record, and say
-// what a broker client must do (gate/rabbitmq/ is the one that does it on RabbitMQ).
+// what a broker client must do (redrive/rabbitmq/ is the one that does it on RabbitMQ).
 //
-//   dead letter (a record in a mapped format, e.g. rabbitmq) ─> plan() ─> Plan ─> the broker acts
+//   dead letter (a record in a mapped format, e.g. rabbitmq) ─> step() ─> LetterStep ─> the broker
+//   acts
 //       parser ─> Input ─> table.decide() ─> action by verb ─> ledger claim (create verbs)
 //   ─> record_decision() (audit decision entry, before the act) ─> the broker publishes, confirms
 //   ─> record_outcome() (ledger `confirmed`, audit result entry) ─> the broker acks the letter
@@ -51,7 +52,7 @@
 #include "ledger/ledger.h"
 #include "runtime/table.h"
 
-namespace replaygate::gate {
+namespace replaygate::redrive {
 
 enum class Action : uint8_t { kRepublish, kPark, kHold };
 // "republish", "park", "hold".
@@ -112,14 +113,14 @@ struct DeadLetter {
 };
 
 // What to do with one dead letter.
-struct Plan {
-  enum class Step : uint8_t {
+struct LetterStep {
+  enum class Kind : uint8_t {
     kAct,      // publish to the action's target, then (after its confirm) ack
     kAckOnly,  // the replay already happened and was confirmed: ack, publish nothing
     kStop,     // the ledger failed: leave the letter unacked, stop (error says why)
-    kSkip,     // a filter (plan()'s `accept`) passed it over: leave it unacked, claim nothing
+    kSkip,     // a filter (step()'s `accept`) passed it over: leave it unacked, claim nothing
   };
-  Step step = Step::kStop;
+  Kind kind = Kind::kStop;
   Action action = Action::kHold;
   bool readable = false;           // the record was read and decided
   Decision decision;               // readable only
@@ -127,10 +128,10 @@ struct Plan {
   std::string rule;                // the rule id, "default", "invalid", or "ledger:..."
   std::string reason;              // the rule's reason, or why the letter is held
   std::optional<std::string> key;  // the idempotency key, when the record has one
-  int64_t generation = 0;          // the ledger claim this plan won (republish only)
+  int64_t generation = 0;          // the ledger claim this step won (republish only)
   int64_t copy_replay = 0;         // republish: the replay marker the copy carries (as claimed)
   std::string error;               // kStop: why
-  Input* input = nullptr;          // readable only: the decided input (valid until next plan())
+  Input* input = nullptr;          // readable only: the decided input (valid until next step())
 };
 
 // What a lost claim held by this very message (same message id) says about the letter (the rules
@@ -167,17 +168,17 @@ class Redrive {
   // be read; false gives kSkip before any claim), and, for a republish, claims its key (a dry run
   // looks it up). Never throws for bad input: an unreadable letter is held. `table` must stay
   // pinned until record_outcome().
-  Plan plan(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
-            const std::function<bool(const Input*)>& accept = {});
+  LetterStep step(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
+                  const std::function<bool(const Input*)>& accept = {});
 
-  // Appends the decision entry for `plan` (before the broker acts): "" or why it failed (then the
+  // Appends the decision entry for `step` (before the broker acts): "" or why it failed (then the
   // run must stop with the letter unacked). `ordinal` is the letter's 1-based number in this run.
   // A dry run writes nothing.
-  std::string record_decision(const Table& table, const Plan& plan, const DeadLetter& letter,
+  std::string record_decision(const Table& table, const LetterStep& step, const DeadLetter& letter,
                               uint64_t ordinal);
   // After the broker acted: marks a confirmed republish `confirmed` in the ledger (right after
   // the confirm), then appends the result entry `outcome` for the decision entry. "" or why not.
-  std::string record_outcome(const Plan& plan, bool confirmed, const std::string& outcome);
+  std::string record_outcome(const LetterStep& step, bool confirmed, const std::string& outcome);
 
   // Ends the run's audit log: with a signer and a ledger, the last checkpoint (when entries came
   // after the last one) and its anchor. "" or why not. The destructor calls it too (a second call
@@ -188,7 +189,7 @@ class Redrive {
   const Options& options() const { return options_; }
 
  private:
-  void hold(const Table& table, Plan& plan, std::string rule, std::string reason) const;
+  void hold(const Table& table, LetterStep& step, std::string rule, std::string reason) const;
   // The ledger's anchor of the audit log into signer_ (a copy of options_.signer): "" or why not.
   std::string read_anchor();
   // Records the last line `appended` wrote as the log's anchor (`always`; else only when it wrote
@@ -206,4 +207,4 @@ class Redrive {
   uint64_t decision_seq_ = 0;  // the last decision entry's seq (for its result)
 };
 
-}  // namespace replaygate::gate
+}  // namespace replaygate::redrive

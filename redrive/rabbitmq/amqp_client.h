@@ -28,7 +28,7 @@
 #include <string>
 #include <string_view>
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 
 #if !defined(AMQP_VERSION_MINOR) || (AMQP_VERSION_MAJOR == 0 && AMQP_VERSION_MINOR < 10)
 #error "replaygate's RabbitMQ gate needs librabbitmq 0.10 or later (Debian 12: librabbitmq-dev)"
@@ -184,4 +184,4 @@ class Publisher {
 // see the header comment). Returns false when the thread cannot be made.
 bool run_with_stack(size_t stack_bytes, const std::function<void()>& body);
 
-}  // namespace replaygate::gate::rabbitmq
+}  // namespace replaygate::redrive::rabbitmq

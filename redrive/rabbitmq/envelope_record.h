@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 
 struct Limits {
   size_t max_body = size_t{1} << 20;  // bytes (a record holds at most inputs::kMaxRecordBytes)
@@ -40,7 +40,7 @@ struct EnvelopeRecord {
   std::string died_in;
   // The gate's own replay marker (`x-replay`: an integer, or its decimal text), 0 when absent,
   // nullopt when present but unreadable. Read from the envelope itself, whatever the mapping
-  // maps: the redelivery judgement (gate/redrive.h) and the copy's marker depend on it.
+  // maps: the redelivery judgement (redrive/redrive.h) and the copy's marker depend on it.
   std::optional<int64_t> replays = 0;
   // "sha256:" and the SHA-256 of the body in lowercase hex; "" for a body over max_body.
   std::string body_digest;
@@ -75,4 +75,4 @@ amqp_basic_properties_t republish_properties(const amqp_envelope_t& envelope,
                                              const std::vector<HeaderValue>& set_headers,
                                              std::vector<amqp_table_entry_t>* storage);
 
-}  // namespace replaygate::gate::rabbitmq
+}  // namespace replaygate::redrive::rabbitmq

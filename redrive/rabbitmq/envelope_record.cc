@@ -1,5 +1,5 @@
 // AMQP envelope -> management-API record, and republish properties (envelope_record.h).
-#include "gate/rabbitmq/envelope_record.h"
+#include "redrive/rabbitmq/envelope_record.h"
 
 #include <sodium.h>
 
@@ -14,7 +14,7 @@
 #include "inputs/decoding.h"
 #include "inputs/records.h"
 
-namespace replaygate::gate::rabbitmq {
+namespace replaygate::redrive::rabbitmq {
 namespace {
 
 std::string_view view(amqp_bytes_t b) {
@@ -365,4 +365,4 @@ amqp_basic_properties_t republish_properties(const amqp_envelope_t& envelope,
   return p;
 }
 
-}  // namespace replaygate::gate::rabbitmq
+}  // namespace replaygate::redrive::rabbitmq

@@ -1,0 +1,367 @@
+// The redrive port on RabbitMQ: consume, publish with confirms, ack (rabbit_port.h).
+#include "redrive/rabbitmq/rabbit_port.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+namespace replaygate::redrive::rabbitmq {
+
+// The two connections (../shared/SERVERS.md: deliveries interleave with confirms on one).
+struct AmqpLinks {
+  std::unique_ptr<Connection> consume, publish;
+  std::unique_ptr<Consumer> consumer;
+  std::unique_ptr<Publisher> publisher;
+  bool up() const { return consume && publish && !consume->lost() && !publish->lost(); }
+  void drop() {
+    consumer.reset();
+    publisher.reset();
+    consume.reset();
+    publish.reset();
+  }
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Links = AmqpLinks;
+
+// Connects both connections, selects confirms, makes the park and hold queues (apply only) and
+// starts consuming. "" or why not.
+std::string connect(const PortOptions& o, Links* links) {
+  links->drop();
+  std::string error;
+  Settings consume_settings = o.settings, publish_settings = o.settings;
+  consume_settings.connection_name = "replaygate gate (consume " + o.queue + ")";
+  // The rate wait services the publishing connection's socket only (a wait on the consuming one
+  // would take the next delivery). When a letter may wait longer than half the heartbeat interval,
+  // the consuming connection goes without heartbeats, so the broker does not close it mid-wait;
+  // the publishing connection's heartbeats still detect a lost broker (both are then reconnected).
+  if (o.max_rate > 0 && o.settings.heartbeat > 0 && 1.0 / o.max_rate > o.settings.heartbeat / 2.0) {
+    consume_settings.heartbeat = 0;
+  }
+  publish_settings.connection_name = "replaygate gate (publish)";
+  links->consume = Connection::open(o.url, consume_settings, &error);
+  if (!links->consume) return error;
+  links->publish = Connection::open(o.url, publish_settings, &error);
+  if (!links->publish) return error;
+  links->publisher = std::make_unique<Publisher>(*links->publish);
+  if (!links->publisher->select(&error)) return error;
+  if (!links->publish->queue_depth(o.queue, &error)) {
+    return "the dead-letter queue does not exist or cannot be read: " + error;
+  }
+  if (o.apply || o.delivery_limit) {  // a dry run may have to hold a letter's last delivery
+    for (const std::string* q : {&o.park_queue, &o.hold_queue}) {
+      if (!links->publish->ensure_queue(*q, &error)) return error;
+    }
+  }
+  if (o.apply) {
+    if (o.replay_exchange && !links->publish->exchange_exists(*o.replay_exchange, &error)) {
+      return "--replay-exchange: " + error;
+    }
+  }
+  links->consumer = std::make_unique<Consumer>(*links->consume);
+  if (o.delivery_limit) return links->consumer->start_pull(o.queue) ? "" : "cannot pull";
+  // Skipped and dry-run letters stay unacked: the prefetch must leave room for them. Without
+  // them the window stays small, so no delivery waits long in it (the broker's consumer timeout
+  // closes a channel whose delivery stays unacked for 30 minutes) and other gates get their share.
+  const uint64_t window = std::min<uint64_t>(65535, (o.keeps ? o.max_unacked : 0) + o.prefetch);
+  if (!links->consumer->start(o.queue, static_cast<uint16_t>(window), &error)) return error;
+  return "";
+}
+
+// Waits `ms` on the publishing connection's socket (heartbeats, alarms), never sleeping blind.
+// `tick` (tests): the pause point "rate_wait" between the deadline check and the time left.
+void wait_on(Links& links, int ms, const std::function<void()>& tick) {
+  if (ms <= 0 || !links.publish || links.publish->lost()) {
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return;
+  }
+  const auto end = Clock::now() + std::chrono::milliseconds(ms);
+  while (Clock::now() < end && !links.publish->lost()) {
+    if (tick) tick();
+    // A thread preempted since the check above finds the deadline passed: a negative timeval
+    // is "invalid parameter" to librabbitmq, which would drop a healthy connection.
+    const int left = std::max<int>(
+        0, static_cast<int>(
+               std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count()));
+    amqp_frame_t frame;
+    timeval tv{left / 1000, (left % 1000) * 1000};
+    const int status = amqp_simple_wait_frame_noblock(links.publish->state(), &frame, &tv);
+    if (status == AMQP_STATUS_TIMEOUT) break;
+    if (status != AMQP_STATUS_OK) {
+      links.publish->set_lost(std::string("waiting on its socket: ") + amqp_error_string2(status));
+      break;
+    }
+    links.publish->handle_async_method(frame);
+  }
+}
+
+bool has_header(const amqp_envelope_t& env, std::string_view name) {
+  const amqp_basic_properties_t& p = env.message.properties;
+  if ((p._flags & AMQP_BASIC_HEADERS_FLAG) == 0) return false;
+  for (int i = 0; i < p.headers.num_entries; ++i) {
+    const amqp_bytes_t key = p.headers.entries[i].key;
+    if (std::string_view(static_cast<const char*>(key.bytes), key.len) == name) return true;
+  }
+  return false;
+}
+
+// An integer header's value (x-delivery-count is a long on 3.10, may be narrower elsewhere).
+std::optional<int64_t> header_int(const amqp_envelope_t& env, std::string_view name) {
+  const amqp_basic_properties_t& p = env.message.properties;
+  if ((p._flags & AMQP_BASIC_HEADERS_FLAG) == 0) return std::nullopt;
+  for (int i = 0; i < p.headers.num_entries; ++i) {
+    const amqp_table_entry_t& e = p.headers.entries[i];
+    if (std::string_view(static_cast<const char*>(e.key.bytes), e.key.len) != name) continue;
+    return integer_field(e.value);
+  }
+  return std::nullopt;
+}
+
+std::string target_text(const std::string& exchange, const std::string& routing_key) {
+  if (exchange.empty()) return "queue '" + routing_key + "' (default exchange)";
+  return "exchange '" + exchange + "' routing key '" + routing_key + "'";
+}
+
+// Why a replay of a letter decided on `input` may not go to `routing_key` through `exchange`, or
+// nullopt (docs/gate.md, "A replay is held instead when"). A message published straight into the
+// dead-letter queue chooses its own x-death: it must not steer a replay into the queue the gate
+// drains, its park or hold queue, or a work queue other than the one its decision was made for.
+std::optional<DeadLetter::Refusal> refuse_target(const PortOptions& o, const std::string& exchange,
+                                                 const std::string& routing_key, const Table& table,
+                                                 const Input& input) {
+  if (exchange.empty()) {
+    for (const auto& [queue, what] :
+         {std::pair{&o.queue, "the dead-letter queue this gate drains (--queue)"},
+          std::pair{&o.park_queue, "the park queue"}, std::pair{&o.hold_queue, "the hold queue"}}) {
+      if (routing_key != *queue) continue;
+      return DeadLetter::Refusal{
+          "gate:target_is_gate_queue",
+          "the replay would go to '" + routing_key + "', " + what +
+              ": a replay goes back to the work queue the letter died in, never to a queue "
+              "this gate drains or fills"};
+    }
+  }
+  if (o.replay_routing_key) return std::nullopt;  // the operator chose it, for every letter
+  const uint32_t field = table.field_index("topic");
+  if (field == Table::kNoField) return std::nullopt;  // the policy decides for no queue
+  const Input::Slot slot = input.slot(field);
+  const std::string where =
+      "the letter's most recent x-death names '" + routing_key + "' as the queue it died in";
+  if (slot.state != Input::Slot::State::kString) {
+    return DeadLetter::Refusal{"gate:target_mismatch",
+                               where + ", but its decision was made without a topic"};
+  }
+  if (slot.s == routing_key) return std::nullopt;
+  if (const auto it = o.topic_map.find(routing_key);
+      it != o.topic_map.end() && it->second == slot.s) {
+    return std::nullopt;
+  }
+  return DeadLetter::Refusal{
+      "gate:target_mismatch",
+      where + ", but its decision was made for topic '" + std::string(slot.s) +
+          "': a replay goes only to the queue its decision was made for (or one the mapping "
+          "maps to that topic)"};
+}
+
+}  // namespace
+
+RabbitPort::RabbitPort(PortOptions options, std::function<void(const std::string&)> note,
+                       const TestPoints* test_points)
+    : o_(std::move(options)),
+      note_(std::move(note)),
+      test_points_(test_points),
+      links_(std::make_unique<AmqpLinks>()) {}
+
+RabbitPort::~RabbitPort() = default;
+
+std::string RabbitPort::open() { return connect(o_, links_.get()); }
+
+bool RabbitPort::up() const { return links_->up(); }
+
+std::string RabbitPort::lost_reason(bool where) const {
+  const AmqpLinks& links = *links_;
+  if (!where) {
+    return links.consume && links.consume->lost() ? links.consume->lost_reason()
+                                                  : links.publish->lost_reason();
+  }
+  return links.consume && links.consume->lost()
+             ? "consuming connection: " + links.consume->lost_reason()
+         : links.publish ? "publishing connection: " + links.publish->lost_reason()
+                         : "connection lost";
+}
+
+void RabbitPort::close() { links_->drop(); }
+
+Port::Next RabbitPort::next(size_t /*n: one at a time for now*/, int timeout_ms,
+                            std::vector<Letter>* out, std::string* error) {
+  out->clear();
+  switch (links_->consumer->next(&hand_.delivery, timeout_ms, error)) {
+    case Consumer::Next::kTimeout:
+      return Next::kTimeout;
+    case Consumer::Next::kCancelled:
+      return Next::kCancelled;
+    case Consumer::Next::kLost:
+      return Next::kLost;
+    case Consumer::Next::kDelivery:
+      break;
+  }
+  const amqp_envelope_t& env = hand_.delivery.envelope();
+  Letter& letter = out->emplace_back();
+  letter.handle = env.delivery_tag;
+  if (!o_.apply && !o_.allow_peek && has_header(env, "x-delivery-count")) {
+    letter.refuse_peek =
+        "refusing to peek further: " + o_.queue +
+        " is a quorum queue (its deliveries carry x-delivery-count), where a dry run uses "
+        "up a delivery attempt of every letter it sees and can drop one at its delivery "
+        "limit; give --allow-peek to accept that (--management URL shows the limit)";
+    return Next::kLetters;
+  }
+  EnvelopeRecord& record = hand_.record;
+  envelope_to_record(env, o_.limits, &record);
+  DeadLetter& dead = letter.dead;
+  dead.record = std::string_view(record.record).substr(0, record.record_size);
+  dead.problem = record.problem;
+  dead.message_id = record.message_id;
+  dead.replay_target_known = o_.replay_routing_key.has_value() || !record.died_in.empty();
+  dead.redelivered = env.redelivered != 0;
+  dead.replays = record.replays;
+  dead.body_digest = record.body_digest;
+  hand_.replay_key = o_.replay_routing_key.value_or(record.died_in);
+  dead.refuse_target = [this](const Table& decided_on, const Input& input) {
+    return refuse_target(o_, o_.replay_exchange.value_or(""), hand_.replay_key, decided_on, input);
+  };
+  const amqp_basic_properties_t& p = env.message.properties;
+  if ((p._flags & AMQP_BASIC_TIMESTAMP_FLAG) != 0) {
+    letter.timestamp = static_cast<int64_t>(p.timestamp);
+  }
+  // Its last delivery: the broker drops (or dead-letters) a letter returned with its
+  // x-delivery-count at the limit, so it is held now, whatever the filters or the mode. An
+  // unreadable count counts as the limit (fail closed).
+  if (o_.delivery_limit && has_header(env, "x-delivery-count")) {
+    const int64_t count = header_int(env, "x-delivery-count").value_or(*o_.delivery_limit);
+    letter.must_move = count >= *o_.delivery_limit;
+    if (letter.must_move && dead.problem.empty()) {
+      dead.hold_rule = "gate:last_delivery_attempt";
+      dead.problem = "its last delivery attempt (x-delivery-count " + std::to_string(count) +
+                     ", delivery limit " + std::to_string(*o_.delivery_limit) +
+                     "): returned, the broker would drop it";
+    }
+  }
+  return Next::kLetters;
+}
+
+void RabbitPort::wait(int ms, const std::function<void()>& tick) { wait_on(*links_, ms, tick); }
+
+std::string RabbitPort::target(const Letter& /*letter: the one in hand*/, Action action) const {
+  if (action == Action::kRepublish) {
+    return target_text(o_.replay_exchange.value_or(""), hand_.replay_key);
+  }
+  return target_text("", action == Action::kPark ? o_.park_queue : o_.hold_queue);
+}
+
+std::optional<std::string> RabbitPort::refuse_move(const Letter& /*letter*/, Action action) const {
+  if (action == Action::kRepublish) return std::nullopt;
+  const std::string& queue = action == Action::kPark ? o_.park_queue : o_.hold_queue;
+  if (queue != hand_.record.died_in) return std::nullopt;
+  return "left in " + o_.queue + ", unacked: its " + std::string(action_name(action)) + " queue '" +
+         queue + "' is the queue it died in (its consumer would run it again); choose another " +
+         (action == Action::kPark ? "--park-queue" : "--hold-queue");
+}
+
+MoveAnswer RabbitPort::move(const Move& m) {
+  const amqp_envelope_t& env = hand_.delivery.envelope();
+  std::string exchange, routing_key;
+  std::vector<HeaderValue> headers;
+  if (m.action == Action::kRepublish) {
+    exchange = o_.replay_exchange.value_or("");
+    routing_key = hand_.replay_key;
+    headers.push_back({"x-replay", true, m.copy_replay, ""});  // the value claimed
+  } else {
+    routing_key = m.action == Action::kPark ? o_.park_queue : o_.hold_queue;
+    headers.push_back({"x-replaygate-verb", false, 0, m.verb});
+    headers.push_back({"x-replaygate-rule", false, 0, m.rule});
+    headers.push_back({"x-replaygate-reason", false, 0, m.reason.substr(0, 4096)});
+    headers.push_back({"x-replaygate-from", false, 0, o_.queue});
+  }
+  const amqp_basic_properties_t properties = republish_properties(env, headers, &header_storage_);
+  const PublishOutcome published = links_->publisher->publish(
+      exchange, routing_key, properties, env.message.body, o_.confirm_timeout_ms,
+      [&](const std::string& reason) {
+        if (note_) {
+          note_("publishing is blocked by the broker (" + reason +
+                "): waiting for the alarm to clear");
+        }
+      },
+      [&] {
+        if (test_points_ != nullptr) test_points_->at("published");
+      });
+  MoveAnswer answer;
+  answer.result = std::string(publish_result_name(published.result));
+  answer.detail = published.detail;
+  switch (published.result) {
+    case PublishResult::kConfirmed:
+      answer.outcome = MoveAnswer::Outcome::kDone;
+      answer.detail = "publisher confirm";
+      break;
+    case PublishResult::kReturned:
+      answer.outcome = MoveAnswer::Outcome::kNotDone;
+      answer.unroutable = true;
+      break;
+    case PublishResult::kNacked:
+    case PublishResult::kChannelClosed:
+      answer.outcome = MoveAnswer::Outcome::kNotDone;
+      break;
+    case PublishResult::kTimeout:
+      answer.outcome = MoveAnswer::Outcome::kUnknown;
+      break;
+    case PublishResult::kLost:
+      answer.outcome = MoveAnswer::Outcome::kUnknown;
+      answer.lost = true;
+      break;
+  }
+  return answer;
+}
+
+std::vector<MoveAnswer> RabbitPort::act(const std::vector<Move>& block) {
+  std::vector<MoveAnswer> answers;
+  for (const Move& m : block) answers.push_back(move(m));
+  return answers;
+}
+
+std::vector<std::string> RabbitPort::settle(const std::vector<const Letter*>& block) {
+  std::vector<std::string> errors;
+  for (const Letter* letter : block) {
+    std::string& error = errors.emplace_back();
+    links_->consumer->ack(letter->handle, &error);
+  }
+  return errors;
+}
+
+void RabbitPort::give_back(const Letter& letter) {
+  std::string error;
+  if (links_->up()) links_->consumer->requeue(letter.handle, &error);
+}
+
+std::optional<uint32_t> RabbitPort::depth() {
+  std::string error;
+  return links_->publish->queue_depth(o_.queue, &error);
+}
+
+std::optional<Port::TargetDepth> RabbitPort::replay_target_depth(const Letter& /*letter*/) {
+  if (!o_.replay_exchange.value_or("").empty()) return std::nullopt;  // not a queue
+  std::string error;
+  const std::optional<uint32_t> depth = links_->publish->queue_depth(hand_.replay_key, &error);
+  if (!depth) return std::nullopt;
+  return TargetDepth{hand_.replay_key, *depth};
+}
+
+std::string RabbitPort::pass_over_cost() const {
+  if (!o_.delivery_limit) return "";
+  return "it has a delivery limit of " + std::to_string(*o_.delivery_limit) +
+         ", every letter passed over goes back with one attempt used";
+}
+
+}  // namespace replaygate::redrive::rabbitmq

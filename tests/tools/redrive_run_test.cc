@@ -1,0 +1,247 @@
+// The broker-neutral redrive loop (redrive/run.h) through a port of letters in memory, with a real
+// SQLite ledger and audit log: the order move -> settle, the dry run, --max, a filter, and the
+// unroutable replay's fallback to the hold place. The live gate suite (tests/gate/) is the test of
+// a real broker; this one pins what the loop asks of any port.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inputs/formats.h"
+#include "inputs/mapping.h"
+#include "redrive/port.h"
+#include "redrive/redrive.h"
+#include "redrive/run.h"
+#include "runtime/reload.h"
+#include "runtime/table.h"
+#include "support/cli_runner.h"
+
+namespace replaygate::testing {
+namespace {
+
+// A queue of `rabbitmq` records; every move is answered by `answer`.
+class ListPort final : public redrive::Port {
+ public:
+  explicit ListPort(std::vector<std::string> records) {
+    for (std::string& r : records) {
+      r.append(inputs::LineReader::kPadding, '\0');
+      records_.push_back(std::move(r));
+    }
+  }
+  std::function<redrive::MoveAnswer(const redrive::Move&)> answer = [](const redrive::Move&) {
+    redrive::MoveAnswer a;
+    a.outcome = redrive::MoveAnswer::Outcome::kDone;
+    a.result = "confirmed";
+    a.detail = "stored";
+    return a;
+  };
+  std::vector<std::string> log;  // "move N ACTION", "settle N"
+
+  std::string open() override { return ""; }
+  bool up() const override { return true; }
+  std::string lost_reason(bool) const override { return ""; }
+  void close() override {}
+  std::string describe() const override { return "list://"; }
+  const std::string& queue() const override { return name_; }
+  Next next(size_t, int, std::vector<redrive::Letter>* out, std::string*) override {
+    out->clear();
+    if (next_ == records_.size()) return Next::kTimeout;
+    const std::string& r = records_[next_];
+    redrive::Letter& letter = out->emplace_back();
+    letter.handle = ++next_;
+    letter.dead.record = std::string_view(r).substr(0, r.size() - inputs::LineReader::kPadding);
+    letter.dead.message_id = "m-" + std::to_string(letter.handle);
+    return Next::kLetters;
+  }
+  void wait(int, const std::function<void()>&) override {}
+  std::string target(const redrive::Letter&, redrive::Action action) const override {
+    return std::string(redrive::action_name(action)) + " place";
+  }
+  const std::string& hold_name() const override { return hold_; }
+  std::optional<std::string> refuse_move(const redrive::Letter&, redrive::Action) const override {
+    return std::nullopt;
+  }
+  std::vector<redrive::MoveAnswer> act(const std::vector<redrive::Move>& block) override {
+    std::vector<redrive::MoveAnswer> answers;
+    for (const redrive::Move& m : block) {
+      log.push_back("move " + std::to_string(m.letter->handle) + " " +
+                    std::string(redrive::action_name(m.action)));
+      answers.push_back(answer(m));
+    }
+    return answers;
+  }
+  std::vector<std::string> settle(const std::vector<const redrive::Letter*>& block) override {
+    for (const redrive::Letter* l : block) log.push_back("settle " + std::to_string(l->handle));
+    return std::vector<std::string>(block.size());
+  }
+  void give_back(const redrive::Letter& l) override {
+    log.push_back("give back " + std::to_string(l.handle));
+  }
+  std::optional<uint32_t> depth() override {
+    return static_cast<uint32_t>(records_.size() - next_);
+  }
+  std::optional<TargetDepth> replay_target_depth(const redrive::Letter&) override {
+    return std::nullopt;
+  }
+  std::string pass_over_cost() const override { return ""; }
+
+ private:
+  std::vector<std::string> records_;
+  size_t next_ = 0;
+  std::string name_ = "dlq", hold_ = "dlq.hold";
+};
+
+class RedriveRun : public CliFixture {
+ protected:
+  void SetUp() override {
+    const CliResult compiled =
+        run({"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", p("gate.rgt")});
+    ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
+    LoadStatus status;
+    std::unique_ptr<Table> table = Table::load_file(p("gate.rgt"), &status);
+    ASSERT_TRUE(table) << status.message;
+    const std::string path = kSourceDir + "/examples/rabbitmq.mapping.yaml";
+    mapping_ = inputs::parse_mapping(read_file(path), path, *table);
+    for (const inputs::InputFormat& f : inputs::input_formats()) {
+      if (f.name == "rabbitmq") format_ = &f;
+    }
+    ASSERT_NE(format_, nullptr);
+    actions_ = redrive::ActionMap::defaults(*table);
+    shared_ = std::make_unique<SharedTable>(std::move(table));
+    // The example dump's letters, one JSON object a line.
+    std::ifstream in(kSourceDir + "/examples/rabbitmq-dlq.json");
+    for (std::string line; std::getline(in, line) && records_.size() < 12;) {
+      if (line.empty() || line[0] != '{') continue;
+      if (line.back() == ',') line.pop_back();
+      records_.push_back(line);
+    }
+    ASSERT_EQ(records_.size(), 12u);
+  }
+  std::string p(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs the loop over `port`; the reports land in reports_.
+  int run_loop(ListPort& port, redrive::RunOptions options, redrive::RunStats* stats) {
+    redrive::Redrive::Options ro;
+    ro.actions = actions_;
+    ro.dry_run = !options.apply;
+    if (options.apply) {
+      ro.ledger_url = p("ledger.db");
+      ro.audit_path = p("audit.log");
+    }
+    ro.operator_name = "ops";
+    ro.source = "test";
+    redrive::Redrive redrive(ro);
+    EXPECT_EQ(redrive.open(), "");
+    redrive::RunHooks hooks;
+    hooks.letter = [this](const redrive::LetterReport& r) { reports_.push_back(r); };
+    options.max_rate = 0;
+    options.idle_exit_ms = 0;
+    const inputs::Mapping* mapping = &mapping_.mapping;
+    const inputs::InputFormat* format = format_;
+    return redrive::run(
+        *shared_, [&](const Table& t) { return format->make_parser(t, mapping); }, redrive, port,
+        options, hooks, stats);
+  }
+
+  std::vector<std::string> records_;
+  inputs::LoadedMapping mapping_;
+  const inputs::InputFormat* format_ = nullptr;
+  redrive::ActionMap actions_;
+  std::unique_ptr<SharedTable> shared_;
+  std::vector<redrive::LetterReport> reports_;
+};
+
+TEST_F(RedriveRun, EachLetterIsMovedThenSettledInOrder) {
+  ListPort port(records_);
+  redrive::RunOptions options;
+  options.apply = true;
+  redrive::RunStats stats;
+  EXPECT_EQ(run_loop(port, options, &stats), 0) << stats.stop_reason;
+  EXPECT_EQ(stats.handled, records_.size());
+  EXPECT_GT(stats.republished, 0u);
+  EXPECT_GT(stats.parked + stats.held, 0u);
+  EXPECT_EQ(stats.republished + stats.parked + stats.held + stats.acked_only, stats.handled);
+  ASSERT_EQ(reports_.size(), records_.size());
+  // Every letter: its move, then its settle, before the next letter is taken.
+  std::vector<std::string> want;
+  for (const redrive::LetterReport& r : reports_) {
+    EXPECT_FALSE(r.dry_run);
+    if (r.action != "ack") want.push_back("move " + std::to_string(r.ordinal) + " " + r.action);
+    want.push_back("settle " + std::to_string(r.ordinal));
+    EXPECT_NE(r.outcome.find(", stored"), std::string::npos) << r.outcome;
+  }
+  EXPECT_EQ(port.log, want);
+  EXPECT_EQ(stats.stop_reason, "no letter for 0 ms: the queue is drained");
+}
+
+TEST_F(RedriveRun, ADryRunMovesAndSettlesNothingAndMaxBoundsIt) {
+  ListPort port(records_);
+  redrive::RunOptions options;
+  options.max = 3;
+  redrive::RunStats stats;
+  EXPECT_EQ(run_loop(port, options, &stats), 0) << stats.stop_reason;
+  EXPECT_TRUE(port.log.empty());
+  EXPECT_EQ(stats.handled, 3u);
+  EXPECT_EQ(stats.stop_reason, "handled 3 letters (--max)");
+  for (const redrive::LetterReport& r : reports_) {
+    EXPECT_TRUE(r.dry_run);
+    EXPECT_EQ(r.outcome, "dry run: nothing published, claimed or acked");
+  }
+}
+
+TEST_F(RedriveRun, AFilterPassesLettersOverUnsettled) {
+  ListPort port(records_);
+  redrive::RunOptions options;
+  options.apply = true;
+  options.message_id = "m-4";
+  redrive::RunStats stats;
+  EXPECT_EQ(run_loop(port, options, &stats), 0) << stats.stop_reason;
+  EXPECT_EQ(stats.skipped, 3u);
+  EXPECT_EQ(stats.handled, 1u);
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_EQ(reports_[0].message_id, "m-4");
+  EXPECT_EQ(stats.stop_reason, "handled message m-4");
+  EXPECT_EQ(port.log.back(), "settle 4");
+}
+
+TEST_F(RedriveRun, AnUnroutableReplayIsMovedToTheHoldPlaceInstead) {
+  ListPort port(records_);
+  port.answer = [](const redrive::Move& m) {
+    redrive::MoveAnswer a;
+    if (m.action == redrive::Action::kRepublish) {
+      a.outcome = redrive::MoveAnswer::Outcome::kNotDone;
+      a.unroutable = true;
+      a.result = "returned";
+      a.detail = "312 NO_ROUTE";
+    } else {
+      a.outcome = redrive::MoveAnswer::Outcome::kDone;
+      a.result = "confirmed";
+      a.detail = "stored";
+    }
+    return a;
+  };
+  redrive::RunOptions options;
+  options.apply = true;
+  redrive::RunStats stats;
+  EXPECT_EQ(run_loop(port, options, &stats), 0) << stats.stop_reason;
+  EXPECT_EQ(stats.republished, 0u);
+  size_t unroutable = 0;
+  for (const redrive::LetterReport& r : reports_) {
+    if (r.rule != "gate:unroutable") continue;
+    ++unroutable;
+    EXPECT_EQ(r.action, "hold");
+    EXPECT_EQ(r.target, "hold place");
+    EXPECT_EQ(r.outcome.rfind("the replay to republish place was returned (312 NO_ROUTE): no "
+                              "queue took it; moved to hold place, stored",
+                              0),
+              0u)
+        << r.outcome;
+  }
+  EXPECT_GT(unroutable, 0u);
+  EXPECT_EQ(stats.handled, records_.size());
+}
+
+}  // namespace
+}  // namespace replaygate::testing
