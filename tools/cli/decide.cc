@@ -63,7 +63,7 @@
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
-#include "tools/cli/sensitive.h"
+#include "review/sensitive.h"
 #include "tools/cli/trust.h"
 
 namespace replaygate::cli {
@@ -354,7 +354,7 @@ int run_decide(const DecideOptions& o) {
     }
   }
   std::set<std::string> redacted;  // --show-inputs only
-  if (o.show_inputs) redacted = sensitive_names(policy_sensitive);
+  if (o.show_inputs) redacted = review::sensitive_names(policy_sensitive);
 
   int fd = STDIN_FILENO;
   if (o.input != "-") {

@@ -29,7 +29,7 @@
 #include "tools/cli/files.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
-#include "tools/cli/sensitive.h"
+#include "review/sensitive.h"
 #include "tools/cli/trust.h"
 
 namespace replaygate::cli {
@@ -161,7 +161,7 @@ int run_propose(const ProposeOptions& o) {
     if (f == Table::kNoField) return usage("--key '" + name + "' is not an input of the policy");
     key_fields.push_back(f);
   }
-  const std::set<std::string> redacted = sensitive_names(sensitive);
+  const std::set<std::string> redacted = review::sensitive_names(sensitive);
 
   RecordReading reading;
   if (const int code =

@@ -8,7 +8,7 @@
 
 namespace replaygate::cli {
 
-ReviewClaim claim_review(const Table& table, const Decision& d, const std::vector<InputUse>& uses,
+ReviewClaim claim_review(const Table& table, const Decision& d, const std::vector<review::InputUse>& uses,
                          const std::string& message_id, const ReviewLedgerOptions& options) {
   ReviewClaim out;
   gate::LedgerStage::Options lo;
@@ -25,7 +25,7 @@ ReviewClaim claim_review(const Table& table, const Decision& d, const std::vecto
   const uint32_t key_field = table.idempotency_key_field();
   if (key_field != Table::kNoField) {
     out.key_input = std::string(table.field(key_field).name);
-    for (const InputUse& use : uses) {
+    for (const review::InputUse& use : uses) {
       if (use.field == key_field && use.value != nullptr && use.value->is_string()) {
         key = use.value->get<std::string>();
         has_key = !key.empty();

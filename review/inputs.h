@@ -27,7 +27,7 @@
 
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::review {
 
 // One place a value may come from: a key path in the message or the record.
 struct ReviewPlace {
@@ -68,4 +68,4 @@ std::vector<InputUse> map_review_inputs(const Table& table, const nlohmann::json
 // (not null, not "") of record.remote_job_id, message.remote_job_id, message.error.job_id.
 const nlohmann::json* review_job_id(const nlohmann::json& message, const nlohmann::json& record);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::review
