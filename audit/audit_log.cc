@@ -478,8 +478,7 @@ std::string check_entry(std::string_view line, json* out) {
   const size_t open = line.find_first_not_of(" \t\r");
   const size_t close = line.find_last_not_of(" \t\r");
   const auto stray = [](std::string_view bytes, const char* where) {
-    return plural(bytes.size(), "byte") + " " + where + " (" + quote_for_reason(bytes) +
-           ")" +
+    return plural(bytes.size(), "byte") + " " + where + " (" + quote_for_reason(bytes) + ")" +
            (bytes.find('\r') != std::string_view::npos
                 ? ", a carriage return (a CRLF line end: an entry ends with '\\n' only)"
                 : "") +

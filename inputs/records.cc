@@ -101,7 +101,6 @@ LineReader::Status LineReader::next(std::string_view* line) {
   }
 }
 
-
 std::string describe_json_error(int simdjson_error_code) {
   const auto code = static_cast<simdjson::error_code>(simdjson_error_code);
   switch (code) {

@@ -78,7 +78,8 @@ void fill_decision(const Table& table, const Decision& d, uint32_t line, Explain
   report->line = line;
 }
 
-ExplainReport explain_policy(const ir::CheckedPolicy& checked, const Table& table, const Letter& letter) {
+ExplainReport explain_policy(const ir::CheckedPolicy& checked, const Table& table,
+                             const Letter& letter) {
   const ir::Policy& policy = checked.policy;
   ExplainReport report;
   report.policy_id = policy.id;
@@ -339,8 +340,8 @@ ExplainReport explain_record(const Table& table, const ir::CheckedPolicy* checke
       input.set_unset(f);
     }
   }
-  ExplainReport report =
-      checked != nullptr ? explain_policy(*checked, table, letter) : explain_table(table, input, letter);
+  ExplainReport report = checked != nullptr ? explain_policy(*checked, table, letter)
+                                            : explain_table(table, input, letter);
   for (uint32_t f = 0; f < table.field_count(); ++f) {
     LetterLine line;
     line.field = table.field(f).name;

@@ -26,7 +26,7 @@ std::string message_key(const std::string& name) {
 }  // namespace
 
 MappedMessage mapped_message(const Table& table, const Input& input, const RecordMeta& meta,
-                         const inputs::RecordParser& parser) {
+                             const inputs::RecordParser& parser) {
   MappedMessage m;
   m.origins.assign(table.field_count(), "");
   m.invalid.assign(table.field_count(), false);
@@ -68,7 +68,6 @@ std::string message_id_of(const MappedMessage& m) {
   if (it == m.message.end()) return "";
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
-
 
 MappedSelection select_mapped_message(int fd, const inputs::InputFormat& format,
                                       inputs::RecordParser& parser, const Table& table,

@@ -43,7 +43,7 @@ std::string message_id_of(const MappedMessage& m);
 // What a dump held, read for review: the selected record, and the counts the caller's messages
 // need.
 struct MappedSelection {
-  MappedMessage message;  // the selected record (problem set when it could not be read)
+  MappedMessage message;    // the selected record (problem set when it could not be read)
   uint64_t records = 0;     // records in the dump (blank JSON Lines lines are none)
   uint64_t matches = 0;     // records selected: without a message id the first, else by id
   uint64_t unreadable = 0;  // records that could not be read or mapped

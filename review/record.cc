@@ -139,8 +139,8 @@ std::vector<InputLine> input_lines(const Documents& r, const Table& table, const
       item.unset_because = use.unset_because;
     }
     for (const IgnoredOffer& offer : use.ignored) {
-      item.ignored.push_back(
-          {offer.from, value_for_record(r, use.name, offer.from, *offer.value), ignored_because(use)});
+      item.ignored.push_back({offer.from, value_for_record(r, use.name, offer.from, *offer.value),
+                              ignored_because(use)});
     }
     out.push_back(std::move(item));
   }
@@ -286,8 +286,8 @@ std::string plain_words(Effect effect) {
 }
 
 ReviewRecord build_record(const Table& table, const Documents& r, const Input& input,
-                          const std::vector<InputUse>& uses, uint32_t verb,
-                          const std::string& rule, const std::string& reason) {
+                          const std::vector<InputUse>& uses, uint32_t verb, const std::string& rule,
+                          const std::string& reason) {
   // The identifying job id and phase are the values the policy used, when it has such inputs.
   const InputUse* job_use = find_use(uses, "remote_job_id");
   const json* job = job_use != nullptr ? job_use->value : review_job_id(r.message, r.record);

@@ -80,15 +80,15 @@ std::string plain_words(Effect effect);
 
 // A value a file offered for an input that its source does not allow.
 struct IgnoredValue {
-  std::string from;       // "message.phase"
-  nlohmann::json value;   // as shown (redacted, or an object or array only by its kind)
-  std::string why;        // "only the operation record supplies it"
+  std::string from;      // "message.phase"
+  nlohmann::json value;  // as shown (redacted, or an object or array only by its kind)
+  std::string why;       // "only the operation record supplies it"
 };
 
 // One input as the record shows it.
 struct InputLine {
   std::string name;
-  std::string source;  // "letter", "record", "operator" (field_source_name()) or "derived"
+  std::string source;    // "letter", "record", "operator" (field_source_name()) or "derived"
   nlohmann::json value;  // as shown; null when missing or not computed
   bool missing = false;
   std::string from;           // "record.phase", "--confirm", "derived"; "" when unset
@@ -123,8 +123,8 @@ struct ReviewRecord {
 // for `reason` (the caller's: the decision, or the default a mapping problem or a ledger hold
 // gave).
 ReviewRecord build_record(const Table& table, const Documents& docs, const Input& input,
-                          const std::vector<InputUse>& uses, uint32_t verb,
-                          const std::string& rule, const std::string& reason);
+                          const std::vector<InputUse>& uses, uint32_t verb, const std::string& rule,
+                          const std::string& reason);
 
 // The create decisions an audit log already holds for a message or operation (a second create
 // would submit the work again), with the results recorded for them.

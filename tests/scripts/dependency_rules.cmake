@@ -50,7 +50,7 @@ function(rg_link_closure target out_var)
 endfunction()
 
 set(rg_rule_targets replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_gate replaygate_ledger
-  replaygate_jsonl replaygate_verify replaygate_gate_rabbitmq replaygate_lsp)
+  replaygate_jsonl replaygate_verify replaygate_gate_rabbitmq replaygate_lsp replaygate_review)
 set(rg_graph "")
 foreach(t ${rg_rule_targets})
   rg_link_closure(${t} deps)

@@ -7,7 +7,9 @@
 # tools/ (the CLI library) nor the compiler; the runtime links nothing of ours; the broker
 # client (librabbitmq) is linked by gate/rabbitmq/ alone: gate/ stays broker-independent, and
 # gate/rabbitmq/ never links the compiler or the CLI; tools/lsp links the compiler only (no CLI,
-# no gate).
+# no gate); audit never links inputs (its JSON scanning is common/'s); review (the review record,
+# the explain report) never links tools/, a console, the dump pipeline, the live redrive or a
+# broker client: it is data a console links, not an application.
 set -euo pipefail
 graph=$1
 jsonl=$2
@@ -31,6 +33,9 @@ for t in replaygate_inputs replaygate_audit replaygate_gate; do
 done
 forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib PkgConfig::RABBITMQ
 forbid replaygate_gate_rabbitmq replaygate_compiler replaygate_cli_lib
+forbid replaygate_audit replaygate_inputs
+forbid replaygate_review replaygate_cli_lib replaygate_console replaygate_gate replaygate_pipeline \
+  replaygate_redrive replaygate_gate_rabbitmq PkgConfig::RABBITMQ
 # The language server is the compiler's client, never the CLI's or a gate's.
 forbid replaygate_lsp replaygate_cli_lib replaygate_gate replaygate_inputs replaygate_audit \
   replaygate_ledger replaygate_gate_rabbitmq

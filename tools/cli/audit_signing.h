@@ -28,7 +28,8 @@ using audit::AuditSigning;
 // Reads `flags` into *out for `command` ("decide", for the usage hint). Returns false with the
 // message on stderr (the caller exits 2): --checkpoint-every or --accept-repairs without
 // --audit-sign-key, a count that is not a whole number from 1, or a secret key file that cannot be
-// read, is not one, or is readable by group or others (audit::open_signing()). With no key given *out stays unsigned (get() is nullptr).
+// read, is not one, or is readable by group or others (audit::open_signing()). With no key given
+// *out stays unsigned (get() is nullptr).
 bool read_audit_signing(const AuditSignFlags& flags, const char* command, AuditSigning* out);
 
 }  // namespace replaygate::cli

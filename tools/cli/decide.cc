@@ -54,6 +54,7 @@
 #include "inputs/formats.h"
 #include "inputs/letters.h"
 #include "inputs/records.h"
+#include "review/sensitive.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/audit_signing.h"
@@ -63,7 +64,6 @@
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
-#include "review/sensitive.h"
 #include "tools/cli/trust.h"
 
 namespace replaygate::cli {

@@ -21,6 +21,8 @@
 // --policy; a table does not keep that list) are shown as <redacted>, and so is a header that
 // feeds one.
 // Exit: 0 explained (whatever the verb), 1 policy errors or an unreadable letter, 2 usage/I/O.
+#include "compiler/explain.h"
+
 #include <simdjson.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -39,7 +41,6 @@
 #include <vector>
 
 #include "common/escape.h"
-#include "compiler/explain.h"
 #include "compiler/ir.h"
 #include "compiler/lower.h"
 #include "inputs/formats.h"
@@ -386,8 +387,9 @@ int run_explain(const ExplainOptions& options) {
                    problem.c_str());
       return kExitFindings;
     }
-    review::ExplainReport report = review::explain_record(
-        *table, checked ? &*checked : nullptr, parser, input, *format, options.input.mapping, sensitive);
+    review::ExplainReport report =
+        review::explain_record(*table, checked ? &*checked : nullptr, parser, input, *format,
+                               options.input.mapping, sensitive);
     report.at = at;
     // The explanation must name the verb and rule decide() gives; anything else is a bug.
     const Decision d = table->decide(input);

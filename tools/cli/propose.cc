@@ -24,12 +24,12 @@
 #include "compiler/ir.h"
 #include "inputs/formats.h"
 #include "inputs/records.h"
+#include "review/sensitive.h"
 #include "runtime/table.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
-#include "review/sensitive.h"
 #include "tools/cli/trust.h"
 
 namespace replaygate::cli {

@@ -150,9 +150,9 @@ std::string inputs_text(const std::vector<InputLine>& inputs) {
                                                          : "";
     std::string line;
     if (item.source == "derived") {
-      line = (item.missing ? std::string("<not computed: the input is invalid>")
-                           : item.value.dump()) +
-             " (derived: " + item.formula + ")";
+      line =
+          (item.missing ? std::string("<not computed: the input is invalid>") : item.value.dump()) +
+          " (derived: " + item.formula + ")";
     } else if (item.missing) {
       line = "<missing> (" + (only.empty() ? std::string() : only.substr(2) + "; ") +
              item.unset_because + ")";
@@ -263,16 +263,16 @@ std::string record_text(const ReviewRecord& rec, const ReviewClaim& claim, const
   row("rule:", rec.rule);
   row("reason:", rec.reason);
   if (rec.claimed) {
-    row("ledger:", (claim.claimed ? "claimed by input "
-                                  : "not claimed by anyone yet (no --confirm), input ") +
-                       claim.key_input + " in " + claim.ledger);
+    row("ledger:",
+        (claim.claimed ? "claimed by input " : "not claimed by anyone yet (no --confirm), input ") +
+            claim.key_input + " in " + claim.ledger);
   }
   row("policy:", rec.policy + " revision " + std::to_string(rec.policy_revision) + ", table " +
                      rec.table_checksum);
   if (rec.audit_entry) {
     row("confirmed:", "yes, by " + o.operator_name + "; audit entry " +
-                          std::to_string(*rec.audit_entry) + " (hash " + rec.audit_hash +
-                          ") in " + o.audit);
+                          std::to_string(*rec.audit_entry) + " (hash " + rec.audit_hash + ") in " +
+                          o.audit);
   } else {
     row("confirmed:", "no (review only; nothing recorded; --confirm to record and act)");
   }
@@ -481,9 +481,10 @@ int read_documents(const Options& o, const inputs::InputFormat& format, const Ta
   return kExitOk;
 }
 
-// The decision for `docs`: the inputs mapped (through the mapping when `mapped_format`) and set (*uses, *input, *keep), decided; a mapped
-// record that could not be read gets the policy default, as in decide (nothing it holds may choose
-// the action). With --ledger a create decision is then claimed (with --confirm) or looked up
+// The decision for `docs`: the inputs mapped (through the mapping when `mapped_format`) and set
+// (*uses, *input, *keep), decided; a mapped record that could not be read gets the policy default,
+// as in decide (nothing it holds may choose the action). With --ledger a create decision is then
+// claimed (with --confirm) or looked up
 // (*claim) before anything is recorded or printed; a hold replaces it with the default
 // (write-ahead, fail closed). Returns 0 or 2 (standard output cannot take the record).
 struct Decided {
@@ -491,8 +492,9 @@ struct Decided {
   std::string rule, reason;
 };
 int decide_and_claim(const Options& o, const Table& table, const Documents& docs,
-                     bool mapped_format, const MappedMessage& mapped, Input* input, std::vector<InputUse>* uses,
-                     std::vector<std::string>* keep, Decided* out, ReviewClaim* claim) {
+                     bool mapped_format, const MappedMessage& mapped, Input* input,
+                     std::vector<InputUse>* uses, std::vector<std::string>* keep, Decided* out,
+                     ReviewClaim* claim) {
   static const json kConfirmed = true, kNotConfirmed = false;
   *uses = review::map_review_inputs(table, docs.message, docs.record,
                                     o.confirm ? kConfirmed : kNotConfirmed);
@@ -588,8 +590,8 @@ int run_review(const Options& o) {
   std::vector<InputUse> uses;
   Decided decided;
   ReviewClaim claim;
-  if (const int code =
-          decide_and_claim(o, *table, docs, !format->mapping_format.empty(), mapped, &input, &uses, &keep, &decided, &claim);
+  if (const int code = decide_and_claim(o, *table, docs, !format->mapping_format.empty(), mapped,
+                                        &input, &uses, &keep, &decided, &claim);
       code != kExitOk) {
     return code;
   }

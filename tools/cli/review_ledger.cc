@@ -8,8 +8,9 @@
 
 namespace replaygate::cli {
 
-ReviewClaim claim_review(const Table& table, const Decision& d, const std::vector<review::InputUse>& uses,
-                         const std::string& message_id, const ReviewLedgerOptions& options) {
+ReviewClaim claim_review(const Table& table, const Decision& d,
+                         const std::vector<review::InputUse>& uses, const std::string& message_id,
+                         const ReviewLedgerOptions& options) {
   ReviewClaim out;
   gate::LedgerStage::Options lo;
   lo.url = options.url;

@@ -1,13 +1,12 @@
 // Reading an audit log as the replay ledger's history (see ledger_trail.h).
-#include "tools/cli/ledger_trail.h"
+#include "review/ledger_trail.h"
 
 #include <string_view>
 
 #include "audit/audit_log.h"
 #include "audit/reader.h"
-#include "tools/cli/files.h"
 
-namespace replaygate::cli {
+namespace replaygate::review {
 namespace {
 
 using audit::ReadEntry;
@@ -65,10 +64,8 @@ bool event_of(const ReadEntry& entry, const std::string& scope, TrailEvent* e, T
 
 }  // namespace
 
-std::string read_trail(const std::string& path, const std::string& scope, Trail* trail) {
-  std::string bytes, error;
-  // The whole log, as `audit verify` reads it (an append reads it whole too).
-  if (!read_whole_file(path, size_t{1} << 36, &bytes, &error)) return error;
+std::string read_trail(std::string_view bytes, const std::string& path, const std::string& scope,
+                       Trail* trail) {
   const audit::VerifyReport report = audit::verify_bytes(bytes);
   if (!report.ok()) {
     return "the audit log " + path + " does not verify: " + report.problems.front() + " (" +
@@ -209,4 +206,4 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
   return out;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::review
