@@ -1,4 +1,4 @@
-// map_review_inputs(): the places of each input and the policy's source rules (review_inputs.h).
+// map_review_inputs(): the places of each input and the policy's source rules (inputs.h).
 #include "review/inputs.h"
 
 #include <string>

@@ -1,7 +1,7 @@
 // Where `replaygate review` takes each policy input from: the message file, the operation record
 // file or the operator's --confirm (docs/recovery.md, "Input mapping"). The one entry point is
-// map_review_inputs(); review.cc sets the Input from its result and prints it in the review record,
-// so the record shows for every input the value the policy used and where it came from.
+// map_review_inputs(); set_inputs() (record.h) sets the Input from its result and the record shows
+// it, so the record shows for every input the value the policy used and where it came from.
 //
 // The policy's `source:` of each input (FieldInfo::source) limits the places:
 //   operator-only  never read from the files: a bool input is --confirm (true, else false); any

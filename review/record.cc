@@ -249,7 +249,7 @@ std::string non_scalar_identifier(const json& doc, bool is_message,
     }
   }
   if (const json* e = member(doc, "error"); is_message && e && !e->is_null()) {
-    // The error envelope may hold the remote job id (review_inputs.h): a stringified or listed
+    // The error envelope may hold the remote job id (inputs.h): a stringified or listed
     // envelope must not read as "no job id".
     if (!e->is_object()) {
       *where = {"error"};
