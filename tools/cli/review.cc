@@ -481,16 +481,18 @@ int read_documents(const Options& o, const inputs::InputFormat& format, const Ta
   return kExitOk;
 }
 
-// The decision for `docs`: the inputs mapped (through the mapping when `mapped_format`) and set
-// (*uses, *input, *keep), decided; a mapped record that could not be read gets the policy default,
-// as in decide (nothing it holds may choose the action). With --ledger a create decision is then
-// claimed (with --confirm) or looked up
-// (*claim) before anything is recorded or printed; a hold replaces it with the default
-// (write-ahead, fail closed). Returns 0 or 2 (standard output cannot take the record).
+// The action the record shows, and why.
 struct Decided {
   uint32_t verb = 0;
   std::string rule, reason;
 };
+
+// The decision for `docs`: the inputs mapped (through the mapping when `mapped_format`) and set
+// (*uses, *input, *keep), decided; a mapped record that could not be read gets the policy default,
+// as in decide (nothing it holds may choose the action). With --ledger a create decision is then
+// claimed (with --confirm) or looked up (*claim) before anything is recorded or printed; a hold
+// replaces it with the default (write-ahead, fail closed). Returns 0 or 2 (standard output cannot
+// take the record).
 int decide_and_claim(const Options& o, const Table& table, const Documents& docs,
                      bool mapped_format, const MappedMessage& mapped, Input* input,
                      std::vector<InputUse>* uses, std::vector<std::string>* keep, Decided* out,
