@@ -20,22 +20,16 @@
 #include <utility>
 
 #include "audit/operator_name.h"
+#include "common/escape.h"
+#include "common/json_scan.h"
 #include "common/names.h"
 #include "common/plural.h"
 #include "common/utf8.h"
-#include "inputs/records.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace replaygate::audit {
-
-// Until common/ lands, the JSON nesting screen and the text helpers live in the CLI's namespace.
-using inputs::JsonShape;
-using inputs::kMaxJsonDepth;
-using inputs::locate_member_value;
-using inputs::RecordParser;
-using inputs::scan_json_shape;
 
 namespace {
 
@@ -94,7 +88,7 @@ std::string shown(const json& value) {
 // as written: nlohmann reads 100000000000000000000 as a double, which it would dump as 1e+20.
 std::string_view member_text(std::string_view line, const char* key) {
   const size_t start = locate_member_value(line, {key});
-  if (start == RecordParser::kNoOffset) return {};
+  if (start == kNoOffset) return {};
   // The value ends at the ',' or '}' that closes it, outside strings and nested brackets.
   size_t end = start;
   for (int depth = 0; end < line.size(); ++end) {
@@ -484,8 +478,7 @@ std::string check_entry(std::string_view line, json* out) {
   const size_t open = line.find_first_not_of(" \t\r");
   const size_t close = line.find_last_not_of(" \t\r");
   const auto stray = [](std::string_view bytes, const char* where) {
-    return plural(bytes.size(), "byte") + " " + where + " (" + inputs::quote_for_reason(bytes) +
-           ")" +
+    return plural(bytes.size(), "byte") + " " + where + " (" + quote_for_reason(bytes) + ")" +
            (bytes.find('\r') != std::string_view::npos
                 ? ", a carriage return (a CRLF line end: an entry ends with '\\n' only)"
                 : "") +

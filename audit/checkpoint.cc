@@ -180,4 +180,34 @@ Coverage check_checkpoints(const VerifyReport& report, const std::vector<verify:
   return coverage;
 }
 
+const CheckpointSeen* checkpoint_before(const VerifyReport& report, uint64_t line) {
+  const CheckpointSeen* before = nullptr;
+  for (const CheckpointSeen& c : report.checkpoints) {
+    if (c.line < line) before = &c;
+  }
+  return before;
+}
+
+std::string describe_checkpoint_before(const VerifyReport& report, const RepairSeen& repair,
+                                       const std::vector<verify::PublicKey>& keys) {
+  const CheckpointSeen* before = checkpoint_before(report, repair.line);
+  if (before == nullptr) {
+    return "no checkpoint comes before it: nothing signed vouches for the lines it repairs";
+  }
+  std::string signer = "its signature was not checked (give --trusted-key P.pub)";
+  if (!keys.empty()) {
+    signer = "signed by a key that is not pinned, or a signature that does not verify";
+    for (const verify::PublicKey& k : keys) {
+      if (verify::hex(k.id) == before->key_id && checkpoint_signed_by(*before, k)) {
+        signer = "signed by a pinned key";
+      }
+    }
+  }
+  return "the last checkpoint before it is line " + std::to_string(before->line) + " (seq " +
+         std::to_string(before->seq) + "), " + signer +
+         "; the chain_digest of every checkpoint before the repair matches, so the lines it "
+         "repairs come after line " +
+         std::to_string(before->line);
+}
+
 }  // namespace replaygate::audit

@@ -37,6 +37,7 @@
 
 namespace replaygate::audit {
 
+struct RepairSeen;
 struct VerifyReport;
 
 // A line a log must still hold: the last checkpoint recorded for it outside the file (the ledger
@@ -130,5 +131,13 @@ struct Coverage {
 // checkpoint names its key by key_id) and says what the valid ones cover. A log with problems of
 // its own still gets its checkpoints checked; callers report both.
 Coverage check_checkpoints(const VerifyReport& report, const std::vector<verify::PublicKey>& keys);
+
+// The last checkpoint of `report` before line `line` (its digest matched), nullptr when none.
+const CheckpointSeen* checkpoint_before(const VerifyReport& report, uint64_t line);
+
+// What a repair entry follows, in words for `audit verify`: the last checkpoint before it, and
+// whether its signature verifies under one of `keys` (not checked when none are given).
+std::string describe_checkpoint_before(const VerifyReport& report, const RepairSeen& repair,
+                                       const std::vector<verify::PublicKey>& keys);
 
 }  // namespace replaygate::audit

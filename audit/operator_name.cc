@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "common/utf8.h"  // UTF-8 checks (moving to common/)
+#include "common/utf8.h"
 
 namespace replaygate::audit {
 

@@ -21,9 +21,26 @@
 #include <vector>
 
 #include "common/escape.h"  // escape_control(): the one escaping function for plain text
+#include "common/json_scan.h"
 #include "runtime/table.h"
 
 namespace replaygate::inputs {
+
+// The structural JSON checks live in common/json_scan.h (the audit log reads JSON too, and must
+// not depend on inputs/); the readers here name them as before.
+using replaygate::JsonError;
+using replaygate::JsonShape;
+using replaygate::kByteOrderMarkProblem;
+using replaygate::kJsonNumberOutOfRange;
+using replaygate::kMaxJsonDepth;
+using replaygate::kUtf8ByteOrderMark;
+using replaygate::locate_duplicate_key;
+using replaygate::locate_json_error;
+using replaygate::locate_member_value;
+using replaygate::position_of;
+using replaygate::quote_for_reason;
+using replaygate::scan_json_shape;
+using replaygate::TextPosition;
 
 inline constexpr size_t kMaxRecordBytes = size_t{1} << 20;  // 1 MiB per line
 
@@ -32,7 +49,6 @@ inline constexpr size_t kMaxRecordBytes = size_t{1} << 20;  // 1 MiB per line
 inline std::string record_too_large(size_t max_bytes) {
   return "invalid record: record too large (over " + std::to_string(max_bytes) + " bytes)";
 }
-inline constexpr size_t kMaxJsonDepth = 32;  // nesting of arrays/objects
 
 class LineReader {
  public:
@@ -163,7 +179,7 @@ class RecordParser {
   virtual bool parse(std::string_view line, Input& input, RecordMeta* meta,
                      std::string* problem) = 0;
 
-  static constexpr size_t kNoOffset = static_cast<size_t>(-1);
+  static constexpr size_t kNoOffset = replaygate::kNoOffset;
   // After parse() returned false: the byte offset in `line` of what made it unreadable (the
   // offending key, value or character; line.size() for an unexpected end), or kNoOffset when the
   // problem has no one place (a blank line, a mapped value). Set only on error paths.
@@ -187,52 +203,6 @@ class RecordParser {
  protected:
   size_t problem_offset_ = kNoOffset;
 };
-
-// A UTF-8 byte-order mark, and what every JSON reader says of a line or document that starts with
-// one (simdjson would call it bad JSON; nlohmann would skip it silently).
-inline constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
-inline constexpr std::string_view kByteOrderMarkProblem =
-    "starts with a UTF-8 byte-order mark (remove it)";
-
-// A cheap structural pre-check that runs before any JSON parser (linear, no recursion; brackets
-// inside strings do not count): kTooDeep when arrays/objects nest deeper than `max_depth`,
-// kTrailing when something other than whitespace follows the first complete top-level
-// array/object (simdjson would report that only as a generic error).
-// When `at` is given and the shape is not kOk, *at is the offset of the bracket that nests too deep
-// or of the first trailing byte.
-enum class JsonShape { kOk, kTooDeep, kTrailing };
-JsonShape scan_json_shape(std::string_view json, size_t max_depth, size_t* at = nullptr);
-
-// Where and why a strict JSON parser (nlohmann's, no DOM built) refuses `json`: the offset of the
-// offending byte (json.size() for an unexpected end) and a fixed reason that never holds a byte of
-// the input ("unescaped control character in a string", "malformed literal", kJsonNumberOutOfRange,
-// "syntax error while parsing object key - unexpected '}'; expected string literal"; nlohmann's
-// "last read: '...'" is never kept: it may quote a secret), or offset RecordParser::kNoOffset when
-// it is well-formed. For error paths only: a second, slow parse.
-inline constexpr std::string_view kJsonNumberOutOfRange = "number out of range";
-struct JsonError {
-  size_t offset = RecordParser::kNoOffset;
-  std::string what;
-};
-JsonError locate_json_error(std::string_view json);
-
-// In a well-formed JSON document (error paths only: a walk of the text, no recursion): the offset
-// of the opening quote of the first key that an object gives twice (compared unescaped), and the
-// offset of the value of the member at `path` (keys from the top-level object down, e.g.
-// {"error", "job_id"}; arrays are not entered). kNoOffset when there is none.
-size_t locate_duplicate_key(std::string_view json);
-size_t locate_member_value(std::string_view json, const std::vector<std::string>& path);
-
-// The 1-based line and column (counted in bytes, as the compiler's diagnostics count them) of
-// byte `offset` of `text`; an offset past the end is the end.
-struct TextPosition {
-  size_t line = 1, column = 1;
-};
-TextPosition position_of(std::string_view text, size_t offset);
-
-// 'text' in single quotes for a reason or a message, cut to 64 bytes ("...") so reasons stay one
-// short line, escaped with escape_control() (common/escape.h).
-std::string quote_for_reason(std::string_view text);
 
 // "blank line", "not valid UTF-8", "bad JSON (...)": the readable name of a simdjson error code.
 std::string describe_json_error(int simdjson_error_code);

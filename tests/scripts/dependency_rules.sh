@@ -10,6 +10,9 @@
 # never links the live loop; checks/ (a policy's companion files) links the compiler and inputs/,
 # never the CLI, a gate, the audit log or the ledger; tools/lsp may link the compiler and checks/
 # (no CLI, no gate).
+# Audit never links inputs (its JSON scanning is common/'s); review (the review record, the
+# explain report) never links tools/, a console, the dump pipeline, the live redrive or a broker
+# client: it is data a console links, not an application.
 set -euo pipefail
 graph=$1
 jsonl=$2
@@ -34,6 +37,9 @@ done
 forbid replaygate_jsonl replaygate_compiler replaygate_cli_lib PkgConfig::RABBITMQ
 forbid replaygate_redrive_rabbitmq replaygate_compiler replaygate_cli_lib
 forbid replaygate_pipeline replaygate_redrive replaygate_redrive_rabbitmq
+forbid replaygate_audit replaygate_inputs
+forbid replaygate_review replaygate_cli_lib replaygate_console replaygate_pipeline \
+  replaygate_redrive replaygate_redrive_rabbitmq PkgConfig::RABBITMQ
 # The language server is the compiler's and checks/' client, never the CLI's or a gate's.
 forbid replaygate_checks replaygate_cli_lib replaygate_pipeline replaygate_redrive replaygate_audit \
   replaygate_ledger replaygate_redrive_rabbitmq PkgConfig::RABBITMQ

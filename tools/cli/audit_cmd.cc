@@ -36,33 +36,6 @@ struct AuditOptions {
   bool accept_repairs = false;            // audit verify: a repaired log may still be ok
 };
 
-// What a repair entry at `repair` follows: the last checkpoint before it (its digest matched),
-// and whether its signature verifies under a pinned key (when keys were given).
-std::string checkpoint_before(const audit::VerifyReport& report, const audit::RepairSeen& repair,
-                              const std::vector<verify::PublicKey>& keys) {
-  const audit::CheckpointSeen* before = nullptr;
-  for (const audit::CheckpointSeen& c : report.checkpoints) {
-    if (c.line < repair.line) before = &c;
-  }
-  if (before == nullptr) {
-    return "no checkpoint comes before it: nothing signed vouches for the lines it repairs";
-  }
-  std::string signer = "its signature was not checked (give --trusted-key P.pub)";
-  if (!keys.empty()) {
-    signer = "signed by a key that is not pinned, or a signature that does not verify";
-    for (const verify::PublicKey& k : keys) {
-      if (verify::hex(k.id) == before->key_id && audit::checkpoint_signed_by(*before, k)) {
-        signer = "signed by a pinned key";
-      }
-    }
-  }
-  return "the last checkpoint before it is line " + std::to_string(before->line) + " (seq " +
-         std::to_string(before->seq) + "), " + signer +
-         "; the chain_digest of every checkpoint before the repair matches, so the lines it "
-         "repairs come after line " +
-         std::to_string(before->line);
-}
-
 // Reads the whole log at `path` ("-": standard input) into *bytes: "" or the cause ("it is a
 // directory", strerror).
 std::string read_log(const std::string& path, std::string* bytes) {
@@ -154,18 +127,16 @@ int run_verify(const AuditOptions& o) {
     j["problems"] = report.problems;
     j["repairs"] = nlohmann::json::array();
     for (const audit::RepairSeen& repair : report.repairs) {
-      const audit::CheckpointSeen* before = nullptr;
-      for (const audit::CheckpointSeen& c : report.checkpoints) {
-        if (c.line < repair.line) before = &c;
-      }
-      j["repairs"].push_back({{"line", repair.line},
-                              {"operator", repair.operator_name},
-                              {"time", repair.time},
-                              {"reason", repair.reason},
-                              {"problems", repair.problems},
-                              {"checkpoint_before",
-                               before == nullptr ? nlohmann::json() : nlohmann::json(before->line)},
-                              {"checkpoint_before_text", checkpoint_before(report, repair, keys)}});
+      const audit::CheckpointSeen* before = audit::checkpoint_before(report, repair.line);
+      j["repairs"].push_back(
+          {{"line", repair.line},
+           {"operator", repair.operator_name},
+           {"time", repair.time},
+           {"reason", repair.reason},
+           {"problems", repair.problems},
+           {"checkpoint_before",
+            before == nullptr ? nlohmann::json() : nlohmann::json(before->line)},
+           {"checkpoint_before_text", audit::describe_checkpoint_before(report, repair, keys)}});
     }
     j["repairs_accepted"] = o.accept_repairs;
     j["appendable"] = report.append_refusal.empty();
@@ -181,7 +152,7 @@ int run_verify(const AuditOptions& o) {
               " on the lines before it, which are kept as they are" +
               (repair.problems.empty() ? "" : ":") + "\n";
       for (const std::string& p : repair.problems) text += file + ":   " + p + " (repaired)\n";
-      text += file + ":   " + checkpoint_before(report, repair, keys) + "\n";
+      text += file + ":   " + audit::describe_checkpoint_before(report, repair, keys) + "\n";
     }
     if (repairs_pending) {
       text += file + ": the log holds " + plural(report.repairs.size(), "repair") +

@@ -45,14 +45,11 @@ bool read_audit_signing(const AuditSignFlags& flags, const char* command, AuditS
     return usage(count_error(option, flags.every));
   }
   std::string error;
-  if (!verify::read_secret_key(flags.key_path, &out->key, &error)) {
+  if (!audit::open_signing(flags.key_path, every, flags.accept_repairs, out, &error)) {
     std::fprintf(stderr, "replaygate: error: --audit-sign-key: %s\n",
                  escape_control(error).c_str());
     return false;
   }
-  out->signer.key = &out->key;
-  out->signer.every = every;
-  out->signer.accept_repairs = flags.accept_repairs;
   return true;
 }
 

@@ -64,7 +64,7 @@
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
-#include "tools/cli/sensitive.h"
+#include "review/sensitive.h"
 #include "tools/cli/trust.h"
 
 namespace replaygate::cli {
@@ -502,7 +502,7 @@ int run_decide(const DecideOptions& o) {
         *table, reading.mapping != nullptr ? &reading.mapping->mapping : nullptr));
   }
   std::set<std::string> redacted;  // --show-inputs only
-  if (o.show_inputs) redacted = sensitive_names(policy_sensitive);
+  if (o.show_inputs) redacted = review::sensitive_names(policy_sensitive);
 
   int fd = STDIN_FILENO;
   if (o.input != "-" && (fd = ::open(o.input.c_str(), O_RDONLY | O_CLOEXEC)) < 0) {

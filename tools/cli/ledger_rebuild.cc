@@ -7,19 +7,25 @@
 #include <vector>
 
 #include "common/escape.h"
+#include "review/ledger_trail.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/files.h"
 #include "tools/cli/ledger_cmd.h"
-#include "tools/cli/ledger_trail.h"
 #include "tools/cli/output.h"
 
 namespace replaygate::cli {
 
 int run_ledger_rebuild(const LedgerOptions& o) {
-  Trail trail;
-  if (const std::string why = read_trail(o.from_audit, o.scope, &trail); !why.empty()) {
+  review::Trail trail;
+  std::string bytes, error;
+  if (!read_whole_file(o.from_audit, size_t{1} << 36, &bytes, &error)) {
+    return ledger_usage(error + "; nothing was rebuilt");
+  }
+  if (const std::string why = review::read_trail(bytes, o.from_audit, o.scope, &trail);
+      !why.empty()) {
     return ledger_usage(why + "; nothing was rebuilt");
   }
-  const Replayed log = replay_trail(trail, o.scope);
+  const review::Replayed log = review::replay_trail(trail, o.scope);
   return with_ledger(
       o,
       [&](ledger::Ledger& l) {
@@ -39,7 +45,7 @@ int run_ledger_rebuild(const LedgerOptions& o) {
         for (const auto& [id, x] : log.rows) rows.push_back(x.row);
         auto restored = l.restore(rows);
         if (!restored) return ledger_failed(restored.error());
-        for (const TrailConflict& c : log.conflicts) {
+        for (const review::TrailConflict& c : log.conflicts) {
           std::fprintf(stderr, "%s:%llu: log_conflict: the entry %s (not restored)\n",
                        o.from_audit.c_str(), static_cast<unsigned long long>(c.line),
                        escape_control(c.message).c_str());

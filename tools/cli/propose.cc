@@ -24,12 +24,12 @@
 #include "compiler/ir.h"
 #include "inputs/formats.h"
 #include "inputs/records.h"
+#include "review/sensitive.h"
 #include "runtime/table.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
-#include "tools/cli/sensitive.h"
 #include "tools/cli/trust.h"
 
 namespace replaygate::cli {
@@ -161,7 +161,7 @@ int run_propose(const ProposeOptions& o) {
     if (f == Table::kNoField) return usage("--key '" + name + "' is not an input of the policy");
     key_fields.push_back(f);
   }
-  const std::set<std::string> redacted = sensitive_names(sensitive);
+  const std::set<std::string> redacted = review::sensitive_names(sensitive);
 
   RecordReading reading;
   if (const int code =

@@ -8,8 +8,9 @@
 
 namespace replaygate::cli {
 
-ReviewClaim claim_review(const Table& table, const Decision& d, const std::vector<InputUse>& uses,
-                         const std::string& message_id, const ReviewLedgerOptions& options) {
+ReviewClaim claim_review(const Table& table, const Decision& d,
+                         const std::vector<review::InputUse>& uses, const std::string& message_id,
+                         const ReviewLedgerOptions& options) {
   ReviewClaim out;
   pipeline::LedgerStage::Options lo;
   lo.url = options.url;
@@ -25,7 +26,7 @@ ReviewClaim claim_review(const Table& table, const Decision& d, const std::vecto
   const uint32_t key_field = table.idempotency_key_field();
   if (key_field != Table::kNoField) {
     out.key_input = std::string(table.field(key_field).name);
-    for (const InputUse& use : uses) {
+    for (const review::InputUse& use : uses) {
       if (use.field == key_field && use.value != nullptr && use.value->is_string()) {
         key = use.value->get<std::string>();
         has_key = !key.empty();

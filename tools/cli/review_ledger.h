@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "pipeline/ledger_stage.h"
+#include "review/inputs.h"
 #include "runtime/table.h"
-#include "tools/cli/review_inputs.h"
 
 namespace replaygate::cli {
 
@@ -43,7 +43,8 @@ struct ReviewClaim {
 // ledger:already_replayed with a reason naming when and where it was first replayed; an error of
 // the ledger is ledger:unavailable with `failed` set. `message_id` is recorded with the claim.
 // Never throws for ledger errors (they are data here); not thread-safe.
-ReviewClaim claim_review(const Table& table, const Decision& d, const std::vector<InputUse>& uses,
-                         const std::string& message_id, const ReviewLedgerOptions& options);
+ReviewClaim claim_review(const Table& table, const Decision& d,
+                         const std::vector<review::InputUse>& uses, const std::string& message_id,
+                         const ReviewLedgerOptions& options);
 
 }  // namespace replaygate::cli

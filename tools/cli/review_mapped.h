@@ -1,34 +1,18 @@
-// `review --input-format F --mapping M`: reads the message file as one broker record of format F
-// and turns it, through the same parser and mapping decide uses (record_reading.h), into the
-// message document review maps its inputs from (review_inputs.h).
-//
-// The mapping supplies only letter-sourced inputs: it may not map a record-only input (RG311) or
-// an operator-only one (RG307), so record-only inputs still come from the operation record only
-// and operator inputs only from --confirm. The result is a JSON object with one member per input
-// the mapping gave a value (by the input's name) plus `message_id` (the mapping's message_id
-// source, else a mapped input of that name), so review's places (message.NAME) find them; where
-// each came from is kept, and the review record names it ("mapping: header 'x'").
+// `review --input-format F --mapping M`: opens the mapping (checked against the table, its
+// diagnostics printed: record_reading.h) and the message file, and has review/mapped.h read the
+// one broker record review maps its inputs from; this file says what went wrong, and how the
+// command exits.
 #pragma once
 
-#include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
 
 #include "inputs/formats.h"
+#include "review/mapped.h"
 #include "runtime/table.h"
-#include "tools/cli/review_inputs.h"
 
 namespace replaygate::cli {
 
-struct MappedMessage {
-  nlohmann::json message = nlohmann::json::object();  // the mapped inputs by name, message_id
-  std::vector<std::string> origins;  // per field: "mapping: payload /revision", or ""
-  std::vector<bool> invalid;         // per field: the mapped value is invalid (wrong type, ...)
-  // Not empty when the record could not be read or mapped ("invalid input: error_class (no
-  // mapping for 'x')"): then no input comes from it, and review gives the policy default.
-  std::string problem;
-};
+using review::MappedMessage;
 
 // Reads `message_path`, which must hold exactly one record of `format` (a dump of one message),
 // or, with a non-empty `message_id`, selects the one record whose message id is that. The mapping
@@ -42,12 +26,5 @@ struct MappedMessage {
 int read_mapped_message(const inputs::InputFormat& format, const std::string& mapping_path,
                         const std::string& message_path, const std::string& message_id,
                         const Table& table, MappedMessage* out);
-
-// Rewrites, in `uses` (from map_review_inputs() over out->message), where each input read from
-// the message came from: "message.NAME" becomes the mapped source ("mapping: header 'x'"), and an
-// input the mapping left unset says so. Returns the fields whose used value is an invalid mapped
-// value: the caller sets them invalid in the Input (the policy's handling of invalid input).
-std::vector<uint32_t> attribute_to_mapping(const MappedMessage& mapped,
-                                           std::vector<InputUse>* uses);
 
 }  // namespace replaygate::cli

@@ -1,7 +1,7 @@
 // Where `replaygate review` takes each policy input from: the message file, the operation record
 // file or the operator's --confirm (docs/recovery.md, "Input mapping"). The one entry point is
-// map_review_inputs(); review.cc sets the Input from its result and prints it in the review record,
-// so the record shows for every input the value the policy used and where it came from.
+// map_review_inputs(); set_inputs() (record.h) sets the Input from its result and the record shows
+// it, so the record shows for every input the value the policy used and where it came from.
 //
 // The policy's `source:` of each input (FieldInfo::source) limits the places:
 //   operator-only  never read from the files: a bool input is --confirm (true, else false); any
@@ -27,7 +27,7 @@
 
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::review {
 
 // One place a value may come from: a key path in the message or the record.
 struct ReviewPlace {
@@ -68,4 +68,4 @@ std::vector<InputUse> map_review_inputs(const Table& table, const nlohmann::json
 // (not null, not "") of record.remote_job_id, message.remote_job_id, message.error.job_id.
 const nlohmann::json* review_job_id(const nlohmann::json& message, const nlohmann::json& record);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::review

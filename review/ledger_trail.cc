@@ -1,67 +1,60 @@
 // Reading an audit log as the replay ledger's history (see ledger_trail.h).
-#include "tools/cli/ledger_trail.h"
+#include "review/ledger_trail.h"
 
-#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "audit/audit_log.h"
-#include "inputs/records.h"
-#include "tools/cli/files.h"
+#include "audit/reader.h"
 
-namespace replaygate::cli {
+namespace replaygate::review {
 namespace {
 
-using nlohmann::json;
+using audit::ReadEntry;
 
-std::string text_of(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::int64_t int_of(const json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
-}
-
-// One verified line as an event of `scope`; false when it has nothing to do with the ledger.
-bool event_of(const json& j, const std::string& scope, TrailEvent* e, Trail* trail) {
-  const std::string kind = text_of(j, "kind");
-  e->time = ledger::parse_time(text_of(j, "time")).value_or(ledger::Time{});
-  e->operator_name = text_of(j, "operator");
-  e->key = text_of(j, "idempotency_key");
-  e->generation = int_of(j, "claim_generation");
-  if (kind == "decision") {
-    if (text_of(j, "effect") != "create" || e->key.empty()) return false;
+// One entry as an event of `scope`; false when it has nothing to do with the ledger.
+bool event_of(const ReadEntry& entry, const std::string& scope, TrailEvent* e, Trail* trail) {
+  e->line = entry.line;
+  if (entry.kind == ReadEntry::Kind::kDecision) {
+    const audit::DecisionEntry& d = entry.decision;
+    e->key = d.idempotency_key.value_or("");
+    e->generation = d.claim_generation;
+    if (d.effect != "create" || e->key.empty()) return false;
     if (e->generation <= 0) {
       ++trail->unclaimed_creates;
       return false;
     }
     e->kind = TrailEvent::Kind::kGrant;
-    e->policy = text_of(j, "policy");
-    e->revision = int_of(j, "policy_revision");
-    e->table_checksum = text_of(j, "table_checksum");
-    e->rule = text_of(j, "rule");
-    e->message_id = text_of(j, "message_id");
-    e->source = text_of(j, "source");
-    e->record = static_cast<uint64_t>(int_of(j, "record"));
+    e->time = ledger::parse_time(d.time).value_or(ledger::Time{});
+    e->operator_name = d.operator_name;
+    e->policy = d.policy;
+    e->revision = d.policy_revision;
+    e->table_checksum = d.table_checksum;
+    e->rule = d.rule;
+    e->message_id = d.message_id.is_string() ? d.message_id.get<std::string>() : std::string();
+    e->source = d.source.value_or("");
+    e->record = d.record;
     return true;
   }
-  if (kind != "ledger") return false;
-  if (text_of(j, "scope") != scope) {
+  if (entry.kind != ReadEntry::Kind::kLedger) return false;
+  const audit::LedgerEntry& l = entry.ledger;
+  if (l.scope != scope) {
     ++trail->other_scopes;
     return false;
   }
-  const std::string act = text_of(j, "act");
-  e->reason = text_of(j, "reason");
-  e->cutoff = text_of(j, "cutoff");
-  e->state = text_of(j, "state");
-  if (act == "release_requested") {
+  e->time = ledger::parse_time(l.time).value_or(ledger::Time{});
+  e->operator_name = l.operator_name;
+  e->key = l.idempotency_key.value_or("");
+  e->generation = l.claim_generation;
+  e->reason = l.reason.value_or("");
+  e->cutoff = l.cutoff.value_or("");
+  e->state = l.state.value_or("");
+  if (l.act == "release_requested") {
     e->kind = TrailEvent::Kind::kReleaseRequested;
-  } else if (act == "released") {
+  } else if (l.act == "released") {
     e->kind = TrailEvent::Kind::kReleased;
-  } else if (act == "prune_requested") {
+  } else if (l.act == "prune_requested") {
     e->kind = TrailEvent::Kind::kPruneRequested;
-  } else if (act == "pruned") {
+  } else if (l.act == "pruned") {
     e->kind = TrailEvent::Kind::kPruned;
   } else {
     return false;
@@ -71,10 +64,8 @@ bool event_of(const json& j, const std::string& scope, TrailEvent* e, Trail* tra
 
 }  // namespace
 
-std::string read_trail(const std::string& path, const std::string& scope, Trail* trail) {
-  std::string bytes, error;
-  // The whole log, as `audit verify` reads it (an append reads it whole too).
-  if (!read_whole_file(path, size_t{1} << 36, &bytes, &error)) return error;
+std::string read_trail(std::string_view bytes, const std::string& path, const std::string& scope,
+                       Trail* trail) {
   const audit::VerifyReport report = audit::verify_bytes(bytes);
   if (!report.ok()) {
     return "the audit log " + path + " does not verify: " + report.problems.front() + " (" +
@@ -86,23 +77,13 @@ std::string read_trail(const std::string& path, const std::string& scope, Trail*
   if (report.entries == 0 && !bytes.empty()) {
     return path + " is not an audit log: no line of it is an entry";
   }
-  uint64_t line = 0;
-  size_t from = 0;
-  // Complete lines only: bytes after the last newline are a torn tail (verify said so).
-  for (size_t end = bytes.find('\n'); end != std::string::npos;
-       from = end + 1, end = bytes.find('\n', from)) {
-    ++line;
-    const std::string_view text = std::string_view(bytes).substr(from, end - from);
-    // A repaired log keeps its broken lines: never hand one nested without bound to the parser.
-    if (inputs::scan_json_shape(text, inputs::kMaxJsonDepth) == inputs::JsonShape::kTooDeep) {
-      continue;
-    }
-    const json j = json::parse(text, nullptr, false);
-    // A line a repair entry acknowledges may not be an entry at all: it holds no act.
-    if (!j.is_object()) continue;
+  // Complete lines only: bytes after the last newline are a torn tail (verify said so). A line a
+  // repair entry acknowledges may not be an entry at all: the reader skips it.
+  audit::EntryReader reader(bytes, audit::EntryReader::Lines::kComplete);
+  ReadEntry entry;
+  while (reader.next(&entry)) {
     TrailEvent e;
-    e.line = line;
-    if (event_of(j, scope, &e, trail)) trail->events.push_back(std::move(e));
+    if (event_of(entry, scope, &e, trail)) trail->events.push_back(std::move(e));
   }
   return "";
 }
@@ -225,4 +206,4 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
   return out;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::review

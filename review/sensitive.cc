@@ -1,7 +1,7 @@
 // The secret field names shared by review, explain and decide --show-inputs (see sensitive.h).
-#include "tools/cli/sensitive.h"
+#include "review/sensitive.h"
 
-namespace replaygate::cli {
+namespace replaygate::review {
 
 const std::set<std::string>& builtin_sensitive_names() {
   static const std::set<std::string> names = {
@@ -16,4 +16,4 @@ std::set<std::string> sensitive_names(const std::vector<std::string>& policy_nam
   return names;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::review

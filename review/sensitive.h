@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace replaygate::cli {
+namespace replaygate::review {
 
 // "prompt", "token", "password", ...: compared exactly (lower case).
 const std::set<std::string>& builtin_sensitive_names();
@@ -17,4 +17,4 @@ const std::set<std::string>& builtin_sensitive_names();
 // which does not keep it).
 std::set<std::string> sensitive_names(const std::vector<std::string>& policy_names);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::review

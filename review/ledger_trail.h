@@ -1,18 +1,20 @@
 // The replay ledger as an audit log tells it (docs/ledger.md, "Operator commands"): the grants
 // (decision entries that won a ledger claim) and the operator acts (ledger entries) of one scope,
 // in log order, and the ledger rows they imply. `ledger check` compares those rows with the
-// ledger; `ledger rebuild` restores them into an empty one.
+// ledger (ledger_check.h); `ledger rebuild` restores them into an empty one. Built here, as data,
+// for the CLI and later the console.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "ledger/ledger.h"
 
-namespace replaygate::cli {
+namespace replaygate::review {
 
 // One entry of the log that bears on the ledger.
 struct TrailEvent {
@@ -50,12 +52,14 @@ struct TrailPlace {
   uint64_t line = 0;
 };
 
-// Reads the audit log at `path` and keeps what concerns ledger scope `scope`. The log must verify
+// Reads the audit log `bytes` (the whole file at `path`, as `audit verify` reads it) through the
+// typed reader (audit/reader.h) and keeps what concerns ledger scope `scope`. The log must verify
 // (audit::verify_bytes: a torn tail is no problem); decision entries carry no scope, so every
 // grant in the log is taken to be this scope's (keep one audit log per ledger scope). Returns ""
-// or why not (the caller exits 2): "cannot read PATH: ...", "the audit log PATH does not verify:
-// line N: ... (N problems; run 'replaygate audit verify PATH')".
-std::string read_trail(const std::string& path, const std::string& scope, Trail* trail);
+// or why not (the caller exits 2): "the audit log PATH does not verify: line N: ... (N problems;
+// run 'replaygate audit verify PATH')", "PATH is not an audit log: ...".
+std::string read_trail(std::string_view bytes, const std::string& path, const std::string& scope,
+                       Trail* trail);
 
 // A claim that the log says is in the ledger, with the log line that granted it.
 struct ExpectedRow {
@@ -89,4 +93,4 @@ struct Replayed {
 };
 Replayed replay_trail(const Trail& trail, const std::string& scope);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::review

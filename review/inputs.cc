@@ -1,10 +1,10 @@
-// map_review_inputs(): the places of each input and the policy's source rules (review_inputs.h).
-#include "tools/cli/review_inputs.h"
+// map_review_inputs(): the places of each input and the policy's source rules (inputs.h).
+#include "review/inputs.h"
 
 #include <string>
 #include <vector>
 
-namespace replaygate::cli {
+namespace replaygate::review {
 namespace {
 
 using nlohmann::json;
@@ -121,4 +121,4 @@ std::vector<InputUse> map_review_inputs(const Table& table, const json& message,
   return out;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::review
