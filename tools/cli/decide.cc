@@ -118,8 +118,9 @@ constexpr uint64_t kMaxKeysLimit = uint64_t{1} << 32;
 // --replayed-keys-memory above this (MiB) is refused: 64 GiB, half the largest split block
 // filter Parquet's 32-bit block index can address.
 constexpr uint64_t kMaxFilterMiB = uint64_t{1} << 16;
-// Records decided ahead of the dump rules (a batch of the stream driver, pipeline/stream.h): enough that a filter block
-// prefetched in stage 1 has arrived by stage 2 (~300 ns a record), few enough to stay in L1.
+// Records decided ahead of the dump rules (a batch of the stream driver, pipeline/stream.h): enough
+// that a filter block prefetched in stage 1 has arrived by stage 2 (~300 ns a record), few enough
+// to stay in L1.
 constexpr size_t kBatchRecords = 16;
 
 // A probability for the summary: "0", or two significant digits ("3.3e-08").
@@ -384,9 +385,8 @@ pipeline::ReadPool::Options pool_options(size_t threads, int fd) {
 // The decision lines go to standard output through a BlockWriter.
 class WriterSink final : public pipeline::Sink {
  public:
-  explicit WriterSink(BlockWriter& out) : out_(out) {}
+  explicit WriterSink(BlockWriter& out) : Sink(BlockWriter::kBlockBytes), out_(out) {}
   ByteBuffer& buffer() override { return out_.buffer(); }
-  bool full() const override { return out_.full(); }
   bool flush() override { return out_.flush(); }
   bool ok() const override { return out_.ok(); }
 
