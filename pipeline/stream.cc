@@ -42,14 +42,18 @@ LineReader::Status BufferSource::next(SourceRecord* record) {
 
 namespace {
 
-// One run: the two batches, the failure state and the records flushed so far.
+// One run: the two batches, the failure state and the records flushed so far. `Source` is the
+// source's own class when the driver knows it (FileSource, final: its next() is inlined into the
+// loop, as decide's loop had it), else RecordSource.
+template <class Source>
 class Stream {
  public:
-  Stream(Gate& gate, RecordSource& source, Sink& sink)
+  Stream(Gate& gate, Source& source, Sink& sink)
       : gate_(gate),
         source_(source),
         sink_(sink),
         out_(sink.buffer()),
+        flush_at_(sink.flush_at()),
         batch_size_(gate.batch_size()),
         batches_{Batch(batch_size_), Batch(gate.claims_blocks() ? 1 : batch_size_)} {}
 
@@ -84,6 +88,7 @@ class Stream {
     return sink_.ok();
   }
   bool commit_and_flush() { return commit() && flush(); }
+  bool full() const { return out_.size() >= flush_at_; }
 
   // Stage 2 for a batch: false when the run must stop (a failed write or commit).
   bool emit_batch(Batch& batch) {
@@ -96,7 +101,7 @@ class Stream {
     } else {
       for (size_t i = 0; i < batch.count && ok; ++i) {
         gate_.judge(batch, i, out_);
-        if (sink_.full() && !commit_and_flush()) ok = false;
+        if (full() && !commit_and_flush()) ok = false;
       }
     }
     batch.clear();
@@ -142,7 +147,7 @@ class Stream {
     for (size_t i = 0; i < batch.count; ++i) {
       gate_.prefetch(batch, i + kAhead, i + kAhead + 1);
       gate_.judge(batch, i, out_);
-      if (sink_.full() && !commit_and_flush()) return false;
+      if (full() && !commit_and_flush()) return false;
     }
     return true;
   }
@@ -164,9 +169,10 @@ class Stream {
   }
 
   Gate& gate_;
-  RecordSource& source_;
+  Source& source_;
   Sink& sink_;
   ByteBuffer& out_;
+  const size_t flush_at_;
   const size_t batch_size_;
   Batch batches_[2];
   int current_ = 0;  // the batch being filled; the other one waits for stage 2
@@ -176,7 +182,10 @@ class Stream {
 }  // namespace
 
 StreamResult run_stream(Gate& gate, ReadPool* pool, RecordSource& source, Sink& sink) {
-  return Stream(gate, source, sink).run(pool);
+  if (auto* file = dynamic_cast<FileSource*>(&source); file != nullptr) {
+    return Stream<FileSource>(gate, *file, sink).run(pool);
+  }
+  return Stream<RecordSource>(gate, source, sink).run(pool);
 }
 
 }  // namespace replaygate::pipeline

@@ -95,15 +95,21 @@ class BufferSource final : public RecordSource {
   size_t records_ = 0;
 };
 
-// What comes out: the decision lines, appended to buffer(); flush() when full(), and at the end.
+// What comes out: the decision lines, appended to buffer(); flush() once it holds `flush_at`
+// bytes or more, and at the end. buffer() must be the same buffer for the sink's life.
 class Sink {
  public:
+  explicit Sink(size_t flush_at) : flush_at_(flush_at) {}
   virtual ~Sink() = default;
   virtual ByteBuffer& buffer() = 0;
-  virtual bool full() const = 0;
+  // Not virtual: the driver asks after every record.
+  size_t flush_at() const { return flush_at_; }
   // Takes everything buffered. False once a write failed: nothing more is taken.
   virtual bool flush() = 0;
   virtual bool ok() const = 0;
+
+ private:
+  size_t flush_at_;
 };
 
 struct StreamResult {

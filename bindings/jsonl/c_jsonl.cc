@@ -44,8 +44,8 @@ class VerbStage final : public replaygate::pipeline::Stage {
 // The decision lines are not wanted (the caller holds and acts on the verbs): dropped as they fill.
 class DiscardSink final : public replaygate::pipeline::Sink {
  public:
+  DiscardSink() : Sink(kBytes) {}
   replaygate::ByteBuffer& buffer() override { return buffer_; }
-  bool full() const override { return buffer_.size() >= kBytes; }
   bool flush() override {
     buffer_.clear();
     return true;

@@ -1,9 +1,11 @@
 // `replaygate decide`: decide every record of a dead-letter dump, one JSON line out per line in.
+// This file is the command's options, checks and messages; the records go through the dump
+// pipeline's stream driver (pipeline/stream.h) into standard output.
 //
 // Streams: one capped line in memory at a time, output in 1 MiB blocks, and the idempotency keys
-// granted a replay (an exact set of their hashes, then a filter: dump_rules.h), whose memory grows
-// with the keys up to --replayed-keys-memory and never past it. Dump semantics on top of the policy
-// (docs/cli.md), which only ever turn a create-effect verb into the default:
+// granted a replay (an exact set of their hashes, then a filter: pipeline/replay_guard.h), whose
+// memory grows with the keys up to --replayed-keys-memory and never past it. Dump semantics on top
+// of the policy (docs/cli.md), which only ever turn a create-effect verb into the default:
 //   * within one run only the first record with a given idempotency key may get a create verb;
 //     a later one whose key is in the filter gets the default, rule "dump:maybe_duplicate" (a
 //     filter can also match a key it never saw: rarely, and only ever as a hold);
@@ -12,19 +14,13 @@
 //     default, rule "dump:key_limit".
 //
 // The record format is --input-format (inputs/formats.h; --format is its old name).
-// --show-inputs adds to each line what each policy input received (InputsText below); without it
-// the lines and the loop are as they were.
-//
-// Per record the loop does no allocation in the common case: everything after the metadata on an
-// output line depends only on (verb, rule, reason, invalid), so it is rendered once per distinct
-// decision (DecisionText) and copied; only the line number and echoed metadata are formatted.
-// An invalid input (rare) is the exception: its line also says where and why, so it is rendered
-// whole when it is decided.
+// --show-inputs adds to each line what each policy input received (pipeline/decision_line.h's
+// InputsText); without it the lines are as they were.
 //
 // --threads N (N > 1) reads and decides blocks of records on N worker threads
 // (pipeline/read_pool.h) while this thread reads the input and does stage 2 (the dump rules, the
-// ledger's claims, the audit, the lines) in input order, exactly as the loop below does without
-// them: the output, the claims, the audit log and the exit code are the same bytes for every N.
+// ledger's claims, the audit, the lines) in input order, exactly as without them: the output, the
+// claims, the audit log and the exit code are the same bytes for every N.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,9 +69,6 @@ using inputs::choose_input_format;
 using inputs::input_formats;
 using inputs::InputFormat;
 using inputs::InputFormatOptions;
-using inputs::JsonArrayReader;
-using inputs::kMaxRecordBytes;
-using inputs::LineReader;
 using inputs::not_from_letters;
 using inputs::RecordParser;
 using pipeline::memory_option_error;
@@ -125,8 +118,9 @@ constexpr uint64_t kMaxKeysLimit = uint64_t{1} << 32;
 // --replayed-keys-memory above this (MiB) is refused: 64 GiB, half the largest split block
 // filter Parquet's 32-bit block index can address.
 constexpr uint64_t kMaxFilterMiB = uint64_t{1} << 16;
-// Records decided ahead of the dump rules (see the main loop): enough that a filter block
-// prefetched in stage 1 has arrived by stage 2 (~300 ns a record), few enough to stay in L1.
+// Records decided ahead of the dump rules (a batch of the stream driver, pipeline/stream.h): enough
+// that a filter block prefetched in stage 1 has arrived by stage 2 (~300 ns a record), few enough
+// to stay in L1.
 constexpr size_t kBatchRecords = 16;
 
 // A probability for the summary: "0", or two significant digits ("3.3e-08").
@@ -391,9 +385,8 @@ pipeline::ReadPool::Options pool_options(size_t threads, int fd) {
 // The decision lines go to standard output through a BlockWriter.
 class WriterSink final : public pipeline::Sink {
  public:
-  explicit WriterSink(BlockWriter& out) : out_(out) {}
+  explicit WriterSink(BlockWriter& out) : Sink(BlockWriter::kBlockBytes), out_(out) {}
   ByteBuffer& buffer() override { return out_.buffer(); }
-  bool full() const override { return out_.full(); }
   bool flush() override { return out_.flush(); }
   bool ok() const override { return out_.ok(); }
 
