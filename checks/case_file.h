@@ -1,7 +1,7 @@
 // The test-case file of `replaygate test` (one YAML document) read into cases, checked against a
 // policy: RG401-RG407, RG108, RG109 (docs/diagnostics.md). In: the file's YAML tree, the policy
 // and its table; out: the cases and diagnostics, as data. `test` runs the cases; `convert --kind
-// cases --to json` writes what this reader understood (tools/cli/json_export.h); the language
+// cases --to json` writes what this reader understood (checks/json_export.h); the language
 // server can report the diagnostics.
 //
 // Case file (docs/cli.md):

@@ -9,7 +9,7 @@
 # broker-independent, and redrive/rabbitmq/ never links the compiler or the CLI; the dump pipeline
 # never links the live loop; checks/ (a policy's companion files) links the compiler and inputs/,
 # never the CLI, a gate, the audit log or the ledger; tools/lsp may link the compiler and checks/
-# (no CLI, no gate).
+# (no CLI, no gate); views/ (matrix, graph) links the compiler, the runtime and common/ only.
 # Audit never links inputs (its JSON scanning is common/'s); review (the review record, the
 # explain report) never links tools/, a console, the dump pipeline, the live redrive or a broker
 # client: it is data a console links, not an application.
@@ -43,6 +43,9 @@ forbid replaygate_review replaygate_cli_lib replaygate_console replaygate_pipeli
 # The language server is the compiler's and checks/' client, never the CLI's or a gate's.
 forbid replaygate_checks replaygate_cli_lib replaygate_pipeline replaygate_redrive replaygate_audit \
   replaygate_ledger replaygate_redrive_rabbitmq PkgConfig::RABBITMQ
+# views/ (matrix, graph) renders a policy or table: never the CLI, a gate, the ledger or a broker.
+forbid replaygate_views replaygate_cli_lib replaygate_pipeline replaygate_redrive replaygate_audit \
+  replaygate_ledger replaygate_redrive_rabbitmq replaygate_inputs PkgConfig::RABBITMQ
 forbid replaygate_lsp replaygate_cli_lib replaygate_pipeline replaygate_redrive replaygate_audit \
   replaygate_ledger replaygate_redrive_rabbitmq
 for t in replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_pipeline \

@@ -1,6 +1,6 @@
 // `replaygate convert IN [-o OUT] [--to yaml|policy|json] [--kind policy|cases|mapping]
 // [--policy P]`: a policy in one syntax -> the other, or a policy, a test-case file or a mapping
-// file -> the JSON document of what replaygate's reader understood (tools/cli/json_export.h).
+// file -> the JSON document of what replaygate's reader understood (checks/json_export.h).
 // The input is compiled first (front-end, check, analysis); the output is printed from the IR and
 // read back in memory through the other front-end before anything is written: a text that would
 // not compile to the same IR (an id the policy language cannot write, a line over the length
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "checks/case_file.h"
+#include "checks/json_export.h"
 #include "common/utf8.h"
 #include "common/yaml_tree.h"
 #include "compiler/lower.h"
@@ -31,7 +32,6 @@
 #include "runtime/table_format.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/files.h"
-#include "tools/cli/json_export.h"
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
@@ -39,7 +39,10 @@
 namespace replaygate::cli {
 
 using checks::CaseFile;
+using checks::cases_json;
 using checks::kMaxCaseFileBytes;
+using checks::mapping_json;
+using checks::policy_json;
 using checks::read_case_file;
 namespace {
 

@@ -1,5 +1,5 @@
 // Reader results -> JSON documents of the YAML files' shape (see json_export.h).
-#include "tools/cli/json_export.h"
+#include "checks/json_export.h"
 
 #include <cstdint>
 #include <string>
@@ -8,13 +8,7 @@
 
 #include "compiler/key_text.h"
 
-namespace replaygate::cli {
-
-using checks::Case;
-using checks::case_value;
-using checks::CaseFile;
-using checks::explicit_json;
-using checks::letter_value;
+namespace replaygate::checks {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -361,4 +355,4 @@ nlohmann::ordered_json mapping_json(const inputs::Mapping& mapping) {
   return out;
 }
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::checks

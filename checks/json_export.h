@@ -22,7 +22,7 @@
 #include "inputs/mapping.h"
 #include "runtime/table.h"
 
-namespace replaygate::cli {
+namespace replaygate::checks {
 
 // The policy as a document of its YAML form's shape (schemas/policy.schema.json).
 nlohmann::ordered_json policy_json(const ir::Policy& policy);
@@ -30,10 +30,10 @@ nlohmann::ordered_json policy_json(const ir::Policy& policy);
 // A case file read without errors (read_case_file()) as a document of its own shape
 // (schemas/cases.schema.json); `table` is the table the cases were read against. The yaml nodes
 // the cases point into must still live.
-nlohmann::ordered_json cases_json(const checks::CaseFile& file, const Table& table);
+nlohmann::ordered_json cases_json(const CaseFile& file, const Table& table);
 
 // A mapping file read without errors (load_mapping_file()) as a document of its own shape
 // (schemas/mapping.schema.json); its values are typed by the inputs' types it was read with.
 nlohmann::ordered_json mapping_json(const inputs::Mapping& mapping);
 
-}  // namespace replaygate::cli
+}  // namespace replaygate::checks
