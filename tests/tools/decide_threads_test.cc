@@ -445,7 +445,7 @@ void any_thread_count_gives_the_bytes_of_one() {
 }
 
 // The property above runs the binary twice per case: at most 40 cases, whatever RC_PARAMS asks
-// (the in-process property of tests/gate/read_pool_test.cc takes the full count).
+// (the in-process property of tests/pipeline/read_pool_test.cc takes the full count).
 TEST(DecideThreadsProperty, AnyThreadCountGivesTheBytesOfOne) {
   rc::detail::TestParams params = rc::detail::configuration().testParams;
   params.maxSuccess = std::min(params.maxSuccess, 40);
