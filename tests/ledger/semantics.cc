@@ -208,19 +208,25 @@ void check_release_history(const Opener& open) {
   EXPECT_TRUE(empty->empty());
 }
 
+// Five rows of three ages and every state: old-1, old-2 claimed 11-01; mid-1 claimed 11-20 and
+// recorded; new-1 claimed 12-01 and confirmed, new-2 claimed 12-01 and released.
+static void claim_three_ages(Ledger& l, TestClock& clock) {
+  clock.set("2026-11-01T00:00:00Z");
+  ASSERT_TRUE(l.claim_batch({make_claim("old-1"), make_claim("old-2")}).ok());
+  clock.set("2026-11-20T00:00:00Z");
+  ASSERT_TRUE(l.claim_batch({make_claim("mid-1")}).ok());
+  ASSERT_TRUE(l.mark("mid-1", 1, State::kRecorded).ok());
+  clock.set("2026-12-01T09:00:00Z");
+  ASSERT_TRUE(l.claim_batch({make_claim("new-1"), make_claim("new-2")}).ok());
+  ASSERT_TRUE(l.mark("new-1", 1, State::kConfirmed).ok());
+  ASSERT_TRUE(l.release("new-2", "carol", "retry approved").ok());
+}
+
 void check_list_stats_export(const Opener& open) {
   TestClock clock;
   auto l = must_open(open, with_clock(clock));
   ASSERT_TRUE(l);
-  clock.set("2026-11-01T00:00:00Z");
-  ASSERT_TRUE(l->claim_batch({make_claim("old-1"), make_claim("old-2")}).ok());
-  clock.set("2026-11-20T00:00:00Z");
-  ASSERT_TRUE(l->claim_batch({make_claim("mid-1")}).ok());
-  ASSERT_TRUE(l->mark("mid-1", 1, State::kRecorded).ok());
-  clock.set("2026-12-01T09:00:00Z");
-  ASSERT_TRUE(l->claim_batch({make_claim("new-1"), make_claim("new-2")}).ok());
-  ASSERT_TRUE(l->mark("new-1", 1, State::kConfirmed).ok());
-  ASSERT_TRUE(l->release("new-2", "carol", "retry approved").ok());
+  claim_three_ages(*l, clock);
 
   auto all = l->list(Time{});
   ASSERT_TRUE(all.ok()) << all.error().message;
@@ -268,14 +274,7 @@ void check_prune_by_the_ledgers_clock(const Opener& open, LedgerClock ledger_clo
   if (ledger_clock == LedgerClock::kThisHost) {
     // SQLite: the ledger's clock is this host's (the test clock), never earlier than a row
     // inserted before. Rows claimed 11-01, 11-20 and 12-01; then a claimant 60 days slow.
-    clock.set("2026-11-01T00:00:00Z");
-    ASSERT_TRUE(l->claim_batch({make_claim("old-1"), make_claim("old-2")}).ok());
-    clock.set("2026-11-20T00:00:00Z");
-    ASSERT_TRUE(l->claim_batch({make_claim("mid-1")}).ok());
-    ASSERT_TRUE(l->mark("mid-1", 1, State::kRecorded).ok());
-    clock.set("2026-12-01T09:00:00Z");
-    ASSERT_TRUE(l->claim_batch({make_claim("new-1"), make_claim("new-2")}).ok());
-    ASSERT_TRUE(l->release("new-2", "carol", "retry approved").ok());
+    claim_three_ages(*l, clock);
     clock.set("2026-10-02T09:00:00Z");
     auto slow = l->claim_batch({make_claim("slow-1")});
     ASSERT_TRUE(slow.ok()) << slow.error().message;
