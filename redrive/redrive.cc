@@ -325,7 +325,8 @@ LetterStep Redrive::step(const Table& table, inputs::RecordParser& parser, const
           "; the copy is in the work queue (this is the same death delivered again: " + why + ")";
     } else if (same_message && holder.state == ledger::State::kConfirmed) {
       hold(table, step, "gate:ambiguous_redelivery",
-           "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " + why +
+           "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " +
+               why +
                ": it is not provably that death delivered again, so it is not acked away; "
                "compare it with the copy, then move or delete it by hand");
     } else if (same_message) {
@@ -418,6 +419,8 @@ std::string Redrive::record_outcome(const LetterStep& step, bool confirmed,
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   decision_seq_ = 0;
   if (!appended.ok) return failure.empty() ? appended.error : failure + "; " + appended.error;
+  // A crash here leaves the ledger's anchor behind the log, never ahead: the next run raises it.
+  if (options_.test_points != nullptr) options_.test_points->at("result_recorded");
   if (std::string error = raise_anchor(appended, true); !error.empty()) {
     return failure.empty() ? error : failure + "; " + error;
   }

@@ -50,6 +50,7 @@
 #include "audit/checkpoint.h"
 #include "inputs/records.h"
 #include "ledger/ledger.h"
+#include "redrive/test_points.h"
 #include "runtime/table.h"
 
 namespace replaygate::redrive {
@@ -153,6 +154,7 @@ class Redrive {
     std::string operator_name;  // the audit entries' operator
     std::string source;         // the audit entries' source, e.g. "amqp://host:5672/%2F/dlq"
     const audit::CheckpointSigner* signer = nullptr;  // not owned
+    const TestPoints* test_points = nullptr;          // tests only (result_recorded); not owned
   };
   explicit Redrive(Options options);
   ~Redrive();

@@ -324,6 +324,8 @@ Then Loop::move(const Table& table, const Letter& letter, LetterStep& step, Lett
     if (answer.outcome == MoveAnswer::Outcome::kDone) {
       confirmed = true;
       at("confirmed");
+      // The hold copy of a letter on its last attempt is confirmed; its original is not acked.
+      if (letter.must_move) at("held_last_attempt");
       r.outcome = "published to " + r.target + ", " + answer.detail;
     } else if (answer.unroutable && step.action == Action::kRepublish) {
       // Nothing took the replay: move the letter to the hold place, saying so. The claim stays

@@ -1,7 +1,8 @@
 // The crash and pause points of the redrive loop, for tests: $REPLAYGATE_TEST_CRASH_AT=STEP dies
 // as a kill -9 would at that step; $REPLAYGATE_TEST_PAUSE_AT=STEP:FILE creates FILE at the first
 // STEP and waits (at most 120 s) until the test removes it, so that a test can stop the broker at
-// an exact point. Steps: decided, claimed, published, confirmed, recorded, acked, rate_wait.
+// an exact point. Steps: decided, claimed, published, confirmed, held_last_attempt,
+// result_recorded, recorded, acked, rate_wait.
 #pragma once
 
 #include <string>

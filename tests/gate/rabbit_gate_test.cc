@@ -1116,6 +1116,59 @@ TEST_F(RabbitGate, AKillAfterTheRecordedConfirmIsAckedOnlyOnBothQueueTypes) {
   }
 }
 
+// kill -9 between the result entry's append and the raise of the log's anchor in the ledger
+// (signed log, anchored by an earlier run): the anchor is left behind the log, never ahead.
+// `ledger check` passes at once, the next run accepts the log (it still holds the anchor's
+// entry), acks the redelivered letter without a second publish and raises the anchor; the log
+// verifies against the key.
+TEST_F(RabbitGate, AKillBeforeTheResultsAnchorLeavesItBehindAndTheNextRunRaisesIt) {
+  ledger_ = path("ledger.db");
+  const CliResult key = run_cli_args(
+      dir_->path(), {"key", "generate", "--secret", path("s.key"), "--public", path("p.pub")});
+  ASSERT_EQ(key.exit_code, 0) << key.err;
+  const std::vector<std::string> sign = {"--all", "--audit-sign-key", path("s.key")};
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_rr0", "rr-0");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  ASSERT_EQ(gate(true, sign).exit_code, 0) << "the first run anchors the log";
+  const size_t anchored_lines = lines_of(read_file(path("audit.log"))).size();
+  long consumed = 0;  // the work queue's consumer takes rr-0's replay
+  ASSERT_EQ(client_.purge_queue("payment.capture", &consumed), "");
+  EXPECT_EQ(consumed, 1);
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_rr1", "rr-1");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  const CliResult crashed = gate(true, sign, "REPLAYGATE_TEST_CRASH_AT=result_recorded");
+  EXPECT_EQ(crashed.exit_code, 128 + SIGKILL) << crashed.err;
+  const std::vector<std::string> log = lines_of(read_file(path("audit.log")));
+  ASSERT_EQ(log.size(), anchored_lines + 2) << "the decision and result entries, unanchored";
+  EXPECT_EQ(nlohmann::json::parse(log.back())["kind"], "result");
+  const std::vector<std::string> check = {"ledger", "check",   "--ledger",
+                                          ledger_,  "--audit", path("audit.log")};
+  const CliResult lagging = run_cli_args(dir_->path(), check);
+  EXPECT_EQ(lagging.exit_code, 0) << lagging.out << lagging.err;
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "") << "the unacked letter returns";
+  EXPECT_EQ(client_.message_count("payment.capture"), 1);
+  const CliResult again = gate(true, sign);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  const std::vector<nlohmann::json> lines = letters(again);
+  ASSERT_EQ(lines.size(), 1u) << again.out;
+  EXPECT_EQ(lines[0]["action"], "ack") << lines[0];
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+  EXPECT_EQ(client_.message_count("payment.capture"), 1) << "published once";
+  EXPECT_EQ(client_.message_count("dlq.hold"), 0);
+  for (const char* k : {"cap_rr0", "cap_rr1"}) {
+    const std::vector<nlohmann::json> rows = ledger_rows(k);
+    ASSERT_EQ(rows.size(), 1u) << k;
+    EXPECT_EQ(rows[0]["state"], "confirmed") << k;
+  }
+  const CliResult v = run_cli_args(
+      dir_->path(), {"audit", "verify", path("audit.log"), "--trusted-key", path("p.pub")});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  const CliResult checked = run_cli_args(dir_->path(), check);
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  const std::vector<std::string> after = lines_of(read_file(path("audit.log")));
+  EXPECT_EQ(nlohmann::json::parse(after.back())["kind"], "checkpoint") << "signed and anchored";
+}
+
 // Issue 42 item 6: a letter published straight into the dead-letter queue, decided for
 // payment.capture (x-first-death-queue) but naming refunds.execute as its newest death, is held:
 // a replay goes only to the queue its decision was made for. Issue 35 item 7: one whose newest
@@ -1392,6 +1445,54 @@ TEST_F(RabbitGate, QuorumKillNineAfterDryRunsDropsNothing) {
   EXPECT_EQ(quorum_total(10), 10) << "a letter was dropped";
   EXPECT_EQ(client_.message_count("qdlq.hold"), 10);
   EXPECT_EQ(client_.message_count("qdlq"), 0);
+  client_.delete_queue("qdlq");
+}
+
+// kill -9 between the confirmed hold copy of a letter on its last delivery attempt and the ack of
+// the original: the copy is in the hold queue; the original is either dropped by the broker (its
+// attempts used up) or delivered again and held a second time (moves are at least once: two
+// copies to review). Never lost, never replayed.
+TEST_F(RabbitGate, QuorumKillNineBetweenTheLastAttemptsHoldAndItsAckDropsNothing) {
+  ledger_ = path("ledger.db");
+  limited_quorum_topology();
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_hl", "hl-1");
+  ASSERT_EQ(client_.wait_for_count("qdlq", 1), "");
+  for (int run = 0; run < 2; ++run) {  // two allowed dry runs use up two attempts
+    CliRun dry;
+    dry.args = on_qdlq(false, {"--all", "--allow-peek"});
+    dry.timeout_seconds = 60;
+    const CliResult r = run_cli(dir_->path(), dry);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(quorum_total(1), 1);
+  }
+  CliRun apply;
+  apply.args = on_qdlq(true, {"--all"});
+  apply.timeout_seconds = 60;
+  apply.env = {"REPLAYGATE_TEST_CRASH_AT=held_last_attempt"};
+  const CliResult killed = run_cli(dir_->path(), apply);
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL) << killed.err;
+  EXPECT_EQ(client_.wait_for_count("qdlq.hold", 1), "") << "the confirmed copy";
+  // The broker takes the original back when the connection drops: give it time to land (or not).
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  apply.env.clear();
+  const CliResult r = run_cli(dir_->path(), apply);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const nlohmann::json& line : letters(r)) {
+    EXPECT_EQ(line["rule"], "gate:last_delivery_attempt") << line.dump();
+    EXPECT_EQ(line["action"], "hold") << line.dump();
+  }
+  const long held = client_.message_count("qdlq.hold");
+  EXPECT_GE(held, 1) << "lost";
+  EXPECT_LE(held, 2);
+  EXPECT_EQ(held, 1 + static_cast<long>(letters(r).size()));
+  EXPECT_EQ(client_.message_count("qdlq"), 0);
+  EXPECT_EQ(client_.message_count("payment.capture"), 0) << "replayed";
+  for (const Message& m : client_.get_all("qdlq.hold")) {
+    EXPECT_EQ(m.message_id, "hl-1");
+    EXPECT_EQ(m.headers.at("x-replaygate-rule"), "gate:last_delivery_attempt");
+  }
+  EXPECT_TRUE(ledger_rows("cap_hl").empty()) << "a hold claims nothing";
+  expect_audit_verifies();
   client_.delete_queue("qdlq");
 }
 

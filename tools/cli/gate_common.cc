@@ -220,6 +220,7 @@ int run_gate(GateFlags& o, GateRun run, const redrive::TestPoints& test_points) 
   ro.operator_name = o.operator_name;
   ro.source = run.source;
   ro.signer = run.signer;
+  ro.test_points = &test_points;
   redrive::Redrive redrive(std::move(ro));
   if (const std::string why = redrive.open(); !why.empty()) {
     std::fprintf(stderr, "replaygate %s: %s; nothing was consumed\n", who.c_str(), why.c_str());
