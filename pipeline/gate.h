@@ -1,7 +1,7 @@
 // The gate: the broker-independent decide pipeline, from one record to its decision line. The CLI's
 // `decide` and the JSON Lines binding feed it records through one stream driver (stream.h); the
-// live gate (redrive/redrive.h) takes its decision entry and stages one letter at a time. It owns no
-// file, no stream and no broker.
+// live gate (redrive/redrive.h) takes its decision entry and stages one letter at a time. It owns
+// no file, no stream and no broker.
 //
 //   record ─> parser (inputs/) ─> Input ─> table.decide() ─> replay guard ─> stages ─> decision
 //   line

@@ -51,6 +51,7 @@
 #include "pipeline/read_pool.h"
 #include "pipeline/replay_guard.h"
 #include "pipeline/stream.h"
+#include "review/sensitive.h"
 #include "runtime/table.h"
 #include "runtime/trace.h"
 #include "tools/cli/audit_signing.h"
@@ -60,7 +61,6 @@
 #include "tools/cli/output.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
-#include "review/sensitive.h"
 #include "tools/cli/trust.h"
 
 namespace replaygate::cli {
