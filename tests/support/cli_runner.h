@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "runtime/table.h"
 #include "tests/support/paths.h"
 
 namespace replaygate::testing {
@@ -174,6 +176,19 @@ class CliFixture : public ::testing::Test {
     how.cwd = cwd_;
     how.stdin_text = stdin_text;
     return run_cli(dir_, how);
+  }
+
+  // The shipped policy (policies/replay_gate.yaml) compiled by the CLI into this test's folder
+  // (gate.rgt) and loaded; null, with the failure recorded, when either step fails.
+  std::unique_ptr<Table> shipped_table() {
+    const std::string out = (dir_ / "gate.rgt").string();
+    const CliResult compiled =
+        run({"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", out});
+    EXPECT_EQ(compiled.exit_code, 0) << compiled.err;
+    LoadStatus status;
+    std::unique_ptr<Table> table = Table::load_file(out, &status);
+    EXPECT_TRUE(table) << status.message;
+    return table;
   }
 
  private:

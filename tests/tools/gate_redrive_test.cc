@@ -55,12 +55,8 @@ TEST(AmqpUrl, ParsesWhatUsersWrite) {
 class GateRedrive : public CliFixture {
  protected:
   void SetUp() override {
-    const CliResult compiled =
-        run({"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", p("gate.rgt")});
-    ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
-    LoadStatus status;
-    table_ = Table::load_file(p("gate.rgt"), &status);
-    ASSERT_TRUE(table_) << status.message;
+    table_ = shipped_table();
+    ASSERT_TRUE(table_);
     const std::string path = kSourceDir + "/examples/rabbitmq.mapping.yaml";
     mapping_ = inputs::parse_mapping(read_file(path), path, *table_);
     for (const inputs::InputFormat& f : inputs::input_formats()) {

@@ -96,12 +96,8 @@ class ListPort final : public redrive::Port {
 class RedriveRun : public CliFixture {
  protected:
   void SetUp() override {
-    const CliResult compiled =
-        run({"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", p("gate.rgt")});
-    ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
-    LoadStatus status;
-    std::unique_ptr<Table> table = Table::load_file(p("gate.rgt"), &status);
-    ASSERT_TRUE(table) << status.message;
+    std::unique_ptr<Table> table = shipped_table();
+    ASSERT_TRUE(table);
     const std::string path = kSourceDir + "/examples/rabbitmq.mapping.yaml";
     mapping_ = inputs::parse_mapping(read_file(path), path, *table);
     for (const inputs::InputFormat& f : inputs::input_formats()) {
