@@ -1554,6 +1554,7 @@ std::string compose(ChainState& st, std::vector<nlohmann::json>& entries, uint64
     *record += line;
     *record += '\n';
     result->seq = entry["seq"];
+    result->seqs.push_back(result->seq);
     result->hash = next.prev;
     if (digest) {
       result->last = Anchor{result->seq, next.prev, digest->hex()};

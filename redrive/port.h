@@ -5,8 +5,10 @@
 // confirm; Redis: one atomic script), what "settle" is (AMQP: basic.ack; Redis: drop the entry
 // from the gate's in-flight set), and how a letter becomes the record its reader maps.
 //
-// The loop's order, which a port must not change: next() -> decide and claim (Redrive::step) ->
-// audit decision entry -> act() -> ledger `confirmed` + audit result entry -> settle(). A letter a
+// The loop's order, per block of letters, which a port must not change: next() -> decide every
+// letter -> one ledger claim of every replay -> one audit append of every decision entry -> act()
+// (every move of the block at once: a port pipelines them) -> one ledger mark of every confirmed
+// replay -> one audit append of every result -> settle() (a port may settle many at once). A letter a
 // port hands out and the loop never settles (skipped, dry run, a failure) must go back to its queue
 // unchanged when the port closes or loses its connection: nothing is lost by stopping.
 //
@@ -27,6 +29,7 @@ namespace replaygate::redrive {
 // One dead letter as a port hands it over. Valid until the port's next call of next() or close().
 struct Letter {
   uint64_t handle = 0;  // the port's own (AMQP: the delivery tag)
+  uint32_t slot = 0;    // its place in the block next() handed out
   // What Redrive::step() reads: the record, its problem, the redelivery evidence, the target check.
   DeadLetter dead;
   // The broker's timestamp of the letter (seconds), for --since; nullopt when it has none.
@@ -79,9 +82,11 @@ class Port {
   virtual const std::string& queue() const = 0;
 
   enum class Next : uint8_t { kLetters, kTimeout, kLost, kCancelled };
-  // Up to `n` letters (at least one when kLetters) into *out, waiting up to `timeout_ms` for the
-  // first. kCancelled: the broker ended the consumer (*error says why).
-  virtual Next next(size_t n, int timeout_ms, std::vector<Letter>* out, std::string* error) = 0;
+  // A block: up to `n` letters (at least one when kLetters) into *out, waiting up to `timeout_ms`
+  // for the first and then up to `linger_ms` after it for more. kCancelled: the broker ended the
+  // consumer (*error says why).
+  virtual Next next(size_t n, int timeout_ms, int linger_ms, std::vector<Letter>* out,
+                    std::string* error) = 0;
   // Waits `ms` servicing the connection (heartbeats, alarms), never a blind sleep. `tick` (the test
   // pause point) runs in each slice of the wait.
   virtual void wait(int ms, const std::function<void()>& tick = {}) = 0;
@@ -93,10 +98,12 @@ class Port {
   // Not nullopt: a park or hold of `letter` would hand it back to the consumer it died in, so the
   // letter is left in its queue; the text says so and what to choose instead.
   virtual std::optional<std::string> refuse_move(const Letter& letter, Action action) const = 0;
-  // Carries out a block of moves, one answer per move, in order.
+  // Carries out a block of moves, one answer per move, in order: all sent before any answer is
+  // awaited (AMQP: pipelined publishes, then their confirms).
   virtual std::vector<MoveAnswer> act(const std::vector<Move>& block) = 0;
   // Removes settled letters from the dead-letter queue for good (after their records): one "" or
-  // error per letter, in order.
+  // error per letter, in order. Never settles a letter not in `block` (AMQP: a `multiple` ack
+  // only up to the highest delivery tag below which every letter handed out is in `block`).
   virtual std::vector<std::string> settle(const std::vector<const Letter*>& block) = 0;
   // Returns a letter not moved to its queue as it was (when the connection is up).
   virtual void give_back(const Letter& letter) = 0;

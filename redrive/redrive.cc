@@ -207,8 +207,9 @@ Redelivery judge_redelivery(const ledger::Record& holder, const DeadLetter& lett
   return Redelivery::kSameDeath;
 }
 
-LetterStep Redrive::step(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
-                         const std::function<bool(const Input*)>& accept) {
+LetterStep Redrive::decide(const Table& table, inputs::RecordParser& parser,
+                           const DeadLetter& letter,
+                           const std::function<bool(const Input*)>& accept) {
   LetterStep step;
   if (input_table_ != &table || !input_) {
     input_ = std::make_unique<Input>(table);
@@ -306,118 +307,163 @@ LetterStep Redrive::step(const Table& table, inputs::RecordParser& parser, const
     }
     return step;  // a dry run without a ledger: what the policy says
   }
-  const std::string message_id = letter.message_id.value_or("");
-  const auto judge_holder = [&](const ledger::Record& holder) {
-    const bool same_message = !message_id.empty() && holder.message_id == message_id;
-    std::string why;
-    const Redelivery redelivery =
-        same_message ? judge_redelivery(holder, letter, &why) : Redelivery::kAmbiguous;
-    if (same_message && redelivery == Redelivery::kCopyDiedAgain) {
-      hold(table, step, "ledger:already_replayed",
-           "the replayed copy died again (" + why +
-               "): already replayed: " + pipeline::first_replay(holder));
-    } else if (same_message && holder.state == ledger::State::kConfirmed &&
-               redelivery == Redelivery::kSameDeath) {
-      step.kind = LetterStep::Kind::kAckOnly;
-      step.generation = holder.generation;
-      step.reason =
-          "already replayed and confirmed at " + pipeline::first_replay(holder) +
-          "; the copy is in the work queue (this is the same death delivered again: " + why + ")";
-    } else if (same_message && holder.state == ledger::State::kConfirmed) {
-      hold(table, step, "gate:ambiguous_redelivery",
-           "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " +
-               why +
-               ": it is not provably that death delivered again, so it is not acked away; "
-               "compare it with the copy, then move or delete it by hand");
-    } else if (same_message) {
-      hold(table, step, "ledger:outcome_unknown",
-           "this message's replay was claimed at " + pipeline::first_replay(holder) +
-               " but its publisher confirm was never recorded: the copy may or may not be in "
-               "the work queue; check it, then 'replaygate ledger release' allows another "
-               "replay");
-    } else {
-      hold(table, step, "ledger:already_replayed",
-           "already replayed: " + pipeline::first_replay(holder));
-    }
-  };
-  if (options_.dry_run) {
-    ledger::Result<std::vector<std::optional<ledger::Record>>> found = ledger_->lookup({*step.key});
-    if (!found) {
-      step.kind = LetterStep::Kind::kStop;
-      step.error = "the replay ledger failed: " + found.error().message;
-      return step;
-    }
-    if (found->at(0)) judge_holder(*found->at(0));
-    return step;
-  }
-  ledger::Claim claim;
-  claim.key = *step.key;
-  claim.policy = std::string(table.policy_id());
-  claim.revision = table.revision();
-  claim.table_checksum = table.checksum_hex();
-  claim.rule = step.rule;
-  claim.message_id = message_id;
-  claim.worker = options_.worker;
-  claim.copy_replay = step.copy_replay;
-  claim.body_digest = letter.body_digest;
-  ledger::Result<std::vector<ledger::ClaimOutcome>> claimed = ledger_->claim_batch({claim});
-  if (!claimed) {
-    step.kind = LetterStep::Kind::kStop;
-    step.error = "the replay ledger failed: " + claimed.error().message;
-    return step;
-  }
-  const ledger::ClaimOutcome& outcome = claimed->at(0);
-  if (outcome.won) {
-    step.generation = outcome.holder.generation;
-  } else {
-    judge_holder(outcome.holder);
-  }
+  step.claim = true;
   return step;
 }
+LetterStep Redrive::step(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
+                         const std::function<bool(const Input*)>& accept) {
+  BlockLetter one;
+  one.step = decide(table, parser, letter, accept);
+  one.letter = &letter;
+  if (std::string error = claim(table, {&one}); !error.empty()) {
+    one.step.kind = LetterStep::Kind::kStop;
+    one.step.error = std::move(error);
+  }
+  return std::move(one.step);
+}
 
-std::string Redrive::record_decision(const Table& table, const LetterStep& step,
-                                     const DeadLetter& letter, uint64_t ordinal) {
-  decision_seq_ = 0;
-  if (options_.dry_run) return "";
-  audit::DecisionEntry entry =
-      pipeline::decision_entry(table, step.verb, step.rule, table.checksum_hex());
-  entry.operator_name = options_.operator_name;
-  entry.source = options_.source;
-  entry.record = ordinal;
-  if (letter.message_id) entry.message_id = *letter.message_id;
-  if (step.key && !step.key->empty()) entry.idempotency_key = *step.key;  // as AuditStage
-  // Only the decision that won the claim names it: an ack of a replay already confirmed names
-  // none (ledger check would see two entries for one claim).
-  entry.claim_generation = step.kind == LetterStep::Kind::kAct ? step.generation : 0;
+void Redrive::judge_holder(const Table& table, LetterStep& step, const DeadLetter& letter,
+                           const ledger::Record& holder) const {
+  const std::string message_id = letter.message_id.value_or("");
+  const bool same_message = !message_id.empty() && holder.message_id == message_id;
+  std::string why;
+  const Redelivery redelivery =
+      same_message ? judge_redelivery(holder, letter, &why) : Redelivery::kAmbiguous;
+  if (same_message && redelivery == Redelivery::kCopyDiedAgain) {
+    hold(table, step, "ledger:already_replayed",
+         "the replayed copy died again (" + why +
+             "): already replayed: " + pipeline::first_replay(holder));
+  } else if (same_message && holder.state == ledger::State::kConfirmed &&
+             redelivery == Redelivery::kSameDeath) {
+    step.kind = LetterStep::Kind::kAckOnly;
+    step.generation = holder.generation;
+    step.reason = "already replayed and confirmed at " + pipeline::first_replay(holder) +
+                  "; the copy is in the work queue (this is the same death delivered again: " +
+                  why + ")";
+  } else if (same_message && holder.state == ledger::State::kConfirmed) {
+    hold(table, step, "gate:ambiguous_redelivery",
+         "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " +
+             why +
+             ": it is not provably that death delivered again, so it is not acked away; "
+             "compare it with the copy, then move or delete it by hand");
+  } else if (same_message) {
+    hold(table, step, "ledger:outcome_unknown",
+         "this message's replay was claimed at " + pipeline::first_replay(holder) +
+             " but its publisher confirm was never recorded: the copy may or may not be in "
+             "the work queue; check it, then 'replaygate ledger release' allows another "
+             "replay");
+  } else {
+    hold(table, step, "ledger:already_replayed",
+         "already replayed: " + pipeline::first_replay(holder));
+  }
+}
+
+std::string Redrive::claim(const Table& table, const std::vector<BlockLetter*>& block) {
+  std::vector<BlockLetter*> asking;
+  for (BlockLetter* b : block) {
+    if (b->step.claim) asking.push_back(b);
+  }
+  if (asking.empty()) return "";
+  if (options_.dry_run) {
+    std::vector<std::string> keys;
+    for (const BlockLetter* b : asking) keys.push_back(*b->step.key);
+    ledger::Result<std::vector<std::optional<ledger::Record>>> found = ledger_->lookup(keys);
+    if (!found) return "the replay ledger failed: " + found.error().message;
+    // A dry run claims nothing: a second letter of one key in the block is judged as the first.
+    for (size_t i = 0; i < asking.size(); ++i) {
+      asking[i]->step.claim = false;
+      if (found->at(i)) judge_holder(table, asking[i]->step, *asking[i]->letter, *found->at(i));
+    }
+    return "";
+  }
+  std::vector<ledger::Claim> claims;
+  claims.reserve(asking.size());
+  for (const BlockLetter* b : asking) {
+    ledger::Claim& claim = claims.emplace_back();
+    claim.key = *b->step.key;
+    claim.policy = std::string(table.policy_id());
+    claim.revision = table.revision();
+    claim.table_checksum = table.checksum_hex();
+    claim.rule = b->step.rule;
+    claim.message_id = b->letter->message_id.value_or("");
+    claim.worker = options_.worker;
+    claim.copy_replay = b->step.copy_replay;
+    claim.body_digest = b->letter->body_digest;
+  }
+  ledger::Result<std::vector<ledger::ClaimOutcome>> claimed = ledger_->claim_batch(claims);
+  if (!claimed) return "the replay ledger failed: " + claimed.error().message;
+  for (size_t i = 0; i < asking.size(); ++i) {
+    LetterStep& step = asking[i]->step;
+    step.claim = false;
+    const ledger::ClaimOutcome& outcome = claimed->at(i);
+    if (outcome.won) {
+      step.generation = outcome.holder.generation;
+    } else {
+      judge_holder(table, step, *asking[i]->letter, outcome.holder);
+    }
+  }
+  return "";
+}
+
+std::string Redrive::record_decisions(const Table& table, const std::vector<BlockLetter*>& block) {
+  if (options_.dry_run || block.empty()) return "";
+  std::vector<nlohmann::json> entries;
+  entries.reserve(block.size());
+  const std::string checksum = table.checksum_hex();
+  for (const BlockLetter* b : block) {
+    const LetterStep& step = b->step;
+    audit::DecisionEntry entry = pipeline::decision_entry(table, step.verb, step.rule, checksum);
+    entry.operator_name = options_.operator_name;
+    entry.source = options_.source;
+    entry.record = b->ordinal;
+    if (b->letter->message_id) entry.message_id = *b->letter->message_id;
+    if (step.key && !step.key->empty()) entry.idempotency_key = *step.key;  // as AuditStage
+    // Only the decision that won the claim names it: an ack of a replay already confirmed names
+    // none (ledger check would see two entries for one claim).
+    entry.claim_generation = step.kind == LetterStep::Kind::kAct ? step.generation : 0;
+    entries.push_back(audit::to_json(entry));
+  }
   if (!appender_) return "no audit log is open";
-  const audit::AppendResult appended = appender_->append(audit::to_json(entry));
+  const audit::AppendResult appended = appender_->append_batch(std::move(entries));
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   if (!appended.ok) return appended.error;
-  decision_seq_ = appended.seq;
+  for (size_t i = 0; i < block.size(); ++i) block[i]->step.decision_seq = appended.seqs.at(i);
   return raise_anchor(appended, false);
 }
 
-std::string Redrive::record_outcome(const LetterStep& step, bool confirmed,
-                                    const std::string& outcome) {
-  if (options_.dry_run) return "";
-  std::string failure;
-  if (confirmed && step.action == Action::kRepublish && step.kind == LetterStep::Kind::kAct &&
-      step.generation > 0 && ledger_ != nullptr) {
-    ledger::Result<ledger::Record> marked =
-        ledger_->mark(*step.key, step.generation, ledger::State::kConfirmed);
-    if (!marked)
-      failure = "cannot mark the replay confirmed in the ledger: " + marked.error().message;
+std::string Redrive::record_outcomes(const std::vector<BlockLetter*>& block) {
+  if (options_.dry_run || block.empty()) return "";
+  std::vector<std::pair<std::string, int64_t>> confirmed;
+  for (const BlockLetter* b : block) {
+    const LetterStep& step = b->step;
+    if (b->confirmed && step.action == Action::kRepublish && step.kind == LetterStep::Kind::kAct &&
+        step.generation > 0 && ledger_ != nullptr) {
+      confirmed.emplace_back(*step.key, step.generation);
+    }
   }
-  if (decision_seq_ == 0)
-    return failure.empty() ? "no decision entry to record a result for" : failure;
-  audit::ResultEntry result;
-  result.decision = decision_seq_;
-  result.outcome = outcome;
-  result.operator_name = options_.operator_name;
+  std::string failure;
+  if (!confirmed.empty()) {
+    if (const ledger::Status marked = ledger_->mark_batch(confirmed, ledger::State::kConfirmed);
+        !marked) {
+      failure = "cannot mark the replays confirmed in the ledger: " + marked.error().message;
+    }
+  }
+  if (options_.test_points != nullptr && failure.empty()) options_.test_points->at("marked");
+  std::vector<nlohmann::json> entries;
+  for (const BlockLetter* b : block) {
+    if (b->step.decision_seq == 0) {
+      return failure.empty() ? "no decision entry to record a result for" : failure;
+    }
+    audit::ResultEntry result;
+    result.decision = b->step.decision_seq;
+    result.outcome = b->outcome;
+    result.operator_name = options_.operator_name;
+    entries.push_back(audit::to_json(result));
+  }
   if (!appender_) return "no audit log is open";
-  const audit::AppendResult appended = appender_->append(audit::to_json(result), decision_seq_);
+  const uint64_t only = block.size() == 1 ? block.front()->step.decision_seq : 0;
+  const audit::AppendResult appended = appender_->append_batch(std::move(entries), only);
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
-  decision_seq_ = 0;
   if (!appended.ok) return failure.empty() ? appended.error : failure + "; " + appended.error;
   // A crash here leaves the ledger's anchor behind the log, never ahead: the next run raises it.
   if (options_.test_points != nullptr) options_.test_points->at("result_recorded");
@@ -425,6 +471,30 @@ std::string Redrive::record_outcome(const LetterStep& step, bool confirmed,
     return failure.empty() ? error : failure + "; " + error;
   }
   return failure;
+}
+
+std::string Redrive::record_decision(const Table& table, const LetterStep& step,
+                                     const DeadLetter& letter, uint64_t ordinal) {
+  decision_seq_ = 0;
+  BlockLetter one;
+  one.step = step;
+  one.letter = &letter;
+  one.ordinal = ordinal;
+  std::string error = record_decisions(table, {&one});
+  decision_seq_ = one.step.decision_seq;
+  return error;
+}
+
+std::string Redrive::record_outcome(const LetterStep& step, bool confirmed,
+                                    const std::string& outcome) {
+  if (options_.dry_run) return "";
+  BlockLetter one;
+  one.step = step;
+  one.step.decision_seq = decision_seq_;
+  one.confirmed = confirmed;
+  one.outcome = outcome;
+  decision_seq_ = 0;
+  return record_outcomes({&one});
 }
 
 }  // namespace replaygate::redrive

@@ -1,11 +1,11 @@
-// A live redrive, one dead letter at a time, broker-independent: decide, claim, record, and say
-// what a broker client must do (redrive/rabbitmq/ is the one that does it on RabbitMQ).
+// A live redrive, a block of dead letters at a time, broker-independent: decide, claim, record,
+// and say what a broker client must do (redrive/rabbitmq/ is the one that does it on RabbitMQ).
 //
-//   dead letter (a record in a mapped format, e.g. rabbitmq) ─> step() ─> LetterStep ─> the broker
-//   acts
-//       parser ─> Input ─> table.decide() ─> action by verb ─> ledger claim (create verbs)
-//   ─> record_decision() (audit decision entry, before the act) ─> the broker publishes, confirms
-//   ─> record_outcome() (ledger `confirmed`, audit result entry) ─> the broker acks the letter
+//   dead letters (records in a mapped format, e.g. rabbitmq) ─> decide() each ─> LetterStep
+//       parser ─> Input ─> table.decide() ─> action by verb
+//   ─> claim() (one ledger transaction: every replay's key) ─> record_decisions() (one audit
+//   append, before the act) ─> the broker publishes, confirms ─> record_outcomes() (one ledger
+//   mark `confirmed`, one audit append of the results) ─> the broker acks the letters
 //
 // The rules (docs/gate.md, issue 21): a verb with effect `create` republishes; the policy's
 // default verb holds; any other verb with effect `none` parks; a `read` or `copy` verb only acts
@@ -133,6 +133,19 @@ struct LetterStep {
   int64_t copy_replay = 0;         // republish: the replay marker the copy carries (as claimed)
   std::string error;               // kStop: why
   Input* input = nullptr;          // readable only: the decided input (valid until next step())
+  bool claim = false;              // a republish whose key the ledger must grant (claim())
+  uint64_t decision_seq = 0;       // its audit decision entry, once written
+};
+
+// One letter of a block on its way through Redrive: the loop fills `step` (decide()), `letter`
+// and `ordinal` (its 1-based number in the run), and, after the act, `confirmed` (the republish
+// was confirmed) and `outcome` (the result entry's text).
+struct BlockLetter {
+  LetterStep step;
+  const DeadLetter* letter = nullptr;
+  uint64_t ordinal = 0;
+  bool confirmed = false;
+  std::string outcome;
 };
 
 // What a lost claim held by this very message (same message id) says about the letter (the rules
@@ -165,6 +178,7 @@ class Redrive {
   // as the new anchor. "" or why not.
   std::string open();
 
+  // decide() then claim() for one letter (a block of one). A claim failure is kStop.
   // Decides `letter` on `table` (the parser must be for `table`'s layout), asks `accept` (when
   // set) whether the run handles it (filters: the decided input, null for a letter that could not
   // be read; false gives kSkip before any claim), and, for a republish, claims its key (a dry run
@@ -172,14 +186,25 @@ class Redrive {
   // pinned until record_outcome().
   LetterStep step(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
                   const std::function<bool(const Input*)>& accept = {});
+  // What step() does before the ledger: a republish that needs the ledger's grant comes back
+  // kAct with `claim` set.
+  LetterStep decide(const Table& table, inputs::RecordParser& parser, const DeadLetter& letter,
+                    const std::function<bool(const Input*)>& accept = {});
+  // Claims the key of every step of `block` with `claim` set, in one ledger transaction (a dry
+  // run looks them up), and judges each claim lost (the rules above): "" or why the ledger
+  // failed (then nothing is claimed, and no letter of the block may be acted on).
+  std::string claim(const Table& table, const std::vector<BlockLetter*>& block);
 
-  // Appends the decision entry for `step` (before the broker acts): "" or why it failed (then the
-  // run must stop with the letter unacked). `ordinal` is the letter's 1-based number in this run.
-  // A dry run writes nothing.
+  // The block's decision entries in one audit append (one fsync), before the broker acts: "" or
+  // why it failed (then the run must stop with the letters unsettled). Sets step.decision_seq.
+  std::string record_decisions(const Table& table, const std::vector<BlockLetter*>& block);
+  // After the broker acted: marks every confirmed republish `confirmed` in one ledger transaction,
+  // then appends every result entry in one audit append. "" or why not.
+  std::string record_outcomes(const std::vector<BlockLetter*>& block);
+
+  // record_decisions() and record_outcomes() for one letter.
   std::string record_decision(const Table& table, const LetterStep& step, const DeadLetter& letter,
                               uint64_t ordinal);
-  // After the broker acted: marks a confirmed republish `confirmed` in the ledger (right after
-  // the confirm), then appends the result entry `outcome` for the decision entry. "" or why not.
   std::string record_outcome(const LetterStep& step, bool confirmed, const std::string& outcome);
 
   // Ends the run's audit log: with a signer and a ledger, the last checkpoint (when entries came
@@ -192,6 +217,9 @@ class Redrive {
 
  private:
   void hold(const Table& table, LetterStep& step, std::string rule, std::string reason) const;
+  // A claim lost to `holder`: what the letter becomes (the rules above).
+  void judge_holder(const Table& table, LetterStep& step, const DeadLetter& letter,
+                    const ledger::Record& holder) const;
   // The ledger's anchor of the audit log into signer_ (a copy of options_.signer): "" or why not.
   std::string read_anchor();
   // Records the last line `appended` wrote as the log's anchor (`always`; else only when it wrote
@@ -206,7 +234,7 @@ class Redrive {
   std::unique_ptr<Input> input_;
   const Table* input_table_ = nullptr;
   std::string problem_;
-  uint64_t decision_seq_ = 0;  // the last decision entry's seq (for its result)
+  uint64_t decision_seq_ = 0;  // record_decision()'s entry, for record_outcome()
 };
 
 }  // namespace replaygate::redrive

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -14,9 +15,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What the loop does after a part of its turn: take the next letter (kNext), end the run (kEnd),
+// What the loop does after a part of its turn: take the next block (kNext), end the run (kEnd),
 // or go on with this turn (kHandle).
 enum class Then : uint8_t { kNext, kEnd, kHandle };
+
+// One letter of the block in hand, as the loop carries it.
+struct InBlock {
+  const Letter* letter = nullptr;
+  BlockLetter b;
+  LetterReport r;
+  bool wanted = false;  // --message-id: this is the message
+  bool acts = false;    // recorded, moved (or acked only), recorded, settled
+  bool settle = false;  // its records are written: settle it
+  bool report = false;  // print its line at the end of the block
+};
 
 class Loop {
  public:
@@ -40,25 +52,29 @@ class Loop {
   void note(const std::string& text) const {
     if (hooks_.note) hooks_.note(text);
   }
-  void report(const LetterReport& r) const {
-    if (hooks_.letter) hooks_.letter(r);
-  }
   void stop(std::string reason, int code) {
-    stats_->stop_reason = std::move(reason);
+    if (stats_->stop_reason.empty() || code > exit_code_) stats_->stop_reason = std::move(reason);
     exit_code_ = std::max(exit_code_, code);
+    end_ = true;
   }
   void progress(bool force);
-  void pace() {
-    next_allowed_ =
-        Clock::now() +
-        std::chrono::microseconds(o_.max_rate > 0 ? static_cast<int64_t>(1e6 / o_.max_rate) : 0);
-  }
+  // After a block of `n` letters handled: when the next may start.
+  void pace(size_t n);
+  // How many letters the next block may have now (at least 1).
+  size_t block_size() const;
   Then before_next();
   Then reconnect();
-  Then handle(const Letter& letter);
+  Then handle_block(std::vector<Letter>& letters);
   bool accept(const Letter& letter, const Table& table, const Input* input) const;
-  Then move(const Table& table, const Letter& letter, LetterStep& step, LetterReport& r,
-            bool* settle);
+  // What each letter of a decided, claimed block does before any record: kept, left, dry run,
+  // or acts.
+  void sort_out(const Table& table, std::vector<InBlock>& block);
+  // The moves of every letter that acts, then the unroutable replays' moves to the hold place.
+  void move_block(const Table& table, std::vector<InBlock>& block);
+  void answered(const Table& table, InBlock& f, const MoveAnswer& answer,
+                std::vector<InBlock*>* returned);
+  void hold_returned(const Table& table, const std::vector<InBlock*>& returned);
+  void settle_block(std::vector<InBlock>& block);
   void count(const LetterStep& step);
 
   SharedTable& shared_;
@@ -74,6 +90,7 @@ class Loop {
   Clock::time_point start_, last_progress_, next_allowed_, idle_since_;
   uint64_t kept_unacked_ = 0;
   bool found_message_ = false;  // --message-id: the letter was seen
+  bool end_ = false;            // a stop was asked for: end after this block
   int exit_code_ = 0;
 };
 
@@ -87,8 +104,32 @@ void Loop::progress(bool force) {
   if (hooks_.progress) hooks_.progress(*stats_);
 }
 
-// Stops, reloads, reconnects and the rate wait, between letters.
+size_t Loop::block_size() const {
+  size_t n = std::max<size_t>(1, o_.message_id ? 1 : o_.block_max);
+  n = static_cast<size_t>(std::min<uint64_t>(n, o_.max - stats_->handled));
+  if (o_.max_rate > 0) {
+    // The letters the rate has allowed since the next one was due, and that one.
+    const double due = std::chrono::duration<double>(Clock::now() - next_allowed_).count();
+    const double allowed = 1 + std::floor(std::max(0.0, due) * o_.max_rate);
+    n = static_cast<size_t>(std::min<double>(static_cast<double>(n), allowed));
+  }
+  return std::max<size_t>(n, 1);
+}
+
+void Loop::pace(size_t n) {
+  if (o_.max_rate <= 0 || n == 0) return;
+  // No credit piles up while the queue is idle beyond one full block.
+  const auto per_letter = std::chrono::duration<double>(1.0 / o_.max_rate);
+  const auto earliest =
+      Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                         per_letter * static_cast<double>(std::max<size_t>(o_.block_max, 1)));
+  next_allowed_ = std::max(next_allowed_, earliest) +
+                  std::chrono::duration_cast<Clock::duration>(per_letter * static_cast<double>(n));
+}
+
+// Stops, reloads, reconnects and the rate wait, between blocks.
 Then Loop::before_next() {
+  if (end_) return Then::kEnd;
   if (hooks_.stop_requested && hooks_.stop_requested()) {
     stop("stopped by a signal", 0);
     return Then::kEnd;
@@ -111,7 +152,7 @@ Then Loop::before_next() {
     if (now < next_allowed_) {
       // In slices, so that a stop (SIGTERM) or a reload is seen within 200 ms at any rate.
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_allowed_ - now);
-      port_.wait(static_cast<int>(std::min<int64_t>(left.count(), 200)),
+      port_.wait(static_cast<int>(std::clamp<int64_t>(left.count(), 1, 200)),
                  [this] { at("rate_wait"); });
       return Then::kNext;
     }
@@ -170,7 +211,6 @@ bool Loop::accept(const Letter& letter, const Table& table, const Input* input) 
     const Input::Slot slot = input->slot(f);
     if (slot.state != Input::Slot::State::kString || slot.s != **wanted) return false;
   }
-  at("decided");
   return true;
 }
 
@@ -188,210 +228,283 @@ void Loop::count(const LetterStep& step) {
   }
 }
 
-// One letter: decide, filter, claim; then, unless skipped, left, a dry run or stopped, move it.
-Then Loop::handle(const Letter& letter) {
-  ++stats_->received;
+// A block: decide each letter, claim the replays, record the decisions, move, record the
+// results, settle; then report each letter in order.
+Then Loop::handle_block(std::vector<Letter>& letters) {
   SharedTable::Guard pinned = reader_.acquire();
   const Table& table = pinned.table();
   if (shared_.generation() != generation_) {
     generation_ = shared_.generation();
     parser_ = make_parser_(table);
   }
-  if (!letter.refuse_peek.empty()) {
-    stop(letter.refuse_peek, 2);
-    return Then::kEnd;  // this letter returns unsettled, as every one a dry run saw
-  }
-  LetterStep step = redrive_.step(table, *parser_, letter.dead,
-                                  [&](const Input* input) { return accept(letter, table, input); });
-  LetterReport r;
-  r.ordinal = stats_->received;
-  r.message_id = letter.dead.message_id;
-  r.key = step.key;
-  r.dry_run = !o_.apply && !letter.must_move;
-  if (step.kind == LetterStep::Kind::kSkip) {
-    ++stats_->skipped;
-    ++kept_unacked_;
-    if (const std::string cost = port_.pass_over_cost(); !cost.empty() && o_.message_id) {
-      // Searching on would pass over (and so return) letter after letter, each paying the cost:
-      // stop at the first one that is not the message asked for.
-      stop("refusing to search " + port_.queue() + " for message " + *o_.message_id + ": " + cost +
-               ", and the letter at its head is " +
-               letter.dead.message_id.value_or("(no message id)"),
-           1);
-      return Then::kEnd;
+  std::vector<InBlock> block;
+  block.reserve(letters.size());
+  for (const Letter& letter : letters) {
+    ++stats_->received;
+    if (!letter.refuse_peek.empty()) {
+      stop(letter.refuse_peek, 2);
+      break;  // this letter returns unsettled, as every one a dry run saw
     }
-    return Then::kNext;  // stays unsettled: not seen again in this run
+    InBlock& f = block.emplace_back();
+    f.letter = &letter;
+    f.b.letter = &letter.dead;
+    f.b.ordinal = stats_->received;
+    f.b.step = redrive_.decide(table, *parser_, letter.dead,
+                               [&](const Input* input) { return accept(letter, table, input); });
   }
-  // A letter held for its last attempt during a --message-id search may be another one.
-  const bool wanted = o_.message_id && letter.dead.message_id == o_.message_id;
-  if (wanted) found_message_ = true;
-  if (step.kind == LetterStep::Kind::kStop) {
-    stop(step.error, 2);
-    return Then::kEnd;  // the letter stays unsettled and returns to the queue
+  if (block.empty()) return Then::kEnd;
+  at("decided");
+  std::vector<BlockLetter*> claims;
+  for (InBlock& f : block) claims.push_back(&f.b);
+  if (const std::string error = redrive_.claim(table, claims); !error.empty()) {
+    stop(error, 2);
+    return Then::kEnd;  // nothing claimed: the letters are unsettled and return to the queue
   }
   at("claimed");
-  r.verb = std::string(table.verb_name(step.verb));
-  r.effect = effect_name(table.verb_effect(step.verb));
-  r.rule = step.rule;
-  r.reason = step.reason;
-  if (!step.readable && letter.dead.hold_rule.empty()) ++stats_->unreadable;
-  r.action =
-      step.kind == LetterStep::Kind::kAckOnly ? "ack" : std::string(action_name(step.action));
-  if (r.action != "ack") r.target = port_.target(letter, step.action);
-  if (step.kind == LetterStep::Kind::kAct && step.action != Action::kRepublish) {
-    if (std::optional<std::string> left = port_.refuse_move(letter, step.action)) {
-      // A park or hold place that is where the letter died hands a `never` letter back to the
-      // consumer that failed it: a replay the policy refused. That letter alone stays where it
-      // is, unsettled like a skipped one (no claim was made for a park or hold); the run goes on.
-      r.outcome = std::move(*left);
-      r.action = "leave";
-      ++stats_->left;
-      ++kept_unacked_;
-      report(r);
-      if (o_.message_id) {
-        stop("left message " + *o_.message_id + " in " + port_.queue(), 1);
-        return Then::kEnd;
-      }
-      return Then::kNext;
+  sort_out(table, block);
+  std::vector<BlockLetter*> acting;
+  for (InBlock& f : block) {
+    if (f.acts) acting.push_back(&f.b);
+  }
+  if (!acting.empty()) {
+    if (const std::string why = redrive_.record_decisions(table, acting); !why.empty()) {
+      stop("cannot write the audit log: " + why, 2);
+      return Then::kEnd;  // unsettled: they return; a claim made stays `claimed`
     }
-  }
-  if (!o_.apply && !letter.must_move) {
-    r.outcome = "dry run: nothing published, claimed or acked";
-    ++kept_unacked_;
-    ++stats_->handled;
-    ++stats_->per_verb[step.verb];
-    report(r);
-    pace();
-    if (wanted) {
-      stop("found message " + *o_.message_id, 0);
-      return Then::kEnd;
+    at("decisions_recorded");
+    move_block(table, block);
+    std::vector<BlockLetter*> recording;
+    for (InBlock& f : block) {
+      if (f.acts && !f.b.outcome.empty()) recording.push_back(&f.b);
     }
-    return Then::kNext;
-  }
-  if (const std::string why = redrive_.record_decision(table, step, letter.dead, stats_->received);
-      !why.empty()) {
-    stop("cannot write the audit log: " + why, 2);
-    return Then::kEnd;  // unsettled: it returns; a claim made stays `claimed` (outcome unknown)
-  }
-  bool settle = true;
-  if (const Then then = move(table, letter, step, r, &settle); then != Then::kHandle) return then;
-  if (!settle) return Then::kNext;
-  const std::vector<std::string> settled = port_.settle({&letter});
-  if (!settled.front().empty()) {
-    // The connection went down between the record and the settle: the letter is redelivered
-    // after the reconnect, and the ledger (confirmed, this message) settles it without a move.
-    if (!port_.up()) {
-      r.outcome +=
-          "; the ack was lost with the connection: the letter returns, and the "
-          "ledger acks it on redelivery without publishing again";
-      report(r);
-      return Then::kNext;
+    if (const std::string why = redrive_.record_outcomes(recording); !why.empty()) {
+      stop("cannot record the outcome: " + why, 2);
+      return Then::kEnd;  // unsettled: on redelivery the ledger says what happened
     }
-    stop(settled.front(), 2);
-    return Then::kEnd;
+    at("recorded");
+    settle_block(block);
   }
-  at("acked");
-  count(step);
-  report(r);
-  pace();
-  if (o_.max_target_depth && step.action == Action::kRepublish) {
-    if (const std::optional<Port::TargetDepth> depth = port_.replay_target_depth(letter);
+  const InBlock* last_replay = nullptr;
+  for (InBlock& f : block) {
+    if (f.report && hooks_.letter) hooks_.letter(f.r);
+    if (f.settle && f.b.step.action == Action::kRepublish) last_replay = &f;
+  }
+  pace(block.size());
+  if (o_.max_target_depth && last_replay != nullptr && !end_) {
+    if (const std::optional<Port::TargetDepth> depth =
+            port_.replay_target_depth(*last_replay->letter);
         depth && depth->depth > *o_.max_target_depth) {
       stop("queue '" + depth->name + "' holds " + std::to_string(depth->depth) +
                " messages, more than --max-target-depth " + std::to_string(*o_.max_target_depth),
            0);
-      return Then::kEnd;
     }
   }
-  if (wanted) {
-    stop("handled message " + *o_.message_id, 0);
-    return Then::kEnd;
+  for (const InBlock& f : block) {
+    if (f.wanted && f.settle) stop("handled message " + *o_.message_id, 0);
   }
-  return Then::kNext;
+  return end_ ? Then::kEnd : Then::kNext;
 }
 
-// Moves a letter (act), or moves nothing for an ack-only step, then records the outcome.
-// kHandle: recorded, settle it next (unless *settle is false: it returns by itself).
-Then Loop::move(const Table& table, const Letter& letter, LetterStep& step, LetterReport& r,
-                bool* settle) {
-  bool confirmed = false;
-  if (step.kind == LetterStep::Kind::kAckOnly) {
-    r.outcome = "acked without publishing: " + step.reason;
-    confirmed = true;
+void Loop::sort_out(const Table& table, std::vector<InBlock>& block) {
+  for (InBlock& f : block) {
+    const Letter& letter = *f.letter;
+    LetterStep& step = f.b.step;
+    LetterReport& r = f.r;
+    r.ordinal = f.b.ordinal;
+    r.message_id = letter.dead.message_id;
+    r.key = step.key;
+    r.dry_run = !o_.apply && !letter.must_move;
+    if (step.kind == LetterStep::Kind::kSkip) {
+      ++stats_->skipped;
+      ++kept_unacked_;
+      if (const std::string cost = port_.pass_over_cost(); !cost.empty() && o_.message_id) {
+        // Searching on would pass over (and so return) letter after letter, each paying the
+        // cost: stop at the first one that is not the message asked for.
+        stop("refusing to search " + port_.queue() + " for message " + *o_.message_id + ": " +
+                 cost + ", and the letter at its head is " +
+                 letter.dead.message_id.value_or("(no message id)"),
+             1);
+      }
+      continue;  // stays unsettled: not seen again in this run
+    }
+    // A letter held for its last attempt during a --message-id search may be another one.
+    f.wanted = o_.message_id && letter.dead.message_id == o_.message_id;
+    if (f.wanted) found_message_ = true;
+    if (step.kind == LetterStep::Kind::kStop) {
+      stop(step.error, 2);
+      continue;  // the letter stays unsettled and returns to the queue
+    }
+    r.verb = std::string(table.verb_name(step.verb));
+    r.effect = effect_name(table.verb_effect(step.verb));
+    r.rule = step.rule;
+    r.reason = step.reason;
+    if (!step.readable && letter.dead.hold_rule.empty()) ++stats_->unreadable;
+    r.action =
+        step.kind == LetterStep::Kind::kAckOnly ? "ack" : std::string(action_name(step.action));
+    if (r.action != "ack") r.target = port_.target(letter, step.action);
+    f.report = true;
+    if (step.kind == LetterStep::Kind::kAct && step.action != Action::kRepublish) {
+      if (std::optional<std::string> left = port_.refuse_move(letter, step.action)) {
+        // A park or hold place that is where the letter died hands a `never` letter back to the
+        // consumer that failed it: a replay the policy refused. That letter alone stays where
+        // it is, unsettled like a skipped one (no claim was made for a park or hold).
+        r.outcome = std::move(*left);
+        r.action = "leave";
+        ++stats_->left;
+        ++kept_unacked_;
+        if (o_.message_id) stop("left message " + *o_.message_id + " in " + port_.queue(), 1);
+        continue;
+      }
+    }
+    if (!o_.apply && !letter.must_move) {
+      r.outcome = "dry run: nothing published, claimed or acked";
+      ++kept_unacked_;
+      ++stats_->handled;
+      ++stats_->per_verb[step.verb];
+      if (f.wanted) stop("found message " + *o_.message_id, 0);
+      continue;
+    }
+    f.acts = true;
+  }
+}
+
+void Loop::move_block(const Table& table, std::vector<InBlock>& block) {
+  std::vector<Move> moves;
+  std::vector<InBlock*> moving;
+  for (InBlock& f : block) {
+    if (!f.acts) continue;
+    const LetterStep& step = f.b.step;
+    if (step.kind == LetterStep::Kind::kAckOnly) {
+      f.r.outcome = "acked without publishing: " + step.reason;
+      f.b.outcome = f.r.outcome;
+      f.b.confirmed = true;
+      f.settle = true;
+      continue;
+    }
+    moves.push_back({f.letter, step.action, step.copy_replay, f.r.verb, step.rule, step.reason});
+    moving.push_back(&f);
+  }
+  if (moves.empty()) return;
+  const std::vector<MoveAnswer> answers = port_.act(moves);
+  bool any_done = false, last_attempt = false;
+  for (const MoveAnswer& a : answers) any_done = any_done || a.outcome == MoveAnswer::Outcome::kDone;
+  if (any_done) at("confirmed");
+  std::vector<InBlock*> returned;
+  for (size_t i = 0; i < moving.size(); ++i) {
+    answered(table, *moving[i], answers[i], &returned);
+    last_attempt = last_attempt || (moving[i]->letter->must_move && moving[i]->settle);
+  }
+  // The hold copy of a letter on its last attempt is confirmed; its original is not acked.
+  if (last_attempt) at("held_last_attempt");
+  hold_returned(table, returned);
+}
+
+// What one move's answer makes of its letter: settled (moved), a returned replay (moved to the
+// hold place next), or not settled (it goes back to its queue).
+void Loop::answered(const Table& /*table*/, InBlock& f, const MoveAnswer& answer,
+                    std::vector<InBlock*>* returned) {
+  LetterReport& r = f.r;
+  const LetterStep& step = f.b.step;
+  if (answer.outcome == MoveAnswer::Outcome::kDone) {
+    f.b.confirmed = true;
+    f.settle = true;
+    r.outcome = "published to " + r.target + ", " + answer.detail;
+  } else if (answer.unroutable && step.action == Action::kRepublish) {
+    r.outcome =
+        "the replay to " + r.target + " was returned (" + answer.detail + "): no queue took it";
+    returned->push_back(&f);
+    return;
   } else {
-    const Move m{&letter, step.action, step.copy_replay, r.verb, step.rule, step.reason};
-    const MoveAnswer answer = port_.act({m}).front();
-    if (answer.outcome == MoveAnswer::Outcome::kDone) {
-      confirmed = true;
-      at("confirmed");
-      // The hold copy of a letter on its last attempt is confirmed; its original is not acked.
-      if (letter.must_move) at("held_last_attempt");
-      r.outcome = "published to " + r.target + ", " + answer.detail;
-    } else if (answer.unroutable && step.action == Action::kRepublish) {
-      // Nothing took the replay: move the letter to the hold place, saying so. The claim stays
-      // `claimed` (an operator releases it once the target exists); the decision entry's result
-      // says both what happened to the replay and where the letter went.
-      const std::string returned =
-          "the replay to " + r.target + " was returned (" + answer.detail + "): no queue took it";
-      const uint32_t held_verb = table.default_verb();
-      step.action = Action::kHold;
-      step.rule = "gate:unroutable";
-      step.reason = returned;
-      const Move hold{&letter,   Action::kHold, 0, std::string(table.verb_name(held_verb)),
-                      step.rule, step.reason};
-      const MoveAnswer moved = port_.act({hold}).front();
-      if (moved.outcome != MoveAnswer::Outcome::kDone) {
-        r.outcome = returned + "; the move to " + port_.hold_name() + " was " + moved.result + " " +
-                    moved.detail;
-        report(r);
-        stop("cannot move an unroutable replay to " + port_.hold_name() + ": " + moved.result +
-                 " " + moved.detail,
-             2);
-        return Then::kEnd;
-      }
-      step.verb = held_verb;
-      r.action = "hold";
-      r.verb = std::string(table.verb_name(held_verb));
-      r.effect = effect_name(table.verb_effect(held_verb));
-      r.rule = step.rule;
-      r.reason = step.reason;
-      r.target = port_.target(letter, Action::kHold);
-      r.outcome = returned + "; moved to " + r.target + ", " + moved.detail;
-      confirmed = false;  // not a confirmed replay: the ledger keeps the claim as it is
+    // Refused, no answer in time, connection lost: the letter is not settled. It goes back to
+    // the dead-letter queue as it was; on redelivery the ledger's claim (not `confirmed`) holds
+    // it as outcome unknown, so a move that did reach the broker is never repeated.
+    r.outcome = "not acked: the publish to " + r.target + " was " + answer.result +
+                (answer.detail.empty() ? "" : " (" + answer.detail + ")");
+    port_.give_back(*f.letter);
+    if (answer.lost && !port_.up()) {
+      r.outcome += "; the letter returns to its queue with the connection";
+    } else if (answer.outcome == MoveAnswer::Outcome::kNotDone) {
+      r.outcome += "; the letter returns to its queue";
+      stop(r.outcome, 2);  // the broker refuses to store: stop after this block
     } else {
-      // Refused, no answer in time, connection lost: the letter is not settled. It goes back to
-      // the dead-letter queue as it was.
-      r.outcome = "not acked: the publish to " + r.target + " was " + answer.result +
-                  (answer.detail.empty() ? "" : " (" + answer.detail + ")");
-      port_.give_back(letter);
-      if (answer.lost && !port_.up()) {
-        // The letter went back to the queue with the connection. Reconnect and go on: on
-        // redelivery the ledger's claim (not `confirmed`) holds it as outcome unknown, so a move
-        // that did reach the broker is never repeated.
-        r.outcome += "; the letter returns to its queue with the connection";
-        report(r);
-        if (const std::string why = redrive_.record_outcome(step, false, r.outcome); !why.empty()) {
-          stop("cannot record the outcome: " + why, 2);
-          return Then::kEnd;
-        }
-        *settle = false;
-        return Then::kHandle;
-      }
-      report(r);
       stop(r.outcome, 2);
-      return Then::kEnd;
     }
   }
   // The result entry says what was done, where to, and why (the decision entry has the rule).
-  if (const std::string why =
-          redrive_.record_outcome(step, confirmed && step.action == Action::kRepublish,
-                                  r.outcome + (r.reason.empty() ? "" : "; reason: " + r.reason));
-      !why.empty()) {
-    stop("cannot record the outcome: " + why, 2);
-    return Then::kEnd;  // unsettled: on redelivery the ledger says what happened
+  f.b.outcome = r.outcome + (r.reason.empty() ? "" : "; reason: " + r.reason);
+}
+
+// Nothing took these replays: each letter goes to the hold place instead, saying so. Its claim
+// stays `claimed` (an operator releases it once the target exists); the decision entry's result
+// says both what happened to the replay and where the letter went.
+void Loop::hold_returned(const Table& table, const std::vector<InBlock*>& returned) {
+  if (returned.empty()) return;
+  const uint32_t held_verb = table.default_verb();
+  std::vector<Move> holds;
+  for (InBlock* f : returned) {
+    LetterStep& step = f->b.step;
+    step.action = Action::kHold;
+    step.rule = "gate:unroutable";
+    step.reason = f->r.outcome;
+    holds.push_back({f->letter, Action::kHold, 0, std::string(table.verb_name(held_verb)),
+                     step.rule, step.reason});
   }
-  at("recorded");
-  return Then::kHandle;
+  const std::vector<MoveAnswer> moved = port_.act(holds);
+  for (size_t i = 0; i < returned.size(); ++i) {
+    InBlock& f = *returned[i];
+    LetterReport& r = f.r;
+    const std::string returned_text = r.outcome;
+    f.b.confirmed = false;  // not a confirmed replay: the ledger keeps the claim as it is
+    if (moved[i].outcome != MoveAnswer::Outcome::kDone) {
+      r.outcome = returned_text + "; the move to " + port_.hold_name() + " was " +
+                  moved[i].result + " " + moved[i].detail;
+      f.b.outcome = r.outcome;
+      stop("cannot move an unroutable replay to " + port_.hold_name() + ": " + moved[i].result +
+               " " + moved[i].detail,
+           2);
+      continue;  // unsettled: it returns to its queue
+    }
+    f.b.step.verb = held_verb;
+    r.action = "hold";
+    r.verb = std::string(table.verb_name(held_verb));
+    r.effect = effect_name(table.verb_effect(held_verb));
+    r.rule = f.b.step.rule;
+    r.reason = f.b.step.reason;
+    r.target = port_.target(*f.letter, Action::kHold);
+    r.outcome = returned_text + "; moved to " + r.target + ", " + moved[i].detail;
+    f.b.outcome = r.outcome + "; reason: " + r.reason;
+    f.settle = true;
+  }
+}
+
+void Loop::settle_block(std::vector<InBlock>& block) {
+  std::vector<const Letter*> settling;
+  std::vector<InBlock*> whose;
+  for (InBlock& f : block) {
+    if (!f.settle) continue;
+    settling.push_back(f.letter);
+    whose.push_back(&f);
+  }
+  if (settling.empty()) return;
+  const std::vector<std::string> settled = port_.settle(settling);
+  for (size_t i = 0; i < whose.size(); ++i) {
+    InBlock& f = *whose[i];
+    if (!settled[i].empty()) {
+      f.settle = false;
+      // The connection went down between the record and the settle: the letter is redelivered
+      // after the reconnect, and the ledger (confirmed, this message) settles it without a move.
+      if (!port_.up()) {
+        f.r.outcome +=
+            "; the ack was lost with the connection: the letter returns, and the "
+            "ledger acks it on redelivery without publishing again";
+        continue;
+      }
+      stop(settled[i], 2);
+      continue;
+    }
+    count(f.b.step);
+  }
+  at("acked");
 }
 
 int Loop::run() {
@@ -416,7 +529,7 @@ int Loop::run() {
     if (then == Then::kEnd) break;
     if (then == Then::kNext) continue;
     std::string error;
-    const Port::Next next = port_.next(1, 200, &letters, &error);
+    const Port::Next next = port_.next(block_size(), 200, o_.block_linger_ms, &letters, &error);
     progress(false);
     if (next == Port::Next::kTimeout) {
       port_.wait(1);  // heartbeats while the queue is idle
@@ -434,7 +547,7 @@ int Loop::run() {
     }
     if (next == Port::Next::kLost) continue;  // reconnect above
     idle_since_ = Clock::now();
-    if (handle(letters.front()) == Then::kEnd) break;
+    if (handle_block(letters) == Then::kEnd) break;
   }
   if (o_.message_id && !found_message_ && exit_code_ == 0) {
     stats_->stop_reason += "; message " + *o_.message_id + " was not among the " +

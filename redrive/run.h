@@ -1,18 +1,24 @@
-// The live redrive loop, broker-neutral: take dead letters from a port (port.h), decide each one
-// (Redrive::step), claim, record, move, record, settle; lose nothing, replay nothing twice
-// (docs/gate.md). Every gate runs this loop; only its port differs.
+// The live redrive loop, broker-neutral: take dead letters from a port (port.h) a block at a time,
+// decide each one (Redrive), claim, record, move, record, settle; lose nothing, replay nothing
+// twice (docs/gate.md). Every gate runs this loop; only its port differs.
 //
-// Per letter, in this order (each step durable before the next):
-//   next -> decide -> filters -> ledger claim (create verbs) -> audit decision entry ->
-//   act (the move) -> ledger `confirmed` + audit result entry -> settle.
-// The run policy: --max letters handled, --max-rate (waits on the port between letters, in
+// Per block, in this order (each step durable before the next):
+//   next (up to block_max letters) -> decide each -> filters -> one ledger claim of every replay ->
+//   one audit append of every decision entry -> act (every move, pipelined) -> one ledger mark of
+//   every confirmed replay -> one audit append of every result entry -> settle.
+// A block is the smallest of block_max, what --max has left and what --max-rate allows now (a
+// low rate or --message-id gives blocks of one, through the same code). One letter's trouble
+// (unreadable, a refused move, a nack, an unroutable replay) is that letter's alone; a ledger,
+// audit or connection failure stops or reconnects with the block's letters unsettled (they
+// return to the queue; a claim made stays `claimed`, held as outcome unknown on redelivery).
+// The run policy: --max letters handled, --max-rate (waits on the port between blocks, in
 // slices so a stop or a reload is seen within 200 ms), filters (--message-id, --since, --topic,
 // --error-class: a letter passed over stays unsettled), a dry run (decides and prints, claims
 // and writes nothing, settles nothing: the letters it saw go back when the port closes), the
 // unsettled bound (--max-unacked: skipped and dry-run letters kept, then stop), an unroutable
 // replay moved to the hold place instead, --max-target-depth, reconnects with backoff (--apply
 // only; the letters not settled went back with the connection), stats and progress about once a
-// second. A ledger, audit or broker failure stops the run with the letter in hand unsettled.
+// second.
 //
 // Threads: run() uses the calling thread (the port's: an AMQP port wants a large stack).
 #pragma once
@@ -37,6 +43,10 @@ struct RunOptions {
   std::optional<std::string> message_id;          // handle this one letter only
   uint64_t max = UINT64_MAX;                      // letters handled at most
   double max_rate = 10;                           // letters per second (0: no limit)
+  // A block: at most block_max letters (and what --max and --max-rate allow now), sent when full
+  // or block_linger_ms after its first letter came.
+  size_t block_max = 64;
+  int block_linger_ms = 5;
   std::optional<std::string> topic, error_class;  // filters on the inputs of those names
   std::optional<int64_t> since;                   // filter: the broker's timestamp >= since (s)
   uint64_t max_unacked = 1000;  // skipped and dry-run letters kept unsettled, at most

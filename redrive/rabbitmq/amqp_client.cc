@@ -478,8 +478,8 @@ Consumer::Next Consumer::next(Delivery* delivery, int timeout_ms, std::string* e
   return Next::kLost;
 }
 
-bool Consumer::ack(uint64_t delivery_tag, std::string* error) {
-  if (const int status = amqp_basic_ack(connection_.state(), 1, delivery_tag, 0);
+bool Consumer::ack(uint64_t delivery_tag, std::string* error, bool through) {
+  if (const int status = amqp_basic_ack(connection_.state(), 1, delivery_tag, through ? 1 : 0);
       status != AMQP_STATUS_OK) {
     *error = std::string("basic.ack failed: ") + amqp_error_string2(status);
     connection_.set_lost(*error);
@@ -532,22 +532,85 @@ PublishOutcome Publisher::publish(const std::string& exchange, const std::string
                                   int timeout_ms,
                                   const std::function<void(const std::string&)>& on_blocked,
                                   const std::function<void()>& after_send) {
+  std::vector<PublishOutcome> outcomes = publish_block(
+      1, [&](size_t) { return PublishRequest{exchange, routing_key, properties, body}; },
+      timeout_ms, on_blocked, [&](size_t) {
+        if (after_send) after_send();
+      });
+  return std::move(outcomes.front());
+}
+
+namespace {
+
+// A publish of a block on the wire, waiting for its confirm.
+struct InFlight {
+  std::string exchange, routing_key;
+  amqp_bytes_t body{};
+  bool returned = false, settled = false;
+  std::string return_text;
+};
+
+bool same_bytes(amqp_bytes_t a, amqp_bytes_t b) {
+  return a.len == b.len && (a.len == 0 || std::memcmp(a.bytes, b.bytes, a.len) == 0);
+}
+
+}  // namespace
+
+std::vector<PublishOutcome> Publisher::publish_block(
+    size_t count, const std::function<PublishRequest(size_t)>& request, int timeout_ms,
+    const std::function<void(const std::string&)>& on_blocked,
+    const std::function<void(size_t)>& after_send) {
   using Clock = std::chrono::steady_clock;
   amqp_connection_state_t s = connection_.state();
-  if (connection_.lost()) return {PublishResult::kLost, connection_.lost_reason()};
-  if (const int status = amqp_basic_publish(s, 1, as_bytes(exchange), as_bytes(routing_key),
-                                            /*mandatory=*/1, /*immediate=*/0, &properties, body);
-      status != AMQP_STATUS_OK) {
-    connection_.set_lost(std::string("basic.publish failed: ") + amqp_error_string2(status));
-    return {PublishResult::kLost, connection_.lost_reason()};
+  std::vector<PublishOutcome> outcomes(count);
+  std::vector<InFlight> sent;
+  sent.reserve(count);
+  const uint64_t first = next_sequence_;
+  // What is not sent, or not settled when the connection goes, has an unknown outcome.
+  const auto lose_rest = [&] {
+    for (size_t i = 0; i < count; ++i) {
+      if (i < sent.size() && sent[i].settled) continue;
+      outcomes[i] = {PublishResult::kLost, connection_.lost_reason()};
+    }
+    return outcomes;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    if (connection_.lost()) return lose_rest();
+    const PublishRequest r = request(i);
+    if (const int status = amqp_basic_publish(s, 1, as_bytes(r.exchange), as_bytes(r.routing_key),
+                                              /*mandatory=*/1, /*immediate=*/0, &r.properties,
+                                              r.body);
+        status != AMQP_STATUS_OK) {
+      connection_.set_lost(std::string("basic.publish failed: ") + amqp_error_string2(status));
+      return lose_rest();
+    }
+    ++next_sequence_;
+    InFlight& f = sent.emplace_back();
+    f.exchange = r.exchange;
+    f.routing_key = r.routing_key;
+    f.body = r.body;
+    if (after_send) after_send(i);
   }
-  const uint64_t sequence = next_sequence_++;
-  if (after_send) after_send();
-  bool returned = false;
-  std::string return_text;
+  size_t open = sent.size();
+  // Settles the publishes an ack or a nack with `tag` covers (`multiple`: every one up to it).
+  const auto settle = [&](uint64_t tag, bool multiple, bool ack) {
+    for (size_t i = 0; i < sent.size(); ++i) {
+      const uint64_t sequence = first + i;
+      if (sent[i].settled || !(sequence == tag || (multiple && sequence < tag))) continue;
+      sent[i].settled = true;
+      --open;
+      if (!ack) {
+        outcomes[i] = {PublishResult::kNacked, "the broker nacked the publish"};
+      } else if (sent[i].returned) {
+        outcomes[i] = {PublishResult::kReturned, sent[i].return_text};
+      } else {
+        outcomes[i] = {PublishResult::kConfirmed, ""};
+      }
+    }
+  };
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   auto next_note = Clock::now();
-  for (;;) {
+  while (open > 0) {
     const auto now = Clock::now();
     if (connection_.blocked()) {
       if (now >= next_note) {
@@ -556,8 +619,12 @@ PublishOutcome Publisher::publish(const std::string& exchange, const std::string
       }
       deadline = now + std::chrono::milliseconds(timeout_ms);
     } else if (now >= deadline) {
-      return {PublishResult::kTimeout,
-              "no publisher confirm within " + std::to_string(timeout_ms) + " ms"};
+      for (size_t i = 0; i < sent.size(); ++i) {
+        if (sent[i].settled) continue;
+        outcomes[i] = {PublishResult::kTimeout,
+                       "no publisher confirm within " + std::to_string(timeout_ms) + " ms"};
+      }
+      return outcomes;
     }
     const int wait_ms =
         static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -569,34 +636,42 @@ PublishOutcome Publisher::publish(const std::string& exchange, const std::string
     if (status == AMQP_STATUS_TIMEOUT) continue;
     if (status != AMQP_STATUS_OK) {
       connection_.set_lost(std::string("waiting for a confirm: ") + amqp_error_string2(status));
-      return {PublishResult::kLost, connection_.lost_reason()};
+      return lose_rest();
     }
     if (frame.frame_type != AMQP_FRAME_METHOD) continue;
     switch (frame.payload.method.id) {
       case AMQP_BASIC_ACK_METHOD: {
         const auto* ack = static_cast<const amqp_basic_ack_t*>(frame.payload.method.decoded);
-        if (ack->delivery_tag == sequence || (ack->multiple && ack->delivery_tag >= sequence)) {
-          if (returned) return {PublishResult::kReturned, return_text};
-          return {PublishResult::kConfirmed, ""};
-        }
-        continue;  // an earlier publish's
+        settle(ack->delivery_tag, ack->multiple != 0, true);
+        continue;
       }
       case AMQP_BASIC_NACK_METHOD: {
         const auto* nack = static_cast<const amqp_basic_nack_t*>(frame.payload.method.decoded);
-        if (nack->delivery_tag == sequence || (nack->multiple && nack->delivery_tag >= sequence)) {
-          return {PublishResult::kNacked, "the broker nacked the publish"};
-        }
+        settle(nack->delivery_tag, nack->multiple != 0, false);
         continue;
       }
       case AMQP_BASIC_RETURN_METHOD: {
+        // A return names no sequence number; it comes before the ack of its publish, and returns
+        // come in publish order: it is the first unsettled, unreturned publish with its exchange,
+        // routing key and body (two publishes alike in all three go to the same place).
         const auto* ret = static_cast<const amqp_basic_return_t*>(frame.payload.method.decoded);
-        return_text = std::to_string(ret->reply_code) + " " + bytes_text(ret->reply_text);
-        returned = true;
+        const std::string text = std::to_string(ret->reply_code) + " " + bytes_text(ret->reply_text);
+        const std::string exchange = bytes_text(ret->exchange);
+        const std::string routing_key = bytes_text(ret->routing_key);
         amqp_message_t message;
         const amqp_rpc_reply_t read = amqp_read_message(s, frame.channel, &message, 0);
         if (read.reply_type != AMQP_RESPONSE_NORMAL) {
           connection_.set_lost("reading a returned message: " + Connection::describe(read));
-          return {PublishResult::kLost, connection_.lost_reason()};
+          return lose_rest();
+        }
+        for (InFlight& f : sent) {
+          if (f.settled || f.returned || f.exchange != exchange || f.routing_key != routing_key ||
+              !same_bytes(f.body, message.body)) {
+            continue;
+          }
+          f.returned = true;
+          f.return_text = text;
+          break;
         }
         amqp_destroy_message(&message);
         continue;
@@ -606,6 +681,8 @@ PublishOutcome Publisher::publish(const std::string& exchange, const std::string
           connection_.handle_async_method(frame);
           continue;
         }
+        // A closed channel voids every publish on it not confirmed yet: whether the broker
+        // stored one before the close is unknown.
         const auto* m = static_cast<const amqp_channel_close_t*>(frame.payload.method.decoded);
         const std::string text = std::to_string(m->reply_code) + " " + bytes_text(m->reply_text);
         amqp_channel_close_ok_t ok{};
@@ -614,14 +691,18 @@ PublishOutcome Publisher::publish(const std::string& exchange, const std::string
         if (!connection_.open_channel(1, &error) || !select(&error)) {
           connection_.set_lost(error);
         }
-        return {PublishResult::kChannelClosed, text};
+        for (size_t i = 0; i < sent.size(); ++i) {
+          if (!sent[i].settled) outcomes[i] = {PublishResult::kChannelClosed, text};
+        }
+        return outcomes;
       }
       default:
         connection_.handle_async_method(frame);
-        if (connection_.lost()) return {PublishResult::kLost, connection_.lost_reason()};
+        if (connection_.lost()) return lose_rest();
         continue;
     }
   }
+  return outcomes;
 }
 
 bool run_with_stack(size_t stack_bytes, const std::function<void()>& body) {

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace replaygate::redrive::rabbitmq {
 
@@ -133,7 +134,8 @@ class Consumer {
   // Waits up to `timeout_ms` for the next delivery into *delivery (cleared first). Pulling: one
   // basic.get, and on an empty queue a wait of `timeout_ms` on the socket.
   Next next(Delivery* delivery, int timeout_ms, std::string* error);
-  bool ack(uint64_t delivery_tag, std::string* error);
+  // basic.ack of the delivery; `through`: of every delivery up to it not acked yet (`multiple`).
+  bool ack(uint64_t delivery_tag, std::string* error, bool through = false);
   // basic.nack with requeue (the letter goes back to the dead-letter queue as it was).
   bool requeue(uint64_t delivery_tag, std::string* error);
 
@@ -160,6 +162,13 @@ struct PublishOutcome {
   std::string detail;  // the broker's reply text, the library's error, ...
 };
 
+// One message to publish: its exchange, routing key, properties and body.
+struct PublishRequest {
+  std::string exchange, routing_key;
+  amqp_basic_properties_t properties{};
+  amqp_bytes_t body{};
+};
+
 class Publisher {
  public:
   explicit Publisher(Connection& connection) : connection_(connection) {}
@@ -174,6 +183,18 @@ class Publisher {
                          int timeout_ms,
                          const std::function<void(const std::string&)>& on_blocked = {},
                          const std::function<void()>& after_send = {});
+  // Publishes `count` messages, pipelined: `request(i)` makes the i-th just before it is sent
+  // (what it points to need live only until then, except the body, which must live until this
+  // returns), `after_send(i)` runs once it is on the wire; then waits for all their confirms
+  // (honouring `multiple`), up to `timeout_ms` after the last one (longer while the broker blocks
+  // publishing, as above). One outcome per message, in order. A basic.return marks the first
+  // unsettled publish with its exchange, routing key and body; a nack settles its publishes
+  // alone; a closed channel or a lost connection makes every publish not confirmed by then
+  // kChannelClosed or kLost.
+  std::vector<PublishOutcome> publish_block(
+      size_t count, const std::function<PublishRequest(size_t)>& request, int timeout_ms,
+      const std::function<void(const std::string&)>& on_blocked = {},
+      const std::function<void(size_t)>& after_send = {});
 
  private:
   Connection& connection_;

@@ -177,7 +177,11 @@ RabbitPort::RabbitPort(PortOptions options, std::function<void(const std::string
 
 RabbitPort::~RabbitPort() = default;
 
-std::string RabbitPort::open() { return connect(o_, links_.get()); }
+std::string RabbitPort::open() {
+  unsettled_.clear();
+  cancelled_.clear();
+  return connect(o_, links_.get());
+}
 
 bool RabbitPort::up() const { return links_->up(); }
 
@@ -193,23 +197,53 @@ std::string RabbitPort::lost_reason(bool where) const {
                          : "connection lost";
 }
 
-void RabbitPort::close() { links_->drop(); }
+void RabbitPort::close() {
+  links_->drop();
+  unsettled_.clear();  // the broker took them back with the connection
+}
 
-Port::Next RabbitPort::next(size_t /*n: one at a time for now*/, int timeout_ms,
-                            std::vector<Letter>* out, std::string* error) {
+Port::Next RabbitPort::next(size_t n, int timeout_ms, int linger_ms, std::vector<Letter>* out,
+                            std::string* error) {
   out->clear();
-  switch (links_->consumer->next(&hand_.delivery, timeout_ms, error)) {
-    case Consumer::Next::kTimeout:
-      return Next::kTimeout;
-    case Consumer::Next::kCancelled:
-      return Next::kCancelled;
-    case Consumer::Next::kLost:
-      return Next::kLost;
-    case Consumer::Next::kDelivery:
-      break;
+  if (!cancelled_.empty()) {
+    *error = cancelled_;
+    return Next::kCancelled;
   }
-  const amqp_envelope_t& env = hand_.delivery.envelope();
-  Letter& letter = out->emplace_back();
+  n = std::max<size_t>(n, 1);
+  while (hands_.size() < n) hands_.push_back(std::make_unique<InHand>());
+  Clock::time_point linger_end;
+  for (size_t i = 0; i < n; ++i) {
+    // After the first, what has arrived by the end of the linger (then only what is there).
+    const int wait_ms =
+        i == 0 ? timeout_ms
+               : static_cast<int>(std::max<int64_t>(
+                     0, std::chrono::duration_cast<std::chrono::milliseconds>(linger_end -
+                                                                              Clock::now())
+                            .count()));
+    std::string why;
+    const Consumer::Next got = links_->consumer->next(&hands_[i]->delivery, wait_ms, &why);
+    if (got != Consumer::Next::kDelivery) {
+      if (i == 0) {
+        *error = why;
+        return got == Consumer::Next::kTimeout     ? Next::kTimeout
+               : got == Consumer::Next::kCancelled ? Next::kCancelled
+                                                   : Next::kLost;
+      }
+      if (got == Consumer::Next::kCancelled) cancelled_ = why;
+      break;  // the block is what came: a lost connection is seen on the next call
+    }
+    if (i == 0) linger_end = Clock::now() + std::chrono::milliseconds(linger_ms);
+    Letter& letter = out->emplace_back();
+    letter.slot = static_cast<uint32_t>(i);
+    fill(*hands_[i], letter);
+    unsettled_.insert(letter.handle);
+    if (!letter.refuse_peek.empty()) break;  // looking at more would cost them an attempt
+  }
+  return Next::kLetters;
+}
+
+void RabbitPort::fill(InHand& hand, Letter& letter) {
+  const amqp_envelope_t& env = hand.delivery.envelope();
   letter.handle = env.delivery_tag;
   if (!o_.apply && !o_.allow_peek && has_header(env, "x-delivery-count")) {
     letter.refuse_peek =
@@ -217,9 +251,9 @@ Port::Next RabbitPort::next(size_t /*n: one at a time for now*/, int timeout_ms,
         " is a quorum queue (its deliveries carry x-delivery-count), where a dry run uses "
         "up a delivery attempt of every letter it sees and can drop one at its delivery "
         "limit; give --allow-peek to accept that (--management URL shows the limit)";
-    return Next::kLetters;
+    return;
   }
-  EnvelopeRecord& record = hand_.record;
+  EnvelopeRecord& record = hand.record;
   envelope_to_record(env, o_.limits, &record);
   DeadLetter& dead = letter.dead;
   dead.record = std::string_view(record.record).substr(0, record.record_size);
@@ -229,9 +263,9 @@ Port::Next RabbitPort::next(size_t /*n: one at a time for now*/, int timeout_ms,
   dead.redelivered = env.redelivered != 0;
   dead.replays = record.replays;
   dead.body_digest = record.body_digest;
-  hand_.replay_key = o_.replay_routing_key.value_or(record.died_in);
-  dead.refuse_target = [this](const Table& decided_on, const Input& input) {
-    return refuse_target(o_, o_.replay_exchange.value_or(""), hand_.replay_key, decided_on, input);
+  hand.replay_key = o_.replay_routing_key.value_or(record.died_in);
+  dead.refuse_target = [this, &hand](const Table& decided_on, const Input& input) {
+    return refuse_target(o_, o_.replay_exchange.value_or(""), hand.replay_key, decided_on, input);
   };
   const amqp_basic_properties_t& p = env.message.properties;
   if ((p._flags & AMQP_BASIC_TIMESTAMP_FLAG) != 0) {
@@ -250,54 +284,50 @@ Port::Next RabbitPort::next(size_t /*n: one at a time for now*/, int timeout_ms,
                      "): returned, the broker would drop it";
     }
   }
-  return Next::kLetters;
 }
 
 void RabbitPort::wait(int ms, const std::function<void()>& tick) { wait_on(*links_, ms, tick); }
 
-std::string RabbitPort::target(const Letter& /*letter: the one in hand*/, Action action) const {
+std::string RabbitPort::target(const Letter& letter, Action action) const {
   if (action == Action::kRepublish) {
-    return target_text(o_.replay_exchange.value_or(""), hand_.replay_key);
+    return target_text(o_.replay_exchange.value_or(""), hands_[letter.slot]->replay_key);
   }
   return target_text("", action == Action::kPark ? o_.park_queue : o_.hold_queue);
 }
 
-std::optional<std::string> RabbitPort::refuse_move(const Letter& /*letter*/, Action action) const {
+std::optional<std::string> RabbitPort::refuse_move(const Letter& letter, Action action) const {
   if (action == Action::kRepublish) return std::nullopt;
   const std::string& queue = action == Action::kPark ? o_.park_queue : o_.hold_queue;
-  if (queue != hand_.record.died_in) return std::nullopt;
+  if (queue != hands_[letter.slot]->record.died_in) return std::nullopt;
   return "left in " + o_.queue + ", unacked: its " + std::string(action_name(action)) + " queue '" +
          queue + "' is the queue it died in (its consumer would run it again); choose another " +
          (action == Action::kPark ? "--park-queue" : "--hold-queue");
 }
 
-MoveAnswer RabbitPort::move(const Move& m) {
-  const amqp_envelope_t& env = hand_.delivery.envelope();
-  std::string exchange, routing_key;
-  std::vector<HeaderValue> headers;
+PublishRequest RabbitPort::request(const Move& m) {
+  const InHand& hand = *hands_[m.letter->slot];
+  const amqp_envelope_t& env = hand.delivery.envelope();
+  PublishRequest r;
+  move_headers_.clear();
   if (m.action == Action::kRepublish) {
-    exchange = o_.replay_exchange.value_or("");
-    routing_key = hand_.replay_key;
-    headers.push_back({"x-replay", true, m.copy_replay, ""});  // the value claimed
+    r.exchange = o_.replay_exchange.value_or("");
+    r.routing_key = hand.replay_key;
+    move_headers_.push_back({"x-replay", true, m.copy_replay, ""});  // the value claimed
   } else {
-    routing_key = m.action == Action::kPark ? o_.park_queue : o_.hold_queue;
-    headers.push_back({"x-replaygate-verb", false, 0, m.verb});
-    headers.push_back({"x-replaygate-rule", false, 0, m.rule});
-    headers.push_back({"x-replaygate-reason", false, 0, m.reason.substr(0, 4096)});
-    headers.push_back({"x-replaygate-from", false, 0, o_.queue});
+    r.routing_key = m.action == Action::kPark ? o_.park_queue : o_.hold_queue;
+    move_headers_.push_back({"x-replaygate-verb", false, 0, m.verb});
+    move_headers_.push_back({"x-replaygate-rule", false, 0, m.rule});
+    move_headers_.push_back({"x-replaygate-reason", false, 0, m.reason.substr(0, 4096)});
+    move_headers_.push_back({"x-replaygate-from", false, 0, o_.queue});
   }
-  const amqp_basic_properties_t properties = republish_properties(env, headers, &header_storage_);
-  const PublishOutcome published = links_->publisher->publish(
-      exchange, routing_key, properties, env.message.body, o_.confirm_timeout_ms,
-      [&](const std::string& reason) {
-        if (note_) {
-          note_("publishing is blocked by the broker (" + reason +
-                "): waiting for the alarm to clear");
-        }
-      },
-      [&] {
-        if (test_points_ != nullptr) test_points_->at("published");
-      });
+  r.properties = republish_properties(env, move_headers_, &header_storage_);
+  r.body = env.message.body;
+  return r;
+}
+
+namespace {
+
+MoveAnswer answer_of(const PublishOutcome& published) {
   MoveAnswer answer;
   answer.result = std::string(publish_result_name(published.result));
   answer.detail = published.detail;
@@ -311,9 +341,9 @@ MoveAnswer RabbitPort::move(const Move& m) {
       answer.unroutable = true;
       break;
     case PublishResult::kNacked:
-    case PublishResult::kChannelClosed:
       answer.outcome = MoveAnswer::Outcome::kNotDone;
       break;
+    case PublishResult::kChannelClosed:
     case PublishResult::kTimeout:
       answer.outcome = MoveAnswer::Outcome::kUnknown;
       break;
@@ -325,17 +355,47 @@ MoveAnswer RabbitPort::move(const Move& m) {
   return answer;
 }
 
+}  // namespace
+
 std::vector<MoveAnswer> RabbitPort::act(const std::vector<Move>& block) {
+  const std::vector<PublishOutcome> published = links_->publisher->publish_block(
+      block.size(), [&](size_t i) { return request(block[i]); }, o_.confirm_timeout_ms,
+      [&](const std::string& reason) {
+        if (note_) {
+          note_("publishing is blocked by the broker (" + reason +
+                "): waiting for the alarm to clear");
+        }
+      },
+      [&](size_t) {
+        if (test_points_ != nullptr) test_points_->at("published");
+      });
   std::vector<MoveAnswer> answers;
-  for (const Move& m : block) answers.push_back(move(m));
+  answers.reserve(published.size());
+  for (const PublishOutcome& p : published) answers.push_back(answer_of(p));
   return answers;
 }
 
 std::vector<std::string> RabbitPort::settle(const std::vector<const Letter*>& block) {
-  std::vector<std::string> errors;
-  for (const Letter* letter : block) {
-    std::string& error = errors.emplace_back();
-    links_->consumer->ack(letter->handle, &error);
+  std::vector<std::string> errors(block.size());
+  std::set<uint64_t> tags;
+  for (const Letter* letter : block) tags.insert(letter->handle);
+  // One `multiple` ack up to the highest tag below which every letter handed out is settled
+  // now; single acks for the others (a letter kept unacked on purpose is never spanned).
+  uint64_t through = 0;
+  for (const uint64_t tag : unsettled_) {
+    if (tags.count(tag) == 0) break;
+    through = tag;
+  }
+  std::string error;
+  if (through > 0 && !links_->consumer->ack(through, &error, true)) {
+    for (std::string& e : errors) e = error;
+    return errors;
+  }
+  unsettled_.erase(unsettled_.begin(), unsettled_.upper_bound(through));
+  for (size_t i = 0; i < block.size(); ++i) {
+    const uint64_t tag = block[i]->handle;
+    if (tag <= through) continue;
+    if (links_->consumer->ack(tag, &errors[i])) unsettled_.erase(tag);
   }
   return errors;
 }
@@ -343,6 +403,7 @@ std::vector<std::string> RabbitPort::settle(const std::vector<const Letter*>& bl
 void RabbitPort::give_back(const Letter& letter) {
   std::string error;
   if (links_->up()) links_->consumer->requeue(letter.handle, &error);
+  unsettled_.erase(letter.handle);
 }
 
 std::optional<uint32_t> RabbitPort::depth() {
@@ -350,12 +411,13 @@ std::optional<uint32_t> RabbitPort::depth() {
   return links_->publish->queue_depth(o_.queue, &error);
 }
 
-std::optional<Port::TargetDepth> RabbitPort::replay_target_depth(const Letter& /*letter*/) {
+std::optional<Port::TargetDepth> RabbitPort::replay_target_depth(const Letter& letter) {
   if (!o_.replay_exchange.value_or("").empty()) return std::nullopt;  // not a queue
   std::string error;
-  const std::optional<uint32_t> depth = links_->publish->queue_depth(hand_.replay_key, &error);
+  const std::string& queue = hands_[letter.slot]->replay_key;
+  const std::optional<uint32_t> depth = links_->publish->queue_depth(queue, &error);
   if (!depth) return std::nullopt;
-  return TargetDepth{hand_.replay_key, *depth};
+  return TargetDepth{queue, *depth};
 }
 
 std::string RabbitPort::pass_over_cost() const {

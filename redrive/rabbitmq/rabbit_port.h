@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,7 +77,8 @@ class RabbitPort final : public Port {
   void close() override;
   std::string describe() const override { return o_.url.describe(); }
   const std::string& queue() const override { return o_.queue; }
-  Next next(size_t n, int timeout_ms, std::vector<Letter>* out, std::string* error) override;
+  Next next(size_t n, int timeout_ms, int linger_ms, std::vector<Letter>* out,
+            std::string* error) override;
   void wait(int ms, const std::function<void()>& tick) override;
   std::string target(const Letter& letter, Action action) const override;
   const std::string& hold_name() const override { return o_.hold_queue; }
@@ -89,19 +91,25 @@ class RabbitPort final : public Port {
   std::string pass_over_cost() const override;
 
  private:
-  // The letter in hand (the port pulls one at a time): its delivery and record.
+  // A letter in hand (of the block next() handed out): its delivery and record.
   struct InHand {
     Delivery delivery;
     EnvelopeRecord record;
     std::string replay_key;  // where a replay goes
   };
-  MoveAnswer move(const Move& move);
+  // Makes the letter of the delivery in `hand`.
+  void fill(InHand& hand, Letter& letter);
+  // The publish of a move, made just before it is sent.
+  PublishRequest request(const Move& move);
 
   PortOptions o_;
   std::function<void(const std::string&)> note_;
   const TestPoints* test_points_;
   std::unique_ptr<AmqpLinks> links_;
-  InHand hand_;
+  std::vector<std::unique_ptr<InHand>> hands_;  // the block in hand (kept, reused)
+  std::set<uint64_t> unsettled_;                // delivery tags handed out, not acked or requeued
+  std::string cancelled_;  // the broker ended the consumer in the middle of a block: why
+  std::vector<HeaderValue> move_headers_;
   std::vector<amqp_table_entry_t> header_storage_;
 };
 

@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,6 +169,27 @@ class RabbitGate : public ::testing::Test {
     return path("no-replay.mapping.yaml");
   }
 
+  // Five letters for one block: three replays (keys K-r0..K-r2), one park, one hold; message
+  // ids M-r0..M-r2, M-park, M-hold.
+  void block_of_five(const std::string& k) {
+    for (int i = 0; i < 3; ++i) {
+      dead_letter("payment.capture", "java.net.SocketTimeoutException",
+                  k + "-r" + std::to_string(i), k + "-m-r" + std::to_string(i));
+    }
+    dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException",
+                k + "-park", k + "-m-park");
+    dead_letter("payment.capture",
+                "org.springframework.web.client.HttpClientErrorException$BadRequest", k + "-hold",
+                k + "-m-hold");
+    ASSERT_EQ(client_.wait_for_count("dlq", 5), "");
+  }
+  // How many messages of each message id `queue` holds (and takes them out).
+  std::map<std::string, int> ids_in(const std::string& queue) {
+    std::map<std::string, int> ids;
+    for (const Message& m : client_.get_all(queue)) ++ids[m.message_id];
+    return ids;
+  }
+
   // Publishes a letter to `queue` and has the broker dead-letter it into dlq.
   void dead_letter(const std::string& queue, const std::string& error_class, const std::string& key,
                    const std::string& message_id, bool committed = false, Fields extra = {}) {
@@ -220,7 +243,9 @@ class RabbitGate : public ::testing::Test {
   }
   // Runs the gate over six letters with the node stopped and started again while the gate waits
   // at `step` of its first letter (REPLAYGATE_TEST_PAUSE_AT), then reconnects the test's client.
-  CliResult run_with_broker_restart_at(const std::string& step) {
+  // `more`: the gate's extra options (default: blocks of one letter).
+  CliResult run_with_broker_restart_at(const std::string& step,
+                                       std::vector<std::string> more = {"--block-max", "1"}) {
     ledger_ = path("ledger.db");
     for (int i = 0; i < 6; ++i) {
       dead_letter("payment.capture", "java.net.SocketTimeoutException", "cap_p" + std::to_string(i),
@@ -230,7 +255,8 @@ class RabbitGate : public ::testing::Test {
     client_.close();
     const std::string flag = path("paused");
     CliRun run;
-    run.args = gate_args(true, {"--all", "--reconnect-for", "40"});
+    more.insert(more.begin(), {"--all", "--reconnect-for", "40"});
+    run.args = gate_args(true, more);
     run.env = {"REPLAYGATE_TEST_PAUSE_AT=" + step + ":" + flag};
     run.timeout_seconds = 120;
     // The node is restarted from this thread (the harness ties its life to the starting thread).
@@ -631,12 +657,13 @@ TEST_F(RabbitGate, FiltersBoundsAndMetrics) {
   EXPECT_NE(metrics.find("replaygate_gate_letters_total{queue=\"dlq\",verb=\"replay_once\"} 3"),
             std::string::npos)
       << metrics;
-  // --max 1 handles one letter; --max-target-depth 0 stops after the first replay lands.
+  // --max 1 handles one letter; --max-target-depth 0 stops after the first block (of one) whose
+  // replay lands.
   r = gate(true, {"--all", "--max", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(letters(r).size(), 1u);
   EXPECT_NE(r.err.find("handled 1 letter (--max)"), std::string::npos) << r.err;
-  r = gate(true, {"--all", "--max-target-depth", "0"});
+  r = gate(true, {"--all", "--max-target-depth", "0", "--block-max", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(letters(r).size(), 1u);
   EXPECT_NE(r.err.find("more than --max-target-depth 0"), std::string::npos) << r.err;
@@ -734,6 +761,195 @@ TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {
   }
 }
 
+// Issue 37: a block of five letters (three replays, a park, a hold) killed at each step of the
+// block and between two of its publishes, then a run without the kill: nothing lost, no key
+// replayed twice, the audit log verifies, and what the second run does is what the first left.
+TEST_F(RabbitGate, KillNineAtEveryStepOfABlockLosesNothingAndReplaysOnce) {
+  for (const std::string step :
+       {"decided", "claimed", "decisions_recorded", "published", "confirmed", "marked",
+        "result_recorded", "recorded", "acked"}) {
+    SCOPED_TRACE(step);
+    fresh();
+    ledger_ = path("ledger-" + step + ".db");
+    const std::string k = "kb_" + step;
+    block_of_five(k);
+    const std::vector<std::string> block = {"--all", "--block-linger", "2000"};
+    const CliResult crashed = gate(true, block, "REPLAYGATE_TEST_CRASH_AT=" + step);
+    EXPECT_EQ(crashed.exit_code, 128 + SIGKILL) << crashed.err;
+    const CliResult again = gate(true, block);
+    EXPECT_LE(again.exit_code, 1) << again.err;
+    EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+    std::map<std::string, int> work = ids_in("payment.capture"), held = ids_in("dlq.hold"),
+                               parked = ids_in("dlq.parked");
+    int replayed = 0, held_replays = 0;
+    for (int i = 0; i < 3; ++i) {
+      const std::string id = k + "-m-r" + std::to_string(i);
+      EXPECT_LE(work[id], 1) << id << " replayed twice";
+      EXPECT_GE(work[id] + held[id], 1) << id << " lost";
+      replayed += work[id];
+      held_replays += held[id];
+    }
+    EXPECT_GE(parked[k + "-m-park"], 1) << "the park letter lost";
+    EXPECT_EQ(held[k + "-m-hold"] >= 1, true) << "the hold letter lost";
+    int in_work = 0;
+    for (const auto& [id, copies] : work) in_work += copies;
+    EXPECT_EQ(in_work, replayed) << "only the block's replays are in the work queue";
+    if (step == "decided") {
+      EXPECT_EQ(replayed, 3);
+      EXPECT_EQ(held_replays, 0);
+    } else if (step == "claimed" || step == "decisions_recorded") {
+      // Claimed, never published: the whole block's replays are held as outcome unknown.
+      EXPECT_EQ(replayed, 0);
+      EXPECT_EQ(held_replays, 3);
+    } else if (step == "published") {
+      // Killed after the block's first publish: that one may have reached the broker.
+      EXPECT_LE(replayed, 1);
+      EXPECT_EQ(held_replays, 3);
+    } else if (step == "confirmed") {
+      EXPECT_EQ(replayed, 3);
+      EXPECT_EQ(held_replays, 3) << "confirmed but not marked: held for an operator";
+    } else {
+      // Marked `confirmed` before the kill: the redelivered letters are acked without a publish.
+      EXPECT_EQ(replayed, 3);
+      EXPECT_EQ(held_replays, 0);
+      size_t acked_only = 0;
+      for (const auto& l : letters(again)) acked_only += l["action"] == "ack" ? 1 : 0;
+      EXPECT_EQ(acked_only, step == "acked" ? 0u : 3u) << again.out;
+    }
+    for (int i = 0; i < 3; ++i) {
+      const std::vector<nlohmann::json> rows = ledger_rows(k + "-r" + std::to_string(i));
+      ASSERT_EQ(rows.size(), 1u);
+      EXPECT_EQ(rows[0]["state"], held_replays == 0 ? "confirmed" : "claimed") << rows[0];
+    }
+    expect_audit_verifies();
+    std::filesystem::remove(path("audit.log"));
+  }
+}
+
+// Issue 37: the broker restarted while a block of six replays is claimed: the publishes find the
+// connection gone, the six letters return with it, and on redelivery each is held as outcome
+// unknown: exactly the block (its size is the blast radius, docs/gate.md), nothing replayed.
+TEST_F(RabbitGate, BrokerRestartMidBlockHoldsExactlyThatBlock) {
+  const CliResult r = run_with_broker_restart_at("claimed", {"--block-linger", "2000"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<nlohmann::json> lines = letters(r);
+  ASSERT_EQ(lines.size(), 12u) << r.out;
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_NE(lines[i].value("outcome", "").find("returns to its queue with the connection"),
+              std::string::npos)
+        << lines[i].dump();
+    EXPECT_EQ(lines[6 + i].value("rule", ""), "ledger:outcome_unknown") << lines[6 + i].dump();
+  }
+  EXPECT_EQ(client_.message_count("dlq.hold"), 6);
+  EXPECT_EQ(client_.message_count("payment.capture"), 0);
+  expect_audit_verifies();
+}
+
+// Issue 37: one block with a publish the broker nacks (a park queue that rejects publishes), an
+// unroutable replay (its work queue deleted) and a poison letter among good replays: each of the
+// three is settled alone (the nacked one returns to the queue unchanged, the unroutable one is
+// held, the poison one is held) and the letters around them are replayed once.
+TEST_F(RabbitGate, ABlockWithANackAReturnAndAPoisonLetterSettlesEachAlone) {
+  ledger_ = path("ledger.db");
+  ASSERT_EQ(client_.declare_queue("dlq.parked", true,
+                                  {{"x-max-length", int64_t{0}},
+                                   {"x-overflow", std::string("reject-publish")}}),
+            "");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "nb_1", "nb-1");
+  dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException", "nb_2",
+              "nb-2");
+  dead_letter("webhook.partner",
+              "org.springframework.web.client.HttpServerErrorException$ServiceUnavailable", "nb_3",
+              "nb-3");
+  ASSERT_EQ(client_.publish("", "dlq", "{not json", {}, "nb-4"), "");
+  dead_letter("payment.capture", "java.net.SocketTimeoutException", "nb_5", "nb-5");
+  ASSERT_EQ(client_.wait_for_count("dlq", 5), "");
+  client_.delete_queue("webhook.partner");
+  const CliResult r = gate(true, {"--all", "--block-linger", "2000"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // the nack stops the run after its block
+  EXPECT_NE(r.err.find("nacked"), std::string::npos) << r.err;
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& l : letters(r)) by_id[l["message_id"]] = l;
+  ASSERT_EQ(by_id.size(), 5u) << r.out;
+  EXPECT_EQ(by_id["nb-1"]["action"], "republish");
+  EXPECT_EQ(by_id["nb-5"]["action"], "republish");
+  EXPECT_NE(by_id["nb-2"]["outcome"].get<std::string>().find("nacked"), std::string::npos)
+      << by_id["nb-2"];
+  EXPECT_EQ(by_id["nb-3"]["action"], "hold");
+  EXPECT_EQ(by_id["nb-3"]["rule"], "gate:unroutable");
+  EXPECT_EQ(by_id["nb-4"]["rule"], "invalid");
+  const std::map<std::string, int> work = ids_in("payment.capture");
+  EXPECT_EQ(work, (std::map<std::string, int>{{"nb-1", 1}, {"nb-5", 1}}));
+  const std::map<std::string, int> held = ids_in("dlq.hold");
+  EXPECT_EQ(held, (std::map<std::string, int>{{"nb-3", 1}, {"nb-4", 1}}));
+  const std::vector<Message> left = client_.get_all("dlq");
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].message_id, "nb-2");
+  EXPECT_EQ(left[0].headers.count("x-replaygate-rule"), 0u) << "returned as it was";
+  for (const auto& [key, state] : {std::pair{"nb_1", "confirmed"}, std::pair{"nb_5", "confirmed"},
+                                   std::pair{"nb_3", "claimed"}}) {
+    const std::vector<nlohmann::json> rows = ledger_rows(key);
+    ASSERT_EQ(rows.size(), 1u) << key;
+    EXPECT_EQ(rows[0]["state"], state) << key << " (an unroutable replay's claim stays claimed)";
+  }
+  expect_audit_verifies();
+}
+
+// Issue 37: blocks of one and blocks of many decide and record the same for every letter: about
+// 20 shuffled queues of distinct letters (replays, parks, holds, keys shared between letters),
+// each run once with --block-max 1 and once with the default, compared per message id (verb,
+// rule, action, key, the ledger row's state, the audit entries' verb and rule).
+TEST_F(RabbitGate, BlocksOfOneAndOfManyDecideAndRecordTheSame) {
+  std::mt19937 random(20261207);
+  const std::vector<std::string> classes = {
+      "java.net.SocketTimeoutException", "com.acme.payments.gateway.InsufficientFundsException",
+      "org.springframework.web.client.HttpClientErrorException$BadRequest"};
+  for (int queue = 0; queue < 20; ++queue) {
+    SCOPED_TRACE("queue " + std::to_string(queue));
+    struct Planned {
+      std::string error_class, key, id;
+    };
+    std::vector<Planned> planned;
+    const int n = 4 + static_cast<int>(random() % 8);
+    for (int i = 0; i < n; ++i) {
+      const std::string cls = classes[random() % classes.size()];
+      // About one letter in four shares a key with another of the queue.
+      const int key = static_cast<int>(random() % 4 == 0 ? random() % (i + 1) : i);
+      planned.push_back({cls, "pq" + std::to_string(queue) + "_" + std::to_string(key),
+                         "pq" + std::to_string(queue) + "-" + std::to_string(i)});
+    }
+    std::shuffle(planned.begin(), planned.end(), random);
+    std::map<std::string, std::string> seen[2];
+    for (int run = 0; run < 2; ++run) {
+      fresh();
+      ledger_ = path("ledger.db");
+      for (const Planned& p : planned) dead_letter("payment.capture", p.error_class, p.key, p.id);
+      ASSERT_EQ(client_.wait_for_count("dlq", static_cast<long>(planned.size())), "");
+      const CliResult r =
+          gate(true, run == 0 ? std::vector<std::string>{"--all", "--block-max", "1"}
+                              : std::vector<std::string>{"--all", "--block-linger", "50"});
+      ASSERT_LE(r.exit_code, 1) << r.err;
+      for (const auto& l : letters(r)) {
+        const std::string key = l.value("idempotency_key", "");
+        const std::vector<nlohmann::json> rows = ledger_rows(key);
+        seen[run][l["message_id"]] = l.value("verb", "") + " " + l.value("rule", "") + " " +
+                                     l.value("action", "") + " " + key + " " +
+                                     (rows.empty() ? "-" : rows[0].value("state", ""));
+      }
+      std::istringstream log(read_file(path("audit.log")));
+      for (std::string line; std::getline(log, line);) {
+        const nlohmann::json e = nlohmann::json::parse(line);
+        if (e["kind"] != "decision") continue;
+        seen[run]["audit " + e.value("message_id", "")] =
+            e.value("action", "") + " " + e.value("rule", "");
+      }
+      expect_audit_verifies();
+    }
+    EXPECT_EQ(seen[0].size(), 2 * planned.size());
+    EXPECT_EQ(seen[0], seen[1]);
+  }
+}
+
 TEST_F(RabbitGate, ThreeGatesOnOnePostgresLedgerReplayEachKeyOnce) {
   replaygate::ledger::testing::PgServer pg;
   if (const std::string why = pg.create(); !why.empty()) GTEST_SKIP() << why;
@@ -753,7 +969,7 @@ TEST_F(RabbitGate, ThreeGatesOnOnePostgresLedgerReplayEachKeyOnce) {
       const std::filesystem::path scratch = dir_->path() / ("g" + std::to_string(g));
       std::filesystem::create_directories(scratch);
       CliRun run;
-      run.args = gate_args(true, {"--all", "--prefetch", "2"});
+      run.args = gate_args(true, {"--all", "--prefetch", "8", "--block-max", "4"});
       for (auto& a : run.args) {
         if (a == path("audit.log")) a = (scratch / "audit.log").string();
       }

@@ -4,11 +4,14 @@
 // a real broker; this one pins what the loop asks of any port.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
 #include "redrive/port.h"
@@ -45,14 +48,17 @@ class ListPort final : public redrive::Port {
   void close() override {}
   std::string describe() const override { return "list://"; }
   const std::string& queue() const override { return name_; }
-  Next next(size_t, int, std::vector<redrive::Letter>* out, std::string*) override {
+  Next next(size_t n, int, int, std::vector<redrive::Letter>* out, std::string*) override {
     out->clear();
     if (next_ == records_.size()) return Next::kTimeout;
-    const std::string& r = records_[next_];
-    redrive::Letter& letter = out->emplace_back();
-    letter.handle = ++next_;
-    letter.dead.record = std::string_view(r).substr(0, r.size() - inputs::LineReader::kPadding);
-    letter.dead.message_id = "m-" + std::to_string(letter.handle);
+    while (out->size() < n && next_ < records_.size()) {
+      const std::string& r = records_[next_];
+      redrive::Letter& letter = out->emplace_back();
+      letter.slot = static_cast<uint32_t>(out->size() - 1);
+      letter.handle = ++next_;
+      letter.dead.record = std::string_view(r).substr(0, r.size() - inputs::LineReader::kPadding);
+      letter.dead.message_id = "m-" + std::to_string(letter.handle);
+    }
     return Next::kLetters;
   }
   void wait(int, const std::function<void()>&) override {}
@@ -153,6 +159,7 @@ TEST_F(RedriveRun, EachLetterIsMovedThenSettledInOrder) {
   ListPort port(records_);
   redrive::RunOptions options;
   options.apply = true;
+  options.block_max = 1;
   redrive::RunStats stats;
   EXPECT_EQ(run_loop(port, options, &stats), 0) << stats.stop_reason;
   EXPECT_EQ(stats.handled, records_.size());
@@ -160,7 +167,7 @@ TEST_F(RedriveRun, EachLetterIsMovedThenSettledInOrder) {
   EXPECT_GT(stats.parked + stats.held, 0u);
   EXPECT_EQ(stats.republished + stats.parked + stats.held + stats.acked_only, stats.handled);
   ASSERT_EQ(reports_.size(), records_.size());
-  // Every letter: its move, then its settle, before the next letter is taken.
+  // Blocks of one: every letter's move, then its settle, before the next letter is taken.
   std::vector<std::string> want;
   for (const redrive::LetterReport& r : reports_) {
     EXPECT_FALSE(r.dry_run);
@@ -170,6 +177,50 @@ TEST_F(RedriveRun, EachLetterIsMovedThenSettledInOrder) {
   }
   EXPECT_EQ(port.log, want);
   EXPECT_EQ(stats.stop_reason, "no letter for 0 ms: the queue is drained");
+}
+
+TEST_F(RedriveRun, ABlockMovesEveryLetterThenSettlesThemAndDecidesAsBlocksOfOne) {
+  const auto run_blocks = [&](size_t block_max, std::vector<std::string>* log) {
+    std::filesystem::remove(p("ledger.db"));
+    std::filesystem::remove(p("audit.log"));
+    reports_.clear();
+    ListPort port(records_);
+    redrive::RunOptions options;
+    options.apply = true;
+    options.block_max = block_max;
+    redrive::RunStats stats;
+    EXPECT_EQ(run_loop(port, options, &stats), 0) << stats.stop_reason;
+    EXPECT_EQ(stats.handled, records_.size());
+    *log = port.log;
+    std::vector<std::string> lines;
+    for (const redrive::LetterReport& r : reports_) {
+      lines.push_back(std::to_string(r.ordinal) + " " + r.verb + " " + r.rule + " " + r.action);
+    }
+    return lines;
+  };
+  std::vector<std::string> one_log, block_log;
+  const std::vector<std::string> by_one = run_blocks(1, &one_log);
+  const std::vector<std::string> by_block = run_blocks(5, &block_log);
+  EXPECT_EQ(by_one, by_block);
+  ASSERT_EQ(block_log.size(), one_log.size());
+  // Blocks of 5 (5, 5, 2): the block's moves, then its settles.
+  std::vector<std::string> want;
+  for (size_t start = 0; start < reports_.size(); start += 5) {
+    const size_t end = std::min(start + 5, reports_.size());
+    for (size_t i = start; i < end; ++i) {
+      if (reports_[i].action != "ack") {
+        want.push_back("move " + std::to_string(reports_[i].ordinal) + " " + reports_[i].action);
+      }
+    }
+    for (size_t i = start; i < end; ++i) {
+      want.push_back("settle " + std::to_string(reports_[i].ordinal));
+    }
+  }
+  EXPECT_EQ(block_log, want);
+  const audit::VerifyReport verified = audit::verify_bytes(read_file(p("audit.log")));
+  EXPECT_TRUE(verified.problems.empty());
+  EXPECT_EQ(verified.decisions, records_.size());
+  EXPECT_EQ(verified.results, records_.size());
 }
 
 TEST_F(RedriveRun, ADryRunMovesAndSettlesNothingAndMaxBoundsIt) {

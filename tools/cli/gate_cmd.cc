@@ -1,5 +1,6 @@
 // `replaygate gate rabbitmq`: the live gate on a RabbitMQ dead-letter queue (docs/gate.md).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -32,7 +33,7 @@ struct GateCliOptions : GateFlags {
   std::string amqp, park_queue, hold_queue, replay_exchange, replay_routing_key, management;
   bool allow_peek = false;
   uint64_t max_body = 1u << 20;
-  int prefetch = 16, confirm_timeout_ms = 10000, frame_max = 131072, heartbeat = 30;
+  int prefetch = 128, confirm_timeout_ms = 10000, frame_max = 131072, heartbeat = 30;
   const CLI::Option *exchange_option = nullptr, *routing_option = nullptr;
 };
 
@@ -82,6 +83,10 @@ int port_options(const GateCliOptions& o, const rmq::AmqpUrl& url, const redrive
   // Skipped and dry-run letters stay unacked: the prefetch must leave room for them.
   g.keeps = !o.apply || run.message_id || run.topic || run.error_class || run.since;
   g.prefetch = static_cast<uint16_t>(o.prefetch);
+  if (o.block_option->count() > 0 && o.block_max > static_cast<uint64_t>(o.prefetch)) {
+    return usage("--block-max " + std::to_string(o.block_max) + " is more than --prefetch " +
+                 std::to_string(o.prefetch) + ": a block is letters in flight at once");
+  }
   g.confirm_timeout_ms = o.confirm_timeout_ms;
   g.limits.max_body = o.max_body;
   if (g.replay_routing_key && !g.replay_exchange && *g.replay_routing_key == g.queue) {
@@ -138,6 +143,9 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     return format->make_parser(table, mapping);
   };
   run.options = gate_run_options(o, since);
+  if (o.block_option->count() == 0) {
+    run.options.block_max = std::min<size_t>(run.options.block_max, o.prefetch);
+  }
   redrive::TestPoints test_points;
   if (const std::string why = test_points.from_environment(); !why.empty()) return usage(why);
   if (const int code = port_options(o, url, run.options, &port); code != kExitOk) return code;
@@ -207,6 +215,15 @@ GateSubcommand add_gate_rabbitmq(CLI::App& sub) {
   r->add_flag("--all", o->all, "Handle every letter (bounded by --max and --max-rate)");
   o->max_option = r->add_option("--max", o->max, "Handle at most N letters");
   r->add_option("--max-rate", o->max_rate, "Letters per second at most (default 10; 0: no limit)");
+  o->block_option =
+      r->add_option("--block-max", o->block_max,
+                    "Letters decided, claimed, recorded and moved together at most (default 64, "
+                    "at most --prefetch; a crash or a lost connection leaves at most this many "
+                    "letters' outcome unknown)")
+          ->check(CLI::Range(uint64_t{1}, uint64_t{1000}));
+  r->add_option("--block-linger", o->block_linger_ms,
+                "Milliseconds a block waits after its first letter for more (default 5)")
+      ->check(CLI::Range(0, 10000));
   o->topic_option =
       r->add_option("--topic", o->topic, "Only letters whose input 'topic' is this value");
   o->class_option = r->add_option("--error-class", o->error_class,
@@ -240,7 +257,7 @@ GateSubcommand add_gate_rabbitmq(CLI::App& sub) {
   r->add_flag("--watch", o->watch, "Reload --table when the file changes (as SIGHUP does)");
   r->add_flag("--follow", o->follow, "Keep consuming when the queue is empty (a service)");
   r->add_flag("--quiet", o->quiet, "No progress lines (the summary is still printed)");
-  r->add_option("--prefetch", o->prefetch, "Deliveries in flight (default 16)")
+  r->add_option("--prefetch", o->prefetch, "Deliveries in flight (default 128)")
       ->check(CLI::Range(1, 1000));
   r->add_option("--confirm-timeout", o->confirm_timeout_ms,
                 "Milliseconds to wait for a publisher confirm (default 10000)")

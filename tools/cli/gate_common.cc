@@ -197,6 +197,8 @@ redrive::RunOptions gate_run_options(const GateFlags& o, int64_t since) {
   if (o.message_option->count() > 0) run.message_id = o.message_id;
   if (o.max_option->count() > 0) run.max = o.max;
   run.max_rate = o.max_rate;
+  run.block_max = o.block_max;
+  run.block_linger_ms = o.block_linger_ms;
   if (o.topic_option->count() > 0) run.topic = o.topic;
   if (o.class_option->count() > 0) run.error_class = o.error_class;
   if (!o.since.empty()) run.since = since;

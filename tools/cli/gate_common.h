@@ -29,14 +29,16 @@ struct GateFlags {
                                                      policy_id;
   std::vector<std::string> actions;
   bool apply = false, dry_run = false, all = false, follow = false, watch = false, quiet = false;
-  uint64_t max = 0, max_unacked = 1000, max_target_depth = 0;
+  uint64_t max = 0, max_unacked = 1000, max_target_depth = 0, block_max = 64;
+  int block_linger_ms = 5;
   double max_rate = 10;
   int idle_exit_ms = 2000, reconnect_for_s = 300;
   AuditSignFlags audit_sign;
   TrustFlags trust;
   // Which options were given.
   const CLI::Option *max_option = nullptr, *depth_option = nullptr, *message_option = nullptr,
-                    *topic_option = nullptr, *class_option = nullptr, *policy_id_option = nullptr;
+                    *topic_option = nullptr, *class_option = nullptr, *policy_id_option = nullptr,
+                    *block_option = nullptr;
 };
 
 // One broker's subcommand of `gate` (setup_gate, gate_cmd.cc): its sub-app and its runner.
