@@ -15,7 +15,12 @@
 //       confirm, ack: one confirm at a time;
 //   (c) as (b), pipelined: publish 64, wait for all their confirms, ack the 64 (prefetch 128);
 //   (d) replaygate gate rabbitmq --apply --all --max-rate 0 --quiet (SQLite ledger, audit log);
+//   (d1) (d) with --block-max 1: one letter at a time through the same code (the gate before
+//       blocks);
+//   (f), (f1) (d) and (d1) with a PostgreSQL ledger (a private server on 127.0.0.1);
 //   (e) the same as a dry run (no --apply; --max-unacked N).
+// Then one more run of each gate arm under `strace -f -c` (unless --skip-strace): the gate
+// process's fsync and fdatasync calls per letter.
 // Each arm runs --reps times (default 3), interleaved, and the median is reported. The counts of
 // every queue are checked after every run; a wrong count stops the benchmark (exit 1).
 // Then (d) at --small and --large letters (default 500 and 4000), and --small letters again on
@@ -52,6 +57,7 @@
 #include <vector>
 
 #include "amqp_test_client.h"
+#include "pg_server.h"
 #include "rabbit_server.h"
 #include "tests/support/paths.h"
 
@@ -396,9 +402,13 @@ struct Proc {
 // Runs the replaygate binary with `args` (stdin /dev/null; stdout through a pipe, timestamped per
 // line and copied to the file `out`; stderr to `err`): its wall time from spawn to exit and its
 // CPU time (user + system). Killed after `timeout_s`.
+// A command the CLI runs under (strace for the sync counts), or none.
+std::vector<std::string> g_wrapper;
+
 Proc run_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err,
              int timeout_s = 900) {
   std::vector<char*> argv;
+  for (const std::string& w : g_wrapper) argv.push_back(const_cast<char*>(w.c_str()));
   argv.push_back(const_cast<char*>(g_binary.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -411,7 +421,7 @@ Proc run_cli(const std::vector<std::string>& args, const std::string& out, const
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
   const auto t0 = Clock::now();
-  const int rc = posix_spawn(&pid, g_binary.c_str(), &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(pipe_fds[1]);
   if (rc != 0) ::close(pipe_fds[0]);
@@ -461,11 +471,13 @@ Proc run_cli(const std::vector<std::string>& args, const std::string& out, const
 struct Context {
   int port = 0;
   std::string url, root, table, mapping;
+  std::string pg_url;  // a private PostgreSQL's, "" when there is none
 };
 
 // `replaygate gate rabbitmq` on dlq, as a user runs it, plus --max N so that the run ends at the
 // Nth letter rather than --idle-exit (2 s) after it. `dir` holds the ledger and the audit log.
-Proc run_gate(const Context& ctx, const std::string& dir, long n, bool apply) {
+Proc run_gate(const Context& ctx, const std::string& dir, long n, bool apply,
+              const std::vector<std::string>& more = {}, bool postgres = false) {
   std::vector<std::string> args = {"gate",       "rabbitmq",
                                    "--table",    ctx.table,
                                    "--mapping",  ctx.mapping,
@@ -474,9 +486,13 @@ Proc run_gate(const Context& ctx, const std::string& dir, long n, bool apply) {
                                    "--all",      "--max-rate",
                                    "0",          "--quiet",
                                    "--max",      std::to_string(n),
-                                   "--ledger",   dir + "/ledger.db",
+                                   "--ledger",   postgres ? ctx.pg_url : dir + "/ledger.db",
                                    "--audit",    dir + "/audit.log",
                                    "--operator", "bench"};
+  // Each run its own ledger scope: a PostgreSQL ledger is shared by the runs.
+  args.push_back("--ledger-scope");
+  args.push_back(std::filesystem::path(dir).filename().string());
+  for (const std::string& m : more) args.push_back(m);
   if (apply) {
     args.push_back("--apply");
   } else {
@@ -507,6 +523,21 @@ double check_gate_output(const std::string& dir, long letters, long audit_entrie
   require(v.exit_code == 0,
           "audit verify: " + file_text(dir + "/verify.out") + file_text(dir + "/verify.err"));
   return v.wall;
+}
+
+// The fsync and fdatasync calls in an `strace -c` summary file.
+long sync_calls(const std::string& path) {
+  std::ifstream in(path);
+  long calls = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string w; fields >> w;) f.push_back(w);
+    if (f.size() >= 5 && (f.back() == "fsync" || f.back() == "fdatasync")) {
+      calls += std::atol(f[3].c_str());
+    }
+  }
+  return calls;
 }
 
 std::string fresh_dir(const Context& ctx) {
@@ -566,19 +597,23 @@ double fsync_ms(const std::string& root) {
 int usage() {
   std::fprintf(stderr,
                "usage: rg_gate_bench [--letters N] [--reps R] [--small N] [--large N] "
-               "[--skip-growth] [--seed S]\n");
+               "[--skip-growth] [--skip-strace] [--seed S]\n");
   return 2;
 }
 
 int bench(int argc, char** argv) {
   long letters = 2000, small = 500, large = 4000;
   int reps = 3;
-  bool growth = true;
+  bool growth = true, with_strace = true;
   uint64_t seed = std::random_device{}();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--skip-growth") {
       growth = false;
+      continue;
+    }
+    if (a == "--skip-strace") {
+      with_strace = false;
       continue;
     }
     if (i + 1 >= argc) return usage();
@@ -654,6 +689,13 @@ int bench(int argc, char** argv) {
   require_ok(client.declare_queue(kParked, true), "declare dlq.parked");
   require_ok(client.declare_queue(kHold, true), "declare dlq.hold");
 
+  // A private PostgreSQL for arms (f) and (f1); without one they are left out.
+  replaygate::ledger::testing::PgServer pg;
+  if (const std::string why = pg.create(); why.empty()) {
+    ctx.pg_url = pg.url();
+  } else {
+    std::fprintf(stderr, "no PostgreSQL (%s): arms (f) and (f1) left out\n", why.c_str());
+  }
   const double fsync = fsync_ms(root.path);
   std::printf("# replaygate gate rabbitmq: letters per second\n\n");
   std::printf(
@@ -699,6 +741,33 @@ int bench(int argc, char** argv) {
          check_gate_output(dir, n, 2 * n);
          return p;
        }},
+      {"(d1)", "the same, --block-max 1 (one letter at a time, as before blocks)",
+       [](const Context& c, AmqpTestClient& cl, const Mix& m) {
+         const long n = static_cast<long>(m.letters.size());
+         const std::string dir = fresh_dir(c);
+         const Proc p = run_gate(c, dir, n, true, {"--block-max", "1"});
+         expect_counts(cl, "(d1)", 0, m.replay, m.park, m.hold);
+         check_gate_output(dir, n, 2 * n);
+         return p;
+       }},
+      {"(f)", "replaygate gate rabbitmq --apply (PostgreSQL ledger, audit log)",
+       [](const Context& c, AmqpTestClient& cl, const Mix& m) {
+         const long n = static_cast<long>(m.letters.size());
+         const std::string dir = fresh_dir(c);
+         const Proc p = run_gate(c, dir, n, true, {}, true);
+         expect_counts(cl, "(f)", 0, m.replay, m.park, m.hold);
+         check_gate_output(dir, n, 2 * n);
+         return p;
+       }},
+      {"(f1)", "the same, --block-max 1",
+       [](const Context& c, AmqpTestClient& cl, const Mix& m) {
+         const long n = static_cast<long>(m.letters.size());
+         const std::string dir = fresh_dir(c);
+         const Proc p = run_gate(c, dir, n, true, {"--block-max", "1"}, true);
+         expect_counts(cl, "(f1)", 0, m.replay, m.park, m.hold);
+         check_gate_output(dir, n, 2 * n);
+         return p;
+       }},
       {"(e)", "replaygate gate rabbitmq, dry run",
        [](const Context& c, AmqpTestClient& cl, const Mix& m) {
          const long n = static_cast<long>(m.letters.size());
@@ -710,6 +779,9 @@ int bench(int argc, char** argv) {
        }},
   };
 
+  if (ctx.pg_url.empty()) {
+    std::erase_if(arms, [](const Arm& a) { return a.name[1] == 'f'; });
+  }
   for (int rep = 0; rep < reps; ++rep) {
     for (Arm& arm : arms) {
       const Mix mix = make_mix(letters, rng);
@@ -723,11 +795,12 @@ int bench(int argc, char** argv) {
   }
 
   const double b_rate = static_cast<double>(letters) / median(arms[1].walls);
+  const double c_rate = static_cast<double>(letters) / median(arms[2].walls);
   std::printf(
-      "| arm | what | wall s (median of %d) | letters/s | ratio to (b) | CPU s | runs, wall "
-      "s |\n",
+      "| arm | what | wall s (median of %d) | letters/s | ratio to (b) | ratio to (c) | CPU s | "
+      "CPU us per letter | runs, wall s |\n",
       reps);
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Arm& arm : arms) {
     const double wall = median(arm.walls);
     const double rate = static_cast<double>(letters) / wall;
@@ -737,13 +810,34 @@ int bench(int argc, char** argv) {
       std::snprintf(buf, sizeof buf, "%s%.2f", runs.empty() ? "" : " / ", w);
       runs += buf;
     }
-    std::printf("| %s | %s | %.2f | %.0f | %.2f | %.2f | %s |\n", arm.name, arm.what, wall, rate,
-                rate / b_rate, median(arm.cpus), runs.c_str());
+    std::printf("| %s | %s | %.2f | %.0f | %.2f | %.2f | %.2f | %.0f | %s |\n", arm.name,
+                arm.what, wall, rate, rate / b_rate, rate / c_rate, median(arm.cpus),
+                median(arm.cpus) * 1e6 / static_cast<double>(letters), runs.c_str());
   }
   std::printf(
       "\nCPU s: the benchmark process's own CPU for (a)-(c) (client side only), the gate "
-      "process's for (d) and (e); the broker's is not counted.\n");
+      "process's for (d)-(f1) and (e); the broker's and PostgreSQL's are not counted.\n");
   std::fflush(stdout);
+
+  if (with_strace) {
+    // One more run of each gate arm under strace -f -c: fsync and fdatasync calls per letter
+    // made by the gate process (PostgreSQL's own WAL flushes are the server's, not counted).
+    std::printf("\n| arm | fsync + fdatasync calls per letter (gate process, strace -f -c) |\n");
+    std::printf("|---|---|\n");
+    for (Arm& arm : arms) {
+      const std::string name = arm.name;
+      if (name[1] != 'd' && name[1] != 'f') continue;
+      const Mix mix = make_mix(letters, rng);
+      fill(client, mix);
+      const std::string counts = root.path + "/strace" + name + ".txt";
+      g_wrapper = {"strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", counts};
+      arm.run(ctx, client, mix);
+      g_wrapper.clear();
+      std::printf("| %s | %.2f |\n", arm.name,
+                  static_cast<double>(sync_calls(counts)) / static_cast<double>(letters));
+    }
+    std::fflush(stdout);
+  }
 
   if (growth) {
     // (d) at two sizes, each on a fresh ledger and audit log, then `small` more letters on the
