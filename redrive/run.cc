@@ -75,6 +75,9 @@ class Loop {
                 std::vector<InBlock*>* returned);
   void hold_returned(const Table& table, const std::vector<InBlock*>& returned);
   void settle_block(std::vector<InBlock>& block);
+  // After a block: when the broker refused publishes, wait before the next (doubling), and stop
+  // once the waits pass --reconnect-for.
+  void back_off_after_nacks();
   void count(const LetterStep& step);
 
   SharedTable& shared_;
@@ -91,6 +94,9 @@ class Loop {
   uint64_t kept_unacked_ = 0;
   bool found_message_ = false;  // --message-id: the letter was seen
   bool end_ = false;            // a stop was asked for: end after this block
+  uint64_t nacked_ = 0;         // publishes the broker refused in this block
+  int nack_wait_ms_ = 0;        // the wait after the last block with a refusal (0: none)
+  int64_t nack_waited_ms_ = 0;  // waited since the first block of this run of refusals
   int exit_code_ = 0;
 };
 
@@ -302,7 +308,35 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
   for (const InBlock& f : block) {
     if (f.wanted && f.settle) stop("handled message " + *o_.message_id, 0);
   }
+  back_off_after_nacks();
   return end_ ? Then::kEnd : Then::kNext;
+}
+
+void Loop::back_off_after_nacks() {
+  if (nacked_ == 0) {
+    nack_wait_ms_ = 0;
+    nack_waited_ms_ = 0;
+    return;
+  }
+  const uint64_t refused = std::exchange(nacked_, 0);
+  if (end_) return;
+  nack_wait_ms_ = nack_wait_ms_ == 0 ? 500 : std::min(nack_wait_ms_ * 2, 8000);
+  if (nack_waited_ms_ + nack_wait_ms_ > int64_t{o_.reconnect_for_s} * 1000) {
+    stop("the broker kept refusing publishes (nacks) for " +
+             std::to_string(nack_waited_ms_ / 1000) + " s (--reconnect-for " +
+             std::to_string(o_.reconnect_for_s) + "); the refused letters are in " +
+             port_.queue() + " as they were",
+         2);
+    return;
+  }
+  note("the broker refused " + plural(refused, "publish", "publishes") +
+       " (nack): those letters return to " + port_.queue() + "; waiting " +
+       std::to_string(nack_wait_ms_) + " ms");
+  nack_waited_ms_ += nack_wait_ms_;
+  for (int left = nack_wait_ms_; left > 0 && !(hooks_.stop_requested && hooks_.stop_requested());
+       left -= 200) {
+    port_.wait(std::min(left, 200));
+  }
 }
 
 void Loop::sort_out(const Table& table, std::vector<InBlock>& block) {
@@ -424,8 +458,10 @@ void Loop::answered(const Table& /*table*/, InBlock& f, const MoveAnswer& answer
     if (answer.lost && !port_.up()) {
       r.outcome += "; the letter returns to its queue with the connection";
     } else if (answer.outcome == MoveAnswer::Outcome::kNotDone) {
+      // The broker refused to store it (a nack: a full queue, a quorum queue without a leader):
+      // that letter alone returns; the rest of the block goes on, and the next block waits.
       r.outcome += "; the letter returns to its queue";
-      stop(r.outcome, 2);  // the broker refuses to store: stop after this block
+      ++nacked_;
     } else {
       stop(r.outcome, 2);
     }

@@ -149,11 +149,11 @@ std::optional<QueueInfo> queue_info(const std::string& base, const AmqpUrl& amqp
 std::string check_queues(const std::string& base, PortOptions* options) {
   PortOptions& g = *options;
   std::string problem;
-  const std::optional<QueueInfo> info = queue_info(base, g.url, g.queue, &problem);
+  const std::optional<QueueInfo> info = queue_info(base, g.urls.front(), g.queue, &problem);
   if (!info) return problem + "; nothing was consumed";
   for (const std::string* q : {&g.park_queue, &g.hold_queue}) {
     std::string why;
-    const std::optional<QueueInfo> target = queue_info(base, g.url, *q, &why);
+    const std::optional<QueueInfo> target = queue_info(base, g.urls.front(), *q, &why);
     if (target && !target->dropping.empty()) {
       std::string list;
       for (const std::string& d : target->dropping) list += (list.empty() ? "" : ", ") + d;

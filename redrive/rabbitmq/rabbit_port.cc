@@ -29,7 +29,7 @@ using Links = AmqpLinks;
 
 // Connects both connections, selects confirms, makes the park and hold queues (apply only) and
 // starts consuming. "" or why not.
-std::string connect(const PortOptions& o, Links* links) {
+std::string connect(const PortOptions& o, const AmqpUrl& url, Links* links) {
   links->drop();
   std::string error;
   Settings consume_settings = o.settings, publish_settings = o.settings;
@@ -42,9 +42,9 @@ std::string connect(const PortOptions& o, Links* links) {
     consume_settings.heartbeat = 0;
   }
   publish_settings.connection_name = "replaygate gate (publish)";
-  links->consume = Connection::open(o.url, consume_settings, &error);
+  links->consume = Connection::open(url, consume_settings, &error);
   if (!links->consume) return error;
-  links->publish = Connection::open(o.url, publish_settings, &error);
+  links->publish = Connection::open(url, publish_settings, &error);
   if (!links->publish) return error;
   links->publisher = std::make_unique<Publisher>(*links->publish);
   if (!links->publisher->select(&error)) return error;
@@ -180,7 +180,20 @@ RabbitPort::~RabbitPort() = default;
 std::string RabbitPort::open() {
   unsettled_.clear();
   cancelled_.clear();
-  return connect(o_, links_.get());
+  // After a lost connection its node may be the one that went: the next one first.
+  const size_t first = opened_ ? (current_ + 1) % o_.urls.size() : 0;
+  std::string errors;
+  for (size_t i = 0; i < o_.urls.size(); ++i) {
+    current_ = (first + i) % o_.urls.size();
+    const std::string error = connect(o_, o_.urls[current_], links_.get());
+    if (error.empty()) {
+      opened_ = true;
+      return "";
+    }
+    errors += (errors.empty() ? "" : "; ") + error;
+  }
+  links_->drop();
+  return errors;
 }
 
 bool RabbitPort::up() const { return links_->up(); }

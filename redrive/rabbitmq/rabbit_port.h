@@ -37,7 +37,9 @@ namespace replaygate::redrive::rabbitmq {
 struct AmqpLinks;
 
 struct PortOptions {
-  AmqpUrl url;
+  // The brokers, in the order they are tried (a cluster's nodes): open() connects to the first
+  // that answers; after a lost connection, from the next one on, round the list.
+  std::vector<AmqpUrl> urls;
   Settings settings;
   std::string queue;                              // the dead-letter queue
   std::string park_queue;                         // default QUEUE.parked
@@ -75,7 +77,7 @@ class RabbitPort final : public Port {
   bool up() const override;
   std::string lost_reason(bool where) const override;
   void close() override;
-  std::string describe() const override { return o_.url.describe(); }
+  std::string describe() const override { return o_.urls[current_].describe(); }
   const std::string& queue() const override { return o_.queue; }
   Next next(size_t n, int timeout_ms, int linger_ms, std::vector<Letter>* out,
             std::string* error) override;
@@ -108,6 +110,8 @@ class RabbitPort final : public Port {
   std::unique_ptr<AmqpLinks> links_;
   std::vector<std::unique_ptr<InHand>> hands_;  // the block in hand (kept, reused)
   std::set<uint64_t> unsettled_;                // delivery tags handed out, not acked or requeued
+  size_t current_ = 0;      // the broker of o_.urls connected to (or last tried)
+  bool opened_ = false;     // open() succeeded before: a reopen starts at the next broker
   std::string cancelled_;  // the broker ended the consumer in the middle of a block: why
   std::vector<HeaderValue> move_headers_;
   std::vector<amqp_table_entry_t> header_storage_;

@@ -848,7 +848,8 @@ TEST_F(RabbitGate, BrokerRestartMidBlockHoldsExactlyThatBlock) {
 // Issue 37: one block with a publish the broker nacks (a park queue that rejects publishes), an
 // unroutable replay (its work queue deleted) and a poison letter among good replays: each of the
 // three is settled alone (the nacked one returns to the queue unchanged, the unroutable one is
-// held, the poison one is held) and the letters around them are replayed once.
+// held, the poison one is held) and the letters around them are replayed once. A broker that
+// keeps refusing stops the run once its refusals outlast --reconnect-for.
 TEST_F(RabbitGate, ABlockWithANackAReturnAndAPoisonLetterSettlesEachAlone) {
   ledger_ = path("ledger.db");
   ASSERT_EQ(client_.declare_queue("dlq.parked", true,
@@ -865,9 +866,15 @@ TEST_F(RabbitGate, ABlockWithANackAReturnAndAPoisonLetterSettlesEachAlone) {
   dead_letter("payment.capture", "java.net.SocketTimeoutException", "nb_5", "nb-5");
   ASSERT_EQ(client_.wait_for_count("dlq", 5), "");
   client_.delete_queue("webhook.partner");
-  const CliResult r = gate(true, {"--all", "--block-linger", "2000"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;  // the nack stops the run after its block
-  EXPECT_NE(r.err.find("nacked"), std::string::npos) << r.err;
+  // The refused letter comes back and is refused again: the gate waits 500 ms, then stops, since
+  // the refusals outlast --reconnect-for 1.
+  const CliResult r = gate(true, {"--all", "--block-linger", "2000", "--reconnect-for", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the broker refused 1 publish (nack): those letters return to dlq; waiting "
+                       "500 ms"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the broker kept refusing publishes (nacks)"), std::string::npos) << r.err;
   std::map<std::string, nlohmann::json> by_id;
   for (const auto& l : letters(r)) by_id[l["message_id"]] = l;
   ASSERT_EQ(by_id.size(), 5u) << r.out;

@@ -30,7 +30,8 @@ const std::string kWho = "gate rabbitmq";
 
 // The flags every gate has (gate_common.h), and RabbitMQ's own.
 struct GateCliOptions : GateFlags {
-  std::string amqp, park_queue, hold_queue, replay_exchange, replay_routing_key, management;
+  std::vector<std::string> amqp;
+  std::string park_queue, hold_queue, replay_exchange, replay_routing_key, management;
   bool allow_peek = false;
   uint64_t max_body = 1u << 20;
   int prefetch = 128, confirm_timeout_ms = 10000, frame_max = 131072, heartbeat = 30;
@@ -39,10 +40,17 @@ struct GateCliOptions : GateFlags {
 
 int usage(const std::string& message) { return gate_usage(kWho, message); }
 
-// The broker from --amqp or $REPLAYGATE_AMQP_URL, and the management API's URL. kExitOk or 2.
-int read_broker(GateCliOptions& o, rmq::AmqpUrl* url) {
+// The brokers from --amqp (repeatable) or $REPLAYGATE_AMQP_URL (comma-separated), in the order
+// they are tried, and the management API's URL. kExitOk or 2.
+int read_broker(GateCliOptions& o, std::vector<rmq::AmqpUrl>* urls) {
   if (o.amqp.empty()) {
-    if (const char* env = std::getenv("REPLAYGATE_AMQP_URL"); env != nullptr) o.amqp = env;
+    if (const char* env = std::getenv("REPLAYGATE_AMQP_URL"); env != nullptr && *env != '\0') {
+      std::string_view rest = env;
+      for (size_t comma = rest.find(','); !rest.empty(); comma = rest.find(',')) {
+        o.amqp.emplace_back(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      }
+    }
   }
   if (o.amqp.empty()) return usage("give the broker with --amqp URL or $REPLAYGATE_AMQP_URL");
   if (o.management.empty()) {
@@ -57,18 +65,21 @@ int read_broker(GateCliOptions& o, rmq::AmqpUrl* url) {
       o.management = env;
     }
   }
-  std::string problem;
-  const std::optional<rmq::AmqpUrl> parsed = rmq::parse_amqp_url(o.amqp, &problem);
-  if (!parsed) return usage("--amqp: " + problem);
-  *url = *parsed;
+  for (const std::string& text : o.amqp) {
+    if (text.empty()) return usage("--amqp is empty: give a broker URL amqp://HOST:PORT/VHOST");
+    std::string problem;
+    const std::optional<rmq::AmqpUrl> parsed = rmq::parse_amqp_url(text, &problem);
+    if (!parsed) return usage("--amqp: " + problem);
+    urls->push_back(*parsed);
+  }
   return kExitOk;
 }
 
 // The port's options from the command line and the run's. kExitOk or the usage code.
-int port_options(const GateCliOptions& o, const rmq::AmqpUrl& url, const redrive::RunOptions& run,
-                 rmq::PortOptions* port) {
+int port_options(const GateCliOptions& o, const std::vector<rmq::AmqpUrl>& urls,
+                 const redrive::RunOptions& run, rmq::PortOptions* port) {
   rmq::PortOptions& g = *port;
-  g.url = url;
+  g.urls = urls;
   g.settings.frame_max = o.frame_max;
   g.settings.heartbeat = o.heartbeat;
   g.queue = o.queue;
@@ -110,8 +121,8 @@ int port_options(const GateCliOptions& o, const rmq::AmqpUrl& url, const redrive
 int run_gate_rabbitmq(GateCliOptions& o) {
   AuditSigning signing;
   if (const int code = check_gate_flags(kWho, o, &signing); code != kExitOk) return code;
-  rmq::AmqpUrl url;
-  if (const int code = read_broker(o, &url); code != kExitOk) return code;
+  std::vector<rmq::AmqpUrl> urls;
+  if (const int code = read_broker(o, &urls); code != kExitOk) return code;
   GateRun run;
   run.who = kWho;
   int64_t since = 0;
@@ -148,8 +159,9 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   }
   redrive::TestPoints test_points;
   if (const std::string why = test_points.from_environment(); !why.empty()) return usage(why);
-  if (const int code = port_options(o, url, run.options, &port); code != kExitOk) return code;
-  run.source = url.describe() + " queue " + o.queue;
+  if (const int code = port_options(o, urls, run.options, &port); code != kExitOk) return code;
+  // The first broker names the source, whichever node a reconnect reaches.
+  run.source = urls.front().describe() + " queue " + o.queue;
   run.signer = signing.get();
   run.dry_run_note =
       "dry run: nothing is claimed, published or acked; the letters seen return to " + o.queue +
@@ -199,7 +211,11 @@ GateSubcommand add_gate_rabbitmq(CLI::App& sub) {
       ->required();
   r->add_option("--amqp", o->amqp,
                 "Broker URL amqp://USER:PASS@HOST:PORT/VHOST (vhost \"/\" as %2F or empty); "
-                "default $REPLAYGATE_AMQP_URL, which keeps the password out of the process list");
+                "repeat for the nodes of a cluster (tried in order; a lost node: the next); default "
+                "$REPLAYGATE_AMQP_URL (comma-separated), which keeps the password out of the "
+                "process list")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   r->add_option("--queue", o->queue, "The dead-letter queue to consume")->required();
   r->add_flag("--apply", o->apply,
               "Act: claim, publish, ack (needs --ledger and --audit); without it, a dry run");

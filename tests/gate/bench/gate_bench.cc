@@ -485,10 +485,14 @@ Proc run_gate(const Context& ctx, const std::string& dir, long n, bool apply,
                                    "--queue",    kDlq,
                                    "--all",      "--max-rate",
                                    "0",          "--quiet",
-                                   "--max",      std::to_string(n),
-                                   "--ledger",   postgres ? ctx.pg_url : dir + "/ledger.db",
-                                   "--audit",    dir + "/audit.log",
-                                   "--operator", "bench"};
+                                   "--max",      std::to_string(n)};
+  if (apply) {  // a dry run does not create a ledger: it runs without one
+    for (const std::string& a : {std::string("--ledger"), postgres ? ctx.pg_url : dir + "/ledger.db",
+                                 std::string("--audit"), dir + "/audit.log",
+                                 std::string("--operator"), std::string("bench")}) {
+      args.push_back(a);
+    }
+  }
   // Each run its own ledger scope: a PostgreSQL ledger is shared by the runs.
   args.push_back("--ledger-scope");
   args.push_back(std::filesystem::path(dir).filename().string());
