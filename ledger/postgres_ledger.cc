@@ -238,12 +238,17 @@ class PgLedger final : public Ledger {
     return std::nullopt;
   }
 
-  // Runs `body` (which may set a Failure) in BEGIN ... COMMIT, retrying deadlocks a few times.
+  // Runs `body` (which may set a Failure) in BEGIN ... COMMIT, retrying deadlocks a few times. A
+  // connection found lost before COMMIT was sent (a server restarted since the last call) is
+  // re-established and the transaction run again, once: nothing of it can have been committed.
+  // A connection lost at COMMIT is not retried: whether it committed is unknown.
   template <class T, class F>
   Result<T> in_transaction(F&& body) {
     if (auto e = connected()) return *e;
+    bool reconnected = false;
     for (int attempt = 0;; ++attempt) {
       std::optional<Failure> f;
+      bool commit_sent = false;
       run("begin", "BEGIN", {}, f);
       std::optional<Result<T>> value;
       if (!f) value.emplace(body(f));
@@ -254,6 +259,7 @@ class PgLedger final : public Ledger {
         return *value;
       }
       if (!f) {
+        commit_sent = true;
         PgResult c = run("commit", "COMMIT", {}, f);
         if (!f && std::string_view(PQcmdStatus(c.get())) != "COMMIT") {
           f = Failure{error(ErrorCode::kUnavailable,
@@ -265,6 +271,11 @@ class PgLedger final : public Ledger {
       if (PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) != PQTRANS_IDLE) {
         std::optional<Failure> ignored;
         run("rollback", "ROLLBACK", {}, ignored);
+      }
+      if (PQstatus(conn_) == CONNECTION_BAD && !commit_sent && !reconnected) {
+        reconnected = true;
+        if (auto e = connected()) return *e;
+        continue;
       }
       if (!f->retry || attempt >= 5) return f->error;
       std::this_thread::sleep_for(std::chrono::milliseconds(5 << attempt));

@@ -1,11 +1,8 @@
 // Three block gates on a three-node RabbitMQ cluster (issue 41): quorum queues, one PostgreSQL
 // ledger, the dead-letter queue's leader and one gate killed with -9 mid-run and restarted; every
 // letter accounted for at the end.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,67 +17,27 @@
 #include <vector>
 
 #include "amqp_test_client.h"
+#include "cluster.h"
 #include "pg_server.h"
 #include "support/cli_runner.h"
-
-extern char** environ;
 
 namespace {
 
 using replaygate::gate::testing::AmqpTestClient;
+using replaygate::gate::testing::Cluster;
+using replaygate::gate::testing::cluster_letters;
+using replaygate::gate::testing::ClusterLetter;
+using replaygate::gate::testing::dead_letter_all;
+using replaygate::gate::testing::GateProcess;
 using replaygate::gate::testing::Fields;
 using replaygate::gate::testing::Message;
 using replaygate::testing::kCliBinary;
 using replaygate::testing::kSourceDir;
 using replaygate::testing::ScratchDir;
-using replaygate::testing::shell_quote;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kLetters = 2000;
 constexpr int kBlockMax = 32;
-const std::string kScript = kSourceDir + "/tools/rabbitmq-cluster.sh";
-
-// Runs `command` with sh; its stdout, and its exit code in *code.
-std::string shell(const std::string& command, int* code = nullptr) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  if (code != nullptr) *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-// A gate process in the background, its output in files.
-struct GateProcess {
-  pid_t pid = 0;
-  int exit_code = -1;
-  void start(const std::vector<std::string>& args, const std::string& out,
-             const std::string& err) {
-    std::vector<char*> argv = {const_cast<char*>(kCliBinary.c_str())};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-    ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  void kill9() {
-    ::kill(pid, SIGKILL);
-    wait();
-  }
-  void wait() {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-};
 
 class RabbitCluster : public ::testing::Test {
  protected:
@@ -90,23 +47,8 @@ class RabbitCluster : public ::testing::Test {
     }
     if (const std::string why = pg_.create(); !why.empty()) GTEST_SKIP() << why;
     dir_ = std::make_unique<ScratchDir>("rg-cluster");
-    cluster_ = (dir_->path() / "cluster").string();
     const int base = 20000 + static_cast<int>(::getpid() % 400) * 100;
-    int code = 0;
-    const std::string urls = shell(shell_quote(kScript) + " start " + shell_quote(cluster_) +
-                                       " 3 " + std::to_string(base) + " 2>" +
-                                       shell_quote(path("cluster.err")),
-                                   &code);
-    ASSERT_EQ(code, 0) << replaygate::testing::read_file(path("cluster.err"));
-    for (size_t at = 0; at < urls.size();) {
-      const size_t nl = urls.find('\n', at);
-      urls_.push_back(urls.substr(at, nl - at));
-      at = nl == std::string::npos ? urls.size() : nl + 1;
-    }
-    ASSERT_EQ(urls_.size(), 3u) << urls;
-  }
-  void TearDown() override {
-    if (!cluster_.empty()) shell(shell_quote(kScript) + " stop " + shell_quote(cluster_));
+    ASSERT_EQ(cluster_.start(path("cluster"), 3, base), "");
   }
   std::string path(const std::string& name) const { return (dir_->path() / name).string(); }
 
@@ -128,15 +70,15 @@ class RabbitCluster : public ::testing::Test {
                                      std::to_string(kBlockMax)};
     for (int i = 0; i < 3; ++i) {
       args.push_back("--amqp");
-      args.push_back(urls_[(g + i) % 3]);
+      args.push_back(cluster_.urls()[(g + i) % 3]);
     }
     return args;
   }
 
   replaygate::ledger::testing::PgServer pg_;
   std::unique_ptr<ScratchDir> dir_;
-  std::string cluster_, table_;
-  std::vector<std::string> urls_;
+  Cluster cluster_;
+  std::string table_;
 };
 
 TEST_F(RabbitCluster, ThreeGatesLoseNothingWhenTheLeaderAndAGateAreKilled) {
@@ -145,7 +87,7 @@ TEST_F(RabbitCluster, ThreeGatesLoseNothingWhenTheLeaderAndAGateAreKilled) {
       dir_->path(), {"compile", kSourceDir + "/policies/replay_gate.yaml", "-o", table_});
   ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
   AmqpTestClient client;
-  ASSERT_EQ(client.connect(urls_[0]), "");
+  ASSERT_EQ(client.connect(cluster_.urls()[0]), "");
   const Fields quorum = {{"x-queue-type", std::string("quorum")}};
   Fields dlq = quorum;
   dlq.push_back({"x-delivery-limit", int64_t{20}});
@@ -159,36 +101,24 @@ TEST_F(RabbitCluster, ThreeGatesLoseNothingWhenTheLeaderAndAGateAreKilled) {
   ASSERT_EQ(client.declare_queue("payment.capture", true, work), "");
   // 2,000 letters dead-lettered by the broker: 60% replays, 30% parks, 10% holds; 100 keys shared
   // by two letters each.
-  std::map<std::string, std::string> class_of;  // message id -> what the policy does with it
-  std::map<std::string, std::string> key_of;
-  for (int i = 0; i < kLetters; ++i) {
-    const int kind = i % 10;
-    const std::string cls = kind < 6   ? "java.net.SocketTimeoutException"
-                            : kind < 9 ? "com.acme.payments.gateway.InsufficientFundsException"
-                                       : "org.springframework.web.client.HttpClientErrorException"
-                                         "$BadRequest";
-    const std::string id = "c-" + std::to_string(i), key = "ck" + std::to_string(i % 1900);
-    class_of[id] = kind < 6 ? "replay" : kind < 9 ? "park" : "hold";
-    key_of[id] = key;
-    ASSERT_EQ(client.publish("", "payment.capture",
-                             "{\"idempotency_key\":\"" + key + "\",\"committed\":false,\"amount_cents\":901}",
-                             {{"x-exception-class", cls}}, id),
-              "");
+  const std::vector<ClusterLetter> letters = cluster_letters(kLetters, 100, "c");
+  std::map<std::string, std::string> class_of, key_of;  // message id -> its verb's action, key
+  for (const ClusterLetter& l : letters) {
+    class_of[l.id] = l.what;
+    key_of[l.id] = l.key;
   }
-  ASSERT_EQ(client.dead_letter("payment.capture", kLetters), "");
+  ASSERT_EQ(dead_letter_all(client, "payment.capture", letters), "");
   ASSERT_EQ(client.wait_for_count("dlq", kLetters, 60000), "");
   client.close();
 
   // The dead-letter queue's leader, asked before the run (rabbitmqctl takes a second or two).
-  int code = 0;
-  const std::string leader =
-      shell(shell_quote(kScript) + " leader " + shell_quote(cluster_) + " dlq", &code);
-  ASSERT_EQ(code, 0) << leader;
-  const int killed = std::stoi(leader);
+  const int killed = cluster_.leader("dlq");
+  ASSERT_GE(killed, 0) << "no node names the leader of dlq";
   std::vector<GateProcess> gates(3);
   for (int g = 0; g < 3; ++g) {
-    gates[g].start(gate_args(g), path("out-" + std::to_string(g)),
-                   path("err-" + std::to_string(g)));
+    ASSERT_EQ(gates[g].start(gate_args(g), path("out-" + std::to_string(g)),
+                             path("err-" + std::to_string(g))),
+              "");
   }
   // Mid-run: the dead-letter queue's leader killed with -9 once a fifth of the letters are
   // handled, gate 1 killed with -9 at half and restarted, then the node restarted.
@@ -208,16 +138,13 @@ TEST_F(RabbitCluster, ThreeGatesLoseNothingWhenTheLeaderAndAGateAreKilled) {
   };
   const long at_node_kill = wait_until_handled(kLetters / 5);
   EXPECT_GT(at_node_kill, 0) << "the gates were done before the node was killed";
-  shell(shell_quote(kScript) + " kill " + shell_quote(cluster_) + " " + std::to_string(killed));
+  cluster_.kill(killed);
   const long at_gate_kill = wait_until_handled(kLetters / 2);
   EXPECT_GT(at_gate_kill, 0) << "the gates were done before gate 1 was killed";
   gates[1].kill9();
   EXPECT_EQ(gates[1].exit_code, 128 + SIGKILL);
-  gates[1].start(gate_args(1), path("out-1"), path("err-1"));
-  shell(shell_quote(kScript) + " restart " + shell_quote(cluster_) + " " +
-            std::to_string(killed),
-        &code);
-  EXPECT_EQ(code, 0) << "node " << killed << " did not come back";
+  ASSERT_EQ(gates[1].start(gate_args(1), path("out-1"), path("err-1")), "");
+  EXPECT_EQ(cluster_.restart(killed), "");
   for (GateProcess& g : gates) g.wait();
   for (int g = 0; g < 3; ++g) {
     EXPECT_LE(gates[g].exit_code, 1)
@@ -226,7 +153,7 @@ TEST_F(RabbitCluster, ThreeGatesLoseNothingWhenTheLeaderAndAGateAreKilled) {
   }
 
   // Every letter accounted for.
-  ASSERT_EQ(client.connect(urls_[(killed + 1) % 3]), "");
+  ASSERT_EQ(client.connect(cluster_.urls()[(killed + 1) % 3]), "");
   EXPECT_EQ(client.wait_for_count("dlq", 0, 30000), "") << "letters left in the dead-letter queue";
   std::map<std::string, int> in_work, in_parked;
   std::map<std::string, std::string> held_rule;

@@ -845,6 +845,46 @@ TEST_F(RabbitGate, BrokerRestartMidBlockHoldsExactlyThatBlock) {
   expect_audit_verifies();
 }
 
+// Issue 37: PostgreSQL restarted while a block is claimed (paused after its claims): the block's
+// mark finds its connection lost before sending anything, reconnects once, and the block
+// completes: each replay once and confirmed, nothing held as outcome unknown.
+TEST_F(RabbitGate, APostgresRestartMidBlockReconnectsAndCompletesTheBlock) {
+  replaygate::ledger::testing::PgServer pg;
+  if (const std::string why = pg.create(); !why.empty()) GTEST_SKIP() << why;
+  ledger_ = pg.url();
+  block_of_five("pgr");
+  const std::string flag = path("paused");
+  CliRun run;
+  run.args = gate_args(true, {"--all", "--block-linger", "2000"});
+  run.env = {"REPLAYGATE_TEST_PAUSE_AT=claimed:" + flag};
+  run.timeout_seconds = 120;
+  CliResult r;
+  std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(std::filesystem::exists(flag)) << "the gate never claimed its block";
+  pg.stop();
+  EXPECT_EQ(pg.start(), "");
+  std::filesystem::remove(flag);
+  gate_run.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+  std::map<std::string, int> work = ids_in("payment.capture"), held = ids_in("dlq.hold");
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = "pgr-m-r" + std::to_string(i);
+    EXPECT_EQ(work[id], 1) << id;
+    EXPECT_EQ(held[id], 0) << id;
+    const std::vector<nlohmann::json> rows = ledger_rows("pgr-r" + std::to_string(i));
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["state"], "confirmed");
+  }
+  EXPECT_EQ(held["pgr-m-hold"], 1);
+  EXPECT_EQ(ids_in("dlq.parked")["pgr-m-park"], 1);
+  expect_audit_verifies();
+}
+
 // Issue 37: one block with a publish the broker nacks (a park queue that rejects publishes), an
 // unroutable replay (its work queue deleted) and a poison letter among good replays: each of the
 // three is settled alone (the nacked one returns to the queue unchanged, the unroutable one is

@@ -53,6 +53,29 @@ PgServer* LedgerPostgres::server_ = nullptr;
 std::string* LedgerPostgres::start_error_ = nullptr;
 
 TEST_F(LedgerPostgres, ClaimAndLookup) { check_claim_and_lookup(opener()); }
+
+// A server restarted between two calls (the gate's block between its claim and its mark): the
+// next call finds its connection lost before anything was sent, reconnects once and goes on.
+TEST_F(LedgerPostgres, AServerRestartedBetweenCallsIsReconnectedOnce) {
+  Result<std::unique_ptr<Ledger>> opened = open_ledger(url(), Options{});
+  ASSERT_TRUE(opened) << opened.error().message;
+  Ledger& ledger = **opened;
+  Result<std::vector<ClaimOutcome>> first = ledger.claim_batch({make_claim("restart-1")});
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_TRUE(first->at(0).won);
+  server_->stop();
+  ASSERT_EQ(server_->start(), "");
+  const Status marked =
+      ledger.mark_batch({{"restart-1", first->at(0).holder.generation}}, State::kConfirmed);
+  ASSERT_TRUE(marked) << marked.error().message;
+  Result<std::vector<ClaimOutcome>> second = ledger.claim_batch({make_claim("restart-2")});
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_TRUE(second->at(0).won);
+  Result<std::vector<std::optional<Record>>> rows = ledger.lookup({"restart-1"});
+  ASSERT_TRUE(rows) << rows.error().message;
+  ASSERT_TRUE(rows->at(0));
+  EXPECT_EQ(rows->at(0)->state, State::kConfirmed);
+}
 TEST_F(LedgerPostgres, MarkTransitions) { check_mark_transitions(opener()); }
 TEST_F(LedgerPostgres, ReleaseKeepsHistory) { check_release_history(opener()); }
 TEST_F(LedgerPostgres, ListStatsExport) { check_list_stats_export(opener()); }

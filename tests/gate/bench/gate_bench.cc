@@ -20,7 +20,8 @@
 //   (f), (f1) (d) and (d1) with a PostgreSQL ledger (a private server on 127.0.0.1);
 //   (e) the same as a dry run (no --apply; --max-unacked N).
 // Then one more run of each gate arm under `strace -f -c` (unless --skip-strace): the gate
-// process's fsync and fdatasync calls per letter.
+// process's fsync and fdatasync calls per letter; with --perf FILE, one run of (d) under
+// `perf record -g`.
 // Each arm runs --reps times (default 3), interleaved, and the median is reported. The counts of
 // every queue are checked after every run; a wrong count stops the benchmark (exit 1).
 // Then (d) at --small and --large letters (default 500 and 4000), and --small letters again on
@@ -601,7 +602,7 @@ double fsync_ms(const std::string& root) {
 int usage() {
   std::fprintf(stderr,
                "usage: rg_gate_bench [--letters N] [--reps R] [--small N] [--large N] "
-               "[--skip-growth] [--skip-strace] [--seed S]\n");
+               "[--skip-growth] [--skip-strace] [--perf FILE] [--seed S]\n");
   return 2;
 }
 
@@ -609,6 +610,7 @@ int bench(int argc, char** argv) {
   long letters = 2000, small = 500, large = 4000;
   int reps = 3;
   bool growth = true, with_strace = true;
+  std::string perf_file;  // --perf FILE: one more run of (d) under perf record
   uint64_t seed = std::random_device{}();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -630,6 +632,8 @@ int bench(int argc, char** argv) {
       small = std::atol(v);
     } else if (a == "--large") {
       large = std::atol(v);
+    } else if (a == "--perf") {
+      perf_file = v;
     } else if (a == "--seed") {
       seed = std::strtoull(v, nullptr, 10);
     } else {
@@ -823,6 +827,14 @@ int bench(int argc, char** argv) {
       "process's for (d)-(f1) and (e); the broker's and PostgreSQL's are not counted.\n");
   std::fflush(stdout);
 
+  if (!perf_file.empty()) {
+    const Mix mix = make_mix(letters, rng);
+    fill(client, mix);
+    g_wrapper = {"perf", "record", "-g", "-o", perf_file, "--"};
+    arms[3].run(ctx, client, mix);
+    g_wrapper.clear();
+    std::printf("\n(d) once more under perf record: %s\n", perf_file.c_str());
+  }
   if (with_strace) {
     // One more run of each gate arm under strace -f -c: fsync and fdatasync calls per letter
     // made by the gate process (PostgreSQL's own WAL flushes are the server's, not counted).
