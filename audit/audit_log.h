@@ -80,8 +80,8 @@ struct AppendResult {
   bool ok = false;
   std::string error;  // when !ok: what failed, e.g. "cannot write /x/audit.log: No space left"
   uint64_t seq = 0;   // when ok: the new entry's seq
-  std::vector<uint64_t> seqs;  // when ok: the seq of each entry given, in order (a batch)
-  std::string hash;   // when ok: XXH3-128 hex of the new line (the next entry's `prev`)
+  std::vector<uint64_t> seqs;   // when ok: the seq of each entry given, in order (a batch)
+  std::string hash;             // when ok: XXH3-128 hex of the new line (the next entry's `prev`)
   uint64_t checkpoint_seq = 0;  // when ok and signed: the seq of the last checkpoint written
   // Its line's XXH3-128 hex and its chain_digest: what a caller records as the log's anchor.
   std::string checkpoint_head, checkpoint_digest;

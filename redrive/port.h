@@ -8,9 +8,9 @@
 // The loop's order, per block of letters, which a port must not change: next() -> decide every
 // letter -> one ledger claim of every replay -> one audit append of every decision entry -> act()
 // (every move of the block at once: a port pipelines them) -> one ledger mark of every confirmed
-// replay -> one audit append of every result -> settle() (a port may settle many at once). A letter a
-// port hands out and the loop never settles (skipped, dry run, a failure) must go back to its queue
-// unchanged when the port closes or loses its connection: nothing is lost by stopping.
+// replay -> one audit append of every result -> settle() (a port may settle many at once). A letter
+// a port hands out and the loop never settles (skipped, dry run, a failure) must go back to its
+// queue unchanged when the port closes or loses its connection: nothing is lost by stopping.
 //
 // Errors: no exception; a failure is a return value with a message. Threads: a port belongs to the
 // thread of the loop that drives it.

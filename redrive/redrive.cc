@@ -337,9 +337,9 @@ void Redrive::judge_holder(const Table& table, LetterStep& step, const DeadLette
              redelivery == Redelivery::kSameDeath) {
     step.kind = LetterStep::Kind::kAckOnly;
     step.generation = holder.generation;
-    step.reason = "already replayed and confirmed at " + pipeline::first_replay(holder) +
-                  "; the copy is in the work queue (this is the same death delivered again: " +
-                  why + ")";
+    step.reason =
+        "already replayed and confirmed at " + pipeline::first_replay(holder) +
+        "; the copy is in the work queue (this is the same death delivered again: " + why + ")";
   } else if (same_message && holder.state == ledger::State::kConfirmed) {
     hold(table, step, "gate:ambiguous_redelivery",
          "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " +

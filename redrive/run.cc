@@ -324,8 +324,8 @@ void Loop::back_off_after_nacks() {
   if (nack_waited_ms_ + nack_wait_ms_ > int64_t{o_.reconnect_for_s} * 1000) {
     stop("the broker kept refusing publishes (nacks) for " +
              std::to_string(nack_waited_ms_ / 1000) + " s (--reconnect-for " +
-             std::to_string(o_.reconnect_for_s) + "); the refused letters are in " +
-             port_.queue() + " as they were",
+             std::to_string(o_.reconnect_for_s) + "); the refused letters are in " + port_.queue() +
+             " as they were",
          2);
     return;
   }
@@ -421,7 +421,8 @@ void Loop::move_block(const Table& table, std::vector<InBlock>& block) {
   if (moves.empty()) return;
   const std::vector<MoveAnswer> answers = port_.act(moves);
   bool any_done = false, last_attempt = false;
-  for (const MoveAnswer& a : answers) any_done = any_done || a.outcome == MoveAnswer::Outcome::kDone;
+  for (const MoveAnswer& a : answers)
+    any_done = any_done || a.outcome == MoveAnswer::Outcome::kDone;
   if (any_done) at("confirmed");
   std::vector<InBlock*> returned;
   for (size_t i = 0; i < moving.size(); ++i) {
@@ -492,8 +493,8 @@ void Loop::hold_returned(const Table& table, const std::vector<InBlock*>& return
     const std::string returned_text = r.outcome;
     f.b.confirmed = false;  // not a confirmed replay: the ledger keeps the claim as it is
     if (moved[i].outcome != MoveAnswer::Outcome::kDone) {
-      r.outcome = returned_text + "; the move to " + port_.hold_name() + " was " +
-                  moved[i].result + " " + moved[i].detail;
+      r.outcome = returned_text + "; the move to " + port_.hold_name() + " was " + moved[i].result +
+                  " " + moved[i].detail;
       f.b.outcome = r.outcome;
       stop("cannot move an unroutable replay to " + port_.hold_name() + ": " + moved[i].result +
                " " + moved[i].detail,

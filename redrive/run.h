@@ -40,9 +40,9 @@ namespace replaygate::redrive {
 
 struct RunOptions {
   bool apply = false;
-  std::optional<std::string> message_id;          // handle this one letter only
-  uint64_t max = UINT64_MAX;                      // letters handled at most
-  double max_rate = 10;                           // letters per second (0: no limit)
+  std::optional<std::string> message_id;  // handle this one letter only
+  uint64_t max = UINT64_MAX;              // letters handled at most
+  double max_rate = 10;                   // letters per second (0: no limit)
   // A block: at most block_max letters (and what --max and --max-rate allow now), sent when full
   // or block_linger_ms after its first letter came.
   size_t block_max = 64;

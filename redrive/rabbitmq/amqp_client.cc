@@ -533,8 +533,12 @@ PublishOutcome Publisher::publish(const std::string& exchange, const std::string
                                   const std::function<void(const std::string&)>& on_blocked,
                                   const std::function<void()>& after_send) {
   std::vector<PublishOutcome> outcomes = publish_block(
-      1, [&](size_t) { return PublishRequest{exchange, routing_key, properties, body}; },
-      timeout_ms, on_blocked, [&](size_t) {
+      1,
+      [&](size_t) {
+        return PublishRequest{exchange, routing_key, properties, body};
+      },
+      timeout_ms, on_blocked,
+      [&](size_t) {
         if (after_send) after_send();
       });
   return std::move(outcomes.front());
@@ -577,9 +581,9 @@ std::vector<PublishOutcome> Publisher::publish_block(
   for (size_t i = 0; i < count; ++i) {
     if (connection_.lost()) return lose_rest();
     const PublishRequest r = request(i);
-    if (const int status = amqp_basic_publish(s, 1, as_bytes(r.exchange), as_bytes(r.routing_key),
-                                              /*mandatory=*/1, /*immediate=*/0, &r.properties,
-                                              r.body);
+    if (const int status =
+            amqp_basic_publish(s, 1, as_bytes(r.exchange), as_bytes(r.routing_key),
+                               /*mandatory=*/1, /*immediate=*/0, &r.properties, r.body);
         status != AMQP_STATUS_OK) {
       connection_.set_lost(std::string("basic.publish failed: ") + amqp_error_string2(status));
       return lose_rest();
@@ -655,7 +659,8 @@ std::vector<PublishOutcome> Publisher::publish_block(
         // come in publish order: it is the first unsettled, unreturned publish with its exchange,
         // routing key and body (two publishes alike in all three go to the same place).
         const auto* ret = static_cast<const amqp_basic_return_t*>(frame.payload.method.decoded);
-        const std::string text = std::to_string(ret->reply_code) + " " + bytes_text(ret->reply_text);
+        const std::string text =
+            std::to_string(ret->reply_code) + " " + bytes_text(ret->reply_text);
         const std::string exchange = bytes_text(ret->exchange);
         const std::string routing_key = bytes_text(ret->routing_key);
         amqp_message_t message;

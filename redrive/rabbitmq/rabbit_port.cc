@@ -227,12 +227,11 @@ Port::Next RabbitPort::next(size_t n, int timeout_ms, int linger_ms, std::vector
   Clock::time_point linger_end;
   for (size_t i = 0; i < n; ++i) {
     // After the first, what has arrived by the end of the linger (then only what is there).
-    const int wait_ms =
-        i == 0 ? timeout_ms
-               : static_cast<int>(std::max<int64_t>(
-                     0, std::chrono::duration_cast<std::chrono::milliseconds>(linger_end -
-                                                                              Clock::now())
-                            .count()));
+    const int wait_ms = i == 0 ? timeout_ms
+                               : static_cast<int>(std::max<int64_t>(
+                                     0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            linger_end - Clock::now())
+                                            .count()));
     std::string why;
     const Consumer::Next got = links_->consumer->next(&hands_[i]->delivery, wait_ms, &why);
     if (got != Consumer::Next::kDelivery) {

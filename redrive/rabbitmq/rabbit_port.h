@@ -110,8 +110,8 @@ class RabbitPort final : public Port {
   std::unique_ptr<AmqpLinks> links_;
   std::vector<std::unique_ptr<InHand>> hands_;  // the block in hand (kept, reused)
   std::set<uint64_t> unsettled_;                // delivery tags handed out, not acked or requeued
-  size_t current_ = 0;      // the broker of o_.urls connected to (or last tried)
-  bool opened_ = false;     // open() succeeded before: a reopen starts at the next broker
+  size_t current_ = 0;     // the broker of o_.urls connected to (or last tried)
+  bool opened_ = false;    // open() succeeded before: a reopen starts at the next broker
   std::string cancelled_;  // the broker ended the consumer in the middle of a block: why
   std::vector<HeaderValue> move_headers_;
   std::vector<amqp_table_entry_t> header_storage_;

@@ -129,7 +129,9 @@ std::vector<ClusterLetter> cluster_letters(int n, int shared, const std::string&
     const int kind = i % 10;
     letters.push_back({prefix + "-" + std::to_string(i),
                        prefix + "k" + std::to_string(i % (n - shared)),
-                       kind < 6 ? "replay" : kind < 9 ? "park" : "hold"});
+                       kind < 6   ? "replay"
+                       : kind < 9 ? "park"
+                                  : "hold"});
   }
   return letters;
 }

@@ -1,6 +1,8 @@
 // Three block gates on a three-node RabbitMQ cluster (issue 41): quorum queues, one PostgreSQL
 // ledger, the dead-letter queue's leader and one gate killed with -9 mid-run and restarted; every
 // letter accounted for at the end.
+#include "cluster.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -17,7 +19,6 @@
 #include <vector>
 
 #include "amqp_test_client.h"
-#include "cluster.h"
 #include "pg_server.h"
 #include "support/cli_runner.h"
 
@@ -28,8 +29,8 @@ using replaygate::gate::testing::Cluster;
 using replaygate::gate::testing::cluster_letters;
 using replaygate::gate::testing::ClusterLetter;
 using replaygate::gate::testing::dead_letter_all;
-using replaygate::gate::testing::GateProcess;
 using replaygate::gate::testing::Fields;
+using replaygate::gate::testing::GateProcess;
 using replaygate::gate::testing::Message;
 using replaygate::testing::kCliBinary;
 using replaygate::testing::kSourceDir;
@@ -55,18 +56,30 @@ class RabbitCluster : public ::testing::Test {
   // Gate g's arguments: its nodes in order starting from node g; 150 letters per second each, so
   // that the kills land mid-run.
   std::vector<std::string> gate_args(int g) const {
-    std::vector<std::string> args = {"gate",        "rabbitmq",
-                                     "--table",     table_,
-                                     "--mapping",   kSourceDir + "/examples/rabbitmq.mapping.yaml",
-                                     "--queue",     "dlq",
-                                     "--apply",     "--all",
-                                     "--ledger",    pg_.url(),
-                                     "--audit",     path("audit-" + std::to_string(g) + ".log"),
-                                     "--operator",  "ops-cluster",
-                                     "--max-rate",  "150",
-                                     "--quiet",     "--idle-exit",
-                                     "8000",        "--reconnect-for",
-                                     "120",         "--block-max",
+    std::vector<std::string> args = {"gate",
+                                     "rabbitmq",
+                                     "--table",
+                                     table_,
+                                     "--mapping",
+                                     kSourceDir + "/examples/rabbitmq.mapping.yaml",
+                                     "--queue",
+                                     "dlq",
+                                     "--apply",
+                                     "--all",
+                                     "--ledger",
+                                     pg_.url(),
+                                     "--audit",
+                                     path("audit-" + std::to_string(g) + ".log"),
+                                     "--operator",
+                                     "ops-cluster",
+                                     "--max-rate",
+                                     "150",
+                                     "--quiet",
+                                     "--idle-exit",
+                                     "8000",
+                                     "--reconnect-for",
+                                     "120",
+                                     "--block-max",
                                      std::to_string(kBlockMax)};
     for (int i = 0; i < 3; ++i) {
       args.push_back("--amqp");
@@ -148,8 +161,7 @@ TEST_F(RabbitCluster, ThreeGatesLoseNothingWhenTheLeaderAndAGateAreKilled) {
   for (GateProcess& g : gates) g.wait();
   for (int g = 0; g < 3; ++g) {
     EXPECT_LE(gates[g].exit_code, 1)
-        << "gate " << g << ": "
-        << replaygate::testing::read_file(path("err-" + std::to_string(g)));
+        << "gate " << g << ": " << replaygate::testing::read_file(path("err-" + std::to_string(g)));
   }
 
   // Every letter accounted for.
@@ -166,9 +178,8 @@ TEST_F(RabbitCluster, ThreeGatesLoseNothingWhenTheLeaderAndAGateAreKilled) {
   for (const Message& m : client.get_all("dlq.parked")) ++in_parked[m.message_id];
   for (const Message& m : client.get_all("dlq.hold")) {
     ++held_copies[m.message_id];
-    held_rule[m.message_id] = m.headers.count("x-replaygate-rule") != 0
-                                  ? m.headers.at("x-replaygate-rule")
-                                  : "";
+    held_rule[m.message_id] =
+        m.headers.count("x-replaygate-rule") != 0 ? m.headers.at("x-replaygate-rule") : "";
   }
   int outcome_unknown = 0, twice = 0;
   for (const auto& [key, n] : key_replays) EXPECT_EQ(n, 1) << key << " replayed " << n << " times";

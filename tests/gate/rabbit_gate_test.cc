@@ -765,9 +765,8 @@ TEST_F(RabbitGate, KillNineAtEveryStepLosesNothingAndReplaysOnce) {
 // block and between two of its publishes, then a run without the kill: nothing lost, no key
 // replayed twice, the audit log verifies, and what the second run does is what the first left.
 TEST_F(RabbitGate, KillNineAtEveryStepOfABlockLosesNothingAndReplaysOnce) {
-  for (const std::string step :
-       {"decided", "claimed", "decisions_recorded", "published", "confirmed", "marked",
-        "result_recorded", "recorded", "acked"}) {
+  for (const std::string step : {"decided", "claimed", "decisions_recorded", "published",
+                                 "confirmed", "marked", "result_recorded", "recorded", "acked"}) {
     SCOPED_TRACE(step);
     fresh();
     ledger_ = path("ledger-" + step + ".db");
@@ -892,9 +891,9 @@ TEST_F(RabbitGate, APostgresRestartMidBlockReconnectsAndCompletesTheBlock) {
 // keeps refusing stops the run once its refusals outlast --reconnect-for.
 TEST_F(RabbitGate, ABlockWithANackAReturnAndAPoisonLetterSettlesEachAlone) {
   ledger_ = path("ledger.db");
-  ASSERT_EQ(client_.declare_queue("dlq.parked", true,
-                                  {{"x-max-length", int64_t{0}},
-                                   {"x-overflow", std::string("reject-publish")}}),
+  ASSERT_EQ(client_.declare_queue(
+                "dlq.parked", true,
+                {{"x-max-length", int64_t{0}}, {"x-overflow", std::string("reject-publish")}}),
             "");
   dead_letter("payment.capture", "java.net.SocketTimeoutException", "nb_1", "nb-1");
   dead_letter("payment.capture", "com.acme.payments.gateway.InsufficientFundsException", "nb_2",

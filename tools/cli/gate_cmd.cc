@@ -209,11 +209,12 @@ GateSubcommand add_gate_rabbitmq(CLI::App& sub) {
   r->add_option("--mapping", o->mapping,
                 "Mapping file of format rabbitmq-management-json (docs/input-mapping.md)")
       ->required();
-  r->add_option("--amqp", o->amqp,
-                "Broker URL amqp://USER:PASS@HOST:PORT/VHOST (vhost \"/\" as %2F or empty); "
-                "repeat for the nodes of a cluster (tried in order; a lost node: the next); default "
-                "$REPLAYGATE_AMQP_URL (comma-separated), which keeps the password out of the "
-                "process list")
+  r->add_option(
+       "--amqp", o->amqp,
+       "Broker URL amqp://USER:PASS@HOST:PORT/VHOST (vhost \"/\" as %2F or empty); "
+       "repeat for the nodes of a cluster (tried in order; a lost node: the next); default "
+       "$REPLAYGATE_AMQP_URL (comma-separated), which keeps the password out of the "
+       "process list")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   r->add_option("--queue", o->queue, "The dead-letter queue to consume")->required();

@@ -53,15 +53,33 @@ struct Bench {
   int run_count = 0;
 
   std::vector<std::string> gate_args(int g, const std::string& dir) const {
-    std::vector<std::string> args = {
-        "gate",        "rabbitmq", "--table",     table,
-        "--mapping",   kSourceDir + "/examples/rabbitmq.mapping.yaml",
-        "--queue",     "dlq",      "--apply",     "--all",
-        "--ledger",    pg.url(),   "--ledger-scope", std::filesystem::path(dir).filename(),
-        "--audit",     dir + "/audit-" + std::to_string(g) + ".log",
-        "--operator",  "bench",    "--max-rate",  "0",
-        "--quiet",     "--idle-exit", "1000",    "--reconnect-for", "120",
-        "--block-max", "64"};
+    std::vector<std::string> args = {"gate",
+                                     "rabbitmq",
+                                     "--table",
+                                     table,
+                                     "--mapping",
+                                     kSourceDir + "/examples/rabbitmq.mapping.yaml",
+                                     "--queue",
+                                     "dlq",
+                                     "--apply",
+                                     "--all",
+                                     "--ledger",
+                                     pg.url(),
+                                     "--ledger-scope",
+                                     std::filesystem::path(dir).filename(),
+                                     "--audit",
+                                     dir + "/audit-" + std::to_string(g) + ".log",
+                                     "--operator",
+                                     "bench",
+                                     "--max-rate",
+                                     "0",
+                                     "--quiet",
+                                     "--idle-exit",
+                                     "1000",
+                                     "--reconnect-for",
+                                     "120",
+                                     "--block-max",
+                                     "64"};
     for (int i = 0; i < 3; ++i) {
       args.push_back("--amqp");
       args.push_back(cluster.urls()[(g + i) % 3]);
@@ -200,9 +218,10 @@ int main(int argc, char** argv) {
     fail("declare the queues");
   }
   client.close();
-  std::printf("# Block gates on a three-node cluster\n\n3 nodes started and clustered in %.0f s; "
-              "%d letters per run, %d runs per row\n\n",
-              cluster_start, letters, reps);
+  std::printf(
+      "# Block gates on a three-node cluster\n\n3 nodes started and clustered in %.0f s; "
+      "%d letters per run, %d runs per row\n\n",
+      cluster_start, letters, reps);
   std::printf("| gates | wall s (median) | letters/s | CPU us per letter (all gates) |\n");
   std::printf("|---|---|---|---|\n");
   for (int gates = 1; gates <= 3; ++gates) {
@@ -211,8 +230,7 @@ int main(int argc, char** argv) {
       const Bench::Run r = b.run(gates, letters);
       walls.push_back(r.wall);
       cpus.push_back(r.cpu);
-      std::fprintf(stderr, "%d gates, run %d: %.2f s, %.2f CPU s\n", gates, rep + 1, r.wall,
-                   r.cpu);
+      std::fprintf(stderr, "%d gates, run %d: %.2f s, %.2f CPU s\n", gates, rep + 1, r.wall, r.cpu);
     }
     std::printf("| %d | %.2f | %.0f | %.0f |\n", gates, median(walls), letters / median(walls),
                 median(cpus) * 1e6 / letters);

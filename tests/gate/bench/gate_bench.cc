@@ -479,18 +479,15 @@ struct Context {
 // Nth letter rather than --idle-exit (2 s) after it. `dir` holds the ledger and the audit log.
 Proc run_gate(const Context& ctx, const std::string& dir, long n, bool apply,
               const std::vector<std::string>& more = {}, bool postgres = false) {
-  std::vector<std::string> args = {"gate",       "rabbitmq",
-                                   "--table",    ctx.table,
-                                   "--mapping",  ctx.mapping,
-                                   "--amqp",     ctx.url,
-                                   "--queue",    kDlq,
-                                   "--all",      "--max-rate",
-                                   "0",          "--quiet",
-                                   "--max",      std::to_string(n)};
+  std::vector<std::string> args = {"gate",      "rabbitmq",  "--table", ctx.table,
+                                   "--mapping", ctx.mapping, "--amqp",  ctx.url,
+                                   "--queue",   kDlq,        "--all",   "--max-rate",
+                                   "0",         "--quiet",   "--max",   std::to_string(n)};
   if (apply) {  // a dry run does not create a ledger: it runs without one
-    for (const std::string& a : {std::string("--ledger"), postgres ? ctx.pg_url : dir + "/ledger.db",
-                                 std::string("--audit"), dir + "/audit.log",
-                                 std::string("--operator"), std::string("bench")}) {
+    for (const std::string& a :
+         {std::string("--ledger"), postgres ? ctx.pg_url : dir + "/ledger.db",
+          std::string("--audit"), dir + "/audit.log", std::string("--operator"),
+          std::string("bench")}) {
       args.push_back(a);
     }
   }
@@ -818,8 +815,8 @@ int bench(int argc, char** argv) {
       std::snprintf(buf, sizeof buf, "%s%.2f", runs.empty() ? "" : " / ", w);
       runs += buf;
     }
-    std::printf("| %s | %s | %.2f | %.0f | %.2f | %.2f | %.2f | %.0f | %s |\n", arm.name,
-                arm.what, wall, rate, rate / b_rate, rate / c_rate, median(arm.cpus),
+    std::printf("| %s | %s | %.2f | %.0f | %.2f | %.2f | %.2f | %.0f | %s |\n", arm.name, arm.what,
+                wall, rate, rate / b_rate, rate / c_rate, median(arm.cpus),
                 median(arm.cpus) * 1e6 / static_cast<double>(letters), runs.c_str());
   }
   std::printf(
