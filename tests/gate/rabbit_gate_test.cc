@@ -243,6 +243,15 @@ class RabbitGate : public ::testing::Test {
   }
   // Runs the gate over six letters with the node stopped and started again while the gate waits
   // at `step` of its first letter (REPLAYGATE_TEST_PAUSE_AT), then reconnects the test's client.
+  // Waits (60 s at most) for the file a REPLAYGATE_TEST_PAUSE_AT pause creates: whether it came.
+  static bool paused_at(const std::string& flag) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return std::filesystem::exists(flag);
+  }
+
   // `more`: the gate's extra options (default: blocks of one letter).
   CliResult run_with_broker_restart_at(const std::string& step,
                                        std::vector<std::string> more = {"--block-max", "1"}) {
@@ -262,11 +271,7 @@ class RabbitGate : public ::testing::Test {
     // The node is restarted from this thread (the harness ties its life to the starting thread).
     CliResult r;
     std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    EXPECT_TRUE(std::filesystem::exists(flag)) << "the gate never reached " << step;
+    EXPECT_TRUE(paused_at(flag)) << "the gate never reached " << step;
     server_->stop_node();
     EXPECT_EQ(server_->start_node(), "");
     std::filesystem::remove(flag);
@@ -859,11 +864,7 @@ TEST_F(RabbitGate, APostgresRestartMidBlockReconnectsAndCompletesTheBlock) {
   run.timeout_seconds = 120;
   CliResult r;
   std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(std::filesystem::exists(flag)) << "the gate never claimed its block";
+  EXPECT_TRUE(paused_at(flag)) << "the gate never claimed its block";
   pg.stop();
   EXPECT_EQ(pg.start(), "");
   std::filesystem::remove(flag);
@@ -1563,11 +1564,7 @@ TEST_F(RabbitGate, APreemptedRateWaitNeverDropsTheConnection) {
   run.timeout_seconds = 120;
   CliResult r;
   std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(std::filesystem::exists(flag)) << "the gate never waited for the rate";
+  EXPECT_TRUE(paused_at(flag)) << "the gate never waited for the rate";
   std::this_thread::sleep_for(std::chrono::milliseconds(800));  // past the wait's deadline
   std::filesystem::remove(flag);
   gate_run.join();

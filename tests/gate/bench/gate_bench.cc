@@ -596,6 +596,18 @@ double fsync_ms(const std::string& root) {
   return median(ms);
 }
 
+// An --apply arm of the gate with `more` options, on a SQLite or the PostgreSQL ledger.
+Arm gate_arm(const char* name, const char* what, std::vector<std::string> more, bool postgres) {
+  return {name, what, [name, more, postgres](const Context& c, AmqpTestClient& cl, const Mix& m) {
+            const long n = static_cast<long>(m.letters.size());
+            const std::string dir = fresh_dir(c);
+            const Proc p = run_gate(c, dir, n, true, more, postgres);
+            expect_counts(cl, name, 0, m.replay, m.park, m.hold);
+            check_gate_output(dir, n, 2 * n);
+            return p;
+          }};
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: rg_gate_bench [--letters N] [--reps R] [--small N] [--large N] "
@@ -737,42 +749,11 @@ int bench(int argc, char** argv) {
          expect_counts(cl, "(c)", 0, m.replay, m.park, m.hold);
          return p;
        }},
-      {"(d)", "replaygate gate rabbitmq --apply (SQLite ledger, audit log)",
-       [](const Context& c, AmqpTestClient& cl, const Mix& m) {
-         const long n = static_cast<long>(m.letters.size());
-         const std::string dir = fresh_dir(c);
-         const Proc p = run_gate(c, dir, n, true);
-         expect_counts(cl, "(d)", 0, m.replay, m.park, m.hold);
-         check_gate_output(dir, n, 2 * n);
-         return p;
-       }},
-      {"(d1)", "the same, --block-max 1 (one letter at a time, as before blocks)",
-       [](const Context& c, AmqpTestClient& cl, const Mix& m) {
-         const long n = static_cast<long>(m.letters.size());
-         const std::string dir = fresh_dir(c);
-         const Proc p = run_gate(c, dir, n, true, {"--block-max", "1"});
-         expect_counts(cl, "(d1)", 0, m.replay, m.park, m.hold);
-         check_gate_output(dir, n, 2 * n);
-         return p;
-       }},
-      {"(f)", "replaygate gate rabbitmq --apply (PostgreSQL ledger, audit log)",
-       [](const Context& c, AmqpTestClient& cl, const Mix& m) {
-         const long n = static_cast<long>(m.letters.size());
-         const std::string dir = fresh_dir(c);
-         const Proc p = run_gate(c, dir, n, true, {}, true);
-         expect_counts(cl, "(f)", 0, m.replay, m.park, m.hold);
-         check_gate_output(dir, n, 2 * n);
-         return p;
-       }},
-      {"(f1)", "the same, --block-max 1",
-       [](const Context& c, AmqpTestClient& cl, const Mix& m) {
-         const long n = static_cast<long>(m.letters.size());
-         const std::string dir = fresh_dir(c);
-         const Proc p = run_gate(c, dir, n, true, {"--block-max", "1"}, true);
-         expect_counts(cl, "(f1)", 0, m.replay, m.park, m.hold);
-         check_gate_output(dir, n, 2 * n);
-         return p;
-       }},
+      gate_arm("(d)", "replaygate gate rabbitmq --apply (SQLite ledger, audit log)", {}, false),
+      gate_arm("(d1)", "the same, --block-max 1 (one letter at a time, as before blocks)",
+               {"--block-max", "1"}, false),
+      gate_arm("(f)", "replaygate gate rabbitmq --apply (PostgreSQL ledger, audit log)", {}, true),
+      gate_arm("(f1)", "the same, --block-max 1", {"--block-max", "1"}, true),
       {"(e)", "replaygate gate rabbitmq, dry run",
        [](const Context& c, AmqpTestClient& cl, const Mix& m) {
          const long n = static_cast<long>(m.letters.size());
