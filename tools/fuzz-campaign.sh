@@ -83,9 +83,17 @@ run_target() {
     -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
     "$work/corpus" "${seeds[@]}" > "$work/log" 2>&1 || status=$?
   echo "$status" > "$work/status"
-  # The committed corpus and what this run found, minimized together.
-  nice -n 10 "$build/bin/fuzz_$name" -merge=1 -close_fd_mask=3 "$work/merged" \
-    "tests/data/fuzz/$name/corpus" "$work/corpus" > "$work/merge.log" 2>&1 || true
+  merge_into_copy "$name"
+}
+
+# Into a copy of the committed corpus (its named seeds kept as they are), the inputs of this run
+# that add coverage to it (libFuzzer -merge=1 keeps what is in its first directory).
+merge_into_copy() {
+  local name=$1 work="$build/campaign/$1"
+  rm -rf "$work/merged"
+  cp -r "tests/data/fuzz/$name/corpus" "$work/merged"
+  nice -n 10 "$build/bin/fuzz_$name" -merge=1 -close_fd_mask=3 "$work/merged" "$work/corpus" \
+    > "$work/merge.log" 2>&1 || true
 }
 
 echo "== fuzz-campaign: ${targets[*]}, $minutes min each, $jobs at a time ==" >&2
@@ -129,12 +137,11 @@ for name in "${targets[@]}"; do
   done
   units=$(find "$work/merged" -type f | wc -l)
   bytes=$(du -sb "$work/merged" | awk '{print $1}')
-  if ((units > 0 && units <= max_units && bytes <= max_bytes)); then
-    rm -f "tests/data/fuzz/$name/corpus"/*
-    cp "$work/merged"/* "tests/data/fuzz/$name/corpus/"
+  if ((units <= max_units && bytes <= max_bytes)); then
+    cp -n "$work/merged"/* "tests/data/fuzz/$name/corpus/"
   else
     echo "fuzz-campaign: $name: the merged corpus ($units units, $bytes bytes) is over the" \
-      "bound or empty; the committed corpus is kept" >&2
+      "bound; the committed corpus is kept as it was" >&2
     units=$(find "tests/data/fuzz/$name/corpus" -type f | wc -l)
   fi
   total=$(($(cumulative "$name") + ${execs:-0}))
