@@ -403,13 +403,13 @@ struct Proc {
 // Runs the replaygate binary with `args` (stdin /dev/null; stdout through a pipe, timestamped per
 // line and copied to the file `out`; stderr to `err`): its wall time from spawn to exit and its
 // CPU time (user + system). Killed after `timeout_s`.
-// A command the CLI runs under (strace for the sync counts), or none.
+// A command the gate runs under (strace for the sync counts, perf), or none: run_gate() only.
 std::vector<std::string> g_wrapper;
 
 Proc run_cli(const std::vector<std::string>& args, const std::string& out, const std::string& err,
-             int timeout_s = 900) {
+             int timeout_s = 900, const std::vector<std::string>& wrapper = {}) {
   std::vector<char*> argv;
-  for (const std::string& w : g_wrapper) argv.push_back(const_cast<char*>(w.c_str()));
+  for (const std::string& w : wrapper) argv.push_back(const_cast<char*>(w.c_str()));
   argv.push_back(const_cast<char*>(g_binary.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -501,7 +501,7 @@ Proc run_gate(const Context& ctx, const std::string& dir, long n, bool apply,
     args.push_back("--max-unacked");
     args.push_back(std::to_string(n));
   }
-  const Proc p = run_cli(args, dir + "/stdout", dir + "/stderr");
+  const Proc p = run_cli(args, dir + "/stdout", dir + "/stderr", 900, g_wrapper);
   require(p.exit_code == 0, std::string("the gate") + (apply ? "" : " (dry run)") + " exited " +
                                 std::to_string(p.exit_code) + ": " + file_text(dir + "/stderr"));
   return p;
@@ -827,8 +827,10 @@ int bench(int argc, char** argv) {
       g_wrapper = {"strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", counts};
       arm.run(ctx, client, mix);
       g_wrapper.clear();
+      const long calls = sync_calls(counts);
+      if (calls == 0) std::fprintf(stderr, "%s:\n%s\n", counts.c_str(), file_text(counts).c_str());
       std::printf("| %s | %.2f |\n", arm.name,
-                  static_cast<double>(sync_calls(counts)) / static_cast<double>(letters));
+                  static_cast<double>(calls) / static_cast<double>(letters));
     }
     std::fflush(stdout);
   }
