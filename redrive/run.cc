@@ -333,6 +333,14 @@ void Loop::back_off_after_nacks() {
        " (nack): those letters return to " + port_.queue() + "; waiting " +
        std::to_string(nack_wait_ms_) + " ms");
   nack_waited_ms_ += nack_wait_ms_;
+  if (nack_wait_ms_ >= 2000 && o_.apply) {
+    // Found on a cluster (RabbitMQ 3.10): a connection made while a quorum queue's leader was
+    // lost kept having its publishes to that queue refused long after the other gates' went
+    // through. From the third refused block on, the connections are made anew (at the next
+    // node), after the wait.
+    note("reconnecting: the refusals may be this connection's, stuck on a lost queue leader");
+    port_.close();
+  }
   for (int left = nack_wait_ms_; left > 0 && !(hooks_.stop_requested && hooks_.stop_requested());
        left -= 200) {
     port_.wait(std::min(left, 200));

@@ -3,7 +3,7 @@
 // after the dead-letter queue's leader is killed (issue 41). Not a test: the figures go to
 // docs/operations.md. On one 2-core host this measures contention, not scale.
 //
-//   rg_cluster_bench [--letters N] [--reps R]     (defaults 2000 and 3)
+//   rg_cluster_bench [--letters N] [--reps R] [--events-only]    (defaults 2000 and 3)
 //
 // Queues as in tests/gate/cluster_test.cc (quorum work, dead-letter with x-delivery-limit 20,
 // park and hold queues). Each run: N letters dead-lettered by the broker, then G gates started
@@ -160,6 +160,12 @@ struct Bench {
       p.cpu_s = 0;
     }
     r.wall = std::chrono::duration<double>(last_line - t0).count();
+    if (during) {  // what the gates said about the event
+      for (int g = 0; g < gates; ++g) {
+        std::fprintf(stderr, "gate %d:\n%s", g,
+                     replaygate::testing::read_file(dir + "/err-" + std::to_string(g)).c_str());
+      }
+    }
     if (!client.connect(cluster.urls()[1]).empty()) fail("connect");
     if (!client.wait_for_count("dlq", 0, 30000).empty()) fail("letters left in dlq");
     const long placed = client.message_count("payment.capture") +
@@ -179,14 +185,21 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int letters = 2000, reps = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool gates_table = true;
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
+    if (a == "--events-only") {
+      gates_table = false;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) fail("usage: rg_cluster_bench [--letters N] [--reps R] [--events-only]");
     if (a == "--letters") {
       letters = std::atoi(argv[i + 1]);
     } else if (a == "--reps") {
       reps = std::atoi(argv[i + 1]);
     } else {
-      fail("usage: rg_cluster_bench [--letters N] [--reps R]");
+      fail("usage: rg_cluster_bench [--letters N] [--reps R] [--events-only]");
     }
   }
   if (letters < 100 || reps < 1) fail("--letters at least 100, --reps at least 1");
@@ -224,7 +237,7 @@ int main(int argc, char** argv) {
       cluster_start, letters, reps);
   std::printf("| gates | wall s (median) | letters/s | CPU us per letter (all gates) |\n");
   std::printf("|---|---|---|---|\n");
-  for (int gates = 1; gates <= 3; ++gates) {
+  for (int gates = 1; gates <= (gates_table ? 3 : 0); ++gates) {
     std::vector<double> walls, cpus;
     for (int rep = 0; rep < reps; ++rep) {
       const Bench::Run r = b.run(gates, letters);
