@@ -337,9 +337,9 @@ void Redrive::judge_holder(const Table& table, LetterStep& step, const DeadLette
              redelivery == Redelivery::kSameDeath) {
     step.kind = LetterStep::Kind::kAckOnly;
     step.generation = holder.generation;
-    step.reason = "already replayed and confirmed at " + pipeline::first_replay(holder) +
-                  "; the copy is in the work queue (this is the same death delivered again: " +
-                  why + ")";
+    step.reason =
+        "already replayed and confirmed at " + pipeline::first_replay(holder) +
+        "; the copy is in the work queue (this is the same death delivered again: " + why + ")";
   } else if (same_message && holder.state == ledger::State::kConfirmed) {
     hold(table, step, "gate:ambiguous_redelivery",
          "this message's replay was confirmed at " + pipeline::first_replay(holder) + ", but " +
@@ -347,9 +347,8 @@ void Redrive::judge_holder(const Table& table, LetterStep& step, const DeadLette
              ": it is not provably that death delivered again, so it is not acked away; "
              "compare it with the copy, then move or delete it by hand");
   } else if (same_message && letter.unmoved && holder.state != ledger::State::kConfirmed &&
-             holder.copy_replay && letter.replays &&
-             *holder.copy_replay == *letter.replays + 1 && !letter.body_digest.empty() &&
-             letter.body_digest == holder.body_digest) {
+             holder.copy_replay && letter.replays && *holder.copy_replay == *letter.replays + 1 &&
+             !letter.body_digest.empty() && letter.body_digest == holder.body_digest) {
     // The port saw the letter where the claim found it, unmoved (DeadLetter::unmoved): the claim
     // is this letter's, its move never happened, so it happens now under that claim.
     step.generation = holder.generation;

@@ -1,4 +1,5 @@
-// A small Redis client over hiredis: URL, connection, commands, pipelines, scripts (redis_client.h).
+// A small Redis client over hiredis: URL, connection, commands, pipelines, scripts
+// (redis_client.h).
 #include "redrive/redis/redis_client.h"
 
 #include <hiredis/hiredis.h>

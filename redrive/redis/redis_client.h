@@ -24,7 +24,7 @@ struct redisContext;
 namespace replaygate::redrive::redis {
 
 struct RedisUrl {
-  std::string host;         // "" for a unix socket
+  std::string host;  // "" for a unix socket
   int port = 6379;
   std::string socket_path;  // set for a unix socket
   std::string user, password;
@@ -67,7 +67,8 @@ class Client {
   std::optional<Reply> call(const std::vector<std::string_view>& args);
   // Sends every command, then reads every reply (one round trip): nullopt when the connection
   // failed before every reply was read.
-  std::optional<std::vector<Reply>> pipeline(const std::vector<std::vector<std::string_view>>& cmds);
+  std::optional<std::vector<Reply>> pipeline(
+      const std::vector<std::vector<std::string_view>>& cmds);
   // EVALSHA of `script` (SCRIPT LOAD first, and again after NOSCRIPT: a restarted server or a
   // SCRIPT FLUSH forgets scripts). `keys` then `args`.
   std::optional<Reply> eval(Script& script, const std::vector<std::string_view>& keys,

@@ -189,8 +189,7 @@ bool valid_utf8(std::string_view text) {
 }
 
 double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string host_name() {
@@ -308,8 +307,7 @@ std::optional<std::vector<SidekiqPort::Entry>> SidekiqPort::run_read(
   }
   std::vector<Entry> out;
   for (size_t i = 0; i + 2 < r->elements.size(); i += 3) {
-    out.push_back(
-        {std::move(r->elements[i].str), r->elements[i + 1].str, r->elements[i + 2].str});
+    out.push_back({std::move(r->elements[i].str), r->elements[i + 1].str, r->elements[i + 2].str});
   }
   return out;
 }
@@ -394,8 +392,8 @@ void SidekiqPort::fill(InHand& hand, Entry entry, bool resumed, Letter& letter) 
     return;
   }
   if (nesting(m, o_.max_depth) > o_.max_depth) {
-    dead.problem = "invalid record: the job nests deeper than " + std::to_string(o_.max_depth) +
-                   " levels";
+    dead.problem =
+        "invalid record: the job nests deeper than " + std::to_string(o_.max_depth) + " levels";
     dead.replays = std::nullopt;
     return;
   }
@@ -445,15 +443,15 @@ void SidekiqPort::fill(InHand& hand, Entry entry, bool resumed, Letter& letter) 
         it != o_.topic_map.end() && it->second == slot.s) {
       return std::nullopt;
     }
-    return DeadLetter::Refusal{
-        "gate:target_mismatch",
-        where + ", but its decision was made for topic '" + std::string(slot.s) +
-            "': a replay goes only to the queue its decision was made for"};
+    return DeadLetter::Refusal{"gate:target_mismatch",
+                               where + ", but its decision was made for topic '" +
+                                   std::string(slot.s) +
+                                   "': a replay goes only to the queue its decision was made for"};
   };
 }
 
-Port::Next SidekiqPort::next(size_t n, int timeout_ms, int /*linger_ms*/,
-                             std::vector<Letter>* out, std::string* error) {
+Port::Next SidekiqPort::next(size_t n, int timeout_ms, int /*linger_ms*/, std::vector<Letter>* out,
+                             std::string* error) {
   out->clear();
   n = std::max<size_t>(n, 1);
   if (!up()) {
@@ -485,9 +483,9 @@ Port::Next SidekiqPort::next(size_t n, int timeout_ms, int /*linger_ms*/,
       if (o_.apply) {
         got = run_read({o_.dead_key, inflight_key_}, {std::to_string(n), max_body}, 0);
       } else {
-        got = run_read({o_.dead_key},
-                       {cursor_score_, std::to_string(cursor_ties_), std::to_string(n), max_body},
-                       1);
+        got =
+            run_read({o_.dead_key},
+                     {cursor_score_, std::to_string(cursor_ties_), std::to_string(n), max_body}, 1);
       }
       if (!got) {
         *error = lost_reason(false);
@@ -525,8 +523,8 @@ void SidekiqPort::wait(int ms, const std::function<void()>& tick) {
   const auto end = Clock::now() + std::chrono::milliseconds(ms);
   while (Clock::now() < end) {
     if (tick) tick();
-    std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(50),
-                                                          end - Clock::now()));
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(std::chrono::milliseconds(50), end - Clock::now()));
   }
   renew_lease();
 }
@@ -629,8 +627,8 @@ std::vector<std::string> SidekiqPort::settle(const std::vector<const Letter*>& b
   std::vector<std::string> errors(block.size());
   for (size_t i = 0; i < block.size(); ++i) {
     if (!hands_[block[i]->slot]->moved) {
-      errors[i] = "the job was not moved: it stays in " + inflight_key_ + " and returns to " +
-                  o_.dead_key;
+      errors[i] =
+          "the job was not moved: it stays in " + inflight_key_ + " and returns to " + o_.dead_key;
     }
   }
   return errors;
