@@ -269,6 +269,8 @@ std::string SidekiqPort::take_lease() {
     if (!holder) return client_->error();
     // A gate of this id that died on this host (kill -9, a crash) left its lease: take it over.
     const std::string& h = holder->str;
+    // Our own (a reconnect after a lost connection or a server restart): renew it.
+    if (h == lease_value_ && renew_lease()) return "";
     const std::string host = host_name() + ":";
     if (h.rfind(host, 0) == 0) {
       const pid_t pid = std::atoi(h.c_str() + host.size());
