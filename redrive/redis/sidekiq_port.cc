@@ -113,6 +113,16 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 )lua";
 
+// KEYS: another gate's lease, its in-flight set, ours. When that gate's lease has ended, every
+// job it took and never moved becomes ours (at its score). Returns how many.
+constexpr std::string_view kRecoverLua = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local got = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '+inf', 'WITHSCORES')
+for i = 1, #got, 2 do redis.call('ZADD', KEYS[3], got[i + 1], got[i]) end
+redis.call('DEL', KEYS[2])
+return #got / 2
+)lua";
+
 // KEYS: inflight, dead, parked, held, queue. ARGV: member, score, size. Where the job is now.
 constexpr std::string_view kLocateLua = R"lua(
 if find(KEYS[1], ARGV[1], ARGV[2], ARGV[3]) then return 'inflight' end
@@ -122,7 +132,7 @@ return 'elsewhere'
 
 // The scripts with the helpers in front (one text each, loaded once per server).
 struct Scripts {
-  std::string take, read, move, give_back, renew, release, locate;
+  std::string take, read, move, give_back, renew, release, locate, recover;
   Scripts() {
     const std::string h(kEntryLua);
     take = h + std::string(kTakeLua);
@@ -132,6 +142,7 @@ struct Scripts {
     renew = std::string(kRenewLua);
     release = std::string(kReleaseLua);
     locate = h + std::string(kLocateLua);
+    recover = std::string(kRecoverLua);
   }
 };
 
@@ -288,6 +299,29 @@ std::string SidekiqPort::take_lease() {
   return "cannot take the gate's lease";
 }
 
+// Jobs that other gates of this scope took and never moved, whose leases ended (a gate that died
+// and was not run again): into this gate's in-flight set, resumed like its own. "" or an error.
+std::string SidekiqPort::recover_others() {
+  const std::string gates_key = "replaygate:" + o_.scope + ":gates";
+  std::optional<Reply> added = client_->call({"SADD", gates_key, o_.gate_id});
+  if (!added) return client_->error();
+  std::optional<Reply> gates = client_->call({"SMEMBERS", gates_key});
+  if (!gates) return client_->error();
+  Script recover{scripts().recover, ""};
+  const std::string prefix = "replaygate:" + o_.scope + ":";
+  for (const Reply& g : gates->elements) {
+    if (g.str == o_.gate_id) continue;
+    std::optional<Reply> moved = client_->eval(
+        recover, {prefix + "lease:" + g.str, prefix + "inflight:" + g.str, inflight_key_}, {});
+    if (!moved) return client_->error();
+    if (moved->kind == Reply::Kind::kInteger && moved->integer > 0 && note_) {
+      note_("recovered " + std::to_string(moved->integer) + " job(s) of gate '" + g.str +
+            "', whose lease ended: they were taken and never moved, and are handled now");
+    }
+  }
+  return "";
+}
+
 bool SidekiqPort::renew_lease() {
   if (!o_.apply || !client_ || client_->lost()) return true;
   Script renew{scripts().renew, ""};
@@ -329,13 +363,15 @@ std::string SidekiqPort::open() {
       client_.reset();
       return why;
     }
+    if (std::string why = recover_others(); !why.empty()) return why;
     const std::optional<std::vector<Entry>> resumed =
         run_read({inflight_key_}, {"-inf", "0", "100000", std::to_string(o_.max_body)}, 1);
     if (!resumed) return client_->lost() ? client_->error() : lost_;
     resume_ = *resumed;
     if (!resume_.empty() && note_) {
       note_("resuming " + std::to_string(resume_.size()) + " job(s) in " + inflight_key_ +
-            " (taken by an earlier run of this gate id and never moved)");
+            " (taken and never moved: by an earlier run of this gate id, or by a gate whose lease "
+            "ended)");
     }
   }
   if (std::optional<uint32_t> d = depth(); d && note_ && *d * 10 >= o_.dead_max_jobs * 9) {

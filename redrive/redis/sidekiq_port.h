@@ -8,6 +8,8 @@
 //   replaygate:SCOPE:parked / :held    where park and hold put jobs (sorted sets of our own, which
 //                                      Sidekiq's trimming of `dead` never touches)
 //   replaygate:SCOPE:lease:GATE        "HOST:PID" of the running gate of that id, with a TTL
+//   replaygate:SCOPE:gates             every gate id that ran: open() takes over the in-flight
+//                                      jobs of those whose lease ended (never moved, so resumed)
 //   queue:NAME + set `queues`          where a replay goes, as Sidekiq's own client pushes a job
 // Taking (--apply): the lowest scores first (never by rank: Sidekiq trims the set while the gate
 // reads), moved into the in-flight set in one script, so two gates never see one job and a
@@ -101,6 +103,7 @@ class SidekiqPort final : public Port {
  private:
   std::string check_server();
   std::string take_lease();
+  std::string recover_others();
   bool renew_lease();
   std::optional<std::vector<Entry>> run_read(const std::vector<std::string>& keys,
                                              const std::vector<std::string>& args, int which);

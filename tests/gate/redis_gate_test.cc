@@ -353,6 +353,26 @@ TEST_F(RedisGateTest, KillNineAtEachStepThenARestartReplaysEachKeyOnce) {
   }
 }
 
+TEST_F(RedisGateTest, AnotherGateRecoversTheJobsOfAGateWhoseLeaseEnded) {
+  seed_captures(6, [](int i) { return "lease_" + std::to_string(i); });
+  std::vector<std::string> a = gate_args(true, scratch_.path());
+  a.insert(a.end(), {"--gate-id", "a", "--lease", "1000", "--block-max", "3"});
+  const CliResult crashed = gate(scratch_.path(), a, {"REPLAYGATE_TEST_CRASH_AT=claimed"});
+  EXPECT_EQ(crashed.exit_code, 128 + SIGKILL) << crashed.err;
+  EXPECT_EQ(number({"ZCARD", "replaygate:default:inflight:a"}), 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // gate a's lease ends
+  std::vector<std::string> b = gate_args(true, scratch_.path());
+  b.insert(b.end(), {"--gate-id", "b"});
+  const CliResult r = gate(scratch_.path(), b);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("recovered 3 job(s) of gate 'a'"), std::string::npos) << r.err;
+  EXPECT_EQ(keys_in("queue:payment.capture", true),
+            (std::multiset<std::string>{"lease_0", "lease_1", "lease_2", "lease_3", "lease_4",
+                                        "lease_5"}));
+  EXPECT_EQ(number({"ZCARD", "replaygate:default:held"}), 0);
+  EXPECT_EQ(number({"EXISTS", "replaygate:default:inflight:a"}), 0);
+}
+
 TEST_F(RedisGateTest, TheServerKilledMidRunLosesNothingAndMovesNothingTwice) {
   seed_captures(6, [](int i) { return "restart_" + std::to_string(i); });
   const std::filesystem::path pause = scratch_.path() / "paused";
@@ -407,6 +427,28 @@ TEST_F(RedisGateTest, PoisonMembersAreHeldAloneAndUnchanged) {
   EXPECT_NE(r.out.find("not valid UTF-8"), std::string::npos);
   EXPECT_NE(r.out.find("nests deeper than"), std::string::npos);
   EXPECT_EQ(number({"ZCARD", "dead"}), 0);
+}
+
+TEST_F(RedisGateTest, TheMinimalAclOfDocsGateMdIsEnough) {
+  seed_captures(3, [](int i) { return "acl_" + std::to_string(i); });
+  ASSERT_EQ(call({"ACL",       "SETUSER",        "replaygate",    "on",
+                  ">gate-pw",  "resetkeys",      "~dead",         "~queue:*",
+                  "~queues",   "~replaygate:*",  "resetchannels", "-@all",
+                  "+evalsha",  "+script|load",   "+zcard",        "+llen",
+                  "+type",     "+info",          "+ping",         "+wait",
+                  "+set",      "+get",           "+del",          "+sadd",
+                  "+smembers", "+zrangebyscore", "+zadd",         "+zrem",
+                  "+zscore",   "+lpush",         "+pexpire",      "+exists"})
+                .str,
+            "OK");
+  std::vector<std::string> args = gate_args(true, scratch_.path());
+  args.insert(args.end(), {"--redis", "redis://replaygate:gate-pw@127.0.0.1:" +
+                                          std::to_string(server_->port()) + "/0"});
+  const CliResult r = gate(scratch_.path(), args);
+  call({"ACL", "DELUSER", "replaygate"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(keys_in("queue:payment.capture", true),
+            (std::multiset<std::string>{"acl_0", "acl_1", "acl_2"}));
 }
 
 TEST_F(RedisGateTest, UnsafeServersAndUrlsAreRefused) {

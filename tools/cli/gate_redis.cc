@@ -146,15 +146,12 @@ void add_redis_gate_options(CLI::App& r, RedisCliOptions& o) {
       r.add_option("--block-max", o.block_max,
                    "Jobs decided, claimed, recorded and moved together at most (default 64)")
           ->check(CLI::Range(uint64_t{1}, uint64_t{1000}));
-  r.add_option("--block-linger", o.block_linger_ms,
-               "Accepted for gate rabbitmq's command lines; a Redis block is what is there")
-      ->check(CLI::Range(0, 10000));
   o.topic_option = r.add_option("--topic", o.topic, "Only jobs whose input 'topic' is this value");
   o.class_option = r.add_option("--error-class", o.error_class,
                                 "Only jobs whose input 'error_class' is this value");
   r.add_option("--since", o.since, "Only jobs that died at or after this time (their score)");
   r.add_option("--max-unacked", o.max_unacked,
-               "Skipped (and dry-run) jobs kept in flight at most, then stop (default 1000)")
+               "Skipped (and dry-run) jobs passed over at most, then stop (default 1000)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{60000}));
   o.depth_option =
       r.add_option("--max-target-depth", o.max_target_depth,
