@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <map>
@@ -290,6 +291,31 @@ TEST_F(RedisGateTest, RealDeathsApplyRoutesEachVerbAndAReplayThatDiesAgainIsHeld
   EXPECT_EQ(number({"LLEN", "queue:payment.capture"}), 0);
   EXPECT_EQ(number({"ZCARD", "replaygate:default:held"}), 4 + 6);
   EXPECT_EQ(number({"ZCARD", "dead"}), 0);
+}
+
+TEST_F(RedisGateTest, OneReviewedJobByItsJidMovesAloneAndTheOthersStay) {
+  seed_real();
+  std::string jid;
+  for (const auto& [member, score] : *real_) {
+    const Json j = Json::parse(member);
+    if (j["args"][0].value("idempotency_key", "") == "cap_2") jid = j["jid"];
+  }
+  ASSERT_FALSE(jid.empty());
+  std::vector<std::string> args = gate_args(true, scratch_.path());
+  args.erase(std::find(args.begin(), args.end(), "--all"));
+  args.insert(args.end(), {"--message-id", jid});
+  const CliResult r = gate(scratch_.path(), args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("handled message " + jid), std::string::npos) << r.err;
+  ASSERT_EQ(lines_of(r.out).size(), 1u);
+  EXPECT_EQ(Json::parse(r.out)["message_id"], jid);
+  EXPECT_EQ(keys_in("queue:payment.capture", true), (std::multiset<std::string>{"cap_2"}));
+  EXPECT_EQ(number({"ZCARD", "dead"}), kRealDeaths - 1);  // the ones passed over went back
+  EXPECT_EQ(number({"EXISTS", "replaygate:default:inflight:default"}), 0);
+  for (const auto& [member, score] : *real_) {  // at their own scores, byte for byte
+    if (member.find(jid) != std::string::npos) continue;
+    EXPECT_EQ(call({"ZSCORE", "dead", member}).str, score);
+  }
 }
 
 TEST_F(RedisGateTest, TwoGatesOnOneDeadSetAndOneLedgerReplayEachKeyOnce) {
