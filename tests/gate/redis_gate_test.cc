@@ -351,6 +351,56 @@ TEST_F(RedisGateTest, TwoGatesOnOneDeadSetAndOneLedgerReplayEachKeyOnce) {
   EXPECT_TRUE(strings({"KEYS", "replaygate:default:inflight:*"}).empty());
 }
 
+TEST_F(RedisGateTest, SidekiqTrimmingDeadDuringARunNeverTouchesParkedOrHeld) {
+  // 10,000 dead jobs (half replays, half declines: parked), and real Sidekiq killing 20 more
+  // jobs meanwhile with dead_max_jobs 100: each death trims `dead` (ZREMRANGEBYRANK).
+  Json decline;
+  for (const auto& [member, score] : *real_) {
+    const Json j = Json::parse(member);
+    if (j["class"] == "DeclineJob") decline = j;
+  }
+  ASSERT_FALSE(decline.is_null());
+  seed_captures(5000, [](int i) { return "trim_cap_" + std::to_string(i); });
+  std::vector<std::string> owned = {"ZADD", "dead"};
+  for (int i = 0; i < 5000; ++i) {
+    decline["jid"] = "decline_" + std::to_string(i);
+    decline["args"][0]["idempotency_key"] = "trim_dec_" + std::to_string(i);
+    owned.push_back(std::to_string(1000 + i) + ".5");
+    owned.push_back(decline.dump());
+  }
+  call(std::vector<std::string_view>(owned.begin(), owned.end()));
+  ASSERT_EQ(number({"ZCARD", "dead"}), 10000);
+  CliResult r;
+  std::thread run([&] {
+    std::vector<std::string> args = gate_args(true, scratch_.path());
+    args[std::find(args.begin(), args.end(), "--max-rate") - args.begin() + 1] = "1500";
+    args.insert(args.end(), {"--dead-max-jobs", "10000"});
+    r = gate(scratch_.path(), args);
+  });
+  const std::string trimming =
+      std::string(kWorker) +
+      "Sidekiq.options[:dead_max_jobs] = 100\n"
+      "class TrimJob < CaptureJob\n  sidekiq_options queue: \"trim\"\nend\n";
+  ScratchDir trim_dir("rg_sidekiq_trim");
+  const std::string sidekiq =
+      run_sidekiq(trim_dir.path().string(), server_->url(), trimming,
+                  "20.times { |i| TrimJob.perform_async({\"idempotency_key\" => \"t#{i}\"}) }\n",
+                  {"trim"}, 0, (trim_dir.path() / "runs.txt").string(), 20);
+  run.join();
+  EXPECT_EQ(sidekiq, "");
+  EXPECT_LE(r.exit_code, 1) << r.err;  // 1: Sidekiq's own deaths lack inputs (held invalid)
+  EXPECT_NE(r.err.find("90% or more of Sidekiq's dead_max_jobs (10000)"), std::string::npos);
+  std::map<std::string, long long> lines;
+  for (const auto& [jid, action] : actions_of(r.out)) ++lines[action];
+  // Whatever Sidekiq trimmed before the gate took it is gone (Sidekiq's own limit); everything
+  // the gate moved is where it said, and nothing parked or held was trimmed.
+  EXPECT_EQ(number({"LLEN", "queue:payment.capture"}), lines["republish"]);
+  EXPECT_EQ(number({"ZCARD", "replaygate:default:parked"}), lines["park"]);
+  EXPECT_EQ(number({"ZCARD", "replaygate:default:held"}), lines["hold"]);
+  EXPECT_GT(lines["park"], 0);
+  EXPECT_LE(number({"ZCARD", "dead"}), 100);
+}
+
 TEST_F(RedisGateTest, KillNineAtEachStepThenARestartReplaysEachKeyOnce) {
   const std::vector<std::string> steps = {"decided",         "claimed",   "decisions_recorded",
                                           "published",       "confirmed", "marked",

@@ -149,7 +149,7 @@ std::string RedisServer::cli(const std::vector<std::string>& args) const {
 std::string run_sidekiq(const std::string& dir, const std::string& url,
                         const std::string& ruby_worker, const std::string& ruby_push,
                         const std::vector<std::string>& queues, long dead_count,
-                        const std::string& runs_file) {
+                        const std::string& runs_file, long runs) {
   std::ofstream(dir + "/worker.rb") << ruby_worker;
   std::ofstream(dir + "/push.rb") << "require_relative \"worker\"\n" << ruby_push;
   const std::string env = "REDIS_URL=" + quote(url) + " RUNS_FILE=" + quote(runs_file);
@@ -167,10 +167,19 @@ std::string run_sidekiq(const std::string& dir, const std::string& url,
   std::string why = "the Dead set did not reach " + std::to_string(dead_count) +
                     " jobs in 60 s; see " + dir + "/sidekiq.log";
   for (int i = 0; i < 600; ++i) {
-    const std::string n = capture("redis-cli -h 127.0.0.1 -p " + port + " ZCARD dead");
-    if (std::atol(n.c_str()) >= dead_count) {
-      why.clear();
-      break;
+    if (runs > 0) {
+      const std::string n = capture("cat " + quote(runs_file) + " 2>/dev/null | wc -l");
+      if (std::atol(n.c_str()) >= runs) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        why.clear();
+        break;
+      }
+    } else {
+      const std::string n = capture("redis-cli -h 127.0.0.1 -p " + port + " ZCARD dead");
+      if (std::atol(n.c_str()) >= dead_count) {
+        why.clear();
+        break;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -47,10 +47,11 @@ class RedisServer {
 // Runs real Sidekiq 6 against `url`: writes `ruby_worker` (worker classes) into `dir`/worker.rb,
 // runs `ruby_push` (pushing jobs, with worker.rb required) and then `sidekiq -r ./worker.rb -q
 // QUEUES` until the Dead set holds `dead_count` jobs (60 s at most), then stops it by pid (TERM).
-// `runs_file` (when set) is RUNS_FILE in the workers' environment. "" or why not.
+// `runs_file` (when set) is RUNS_FILE in the workers' environment; with `runs` > 0 the wait is
+// instead for `runs` lines in it (then 500 ms for the last deaths to be written). "" or why not.
 std::string run_sidekiq(const std::string& dir, const std::string& url,
                         const std::string& ruby_worker, const std::string& ruby_push,
                         const std::vector<std::string>& queues, long dead_count,
-                        const std::string& runs_file);
+                        const std::string& runs_file, long runs = 0);
 
 }  // namespace replaygate::gate::testing
