@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "ledger/pg_server.h"
 #include "redis_server.h"
 #include "redrive/redis/redis_client.h"
 #include "support/cli_runner.h"
@@ -80,7 +81,7 @@ CaptureJob.perform_async({"committed" => false})
 constexpr long kRealDeaths = 14;
 
 class RedisGateTest : public ::testing::Test {
- protected:
+ public:
   static void SetUpTestSuite() {
     server_ = new RedisServer();
     setup_error_ = server_->create();
@@ -318,25 +319,30 @@ TEST_F(RedisGateTest, OneReviewedJobByItsJidMovesAloneAndTheOthersStay) {
   }
 }
 
+// `gates` gates (ids g0, g1, ...) at once on one dead set and one ledger (a SQLite path or a
+// PostgreSQL URL), each with its own audit log.
+void race(RedisGateTest* t, int gates, const std::string& ledger, const std::filesystem::path& dir,
+          std::vector<CliResult>* results) {
+  results->assign(gates, CliResult());
+  std::vector<std::thread> threads;
+  for (int g = 0; g < gates; ++g) {
+    threads.emplace_back([&, g] {
+      const std::filesystem::path out = dir / ("gate" + std::to_string(g));
+      std::filesystem::create_directories(out);
+      std::vector<std::string> args = t->gate_args(true, out);
+      args[std::find(args.begin(), args.end(), "--ledger") - args.begin() + 1] = ledger;
+      args.insert(args.end(), {"--gate-id", "g" + std::to_string(g), "--block-max", "16"});
+      (*results)[g] = t->gate(out, args);
+    });
+  }
+  for (std::thread& th : threads) th.join();
+}
+
 TEST_F(RedisGateTest, TwoGatesOnOneDeadSetAndOneLedgerReplayEachKeyOnce) {
   // 400 jobs, 200 keys (each key in two jobs of different jids): 200 replays in all.
   seed_captures(400, [](int i) { return "key_" + std::to_string(i % 200); });
-  std::vector<CliResult> results(2);
-  std::vector<std::thread> gates;
-  for (int g = 0; g < 2; ++g) {
-    gates.emplace_back([&, g] {
-      std::vector<std::string> args = gate_args(true, scratch_.path());
-      args.insert(args.end(), {"--gate-id", "g" + std::to_string(g), "--block-max", "16"});
-      CliRun run;
-      run.args = args;
-      run.env = {"REPLAYGATE_REDIS_URL=" + server_->url()};
-      run.timeout_seconds = 120;
-      const std::filesystem::path out = scratch_.path() / ("gate" + std::to_string(g));
-      std::filesystem::create_directories(out);
-      results[g] = run_cli(out, run);
-    });
-  }
-  for (std::thread& t : gates) t.join();
+  std::vector<CliResult> results;
+  race(this, 2, (scratch_.path() / "ledger.db").string(), scratch_.path(), &results);
   size_t handled = 0;
   for (const CliResult& r : results) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -349,6 +355,26 @@ TEST_F(RedisGateTest, TwoGatesOnOneDeadSetAndOneLedgerReplayEachKeyOnce) {
   EXPECT_EQ(number({"ZCARD", "replaygate:default:held"}), 200);
   EXPECT_EQ(number({"ZCARD", "dead"}), 0);
   EXPECT_TRUE(strings({"KEYS", "replaygate:default:inflight:*"}).empty());
+}
+
+TEST_F(RedisGateTest, ThreeGatesOnOnePostgresLedgerReplayEachKeyOnce) {
+  replaygate::ledger::testing::PgServer pg;
+  if (const std::string why = pg.create(); !why.empty()) GTEST_SKIP() << why;
+  // 300 jobs, 100 keys (each key in three jobs): 100 replays in all.
+  seed_captures(300, [](int i) { return "pg_key_" + std::to_string(i % 100); });
+  std::vector<CliResult> results;
+  race(this, 3, pg.url(), scratch_.path(), &results);
+  size_t handled = 0;
+  for (const CliResult& r : results) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    handled += lines_of(r.out).size();
+  }
+  EXPECT_EQ(handled, 300u);
+  const std::multiset<std::string> replayed = keys_in("queue:payment.capture", true);
+  EXPECT_EQ(replayed.size(), 100u);
+  EXPECT_EQ(std::set<std::string>(replayed.begin(), replayed.end()).size(), 100u);
+  EXPECT_EQ(number({"ZCARD", "replaygate:default:held"}), 200);
+  EXPECT_EQ(number({"ZCARD", "dead"}), 0);
 }
 
 TEST_F(RedisGateTest, SidekiqTrimmingDeadDuringARunNeverTouchesParkedOrHeld) {
