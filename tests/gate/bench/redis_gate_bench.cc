@@ -92,7 +92,8 @@ double gate_run(const RedisServer& server, const std::filesystem::path& dir, int
       "/examples/sidekiq-gate.mapping.yaml --all --max-rate 0 --quiet --idle-exit 200 --apply "
       "--ledger " +
       (dir / "ledger.db").string() + " --audit " + (dir / "audit.log").string() +
-      " --operator bench --block-max " + std::to_string(block) + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
+      " --operator bench --block-max " + std::to_string(block) + " >" + (dir / "out").string() +
+      " 2>" + (dir / "err").string();
   const auto start = Clock::now();
   const int rc = std::system(command.c_str());
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count() - 0.2;
