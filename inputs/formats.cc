@@ -4,6 +4,7 @@
 
 #include "common/diagnostic.h"
 #include "common/escape.h"
+#include "inputs/bullmq.h"
 #include "inputs/kafka.h"
 #include "inputs/letters.h"
 #include "inputs/pubsub.h"
@@ -29,6 +30,9 @@ std::unique_ptr<RecordParser> make_servicebus(const Table& table, const Mapping*
 }
 std::unique_ptr<RecordParser> make_sidekiq(const Table& table, const Mapping* mapping) {
   return make_mapped_parser(table, *mapping, make_sidekiq_reader());
+}
+std::unique_ptr<RecordParser> make_bullmq(const Table& table, const Mapping* mapping) {
+  return make_mapped_parser(table, *mapping, make_bullmq_reader());
 }
 std::unique_ptr<RecordParser> make_sqs(const Table& table, const Mapping* mapping) {
   return make_mapped_parser(table, *mapping, make_sqs_reader());
@@ -69,6 +73,10 @@ const std::vector<InputFormat>& input_formats() {
        "Sidekiq Dead or Retry set job hashes, one per line (redis-cli --raw ZRANGE dead 0 -1), "
        "read through --mapping",
        make_sidekiq, false, "", 1},
+      {"bullmq", "bullmq-json",
+       "BullMQ failed job hashes with their id and queue, one JSON object per line, read through "
+       "--mapping",
+       make_bullmq, false, "", 1},
   };
   return formats;
 }

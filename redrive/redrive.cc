@@ -346,6 +346,15 @@ void Redrive::judge_holder(const Table& table, LetterStep& step, const DeadLette
              why +
              ": it is not provably that death delivered again, so it is not acked away; "
              "compare it with the copy, then move or delete it by hand");
+  } else if (same_message && letter.unmoved && holder.state != ledger::State::kConfirmed &&
+             holder.copy_replay && letter.replays && *holder.copy_replay == *letter.replays + 1 &&
+             !letter.body_digest.empty() && letter.body_digest == holder.body_digest) {
+    // The port saw the letter where the claim found it, unmoved (DeadLetter::unmoved): the claim
+    // is this letter's, its move never happened, so it happens now under that claim.
+    step.generation = holder.generation;
+    step.copy_replay = *holder.copy_replay;
+    step.reason += " (resuming the claim of " + pipeline::first_replay(holder) +
+                   ": the letter was never moved)";
   } else if (same_message) {
     hold(table, step, "ledger:outcome_unknown",
          "this message's replay was claimed at " + pipeline::first_replay(holder) +

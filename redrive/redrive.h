@@ -111,6 +111,12 @@ struct DeadLetter {
     std::string rule, reason;
   };
   std::function<std::optional<Refusal>(const Table&, const Input&)> refuse_target;
+  // Set by a port that can prove the letter has not moved since it was taken (Redis: it is still
+  // in the gate's own in-flight set, which every move leaves in the same atomic script). A claim
+  // of this very message that is not `confirmed`, for this copy (marker and body digest), is then
+  // a crash between the claim and the move: the move happens now, under that claim, instead of a
+  // hold as outcome unknown. Never set by a port that cannot look (AMQP).
+  bool unmoved = false;
 };
 
 // What to do with one dead letter.

@@ -160,7 +160,7 @@ RC_GTEST_PROP(FormatMutation, NeverCreatesUnlessTheExtractedInputReplays, ()) {
 // The property reaches every format, and mutated records that still decide (not only refusals).
 TEST(FormatMutation, EveryExampleRecordDecidesAsTheOracleSays) {
   const Fixture& f = fixture();
-  ASSERT_EQ(f.formats.size(), 8u);
+  ASSERT_EQ(f.formats.size(), 9u);
   size_t creates = 0;
   for (const Format& format : f.formats) {
     ASSERT_FALSE(format.mapping && has_errors(format.mapping->diagnostics))

@@ -40,7 +40,7 @@ expect "compile" replaygate comp
 expect "decide diff dump" replaygate d
 # Actions of a command, and of a command after options with values.
 expect "show stats" replaygate ledger s
-expect "rabbitmq" replaygate gate ""
+expect "rabbitmq sidekiq" replaygate gate ""
 expect "check compare" replaygate proposal c
 # Options: of the command path, not of another command.
 expect "--format" replaygate compile --form
@@ -60,7 +60,7 @@ expect "" replaygate compile pol
 expect "" replaygate compile --output gate
 
 # The completion lists exactly the options --help lists, for a command and a nested action.
-for words in "compile" "gate rabbitmq" "audit verify"; do
+for words in "compile" "gate rabbitmq" "gate sidekiq" "audit verify"; do
   # shellcheck disable=SC2086
   from_help=$("$rg" $words --help | awk '/^Options:/ {s = 1; next} /^[A-Z]/ {s = 0} s && /^  -/ {print $1}' |
     tr ',' '\n' | grep -- '^-' | sort | tr '\n' ' ')

@@ -39,6 +39,7 @@ inline const std::map<std::string_view, std::string_view>& example_dumps() {
       {"pubsub", "examples/pubsub-dlq.json"},
       {"servicebus", "examples/servicebus-dlq.jsonl"},
       {"sidekiq", "examples/sidekiq-dlq.jsonl"},
+      {"bullmq", "examples/bullmq-dlq.jsonl"},
   };
   return dumps;
 }

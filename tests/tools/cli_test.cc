@@ -122,7 +122,7 @@ TEST_F(CliTest, DecideFormatAndMappingMistakes) {
   EXPECT_EQ(r.err,
             "replaygate decide: error: --format must be letters, spring-kafka, kafka, "
             "kafka-connect, rabbitmq, "
-            "sqs, pubsub, servicebus or sidekiq, not 'avro'\n"
+            "sqs, pubsub, servicebus, sidekiq or bullmq, not 'avro'\n"
             "Run 'replaygate decide --help' for usage.\n");
   r = run({"decide", "--policy", kPolicy, "--format", "kafka"});
   EXPECT_EQ(r.exit_code, 2);
@@ -133,7 +133,7 @@ TEST_F(CliTest, DecideFormatAndMappingMistakes) {
       r.err.find(
           "--mapping applies only to a format that reads broker records "
           "(--input-format spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus, "
-          "sidekiq), not to letters"),
+          "sidekiq, bullmq), not to letters"),
       std::string::npos)
       << r.err;
   r = run({"decide", "--policy", kPolicy, "--max-replays", "-1"});

@@ -43,10 +43,10 @@ std::string table_of(const std::string& line) {
 // ---- the formats table ----
 
 TEST(InputFormats, OneTableOwnsTheNames) {
-  EXPECT_EQ(
-      replaygate::inputs::input_format_names(),
-      "letters, spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus or sidekiq");
-  ASSERT_EQ(replaygate::inputs::input_formats().size(), 9u);
+  EXPECT_EQ(replaygate::inputs::input_format_names(),
+            "letters, spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus, "
+            "sidekiq or bullmq");
+  ASSERT_EQ(replaygate::inputs::input_formats().size(), 10u);
   EXPECT_EQ(replaygate::inputs::input_formats()[0].name, "letters");  // the default
   EXPECT_EQ(replaygate::inputs::input_formats()[0].mapping_format, "");
   EXPECT_EQ(replaygate::inputs::input_formats()[1].mapping_format, "kcat-json");
@@ -67,7 +67,7 @@ TEST(InputFormats, ChooseSaysWhatIsWrong) {
   EXPECT_EQ(
       error,
       "--input-format must be letters, spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, "
-      "servicebus or sidekiq, not "
+      "servicebus, sidekiq or bullmq, not "
       "'kafak'; did you mean 'kafka'?");
 
   o.input_format = "avro\x1b";
@@ -75,7 +75,7 @@ TEST(InputFormats, ChooseSaysWhatIsWrong) {
   EXPECT_EQ(
       error,
       "--input-format must be letters, spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, "
-      "servicebus or sidekiq, not "
+      "servicebus, sidekiq or bullmq, not "
       "'avro\\u001b'");
 
   // The alias alone, named as given; the same name twice is fine, two names are not.
@@ -104,7 +104,8 @@ TEST(InputFormats, ChooseSaysWhatIsWrong) {
   EXPECT_EQ(choose_input_format(o, &error), nullptr);
   EXPECT_EQ(error,
             "--mapping applies only to a format that reads broker records (--input-format "
-            "spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus, sidekiq), not "
+            "spring-kafka, kafka, kafka-connect, rabbitmq, sqs, pubsub, servicebus, sidekiq, "
+            "bullmq), not "
             "to letters");
 }
 
@@ -127,7 +128,7 @@ TEST_F(InputFormatCli, DecideUnknownFormatListsTheKnownOnes) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
             "replaygate decide: error: --input-format must be letters, spring-kafka, kafka, "
-            "kafka-connect, rabbitmq, sqs, pubsub, servicebus or sidekiq, not "
+            "kafka-connect, rabbitmq, sqs, pubsub, servicebus, sidekiq or bullmq, not "
             "'kafak'; did "
             "you mean 'kafka'?\nRun 'replaygate decide --help' for usage.\n");
 }
@@ -361,7 +362,7 @@ TEST_F(InputFormatCli, ExplainKafkaMistakes) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "replaygate explain: error: --input-format must be letters, spring-kafka, kafka, "
-            "kafka-connect, rabbitmq, sqs, pubsub, servicebus or sidekiq, not "
+            "kafka-connect, rabbitmq, sqs, pubsub, servicebus, sidekiq or bullmq, not "
             "'letter'; did "
             "you mean 'letters'?\nRun 'replaygate explain --help' for usage.\n");
   // --format is explain's output format, never the record format.

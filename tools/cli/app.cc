@@ -44,7 +44,7 @@ constexpr Command kCommands[] = {
     {"key", "Generate an Ed25519 key pair for signing tables", setup_key},
     {"sign", "Sign a compiled table with a secret key", setup_sign},
     {"trust", "Show or reset the rollback state of signed tables", setup_trust},
-    {"gate", "Run the live gate on a broker's dead-letter queue (rabbitmq)", setup_gate},
+    {"gate", "Run the live gate on a broker's dead-letter queue (rabbitmq, sidekiq)", setup_gate},
     {"propose", "Write a proposal of the unknown key groups in dead-letter dumps", setup_propose},
     {"proposal", "Check a proposal against a policy, or compare two proposals", setup_proposal},
     {"lsp", "Run the language server for policies on stdin/stdout (docs/editors.md)", setup_lsp},

@@ -305,7 +305,7 @@ Runner setup_gate(CLI::App& sub) {
   sub.require_subcommand(1);
   sub.footer("Live gates on a broker's dead-letter queue (docs/gate.md).");
   // One entry per broker: a broker's subcommand file adds its own here.
-  const std::vector<GateSubcommand> gates = {add_gate_rabbitmq(sub)};
+  const std::vector<GateSubcommand> gates = {add_gate_rabbitmq(sub), add_gate_sidekiq(sub)};
   return [gates] {
     for (const GateSubcommand& gate : gates) {
       if (gate.app->parsed()) return gate.run();

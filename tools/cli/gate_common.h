@@ -47,6 +47,9 @@ struct GateSubcommand {
   std::function<int()> run;
 };
 
+// The Redis gates' subcommands (tools/cli/gate_redis.cc), for setup_gate (gate_cmd.cc).
+GateSubcommand add_gate_sidekiq(CLI::App& sub);
+
 // Prints "replaygate WHO: MESSAGE" on stderr; returns kExitUsage.
 int gate_usage(const std::string& who, const std::string& message);
 
