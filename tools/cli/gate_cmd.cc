@@ -126,33 +126,13 @@ int run_gate_rabbitmq(GateCliOptions& o) {
   GateRun run;
   run.who = kWho;
   int64_t since = 0;
-  if (const int code = open_gate_policy(kWho, o, &since, &run.table, &run.actions);
-      code != kExitOk) {
-    return code;
-  }
-  std::string format_error;
-  inputs::InputFormatOptions format_options;
-  format_options.input_format = "rabbitmq";
-  format_options.input_format_set = true;
-  format_options.mapping = o.mapping;
-  const InputFormat* format = inputs::choose_input_format(format_options, &format_error);
-  if (format == nullptr) return usage(format_error);
   RecordReading reading;
+  rmq::PortOptions port;
   if (const int code =
-          open_record_parser(*format, o.mapping, *run.table, "the gate does not start", &reading);
+          open_gate_input(kWho, o, "rabbitmq", &run, &since, &reading, &port.topic_map);
       code != kExitOk) {
     return code;
   }
-  const inputs::Mapping* mapping = reading.mapping ? &reading.mapping->mapping : nullptr;
-  rmq::PortOptions port;
-  if (mapping != nullptr) {  // what a replay may go to
-    for (const inputs::FieldMapping& field : mapping->fields) {
-      if (field.input == "topic" && field.has_map) port.topic_map = field.map;
-    }
-  }
-  run.make_parser = [format, mapping](const Table& table) {
-    return format->make_parser(table, mapping);
-  };
   run.options = gate_run_options(o, since);
   if (o.block_option->count() == 0) {
     run.options.block_max = std::min<size_t>(run.options.block_max, o.prefetch);

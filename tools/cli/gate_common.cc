@@ -13,6 +13,8 @@
 #include <optional>
 #include <utility>
 
+#include "inputs/formats.h"
+#include "inputs/mapping.h"
 #include "pipeline/ledger_stage.h"
 #include "redrive/reload.h"
 #include "redrive/stats.h"
@@ -188,6 +190,37 @@ int open_gate_policy(const std::string& who, GateFlags& o, int64_t* since,
       return usage(std::string(option->get_name()) + ": the policy has no input '" + name + "'");
     }
   }
+  return kExitOk;
+}
+
+int open_gate_input(const std::string& who, GateFlags& o, const std::string& format_name,
+                    GateRun* run, int64_t* since, RecordReading* reading,
+                    std::map<std::string, std::string, std::less<>>* topic_map) {
+  if (const int code = open_gate_policy(who, o, since, &run->table, &run->actions);
+      code != kExitOk) {
+    return code;
+  }
+  std::string format_error;
+  inputs::InputFormatOptions format_options;
+  format_options.input_format = format_name;
+  format_options.input_format_set = true;
+  format_options.mapping = o.mapping;
+  const InputFormat* format = inputs::choose_input_format(format_options, &format_error);
+  if (format == nullptr) return gate_usage(who, format_error);
+  if (const int code =
+          open_record_parser(*format, o.mapping, *run->table, "the gate does not start", reading);
+      code != kExitOk) {
+    return code;
+  }
+  const inputs::Mapping* mapping = reading->mapping ? &reading->mapping->mapping : nullptr;
+  if (mapping != nullptr) {
+    for (const inputs::FieldMapping& field : mapping->fields) {
+      if (field.input == "topic" && field.has_map) *topic_map = field.map;
+    }
+  }
+  run->make_parser = [format, mapping](const Table& table) {
+    return format->make_parser(table, mapping);
+  };
   return kExitOk;
 }
 

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "redrive/test_points.h"
 #include "runtime/table.h"
 #include "tools/cli/audit_signing.h"
+#include "tools/cli/record_reading.h"
 #include "tools/cli/trust.h"
 
 namespace replaygate::cli {
@@ -82,6 +84,14 @@ struct GateRun {
   // Runs `body` where the port wants to run (a thread with a large stack): false when it cannot.
   std::function<bool(const std::function<void()>&)> on_thread;
 };
+
+// What a gate subcommand opens before its port: the table and its action map
+// (open_gate_policy), the record parser of `format_name` with --mapping into *reading (which must
+// outlive the run: run->make_parser reads it), and the mapping's `map:` of the input `topic`
+// (what a replay may go to) into *topic_map. kExitOk or the exit code (the message printed).
+int open_gate_input(const std::string& who, GateFlags& o, const std::string& format_name,
+                    GateRun* run, int64_t* since, RecordReading* reading,
+                    std::map<std::string, std::string, std::less<>>* topic_map);
 
 // Opens the Redrive (ledger, audit log), installs the signal handlers and the reload, runs the
 // loop on a port and prints the summary. Returns the exit code (see redrive/run.h; 2 when the
