@@ -29,6 +29,18 @@ std::string unescape(std::string_view s) {
   return out;
 }
 
+// `user:password@` at the front of *rest (the last '@' ends it), escapes undone, into *url;
+// *rest keeps what follows.
+void take_userinfo(std::string_view* rest, RedisUrl* url) {
+  const size_t at = rest->rfind('@');
+  if (at == std::string_view::npos) return;
+  const std::string_view cred = rest->substr(0, at);
+  const size_t colon = cred.find(':');
+  url->user = unescape(cred.substr(0, colon));
+  if (colon != std::string_view::npos) url->password = unescape(cred.substr(colon + 1));
+  *rest = rest->substr(at + 1);
+}
+
 bool parse_int(std::string_view s, int low, int high, int* out) {
   int value = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
@@ -99,13 +111,7 @@ std::optional<RedisUrl> parse_redis_url(std::string_view url, std::string* probl
       query = rest.substr(q + 1);
       rest = rest.substr(0, q);
     }
-    if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
-      const std::string_view cred = rest.substr(0, at);
-      const size_t colon = cred.find(':');
-      out.user = unescape(cred.substr(0, colon));
-      if (colon != std::string_view::npos) out.password = unescape(cred.substr(colon + 1));
-      rest = rest.substr(at + 1);
-    }
+    take_userinfo(&rest, &out);
     if (rest.empty() || rest[0] != '/') return refuse("a unix socket URL needs an absolute path");
     out.socket_path = unescape(rest);
     if (!query.empty()) {
@@ -125,13 +131,7 @@ std::optional<RedisUrl> parse_redis_url(std::string_view url, std::string* probl
     path = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
   }
-  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    const std::string_view cred = rest.substr(0, at);
-    const size_t colon = cred.find(':');
-    out.user = unescape(cred.substr(0, colon));
-    if (colon != std::string_view::npos) out.password = unescape(cred.substr(colon + 1));
-    rest = rest.substr(at + 1);
-  }
+  take_userinfo(&rest, &out);
   if (rest.find(',') != std::string_view::npos) {
     return refuse(
         "several hosts (a Redis Cluster or Sentinel list) are not supported: the gate's moves are "
