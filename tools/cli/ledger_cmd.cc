@@ -53,10 +53,11 @@ int ledger_usage(const std::string& message) {
 }
 
 int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body,
-                bool create) {
+                bool create, std::function<ledger::Time()> clock) {
   ledger::Options lo;
   lo.scope = o.scope;
   lo.create = create;
+  lo.clock = std::move(clock);
   ledger::Result<std::unique_ptr<ledger::Ledger>> opened = ledger::open_ledger(o.ledger, lo);
   if (!opened) return ledger_failed(opened.error());
   const int code = body(*opened.value());

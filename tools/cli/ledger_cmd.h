@@ -39,8 +39,9 @@ int ledger_usage(const std::string& message);
 // output: body's exit code, or 2 when the ledger cannot be opened or stdout cannot be written.
 // `create`: a missing SQLite file is created (rebuild only); otherwise it is an error ("no ledger
 // at PATH"), so that reading or checking a mistyped path leaves no empty ledger behind.
+// `clock`: the ledger's clock (rebuild pins it to the log's times); default the system clock.
 int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body,
-                bool create = false);
+                bool create = false, std::function<ledger::Time()> clock = {});
 
 // `ledger release KEY --operator NAME --reason TEXT --audit LOG` (ledger_acts.cc).
 int run_ledger_release(const LedgerOptions& o);
