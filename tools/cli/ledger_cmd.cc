@@ -79,8 +79,9 @@ Runner setup_ledger(CLI::App& sub) {
   sub.require_subcommand(1);
   sub.footer(
       "The durable replay ledger of `decide --ledger` (docs/ledger.md). Rows are printed as JSON\n"
-      "Lines. release and prune are audited operator acts; check compares the ledger with an\n"
-      "audit log; rebuild re-creates a lost ledger from one. Exit: 0 ok, 1 findings (check,\n"
+      "Lines. release, prune and migrate are audited operator acts; check compares the ledger\n"
+      "with an audit log; rebuild re-creates a lost ledger from one. Exit: 0 ok, 1 findings "
+      "(check,\n"
       "rebuild), 2 usage or I/O errors (a ledger that cannot be opened, a log that does not\n"
       "verify).");
   auto common = [&](CLI::App* c) {
