@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "support.h"
 
@@ -429,6 +430,26 @@ void check_plan_progress_concurrent(const Opener& open, int processes, int round
   EXPECT_EQ(counts->done, 2 * processes * rounds);
   EXPECT_EQ(counts->held, processes * rounds + processes * (rounds / 2));
   EXPECT_EQ(counts->changed, processes * rounds);
+}
+
+void check_plan_approval_race(const Opener& open, int rounds) {
+  auto a = must_open(open, Options{});
+  auto b = must_open(open, Options{});
+  ASSERT_TRUE(a && b);
+  for (int r = 0; r < rounds; ++r) {
+    const std::string digest = "blake2b:" + std::string(60, 'f') + std::to_string(1000 + r);
+    ASSERT_TRUE(a->record_plan(make_plan(digest)).ok());
+    Result<PlanApproval> ra = Error{}, rb = Error{};
+    std::thread ta([&] { ra = a->approve_plan(make_approval("alice", digest)); });
+    std::thread tb([&] { rb = b->approve_plan(make_approval("alice", digest)); });
+    ta.join();
+    tb.join();
+    EXPECT_NE(ra.ok(), rb.ok()) << "round " << r << ": exactly one approval by alice";
+    const Error& lost = ra.ok() ? rb.error() : ra.error();
+    EXPECT_EQ(lost.code, ErrorCode::kInvalidArgument) << lost.message;
+    EXPECT_TRUE(contains(lost.message, "already approved by alice")) << lost.message;
+    EXPECT_EQ(a->plan_approvals(digest)->size(), 1u);
+  }
 }
 
 }  // namespace replaygate::ledger::testing

@@ -344,6 +344,7 @@ TEST_F(LedgerPostgres, PlanProgressAddsUp) { check_plan_progress(opener()); }
 TEST_F(LedgerPostgres, PlanProgressSumsAreTheIncrementsInAnyOrderProperty) {
   check_plan_progress_property(opener());
 }
+TEST_F(LedgerPostgres, OneApprovalPerApproverUnderARace) { check_plan_approval_race(opener(), 20); }
 TEST_F(LedgerPostgres, PlanProgressFromFourProcessesIsExact) {
   check_plan_progress_concurrent(opener(), 4, 40);
 }

@@ -456,6 +456,7 @@ TEST_F(LedgerSqlite, PlanProgressAddsUp) { check_plan_progress(opener()); }
 TEST_F(LedgerSqlite, PlanProgressSumsAreTheIncrementsInAnyOrderProperty) {
   check_plan_progress_property(opener());
 }
+TEST_F(LedgerSqlite, OneApprovalPerApproverUnderARace) { check_plan_approval_race(opener(), 20); }
 TEST_F(LedgerSqlite, PlanProgressFromFourProcessesIsExact) {
   check_plan_progress_concurrent(opener(), 4, 40);
 }

@@ -124,6 +124,8 @@ void check_plan_approvals(const Opener& open);
 void check_plan_progress(const Opener& open);
 // RapidCheck: the sums equal the recorded increments, in any order and batching.
 void check_plan_progress_property(const Opener& open);
+// Two connections approve one plan as one approver at once, `rounds` times: exactly one wins.
+void check_plan_approval_race(const Opener& open, int rounds);
 // N forked processes record progress of one shared identity at once: the sums are exact.
 void check_plan_progress_concurrent(const Opener& open, int processes, int rounds);
 // N forked processes claim overlapping key sets at once; every key is won exactly once.
