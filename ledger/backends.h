@@ -13,6 +13,14 @@ namespace replaygate::ledger::internal {
 Result<std::unique_ptr<Ledger>> open_sqlite(const std::string& path, const Options& options);
 // `conninfo` is a libpq connection URI.
 Result<std::unique_ptr<Ledger>> open_postgres(const std::string& conninfo, const Options& options);
+// migrate_ledger() per backend: the same arguments.
+Result<Migrated> migrate_sqlite(const std::string& path, const Options& options);
+Result<Migrated> migrate_postgres(const std::string& conninfo, const Options& options);
+
+// The refusals of another schema version, the same words on both backends (`describe` names the
+// ledger): older than kSchemaVersion ("... run `replaygate ledger migrate ...`") or newer ("...
+// upgrade replaygate").
+Error schema_version_error(const std::string& describe, long long version);
 
 // Valid UTF-8 (no overlongs, no surrogates) without NUL bytes.
 bool clean_text(std::string_view s);

@@ -18,6 +18,19 @@ namespace internal {
 
 Error error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
 
+Error schema_version_error(const std::string& describe, long long version) {
+  const std::string v = std::to_string(version), mine = std::to_string(kSchemaVersion);
+  if (version > kSchemaVersion) {
+    return error(ErrorCode::kSchemaVersion,
+                 "ledger " + describe + ": refused: ledger schema version " + v +
+                     " is newer than this replaygate (" + mine + "): upgrade replaygate");
+  }
+  return error(ErrorCode::kSchemaVersion,
+               "ledger " + describe + ": refused: ledger schema version " + v +
+                   "; this replaygate uses " + mine + ": run `replaygate ledger migrate --ledger " +
+                   describe + " --operator NAME --reason TEXT --audit LOG`");
+}
+
 bool clean_text(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();
@@ -468,30 +481,209 @@ Result<std::int64_t> Ledger::restore(const std::vector<Record>& rows) {
   });
 }
 
+namespace {
+
+std::optional<Error> check_plan(const PlanRecord& p) {
+  for (auto [what, value, required] :
+       {std::tuple<const char*, const std::string*, bool>{"plan digest", &p.digest, true},
+        {"plan author", &p.author, false},
+        {"plan source", &p.source, false},
+        {"plan table_checksum", &p.table_checksum, false}}) {
+    if (auto e = check_text(what, *value, required)) return e;
+  }
+  if (p.letters < 0 || p.copies < p.letters) {
+    return error(ErrorCode::kInvalidArgument,
+                 "plan " + p.digest + ": letters (" + std::to_string(p.letters) +
+                     ") must be >= 0 and copies (" + std::to_string(p.copies) + ") >= letters");
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> check_approval(const PlanApproval& a) {
+  for (auto [what, value] : {std::pair<const char*, const std::string*>{"plan digest", &a.digest},
+                             {"approver", &a.approver},
+                             {"key_id", &a.key_id},
+                             {"signature", &a.signature},
+                             {"reason", &a.reason}}) {
+    if (auto e = check_text(what, *value, true)) return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> check_progress(const PlanLetterProgress& p, size_t index) {
+  const std::string at = "progress " + std::to_string(index) + ": ";
+  for (auto [what, value, required] :
+       {std::tuple<const char*, const std::string*, bool>{"plan digest", &p.digest, true},
+        {"identity", &p.identity, true},
+        {"last_outcome", &p.last_outcome, false}}) {
+    if (auto e = check_text(what, *value, required)) {
+      e->message = at + e->message;
+      return e;
+    }
+  }
+  if (p.done < 0 || p.held < 0 || p.changed < 0) {
+    return error(ErrorCode::kInvalidArgument,
+                 at + "identity " + p.identity + ": done, held and changed are increments >= 0");
+  }
+  return std::nullopt;
+}
+
+Error no_plans(const std::string& describe) {
+  return error(ErrorCode::kInternal, "ledger " + describe + ": this ledger keeps no plans");
+}
+
+}  // namespace
+
+Status Ledger::record_plan(const PlanRecord& plan) {
+  return guarded([&]() -> Status {
+    if (auto e = check_plan(plan)) return *e;
+    std::lock_guard lock(mu_);
+    return do_record_plan(plan);
+  });
+}
+
+Result<std::optional<PlanRecord>> Ledger::plan(std::string_view digest) {
+  return guarded([&]() -> Result<std::optional<PlanRecord>> {
+    if (auto e = check_text("plan digest", digest, true)) return *e;
+    std::lock_guard lock(mu_);
+    return do_plan(digest);
+  });
+}
+
+Result<PlanApproval> Ledger::approve_plan(const PlanApproval& approval) {
+  return guarded([&]() -> Result<PlanApproval> {
+    if (auto e = check_approval(approval)) return *e;
+    std::lock_guard lock(mu_);
+    return do_approve_plan(approval);
+  });
+}
+
+Result<std::vector<PlanApproval>> Ledger::plan_approvals(std::string_view digest) {
+  return guarded([&]() -> Result<std::vector<PlanApproval>> {
+    if (auto e = check_text("plan digest", digest, true)) return *e;
+    std::lock_guard lock(mu_);
+    return do_plan_approvals(digest);
+  });
+}
+
+Result<PlanRecord> Ledger::cancel_plan(std::string_view digest, std::string_view operator_name,
+                                       std::string_view reason) {
+  return guarded([&]() -> Result<PlanRecord> {
+    if (auto e = check_text("plan digest", digest, true)) return *e;
+    if (auto e = check_text("operator", operator_name, true)) return *e;
+    if (auto e = check_text("reason", reason, true)) return *e;
+    std::lock_guard lock(mu_);
+    return do_cancel_plan(digest, operator_name, reason);
+  });
+}
+
+Status Ledger::record_plan_progress(const std::vector<PlanLetterProgress>& progress) {
+  return guarded([&]() -> Status {
+    for (size_t i = 0; i < progress.size(); ++i) {
+      if (auto e = check_progress(progress[i], i)) return *e;
+    }
+    if (progress.empty()) return Ok{};
+    std::lock_guard lock(mu_);
+    return do_record_plan_progress(progress);
+  });
+}
+
+Result<std::vector<PlanLetterProgress>> Ledger::plan_progress(
+    std::string_view digest, const std::vector<std::string>& identities) {
+  return guarded([&]() -> Result<std::vector<PlanLetterProgress>> {
+    if (auto e = check_text("plan digest", digest, true)) return *e;
+    for (const std::string& id : identities) {
+      if (auto e = check_text("identity", id, true)) return *e;
+    }
+    if (identities.empty()) return std::vector<PlanLetterProgress>{};
+    std::lock_guard lock(mu_);
+    return do_plan_progress(digest, identities);
+  });
+}
+
+Result<PlanCounts> Ledger::plan_counts(std::string_view digest) {
+  return guarded([&]() -> Result<PlanCounts> {
+    if (auto e = check_text("plan digest", digest, true)) return *e;
+    std::lock_guard lock(mu_);
+    return do_plan_counts(digest);
+  });
+}
+
+Result<std::vector<PlanRecord>> Ledger::plans() {
+  return guarded([&]() -> Result<std::vector<PlanRecord>> {
+    std::lock_guard lock(mu_);
+    return do_plans();
+  });
+}
+
+Status Ledger::do_record_plan(const PlanRecord&) { return no_plans(describe()); }
+Result<std::optional<PlanRecord>> Ledger::do_plan(std::string_view) { return no_plans(describe()); }
+Result<PlanApproval> Ledger::do_approve_plan(const PlanApproval&) { return no_plans(describe()); }
+Result<std::vector<PlanApproval>> Ledger::do_plan_approvals(std::string_view) {
+  return no_plans(describe());
+}
+Result<PlanRecord> Ledger::do_cancel_plan(std::string_view, std::string_view, std::string_view) {
+  return no_plans(describe());
+}
+Status Ledger::do_record_plan_progress(const std::vector<PlanLetterProgress>&) {
+  return no_plans(describe());
+}
+Result<std::vector<PlanLetterProgress>> Ledger::do_plan_progress(std::string_view,
+                                                                 const std::vector<std::string>&) {
+  return no_plans(describe());
+}
+Result<PlanCounts> Ledger::do_plan_counts(std::string_view) { return no_plans(describe()); }
+Result<std::vector<PlanRecord>> Ledger::do_plans() { return no_plans(describe()); }
+
+namespace {
+
+// The URL's backend: which one, and the path or conninfo it gets.
+struct Target {
+  bool postgres = false;
+  std::string where;
+};
+
+Result<Target> target_of(std::string_view url, const Options& options) {
+  if (!valid_scope(options.scope)) {
+    return error(ErrorCode::kInvalidArgument,
+                 "ledger scope '" + options.scope +
+                     "' is not 1..64 characters of letters, digits, '.', '_', '-'");
+  }
+  if (url.empty()) return error(ErrorCode::kInvalidArgument, "ledger URL is empty");
+  if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
+    return Target{true, std::string(url)};
+  }
+  if (url.starts_with("sqlite:")) {
+    std::string_view path = url.substr(7);
+    if (path.starts_with("//")) path.remove_prefix(2);
+    if (path.empty()) return error(ErrorCode::kInvalidArgument, "ledger URL 'sqlite:' has no path");
+    return Target{false, std::string(path)};
+  }
+  if (auto p = url.find("://"); p != std::string_view::npos) {
+    return error(ErrorCode::kInvalidArgument,
+                 "ledger URL scheme '" + std::string(url.substr(0, p)) +
+                     "' is not supported (use a path, sqlite:PATH or postgresql://...)");
+  }
+  return Target{false, std::string(url)};
+}
+
+}  // namespace
+
+Result<Migrated> migrate_ledger(std::string_view url, const Options& options) {
+  return guarded([&]() -> Result<Migrated> {
+    Result<Target> t = target_of(url, options);
+    if (!t) return t.error();
+    return t->postgres ? internal::migrate_postgres(t->where, options)
+                       : internal::migrate_sqlite(t->where, options);
+  });
+}
+
 Result<std::unique_ptr<Ledger>> open_ledger(std::string_view url, const Options& options) {
   return guarded([&]() -> Result<std::unique_ptr<Ledger>> {
-    if (!valid_scope(options.scope)) {
-      return error(ErrorCode::kInvalidArgument,
-                   "ledger scope '" + options.scope +
-                       "' is not 1..64 characters of letters, digits, '.', '_', '-'");
-    }
-    if (url.empty()) return error(ErrorCode::kInvalidArgument, "ledger URL is empty");
-    if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-      return internal::open_postgres(std::string(url), options);
-    }
-    if (url.starts_with("sqlite:")) {
-      std::string_view path = url.substr(7);
-      if (path.starts_with("//")) path.remove_prefix(2);
-      if (path.empty())
-        return error(ErrorCode::kInvalidArgument, "ledger URL 'sqlite:' has no path");
-      return internal::open_sqlite(std::string(path), options);
-    }
-    if (auto p = url.find("://"); p != std::string_view::npos) {
-      return error(ErrorCode::kInvalidArgument,
-                   "ledger URL scheme '" + std::string(url.substr(0, p)) +
-                       "' is not supported (use a path, sqlite:PATH or postgresql://...)");
-    }
-    return internal::open_sqlite(std::string(url), options);
+    Result<Target> t = target_of(url, options);
+    if (!t) return t.error();
+    return t->postgres ? internal::open_postgres(t->where, options)
+                       : internal::open_sqlite(t->where, options);
   });
 }
 

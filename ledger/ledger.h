@@ -189,6 +189,51 @@ struct Stats {
   std::optional<Time> oldest, newest;                                   // claimed_at bounds
 };
 
+// One plan the ledger knows (docs/plans.md): recorded when it is built or first approved. Every
+// text is valid UTF-8 without NUL, at most 4096 bytes; `digest` is required.
+struct PlanRecord {
+  std::string digest;  // the plan file's digest, "blake2b:<64 hex>" (1..4096 bytes)
+  std::string author;
+  std::string source;  // what the plan covers, e.g. "amqp://host/%2F/payments.dlq" or a dump path
+  std::string table_checksum;
+  std::int64_t letters = 0;  // distinct identities in the plan (>= 0)
+  std::int64_t copies = 0;   // letters counting duplicate copies (>= letters)
+  Time created_at{}, expires_at{};
+  Time recorded_at{};  // set by the ledger (its own clock)
+  // Set once cancelled:
+  std::string cancelled_by, cancel_reason;
+  std::optional<Time> cancelled_at;
+};
+
+// One approver's approval of a plan. The ledger keeps it as given: verifying the signature is
+// the plan library's job, before it calls approve_plan.
+struct PlanApproval {
+  std::string digest, approver, key_id /*32 hex*/, signature /*128 hex Ed25519*/, reason;
+  Time approved_at{};  // the approver's clock (signed), informational
+  Time recorded_at{};  // set by the ledger
+};
+
+// Progress of one identity of one plan: how many of its copies the run acted on, and how (a
+// plan's letter is acted on at most `count` times in all: a rerun resumes).
+struct PlanLetterProgress {
+  std::string digest, identity;  // identity: "blake2b:<64 hex>" (1..4096 bytes)
+  std::int64_t done = 0;         // moved as planned (replayed, parked, held by the plan's decision)
+  std::int64_t held = 0;         // held by the plan guard (plan:decision_mismatch, plan:duplicate)
+  std::int64_t changed = 0;      // held as plan:changed (body or inputs differ)
+  std::string last_outcome;      // the last result text, e.g. "republished (confirmed)"
+  Time updated_at{};             // set by the ledger (the caller's value is ignored)
+};
+
+// A plan's progress in all: identities with a progress row, and the sums of their counts.
+struct PlanCounts {
+  std::int64_t identities = 0, done = 0, held = 0, changed = 0;
+};
+
+// What migrate_ledger did: the schema version found and the one left (equal: nothing to do).
+struct Migrated {
+  int from = 0, to = 0;
+};
+
 struct Options {
   // Separates unrelated systems sharing one database: every operation sees its scope only.
   // 1..64 bytes of [A-Za-z0-9._-].
@@ -202,6 +247,9 @@ struct Options {
   // SQLite: false opens an existing file only (a missing one is kUnavailable, "no ledger at
   // PATH"): commands that only read or repair a ledger must not leave an empty one behind.
   bool create = true;
+  // Tests only: migrate_ledger calls it with "migrate_in_transaction" after the new schema is
+  // written and before COMMIT (the CLI passes its crash points, redrive/test_points.h).
+  std::function<void(std::string_view step)> test_point;
 };
 
 // The interface every backend implements. One object holds one connection. Calls on one object are
@@ -292,6 +340,39 @@ class Ledger {
   // Every anchor of this scope, by log. Errors: kUnavailable, kCorrupt, kInternal.
   Result<std::vector<AuditAnchor>> anchors();
 
+  // Plans (docs/plans.md, schema version 4). Each call is one transaction; the errors are the
+  // interface's (kInvalidArgument for a text breaking the rules of PlanRecord, nothing changed).
+  //
+  // Records `plan` (recorded_at set here). The same digest again with equal fields (author,
+  // source, table_checksum, letters, copies, created_at, expires_at) is Ok and changes nothing;
+  // with other fields it is kInvalidArgument "plan D recorded with other fields (...)".
+  Status record_plan(const PlanRecord& plan);
+  // The plan of `digest`, nullopt when it is not recorded.
+  Result<std::optional<PlanRecord>> plan(std::string_view digest);
+  // Records one approver's approval (recorded_at set here) and returns it. Errors: kNotFound (the
+  // plan is not recorded), kBadTransition (it is cancelled), kInvalidArgument (empty approver,
+  // key_id, signature or reason; "already approved by NAME": one approval per approver).
+  Result<PlanApproval> approve_plan(const PlanApproval& approval);
+  // The approvals of a plan, by recorded_at (then approver).
+  Result<std::vector<PlanApproval>> plan_approvals(std::string_view digest);
+  // Cancels a plan (cancelled_by, cancel_reason, cancelled_at set) and returns it. Errors:
+  // kInvalidArgument (empty operator or reason), kNotFound, kBadTransition (already cancelled).
+  Result<PlanRecord> cancel_plan(std::string_view digest, std::string_view operator_name,
+                                 std::string_view reason);
+  // Adds each element's done/held/changed (each >= 0) to its (digest, identity) row, creating it,
+  // and sets last_outcome and updated_at (this object's clock): the run's progress for one block,
+  // in one transaction. An identity given twice adds both. Every digest must be recorded
+  // (kNotFound); a cancelled plan still takes progress (the block that was running has acted).
+  Status record_plan_progress(const std::vector<PlanLetterProgress>& progress);
+  // The progress rows of these identities of a plan, in the order given; an identity without a
+  // row comes back with every count 0, last_outcome "" and updated_at Time{}.
+  Result<std::vector<PlanLetterProgress>> plan_progress(std::string_view digest,
+                                                        const std::vector<std::string>& identities);
+  // Rows and sums of a plan's progress (all 0 for a plan without progress or not recorded).
+  Result<PlanCounts> plan_counts(std::string_view digest);
+  // Every plan of the scope, by recorded_at (then digest).
+  Result<std::vector<PlanRecord>> plans();
+
   // The scope this object works in, and a description for messages ("sqlite:/var/lib/x.db",
   // "postgresql://rg@127.0.0.1:5432/postgres" without the password).
   const std::string& scope() const { return scope_; }
@@ -318,6 +399,19 @@ class Ledger {
   // Both backends keep anchors; the defaults (kInternal) are for a test's scripted ledger.
   virtual Result<AuditAnchor> do_raise_anchor(const AuditAnchor& anchor);
   virtual Result<std::vector<AuditAnchor>> do_anchors();
+  // Plans: both backends keep them; the defaults (kInternal) are for a test's scripted ledger.
+  // Called with the arguments checked.
+  virtual Status do_record_plan(const PlanRecord& plan);
+  virtual Result<std::optional<PlanRecord>> do_plan(std::string_view digest);
+  virtual Result<PlanApproval> do_approve_plan(const PlanApproval& approval);
+  virtual Result<std::vector<PlanApproval>> do_plan_approvals(std::string_view digest);
+  virtual Result<PlanRecord> do_cancel_plan(std::string_view digest, std::string_view operator_name,
+                                            std::string_view reason);
+  virtual Status do_record_plan_progress(const std::vector<PlanLetterProgress>& progress);
+  virtual Result<std::vector<PlanLetterProgress>> do_plan_progress(
+      std::string_view digest, const std::vector<std::string>& identities);
+  virtual Result<PlanCounts> do_plan_counts(std::string_view digest);
+  virtual Result<std::vector<PlanRecord>> do_plans();
 
  private:
   std::string scope_;
@@ -326,23 +420,32 @@ class Ledger {
   std::mutex mu_;
 };
 
-// Opens (and, for a new SQLite file or an empty PostgreSQL database, creates) a ledger:
+// Opens (and, for a new SQLite file or an empty PostgreSQL database, creates at kSchemaVersion) a
+// ledger:
 //   PATH, sqlite:PATH, sqlite://PATH      SQLite file (created when missing or empty)
 //   postgresql://...  postgres://...      PostgreSQL, a libpq connection URI
 // Any other "scheme://" is kInvalidArgument. The caller owns the returned object; it closes the
 // connection when destroyed. Errors: kInvalidArgument (URL or scope), kUnavailable (cannot create,
 // open or connect), kCorrupt (not a SQLite database), kForeign (another application's database
 // or a table of another layout), kSchemaVersion (another ledger schema version). An existing
-// database is never altered to fit, with one exception: a ledger of an older schema version this
-// build knows is upgraded on open, in one transaction (version 1 -> 2 adds the two nullable
-// columns copy_replay and body_digest, its rows keep NULL there; 2 -> 3 adds recorded_at: the
-// rows already there get their claimed_at, no later than the upgrade's time, the only time they
-// have, so they age as they did). A newer version is refused.
+// database is never altered to fit: a ledger of an older version is refused with "ledger schema
+// version 3; this replaygate uses 4: run `replaygate ledger migrate --ledger URL --operator NAME
+// --reason TEXT --audit LOG`", a newer one with "ledger schema version 5 is newer than this
+// replaygate (4): upgrade replaygate".
 Result<std::unique_ptr<Ledger>> open_ledger(std::string_view url, const Options& options = {});
+
+// Brings an existing ledger of schema version 1, 2 or 3 to kSchemaVersion in one transaction (the
+// database is at the old version or the new one, never between): 1 -> 2 adds copy_replay and
+// body_digest (NULL in the rows there), 2 -> 3 adds recorded_at (the rows there get their
+// claimed_at, no later than now), 3 -> 4 adds the plan tables. At kSchemaVersion already: Ok with
+// from == to, nothing changed. Every row is kept. A missing SQLite file is kUnavailable (nothing
+// is created); the other errors are open_ledger's (a newer version, a foreign layout: refused,
+// unchanged).
+Result<Migrated> migrate_ledger(std::string_view url, const Options& options = {});
 
 // The ledger schema version this build reads and writes (SQLite user_version, PostgreSQL
 // replaygate_ledger_meta.schema_version). Version 1 had no copy_replay / body_digest columns,
-// version 2 no recorded_at.
-inline constexpr int kSchemaVersion = 3;
+// version 2 no recorded_at, version 3 no plan tables.
+inline constexpr int kSchemaVersion = 4;
 
 }  // namespace replaygate::ledger

@@ -12,15 +12,17 @@
 // Recognition: a table replaygate_ledger_meta (name, value) holds schema_version; creation runs
 // under a transaction-scoped advisory lock, so concurrent first opens create it once. Tables that
 // exist with another layout, or a claims table without the meta table, are refused.
-// Schema versions 1 (without copy_replay, body_digest and recorded_at) and 2 (without recorded_at)
-// are upgraded under the same lock: the columns added at the end, the version set to 3, in the
-// opener's transaction.
+// Another schema version is refused on open. migrate_postgres() brings versions 1 (without
+// copy_replay, body_digest and recorded_at), 2 (without recorded_at) and 3 (without the plan
+// tables) to 4 under the same lock, in one transaction: the columns added at the end, the plan
+// tables created, the version set to 4.
 #include <libpq-fe.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -78,6 +80,64 @@ constexpr const char* kCreateAnchorsSql =
     "  CONSTRAINT replaygate_ledger_anchor_key PRIMARY KEY (scope, log)\n"
     ")";
 
+// The plan tables (schema version 4): plans, one approval per approver, progress per identity.
+constexpr const char* kCreatePlansSql =
+    "CREATE TABLE replaygate_ledger_plans (\n"
+    "  scope text NOT NULL,\n"
+    "  digest text NOT NULL,\n"
+    "  author text NOT NULL,\n"
+    "  source text NOT NULL,\n"
+    "  table_checksum text NOT NULL,\n"
+    "  letters bigint NOT NULL,\n"
+    "  copies bigint NOT NULL,\n"
+    "  created_at text NOT NULL,\n"
+    "  expires_at text NOT NULL,\n"
+    "  recorded_at text NOT NULL,\n"
+    "  cancelled_by text,\n"
+    "  cancel_reason text,\n"
+    "  cancelled_at text,\n"
+    "  CONSTRAINT replaygate_ledger_plan_key PRIMARY KEY (scope, digest)\n"
+    ");\n"
+    "CREATE TABLE replaygate_ledger_plan_approvals (\n"
+    "  scope text NOT NULL,\n"
+    "  digest text NOT NULL,\n"
+    "  approver text NOT NULL,\n"
+    "  key_id text NOT NULL,\n"
+    "  signature text NOT NULL,\n"
+    "  reason text NOT NULL,\n"
+    "  approved_at text NOT NULL,\n"
+    "  recorded_at text NOT NULL,\n"
+    "  CONSTRAINT replaygate_ledger_approval_key PRIMARY KEY (scope, digest, approver)\n"
+    ");\n"
+    "CREATE TABLE replaygate_ledger_plan_progress (\n"
+    "  scope text NOT NULL,\n"
+    "  digest text NOT NULL,\n"
+    "  identity text NOT NULL,\n"
+    "  done bigint NOT NULL,\n"
+    "  held bigint NOT NULL,\n"
+    "  changed bigint NOT NULL,\n"
+    "  last_outcome text NOT NULL,\n"
+    "  updated_at text NOT NULL,\n"
+    "  CONSTRAINT replaygate_ledger_progress_key PRIMARY KEY (scope, digest, identity)\n"
+    ");\n";
+// (table, its columns as pg_attribute gives them) of the plan tables, checked on open.
+const std::vector<std::pair<std::string, std::string>> kPlanTables = {
+    {"replaygate_ledger_plans",
+     "scope text NO, digest text NO, author text NO, source text NO, table_checksum text NO, "
+     "letters bigint NO, copies bigint NO, created_at text NO, expires_at text NO, recorded_at "
+     "text NO, cancelled_by text YES, cancel_reason text YES, cancelled_at text YES"},
+    {"replaygate_ledger_plan_approvals",
+     "scope text NO, digest text NO, approver text NO, key_id text NO, signature text NO, reason "
+     "text NO, approved_at text NO, recorded_at text NO"},
+    {"replaygate_ledger_plan_progress",
+     "scope text NO, digest text NO, identity text NO, done bigint NO, held bigint NO, changed "
+     "bigint NO, last_outcome text NO, updated_at text NO"}};
+constexpr const char* kPlanColumns =
+    "digest, author, source, table_checksum, letters, copies, created_at, expires_at, "
+    "recorded_at, cancelled_by, cancel_reason, cancelled_at";
+constexpr const char* kApprovalColumns =
+    "digest, approver, key_id, signature, reason, approved_at, recorded_at";
+
 // (column, data type, nullable) of replaygate_ledger_claims, in order.
 const std::vector<std::string> kExpectedColumns = {"scope text NO",
                                                    "key text NO",
@@ -98,10 +158,10 @@ const std::vector<std::string> kExpectedColumns = {"scope text NO",
                                                    "copy_replay bigint YES",
                                                    "body_digest text YES",
                                                    "recorded_at text NO"};
-// Version 1 had the columns above but the last three, version 2 all but recorded_at. A later
-// version must extend the upgrade. The rows already there keep the only time they have, their
-// claimed_at (no later than the upgrade's now()), as recorded_at: they age as they did before.
-static_assert(kSchemaVersion == 3, "upgrade older ledgers to the new version");
+// Version 1 had the columns above but the last three, version 2 all but recorded_at, version 3
+// no plan tables. A later version must extend the migration. The rows already there keep the only
+// time they have, their claimed_at (no later than the upgrade's now()), as recorded_at: they age as
+// they did before.
 constexpr size_t kVersion1Columns = 16;
 constexpr size_t kVersion2Columns = 18;
 constexpr const char* kUpgradeFrom1 =
@@ -113,6 +173,9 @@ constexpr const char* kUpgradeFrom2 =
     "UPDATE replaygate_ledger_claims SET recorded_at = least(claimed_at COLLATE \"C\", "
     "recorded_at COLLATE \"C\");\n"
     "UPDATE replaygate_ledger_meta SET value = '3' WHERE name = 'schema_version';\n";
+static_assert(kSchemaVersion == 4, "migrate older ledgers to the new version");
+constexpr const char* kUpgradeFrom3 =
+    "UPDATE replaygate_ledger_meta SET value = '4' WHERE name = 'schema_version';\n";
 
 const std::string kSelect = std::string("SELECT ") + kColumns + " FROM replaygate_ledger_claims ";
 
@@ -156,11 +219,16 @@ int state_rank(State s) { return static_cast<int>(s); }
 
 class PgLedger final : public Ledger {
  public:
-  PgLedger(PGconn* conn, const std::string& url, const Options& o)
-      : Ledger(o.scope, redact(url), o.clock), conn_(conn) {}
+  PgLedger(PGconn* conn, const std::string& url, const Options& o, bool migrating)
+      : Ledger(o.scope, redact(url), o.clock),
+        conn_(conn),
+        migrating_(migrating),
+        test_point_(o.test_point) {}
   ~PgLedger() override { PQfinish(conn_); }
 
   std::optional<Error> init();
+  // The schema version the database had when opened (== kSchemaVersion unless it was migrated).
+  int found_version() const { return found_version_; }
 
  protected:
   Result<std::vector<ClaimOutcome>> do_claim_batch(const std::vector<Claim>& claims) override;
@@ -178,6 +246,17 @@ class PgLedger final : public Ledger {
   Result<std::int64_t> do_restore(const std::vector<Record>& rows) override;
   Result<AuditAnchor> do_raise_anchor(const AuditAnchor& anchor) override;
   Result<std::vector<AuditAnchor>> do_anchors() override;
+  Status do_record_plan(const PlanRecord& plan) override;
+  Result<std::optional<PlanRecord>> do_plan(std::string_view digest) override;
+  Result<PlanApproval> do_approve_plan(const PlanApproval& approval) override;
+  Result<std::vector<PlanApproval>> do_plan_approvals(std::string_view digest) override;
+  Result<PlanRecord> do_cancel_plan(std::string_view digest, std::string_view operator_name,
+                                    std::string_view reason) override;
+  Status do_record_plan_progress(const std::vector<PlanLetterProgress>& progress) override;
+  Result<std::vector<PlanLetterProgress>> do_plan_progress(
+      std::string_view digest, const std::vector<std::string>& identities) override;
+  Result<PlanCounts> do_plan_counts(std::string_view digest) override;
+  Result<std::vector<PlanRecord>> do_plans() override;
 
  private:
   struct Failure {
@@ -316,8 +395,16 @@ class PgLedger final : public Ledger {
   }
 
   std::optional<Error> check_or_create();
+  // The plan of `digest` inside a transaction (nullopt: not recorded).
+  Result<std::optional<PlanRecord>> read_plan(std::string_view digest, std::optional<Failure>& f,
+                                              bool for_update);
+  // The plan tables' layout (version 4), inside check_or_create's transaction: "" or why not.
+  std::string plan_tables_problem(std::optional<Failure>& f);
 
   PGconn* conn_;
+  bool migrating_ = false;  // opened by migrate_postgres(): an older version is migrated
+  std::function<void(std::string_view)> test_point_;
+  int found_version_ = kSchemaVersion;
 };
 
 std::optional<Error> PgLedger::check_or_create() {
@@ -338,8 +425,12 @@ std::optional<Error> PgLedger::check_or_create() {
   if (f) return bail(f->error);
   const bool meta = std::string_view(PQgetvalue(exist.get(), 0, 0)) == "t";
   const bool claims = std::string_view(PQgetvalue(exist.get(), 0, 1)) == "t";
+  if (!meta && !claims && migrating_) {
+    return bail(error(ErrorCode::kUnavailable,
+                      "no ledger at " + describe() + " (no ledger tables: nothing to migrate)"));
+  }
   if (!meta && !claims) {
-    run("create the ledger schema", kCreateSql, {}, f);
+    run("create the ledger schema", std::string(kCreateSql) + kCreatePlansSql, {}, f);
     if (f) return bail(f->error);
     run("create the ledger schema",
         "INSERT INTO replaygate_ledger_meta (name, value) VALUES ('application', "
@@ -365,11 +456,15 @@ std::optional<Error> PgLedger::check_or_create() {
           error(ErrorCode::kForeign, where + "replaygate_ledger_meta has no schema_version"));
     }
     const std::string version = PQgetvalue(v.get(), 0, 0);
-    const bool upgrade = version == "1" || version == "2";
-    if (!upgrade && version != std::to_string(kSchemaVersion)) {
-      return bail(error(ErrorCode::kSchemaVersion, where + "ledger schema version " + version +
-                                                       ", this build reads version " +
-                                                       std::to_string(kSchemaVersion)));
+    const bool upgrade = version == "1" || version == "2" || version == "3";
+    if (version != std::to_string(kSchemaVersion) && (!upgrade || !migrating_)) {
+      long long n = 0;
+      try {
+        n = std::stoll(version);
+      } catch (...) {
+        n = 0;
+      }
+      return bail(schema_version_error(describe(), n));
     }
     if (!claims) {
       return bail(error(ErrorCode::kForeign,
@@ -411,19 +506,49 @@ std::optional<Error> PgLedger::check_or_create() {
                                                  "replaygate_ledger_key (one live claim per key)"));
     }
     if (version == "1") {
-      run("upgrade the ledger schema from version 1", kUpgradeFrom1, {}, f);
+      run("migrate the ledger schema from version 1", kUpgradeFrom1, {}, f);
+      if (f) return bail(f->error);
+    }
+    if (version == "1" || version == "2") {
+      run("migrate the ledger schema to version 3", kUpgradeFrom2, {}, f);
       if (f) return bail(f->error);
     }
     if (upgrade) {
-      run("upgrade the ledger schema to version 3", kUpgradeFrom2, {}, f);
+      // A version-3 database may hold leftovers of nothing else: its plan tables must not exist.
+      run("migrate the ledger schema to version 4", std::string(kCreatePlansSql) + kUpgradeFrom3,
+          {}, f);
       if (f) return bail(f->error);
+      found_version_ = std::stoi(version);
+    } else if (const std::string why = plan_tables_problem(f); !why.empty()) {
+      return bail(error(ErrorCode::kForeign, where + why));
+    } else if (f) {
+      return bail(f->error);
     }
   }
   run("add the audit anchor table", kCreateAnchorsSql, {}, f);
   if (f) return bail(f->error);
+  if (found_version_ != kSchemaVersion && test_point_) test_point_("migrate_in_transaction");
   PgResult c = run("commit", "COMMIT", {}, f);
   if (f) return f->error;
   return std::nullopt;
+}
+
+std::string PgLedger::plan_tables_problem(std::optional<Failure>& f) {
+  for (const auto& [table, expected] : kPlanTables) {
+    PgResult cols = run("read the plan tables' layout",
+                        "SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, "
+                        "a.atttypmod) || CASE WHEN a.attnotnull THEN ' NO' ELSE ' YES' END, ', ' "
+                        "ORDER BY a.attnum) FROM pg_attribute a WHERE a.attrelid = "
+                        "to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped",
+                        {table}, f);
+    if (f) return "";
+    const std::string have = PQgetisnull(cols.get(), 0, 0) ? "" : PQgetvalue(cols.get(), 0, 0);
+    if (have != expected) {
+      return have.empty() ? "a ledger of schema version 4 without its table " + table
+                          : table + " has another layout (" + have + ")";
+    }
+  }
+  return "";
 }
 
 std::optional<Error> PgLedger::init() {
@@ -884,9 +1009,336 @@ Result<std::vector<AuditAnchor>> PgLedger::do_anchors() {
       });
 }
 
+namespace {
+
+PlanRecord plan_from(const PGresult* r, int row) {
+  auto text = [&](int col) {
+    return std::string(PQgetvalue(r, row, col), static_cast<size_t>(PQgetlength(r, row, col)));
+  };
+  PlanRecord p;
+  p.digest = text(0);
+  p.author = text(1);
+  p.source = text(2);
+  p.table_checksum = text(3);
+  p.letters = std::stoll(text(4));
+  p.copies = std::stoll(text(5));
+  p.created_at = parse_stored_time(text(6)).value_or(Time{});
+  p.expires_at = parse_stored_time(text(7)).value_or(Time{});
+  p.recorded_at = parse_stored_time(text(8)).value_or(Time{});
+  if (!PQgetisnull(r, row, 11)) {
+    p.cancelled_by = text(9);
+    p.cancel_reason = text(10);
+    p.cancelled_at = parse_stored_time(text(11));
+  }
+  return p;
+}
+
+PlanApproval approval_from(const PGresult* r, int row) {
+  auto text = [&](int col) {
+    return std::string(PQgetvalue(r, row, col), static_cast<size_t>(PQgetlength(r, row, col)));
+  };
+  PlanApproval a;
+  a.digest = text(0);
+  a.approver = text(1);
+  a.key_id = text(2);
+  a.signature = text(3);
+  a.reason = text(4);
+  a.approved_at = parse_stored_time(text(5)).value_or(Time{});
+  a.recorded_at = parse_stored_time(text(6)).value_or(Time{});
+  return a;
+}
+
+// The names of the fields in which two records of one digest differ ("" when they agree).
+std::string differing_fields(const PlanRecord& a, const PlanRecord& b) {
+  std::string out;
+  const auto add = [&](bool differ, const char* name) {
+    if (differ) out += (out.empty() ? "" : ", ") + std::string(name);
+  };
+  add(a.author != b.author, "author");
+  add(a.source != b.source, "source");
+  add(a.table_checksum != b.table_checksum, "table_checksum");
+  add(a.letters != b.letters, "letters");
+  add(a.copies != b.copies, "copies");
+  add(a.created_at != b.created_at, "created_at");
+  add(a.expires_at != b.expires_at, "expires_at");
+  return out;
+}
+
+std::string int_array(const std::vector<std::int64_t>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
+  return out + "}";
+}
+
 }  // namespace
 
-Result<std::unique_ptr<Ledger>> open_postgres(const std::string& conninfo, const Options& options) {
+Result<std::optional<PlanRecord>> PgLedger::read_plan(std::string_view digest,
+                                                      std::optional<Failure>& f, bool for_update) {
+  PgResult r = run("read a plan",
+                   std::string("SELECT ") + kPlanColumns +
+                       " FROM replaygate_ledger_plans WHERE scope = $1 AND digest = $2" +
+                       (for_update ? " FOR UPDATE" : ""),
+                   {scope(), std::string(digest)}, f);
+  if (f) return f->error;
+  if (PQntuples(r.get()) == 0) return std::optional<PlanRecord>();
+  return std::optional<PlanRecord>(plan_from(r.get(), 0));
+}
+
+Status PgLedger::do_record_plan(const PlanRecord& plan) {
+  return in_transaction<Ok>([&](std::optional<Failure>& f) -> Status {
+    // Two records of one digest at once: the second waits for the first's row, then compares.
+    PgResult ins = run("record a plan",
+                       "INSERT INTO replaygate_ledger_plans (scope, digest, author, source, "
+                       "table_checksum, letters, copies, created_at, expires_at, recorded_at) "
+                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, " kServerNow
+                       ") ON CONFLICT DO NOTHING RETURNING digest",
+                       {scope(), plan.digest, plan.author, plan.source, plan.table_checksum,
+                        std::to_string(plan.letters), std::to_string(plan.copies),
+                        format_time(plan.created_at), format_time(plan.expires_at)},
+                       f);
+    if (f) return f->error;
+    if (PQntuples(ins.get()) == 1) return Ok{};
+    Result<std::optional<PlanRecord>> held = read_plan(plan.digest, f, false);
+    if (!held) return held.error();
+    if (!*held) {
+      return error(ErrorCode::kInternal, "ledger " + describe() + ": plan " + plan.digest +
+                                             " conflicted but is not recorded");
+    }
+    PlanRecord given = plan;
+    given.created_at = parse_stored_time(format_time(plan.created_at)).value_or(plan.created_at);
+    given.expires_at = parse_stored_time(format_time(plan.expires_at)).value_or(plan.expires_at);
+    const std::string differ = differing_fields(**held, given);
+    if (differ.empty()) return Ok{};
+    return error(ErrorCode::kInvalidArgument, "ledger " + describe() + ": plan " + plan.digest +
+                                                  " recorded with other fields (" + differ + ")");
+  });
+}
+
+Result<std::optional<PlanRecord>> PgLedger::do_plan(std::string_view digest) {
+  return in_transaction<std::optional<PlanRecord>>(
+      [&](std::optional<Failure>& f) -> Result<std::optional<PlanRecord>> {
+        return read_plan(digest, f, false);
+      });
+}
+
+Result<PlanApproval> PgLedger::do_approve_plan(const PlanApproval& approval) {
+  return in_transaction<PlanApproval>([&](std::optional<Failure>& f) -> Result<PlanApproval> {
+    // FOR UPDATE: a cancel running at once either comes first (refused here) or waits.
+    Result<std::optional<PlanRecord>> held = read_plan(approval.digest, f, true);
+    if (!held) return held.error();
+    if (!*held) {
+      return error(ErrorCode::kNotFound,
+                   "ledger " + describe() + ": plan " + approval.digest + " is not recorded");
+    }
+    if ((*held)->cancelled_at) {
+      return error(ErrorCode::kBadTransition, "ledger " + describe() + ": plan " + approval.digest +
+                                                  " is cancelled (by " + (*held)->cancelled_by +
+                                                  ")");
+    }
+    PgResult r = run("approve a plan",
+                     "INSERT INTO replaygate_ledger_plan_approvals (scope, digest, approver, "
+                     "key_id, signature, reason, approved_at, recorded_at) VALUES ($1, $2, $3, "
+                     "$4, $5, $6, $7, " kServerNow ") ON CONFLICT DO NOTHING RETURNING " +
+                         std::string(kApprovalColumns),
+                     {scope(), approval.digest, approval.approver, approval.key_id,
+                      approval.signature, approval.reason, format_time(approval.approved_at)},
+                     f);
+    if (f) return f->error;
+    if (PQntuples(r.get()) == 0) {
+      return error(ErrorCode::kInvalidArgument, "ledger " + describe() + ": plan " +
+                                                    approval.digest + " is already approved by " +
+                                                    approval.approver);
+    }
+    return approval_from(r.get(), 0);
+  });
+}
+
+Result<std::vector<PlanApproval>> PgLedger::do_plan_approvals(std::string_view digest) {
+  return in_transaction<std::vector<PlanApproval>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<PlanApproval>> {
+        PgResult r = run("read a plan's approvals",
+                         std::string("SELECT ") + kApprovalColumns +
+                             " FROM replaygate_ledger_plan_approvals WHERE scope = $1 AND digest "
+                             "= $2 ORDER BY recorded_at COLLATE \"C\", approver COLLATE \"C\"",
+                         {scope(), std::string(digest)}, f);
+        if (f) return f->error;
+        std::vector<PlanApproval> out;
+        for (int i = 0; i < PQntuples(r.get()); ++i) out.push_back(approval_from(r.get(), i));
+        return out;
+      });
+}
+
+Result<PlanRecord> PgLedger::do_cancel_plan(std::string_view digest, std::string_view operator_name,
+                                            std::string_view reason) {
+  return in_transaction<PlanRecord>([&](std::optional<Failure>& f) -> Result<PlanRecord> {
+    Result<std::optional<PlanRecord>> held = read_plan(digest, f, true);
+    if (!held) return held.error();
+    if (!*held) {
+      return error(ErrorCode::kNotFound,
+                   "ledger " + describe() + ": plan " + std::string(digest) + " is not recorded");
+    }
+    if ((*held)->cancelled_at) {
+      return error(ErrorCode::kBadTransition,
+                   "ledger " + describe() + ": plan " + std::string(digest) +
+                       " was already cancelled by " + (*held)->cancelled_by + " at " +
+                       format_time(*(*held)->cancelled_at));
+    }
+    const std::string at = format_time(now());
+    run("cancel a plan",
+        "UPDATE replaygate_ledger_plans SET cancelled_by = $3, cancel_reason = $4, cancelled_at = "
+        "$5 WHERE scope = $1 AND digest = $2",
+        {scope(), std::string(digest), std::string(operator_name), std::string(reason), at}, f);
+    if (f) return f->error;
+    PlanRecord p = **held;
+    p.cancelled_by = operator_name;
+    p.cancel_reason = reason;
+    p.cancelled_at = parse_stored_time(at);
+    return p;
+  });
+}
+
+Status PgLedger::do_record_plan_progress(const std::vector<PlanLetterProgress>& progress) {
+  // One row per (digest, identity), in sorted order: an INSERT ... ON CONFLICT cannot touch a row
+  // twice, and sorted rows make two concurrent batches lock in one direction.
+  struct Sum {
+    std::int64_t done = 0, held = 0, changed = 0;
+    const std::string* outcome = nullptr;
+  };
+  std::map<std::pair<std::string_view, std::string_view>, Sum> sums;
+  for (const PlanLetterProgress& p : progress) {
+    Sum& s = sums[{p.digest, p.identity}];
+    s.done += p.done;
+    s.held += p.held;
+    s.changed += p.changed;
+    s.outcome = &p.last_outcome;
+  }
+  std::vector<std::string> digests_owned, identities_owned;
+  std::vector<const std::string*> digests, identities, outcomes, distinct;
+  std::vector<std::int64_t> done, held, changed;
+  digests_owned.reserve(sums.size());
+  identities_owned.reserve(sums.size());
+  for (const auto& [id, s] : sums) {
+    digests_owned.emplace_back(id.first);
+    identities_owned.emplace_back(id.second);
+    if (distinct.empty() || *distinct.back() != digests_owned.back()) {
+      distinct.push_back(&digests_owned.back());
+    }
+    outcomes.push_back(s.outcome);
+    done.push_back(s.done);
+    held.push_back(s.held);
+    changed.push_back(s.changed);
+  }
+  for (size_t i = 0; i < digests_owned.size(); ++i) {
+    digests.push_back(&digests_owned[i]);
+    identities.push_back(&identities_owned[i]);
+  }
+  const std::string at = format_time(now());
+  return in_transaction<Ok>([&](std::optional<Failure>& f) -> Status {
+    PgResult known = run("read the plans of the progress",
+                         "SELECT digest FROM replaygate_ledger_plans WHERE scope = $1 AND digest = "
+                         "ANY($2::text[])",
+                         {scope(), text_array(distinct)}, f);
+    if (f) return f->error;
+    if (PQntuples(known.get()) != static_cast<int>(distinct.size())) {
+      std::set<std::string> found;
+      for (int i = 0; i < PQntuples(known.get()); ++i) found.insert(PQgetvalue(known.get(), i, 0));
+      for (const std::string* d : distinct) {
+        if (found.count(*d) == 0) {
+          return error(ErrorCode::kNotFound,
+                       "ledger " + describe() + ": plan " + *d + " is not recorded (progress)");
+        }
+      }
+    }
+    run("record a plan's progress",
+        "INSERT INTO replaygate_ledger_plan_progress AS t (scope, digest, identity, done, held, "
+        "changed, last_outcome, updated_at) SELECT $1, u.d, u.i, u.n, u.h, u.c, u.o, $8 FROM "
+        "unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[]) "
+        "AS u(d, i, n, h, c, o) ON CONFLICT (scope, digest, identity) DO UPDATE SET done = "
+        "t.done + excluded.done, held = t.held + excluded.held, changed = t.changed + "
+        "excluded.changed, last_outcome = excluded.last_outcome, updated_at = excluded.updated_at",
+        {scope(), text_array(digests), text_array(identities), int_array(done), int_array(held),
+         int_array(changed), text_array(outcomes), at},
+        f);
+    if (f) return f->error;
+    return Ok{};
+  });
+}
+
+Result<std::vector<PlanLetterProgress>> PgLedger::do_plan_progress(
+    std::string_view digest, const std::vector<std::string>& identities) {
+  return in_transaction<std::vector<PlanLetterProgress>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<PlanLetterProgress>> {
+        std::vector<const std::string*> ids;
+        for (const std::string& i : identities) ids.push_back(&i);
+        PgResult r = run("read a plan's progress",
+                         "SELECT identity, done, held, changed, last_outcome, updated_at FROM "
+                         "replaygate_ledger_plan_progress WHERE scope = $1 AND digest = $2 AND "
+                         "identity = ANY($3::text[])",
+                         {scope(), std::string(digest), text_array(ids)}, f);
+        if (f) return f->error;
+        std::unordered_map<std::string, int> row_of;
+        for (int i = 0; i < PQntuples(r.get()); ++i) {
+          row_of.emplace(std::string(PQgetvalue(r.get(), i, 0),
+                                     static_cast<size_t>(PQgetlength(r.get(), i, 0))),
+                         i);
+        }
+        std::vector<PlanLetterProgress> out(identities.size());
+        for (size_t k = 0; k < identities.size(); ++k) {
+          PlanLetterProgress& p = out[k];
+          p.digest = digest;
+          p.identity = identities[k];
+          const auto it = row_of.find(identities[k]);
+          if (it == row_of.end()) continue;
+          const int i = it->second;
+          p.done = std::stoll(PQgetvalue(r.get(), i, 1));
+          p.held = std::stoll(PQgetvalue(r.get(), i, 2));
+          p.changed = std::stoll(PQgetvalue(r.get(), i, 3));
+          p.last_outcome = std::string(PQgetvalue(r.get(), i, 4),
+                                       static_cast<size_t>(PQgetlength(r.get(), i, 4)));
+          p.updated_at = parse_stored_time(PQgetvalue(r.get(), i, 5)).value_or(Time{});
+        }
+        return out;
+      });
+}
+
+Result<PlanCounts> PgLedger::do_plan_counts(std::string_view digest) {
+  return in_transaction<PlanCounts>([&](std::optional<Failure>& f) -> Result<PlanCounts> {
+    PgResult r = run("count a plan's progress",
+                     "SELECT count(*), coalesce(sum(done), 0), coalesce(sum(held), 0), "
+                     "coalesce(sum(changed), 0) FROM replaygate_ledger_plan_progress WHERE scope "
+                     "= $1 AND digest = $2",
+                     {scope(), std::string(digest)}, f);
+    if (f) return f->error;
+    PlanCounts c;
+    c.identities = std::stoll(PQgetvalue(r.get(), 0, 0));
+    c.done = std::stoll(PQgetvalue(r.get(), 0, 1));
+    c.held = std::stoll(PQgetvalue(r.get(), 0, 2));
+    c.changed = std::stoll(PQgetvalue(r.get(), 0, 3));
+    return c;
+  });
+}
+
+Result<std::vector<PlanRecord>> PgLedger::do_plans() {
+  return in_transaction<std::vector<PlanRecord>>(
+      [&](std::optional<Failure>& f) -> Result<std::vector<PlanRecord>> {
+        PgResult r = run("read the plans",
+                         std::string("SELECT ") + kPlanColumns +
+                             " FROM replaygate_ledger_plans WHERE scope = $1 ORDER BY recorded_at "
+                             "COLLATE \"C\", digest COLLATE \"C\"",
+                         {scope()}, f);
+        if (f) return f->error;
+        std::vector<PlanRecord> out;
+        for (int i = 0; i < PQntuples(r.get()); ++i) out.push_back(plan_from(r.get(), i));
+        return out;
+      });
+}
+
+}  // namespace
+
+namespace {
+
+Result<std::unique_ptr<PgLedger>> connect(const std::string& conninfo, const Options& options,
+                                          bool migrating) {
   const std::string timeout = std::to_string(options.connect_timeout_s);
   // Later keywords win over earlier ones: the URI's own connect_timeout overrides ours.
   const char* keys[] = {"connect_timeout", "dbname", nullptr};
@@ -900,9 +1352,23 @@ Result<std::unique_ptr<Ledger>> open_postgres(const std::string& conninfo, const
     PQfinish(conn);
     return e;
   }
-  auto ledger = std::make_unique<PgLedger>(conn, conninfo, options);
+  auto ledger = std::make_unique<PgLedger>(conn, conninfo, options, migrating);
   if (auto e = ledger->init()) return *e;
-  return std::unique_ptr<Ledger>(std::move(ledger));
+  return ledger;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Ledger>> open_postgres(const std::string& conninfo, const Options& options) {
+  Result<std::unique_ptr<PgLedger>> l = connect(conninfo, options, false);
+  if (!l) return l.error();
+  return std::unique_ptr<Ledger>(std::move(*l));
+}
+
+Result<Migrated> migrate_postgres(const std::string& conninfo, const Options& options) {
+  Result<std::unique_ptr<PgLedger>> l = connect(conninfo, options, true);
+  if (!l) return l.error();
+  return Migrated{(*l)->found_version(), kSchemaVersion};
 }
 
 }  // namespace replaygate::ledger::internal

@@ -12,11 +12,13 @@
 // Recognition: the ledger sets application_id 0x52474C47 ("RGLG") and user_version = the schema
 // version. A new or empty file is created; any other file must be this application's at this
 // version and have exactly this schema (sqlite_master compared text for text), or it is refused.
-// A file of schema version 1 with exactly that version's schema is upgraded on open (upgrade()):
-// two nullable columns added by ALTER TABLE, which writes the same text as a new file's.
+// A file of an older schema version is refused on open; migrate_sqlite() brings a file of version
+// 1, 2 or 3 with exactly that version's schema to this one (migrate()), in one transaction:
+// columns added by ALTER TABLE (which writes the same text as a new file's), then the plan tables.
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #include "ledger/backends.h"
@@ -112,6 +114,68 @@ constexpr const char* kCreateAnchors =
     "  PRIMARY KEY (scope, log)\n"
     ") STRICT, WITHOUT ROWID";
 
+// The plans (schema version 4, Ledger::record_plan and the rest).
+constexpr const char* kCreatePlans =
+    "CREATE TABLE plans (\n"
+    "  scope TEXT NOT NULL,\n"
+    "  digest TEXT NOT NULL,\n"
+    "  author TEXT NOT NULL,\n"
+    "  source TEXT NOT NULL,\n"
+    "  table_checksum TEXT NOT NULL,\n"
+    "  letters INTEGER NOT NULL,\n"
+    "  copies INTEGER NOT NULL,\n"
+    "  created_at TEXT NOT NULL,\n"
+    "  expires_at TEXT NOT NULL,\n"
+    "  recorded_at TEXT NOT NULL,\n"
+    "  cancelled_by TEXT,\n"
+    "  cancel_reason TEXT,\n"
+    "  cancelled_at TEXT,\n"
+    "  PRIMARY KEY (scope, digest)\n"
+    ") STRICT, WITHOUT ROWID";
+// One approval per approver: the primary key makes a second one a no-op insert.
+constexpr const char* kCreatePlanApprovals =
+    "CREATE TABLE plan_approvals (\n"
+    "  scope TEXT NOT NULL,\n"
+    "  digest TEXT NOT NULL,\n"
+    "  approver TEXT NOT NULL,\n"
+    "  key_id TEXT NOT NULL,\n"
+    "  signature TEXT NOT NULL,\n"
+    "  reason TEXT NOT NULL,\n"
+    "  approved_at TEXT NOT NULL,\n"
+    "  recorded_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY (scope, digest, approver)\n"
+    ") STRICT, WITHOUT ROWID";
+constexpr const char* kCreatePlanProgress =
+    "CREATE TABLE plan_progress (\n"
+    "  scope TEXT NOT NULL,\n"
+    "  digest TEXT NOT NULL,\n"
+    "  identity TEXT NOT NULL,\n"
+    "  done INTEGER NOT NULL,\n"
+    "  held INTEGER NOT NULL,\n"
+    "  changed INTEGER NOT NULL,\n"
+    "  last_outcome TEXT NOT NULL,\n"
+    "  updated_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY (scope, digest, identity)\n"
+    ") STRICT, WITHOUT ROWID";
+
+constexpr const char* kPlanColumns =
+    "digest, author, source, table_checksum, letters, copies, created_at, expires_at, "
+    "recorded_at, cancelled_by, cancel_reason, cancelled_at";
+constexpr const char* kApprovalColumns =
+    "digest, approver, key_id, signature, reason, approved_at, recorded_at";
+constexpr const char* kProgressColumns =
+    "digest, identity, done, held, changed, last_outcome, updated_at";
+
+using Objects = std::vector<std::pair<std::string, std::string>>;  // (name, sql), by name
+
+Objects sorted(Objects o) {
+  std::sort(o.begin(), o.end());
+  return o;
+}
+
+// The tables and indexes of each schema version (without audit_anchors, checked on its own).
+Objects layout(int version);
+
 int state_rank(State s) { return static_cast<int>(s); }
 
 class Stmt {
@@ -154,8 +218,12 @@ class Stmt {
 
 class SqliteLedger final : public Ledger {
  public:
-  SqliteLedger(sqlite3* db, std::string path, const Options& o)
-      : Ledger(o.scope, "sqlite:" + path, o.clock), db_(db), path_(std::move(path)) {}
+  SqliteLedger(sqlite3* db, std::string path, const Options& o, bool migrating)
+      : Ledger(o.scope, "sqlite:" + path, o.clock),
+        db_(db),
+        path_(std::move(path)),
+        migrating_(migrating),
+        test_point_(o.test_point) {}
   ~SqliteLedger() override {
     stmts_.clear();
     sqlite3_close_v2(db_);
@@ -163,6 +231,8 @@ class SqliteLedger final : public Ledger {
 
   // Opening: settings, recognition, creation. Returns an error or nothing.
   std::optional<Error> init(int busy_timeout_ms);
+  // The schema version the file had when opened (== kSchemaVersion unless it was migrated).
+  int found_version() const { return found_version_; }
 
  protected:
   Result<std::vector<ClaimOutcome>> do_claim_batch(const std::vector<Claim>& claims) override;
@@ -180,6 +250,17 @@ class SqliteLedger final : public Ledger {
   Result<std::int64_t> do_restore(const std::vector<Record>& rows) override;
   Result<AuditAnchor> do_raise_anchor(const AuditAnchor& anchor) override;
   Result<std::vector<AuditAnchor>> do_anchors() override;
+  Status do_record_plan(const PlanRecord& plan) override;
+  Result<std::optional<PlanRecord>> do_plan(std::string_view digest) override;
+  Result<PlanApproval> do_approve_plan(const PlanApproval& approval) override;
+  Result<std::vector<PlanApproval>> do_plan_approvals(std::string_view digest) override;
+  Result<PlanRecord> do_cancel_plan(std::string_view digest, std::string_view operator_name,
+                                    std::string_view reason) override;
+  Status do_record_plan_progress(const std::vector<PlanLetterProgress>& progress) override;
+  Result<std::vector<PlanLetterProgress>> do_plan_progress(
+      std::string_view digest, const std::vector<std::string>& identities) override;
+  Result<PlanCounts> do_plan_counts(std::string_view digest) override;
+  Result<std::vector<PlanRecord>> do_plans() override;
 
  private:
   Error fail(std::string_view what, int rc) const {
@@ -281,8 +362,12 @@ class SqliteLedger final : public Ledger {
   }
   std::optional<Error> check_schema();
   std::optional<Error> create_schema();
-  std::optional<Error> upgrade();
+  std::optional<Error> migrate();
   std::optional<Error> add_anchor_table();
+  // The plan of `digest` inside a transaction (nullopt: not recorded).
+  Result<std::optional<PlanRecord>> read_plan(std::string_view digest);
+  static PlanRecord plan_row(const Stmt& s);
+  static PlanApproval approval_row(const Stmt& s);
   // The ledger's time for a row inserted now: this host's clock, but never earlier than the last
   // recorded_at in the file (a claimant whose clock is behind cannot make its row look old).
   // Inside a write transaction.
@@ -292,8 +377,26 @@ class SqliteLedger final : public Ledger {
 
   sqlite3* db_;
   std::string path_;
+  bool migrating_ = false;  // opened by migrate_sqlite(): an older version is migrated
+  std::function<void(std::string_view)> test_point_;
+  int found_version_ = kSchemaVersion;
   std::unordered_map<std::string, std::unique_ptr<Stmt>> stmts_;
 };
+
+Objects layout(int version) {
+  Objects o = {{"claims", version == 1   ? kCreateTableV1
+                          : version == 2 ? kCreateTableV2
+                                         : kCreateTable},
+               {"claims_key", kCreateLive},
+               {"claims_time", kCreateTime}};
+  if (version >= 3) o.emplace_back("claims_recorded", kCreateRecorded);
+  if (version >= 4) {
+    o.emplace_back("plans", kCreatePlans);
+    o.emplace_back("plan_approvals", kCreatePlanApprovals);
+    o.emplace_back("plan_progress", kCreatePlanProgress);
+  }
+  return sorted(std::move(o));
+}
 
 const std::string kSelect = std::string("SELECT ") + kColumns + " FROM claims ";
 
@@ -318,7 +421,13 @@ std::optional<Error> SqliteLedger::check_schema() {
   if (rc != SQLITE_DONE) return fail("read the schema", rc);
   s.finalize();  // no statement may stay open: it would hold a read transaction
   m.finalize();
-  if (app == 0 && version == 0 && objects.empty()) return create_schema();
+  if (app == 0 && version == 0 && objects.empty()) {
+    if (migrating_) {
+      return error(ErrorCode::kUnavailable,
+                   "no ledger at " + describe() + " (an empty database: nothing to migrate)");
+    }
+    return create_schema();
+  }
   // The audit anchor table is checked on its own (a ledger made before it lacks it: added below),
   // so the claims schema is compared as it always was.
   const auto anchors =
@@ -338,24 +447,20 @@ std::optional<Error> SqliteLedger::check_schema() {
                      (names.empty() ? std::string() : ", tables " + names) +
                      "), not a replaygate ledger");
   }
-  const std::vector<std::pair<std::string, std::string>> version1 = {
-      {"claims", kCreateTableV1}, {"claims_key", kCreateLive}, {"claims_time", kCreateTime}};
-  if (version == 1 && objects == version1) return upgrade();
-  const std::vector<std::pair<std::string, std::string>> version2 = {
-      {"claims", kCreateTableV2}, {"claims_key", kCreateLive}, {"claims_time", kCreateTime}};
-  if (version == 2 && objects == version2) return upgrade();
   if (version != kSchemaVersion) {
-    return error(ErrorCode::kSchemaVersion,
-                 "ledger " + describe() + ": refused: ledger schema version " +
-                     std::to_string(version) + ", this build reads version " +
-                     std::to_string(kSchemaVersion));
+    if (!migrating_ || version < 1 || version > kSchemaVersion) {
+      return schema_version_error(describe(), static_cast<long long>(version));
+    }
+    if (sorted(objects) != layout(static_cast<int>(version))) {
+      return error(ErrorCode::kForeign,
+                   "ledger " + describe() +
+                       ": refused: a replaygate ledger whose tables or indexes differ from schema "
+                       "version " +
+                       std::to_string(version) + " (altered by hand?); nothing was migrated");
+    }
+    return migrate();
   }
-  const std::vector<std::pair<std::string, std::string>> expected = {
-      {"claims", kCreateTable},
-      {"claims_key", kCreateLive},
-      {"claims_recorded", kCreateRecorded},
-      {"claims_time", kCreateTime}};
-  if (objects != expected) {
+  if (sorted(objects) != layout(kSchemaVersion)) {
     return error(ErrorCode::kForeign,
                  "ledger " + describe() +
                      ": refused: a replaygate ledger whose tables or indexes differ from schema "
@@ -407,7 +512,8 @@ std::optional<Error> SqliteLedger::create_schema() {
     return check_schema();
   }
   const std::string sql = std::string(kCreateTable) + ";\n" + kCreateLive + ";\n" + kCreateTime +
-                          ";\n" + kCreateRecorded + ";\n" + kCreateAnchors +
+                          ";\n" + kCreateRecorded + ";\n" + kCreateAnchors + ";\n" + kCreatePlans +
+                          ";\n" + kCreatePlanApprovals + ";\n" + kCreatePlanProgress +
                           ";\nPRAGMA application_id=" + std::to_string(kApplicationId) +
                           ";\nPRAGMA user_version=" + std::to_string(kSchemaVersion) + ";";
   rc = exec(sql.c_str());
@@ -419,15 +525,17 @@ std::optional<Error> SqliteLedger::create_schema() {
   return commit();
 }
 
-// Version 1 or 2 -> 3. A later version must extend the upgrade (and kCreateTable's text). The rows
-// already there keep the only time they have, their claimed_at (no later than the upgrade), as
-// recorded_at: they age as they did before.
-static_assert(kSchemaVersion == 3, "upgrade older ledgers to the new version");
-std::optional<Error> SqliteLedger::upgrade() {
+// Version 1, 2 or 3 -> 4, in one transaction. A later version must extend it (and kCreateTable's
+// text). The rows already there keep the only time they have, their claimed_at (no later than the
+// migration), as recorded_at: they age as they did before.
+static_assert(kSchemaVersion == 4, "migrate older ledgers to the new version");
+std::optional<Error> SqliteLedger::migrate() {
   if (auto e = begin(true)) return e;
-  // Another process may have upgraded it since we looked: check again under the write lock.
+  // Another process may have migrated it since we looked: check again under the write lock.
   Stmt v;
-  int rc = v.prepare(db_, "SELECT user_version FROM pragma_user_version");
+  int rc = v.prepare(db_,
+                     "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) "
+                     "FROM sqlite_master WHERE name = 'audit_anchors')");
   if (rc == SQLITE_OK) rc = sqlite3_step(v.get());
   if (rc != SQLITE_ROW) {
     Error e = fail("read the schema version", rc);
@@ -435,29 +543,39 @@ std::optional<Error> SqliteLedger::upgrade() {
     return e;
   }
   const std::int64_t version = sqlite3_column_int64(v.get(), 0);
+  const bool has_anchors = sqlite3_column_int64(v.get(), 1) != 0;
   v.finalize();
-  if (version != 1 && version != 2) {
+  if (version < 1 || version >= kSchemaVersion) {
     rollback();
     return check_schema();
   }
-  const std::string sql = std::string(version == 1 ? "ALTER TABLE claims ADD COLUMN copy_replay "
-                                                     "INTEGER;\nALTER TABLE claims ADD COLUMN "
-                                                     "body_digest TEXT;\n"
-                                                   : "") +
-                          "ALTER TABLE claims ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';\n"
-                          "UPDATE claims SET recorded_at = min(claimed_at, '" +
-                          format_time(now()) + "');\n" + kCreateRecorded +
-                          ";\nPRAGMA user_version=" + std::to_string(kSchemaVersion) + ";";
+  std::string sql;
+  if (version == 1) {
+    sql +=
+        "ALTER TABLE claims ADD COLUMN copy_replay INTEGER;\n"
+        "ALTER TABLE claims ADD COLUMN body_digest TEXT;\n";
+  }
+  if (version <= 2) {
+    sql +=
+        "ALTER TABLE claims ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';\n"
+        "UPDATE claims SET recorded_at = min(claimed_at, '" +
+        format_time(now()) + "');\n" + kCreateRecorded + ";\n";
+  }
+  if (!has_anchors) sql += std::string(kCreateAnchors) + ";\n";
+  sql += std::string(kCreatePlans) + ";\n" + kCreatePlanApprovals + ";\n" + kCreatePlanProgress +
+         ";\nPRAGMA user_version=" + std::to_string(kSchemaVersion) + ";";
   rc = exec(sql.c_str());
   if (rc != SQLITE_OK) {
-    Error e = fail("upgrade the ledger schema from version " + std::to_string(version) + " to " +
+    Error e = fail("migrate the ledger schema from version " + std::to_string(version) + " to " +
                        std::to_string(kSchemaVersion),
                    rc);
     rollback();
     return e;
   }
+  if (test_point_) test_point_("migrate_in_transaction");
   if (auto e = commit()) return e;
-  return check_schema();  // the upgraded file must now be exactly this version's
+  found_version_ = static_cast<int>(version);
+  return check_schema();  // the migrated file must now be exactly this version's
 }
 
 std::optional<Error> SqliteLedger::init(int busy_timeout_ms) {
@@ -919,18 +1037,332 @@ Result<std::vector<AuditAnchor>> SqliteLedger::do_anchors() {
       false, [&]() -> Result<std::vector<AuditAnchor>> { return read_anchors(""); });
 }
 
+PlanRecord SqliteLedger::plan_row(const Stmt& s) {
+  PlanRecord p;
+  p.digest = s.column_text(0);
+  p.author = s.column_text(1);
+  p.source = s.column_text(2);
+  p.table_checksum = s.column_text(3);
+  p.letters = sqlite3_column_int64(s.get(), 4);
+  p.copies = sqlite3_column_int64(s.get(), 5);
+  p.created_at = parse_stored_time(s.column_text(6)).value_or(Time{});
+  p.expires_at = parse_stored_time(s.column_text(7)).value_or(Time{});
+  p.recorded_at = parse_stored_time(s.column_text(8)).value_or(Time{});
+  if (!s.column_null(11)) {
+    p.cancelled_by = s.column_text(9);
+    p.cancel_reason = s.column_text(10);
+    p.cancelled_at = parse_stored_time(s.column_text(11));
+  }
+  return p;
+}
+
+PlanApproval SqliteLedger::approval_row(const Stmt& s) {
+  PlanApproval a;
+  a.digest = s.column_text(0);
+  a.approver = s.column_text(1);
+  a.key_id = s.column_text(2);
+  a.signature = s.column_text(3);
+  a.reason = s.column_text(4);
+  a.approved_at = parse_stored_time(s.column_text(5)).value_or(Time{});
+  a.recorded_at = parse_stored_time(s.column_text(6)).value_or(Time{});
+  return a;
+}
+
+Result<std::optional<PlanRecord>> SqliteLedger::read_plan(std::string_view digest) {
+  auto q = stmt("plan", std::string("SELECT ") + kPlanColumns +
+                            " FROM plans WHERE scope = ?1 AND digest = ?2");
+  if (!q) return q.error();
+  Stmt& s = **q;
+  s.text(1, scope());
+  s.text(2, digest);
+  const int rc = sqlite3_step(s.get());
+  if (rc == SQLITE_DONE) return std::optional<PlanRecord>();
+  if (rc != SQLITE_ROW) return fail("read a plan", rc);
+  std::optional<PlanRecord> p = plan_row(s);
+  s.reset();
+  return p;
+}
+
+// The names of the fields in which two records of one digest differ ("" when they agree).
+std::string differing_fields(const PlanRecord& a, const PlanRecord& b) {
+  std::string out;
+  const auto add = [&](bool differ, const char* name) {
+    if (differ) out += (out.empty() ? "" : ", ") + std::string(name);
+  };
+  add(a.author != b.author, "author");
+  add(a.source != b.source, "source");
+  add(a.table_checksum != b.table_checksum, "table_checksum");
+  add(a.letters != b.letters, "letters");
+  add(a.copies != b.copies, "copies");
+  add(a.created_at != b.created_at, "created_at");
+  add(a.expires_at != b.expires_at, "expires_at");
+  return out;
+}
+
+Status SqliteLedger::do_record_plan(const PlanRecord& plan) {
+  return in_transaction<Ok>(true, [&]() -> Status {
+    Result<std::optional<PlanRecord>> held = read_plan(plan.digest);
+    if (!held) return held.error();
+    // Times are kept to the microsecond: compare what was stored with what would be.
+    PlanRecord given = plan;
+    given.created_at = parse_stored_time(format_time(plan.created_at)).value_or(plan.created_at);
+    given.expires_at = parse_stored_time(format_time(plan.expires_at)).value_or(plan.expires_at);
+    if (*held) {
+      const std::string differ = differing_fields(**held, given);
+      if (differ.empty()) return Ok{};
+      return error(ErrorCode::kInvalidArgument, "ledger " + describe() + ": plan " + plan.digest +
+                                                    " recorded with other fields (" + differ + ")");
+    }
+    auto ins = stmt("record_plan",
+                    "INSERT INTO plans (scope, digest, author, source, table_checksum, letters, "
+                    "copies, created_at, expires_at, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                    "?7, ?8, ?9, ?10)");
+    if (!ins) return ins.error();
+    Stmt& s = **ins;
+    s.text(1, scope());
+    s.text(2, plan.digest);
+    s.text(3, plan.author);
+    s.text(4, plan.source);
+    s.text(5, plan.table_checksum);
+    s.integer(6, plan.letters);
+    s.integer(7, plan.copies);
+    s.text(8, format_time(plan.created_at));
+    s.text(9, format_time(plan.expires_at));
+    s.text(10, format_time(now()));
+    if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) return fail("record a plan", rc);
+    return Ok{};
+  });
+}
+
+Result<std::optional<PlanRecord>> SqliteLedger::do_plan(std::string_view digest) {
+  return in_transaction<std::optional<PlanRecord>>(
+      false, [&]() -> Result<std::optional<PlanRecord>> { return read_plan(digest); });
+}
+
+Result<PlanApproval> SqliteLedger::do_approve_plan(const PlanApproval& approval) {
+  return in_transaction<PlanApproval>(true, [&]() -> Result<PlanApproval> {
+    Result<std::optional<PlanRecord>> held = read_plan(approval.digest);
+    if (!held) return held.error();
+    if (!*held) {
+      return error(ErrorCode::kNotFound,
+                   "ledger " + describe() + ": plan " + approval.digest + " is not recorded");
+    }
+    if ((*held)->cancelled_at) {
+      return error(ErrorCode::kBadTransition, "ledger " + describe() + ": plan " + approval.digest +
+                                                  " is cancelled (by " + (*held)->cancelled_by +
+                                                  ")");
+    }
+    auto ins = stmt("approve_plan",
+                    "INSERT INTO plan_approvals (scope, digest, approver, key_id, signature, "
+                    "reason, approved_at, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON "
+                    "CONFLICT DO NOTHING");
+    if (!ins) return ins.error();
+    PlanApproval a = approval;
+    a.approved_at = parse_stored_time(format_time(a.approved_at)).value_or(a.approved_at);
+    const std::string recorded = format_time(now());
+    a.recorded_at = parse_stored_time(recorded).value_or(Time{});
+    Stmt& s = **ins;
+    s.text(1, scope());
+    s.text(2, a.digest);
+    s.text(3, a.approver);
+    s.text(4, a.key_id);
+    s.text(5, a.signature);
+    s.text(6, a.reason);
+    s.text(7, format_time(a.approved_at));
+    s.text(8, recorded);
+    if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) return fail("approve a plan", rc);
+    if (sqlite3_changes(db_) != 1) {
+      return error(ErrorCode::kInvalidArgument, "ledger " + describe() + ": plan " + a.digest +
+                                                    " is already approved by " + a.approver);
+    }
+    return a;
+  });
+}
+
+Result<std::vector<PlanApproval>> SqliteLedger::do_plan_approvals(std::string_view digest) {
+  return in_transaction<std::vector<PlanApproval>>(
+      false, [&]() -> Result<std::vector<PlanApproval>> {
+        auto q = stmt("plan_approvals", std::string("SELECT ") + kApprovalColumns +
+                                            " FROM plan_approvals WHERE scope = ?1 AND digest = "
+                                            "?2 ORDER BY recorded_at, approver");
+        if (!q) return q.error();
+        Stmt& s = **q;
+        s.text(1, scope());
+        s.text(2, digest);
+        std::vector<PlanApproval> out;
+        for (;;) {
+          const int rc = sqlite3_step(s.get());
+          if (rc == SQLITE_DONE) break;
+          if (rc != SQLITE_ROW) return fail("read a plan's approvals", rc);
+          out.push_back(approval_row(s));
+        }
+        return out;
+      });
+}
+
+Result<PlanRecord> SqliteLedger::do_cancel_plan(std::string_view digest,
+                                                std::string_view operator_name,
+                                                std::string_view reason) {
+  return in_transaction<PlanRecord>(true, [&]() -> Result<PlanRecord> {
+    Result<std::optional<PlanRecord>> held = read_plan(digest);
+    if (!held) return held.error();
+    if (!*held) {
+      return error(ErrorCode::kNotFound,
+                   "ledger " + describe() + ": plan " + std::string(digest) + " is not recorded");
+    }
+    if ((*held)->cancelled_at) {
+      return error(ErrorCode::kBadTransition,
+                   "ledger " + describe() + ": plan " + std::string(digest) +
+                       " was already cancelled by " + (*held)->cancelled_by + " at " +
+                       format_time(*(*held)->cancelled_at));
+    }
+    auto up = stmt("cancel_plan",
+                   "UPDATE plans SET cancelled_by = ?3, cancel_reason = ?4, cancelled_at = ?5 "
+                   "WHERE scope = ?1 AND digest = ?2");
+    if (!up) return up.error();
+    const std::string at = format_time(now());
+    Stmt& s = **up;
+    s.text(1, scope());
+    s.text(2, digest);
+    s.text(3, operator_name);
+    s.text(4, reason);
+    s.text(5, at);
+    if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) return fail("cancel a plan", rc);
+    PlanRecord p = **held;
+    p.cancelled_by = operator_name;
+    p.cancel_reason = reason;
+    p.cancelled_at = parse_stored_time(at);
+    return p;
+  });
+}
+
+Status SqliteLedger::do_record_plan_progress(const std::vector<PlanLetterProgress>& progress) {
+  return in_transaction<Ok>(true, [&]() -> Status {
+    std::set<std::string_view> recorded;
+    for (const PlanLetterProgress& p : progress) {
+      if (recorded.count(p.digest) != 0) continue;
+      Result<std::optional<PlanRecord>> held = read_plan(p.digest);
+      if (!held) return held.error();
+      if (!*held) {
+        return error(ErrorCode::kNotFound, "ledger " + describe() + ": plan " + p.digest +
+                                               " is not recorded (progress of identity " +
+                                               p.identity + ")");
+      }
+      recorded.insert(p.digest);
+    }
+    auto up = stmt("plan_progress_add",
+                   "INSERT INTO plan_progress (scope, digest, identity, done, held, changed, "
+                   "last_outcome, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON "
+                   "CONFLICT (scope, digest, identity) DO UPDATE SET done = done + excluded.done, "
+                   "held = held + excluded.held, changed = changed + excluded.changed, "
+                   "last_outcome = excluded.last_outcome, updated_at = excluded.updated_at");
+    if (!up) return up.error();
+    const std::string at = format_time(now());
+    for (const PlanLetterProgress& p : progress) {
+      Stmt& s = **up;
+      s.reset();
+      s.text_static(1, scope());
+      s.text_static(2, p.digest);
+      s.text_static(3, p.identity);
+      s.integer(4, p.done);
+      s.integer(5, p.held);
+      s.integer(6, p.changed);
+      s.text_static(7, p.last_outcome);
+      s.text_static(8, at);
+      if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) {
+        return fail("record a plan's progress", rc);
+      }
+    }
+    return Ok{};
+  });
+}
+
+Result<std::vector<PlanLetterProgress>> SqliteLedger::do_plan_progress(
+    std::string_view digest, const std::vector<std::string>& identities) {
+  return in_transaction<std::vector<PlanLetterProgress>>(
+      false, [&]() -> Result<std::vector<PlanLetterProgress>> {
+        auto q = stmt("plan_progress", std::string("SELECT ") + kProgressColumns +
+                                           " FROM plan_progress WHERE scope = ?1 AND digest = "
+                                           "?2 AND identity = ?3");
+        if (!q) return q.error();
+        std::vector<PlanLetterProgress> out(identities.size());
+        for (size_t i = 0; i < identities.size(); ++i) {
+          Stmt& s = **q;
+          s.reset();
+          s.text_static(1, scope());
+          s.text_static(2, digest);
+          s.text_static(3, identities[i]);
+          PlanLetterProgress& p = out[i];
+          p.digest = digest;
+          p.identity = identities[i];
+          const int rc = sqlite3_step(s.get());
+          if (rc == SQLITE_DONE) continue;
+          if (rc != SQLITE_ROW) return fail("read a plan's progress", rc);
+          p.done = sqlite3_column_int64(s.get(), 2);
+          p.held = sqlite3_column_int64(s.get(), 3);
+          p.changed = sqlite3_column_int64(s.get(), 4);
+          p.last_outcome = s.column_text(5);
+          p.updated_at = parse_stored_time(s.column_text(6)).value_or(Time{});
+        }
+        return out;
+      });
+}
+
+Result<PlanCounts> SqliteLedger::do_plan_counts(std::string_view digest) {
+  return in_transaction<PlanCounts>(false, [&]() -> Result<PlanCounts> {
+    auto q = stmt("plan_counts",
+                  "SELECT count(*), coalesce(sum(done), 0), coalesce(sum(held), 0), "
+                  "coalesce(sum(changed), 0) FROM plan_progress WHERE scope = ?1 AND digest = ?2");
+    if (!q) return q.error();
+    Stmt& s = **q;
+    s.text(1, scope());
+    s.text(2, digest);
+    if (int rc = sqlite3_step(s.get()); rc != SQLITE_ROW)
+      return fail("count a plan's progress", rc);
+    PlanCounts c;
+    c.identities = sqlite3_column_int64(s.get(), 0);
+    c.done = sqlite3_column_int64(s.get(), 1);
+    c.held = sqlite3_column_int64(s.get(), 2);
+    c.changed = sqlite3_column_int64(s.get(), 3);
+    return c;
+  });
+}
+
+Result<std::vector<PlanRecord>> SqliteLedger::do_plans() {
+  return in_transaction<std::vector<PlanRecord>>(false, [&]() -> Result<std::vector<PlanRecord>> {
+    auto q = stmt("plans", std::string("SELECT ") + kPlanColumns +
+                               " FROM plans WHERE scope = ?1 ORDER BY recorded_at, digest");
+    if (!q) return q.error();
+    Stmt& s = **q;
+    s.text(1, scope());
+    std::vector<PlanRecord> out;
+    for (;;) {
+      const int rc = sqlite3_step(s.get());
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return fail("read the plans", rc);
+      out.push_back(plan_row(s));
+    }
+    return out;
+  });
+}
+
 }  // namespace
 
-Result<std::unique_ptr<Ledger>> open_sqlite(const std::string& path, const Options& options) {
+namespace {
+
+Result<std::unique_ptr<SqliteLedger>> open_file(const std::string& path, const Options& options,
+                                                bool migrating) {
   sqlite3* db = nullptr;
-  const int flags =
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (options.create ? SQLITE_OPEN_CREATE : 0);
+  const bool create = options.create && !migrating;
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = "ledger sqlite:" + path + ": cannot open: " + sqlite3_errstr(rc);
-    if (!options.create && (rc & 0xFF) == SQLITE_CANTOPEN) {
+    if (!create && (rc & 0xFF) == SQLITE_CANTOPEN) {
       msg = "no ledger at sqlite:" + path +
-            " (not created here: decide --ledger, review --ledger and ledger rebuild create one)";
+            (migrating ? std::string(" (nothing to migrate)")
+                       : " (not created here: decide --ledger, review --ledger and ledger "
+                         "rebuild create one)");
     }
     if (db) {
       msg += std::string(" (") + sqlite3_errmsg(db) + ")";
@@ -938,9 +1370,23 @@ Result<std::unique_ptr<Ledger>> open_sqlite(const std::string& path, const Optio
     }
     return error(ErrorCode::kUnavailable, std::move(msg));
   }
-  auto ledger = std::make_unique<SqliteLedger>(db, path, options);
+  auto ledger = std::make_unique<SqliteLedger>(db, path, options, migrating);
   if (auto e = ledger->init(options.busy_timeout_ms)) return *e;
-  return std::unique_ptr<Ledger>(std::move(ledger));
+  return ledger;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Ledger>> open_sqlite(const std::string& path, const Options& options) {
+  Result<std::unique_ptr<SqliteLedger>> l = open_file(path, options, false);
+  if (!l) return l.error();
+  return std::unique_ptr<Ledger>(std::move(*l));
+}
+
+Result<Migrated> migrate_sqlite(const std::string& path, const Options& options) {
+  Result<std::unique_ptr<SqliteLedger>> l = open_file(path, options, true);
+  if (!l) return l.error();
+  return Migrated{(*l)->found_version(), kSchemaVersion};
 }
 
 }  // namespace replaygate::ledger::internal

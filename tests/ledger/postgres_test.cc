@@ -4,6 +4,8 @@
 // postgresql-15 is not installed every test FAILS with that message: these tests are never
 // skipped silently (tools/setup.sh installs the package).
 #include <libpq-fe.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <atomic>
 
@@ -169,72 +171,181 @@ TEST_F(LedgerPostgres, AlteredColumnsOrMissingIndexAreRefused) {
       << l2.error().message;
 }
 
-TEST_F(LedgerPostgres, WrongSchemaVersionIsRefused) {
+TEST_F(LedgerPostgres, ANewerSchemaVersionIsRefusedUpgradeReplaygate) {
   {
     auto l = open_ledger(url());
     ASSERT_TRUE(l.ok()) << l.error().message;
     ASSERT_TRUE((*l)->claim_batch({make_claim("v-1")}).ok());
   }
-  ASSERT_EQ(psql("UPDATE replaygate_ledger_meta SET value = '4' WHERE name = "
+  ASSERT_EQ(psql("UPDATE replaygate_ledger_meta SET value = '5' WHERE name = "
                  "'schema_version';"),
             0);
   auto l = open_ledger(url());
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().code, ErrorCode::kSchemaVersion);
-  EXPECT_NE(l.error().message.find("schema version 4, this build reads version 3"),
-            std::string::npos)
-      << l.error().message;
+  EXPECT_EQ(l.error().message, "ledger " + url() +
+                                   ": refused: ledger schema version 5 is newer than this "
+                                   "replaygate (4): upgrade replaygate");
+  auto m = migrate_ledger(url());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message, l.error().message);
 }
 
-// A ledger made by a build of schema version 1 keeps working: upgraded on open (two nullable
-// columns), its rows read back without the copy's record, new claims store it.
-TEST_F(LedgerPostgres, AVersion1LedgerIsUpgradedOnOpen) {
-  ASSERT_EQ(psql("CREATE TABLE replaygate_ledger_meta (name text PRIMARY KEY, value text NOT "
-                 "NULL);\n"
-                 "CREATE TABLE replaygate_ledger_claims (scope text NOT NULL, key text NOT NULL, "
-                 "slot bigint NOT NULL, generation bigint NOT NULL, state text NOT NULL CHECK "
-                 "(state IN ('claimed', 'recorded', 'confirmed', 'released')), policy text NOT "
-                 "NULL, revision bigint NOT NULL, table_checksum text NOT NULL, rule text NOT "
-                 "NULL, message_id text NOT NULL, worker text NOT NULL, claimed_at text NOT NULL, "
-                 "updated_at text NOT NULL, released_by text, release_reason text, released_at "
-                 "text, CONSTRAINT replaygate_ledger_key PRIMARY KEY (scope, key, slot), CHECK "
-                 "((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = "
-                 "0)));\n"
-                 "CREATE INDEX replaygate_ledger_time ON replaygate_ledger_claims (scope, "
-                 "claimed_at);\n"
-                 "INSERT INTO replaygate_ledger_meta VALUES ('application', 'replaygate-ledger'), "
-                 "('schema_version', '1');\n"
-                 "INSERT INTO replaygate_ledger_claims VALUES ('default', 'old-1', 0, 1, "
-                 "'confirmed', 'dlq-replay-gate', 1, 'c', 'r', 'm-old', 'gate-0', "
-                 "'2026-11-01T10:00:00.000000Z', '2026-11-01T10:00:01.000000Z', NULL, NULL, "
-                 "NULL);"),
-            0);
-  {
+// A ledger as the build of schema version 1, 2 or 3 left it, with 30 claims "old-N" (old-1
+// released) and, from version 2 on, a copy's record on old-0.
+std::string old_ledger_sql(int version) {
+  std::string sql =
+      "CREATE TABLE replaygate_ledger_meta (name text PRIMARY KEY, value text NOT NULL);\n"
+      "CREATE TABLE replaygate_ledger_claims (scope text NOT NULL, key text NOT NULL, "
+      "slot bigint NOT NULL, generation bigint NOT NULL, state text NOT NULL CHECK "
+      "(state IN ('claimed', 'recorded', 'confirmed', 'released')), policy text NOT "
+      "NULL, revision bigint NOT NULL, table_checksum text NOT NULL, rule text NOT "
+      "NULL, message_id text NOT NULL, worker text NOT NULL, claimed_at text NOT NULL, "
+      "updated_at text NOT NULL, released_by text, release_reason text, released_at "
+      "text, CONSTRAINT replaygate_ledger_key PRIMARY KEY (scope, key, slot), CHECK "
+      "((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = "
+      "0)));\n"
+      "CREATE INDEX replaygate_ledger_time ON replaygate_ledger_claims (scope, "
+      "claimed_at);\n"
+      "INSERT INTO replaygate_ledger_meta VALUES ('application', 'replaygate-ledger'), "
+      "('schema_version', '" +
+      std::to_string(version) +
+      "');\n"
+      "INSERT INTO replaygate_ledger_claims SELECT 'default', 'old-' || n, CASE WHEN n = 1 THEN 1 "
+      "ELSE 0 END, 1, CASE WHEN n = 1 THEN 'released' ELSE 'confirmed' END, 'dlq-replay-gate', 1, "
+      "'c', 'r', 'm-old-' || n, 'gate-0', '2026-11-01T10:00:00.000000Z', "
+      "'2026-11-01T10:00:01.000000Z', CASE WHEN n = 1 THEN 'ops' END, CASE WHEN n = 1 THEN "
+      "'INC-1 refund' END, CASE WHEN n = 1 THEN '2026-11-01T10:00:01.000000Z' END FROM "
+      "generate_series(0, 29) AS n;\n";
+  if (version >= 2) {
+    sql +=
+        "ALTER TABLE replaygate_ledger_claims ADD COLUMN copy_replay bigint, ADD COLUMN "
+        "body_digest text;\n"
+        "UPDATE replaygate_ledger_claims SET copy_replay = 2, body_digest = 'sha256:00' WHERE key "
+        "= 'old-0';\n";
+  }
+  if (version >= 3) {
+    sql +=
+        "ALTER TABLE replaygate_ledger_claims ADD COLUMN recorded_at text NOT NULL DEFAULT '';\n"
+        "UPDATE replaygate_ledger_claims SET recorded_at = claimed_at;\n"
+        "CREATE TABLE replaygate_ledger_audit_anchors (scope text NOT NULL, log text NOT NULL, "
+        "seq bigint NOT NULL, head text NOT NULL, chain_digest text NOT NULL, key_id text NOT "
+        "NULL, recorded_at text NOT NULL, CONSTRAINT replaygate_ledger_anchor_key PRIMARY KEY "
+        "(scope, log));\n";
+  }
+  return sql;
+}
+
+TEST_F(LedgerPostgres, AnOlderSchemaVersionIsRefusedRunLedgerMigrate) {
+  ASSERT_EQ(psql(old_ledger_sql(3)), 0);
+  auto l = open_ledger(url());
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code, ErrorCode::kSchemaVersion);
+  EXPECT_EQ(l.error().message,
+            "ledger " + url() +
+                ": refused: ledger schema version 3; this replaygate uses 4: run `replaygate "
+                "ledger migrate --ledger " +
+                url() + " --operator NAME --reason TEXT --audit LOG`");
+  ASSERT_EQ(psql("DO $$ BEGIN IF to_regclass('replaygate_ledger_plans') IS NOT NULL THEN RAISE "
+                 "EXCEPTION 'changed'; END IF; END $$;"),
+            0)
+      << "a refused ledger is left as it was";
+}
+
+TEST_F(LedgerPostgres, MigrateFromVersions123To4KeepsEveryRow) {
+  for (int version : {1, 2, 3}) {
+    SCOPED_TRACE("version " + std::to_string(version));
+    ASSERT_EQ(psql("DROP TABLE IF EXISTS replaygate_ledger_meta, replaygate_ledger_claims, "
+                   "replaygate_ledger_audit_anchors, replaygate_ledger_plans, "
+                   "replaygate_ledger_plan_approvals, replaygate_ledger_plan_progress;\n" +
+                   old_ledger_sql(version)),
+              0);
+    auto m = migrate_ledger(url());
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->from, version);
+    EXPECT_EQ(m->to, 4);
     auto l = open_ledger(url());
     ASSERT_TRUE(l.ok()) << l.error().message;
-    auto seen = (*l)->lookup({"old-1"});
-    ASSERT_TRUE(seen.ok()) << seen.error().message;
-    ASSERT_TRUE((*seen)[0]);
-    EXPECT_EQ((*seen)[0]->message_id, "m-old");
-    EXPECT_FALSE((*seen)[0]->copy_replay.has_value());
-    EXPECT_EQ((*seen)[0]->body_digest, "");
-    Claim c = make_claim("new-1");
-    c.copy_replay = 2;
-    c.body_digest = "sha256:00";
-    ASSERT_TRUE((*l)->claim_batch({c}).ok());
+    auto st = (*l)->stats();
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->confirmed, 29);
+    EXPECT_EQ(st->released, 1);
+    EXPECT_EQ(st->keys, 30);
+    auto old0 = (*l)->show("old-0");
+    ASSERT_TRUE(old0.ok() && old0->size() == 1u);
+    EXPECT_EQ((*old0)[0].message_id, "m-old-0");
+    EXPECT_EQ(format_time((*old0)[0].recorded_at), "2026-11-01T10:00:00.000000Z");
+    if (version >= 2) {
+      EXPECT_EQ((*old0)[0].copy_replay, 2);
+      EXPECT_EQ((*old0)[0].body_digest, "sha256:00");
+    }
+    auto old1 = (*l)->show("old-1");
+    ASSERT_TRUE(old1.ok() && old1->size() == 1u);
+    EXPECT_EQ((*old1)[0].state, State::kReleased);
+    EXPECT_EQ((*old1)[0].release_reason, "INC-1 refund");
+    PlanRecord plan;
+    plan.digest = "blake2b:" + std::string(64, 'f');
+    ASSERT_TRUE((*l)->record_plan(plan).ok());
+    auto again = migrate_ledger(url());
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(again->from, 4);
+    EXPECT_EQ(again->to, 4);
+    ASSERT_EQ(psql("DO $$ BEGIN IF (SELECT value FROM replaygate_ledger_meta WHERE name = "
+                   "'schema_version') <> '4' THEN RAISE EXCEPTION 'not migrated'; END IF; END "
+                   "$$;"),
+              0);
   }
-  auto again = open_ledger(url());  // now at this version: opened without another upgrade
-  ASSERT_TRUE(again.ok()) << again.error().message;
-  const auto seen = (*again)->lookup({"new-1", "old-1"});
-  ASSERT_TRUE(seen.ok());
-  EXPECT_EQ((*seen)[0]->copy_replay, 2);
-  EXPECT_EQ((*seen)[0]->body_digest, "sha256:00");
-  ASSERT_TRUE((*seen)[1].has_value());
-  EXPECT_EQ(format_time((*seen)[1]->recorded_at), "2026-11-01T10:00:00.000000Z")
-      << "a row from before version 3 keeps its claimed_at as the ledger's time";
-  ASSERT_EQ(psql("DO $$ BEGIN IF (SELECT value FROM replaygate_ledger_meta WHERE name = "
-                 "'schema_version') <> '3' THEN RAISE EXCEPTION 'not upgraded'; END IF; END $$;"),
+}
+
+TEST_F(LedgerPostgres, MigrateCreatesNothingInAnEmptyDatabase) {
+  auto m = migrate_ledger(url());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, ErrorCode::kUnavailable);
+  ASSERT_EQ(psql("DO $$ BEGIN IF to_regclass('replaygate_ledger_meta') IS NOT NULL THEN RAISE "
+                 "EXCEPTION 'created'; END IF; END $$;"),
             0);
+}
+
+// kill -9 inside the migration's transaction: the server rolls it back; the database is at
+// version 3 with every row; a rerun completes.
+TEST_F(LedgerPostgres, Kill9InsideMigrateLeavesTheOldVersionAndARerunCompletes) {
+  ASSERT_EQ(psql(old_ledger_sql(3)), 0);
+  const std::string u = url();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Options o;
+    o.test_point = [](std::string_view step) {
+      if (step == "migrate_in_transaction") raise(SIGKILL);
+    };
+    (void)migrate_ledger(u, o);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  auto refused = open_ledger(url());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("ledger schema version 3;"), std::string::npos)
+      << refused.error().message;
+  auto m = migrate_ledger(url());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->from, 3);
+  auto l = open_ledger(url());
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  EXPECT_EQ((*l)->stats()->keys, 30);
+}
+
+TEST_F(LedgerPostgres, PlanRecords) { check_plan_records(opener()); }
+TEST_F(LedgerPostgres, PlanApprovalsOnePerApproverNoneOnceCancelled) {
+  check_plan_approvals(opener());
+}
+TEST_F(LedgerPostgres, PlanProgressAddsUp) { check_plan_progress(opener()); }
+TEST_F(LedgerPostgres, PlanProgressSumsAreTheIncrementsInAnyOrderProperty) {
+  check_plan_progress_property(opener());
+}
+TEST_F(LedgerPostgres, PlanProgressFromFourProcessesIsExact) {
+  check_plan_progress_concurrent(opener(), 4, 40);
 }
 
 TEST_F(LedgerPostgres, ServerStoppedMidRunIsUnavailableAndKeepsCommits) {

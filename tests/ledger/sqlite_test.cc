@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -221,94 +222,258 @@ TEST_F(LedgerSqlite, ForeignDatabaseIsRefused) {
   EXPECT_NE(l2.error().message.find("0x000004D2"), std::string::npos) << l2.error().message;
 }
 
-TEST_F(LedgerSqlite, WrongSchemaVersionIsRefused) {
+TEST_F(LedgerSqlite, ANewerSchemaVersionIsRefusedUpgradeReplaygate) {
   make_ledger(3);
-  raw_sql(path(), "PRAGMA user_version = 4;");
+  raw_sql(path(), "PRAGMA user_version = 5;");
   auto l = open_ledger(path());
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().code, ErrorCode::kSchemaVersion);
-  EXPECT_NE(l.error().message.find("schema version 4, this build reads version 3"),
-            std::string::npos)
-      << l.error().message;
-  raw_sql(path(), "PRAGMA user_version = 3;");
+  EXPECT_EQ(l.error().message, "ledger sqlite:" + path() +
+                                   ": refused: ledger schema version 5 is newer than this "
+                                   "replaygate (4): upgrade replaygate");
+  auto m = migrate_ledger(path());
+  ASSERT_FALSE(m.ok()) << "migrate never moves a ledger back";
+  EXPECT_EQ(m.error().message, l.error().message);
+  raw_sql(path(), "PRAGMA user_version = 4;");
   expect_claims(3);  // nothing was recreated
 }
 
-// A ledger written by a build of schema version 1 (no copy_replay, no body_digest) keeps working:
-// it is upgraded on open, its rows read back without the copy's record (the gate then never acks
-// one of their letters without publishing: redrive/redrive.h), and its schema is then exactly a new
-// file's.
-TEST_F(LedgerSqlite, AVersion1LedgerIsUpgradedOnOpen) {
-  raw_sql(path(),
-          "CREATE TABLE claims (\n"
-          "  scope TEXT NOT NULL,\n"
-          "  key TEXT NOT NULL,\n"
-          "  slot INTEGER NOT NULL,\n"
-          "  generation INTEGER NOT NULL,\n"
-          "  state TEXT NOT NULL CHECK (state IN ('claimed', 'recorded', 'confirmed', "
-          "'released')),\n"
-          "  policy TEXT NOT NULL,\n"
-          "  revision INTEGER NOT NULL,\n"
-          "  table_checksum TEXT NOT NULL,\n"
-          "  rule TEXT NOT NULL,\n"
-          "  message_id TEXT NOT NULL,\n"
-          "  worker TEXT NOT NULL,\n"
-          "  claimed_at TEXT NOT NULL,\n"
-          "  updated_at TEXT NOT NULL,\n"
-          "  released_by TEXT,\n"
-          "  release_reason TEXT,\n"
-          "  released_at TEXT,\n"
-          "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = "
-          "0))\n"
-          ") STRICT;\n"
-          "CREATE UNIQUE INDEX claims_key ON claims (scope, key, slot);\n"
-          "CREATE INDEX claims_time ON claims (scope, claimed_at);\n"
-          "INSERT INTO claims VALUES ('default', 'old-1', 0, 1, 'confirmed', 'dlq-replay-gate', 1, "
-          "'1242ace0f61e98a37d91a175388558cb', 'r', 'm-old', 'gate-0', "
-          "'2026-11-01T10:00:00.000000Z', '2026-11-01T10:00:01.000000Z', NULL, NULL, NULL);\n"
-          "PRAGMA application_id = 1380404295; PRAGMA user_version = 1;");
-  {
-    auto l = open_ledger(path());
-    ASSERT_TRUE(l.ok()) << l.error().message;
-    auto seen = (*l)->lookup({"old-1"});
-    ASSERT_TRUE(seen.ok()) << seen.error().message;
-    ASSERT_TRUE((*seen)[0]);
-    EXPECT_EQ((*seen)[0]->state, State::kConfirmed);
-    EXPECT_EQ((*seen)[0]->message_id, "m-old");
-    EXPECT_FALSE((*seen)[0]->copy_replay.has_value());
-    EXPECT_EQ((*seen)[0]->body_digest, "");
-    Claim c = make_claim("new-1");
-    c.copy_replay = 1;
-    c.body_digest = "sha256:00";
-    ASSERT_TRUE((*l)->claim_batch({c}).ok());
-    EXPECT_EQ((*(*l)->lookup({"new-1"}))[0]->copy_replay, 1);
+// A ledger of schema version 1, 2 or 3 as the build of that version left it (a version-3 file
+// made by an upgrade has the same text as a new one), with `rows` claims "old-N" (one released)
+// and, from version 2 on, a copy's record on the first.
+void make_old_ledger(const std::string& p, int version, int rows) {
+  std::string sql =
+      "CREATE TABLE claims (\n"
+      "  scope TEXT NOT NULL,\n"
+      "  key TEXT NOT NULL,\n"
+      "  slot INTEGER NOT NULL,\n"
+      "  generation INTEGER NOT NULL,\n"
+      "  state TEXT NOT NULL CHECK (state IN ('claimed', 'recorded', 'confirmed', "
+      "'released')),\n"
+      "  policy TEXT NOT NULL,\n"
+      "  revision INTEGER NOT NULL,\n"
+      "  table_checksum TEXT NOT NULL,\n"
+      "  rule TEXT NOT NULL,\n"
+      "  message_id TEXT NOT NULL,\n"
+      "  worker TEXT NOT NULL,\n"
+      "  claimed_at TEXT NOT NULL,\n"
+      "  updated_at TEXT NOT NULL,\n"
+      "  released_by TEXT,\n"
+      "  release_reason TEXT,\n"
+      "  released_at TEXT,\n"
+      "  CHECK ((state = 'released' AND slot = generation) OR (state <> 'released' AND slot = "
+      "0))\n"
+      ") STRICT;\n"
+      "CREATE UNIQUE INDEX claims_key ON claims (scope, key, slot);\n"
+      "CREATE INDEX claims_time ON claims (scope, claimed_at);\n";
+  for (int i = 0; i < rows; ++i) {
+    const std::string n = std::to_string(i);
+    const bool released = i == 1;
+    sql +=
+        "INSERT INTO claims VALUES ('default', 'old-" + n + "', " + (released ? "1" : "0") +
+        ", 1, '" + (released ? "released" : "confirmed") +
+        "', 'dlq-replay-gate', 1, '1242ace0f61e98a37d91a175388558cb', 'r', 'm-old-" + n +
+        "', 'gate-0', '2026-11-01T10:00:00.000000Z', '2026-11-01T10:00:01.000000Z', " +
+        (released ? "'ops', 'INC-1 refund', '2026-11-01T10:00:01.000000Z'" : "NULL, NULL, NULL") +
+        ");\n";
   }
-  // Upgraded once: the file now has exactly the schema of a new one, at this version.
+  if (version >= 2) {
+    sql +=
+        "ALTER TABLE claims ADD COLUMN copy_replay INTEGER;\n"
+        "ALTER TABLE claims ADD COLUMN body_digest TEXT;\n"
+        "UPDATE claims SET copy_replay = 3, body_digest = 'sha256:0f' WHERE key = 'old-0';\n";
+  }
+  if (version >= 3) {
+    sql +=
+        "ALTER TABLE claims ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';\n"
+        "UPDATE claims SET recorded_at = claimed_at;\n"
+        "CREATE INDEX claims_recorded ON claims (recorded_at);\n"
+        "CREATE TABLE audit_anchors (\n"
+        "  scope TEXT NOT NULL,\n"
+        "  log TEXT NOT NULL,\n"
+        "  seq INTEGER NOT NULL,\n"
+        "  head TEXT NOT NULL,\n"
+        "  chain_digest TEXT NOT NULL,\n"
+        "  key_id TEXT NOT NULL,\n"
+        "  recorded_at TEXT NOT NULL,\n"
+        "  PRIMARY KEY (scope, log)\n"
+        ") STRICT, WITHOUT ROWID;\n"
+        "INSERT INTO audit_anchors VALUES ('default', 'h:/a.log', 7, 'aa', 'bb', 'cc', "
+        "'2026-11-01T10:00:02.000000Z');\n";
+  }
+  sql +=
+      "PRAGMA application_id = 1380404295; PRAGMA user_version = " + std::to_string(version) + ";";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_close(db);
+}
+
+// The schema of a file as text: user_version and every object, by name.
+std::string schema_of(const std::string& p) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT (SELECT user_version FROM pragma_user_version) || '|' || "
+                               "group_concat(name || ':' || sql, ';') FROM (SELECT name, sql "
+                               "FROM sqlite_master ORDER BY name)",
+                               -1, &s, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+  std::string text = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return text;
+}
+
+TEST_F(LedgerSqlite, AnOlderSchemaVersionIsRefusedRunLedgerMigrate) {
+  for (int version : {1, 2, 3}) {
+    const std::string p = dir_.file("v" + std::to_string(version) + ".db");
+    make_old_ledger(p, version, 2);
+    const std::string before = schema_of(p);
+    auto l = open_ledger(p);
+    ASSERT_FALSE(l.ok()) << version;
+    EXPECT_EQ(l.error().code, ErrorCode::kSchemaVersion);
+    EXPECT_EQ(l.error().message,
+              "ledger sqlite:" + p + ": refused: ledger schema version " + std::to_string(version) +
+                  "; this replaygate uses 4: run `replaygate ledger migrate --ledger sqlite:" + p +
+                  " --operator NAME --reason TEXT --audit LOG`");
+    EXPECT_EQ(schema_of(p), before) << "a refused ledger is left as it was";
+  }
+}
+
+TEST_F(LedgerSqlite, MigrateFromVersions123To4KeepsEveryRow) {
   const std::string fresh = dir_.file("fresh.db");
   { ASSERT_TRUE(open_ledger(fresh).ok()); }
-  const auto schema = [](const std::string& p) {
-    sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* s = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db,
-                                 "SELECT (SELECT user_version FROM pragma_user_version) || '|' || "
-                                 "group_concat(name || ':' || sql, ';') FROM (SELECT name, sql "
-                                 "FROM sqlite_master ORDER BY name)",
-                                 -1, &s, nullptr),
-              SQLITE_OK);
-    EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
-    std::string text = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    return text;
-  };
-  EXPECT_EQ(schema(path()), schema(fresh));
-  auto again = open_ledger(path());
-  ASSERT_TRUE(again.ok()) << again.error().message;
-  const auto old = (*(*again)->lookup({"old-1"}))[0];
-  ASSERT_TRUE(old.has_value());
-  EXPECT_EQ(format_time(old->recorded_at), "2026-11-01T10:00:00.000000Z")
-      << "a row from before version 3 keeps its claimed_at as the ledger's time";
+  for (int version : {1, 2, 3}) {
+    SCOPED_TRACE("version " + std::to_string(version));
+    const std::string p = dir_.file("m" + std::to_string(version) + ".db");
+    make_old_ledger(p, version, 40);
+    auto m = migrate_ledger(p);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->from, version);
+    EXPECT_EQ(m->to, 4);
+    EXPECT_EQ(schema_of(p), schema_of(fresh)) << "exactly a new file's schema";
+    auto l = open_ledger(p);
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    auto st = (*l)->stats();
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->confirmed, 39);
+    EXPECT_EQ(st->released, 1);
+    EXPECT_EQ(st->keys, 40);
+    auto old0 = (*l)->show("old-0");
+    ASSERT_TRUE(old0.ok());
+    ASSERT_EQ(old0->size(), 1u);
+    EXPECT_EQ((*old0)[0].message_id, "m-old-0");
+    EXPECT_EQ(format_time((*old0)[0].recorded_at), "2026-11-01T10:00:00.000000Z");
+    if (version >= 2) {
+      EXPECT_EQ((*old0)[0].copy_replay, 3);
+      EXPECT_EQ((*old0)[0].body_digest, "sha256:0f");
+    } else {
+      EXPECT_FALSE((*old0)[0].copy_replay.has_value());
+    }
+    auto old1 = (*l)->show("old-1");
+    ASSERT_TRUE(old1.ok());
+    ASSERT_EQ(old1->size(), 1u);
+    EXPECT_EQ((*old1)[0].state, State::kReleased);
+    EXPECT_EQ((*old1)[0].release_reason, "INC-1 refund");
+    if (version == 3) {
+      auto anchors = (*l)->anchors();
+      ASSERT_TRUE(anchors.ok());
+      ASSERT_EQ(anchors->size(), 1u);
+      EXPECT_EQ((*anchors)[0].seq, 7);
+    }
+    // The plan tables work, and a second migrate has nothing to do.
+    ASSERT_TRUE((*l)->claim_batch({make_claim("new-1")}).ok());
+    PlanRecord plan;
+    plan.digest = "blake2b:" + std::string(64, 'f');
+    ASSERT_TRUE((*l)->record_plan(plan).ok());
+    auto again = migrate_ledger(p);
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(again->from, 4);
+    EXPECT_EQ(again->to, 4);
+  }
+}
+
+TEST_F(LedgerSqlite, MigrateRefusesAMissingFileAnAlteredOneAndAForeignOne) {
+  auto missing = migrate_ledger(dir_.file("none.db"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kUnavailable);
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("none.db"))) << "migrate creates nothing";
+  const std::string altered = dir_.file("altered.db");
+  make_old_ledger(altered, 2, 3);
+  raw_sql(altered, "DROP INDEX claims_key;");
+  const std::string before = schema_of(altered);
+  auto m = migrate_ledger(altered);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, ErrorCode::kForeign);
+  EXPECT_NE(m.error().message.find("differ from schema version 2"), std::string::npos)
+      << m.error().message;
+  EXPECT_EQ(schema_of(altered), before);
+  raw_sql(dir_.file("users.db"), "CREATE TABLE users (id INTEGER);");
+  auto foreign = migrate_ledger(dir_.file("users.db"));
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_EQ(foreign.error().code, ErrorCode::kForeign);
+}
+
+// kill -9 inside the migration's transaction (after the new tables are written, before COMMIT):
+// the file is at version 3 still, with every row; a rerun completes.
+TEST_F(LedgerSqlite, Kill9InsideMigrateLeavesTheOldVersionAndARerunCompletes) {
+  make_old_ledger(path(), 3, 25);
+  const std::string before = schema_of(path());
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Options o;
+    o.test_point = [](std::string_view step) {
+      if (step == "migrate_in_transaction") raise(SIGKILL);
+    };
+    (void)migrate_ledger(path(), o);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_EQ(schema_of(path()), before) << "killed inside the transaction: still version 3";
+  auto refused = open_ledger(path());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("run `replaygate ledger migrate"), std::string::npos);
+  auto m = migrate_ledger(path());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->from, 3);
+  auto l = open_ledger(path());
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  EXPECT_EQ((*l)->stats()->keys, 25);
+}
+
+TEST_F(LedgerSqlite, PlanRecords) { check_plan_records(opener()); }
+TEST_F(LedgerSqlite, PlanApprovalsOnePerApproverNoneOnceCancelled) {
+  check_plan_approvals(opener());
+}
+TEST_F(LedgerSqlite, PlanProgressAddsUp) { check_plan_progress(opener()); }
+TEST_F(LedgerSqlite, PlanProgressSumsAreTheIncrementsInAnyOrderProperty) {
+  check_plan_progress_property(opener());
+}
+TEST_F(LedgerSqlite, PlanProgressFromFourProcessesIsExact) {
+  check_plan_progress_concurrent(opener(), 4, 40);
+}
+TEST_F(LedgerSqlite, PlanTablesAreInTheSchema) {
+  make_ledger(0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT group_concat(name, ',') FROM (SELECT name FROM "
+                               "sqlite_master WHERE name LIKE 'plan%' ORDER BY name)",
+                               -1, &s, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)),
+               "plan_approvals,plan_progress,plans");
+  sqlite3_finalize(s);
+  sqlite3_close(db);
 }
 
 TEST_F(LedgerSqlite, AuditAnchorsMoveOnlyForward) { check_audit_anchors(opener()); }

@@ -116,6 +116,16 @@ void check_restore(const Opener& open);
 void check_copy_fields(const Opener& open);
 // The audit anchors (issue 42): raised only forward, per scope and log, kept across opens.
 void check_audit_anchors(const Opener& open);
+// Plans (schema version 4, plan_semantics.cc): record_plan idempotent and conflicting, plan(),
+// plans(); approvals one per approver, refused for a plan not recorded or cancelled; cancel once;
+// progress adds up across calls and within one call, scoped.
+void check_plan_records(const Opener& open);
+void check_plan_approvals(const Opener& open);
+void check_plan_progress(const Opener& open);
+// RapidCheck: the sums equal the recorded increments, in any order and batching.
+void check_plan_progress_property(const Opener& open);
+// N forked processes record progress of one shared identity at once: the sums are exact.
+void check_plan_progress_concurrent(const Opener& open, int processes, int rounds);
 // N forked processes claim overlapping key sets at once; every key is won exactly once.
 void check_concurrent_processes(const Opener& open, int processes, int keys, int per_process,
                                 int batch);
