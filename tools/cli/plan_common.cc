@@ -143,7 +143,7 @@ plan::PlanVerdict verify_against(ledger::Ledger& l, const plan::PlanRead& plan,
   in.policy_required = kPolicyApprovals;
   in.now = now_text();
   in.table_checksum = table_checksum;
-  ledger::Result<std::optional<ledger::PlanRecord>> known = l.plan(plan.computed_digest);
+  ledger::Result<std::optional<ledger::PlanRecord>> known = l.plan(plan.digest);
   if (!known) {
     *error = known.error().message;
     return {};
@@ -155,7 +155,7 @@ plan::PlanVerdict verify_against(ledger::Ledger& l, const plan::PlanRead& plan,
                    r.cancel_reason;
   }
   ledger::Result<std::vector<ledger::PlanApproval>> approvals =
-      l.plan_approvals(plan.computed_digest);
+      l.plan_approvals(plan.digest);
   if (!approvals) {
     *error = approvals.error().message;
     return {};
