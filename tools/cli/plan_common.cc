@@ -154,8 +154,7 @@ plan::PlanVerdict verify_against(ledger::Ledger& l, const plan::PlanRead& plan,
     in.cancelled = "by " + r.cancelled_by + " at " + ledger::format_time(*r.cancelled_at) + ": " +
                    r.cancel_reason;
   }
-  ledger::Result<std::vector<ledger::PlanApproval>> approvals =
-      l.plan_approvals(plan.digest);
+  ledger::Result<std::vector<ledger::PlanApproval>> approvals = l.plan_approvals(plan.digest);
   if (!approvals) {
     *error = approvals.error().message;
     return {};
