@@ -78,6 +78,7 @@ struct Step {
   std::string rule, reason;       // held / skipped: why
   std::string verb, effect;
   bool claim = false, claimed = false;
+  bool resumed = false;  // its claim was this plan's, by an earlier run for this letter: done
   int64_t generation = 0;
 };
 
@@ -140,6 +141,8 @@ class PlanRun {
   }
 
  private:
+  std::string worker() const { return "decide --plan " + plan_.header.plan_id; }
+
   std::string cancelled() {
     ledger::Result<std::optional<ledger::PlanRecord>> r = ledger_.plan(plan_.digest);
     if (!r) return r.error().message;
@@ -240,7 +243,7 @@ class PlanRun {
       c.table_checksum = checksum_;
       c.rule = s.rule;
       c.message_id = s.letter.message_id.value_or("");
-      c.worker = "decide --plan " + plan_.header.plan_id;
+      c.worker = worker();
       claims.push_back(std::move(c));
       asked.push_back(&s);
     }
@@ -254,13 +257,18 @@ class PlanRun {
         s.generation = won.value()[i].holder.generation;
         ++counts_.replayed;
       } else {
-        // The plan's act for this copy was claimed before (an earlier run that died after its
-        // claims): it counts as done, and the ledger grants no second replay.
+        // Claimed before by this plan for this very letter (an earlier run that died after its
+        // claims): the plan's act happened, so it counts as done. Any other holder (another
+        // letter with the same key, another run): held. Either way no second replay.
+        const ledger::Record& holder = won.value()[i].holder;
+        const bool ours =
+            holder.worker == worker() && holder.message_id == s.letter.message_id.value_or("");
         --counts_.acted;
         hold(s, "ledger:already_replayed",
              "idempotency key " + *s.letter.idempotency_key + " was replayed already (by " +
-                 won.value()[i].holder.worker + ")");
-        s.claim = true;  // progress: done
+                 holder.worker +
+                 (holder.message_id.empty() ? "" : ", message " + holder.message_id) + ")");
+        s.resumed = ours;  // progress: done
       }
     }
     return "";
@@ -296,7 +304,7 @@ class PlanRun {
       p.identity = s.progress_identity;
       if (s.rule == "plan:changed") {
         ++p.changed;
-      } else if (s.plan_state == "act" || s.rule == "ledger:already_replayed") {
+      } else if (s.plan_state == "act" || s.resumed) {
         ++p.done;
       } else {
         ++p.held;
