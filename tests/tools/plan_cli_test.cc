@@ -294,7 +294,7 @@ TEST_F(PlanCliTest, ChangedAndDuplicateLettersAreHeld) {
 // each planned letter is replayed once, none is lost.
 TEST_F(PlanCliTest, AKilledRunResumesAndActsOnEachLetterOnce) {
   std::string dump;
-  for (int n = 1; n <= 300; ++n) dump += letter(n);
+  for (int n = 1; n <= 4200; ++n) dump += letter(n);  // a block of 4096, then 104
   write_file(dir_ / "dump.jsonl", dump);
   for (const char* step : {"plan_claimed", "plan_progress_recorded"}) {
     std::filesystem::remove(dir_ / "l.db");
@@ -305,19 +305,19 @@ TEST_F(PlanCliTest, AKilledRunResumesAndActsOnEachLetterOnce) {
         execute("dump.jsonl", "p.json", "", {std::string("REPLAYGATE_TEST_CRASH_AT=") + step});
     EXPECT_EQ(r.exit_code, 128 + 9) << step << r.err;  // SIGKILL, as the shell reports it
     EXPECT_EQ(r.out, "") << step;                      // killed before its first block was printed
-    EXPECT_EQ(stats().at("keys"), 256) << step;
+    EXPECT_EQ(stats().at("keys"), 4096) << step;
     r = execute("dump.jsonl");
     EXPECT_EQ(r.exit_code, 0) << step << r.err;
     const std::vector<std::string> s = states(r.out);
-    ASSERT_EQ(s.size(), 300u);
+    ASSERT_EQ(s.size(), 4200u);
     const std::string first = step == std::string("plan_claimed") ? "held ledger:already_replayed"
                                                                   : "skipped plan:done_earlier";
-    EXPECT_EQ(std::count(s.begin(), s.end(), first), 256) << step;
-    EXPECT_EQ(std::count(s.begin(), s.end(), "act " + kRule), 44) << step;
-    EXPECT_EQ(stats().at("keys"), 300) << step;
+    EXPECT_EQ(std::count(s.begin(), s.end(), first), 4096) << step;
+    EXPECT_EQ(std::count(s.begin(), s.end(), "act " + kRule), 104) << step;
+    EXPECT_EQ(stats().at("keys"), 4200) << step;
     const json status = json::parse(
         run({"plan", "status", path("p.json"), "--ledger", path("l.db"), "--output", "json"}).out);
-    EXPECT_EQ(status.at("done"), 300) << step;
+    EXPECT_EQ(status.at("done"), 4200) << step;
     EXPECT_EQ(status.at("pending"), 0) << step;
     r = run({"audit", "verify", path("audit.log")});
     EXPECT_EQ(r.exit_code, 0) << step << r.out << r.err;

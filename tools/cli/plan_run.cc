@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "audit/entry.h"
 #include "inputs/formats.h"
 #include "pipeline/stream.h"
@@ -53,7 +54,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kPlanBlock = 256;
+// Records per block: each block costs four fsyncs (claims, decisions, progress, progress
+// entries); 256 ran 10,000 letters in 2.3 s, 4096 in 1.4 s.
+constexpr size_t kPlanBlock = 4096;
 
 struct Planned {
   plan::PlanLetter letter;
@@ -142,6 +145,19 @@ class PlanRun {
 
  private:
   std::string worker() const { return "decide --plan " + plan_.header.plan_id; }
+
+  // Appends through one Appender held for the run (append_batch(path) re-reads the whole log
+  // each time: a run of 10,000 letters took 20 s that way).
+  std::string append(std::vector<json> entries) {
+    if (appender_ == nullptr) {
+      std::string error;
+      appender_ = audit::Appender::open(o_.audit, nullptr, &error);
+      if (appender_ == nullptr) return error;
+    }
+    const audit::AppendResult appended = appender_->append_batch(std::move(entries));
+    std::fputs(audit::removed_tail_note(o_.audit, appended).c_str(), stderr);
+    return appended.ok ? "" : appended.error;
+  }
 
   std::string cancelled() {
     ledger::Result<std::optional<ledger::PlanRecord>> r = ledger_.plan(plan_.digest);
@@ -313,7 +329,7 @@ class PlanRun {
                                              : "held " + s.rule;
     }
     if (decisions.empty()) return "";
-    if (std::string why = append_entries(o_.audit, std::move(decisions)); !why.empty()) return why;
+    if (std::string why = append(std::move(decisions)); !why.empty()) return why;
     if (!marks.empty()) {
       if (ledger::Status st = ledger_.mark_batch(marks, ledger::State::kRecorded); !st) {
         return st.error().message;
@@ -333,7 +349,7 @@ class PlanRun {
     }
     if (ledger::Status st = ledger_.record_plan_progress(rows); !st) return st.error().message;
     test_points_.at("plan_progress_recorded");
-    return append_entries(o_.audit, std::move(entries));
+    return append(std::move(entries));
   }
 
   void print(const Step& s) {
@@ -363,6 +379,7 @@ class PlanRun {
   std::string checksum_;
   Counts counts_;
   redrive::TestPoints test_points_;
+  std::unique_ptr<audit::Appender> appender_;
 };
 
 // The plan and everything it must satisfy before a record is read: kExitOk or 2 (printed).
