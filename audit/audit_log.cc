@@ -277,11 +277,19 @@ std::string check_ledger_fields(const json& j, const Bad& bad, const Missing& mi
     needs = {"cutoff"};
   } else if (act == "pruned") {
     needs = {"idempotency_key", "claim_generation", "cutoff", "state"};
+  } else if (act == "ledger_migrate_requested") {
+    // `replaygate ledger migrate` (docs/ledger.md): before the migration, why.
+    needs = {"reason"};
+  } else if (act == "ledger_migrated") {
+    // After it: state "schema version F -> T" (F == T: nothing to do).
+    needs = {"reason", "state"};
   } else if (act == "trust_reset") {
     // `replaygate trust reset` (docs/signing.md): scope "trust:POLICY_ID", state what it removed.
     needs = {"reason", "state"};
   } else {
-    return bad("act", "release_requested, released, prune_requested, pruned or trust_reset");
+    return bad("act",
+               "release_requested, released, prune_requested, pruned, ledger_migrate_requested, "
+               "ledger_migrated or trust_reset");
   }
   for (const char* key : needs) {
     if (!j.contains(key)) return missing(key);

@@ -17,10 +17,11 @@
 //   "result":   decision (the seq of an earlier decision entry, which has no other result),
 //               revision (the new local revision, 0 to INT64_MAX), outcome (not blank), and
 //               optionally operator
-//   "ledger":   an operator act on the replay ledger (`ledger release|prune`, audit/entry.h's
-//               LedgerEntry): operator, act (release_requested, released, prune_requested,
-//               pruned), scope, and as the act needs them idempotency_key, claim_generation,
-//               reason (one printable line), cutoff (RFC 3339), state
+//   "ledger":   an operator act on the replay ledger (`ledger release|prune|migrate`,
+//               audit/entry.h's LedgerEntry): operator, act (release_requested, released,
+//               prune_requested, pruned, ledger_migrate_requested, ledger_migrated), scope, and as
+//               the act needs them idempotency_key, claim_generation, reason (one printable line),
+//               cutoff (RFC 3339), state
 //   "checkpoint": written by an appender given a signing key only (audit/checkpoint.h):
 //               chain_digest (64 hex digits: BLAKE2b-256 of every byte of the log before its
 //               line), key_id (32 hex digits), signature (128 hex digits: Ed25519 over

@@ -43,6 +43,8 @@ struct DecisionEntry {
 //   released           written after it (key, generation released, reason)
 //   prune_requested    written before a prune (cutoff; reason optional)
 //   pruned             one per deleted row, after the prune (key, generation, state, cutoff)
+//   ledger_migrate_requested  written before `ledger migrate` (reason)
+//   ledger_migrated    written after it (reason; state "schema version F -> T")
 struct LedgerEntry {
   std::string time;  // "" means now
   std::string operator_name;

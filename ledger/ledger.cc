@@ -616,6 +616,20 @@ Result<std::vector<PlanRecord>> Ledger::plans() {
   });
 }
 
+Result<std::int64_t> Ledger::export_plan_progress(
+    std::string_view digest, const std::function<bool(const PlanLetterProgress&)>& sink) {
+  return guarded([&]() -> Result<std::int64_t> {
+    if (auto e = check_text("plan digest", digest, true)) return *e;
+    std::lock_guard lock(mu_);
+    return do_export_plan_progress(digest, sink);
+  });
+}
+
+Result<std::int64_t> Ledger::do_export_plan_progress(
+    std::string_view, const std::function<bool(const PlanLetterProgress&)>&) {
+  return no_plans(describe());
+}
+
 Status Ledger::do_record_plan(const PlanRecord&) { return no_plans(describe()); }
 Result<std::optional<PlanRecord>> Ledger::do_plan(std::string_view) { return no_plans(describe()); }
 Result<PlanApproval> Ledger::do_approve_plan(const PlanApproval&) { return no_plans(describe()); }

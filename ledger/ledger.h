@@ -372,6 +372,12 @@ class Ledger {
   Result<PlanCounts> plan_counts(std::string_view digest);
   // Every plan of the scope, by recorded_at (then digest).
   Result<std::vector<PlanRecord>> plans();
+  // Streams every progress row of a plan to `sink`, by identity, in one read transaction (for
+  // `ledger check`, which must find rows it does not know the identity of). `sink` returns false
+  // to stop early and runs with the object's mutex held (as export_rows'). Returns the number of
+  // rows given to `sink`.
+  Result<std::int64_t> export_plan_progress(
+      std::string_view digest, const std::function<bool(const PlanLetterProgress&)>& sink);
 
   // The scope this object works in, and a description for messages ("sqlite:/var/lib/x.db",
   // "postgresql://rg@127.0.0.1:5432/postgres" without the password).
@@ -412,6 +418,8 @@ class Ledger {
       std::string_view digest, const std::vector<std::string>& identities);
   virtual Result<PlanCounts> do_plan_counts(std::string_view digest);
   virtual Result<std::vector<PlanRecord>> do_plans();
+  virtual Result<std::int64_t> do_export_plan_progress(
+      std::string_view digest, const std::function<bool(const PlanLetterProgress&)>& sink);
 
  private:
   std::string scope_;

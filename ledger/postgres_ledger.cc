@@ -257,6 +257,8 @@ class PgLedger final : public Ledger {
       std::string_view digest, const std::vector<std::string>& identities) override;
   Result<PlanCounts> do_plan_counts(std::string_view digest) override;
   Result<std::vector<PlanRecord>> do_plans() override;
+  Result<std::int64_t> do_export_plan_progress(
+      std::string_view digest, const std::function<bool(const PlanLetterProgress&)>& sink) override;
 
  private:
   struct Failure {
@@ -1315,6 +1317,46 @@ Result<PlanCounts> PgLedger::do_plan_counts(std::string_view digest) {
     c.held = std::stoll(PQgetvalue(r.get(), 0, 2));
     c.changed = std::stoll(PQgetvalue(r.get(), 0, 3));
     return c;
+  });
+}
+
+Result<std::int64_t> PgLedger::do_export_plan_progress(
+    std::string_view digest, const std::function<bool(const PlanLetterProgress&)>& sink) {
+  // A cursor inside one transaction, as export_rows: a snapshot without every row in memory.
+  return in_transaction<std::int64_t>([&](std::optional<Failure>& f) -> Result<std::int64_t> {
+    run("export a plan's progress",
+        "DECLARE replaygate_plan_progress_export NO SCROLL CURSOR FOR SELECT digest, identity, "
+        "done, held, changed, last_outcome, updated_at FROM replaygate_ledger_plan_progress WHERE "
+        "scope = $1 AND digest = $2 ORDER BY identity COLLATE \"C\"",
+        {scope(), std::string(digest)}, f);
+    if (f) return f->error;
+    std::int64_t n = 0;
+    for (bool more = true; more;) {
+      PgResult r =
+          run("export a plan's progress", "FETCH 1000 FROM replaygate_plan_progress_export", {}, f);
+      if (f) return f->error;
+      const int count = PQntuples(r.get());
+      more = count > 0;
+      for (int i = 0; i < count && more; ++i) {
+        auto text = [&](int col) {
+          return std::string(PQgetvalue(r.get(), i, col),
+                             static_cast<size_t>(PQgetlength(r.get(), i, col)));
+        };
+        PlanLetterProgress p;
+        p.digest = text(0);
+        p.identity = text(1);
+        p.done = std::stoll(text(2));
+        p.held = std::stoll(text(3));
+        p.changed = std::stoll(text(4));
+        p.last_outcome = text(5);
+        p.updated_at = parse_stored_time(text(6)).value_or(Time{});
+        ++n;
+        more = sink(p);
+      }
+    }
+    run("export a plan's progress", "CLOSE replaygate_plan_progress_export", {}, f);
+    if (f) return f->error;
+    return n;
   });
 }
 

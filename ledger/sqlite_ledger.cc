@@ -261,6 +261,8 @@ class SqliteLedger final : public Ledger {
       std::string_view digest, const std::vector<std::string>& identities) override;
   Result<PlanCounts> do_plan_counts(std::string_view digest) override;
   Result<std::vector<PlanRecord>> do_plans() override;
+  Result<std::int64_t> do_export_plan_progress(
+      std::string_view digest, const std::function<bool(const PlanLetterProgress&)>& sink) override;
 
  private:
   Error fail(std::string_view what, int rc) const {
@@ -1325,6 +1327,37 @@ Result<PlanCounts> SqliteLedger::do_plan_counts(std::string_view digest) {
     c.held = sqlite3_column_int64(s.get(), 2);
     c.changed = sqlite3_column_int64(s.get(), 3);
     return c;
+  });
+}
+
+Result<std::int64_t> SqliteLedger::do_export_plan_progress(
+    std::string_view digest, const std::function<bool(const PlanLetterProgress&)>& sink) {
+  return in_transaction<std::int64_t>(false, [&]() -> Result<std::int64_t> {
+    auto q = stmt("export_plan_progress", std::string("SELECT ") + kProgressColumns +
+                                              " FROM plan_progress WHERE scope = ?1 AND digest = "
+                                              "?2 ORDER BY identity");
+    if (!q) return q.error();
+    Stmt& s = **q;
+    s.text(1, scope());
+    s.text(2, digest);
+    std::int64_t n = 0;
+    for (;;) {
+      const int rc = sqlite3_step(s.get());
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return fail("read a plan's progress", rc);
+      PlanLetterProgress p;
+      p.digest = s.column_text(0);
+      p.identity = s.column_text(1);
+      p.done = sqlite3_column_int64(s.get(), 2);
+      p.held = sqlite3_column_int64(s.get(), 3);
+      p.changed = sqlite3_column_int64(s.get(), 4);
+      p.last_outcome = s.column_text(5);
+      p.updated_at = parse_stored_time(s.column_text(6)).value_or(Time{});
+      ++n;
+      if (!sink(p)) break;
+    }
+    s.reset();
+    return n;
   });
 }
 

@@ -1,7 +1,9 @@
 // Comparing a ledger with its audit logs (see ledger_check.h).
 #include "review/ledger_check.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "audit/audit_log.h"
 #include "audit/checkpoint.h"
@@ -146,6 +148,110 @@ void check_clocks(const std::map<std::pair<std::string, std::int64_t>, ledger::R
                           "SQLite: a host that wrote to it) is ahead, or this host's is behind"});
     }
   }
+}
+
+namespace {
+
+std::string counts_text(const ledger::PlanLetterProgress& p) {
+  return "done " + std::to_string(p.done) + ", held " + std::to_string(p.held) + ", changed " +
+         std::to_string(p.changed);
+}
+
+// The progress rows of one plan against its entries' sums.
+void compare_progress(const LedgerPlan& lp, const ExpectedPlan* x, std::vector<Finding>* out) {
+  const std::string& digest = lp.plan.digest;
+  std::set<std::string> seen;
+  for (const ledger::PlanLetterProgress& row : lp.progress) {
+    seen.insert(row.identity);
+    ledger::PlanLetterProgress logged;
+    TrailPlace place;
+    if (x != nullptr) {
+      if (const auto it = x->progress.find(row.identity); it != x->progress.end()) {
+        logged = it->second.first;
+        place = it->second.second;
+      }
+    }
+    const std::string what = "plan " + digest + " identity " + row.identity;
+    if (row.done > logged.done || row.held > logged.held || row.changed > logged.changed) {
+      out->push_back({"progress_without_entry", digest, 0, place.line, place.log, "",
+                      what + ": the ledger counts " + counts_text(row) + ", its entries " +
+                          counts_text(logged) +
+                          " (a run stopped between its ledger call and its audit entry, or an "
+                          "entry is in another log: --audit is repeatable)"});
+    } else if (row.done < logged.done || row.held < logged.held || row.changed < logged.changed) {
+      out->push_back({"progress_not_in_ledger", digest, 0, place.line, place.log, "",
+                      what + ": its entries add up to " + counts_text(logged) +
+                          ", the ledger counts " + counts_text(row)});
+    }
+  }
+  if (x == nullptr) return;
+  for (const auto& [identity, logged] : x->progress) {
+    if (seen.count(identity) != 0) continue;
+    out->push_back({"progress_not_in_ledger", digest, 0, logged.second.line, logged.second.log, "",
+                    "plan " + digest + " identity " + identity + ": its entries add up to " +
+                        counts_text(logged.first) + ", the ledger has no row"});
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> compare_plans(const std::vector<LedgerPlan>& ledger_plans,
+                                   const ReplayedPlans& log) {
+  std::vector<Finding> out;
+  std::set<std::string> seen;
+  for (const LedgerPlan& lp : ledger_plans) {
+    const std::string& digest = lp.plan.digest;
+    seen.insert(digest);
+    const auto x = log.plans.find(digest);
+    const ExpectedPlan* expected = x == log.plans.end() ? nullptr : &x->second;
+    if (expected == nullptr) {
+      out.push_back({"plan_without_entry", digest, 0, 0, 0, "",
+                     "plan " + digest + " (by " + lp.plan.author + ", recorded at " +
+                         ledger::format_time(lp.plan.recorded_at) +
+                         ") has no plan_recorded entry in the log"});
+    }
+    for (const ledger::PlanApproval& a : lp.approvals) {
+      if (expected == nullptr || expected->approvals.count(a.approver) == 0) {
+        out.push_back({"approval_without_entry", digest, 0, 0, 0, "",
+                       "plan " + digest + ": the approval by " + a.approver + " (recorded at " +
+                           ledger::format_time(a.recorded_at) +
+                           ") has no plan_approved entry in the log"});
+      }
+    }
+    if (expected != nullptr) {
+      for (const auto& [approver, logged] : expected->approvals) {
+        const bool held = std::any_of(lp.approvals.begin(), lp.approvals.end(),
+                                      [&](const auto& a) { return a.approver == approver; });
+        if (!held) {
+          out.push_back({"approval_not_in_ledger", digest, 0, logged.second.line, logged.second.log,
+                         "",
+                         "plan " + digest + ": the approval by " + approver +
+                             " is in the log but not in the ledger"});
+        }
+      }
+    }
+    const bool logged_cancel = expected != nullptr && expected->cancelled.line != 0;
+    if (lp.plan.cancelled_at && !logged_cancel) {
+      out.push_back({"cancel_without_entry", digest, 0, 0, 0, "",
+                     "plan " + digest + " was cancelled by " + lp.plan.cancelled_by + " at " +
+                         ledger::format_time(*lp.plan.cancelled_at) +
+                         " without a plan_cancelled entry in the log"});
+    } else if (!lp.plan.cancelled_at && logged_cancel) {
+      out.push_back({"cancel_not_in_ledger", digest, 0, expected->cancelled.line,
+                     expected->cancelled.log, "",
+                     "plan " + digest + " is cancelled in the log but not in the ledger"});
+    }
+    compare_progress(lp, expected, &out);
+  }
+  for (const auto& [digest, x] : log.plans) {
+    if (seen.count(digest) != 0) continue;
+    out.push_back({"plan_not_in_ledger", digest, 0, x.recorded.line, x.recorded.log, "",
+                   "plan " + digest + " is recorded in the log but not in the ledger"});
+  }
+  for (const TrailConflict& c : log.conflicts) {
+    out.push_back({"log_conflict", c.key, 0, c.line, c.log, "", c.message});
+  }
+  return out;
 }
 
 }  // namespace replaygate::review

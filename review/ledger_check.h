@@ -36,6 +36,23 @@ std::vector<Finding> compare(
     const std::map<std::pair<std::string, std::int64_t>, ledger::Record>& rows,
     const Replayed& log);
 
+// One plan as the ledger holds it: the plan, its approvals and its progress rows.
+struct LedgerPlan {
+  ledger::PlanRecord plan;
+  std::vector<ledger::PlanApproval> approvals;
+  std::vector<ledger::PlanLetterProgress> progress;
+};
+
+// The plan tables against the log's plan entries (ReplayedPlans). What the ledger holds that no
+// entry accounts for (the plan commands write their entry after the ledger call, so a crash
+// between leaves exactly this): plan_without_entry, approval_without_entry, cancel_without_entry,
+// progress_without_entry (a row's done, held or changed above the sum of its entries). What the
+// log says that the ledger lacks: plan_not_in_ledger, approval_not_in_ledger,
+// cancel_not_in_ledger, progress_not_in_ledger. The log's plan conflicts are log_conflict.
+// Findings carry the digest as `key` (generation 0).
+std::vector<Finding> compare_plans(const std::vector<LedgerPlan>& ledger_plans,
+                                   const ReplayedPlans& log);
+
 // Rows whose claim time (the claimant's clock) is more than 10 minutes from the time the ledger
 // recorded them (its own clock, which prune ages rows by): claim_time_in_future,
 // claim_time_in_past; and rows the ledger recorded after `now` (this host's clock):

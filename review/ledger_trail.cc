@@ -1,7 +1,9 @@
 // Reading an audit log as the replay ledger's history (see ledger_trail.h).
 #include "review/ledger_trail.h"
 
+#include <algorithm>
 #include <string_view>
+#include <tuple>
 
 #include "audit/audit_log.h"
 #include "audit/reader.h"
@@ -10,6 +12,81 @@ namespace replaygate::review {
 namespace {
 
 using audit::ReadEntry;
+
+std::string text_of(const nlohmann::json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+std::int64_t count_of(const nlohmann::json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+}
+ledger::Time time_of(const nlohmann::json& o, const char* key) {
+  return ledger::parse_time(text_of(o, key)).value_or(ledger::Time{});
+}
+
+}  // namespace
+
+// From the line's JSON, whatever kind the typed reader gives it.
+bool plan_event_of(const ReadEntry& entry, const std::string& scope, PlanEvent* e, Trail* trail) {
+  const nlohmann::json& o = entry.object;
+  if (!o.is_object() || text_of(o, "kind") != "plan") return false;
+  if (text_of(o, "scope") != scope) {
+    ++trail->other_scopes;
+    return false;
+  }
+  const std::string act = text_of(o, "act");
+  e->line = entry.line;
+  e->time = ledger::parse_time(text_of(o, "time")).value_or(ledger::Time{});
+  e->operator_name = text_of(o, "operator");
+  const std::string digest = text_of(o, "digest");
+  if (act == "plan_recorded" || act == "plan_cancelled") {
+    ledger::PlanRecord& p = e->plan;
+    p.digest = digest;
+    if (act == "plan_recorded") {
+      e->kind = PlanEvent::Kind::kRecorded;
+      p.author = text_of(o, "author");
+      p.source = text_of(o, "source");
+      p.table_checksum = text_of(o, "table_checksum");
+      p.letters = count_of(o, "letters");
+      p.copies = count_of(o, "copies");
+      p.created_at = time_of(o, "created_at");
+      p.expires_at = time_of(o, "expires_at");
+    } else {
+      e->kind = PlanEvent::Kind::kCancelled;
+      p.cancelled_by = text_of(o, "cancelled_by");
+      p.cancel_reason = text_of(o, "cancel_reason");
+      p.cancelled_at = time_of(o, "cancelled_at");
+    }
+    return true;
+  }
+  if (act == "plan_approved") {
+    e->kind = PlanEvent::Kind::kApproved;
+    ledger::PlanApproval& a = e->approval;
+    a.digest = digest;
+    a.approver = text_of(o, "approver");
+    a.key_id = text_of(o, "key_id");
+    a.signature = text_of(o, "signature");
+    a.reason = text_of(o, "reason");
+    a.approved_at = time_of(o, "approved_at");
+    return true;
+  }
+  if (act == "plan_progress") {
+    e->kind = PlanEvent::Kind::kProgress;
+    ledger::PlanLetterProgress& p = e->progress;
+    p.digest = digest;
+    p.identity = text_of(o, "identity");
+    p.done = count_of(o, "done");
+    p.held = count_of(o, "held");
+    p.changed = count_of(o, "changed");
+    p.last_outcome = text_of(o, "last_outcome");
+    p.updated_at = e->time;
+    return true;
+  }
+  return false;
+}
+
+namespace {
 
 // One entry as an event of `scope`; false when it has nothing to do with the ledger.
 bool event_of(const ReadEntry& entry, const std::string& scope, TrailEvent* e, Trail* trail) {
@@ -84,6 +161,8 @@ std::string read_trail(std::string_view bytes, const std::string& path, const st
   while (reader.next(&entry)) {
     TrailEvent e;
     if (event_of(entry, scope, &e, trail)) trail->events.push_back(std::move(e));
+    PlanEvent p;
+    if (plan_event_of(entry, scope, &p, trail)) trail->plan_events.push_back(std::move(p));
   }
   return "";
 }
@@ -113,6 +192,89 @@ Trail merge_trails(const std::vector<Trail>& trails) {
     if (pick == trails.size()) break;
     out.events.push_back(trails[pick].events[next[pick]++]);
     out.events.back().log = pick;
+  }
+  // Plan events: in time order too, each log's own order kept (a stable sort of logs in order).
+  for (size_t t = 0; t < trails.size(); ++t) {
+    for (PlanEvent e : trails[t].plan_events) {
+      e.log = t;
+      out.plan_events.push_back(std::move(e));
+    }
+  }
+  std::stable_sort(out.plan_events.begin(), out.plan_events.end(),
+                   [](const PlanEvent& a, const PlanEvent& b) { return a.time < b.time; });
+  return out;
+}
+
+ReplayedPlans replay_plans(const Trail& trail) {
+  ReplayedPlans out;
+  for (const PlanEvent& e : trail.plan_events) {
+    const TrailPlace here{e.log, e.line};
+    const std::string& digest = e.kind == PlanEvent::Kind::kApproved   ? e.approval.digest
+                                : e.kind == PlanEvent::Kind::kProgress ? e.progress.digest
+                                                                       : e.plan.digest;
+    const auto conflict = [&](const std::string& message) {
+      out.conflicts.push_back({e.line, e.log, digest, 0, "plan " + digest + ": " + message});
+    };
+    const auto it = out.plans.find(digest);
+    if (e.kind == PlanEvent::Kind::kRecorded) {
+      if (it == out.plans.end()) {
+        ExpectedPlan& x = out.plans[digest];
+        x.plan = e.plan;
+        x.plan.recorded_at = e.time;
+        x.recorded = here;
+        continue;
+      }
+      const ledger::PlanRecord& p = it->second.plan;
+      if (p.author != e.plan.author || p.source != e.plan.source ||
+          p.table_checksum != e.plan.table_checksum || p.letters != e.plan.letters ||
+          p.copies != e.plan.copies || p.created_at != e.plan.created_at ||
+          p.expires_at != e.plan.expires_at) {
+        conflict("recorded again with other fields than on line " +
+                 std::to_string(it->second.recorded.line));
+      }
+      continue;
+    }
+    if (it == out.plans.end()) {
+      conflict("an entry for a plan the log does not show recorded");
+      continue;
+    }
+    ExpectedPlan& x = it->second;
+    switch (e.kind) {
+      case PlanEvent::Kind::kApproved:
+        if (x.cancelled.line != 0) {
+          conflict("approved by " + e.approval.approver + " after its cancel (line " +
+                   std::to_string(x.cancelled.line) + ")");
+        } else if (!x.approvals.emplace(e.approval.approver, std::make_pair(e.approval, here))
+                        .second) {
+          conflict("approved by " + e.approval.approver + " twice (line " +
+                   std::to_string(x.approvals[e.approval.approver].second.line) + ")");
+        }
+        break;
+      case PlanEvent::Kind::kCancelled:
+        if (x.cancelled.line != 0) {
+          conflict("cancelled twice (line " + std::to_string(x.cancelled.line) + ")");
+          break;
+        }
+        x.cancelled = here;
+        x.plan.cancelled_by = e.plan.cancelled_by;
+        x.plan.cancel_reason = e.plan.cancel_reason;
+        x.plan.cancelled_at = e.plan.cancelled_at;
+        break;
+      case PlanEvent::Kind::kProgress: {
+        auto [p, fresh] = x.progress.try_emplace(e.progress.identity, e.progress, here);
+        if (!fresh) {
+          p->second.first.done += e.progress.done;
+          p->second.first.held += e.progress.held;
+          p->second.first.changed += e.progress.changed;
+          p->second.first.last_outcome = e.progress.last_outcome;
+          p->second.first.updated_at = e.progress.updated_at;
+          p->second.second = here;
+        }
+        break;
+      }
+      case PlanEvent::Kind::kRecorded:
+        break;
+    }
   }
   return out;
 }
@@ -204,6 +366,49 @@ Replayed replay_trail(const Trail& trail, const std::string& scope) {
     }
   }
   return out;
+}
+
+ledger::Status restore_plans(ledger::Ledger& l, const ReplayedPlans& plans,
+                             const std::function<void(ledger::Time)>& pin) {
+  for (const auto& [digest, x] : plans.plans) {
+    pin(x.plan.recorded_at);
+    if (ledger::Status s = l.record_plan(x.plan); !s) return s;
+    std::vector<std::pair<TrailPlace, const ledger::PlanApproval*>> approvals;
+    for (const auto& [approver, a] : x.approvals) approvals.emplace_back(a.second, &a.first);
+    std::sort(approvals.begin(), approvals.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.first.log, a.first.line) < std::tie(b.first.log, b.first.line);
+    });
+    for (const auto& [place, a] : approvals) {
+      pin(a->approved_at);
+      if (auto r = l.approve_plan(*a); !r) return r.error();
+    }
+    constexpr size_t kChunk = 5000;
+    std::vector<ledger::PlanLetterProgress> chunk;
+    ledger::Time last{};
+    const auto flush = [&]() -> ledger::Status {
+      if (chunk.empty()) return ledger::Ok{};
+      pin(last);
+      ledger::Status s = l.record_plan_progress(chunk);
+      chunk.clear();
+      last = ledger::Time{};
+      return s;
+    };
+    for (const auto& [identity, p] : x.progress) {
+      chunk.push_back(p.first);
+      last = std::max(last, p.first.updated_at);
+      if (chunk.size() == kChunk) {
+        if (ledger::Status s = flush(); !s) return s;
+      }
+    }
+    if (ledger::Status s = flush(); !s) return s;
+    if (x.cancelled.line != 0) {
+      pin(x.plan.cancelled_at.value_or(x.plan.recorded_at));
+      if (auto r = l.cancel_plan(digest, x.plan.cancelled_by, x.plan.cancel_reason); !r) {
+        return r.error();
+      }
+    }
+  }
+  return ledger::Ok{};
 }
 
 }  // namespace replaygate::review

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "audit/reader.h"
 #include "ledger/ledger.h"
 
 namespace replaygate::review {
@@ -33,8 +35,23 @@ struct TrailEvent {
   uint64_t record = 0;
 };
 
+// One plan entry of the log (docs/ledger.md, "Plans in the audit log": kind "plan", acts
+// plan_recorded, plan_approved, plan_cancelled, plan_progress), read from the line's JSON.
+struct PlanEvent {
+  enum class Kind { kRecorded, kApproved, kCancelled, kProgress };
+  Kind kind = Kind::kRecorded;
+  uint64_t line = 0;
+  size_t log = 0;
+  ledger::Time time{};  // the entry's time
+  std::string operator_name;
+  ledger::PlanRecord plan;              // kRecorded; kCancelled: digest and the cancel fields
+  ledger::PlanApproval approval;        // kApproved
+  ledger::PlanLetterProgress progress;  // kProgress: the increments that call added
+};
+
 struct Trail {
-  std::vector<TrailEvent> events;  // in log order
+  std::vector<TrailEvent> events;      // in log order
+  std::vector<PlanEvent> plan_events;  // in log order
   // Create decisions that carry a key but no claim_generation: decided without a ledger (or as a
   // dry run). They are not claims of any ledger, so check and rebuild leave them out (counted).
   uint64_t unclaimed_creates = 0;
@@ -92,5 +109,38 @@ struct Replayed {
   uint64_t grants = 0;
 };
 Replayed replay_trail(const Trail& trail, const std::string& scope);
+
+// The plan tables the trail implies, replaying its plan events in order: a plan as its
+// plan_recorded entry says, its approvals (one per approver), its cancel, and per identity the sum
+// of the plan_progress increments (last_outcome and updated_at: the last entry's). An event no
+// single ledger could have accepted (an approval, cancel or progress of a plan not recorded
+// before it, a second approval by one approver, an approval after the cancel, a plan recorded
+// again with other fields) is a conflict and changes nothing.
+struct ExpectedPlan {
+  ledger::PlanRecord plan;
+  TrailPlace recorded;
+  std::map<std::string, std::pair<ledger::PlanApproval, TrailPlace>> approvals;  // by approver
+  TrailPlace cancelled;  // line 0: not cancelled
+  std::map<std::string, std::pair<ledger::PlanLetterProgress, TrailPlace>> progress;  // identity
+};
+struct ReplayedPlans {
+  std::map<std::string, ExpectedPlan> plans;  // by digest
+  std::vector<TrailConflict> conflicts;       // key: the digest
+};
+ReplayedPlans replay_plans(const Trail& trail);
+
+// One entry as a plan event of `scope` (read_trail() uses it; for tests and the console): false
+// when the entry is not a plan entry of that scope (one of another scope is counted).
+bool plan_event_of(const audit::ReadEntry& entry, const std::string& scope, PlanEvent* e,
+                   Trail* trail);
+
+// Re-creates `plans` in `ledger` through its own calls, in the order a run makes them: the plan,
+// its approvals (in log order), its progress (the sums, in chunks of 5,000 identities), then its
+// cancel. Before each call `pin` is given the time the ledger's clock should read (the log's:
+// recorded_at, approved_at, the last progress entry's time, cancelled_at), so that the times the
+// ledger sets from its clock are the log's (PostgreSQL sets recorded_at by its own). Not one
+// transaction: the first error is returned, and what was restored before it stays.
+ledger::Status restore_plans(ledger::Ledger& ledger, const ReplayedPlans& plans,
+                             const std::function<void(ledger::Time)>& pin);
 
 }  // namespace replaygate::review

@@ -3,6 +3,7 @@
 // into an empty schema that reproduces the claims. Against a private postgresql-15 server
 // (pg_server.h), labelled `server`; the SQLite variants are in tests/tools/ledger_ops_test.cc.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -101,6 +102,50 @@ TEST_F(LedgerOpsPostgres, ReleaseCheckAndRebuild) {
   ASSERT_EQ(report["findings"].size(), 1u) << report;
   EXPECT_EQ(report["findings"][0]["kind"], "claim_without_entry");
   EXPECT_EQ(report["findings"][0]["key"], "k7");
+}
+
+// `ledger migrate` on PostgreSQL: a version-3 ledger (a real one taken back: the plan tables
+// dropped, the version set to 3) is refused, killed -9 inside the migration's transaction stays at
+// version 3, and a rerun migrates it keeping every row, audited.
+TEST_F(LedgerOpsPostgres, MigrateAVersion3LedgerKill9InsideThenRerun) {
+  const std::string url = ledger("ops_migrate");
+  write_file(dir_ / "d.jsonl", letter("m-1", "k1") + letter("m-2", "k2") + letter("m-3", "k3"));
+  ASSERT_EQ(run({"decide", "--policy", kReplayGatePolicy, "--ledger", url, "--audit", log(),
+                 "--operator", "ops", (dir_ / "d.jsonl").string()})
+                .exit_code,
+            0);
+  const std::vector<json> before = rows(url);
+  ASSERT_EQ(before.size(), 3u);
+  ASSERT_EQ(server_->psql("SET search_path TO ops_migrate; DROP TABLE replaygate_ledger_plans, "
+                          "replaygate_ledger_plan_approvals, replaygate_ledger_plan_progress; "
+                          "UPDATE replaygate_ledger_meta SET value = '3' WHERE name = "
+                          "'schema_version';"),
+            0);
+  const CliResult refused = run({"ledger", "export", "--ledger", url});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("ledger schema version 3; this replaygate uses 4: run `replaygate "
+                             "ledger migrate --ledger "),
+            std::string::npos)
+      << refused.err;
+  CliRun how;
+  how.args = {"ledger", "migrate",  "--ledger", url,       "--operator",
+              "ana",    "--reason", "CHG-12",   "--audit", log()};
+  how.env = {"REPLAYGATE_TEST_CRASH_AT=migrate_in_transaction"};
+  const CliResult crashed = run_cli(dir_, how);
+  EXPECT_EQ(crashed.exit_code, 128 + SIGKILL) << crashed.err;
+  EXPECT_EQ(run({"ledger", "export", "--ledger", url}).exit_code, 2) << "still version 3";
+  how.env.clear();
+  const CliResult migrated = run_cli(dir_, how);
+  ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
+  EXPECT_EQ(json::parse(migrated.out)["from"], 3);
+  EXPECT_EQ(json::parse(migrated.out)["to"], 4);
+  EXPECT_EQ(rows(url), before);
+  const std::vector<std::string> lines = lines_of(read_file(log()));
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(json::parse(lines[lines.size() - 3])["act"], "ledger_migrate_requested");
+  EXPECT_EQ(json::parse(lines[lines.size() - 2])["act"], "ledger_migrate_requested");
+  EXPECT_EQ(json::parse(lines.back())["state"], "schema version 3 -> 4");
+  EXPECT_EQ(run({"audit", "verify", log()}).exit_code, 0);
 }
 
 }  // namespace

@@ -295,6 +295,24 @@ void check_plan_progress(const Opener& open) {
   ASSERT_TRUE(l->record_plan_progress({step(4, 1, 0, 0)}).ok());
   EXPECT_EQ(l->plan_counts(kDigest)->done, 5);
 
+  // export_plan_progress: every row, by identity; a sink may stop early.
+  std::vector<PlanLetterProgress> all;
+  auto n = l->export_plan_progress(kDigest, [&](const PlanLetterProgress& p) {
+    all.push_back(p);
+    return true;
+  });
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n, 4);
+  ASSERT_EQ(all.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(all[static_cast<size_t>(i)].identity, identity(i + 1));
+  EXPECT_EQ(all[0].done, 2);
+  EXPECT_EQ(all[1].changed, 1);
+  EXPECT_EQ(all[3].done, 1);
+  auto first = l->export_plan_progress(kDigest, [](const PlanLetterProgress&) { return false; });
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*first, 1);
+  EXPECT_EQ(*l->export_plan_progress(kOther, [](const PlanLetterProgress&) { return true; }), 0);
+
   // Other scopes see none of it.
   auto b = must_open(open, at(clock, "other-system"));
   ASSERT_TRUE(b);

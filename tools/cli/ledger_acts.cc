@@ -1,6 +1,6 @@
 // The audited operator acts on the replay ledger (docs/ledger.md, "Operator commands"):
-// `ledger release` (one more replay of a key) and `ledger prune` (delete old rows, which re-opens
-// replay for their keys).
+// `ledger release` (one more replay of a key), `ledger prune` (delete old rows, which re-opens
+// replay for their keys) and `ledger migrate` (bring an older schema version to this build's).
 //
 // Write-ahead order, for both: (1) a "..._requested" ledger entry is appended to the audit log
 // (fsynced) before the ledger changes; (2) the ledger changes in one transaction; (3) the result
@@ -16,6 +16,7 @@
 
 #include "audit/audit_log.h"
 #include "audit/entry.h"
+#include "redrive/test_points.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/ledger_cmd.h"
 #include "tools/cli/options.h"
@@ -24,11 +25,12 @@ namespace replaygate::cli {
 namespace {
 
 // The checks both acts make before anything is opened: "" or the usage message.
-std::string check_actor(const LedgerOptions& o, bool reason_required) {
+std::string check_actor(const LedgerOptions& o, bool reason_required,
+                        const char* reason_why = "why one more replay is allowed") {
   if (!o.operator_given) return "--operator NAME is required (who acts is recorded in the log)";
   if (const std::string why = operator_error(o.operator_name); !why.empty()) return why;
   if (reason_required && !o.reason_given) {
-    return "--reason TEXT is required (why one more replay is allowed is recorded in the log)";
+    return "--reason TEXT is required (" + std::string(reason_why) + " is recorded in the log)";
   }
   if (o.reason_given) {
     if (const std::string why = operator_name_problem(o.reason); !why.empty()) {
@@ -175,6 +177,65 @@ int run_ledger_prune(const LedgerOptions& o) {
                  pruned->rows.size(), cutoff_text.c_str(), l.scope().c_str(), o.audit.c_str());
     return kExitOk;
   });
+}
+
+// Write-ahead as the other acts: 'ledger_migrate_requested', the migration (one transaction:
+// the ledger is at the old version or the new one), 'ledger_migrated'. A crash between the two
+// entries leaves a request without its result; a rerun migrates (or finds it done) and writes both.
+int run_ledger_migrate(const LedgerOptions& o) {
+  if (const std::string why = check_actor(o, true, "why the ledger is migrated now");
+      !why.empty()) {
+    return ledger_usage(why);
+  }
+  redrive::TestPoints points;
+  if (const std::string why = points.from_environment(); !why.empty()) return ledger_usage(why);
+  audit::LedgerEntry requested;
+  requested.operator_name = o.operator_name;
+  requested.act = "ledger_migrate_requested";
+  requested.scope = o.scope;
+  requested.reason = o.reason;
+  std::string error;
+  if (!append(o.audit, {audit::to_json(requested)}, &error)) {
+    return ledger_usage(error + "; the ledger was NOT migrated");
+  }
+  points.at("migrate_requested");
+  ledger::Options lo;
+  lo.scope = o.scope;
+  lo.test_point = [&points](std::string_view step) { points.at(step); };
+  const ledger::Result<ledger::Migrated> migrated = ledger::migrate_ledger(o.ledger, lo);
+  if (!migrated) {
+    ledger_failed(migrated.error());
+    std::fprintf(stderr,
+                 "replaygate ledger: the ledger was NOT migrated; %s records the request "
+                 "('ledger_migrate_requested')\n",
+                 o.audit.c_str());
+    return kExitUsage;
+  }
+  points.at("migrated");
+  const std::string change =
+      "schema version " + std::to_string(migrated->from) + " -> " + std::to_string(migrated->to);
+  audit::LedgerEntry done = requested;
+  done.act = "ledger_migrated";
+  done.state = change;
+  const bool recorded = append(o.audit, {audit::to_json(done)}, &error);
+  const nlohmann::json result = {
+      {"ledger", o.ledger}, {"from", migrated->from}, {"to", migrated->to}};
+  std::printf("%s\n", result.dump().c_str());
+  if (!recorded) {
+    return ledger_usage(error + "; the ledger IS migrated (" + change +
+                        "), but its 'ledger_migrated' entry is missing");
+  }
+  if (migrated->from == migrated->to) {
+    std::fprintf(stderr,
+                 "replaygate ledger: already at version %d: nothing to do (recorded in %s)\n",
+                 migrated->to, o.audit.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "replaygate ledger: migrated the ledger from schema version %d to %d, every row "
+                 "kept (recorded in %s)\n",
+                 migrated->from, migrated->to, o.audit.c_str());
+  }
+  return kExitOk;
 }
 
 }  // namespace replaygate::cli

@@ -66,6 +66,25 @@ int run_ledger_check(const LedgerOptions& o) {
     }
     std::vector<AnchorSeen> anchor_seen;
     review::check_anchors(*anchors, o.audits, logs, &findings, &anchor_seen);
+    // The plan tables against the logs' plan entries.
+    auto plans = l.plans();
+    if (!plans) return ledger_failed(plans.error());
+    std::vector<review::LedgerPlan> held;
+    for (const ledger::PlanRecord& p : *plans) {
+      review::LedgerPlan lp{p, {}, {}};
+      auto approvals = l.plan_approvals(p.digest);
+      if (!approvals) return ledger_failed(approvals.error());
+      lp.approvals = std::move(*approvals);
+      auto rows = l.export_plan_progress(p.digest, [&lp](const ledger::PlanLetterProgress& r) {
+        lp.progress.push_back(r);
+        return true;
+      });
+      if (!rows) return ledger_failed(rows.error());
+      held.push_back(std::move(lp));
+    }
+    for (Finding& f : review::compare_plans(held, review::replay_plans(trail))) {
+      findings.push_back(std::move(f));
+    }
     // Requests whose release did not happen: the key is still held (nothing is lost), said as a
     // note, not a finding.
     std::vector<std::pair<std::pair<std::string, std::int64_t>, TrailPlace>> pending;
@@ -84,6 +103,7 @@ int run_ledger_check(const LedgerOptions& o) {
       j["audit"] = o.audits.front();  // the first log; every one in `audits`
       j["audits"] = o.audits;
       j["claims"] = rows.size();
+      j["plans"] = held.size();
       j["grants"] = log.grants;
       j["unclaimed_creates"] = trail.unclaimed_creates;
       j["findings"] = nlohmann::json::array();

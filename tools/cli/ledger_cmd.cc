@@ -1,5 +1,6 @@
 // `replaygate ledger`: the durable replay ledger's command (docs/ledger.md) - show KEY, list,
-// stats, export (rows as JSON Lines), and the operator commands release, prune, check, rebuild
+// stats, export (rows as JSON Lines), and the operator commands release, prune, migrate, check,
+// rebuild
 // (ledger_acts.cc, ledger_check.cc, ledger_rebuild.cc).
 #include "tools/cli/ledger_cmd.h"
 
@@ -52,10 +53,11 @@ int ledger_usage(const std::string& message) {
 }
 
 int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body,
-                bool create) {
+                bool create, std::function<ledger::Time()> clock) {
   ledger::Options lo;
   lo.scope = o.scope;
   lo.create = create;
+  lo.clock = std::move(clock);
   ledger::Result<std::unique_ptr<ledger::Ledger>> opened = ledger::open_ledger(o.ledger, lo);
   if (!opened) return ledger_failed(opened.error());
   const int code = body(*opened.value());
@@ -125,6 +127,15 @@ Runner setup_ledger(CLI::App& sub) {
       "deletes\n"
       "the rows, then writes one 'pruned' entry per row; prints the deleted rows as JSON Lines.\n"
       "Exit: 0 ok, 2 usage or I/O errors.");
+  CLI::App* migrate = sub.add_subcommand(
+      "migrate", "Bring a ledger of an older schema version to this build's: an audited act");
+  common(migrate);
+  who(migrate, "Why the ledger is migrated now (one printable line; required)");
+  migrate->footer(
+      "Writes 'ledger_migrate_requested' to the audit log, migrates the ledger in one transaction\n"
+      "(every row kept; the ledger is at the old version or the new one, never between), then\n"
+      "writes 'ledger_migrated'. Prints {\"ledger\",\"from\",\"to\"}. Exit: 0 migrated or already\n"
+      "at this version, 2 usage, I/O, a newer or foreign database, a log that does not verify.");
   CLI::App* check =
       sub.add_subcommand("check", "Claims with no audit entry, and audit grants with no claim");
   common(check);
@@ -145,8 +156,9 @@ Runner setup_ledger(CLI::App& sub) {
   rebuild->footer(
       "Refuses a ledger scope that holds rows and a log that does not verify (exit 2). Exit 1:\n"
       "restored, but the log holds conflicts (listed).");
-  return [o, show, list, stats, exp, release, prune, check, rebuild] {
+  return [o, show, list, stats, exp, release, prune, migrate, check, rebuild] {
     if (release->parsed()) return run_ledger_release(*o);
+    if (migrate->parsed()) return run_ledger_migrate(*o);
     if (prune->parsed()) return run_ledger_prune(*o);
     if (check->parsed()) return run_ledger_check(*o);
     if (rebuild->parsed()) return run_ledger_rebuild(*o);

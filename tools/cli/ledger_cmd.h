@@ -1,6 +1,6 @@
 // What the `replaygate ledger` subcommands share (docs/ledger.md): their options, opening the
 // ledger, printing a row, and the error words. The reading subcommands are in ledger_cmd.cc, the
-// audited operator acts (release, prune) in ledger_acts.cc, check and rebuild in
+// audited operator acts (release, prune, migrate) in ledger_acts.cc, check and rebuild in
 // ledger_check.cc and ledger_rebuild.cc.
 #pragma once
 
@@ -39,13 +39,16 @@ int ledger_usage(const std::string& message);
 // output: body's exit code, or 2 when the ledger cannot be opened or stdout cannot be written.
 // `create`: a missing SQLite file is created (rebuild only); otherwise it is an error ("no ledger
 // at PATH"), so that reading or checking a mistyped path leaves no empty ledger behind.
+// `clock`: the ledger's clock (rebuild pins it to the log's times); default the system clock.
 int with_ledger(const LedgerOptions& o, const std::function<int(ledger::Ledger&)>& body,
-                bool create = false);
+                bool create = false, std::function<ledger::Time()> clock = {});
 
 // `ledger release KEY --operator NAME --reason TEXT --audit LOG` (ledger_acts.cc).
 int run_ledger_release(const LedgerOptions& o);
 // `ledger prune --older-than DURATION --operator NAME --audit LOG [--dry-run]` (ledger_acts.cc).
 int run_ledger_prune(const LedgerOptions& o);
+// `ledger migrate --operator NAME --reason TEXT --audit LOG` (ledger_acts.cc).
+int run_ledger_migrate(const LedgerOptions& o);
 // `ledger check --audit LOG [--audit LOG ...] [--output text|json]` (ledger_check.cc).
 int run_ledger_check(const LedgerOptions& o);
 // `ledger rebuild --from-audit LOG` (ledger_rebuild.cc).

@@ -1,9 +1,15 @@
 // `replaygate ledger rebuild --from-audit LOG --ledger L`: re-creates a lost ledger from the audit
 // log (docs/ledger.md, "Operator commands"): every claim the log granted, released as the log's
 // 'released' entries say and without the rows its 'pruned' entries deleted, restored in one
-// transaction into a scope that holds no row (Ledger::restore).
+// transaction into a scope that holds no row (Ledger::restore); then the plan tables as the log's
+// plan entries say (review::restore_plans, with the ledger's clock pinned to the log's times).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/escape.h"
@@ -14,7 +20,6 @@
 #include "tools/cli/output.h"
 
 namespace replaygate::cli {
-
 int run_ledger_rebuild(const LedgerOptions& o) {
   review::Trail trail;
   std::string bytes, error;
@@ -26,6 +31,14 @@ int run_ledger_rebuild(const LedgerOptions& o) {
     return ledger_usage(why + "; nothing was rebuilt");
   }
   const review::Replayed log = review::replay_trail(trail, o.scope);
+  const review::ReplayedPlans plan_log = review::replay_plans(trail);
+  // The ledger's clock: the log's time while plans are restored, else this host's.
+  auto pinned = std::make_shared<std::optional<ledger::Time>>();
+  const auto clock = [pinned]() -> ledger::Time {
+    if (*pinned) return **pinned;
+    return std::chrono::time_point_cast<std::chrono::microseconds>(
+        std::chrono::system_clock::now());
+  };
   return with_ledger(
       o,
       [&](ledger::Ledger& l) {
@@ -40,11 +53,32 @@ int run_ledger_rebuild(const LedgerOptions& o) {
                               "; rebuild fills an empty ledger only (a new file, or another "
                               "--ledger-scope), so that no claim is overwritten");
         }
+        auto plans = l.plans();
+        if (!plans) return ledger_failed(plans.error());
+        if (!plans->empty()) {
+          return ledger_usage("refusing to rebuild into " + l.describe() + ": scope '" + l.scope() +
+                              "' already holds " + plural(plans->size(), "plan") +
+                              "; rebuild fills an empty ledger only");
+        }
         std::vector<ledger::Record> rows;
         rows.reserve(log.rows.size());
         for (const auto& [id, x] : log.rows) rows.push_back(x.row);
         auto restored = l.restore(rows);
         if (!restored) return ledger_failed(restored.error());
+        const ledger::Status plans_restored =
+            review::restore_plans(l, plan_log, [pinned](ledger::Time t) { *pinned = t; });
+        pinned->reset();
+        if (!plans_restored) {
+          ledger_failed(plans_restored.error());
+          std::fprintf(stderr,
+                       "replaygate ledger: the claims ARE restored, the plans only in part: "
+                       "rebuild again into an empty ledger\n");
+          return kExitUsage;
+        }
+        for (const review::TrailConflict& c : plan_log.conflicts) {
+          std::fprintf(stderr, "%s:%llu: log_conflict: %s (not restored)\n", o.from_audit.c_str(),
+                       static_cast<unsigned long long>(c.line), escape_control(c.message).c_str());
+        }
         for (const review::TrailConflict& c : log.conflicts) {
           std::fprintf(stderr, "%s:%llu: log_conflict: the entry %s (not restored)\n",
                        o.from_audit.c_str(), static_cast<unsigned long long>(c.line),
@@ -64,13 +98,14 @@ int run_ledger_rebuild(const LedgerOptions& o) {
               "ledger, or as a dry run) were not claimed\n",
               o.from_audit.c_str(), plural(trail.unclaimed_creates, "create decision").c_str());
         }
-        std::fprintf(stderr, "replaygate ledger: rebuilt %s in scope '%s' of %s from %s (%s)\n",
-                     plural(static_cast<uint64_t>(*restored), "claim").c_str(), l.scope().c_str(),
-                     l.describe().c_str(), o.from_audit.c_str(),
-                     plural(log.grants, "grant").c_str());
-        return log.conflicts.empty() ? kExitOk : kExitFindings;
+        std::fprintf(
+            stderr, "replaygate ledger: rebuilt %s and %s in scope '%s' of %s from %s (%s)\n",
+            plural(static_cast<uint64_t>(*restored), "claim").c_str(),
+            plural(plan_log.plans.size(), "plan").c_str(), l.scope().c_str(), l.describe().c_str(),
+            o.from_audit.c_str(), plural(log.grants, "grant").c_str());
+        return log.conflicts.empty() && plan_log.conflicts.empty() ? kExitOk : kExitFindings;
       },
-      /*create=*/true);
+      /*create=*/true, clock);
 }
 
 }  // namespace replaygate::cli
