@@ -133,6 +133,21 @@ TEST_F(PlanCliTest, Reproduces660ExactlyThePlannedLettersAreReplayed) {
        {"\"act\":\"plan_recorded\"", "\"act\":\"plan_approved\"", "\"act\":\"plan_progress\""}) {
     EXPECT_NE(log.find(act), std::string::npos) << act;
   }
+  // The entries are what `ledger check` and `ledger rebuild --from-audit` read: the log agrees
+  // with the ledger, and a ledger rebuilt from it has the plan, its approval (whose signature
+  // still verifies) and its progress.
+  r = run({"ledger", "check", "--ledger", path("l.db"), "--audit", path("audit.log")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run({"ledger", "rebuild", "--from-audit", path("audit.log"), "--ledger", path("re.db")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run({"plan", "status", path("p.json"), "--ledger", path("re.db"), "--output", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json rebuilt = json::parse(r.out);
+  EXPECT_EQ(rebuilt.at("done"), 2);
+  EXPECT_EQ(rebuilt.at("approvals").size(), 1u);
+  r = run(
+      {"plan", "verify", path("p.json"), "--users", path("users.json"), "--ledger", path("re.db")});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
 TEST_F(PlanCliTest, ShowSaysPerVerbWhatThePlanWillDo) {
