@@ -305,6 +305,49 @@ TEST_F(PlanCliTest, ChangedAndDuplicateLettersAreHeld) {
   EXPECT_EQ(j.at("changed"), 1);
 }
 
+// plan cancel while a run is in its first block: the run finishes that block (claimed: it is
+// recorded) and stops before the next, exit 2; a later run is refused.
+TEST_F(PlanCliTest, ACancelIsSeenBeforeTheNextBlock) {
+  std::string dump;
+  for (int n = 1; n <= 4200; ++n) dump += letter(n);
+  write_file(dir_ / "dump.jsonl", dump);
+  ASSERT_EQ(build("dump.jsonl").exit_code, 0);
+  ASSERT_EQ(approve("bob", "bob").exit_code, 0);
+  const std::string pause = path("paused");
+  std::string command =
+      "REPLAYGATE_TEST_PAUSE_AT=plan_claimed:" + shell_quote(pause) + " " + shell_quote(kCliBinary);
+  for (const std::string& a :
+       {std::string("decide"), std::string("--policy"), policy(), path("dump.jsonl"),
+        std::string("--plan"), path("p.json"), std::string("--users"), path("users.json"),
+        std::string("--ledger"), path("l.db"), std::string("--audit"), path("audit.log"),
+        std::string("--operator"), std::string("carol")}) {
+    command += " " + shell_quote(a);
+  }
+  command += " > " + shell_quote(path("run.out")) + " 2> " + shell_quote(path("run.err")) +
+             "; echo $? > " + shell_quote(path("run.code"));
+  ASSERT_EQ(run_shell("(" + command + ") &"), 0);
+  for (int i = 0; i < 600 && !std::filesystem::exists(pause); ++i) ::usleep(100 * 1000);
+  ASSERT_TRUE(std::filesystem::exists(pause));
+  const CliResult cancelled =
+      run({"plan", "cancel", path("p.json"), "--operator", "carol", "--reason", "stop", "--ledger",
+           path("l.db"), "--audit", path("audit.log")});
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.err;
+  std::filesystem::remove(pause);
+  for (int i = 0; i < 600 && read_file(dir_ / "run.code").empty(); ++i) ::usleep(100 * 1000);
+  EXPECT_EQ(read_file(dir_ / "run.code"), "2\n") << read_file(dir_ / "run.err");
+  EXPECT_EQ(lines_of(read_file(dir_ / "run.out")).size(), 4096u);
+  EXPECT_NE(read_file(dir_ / "run.err")
+                .find("replaygate decide: stopped: the plan was cancelled "
+                      "by carol at "),
+            std::string::npos)
+      << read_file(dir_ / "run.err");
+  EXPECT_EQ(stats().at("keys"), 4096);
+  const json status = json::parse(
+      run({"plan", "status", path("p.json"), "--ledger", path("l.db"), "--output", "json"}).out);
+  EXPECT_EQ(status.at("done"), 4096);
+  EXPECT_EQ(status.at("state").get<std::string>().rfind("cancelled by carol at ", 0), 0u);
+}
+
 // kill -9 between the block's claims and its progress, and after its progress, then a rerun:
 // each planned letter is replayed once, none is lost.
 TEST_F(PlanCliTest, AKilledRunResumesAndActsOnEachLetterOnce) {
