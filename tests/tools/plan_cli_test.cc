@@ -152,6 +152,17 @@ TEST_F(PlanCliTest, Reproduces660ExactlyThePlannedLettersAreReplayed) {
 
 TEST_F(PlanCliTest, ShowSaysPerVerbWhatThePlanWillDo) {
   write_file(dir_ / "dump.jsonl", letter(1) + letter(2) + letter(2));
+  // m-1 again with another attempt count: another letter with the same key.
+  write_file(dir_ / "dump2.jsonl", letter(1) + letter(1, 2));
+  const CliResult built = build("dump2.jsonl");
+  ASSERT_EQ(built.exit_code, 0);
+  EXPECT_EQ(built.err,
+            "replaygate plan: note: 2 planned replays share the idempotency key 'cap_1': the "
+            "ledger lets one of them replay, the others are held\n"
+            "replaygate plan: wrote " +
+                path("p.json") +
+                ": 2 letter(s), 2 cop(ies) of 2 record(s) (0 unreadable, never planned); it "
+                "needs 1 approval(s) besides alice\n");
   ASSERT_EQ(build("dump.jsonl").exit_code, 0);
   CliResult r = run({"plan", "show", path("p.json")});
   EXPECT_EQ(r.exit_code, 0) << r.err;

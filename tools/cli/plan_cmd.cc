@@ -174,6 +174,19 @@ int run_build(const PlanOptions& o) {
     }
   }
   if (fd != STDIN_FILENO) ::close(fd);
+  // Two planned replays with one idempotency key: the ledger lets one of them replay, and the
+  // reviewer should know before approving.
+  std::unordered_map<std::string, uint64_t> replay_keys;
+  for (const plan::PlanLetter& l : letters) {
+    if (l.decision.effect == "create" && l.idempotency_key) ++replay_keys[*l.idempotency_key];
+  }
+  for (const auto& [key, count] : replay_keys) {
+    if (count > 1) {
+      plan_say(kExitOk, "note: " + std::to_string(count) +
+                            " planned replays share the idempotency key '" + key +
+                            "': the ledger lets one of them replay, the others are held");
+    }
+  }
   plan::PlanHeader h;
   h.created_at = now_text();
   h.expires_at = ledger::format_time(*ledger::parse_time(h.created_at) + ttl);
