@@ -232,6 +232,13 @@ const char* const kRepair[] = {"operator", "reason", "covers", "problem_count", 
 // An operator act on the replay ledger (`replaygate ledger release|prune`, docs/ledger.md).
 const char* const kLedger[] = {"operator",         "act",    "scope",  "idempotency_key",
                                "claim_generation", "reason", "cutoff", "state"};
+// A plan's record (`replaygate plan`, docs/plans.md): audit/entry.h PlanEntry.
+const char* const kPlan[] = {
+    "operator",       "act",       "scope",  "digest",      "author",       "source",
+    "table_checksum", "letters",   "copies", "created_at",  "expires_at",   "approver",
+    "key_id",         "signature", "reason", "approved_at", "cancelled_by", "cancel_reason",
+    "cancelled_at",   "identity",  "done",   "held",        "changed",      "last_outcome"};
+const char* const kPlanCounts[] = {"letters", "copies", "done", "held", "changed"};
 // A signed checkpoint (audit/checkpoint.h): written by appenders given a signing key only.
 const char* const kCheckpoint[] = {"chain_digest", "key_id", "signature"};
 // How many of the problems it acknowledges a repair entry lists (problem_count counts them all).
@@ -307,6 +314,40 @@ std::string check_ledger_fields(const json& j, const Bad& bad, const Missing& mi
   return "";
 }
 
+// A plan entry's act and fields (after the common ones): "" or the problem.
+template <typename Bad, typename Missing>
+std::string check_plan_fields(const json& j, const Bad& bad, const Missing& missing) {
+  for (const char* key : {"act", "scope", "digest"}) {
+    if (!j.contains(key)) return missing(key);
+  }
+  const json& act = j.at("act");
+  std::vector<const char*> needs;
+  if (act == "plan_recorded") {
+    needs = {"author", "source", "table_checksum", "letters", "copies", "created_at", "expires_at"};
+  } else if (act == "plan_approved") {
+    needs = {"approver", "key_id", "signature", "reason", "approved_at"};
+  } else if (act == "plan_cancelled") {
+    needs = {"cancelled_by", "cancel_reason", "cancelled_at"};
+  } else if (act == "plan_progress") {
+    needs = {"identity", "done", "held", "changed", "last_outcome"};
+  } else {
+    return bad("act", "plan_recorded, plan_approved, plan_cancelled or plan_progress");
+  }
+  for (const char* key : needs) {
+    if (!j.contains(key)) return missing(key);
+  }
+  for (const auto& [key, value] : j.items()) {
+    const bool count = std::any_of(std::begin(kPlanCounts), std::end(kPlanCounts),
+                                   [&key](const char* c) { return key == c; });
+    if (key == "seq" || key == "prev") continue;
+    if (count && !is_count(value, 0, INT64_MAX)) return bad(key.c_str(), "a whole number");
+    if (!count && (!value.is_string() || value.template get<std::string>().empty())) {
+      return bad(key.c_str(), "a non-empty string");
+    }
+  }
+  return "";
+}
+
 // The problem with one entry (a JSON object, so no key twice), or "" when it is valid. Only the
 // entry itself is checked here; its place in the chain and the log is verify_bytes()'. `line` is
 // the entry's source text, from which bad values are shown as written ("" for a writer's entry).
@@ -320,21 +361,24 @@ std::string check_fields(const json& j, std::string_view line = {}) {
   if (!is_hex32(j.at("prev"))) return "'prev' is " + value_of("prev") + "; expected 32 hex digits";
   if (!j.contains("kind")) return "no 'kind'";
   if (j.at("kind") != "decision" && j.at("kind") != "result" && j.at("kind") != "repair" &&
-      j.at("kind") != "ledger" && j.at("kind") != "checkpoint") {
+      j.at("kind") != "ledger" && j.at("kind") != "checkpoint" && j.at("kind") != "plan") {
     return "unknown kind " + value_of("kind") +
-           "; expected \"decision\", \"result\", \"repair\", \"ledger\" or \"checkpoint\"";
+           "; expected \"decision\", \"result\", \"repair\", \"ledger\", \"checkpoint\" or "
+           "\"plan\"";
   }
   const bool decision = j.at("kind") == "decision";
   const bool repair = j.at("kind") == "repair";
   const bool ledger = j.at("kind") == "ledger";
   const bool checkpoint = j.at("kind") == "checkpoint";
+  const bool plan = j.at("kind") == "plan";
   const std::string kind = j.at("kind");
   const std::span<const char* const> fields = decision ? std::span<const char* const>(kDecision)
                                               : repair ? std::span<const char* const>(kRepair)
                                               : ledger ? std::span<const char* const>(kLedger)
                                               : checkpoint
                                                   ? std::span<const char* const>(kCheckpoint)
-                                                  : std::span<const char* const>(kResult);
+                                              : plan ? std::span<const char* const>(kPlan)
+                                                     : std::span<const char* const>(kResult);
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* name : kCommon) known = known || key == name;
@@ -350,7 +394,7 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     return "'time' is " + value_of("time") + (why.empty() ? "" : " (" + why + ")") +
            "; expected a UTC time YYYY-MM-DDTHH:MM:SSZ";
   }
-  if (j.contains("operator") || decision || repair || ledger) {
+  if (j.contains("operator") || decision || repair || ledger || plan) {
     if (!j.contains("operator")) return missing("operator");
     if (!j.at("operator").is_string()) return bad("operator", "a string");
     if (const std::string why =
@@ -424,6 +468,8 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     }
   } else if (ledger) {
     if (std::string why = check_ledger_fields(j, bad, missing); !why.empty()) return why;
+  } else if (plan) {
+    if (std::string why = check_plan_fields(j, bad, missing); !why.empty()) return why;
   } else if (checkpoint) {
     for (const char* key : kCheckpoint) {
       if (!j.contains(key)) return missing(key);
@@ -597,13 +643,39 @@ constexpr LineKey kRepairLine[] = {{"covers", Shape::kHex32, false},
                                    {"seq", Shape::kSeq, false},
                                    {"time", Shape::kTime, false}};
 
-constexpr LineKey kLedgerLine[] = {
-    {"act", Shape::kString, false},   {"claim_generation", Shape::kCount, true},
-    {"cutoff", Shape::kString, true}, {"idempotency_key", Shape::kString, true},
-    {"kind", Shape::kKind, false},    {"operator", Shape::kString, false},
-    {"prev", Shape::kPrev, false},    {"reason", Shape::kString, true},
-    {"scope", Shape::kString, false}, {"seq", Shape::kSeq, false},
-    {"state", Shape::kString, true},  {"time", Shape::kTime, false}};
+// A ledger entry's keys and a plan entry's (both begin with "act"): a cut line of either.
+constexpr LineKey kLedgerLine[] = {{"act", Shape::kString, false},
+                                   {"approved_at", Shape::kString, true},
+                                   {"approver", Shape::kString, true},
+                                   {"author", Shape::kString, true},
+                                   {"cancel_reason", Shape::kString, true},
+                                   {"cancelled_at", Shape::kString, true},
+                                   {"cancelled_by", Shape::kString, true},
+                                   {"changed", Shape::kCount, true},
+                                   {"claim_generation", Shape::kCount, true},
+                                   {"copies", Shape::kCount, true},
+                                   {"created_at", Shape::kString, true},
+                                   {"cutoff", Shape::kString, true},
+                                   {"digest", Shape::kString, true},
+                                   {"done", Shape::kCount, true},
+                                   {"expires_at", Shape::kString, true},
+                                   {"held", Shape::kCount, true},
+                                   {"identity", Shape::kString, true},
+                                   {"idempotency_key", Shape::kString, true},
+                                   {"key_id", Shape::kString, true},
+                                   {"kind", Shape::kKind, false},
+                                   {"last_outcome", Shape::kString, true},
+                                   {"letters", Shape::kCount, true},
+                                   {"operator", Shape::kString, false},
+                                   {"prev", Shape::kPrev, false},
+                                   {"reason", Shape::kString, true},
+                                   {"scope", Shape::kString, false},
+                                   {"seq", Shape::kSeq, false},
+                                   {"signature", Shape::kString, true},
+                                   {"source", Shape::kString, true},
+                                   {"state", Shape::kString, true},
+                                   {"table_checksum", Shape::kString, true},
+                                   {"time", Shape::kTime, false}};
 constexpr LineKey kCheckpointLine[] = {{"chain_digest", Shape::kHex64, false},
                                        {"key_id", Shape::kHex32, false},
                                        {"kind", Shape::kKind, false},
@@ -883,6 +955,10 @@ class PrefixReader {
       case Shape::kTime:
         return shaped("dddd-dd-ddTdd:dd:ddZ", "a UTC time YYYY-MM-DDTHH:MM:SSZ");
       case Shape::kKind:
+        // "act" begins a ledger entry and a plan entry alike.
+        if (kind == std::string_view("ledger")) {
+          return one_of({"ledger", "plan"}, "\"ledger\" or \"plan\", the kinds \"act\" begins");
+        }
         return one_of({kind}, "\"" + std::string(kind) + "\", the kind its first key begins");
       case Shape::kEffect:
         return one_of({"none", "read", "copy", "create"}, "an effect");

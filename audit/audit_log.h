@@ -22,6 +22,9 @@
 //               prune_requested, pruned, ledger_migrate_requested, ledger_migrated), scope, and as
 //               the act needs them idempotency_key, claim_generation, reason (one printable line),
 //               cutoff (RFC 3339), state
+//   "plan":     a plan's record in the ledger (`replaygate plan`, `decide --plan`, docs/plans.md;
+//               audit/entry.h's PlanEntry): operator, act (plan_recorded, plan_approved,
+//               plan_cancelled, plan_progress), scope, digest and the act's fields
 //   "checkpoint": written by an appender given a signing key only (audit/checkpoint.h):
 //               chain_digest (64 hex digits: BLAKE2b-256 of every byte of the log before its
 //               line), key_id (32 hex digits), signature (128 hex digits: Ed25519 over

@@ -54,4 +54,14 @@ nlohmann::json to_json(const LedgerEntry& e) {
   return j;
 }
 
+nlohmann::json to_json(const PlanEntry& e) {
+  nlohmann::json j = e.fields;
+  j["kind"] = "plan";
+  j["time"] = e.time.empty() ? utc_now() : e.time;
+  j["operator"] = e.operator_name;
+  j["act"] = e.act;
+  j["scope"] = e.scope;
+  return j;
+}
+
 }  // namespace replaygate::audit

@@ -57,6 +57,21 @@ struct LedgerEntry {
   std::optional<std::string> state;   // pruned: the row's state when it was deleted
 };
 
+// A plan's record in the ledger (docs/plans.md), written after the ledger call succeeded (the
+// ledger is the truth; the entry is its record, which `ledger rebuild --from-audit` reads). Acts
+// and their fields (times RFC 3339 UTC as ledger::format_time writes them; counts integers):
+//   plan_recorded   digest, author, source, table_checksum, letters, copies, created_at, expires_at
+//   plan_approved   digest, approver, key_id, signature, reason, approved_at
+//   plan_cancelled  digest, cancelled_by, cancel_reason, cancelled_at
+//   plan_progress   digest, identity, done, held, changed (the increments added), last_outcome
+struct PlanEntry {
+  std::string time;  // "" means now
+  std::string operator_name;
+  std::string act;
+  std::string scope;
+  nlohmann::json fields = nlohmann::json::object();  // the act's fields above, by name
+};
+
 // An outcome recorded against an earlier decision entry (`audit result`).
 struct ResultEntry {
   std::string time;       // "" means now
@@ -69,5 +84,6 @@ struct ResultEntry {
 nlohmann::json to_json(const DecisionEntry& entry);
 nlohmann::json to_json(const ResultEntry& entry);
 nlohmann::json to_json(const LedgerEntry& entry);
+nlohmann::json to_json(const PlanEntry& entry);
 
 }  // namespace replaygate::audit

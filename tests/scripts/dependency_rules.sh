@@ -40,6 +40,10 @@ forbid replaygate_pipeline replaygate_redrive replaygate_redrive_rabbitmq
 forbid replaygate_audit replaygate_inputs
 forbid replaygate_review replaygate_cli_lib replaygate_console replaygate_pipeline \
   replaygate_redrive replaygate_redrive_rabbitmq PkgConfig::RABBITMQ
+# redrive/plan/ (plans, docs/plans.md) is data the CLI and a console link: never the pipeline,
+# the live loop, a broker client, the compiler or the CLI.
+forbid replaygate_plan replaygate_cli_lib replaygate_compiler replaygate_pipeline replaygate_redrive \
+  replaygate_redrive_rabbitmq replaygate_redrive_redis PkgConfig::RABBITMQ PkgConfig::HIREDIS
 # The language server is the compiler's and checks/' client, never the CLI's or a gate's.
 forbid replaygate_checks replaygate_cli_lib replaygate_pipeline replaygate_redrive replaygate_audit \
   replaygate_ledger replaygate_redrive_rabbitmq PkgConfig::RABBITMQ

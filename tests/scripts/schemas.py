@@ -30,6 +30,7 @@ DOCS = {
     "cases": "docs/cli.md",
     "mapping": "docs/input-mapping.md",
     "proposal": "docs/proposals.md",
+    "plan": "docs/plans.md",
 }
 SCHEMA_LINE = re.compile(r"^# yaml-language-server: \$schema=(\S+)$")
 # Strict mode (unknown keywords, types, required properties, tuples are errors); union types
@@ -250,6 +251,15 @@ def validate(source, replaygate, ajv, work):
         else:
             rejected += 1
     exported["proposal"] = proposals
+    # Plan files are JSON: the fuzz seeds `plan show` reads as unedited plans are validated.
+    plans = []
+    for path in files_under(os.path.join(source, "tests", "data", "fuzz", "plan"), ("",)):
+        result = subprocess.run([replaygate, "plan", "show", path], capture_output=True)
+        if result.returncode == 0:
+            plans.append((os.path.relpath(path, source), path))
+        else:
+            rejected += 1
+    exported["plan"] = plans
     for kind, files in sorted(exported.items()):
         if not files:
             problem(f"no {kind} file exported: the search for files is broken")
@@ -269,7 +279,7 @@ def validate(source, replaygate, ajv, work):
     if not problems:
         print(f"schemas: valid exports: {len(exported['policy'])} policies, "
               f"{len(exported['cases'])} case files, {len(exported['mapping'])} mapping files, "
-              f"{len(exported['proposal'])} proposals; {rejected} files the readers reject "
+              f"{len(exported['proposal'])} proposals, {len(exported['plan'])} plans; {rejected} files the readers reject "
               f"were not validated")
 
 

@@ -47,6 +47,8 @@ constexpr Command kCommands[] = {
     {"gate", "Run the live gate on a broker's dead-letter queue (rabbitmq, sidekiq)", setup_gate},
     {"propose", "Write a proposal of the unknown key groups in dead-letter dumps", setup_propose},
     {"proposal", "Check a proposal against a policy, or compare two proposals", setup_proposal},
+    {"plan", "Build, show, approve, verify, cancel a plan: a frozen, reviewed set of letters",
+     setup_plan},
     {"lsp", "Run the language server for policies on stdin/stdout (docs/editors.md)", setup_lsp},
 };
 

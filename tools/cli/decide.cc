@@ -59,6 +59,7 @@
 #include "tools/cli/files.h"
 #include "tools/cli/options.h"
 #include "tools/cli/output.h"
+#include "tools/cli/plan_run.h"
 #include "tools/cli/policy_source.h"
 #include "tools/cli/record_reading.h"
 #include "tools/cli/trust.h"
@@ -110,6 +111,8 @@ struct DecideOptions {
   bool dry_run = false;  // --dry-run: consult the ledger, claim nothing
   std::string threads;   // --threads N|auto, when given
   bool threads_set = false;
+  std::string plan;   // --plan PLAN: act on the plan's letters only (plan_run.cc)
+  std::string users;  // --users FILE: with --plan, the approvers and their keys
 };
 
 // --max-replayed-keys above this is refused (the limit of the exact set it was first written for;
@@ -466,7 +469,37 @@ void print_summary(const pipeline::Gate& gate, const ReplayGuard& guard,
       threshold.c_str(), static_cast<unsigned long long>(guard.keys_seen_at_most()));
 }
 
+// decide --plan: the plan's own run (plan_run.cc), which takes decide's input options.
+int run_plan(const DecideOptions& o) {
+  if (o.dry_run || o.threads_set || o.max_replays_set || o.max_keys_set || o.show_inputs ||
+      o.dedupe_field_set || !o.audit_sign.key_path.empty()) {
+    return usage(
+        "--plan runs the plan's letters as planned: --dry-run, --threads, --max-replays, "
+        "--max-replayed-keys, --show-inputs, --dedupe-field and --audit-sign-key do not apply "
+        "(see the plan with 'replaygate plan show')");
+  }
+  if (o.audit.empty() || !o.operator_set) {
+    return usage("--plan needs --audit LOG and --operator NAME (every act is recorded)");
+  }
+  if (const std::string why = operator_error(o.operator_name); !why.empty()) return usage(why);
+  PlanRunOptions p;
+  p.plan = o.plan;
+  p.users = o.users;
+  p.input = o.input;
+  p.policy = o.policy;
+  p.table = o.table;
+  p.format = o.format;
+  p.trust = o.trust;
+  p.ledger = o.ledger;
+  p.scope = o.ledger_scope_set ? o.ledger_scope : "default";
+  p.audit = o.audit;
+  p.operator_name = o.operator_name;
+  return run_decide_plan(p);
+}
+
 int run_decide(const DecideOptions& o) {
+  if (!o.plan.empty()) return run_plan(o);
+  if (!o.users.empty()) return usage("--users only applies with --plan PLAN");
   AuditSigning signing;
   DecideLimits limits;
   if (const int code = check_options(o, &signing, &limits); code != kExitOk) return code;
@@ -683,6 +716,10 @@ Runner setup_decide(CLI::App& sub) {
   sub.add_flag("--dry-run", o->dry_run,
                "With --ledger: look keys up, claim nothing (a would-be replay says "
                "\"claimed\": false)");
+  sub.add_option("--plan", o->plan,
+                 "Act only on this approved plan's letters (docs/plans.md; with --ledger, --audit, "
+                 "--operator and --users)");
+  sub.add_option("--users", o->users, "With --plan: the users file (approvers and their keys)");
   add_audit_sign_options(sub, &o->audit_sign);
   add_trust_options(sub, &o->trust, /*acting=*/true);
   return [o, max_replays, max_keys, filter_mib, dedupe, operator_option, input_format, format_alias,

@@ -1,0 +1,326 @@
+// redrive/plan: the plan file's writer and reader, the digest, the letter identity, the users
+// file, approval signatures and verify_plan() (docs/plans.md).
+#include "redrive/plan/plan.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "redrive/plan/approval.h"
+
+namespace replaygate::plan {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path temp(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("plan_test_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+PlanHeader header() {
+  PlanHeader h;
+  h.plan_id = "0123456789ab";
+  h.source = "dump.jsonl";
+  h.input_format = "letters";
+  h.author = "alice";
+  h.created_at = "2026-12-07T10:00:00.000000Z";
+  h.expires_at = "2026-12-08T10:00:00.000000Z";
+  h.policy = "replay_gate";
+  h.policy_revision = 3;
+  h.table_checksum = "00112233445566778899aabbccddeeff";
+  h.cap = 2;
+  h.rate = 5;
+  h.required_approvals = 1;
+  h.filters = {{"rule", "retry_transient"}};
+  return h;
+}
+
+PlanLetter letter(int n, const std::string& verb = "replay") {
+  PlanLetter l;
+  l.source = "dump.jsonl";
+  l.message_id = "m" + std::to_string(n);
+  l.idempotency_key = "k" + std::to_string(n);
+  l.body_digest = digest_of("body " + std::to_string(n));
+  l.identity = letter_identity(l.source, l.message_id, l.body_digest, {{"topic", "s:orders"}});
+  l.count = 1;
+  l.first_line = static_cast<uint64_t>(n);
+  l.decision = {verb, "retry_transient", "create", "republish", std::string("orders")};
+  return l;
+}
+
+std::string write_plan(const fs::path& path, const std::vector<PlanLetter>& letters) {
+  PlanWriter w(path.string());
+  EXPECT_TRUE(w.begin(header())) << w.error();
+  for (const PlanLetter& l : letters) EXPECT_TRUE(w.add(l)) << w.error();
+  const std::string digest = w.finish();
+  EXPECT_FALSE(digest.empty()) << w.error();
+  return digest;
+}
+
+TEST(PlanFile, WritesAndReadsBackEveryLetterAndTheDigest) {
+  const fs::path path = temp("two.plan.json");
+  const std::vector<PlanLetter> letters = {letter(1), letter(2, "park")};
+  const std::string digest = write_plan(path, letters);
+  EXPECT_TRUE(is_digest(digest));
+  EXPECT_FALSE(fs::exists(path.string() + ".tmp"));
+  std::vector<PlanLetter> read;
+  const PlanRead r = read_plan_file(path.string(), [&](const PlanLetter& l) {
+    read.push_back(l);
+    return true;
+  });
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.digest, digest);
+  EXPECT_EQ(r.computed_digest, digest);
+  EXPECT_EQ(r.header, header());
+  EXPECT_EQ(read, letters);
+  EXPECT_EQ(r.summary.letters, 2);
+  EXPECT_EQ(r.summary.copies, 2);
+  EXPECT_EQ(r.summary.by_verb.at("replay").letters, 1);
+  EXPECT_EQ(r.summary.by_verb.at("park").copies, 1);
+  // One letter per line between the header and the summary.
+  const std::string text = read_all(path);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7);
+  EXPECT_EQ(text.rfind("{\"format_version\":1,\"header\":{", 0), 0u);
+}
+
+TEST(PlanFile, AnEditedLetterChangesTheComputedDigest) {
+  const fs::path path = temp("edited.plan.json");
+  const std::string digest = write_plan(path, {letter(1), letter(2)});
+  std::string text = read_all(path);
+  const size_t at = text.find("\"k2\"");
+  ASSERT_NE(at, std::string::npos);
+  text[at + 2] = '3';
+  std::ofstream(path, std::ios::binary) << text;
+  const PlanRead r = read_plan_file(path.string(), {});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.digest, digest);
+  EXPECT_NE(r.computed_digest, digest);
+  EXPECT_FALSE(r.digest_matches());
+}
+
+TEST(PlanFile, RefusesWhatIsNotAPlan) {
+  std::istringstream not_json("{\"format_version\":1,");
+  EXPECT_EQ(read_plan(not_json, {}).error.rfind("not JSON: ", 0), 0u);
+  std::istringstream other("{\"format_version\":2,\"letters\":[]}");
+  EXPECT_EQ(read_plan(other, {}).error, "not a plan of format_version 1 (\"format_version\" is 2)");
+  std::istringstream bad_letter("{\"format_version\":1,\"letters\":[{\"identity\":1}]}");
+  EXPECT_EQ(read_plan(bad_letter, {}).error, "letter 1: \"identity\" is not a string");
+  std::istringstream number("{\"format_version\":1,\"letters\":[7]}");
+  EXPECT_EQ(read_plan(number, {}).error, "letter 1 is not an object");
+  std::istringstream deep("{\"a\":[[[[[[[[[[1]]]]]]]]]]}");
+  EXPECT_EQ(read_plan(deep, {}).error, "nested deeper than 8 levels");
+  EXPECT_EQ(read_plan_file("/nonexistent/p.json", {}).error,
+            "cannot read plan /nonexistent/p.json: No such file or directory");
+}
+
+TEST(PlanFile, ASummaryThatDisagreesWithTheLettersIsRefused) {
+  const fs::path path = temp("summary.plan.json");
+  write_plan(path, {letter(1)});
+  std::string text = read_all(path);
+  const size_t at = text.find("\"copies\":1,\"letters\":1}");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 10, "\"copies\":4");
+  std::ofstream(path, std::ios::binary) << text;
+  const PlanRead r = read_plan_file(path.string(), {});
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, path.string() +
+                         ": the summary says 1 letters and 4 copies; the plan lists 1 letters "
+                         "and 1 copies");
+}
+
+TEST(LetterIdentity, CoversSourceMessageIdBodyAndInputs) {
+  const std::string base = letter_identity("q", std::string("m1"), "b", {{"topic", "s:a"}});
+  EXPECT_EQ(base, letter_identity("q", std::string("m1"), "b", {{"topic", "s:a"}}));
+  EXPECT_NE(base, letter_identity("q2", std::string("m1"), "b", {{"topic", "s:a"}}));
+  EXPECT_NE(base, letter_identity("q", std::string("m2"), "b", {{"topic", "s:a"}}));
+  EXPECT_NE(base, letter_identity("q", std::nullopt, "b", {{"topic", "s:a"}}));
+  EXPECT_NE(base, letter_identity("q", std::string("m1"), "c", {{"topic", "s:a"}}));
+  EXPECT_NE(base, letter_identity("q", std::string("m1"), "b", {{"topic", "s:b"}}));
+  // Length prefixes: moving a byte between fields changes the identity.
+  EXPECT_NE(letter_identity("ab", std::string("c"), "b", {}),
+            letter_identity("a", std::string("bc"), "b", {}));
+  EXPECT_EQ(digest_of(""),
+            "blake2b:0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8");
+}
+
+// A plan of a few generated letters, written and read back.
+RC_GTEST_PROP(PlanProperty, WriteReadRoundTripAndAnyEditedLetterByteIsCaught, ()) {
+  const int n = *rc::gen::inRange(1, 6);
+  std::vector<PlanLetter> letters;
+  for (int i = 0; i < n; ++i) {
+    PlanLetter l = letter(i + 1);
+    if (*rc::gen::arbitrary<bool>()) {
+      l.message_id = *rc::gen::container<std::string>(rc::gen::inRange(' ', '~'));
+    } else {
+      l.message_id.reset();
+    }
+    l.count = *rc::gen::inRange<int64_t>(1, 5);
+    l.identity = letter_identity(l.source, l.message_id, l.body_digest, {});
+    letters.push_back(l);
+  }
+  const fs::path path = temp("prop.plan.json");
+  PlanWriter w(path.string());
+  RC_ASSERT(w.begin(header()));
+  for (const PlanLetter& l : letters) RC_ASSERT(w.add(l));
+  const std::string digest = w.finish();
+  std::vector<PlanLetter> read;
+  const PlanRead r = read_plan_file(path.string(), [&](const PlanLetter& l) {
+    read.push_back(l);
+    return true;
+  });
+  RC_ASSERT(r.ok);
+  RC_ASSERT(r.digest_matches());
+  RC_ASSERT(r.digest == digest);
+  RC_ASSERT(read == letters);
+  // One byte of one letter line changed: the plan fails to parse, or its content no longer
+  // hashes to the digest it carries.
+  std::string text = read_all(path);
+  const size_t first = text.find("\n{") + 1;
+  const size_t last = text.find("\n]");
+  const size_t at = *rc::gen::inRange(first, last);
+  RC_PRE(text[at] != '\n');  // the line break between two letters is not a letter's byte
+  const char old = text[at];
+  const char by = *rc::gen::distinctFrom(rc::gen::arbitrary<char>(), old);
+  text[at] = by;
+  std::istringstream in(text);
+  const PlanRead edited = read_plan(in, {});
+  RC_ASSERT(!edited.ok || edited.computed_digest != digest);
+}
+
+fs::path users_file(const verify::PublicKey& alice, const verify::PublicKey& bob) {
+  const fs::path path = temp("users.json");
+  std::ofstream(path) << R"({"format_version":1,"users":[)"
+                      << R"({"name":"alice","role":"approver","public_key":")"
+                      << verify::hex(alice.key.data(), alice.key.size()) << R"("},)"
+                      << R"({"name":"bob","role":"approver","public_key":")" << bob.path
+                      << R"("},{"name":"carol","role":"viewer"}]})";
+  return path;
+}
+
+struct Keys {
+  verify::PublicKey alice_pub, bob_pub, eve_pub;
+  verify::SecretKey alice, bob, eve;
+  Keys() {
+    std::string error;
+    for (auto [name, pub, sec] :
+         {std::tuple{"alice", &alice_pub, &alice}, std::tuple{"bob", &bob_pub, &bob},
+          std::tuple{"eve", &eve_pub, &eve}}) {
+      const fs::path s = temp(std::string(name) + ".sec"), p = temp(std::string(name) + ".pub");
+      fs::remove(s);
+      fs::remove(p);
+      EXPECT_TRUE(verify::generate_key_files(s.string(), p.string(), pub, &error)) << error;
+      EXPECT_TRUE(verify::read_secret_key(s.string(), sec, &error)) << error;
+    }
+  }
+};
+
+TEST(Users, ReadsInlineAndFileKeysAndRefusesBadEntries) {
+  Keys k;
+  Users users;
+  ASSERT_EQ(read_users_file(users_file(k.alice_pub, k.bob_pub).string(), &users), "");
+  ASSERT_EQ(users.users.size(), 3u);
+  EXPECT_EQ(users.find("alice")->key.id, k.alice_pub.id);
+  EXPECT_EQ(users.find("bob")->key.id, k.bob_pub.id);
+  EXPECT_FALSE(users.find("carol")->has_key);
+  EXPECT_EQ(users.by_key(k.bob_pub.id)->name, "bob");
+  EXPECT_EQ(users.by_key(k.eve_pub.id), nullptr);
+  std::istringstream role(R"({"format_version":1,"users":[{"name":"x","role":"admin"}]})");
+  EXPECT_EQ(read_users(role, "u.json", "", &users),
+            "u.json: user 1: role 'admin' is not one of viewer, operator, approver");
+  std::istringstream twice(
+      R"({"format_version":1,"users":[{"name":"x","role":"viewer"},{"name":"x","role":"viewer"}]})");
+  EXPECT_EQ(read_users(twice, "u.json", "", &users), "u.json: user 2: 'x' is listed twice");
+  std::istringstream keyless(R"({"format_version":1,"users":[{"name":"x","role":"approver"}]})");
+  EXPECT_EQ(read_users(keyless, "u.json", "", &users),
+            "u.json: user 1: approver 'x' has no \"public_key\"");
+}
+
+TEST(Approval, SignsVerifiesAndRefusesTheAuthorAndForeignKeys) {
+  Keys k;
+  Users users;
+  const std::string path = users_file(k.alice_pub, k.bob_pub).string();
+  ASSERT_EQ(read_users_file(path, &users), "");
+  const PlanHeader h = header();  // author alice
+  EXPECT_EQ(approve_refusal(h, "alice", k.alice, users, path),
+            "'alice' is the plan's author and cannot approve it: a second person must");
+  EXPECT_EQ(approve_refusal(h, "bob", k.eve, users, path), "the key " + verify::hex(k.eve_pub.id) +
+                                                               " is not listed in " + path +
+                                                               ": the approval would not count");
+  EXPECT_EQ(approve_refusal(h, "bob", k.alice, users, path),
+            "the key " + verify::hex(k.alice_pub.id) + " is alice's, not bob's");
+  EXPECT_EQ(approve_refusal(h, "bob", k.bob, users, path), "");
+
+  const std::string d = digest_of("plan");
+  Approval a = sign_approval(k.bob, d, "bob", "reviewed", "2026-12-07T10:00:00.000000Z");
+  EXPECT_EQ(a.signature.size(), 128u);
+  EXPECT_EQ(a.key_id, verify::hex(k.bob_pub.id));
+  EXPECT_EQ(approval_problem(a, users), "");
+  Approval changed = a;
+  changed.reason = "not reviewed";
+  EXPECT_EQ(approval_problem(changed, users),
+            "the approval by 'bob' has a signature that does not verify");
+  Approval foreign = sign_approval(k.eve, d, "bob", "reviewed", "2026-12-07T10:00:00.000000Z");
+  EXPECT_EQ(approval_problem(foreign, users),
+            "the approval by 'bob' is signed by key " + verify::hex(k.eve_pub.id) +
+                ", which is not their key (" + verify::hex(k.bob_pub.id) + ")");
+  Approval unsigned_one = a;
+  unsigned_one.signature = "";
+  EXPECT_EQ(approval_problem(unsigned_one, users), "the approval by 'bob' has no valid signature");
+}
+
+TEST(VerifyPlan, ValidOnlyWithEnoughApprovalsAnUneditedPlanAndTheSameTable) {
+  Keys k;
+  Users users;
+  ASSERT_EQ(read_users_file(users_file(k.alice_pub, k.bob_pub).string(), &users), "");
+  const fs::path path = temp("verify.plan.json");
+  const std::string digest = write_plan(path, {letter(1), letter(2)});
+  const PlanRead plan = read_plan_file(path.string(), {});
+  ASSERT_TRUE(plan.ok);
+  VerifyInput in;
+  in.plan = &plan;
+  in.users = &users;
+  in.now = "2026-12-07T12:00:00.000000Z";
+  PlanVerdict v = verify_plan(in);
+  EXPECT_FALSE(v.valid);
+  ASSERT_EQ(v.findings.size(), 1u);
+  EXPECT_EQ(v.findings[0].message, "the plan has 0 of the 1 approval(s) it needs");
+
+  in.approvals.push_back(sign_approval(k.alice, digest, "alice", "mine", in.now));
+  in.approvals.push_back(sign_approval(k.bob, digest, "bob", "ok", in.now));
+  v = verify_plan(in);
+  EXPECT_TRUE(v.valid);
+  EXPECT_EQ(v.approved_by, std::vector<std::string>{"bob"});
+  ASSERT_EQ(v.findings.size(), 1u);
+  EXPECT_EQ(v.findings[0].message, "'alice' is the plan's author: their approval does not count");
+
+  in.policy_required = 2;
+  v = verify_plan(in);
+  EXPECT_FALSE(v.valid);
+  EXPECT_EQ(v.findings.back().message, "the plan has 1 of the 2 approval(s) it needs");
+  in.policy_required = 0;
+
+  in.table_checksum = "ffeeddccbbaa99887766554433221100";
+  in.now = "2026-12-09T00:00:00.000000Z";
+  v = verify_plan(in);
+  EXPECT_FALSE(v.valid);
+  EXPECT_EQ(v.findings[0].message, "the plan expired at 2026-12-08T10:00:00.000000Z");
+  EXPECT_EQ(v.findings[1].message,
+            "the table's checksum is ffeeddccbbaa99887766554433221100; the plan was built on "
+            "00112233445566778899aabbccddeeff: build and approve a new plan");
+}
+
+}  // namespace
+}  // namespace replaygate::plan

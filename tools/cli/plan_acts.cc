@@ -1,0 +1,128 @@
+// The audited acts on a plan (docs/plans.md): `plan approve` (signed by the approver's key,
+// recorded in the ledger with approve_plan, then audited `plan_approved`) and `plan cancel`
+// (cancel_plan, then audited `plan_cancelled`). As ledger4's notes fix it, each entry is written
+// after the ledger call succeeded: the ledger is the truth and the entry its record; a crash
+// between the two leaves a ledger row that `ledger check` reports without its entry.
+#include <cstdio>
+#include <string>
+
+#include "audit/entry.h"
+#include "runtime/verify/keys.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/options.h"
+#include "tools/cli/plan_cmd.h"
+#include "tools/cli/plan_common.h"
+
+namespace replaygate::cli {
+namespace {
+
+// The operator and the reason, checked as the ledger's acts check theirs: "" or the message.
+std::string check_actor(const PlanOptions& o, const char* why_reason) {
+  if (!o.operator_given) return "--operator NAME is required (who acts is recorded in the log)";
+  if (const std::string why = operator_error(o.operator_name); !why.empty()) return why;
+  if (!o.reason_given) return std::string("--reason TEXT is required (") + why_reason + ")";
+  if (const std::string why = operator_name_problem(o.reason); !why.empty()) {
+    return "--reason " + why;
+  }
+  if (o.operator_name.size() > 4096) return "--operator is longer than 4096 bytes";
+  if (o.reason.size() > 4096) return "--reason is longer than 4096 bytes";
+  if (o.audit == "-") return "--audit - is standard input or output, never an audit log";
+  return "";
+}
+
+}  // namespace
+
+int run_plan_approve(const PlanOptions& o) {
+  if (const std::string why = check_actor(o, "why the plan is approved is recorded in the log");
+      !why.empty()) {
+    return plan_usage(why);
+  }
+  plan::Users users;
+  if (const std::string why = plan::read_users_file(o.users, &users); !why.empty()) {
+    return plan_usage(why);
+  }
+  verify::SecretKey key;
+  std::string error;
+  if (!verify::read_secret_key(o.sign_key, &key, &error)) return plan_usage(error);
+  const plan::PlanRead read = plan::read_plan_file(o.plan_path, {});
+  if (!read.ok) return plan_usage(read.error);
+  if (!read.digest_matches()) {
+    return plan_say(kExitFindings,
+                    "refused: " + o.plan_path + " says its digest is " + read.digest +
+                        " but its content hashes to " + read.computed_digest +
+                        ": the plan was edited after it was built; nothing approved");
+  }
+  if (const std::string why =
+          plan::approve_refusal(read.header, o.operator_name, key, users, o.users);
+      !why.empty()) {
+    return plan_say(kExitFindings, "refused: " + why + "; nothing approved");
+  }
+  if (read.header.expires_at <= now_text()) {
+    return plan_say(kExitFindings, "refused: the plan expired at " + read.header.expires_at +
+                                       "; nothing approved");
+  }
+  std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, true);
+  if (l == nullptr) return kExitUsage;
+  if (const std::string why = ensure_recorded(*l, read, o.operator_name, o.audit); !why.empty()) {
+    return plan_usage(why + "; nothing approved");
+  }
+  const std::string at = now_text();
+  const plan::Approval a = plan::sign_approval(key, read.digest, o.operator_name, o.reason, at);
+  ledger::PlanApproval pa;
+  pa.digest = a.digest;
+  pa.approver = a.approver;
+  pa.key_id = a.key_id;
+  pa.signature = a.signature;
+  pa.reason = a.reason;
+  pa.approved_at = *ledger::parse_time(at);
+  ledger::Result<ledger::PlanApproval> recorded = l->approve_plan(pa);
+  if (!recorded) return plan_say(kExitFindings, "refused: " + recorded.error().message);
+  audit::PlanEntry e;
+  e.operator_name = o.operator_name;
+  e.act = "plan_approved";
+  e.scope = l->scope();
+  e.fields = {{"digest", a.digest},       {"approver", a.approver}, {"key_id", a.key_id},
+              {"signature", a.signature}, {"reason", a.reason},     {"approved_at", at}};
+  if (const std::string why = append_entries(o.audit, {audit::to_json(e)}); !why.empty()) {
+    return plan_usage(why +
+                      "; the approval IS recorded in the ledger, but its 'plan_approved' "
+                      "entry is missing: 'ledger check' reports it");
+  }
+  std::printf("%s\n", a.digest.c_str());
+  return plan_say(kExitOk, "approved " + o.plan_path + " (" + a.digest + ") as " + o.operator_name +
+                               " with key " + a.key_id + " (recorded in " + o.audit + ")");
+}
+
+int run_plan_cancel(const PlanOptions& o) {
+  if (const std::string why = check_actor(o, "why the plan is cancelled is recorded in the log");
+      !why.empty()) {
+    return plan_usage(why);
+  }
+  const plan::PlanRead read = plan::read_plan_file(o.plan_path, {});
+  if (!read.ok) return plan_usage(read.error);
+  std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, false);
+  if (l == nullptr) return kExitUsage;
+  // The digest the ledger knows the plan by: an edited file still names its plan.
+  ledger::Result<ledger::PlanRecord> cancelled =
+      l->cancel_plan(read.digest, o.operator_name, o.reason);
+  if (!cancelled) return plan_say(kExitFindings, "refused: " + cancelled.error().message);
+  const ledger::PlanRecord& r = cancelled.value();
+  audit::PlanEntry e;
+  e.operator_name = o.operator_name;
+  e.act = "plan_cancelled";
+  e.scope = l->scope();
+  e.fields = {{"digest", r.digest},
+              {"cancelled_by", r.cancelled_by},
+              {"cancel_reason", r.cancel_reason},
+              {"cancelled_at", ledger::format_time(r.cancelled_at.value_or(ledger::Time{}))}};
+  if (const std::string why = append_entries(o.audit, {audit::to_json(e)}); !why.empty()) {
+    return plan_usage(why +
+                      "; the plan IS cancelled in the ledger, but its 'plan_cancelled' "
+                      "entry is missing: 'ledger check' reports it");
+  }
+  return plan_say(kExitOk, "cancelled " + o.plan_path + " (" + r.digest +
+                               "): a run stops before its next block (recorded in " + o.audit +
+                               ")");
+}
+
+}  // namespace replaygate::cli
