@@ -279,6 +279,12 @@ void check_agreement(const Policy& p, const Corpus& c, bool hand) {
   };
   for (const Letter& l : edge_letters(p.pairs)) check(l, nullptr);
   for (size_t i = 0; i < c.letters.size(); ++i) check(c.letters[i], &c.inputs[i]);
+  std::vector<rg::Decision> many(c.inputs.size());
+  p.table->decide_many(c.inputs.data(), c.inputs.size(), many.data());
+  for (size_t i = 0; i < c.letters.size(); ++i) {
+    require_same(kName, "decide_many()", c.letters[i], answer(p.table->decide(c.inputs[i])),
+                 answer(many[i]));
+  }
 }
 
 // One timed job: a gate deciding every letter of one corpus once (the cached loop: `repeat`
@@ -319,6 +325,15 @@ void add_jobs(std::vector<Job>& jobs, const std::string& section, const Policy& 
       }));
   add("map_views", loop(c, [&c, &p](size_t i) { return map_gate(p.pair_map, c.gates[i]).verb; }));
   add("decide", loop(c, [&c, &table](size_t i) { return table.decide(c.inputs[i]).verb; }));
+  auto out = std::make_shared<std::vector<rg::Decision>>(c.inputs.size());
+  add("decide_many", [&c, &table, out]() {
+    uint64_t sum = 0;
+    for (size_t r = 0; r < c.repeat; ++r) {
+      table.decide_many(c.inputs.data(), c.inputs.size(), out->data());
+      for (const rg::Decision& d : *out) sum += d.verb;
+    }
+    return sum;
+  });
   auto in = std::make_shared<rg::Input>(table);
   add("fill_decide", loop(c, [&c, &table, in](size_t i) {
         fill(*in, c.letters[i]);
@@ -331,6 +346,8 @@ void add_jobs(std::vector<Job>& jobs, const std::string& section, const Policy& 
 void check_owned(const Policy& p, const rg::Table& table, const OwnedCorpus& c) {
   rg::Input in(*p.table), mine(table);
   std::string key;
+  std::vector<rg::Decision> many(c.inputs.size());
+  table.decide_many(c.inputs.data(), c.inputs.size(), many.data());
   for (size_t i = 0; i < c.letters.size(); ++i) {
     const OwnedLetter& l = c.letters[i];
     fill(in, l);
@@ -338,6 +355,7 @@ void check_owned(const Policy& p, const rg::Table& table, const OwnedCorpus& c) 
     const Answer want = answer(p.table->decide(in));
     require_same(kName, "owned prefilled decide()", l, want, answer(table.decide(c.inputs[i])));
     require_same(kName, "owned decide()", l, want, answer(table.decide(mine)));
+    require_same(kName, "owned decide_many()", l, want, answer(many[i]));
     const GateInput g = gate_input(l);
     require_same(kName, "owned hand-written", l, want, hand_written(g));
     require_same(kName, "owned unordered_map (reused key)", l, want,
@@ -368,6 +386,13 @@ void add_owned_jobs(std::vector<Job>& jobs, const std::string& section, const Po
   add("decide", [&c, &table]() {
     uint64_t sum = 0;
     for (const rg::Input& in : c.inputs) sum += table.decide(in).verb;
+    return sum;
+  });
+  auto out = std::make_shared<std::vector<rg::Decision>>(c.inputs.size());
+  add("decide_many", [&c, &table, out]() {
+    table.decide_many(c.inputs.data(), c.inputs.size(), out->data());
+    uint64_t sum = 0;
+    for (const rg::Decision& d : *out) sum += d.verb;
     return sum;
   });
   auto in = std::make_shared<rg::Input>(table);
