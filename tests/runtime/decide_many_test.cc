@@ -85,7 +85,8 @@ std::vector<Input> random_inputs(const Table& table, size_t n, uint64_t seed,
       } else if (f == kAlreadyCommitted) {
         in.set_bool(f, rng() % 4 == 0);
       } else {
-        in.set_int(f, f >= 6 ? static_cast<int64_t>(rng() % 12) - 1 : ints[rng() % 9]);
+        const int64_t extra = rng() % 20 == 0 ? 10 : static_cast<int64_t>(rng() % 10);  // 10: out
+        in.set_int(f, f >= 6 ? extra : ints[rng() % 9]);
       }
     }
     out.push_back(std::move(in));
@@ -107,7 +108,9 @@ void expect_batch_agrees(const Table& table, const std::vector<Input>& inputs) {
     EXPECT_TRUE(same(one, by_pointer[i])) << "input " << i << " of " << inputs.size();
     rules += one.kind == DecisionKind::kRule;
   }
-  if (inputs.size() >= 1000) EXPECT_GT(rules, inputs.size() / 10);  // not all invalid
+  if (inputs.size() >= 1000) {
+    EXPECT_GT(rules, inputs.size() / 20);  // not all invalid
+  }
 }
 
 TEST(DecideMany, ShippedGateAgreesWithDecideOnEveryBatchSize) {
