@@ -517,10 +517,12 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
 // lazy keys looked up only then), another table's lookup, or the default (a sentinel bit past
 // the last rule). kCuts: the cuts compared per op (DecideIndex::Kernel::cut_width). kPairOnly
 // (Kernel::pair_only: the pair-indexed table is the only table): the ops store no table atoms,
-// the pair probe runs unconditionally (its loads overlap the ops'), and the deciding rule is
-// picked without a branch. Measured on the shipped policy (docs/benchmarks.md): the required
-// fields' ops without the presence test, the tail calls through DecideIndex::entry and the
-// branch-free pair pick took decide() from ~17.2 to ~15.3 ns against the hand-written 9.7 ns.
+// the pair probe runs only when the table is reached (its keys' bytes are prefetched first
+// thing: in a caller's batch of separately allocated strings they are a cache miss per letter,
+// which a letter a guard decides should not wait for; issue 43), and the deciding rule is picked
+// without a branch. Measured on the shipped policy (docs/benchmarks.md): the required fields' ops
+// without the presence test, the tail calls through DecideIndex::entry and the branch-free pair
+// pick took decide() from ~17.2 to ~15.3 ns against the hand-written 9.7 ns.
 [[gnu::always_inline]] inline uint32_t kernel_key_atom(const Index& x, const Index::KernelTable& kt,
                                                        uint32_t key, const Cell* cells,
                                                        const uint8_t* states,
@@ -734,32 +736,24 @@ Decision decide_unindexed(const Table& table, const Input& input) noexcept {
 namespace {
 
 // decide_many()'s distance, in inputs: the values of input i + kAhead are prefetched while input i
-// is decided, its Input object at i + 2 * kAhead (so reading its cells at i + kAhead hits). At
-// ~25 ns per decision, 8 inputs cover a miss to memory (~100-200 ns in this VM, a TLB walk
-// included) with room to spare; more would only evict sooner.
+// is decided. At ~25 ns per decision, 8 inputs cover a miss to memory (~100-200 ns in this VM, a
+// TLB walk included) with room to spare; more would only evict sooner.
 constexpr size_t kAhead = 8;
 
-// The lines of an Input that decide() reads: `bytes` from its start (see Input's layout).
-[[gnu::always_inline]] inline void prefetch_object(const Input& input, size_t bytes) noexcept {
-  const char* at = reinterpret_cast<const char*>(&input);
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(at + off);
-}
-
-// The first and the 24th byte of each value decide() may read (DecideIndex::prefetch_fields): a
-// value's compared words lie in its first kWordBytes bytes, which may cross a cache line. A field
-// whose state is not a string has a null `bytes`; its prefetch is dropped by the hardware.
+// The first line of each value decide() may read (DecideIndex::prefetch_fields): the words it
+// compares lie in a value's first kWordBytes bytes, mostly on that line. A field whose state is
+// not a string has a null `bytes`; its prefetch is dropped by the hardware.
 [[gnu::always_inline]] inline void prefetch_cells(const Index& x, const Cell* cells,
                                                   size_t size) noexcept {
   for (uint32_t k = 0; k < x.prefetch_count; ++k) {
     const uint32_t f = x.prefetch_fields[k];
     if (f >= size) break;  // fields ascend: an Input made for a shorter layout
     __builtin_prefetch(cells[f].bytes);
-    __builtin_prefetch(cells[f].bytes + (kWordBytes - 1));
   }
 }
 
-// An inline Input's cells are read where they are, not through its cells_ pointer, whose line
-// prefetch_object() left out.
+// An inline Input's cells are read where they are, not through its cells_ pointer (on the line
+// after them: see Input).
 [[gnu::always_inline]] inline void prefetch_values(const Index& x, const Input& input) noexcept {
   const size_t size = input.size();
   if (size <= Input::kInlineFields) {
@@ -769,7 +763,10 @@ constexpr size_t kAhead = 8;
   }
 }
 
-template <typename At>
+// kScattered: the Inputs are reached through pointers, so the lines of input i + 2 * kAhead that
+// decide() reads are prefetched too (so reading its cells at i + kAhead hits). Contiguous Inputs
+// are a sequential stream the hardware prefetcher already follows.
+template <bool kScattered, typename At>
 void decide_batch(const Table::Impl& t, Index::DecideFn decide, size_t count, At at,
                   Decision* out) noexcept {
   const Index& x = t.fast;
@@ -778,7 +775,10 @@ void decide_batch(const Table::Impl& t, Index::DecideFn decide, size_t count, At
   const size_t fields = t.fields.size();
   const size_t bytes = fields <= Input::kInlineFields ? 16 + 16 * fields : sizeof(Input);
   for (size_t i = 0; i < count; ++i) {
-    if (i + 2 * kAhead < count) prefetch_object(at(i + 2 * kAhead), bytes);
+    if (kScattered && i + 2 * kAhead < count) {
+      const char* object = reinterpret_cast<const char*>(&at(i + 2 * kAhead));
+      for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(object + off);
+    }
     if (i + kAhead < count) prefetch_values(x, at(i + kAhead));
     out[i] = decide(t, at(i));
   }
@@ -787,12 +787,12 @@ void decide_batch(const Table::Impl& t, Index::DecideFn decide, size_t count, At
 }  // namespace
 
 void Table::decide_many(const Input* inputs, size_t count, Decision* out) const noexcept {
-  decide_batch(
+  decide_batch<false>(
       *impl_, decide_, count, [inputs](size_t i) -> const Input& { return inputs[i]; }, out);
 }
 
 void Table::decide_many(const Input* const* inputs, size_t count, Decision* out) const noexcept {
-  decide_batch(
+  decide_batch<true>(
       *impl_, decide_, count, [inputs](size_t i) -> const Input& { return *inputs[i]; }, out);
 }
 
