@@ -19,20 +19,18 @@ for ((r = 1; r <= runs; ++r)); do
   [ -s "$out/run$r" ] || { echo "stream_spread: run $r printed no job matching $jobs" >&2; exit 2; }
 done
 # Columns of the bench's table: | job | ns | min | / hand_written | / map_reused_key |
-awk -F'|' -v runs="$runs" '
-  { gsub(/ /, "", $2); job = $2; ns[job, FILENAME] = $3 + 0; hand[job, FILENAME] = $5;
-    if (!(job in seen)) { seen[job] = 1; order[n++] = job } }
-  END {
-    printf "| job |"; for (r = 1; r <= runs; ++r) printf " run %d |", r; printf " spread |\n";
-    printf "|---|"; for (r = 1; r <= runs; ++r) printf "---|"; printf "---|\n";
-    for (i = 0; i < n; ++i) {
-      job = order[i]; lo = 1e18; hi = 0; printf "| %s |", job;
-      for (r = 1; r <= runs; ++r) {
-        f = FILENAME_OF[r]; v = ns[job, f]; printf " %.1f (%s) |", v, hand[job, f];
-        if (v < lo) lo = v; if (v > hi) hi = v;
-      }
-      printf " %.0f%% |\n", lo > 0 ? 100 * (hi - lo) / lo : 0;
-    }
-  }
-  FNR == 1 { FILENAME_OF[++files] = FILENAME }
-' $(for ((r = 1; r <= runs; ++r)); do echo "$out/run$r"; done)
+python3 - "$runs" "$out" <<'PY'
+import sys
+runs, out = int(sys.argv[1]), sys.argv[2]
+table = {}  # job -> [(ns, ratio to hand_written), ...] in run order
+for r in range(1, runs + 1):
+    for line in open(f"{out}/run{r}"):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        table.setdefault(cells[0], []).append((float(cells[1]), cells[3]))
+print("| job | " + " | ".join(f"run {r}" for r in range(1, runs + 1)) + " | spread |")
+print("|---|" + "---|" * runs + "---|")
+for job, rows in table.items():
+    ns = [v for v, _ in rows]
+    spread = 100 * (max(ns) - min(ns)) / min(ns)
+    print(f"| {job} | " + " | ".join(f"{v:.1f} ({h})" for v, h in rows) + f" | {spread:.0f}% |")
+PY
