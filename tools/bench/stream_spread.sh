@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 runs=${1:-5}
 passes=${2:-7}
 jobs=${3:-'shipped/(owned|stream)/'}
-bench=build/bin/rg_stream_bench
+bench=${RG_STREAM_BENCH:-build/bin/rg_stream_bench}  # RG_STREAM_BENCH: another build to compare
 [ -x "$bench" ] || { echo "stream_spread: build $bench first" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
