@@ -536,38 +536,21 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
   return states[kt.key_field[key]] == kStringState ? atom : 0;
 }
 
-// What the pair probe reads in place of a letter's values when no table decides (see
-// kernel_pair_cell): zeros, at least kWordBytes + 1 of them, on one cache line of the runtime's
-// own.
-alignas(64) constexpr char kNoValue[64] = {};
-
-// `bytes` when `want` is 1, else kNoValue: chosen by a mask, so the letter's bytes are never loaded
-// (not even speculatively, as after a predicted branch) when they are not wanted.
-[[gnu::always_inline]] inline const char* bytes_if(uint32_t want, const char* bytes) noexcept {
-  const uintptr_t m = uintptr_t{0} - want;
-  return reinterpret_cast<const char*>((reinterpret_cast<uintptr_t>(bytes) & m) |
-                                       (reinterpret_cast<uintptr_t>(kNoValue) & ~m));
-}
-
 // The kernel table's cell for the keys' values through its pair index (KernelTable::pair): the
 // home slot of both values holds them (same words, same sizes, both slots strings) or the cell is
 // 0. Validation passed, so a key slot is a string or absent; an absent one has no bytes (size 0),
-// like an empty value, and no pair's value is empty. `want` 0: the cell is not used (a guard
-// decides), so the values' bytes are not read: the probe reads kNoValue instead, and a letter a
-// guard decides never touches its strings' memory, which in a caller's batch (separate
-// std::strings, shuffled) is a cache miss per letter (docs/benchmarks.md, issue 43). A size over
-// kWordBytes is read as kWordBytes + 1: no pair's value is that long either way, and string_words()
-// of kWordBytes + 1 bytes stays inside kNoValue.
+// like an empty value, and no pair's value is empty. Called only when the table is reached: in a
+// caller's batch of separately allocated strings, reading the values is a cache miss per letter
+// (docs/benchmarks.md, "Two layouts"), which a letter a guard decides should not pay.
 [[gnu::always_inline]] inline uint32_t kernel_pair_cell(const Index& x,
                                                         const Index::KernelTable& kt,
-                                                        const Cell* cells, uint32_t want) noexcept {
+                                                        const Cell* cells) noexcept {
   const Cell& s0 = cells[kt.key_field[0]];
   const Cell& s1 = cells[kt.key_field[1]];
-  const uint64_t n0 = std::min<uint64_t>(static_cast<uint64_t>(s0.i), kWordBytes + 1);
-  const uint64_t n1 = std::min<uint64_t>(static_cast<uint64_t>(s1.i), kWordBytes + 1);
+  const uint64_t n0 = static_cast<uint64_t>(s0.i), n1 = static_cast<uint64_t>(s1.i);
   uint64_t a0, b0, c0, a1, b1, c1;
-  string_words(bytes_if(want, s0.bytes), n0, &a0, &b0, &c0);
-  string_words(bytes_if(want, s1.bytes), n1, &a1, &b1, &c1);
+  string_words(s0.bytes, n0, &a0, &b0, &c0);
+  string_words(s1.bytes, n1, &a1, &b1, &c1);
   const Index::PairSlot& e =
       x.pair_slots[pair_hash(a0, b0, c0, n0, a1, b1, c1, n1, kt.pair_seed) >> kt.pair_shift];
   const uint64_t differ = (e.w0[0] ^ a0) | (e.w0[1] ^ b0) | (e.w0[2] ^ c0) | (e.w1[0] ^ a1) |
@@ -662,9 +645,12 @@ template <uint32_t kCuts, bool kPairOnly>
     // Bitwise, not &&: short-circuit evaluation compiles to branches that the stream mispredicts.
     const uint32_t table_reached =
         static_cast<uint32_t>(first > kt.rule) & static_cast<uint32_t>((live >> kt.rule) & 1u);
-    // The letter's strings are read only when the table is reached (issue 43).
+    // The letter's strings are read only when the table is reached (issue 43): a branch, which
+    // the stream mispredicts for about a third of the letters; probing a zero buffer unless
+    // reached (a mask) kept the reached letters' loads waiting for the guards and measured
+    // slower where the strings are in cache.
     uint32_t pc = 0;
-    if (table_reached) pc = kernel_pair_cell(x, kt, cells, 1);
+    if (table_reached) pc = kernel_pair_cell(x, kt, cells);
     const uint32_t table_decides = table_reached & static_cast<uint32_t>(pc != 0);
     const uint32_t pick_table = 0u - table_decides;
     const uint32_t c = (pc & pick_table) | (k.hot[first] & ~pick_table);
@@ -684,7 +670,7 @@ template <uint32_t kCuts, bool kPairOnly>
     const uint32_t r = static_cast<uint32_t>(std::countr_zero(live));
     uint32_t c = k.hot[r];
     if (r == kt.rule && kt.pair) {
-      c = kernel_pair_cell(x, kt, cells, 1);
+      c = kernel_pair_cell(x, kt, cells);
     } else if (r == kt.rule) {
       const uint32_t a0 = kernel_key_atom(x, kt, 0, cells, states, atoms);
       const uint32_t a1 = kernel_key_atom(x, kt, 1, cells, states, atoms);

@@ -260,12 +260,12 @@ class Table {
   Decision decide(const Input& input) const noexcept { return decide_(*impl_, input); }
   // Decides inputs[0, count) into out[0, count): out[i] == decide(inputs[i]), in order. For a
   // batch the caller holds at once (a block of deliveries, a vector of Inputs filled from a
-  // dump): while deciding one input it prefetches the Input and the string values that decide()
-  // reads of the inputs a few places ahead, whose memory (a letter's own std::strings, scattered
-  // over the heap) is otherwise a cache miss per letter that one decision at a time cannot hide
+  // dump): while deciding one input it prefetches the string values that decide() reads of the
+  // input 8 places ahead, whose memory (a letter's own std::strings, scattered over the heap) is
+  // otherwise a cache miss per letter that one decision at a time cannot hide
   // (docs/benchmarks.md, "Two layouts"). Never allocates, never throws, never does I/O.
   void decide_many(const Input* inputs, size_t count, Decision* out) const noexcept;
-  // The same over an array of pointers, for Inputs that are not contiguous.
+  // The same over an array of pointers (Inputs not contiguous; prefetched 16 places ahead).
   void decide_many(const Input* const* inputs, size_t count, Decision* out) const noexcept;
 
   std::string_view policy_id() const noexcept;
