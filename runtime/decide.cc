@@ -55,6 +55,17 @@ uint32_t Table::Impl::int_atom(const Field& field, int64_t value) const noexcept
   return 1 + static_cast<uint32_t>(std::upper_bound(begin, end, value) - begin);
 }
 
+// The private parts decide() reads: a table's Impl (decide_unindexed(), decide_index_stats()) and
+// the inline block of an Input of at most Input::kInlineFields fields (the kernel reads it without
+// the cells_ and states_ pointers, which sit on a cache line of their own: see Input).
+struct DecideIndexAccess {
+  static const Table::Impl& impl(const Table& table) noexcept { return *table.impl_; }
+  static const Input::Cell* inline_cells(const Input& input) noexcept {
+    return input.inline_cells_;
+  }
+  static const uint8_t* inline_states(const Input& input) noexcept { return input.inline_states_; }
+};
+
 namespace {
 
 using Slot = Input::Slot;
@@ -506,26 +517,31 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
 // lazy keys looked up only then), another table's lookup, or the default (a sentinel bit past
 // the last rule). kCuts: the cuts compared per op (DecideIndex::Kernel::cut_width). kPairOnly
 // (Kernel::pair_only: the pair-indexed table is the only table): the ops store no table atoms,
-// the pair probe runs unconditionally (its loads overlap the ops'), and the deciding rule is
-// picked without a branch. Measured on the shipped policy (docs/benchmarks.md): the required
-// fields' ops without the presence test, the tail calls through DecideIndex::entry and the
-// branch-free pair pick took decide() from ~17.2 to ~15.3 ns against the hand-written 9.7 ns.
+// the pair probe runs only when the table is reached (its keys' bytes are prefetched first
+// thing: in a caller's batch of separately allocated strings they are a cache miss per letter,
+// which a letter a guard decides should not wait for; issue 43), and the deciding rule is picked
+// without a branch. Measured on the shipped policy (docs/benchmarks.md): the required fields' ops
+// without the presence test, the tail calls through DecideIndex::entry and the branch-free pair
+// pick took decide() from ~17.2 to ~15.3 ns against the hand-written 9.7 ns.
 [[gnu::always_inline]] inline uint32_t kernel_key_atom(const Index& x, const Index::KernelTable& kt,
-                                                       uint32_t key, const Input& input,
+                                                       uint32_t key, const Cell* cells,
+                                                       const uint8_t* states,
                                                        const uint32_t* atoms) noexcept {
   if (!kt.key_lazy[key]) return atoms[kt.key_field[key]];
-  const Cell& cell = input.cells()[kt.key_field[key]];
+  const Cell& cell = cells[kt.key_field[key]];
   const uint32_t hit =
       small_lookup(x, kt.key_plan[key], std::string_view(cell.bytes, static_cast<size_t>(cell.i)));
   uint32_t atom = hit == 0 ? 1 : hit;
   if (cell.i == 0 && kt.key_empty[key] != Index::kNoEmptyRule) atom = kt.key_empty[key];
-  return input.states()[kt.key_field[key]] == kStringState ? atom : 0;
+  return states[kt.key_field[key]] == kStringState ? atom : 0;
 }
 
 // The kernel table's cell for the keys' values through its pair index (KernelTable::pair): the
 // home slot of both values holds them (same words, same sizes, both slots strings) or the cell is
 // 0. Validation passed, so a key slot is a string or absent; an absent one has no bytes (size 0),
-// like an empty value, and no pair's value is empty.
+// like an empty value, and no pair's value is empty. Called only when the table is reached: in a
+// caller's batch of separately allocated strings, reading the values is a cache miss per letter
+// (docs/benchmarks.md, "Two layouts"), which a letter a guard decides should not pay.
 [[gnu::always_inline]] inline uint32_t kernel_pair_cell(const Index& x,
                                                         const Index::KernelTable& kt,
                                                         const Cell* cells) noexcept {
@@ -543,20 +559,46 @@ Decision decide_fast(const Table::Impl& t, const Input& input) noexcept {
   return e.cell & (0u - static_cast<uint32_t>(differ == 0));
 }
 
+// The eight state bytes of an inline Input (padded with kUnset) as one word, read byte by byte.
+// Not one 8-byte load: the setters store each state as a byte (and clear() the eight as a word),
+// and a load that spans several pending stores cannot take its value from them; it waits until
+// they are written to the cache, that is until every older instruction retired, a previous
+// decision's cache miss included. A worker that fills one reused Input and decides it (fill,
+// decide, fill, ...) then decides one letter at a time, its misses never overlapping (issue 43).
+// A byte load takes its value from the byte store. The empty asm keeps GCC from merging the eight
+// loads back into one.
+[[gnu::always_inline]] inline uint64_t state_word(const uint8_t* states) noexcept {
+  uint64_t st = 0;
+#pragma GCC unroll 8
+  for (uint32_t f = 0; f < Input::kInlineFields; ++f) {
+    uint64_t b = states[f];
+    asm("" : "+r"(b));
+    st |= b << (8 * f);
+  }
+  return st;
+}
+
 template <uint32_t kCuts, bool kPairOnly>
 [[gnu::noinline]] Decision decide_kernel(const Table::Impl& t, const Input& input) noexcept {
   const Index& x = t.fast;
   const Index::Kernel& k = x.kernel;
-  if (input.size() < k.field_count) [[unlikely]] {
+  // The kernel's policies have at most Input::kInlineFields fields, whose Input keeps them in
+  // its inline block (an Input made for a larger layout takes the indexed path).
+  if (input.size() < k.field_count || input.size() > Input::kInlineFields) [[unlikely]] {
     return decide_indexed(t, input);
   }
-  uint64_t st;
-  __builtin_memcpy(&st, input.states(), 8);  // padded to 8 bytes (Input::states())
+  const Cell* cells = DecideIndexAccess::inline_cells(input);
+  const uint8_t* states = DecideIndexAccess::inline_states(input);
+  if constexpr (kPairOnly) {
+    // The pair keys' bytes are read only when the table is reached (kernel_pair_cell); their
+    // fetch starts here, where it blocks nothing, so it overlaps the guards' work.
+    __builtin_prefetch(cells[k.table.key_field[0]].bytes);
+    __builtin_prefetch(cells[k.table.key_field[1]].bytes);
+  }
+  const uint64_t st = state_word(states);
   const uint64_t present = nonzero_bytes(st & ~0x0101010101010101ull);  // 0x80: state >= 2
   uint64_t bad = nonzero_bytes(st ^ k.want_states) & (present | ~k.optional_bytes) & k.field_bytes;
 
-  const Cell* cells = input.cells();
-  const uint8_t* states = input.states();
   uint32_t atoms[Index::kKernelFields];  // the table's atoms of the ops' fields
   uint64_t live = k.all_rules;
   const Index::KernelOp* op_at = k.ops;
@@ -598,13 +640,18 @@ template <uint32_t kCuts, bool kPairOnly>
     // In rule order: the first live guard before the table; else the table's cell when the
     // table is live and holds the pair; else the first live guard after it, or the default (the
     // sentinel bit). Chosen without a branch: which one decides varies letter by letter.
-    const uint32_t pc = kernel_pair_cell(x, kt, cells);
     const uint64_t table_bit = uint64_t{1} << kt.rule;
     const uint32_t first = static_cast<uint32_t>(std::countr_zero(live & ~table_bit));
     // Bitwise, not &&: short-circuit evaluation compiles to branches that the stream mispredicts.
-    const uint32_t table_decides = static_cast<uint32_t>(first > kt.rule) &
-                                   static_cast<uint32_t>((live >> kt.rule) & 1u) &
-                                   static_cast<uint32_t>(pc != 0);
+    const uint32_t table_reached =
+        static_cast<uint32_t>(first > kt.rule) & static_cast<uint32_t>((live >> kt.rule) & 1u);
+    // The letter's strings are read only when the table is reached (issue 43): a branch, which
+    // the stream mispredicts for about a third of the letters; probing a zero buffer unless
+    // reached (a mask) kept the reached letters' loads waiting for the guards and measured
+    // slower where the strings are in cache.
+    uint32_t pc = 0;
+    if (table_reached) pc = kernel_pair_cell(x, kt, cells);
+    const uint32_t table_decides = table_reached & static_cast<uint32_t>(pc != 0);
     const uint32_t pick_table = 0u - table_decides;
     const uint32_t c = (pc & pick_table) | (k.hot[first] & ~pick_table);
     // Masks again: which of a rule and the default decides varies letter by letter.
@@ -625,8 +672,8 @@ template <uint32_t kCuts, bool kPairOnly>
     if (r == kt.rule && kt.pair) {
       c = kernel_pair_cell(x, kt, cells);
     } else if (r == kt.rule) {
-      const uint32_t a0 = kernel_key_atom(x, kt, 0, input, atoms);
-      const uint32_t a1 = kernel_key_atom(x, kt, 1, input, atoms);
+      const uint32_t a0 = kernel_key_atom(x, kt, 0, cells, states, atoms);
+      const uint32_t a1 = kernel_key_atom(x, kt, 1, cells, states, atoms);
       c = x.dense_cells[kt.cell_begin + a0 * kt.stride + a1];
     }
     if (c == Index::kDefaultCell) {
@@ -668,12 +715,71 @@ DecideIndex::DecideFn select_decide(const DecideIndex& x) noexcept {
   return &decide_indexed;
 }
 
-struct DecideIndexAccess {
-  static const Table::Impl& impl(const Table& table) noexcept { return *table.impl_; }
-};
-
 Decision decide_unindexed(const Table& table, const Input& input) noexcept {
   return decide_with<false>(DecideIndexAccess::impl(table), input);
+}
+
+namespace {
+
+// decide_many()'s distance, in inputs: the values of input i + kAhead are prefetched while input i
+// is decided. At ~25 ns per decision, 8 inputs cover a miss to memory (~100-200 ns in this VM, a
+// TLB walk included) with room to spare; more would only evict sooner.
+constexpr size_t kAhead = 8;
+
+// The first line of each value decide() may read (DecideIndex::prefetch_fields): the words it
+// compares lie in a value's first kWordBytes bytes, mostly on that line. A field whose state is
+// not a string has a null `bytes`; its prefetch is dropped by the hardware.
+[[gnu::always_inline]] inline void prefetch_cells(const Index& x, const Cell* cells,
+                                                  size_t size) noexcept {
+  for (uint32_t k = 0; k < x.prefetch_count; ++k) {
+    const uint32_t f = x.prefetch_fields[k];
+    if (f >= size) break;  // fields ascend: an Input made for a shorter layout
+    __builtin_prefetch(cells[f].bytes);
+  }
+}
+
+// An inline Input's cells are read where they are, not through its cells_ pointer (on the line
+// after them: see Input).
+[[gnu::always_inline]] inline void prefetch_values(const Index& x, const Input& input) noexcept {
+  const size_t size = input.size();
+  if (size <= Input::kInlineFields) {
+    prefetch_cells(x, DecideIndexAccess::inline_cells(input), size);
+  } else {
+    prefetch_cells(x, input.cells(), size);
+  }
+}
+
+// kScattered: the Inputs are reached through pointers, so the lines of input i + 2 * kAhead that
+// decide() reads are prefetched too (so reading its cells at i + kAhead hits). Contiguous Inputs
+// are a sequential stream the hardware prefetcher already follows.
+template <bool kScattered, typename At>
+void decide_batch(const Table::Impl& t, Index::DecideFn decide, size_t count, At at,
+                  Decision* out) noexcept {
+  const Index& x = t.fast;
+  // An inline Input's size, states and cells (16 bytes per field), else the whole object (its
+  // pointers to the heap blocks, which decide() then reads).
+  const size_t fields = t.fields.size();
+  const size_t bytes = fields <= Input::kInlineFields ? 16 + 16 * fields : sizeof(Input);
+  for (size_t i = 0; i < count; ++i) {
+    if (kScattered && i + 2 * kAhead < count) {
+      const char* object = reinterpret_cast<const char*>(&at(i + 2 * kAhead));
+      for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(object + off);
+    }
+    if (i + kAhead < count) prefetch_values(x, at(i + kAhead));
+    out[i] = decide(t, at(i));
+  }
+}
+
+}  // namespace
+
+void Table::decide_many(const Input* inputs, size_t count, Decision* out) const noexcept {
+  decide_batch<false>(
+      *impl_, decide_, count, [inputs](size_t i) -> const Input& { return inputs[i]; }, out);
+}
+
+void Table::decide_many(const Input* const* inputs, size_t count, Decision* out) const noexcept {
+  decide_batch<true>(
+      *impl_, decide_, count, [inputs](size_t i) -> const Input& { return *inputs[i]; }, out);
 }
 
 DecideIndexStats decide_index_stats(const Table& table) noexcept {

@@ -535,6 +535,13 @@ void build_decide_index(Table::Impl& t) {
     if (t.rules[r].is_table) build_dense(t, r, x, total_cells);
   }
   build_kernel(t, x);
+  for (uint32_t f = 0; f < x.fields.size() && x.prefetch_count < Index::kPrefetchFields; ++f) {
+    const Index::Kind kind = x.fields[f].kind;
+    const bool string =
+        t.fields[f].type == FieldType::kString || t.fields[f].type == FieldType::kEnum;
+    if (string && kind != Index::Kind::kStringNoDict && kind != Index::Kind::kDerived)
+      x.prefetch_fields[x.prefetch_count++] = f;
+  }
   x.built = true;
   x.entry = select_decide(x);
 }

@@ -241,6 +241,13 @@ struct DecideIndex {
   // bigger tables, and tables whose pairs find no collision-free seed, keep the per-key lookups.
   static constexpr uint32_t kMaxPairs = 64, kMaxPairSlots = 1024;
   Kernel kernel;  // last, so the members above keep decide_fast's layout
+  // Table::decide_many()'s prefetch list (decide.cc): the string and enum fields whose bytes
+  // decide() may read (the dictionary fields of the plans: kStringDict, kStringLazy, kEnum,
+  // kGeneral), the first kPrefetchFields of them in field order. A string without dictionary
+  // entries (kStringNoDict, e.g. an idempotency key) is never read, so never prefetched.
+  static constexpr uint32_t kPrefetchFields = 4;
+  uint32_t prefetch_fields[kPrefetchFields] = {};
+  uint32_t prefetch_count = 0;
   // The body Table::decide() runs, chosen once at load (select_decide()): a tail call through
   // one pointer instead of per-decision tests of the flags above, and each body (the kernel's
   // variants, the fast path, the indexed and general paths) compiled as its own function, so

@@ -5,6 +5,12 @@
 // (every input cached) as controls, and optionally a table of N rows (--rows) against maps of the
 // same rows. Run by tools/bench/run.sh; never from ctest.
 //
+// Two layouts of the same kind of stream (issue 43), so no single layout is what the figures are
+// tuned to: `stream` (and `sorted`, `cached`) keep the letters' strings as views into one arena in
+// stream order and load the table from bytes; `owned` is a worker's batch as a harness written
+// outside the project holds it: the letters written as JSON Lines, parsed (nlohmann::json) into
+// plain structs owning their std::strings, shuffled, and the table read by Table::load_file.
+//
 // Every timed job (a gate on one order of the letters) runs once per pass, the jobs of a pass in
 // a shuffled order, so all of them share the host's drifts; the figures are medians over the
 // passes, and each ratio is the median of the per-pass ratios (both sides from the same pass).
@@ -17,13 +23,17 @@
 //   --dump FILE writes the shipped policy's N letters (the stream's mix, its seed) to FILE as a
 //   `letters` dump, one JSON line each with "message_id":"m-I", and times nothing: the input of
 //   `decide`'s end-to-end runs (docs/benchmarks.md, "decide --threads").
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <string_view>
@@ -62,6 +72,22 @@ struct Corpus {
   std::vector<rg::Input> inputs;
   std::vector<GateInput> gates;
   size_t repeat = 1;  // the cached loop decides its 4,096 letters this many times per pass
+};
+
+// The `owned` layout: a letter parsed from one JSON line into a plain struct that owns its strings
+// (the short ones inside the struct, the others each in a heap block of its own), as a harness
+// written outside the project holds them; the structs are shuffled after parsing, so a letter's
+// heap strings are not next to its neighbours'. `inputs` holds one prefilled Input per letter.
+struct OwnedLetter {
+  std::string message_id, topic, error_class, key;
+  int64_t attempts = 0;
+  bool committed = false;
+  std::optional<int64_t> replays;
+};
+
+struct OwnedCorpus {
+  std::vector<OwnedLetter> letters;
+  std::vector<rg::Input> inputs;
 };
 
 struct Policy {
@@ -253,6 +279,12 @@ void check_agreement(const Policy& p, const Corpus& c, bool hand) {
   };
   for (const Letter& l : edge_letters(p.pairs)) check(l, nullptr);
   for (size_t i = 0; i < c.letters.size(); ++i) check(c.letters[i], &c.inputs[i]);
+  std::vector<rg::Decision> many(c.inputs.size());
+  p.table->decide_many(c.inputs.data(), c.inputs.size(), many.data());
+  for (size_t i = 0; i < c.letters.size(); ++i) {
+    require_same(kName, "decide_many()", c.letters[i], answer(p.table->decide(c.inputs[i])),
+                 answer(many[i]));
+  }
 }
 
 // One timed job: a gate deciding every letter of one corpus once (the cached loop: `repeat`
@@ -293,6 +325,15 @@ void add_jobs(std::vector<Job>& jobs, const std::string& section, const Policy& 
       }));
   add("map_views", loop(c, [&c, &p](size_t i) { return map_gate(p.pair_map, c.gates[i]).verb; }));
   add("decide", loop(c, [&c, &table](size_t i) { return table.decide(c.inputs[i]).verb; }));
+  auto out = std::make_shared<std::vector<rg::Decision>>(c.inputs.size());
+  add("decide_many", [&c, &table, out]() {
+    uint64_t sum = 0;
+    for (size_t r = 0; r < c.repeat; ++r) {
+      table.decide_many(c.inputs.data(), c.inputs.size(), out->data());
+      for (const rg::Decision& d : *out) sum += d.verb;
+    }
+    return sum;
+  });
   auto in = std::make_shared<rg::Input>(table);
   add("fill_decide", loop(c, [&c, &table, in](size_t i) {
         fill(*in, c.letters[i]);
@@ -300,25 +341,151 @@ void add_jobs(std::vector<Job>& jobs, const std::string& section, const Policy& 
       }));
 }
 
+// The `owned` layout's checks: every gate decides every letter as decide() on the table read
+// from bytes does, decide() on the file-loaded table included (prefilled and after a fill).
+void check_owned(const Policy& p, const rg::Table& table, const OwnedCorpus& c) {
+  rg::Input in(*p.table), mine(table);
+  std::string key;
+  std::vector<rg::Decision> many(c.inputs.size());
+  table.decide_many(c.inputs.data(), c.inputs.size(), many.data());
+  for (size_t i = 0; i < c.letters.size(); ++i) {
+    const OwnedLetter& l = c.letters[i];
+    fill(in, l);
+    fill(mine, l);
+    const Answer want = answer(p.table->decide(in));
+    require_same(kName, "owned prefilled decide()", l, want, answer(table.decide(c.inputs[i])));
+    require_same(kName, "owned decide()", l, want, answer(table.decide(mine)));
+    require_same(kName, "owned decide_many()", l, want, answer(many[i]));
+    const GateInput g = gate_input(l);
+    require_same(kName, "owned hand-written", l, want, hand_written(g));
+    require_same(kName, "owned unordered_map (reused key)", l, want,
+                 map_gate_reused(p.string_map, key, g));
+  }
+}
+
+// The `owned` layout's jobs: the baselines read each letter's struct as they go (string views of
+// its std::strings); `decide` runs over the prefilled Inputs, `fill_decide` refills one reused
+// Input per letter, as a worker does.
+void add_owned_jobs(std::vector<Job>& jobs, const std::string& section, const Policy& p,
+                    const rg::Table& table, const OwnedCorpus& c) {
+  auto add = [&](const char* gate, std::function<uint64_t()> run) {
+    jobs.push_back(Job{section + "/" + gate, section, gate, c.letters.size(), std::move(run), {}});
+  };
+  add("hand_written", [&c]() {
+    uint64_t sum = 0;
+    for (const OwnedLetter& l : c.letters) sum += hand_written(gate_input(l)).verb;
+    return sum;
+  });
+  auto key = std::make_shared<std::string>();
+  add("map_reused_key", [&c, &p, key]() {
+    uint64_t sum = 0;
+    for (const OwnedLetter& l : c.letters)
+      sum += map_gate_reused(p.string_map, *key, gate_input(l)).verb;
+    return sum;
+  });
+  add("decide", [&c, &table]() {
+    uint64_t sum = 0;
+    for (const rg::Input& in : c.inputs) sum += table.decide(in).verb;
+    return sum;
+  });
+  auto out = std::make_shared<std::vector<rg::Decision>>(c.inputs.size());
+  add("decide_many", [&c, &table, out]() {
+    table.decide_many(c.inputs.data(), c.inputs.size(), out->data());
+    uint64_t sum = 0;
+    for (const rg::Decision& d : *out) sum += d.verb;
+    return sum;
+  });
+  auto in = std::make_shared<rg::Input>(table);
+  add("fill_decide", [&c, &table, in]() {
+    uint64_t sum = 0;
+    for (const OwnedLetter& l : c.letters) {
+      fill(*in, l);
+      sum += table.decide(*in).verb;
+    }
+    return sum;
+  });
+}
+
 // The letters as a `letters` dump: the policy's inputs by name, "replays" only when the letter has
 // it, and a message id. The mix's strings are printable ASCII without '"' or '\\' (random_word,
-// near_miss), so they go into the JSON as they are. False when FILE cannot be written.
-bool write_dump(const std::string& path, const std::vector<Letter>& letters) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return false;
-  std::string line;
+// near_miss), so they go into the JSON as they are.
+std::string dump_lines(const std::vector<Letter>& letters) {
+  std::string out;
   for (size_t i = 0; i < letters.size(); ++i) {
     const Letter& l = letters[i];
-    line = "{\"message_id\":\"m-" + std::to_string(i) + "\",\"topic\":\"" + l.topic +
+    out += "{\"message_id\":\"m-" + std::to_string(i) + "\",\"topic\":\"" + l.topic +
            "\",\"error_class\":\"" + l.error_class +
            "\",\"attempts\":" + std::to_string(l.attempts) + ",\"idempotency_key\":\"" + l.key +
            "\",\"already_committed\":" + (l.committed ? "true" : "false");
-    if (l.replays) line += ",\"replays\":" + std::to_string(*l.replays);
-    line += "}\n";
-    std::fwrite(line.data(), 1, line.size(), f);
+    if (l.replays) out += ",\"replays\":" + std::to_string(*l.replays);
+    out += "}\n";
   }
+  return out;
+}
+
+// dump_lines() to FILE. False when FILE cannot be written.
+bool write_dump(const std::string& path, const std::vector<Letter>& letters) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  const std::string text = dump_lines(letters);
+  std::fwrite(text.data(), 1, text.size(), f);
   const bool written = std::ferror(f) == 0;
   return std::fclose(f) == 0 && written;
+}
+
+// The `owned` layout: `letters` as JSON Lines, each line parsed into an OwnedLetter (in line
+// order, so in allocation order), then the structs shuffled, then one Input per letter filled.
+std::unique_ptr<OwnedCorpus> build_owned(const rg::Table& table, const std::vector<Letter>& letters,
+                                         uint64_t seed) {
+  auto c = std::make_unique<OwnedCorpus>();
+  const std::string text = dump_lines(letters);
+  c->letters.reserve(letters.size());
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    const nlohmann::json j = nlohmann::json::parse(text.begin() + static_cast<ptrdiff_t>(at),
+                                                   text.begin() + static_cast<ptrdiff_t>(end));
+    OwnedLetter l;
+    l.message_id = j.at("message_id").get<std::string>();
+    l.topic = j.at("topic").get<std::string>();
+    l.error_class = j.at("error_class").get<std::string>();
+    l.key = j.at("idempotency_key").get<std::string>();
+    l.attempts = j.at("attempts").get<int64_t>();
+    l.committed = j.at("already_committed").get<bool>();
+    if (j.contains("replays")) l.replays = j.at("replays").get<int64_t>();
+    c->letters.push_back(std::move(l));
+    at = end + 1;
+  }
+  std::mt19937_64 rng(seed);
+  std::shuffle(c->letters.begin(), c->letters.end(), rng);
+  c->inputs.reserve(c->letters.size());
+  for (const OwnedLetter& l : c->letters) {
+    c->inputs.emplace_back(table);
+    fill(c->inputs.back(), l);
+  }
+  return c;
+}
+
+// The shipped policy's table as a worker gets it: its bytes written to a file, read back with
+// Table::load_file (its own allocation, as in a worker).
+std::unique_ptr<rg::Table> load_through_file(const Policy& p) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("rg_stream_bench_" + std::to_string(::getpid()) + ".rgt"))
+                               .string();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr || std::fwrite(p.bytes.data(), 1, p.bytes.size(), f) != p.bytes.size() ||
+      std::fclose(f) != 0) {
+    std::fprintf(stderr, "%s: cannot write %s\n", kName, path.c_str());
+    std::exit(2);
+  }
+  rg::LoadStatus status;
+  std::unique_ptr<rg::Table> table = rg::Table::load_file(path, &status);
+  std::remove(path.c_str());
+  if (!table) {
+    std::fprintf(stderr, "%s: %s\n", kName, status.message.c_str());
+    std::exit(2);
+  }
+  return table;
 }
 
 double median(std::vector<double> v) {
@@ -374,6 +541,8 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<Policy>> policies;
   std::vector<std::unique_ptr<Corpus>> corpora;
   std::vector<Job> jobs;
+  std::unique_ptr<rg::Table> owned_table;
+  std::unique_ptr<OwnedCorpus> owned;
   auto section = [&](const std::string& name, const Policy& p, const char* order,
                      std::vector<Letter> ls, bool hand) {
     if (std::string_view(order) == "sorted") {
@@ -406,6 +575,11 @@ int main(int argc, char** argv) {
     const std::vector<Letter> ls = generate(shipped, letters, 20261203);
     for (const char* order : {"stream", "sorted", "cached"})
       section("shipped", shipped, order, ls, true);
+    // The second layout, on letters of the same mix from another seed.
+    owned_table = load_through_file(shipped);
+    owned = build_owned(*owned_table, generate(shipped, letters, 20261207), 43);
+    check_owned(shipped, *owned_table, *owned);
+    add_owned_jobs(jobs, "shipped/owned", shipped, *owned_table, *owned);
   }
   const std::string big = "rows" + std::to_string(rows);
   if (rows > 0) {
