@@ -36,4 +36,8 @@ inline constexpr const char* kColumns =
 
 Error error(ErrorCode code, std::string message);
 
+// The names of the fields in which two records of one plan digest differ, ", "-separated (""
+// when they agree): record_plan's conflict message on both backends.
+std::string differing_fields(const PlanRecord& a, const PlanRecord& b);
+
 }  // namespace replaygate::ledger::internal

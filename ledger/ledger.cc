@@ -113,6 +113,21 @@ std::optional<Time> parse_stored_time(std::string_view text) {
   return t;
 }
 
+std::string differing_fields(const PlanRecord& a, const PlanRecord& b) {
+  std::string out;
+  const auto add = [&](bool differ, const char* name) {
+    if (differ) out += (out.empty() ? "" : ", ") + std::string(name);
+  };
+  add(a.author != b.author, "author");
+  add(a.source != b.source, "source");
+  add(a.table_checksum != b.table_checksum, "table_checksum");
+  add(a.letters != b.letters, "letters");
+  add(a.copies != b.copies, "copies");
+  add(a.created_at != b.created_at, "created_at");
+  add(a.expires_at != b.expires_at, "expires_at");
+  return out;
+}
+
 }  // namespace internal
 
 using internal::error;

@@ -1050,22 +1050,6 @@ PlanApproval approval_from(const PGresult* r, int row) {
   return a;
 }
 
-// The names of the fields in which two records of one digest differ ("" when they agree).
-std::string differing_fields(const PlanRecord& a, const PlanRecord& b) {
-  std::string out;
-  const auto add = [&](bool differ, const char* name) {
-    if (differ) out += (out.empty() ? "" : ", ") + std::string(name);
-  };
-  add(a.author != b.author, "author");
-  add(a.source != b.source, "source");
-  add(a.table_checksum != b.table_checksum, "table_checksum");
-  add(a.letters != b.letters, "letters");
-  add(a.copies != b.copies, "copies");
-  add(a.created_at != b.created_at, "created_at");
-  add(a.expires_at != b.expires_at, "expires_at");
-  return out;
-}
-
 std::string int_array(const std::vector<std::int64_t>& values) {
   std::string out = "{";
   for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);

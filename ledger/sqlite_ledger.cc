@@ -1085,22 +1085,6 @@ Result<std::optional<PlanRecord>> SqliteLedger::read_plan(std::string_view diges
   return p;
 }
 
-// The names of the fields in which two records of one digest differ ("" when they agree).
-std::string differing_fields(const PlanRecord& a, const PlanRecord& b) {
-  std::string out;
-  const auto add = [&](bool differ, const char* name) {
-    if (differ) out += (out.empty() ? "" : ", ") + std::string(name);
-  };
-  add(a.author != b.author, "author");
-  add(a.source != b.source, "source");
-  add(a.table_checksum != b.table_checksum, "table_checksum");
-  add(a.letters != b.letters, "letters");
-  add(a.copies != b.copies, "copies");
-  add(a.created_at != b.created_at, "created_at");
-  add(a.expires_at != b.expires_at, "expires_at");
-  return out;
-}
-
 Status SqliteLedger::do_record_plan(const PlanRecord& plan) {
   return in_transaction<Ok>(true, [&]() -> Status {
     Result<std::optional<PlanRecord>> held = read_plan(plan.digest);
