@@ -336,7 +336,10 @@ std::string check_plan_fields(const json& j, const Bad& bad, const Missing& miss
   for (const char* key : needs) {
     if (!j.contains(key)) return missing(key);
   }
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Named, not a structured binding: clang 14 cannot capture a binding in the lambda below.
+    const std::string& key = item.key();
+    const auto& value = item.value();
     const bool count = std::any_of(std::begin(kPlanCounts), std::end(kPlanCounts),
                                    [&key](const char* c) { return key == c; });
     if (key == "seq" || key == "prev") continue;

@@ -219,7 +219,10 @@ std::vector<Finding> compare_plans(const std::vector<LedgerPlan>& ledger_plans,
       }
     }
     if (expected != nullptr) {
-      for (const auto& [approver, logged] : expected->approvals) {
+      for (const auto& entry : expected->approvals) {
+        // Named, not a structured binding: clang 14 cannot capture a binding in a lambda.
+        const auto& approver = entry.first;
+        const auto& logged = entry.second;
         const bool held = std::any_of(lp.approvals.begin(), lp.approvals.end(),
                                       [&](const auto& a) { return a.approver == approver; });
         if (!held) {
