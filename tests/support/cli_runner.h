@@ -2,6 +2,17 @@
 // out), with the file helpers the CLI tests share. Header-only; tests/tools and tests/properties.
 #pragma once
 
+// RG_TEST_ASAN: built with AddressSanitizer (GCC: __SANITIZE_ADDRESS__, clang: __has_feature).
+// Memory-limit tests cannot run there: the sanitizer reserves terabytes of shadow memory at start,
+// and its quarantine keeps freed blocks, so a peak RSS is not the program's.
+#if defined(__SANITIZE_ADDRESS__)
+#define RG_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RG_TEST_ASAN 1
+#endif
+#endif
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>

@@ -21,16 +21,6 @@
 #include "runtime/table.h"
 #include "tests/support/cli_runner.h"
 
-// Under AddressSanitizer (GCC: __SANITIZE_ADDRESS__, clang: __has_feature) the address-space limit
-// tests cannot run: the sanitizer reserves terabytes of shadow memory at start.
-#if defined(__SANITIZE_ADDRESS__)
-#define RG_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RG_TEST_ASAN 1
-#endif
-#endif
-
 namespace {
 
 using namespace replaygate::testing;  // NOLINT: test vocabulary
