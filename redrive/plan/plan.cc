@@ -467,6 +467,29 @@ PlanRead read_plan_file(const std::string& path,
   return out;
 }
 
+std::string rabbitmq_source(std::string_view vhost, std::string_view queue) {
+  std::string source = "rabbitmq:/";
+  for (char c : vhost) {
+    if (c == '/') {
+      source += "%2F";
+    } else if (c == '%') {
+      source += "%25";
+    } else {
+      source += c;
+    }
+  }
+  source += '/';
+  source += queue;
+  return source;
+}
+
+std::string plan_queue_name(std::string_view queue, std::string_view plan_id) {
+  std::string name(queue);
+  name += ".plan.";
+  name += plan_id;
+  return name;
+}
+
 std::string new_plan_id(std::string_view source, std::string_view author,
                         std::string_view created_at) {
   verify::init();

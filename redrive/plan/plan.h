@@ -167,6 +167,13 @@ PlanRead read_plan(std::istream& in, const std::function<bool(const PlanLetter&)
 PlanRead read_plan_file(const std::string& path,
                         const std::function<bool(const PlanLetter&)>& on_letter);
 
+// What a plan built from a RabbitMQ queue covers, as its header's `source` and each letter's
+// identity name it: "rabbitmq:/VHOST/QUEUE", VHOST with '%' and '/' percent-encoded as in an AMQP
+// URL ("rabbitmq:/%2F/payments.dlq"), the same whichever node of a cluster was read, as any user.
+std::string rabbitmq_source(std::string_view vhost, std::string_view queue);
+// The queue a RabbitMQ plan's letters are frozen in while it waits and runs: "QUEUE.plan.<id>".
+std::string plan_queue_name(std::string_view queue, std::string_view plan_id);
+
 // A fresh plan id: 12 hex digits of BLAKE2b over source, author, created_at and a random nonce.
 std::string new_plan_id(std::string_view source, std::string_view author,
                         std::string_view created_at);

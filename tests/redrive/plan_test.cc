@@ -141,6 +141,14 @@ TEST(PlanFile, ASummaryThatDisagreesWithTheLettersIsRefused) {
                          "and 1 copies");
 }
 
+TEST(PlanNames, RabbitmqSourceEncodesTheVhostAndPlanQueueAppendsTheId) {
+  EXPECT_EQ(plan::rabbitmq_source("/", "payments.dlq"), "rabbitmq:/%2F/payments.dlq");
+  EXPECT_EQ(plan::rabbitmq_source("prod", "a/b"), "rabbitmq:/prod/a/b");
+  EXPECT_EQ(plan::rabbitmq_source("50%/x", "q"), "rabbitmq:/50%25%2Fx/q");
+  EXPECT_EQ(plan::plan_queue_name("payments.dlq", "0123456789ab"),
+            "payments.dlq.plan.0123456789ab");
+}
+
 TEST(LetterIdentity, CoversSourceMessageIdBodyAndInputs) {
   const std::string base = letter_identity("q", std::string("m1"), "b", {{"topic", "s:a"}});
   EXPECT_EQ(base, letter_identity("q", std::string("m1"), "b", {{"topic", "s:a"}}));
