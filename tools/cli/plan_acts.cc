@@ -57,7 +57,7 @@ int run_plan_approve(const PlanOptions& o) {
       !why.empty()) {
     return plan_say(kExitFindings, "refused: " + why + "; nothing approved");
   }
-  if (read.header.expires_at <= now_text()) {
+  if (read.header.expires_at <= plan::now_text()) {
     return plan_say(kExitFindings, "refused: the plan expired at " + read.header.expires_at +
                                        "; nothing approved");
   }
@@ -66,7 +66,7 @@ int run_plan_approve(const PlanOptions& o) {
   if (const std::string why = ensure_recorded(*l, read, o.operator_name, o.audit); !why.empty()) {
     return plan_usage(why + "; nothing approved");
   }
-  const std::string at = now_text();
+  const std::string at = plan::now_text();
   const plan::Approval a = plan::sign_approval(key, read.digest, o.operator_name, o.reason, at);
   ledger::PlanApproval pa;
   pa.digest = a.digest;

@@ -89,10 +89,10 @@ int check_build_options(const PlanOptions& o, int64_t* approvals, std::chrono::m
   }
   *ttl = *parsed;
   const CountOption approvals_option{"--approvals", 1, 16, ""};
-  uint64_t count = kPolicyApprovals;
+  uint64_t count = plan::kPolicyApprovals;
   if (o.approvals_set && !parse_count(approvals_option, o.approvals, &count)) {
     return plan_usage(count_error(approvals_option, o.approvals) + " (the policy asks " +
-                      std::to_string(kPolicyApprovals) + "; --approvals may only raise it)");
+                      std::to_string(plan::kPolicyApprovals) + "; --approvals may only raise it)");
   }
   *approvals = static_cast<int64_t>(count);
   const CountOption cap_option{"--cap", 0, uint64_t{1} << 62, ""};
@@ -164,8 +164,8 @@ int run_build(const PlanOptions& o) {
     }
     const Decision d = table->decide(input);
     if (!passes(o, *table, input, d, meta)) continue;
-    plan::PlanLetter l =
-        letter_of(*table, input, meta, record.text, letter_source, d, record.number);
+    plan::PlanLetter l = plan::letter_of(*table, input, message_id_of(meta), record.text,
+                                         letter_source, d, record.number);
     const auto [it, added] = by_identity.try_emplace(l.identity, letters.size());
     if (added) {
       letters.push_back(std::move(l));
@@ -188,7 +188,7 @@ int run_build(const PlanOptions& o) {
     }
   }
   plan::PlanHeader h;
-  h.created_at = now_text();
+  h.created_at = plan::now_text();
   h.expires_at = ledger::format_time(*ledger::parse_time(h.created_at) + ttl);
   h.source = letter_source;
   h.author = o.author;
@@ -268,7 +268,7 @@ int run_show(const PlanOptions& o) {
     std::printf("policy %s revision %lld  table %s\n", h.policy.c_str(),
                 static_cast<long long>(h.policy_revision), h.table_checksum.c_str());
     std::printf("cap %lld  rate %g  approvals needed %lld\n", static_cast<long long>(h.cap), h.rate,
-                static_cast<long long>(std::max(h.required_approvals, kPolicyApprovals)));
+                static_cast<long long>(std::max(h.required_approvals, plan::kPolicyApprovals)));
     std::printf("letters %lld (copies %lld)\n", static_cast<long long>(read.summary.letters),
                 static_cast<long long>(read.summary.copies));
     for (const auto& [verb, c] : read.summary.by_verb) {
@@ -294,7 +294,7 @@ int run_verify(const PlanOptions& o) {
   std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, false);
   if (l == nullptr) return kExitUsage;
   std::string error;
-  const plan::PlanVerdict v = verify_against(*l, read, users, std::nullopt, &error);
+  const plan::PlanVerdict v = plan::verify_against(*l, read, users, std::nullopt, &error);
   if (!error.empty()) return plan_usage(error);
   if (o.output == "json") {
     json findings = json::array();
@@ -342,9 +342,9 @@ int run_status(const PlanOptions& o) {
   std::string state =
       r.cancelled_at ? "cancelled by " + r.cancelled_by + " at " +
                            ledger::format_time(*r.cancelled_at) + ": " + r.cancel_reason
-      : read.header.expires_at <= now_text() ? "expired at " + read.header.expires_at
-      : pending == 0                         ? "done"
-                                             : "open";
+      : read.header.expires_at <= plan::now_text() ? "expired at " + read.header.expires_at
+      : pending == 0                               ? "done"
+                                                   : "open";
   json approved = json::array();
   for (const ledger::PlanApproval& a : approvals.value()) {
     approved.push_back({{"approver", a.approver},

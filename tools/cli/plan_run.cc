@@ -405,7 +405,7 @@ int open_plan(const PlanRunOptions& o, const Table& table, ledger::Ledger& l, pl
     return refuse(why);
   }
   std::string error;
-  const plan::PlanVerdict v = verify_against(l, *read, users, table.checksum_hex(), &error);
+  const plan::PlanVerdict v = plan::verify_against(l, *read, users, table.checksum_hex(), &error);
   if (!error.empty()) return refuse(error);
   if (!v.valid) {
     std::string why;
@@ -477,8 +477,8 @@ int run_decide_plan(const PlanRunOptions& o) {
       if (status == inputs::LineReader::Status::kLine &&
           reading.parser->parse(record.text, input, &meta, &problem)) {
         s.readable = true;
-        s.letter = letter_of(*table, input, meta, record.text, source_name, table->decide(input),
-                             record.number);
+        s.letter = plan::letter_of(*table, input, message_id_of(meta), record.text, source_name,
+                                   table->decide(input), record.number);
         run.place(s);
       }
       steps.push_back(std::move(s));
