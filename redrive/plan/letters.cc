@@ -1,6 +1,8 @@
 // A decided letter as a plan letter (letters.h).
 #include "redrive/plan/letters.h"
 
+#include <utility>
+
 #include "runtime/codes.h"
 
 namespace replaygate::plan {
@@ -16,6 +18,17 @@ std::string action_of(const Table& table, uint32_t verb) {
 PlanLetter letter_of(const Table& table, const Input& input,
                      const std::optional<std::string_view>& message_id, std::string_view record,
                      const std::string& source, const Decision& decision, uint64_t line) {
+  // A JSON Lines record may end in "\r" (a CRLF dump): the same letter either way.
+  while (!record.empty() && (record.back() == '\r' || record.back() == '\n')) {
+    record.remove_suffix(1);
+  }
+  return letter_with_digest(table, input, message_id, digest_of(record), source, decision, line);
+}
+
+PlanLetter letter_with_digest(const Table& table, const Input& input,
+                              const std::optional<std::string_view>& message_id,
+                              std::string body_digest, const std::string& source,
+                              const Decision& decision, uint64_t line) {
   PlanLetter l;
   l.source = source;
   if (message_id) l.message_id = std::string(*message_id);
@@ -23,11 +36,7 @@ PlanLetter letter_of(const Table& table, const Input& input,
   if (key != Table::kNoField && input.state(key) == Input::Slot::State::kString) {
     l.idempotency_key = std::string(input.slot(key).s);
   }
-  // A JSON Lines record may end in "\r" (a CRLF dump): the same letter either way.
-  while (!record.empty() && (record.back() == '\r' || record.back() == '\n')) {
-    record.remove_suffix(1);
-  }
-  l.body_digest = digest_of(record);
+  l.body_digest = std::move(body_digest);
   l.identity = letter_identity(source, l.message_id, l.body_digest, input_values(table, input));
   l.count = 1;
   l.first_line = line;

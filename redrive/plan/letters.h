@@ -27,4 +27,12 @@ PlanLetter letter_of(const Table& table, const Input& input,
                      const std::optional<std::string_view>& message_id, std::string_view record,
                      const std::string& source, const Decision& decision, uint64_t line);
 
+// The same from a body digest the caller already has: a live letter's (a broker port's
+// DeadLetter::body_digest, "sha256:<hex>" of the message body), since its record carries what
+// changes between deliveries (the redelivered flag) and the body does not.
+PlanLetter letter_with_digest(const Table& table, const Input& input,
+                              const std::optional<std::string_view>& message_id,
+                              std::string body_digest, const std::string& source,
+                              const Decision& decision, uint64_t line);
+
 }  // namespace replaygate::plan
