@@ -8,9 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "redrive/plan/approval.h"
+#include "redrive/plan/spool.h"
 
 namespace replaygate::plan {
 namespace {
@@ -328,6 +330,52 @@ TEST(VerifyPlan, ValidOnlyWithEnoughApprovalsAnUneditedPlanAndTheSameTable) {
   EXPECT_EQ(v.findings[1].message,
             "the table's checksum is ffeeddccbbaa99887766554433221100; the plan was built on "
             "00112233445566778899aabbccddeeff: build and approve a new plan");
+}
+
+// The spool lists every distinct key once, in key order, with its first payload and its count,
+// whatever the memory budget (one run, many runs, a run per pair).
+RC_GTEST_PROP(SpoolProperty, MergesToTheDistinctKeysFirstPayloadsAndCounts, ()) {
+  const auto keys = *rc::gen::container<std::vector<std::string>>(
+      rc::gen::container<std::string>(rc::gen::inRange<char>('a', 'e')));
+  const size_t budget = *rc::gen::inRange<size_t>(1, 400);
+  std::map<std::string, std::pair<std::string, uint64_t>> expected;
+  Spool spool(temp("spool").string(), budget);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string payload = "p" + std::to_string(i);
+    RC_ASSERT(spool.add(keys[i], payload));
+    auto [it, added] = expected.try_emplace(keys[i], payload, 0);
+    ++it->second.second;
+  }
+  std::map<std::string, std::pair<std::string, uint64_t>> got;
+  std::string last;
+  bool first = true;
+  RC_ASSERT(spool.merge([&](std::string_view key, std::string_view payload, uint64_t count) {
+    RC_ASSERT(first || std::string(key) > last);
+    first = false;
+    last = std::string(key);
+    got[last] = {std::string(payload), count};
+    return true;
+  }));
+  RC_ASSERT(got == expected);
+}
+
+TEST(Spool, RemovesItsRunFiles) {
+  const fs::path prefix = temp("spool_files");
+  {
+    Spool spool(prefix.string(), 64);
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(spool.add(std::to_string(i % 7), "payload"));
+    EXPECT_GT(spool.runs(), 1u);
+    uint64_t total = 0, keys = 0;
+    ASSERT_TRUE(spool.merge([&](std::string_view, std::string_view, uint64_t count) {
+      total += count;
+      ++keys;
+      return true;
+    }));
+    EXPECT_EQ(total, 50u);
+    EXPECT_EQ(keys, 7u);
+    EXPECT_TRUE(fs::exists(prefix.string() + ".run.0"));
+  }
+  EXPECT_FALSE(fs::exists(prefix.string() + ".run.0"));
 }
 
 }  // namespace

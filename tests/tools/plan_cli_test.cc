@@ -361,6 +361,92 @@ TEST_F(PlanCliTest, ACancelIsSeenBeforeTheNextBlock) {
 
 // kill -9 between the block's claims and its progress, and after its progress, then a rerun:
 // each planned letter is replayed once, none is lost.
+// Each plan act writes the ledger, then its audit entry: killed between the two, `ledger check`
+// reports the row without its entry, and a rerun of the same command writes the entry from it.
+TEST_F(PlanCliTest, AKilledActWritesItsMissingEntryOnTheRerun) {
+  write_file(dir_ / "dump.jsonl", letter(1) + letter(2));
+  write_file(dir_ / "audit.log", "");  // the gate's log, before any plan entry
+  const auto check = [&] {
+    return run({"ledger", "check", "--ledger", path("l.db"), "--audit", path("audit.log")});
+  };
+  const auto entries = [&](const std::string& act) {
+    const std::string log = read_file(dir_ / "audit.log");
+    size_t n = 0;
+    for (size_t at = log.find("\"act\":\"" + act + "\""); at != std::string::npos;
+         at = log.find("\"act\":\"" + act + "\"", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const std::vector<std::string> crash_recorded = {"REPLAYGATE_TEST_CRASH_AT=plan_recorded"};
+  CliRun how;
+  how.args = {"plan",         "build",    path("dump.jsonl"), "--policy", policy(),
+              "--rule",       kRule,      "--author",         "alice",    "--plan",
+              path("p.json"), "--ledger", path("l.db"),       "--audit",  path("audit.log")};
+  how.env = crash_recorded;
+  CliResult r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 128 + 9) << r.err;
+  EXPECT_EQ(entries("plan_recorded"), 0u);
+  r = check();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("plan_without_entry"), std::string::npos) << r.out;
+  // The approval records the plan's missing entry first, then its own.
+  std::vector<std::string> args = {"plan",       "approve",    path("p.json"),     "--operator",
+                                   "bob",        "--sign-key", path("bob.key"),    "--reason",
+                                   "reviewed",   "--users",    path("users.json"), "--ledger",
+                                   path("l.db"), "--audit",    path("audit.log")};
+  how.args = args;
+  how.env = {"REPLAYGATE_TEST_CRASH_AT=plan_approval_recorded"};
+  r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 128 + 9) << r.err;
+  EXPECT_EQ(entries("plan_recorded"), 1u);
+  EXPECT_EQ(entries("plan_approved"), 0u);
+  r = check();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("the approval by bob"), std::string::npos) << r.out;
+  r = run(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "replaygate plan: the approval by bob was recorded in the ledger by an earlier run "
+            "that stopped before its audit entry; the entry is now written to " +
+                path("audit.log") + "\n");
+  EXPECT_EQ(entries("plan_approved"), 1u);
+  r = check();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run(args);  // a third time: the approval and its entry are both there
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("refused: plan " +
+                       json::parse(read_file(dir_ / "p.json")).at("digest").get<std::string>() +
+                       " already approved by bob at "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(entries("plan_approved"), 1u);
+
+  args = {"plan",        "cancel",   path("p.json"), "--operator", "carol",          "--reason",
+          "wrong group", "--ledger", path("l.db"),   "--audit",    path("audit.log")};
+  how.args = args;
+  how.env = {"REPLAYGATE_TEST_CRASH_AT=plan_cancel_recorded"};
+  r = run_cli(dir_, how);
+  EXPECT_EQ(r.exit_code, 128 + 9) << r.err;
+  EXPECT_EQ(entries("plan_cancelled"), 0u);
+  r = check();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  r = run(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "replaygate plan: the plan was cancelled by carol in the ledger by an earlier run that "
+            "stopped before its audit entry; the entry is now written to " +
+                path("audit.log") + "\n");
+  EXPECT_EQ(entries("plan_cancelled"), 1u);
+  EXPECT_EQ(check().exit_code, 0);
+  r = run(args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("refused: "), std::string::npos) << r.err;
+  EXPECT_EQ(entries("plan_cancelled"), 1u);
+  EXPECT_EQ(run({"audit", "verify", path("audit.log")}).exit_code, 0);
+}
+
 TEST_F(PlanCliTest, AKilledRunResumesAndActsOnEachLetterOnce) {
   std::string dump;
   for (int n = 1; n <= 4200; ++n) dump += letter(n);  // a block of 4096, then 104

@@ -1,8 +1,10 @@
 // The audited acts on a plan (docs/plans.md): `plan approve` (signed by the approver's key,
 // recorded in the ledger with approve_plan, then audited `plan_approved`) and `plan cancel`
-// (cancel_plan, then audited `plan_cancelled`). As ledger4's notes fix it, each entry is written
-// after the ledger call succeeded: the ledger is the truth and the entry its record; a crash
-// between the two leaves a ledger row that `ledger check` reports without its entry.
+// (cancel_plan, then audited `plan_cancelled`). Each entry is written after the ledger call
+// succeeded: the ledger is the truth and the entry its record. A crash between the two leaves a
+// ledger row without its entry: `ledger check` reports it, and a rerun of the same command finds
+// the row and writes the missing entry from it (test points plan_approval_recorded,
+// plan_cancel_recorded).
 #include <cstdio>
 #include <string>
 
@@ -28,6 +30,93 @@ std::string check_actor(const PlanOptions& o, const char* why_reason) {
   if (o.reason.size() > 4096) return "--reason is longer than 4096 bytes";
   if (o.audit == "-") return "--audit - is standard input or output, never an audit log";
   return "";
+}
+
+audit::PlanEntry approved_entry(const ledger::PlanApproval& a, const std::string& scope) {
+  audit::PlanEntry e;
+  e.operator_name = a.approver;
+  e.act = "plan_approved";
+  e.scope = scope;
+  e.fields = {{"digest", a.digest}, {"approver", a.approver},
+              {"key_id", a.key_id}, {"signature", a.signature},
+              {"reason", a.reason}, {"approved_at", ledger::format_time(a.approved_at)}};
+  return e;
+}
+
+audit::PlanEntry cancelled_entry(const ledger::PlanRecord& r, const std::string& scope) {
+  audit::PlanEntry e;
+  e.operator_name = r.cancelled_by;
+  e.act = "plan_cancelled";
+  e.scope = scope;
+  e.fields = {{"digest", r.digest},
+              {"cancelled_by", r.cancelled_by},
+              {"cancel_reason", r.cancel_reason},
+              {"cancelled_at", ledger::format_time(r.cancelled_at.value_or(ledger::Time{}))}};
+  return e;
+}
+
+// An approval by this operator the ledger already holds (an earlier run): when its audit entry
+// is missing (that run died between the two), writes it and sets *code 0; when it is there,
+// refuses as the ledger would (*code 1). False when the operator has not approved the plan.
+bool recover_approval(ledger::Ledger& l, const plan::PlanRead& read, const PlanOptions& o,
+                      int* code) {
+  ledger::Result<std::vector<ledger::PlanApproval>> approvals = l.plan_approvals(read.digest);
+  if (!approvals) {
+    *code = plan_usage(approvals.error().message + "; nothing approved");
+    return true;
+  }
+  for (const ledger::PlanApproval& a : approvals.value()) {
+    if (a.approver != o.operator_name) continue;
+    std::string error;
+    if (plan_entry_logged(o.audit, "plan_approved", read.digest, a.approver, &error)) {
+      *code = plan_say(kExitFindings, "refused: plan " + read.digest + " already approved by " +
+                                          a.approver + " at " + ledger::format_time(a.approved_at));
+      return true;
+    }
+    if (!error.empty()) {
+      *code = plan_usage(error);
+      return true;
+    }
+    if (const std::string why =
+            append_entries(o.audit, {audit::to_json(approved_entry(a, l.scope()))});
+        !why.empty()) {
+      *code = plan_usage(why);
+      return true;
+    }
+    *code = plan_say(kExitOk, "the approval by " + a.approver +
+                                  " was recorded in the ledger by an "
+                                  "earlier run that stopped before its audit entry; the entry is "
+                                  "now written to " +
+                                  o.audit);
+    return true;
+  }
+  return false;
+}
+
+// A cancel the ledger already holds whose audit entry is missing (an earlier run died between the
+// two): writes the entry and sets *code 0. False otherwise (the ledger's refusal stands).
+bool recover_cancel(ledger::Ledger& l, const plan::PlanRead& read, const PlanOptions& o,
+                    int* code) {
+  ledger::Result<std::optional<ledger::PlanRecord>> known = l.plan(read.digest);
+  if (!known || !known.value() || !known.value()->cancelled_at) return false;
+  std::string error;
+  if (plan_entry_logged(o.audit, "plan_cancelled", read.digest, "", &error)) return false;
+  if (!error.empty()) {
+    *code = plan_usage(error);
+    return true;
+  }
+  const ledger::PlanRecord& r = *known.value();
+  if (const std::string why =
+          append_entries(o.audit, {audit::to_json(cancelled_entry(r, l.scope()))});
+      !why.empty()) {
+    *code = plan_usage(why);
+    return true;
+  }
+  *code = plan_say(kExitOk, "the plan was cancelled by " + r.cancelled_by +
+                                " in the ledger by an earlier run that stopped before its audit "
+                                "entry; the entry is now written to " +
+                                o.audit);
+  return true;
 }
 
 }  // namespace
@@ -66,6 +155,7 @@ int run_plan_approve(const PlanOptions& o) {
   if (const std::string why = ensure_recorded(*l, read, o.operator_name, o.audit); !why.empty()) {
     return plan_usage(why + "; nothing approved");
   }
+  if (int code = kExitOk; recover_approval(*l, read, o, &code)) return code;
   const std::string at = plan::now_text();
   const plan::Approval a = plan::sign_approval(key, read.digest, o.operator_name, o.reason, at);
   ledger::PlanApproval pa;
@@ -77,16 +167,14 @@ int run_plan_approve(const PlanOptions& o) {
   pa.approved_at = *ledger::parse_time(at);
   ledger::Result<ledger::PlanApproval> recorded = l->approve_plan(pa);
   if (!recorded) return plan_say(kExitFindings, "refused: " + recorded.error().message);
-  audit::PlanEntry e;
-  e.operator_name = o.operator_name;
-  e.act = "plan_approved";
-  e.scope = l->scope();
-  e.fields = {{"digest", a.digest},       {"approver", a.approver}, {"key_id", a.key_id},
-              {"signature", a.signature}, {"reason", a.reason},     {"approved_at", at}};
-  if (const std::string why = append_entries(o.audit, {audit::to_json(e)}); !why.empty()) {
+  test_point("plan_approval_recorded");
+  if (const std::string why =
+          append_entries(o.audit, {audit::to_json(approved_entry(recorded.value(), l->scope()))});
+      !why.empty()) {
     return plan_usage(why +
                       "; the approval IS recorded in the ledger, but its 'plan_approved' "
-                      "entry is missing: 'ledger check' reports it");
+                      "entry is missing: 'ledger check' reports it, and a rerun of this "
+                      "approve writes it");
   }
   std::printf("%s\n", a.digest.c_str());
   return plan_say(kExitOk, "approved " + o.plan_path + " (" + a.digest + ") as " + o.operator_name +
@@ -105,20 +193,19 @@ int run_plan_cancel(const PlanOptions& o) {
   // The digest the ledger knows the plan by: an edited file still names its plan.
   ledger::Result<ledger::PlanRecord> cancelled =
       l->cancel_plan(read.digest, o.operator_name, o.reason);
-  if (!cancelled) return plan_say(kExitFindings, "refused: " + cancelled.error().message);
+  if (!cancelled) {
+    if (int code = kExitOk; recover_cancel(*l, read, o, &code)) return code;
+    return plan_say(kExitFindings, "refused: " + cancelled.error().message);
+  }
   const ledger::PlanRecord& r = cancelled.value();
-  audit::PlanEntry e;
-  e.operator_name = o.operator_name;
-  e.act = "plan_cancelled";
-  e.scope = l->scope();
-  e.fields = {{"digest", r.digest},
-              {"cancelled_by", r.cancelled_by},
-              {"cancel_reason", r.cancel_reason},
-              {"cancelled_at", ledger::format_time(r.cancelled_at.value_or(ledger::Time{}))}};
-  if (const std::string why = append_entries(o.audit, {audit::to_json(e)}); !why.empty()) {
+  test_point("plan_cancel_recorded");
+  if (const std::string why =
+          append_entries(o.audit, {audit::to_json(cancelled_entry(r, l->scope()))});
+      !why.empty()) {
     return plan_usage(why +
                       "; the plan IS cancelled in the ledger, but its 'plan_cancelled' "
-                      "entry is missing: 'ledger check' reports it");
+                      "entry is missing: 'ledger check' reports it, and a rerun of this "
+                      "cancel writes it");
   }
   return plan_say(kExitOk, "cancelled " + o.plan_path + " (" + r.digest +
                                "): a run stops before its next block (recorded in " + o.audit +

@@ -46,8 +46,19 @@ std::string append_entries(const std::string& log, std::vector<nlohmann::json> e
 audit::PlanEntry recorded_entry(const ledger::PlanRecord& r, const std::string& operator_name,
                                 const std::string& scope);
 
-// Records the plan in the ledger when it is not yet recorded (and then its plan_recorded audit
-// entry): "" or why not.
+// The test crash and pause points of the plan commands (redrive/test_points.h; read from the
+// environment once): plan_recorded, plan_approval_recorded, plan_cancel_recorded.
+void test_point(std::string_view step);
+
+// Whether the audit log holds a plan entry of `act` for `digest` (and, when not empty, of
+// `approver`): how a rerun finds the entry a crash after the ledger call did not write. A log that
+// does not exist holds none; *error is set when the log cannot be read.
+bool plan_entry_logged(const std::string& log, std::string_view act, std::string_view digest,
+                       std::string_view approver, std::string* error);
+
+// Records the plan in the ledger when it is not yet recorded, then its plan_recorded audit entry
+// (also when an earlier run recorded the plan and died before its entry, which a plan without
+// approvals checks): "" or why not.
 std::string ensure_recorded(ledger::Ledger& l, const plan::PlanRead& plan,
                             const std::string& operator_name, const std::string& audit);
 

@@ -1,0 +1,136 @@
+// An external sort in bounded memory (spool.h).
+#include "redrive/plan/spool.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+namespace replaygate::plan {
+namespace {
+
+// Bytes a held pair costs besides its key and payload (two strings and a sequence number).
+constexpr size_t kPairOverhead = 2 * sizeof(std::string) + sizeof(uint64_t);
+
+bool put(std::FILE* f, const void* bytes, size_t n) { return std::fwrite(bytes, 1, n, f) == n; }
+
+bool put_text(std::FILE* f, std::string_view text) {
+  const uint32_t n = static_cast<uint32_t>(text.size());
+  return put(f, &n, sizeof n) && put(f, text.data(), text.size());
+}
+
+// One run file read back a record at a time.
+struct RunReader {
+  std::FILE* file = nullptr;
+  std::string key, payload;
+  uint64_t seq = 0;
+  ~RunReader() {
+    if (file != nullptr) std::fclose(file);
+  }
+  // False at the end; *bad is set when the file is cut short.
+  bool next(bool* bad) {
+    uint32_t n = 0;
+    const size_t got = std::fread(&n, 1, sizeof n, file);
+    if (got == 0 && std::feof(file)) return false;
+    if (got != sizeof n || !take(n, &key) || std::fread(&seq, 1, sizeof seq, file) != sizeof seq ||
+        std::fread(&n, 1, sizeof n, file) != sizeof n || !take(n, &payload)) {
+      *bad = true;
+      return false;
+    }
+    return true;
+  }
+  bool take(uint32_t n, std::string* out) {
+    out->resize(n);
+    return n == 0 || std::fread(out->data(), 1, n, file) == n;
+  }
+};
+
+}  // namespace
+
+Spool::Spool(std::string path_prefix, size_t memory_budget)
+    : prefix_(std::move(path_prefix)), budget_(memory_budget) {}
+
+Spool::~Spool() {
+  for (const std::string& run : runs_) std::remove(run.c_str());
+}
+
+bool Spool::add(std::string_view key, std::string_view payload) {
+  pairs_.push_back({std::string(key), std::string(payload), seq_++});
+  held_bytes_ += key.size() + payload.size() + kPairOverhead;
+  return held_bytes_ < budget_ || spill();
+}
+
+bool Spool::spill() {
+  std::sort(pairs_.begin(), pairs_.end(), [](const Pair& a, const Pair& b) {
+    return std::tie(a.key, a.seq) < std::tie(b.key, b.seq);
+  });
+  const std::string path = prefix_ + ".run." + std::to_string(runs_.size());
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    error_ = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  runs_.push_back(path);
+  bool ok = true;
+  for (const Pair& p : pairs_) {
+    ok = ok && put_text(f, p.key) && put(f, &p.seq, sizeof p.seq) && put_text(f, p.payload);
+  }
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    error_ = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  pairs_.clear();
+  pairs_.shrink_to_fit();
+  held_bytes_ = 0;
+  return true;
+}
+
+bool Spool::merge(const std::function<bool(std::string_view, std::string_view, uint64_t)>& each) {
+  if (!pairs_.empty() && !spill()) return false;
+  std::vector<std::unique_ptr<RunReader>> readers;
+  // The heap holds the index of each reader with a record, smallest (key, seq) on top.
+  auto later = [&](size_t a, size_t b) {
+    return std::tie(readers[a]->key, readers[a]->seq) > std::tie(readers[b]->key, readers[b]->seq);
+  };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
+  bool bad = false;
+  for (const std::string& run : runs_) {
+    auto r = std::make_unique<RunReader>();
+    r->file = std::fopen(run.c_str(), "rb");
+    if (r->file == nullptr) {
+      error_ = "cannot read " + run + ": " + std::strerror(errno);
+      return false;
+    }
+    readers.push_back(std::move(r));
+    if (readers.back()->next(&bad)) heap.push(readers.size() - 1);
+  }
+  std::string key, first;
+  uint64_t count = 0;
+  while (!heap.empty() && !bad) {
+    const size_t top = heap.top();
+    heap.pop();
+    RunReader& r = *readers[top];
+    if (count > 0 && r.key != key) {
+      if (!each(key, first, count)) return true;
+      count = 0;
+    }
+    if (count == 0) {
+      key = r.key;
+      first = r.payload;
+    }
+    ++count;
+    if (r.next(&bad)) heap.push(top);
+  }
+  if (bad) {
+    error_ = "a spool run file of " + prefix_ + " is cut short";
+    return false;
+  }
+  if (count > 0) each(key, first, count);
+  return true;
+}
+
+}  // namespace replaygate::plan
