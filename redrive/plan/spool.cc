@@ -133,4 +133,71 @@ bool Spool::merge(const std::function<bool(std::string_view, std::string_view, u
   return true;
 }
 
+LetterSet::LetterSet(const std::string& path_prefix, size_t memory_budget)
+    : letters_(path_prefix + ".letters", memory_budget),
+      replay_keys_(path_prefix + ".keys", memory_budget / 4) {}
+
+bool LetterSet::add(const PlanLetter& letter) {
+  if (!letters_.add(letter.identity, to_json(letter).dump())) {
+    error_ = letters_.error();
+    return false;
+  }
+  // One identity is one replay however many copies it has (write() counts identities per key).
+  if (letter.decision.effect == "create" && letter.idempotency_key) {
+    const std::string& key = *letter.idempotency_key;
+    const uint32_t n = static_cast<uint32_t>(key.size());
+    std::string both(reinterpret_cast<const char*>(&n), sizeof n);
+    both += key;
+    both += letter.identity;
+    if (!replay_keys_.add(both, "")) {
+      error_ = replay_keys_.error();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool LetterSet::write(PlanWriter& writer,
+                      const std::function<void(std::string_view, uint64_t)>& shared_key) {
+  std::string why;
+  const bool merged = letters_.merge([&](std::string_view, std::string_view first, uint64_t n) {
+    PlanLetter l;
+    why = from_json(nlohmann::json::parse(first), &l);
+    if (!why.empty()) return false;
+    l.count = static_cast<int64_t>(n);
+    if (!writer.add(l)) {
+      why = writer.error();
+      return false;
+    }
+    return true;
+  });
+  if (!merged || !why.empty()) {
+    error_ = merged ? why : letters_.error();
+    return false;
+  }
+  // A spooled key is the idempotency key, length-prefixed, then the identity: the merge hands
+  // out each (key, identity) once, grouped by key, so a key's group size is its replays.
+  std::string key;
+  uint64_t replays = 0;
+  const bool keys_merged =
+      replay_keys_.merge([&](std::string_view both, std::string_view, uint64_t) {
+        uint32_t n = 0;
+        std::memcpy(&n, both.data(), sizeof n);
+        const std::string_view k = both.substr(sizeof n, n);
+        if (replays > 0 && k != key) {
+          if (replays > 1) shared_key(key, replays);
+          replays = 0;
+        }
+        key = std::string(k);
+        ++replays;
+        return true;
+      });
+  if (keys_merged && replays > 1) shared_key(key, replays);
+  if (!keys_merged) {
+    error_ = replay_keys_.error();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace replaygate::plan

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "redrive/plan/plan.h"
+
 namespace replaygate::plan {
 
 class Spool {
@@ -45,6 +47,25 @@ class Spool {
   uint64_t seq_ = 0;
   std::vector<Pair> pairs_;
   std::vector<std::string> runs_;
+  std::string error_;
+};
+
+// The letters a build selects, each copy added as it is read, listed once per identity with its
+// count in identity order (a plan's letters are a set: their order says nothing), in bounded
+// memory. Also counts the planned replays per idempotency key, so the build can warn of keys two
+// letters share (the ledger lets one of them replay).
+class LetterSet {
+ public:
+  explicit LetterSet(const std::string& path_prefix, size_t memory_budget = size_t{16} << 20);
+  bool add(const PlanLetter& letter);
+  // Writes every letter to `writer` (begun), then calls `shared_key` for each idempotency key
+  // that more than one planned replay carries. False with error() on a spool or writer failure.
+  bool write(PlanWriter& writer,
+             const std::function<void(std::string_view key, uint64_t replays)>& shared_key);
+  const std::string& error() const { return error_; }
+
+ private:
+  Spool letters_, replay_keys_;
   std::string error_;
 };
 

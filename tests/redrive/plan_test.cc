@@ -6,6 +6,7 @@
 #include <rapidcheck/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -357,6 +358,42 @@ RC_GTEST_PROP(SpoolProperty, MergesToTheDistinctKeysFirstPayloadsAndCounts, ()) 
     return true;
   }));
   RC_ASSERT(got == expected);
+}
+
+// Copies of a letter become one letter with their count; two identities with one key are a
+// shared key (counted by identity, not by copy), whatever the budget.
+TEST(LetterSet, ListsEachIdentityOnceWithItsCountAndNamesSharedKeys) {
+  for (const size_t budget : {size_t{1} << 20, size_t{300}}) {
+    LetterSet set(temp("set").string(), budget);
+    PlanLetter other_body = letter(2);
+    other_body.body_digest = digest_of("another body");
+    other_body.identity =
+        letter_identity(other_body.source, other_body.message_id, other_body.body_digest, {});
+    for (const PlanLetter& l :
+         {letter(3), letter(1), letter(3), letter(2), letter(3), other_body}) {
+      ASSERT_TRUE(set.add(l)) << set.error();
+    }
+    const fs::path path = temp("set.plan.json");
+    PlanWriter w(path.string());
+    ASSERT_TRUE(w.begin(header()));
+    std::vector<std::pair<std::string, uint64_t>> shared;
+    ASSERT_TRUE(set.write(w, [&](std::string_view key, uint64_t n) {
+      shared.emplace_back(std::string(key), n);
+    })) << set.error();
+    ASSERT_FALSE(w.finish().empty()) << w.error();
+    std::vector<std::pair<std::string, int64_t>> listed;
+    const PlanRead r = read_plan_file(path.string(), [&](const PlanLetter& l) {
+      listed.emplace_back(*l.message_id, l.count);
+      return true;
+    });
+    ASSERT_TRUE(r.digest_matches()) << r.error;
+    EXPECT_EQ(r.summary.letters, 4);
+    EXPECT_EQ(r.summary.copies, 6);
+    std::sort(listed.begin(), listed.end());
+    EXPECT_EQ(listed, (std::vector<std::pair<std::string, int64_t>>{
+                          {"m1", 1}, {"m2", 1}, {"m2", 1}, {"m3", 3}}));
+    EXPECT_EQ(shared, (std::vector<std::pair<std::string, uint64_t>>{{"k2", 2}}));
+  }
 }
 
 TEST(Spool, RemovesItsRunFiles) {
