@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -353,6 +354,23 @@ struct Stop {
   std::string why;
 };
 
+// nlohmann's "[json.exception.parse_error.101] parse error at line L, column C: REASON" as REASON,
+// with L and C; another message as it is.
+std::string json_reason(std::string_view what, uint64_t* line, uint64_t* column) {
+  if (what.rfind("[json.exception.", 0) == 0) what.remove_prefix(what.find("] ") + 2);
+  constexpr std::string_view kAt = "parse error at line ";
+  if (what.rfind(kAt, 0) != 0) return std::string(what);
+  unsigned long long l = 0, c = 0;
+  int used = 0;
+  const std::string rest(what.substr(kAt.size()));
+  if (std::sscanf(rest.c_str(), "%llu, column %llu: %n", &l, &c, &used) != 2 || used == 0) {
+    return std::string(what);
+  }
+  *line = l;
+  *column = c;
+  return rest.substr(static_cast<size_t>(used));
+}
+
 }  // namespace
 
 PlanRead read_plan(std::istream& in, const std::function<bool(const PlanLetter&)>& on_letter) {
@@ -398,7 +416,7 @@ PlanRead read_plan(std::istream& in, const std::function<bool(const PlanLetter&)
     out.error = stop.why;
     return out;
   } catch (const json::exception& e) {
-    out.error = std::string("not JSON: ") + e.what();
+    out.error = "not JSON: " + json_reason(e.what(), &out.line, &out.column);
     return out;
   }
   if (!top.is_object()) {
@@ -463,7 +481,12 @@ PlanRead read_plan_file(const std::string& path,
     return out;
   }
   PlanRead out = read_plan(in, on_letter);
-  if (!out.ok && out.error.rfind("cannot read", 0) != 0) out.error = path + ": " + out.error;
+  if (!out.ok && out.error.rfind("cannot read", 0) != 0) {
+    const std::string where =
+        out.line == 0 ? path
+                      : path + ":" + std::to_string(out.line) + ":" + std::to_string(out.column);
+    out.error = where + ": " + out.error;
+  }
   return out;
 }
 

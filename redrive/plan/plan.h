@@ -152,8 +152,10 @@ class PlanWriter {
 
 // A plan file read back.
 struct PlanRead {
-  bool ok = false;    // false: the file could not be read or is not a plan (error says why)
-  std::string error;  // "plan.json: line 3: ..." for ok == false
+  bool ok = false;  // false: the file could not be read or is not a plan (error says why)
+  std::string
+      error;  // "plan.json:3:14: not JSON: ..." or "plan.json: letter 2: ..." for ok == false
+  uint64_t line = 0, column = 0;  // where the JSON syntax error is (1-based), 0 when not one
   PlanHeader header;
   PlanSummary summary;          // as the file says (checked against the letters)
   std::string digest;           // as the file says

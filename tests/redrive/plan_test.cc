@@ -116,7 +116,12 @@ TEST(PlanFile, AnEditedLetterChangesTheComputedDigest) {
 
 TEST(PlanFile, RefusesWhatIsNotAPlan) {
   std::istringstream not_json("{\"format_version\":1,");
-  EXPECT_EQ(read_plan(not_json, {}).error.rfind("not JSON: ", 0), 0u);
+  const PlanRead cut = read_plan(not_json, {});
+  EXPECT_EQ(cut.error,
+            "not JSON: syntax error while parsing object key - unexpected end of input; "
+            "expected string literal");
+  EXPECT_EQ(cut.line, 1u);
+  EXPECT_EQ(cut.column, 21u);  // the end of the input, after its 20 bytes
   std::istringstream other("{\"format_version\":2,\"letters\":[]}");
   EXPECT_EQ(read_plan(other, {}).error, "not a plan of format_version 1 (\"format_version\" is 2)");
   std::istringstream bad_letter("{\"format_version\":1,\"letters\":[{\"identity\":1}]}");

@@ -189,6 +189,31 @@ TEST_F(PlanCliTest, TheAuthorCannotApproveTheirOwnPlan) {
   EXPECT_EQ(r.out, "");
 }
 
+// A plan file cut short, and a users file with a role no one has: exit 2, where and what.
+TEST_F(PlanCliTest, ACutPlanOrAnUnknownRoleIsAUsageErrorThatSaysWhere) {
+  write_file(dir_ / "dump.jsonl", letter(1));
+  ASSERT_EQ(build("dump.jsonl").exit_code, 0);
+  const std::string whole = read_file(dir_ / "p.json");
+  const size_t letters = whole.find("\"letters\":[\n");
+  ASSERT_NE(letters, std::string::npos) << whole;
+  const std::string cut = whole.substr(0, letters + 12);  // the file ends where a letter begins
+  write_file(dir_ / "cut.json", cut);
+  const size_t line = static_cast<size_t>(std::count(cut.begin(), cut.end(), '\n')) + 1;
+  CliResult r = run({"plan", "verify", path("cut.json"), "--users", path("users.json"), "--ledger",
+                     path("l.db")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate plan: error: " + path("cut.json") + ":" + std::to_string(line) +
+                       ":1: not JSON: syntax error while parsing value - unexpected end of "
+                       "input; expected '[', '{', or a literal\n");
+  write_file(dir_ / "roles.json",
+             R"({"format_version":1,"users":[{"name":"bob","role":"admin"}]})");
+  r = run(
+      {"plan", "verify", path("p.json"), "--users", path("roles.json"), "--ledger", path("l.db")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate plan: error: " + path("roles.json") +
+                       ": user 1: role 'admin' is not one of viewer, operator, approver\n");
+}
+
 TEST_F(PlanCliTest, AnApprovalSignedByAnUnlistedOrAnotherUsersKeyIsRefused) {
   write_file(dir_ / "dump.jsonl", letter(1));
   ASSERT_EQ(build("dump.jsonl").exit_code, 0);
