@@ -148,5 +148,57 @@ TEST_F(LedgerOpsPostgres, MigrateAVersion3LedgerKill9InsideThenRerun) {
   EXPECT_EQ(run({"audit", "verify", log()}).exit_code, 0);
 }
 
+// A plan's whole flow on a PostgreSQL ledger: build (recorded), approve by a second person,
+// the #660 group grown by two letters, the run acts on the two planned only, a rerun on none;
+// status, check and the audit log agree.
+TEST_F(LedgerOpsPostgres, APlanRunsExactlyItsLettersOnce) {
+  const std::string url = ledger("ops_plan");
+  for (const char* who : {"alice", "bob"}) {
+    ASSERT_EQ(run({"key", "generate", "--secret", (dir_ / (std::string(who) + ".key")).string(),
+                   "--public", (dir_ / (std::string(who) + ".pub")).string()})
+                  .exit_code,
+              0);
+  }
+  write_file(dir_ / "users.json",
+             R"({"format_version":1,"users":[{"name":"alice","role":"approver","public_key":)"
+             R"("alice.pub"},{"name":"bob","role":"approver","public_key":"bob.pub"}]})");
+  write_file(dir_ / "reviewed.jsonl", letter("m-1", "k1") + letter("m-2", "k2"));
+  const std::string plan = (dir_ / "p.json").string(), users = (dir_ / "users.json").string();
+  CliResult r =
+      run({"plan", "build", (dir_ / "reviewed.jsonl").string(), "--policy", kReplayGatePolicy,
+           "--author", "alice", "--plan", plan, "--ledger", url, "--audit", log()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run({"plan", "approve", plan, "--operator", "bob", "--sign-key", (dir_ / "bob.key").string(),
+           "--reason", "reviewed", "--users", users, "--ledger", url, "--audit", log()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  write_file(dir_ / "now.jsonl",
+             letter("m-1", "k1") + letter("m-3", "k3") + letter("m-2", "k2") + letter("m-4", "k4"));
+  const std::vector<std::string> execute = {
+      "decide",     "--policy", kReplayGatePolicy, (dir_ / "now.jsonl").string(),
+      "--plan",     plan,       "--users",         users,
+      "--ledger",   url,        "--audit",         log(),
+      "--operator", "carol"};
+  r = run(execute);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> states;
+  for (const json& d : decisions(r.out)) states.push_back(d.at("plan").get<std::string>());
+  EXPECT_EQ(states, (std::vector<std::string>{"act", "skipped", "act", "skipped"}));
+  r = run(execute);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  states.clear();
+  for (const json& d : decisions(r.out)) states.push_back(d.at("plan").get<std::string>());
+  EXPECT_EQ(states, (std::vector<std::string>{"skipped", "skipped", "skipped", "skipped"}));
+  r = run({"plan", "status", plan, "--ledger", url, "--output", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json status = json::parse(r.out);
+  EXPECT_EQ(status.at("done"), 2);
+  EXPECT_EQ(status.at("pending"), 0);
+  const CliResult check =
+      run({"ledger", "check", "--ledger", url, "--audit", log(), "--output", "json"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(json::parse(check.out)["claims"], 2);
+  EXPECT_EQ(run({"audit", "verify", log()}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace replaygate::testing
