@@ -183,6 +183,9 @@ std::string plan_queue_name(std::string_view queue, std::string_view plan_id);
 // The header of a plan file whose writing did not finish (PATH.tmp of a build that stopped): its
 // first line. nullopt with *error when it has none (not even the header was written).
 std::optional<PlanHeader> read_unfinished_header(const std::string& path, std::string* error);
+// The same from a stream (`name` for messages); reads at most the first line. Never throws.
+std::optional<PlanHeader> unfinished_header(std::istream& in, const std::string& name,
+                                            std::string* error);
 
 // A fresh plan id: 12 hex digits of BLAKE2b over source, author, created_at and a random nonce.
 std::string new_plan_id(std::string_view source, std::string_view author,

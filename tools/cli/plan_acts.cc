@@ -100,6 +100,9 @@ int run_plan_cancel(const PlanOptions& o) {
   }
   const plan::PlanRead read = plan::read_plan_file(o.plan_path, {});
   if (!read.ok) return plan_usage(read.error);
+  if (o.amqp_set) {
+    if (const std::string why = check_plan_amqp(o, read); !why.empty()) return plan_usage(why);
+  }
   std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, false);
   if (l == nullptr) return kExitUsage;
   // The digest the ledger knows the plan by: an edited file still names its plan.

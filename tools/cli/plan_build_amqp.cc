@@ -188,6 +188,11 @@ std::string freeze(const BuildContext& c, Planned* planned, Counts* counts, bool
   inputs::RecordMeta meta;
   Clock::time_point last_note = Clock::now();
   for (;;) {
+    if (Clock::now() - last_note >= std::chrono::seconds(1)) {
+      last_note = Clock::now();
+      plan_say(kExitOk, "seen " + std::to_string(counts->seen) + " letter(s) of " + c.o.queue +
+                            ", moved " + std::to_string(counts->frozen) + " into " + mo.to);
+    }
     rmq::SeenLetter seen;
     std::string error;
     const rmq::QueueMover::Next next = mover.next(&seen, &error);
@@ -222,11 +227,6 @@ std::string freeze(const BuildContext& c, Planned* planned, Counts* counts, bool
     mover.take();
     if (mover.taken() >= c.block) {
       if (std::string why = flush(); !why.empty()) return why;
-    }
-    if (Clock::now() - last_note >= std::chrono::seconds(1)) {
-      last_note = Clock::now();
-      plan_say(kExitOk, "seen " + std::to_string(counts->seen) + " letter(s) of " + c.o.queue +
-                            ", frozen " + std::to_string(counts->frozen) + " in " + mo.to);
     }
   }
   return flush();
@@ -401,6 +401,30 @@ int build(const BuildContext& c, const BuildLimits& lim) {
                                std::to_string(lim.approvals) + " approval(s) besides " + o.author);
 }
 
+// The broker and the dead-letter queue of a RabbitMQ plan, from --amqp and the plan's source
+// (rabbitmq:/VHOST/QUEUE): "" or why not.
+std::string plan_target(const PlanOptions& o, const plan::PlanRead& read, rmq::AmqpUrl* url,
+                        std::string* queue) {
+  const std::string& source = read.header.source;
+  const std::string prefix = "rabbitmq:/";
+  const size_t slash = source.find('/', prefix.size());
+  if (read.header.input_format != "rabbitmq" || !source.starts_with(prefix) ||
+      slash == std::string::npos) {
+    return "--amqp: the plan's letters are not from RabbitMQ (its source is " + source +
+           "); nothing done";
+  }
+  *queue = source.substr(slash + 1);
+  std::string problem;
+  const std::optional<rmq::AmqpUrl> parsed = rmq::parse_amqp_url(o.amqp, &problem);
+  if (!parsed) return "--amqp: " + problem + "; nothing done";
+  *url = *parsed;
+  if (plan::rabbitmq_source(url->vhost, *queue) != source) {
+    return "--amqp: the plan's letters are in " + source + ", not on the vhost '" + url->vhost +
+           "' of " + url->describe() + "; nothing done";
+  }
+  return "";
+}
+
 }  // namespace
 
 int run_plan_build_amqp(const PlanOptions& o, const BuildLimits& lim) {
@@ -435,22 +459,19 @@ int run_plan_build_amqp(const PlanOptions& o, const BuildLimits& lim) {
   return code;
 }
 
+std::string check_plan_amqp(const PlanOptions& o, const plan::PlanRead& read) {
+  std::string queue;
+  rmq::AmqpUrl url;
+  return plan_target(o, read, &url, &queue);
+}
+
 int return_plan_letters_amqp(const PlanOptions& o, const plan::PlanRead& read) {
-  const std::string& source = read.header.source;
-  const std::string prefix = "rabbitmq:/";
-  const size_t slash = source.find('/', prefix.size());
-  if (!source.starts_with(prefix) || slash == std::string::npos) {
-    return plan_usage("--amqp: the plan's letters are not from RabbitMQ (its source is " + source +
-                      "); nothing moved");
+  std::string queue;
+  rmq::AmqpUrl url_value;
+  if (const std::string why = plan_target(o, read, &url_value, &queue); !why.empty()) {
+    return plan_usage(why);
   }
-  const std::string queue = source.substr(slash + 1);
-  std::string problem;
-  const std::optional<rmq::AmqpUrl> url = rmq::parse_amqp_url(o.amqp, &problem);
-  if (!url) return plan_usage("--amqp: " + problem);
-  if (plan::rabbitmq_source(url->vhost, queue) != source) {
-    return plan_usage("--amqp: the plan's letters are in " + source + ", not on the vhost '" +
-                      url->vhost + "' of " + url->describe() + "; nothing moved");
-  }
+  const rmq::AmqpUrl* url = &url_value;
   redrive::TestPoints points;
   if (const std::string why = points.from_environment(); !why.empty()) return plan_usage(why);
   const MoveAudit audit{o.operator_name, o.scope, o.audit, read.header.plan_id, read.digest};

@@ -56,6 +56,9 @@ int run_plan_build_amqp(const PlanOptions& o, const BuildLimits& limits);
 // `plan cancel PLAN --amqp URL`, after the ledger's cancel: moves what is left in the plan's queue
 // back to its dead-letter queue and deletes the plan queue when empty (plan_build_amqp.cc).
 int return_plan_letters_amqp(const PlanOptions& o, const plan::PlanRead& read);
+// Before that cancel: "" when --amqp fits the plan (a RabbitMQ plan on that broker's vhost), else
+// the usage message.
+std::string check_plan_amqp(const PlanOptions& o, const plan::PlanRead& read);
 
 // `plan approve PLAN --operator NAME --sign-key KEY --reason TEXT --users FILE --ledger L --audit
 // LOG` (plan_acts.cc).
