@@ -4,7 +4,11 @@
 // kill -9 between a move's confirm and its ack, and between two blocks, then a rerun: no letter
 // lost, the killed build recovered (docs/plans.md, "Building a plan on RabbitMQ").
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -329,6 +333,9 @@ TEST_F(PlanFreeze, CancelMovesWhatIsLeftBackAndDeletesThePlanQueue) {
   EXPECT_EQ(returned[0].at("digest"), plan_file("p.json").at("digest"));
   r = run({"audit", "verify", path("audit.log")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // The ledger and the log agree (the moves' entries are not the ledger's).
+  r = run({"ledger", "check", "--ledger", path("l.db"), "--audit", path("audit.log")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   // Back as they were: no x-replaygate-plan, the headers and bodies intact.
   const std::vector<Message> back = client_.get_all("dlq");
   ASSERT_EQ(back.size(), 7u);
@@ -419,6 +426,45 @@ TEST_F(PlanFreeze, KillNineDuringTheRecoveryThenARerunFinishesIt) {
   EXPECT_EQ(total, 5);  // 4 letters, one of them twice
   for (int i = 0; i < 4; ++i) EXPECT_GE(frozen["t-" + std::to_string(i)], 1);
   EXPECT_EQ(ids_in("dlq"), (std::map<std::string, int>{{"d-0", 1}, {"\xff\xfe-bad", 1}}));
+}
+
+}  // namespace
+}  // namespace replaygate::gate::testing
+
+namespace replaygate::gate::testing {
+namespace {
+
+// The speed of a build (docs/plans.md): RG_PLAN_FREEZE_BENCH=N letters, 9 of 10 planned; skipped
+// unless set. Prints the build's time and its standard error (the worked example's lines).
+TEST_F(PlanFreeze, SpeedOfABuild) {
+  const char* n_text = std::getenv("RG_PLAN_FREEZE_BENCH");
+  if (n_text == nullptr) GTEST_SKIP() << "set RG_PLAN_FREEZE_BENCH=N to time a build of N letters";
+  const int n = std::atoi(n_text);
+  for (int i = 0; i < n; ++i) {
+    const bool planned = i % 10 != 0;
+    ASSERT_EQ(client_.publish("", "dlq", body_of("cap_" + std::to_string(i)),
+                              {{"x-first-death-queue", std::string("payment.capture")},
+                               {"x-exception-class", planned ? kTimeout : kDeclined}},
+                              "m-" + std::to_string(i)),
+              "");
+  }
+  ASSERT_EQ(client_.wait_for_count("dlq", n), "");
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult r = run(build_args("p.json"));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  rusage usage{};
+  ::getrusage(RUSAGE_CHILDREN, &usage);
+  std::printf(
+      "build of %d letters: %.2f s (%.0f letters/s; the CLI's CPU %.2f s user, %.2f s "
+      "system)\n%s",
+      n, took, n / took, usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6,
+      usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6, r.err.c_str());
+  const std::string pq = plan_queue("p.json");
+  EXPECT_EQ(client_.message_count(pq), n - (n + 9) / 10);
+  const CliResult shown = run({"plan", "show", path("p.json")});
+  std::printf("%s", shown.out.c_str());
 }
 
 }  // namespace
