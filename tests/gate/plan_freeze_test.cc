@@ -310,6 +310,27 @@ TEST_F(PlanFreeze, UsageErrorsMoveNothing) {
   EXPECT_NE(r.err.find("exists: a RabbitMQ build never overwrites a plan"), std::string::npos)
       << r.err;
   EXPECT_EQ(client_.message_count("dlq"), 2);
+  // A dead-letter queue that does not exist: nothing written.
+  r = run(build_args("none.json", {}, "no.such.dlq"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("replaygate plan: error: no.such.dlq: the queue does not exist or cannot "
+                       "be read: queue 'no.such.dlq': "),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("none.json")));
+  EXPECT_FALSE(std::filesystem::exists(path("none.json.tmp")));
+  // cancel --amqp of a dump's plan: refused before anything is cancelled.
+  r = run({"plan", "build", kSourceDir + "/examples/letters.jsonl", "--table", table_, "--author",
+           "alice", "--plan", path("dump.json"), "--ledger", path("l.db"), "--audit",
+           path("audit.log")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run({"plan", "cancel", path("dump.json"), "--operator", "bob", "--reason", "no", "--ledger",
+           path("l.db"), "--audit", path("audit.log"), "--amqp", server_->url()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate plan: error: --amqp: the plan's letters are not from RabbitMQ (its source "
+            "is dump); nothing done\n");
+  EXPECT_TRUE(audit_entries("plan_cancelled").empty());
 }
 
 TEST_F(PlanFreeze, CancelMovesWhatIsLeftBackAndDeletesThePlanQueue) {
