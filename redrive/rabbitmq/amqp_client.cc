@@ -320,7 +320,7 @@ bool Connection::delete_empty_queue(const std::string& queue, std::string* error
   std::string missing;
   if (!queue_depth(queue, &missing)) return !lost_;  // no such queue (404), unless the link went
   const amqp_queue_delete_ok_t* ok =
-      amqp_queue_delete(state_, 2, as_bytes(queue), /*if_unused=*/0, /*if_empty=*/1);
+      amqp_queue_delete(state_, 2, as_bytes(queue), /*if_unused=*/1, /*if_empty=*/1);
   const amqp_rpc_reply_t reply = amqp_get_rpc_reply(state_);
   if (ok == nullptr || reply.reply_type != AMQP_RESPONSE_NORMAL) {
     *error = "cannot delete queue '" + queue + "': " + describe(reply);

@@ -90,8 +90,9 @@ class Connection {
   // an existing queue of the same arguments is used; another one is refused (406). False with
   // *error.
   bool declare_queue(const std::string& queue, const amqp_table_t& arguments, std::string* error);
-  // Deletes `queue` when it holds no message (queue.delete if-empty). False with *error (406
-  // when it is not empty); a queue that does not exist is deleted already: true.
+  // Deletes `queue` when it holds no ready message and has no consumer (queue.delete if-empty
+  // if-unused: a consumer's unacked letters would be lost with the queue). False with *error
+  // (406 when it is not empty or in use); a queue that does not exist is deleted already: true.
   bool delete_empty_queue(const std::string& queue, std::string* error);
   // Whether `exchange` exists (a passive exchange.declare on channel 2). "" is the default
   // exchange and always exists.

@@ -87,7 +87,8 @@ class QueueMover {
   // `to`).
   std::string move_taken(const std::function<std::string()>& confirmed);
 
-  // Deletes `name` when it is empty: "" or why not.
+  // Deletes `name` when it is empty and has no consumer (Connection::delete_empty_queue): "" or
+  // why not.
   std::string delete_if_empty(const std::string& name);
   // The ready letters of `name`, or nullopt with *error.
   std::optional<uint32_t> depth(const std::string& name, std::string* error);
