@@ -157,6 +157,32 @@ TEST(PlanNames, RabbitmqSourceEncodesTheVhostAndPlanQueueAppendsTheId) {
             "payments.dlq.plan.0123456789ab");
 }
 
+// An unfinished build's PLAN.tmp (a RabbitMQ build killed while moving letters): its header is
+// read back from whatever was written after it, and anything else is refused with a message.
+RC_GTEST_PROP(PlanProperty, AnUnfinishedPlansHeaderIsReadBackWhateverFollows, ()) {
+  PlanHeader h = header();
+  h.source = "rabbitmq:/%2F/" + *rc::gen::container<std::string>(rc::gen::inRange(' ', '~'));
+  h.author = *rc::gen::nonEmpty(rc::gen::container<std::string>(rc::gen::inRange('a', 'z')));
+  const fs::path path = temp("unfinished.json");
+  PlanWriter w(path.string());
+  RC_ASSERT(w.begin(h));
+  const int letters = *rc::gen::inRange(0, 3);
+  for (int i = 0; i < letters; ++i) RC_ASSERT(w.add(letter(i)));
+  RC_ASSERT(w.sync());
+  w.keep_unfinished();  // as a kill leaves it
+  std::string error;
+  const std::optional<PlanHeader> back = read_unfinished_header(w.tmp_path(), &error);
+  RC_ASSERT(back.has_value());
+  RC_ASSERT(*back == h);
+  // Cut anywhere inside its first line: no header, a message.
+  const std::string text = read_all(w.tmp_path());
+  const size_t cut = *rc::gen::inRange<size_t>(0, text.find('\n') + 1);
+  std::istringstream in(text.substr(0, cut));
+  RC_ASSERT(!unfinished_header(in, "cut", &error).has_value());
+  RC_ASSERT(error == "cut does not start with a plan's header line");
+  fs::remove(w.tmp_path());
+}
+
 TEST(LetterIdentity, CoversSourceMessageIdBodyAndInputs) {
   const std::string base = letter_identity("q", std::string("m1"), "b", {{"topic", "s:a"}});
   EXPECT_EQ(base, letter_identity("q", std::string("m1"), "b", {{"topic", "s:a"}}));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/audit_log.h"
 #include "audit/reader.h"
 #include "ledger/ledger.h"
 #include "review/ledger_check.h"
@@ -239,6 +240,45 @@ TEST_F(LedgerPlanTrail, RestoreThenCompareFindsOnlyWhatNoEntryAccountsFor) {
   for (const review::Finding& x : f) kinds.push_back(x.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"plan_not_in_ledger", "plan_not_in_ledger",
                                              "log_conflict", "log_conflict", "log_conflict"}));
+}
+
+// A RabbitMQ build's moves (plan_frozen, before the plan's digest exists) and a cancel's moves
+// back (plan_returned): valid plan entries the log takes, which no ledger table replays.
+TEST_F(LedgerPlanTrail, TheFreezesMovesAreValidEntriesButNotLedgerEvents) {
+  const std::string log = (dir_.path() / "moves.log").string();
+  const json frozen = entry("plan_frozen", "2026-12-01T09:00:00Z", "alice",
+                            {{"plan_id", "296fbc151854"},
+                             {"from", "payments.dlq"},
+                             {"to", "payments.dlq.plan.296fbc151854"},
+                             {"count", 2},
+                             {"identities", json::array({kId1, kId1})}});
+  const json returned = entry("plan_returned", "2026-12-01T10:00:00Z", "bob",
+                              {{"plan_id", "296fbc151854"},
+                               {"digest", kD1},
+                               {"from", "payments.dlq.plan.296fbc151854"},
+                               {"to", "payments.dlq"},
+                               {"count", 2}});
+  const audit::AppendResult ok = audit::append_batch(log, {frozen, returned});
+  ASSERT_TRUE(ok.ok) << ok.error;
+  EXPECT_TRUE(trail_of({frozen, returned}).plan_events.empty());
+  const auto refused = [&](json bad) {
+    const audit::AppendResult r = audit::append_batch(log, {std::move(bad)});
+    EXPECT_FALSE(r.ok);
+    return r.error;
+  };
+  json no_identities = frozen;
+  no_identities.erase("identities");
+  EXPECT_NE(refused(no_identities).find("plan entry without 'identities'"), std::string::npos);
+  json not_listed = frozen;
+  not_listed["identities"] = json::array({1});
+  EXPECT_NE(refused(not_listed).find("an array of letter identities"), std::string::npos);
+  json no_count = returned;
+  no_count.erase("count");
+  EXPECT_NE(refused(no_count).find("plan entry without 'count'"), std::string::npos);
+  // Every other plan act still names its plan by digest.
+  json no_digest = recorded(kD1, "2026-12-01T09:00:00Z");
+  no_digest.erase("digest");
+  EXPECT_NE(refused(no_digest).find("plan entry without 'digest'"), std::string::npos);
 }
 
 }  // namespace
