@@ -482,6 +482,15 @@ std::string Redrive::record_outcomes(const std::vector<BlockLetter*>& block) {
   return failure;
 }
 
+std::string Redrive::append_entries(std::vector<nlohmann::json> entries) {
+  if (options_.dry_run || entries.empty()) return "";
+  if (!appender_) return "no audit log is open";
+  const audit::AppendResult appended = appender_->append_batch(std::move(entries));
+  std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
+  if (!appended.ok) return appended.error;
+  return raise_anchor(appended, false);
+}
+
 std::string Redrive::record_decision(const Table& table, const LetterStep& step,
                                      const DeadLetter& letter, uint64_t ordinal) {
   decision_seq_ = 0;

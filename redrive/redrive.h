@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -212,6 +213,10 @@ class Redrive {
   std::string record_decision(const Table& table, const LetterStep& step, const DeadLetter& letter,
                               uint64_t ordinal);
   std::string record_outcome(const LetterStep& step, bool confirmed, const std::string& outcome);
+
+  // Appends other entries of the run (a plan guard's progress) through the run's audit log, in
+  // one append: "" or why not.
+  std::string append_entries(std::vector<nlohmann::json> entries);
 
   // Ends the run's audit log: with a signer and a ledger, the last checkpoint (when entries came
   // after the last one) and its anchor. "" or why not. The destructor calls it too (a second call

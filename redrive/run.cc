@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/plural.h"
+#include "redrive/plan_guard.h"
 
 namespace replaygate::redrive {
 namespace {
@@ -245,6 +246,7 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
   }
   std::vector<InBlock> block;
   block.reserve(letters.size());
+  if (o_.plan != nullptr) o_.plan->begin_block();
   for (const Letter& letter : letters) {
     ++stats_->received;
     if (!letter.refuse_peek.empty()) {
@@ -257,17 +259,28 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
     f.b.ordinal = stats_->received;
     f.b.step = redrive_.decide(table, *parser_, letter.dead,
                                [&](const Input* input) { return accept(letter, table, input); });
+    // Before the next decide: the step's input is valid until then.
+    if (o_.plan != nullptr) o_.plan->place(table, letter.dead, f.b.step);
   }
   if (block.empty()) return Then::kEnd;
   at("decided");
   std::vector<BlockLetter*> claims;
   for (InBlock& f : block) claims.push_back(&f.b);
+  if (o_.plan != nullptr) {
+    if (const std::string why = o_.plan->classify(table, claims); !why.empty()) {
+      stop(why, 2);
+      return Then::kEnd;  // nothing claimed: the letters are unsettled and return to the queue
+    }
+  }
   if (const std::string error = redrive_.claim(table, claims); !error.empty()) {
     stop(error, 2);
     return Then::kEnd;  // nothing claimed: the letters are unsettled and return to the queue
   }
   at("claimed");
   sort_out(table, block);
+  if (o_.plan != nullptr) {
+    for (size_t i = 0; i < block.size(); ++i) block[i].r.plan = o_.plan->state(i);
+  }
   std::vector<BlockLetter*> acting;
   for (InBlock& f : block) {
     if (f.acts) acting.push_back(&f.b);
@@ -288,6 +301,14 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
       return Then::kEnd;  // unsettled: on redelivery the ledger says what happened
     }
     at("recorded");
+    if (o_.plan != nullptr) {
+      std::vector<bool> settling;
+      for (const InBlock& f : block) settling.push_back(f.settle);
+      if (const std::string why = o_.plan->record(claims, settling); !why.empty()) {
+        stop(why, 2);
+        return Then::kEnd;  // unsettled: on redelivery the ledger says what happened
+      }
+    }
     settle_block(block);
   }
   const InBlock* last_replay = nullptr;
@@ -307,6 +328,9 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
   }
   for (const InBlock& f : block) {
     if (f.wanted && f.settle) stop("handled message " + *o_.message_id, 0);
+  }
+  if (o_.plan != nullptr && o_.plan->capped()) {
+    stop("the plan's cap is reached; the letters left are in " + port_.queue(), 0);
   }
   back_off_after_nacks();
   return end_ ? Then::kEnd : Then::kNext;
@@ -359,6 +383,14 @@ void Loop::sort_out(const Table& table, std::vector<InBlock>& block) {
     if (step.kind == LetterStep::Kind::kSkip) {
       ++stats_->skipped;
       ++kept_unacked_;
+      if (!step.rule.empty()) {
+        // Passed over by a plan guard (a filter's skip has no rule): said, never touched.
+        r.rule = step.rule;
+        r.reason = step.reason;
+        r.action = "leave";
+        r.outcome = "not touched: " + step.reason;
+        f.report = true;
+      }
       if (const std::string cost = port_.pass_over_cost(); !cost.empty() && o_.message_id) {
         // Searching on would pass over (and so return) letter after letter, each paying the
         // cost: stop at the first one that is not the message asked for.

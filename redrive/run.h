@@ -38,6 +38,8 @@
 
 namespace replaygate::redrive {
 
+class PlanGuard;  // redrive/plan_guard.h
+
 struct RunOptions {
   bool apply = false;
   std::optional<std::string> message_id;  // handle this one letter only
@@ -55,6 +57,9 @@ struct RunOptions {
   bool follow = false;      // never stop on an idle queue
   int reconnect_for_s = 300;
   const TestPoints* test_points = nullptr;  // tests only; not owned
+  // A plan runs (docs/plans.md): the guard changes each block's steps after the decisions and
+  // records its progress after the outcomes, before the acks (plan_guard.h). Not owned.
+  PlanGuard* plan = nullptr;
 };
 
 struct RunHooks {
