@@ -138,6 +138,42 @@ class RabbitPlan : public ::testing::Test {
     return q;
   }
 
+  // plan build --amqp of dlq (the freeze): every letter in dlq into dlq.plan.ID. Returns ID.
+  std::string build_amqp(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {
+        "plan",    "build",        "--amqp",    server_->url(), "--queue",  "dlq",
+        "--table", table_,         "--mapping", mapping_,       "--author", "alice",
+        "--plan",  path("p.json"), "--ledger",  path("l.db"),   "--audit",  path("audit.log")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const std::string id = json::parse(read_file(path("p.json"))).at("header").at("plan_id");
+    plan_queues_.push_back("dlq.plan." + id);
+    return id;
+  }
+  // How many messages of each message id `queue` holds (and takes them out).
+  std::map<std::string, int> ids_in(const std::string& queue) {
+    std::map<std::string, int> ids;
+    for (const Message& m : client_.get_all(queue)) ++ids[m.message_id];
+    return ids;
+  }
+  static std::vector<json> lines(const CliResult& r) {
+    std::vector<json> out;
+    for (const std::string& line : lines_of(r.out)) out.push_back(json::parse(line));
+    return out;
+  }
+  void expect_logs_check() const {
+    CliResult r = cli({"audit", "verify", path("audit.log")});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    r = cli({"ledger", "check", "--ledger", path("l.db"), "--audit", path("audit.log")});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  std::string status() const {
+    const CliResult r = cli({"plan", "status", path("p.json"), "--ledger", path("l.db")});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+
   std::vector<std::string> gate_args(std::vector<std::string> more = {}) const {
     std::vector<std::string> args = {"gate",        "rabbitmq",
                                      "--table",     table_,
@@ -294,6 +330,143 @@ TEST_F(RabbitPlan, APlanOfAnotherQueueOrExpiredIsRefused) {
       << r.err;
   EXPECT_EQ(client_.message_count(q), 2);
   EXPECT_EQ(client_.message_count(q2), 2);
+}
+
+// Particular/ServiceControl#660 on RabbitMQ: two letters reviewed and frozen, two more join the
+// dead-letter queue, the plan runs: exactly the two replayed, the other two untouched.
+TEST_F(RabbitPlan, Reproduces660OnRabbitMQ) {
+  dead_letter("cap_1", "m-1");
+  dead_letter("cap_2", "m-2");
+  ASSERT_EQ(client_.wait_for_count("dlq", 2), "");
+  const std::string id = build_amqp();
+  const std::string q = "dlq.plan." + id;
+  EXPECT_EQ(client_.wait_for_count(q, 2), "");
+  EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
+  dead_letter("cap_3", "m-3");
+  dead_letter("cap_4", "m-4");
+  ASSERT_EQ(client_.wait_for_count("dlq", 2), "");
+  ASSERT_EQ(approve("bob").exit_code, 0);
+  const CliResult r = gate_plan();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<json> out = lines(r);
+  ASSERT_EQ(out.size(), 2u) << r.out;
+  for (const json& l : out) {
+    EXPECT_EQ(l.at("plan"), "act") << l;
+    EXPECT_EQ(l.at("action"), "republish") << l;
+  }
+  EXPECT_NE(r.err.find("plan " + id + " ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(": done 2, held 0"), std::string::npos) << r.err;
+  EXPECT_EQ(ids_in("payment.capture"), (std::map<std::string, int>{{"m-1", 1}, {"m-2", 1}}));
+  EXPECT_EQ(ids_in("dlq"), (std::map<std::string, int>{{"m-3", 1}, {"m-4", 1}}));
+  EXPECT_EQ(client_.message_count(q), 0);
+  EXPECT_NE(status().find("done 2  pending 0  held 0  changed 0"), std::string::npos) << status();
+  expect_logs_check();
+  // A rerun finds nothing left to do.
+  const CliResult again = gate_plan();
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "");
+}
+
+// The guard's holds: a copy beyond the planned count (plan:duplicate), a planned message id with
+// another body (plan:changed), a verb this gate maps otherwise than the plan (--action:
+// plan:decision_mismatch), and a letter not in the plan, left in the plan queue.
+TEST_F(RabbitPlan, TheGuardHoldsWhatIsNotAsPlannedAndLeavesWhatIsNotPlanned) {
+  dead_letter("cap_1", "m-1");
+  dead_letter("cap_2", "m-2", "com.acme.payments.gateway.InsufficientFundsException");
+  ASSERT_EQ(client_.wait_for_count("dlq", 2), "");
+  const std::string id = build_amqp();
+  const std::string q = "dlq.plan." + id;
+  ASSERT_EQ(client_.wait_for_count(q, 2), "");
+  const Fields headers = {{"x-first-death-queue", std::string("payment.capture")},
+                          {"x-exception-class", std::string("java.net.SocketTimeoutException")}};
+  const std::string body =
+      "{\"idempotency_key\":\"cap_1\",\"committed\":false,\"amount_cents\":901}";
+  ASSERT_EQ(client_.publish("", q, body, headers, "m-1"), "");  // the same letter again
+  ASSERT_EQ(
+      client_.publish("", q, "{\"idempotency_key\":\"cap_1\",\"amount_cents\":5}", headers, "m-1"),
+      "");
+  ASSERT_EQ(client_.publish("", q, body, headers, "m-9"), "");
+  ASSERT_EQ(approve("bob").exit_code, 0);
+  const CliResult r = gate_plan("p.json", {"--action", "never=hold", "--block-linger", "1000"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::vector<std::string> got;
+  for (const json& l : lines(r)) {
+    got.push_back(l.at("message_id").get<std::string>() + " " + l.at("plan").get<std::string>() +
+                  " " + l.at("rule").get<std::string>() + " " + l.at("action").get<std::string>());
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "m-1 act known_failures:payment.capture/timeout republish",
+                     "m-2 held plan:decision_mismatch hold", "m-1 held plan:duplicate hold",
+                     "m-1 held plan:changed hold", "m-9 skipped plan:not_in_plan leave"}))
+      << r.out;
+  EXPECT_NE(r.err.find(": done 1, held 3 (decision mismatch 1, changed 1, duplicate 1)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ids_in("payment.capture"), (std::map<std::string, int>{{"m-1", 1}}));
+  std::map<std::string, int> rules;
+  for (const Message& m : client_.get_all("dlq.hold")) ++rules[m.headers.at("x-replaygate-rule")];
+  EXPECT_EQ(rules, (std::map<std::string, int>{
+                       {"plan:changed", 1}, {"plan:decision_mismatch", 1}, {"plan:duplicate", 1}}));
+  EXPECT_EQ(ids_in(q), (std::map<std::string, int>{{"m-9", 1}})) << "not in the plan: untouched";
+  EXPECT_NE(status().find("done 1  pending 0  held 2  changed 1"), std::string::npos) << status();
+  expect_logs_check();
+}
+
+// kill -9 inside a plan's block (three replays, a park, a hold), then a rerun: no replay twice,
+// nothing lost, and what the rerun does is what the kill left.
+TEST_F(RabbitPlan, KillNineDuringAPlanLosesNothingAndReplaysOnce) {
+  for (const std::string step :
+       {"claimed", "decisions_recorded", "confirmed", "recorded", "plan_progress_recorded"}) {
+    SCOPED_TRACE(step);
+    SetUp();
+    for (int i = 0; i < 3; ++i) dead_letter("k" + std::to_string(i), "r" + std::to_string(i));
+    dead_letter("kp", "park", "com.acme.payments.gateway.InsufficientFundsException");
+    dead_letter("kh", "hold", "org.springframework.web.client.HttpClientErrorException$BadRequest");
+    ASSERT_EQ(client_.wait_for_count("dlq", 5), "");
+    const std::string q = "dlq.plan." + build_amqp();
+    ASSERT_EQ(client_.wait_for_count(q, 5), "");
+    ASSERT_EQ(approve("bob").exit_code, 0);
+    const std::vector<std::string> block = {"--block-linger", "1000"};
+    const CliResult crashed = gate_plan("p.json", block, "REPLAYGATE_TEST_CRASH_AT=" + step);
+    EXPECT_EQ(crashed.exit_code, 128 + SIGKILL) << crashed.err;
+    const CliResult again = gate_plan("p.json", block);
+    EXPECT_LE(again.exit_code, 1) << again.err;
+    EXPECT_EQ(client_.wait_for_count(q, 0), "");
+    EXPECT_EQ(client_.message_count("dlq"), 0);
+    std::map<std::string, int> work = ids_in("payment.capture"), held = ids_in("dlq.hold"),
+                               parked = ids_in("dlq.parked");
+    int replayed = 0, held_replays = 0;
+    for (int i = 0; i < 3; ++i) {
+      const std::string m = "r" + std::to_string(i);
+      EXPECT_LE(work[m], 1) << m << " replayed twice";
+      EXPECT_GE(work[m] + held[m], 1) << m << " lost";
+      replayed += work[m];
+      held_replays += held[m];
+    }
+    EXPECT_GE(parked["park"] + held["park"], 1) << "the park letter lost";
+    EXPECT_GE(held["hold"], 1) << "the hold letter lost";
+    if (step == "claimed" || step == "decisions_recorded") {
+      EXPECT_EQ(replayed, 0);
+      EXPECT_EQ(held_replays, 3) << "claimed, never published: held as outcome unknown";
+    } else if (step == "confirmed") {
+      EXPECT_EQ(replayed, 3);
+      EXPECT_EQ(held_replays, 3) << "confirmed but not marked: held for an operator";
+    } else {
+      EXPECT_EQ(replayed, 3);
+      EXPECT_EQ(held_replays, 0);
+      size_t acked = 0;
+      for (const json& l : lines(again)) acked += l.at("action") == "ack" ? 1 : 0;
+      EXPECT_EQ(acked, 3u) << again.out;
+    }
+    const std::string s = status();
+    EXPECT_NE(s.find("pending 0"), std::string::npos) << s;
+    if (step == "recorded") {
+      EXPECT_NE(s.find("done 5  pending 0  held 0"), std::string::npos) << s;
+    }
+    CliResult r = cli({"audit", "verify", path("audit.log")});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    TearDown();
+  }
 }
 
 }  // namespace
