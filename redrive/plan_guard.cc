@@ -47,10 +47,21 @@ void PlanGuard::begin_block() {
 
 void PlanGuard::place(const Table& table, const DeadLetter& letter, const LetterStep& step) {
   InBlock& g = letters_.emplace_back();
-  if (!step.readable || step.input == nullptr) return;
-  g.readable = true;
   std::optional<std::string_view> message_id;
   if (letter.message_id) message_id = *letter.message_id;
+  if (!step.readable || step.input == nullptr) {
+    // Unreadable now, under a planned message id: the body changed (it was readable when
+    // planned), so it is held as changed, under an identity of its message id and body alone.
+    if (letter.message_id && letter.hold_rule.empty() &&
+        index_.by_message_id.count(*letter.message_id) > 0) {
+      g.changed = true;
+      g.now.message_id = letter.message_id;
+      g.identity =
+          plan::letter_identity(plan_.header.source, letter.message_id, letter.body_digest, {});
+    }
+    return;
+  }
+  g.readable = true;
   g.now = plan::letter_with_digest(table, *step.input, message_id, letter.body_digest,
                                    plan_.header.source, step.decision, 0);
   const auto it = index_.letters.find(g.now.identity);
