@@ -21,9 +21,10 @@
 // not counted again: a crash between a block's progress and its acks.
 //
 // Per block, in the loop's order: classify() after the decisions (one ledger read: cancelled?,
-// one for the progress of identities first seen) -> the loop's claims, records, moves, marks ->
-// record() (one record_plan_progress of the letters about to be settled, the test point
-// plan_progress_recorded, one audit append of their plan_progress entries) -> the acks.
+// one for the progress of identities first seen) -> the loop's claims, decision entries, moves,
+// marks -> record() (one record_plan_progress of the letters about to be settled, then the test
+// point plan_progress_recorded) -> one audit append of the block's result entries and their
+// plan_progress entries -> the acks.
 //
 // Threads: a guard belongs to the loop's thread.
 #pragma once
@@ -74,9 +75,12 @@ class PlanGuard {
   std::string classify(const Table& table, const std::vector<BlockLetter*>& block);
   // The plan's word on the i-th letter of the block: "act", "held", "skipped" ("" : none).
   const std::string& state(size_t i) const { return letters_.at(i).state; }
-  // After the block's outcomes are recorded, before the acks: the progress of the letters that
-  // will be settled (`settled[i]` for the i-th). "" or why the run stops (they are not acked).
-  std::string record(const std::vector<BlockLetter*>& block, const std::vector<bool>& settled);
+  // After the block's marks, before its result entries are appended (Redrive::record_outcomes'
+  // `between`): records the progress of the letters that will be settled (`settled[i]` for the
+  // i-th) in one ledger transaction and adds their plan_progress entries to *entries (the same
+  // append as the results). "" or why the run stops (nothing appended, nothing acked).
+  std::string record(const std::vector<BlockLetter*>& block, const std::vector<bool>& settled,
+                     std::vector<nlohmann::json>* entries);
   // The plan's cap is reached: the run stops after this block.
   bool capped() const { return capped_; }
   // Letters the guard held (plan:decision_mismatch, plan:changed, plan:duplicate) in this run.
@@ -121,7 +125,8 @@ class PlanGuard {
   ledger::Ledger& ledger_;
   plan::PlanRead plan_;
   plan::PlanIndex index_;
-  std::unordered_map<std::string, Seen> seen_;
+  std::unordered_map<std::string, Seen> seen_;  // node-based: the pointers below stay valid
+  std::vector<Seen*> in_block_;                 // the identities of the block in hand
   std::vector<InBlock> letters_;
   int64_t done_before_ = 0;  // the plan's done copies when the run started (for the cap)
   int64_t acted_ = 0;        // acts this run counted toward the cap

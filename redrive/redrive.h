@@ -206,17 +206,18 @@ class Redrive {
   // why it failed (then the run must stop with the letters unsettled). Sets step.decision_seq.
   std::string record_decisions(const Table& table, const std::vector<BlockLetter*>& block);
   // After the broker acted: marks every confirmed republish `confirmed` in one ledger transaction,
-  // then appends every result entry in one audit append. "" or why not.
-  std::string record_outcomes(const std::vector<BlockLetter*>& block);
+  // then appends every result entry in one audit append. "" or why not. `between` (when set, and
+  // the marks succeeded) runs after the marks and before the append, and may add entries to it (a
+  // plan guard's progress: its ledger transaction, then its entries in the same append); its
+  // error stops the append.
+  using BeforeAppend = std::function<std::string(std::vector<nlohmann::json>*)>;
+  std::string record_outcomes(const std::vector<BlockLetter*>& block,
+                              const BeforeAppend& between = {});
 
   // record_decisions() and record_outcomes() for one letter.
   std::string record_decision(const Table& table, const LetterStep& step, const DeadLetter& letter,
                               uint64_t ordinal);
   std::string record_outcome(const LetterStep& step, bool confirmed, const std::string& outcome);
-
-  // Appends other entries of the run (a plan guard's progress) through the run's audit log, in
-  // one append: "" or why not.
-  std::string append_entries(std::vector<nlohmann::json> entries);
 
   // Ends the run's audit log: with a signer and a ledger, the last checkpoint (when entries came
   // after the last one) and its anchor. "" or why not. The destructor calls it too (a second call

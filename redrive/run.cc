@@ -296,19 +296,20 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
     for (InBlock& f : block) {
       if (f.acts && !f.b.outcome.empty()) recording.push_back(&f.b);
     }
-    if (const std::string why = redrive_.record_outcomes(recording); !why.empty()) {
+    Redrive::BeforeAppend progress;
+    if (o_.plan != nullptr) {
+      // The plan's progress of the letters about to be settled, in the results' append.
+      progress = [&](std::vector<nlohmann::json>* entries) {
+        std::vector<bool> settling;
+        for (const InBlock& f : block) settling.push_back(f.settle);
+        return o_.plan->record(claims, settling, entries);
+      };
+    }
+    if (const std::string why = redrive_.record_outcomes(recording, progress); !why.empty()) {
       stop("cannot record the outcome: " + why, 2);
       return Then::kEnd;  // unsettled: on redelivery the ledger says what happened
     }
     at("recorded");
-    if (o_.plan != nullptr) {
-      std::vector<bool> settling;
-      for (const InBlock& f : block) settling.push_back(f.settle);
-      if (const std::string why = o_.plan->record(claims, settling); !why.empty()) {
-        stop(why, 2);
-        return Then::kEnd;  // unsettled: on redelivery the ledger says what happened
-      }
-    }
     settle_block(block);
   }
   const InBlock* last_replay = nullptr;

@@ -16,6 +16,10 @@
 // checked (a wrong count stops the benchmark, exit 1). Prints each pair, the medians and the
 // median of the pairwise ratios plain time / plan time (the plan's speed as a fraction of the
 // gate's: 1.0 is as fast).
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -53,18 +57,36 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
+// The CPU seconds (user + system) of the last run()'s process.
+double last_cpu = 0;
+// --perf DIR: each timed gate run under `perf record -g -o DIR/ARM.data` (the figures are then
+// not comparable with runs without it).
+std::string perf_dir;
+
 // Runs the CLI with `args` in `dir` (output to DIR/NAME.out and .err): the wall seconds; throws
 // when the exit code is not `want`.
 double run(const std::string& dir, const std::string& name, const std::vector<std::string>& args,
            int want = 0) {
-  std::string command = "cd " + quote(dir) + " && " + quote(RG_BINARY);
+  std::string command = "cd " + quote(dir) + " && ";
+  if (!perf_dir.empty() && args.front() == "gate") {
+    command += "perf record -q -g -o " + quote(perf_dir + "/" + name + ".data") + " -- ";
+  }
+  command += quote(RG_BINARY);
   for (const std::string& a : args) command += " " + quote(a);
   command +=
       " </dev/null >" + quote(dir + "/" + name + ".out") + " 2>" + quote(dir + "/" + name + ".err");
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_CHILDREN, &before);
   const auto start = std::chrono::steady_clock::now();
   const int status = std::system(command.c_str());
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::getrusage(RUSAGE_CHILDREN, &after);
+  const auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  last_cpu =
+      secs(after.ru_utime) + secs(after.ru_stime) - secs(before.ru_utime) - secs(before.ru_stime);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code != want) {
     std::ifstream err(dir + "/" + name + ".err");
@@ -112,6 +134,8 @@ int bench(int argc, char** argv) {
       letters = std::atol(argv[i + 1]);
     else if (a == "--reps")
       reps = std::atoi(argv[i + 1]);
+    else if (a == "--perf")
+      perf_dir = argv[i + 1];
     else if (a == "--seed")
       seed = std::strtoull(argv[i + 1], nullptr, 10);
     else
@@ -148,11 +172,13 @@ int bench(int argc, char** argv) {
                                          "--queue",   kDlq,       "--max-rate", "0",
                                          "--quiet",   "--apply",  "--operator", "bench"};
   std::mt19937_64 rng(seed);
-  std::vector<double> plain_s, plan_s, ratio;
-  std::printf("| rep | gate s | gate --plan s | plain / plan |\n|---|---|---|---|\n");
+  std::vector<double> plain_s, plan_s, ratio, plain_cpu, plan_cpu;
+  std::printf(
+      "| rep | gate s | gate --plan s | plain / plan | gate CPU s | gate --plan CPU s |\n"
+      "|---|---|---|---|---|---|\n");
   for (int r = 1; r <= reps; ++r) {
     const std::string tag = "r" + std::to_string(r);
-    double times[2] = {0, 0};
+    double times[2] = {0, 0}, cpu[2] = {0, 0};
     for (int k = 0; k < 2; ++k) {
       const bool plan = (k == 0) == (r % 2 == 0);  // alternate which arm goes first
       const std::string arm = std::string(plan ? "plan-" : "plain-") + tag;
@@ -166,6 +192,7 @@ int bench(int argc, char** argv) {
       if (!plan) {
         args.push_back("--all");
         times[0] = run(dir, arm, args);
+        cpu[0] = last_cpu;
       } else {
         const std::string p = dir + "/" + arm + ".json";
         run(dir, arm + "-build",
@@ -180,6 +207,7 @@ int bench(int argc, char** argv) {
           args.push_back(a);
         }
         times[1] = run(dir, arm, args);
+        cpu[1] = last_cpu;
       }
       require_ok(client.wait_for_count(kDlq, 0, 30000), arm + ": dlq not drained");
       require_ok(client.wait_for_count(kWork, letters * 60 / 100, 30000),
@@ -188,14 +216,18 @@ int bench(int argc, char** argv) {
     plain_s.push_back(times[0]);
     plan_s.push_back(times[1]);
     ratio.push_back(times[0] / times[1]);
-    std::printf("| %d | %.2f | %.2f | %.3f |\n", r, times[0], times[1], times[0] / times[1]);
+    plain_cpu.push_back(cpu[0]);
+    plan_cpu.push_back(cpu[1]);
+    std::printf("| %d | %.2f | %.2f | %.3f | %.2f | %.2f |\n", r, times[0], times[1],
+                times[0] / times[1], cpu[0], cpu[1]);
     std::fflush(stdout);
   }
   std::printf(
       "median: gate %.2f s, gate --plan %.2f s (%ld letters); plain / plan %.3f (min %.3f, "
-      "max %.3f)\n",
+      "max %.3f); CPU s gate %.2f, gate --plan %.2f\n",
       median(plain_s), median(plan_s), letters, median(ratio),
-      *std::min_element(ratio.begin(), ratio.end()), *std::max_element(ratio.begin(), ratio.end()));
+      *std::min_element(ratio.begin(), ratio.end()), *std::max_element(ratio.begin(), ratio.end()),
+      median(plain_cpu), median(plan_cpu));
   std::filesystem::remove_all(dir);
   return 0;
 }
