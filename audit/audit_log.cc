@@ -237,8 +237,9 @@ const char* const kPlan[] = {
     "operator",       "act",       "scope",  "digest",      "author",       "source",
     "table_checksum", "letters",   "copies", "created_at",  "expires_at",   "approver",
     "key_id",         "signature", "reason", "approved_at", "cancelled_by", "cancel_reason",
-    "cancelled_at",   "identity",  "done",   "held",        "changed",      "last_outcome"};
-const char* const kPlanCounts[] = {"letters", "copies", "done", "held", "changed"};
+    "cancelled_at",   "identity",  "done",   "held",        "changed",      "last_outcome",
+    "plan_id",        "from",      "to",     "count",       "identities"};
+const char* const kPlanCounts[] = {"letters", "copies", "done", "held", "changed", "count"};
 // A signed checkpoint (audit/checkpoint.h): written by appenders given a signing key only.
 const char* const kCheckpoint[] = {"chain_digest", "key_id", "signature"};
 // How many of the problems it acknowledges a repair entry lists (problem_count counts them all).
@@ -317,12 +318,19 @@ std::string check_ledger_fields(const json& j, const Bad& bad, const Missing& mi
 // A plan entry's act and fields (after the common ones): "" or the problem.
 template <typename Bad, typename Missing>
 std::string check_plan_fields(const json& j, const Bad& bad, const Missing& missing) {
-  for (const char* key : {"act", "scope", "digest"}) {
+  for (const char* key : {"act", "scope"}) {
     if (!j.contains(key)) return missing(key);
   }
   const json& act = j.at("act");
+  // A RabbitMQ build's moves (plan_frozen) come before the plan's digest exists: they name the
+  // plan by its id; a return (plan_returned) names it by id and, from a cancel, by digest too.
+  const bool moves = act == "plan_frozen" || act == "plan_returned";
+  if (!moves && !j.contains("digest")) return missing("digest");
   std::vector<const char*> needs;
-  if (act == "plan_recorded") {
+  if (moves) {
+    needs = {"plan_id", "from", "to", "count"};
+    if (act == "plan_frozen") needs.push_back("identities");
+  } else if (act == "plan_recorded") {
     needs = {"author", "source", "table_checksum", "letters", "copies", "created_at", "expires_at"};
   } else if (act == "plan_approved") {
     needs = {"approver", "key_id", "signature", "reason", "approved_at"};
@@ -331,7 +339,9 @@ std::string check_plan_fields(const json& j, const Bad& bad, const Missing& miss
   } else if (act == "plan_progress") {
     needs = {"identity", "done", "held", "changed", "last_outcome"};
   } else {
-    return bad("act", "plan_recorded, plan_approved, plan_cancelled or plan_progress");
+    return bad("act",
+               "plan_recorded, plan_approved, plan_cancelled, plan_progress, plan_frozen or "
+               "plan_returned");
   }
   for (const char* key : needs) {
     if (!j.contains(key)) return missing(key);
@@ -343,6 +353,15 @@ std::string check_plan_fields(const json& j, const Bad& bad, const Missing& miss
     const bool count = std::any_of(std::begin(kPlanCounts), std::end(kPlanCounts),
                                    [&key](const char* c) { return key == c; });
     if (key == "seq" || key == "prev") continue;
+    if (key == "identities") {
+      // The identities a block of moves moved, one per letter moved (a copy repeats its own).
+      const bool listed =
+          value.is_array() && std::all_of(value.begin(), value.end(), [](const json& v) {
+            return v.is_string() && !v.template get_ref<const std::string&>().empty();
+          });
+      if (!listed) return bad("identities", "an array of letter identities (strings)");
+      continue;
+    }
     if (count && !is_count(value, 0, INT64_MAX)) return bad(key.c_str(), "a whole number");
     if (!count && (!value.is_string() || value.template get<std::string>().empty())) {
       return bad(key.c_str(), "a non-empty string");

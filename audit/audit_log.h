@@ -24,7 +24,8 @@
 //               cutoff (RFC 3339), state
 //   "plan":     a plan's record in the ledger (`replaygate plan`, `decide --plan`, docs/plans.md;
 //               audit/entry.h's PlanEntry): operator, act (plan_recorded, plan_approved,
-//               plan_cancelled, plan_progress), scope, digest and the act's fields
+//               plan_cancelled, plan_progress, plan_frozen, plan_returned), scope, digest (not
+//               in plan_frozen: its plan_id names the plan) and the act's fields
 //   "checkpoint": written by an appender given a signing key only (audit/checkpoint.h):
 //               chain_digest (64 hex digits: BLAKE2b-256 of every byte of the log before its
 //               line), key_id (32 hex digits), signature (128 hex digits: Ed25519 over

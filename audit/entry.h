@@ -64,6 +64,10 @@ struct LedgerEntry {
 //   plan_approved   digest, approver, key_id, signature, reason, approved_at
 //   plan_cancelled  digest, cancelled_by, cancel_reason, cancelled_at
 //   plan_progress   digest, identity, done, held, changed (the increments added), last_outcome
+//   plan_frozen     plan_id, from, to, count, identities: a block of a RabbitMQ build's moves into
+//                   the plan's queue (before the plan's digest exists; docs/plans.md)
+//   plan_returned   plan_id, from, to, count (and digest, from a cancel): letters moved back from
+//                   the plan's queue to its dead-letter queue
 struct PlanEntry {
   std::string time;  // "" means now
   std::string operator_name;

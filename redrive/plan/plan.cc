@@ -323,6 +323,17 @@ bool PlanWriter::add(const PlanLetter& letter) {
   return ok;
 }
 
+bool PlanWriter::sync() {
+  if (fd_ >= 0 && ::fsync(fd_) == 0) return true;
+  error_ = "cannot write " + tmp_ + ": " + std::strerror(errno);
+  return false;
+}
+
+void PlanWriter::keep_unfinished() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 std::string PlanWriter::finish() {
   uint8_t hash[kHashBytes];
   crypto_generichash_final(&letters_->state, hash, sizeof hash);
@@ -488,6 +499,41 @@ std::string plan_queue_name(std::string_view queue, std::string_view plan_id) {
   name += ".plan.";
   name += plan_id;
   return name;
+}
+
+std::optional<PlanHeader> unfinished_header(std::istream& in, const std::string& name,
+                                            std::string* error) {
+  // PlanWriter::begin() writes `{"format_version":1,"header":{...},` and a newline first; a line
+  // over 1 MiB is not one (a header is small).
+  std::string line;
+  char c = 0;
+  while (line.size() <= (size_t{1} << 20) && in.get(c) && c != '\n') line += c;
+  const auto not_a_header = [&]() {
+    *error = name + " does not start with a plan's header line";
+    return std::nullopt;
+  };
+  if (c != '\n' || line.empty() || line.back() != ',') return not_a_header();
+  line.back() = '}';
+  const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("header") || !j.contains("format_version") ||
+      j.at("format_version") != kFormatVersion) {
+    return not_a_header();
+  }
+  PlanHeader header;
+  if (const std::string why = from_json(j.at("header"), &header); !why.empty()) {
+    *error = name + ": " + why;
+    return std::nullopt;
+  }
+  return header;
+}
+
+std::optional<PlanHeader> read_unfinished_header(const std::string& path, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  return unfinished_header(in, path, error);
 }
 
 std::string new_plan_id(std::string_view source, std::string_view author,

@@ -135,6 +135,12 @@ class PlanWriter {
   bool add(const PlanLetter& letter);
   // Writes the summary and the digest, and puts the file in place. The digest, or "" on failure.
   std::string finish();
+  // Makes what is written so far durable (the header of a RabbitMQ build, before its first move:
+  // a rerun finds the plan id in PATH.tmp). False with error().
+  bool sync();
+  // Closes PATH.tmp and leaves it (a build whose moves must be recovered by a rerun).
+  void keep_unfinished();
+  const std::string& tmp_path() const { return tmp_; }
   const std::string& error() const { return error_; }
   const PlanSummary& summary() const { return summary_; }
 
@@ -173,6 +179,13 @@ PlanRead read_plan_file(const std::string& path,
 std::string rabbitmq_source(std::string_view vhost, std::string_view queue);
 // The queue a RabbitMQ plan's letters are frozen in while it waits and runs: "QUEUE.plan.<id>".
 std::string plan_queue_name(std::string_view queue, std::string_view plan_id);
+
+// The header of a plan file whose writing did not finish (PATH.tmp of a build that stopped): its
+// first line. nullopt with *error when it has none (not even the header was written).
+std::optional<PlanHeader> read_unfinished_header(const std::string& path, std::string* error);
+// The same from a stream (`name` for messages); reads at most the first line. Never throws.
+std::optional<PlanHeader> unfinished_header(std::istream& in, const std::string& name,
+                                            std::string* error);
 
 // A fresh plan id: 12 hex digits of BLAKE2b over source, author, created_at and a random nonce.
 std::string new_plan_id(std::string_view source, std::string_view author,

@@ -302,6 +302,34 @@ bool Connection::ensure_queue(const std::string& queue, std::string* error) {
   return true;
 }
 
+bool Connection::declare_queue(const std::string& queue, const amqp_table_t& arguments,
+                               std::string* error) {
+  if (!query_channel(error)) return false;
+  const amqp_queue_declare_ok_t* ok =
+      amqp_queue_declare(state_, 2, as_bytes(queue), 0, 1, 0, 0, arguments);
+  const amqp_rpc_reply_t reply = amqp_get_rpc_reply(state_);
+  if (ok == nullptr || reply.reply_type != AMQP_RESPONSE_NORMAL) {
+    *error = "cannot declare queue '" + queue + "': " + describe(reply);
+    after_failed_query(*this, reply, &query_open_);
+    return false;
+  }
+  return true;
+}
+
+bool Connection::delete_empty_queue(const std::string& queue, std::string* error) {
+  std::string missing;
+  if (!queue_depth(queue, &missing)) return !lost_;  // no such queue (404), unless the link went
+  const amqp_queue_delete_ok_t* ok =
+      amqp_queue_delete(state_, 2, as_bytes(queue), /*if_unused=*/0, /*if_empty=*/1);
+  const amqp_rpc_reply_t reply = amqp_get_rpc_reply(state_);
+  if (ok == nullptr || reply.reply_type != AMQP_RESPONSE_NORMAL) {
+    *error = "cannot delete queue '" + queue + "': " + describe(reply);
+    after_failed_query(*this, reply, &query_open_);
+    return false;
+  }
+  return true;
+}
+
 bool Connection::exchange_exists(const std::string& exchange, std::string* error) {
   if (exchange.empty()) return true;
   if (!query_channel(error)) return false;
@@ -492,6 +520,17 @@ bool Consumer::requeue(uint64_t delivery_tag, std::string* error) {
   if (const int status = amqp_basic_nack(connection_.state(), 1, delivery_tag, 0, 1);
       status != AMQP_STATUS_OK) {
     *error = std::string("basic.nack failed: ") + amqp_error_string2(status);
+    connection_.set_lost(*error);
+    return false;
+  }
+  return true;
+}
+
+bool Consumer::barrier(std::string* error) {
+  amqp_basic_qos(connection_.state(), 1, 0, 0, 0);
+  const amqp_rpc_reply_t reply = amqp_get_rpc_reply(connection_.state());
+  if (reply.reply_type != AMQP_RESPONSE_NORMAL) {
+    *error = "basic.qos: " + Connection::describe(reply);
     connection_.set_lost(*error);
     return false;
   }

@@ -86,6 +86,13 @@ class Connection {
   // Declares `queue` durable unless it exists (passive first: an existing queue of any type and
   // arguments is used as it is). False with *error.
   bool ensure_queue(const std::string& queue, std::string* error);
+  // Declares `queue` durable (not exclusive, never auto-deleted) with `arguments`: it is made, or
+  // an existing queue of the same arguments is used; another one is refused (406). False with
+  // *error.
+  bool declare_queue(const std::string& queue, const amqp_table_t& arguments, std::string* error);
+  // Deletes `queue` when it holds no message (queue.delete if-empty). False with *error (406
+  // when it is not empty); a queue that does not exist is deleted already: true.
+  bool delete_empty_queue(const std::string& queue, std::string* error);
   // Whether `exchange` exists (a passive exchange.declare on channel 2). "" is the default
   // exchange and always exists.
   bool exchange_exists(const std::string& exchange, std::string* error);
@@ -138,6 +145,9 @@ class Consumer {
   bool ack(uint64_t delivery_tag, std::string* error, bool through = false);
   // basic.nack with requeue (the letter goes back to the dead-letter queue as it was).
   bool requeue(uint64_t delivery_tag, std::string* error);
+  // A round trip on the consuming channel (basic.qos, no prefetch limit: pulling is not bound by
+  // one): once it returns, the broker has handled every ack sent on the channel before it.
+  bool barrier(std::string* error);
 
  private:
   Next pull(Delivery* delivery, int timeout_ms, std::string* error);

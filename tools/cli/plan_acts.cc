@@ -100,12 +100,23 @@ int run_plan_cancel(const PlanOptions& o) {
   }
   const plan::PlanRead read = plan::read_plan_file(o.plan_path, {});
   if (!read.ok) return plan_usage(read.error);
+  if (o.amqp_set) {
+    if (const std::string why = check_plan_amqp(o, read); !why.empty()) return plan_usage(why);
+  }
   std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, false);
   if (l == nullptr) return kExitUsage;
   // The digest the ledger knows the plan by: an edited file still names its plan.
   ledger::Result<ledger::PlanRecord> cancelled =
       l->cancel_plan(read.digest, o.operator_name, o.reason);
-  if (!cancelled) return plan_say(kExitFindings, "refused: " + cancelled.error().message);
+  if (!cancelled) {
+    // Cancelled already (a cancel stopped while moving letters back): the moves go on.
+    if (o.amqp_set && cancelled.error().code == ledger::ErrorCode::kBadTransition) {
+      plan_say(kExitOk,
+               "note: " + cancelled.error().message + "; moving what is left in its queue back");
+      return return_plan_letters_amqp(o, read);
+    }
+    return plan_say(kExitFindings, "refused: " + cancelled.error().message);
+  }
   const ledger::PlanRecord& r = cancelled.value();
   audit::PlanEntry e;
   e.operator_name = o.operator_name;
@@ -120,9 +131,14 @@ int run_plan_cancel(const PlanOptions& o) {
                       "; the plan IS cancelled in the ledger, but its 'plan_cancelled' "
                       "entry is missing: 'ledger check' reports it");
   }
-  return plan_say(kExitOk, "cancelled " + o.plan_path + " (" + r.digest +
-                               "): a run stops before its next block (recorded in " + o.audit +
-                               ")");
+  plan_say(kExitOk, "cancelled " + o.plan_path + " (" + r.digest +
+                        "): a run stops before its next block (recorded in " + o.audit + ")");
+  if (o.amqp_set) return return_plan_letters_amqp(o, read);
+  if (read.header.input_format == "rabbitmq") {
+    plan_say(kExitOk, "note: its letters stay in its queue (*.plan." + read.header.plan_id +
+                          "): give --amqp URL to move them back to the dead-letter queue");
+  }
+  return kExitOk;
 }
 
 }  // namespace replaygate::cli

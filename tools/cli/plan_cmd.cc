@@ -41,9 +41,10 @@ std::string work_of(const std::string& effect) {
   return "no work";
 }
 
-// Whether the dump record passes the build's filters.
-bool passes(const PlanOptions& o, const Table& table, const Input& input, const Decision& d,
-            const inputs::RecordMeta& meta) {
+}  // namespace
+
+bool plan_build_passes(const PlanOptions& o, const Table& table, const Input& input,
+                       const Decision& d, const std::optional<std::string_view>& message_id) {
   const auto input_is = [&](const char* name, const std::string& want) {
     const uint32_t f = table.field_index(name);
     return f != Table::kNoField && input.state(f) == Input::Slot::State::kString &&
@@ -53,32 +54,39 @@ bool passes(const PlanOptions& o, const Table& table, const Input& input, const 
   if (o.error_class_set && !input_is("error_class", o.error_class)) return false;
   if (o.rule_set && table.rule_name(d) != o.rule) return false;
   if (!o.message_ids.empty()) {
-    if (!meta.has_message_id) return false;
-    if (std::find(o.message_ids.begin(), o.message_ids.end(), meta.message_id) ==
-        o.message_ids.end()) {
+    if (!message_id) return false;
+    if (std::find(o.message_ids.begin(), o.message_ids.end(), *message_id) == o.message_ids.end()) {
       return false;
     }
   }
   return true;
 }
 
+namespace {
+
 int check_build_options(const PlanOptions& o, int64_t* approvals, std::chrono::microseconds* ttl,
                         uint64_t* cap, double* rate) {
   if (o.policy.empty() == o.table.empty()) {
     return plan_usage("give exactly one of --policy POLICY.yaml or --table TABLE.rgt");
   }
-  if (o.input.empty()) return plan_usage("give the dump to plan (DUMP, or - for standard input)");
+  if (o.input.empty() && !o.amqp_set) {
+    return plan_usage(
+        "give the dump to plan (DUMP, or - for standard input), or --amqp URL --queue DLQ");
+  }
   if (o.out.empty()) return plan_usage("--plan PLAN is required (where the plan file is written)");
   if (!o.author_set) return plan_usage("--author NAME is required (who built the plan)");
   if (const std::string why = operator_error(o.author); !why.empty()) {
     return plan_usage("--author: " + why);
   }
-  if (o.since_set) {
+  if (!o.amqp_set && (!o.queue.empty() || o.allow_peek)) {
+    return plan_usage("--queue and --allow-peek go with --amqp URL (a RabbitMQ build)");
+  }
+  if (o.since_set && !o.amqp_set) {
     return plan_usage(
         "--since applies to a gate's queue (the broker's timestamp); a dump's records carry none: "
         "select them with --topic, --error-class, --rule or --message-id");
   }
-  if (o.ledger.empty() != o.audit.empty()) {
+  if (o.ledger.empty() != o.audit.empty() && !(o.amqp_set && !o.audit.empty())) {
     return plan_usage("--ledger and --audit go together (the plan is recorded in both)");
   }
   const std::optional<std::chrono::microseconds> parsed = ledger::parse_duration(o.expires_in);
@@ -118,6 +126,7 @@ int run_build(const PlanOptions& o) {
   if (const int code = check_build_options(o, &approvals, &ttl, &cap, &rate); code != kExitOk) {
     return code;
   }
+  if (o.amqp_set) return run_plan_build_amqp(o, {approvals, ttl, cap, rate, o.block});
   std::string format_error;
   const inputs::InputFormat* format = inputs::choose_input_format(o.format, &format_error);
   if (format == nullptr) return plan_usage(format_error);
@@ -163,7 +172,7 @@ int run_build(const PlanOptions& o) {
       continue;
     }
     const Decision d = table->decide(input);
-    if (!passes(o, *table, input, d, meta)) continue;
+    if (!plan_build_passes(o, *table, input, d, message_id_of(meta))) continue;
     plan::PlanLetter l = plan::letter_of(*table, input, message_id_of(meta), record.text,
                                          letter_source, d, record.number);
     const auto [it, added] = by_identity.try_emplace(l.identity, letters.size());
@@ -403,7 +412,9 @@ Runner setup_plan(CLI::App& sub) {
   CLI::Option* error_class =
       build->add_option("--error-class", o->error_class, "Only letters of this error class");
   CLI::Option* since =
-      build->add_option("--since", o->since, "A gate's filter; refused for a dump (no timestamp)");
+      build->add_option("--since", o->since,
+                        "With --amqp: only letters with an AMQP timestamp at or after this time "
+                        "(refused for a dump: its records carry none)");
   CLI::Option* rule = build->add_option("--rule", o->rule, "Only letters this rule decides");
   build->add_option("--message-id", o->message_ids,
                     "Only the letter with this message id "
@@ -415,6 +426,18 @@ Runner setup_plan(CLI::App& sub) {
       "--approvals", o->approvals, "Approvals needed besides the author (may only raise 1)");
   build->add_option("--source", o->source,
                     "The letters' source in their identity (default 'dump'; the same for the run)");
+  CLI::Option* amqp = build->add_option(
+      "--amqp", o->amqp,
+      "Plan a RabbitMQ dead-letter queue instead of a dump: broker URL "
+      "amqp://USER:PASS@HOST:PORT/VHOST; the planned letters are moved into QUEUE.plan.ID");
+  build->add_option("--queue", o->queue, "With --amqp: the dead-letter queue to plan");
+  build->add_flag("--allow-peek", o->allow_peek,
+                  "With --amqp: allow a quorum queue, where every letter left uses up a delivery "
+                  "attempt");
+  build
+      ->add_option("--block-max", o->block,
+                   "With --amqp: letters moved, confirmed and audited together (default 1000)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{10000}));
   build->add_option("--ledger", o->ledger, "Record the plan in this ledger (with --audit)");
   build->add_option("--ledger-scope", o->scope, "Ledger scope (default 'default')");
   build->add_option("--audit", o->audit, "Record the plan in this audit log (with --ledger)");
@@ -454,6 +477,10 @@ Runner setup_plan(CLI::App& sub) {
   cancel->add_option("--ledger", o->ledger, "The ledger")->required();
   cancel->add_option("--ledger-scope", o->scope, "Ledger scope (default 'default')");
   cancel->add_option("--audit", o->audit, "The audit log")->required();
+  CLI::Option* cancel_amqp = cancel->add_option(
+      "--amqp", o->amqp,
+      "A RabbitMQ plan: move what is left in its queue back to the dead-letter queue (broker "
+      "URL amqp://USER:PASS@HOST:PORT/VHOST)");
 
   return [=] {
     o->format.input_format_set = input_format->count() > 0;
@@ -465,6 +492,7 @@ Runner setup_plan(CLI::App& sub) {
     o->cap_set = cap->count() > 0;
     o->rate_set = rate->count() > 0;
     o->approvals_set = approvals->count() > 0;
+    o->amqp_set = amqp->count() > 0 || cancel_amqp->count() > 0;
     if (build->parsed()) return run_build(*o);
     if (show->parsed()) return run_show(*o);
     if (verify->parsed()) return run_verify(*o);
