@@ -37,6 +37,7 @@ std::unique_ptr<PlanGuard> PlanGuard::open(const PlanGuardOptions& options, cons
     return nullptr;
   }
   g->done_before_ = before.value().done;
+  g->fresh_ = before.value().identities == 0;
   return g;
 }
 
@@ -87,7 +88,9 @@ std::string PlanGuard::fetch_progress() {
       ask.push_back(g.identity);
     }
   }
-  if (ask.empty()) return "";
+  // A plan without progress when the run started: every row is this run's own (one read per
+  // block saved on a first run; two runs of one plan at once are not guarded against).
+  if (ask.empty() || fresh_) return "";
   ledger::Result<std::vector<ledger::PlanLetterProgress>> rows =
       ledger_.plan_progress(plan_.digest, ask);
   if (!rows) return "the replay ledger failed: " + rows.error().message;

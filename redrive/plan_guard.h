@@ -131,6 +131,7 @@ class PlanGuard {
   int64_t done_before_ = 0;  // the plan's done copies when the run started (for the cap)
   int64_t acted_ = 0;        // acts this run counted toward the cap
   bool capped_ = false;
+  bool fresh_ = false;  // the plan had no progress when the run started
   Counts counts_;
 };
 

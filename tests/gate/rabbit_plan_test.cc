@@ -503,5 +503,43 @@ TEST_F(RabbitPlan, AReloadIsRefusedWhileAPlanRuns) {
   EXPECT_EQ(client_.message_count("payment.capture"), 8);
 }
 
+// A cancel lands while a run is inside its first block: that block is finished and recorded, the
+// run stops before the next one (exit 2), and the rest stays in the plan queue until the cancel
+// moves it back.
+TEST_F(RabbitPlan, ACancelStopsTheRunWithinOneBlock) {
+  for (int i = 0; i < 4; ++i) dead_letter("cap_c" + std::to_string(i), "c-" + std::to_string(i));
+  ASSERT_EQ(client_.wait_for_count("dlq", 4), "");
+  const std::string q = "dlq.plan." + build_amqp();
+  ASSERT_EQ(approve("bob").exit_code, 0);
+  const std::string flag = path("paused");
+  CliResult r;
+  std::thread run([&] {
+    r = gate_plan("p.json", {"--block-max", "1"}, "REPLAYGATE_TEST_PAUSE_AT=claimed:" + flag);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(std::filesystem::exists(flag)) << "the gate never reached its first claim";
+  const CliResult cancelled =
+      cli({"plan", "cancel", path("p.json"), "--operator", "carol", "--reason", "wrong group",
+           "--ledger", path("l.db"), "--audit", path("audit.log")});
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.err;
+  std::filesystem::remove(flag);
+  run.join();
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the plan was cancelled by carol at "), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r).size(), 1u) << r.out;
+  EXPECT_EQ(client_.message_count("payment.capture"), 1);
+  EXPECT_EQ(client_.wait_for_count(q, 3), "");
+  const CliResult back =
+      cli({"plan", "cancel", path("p.json"), "--operator", "carol", "--reason", "wrong group",
+           "--ledger", path("l.db"), "--audit", path("audit.log"), "--amqp", server_->url()});
+  EXPECT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", 3), "");
+  EXPECT_NE(status().find("done 1  pending 3"), std::string::npos) << status();
+  expect_logs_check();
+}
+
 }  // namespace
 }  // namespace replaygate::gate::testing

@@ -59,8 +59,8 @@ std::string quote(const std::string& s) {
 
 // The CPU seconds (user + system) of the last run()'s process.
 double last_cpu = 0;
-// --perf DIR: each timed gate run under `perf record -g -o DIR/ARM.data` (the figures are then
-// not comparable with runs without it).
+// --perf DIR: each timed gate run under `perf record --call-graph dwarf -o DIR/ARM.data` (the
+// figures are then not comparable with runs without it).
 std::string perf_dir;
 
 // Runs the CLI with `args` in `dir` (output to DIR/NAME.out and .err): the wall seconds; throws
@@ -69,7 +69,8 @@ double run(const std::string& dir, const std::string& name, const std::vector<st
            int want = 0) {
   std::string command = "cd " + quote(dir) + " && ";
   if (!perf_dir.empty() && args.front() == "gate") {
-    command += "perf record -q -g -o " + quote(perf_dir + "/" + name + ".data") + " -- ";
+    command += "perf record -q --call-graph dwarf,16384 -F 400 -o " +
+               quote(perf_dir + "/" + name + ".data") + " -- ";
   }
   command += quote(RG_BINARY);
   for (const std::string& a : args) command += " " + quote(a);
