@@ -440,7 +440,8 @@ std::string Redrive::record_decisions(const Table& table, const std::vector<Bloc
   return raise_anchor(appended, false);
 }
 
-std::string Redrive::record_outcomes(const std::vector<BlockLetter*>& block) {
+std::string Redrive::record_outcomes(const std::vector<BlockLetter*>& block,
+                                     const BeforeAppend& between) {
   if (options_.dry_run || block.empty()) return "";
   std::vector<std::pair<std::string, int64_t>> confirmed;
   for (const BlockLetter* b : block) {
@@ -470,7 +471,12 @@ std::string Redrive::record_outcomes(const std::vector<BlockLetter*>& block) {
     entries.push_back(audit::to_json(result));
   }
   if (!appender_) return "no audit log is open";
-  const uint64_t only = block.size() == 1 ? block.front()->step.decision_seq : 0;
+  uint64_t only = block.size() == 1 ? block.front()->step.decision_seq : 0;
+  if (between && failure.empty()) {
+    const size_t results = entries.size();
+    if (std::string why = between(&entries); !why.empty()) return why;
+    if (entries.size() > results) only = 0;  // the batch is not one decision's result alone
+  }
   const audit::AppendResult appended = appender_->append_batch(std::move(entries), only);
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);
   if (!appended.ok) return failure.empty() ? appended.error : failure + "; " + appended.error;

@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -205,8 +206,13 @@ class Redrive {
   // why it failed (then the run must stop with the letters unsettled). Sets step.decision_seq.
   std::string record_decisions(const Table& table, const std::vector<BlockLetter*>& block);
   // After the broker acted: marks every confirmed republish `confirmed` in one ledger transaction,
-  // then appends every result entry in one audit append. "" or why not.
-  std::string record_outcomes(const std::vector<BlockLetter*>& block);
+  // then appends every result entry in one audit append. "" or why not. `between` (when set, and
+  // the marks succeeded) runs after the marks and before the append, and may add entries to it (a
+  // plan guard's progress: its ledger transaction, then its entries in the same append); its
+  // error stops the append.
+  using BeforeAppend = std::function<std::string(std::vector<nlohmann::json>*)>;
+  std::string record_outcomes(const std::vector<BlockLetter*>& block,
+                              const BeforeAppend& between = {});
 
   // record_decisions() and record_outcomes() for one letter.
   std::string record_decision(const Table& table, const LetterStep& step, const DeadLetter& letter,

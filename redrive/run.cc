@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/plural.h"
+#include "redrive/plan_guard.h"
 
 namespace replaygate::redrive {
 namespace {
@@ -245,6 +246,7 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
   }
   std::vector<InBlock> block;
   block.reserve(letters.size());
+  if (o_.plan != nullptr) o_.plan->begin_block();
   for (const Letter& letter : letters) {
     ++stats_->received;
     if (!letter.refuse_peek.empty()) {
@@ -257,17 +259,28 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
     f.b.ordinal = stats_->received;
     f.b.step = redrive_.decide(table, *parser_, letter.dead,
                                [&](const Input* input) { return accept(letter, table, input); });
+    // Before the next decide: the step's input is valid until then.
+    if (o_.plan != nullptr) o_.plan->place(table, letter.dead, f.b.step);
   }
   if (block.empty()) return Then::kEnd;
   at("decided");
   std::vector<BlockLetter*> claims;
   for (InBlock& f : block) claims.push_back(&f.b);
+  if (o_.plan != nullptr) {
+    if (const std::string why = o_.plan->classify(table, claims); !why.empty()) {
+      stop(why, 2);
+      return Then::kEnd;  // nothing claimed: the letters are unsettled and return to the queue
+    }
+  }
   if (const std::string error = redrive_.claim(table, claims); !error.empty()) {
     stop(error, 2);
     return Then::kEnd;  // nothing claimed: the letters are unsettled and return to the queue
   }
   at("claimed");
   sort_out(table, block);
+  if (o_.plan != nullptr) {
+    for (size_t i = 0; i < block.size(); ++i) block[i].r.plan = o_.plan->state(i);
+  }
   std::vector<BlockLetter*> acting;
   for (InBlock& f : block) {
     if (f.acts) acting.push_back(&f.b);
@@ -283,7 +296,16 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
     for (InBlock& f : block) {
       if (f.acts && !f.b.outcome.empty()) recording.push_back(&f.b);
     }
-    if (const std::string why = redrive_.record_outcomes(recording); !why.empty()) {
+    Redrive::BeforeAppend progress;
+    if (o_.plan != nullptr) {
+      // The plan's progress of the letters about to be settled, in the results' append.
+      progress = [&](std::vector<nlohmann::json>* entries) {
+        std::vector<bool> settling;
+        for (const InBlock& f : block) settling.push_back(f.settle);
+        return o_.plan->record(claims, settling, entries);
+      };
+    }
+    if (const std::string why = redrive_.record_outcomes(recording, progress); !why.empty()) {
       stop("cannot record the outcome: " + why, 2);
       return Then::kEnd;  // unsettled: on redelivery the ledger says what happened
     }
@@ -307,6 +329,9 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
   }
   for (const InBlock& f : block) {
     if (f.wanted && f.settle) stop("handled message " + *o_.message_id, 0);
+  }
+  if (o_.plan != nullptr && o_.plan->capped()) {
+    stop("the plan's cap is reached; the letters left are in " + port_.queue(), 0);
   }
   back_off_after_nacks();
   return end_ ? Then::kEnd : Then::kNext;
@@ -359,6 +384,14 @@ void Loop::sort_out(const Table& table, std::vector<InBlock>& block) {
     if (step.kind == LetterStep::Kind::kSkip) {
       ++stats_->skipped;
       ++kept_unacked_;
+      if (!step.rule.empty()) {
+        // Passed over by a plan guard (a filter's skip has no rule): said, never touched.
+        r.rule = step.rule;
+        r.reason = step.reason;
+        r.action = "leave";
+        r.outcome = "not touched: " + step.reason;
+        f.report = true;
+      }
       if (const std::string cost = port_.pass_over_cost(); !cost.empty() && o_.message_id) {
         // Searching on would pass over (and so return) letter after letter, each paying the
         // cost: stop at the first one that is not the message asked for.

@@ -3,9 +3,10 @@
 // twice (docs/gate.md). Every gate runs this loop; only its port differs.
 //
 // Per block, in this order (each step durable before the next):
-//   next (up to block_max letters) -> decide each -> filters -> one ledger claim of every replay ->
-//   one audit append of every decision entry -> act (every move, pipelined) -> one ledger mark of
-//   every confirmed replay -> one audit append of every result entry -> settle.
+//   next (up to block_max letters) -> decide each -> filters (a plan: its guard, plan_guard.h) ->
+//   one ledger claim of every replay -> one audit append of every decision entry -> act (every
+//   move, pipelined) -> one ledger mark of every confirmed replay (a plan: one progress
+//   transaction) -> one audit append of every result entry (and the plan's progress) -> settle.
 // A block is the smallest of block_max, what --max has left and what --max-rate allows now (a
 // low rate or --message-id gives blocks of one, through the same code). One letter's trouble
 // (unreadable, a refused move, a nack, an unroutable replay) is that letter's alone; a ledger,
@@ -38,6 +39,8 @@
 
 namespace replaygate::redrive {
 
+class PlanGuard;  // redrive/plan_guard.h
+
 struct RunOptions {
   bool apply = false;
   std::optional<std::string> message_id;  // handle this one letter only
@@ -55,6 +58,9 @@ struct RunOptions {
   bool follow = false;      // never stop on an idle queue
   int reconnect_for_s = 300;
   const TestPoints* test_points = nullptr;  // tests only; not owned
+  // A plan runs (docs/plans.md): the guard changes each block's steps after the decisions and
+  // records its progress after the outcomes, before the acks (plan_guard.h). Not owned.
+  PlanGuard* plan = nullptr;
 };
 
 struct RunHooks {

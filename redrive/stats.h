@@ -22,6 +22,7 @@ struct LetterReport {
   std::string target;  // where it was moved (the port's words)
   std::string outcome;
   bool dry_run = true;
+  std::string plan;  // a plan runs: the guard's word on it (act, held, skipped, done_earlier)
 };
 
 struct RunStats {

@@ -11,6 +11,7 @@
 
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
+#include "redrive/plan/plan.h"
 #include "redrive/rabbitmq/management.h"
 #include "redrive/rabbitmq/rabbit_port.h"
 #include "redrive/run.h"
@@ -92,7 +93,9 @@ int port_options(const GateCliOptions& o, const std::vector<rmq::AmqpUrl>& urls,
   g.max_rate = o.max_rate;
   g.max_unacked = o.max_unacked;
   // Skipped and dry-run letters stay unacked: the prefetch must leave room for them.
-  g.keeps = !o.apply || run.message_id || run.topic || run.error_class || run.since;
+  // A plan run keeps the letters that are not the plan's.
+  g.keeps =
+      !o.apply || run.message_id || run.topic || run.error_class || run.since || !o.plan.empty();
   g.prefetch = static_cast<uint16_t>(o.prefetch);
   if (o.block_option->count() > 0 && o.block_max > static_cast<uint64_t>(o.prefetch)) {
     return usage("--block-max " + std::to_string(o.block_max) + " is more than --prefetch " +
@@ -147,6 +150,16 @@ int run_gate_rabbitmq(GateCliOptions& o) {
       "dry run: nothing is claimed, published or acked; the letters seen return to " + o.queue +
       " when the run ends (the broker marks them redelivered, and a quorum queue counts a "
       "delivery attempt). Give --apply to act.";
+  if (!o.plan.empty()) {
+    // The plan queue is drained; parks and holds stay the dead-letter queue's (port_options).
+    run.plan_source = plan::rabbitmq_source(urls.front().vhost, o.queue);
+    run.plan_source_what = "--queue " + o.queue + " on vhost " + urls.front().vhost;
+    run.on_plan = [&port, &o](const plan::PlanRead& p) {
+      port.queue = plan::plan_queue_name(o.queue, p.header.plan_id);
+      if (o.rate_option->count() == 0) port.max_rate = p.header.rate;
+      return port.queue;
+    };
+  }
   run.make_port = [&port](std::function<void(const std::string&)> note,
                           const redrive::TestPoints* points) {
     return std::make_unique<rmq::RabbitPort>(std::move(port), std::move(note), points);
@@ -211,7 +224,9 @@ GateSubcommand add_gate_rabbitmq(CLI::App& sub) {
                                     "Handle only this reviewed message; other letters stay");
   r->add_flag("--all", o->all, "Handle every letter (bounded by --max and --max-rate)");
   o->max_option = r->add_option("--max", o->max, "Handle at most N letters");
-  r->add_option("--max-rate", o->max_rate, "Letters per second at most (default 10; 0: no limit)");
+  o->rate_option = r->add_option(
+      "--max-rate", o->max_rate,
+      "Letters per second at most (default 10, or a plan's rate with --plan; 0: no limit)");
   o->block_option =
       r->add_option("--block-max", o->block_max,
                     "Letters decided, claimed, recorded and moved together at most (default 64, "
@@ -245,6 +260,11 @@ GateSubcommand add_gate_rabbitmq(CLI::App& sub) {
                 "need one, and only create verbs may republish")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  r->add_option("--plan", o->plan,
+                "Run this approved plan (docs/plans.md): drain only its plan queue QUEUE.plan.ID "
+                "(filled by 'plan build --amqp'), act on the plan's letters as planned; needs "
+                "--apply and --users");
+  r->add_option("--users", o->users, "With --plan: the users file (approvers and their keys)");
   r->add_option("--ledger", o->ledger, "Replay ledger: a SQLite PATH or a postgresql:// URL");
   r->add_option("--ledger-scope", o->ledger_scope, "Ledger scope (default 'default')");
   r->add_option("--audit", o->audit, "Audit log every decision and action is appended to");

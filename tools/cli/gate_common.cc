@@ -16,6 +16,7 @@
 #include "inputs/formats.h"
 #include "inputs/mapping.h"
 #include "pipeline/ledger_stage.h"
+#include "redrive/plan_guard.h"
 #include "redrive/reload.h"
 #include "redrive/stats.h"
 #include "runtime/reload.h"
@@ -48,6 +49,7 @@ std::string letter_line(const redrive::LetterReport& r) {
   if (!r.target.empty()) j["target"] = r.target;
   j["outcome"] = r.outcome;
   j["dry_run"] = r.dry_run;
+  if (!r.plan.empty()) j["plan"] = r.plan;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -119,10 +121,26 @@ int check_gate_flags(const std::string& who, GateFlags& o, AuditSigning* signing
       !o.operator_name.empty() && !why.empty()) {
     return usage(why);
   }
+  if (!o.plan.empty()) {
+    if (!o.apply) {
+      return usage(
+          "--plan needs --apply: the plan was reviewed and approved; 'replaygate plan show PLAN' "
+          "shows what it does");
+    }
+    if (o.users.empty()) return usage("--plan needs --users FILE (the approvals are checked)");
+    if (o.message_option->count() > 0 || o.all || o.topic_option->count() > 0 ||
+        o.class_option->count() > 0 || !o.since.empty()) {
+      return usage(
+          "--plan selects the letters: --all, --message-id, --topic, --error-class and --since do "
+          "not apply");
+    }
+  } else if (!o.users.empty()) {
+    return usage("--users only applies with --plan PLAN");
+  }
   if (o.message_option->count() > 0 && o.all) {
     return usage("give --message-id ID (one reviewed message) or --all (bulk), not both");
   }
-  if (o.message_option->count() == 0 && !o.all) {
+  if (o.message_option->count() == 0 && !o.all && o.plan.empty()) {
     return usage(
         "give --message-id ID to handle one reviewed message, or --all to handle the queue "
         "(bounded by --max and --max-rate)");
@@ -262,6 +280,34 @@ int run_gate(GateFlags& o, GateRun run, const redrive::TestPoints& test_points) 
     return kExitUsage;
   }
 
+  std::unique_ptr<redrive::PlanGuard> guard;
+  if (!o.plan.empty()) {
+    redrive::PlanGuardOptions po;
+    po.plan_path = o.plan;
+    po.users_path = o.users;
+    po.source = run.plan_source;
+    po.source_what = run.plan_source_what;
+    po.test_points = &test_points;
+    std::string refusal;
+    guard = redrive::PlanGuard::open(po, *run.table, redrive, &refusal);
+    if (guard == nullptr) {
+      std::fprintf(stderr, "replaygate %s: refused: %s; nothing acted on\n", who.c_str(),
+                   refusal.c_str());
+      return kExitUsage;
+    }
+    const plan::PlanRead& p = guard->plan();
+    guard->set_queue(run.on_plan(p));
+    if (o.rate_option == nullptr || o.rate_option->count() == 0) {
+      run.options.max_rate = p.header.rate;
+    }
+    run.options.plan = guard.get();
+    std::fprintf(stderr,
+                 "replaygate %s: plan %s (%s): %lld letter(s), %lld cop(ies), drained from %s\n",
+                 who.c_str(), p.header.plan_id.c_str(), p.digest.c_str(),
+                 static_cast<long long>(p.summary.letters),
+                 static_cast<long long>(p.summary.copies), guard->queue().c_str());
+  }
+
   const redrive::ReloadRule rule(*run.table, o.actions, run.actions);
   SharedTable shared(std::move(run.table));
   struct sigaction stop_action {};
@@ -279,6 +325,13 @@ int run_gate(GateFlags& o, GateRun run, const redrive::TestPoints& test_points) 
   hooks.maybe_reload = [&] {
     const bool changed = watch && watch->changed();
     if (!g_reload.exchange(false) && !changed) return;
+    if (guard != nullptr) {
+      // The plan was approved for one table: a reload would decide its letters with another.
+      hooks.note("reload refused: plan " + guard->plan().header.plan_id +
+                 " runs on the table it was built on (checksum " +
+                 guard->plan().header.table_checksum + "); the table stays until the run ends");
+      return;
+    }
     std::unique_ptr<Table> next;
     if (open_table(o.policy, o.table, &next, nullptr, &o.trust) != kExitOk) {
       std::fprintf(stderr, "replaygate %s: reload refused; the old table keeps serving\n",
@@ -309,6 +362,11 @@ int run_gate(GateFlags& o, GateRun run, const redrive::TestPoints& test_points) 
   std::fprintf(stderr, "replaygate %s: %s%s; %s\n", who.c_str(),
                o.apply ? "" : "dry run: ", redrive::counts_text(stats, pinned.table()).c_str(),
                stats.stop_reason.c_str());
+  if (guard != nullptr) {
+    std::fprintf(stderr, "replaygate %s: %s\n", who.c_str(), guard->summary().c_str());
+    // As decide --plan: letters the guard held are findings.
+    if (code == kExitOk && guard->findings() > 0) code = kExitFindings;
+  }
   return code;
 }
 

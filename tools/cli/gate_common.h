@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "redrive/plan/plan.h"
 #include "redrive/port.h"
 #include "redrive/redrive.h"
 #include "redrive/run.h"
@@ -28,7 +29,7 @@ namespace replaygate::cli {
 struct GateFlags {
   std::string policy, table, mapping, queue, ledger, ledger_scope = "default", audit, operator_name,
                                                      message_id, topic, error_class, since, metrics,
-                                                     policy_id;
+                                                     policy_id, plan, users;
   std::vector<std::string> actions;
   bool apply = false, dry_run = false, all = false, follow = false, watch = false, quiet = false;
   uint64_t max = 0, max_unacked = 1000, max_target_depth = 0, block_max = 64;
@@ -40,7 +41,7 @@ struct GateFlags {
   // Which options were given.
   const CLI::Option *max_option = nullptr, *depth_option = nullptr, *message_option = nullptr,
                     *topic_option = nullptr, *class_option = nullptr, *policy_id_option = nullptr,
-                    *block_option = nullptr;
+                    *block_option = nullptr, *rate_option = nullptr;
 };
 
 // One broker's subcommand of `gate` (setup_gate, gate_cmd.cc): its sub-app and its runner.
@@ -83,6 +84,11 @@ struct GateRun {
       make_port;
   // Runs `body` where the port wants to run (a thread with a large stack): false when it cannot.
   std::function<bool(const std::function<void()>&)> on_thread;
+  // --plan: the source this gate drains as a plan names it (plan::rabbitmq_source) and what that
+  // is in the gate's words, for the refusal; `on_plan` points the port at the plan's queue (and
+  // its rate, without --max-rate) once the plan is checked, and returns that queue's name.
+  std::string plan_source, plan_source_what;
+  std::function<std::string(const plan::PlanRead&)> on_plan;
 };
 
 // What a gate subcommand opens before its port: the table and its action map

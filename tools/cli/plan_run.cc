@@ -42,6 +42,7 @@
 #include "audit/entry.h"
 #include "inputs/formats.h"
 #include "pipeline/stream.h"
+#include "redrive/plan/run_rules.h"
 #include "redrive/test_points.h"
 #include "runtime/codes.h"
 #include "tools/cli/commands.h"
@@ -159,16 +160,7 @@ class PlanRun {
     return appended.ok ? "" : appended.error;
   }
 
-  std::string cancelled() {
-    ledger::Result<std::optional<ledger::PlanRecord>> r = ledger_.plan(plan_.digest);
-    if (!r) return r.error().message;
-    if (!r.value()) return "the ledger no longer has plan " + plan_.digest;
-    if (r.value()->cancelled_at) {
-      return "the plan was cancelled by " + r.value()->cancelled_by + " at " +
-             ledger::format_time(*r.value()->cancelled_at) + " (" + r.value()->cancel_reason + ")";
-    }
-    return "";
-  }
+  std::string cancelled() { return plan::stop_reason(ledger_, plan_.digest); }
 
   std::string fetch_progress(const std::vector<Step>& steps) {
     std::vector<std::string> ask;
@@ -213,16 +205,12 @@ class PlanRun {
     }
     if (s.changed) {
       ++counts_.changed;
-      return hold(s, "plan:changed",
-                  "message id " + *s.letter.message_id +
-                      " is planned, but this letter's body or inputs differ from the plan's");
+      return hold(s, "plan:changed", plan::changed_reason(*s.letter.message_id));
     }
     const plan::PlanLetter& p = s.planned->letter;
     if (s.copy > p.count) {
       ++counts_.duplicate;
-      return hold(s, "plan:duplicate",
-                  "copy " + std::to_string(s.copy) + " of a letter the plan lists " +
-                      std::to_string(p.count) + " time(s)");
+      return hold(s, "plan:duplicate", plan::duplicate_reason(s.copy, p.count));
     }
     if (plan_.header.cap > 0 &&
         done_before_ + static_cast<int64_t>(counts_.acted) >= plan_.header.cap) {
@@ -231,8 +219,7 @@ class PlanRun {
     if (s.letter.decision.verb != p.decision.verb || s.letter.decision.rule != p.decision.rule) {
       ++counts_.mismatch;
       return hold(s, "plan:decision_mismatch",
-                  "decided " + s.letter.decision.verb + " by " + s.letter.decision.rule +
-                      " now; the plan says " + p.decision.verb + " by " + p.decision.rule);
+                  plan::mismatch_reason(s.letter.decision, p.decision));
     }
     s.plan_state = "act";
     s.verb = s.letter.decision.verb;
@@ -338,13 +325,7 @@ class PlanRun {
     std::vector<ledger::PlanLetterProgress> rows;
     std::vector<json> entries;
     for (auto& [identity, p] : progress) {
-      audit::PlanEntry e;
-      e.operator_name = o_.operator_name;
-      e.act = "plan_progress";
-      e.scope = ledger_.scope();
-      e.fields = {{"digest", p.digest}, {"identity", p.identity}, {"done", p.done},
-                  {"held", p.held},     {"changed", p.changed},   {"last_outcome", p.last_outcome}};
-      entries.push_back(audit::to_json(e));
+      entries.push_back(plan::progress_entry(p, o_.operator_name, ledger_.scope()));
       rows.push_back(std::move(p));
     }
     if (ledger::Status st = ledger_.record_plan_progress(rows); !st) return st.error().message;
@@ -386,34 +367,16 @@ class PlanRun {
 int open_plan(const PlanRunOptions& o, const Table& table, ledger::Ledger& l, plan::PlanRead* read,
               std::unordered_map<std::string, Planned>* letters,
               std::unordered_map<std::string, std::string>* by_message_id) {
-  *read = plan::read_plan_file(o.plan, [&](const plan::PlanLetter& letter) {
-    if (letter.message_id) by_message_id->emplace(*letter.message_id, letter.identity);
-    letters->emplace(letter.identity, Planned{letter});
-    return true;
-  });
-  if (!read->ok) return refuse(read->error);
-  if (!read->digest_matches()) {
-    return refuse(o.plan + " says its digest is " + read->digest + " but its content hashes to " +
-                  read->computed_digest + ": the plan was edited after it was built");
-  }
-  if (table.checksum_hex() != read->header.table_checksum) {
-    return refuse("the table's checksum is " + table.checksum_hex() + "; the plan was built on " +
-                  read->header.table_checksum + ": build and approve a new plan");
-  }
-  plan::Users users;
-  if (const std::string why = plan::read_users_file(o.users, &users); !why.empty()) {
+  plan::RunCheck check;
+  check.plan_path = o.plan;
+  check.users_path = o.users;
+  check.table_checksum = table.checksum_hex();
+  plan::PlanIndex index;
+  if (const std::string why = plan::open_for_run(check, l, read, &index); !why.empty()) {
     return refuse(why);
   }
-  std::string error;
-  const plan::PlanVerdict v = plan::verify_against(l, *read, users, table.checksum_hex(), &error);
-  if (!error.empty()) return refuse(error);
-  if (!v.valid) {
-    std::string why;
-    for (const plan::Finding& f : v.findings) {
-      if (f.code != "approval") why += (why.empty() ? "" : "; ") + f.message;
-    }
-    return refuse(why);
-  }
+  for (auto& [identity, letter] : index.letters) letters->emplace(identity, Planned{letter});
+  *by_message_id = std::move(index.by_message_id);
   return kExitOk;
 }
 
