@@ -40,10 +40,14 @@ std::string count(const yaml::Node& v, std::string_view key, const std::string& 
 }  // namespace
 
 std::string read_config(const std::string& path, Config* out) {
-  *out = Config{};
-  out->path = path;
   std::string text, error;
   if (!read_source_file(path, &text, &error)) return error;
+  return parse_config(text, path, out);
+}
+
+std::string parse_config(std::string_view text, const std::string& path, Config* out) {
+  *out = Config{};
+  out->path = path;
   const yaml::Document doc = yaml::parse(text, path);
   if (!doc.ok()) {
     for (const Diagnostic& d : doc.diagnostics) {

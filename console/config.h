@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace replaygate::console {
@@ -35,5 +36,7 @@ struct Config {
 
 // Reads console.yaml: "" or why not.
 std::string read_config(const std::string& path, Config* out);
+// The same on the file's text (`path` names it and resolves relative paths): any bytes in.
+std::string parse_config(std::string_view text, const std::string& path, Config* out);
 
 }  // namespace replaygate::console
