@@ -74,7 +74,7 @@ header{display:flex;gap:1.5em;align-items:center;padding:.6em 1.2em;background:#
 header a{color:#cfe3ff;margin-right:1em}header .who{margin-left:auto}header span{margin-right:.5em}
 main{padding:1em 1.5em;max-width:75em}h1{font-size:1.4em}
 table{border-collapse:collapse;background:#fff;width:100%}th,td{border:1px solid #d5dae0;padding:.35em .6em;text-align:left;vertical-align:top}
-th{background:#eef1f5}code{font-size:.9em;word-break:break-all}
+th{background:#eef1f5}code{font-size:.9em}td code{word-break:break-all}
 .ok{color:#11702b;font-weight:bold}.bad{color:#b3261e;font-weight:bold}.note{color:#555}
 .error{background:#fde7e6;border:1px solid #b3261e;padding:.5em}
 form.box{background:#fff;border:1px solid #d5dae0;padding:1em;max-width:30em}

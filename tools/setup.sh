@@ -27,6 +27,8 @@ schema_tools=0
 if [ "${RG_BUILD_TARGETS:-all}" = all ] && [ "${RG_FUZZ:-0}" != 1 ]; then
   schema_tools=1
   command -v npm >/dev/null 2>&1 || packages+=(npm)
+  # The web console's browser test (ctest -L browser, docs/console.md): headless Chromium.
+  packages+=(chromium chromium-driver python3-selenium)
 fi
 missing=()
 for p in "${packages[@]}"; do
