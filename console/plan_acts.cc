@@ -9,7 +9,8 @@ namespace replaygate::console {
 
 CancelOutcome cancel_plan(ledger::Ledger& ledger, const std::string& audit_log,
                           const std::string& digest, const std::string& operator_name,
-                          const std::string& reason) {
+                          const std::string& reason,
+                          const std::function<void(std::string_view)>& test_point) {
   CancelOutcome out;
   if (const std::string why = audit::operator_name_problem(reason); !why.empty()) {
     out.refused = true;
@@ -29,6 +30,7 @@ CancelOutcome cancel_plan(ledger::Ledger& ledger, const std::string& audit_log,
     return out;
   }
   out.record = cancelled.value();
+  if (test_point) test_point("console_plan_cancelled");
   audit::PlanEntry e;
   e.operator_name = operator_name;
   e.act = "plan_cancelled";

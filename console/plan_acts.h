@@ -9,7 +9,9 @@
 // Threads: the ledger's (any); the audit log is locked per append.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "ledger/ledger.h"
 
@@ -22,8 +24,11 @@ struct CancelOutcome {
   ledger::PlanRecord record;  // when ok
 };
 
+// `test_point` (tests: a kill -9 at a step) is called with "console_plan_cancelled" after the
+// ledger's cancel and before its audit entry.
 CancelOutcome cancel_plan(ledger::Ledger& ledger, const std::string& audit_log,
                           const std::string& digest, const std::string& operator_name,
-                          const std::string& reason);
+                          const std::string& reason,
+                          const std::function<void(std::string_view)>& test_point = {});
 
 }  // namespace replaygate::console

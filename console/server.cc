@@ -115,6 +115,7 @@ std::string split_listen(const std::string& listen, std::string* host, int* port
 struct Server::State {
   Config config;
   std::function<int64_t()> clock;
+  std::function<void(std::string_view)> test_point;
   httplib::Server http;
   std::unique_ptr<ledger::Ledger> ledger;
   SessionStore sessions;
@@ -428,7 +429,7 @@ void Server::State::cancel(const httplib::Request& req, httplib::Response& res) 
     return refuse(res, 403, &*s, "A viewer may read, not act: cancelling needs an operator.");
   }
   const std::string reason = req.get_param_value("reason");
-  const CancelOutcome out = cancel_plan(*ledger, config.audit, digest, s->user, reason);
+  const CancelOutcome out = cancel_plan(*ledger, config.audit, digest, s->user, reason, test_point);
   if (!out.ok) {
     audit(s->user, "plan_cancel", out.refused ? "refused" : "failed", req, digest,
           audit::operator_name_problem(reason).empty() ? std::optional(reason) : std::nullopt,
@@ -528,9 +529,11 @@ void Server::State::routes() {
            [this](const httplib::Request& req, httplib::Response& res) { audit_page(req, res); });
 }
 
-Server::Server(Config config, std::function<int64_t()> clock) {
+Server::Server(Config config, std::function<int64_t()> clock,
+               std::function<void(std::string_view)> test_point) {
   if (!clock) clock = [] { return static_cast<int64_t>(std::time(nullptr)); };
   s_ = std::make_unique<State>(std::move(config), std::move(clock));
+  s_->test_point = std::move(test_point);
 }
 
 Server::~Server() { stop(); }

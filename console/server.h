@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "console/config.h"
 
@@ -27,7 +28,9 @@ std::string split_listen(const std::string& listen, std::string* host, int* port
 class Server {
  public:
   // `clock`: seconds (session and rate-limit times; tests move it). Default: the system clock.
-  explicit Server(Config config, std::function<int64_t()> clock = {});
+  // `test_point`: called at the acts' crash points (tests; console/plan_acts.h names them).
+  explicit Server(Config config, std::function<int64_t()> clock = {},
+                  std::function<void(std::string_view)> test_point = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -9,6 +9,7 @@
 
 #include "console/server.h"
 #include "console/users.h"
+#include "redrive/test_points.h"
 #include "tools/cli/commands.h"
 
 namespace replaygate::cli {
@@ -96,7 +97,11 @@ int run_serve(const ConsoleOptions& o) {
   if (const std::string why = console::read_config(o.config, &config); !why.empty()) {
     return usage(why);
   }
-  console::Server server(std::move(config));
+  // Tests' crash points ($REPLAYGATE_TEST_CRASH_AT, redrive/test_points.h).
+  auto points = std::make_shared<redrive::TestPoints>();
+  if (const std::string why = points->from_environment(); !why.empty()) return usage(why);
+  console::Server server(std::move(config), {},
+                         [points](std::string_view step) { points->at(step); });
   std::string error;
   const int port = server.bind(o.listen, &error);
   if (port < 0) return usage(error);
