@@ -337,7 +337,8 @@ void Server::State::plans_page(const httplib::Request& req, httplib::Response& r
     std::string who;
     if (approvals) {
       for (const ledger::PlanApproval& a : approvals.value()) {
-        who += (who.empty() ? "" : ", ") + escape(a.approver);
+        who += (who.empty() ? "" : "<br>") + escape(a.approver) + " at " +
+               escape(ledger::format_time(a.approved_at));
       }
     }
     body += "<tr><td><a href=\"/plans/" + escape(r.digest) + "\"><code>" +

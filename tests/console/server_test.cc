@@ -175,6 +175,8 @@ TEST_F(ConsoleServerTest, AGoodLoginGetsANewSessionAndTheBadOneIsAudited) {
   auto page = client_->Get("/plans", cookie(good.session));
   ASSERT_EQ(page->status, 200);
   EXPECT_NE(page->body.find(kPlanA.substr(0, 20)), std::string::npos);
+  EXPECT_NE(page->body.find("<td>alice at 2026-12-07T11:00:00.000000Z</td>"), std::string::npos)
+      << page->body;
   // The form's session is gone: it signs nobody in.
   EXPECT_EQ(client_->Get("/plans", cookie(good.before))->status, 303);
 
