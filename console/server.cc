@@ -22,6 +22,7 @@
 #include "console/users.h"
 #include "ledger/ledger.h"
 #include "redrive/plan/approval.h"
+#include "redrive/plan/plan_ledger.h"
 
 namespace replaygate::console {
 namespace {
@@ -396,18 +397,27 @@ void Server::State::plan_page(const httplib::Request& req, httplib::Response& re
   } else {
     body +=
         "<table><thead><tr><th>Approver</th><th>Approved at</th><th>Key</th><th>Reason</th>"
-        "</tr></thead><tbody>";
-    for (const ledger::PlanApproval& a : approvals.value()) {
-      body += "<tr><td>" + escape(a.approver) + "</td><td>" +
-              escape(ledger::format_time(a.approved_at)) + "</td><td><code>" + escape(a.key_id) +
-              "</code></td><td>" + escape(a.reason) + "</td></tr>";
+        "<th>Counts</th></tr></thead><tbody>";
+    // Whether each counts, as `plan verify` decides it (the signature against the approver's key
+    // in the users file now, the role, disabled); the author's approval never counts.
+    const std::vector<plan::Approval> as = plan::approvals_of(approvals.value());
+    std::lock_guard lock(users_mu);
+    for (const plan::Approval& a : as) {
+      std::string problem = plan::approval_problem(a, users);
+      if (problem.empty() && a.approver == r.author) problem = "the author's own approval";
+      body += "<tr><td>" + escape(a.approver) + "</td><td>" + escape(a.approved_at) +
+              "</td><td><code>" + escape(a.key_id) + "</code></td><td>" + escape(a.reason) +
+              "</td><td>" +
+              (problem.empty() ? std::string("<span class=\"ok\">counts</span>")
+                               : "<span class=\"bad\">does not count</span>: " + escape(problem)) +
+              "</td></tr>";
     }
     body += "</tbody></table>";
   }
-  body +=
-      "<p class=\"note\">Whether an approval counts (its signature, the approver's key and "
-      "role) is <code>replaygate plan verify</code>'s to say; approving in the browser is not "
-      "built yet (it needs the approver's signing key).</p>";
+  body += "<p class=\"note\">A plan needs at least " + std::to_string(plan::kPolicyApprovals) +
+          " approval(s) besides its author (its file may ask more: <code>replaygate plan "
+          "verify</code> checks the whole plan). Approving in the browser is not built yet (it "
+          "needs the approver's signing key): use <code>replaygate plan approve</code>.</p>";
   if (!r.cancelled_at && s->role != "viewer") {
     body += "<h2>Cancel this plan</h2><form class=\"box\" method=\"post\" action=\"/plans/" +
             escape(r.digest) +

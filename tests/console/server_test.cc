@@ -326,6 +326,18 @@ TEST_F(ConsoleServerTest, PlanFieldsAreShownEscaped) {
   }
 }
 
+TEST_F(ConsoleServerTest, AnApprovalThatDoesNotVerifyIsShownNotCounting) {
+  const Login vera = login("vera", kPassword);
+  auto page = client_->Get("/plans/" + kPlanA, cookie(vera.session));
+  ASSERT_EQ(page->status, 200);
+  // The fixture's approval is signed by no key of alice's.
+  EXPECT_NE(page->body.find("<span class=\"bad\">does not count</span>: the approval by "
+                            "&#39;alice&#39; is signed by key dddddddddddddddddddddddddddddddd, "
+                            "which is not their key"),
+            std::string::npos)
+      << page->body;
+}
+
 TEST_F(ConsoleServerTest, AnOversizedBodyIsRefused) {
   const Login olga = login("olga", kPassword);
   const std::string big = "reason=" + std::string(5 * 1024 * 1024, 'a') + "&csrf=" + olga.csrf;

@@ -4,9 +4,10 @@
 Usage: console_browser.py REPLAYGATE SOURCE_DIR WORK_DIR [SCREENSHOT_DIR]
 
 Builds a plan of the shipped dump into a fresh ledger, adds an operator and a viewer with
-`console user add --password-stdin`, starts `console serve` on a free loopback port, then in the
+`console user add --password-stdin` and an approver with a key, who approves the plan with
+`plan approve`, starts `console serve` on a free loopback port, then in the
 browser: signs in as the viewer (the plan page offers no cancel), signs in as the operator, opens
-the plans page and the plan, cancels it with a reason (a POST carrying its CSRF token and the
+the plans page and the plan (the approval counts), cancels it with a reason (a POST carrying its CSRF token and the
 SameSite=Strict cookie), and opens the audit page, which shows the logs verifying. Screenshots go
 to SCREENSHOT_DIR (default WORK_DIR) as console-*.png. Exit 0 passed, 1 a check failed, 2 setup.
 Needs Debian's chromium, chromium-driver and python3-selenium (/usr/bin/python3).
@@ -59,6 +60,13 @@ def main():
     for name, role in (("olga", "operator"), ("vera", "viewer")):
         run([rg, "console", "user", "add", name, "--role", role, "--users", "users.json",
              "--password-stdin"], stdin=passwords[name] + "\n", cwd=work)
+    # bob approves the plan on the command line with his key: the console shows it counting.
+    run([rg, "key", "generate", "--secret", "bob.key", "--public", "bob.pub"], cwd=work)
+    run([rg, "console", "user", "add", "bob", "--role", "approver", "--users", "users.json",
+         "--public-key", "bob.pub", "--password-stdin"], stdin="bob's long password\n", cwd=work)
+    run([rg, "plan", "approve", "capture.plan.json", "--operator", "bob", "--sign-key", "bob.key",
+         "--reason", "2 capture timeouts, reviewed", "--users", "users.json", "--ledger",
+         "ledger.db", "--audit", "audit.log"], cwd=work)
     with open(os.path.join(work, "console.yaml"), "w") as f:
         f.write(f"ledger: ledger.db\nusers: users.json\npolicy: {src}/policies/replay_gate.yaml\n"
                 "audit: console.audit.log\naudit_logs: [audit.log]\n")
@@ -102,6 +110,8 @@ def main():
         driver.find_element(By.PARTIAL_LINK_TEXT, digest[:20]).click()
         check(digest in driver.page_source and "alice" in driver.page_source,
               "the plan page shows its digest and author")
+        check("2 capture timeouts, reviewed" in driver.page_source
+              and ">counts<" in driver.page_source, "bob's signed approval is shown counting")
         driver.save_screenshot(os.path.join(shots, "console-plan.png"))
         driver.find_element(By.NAME, "reason").send_keys("captures retried by hand instead")
         driver.find_element(By.CSS_SELECTOR, "form.box button").click()
