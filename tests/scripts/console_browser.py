@@ -3,13 +3,13 @@
 
 Usage: console_browser.py REPLAYGATE SOURCE_DIR WORK_DIR [SCREENSHOT_DIR]
 
-Builds a plan of the shipped dump into a fresh ledger, adds an operator and a viewer with
-`console user add --password-stdin` and an approver with a key, who approves the plan with
-`plan approve`, starts `console serve` on a free loopback port, then in the
-browser: signs in as the viewer (the plan page offers no cancel), signs in as the operator, opens
-the plans page and the plan (the approval counts), cancels it with a reason (a POST carrying its CSRF token and the
-SameSite=Strict cookie), and opens the audit page, which shows the logs verifying. Screenshots go
-to SCREENSHOT_DIR (default WORK_DIR) as console-*.png. Exit 0 passed, 1 a check failed, 2 setup.
+Builds a plan of the shipped dump into a fresh ledger, adds an operator and a viewer with `console
+user add --password-stdin` and an approver with a key, who approves the plan with `plan approve`,
+starts `console serve` on a free loopback port, then in the browser: signs in as the viewer (the
+plan page offers no cancel), signs in as the operator, opens the plans page and the plan (the
+approval counts), cancels it with a reason (a POST carrying its CSRF token and the SameSite=Strict
+cookie), and opens the audit page, which shows the logs verifying. Screenshots go to
+SCREENSHOT_DIR (default WORK_DIR) as console-*.png. Exit 0 passed, 1 a check failed, 2 setup.
 Needs Debian's chromium, chromium-driver and python3-selenium (/usr/bin/python3).
 """
 import os
