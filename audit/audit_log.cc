@@ -239,6 +239,9 @@ const char* const kPlan[] = {
     "key_id",         "signature", "reason", "approved_at", "cancelled_by", "cancel_reason",
     "cancelled_at",   "identity",  "done",   "held",        "changed",      "last_outcome",
     "plan_id",        "from",      "to",     "count",       "identities"};
+// A web console act (`replaygate console serve`, docs/console.md): audit/entry.h ConsoleEntry.
+const char* const kConsole[] = {"operator", "act",    "scope",  "outcome",
+                                "address",  "target", "reason", "detail"};
 const char* const kPlanCounts[] = {"letters", "copies", "done", "held", "changed", "count"};
 // A signed checkpoint (audit/checkpoint.h): written by appenders given a signing key only.
 const char* const kCheckpoint[] = {"chain_digest", "key_id", "signature"};
@@ -370,6 +373,38 @@ std::string check_plan_fields(const json& j, const Bad& bad, const Missing& miss
   return "";
 }
 
+// A console entry (docs/console.md): act a lowercase word (login, logout, plan_cancel, ...),
+// outcome allowed, refused or failed, the client's address; target, reason and detail as the act
+// has them, each a string (reason and detail one printable line, as an operator name).
+template <typename Bad, typename Missing>
+std::string check_console_fields(const json& j, const Bad& bad, const Missing& missing) {
+  for (const char* key : {"act", "scope", "outcome", "address"}) {
+    if (!j.contains(key)) return missing(key);
+  }
+  const json& act = j.at("act");
+  if (!act.is_string() || act.get_ref<const std::string&>().empty() ||
+      act.get_ref<const std::string&>().find_first_not_of("abcdefghijklmnopqrstuvwxyz_") !=
+          std::string::npos) {
+    return bad("act", "a lowercase word (login, logout, plan_cancel, ...)");
+  }
+  const json& outcome = j.at("outcome");
+  if (outcome != "allowed" && outcome != "refused" && outcome != "failed") {
+    return bad("outcome", "allowed, refused or failed");
+  }
+  for (const char* key : {"scope", "address", "target"}) {
+    if (j.contains(key) && !j.at(key).is_string()) return bad(key, "a string");
+  }
+  for (const char* key : {"reason", "detail"}) {
+    if (!j.contains(key)) continue;
+    if (!j.at(key).is_string()) return bad(key, "a string");
+    if (const std::string why = operator_name_problem(j.at(key).get_ref<const std::string&>());
+        !why.empty()) {
+      return "'" + std::string(key) + "' " + why;
+    }
+  }
+  return "";
+}
+
 // The problem with one entry (a JSON object, so no key twice), or "" when it is valid. Only the
 // entry itself is checked here; its place in the chain and the log is verify_bytes()'. `line` is
 // the entry's source text, from which bad values are shown as written ("" for a writer's entry).
@@ -383,24 +418,27 @@ std::string check_fields(const json& j, std::string_view line = {}) {
   if (!is_hex32(j.at("prev"))) return "'prev' is " + value_of("prev") + "; expected 32 hex digits";
   if (!j.contains("kind")) return "no 'kind'";
   if (j.at("kind") != "decision" && j.at("kind") != "result" && j.at("kind") != "repair" &&
-      j.at("kind") != "ledger" && j.at("kind") != "checkpoint" && j.at("kind") != "plan") {
+      j.at("kind") != "ledger" && j.at("kind") != "checkpoint" && j.at("kind") != "plan" &&
+      j.at("kind") != "console") {
     return "unknown kind " + value_of("kind") +
-           "; expected \"decision\", \"result\", \"repair\", \"ledger\", \"checkpoint\" or "
-           "\"plan\"";
+           "; expected \"decision\", \"result\", \"repair\", \"ledger\", \"checkpoint\", "
+           "\"plan\" or \"console\"";
   }
   const bool decision = j.at("kind") == "decision";
   const bool repair = j.at("kind") == "repair";
   const bool ledger = j.at("kind") == "ledger";
   const bool checkpoint = j.at("kind") == "checkpoint";
   const bool plan = j.at("kind") == "plan";
+  const bool console = j.at("kind") == "console";
   const std::string kind = j.at("kind");
   const std::span<const char* const> fields = decision ? std::span<const char* const>(kDecision)
                                               : repair ? std::span<const char* const>(kRepair)
                                               : ledger ? std::span<const char* const>(kLedger)
                                               : checkpoint
                                                   ? std::span<const char* const>(kCheckpoint)
-                                              : plan ? std::span<const char* const>(kPlan)
-                                                     : std::span<const char* const>(kResult);
+                                              : plan    ? std::span<const char* const>(kPlan)
+                                              : console ? std::span<const char* const>(kConsole)
+                                                        : std::span<const char* const>(kResult);
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* name : kCommon) known = known || key == name;
@@ -416,7 +454,7 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     return "'time' is " + value_of("time") + (why.empty() ? "" : " (" + why + ")") +
            "; expected a UTC time YYYY-MM-DDTHH:MM:SSZ";
   }
-  if (j.contains("operator") || decision || repair || ledger || plan) {
+  if (j.contains("operator") || decision || repair || ledger || plan || console) {
     if (!j.contains("operator")) return missing("operator");
     if (!j.at("operator").is_string()) return bad("operator", "a string");
     if (const std::string why =
@@ -492,6 +530,8 @@ std::string check_fields(const json& j, std::string_view line = {}) {
     if (std::string why = check_ledger_fields(j, bad, missing); !why.empty()) return why;
   } else if (plan) {
     if (std::string why = check_plan_fields(j, bad, missing); !why.empty()) return why;
+  } else if (console) {
+    if (std::string why = check_console_fields(j, bad, missing); !why.empty()) return why;
   } else if (checkpoint) {
     for (const char* key : kCheckpoint) {
       if (!j.contains(key)) return missing(key);
@@ -665,39 +705,27 @@ constexpr LineKey kRepairLine[] = {{"covers", Shape::kHex32, false},
                                    {"seq", Shape::kSeq, false},
                                    {"time", Shape::kTime, false}};
 
-// A ledger entry's keys and a plan entry's (both begin with "act"): a cut line of either.
-constexpr LineKey kLedgerLine[] = {{"act", Shape::kString, false},
-                                   {"approved_at", Shape::kString, true},
-                                   {"approver", Shape::kString, true},
-                                   {"author", Shape::kString, true},
-                                   {"cancel_reason", Shape::kString, true},
-                                   {"cancelled_at", Shape::kString, true},
-                                   {"cancelled_by", Shape::kString, true},
-                                   {"changed", Shape::kCount, true},
-                                   {"claim_generation", Shape::kCount, true},
-                                   {"copies", Shape::kCount, true},
-                                   {"created_at", Shape::kString, true},
-                                   {"cutoff", Shape::kString, true},
-                                   {"digest", Shape::kString, true},
-                                   {"done", Shape::kCount, true},
-                                   {"expires_at", Shape::kString, true},
-                                   {"held", Shape::kCount, true},
-                                   {"identity", Shape::kString, true},
-                                   {"idempotency_key", Shape::kString, true},
-                                   {"key_id", Shape::kString, true},
-                                   {"kind", Shape::kKind, false},
-                                   {"last_outcome", Shape::kString, true},
-                                   {"letters", Shape::kCount, true},
-                                   {"operator", Shape::kString, false},
-                                   {"prev", Shape::kPrev, false},
-                                   {"reason", Shape::kString, true},
-                                   {"scope", Shape::kString, false},
-                                   {"seq", Shape::kSeq, false},
-                                   {"signature", Shape::kString, true},
-                                   {"source", Shape::kString, true},
-                                   {"state", Shape::kString, true},
-                                   {"table_checksum", Shape::kString, true},
-                                   {"time", Shape::kTime, false}};
+// A ledger entry's keys, a plan entry's and a console entry's (all begin with "act"): a cut line
+// of any of them.
+constexpr LineKey kLedgerLine[] = {
+    {"act", Shape::kString, false},         {"address", Shape::kString, true},
+    {"approved_at", Shape::kString, true},  {"approver", Shape::kString, true},
+    {"author", Shape::kString, true},       {"cancel_reason", Shape::kString, true},
+    {"cancelled_at", Shape::kString, true}, {"cancelled_by", Shape::kString, true},
+    {"changed", Shape::kCount, true},       {"claim_generation", Shape::kCount, true},
+    {"copies", Shape::kCount, true},        {"created_at", Shape::kString, true},
+    {"cutoff", Shape::kString, true},       {"detail", Shape::kString, true},
+    {"digest", Shape::kString, true},       {"done", Shape::kCount, true},
+    {"expires_at", Shape::kString, true},   {"held", Shape::kCount, true},
+    {"identity", Shape::kString, true},     {"idempotency_key", Shape::kString, true},
+    {"key_id", Shape::kString, true},       {"kind", Shape::kKind, false},
+    {"last_outcome", Shape::kString, true}, {"letters", Shape::kCount, true},
+    {"operator", Shape::kString, false},    {"outcome", Shape::kString, true},
+    {"prev", Shape::kPrev, false},          {"reason", Shape::kString, true},
+    {"scope", Shape::kString, false},       {"seq", Shape::kSeq, false},
+    {"signature", Shape::kString, true},    {"source", Shape::kString, true},
+    {"state", Shape::kString, true},        {"table_checksum", Shape::kString, true},
+    {"target", Shape::kString, true},       {"time", Shape::kTime, false}};
 constexpr LineKey kCheckpointLine[] = {{"chain_digest", Shape::kHex64, false},
                                        {"key_id", Shape::kHex32, false},
                                        {"kind", Shape::kKind, false},
@@ -979,7 +1007,8 @@ class PrefixReader {
       case Shape::kKind:
         // "act" begins a ledger entry and a plan entry alike.
         if (kind == std::string_view("ledger")) {
-          return one_of({"ledger", "plan"}, "\"ledger\" or \"plan\", the kinds \"act\" begins");
+          return one_of({"ledger", "plan", "console"},
+                        "\"ledger\", \"plan\" or \"console\", the kinds \"act\" begins");
         }
         return one_of({kind}, "\"" + std::string(kind) + "\", the kind its first key begins");
       case Shape::kEffect:

@@ -26,6 +26,9 @@
 //               audit/entry.h's PlanEntry): operator, act (plan_recorded, plan_approved,
 //               plan_cancelled, plan_progress, plan_frozen, plan_returned), scope, digest (not
 //               in plan_frozen: its plan_id names the plan) and the act's fields
+//   "console":  an act of the web console (`console serve`, docs/console.md; audit/entry.h's
+//               ConsoleEntry), allowed or refused: operator, act (a lowercase word), scope,
+//               outcome (allowed, refused, failed), address, and optionally target, reason, detail
 //   "checkpoint": written by an appender given a signing key only (audit/checkpoint.h):
 //               chain_digest (64 hex digits: BLAKE2b-256 of every byte of the log before its
 //               line), key_id (32 hex digits), signature (128 hex digits: Ed25519 over

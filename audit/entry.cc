@@ -64,4 +64,18 @@ nlohmann::json to_json(const PlanEntry& e) {
   return j;
 }
 
+nlohmann::json to_json(const ConsoleEntry& e) {
+  nlohmann::json j{{"kind", "console"},
+                   {"time", e.time.empty() ? utc_now() : e.time},
+                   {"operator", e.operator_name},
+                   {"act", e.act},
+                   {"scope", e.scope},
+                   {"outcome", e.outcome},
+                   {"address", e.address}};
+  if (e.target) j["target"] = *e.target;
+  if (e.reason) j["reason"] = *e.reason;
+  if (e.detail) j["detail"] = *e.detail;
+  return j;
+}
+
 }  // namespace replaygate::audit

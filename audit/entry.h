@@ -76,6 +76,23 @@ struct PlanEntry {
   nlohmann::json fields = nlohmann::json::object();  // the act's fields above, by name
 };
 
+// An act of the web console (`replaygate console serve`, docs/console.md), allowed or refused:
+// every POST (login, logout, plan_cancel) and every request a role check refuses. Acts are
+// lowercase words; outcome "allowed", "refused" or "failed" (allowed, then the act failed);
+// `operator` is the signed-in user, or for a login the name given (a name that is no valid
+// operator name is written "(invalid name)"). reason and detail: one printable line each.
+struct ConsoleEntry {
+  std::string time;  // "" means now
+  std::string operator_name;
+  std::string act;
+  std::string scope;                  // the console's ledger scope
+  std::string outcome;                // allowed, refused, failed
+  std::string address;                // the client's address as the server saw it
+  std::optional<std::string> target;  // what the act was on: a path, a plan digest
+  std::optional<std::string> reason;  // the operator's reason (plan_cancel)
+  std::optional<std::string> detail;  // why refused or failed
+};
+
 // An outcome recorded against an earlier decision entry (`audit result`).
 struct ResultEntry {
   std::string time;       // "" means now
@@ -89,5 +106,6 @@ nlohmann::json to_json(const DecisionEntry& entry);
 nlohmann::json to_json(const ResultEntry& entry);
 nlohmann::json to_json(const LedgerEntry& entry);
 nlohmann::json to_json(const PlanEntry& entry);
+nlohmann::json to_json(const ConsoleEntry& entry);
 
 }  // namespace replaygate::audit

@@ -17,7 +17,7 @@ packages=(cmake g++ make ninja-build pkg-config libyaml-cpp-dev tao-pegtl-dev li
   googletest librapidcheck-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev
   libxxhash-dev libmimalloc-dev python3 python3-jsonschema libsqlite3-dev libpq-dev postgresql-15
   libsodium-dev rabbitmq-server librabbitmq-dev redis-server libhiredis-dev ruby-sidekiq neovim
-  libcmark-gfm-dev libcmark-gfm-extensions-dev
+  libcmark-gfm-dev libcmark-gfm-extensions-dev libcpp-httplib-dev
   dpkg-dev file lintian ccache mold)
 # The fuzz tree (tests/fuzz, docs/fuzzing.md) needs clang and its libFuzzer runtime.
 if [ "${RG_FUZZ:-0}" = 1 ]; then packages+=(clang-14 libclang-rt-14-dev); fi
@@ -27,6 +27,8 @@ schema_tools=0
 if [ "${RG_BUILD_TARGETS:-all}" = all ] && [ "${RG_FUZZ:-0}" != 1 ]; then
   schema_tools=1
   command -v npm >/dev/null 2>&1 || packages+=(npm)
+  # The web console's browser test (ctest -L browser, docs/console.md): headless Chromium.
+  packages+=(chromium chromium-driver python3-selenium)
 fi
 missing=()
 for p in "${packages[@]}"; do

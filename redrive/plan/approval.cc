@@ -37,6 +37,24 @@ std::string read_key(const json& value, const std::string& base_dir, User* user)
   return "";
 }
 
+// The console's fields (docs/console.md): an Argon2id hash string and the disabled flag.
+std::string read_login(const json& u, User* user) {
+  if (const auto hash = u.find("password_hash"); hash != u.end()) {
+    // crypto_pwhash_str writes at most crypto_pwhash_STRBYTES - 1 characters.
+    if (!hash->is_string() || hash->get_ref<const std::string&>().rfind("$argon2id$", 0) != 0 ||
+        hash->get_ref<const std::string&>().size() >= crypto_pwhash_STRBYTES) {
+      return "\"password_hash\" is not an Argon2id hash string (\"$argon2id$...\", as "
+             "'replaygate console user add' writes it)";
+    }
+    user->password_hash = hash->get<std::string>();
+  }
+  if (const auto disabled = u.find("disabled"); disabled != u.end()) {
+    if (!disabled->is_boolean()) return "\"disabled\" is not true or false";
+    user->disabled = disabled->get<bool>();
+  }
+  return "";
+}
+
 }  // namespace
 
 const User* Users::find(std::string_view name) const {
@@ -94,6 +112,7 @@ std::string read_users(std::istream& in, const std::string& name, const std::str
         return where + why;
       }
     }
+    if (const std::string why = read_login(u, &user); !why.empty()) return where + why;
     if (user.role == "approver" && !user.has_key) {
       return where + "approver '" + user.name + "' has no \"public_key\"";
     }
@@ -139,6 +158,7 @@ std::string approval_problem(const Approval& a, const Users& users) {
   if (user->role != "approver") {
     return "'" + a.approver + "' is a " + user->role + ", not an approver";
   }
+  if (user->disabled) return "approver '" + a.approver + "' is disabled in the users file";
   if (a.key_id != verify::hex(user->key.id)) {
     return "the approval by '" + a.approver + "' is signed by key " + a.key_id +
            ", which is not their key (" + verify::hex(user->key.id) + ")";
@@ -175,6 +195,7 @@ std::string approve_refusal(const PlanHeader& header, std::string_view approver,
     return "'" + std::string(approver) + "' is a " + by_key->role + " in " + users_path +
            ", not an approver";
   }
+  if (by_key->disabled) return "'" + std::string(approver) + "' is disabled in " + users_path;
   return "";
 }
 

@@ -4,11 +4,15 @@
 // In: a users file, an approver's secret key, a plan's digest and header, its approvals (from the
 // ledger). Out: a signature, and a PlanVerdict: every finding as data, rendered by the CLI.
 //
-// The users file (shared with the console, which adds password hashes):
-//   {"format_version":1,"users":[{"name":"alice","role":"approver","public_key":"KEY"}]}
+// The users file (shared with the console, docs/console.md, which writes it):
+//   {"format_version":1,"users":[{"name":"alice","role":"approver","public_key":"KEY",
+//     "password_hash":"$argon2id$...","disabled":false}]}
 // roles viewer|operator|approver; KEY is 64 hex digits (the Ed25519 key) or the path of a
 // replaygate public key file (runtime/verify/keys.h; relative paths from the users file's folder).
-// Only role approver may approve a plan. Names are unique.
+// Only role approver may approve a plan. Names are unique. password_hash (optional) is an
+// Argon2id string of libsodium's crypto_pwhash_str: the console's login; disabled (optional,
+// default false) takes a user out: no console login, no new approval, and their approvals stop
+// counting (a disabled approver is how a lost key or a departed person is handled).
 //
 // The signed message: "replaygate plan approval v1\0" + digest + "\0" + approver + "\0" + reason
 // + "\0" + approved_at (RFC 3339 UTC, as ledger::format_time writes it).
@@ -32,6 +36,8 @@ struct User {
   std::string name, role;  // role: viewer|operator|approver
   verify::PublicKey key;
   bool has_key = false;
+  std::string password_hash;  // "$argon2id$..." or "" (no console login)
+  bool disabled = false;
 };
 struct Users {
   std::vector<User> users;

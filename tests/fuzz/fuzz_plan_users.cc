@@ -23,6 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!names.insert(u.name).second) __builtin_trap();
     if (u.role != "viewer" && u.role != "operator" && u.role != "approver") __builtin_trap();
     if (u.role == "approver" && !u.has_key) __builtin_trap();
+    // The console's login: an Argon2id string or none.
+    if (!u.password_hash.empty() && u.password_hash.rfind("$argon2id$", 0) != 0) __builtin_trap();
   }
   return 0;
 }

@@ -51,7 +51,7 @@ endfunction()
 
 set(rg_rule_targets replaygate_runtime replaygate_common replaygate_inputs replaygate_audit replaygate_pipeline
   replaygate_ledger replaygate_jsonl replaygate_verify replaygate_redrive replaygate_redrive_rabbitmq replaygate_lsp
-  replaygate_checks replaygate_review replaygate_views replaygate_plan)
+  replaygate_checks replaygate_review replaygate_views replaygate_plan replaygate_console)
 set(rg_graph "")
 foreach(t ${rg_rule_targets})
   rg_link_closure(${t} deps)

@@ -44,6 +44,11 @@ forbid replaygate_review replaygate_cli_lib replaygate_console replaygate_pipeli
 # the live loop, a broker client, the compiler or the CLI.
 forbid replaygate_plan replaygate_cli_lib replaygate_compiler replaygate_pipeline replaygate_redrive \
   replaygate_redrive_rabbitmq replaygate_redrive_redis PkgConfig::RABBITMQ PkgConfig::HIREDIS
+# console/ (the web console, docs/console.md) reads plans, the ledger and the audit log: never
+# the CLI, the compiler, the dump pipeline, the live loop or a broker client.
+forbid replaygate_console replaygate_cli_lib replaygate_compiler replaygate_pipeline \
+  replaygate_redrive replaygate_redrive_rabbitmq replaygate_redrive_redis PkgConfig::RABBITMQ \
+  PkgConfig::HIREDIS
 # The language server is the compiler's and checks/' client, never the CLI's or a gate's.
 forbid replaygate_checks replaygate_cli_lib replaygate_pipeline replaygate_redrive replaygate_audit \
   replaygate_ledger replaygate_redrive_rabbitmq PkgConfig::RABBITMQ

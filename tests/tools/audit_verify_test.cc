@@ -728,7 +728,8 @@ TEST_F(AuditVerifyTest, ABadValueIsShownEscapedOnce) {
   const CliResult r = run({"audit", "verify", log()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find(": line 1: unknown kind \"x\\u001b\\u202e\"; expected \"decision\", "
-                       "\"result\", \"repair\", \"ledger\", \"checkpoint\" or \"plan\"\n"),
+                       "\"result\", \"repair\", \"ledger\", \"checkpoint\", \"plan\" or "
+                       "\"console\"\n"),
             std::string::npos)
       << r.out;
 }

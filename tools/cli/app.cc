@@ -49,6 +49,7 @@ constexpr Command kCommands[] = {
     {"proposal", "Check a proposal against a policy, or compare two proposals", setup_proposal},
     {"plan", "Build, show, approve, verify, cancel a plan: a frozen, reviewed set of letters",
      setup_plan},
+    {"console", "The web console: serve it, manage its users (docs/console.md)", setup_console},
     {"lsp", "Run the language server for policies on stdin/stdout (docs/editors.md)", setup_lsp},
 };
 

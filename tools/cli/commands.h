@@ -52,6 +52,7 @@ Runner setup_propose(CLI::App& sub);   // tools/cli/propose.cc
 Runner setup_proposal(CLI::App& sub);  // tools/cli/proposal_cmd.cc
 Runner setup_lsp(CLI::App& sub);       // tools/cli/lsp.cc
 Runner setup_plan(CLI::App& sub);      // tools/cli/plan_cmd.cc
+Runner setup_console(CLI::App& sub);   // tools/cli/console_cmd.cc
 
 // Builds the whole command line into `app` (empty on entry): its name, description, --version
 // and every subcommand with its options, as run() parses them. Returns each top-level subcommand
