@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -560,6 +561,36 @@ TEST(PlanMemory, ShowAndVerifyStreamInBoundedMemory) {
   }
   EXPECT_LT(peak[1] - peak[0], 4096)
       << peak[0] << " KiB for 2,000 letters, " << peak[1] << " KiB for 200,000";
+}
+
+// A build holds at most its letter set's budget (16 MiB of letters, 4 MiB of keys) and spills the
+// rest to disk: 300,000 distinct letters (about 120 MB held whole) peak within that of 2,000.
+TEST(PlanMemory, BuildSpillsBeyondItsBudget) {
+  if (run_shell("test -x /usr/bin/time") != 0) GTEST_SKIP() << "no /usr/bin/time";
+#ifdef RG_TEST_ASAN
+  GTEST_SKIP() << "AddressSanitizer's quarantine keeps freed memory: the peak is not the build's";
+#endif
+  ScratchDir scratch("rg_plan_build_memory");
+  const std::filesystem::path dir = scratch.path();
+  long peak[2] = {0, 0};
+  const int sizes[2] = {2000, 300000};
+  for (int i = 0; i < 2; ++i) {
+    const std::string dump = (dir / ("d" + std::to_string(i) + ".jsonl")).string();
+    {
+      std::ofstream out(dump, std::ios::binary);
+      for (int n = 0; n < sizes[i]; ++n) out << letter(n);
+    }
+    const std::string plan = (dir / ("p" + std::to_string(i) + ".json")).string();
+    peak[i] = peak_kib(dir, "plan build " + shell_quote(dump) + " --policy " +
+                                shell_quote(kSourceDir + "/policies/replay_gate.yaml") +
+                                " --author alice --plan " + shell_quote(plan));
+    ASSERT_GT(peak[i], 0);
+    const json p = json::parse(std::ifstream(plan));
+    EXPECT_EQ(p.at("summary").at("letters"), sizes[i]);
+    EXPECT_FALSE(std::filesystem::exists(plan + ".spool.letters.run.0"));
+  }
+  EXPECT_LT(peak[1] - peak[0], 32 * 1024)
+      << peak[0] << " KiB for 2,000 letters, " << peak[1] << " KiB for 300,000";
 }
 
 }  // namespace

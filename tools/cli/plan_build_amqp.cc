@@ -16,10 +16,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "inputs/formats.h"
+#include "redrive/plan/spool.h"
 #include "redrive/rabbitmq/amqp_client.h"
 #include "redrive/rabbitmq/plan_freeze.h"
 #include "redrive/test_points.h"
@@ -128,20 +128,6 @@ std::string return_letters(const rmq::AmqpUrl& url, const std::string& dlq, cons
   return "";
 }
 
-// The letters a build plans: one entry per identity, in the order first seen.
-struct Planned {
-  std::vector<plan::PlanLetter> letters;
-  std::unordered_map<std::string, size_t> by_identity;
-  void add(plan::PlanLetter l) {
-    const auto [it, added] = by_identity.try_emplace(l.identity, letters.size());
-    if (added) {
-      letters.push_back(std::move(l));
-    } else {
-      ++letters[it->second].count;
-    }
-  }
-};
-
 // What a freeze saw.
 struct Counts {
   uint64_t seen = 0, unreadable = 0, frozen = 0;
@@ -160,7 +146,7 @@ struct BuildContext {
 
 // Consumes the dead-letter queue and moves the letters the filters select into the plan queue.
 // "" or why not (*refused: the queue is a quorum queue and peeks are not allowed).
-std::string freeze(const BuildContext& c, Planned* planned, Counts* counts, bool* refused) {
+std::string freeze(const BuildContext& c, plan::LetterSet* planned, Counts* counts, bool* refused) {
   const plan::PlanHeader& h = c.header;
   rmq::MoverOptions mo;
   mo.url = c.url;
@@ -223,7 +209,7 @@ std::string freeze(const BuildContext& c, Planned* planned, Counts* counts, bool
     plan::PlanLetter l =
         plan::letter_with_digest(c.table, input, id, r.body_digest, h.source, d, 0);
     identities.push_back(l.identity);
-    planned->add(std::move(l));
+    if (!planned->add(l)) return planned->error();
     mover.take();
     if (mover.taken() >= c.block) {
       if (std::string why = flush(); !why.empty()) return why;
@@ -348,7 +334,7 @@ int build(const BuildContext& c, const BuildLimits& lim) {
   if (!writer.begin(c.header) || !writer.sync()) {
     return plan_usage(writer.error() + "; nothing moved, no plan written");
   }
-  Planned planned;
+  plan::LetterSet planned(o.out + ".spool");
   Counts counts;
   bool refused = false;
   const std::string plan_queue = plan::plan_queue_name(o.queue, c.header.plan_id);
@@ -369,11 +355,9 @@ int build(const BuildContext& c, const BuildLimits& lim) {
     return plan_usage(why + "; no plan written: the " + std::to_string(returned.moved) +
                       " letter(s) frozen so far are back in " + o.queue);
   }
-  for (const plan::PlanLetter& l : planned.letters) {
-    if (!writer.add(l)) {
-      writer.keep_unfinished();
-      return plan_usage(writer.error() + "; rerun the same build to move the frozen letters back");
-    }
+  if (!planned.write(writer, note_shared_key)) {
+    writer.keep_unfinished();
+    return plan_usage(planned.error() + "; rerun the same build to move the frozen letters back");
   }
   const std::string digest = writer.finish();
   if (digest.empty()) {

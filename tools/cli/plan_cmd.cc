@@ -16,11 +16,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "inputs/formats.h"
 #include "pipeline/stream.h"
+#include "redrive/plan/spool.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
 #include "tools/cli/plan_common.h"
@@ -148,8 +148,7 @@ int run_build(const PlanOptions& o) {
   Input input(*table);
   inputs::RecordMeta meta;
   std::string problem;
-  std::vector<plan::PlanLetter> letters;
-  std::unordered_map<std::string, size_t> by_identity;
+  plan::LetterSet letters(o.out + ".spool");
   uint64_t records = 0, unreadable = 0;
   const std::string letter_source = o.source.empty() ? std::string(kDumpSource) : o.source;
   for (;;) {
@@ -175,27 +174,12 @@ int run_build(const PlanOptions& o) {
     if (!plan_build_passes(o, *table, input, d, message_id_of(meta))) continue;
     plan::PlanLetter l = plan::letter_of(*table, input, message_id_of(meta), record.text,
                                          letter_source, d, record.number);
-    const auto [it, added] = by_identity.try_emplace(l.identity, letters.size());
-    if (added) {
-      letters.push_back(std::move(l));
-    } else {
-      ++letters[it->second].count;
+    if (!letters.add(l)) {
+      if (fd != STDIN_FILENO) ::close(fd);
+      return plan_usage(letters.error() + "; no plan written");
     }
   }
   if (fd != STDIN_FILENO) ::close(fd);
-  // Two planned replays with one idempotency key: the ledger lets one of them replay, and the
-  // reviewer should know before approving.
-  std::unordered_map<std::string, uint64_t> replay_keys;
-  for (const plan::PlanLetter& l : letters) {
-    if (l.decision.effect == "create" && l.idempotency_key) ++replay_keys[*l.idempotency_key];
-  }
-  for (const auto& [key, count] : replay_keys) {
-    if (count > 1) {
-      plan_say(kExitOk, "note: " + std::to_string(count) +
-                            " planned replays share the idempotency key '" + key +
-                            "': the ledger lets one of them replay, the others are held");
-    }
-  }
   plan::PlanHeader h;
   h.created_at = plan::now_text();
   h.expires_at = ledger::format_time(*ledger::parse_time(h.created_at) + ttl);
@@ -217,9 +201,8 @@ int run_build(const PlanOptions& o) {
   if (!o.message_ids.empty()) h.filters["message_id"] = o.message_ids;
   plan::PlanWriter writer(o.out);
   if (!writer.begin(h)) return plan_usage(writer.error() + "; no plan written");
-  for (const plan::PlanLetter& l : letters) {
-    if (!writer.add(l)) return plan_usage(writer.error() + "; no plan written");
-  }
+  if (!letters.write(writer, note_shared_key))
+    return plan_usage(letters.error() + "; no plan written");
   const std::string digest = writer.finish();
   if (digest.empty()) return plan_usage(writer.error() + "; no plan written");
   if (!o.ledger.empty()) {

@@ -13,6 +13,12 @@
 
 namespace replaygate::cli {
 
+void note_shared_key(std::string_view key, uint64_t replays) {
+  plan_say(kExitOk, "note: " + std::to_string(replays) +
+                        " planned replays share the idempotency key '" + std::string(key) +
+                        "': the ledger lets one of them replay, the others are held");
+}
+
 int plan_usage(const std::string& message) {
   std::fprintf(stderr, "replaygate plan: error: %s\n", message.c_str());
   return kExitUsage;

@@ -30,6 +30,10 @@ inline std::optional<std::string_view> message_id_of(const inputs::RecordMeta& m
   return std::string_view(meta.message_id);
 }
 
+// The build's note on an idempotency key `replays` planned replays share (LetterSet::write):
+// the ledger lets one of them replay, and the reviewer should know before approving.
+void note_shared_key(std::string_view key, uint64_t replays);
+
 // Prints "replaygate plan: error: MESSAGE" on stderr and returns 2.
 int plan_usage(const std::string& message);
 // Prints "replaygate plan: MESSAGE" on stderr and returns `code`.
