@@ -377,6 +377,32 @@ TEST_F(PlanFreeze, CancelMovesWhatIsLeftBackAndDeletesThePlanQueue) {
   EXPECT_NE(r.err.find("moved 0 letter(s)"), std::string::npos) << r.err;
 }
 
+// kill -9 while a cancel moves the letters back (after a block's confirms, before its acks): the
+// plan is cancelled in the ledger already, and a second cancel finishes the moves; copies, never
+// a loss.
+TEST_F(PlanFreeze, KillNineDuringACancelThenASecondCancelFinishesIt) {
+  letters(3, 0);
+  CliResult r = run(build_args("p.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string pq = plan_queue("p.json");
+  const std::vector<std::string> cancel = {
+      "plan",     "cancel",     path("p.json"), "--operator",      "bob",    "--reason",    "stop",
+      "--ledger", path("l.db"), "--audit",      path("audit.log"), "--amqp", server_->url()};
+  r = run(cancel, {"REPLAYGATE_TEST_CRASH_AT=return_confirmed"});
+  ASSERT_EQ(r.exit_code, 128 + 9) << r.err;
+  EXPECT_EQ(client_.wait_for_count(pq, 3), "");
+  EXPECT_EQ(client_.wait_for_count("dlq", 4), "");  // the 3 copies and the unreadable letter
+  r = run(cancel);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("was already cancelled"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("moved 3 letter(s) from " + pq + " back to dlq; " + pq + " is deleted"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ids_in("dlq"),
+            (std::map<std::string, int>{{"t-0", 2}, {"t-1", 2}, {"t-2", 2}, {"\xff\xfe-bad", 1}}));
+  EXPECT_EQ(audit_entries("plan_cancelled").size(), 1u);
+}
+
 // kill -9 after a block's confirms (copies in the plan queue, originals not acked), and after a
 // block's acks (between two blocks); then the same build again: it recovers the killed one (its
 // plan queue's letters back to dlq, audited) and builds afresh. No letter is lost; a letter

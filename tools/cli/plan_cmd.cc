@@ -1,5 +1,6 @@
 // `replaygate plan build|show|verify|status` (docs/plans.md): a frozen, reviewed set of dead
-// letters. build writes the plan file from a dump; show renders what it will do per verb; verify
+// letters. build writes the plan file from a dump (from a RabbitMQ queue with --amqp:
+// plan_build_amqp.cc); show renders what it will do per verb; verify
 // checks the file, its approvals and the ledger; status reads its progress. The audited acts
 // (approve, cancel) are in plan_acts.cc; execution is `decide --plan` (plan_run.cc).
 #include "tools/cli/plan_cmd.h"
