@@ -130,7 +130,8 @@ def main():
         if driver is not None:
             driver.quit()
         server.terminate()
-        server.wait(timeout=10)
+        code = server.wait(timeout=10)
+    check(code == 0, "SIGTERM stops the server, exit 0")
     return 0
 
 
