@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "audit/audit_log.h"
 #include "audit/entry.h"
 #include "audit/operator_name.h"
+#include "audit/reader.h"
 #include "console/html.h"
 #include "console/plan_acts.h"
 #include "console/sessions.h"
@@ -242,6 +244,7 @@ struct Server::State {
   void plan_page(const httplib::Request& req, httplib::Response& res);
   void cancel(const httplib::Request& req, httplib::Response& res);
   void audit_page(const httplib::Request& req, httplib::Response& res);
+  std::string recent_entries();
 };
 
 void Server::State::login_form(const httplib::Request& req, httplib::Response& res,
@@ -486,7 +489,48 @@ void Server::State::audit_page(const httplib::Request& req, httplib::Response& r
             "</td><td><code>" + escape(v.last_hash) + "</code></td></tr>";
   }
   body += "</tbody></table>";
+  body += recent_entries();
   html(res, 200, {"Audit trail", s->user, s->role, s->csrf}, body);
+}
+
+// The console log's last entries (audit/reader.h: read, not verified; the table above says
+// whether the log verifies), newest first: who did what, allowed or refused.
+std::string Server::State::recent_entries() {
+  constexpr size_t kShown = 50;
+  std::ifstream in(config.audit, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string text = bytes.str();
+  std::deque<audit::ReadEntry> last;
+  audit::EntryReader reader(text);
+  for (audit::ReadEntry e; reader.next(&e);) {
+    last.push_back(std::move(e));
+    if (last.size() > kShown) last.pop_front();
+  }
+  std::string out = "<h2>The console's last " + std::to_string(kShown) +
+                    " entries</h2><table><thead><tr><th>Seq</th><th>Time</th><th>Kind</th>"
+                    "<th>Operator</th><th>Act</th><th>Outcome</th><th>Target</th><th>Reason or "
+                    "detail</th></tr></thead><tbody>";
+  const auto text_of = [](const nlohmann::json& o, const char* key) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  for (auto it = last.rbegin(); it != last.rend(); ++it) {
+    const nlohmann::json& o = it->object;
+    std::string why = text_of(o, "reason");
+    if (why.empty()) why = text_of(o, "cancel_reason");
+    if (const std::string detail = text_of(o, "detail"); !detail.empty()) {
+      why += (why.empty() ? "" : "; ") + detail;
+    }
+    std::string target = text_of(o, "target");
+    if (target.empty()) target = text_of(o, "digest");
+    out += "<tr><td>" + (it->seq ? std::to_string(*it->seq) : std::string()) + "</td><td>" +
+           escape(text_of(o, "time")) + "</td><td>" + escape(text_of(o, "kind")) + "</td><td>" +
+           escape(text_of(o, "operator")) + "</td><td>" + escape(text_of(o, "act")) + "</td><td>" +
+           escape(text_of(o, "outcome")) + "</td><td><code>" + escape(target) + "</code></td><td>" +
+           escape(why) + "</td></tr>";
+  }
+  return out + "</tbody></table>";
 }
 
 void Server::State::routes() {

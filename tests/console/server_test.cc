@@ -368,6 +368,10 @@ TEST_F(ConsoleServerTest, TheAuditPageShowsEachLogVerifying) {
   EXPECT_NE(page->body.find("console.log</td><td><span class=\"ok\">verifies</span>"),
             std::string::npos)
       << page->body;
+  // The recent entries, newest first: vera's sign-in, escaped as everything else.
+  EXPECT_NE(page->body.find("<td>console</td><td>vera</td><td>login</td><td>allowed</td>"),
+            std::string::npos)
+      << page->body;
   write_file(path("console.log"), read_file(path("console.log")) + "not an entry\n");
   page = client_->Get("/audit", cookie(vera.session));
   EXPECT_NE(page->body.find("1 problem(s)"), std::string::npos) << page->body;

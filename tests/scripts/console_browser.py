@@ -22,6 +22,7 @@ import time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 
 def run(args, stdin=None, cwd=None):
@@ -89,11 +90,19 @@ def main():
             o.add_argument(a)
         driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
 
+        def settle(condition):
+            # A click returns before its page has loaded (a loaded machine: Argon2id at sign-in).
+            try:
+                WebDriverWait(driver, 30, poll_frequency=0.1).until(lambda d: condition())
+            except Exception:
+                pass
+
         def sign_in(name):
             driver.get(base + "/login")
             driver.find_element(By.NAME, "name").send_keys(name)
             driver.find_element(By.NAME, "password").send_keys(passwords[name])
             driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            settle(lambda: driver.current_url == base + "/plans")
 
         driver.get(base + "/login")
         driver.save_screenshot(os.path.join(shots, "console-login.png"))
@@ -102,12 +111,14 @@ def main():
         driver.get(base + "/plans/" + digest)
         check("Cancel the plan" not in driver.page_source, "a viewer is offered no cancel")
         driver.find_element(By.CSS_SELECTOR, "form.who button").click()
+        settle(lambda: driver.current_url == base + "/login")
         check(driver.current_url == base + "/login", "logout returns to the sign-in page")
 
         sign_in("olga")
         check(digest[:20] in driver.page_source, "the plans page lists the plan")
         driver.save_screenshot(os.path.join(shots, "console-plans.png"))
         driver.find_element(By.PARTIAL_LINK_TEXT, digest[:20]).click()
+        settle(lambda: digest in driver.page_source)
         check(digest in driver.page_source and "alice" in driver.page_source,
               "the plan page shows its digest and author")
         check("2 capture timeouts, reviewed" in driver.page_source
@@ -115,6 +126,7 @@ def main():
         driver.save_screenshot(os.path.join(shots, "console-plan.png"))
         driver.find_element(By.NAME, "reason").send_keys("captures retried by hand instead")
         driver.find_element(By.CSS_SELECTOR, "form.box button").click()
+        settle(lambda: "captures retried by hand instead" in driver.page_source)
         check("cancelled" in driver.page_source and "captures retried by hand instead"
               in driver.page_source, "the cancel is recorded and shown")
         driver.save_screenshot(os.path.join(shots, "console-plan-cancelled.png"))
@@ -130,7 +142,8 @@ def main():
         if driver is not None:
             driver.quit()
         server.terminate()
-        server.wait(timeout=10)
+        code = server.wait(timeout=10)
+    check(code == 0, "SIGTERM stops the server, exit 0")
     return 0
 
 

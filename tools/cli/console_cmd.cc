@@ -1,11 +1,15 @@
 // `replaygate console`: the web console's users (user add|disable|passwd) and its server (serve),
 // docs/console.md. Options, messages and exit codes only: the model is console/.
+#include <pthread.h>
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "console/server.h"
 #include "console/users.h"
@@ -103,11 +107,26 @@ int run_serve(const ConsoleOptions& o) {
   console::Server server(std::move(config), {},
                          [points](std::string_view step) { points->at(step); });
   std::string error;
+  // SIGINT and SIGTERM stop the server from a thread of its own (sigwait): a handler could not
+  // call stop() safely. Blocked before bind, so the server's threads inherit the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   const int port = server.bind(o.listen, &error);
   if (port < 0) return usage(error);
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    server.stop();
+  });
   say(kExitOk, "serving on http://" + o.listen + "/ (no TLS: loopback only; Ctrl-C stops it)");
-  if (const std::string why = server.run(); !why.empty()) return usage(why);
-  return kExitOk;
+  const std::string why = server.run();
+  pthread_kill(waiter.native_handle(), SIGTERM);  // ends the wait when run() ended on its own
+  waiter.join();
+  if (!why.empty()) return usage(why);
+  return say(kExitOk, "stopped");
 }
 
 }  // namespace
