@@ -18,6 +18,7 @@
 
 #include "amqp_test_client.h"
 #include "rabbit_server.h"
+#include "rabbit_suite.h"
 #include "support/cli_runner.h"
 
 namespace replaygate::gate::testing {
@@ -38,22 +39,8 @@ const std::string kTimeout = "java.net.SocketTimeoutException";
 const std::string kDeclined = "com.acme.payments.gateway.InsufficientFundsException";
 const std::string kRule = "known_failures:payment.capture/timeout";
 
-class PlanFreeze : public ::testing::Test {
+class PlanFreeze : public RabbitSuite {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RabbitServer();
-    const std::string error = server_->create();
-    if (!error.empty()) {
-      delete server_;
-      server_ = nullptr;
-      GTEST_SKIP() << "no RabbitMQ node: " << error;
-    }
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   void SetUp() override {
     if (server_ == nullptr) GTEST_SKIP() << "no RabbitMQ node";
     ASSERT_EQ(client_.connect(server_->url()), "");
@@ -164,14 +151,11 @@ class PlanFreeze : public ::testing::Test {
     return out;
   }
 
-  static RabbitServer* server_;
   AmqpTestClient client_;
   std::unique_ptr<ScratchDir> dir_;
   std::string table_;
   std::vector<std::string> plan_queues_;
 };
-
-RabbitServer* PlanFreeze::server_ = nullptr;
 
 TEST_F(PlanFreeze, BuildMovesExactlyTheSelectedLettersAndThePlanVerifies) {
   letters(6, 3);

@@ -23,6 +23,7 @@
 #include "audit/audit_log.h"
 #include "pg_server.h"
 #include "rabbit_server.h"
+#include "rabbit_suite.h"
 #include "support/cli_runner.h"
 
 namespace replaygate::gate::testing {
@@ -101,22 +102,11 @@ class DeathHeaders {
   amqp_table_t table_{};
 };
 
-class RabbitGate : public ::testing::Test {
+class RabbitGate : public RabbitSuite {
  protected:
   static void SetUpTestSuite() {
-    server_ = new RabbitServer();
-    server_->enable_management();  // the quorum-queue test reads the queue's type over HTTP
-    const std::string error = server_->create();
-    if (!error.empty()) {
-      delete server_;
-      server_ = nullptr;
-      GTEST_SKIP() << "no RabbitMQ node: " << error;
-    }
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
+    start_node(true);
+  }  // the quorum-queue test reads the queue's type over HTTP
 
   void SetUp() override {
     if (server_ == nullptr) GTEST_SKIP() << "no RabbitMQ node";
@@ -338,15 +328,12 @@ class RabbitGate : public ::testing::Test {
     return total;
   }
 
-  static RabbitServer* server_;
   AmqpTestClient client_;
   std::unique_ptr<ScratchDir> dir_;
   std::string table_;
   std::string ledger_ = "";  // set in tests: path("ledger.db") or a PostgreSQL URL
   std::string mapping_ = kSourceDir + "/examples/rabbitmq.mapping.yaml";
 };
-
-RabbitServer* RabbitGate::server_ = nullptr;
 
 TEST_F(RabbitGate, ApplyRoutesEachVerbAndRecordsEveryAction) {
   ledger_ = path("ledger.db");

@@ -16,6 +16,7 @@
 
 #include "amqp_test_client.h"
 #include "rabbit_server.h"
+#include "rabbit_suite.h"
 #include "support/cli_runner.h"
 
 namespace replaygate::gate::testing {
@@ -43,22 +44,8 @@ std::string dump_letter(int n) {
          std::to_string(n) + "\",\"already_committed\":false}\n";
 }
 
-class RabbitPlan : public ::testing::Test {
+class RabbitPlan : public RabbitSuite {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RabbitServer();
-    const std::string error = server_->create();
-    if (!error.empty()) {
-      delete server_;
-      server_ = nullptr;
-      GTEST_SKIP() << "no RabbitMQ node: " << error;
-    }
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
   void SetUp() override {
     if (server_ == nullptr) GTEST_SKIP() << "no RabbitMQ node";
     ASSERT_EQ(client_.connect(server_->url()), "");
@@ -208,14 +195,11 @@ class RabbitPlan : public ::testing::Test {
     return "replaygate gate rabbitmq: refused: " + why + "; nothing acted on\n";
   }
 
-  static RabbitServer* server_;
   AmqpTestClient client_;
   std::unique_ptr<ScratchDir> dir_;
   std::string mapping_, table_;
   std::vector<std::string> plan_queues_;
 };
-
-RabbitServer* RabbitPlan::server_ = nullptr;
 
 TEST_F(RabbitPlan, UsageErrors) {
   dump_plan(kSource);

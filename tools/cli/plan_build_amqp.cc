@@ -364,15 +364,7 @@ int build(const BuildContext& c, const BuildLimits& lim) {
     writer.keep_unfinished();
     return plan_usage(writer.error() + "; rerun the same build to move the frozen letters back");
   }
-  if (!o.ledger.empty()) {
-    std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, true);
-    if (l == nullptr) return kExitUsage;
-    const plan::PlanRead read = plan::read_plan_file(o.out, {});
-    if (!read.ok) return plan_usage(read.error);
-    if (const std::string why = ensure_recorded(*l, read, o.author, o.audit); !why.empty()) {
-      return plan_usage(why + "; the plan file " + o.out + " is written but not recorded");
-    }
-  }
+  if (const int code = record_built_plan(o); code != kExitOk) return code;
   std::printf("%s\n", digest.c_str());
   const uint64_t left = counts.seen - counts.frozen;
   return plan_say(kExitOk, "wrote " + o.out + ": " + std::to_string(writer.summary().letters) +

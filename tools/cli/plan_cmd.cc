@@ -63,6 +63,18 @@ bool plan_build_passes(const PlanOptions& o, const Table& table, const Input& in
   return true;
 }
 
+int record_built_plan(const PlanOptions& o) {
+  if (o.ledger.empty()) return kExitOk;
+  std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, true);
+  if (l == nullptr) return kExitUsage;
+  const plan::PlanRead read = plan::read_plan_file(o.out, {});
+  if (!read.ok) return plan_usage(read.error);
+  if (const std::string why = ensure_recorded(*l, read, o.author, o.audit); !why.empty()) {
+    return plan_usage(why + "; the plan file " + o.out + " is written but not recorded");
+  }
+  return kExitOk;
+}
+
 namespace {
 
 int check_build_options(const PlanOptions& o, int64_t* approvals, std::chrono::microseconds* ttl,
@@ -206,15 +218,7 @@ int run_build(const PlanOptions& o) {
     return plan_usage(letters.error() + "; no plan written");
   const std::string digest = writer.finish();
   if (digest.empty()) return plan_usage(writer.error() + "; no plan written");
-  if (!o.ledger.empty()) {
-    std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, true);
-    if (l == nullptr) return kExitUsage;
-    const plan::PlanRead read = plan::read_plan_file(o.out, {});
-    if (!read.ok) return plan_usage(read.error);
-    if (const std::string why = ensure_recorded(*l, read, o.author, o.audit); !why.empty()) {
-      return plan_usage(why + "; the plan file " + o.out + " is written but not recorded");
-    }
-  }
+  if (const int code = record_built_plan(o); code != kExitOk) return code;
   std::printf("%s\n", digest.c_str());
   return plan_say(kExitOk, "wrote " + o.out + ": " + std::to_string(writer.summary().letters) +
                                " letter(s), " + std::to_string(writer.summary().copies) +

@@ -52,6 +52,10 @@ bool plan_build_passes(const PlanOptions& o, const Table& table, const Input& in
 
 // `plan build --amqp URL --queue DLQ ...` (plan_build_amqp.cc): the options already checked
 // as for a dump's build.
+// After a build wrote o.out: with --ledger, records the plan there and its plan_recorded entry in
+// --audit. kExitOk, or the exit code with the message printed.
+int record_built_plan(const PlanOptions& o);
+
 int run_plan_build_amqp(const PlanOptions& o, const BuildLimits& limits);
 // `plan cancel PLAN --amqp URL`, after the ledger's cancel: moves what is left in the plan's queue
 // back to its dead-letter queue and deletes the plan queue when empty (plan_build_amqp.cc).
