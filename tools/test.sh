@@ -63,10 +63,11 @@ if [ "${RG_SKIP_SANITIZE:-0}" != 1 ]; then
   stage_done "sanitizer build" "sanitizer tests"
   # The server-backed suites (label `server`: a private PostgreSQL per test process) ran once
   # above, and so did the schema exports (label `schema`: every shipped file through `convert`,
-  # then ajv) and tests/scripts/decide_threads.sh (the DecideThreads suites run here on dumps a
+  # then ajv), the console's browser test (label `browser`: the console's HTTP tests run here) and
+  # tests/scripts/decide_threads.sh (the DecideThreads suites run here on dumps a
   # quarter the size, and the script under ThreadSanitizer below).
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 RG_DECIDE_THREADS_SCALE=4 \
-    ctest --test-dir build-fuzz --output-on-failure -j "$(nproc)" -LE 'server|schema' \
+    ctest --test-dir build-fuzz --output-on-failure -j "$(nproc)" -LE 'server|schema|browser' \
     -E '^decide_threads$'
   stage_done "sanitizer tests" "fuzzing"
   if [ "${RG_SKIP_FUZZ:-0}" != 1 ]; then
