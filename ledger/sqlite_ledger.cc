@@ -18,7 +18,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "ledger/backends.h"
@@ -364,6 +366,7 @@ class SqliteLedger final : public Ledger {
   }
   std::optional<Error> check_schema();
   std::optional<Error> create_schema();
+  std::optional<Error> use_wal();
   std::optional<Error> migrate();
   std::optional<Error> add_anchor_table();
   // The plan of `digest` inside a transaction (nullopt: not recorded).
@@ -382,6 +385,7 @@ class SqliteLedger final : public Ledger {
   bool migrating_ = false;  // opened by migrate_sqlite(): an older version is migrated
   std::function<void(std::string_view)> test_point_;
   int found_version_ = kSchemaVersion;
+  int busy_timeout_ms_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Stmt>> stmts_;
 };
 
@@ -495,12 +499,11 @@ std::optional<Error> SqliteLedger::add_anchor_table() {
 
 std::optional<Error> SqliteLedger::create_schema() {
   // journal_mode cannot change inside a transaction; WAL is persistent in the file.
-  int rc = exec("PRAGMA journal_mode=WAL");
-  if (rc != SQLITE_OK) return fail("set WAL mode", rc);
+  if (auto e = use_wal()) return e;
   if (auto e = begin(true)) return e;
   // Another process may have created it since we looked.
   Stmt s;
-  rc = s.prepare(db_, "SELECT count(*) FROM sqlite_master");
+  int rc = s.prepare(db_, "SELECT count(*) FROM sqlite_master");
   if (rc == SQLITE_OK) rc = sqlite3_step(s.get());
   if (rc != SQLITE_ROW) {
     Error e = fail("read the schema", rc);
@@ -580,23 +583,39 @@ std::optional<Error> SqliteLedger::migrate() {
   return check_schema();  // the migrated file must now be exactly this version's
 }
 
+// Switching a file to WAL needs it to itself for a moment, and SQLite answers SQLITE_BUSY at once
+// rather than calling the busy handler when another connection is creating the schema or switching
+// too (gates started together on a new ledger): wait for it within the busy timeout like any lock.
+std::optional<Error> SqliteLedger::use_wal() {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);
+  for (int attempt = 0;; ++attempt) {
+    Stmt j;
+    int rc = j.prepare(db_, "PRAGMA journal_mode=WAL");
+    if (rc == SQLITE_OK) rc = sqlite3_step(j.get());
+    if (rc == SQLITE_ROW) {
+      const std::string mode = j.column_text(0);
+      if (mode == "wal") return std::nullopt;
+      return error(ErrorCode::kUnavailable,
+                   "ledger " + describe() + ": cannot use WAL mode (journal_mode is " + mode + ")");
+    }
+    if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) {
+      return fail("set WAL mode", rc);
+    }
+    j.finalize();
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1 + attempt, 20)));
+  }
+}
+
 std::optional<Error> SqliteLedger::init(int busy_timeout_ms) {
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, busy_timeout_ms);
+  busy_timeout_ms_ = busy_timeout_ms;
   if (auto e = check_schema()) return e;
   // WAL (the file is already WAL unless someone changed it; this re-asserts it) and an fsync of
   // the WAL at every commit.
-  Stmt j;
-  int rc = j.prepare(db_, "PRAGMA journal_mode=WAL");
-  if (rc == SQLITE_OK) rc = sqlite3_step(j.get());
-  if (rc != SQLITE_ROW) return fail("set WAL mode", rc);
-  const std::string mode = j.column_text(0);
-  j.finalize();
-  if (mode != "wal") {
-    return error(ErrorCode::kUnavailable,
-                 "ledger " + describe() + ": cannot use WAL mode (journal_mode is " + mode + ")");
-  }
-  rc = exec("PRAGMA synchronous=FULL");
+  if (auto e = use_wal()) return e;
+  int rc = exec("PRAGMA synchronous=FULL");
   if (rc != SQLITE_OK) return fail("set synchronous=FULL", rc);
   // Throughput: a 64 MiB page cache (random keys touch pages all over the key index) and a
   // checkpoint every 16384 WAL pages (64 MiB) instead of 1000, so that most commits are one
