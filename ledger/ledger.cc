@@ -348,19 +348,7 @@ Result<std::vector<std::optional<Record>>> Ledger::lookup(const std::vector<std:
 
 Status Ledger::mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
                           State state) {
-  return guarded([&]() -> Status {
-    if (state != State::kRecorded && state != State::kConfirmed) {
-      return error(ErrorCode::kInvalidArgument,
-                   "mark: a claim can be marked recorded or confirmed, not " +
-                       std::string(state_name(state)));
-    }
-    for (const auto& [k, g] : claims) {
-      if (auto e = check_key(k)) return *e;
-    }
-    if (claims.empty()) return Ok{};
-    std::lock_guard lock(mu_);
-    return do_mark_batch(claims, state);
-  });
+  return mark_batch_with_progress(claims, state, {});
 }
 
 Result<Record> Ledger::mark(std::string_view key, std::int64_t generation, State state) {
@@ -592,15 +580,31 @@ Result<PlanRecord> Ledger::cancel_plan(std::string_view digest, std::string_view
   });
 }
 
-Status Ledger::record_plan_progress(const std::vector<PlanLetterProgress>& progress) {
+Status Ledger::mark_batch_with_progress(
+    const std::vector<std::pair<std::string, std::int64_t>>& claims, State state,
+    const std::vector<PlanLetterProgress>& progress) {
   return guarded([&]() -> Status {
+    if (state != State::kRecorded && state != State::kConfirmed) {
+      return error(ErrorCode::kInvalidArgument,
+                   "mark: a claim can be marked recorded or confirmed, not " +
+                       std::string(state_name(state)));
+    }
+    for (const auto& [k, g] : claims) {
+      if (auto e = check_key(k)) return *e;
+    }
     for (size_t i = 0; i < progress.size(); ++i) {
       if (auto e = check_progress(progress[i], i)) return *e;
     }
-    if (progress.empty()) return Ok{};
+    if (claims.empty() && progress.empty()) return Ok{};
     std::lock_guard lock(mu_);
-    return do_record_plan_progress(progress);
+    if (progress.empty()) return do_mark_batch(claims, state);
+    if (claims.empty()) return do_record_plan_progress(progress);
+    return do_mark_with_progress(claims, state, progress);
   });
+}
+
+Status Ledger::record_plan_progress(const std::vector<PlanLetterProgress>& progress) {
+  return mark_batch_with_progress({}, State::kConfirmed, progress);
 }
 
 Result<std::vector<PlanLetterProgress>> Ledger::plan_progress(
@@ -655,6 +659,10 @@ Result<PlanRecord> Ledger::do_cancel_plan(std::string_view, std::string_view, st
   return no_plans(describe());
 }
 Status Ledger::do_record_plan_progress(const std::vector<PlanLetterProgress>&) {
+  return no_plans(describe());
+}
+Status Ledger::do_mark_with_progress(const std::vector<std::pair<std::string, std::int64_t>>&,
+                                     State, const std::vector<PlanLetterProgress>&) {
   return no_plans(describe());
 }
 Result<std::vector<PlanLetterProgress>> Ledger::do_plan_progress(std::string_view,

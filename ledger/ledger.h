@@ -364,6 +364,10 @@ class Ledger {
   // in one transaction. An identity given twice adds both. Every digest must be recorded
   // (kNotFound); a cancelled plan still takes progress (the block that was running has acted).
   Status record_plan_progress(const std::vector<PlanLetterProgress>& progress);
+  // mark_batch(claims, state) and record_plan_progress(progress) in one transaction, all or
+  // nothing: a plan's run settles a block with one commit (its confirmed replays and its progress).
+  Status mark_batch_with_progress(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                                  State state, const std::vector<PlanLetterProgress>& progress);
   // The progress rows of these identities of a plan, in the order given; an identity without a
   // row comes back with every count 0, last_outcome "" and updated_at Time{}.
   Result<std::vector<PlanLetterProgress>> plan_progress(std::string_view digest,
@@ -414,6 +418,10 @@ class Ledger {
   virtual Result<PlanRecord> do_cancel_plan(std::string_view digest, std::string_view operator_name,
                                             std::string_view reason);
   virtual Status do_record_plan_progress(const std::vector<PlanLetterProgress>& progress);
+  // Called with both lists non-empty.
+  virtual Status do_mark_with_progress(
+      const std::vector<std::pair<std::string, std::int64_t>>& claims, State state,
+      const std::vector<PlanLetterProgress>& progress);
   virtual Result<std::vector<PlanLetterProgress>> do_plan_progress(
       std::string_view digest, const std::vector<std::string>& identities);
   virtual Result<PlanCounts> do_plan_counts(std::string_view digest);

@@ -253,6 +253,9 @@ class PgLedger final : public Ledger {
   Result<PlanRecord> do_cancel_plan(std::string_view digest, std::string_view operator_name,
                                     std::string_view reason) override;
   Status do_record_plan_progress(const std::vector<PlanLetterProgress>& progress) override;
+  Status do_mark_with_progress(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                               State state,
+                               const std::vector<PlanLetterProgress>& progress) override;
   Result<std::vector<PlanLetterProgress>> do_plan_progress(
       std::string_view digest, const std::vector<std::string>& identities) override;
   Result<PlanCounts> do_plan_counts(std::string_view digest) override;
@@ -295,6 +298,11 @@ class PgLedger final : public Ledger {
     }
     return r;
   }
+
+  // The bodies of do_mark_batch and do_record_plan_progress, inside in_transaction.
+  Status mark_rows(const std::vector<std::pair<std::string, std::int64_t>>& claims, State state,
+                   std::optional<Failure>& f);
+  Status add_progress(const std::vector<PlanLetterProgress>& progress, std::optional<Failure>& f);
 
   // Makes sure the connection is up (reconnecting once after a loss).
   std::optional<Error> connected() {
@@ -691,6 +699,21 @@ Result<std::vector<std::optional<Record>>> PgLedger::do_lookup(
 
 Status PgLedger::do_mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
                                State state) {
+  return in_transaction<Ok>(
+      [&](std::optional<Failure>& f) -> Status { return mark_rows(claims, state, f); });
+}
+
+Status PgLedger::do_mark_with_progress(
+    const std::vector<std::pair<std::string, std::int64_t>>& claims, State state,
+    const std::vector<PlanLetterProgress>& progress) {
+  return in_transaction<Ok>([&](std::optional<Failure>& f) -> Status {
+    if (Status marked = mark_rows(claims, state, f); !marked || f) return marked;
+    return add_progress(progress, f);
+  });
+}
+
+Status PgLedger::mark_rows(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                           State state, std::optional<Failure>& f) {
   // Two statements for the whole batch (a block of thousands of claims must not cost a round trip
   // each): the rows' states, locked, then one UPDATE of those that move. The checks run in the
   // batch's order, so the first failing element's error is the one returned, as before.
@@ -704,59 +727,57 @@ Status PgLedger::do_mark_batch(const std::vector<std::pair<std::string, std::int
   }
   generations += '}';
   const std::string key_array = text_array(keys);
-  return in_transaction<Ok>([&](std::optional<Failure>& f) -> Status {
-    const std::string ts = format_time(now());
-    PgResult r = run("mark",
-                     "SELECT c.key, c.generation, c.state FROM replaygate_ledger_claims c JOIN "
-                     "unnest($2::text[], $3::bigint[]) AS u(k, g) ON c.key = u.k AND "
-                     "c.generation = u.g WHERE c.scope = $1 ORDER BY c.key, c.generation "
-                     "FOR UPDATE OF c",
-                     {scope(), key_array, generations}, f);
-    if (f) return f->error;
-    std::map<std::pair<std::string, std::int64_t>, State> found;
-    for (int i = 0; i < PQntuples(r.get()); ++i) {
-      std::optional<State> st = parse_state(PQgetvalue(r.get(), i, 2));
-      if (!st) continue;
-      found.emplace(std::make_pair(std::string(PQgetvalue(r.get(), i, 0),
-                                               static_cast<size_t>(PQgetlength(r.get(), i, 0))),
-                                   std::stoll(PQgetvalue(r.get(), i, 1))),
-                    *st);
+  const std::string ts = format_time(now());
+  PgResult r = run("mark",
+                   "SELECT c.key, c.generation, c.state FROM replaygate_ledger_claims c JOIN "
+                   "unnest($2::text[], $3::bigint[]) AS u(k, g) ON c.key = u.k AND "
+                   "c.generation = u.g WHERE c.scope = $1 ORDER BY c.key, c.generation "
+                   "FOR UPDATE OF c",
+                   {scope(), key_array, generations}, f);
+  if (f) return f->error;
+  std::map<std::pair<std::string, std::int64_t>, State> found;
+  for (int i = 0; i < PQntuples(r.get()); ++i) {
+    std::optional<State> st = parse_state(PQgetvalue(r.get(), i, 2));
+    if (!st) continue;
+    found.emplace(std::make_pair(std::string(PQgetvalue(r.get(), i, 0),
+                                             static_cast<size_t>(PQgetlength(r.get(), i, 0))),
+                                 std::stoll(PQgetvalue(r.get(), i, 1))),
+                  *st);
+  }
+  std::vector<const std::string*> move_keys;
+  std::string move_generations = "{";
+  for (const auto& claim : claims) {
+    const auto& [key, generation] = claim;
+    auto it = found.find(claim);
+    std::optional<State> current;
+    if (it != found.end()) current = it->second;
+    if (!current || *current == State::kReleased) {
+      return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
+                                             "' has no live claim " + "of generation " +
+                                             std::to_string(generation) +
+                                             (current ? " (it was released)" : ""));
     }
-    std::vector<const std::string*> move_keys;
-    std::string move_generations = "{";
-    for (const auto& claim : claims) {
-      const auto& [key, generation] = claim;
-      auto it = found.find(claim);
-      std::optional<State> current;
-      if (it != found.end()) current = it->second;
-      if (!current || *current == State::kReleased) {
-        return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
-                                               "' has no live claim " + "of generation " +
-                                               std::to_string(generation) +
-                                               (current ? " (it was released)" : ""));
-      }
-      if (state_rank(*current) > state_rank(state)) {
-        return error(ErrorCode::kBadTransition,
-                     "ledger " + describe() + ": mark: key '" + key + "' generation " +
-                         std::to_string(generation) + " is " + std::string(state_name(*current)) +
-                         ", it cannot go back to " + std::string(state_name(state)));
-      }
-      if (*current == state) continue;
-      it->second = state;  // a pair given twice moves once
-      if (!move_keys.empty()) move_generations += ',';
-      move_keys.push_back(&key);
-      move_generations += std::to_string(generation);
+    if (state_rank(*current) > state_rank(state)) {
+      return error(ErrorCode::kBadTransition,
+                   "ledger " + describe() + ": mark: key '" + key + "' generation " +
+                       std::to_string(generation) + " is " + std::string(state_name(*current)) +
+                       ", it cannot go back to " + std::string(state_name(state)));
     }
-    move_generations += '}';
-    if (move_keys.empty()) return Ok{};
-    run("mark",
-        "UPDATE replaygate_ledger_claims c SET state = $4, updated_at = $5 FROM "
-        "unnest($2::text[], $3::bigint[]) AS u(k, g) WHERE c.scope = $1 AND c.key = u.k AND "
-        "c.generation = u.g",
-        {scope(), text_array(move_keys), move_generations, std::string(state_name(state)), ts}, f);
-    if (f) return f->error;
-    return Ok{};
-  });
+    if (*current == state) continue;
+    it->second = state;  // a pair given twice moves once
+    if (!move_keys.empty()) move_generations += ',';
+    move_keys.push_back(&key);
+    move_generations += std::to_string(generation);
+  }
+  move_generations += '}';
+  if (move_keys.empty()) return Ok{};
+  run("mark",
+      "UPDATE replaygate_ledger_claims c SET state = $4, updated_at = $5 FROM "
+      "unnest($2::text[], $3::bigint[]) AS u(k, g) WHERE c.scope = $1 AND c.key = u.k AND "
+      "c.generation = u.g",
+      {scope(), text_array(move_keys), move_generations, std::string(state_name(state)), ts}, f);
+  if (f) return f->error;
+  return Ok{};
 }
 
 Result<Record> PgLedger::do_release(std::string_view key, std::string_view operator_name,
@@ -1184,6 +1205,12 @@ Result<PlanRecord> PgLedger::do_cancel_plan(std::string_view digest, std::string
 }
 
 Status PgLedger::do_record_plan_progress(const std::vector<PlanLetterProgress>& progress) {
+  return in_transaction<Ok>(
+      [&](std::optional<Failure>& f) -> Status { return add_progress(progress, f); });
+}
+
+Status PgLedger::add_progress(const std::vector<PlanLetterProgress>& progress,
+                              std::optional<Failure>& f) {
   // One row per (digest, identity), in sorted order: an INSERT ... ON CONFLICT cannot touch a row
   // twice, and sorted rows make two concurrent batches lock in one direction.
   struct Sum {
@@ -1219,35 +1246,33 @@ Status PgLedger::do_record_plan_progress(const std::vector<PlanLetterProgress>& 
     identities.push_back(&identities_owned[i]);
   }
   const std::string at = format_time(now());
-  return in_transaction<Ok>([&](std::optional<Failure>& f) -> Status {
-    PgResult known = run("read the plans of the progress",
-                         "SELECT digest FROM replaygate_ledger_plans WHERE scope = $1 AND digest = "
-                         "ANY($2::text[])",
-                         {scope(), text_array(distinct)}, f);
-    if (f) return f->error;
-    if (PQntuples(known.get()) != static_cast<int>(distinct.size())) {
-      std::set<std::string> found;
-      for (int i = 0; i < PQntuples(known.get()); ++i) found.insert(PQgetvalue(known.get(), i, 0));
-      for (const std::string* d : distinct) {
-        if (found.count(*d) == 0) {
-          return error(ErrorCode::kNotFound,
-                       "ledger " + describe() + ": plan " + *d + " is not recorded (progress)");
-        }
+  PgResult known = run("read the plans of the progress",
+                       "SELECT digest FROM replaygate_ledger_plans WHERE scope = $1 AND digest = "
+                       "ANY($2::text[])",
+                       {scope(), text_array(distinct)}, f);
+  if (f) return f->error;
+  if (PQntuples(known.get()) != static_cast<int>(distinct.size())) {
+    std::set<std::string> found;
+    for (int i = 0; i < PQntuples(known.get()); ++i) found.insert(PQgetvalue(known.get(), i, 0));
+    for (const std::string* d : distinct) {
+      if (found.count(*d) == 0) {
+        return error(ErrorCode::kNotFound,
+                     "ledger " + describe() + ": plan " + *d + " is not recorded (progress)");
       }
     }
-    run("record a plan's progress",
-        "INSERT INTO replaygate_ledger_plan_progress AS t (scope, digest, identity, done, held, "
-        "changed, last_outcome, updated_at) SELECT $1, u.d, u.i, u.n, u.h, u.c, u.o, $8 FROM "
-        "unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[]) "
-        "AS u(d, i, n, h, c, o) ON CONFLICT (scope, digest, identity) DO UPDATE SET done = "
-        "t.done + excluded.done, held = t.held + excluded.held, changed = t.changed + "
-        "excluded.changed, last_outcome = excluded.last_outcome, updated_at = excluded.updated_at",
-        {scope(), text_array(digests), text_array(identities), int_array(done), int_array(held),
-         int_array(changed), text_array(outcomes), at},
-        f);
-    if (f) return f->error;
-    return Ok{};
-  });
+  }
+  run("record a plan's progress",
+      "INSERT INTO replaygate_ledger_plan_progress AS t (scope, digest, identity, done, held, "
+      "changed, last_outcome, updated_at) SELECT $1, u.d, u.i, u.n, u.h, u.c, u.o, $8 FROM "
+      "unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[]) "
+      "AS u(d, i, n, h, c, o) ON CONFLICT (scope, digest, identity) DO UPDATE SET done = "
+      "t.done + excluded.done, held = t.held + excluded.held, changed = t.changed + "
+      "excluded.changed, last_outcome = excluded.last_outcome, updated_at = excluded.updated_at",
+      {scope(), text_array(digests), text_array(identities), int_array(done), int_array(held),
+       int_array(changed), text_array(outcomes), at},
+      f);
+  if (f) return f->error;
+  return Ok{};
 }
 
 Result<std::vector<PlanLetterProgress>> PgLedger::do_plan_progress(

@@ -259,6 +259,9 @@ class SqliteLedger final : public Ledger {
   Result<PlanRecord> do_cancel_plan(std::string_view digest, std::string_view operator_name,
                                     std::string_view reason) override;
   Status do_record_plan_progress(const std::vector<PlanLetterProgress>& progress) override;
+  Status do_mark_with_progress(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                               State state,
+                               const std::vector<PlanLetterProgress>& progress) override;
   Result<std::vector<PlanLetterProgress>> do_plan_progress(
       std::string_view digest, const std::vector<std::string>& identities) override;
   Result<PlanCounts> do_plan_counts(std::string_view digest) override;
@@ -367,6 +370,9 @@ class SqliteLedger final : public Ledger {
   std::optional<Error> check_schema();
   std::optional<Error> create_schema();
   std::optional<Error> use_wal();
+  // The bodies of do_mark_batch and do_record_plan_progress, inside a write transaction.
+  Status mark_rows(const std::vector<std::pair<std::string, std::int64_t>>& claims, State state);
+  Status add_progress(const std::vector<PlanLetterProgress>& progress);
   std::optional<Error> migrate();
   std::optional<Error> add_anchor_table();
   // The plan of `digest` inside a transaction (nullopt: not recorded).
@@ -752,51 +758,63 @@ Result<std::vector<std::optional<Record>>> SqliteLedger::do_lookup(
 
 Status SqliteLedger::do_mark_batch(const std::vector<std::pair<std::string, std::int64_t>>& claims,
                                    State state) {
+  return in_transaction<Ok>(true, [&]() -> Status { return mark_rows(claims, state); });
+}
+
+Status SqliteLedger::do_mark_with_progress(
+    const std::vector<std::pair<std::string, std::int64_t>>& claims, State state,
+    const std::vector<PlanLetterProgress>& progress) {
   return in_transaction<Ok>(true, [&]() -> Status {
-    auto get = stmt("state",
-                    "SELECT state FROM claims WHERE scope = ?1 AND key = ?2 AND "
-                    "generation = ?3");
-    if (!get) return get.error();
-    auto set = stmt("mark",
-                    "UPDATE claims SET state = ?4, updated_at = ?5 WHERE scope = ?1 "
-                    "AND key = ?2 AND generation = ?3");
-    if (!set) return set.error();
-    const std::string ts = format_time(now());
-    for (const auto& [key, generation] : claims) {
-      Stmt& g = **get;
-      g.reset();
-      g.text(1, scope());
-      g.text(2, key);
-      g.integer(3, generation);
-      int rc = sqlite3_step(g.get());
-      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail("mark", rc);
-      std::optional<State> current;
-      if (rc == SQLITE_ROW) current = parse_state(g.column_text(0));
-      if (!current || *current == State::kReleased) {
-        return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
-                                               "' has no live claim " + "of generation " +
-                                               std::to_string(generation) +
-                                               (current ? " (it was released)" : ""));
-      }
-      if (state_rank(*current) > state_rank(state)) {
-        return error(ErrorCode::kBadTransition,
-                     "ledger " + describe() + ": mark: key '" + key + "' generation " +
-                         std::to_string(generation) + " is " + std::string(state_name(*current)) +
-                         ", it cannot go back to " + std::string(state_name(state)));
-      }
-      if (*current == state) continue;
-      Stmt& s = **set;
-      s.reset();
-      s.text(1, scope());
-      s.text(2, key);
-      s.integer(3, generation);
-      s.text(4, state_name(state));
-      s.text(5, ts);
-      rc = sqlite3_step(s.get());
-      if (rc != SQLITE_DONE) return fail("mark", rc);
-    }
-    return Ok{};
+    if (Status marked = mark_rows(claims, state); !marked) return marked;
+    return add_progress(progress);
   });
+}
+
+Status SqliteLedger::mark_rows(const std::vector<std::pair<std::string, std::int64_t>>& claims,
+                               State state) {
+  auto get = stmt("state",
+                  "SELECT state FROM claims WHERE scope = ?1 AND key = ?2 AND "
+                  "generation = ?3");
+  if (!get) return get.error();
+  auto set = stmt("mark",
+                  "UPDATE claims SET state = ?4, updated_at = ?5 WHERE scope = ?1 "
+                  "AND key = ?2 AND generation = ?3");
+  if (!set) return set.error();
+  const std::string ts = format_time(now());
+  for (const auto& [key, generation] : claims) {
+    Stmt& g = **get;
+    g.reset();
+    g.text(1, scope());
+    g.text(2, key);
+    g.integer(3, generation);
+    int rc = sqlite3_step(g.get());
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail("mark", rc);
+    std::optional<State> current;
+    if (rc == SQLITE_ROW) current = parse_state(g.column_text(0));
+    if (!current || *current == State::kReleased) {
+      return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
+                                             "' has no live claim " + "of generation " +
+                                             std::to_string(generation) +
+                                             (current ? " (it was released)" : ""));
+    }
+    if (state_rank(*current) > state_rank(state)) {
+      return error(ErrorCode::kBadTransition,
+                   "ledger " + describe() + ": mark: key '" + key + "' generation " +
+                       std::to_string(generation) + " is " + std::string(state_name(*current)) +
+                       ", it cannot go back to " + std::string(state_name(state)));
+    }
+    if (*current == state) continue;
+    Stmt& s = **set;
+    s.reset();
+    s.text(1, scope());
+    s.text(2, key);
+    s.integer(3, generation);
+    s.text(4, state_name(state));
+    s.text(5, ts);
+    rc = sqlite3_step(s.get());
+    if (rc != SQLITE_DONE) return fail("mark", rc);
+  }
+  return Ok{};
 }
 
 Result<Record> SqliteLedger::do_release(std::string_view key, std::string_view operator_name,
@@ -1242,44 +1260,46 @@ Result<PlanRecord> SqliteLedger::do_cancel_plan(std::string_view digest,
 }
 
 Status SqliteLedger::do_record_plan_progress(const std::vector<PlanLetterProgress>& progress) {
-  return in_transaction<Ok>(true, [&]() -> Status {
-    std::set<std::string_view> recorded;
-    for (const PlanLetterProgress& p : progress) {
-      if (recorded.count(p.digest) != 0) continue;
-      Result<std::optional<PlanRecord>> held = read_plan(p.digest);
-      if (!held) return held.error();
-      if (!*held) {
-        return error(ErrorCode::kNotFound, "ledger " + describe() + ": plan " + p.digest +
-                                               " is not recorded (progress of identity " +
-                                               p.identity + ")");
-      }
-      recorded.insert(p.digest);
+  return in_transaction<Ok>(true, [&]() -> Status { return add_progress(progress); });
+}
+
+Status SqliteLedger::add_progress(const std::vector<PlanLetterProgress>& progress) {
+  std::set<std::string_view> recorded;
+  for (const PlanLetterProgress& p : progress) {
+    if (recorded.count(p.digest) != 0) continue;
+    Result<std::optional<PlanRecord>> held = read_plan(p.digest);
+    if (!held) return held.error();
+    if (!*held) {
+      return error(ErrorCode::kNotFound, "ledger " + describe() + ": plan " + p.digest +
+                                             " is not recorded (progress of identity " +
+                                             p.identity + ")");
     }
-    auto up = stmt("plan_progress_add",
-                   "INSERT INTO plan_progress (scope, digest, identity, done, held, changed, "
-                   "last_outcome, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON "
-                   "CONFLICT (scope, digest, identity) DO UPDATE SET done = done + excluded.done, "
-                   "held = held + excluded.held, changed = changed + excluded.changed, "
-                   "last_outcome = excluded.last_outcome, updated_at = excluded.updated_at");
-    if (!up) return up.error();
-    const std::string at = format_time(now());
-    for (const PlanLetterProgress& p : progress) {
-      Stmt& s = **up;
-      s.reset();
-      s.text_static(1, scope());
-      s.text_static(2, p.digest);
-      s.text_static(3, p.identity);
-      s.integer(4, p.done);
-      s.integer(5, p.held);
-      s.integer(6, p.changed);
-      s.text_static(7, p.last_outcome);
-      s.text_static(8, at);
-      if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) {
-        return fail("record a plan's progress", rc);
-      }
+    recorded.insert(p.digest);
+  }
+  auto up = stmt("plan_progress_add",
+                 "INSERT INTO plan_progress (scope, digest, identity, done, held, changed, "
+                 "last_outcome, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON "
+                 "CONFLICT (scope, digest, identity) DO UPDATE SET done = done + excluded.done, "
+                 "held = held + excluded.held, changed = changed + excluded.changed, "
+                 "last_outcome = excluded.last_outcome, updated_at = excluded.updated_at");
+  if (!up) return up.error();
+  const std::string at = format_time(now());
+  for (const PlanLetterProgress& p : progress) {
+    Stmt& s = **up;
+    s.reset();
+    s.text_static(1, scope());
+    s.text_static(2, p.digest);
+    s.text_static(3, p.identity);
+    s.integer(4, p.done);
+    s.integer(5, p.held);
+    s.integer(6, p.changed);
+    s.text_static(7, p.last_outcome);
+    s.text_static(8, at);
+    if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) {
+      return fail("record a plan's progress", rc);
     }
-    return Ok{};
-  });
+  }
+  return Ok{};
 }
 
 Result<std::vector<PlanLetterProgress>> SqliteLedger::do_plan_progress(

@@ -237,9 +237,8 @@ std::string PlanGuard::judge_beyond(const Table& table, const std::vector<BlockL
   return "";
 }
 
-std::string PlanGuard::record(const std::vector<BlockLetter*>& block,
-                              const std::vector<bool>& settled,
-                              std::vector<nlohmann::json>* entries) {
+Redrive::BlockProgress PlanGuard::progress(const std::vector<BlockLetter*>& block,
+                                           const std::vector<bool>& settled) {
   std::map<std::string, ledger::PlanLetterProgress> rows;
   for (size_t i = 0; i < block.size() && i < letters_.size(); ++i) {
     const InBlock& g = letters_[i];
@@ -270,19 +269,14 @@ std::string PlanGuard::record(const std::vector<BlockLetter*>& block,
       p.last_outcome = "held " + step.rule;
     }
   }
-  if (rows.empty()) return "";
-  std::vector<ledger::PlanLetterProgress> list;
-  list.reserve(rows.size());
-  for (auto& [identity, p] : rows) list.push_back(std::move(p));
-  if (const ledger::Status st = ledger_.record_plan_progress(list); !st) {
-    return "cannot record the plan's progress in the ledger: " + st.error().message;
-  }
-  if (o_.test_points != nullptr) o_.test_points->at("plan_progress_recorded");
+  Redrive::BlockProgress out;
+  out.rows.reserve(rows.size());
   const std::string& operator_name = redrive_.options().operator_name;
-  for (const ledger::PlanLetterProgress& p : list) {
-    entries->push_back(plan::progress_entry(p, operator_name, ledger_.scope()));
+  for (auto& [identity, p] : rows) {
+    out.entries.push_back(plan::progress_entry(p, operator_name, ledger_.scope()));
+    out.rows.push_back(std::move(p));
   }
-  return "";
+  return out;
 }
 
 std::string PlanGuard::summary() const {

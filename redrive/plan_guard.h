@@ -4,8 +4,8 @@
 //
 // In: the plan file, the users file, the table, the Redrive (its ledger, audit log and action
 // map), the source the gate drains. Out: per block, each letter's step changed as the plan says
-// (before the ledger's claims), and after the block's outcomes one progress transaction and its
-// `plan_progress` audit entries.
+// (before the ledger's claims), and after the block's moves its progress rows (committed with the
+// block's marks) and their `plan_progress` audit entries.
 //
 // Per letter, after Redrive::decide (the plan letter: plan::letter_with_digest over the letter's
 // body digest, message id and decided inputs, under the plan's source):
@@ -22,9 +22,9 @@
 //
 // Per block, in the loop's order: classify() after the decisions (one ledger read: cancelled?,
 // one for the progress of identities first seen) -> the loop's claims, decision entries, moves,
-// marks -> record() (one record_plan_progress of the letters about to be settled, then the test
-// point plan_progress_recorded) -> one audit append of the block's result entries and their
-// plan_progress entries -> the acks.
+// -> progress() (the rows of the letters about to be settled) -> Redrive::record_outcomes (one
+// ledger transaction: the marks and those rows, then the test point `marked`; one audit append of
+// the block's result entries and their plan_progress entries) -> the acks.
 //
 // Threads: a guard belongs to the loop's thread.
 #pragma once
@@ -75,12 +75,11 @@ class PlanGuard {
   std::string classify(const Table& table, const std::vector<BlockLetter*>& block);
   // The plan's word on the i-th letter of the block: "act", "held", "skipped" ("" : none).
   const std::string& state(size_t i) const { return letters_.at(i).state; }
-  // After the block's marks, before its result entries are appended (Redrive::record_outcomes'
-  // `between`): records the progress of the letters that will be settled (`settled[i]` for the
-  // i-th) in one ledger transaction and adds their plan_progress entries to *entries (the same
-  // append as the results). "" or why the run stops (nothing appended, nothing acked).
-  std::string record(const std::vector<BlockLetter*>& block, const std::vector<bool>& settled,
-                     std::vector<nlohmann::json>* entries);
+  // After the block's moves, before Redrive::record_outcomes: the progress of the letters that
+  // will be settled (`settled[i]` for the i-th), which record_outcomes commits with the block's
+  // marks in one ledger transaction, and their plan_progress entries for the results' append.
+  Redrive::BlockProgress progress(const std::vector<BlockLetter*>& block,
+                                  const std::vector<bool>& settled);
   // The plan's cap is reached: the run stops after this block.
   bool capped() const { return capped_; }
   // Letters the guard held (plan:decision_mismatch, plan:changed, plan:duplicate) in this run.

@@ -441,7 +441,7 @@ std::string Redrive::record_decisions(const Table& table, const std::vector<Bloc
 }
 
 std::string Redrive::record_outcomes(const std::vector<BlockLetter*>& block,
-                                     const BeforeAppend& between) {
+                                     BlockProgress progress) {
   if (options_.dry_run || block.empty()) return "";
   std::vector<std::pair<std::string, int64_t>> confirmed;
   for (const BlockLetter* b : block) {
@@ -452,10 +452,17 @@ std::string Redrive::record_outcomes(const std::vector<BlockLetter*>& block,
     }
   }
   std::string failure;
-  if (!confirmed.empty()) {
-    if (const ledger::Status marked = ledger_->mark_batch(confirmed, ledger::State::kConfirmed);
+  if (!progress.rows.empty() && ledger_ == nullptr) {
+    failure = "a plan's progress needs a ledger";
+  } else if (!confirmed.empty() || !progress.rows.empty()) {
+    if (const ledger::Status marked =
+            ledger_->mark_batch_with_progress(confirmed, ledger::State::kConfirmed, progress.rows);
         !marked) {
-      failure = "cannot mark the replays confirmed in the ledger: " + marked.error().message;
+      failure = (progress.rows.empty()
+                     ? "cannot mark the replays confirmed in the ledger: "
+                     : "cannot mark the replays confirmed and record the plan's progress in the "
+                       "ledger: ") +
+                marked.error().message;
     }
   }
   if (options_.test_points != nullptr && failure.empty()) options_.test_points->at("marked");
@@ -472,10 +479,10 @@ std::string Redrive::record_outcomes(const std::vector<BlockLetter*>& block,
   }
   if (!appender_) return "no audit log is open";
   uint64_t only = block.size() == 1 ? block.front()->step.decision_seq : 0;
-  if (between && failure.empty()) {
-    const size_t results = entries.size();
-    if (std::string why = between(&entries); !why.empty()) return why;
-    if (entries.size() > results) only = 0;  // the batch is not one decision's result alone
+  if (failure.empty() && !progress.entries.empty()) {
+    // The batch is not one decision's result alone.
+    only = 0;
+    for (nlohmann::json& e : progress.entries) entries.push_back(std::move(e));
   }
   const audit::AppendResult appended = appender_->append_batch(std::move(entries), only);
   std::fputs(audit::removed_tail_note(options_.audit_path, appended).c_str(), stderr);

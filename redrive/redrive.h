@@ -5,7 +5,8 @@
 //       parser ─> Input ─> table.decide() ─> action by verb
 //   ─> claim() (one ledger transaction: every replay's key) ─> record_decisions() (one audit
 //   append, before the act) ─> the broker publishes, confirms ─> record_outcomes() (one ledger
-//   mark `confirmed`, one audit append of the results) ─> the broker acks the letters
+//   transaction: the marks `confirmed` and a plan's progress; one audit append of the results) ─>
+//   the broker acks the letters
 //
 // The rules (docs/gate.md, issue 21): a verb with effect `create` republishes; the policy's
 // default verb holds; any other verb with effect `none` parks; a `read` or `copy` verb only acts
@@ -205,14 +206,17 @@ class Redrive {
   // The block's decision entries in one audit append (one fsync), before the broker acts: "" or
   // why it failed (then the run must stop with the letters unsettled). Sets step.decision_seq.
   std::string record_decisions(const Table& table, const std::vector<BlockLetter*>& block);
-  // After the broker acted: marks every confirmed republish `confirmed` in one ledger transaction,
-  // then appends every result entry in one audit append. "" or why not. `between` (when set, and
-  // the marks succeeded) runs after the marks and before the append, and may add entries to it (a
-  // plan guard's progress: its ledger transaction, then its entries in the same append); its
-  // error stops the append.
-  using BeforeAppend = std::function<std::string(std::vector<nlohmann::json>*)>;
-  std::string record_outcomes(const std::vector<BlockLetter*>& block,
-                              const BeforeAppend& between = {});
+  // A plan's share of a block's settlement (redrive/plan_guard.h): its progress rows, committed in
+  // the marks' transaction, and their audit entries, appended with the results.
+  struct BlockProgress {
+    std::vector<ledger::PlanLetterProgress> rows;
+    std::vector<nlohmann::json> entries;
+  };
+  // After the broker acted: marks every confirmed republish `confirmed` and records `progress`'s
+  // rows in one ledger transaction (test point `marked`), then appends every result entry and
+  // `progress`'s entries in one audit append (the progress entries only when the transaction
+  // committed). "" or why not.
+  std::string record_outcomes(const std::vector<BlockLetter*>& block, BlockProgress progress = {});
 
   // record_decisions() and record_outcomes() for one letter.
   std::string record_decision(const Table& table, const LetterStep& step, const DeadLetter& letter,

@@ -296,16 +296,14 @@ Then Loop::handle_block(std::vector<Letter>& letters) {
     for (InBlock& f : block) {
       if (f.acts && !f.b.outcome.empty()) recording.push_back(&f.b);
     }
-    Redrive::BeforeAppend progress;
+    Redrive::BlockProgress progress;
     if (o_.plan != nullptr) {
-      // The plan's progress of the letters about to be settled, in the results' append.
-      progress = [&](std::vector<nlohmann::json>* entries) {
-        std::vector<bool> settling;
-        for (const InBlock& f : block) settling.push_back(f.settle);
-        return o_.plan->record(claims, settling, entries);
-      };
+      std::vector<bool> settling;
+      for (const InBlock& f : block) settling.push_back(f.settle);
+      progress = o_.plan->progress(claims, settling);
     }
-    if (const std::string why = redrive_.record_outcomes(recording, progress); !why.empty()) {
+    if (const std::string why = redrive_.record_outcomes(recording, std::move(progress));
+        !why.empty()) {
       stop("cannot record the outcome: " + why, 2);
       return Then::kEnd;  // unsettled: on redelivery the ledger says what happened
     }

@@ -321,6 +321,48 @@ void check_plan_progress(const Opener& open) {
   EXPECT_EQ(b->record_plan_progress({step(1, 1, 0, 0)}).error().code, ErrorCode::kNotFound);
 }
 
+void check_marks_with_progress(const Opener& open) {
+  auto l = must_open(open, Options{});
+  ASSERT_TRUE(l);
+  ASSERT_TRUE(l->record_plan(make_plan()).ok());
+  auto won = l->claim_batch({make_claim("a"), make_claim("b")});
+  ASSERT_TRUE(won.ok()) << won.error().message;
+  const std::int64_t ga = (*won)[0].holder.generation, gb = (*won)[1].holder.generation;
+  auto state_of = [&](const std::string& key) {
+    auto rows = l->lookup({key});
+    return rows.ok() && (*rows)[0] ? std::string(state_name((*rows)[0]->state)) : "?";
+  };
+  // All or nothing: a mark that fails (no such generation) records no progress, and progress of
+  // a plan not recorded marks nothing.
+  Status bad_mark = l->mark_batch_with_progress({{"a", ga}, {"b", gb + 7}}, State::kConfirmed,
+                                                {step(1, 1, 0, 0)});
+  ASSERT_FALSE(bad_mark.ok());
+  EXPECT_EQ(bad_mark.error().code, ErrorCode::kNotFound);
+  Status bad_plan = l->mark_batch_with_progress({{"a", ga}}, State::kConfirmed,
+                                                {step(1, 1, 0, 0), step(2, 1, 0, 0, "x", kOther)});
+  ASSERT_FALSE(bad_plan.ok());
+  EXPECT_EQ(bad_plan.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(state_of("a"), "claimed");
+  EXPECT_EQ(l->plan_counts(kDigest)->identities, 0);
+  // Both lists: both land.
+  ASSERT_TRUE(l->mark_batch_with_progress({{"a", ga}}, State::kConfirmed,
+                                          {step(1, 1, 0, 0), step(2, 0, 1, 0, "held x")})
+                  .ok());
+  EXPECT_EQ(state_of("a"), "confirmed");
+  EXPECT_EQ(state_of("b"), "claimed");
+  EXPECT_EQ(l->plan_counts(kDigest)->done, 1);
+  EXPECT_EQ(l->plan_counts(kDigest)->held, 1);
+  // Either list alone is the call it stands for; a bad element of either is refused first.
+  ASSERT_TRUE(l->mark_batch_with_progress({{"b", gb}}, State::kConfirmed, {}).ok());
+  EXPECT_EQ(state_of("b"), "confirmed");
+  ASSERT_TRUE(l->mark_batch_with_progress({}, State::kConfirmed, {step(1, 1, 0, 0)}).ok());
+  EXPECT_EQ(l->plan_counts(kDigest)->done, 2);
+  EXPECT_EQ(
+      l->mark_batch_with_progress({{"a", ga}}, State::kConfirmed, {step(1, -1, 0, 0)}).error().code,
+      ErrorCode::kInvalidArgument);
+  EXPECT_EQ(l->plan_counts(kDigest)->done, 2);
+}
+
 void check_plan_progress_property(const Opener& open) {
   auto l = must_open(open, Options{});
   ASSERT_TRUE(l);

@@ -341,6 +341,9 @@ TEST_F(LedgerPostgres, PlanApprovalsOnePerApproverNoneOnceCancelled) {
   check_plan_approvals(opener());
 }
 TEST_F(LedgerPostgres, PlanProgressAddsUp) { check_plan_progress(opener()); }
+TEST_F(LedgerPostgres, MarksAndPlanProgressAreOneTransaction) {
+  check_marks_with_progress(opener());
+}
 TEST_F(LedgerPostgres, PlanProgressSumsAreTheIncrementsInAnyOrderProperty) {
   check_plan_progress_property(opener());
 }

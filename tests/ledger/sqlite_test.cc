@@ -509,6 +509,7 @@ TEST_F(LedgerSqlite, PlanApprovalsOnePerApproverNoneOnceCancelled) {
   check_plan_approvals(opener());
 }
 TEST_F(LedgerSqlite, PlanProgressAddsUp) { check_plan_progress(opener()); }
+TEST_F(LedgerSqlite, MarksAndPlanProgressAreOneTransaction) { check_marks_with_progress(opener()); }
 TEST_F(LedgerSqlite, PlanProgressSumsAreTheIncrementsInAnyOrderProperty) {
   check_plan_progress_property(opener());
 }

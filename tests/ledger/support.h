@@ -122,6 +122,8 @@ void check_audit_anchors(const Opener& open);
 void check_plan_records(const Opener& open);
 void check_plan_approvals(const Opener& open);
 void check_plan_progress(const Opener& open);
+// mark_batch_with_progress: one transaction, all or nothing.
+void check_marks_with_progress(const Opener& open);
 // RapidCheck: the sums equal the recorded increments, in any order and batching.
 void check_plan_progress_property(const Opener& open);
 // Two connections approve one plan as one approver at once, `rounds` times: exactly one wins.
