@@ -25,25 +25,40 @@ bool put_text(std::FILE* f, std::string_view text) {
 // One run file read back a record at a time.
 struct RunReader {
   std::FILE* file = nullptr;
+  uint64_t left = 0;  // bytes not read yet: a damaged length never allocates past the file
   std::string key, payload;
   uint64_t seq = 0;
   ~RunReader() {
     if (file != nullptr) std::fclose(file);
   }
-  // False at the end; *bad is set when the file is cut short.
+  bool open(const std::string& path) {
+    file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr || std::fseek(file, 0, SEEK_END) != 0) return false;
+    const long size = std::ftell(file);
+    std::rewind(file);
+    left = size < 0 ? 0 : static_cast<uint64_t>(size);
+    return size >= 0;
+  }
+  // False at the end; *bad is set when the file is cut short or a length is past its end.
   bool next(bool* bad) {
+    if (left == 0) return false;
     uint32_t n = 0;
-    const size_t got = std::fread(&n, 1, sizeof n, file);
-    if (got == 0 && std::feof(file)) return false;
-    if (got != sizeof n || !take(n, &key) || std::fread(&seq, 1, sizeof seq, file) != sizeof seq ||
-        std::fread(&n, 1, sizeof n, file) != sizeof n || !take(n, &payload)) {
+    if (!fixed(&n, sizeof n) || !take(n, &key) || !fixed(&seq, sizeof seq) ||
+        !fixed(&n, sizeof n) || !take(n, &payload)) {
       *bad = true;
       return false;
     }
     return true;
   }
+  bool fixed(void* out, size_t n) {
+    if (n > left || std::fread(out, 1, n, file) != n) return false;
+    left -= n;
+    return true;
+  }
   bool take(uint32_t n, std::string* out) {
+    if (n > left) return false;
     out->resize(n);
+    left -= n;
     return n == 0 || std::fread(out->data(), 1, n, file) == n;
   }
 };
@@ -100,8 +115,7 @@ bool Spool::merge(const std::function<bool(std::string_view, std::string_view, u
   bool bad = false;
   for (const std::string& run : runs_) {
     auto r = std::make_unique<RunReader>();
-    r->file = std::fopen(run.c_str(), "rb");
-    if (r->file == nullptr) {
+    if (!r->open(run)) {
       error_ = "cannot read " + run + ": " + std::strerror(errno);
       return false;
     }
@@ -162,7 +176,9 @@ bool LetterSet::write(PlanWriter& writer,
   std::string why;
   const bool merged = letters_.merge([&](std::string_view, std::string_view first, uint64_t n) {
     PlanLetter l;
-    why = from_json(nlohmann::json::parse(first), &l);
+    const nlohmann::json parsed = nlohmann::json::parse(first, nullptr, false);
+    why = parsed.is_discarded() ? "a spooled letter is not JSON (a damaged spool run file)"
+                                : from_json(parsed, &l);
     if (!why.empty()) return false;
     l.count = static_cast<int64_t>(n);
     if (!writer.add(l)) {

@@ -446,5 +446,58 @@ TEST(Spool, RemovesItsRunFiles) {
   EXPECT_FALSE(fs::exists(prefix.string() + ".run.0"));
 }
 
+// A run file cut short, or whose length field points past its end, fails the merge with a reason:
+// never a crash, never an allocation of the damaged length.
+TEST(Spool, ARunFileCutShortOrDamagedFailsTheMerge) {
+  for (const bool cut : {true, false}) {
+    SCOPED_TRACE(cut ? "cut short" : "a length past the end");
+    const fs::path prefix = temp(cut ? "spool_cut" : "spool_damaged");
+    Spool spool(prefix.string(), 64);
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(spool.add("key-" + std::to_string(i), "payload"));
+    ASSERT_GT(spool.runs(), 1u);
+    const std::string run = prefix.string() + ".run.0";
+    if (cut) {
+      fs::resize_file(run, fs::file_size(run) - 3);
+    } else {
+      std::fstream f(run, std::ios::in | std::ios::out | std::ios::binary);
+      const char huge[4] = {'\xff', '\xff', '\xff', '\x7f'};
+      f.write(huge, sizeof huge);
+    }
+    uint64_t given = 0;
+    EXPECT_FALSE(spool.merge([&](std::string_view, std::string_view, uint64_t count) {
+      given += count;
+      return true;
+    }));
+    EXPECT_EQ(spool.error(), "a spool run file of " + prefix.string() + " is cut short");
+    EXPECT_LT(given, 50u);
+  }
+}
+
+// A spooled letter whose bytes were damaged on disk (still a well-formed record) fails the
+// plan's write with a reason instead of throwing out of the build.
+TEST(LetterSet, ADamagedSpooledLetterFailsTheWrite) {
+  const fs::path prefix = temp("set_damaged");
+  LetterSet set(prefix.string(), 300);
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(set.add(letter(i))) << set.error();
+  const std::string run = prefix.string() + ".letters.run.0";
+  ASSERT_TRUE(fs::exists(run));
+  std::string bytes;
+  {
+    std::ifstream in(run, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t brace = bytes.find('{');
+  ASSERT_NE(brace, std::string::npos);
+  bytes[brace] = '#';
+  {
+    std::ofstream out(run, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  PlanWriter w(temp("set_damaged.plan.json").string());
+  ASSERT_TRUE(w.begin(header()));
+  EXPECT_FALSE(set.write(w, [](std::string_view, uint64_t) {}));
+  EXPECT_EQ(set.error(), "a spooled letter is not JSON (a damaged spool run file)");
+}
+
 }  // namespace
 }  // namespace replaygate::plan
