@@ -24,17 +24,6 @@
 namespace replaygate::gate::testing {
 namespace {
 
-using nlohmann::json;
-using replaygate::testing::CliResult;
-using replaygate::testing::CliRun;
-using replaygate::testing::kSourceDir;
-using replaygate::testing::lines_of;
-using replaygate::testing::read_file;
-using replaygate::testing::run_cli;
-using replaygate::testing::run_cli_args;
-using replaygate::testing::ScratchDir;
-using replaygate::testing::write_file;
-
 const std::string kTimeout = "java.net.SocketTimeoutException";
 const std::string kDeclined = "com.acme.payments.gateway.InsufficientFundsException";
 const std::string kRule = "known_failures:payment.capture/timeout";

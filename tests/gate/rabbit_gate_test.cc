@@ -29,17 +29,6 @@
 namespace replaygate::gate::testing {
 namespace {
 
-using replaygate::testing::CliResult;
-using replaygate::testing::CliRun;
-using replaygate::testing::kCliBinary;
-using replaygate::testing::kSourceDir;
-using replaygate::testing::lines_of;
-using replaygate::testing::read_file;
-using replaygate::testing::run_cli;
-using replaygate::testing::run_cli_args;
-using replaygate::testing::ScratchDir;
-using replaygate::testing::write_file;
-
 const char* const kWorkQueues[] = {"payment.capture", "inventory.reserve", "webhook.partner"};
 
 // Headers as a publisher that writes into a dead-letter queue directly may set them: an x-death

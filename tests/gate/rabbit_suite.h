@@ -1,14 +1,29 @@
 // A test suite sharing one private RabbitMQ node (rabbit_server.h): started before its first
-// test, stopped by process id after its last; every test is skipped when no node starts.
+// test, stopped by process id after its last; every test is skipped when no node starts. Also the
+// CLI runner's names every RabbitMQ suite uses.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "rabbit_server.h"
+#include "support/cli_runner.h"
 
 namespace replaygate::gate::testing {
+
+using nlohmann::json;
+using replaygate::testing::CliResult;
+using replaygate::testing::CliRun;
+using replaygate::testing::kCliBinary;
+using replaygate::testing::kSourceDir;
+using replaygate::testing::lines_of;
+using replaygate::testing::read_file;
+using replaygate::testing::run_cli;
+using replaygate::testing::run_cli_args;
+using replaygate::testing::ScratchDir;
+using replaygate::testing::write_file;
 
 class RabbitSuite : public ::testing::Test {
  protected:
