@@ -22,6 +22,12 @@ Result<Migrated> migrate_postgres(const std::string& conninfo, const Options& op
 // upgrade replaygate").
 Error schema_version_error(const std::string& describe, long long version);
 
+// mark's refusal of moving (key, generation), found in `current` (nullopt: no such row), to
+// `state`, the same words on both backends; nullopt when the mark may go ahead.
+std::optional<Error> mark_refusal(const std::string& describe, std::string_view key,
+                                  std::int64_t generation, std::optional<State> current,
+                                  State state);
+
 // Valid UTF-8 (no overlongs, no surrogates) without NUL bytes.
 bool clean_text(std::string_view s);
 

@@ -31,6 +31,25 @@ Error schema_version_error(const std::string& describe, long long version) {
                    describe + " --operator NAME --reason TEXT --audit LOG`");
 }
 
+std::optional<Error> mark_refusal(const std::string& describe, std::string_view key,
+                                  std::int64_t generation, std::optional<State> current,
+                                  State state) {
+  const std::string what = "ledger " + describe + ": mark: key '" + std::string(key) + "' ";
+  if (!current || *current == State::kReleased) {
+    return error(ErrorCode::kNotFound, what + "has no live claim of generation " +
+                                           std::to_string(generation) +
+                                           (current ? " (it was released)" : ""));
+  }
+  // The states in their order: claimed, recorded, confirmed.
+  if (static_cast<int>(*current) > static_cast<int>(state)) {
+    return error(ErrorCode::kBadTransition, what + "generation " + std::to_string(generation) +
+                                                " is " + std::string(state_name(*current)) +
+                                                ", it cannot go back to " +
+                                                std::string(state_name(state)));
+  }
+  return std::nullopt;
+}
+
 bool clean_text(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();

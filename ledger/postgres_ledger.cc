@@ -215,8 +215,6 @@ std::string text_array(const std::vector<const std::string*>& values) {
   return out;
 }
 
-int state_rank(State s) { return static_cast<int>(s); }
-
 class PgLedger final : public Ledger {
  public:
   PgLedger(PGconn* conn, const std::string& url, const Options& o, bool migrating)
@@ -751,17 +749,8 @@ Status PgLedger::mark_rows(const std::vector<std::pair<std::string, std::int64_t
     auto it = found.find(claim);
     std::optional<State> current;
     if (it != found.end()) current = it->second;
-    if (!current || *current == State::kReleased) {
-      return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
-                                             "' has no live claim " + "of generation " +
-                                             std::to_string(generation) +
-                                             (current ? " (it was released)" : ""));
-    }
-    if (state_rank(*current) > state_rank(state)) {
-      return error(ErrorCode::kBadTransition,
-                   "ledger " + describe() + ": mark: key '" + key + "' generation " +
-                       std::to_string(generation) + " is " + std::string(state_name(*current)) +
-                       ", it cannot go back to " + std::string(state_name(state)));
+    if (auto refused = mark_refusal(describe(), key, generation, current, state)) {
+      return *refused;
     }
     if (*current == state) continue;
     it->second = state;  // a pair given twice moves once

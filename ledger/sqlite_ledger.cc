@@ -178,8 +178,6 @@ Objects sorted(Objects o) {
 // The tables and indexes of each schema version (without audit_anchors, checked on its own).
 Objects layout(int version);
 
-int state_rank(State s) { return static_cast<int>(s); }
-
 class Stmt {
  public:
   Stmt() = default;
@@ -791,17 +789,8 @@ Status SqliteLedger::mark_rows(const std::vector<std::pair<std::string, std::int
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail("mark", rc);
     std::optional<State> current;
     if (rc == SQLITE_ROW) current = parse_state(g.column_text(0));
-    if (!current || *current == State::kReleased) {
-      return error(ErrorCode::kNotFound, "ledger " + describe() + ": mark: key '" + key +
-                                             "' has no live claim " + "of generation " +
-                                             std::to_string(generation) +
-                                             (current ? " (it was released)" : ""));
-    }
-    if (state_rank(*current) > state_rank(state)) {
-      return error(ErrorCode::kBadTransition,
-                   "ledger " + describe() + ": mark: key '" + key + "' generation " +
-                       std::to_string(generation) + " is " + std::string(state_name(*current)) +
-                       ", it cannot go back to " + std::string(state_name(state)));
+    if (auto refused = mark_refusal(describe(), key, generation, current, state)) {
+      return *refused;
     }
     if (*current == state) continue;
     Stmt& s = **set;
