@@ -412,68 +412,38 @@ void check_concurrent_processes(const Opener& open, int processes, int keys, int
     auto init = must_open(open, Options{});  // create the schema before the race
     ASSERT_TRUE(init);
   }
-  int go[2];
-  ASSERT_EQ(pipe(go), 0);
-  std::vector<pid_t> pids;
-  std::vector<int> outs;
-  for (int p = 0; p < processes; ++p) {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      close(go[1]);
-      char c;
-      (void)!read(go[0], &c, 1);  // wait until every child exists
-      Options o;
-      auto l = open(o);
-      if (!l.ok()) {
-        write_all(fds[1], "ERROR " + l.error().message + "\n");
-        _exit(3);
+  const std::vector<Child> children = children_at_once(processes, [&](int p, int out) {
+    auto l = open(Options{});
+    if (!l.ok()) return write_all(out, "ERROR " + l.error().message + "\n"), 3;
+    // Keys [start, start + per_process) mod keys, in a shuffled order.
+    std::vector<int> mine;
+    const int start = p * (keys / processes);
+    for (int i = 0; i < per_process; ++i) mine.push_back((start + i) % keys);
+    std::mt19937 rng(1000 + p);
+    std::shuffle(mine.begin(), mine.end(), rng);
+    for (size_t i = 0; i < mine.size(); i += static_cast<size_t>(batch)) {
+      std::vector<Claim> claims;
+      for (size_t j = i; j < mine.size() && j < i + static_cast<size_t>(batch); ++j) {
+        claims.push_back(make_claim("key-" + std::to_string(mine[j]), "proc-" + std::to_string(p)));
       }
-      // Keys [start, start + per_process) mod keys, in a shuffled order.
-      std::vector<int> mine;
-      const int start = p * (keys / processes);
-      for (int i = 0; i < per_process; ++i) mine.push_back((start + i) % keys);
-      std::mt19937 rng(1000 + p);
-      std::shuffle(mine.begin(), mine.end(), rng);
-      for (size_t i = 0; i < mine.size(); i += static_cast<size_t>(batch)) {
-        std::vector<Claim> claims;
-        for (size_t j = i; j < mine.size() && j < i + static_cast<size_t>(batch); ++j) {
-          claims.push_back(
-              make_claim("key-" + std::to_string(mine[j]), "proc-" + std::to_string(p)));
-        }
-        auto r = (*l)->claim_batch(claims);
-        if (!r.ok()) {
-          write_all(fds[1], "ERROR " + r.error().message + "\n");
-          _exit(4);
-        }
-        std::string won;
-        for (size_t j = 0; j < claims.size(); ++j) {
-          if ((*r)[j].won) won += claims[j].key + "\n";
-        }
-        write_all(fds[1], won);
+      auto r = (*l)->claim_batch(claims);
+      if (!r.ok()) return write_all(out, "ERROR " + r.error().message + "\n"), 4;
+      std::string won;
+      for (size_t j = 0; j < claims.size(); ++j) {
+        if ((*r)[j].won) won += claims[j].key + "\n";
       }
-      _exit(0);
+      write_all(out, won);
     }
-    close(fds[1]);
-    pids.push_back(pid);
-    outs.push_back(fds[0]);
-  }
-  close(go[0]);
-  close(go[1]);  // start
+    return 0;
+  });
+  ASSERT_EQ(children.size(), static_cast<size_t>(processes));
   std::map<std::string, std::vector<int>> winners;
   for (int p = 0; p < processes; ++p) {
-    for (const auto& line : complete_lines(read_all(outs[p]))) {
+    for (const auto& line : complete_lines(children[static_cast<size_t>(p)].said)) {
       ASSERT_FALSE(line.starts_with("ERROR")) << "process " << p << ": " << line;
       winners[line].push_back(p);
     }
-    close(outs[p]);
-  }
-  for (int p = 0; p < processes; ++p) {
-    int status = 0;
-    waitpid(pids[p], &status, 0);
+    const int status = children[static_cast<size_t>(p)].status;
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "process " << p;
   }
   // The union of the key sets: with per_process * processes >= keys every key was tried.

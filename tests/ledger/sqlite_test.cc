@@ -103,48 +103,17 @@ TEST_F(LedgerSqlite, ProcessesOpeningOneNewFileAtOnceAllGetTheLedger) {
   // others' schema and WAL switch, never fail with "database is locked" (CI saw it once).
   for (int round = 0; round < 15; ++round) {
     const std::string p = dir_.file("race-" + std::to_string(round) + ".db");
-    int go[2];
-    ASSERT_EQ(pipe(go), 0);
-    std::vector<pid_t> pids;
-    std::vector<int> outs;
-    for (int i = 0; i < 6; ++i) {
-      int fds[2];
-      ASSERT_EQ(pipe(fds), 0);
-      const pid_t pid = fork();
-      ASSERT_GE(pid, 0);
-      if (pid == 0) {
-        close(fds[0]);
-        close(go[1]);
-        char c;
-        (void)!read(go[0], &c, 1);
-        auto l = open_ledger(p);
-        if (!l.ok()) {
-          write_all(fds[1], l.error().message);
-          _exit(3);
-        }
-        auto r = (*l)->claim_batch({make_claim("k-" + std::to_string(i))});
-        if (!r.ok() || !(*r)[0].won) {
-          write_all(fds[1], r.ok() ? "lost" : r.error().message);
-          _exit(4);
-        }
-        _exit(0);
-      }
-      close(fds[1]);
-      pids.push_back(pid);
-      outs.push_back(fds[0]);
-    }
-    close(go[0]);
-    close(go[1]);  // every child reads EOF at once
-    for (size_t i = 0; i < pids.size(); ++i) {
-      int status = 0;
-      waitpid(pids[i], &status, 0);
-      std::string said;
-      char buf[512];
-      ssize_t n;
-      while ((n = read(outs[i], buf, sizeof buf)) > 0) said.append(buf, static_cast<size_t>(n));
-      close(outs[i]);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-          << "round " << round << " process " << i << ": " << said;
+    const std::vector<Child> children = children_at_once(6, [&](int i, int out) {
+      auto l = open_ledger(p);
+      if (!l.ok()) return write_all(out, l.error().message), 3;
+      auto r = (*l)->claim_batch({make_claim("k-" + std::to_string(i))});
+      if (!r.ok() || !(*r)[0].won) return write_all(out, r.ok() ? "lost" : r.error().message), 4;
+      return 0;
+    });
+    ASSERT_EQ(children.size(), 6u);
+    for (size_t i = 0; i < children.size(); ++i) {
+      EXPECT_TRUE(WIFEXITED(children[i].status) && WEXITSTATUS(children[i].status) == 0)
+          << "round " << round << " process " << i << ": " << children[i].said;
     }
     auto l = open_ledger(p);
     ASSERT_TRUE(l.ok()) << l.error().message;

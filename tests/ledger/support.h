@@ -97,6 +97,48 @@ inline std::vector<std::string> complete_lines(const std::string& s) {
   return out;
 }
 
+// What one child of children_at_once() did: its wait status and what it wrote to its pipe.
+struct Child {
+  int status = 0;
+  std::string said;
+};
+// Forks `n` children that wait until all exist, then run body(i, fd) at once (fd: a pipe back to
+// the parent); a child exits with body's return. Returns each child's status and output, in order.
+inline std::vector<Child> children_at_once(int n, const std::function<int(int, int)>& body) {
+  int go[2];
+  if (pipe(go) != 0) return {};
+  std::vector<pid_t> pids;
+  std::vector<int> outs;
+  for (int i = 0; i < n; ++i) {
+    int fds[2];
+    if (pipe(fds) != 0) break;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      close(go[1]);
+      char c;
+      (void)!read(go[0], &c, 1);  // EOF once the parent closes its end: every child starts
+      _exit(body(i, fds[1]));
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      break;
+    }
+    pids.push_back(pid);
+    outs.push_back(fds[0]);
+  }
+  close(go[0]);
+  close(go[1]);
+  std::vector<Child> children(pids.size());
+  for (size_t i = 0; i < pids.size(); ++i) {
+    children[i].said = read_all(outs[i]);
+    close(outs[i]);
+    waitpid(pids[i], &children[i].status, 0);
+  }
+  return children;
+}
+
 // The semantic checks, run by each backend's suite (sqlite_test.cc, postgres_test.cc).
 void check_claim_and_lookup(const Opener& open);
 void check_mark_transitions(const Opener& open);
