@@ -342,6 +342,46 @@ TEST_F(RabbitPlan, Reproduces660OnRabbitMQ) {
   EXPECT_EQ(again.out, "");
 }
 
+// A plan built with --cap 2 over five letters acts on two, says the cap is reached, and leaves
+// the other three in the plan queue, untouched, also on a rerun.
+TEST_F(RabbitPlan, ThePlansCapActsOnThatManyAndLeavesTheRestInThePlanQueue) {
+  for (int i = 1; i <= 5; ++i) dead_letter("cap_" + std::to_string(i), "m-" + std::to_string(i));
+  ASSERT_EQ(client_.wait_for_count("dlq", 5), "");
+  const std::string id = build_amqp({"--cap", "2"});
+  const std::string q = "dlq.plan." + id;
+  ASSERT_EQ(client_.wait_for_count(q, 5), "");
+  ASSERT_EQ(approve("bob").exit_code, 0);
+  const CliResult r = gate_plan();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  int acted = 0;
+  for (const json& l : lines(r)) {
+    if (l.at("plan") == "act") {
+      EXPECT_EQ(l.at("action"), "republish") << l;
+      ++acted;
+    } else {
+      EXPECT_EQ(l.at("plan"), "skipped") << l;
+    }
+  }
+  EXPECT_EQ(acted, 2) << r.out;
+  EXPECT_NE(r.err.find("the plan's cap is reached; the letters left are in " + q),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(": done 2, held 0"), std::string::npos) << r.err;
+  const std::map<std::string, int> replayed = ids_in("payment.capture");
+  EXPECT_EQ(replayed.size(), 2u);
+  for (const auto& [id_, n] : replayed) EXPECT_EQ(n, 1) << id_;
+  EXPECT_EQ(client_.wait_for_count(q, 3), "");
+  EXPECT_EQ(client_.message_count("dlq"), 0);
+  // A rerun: the cap counts what earlier runs did, so nothing more is replayed.
+  const CliResult again = gate_plan();
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  for (const json& l : lines(again)) EXPECT_NE(l.at("plan"), "act") << l;
+  EXPECT_TRUE(ids_in("payment.capture").empty());
+  EXPECT_EQ(client_.wait_for_count(q, 3), "");
+  EXPECT_NE(status().find("done 2  pending 3"), std::string::npos) << status();
+  expect_logs_check();
+}
+
 // The guard's holds: a copy beyond the planned count (plan:duplicate), a planned message id with
 // another body (plan:changed), a verb this gate maps otherwise than the plan (--action:
 // plan:decision_mismatch), and a letter not in the plan, left in the plan queue.
