@@ -317,18 +317,17 @@ class PlanRun {
     }
     if (decisions.empty()) return "";
     if (std::string why = append(std::move(decisions)); !why.empty()) return why;
-    if (!marks.empty()) {
-      if (ledger::Status st = ledger_.mark_batch(marks, ledger::State::kRecorded); !st) {
-        return st.error().message;
-      }
-    }
     std::vector<ledger::PlanLetterProgress> rows;
     std::vector<json> entries;
     for (auto& [identity, p] : progress) {
       entries.push_back(plan::progress_entry(p, o_.operator_name, ledger_.scope()));
       rows.push_back(std::move(p));
     }
-    if (ledger::Status st = ledger_.record_plan_progress(rows); !st) return st.error().message;
+    // The claims marked `recorded` and the block's progress: one transaction.
+    if (ledger::Status st = ledger_.mark_batch_with_progress(marks, ledger::State::kRecorded, rows);
+        !st) {
+      return st.error().message;
+    }
     test_points_.at("plan_progress_recorded");
     return append(std::move(entries));
   }
