@@ -19,6 +19,7 @@
 #include "audit/operator_name.h"
 #include "audit/reader.h"
 #include "console/html.h"
+#include "console/log_status.h"
 #include "console/plan_acts.h"
 #include "console/sessions.h"
 #include "console/users.h"
@@ -128,6 +129,7 @@ struct Server::State {
   struct stat users_stat {};
   std::mutex audit_mu;
   std::mutex verify_mu;  // one Argon2id verification at a time: 64 MiB each
+  LogStatusCache log_status;
   std::string dummy_hash;
 
   State(Config c, std::function<int64_t()> k)
@@ -466,18 +468,17 @@ void Server::State::audit_page(const httplib::Request& req, httplib::Response& r
   logs.insert(logs.end(), config.audit_logs.begin(), config.audit_logs.end());
   std::string body =
       "<p class=\"note\">Each log checked as <code>replaygate audit verify</code> checks it (the "
-      "hash chain and every entry), now.</p><table><thead><tr><th>Log</th><th>Status</th>"
+      "hash chain and every entry), again whenever the file "
+      "changed.</p><table><thead><tr><th>Log</th><th>Status</th>"
       "<th>Entries</th><th>Checkpoints</th><th>Last line's hash</th></tr></thead><tbody>";
   for (const std::string& log : logs) {
-    std::ifstream in(log, std::ios::binary);
-    if (!in) {
+    const LogStatus status_now = log_status.get(log);
+    if (!status_now.readable) {
       body += "<tr><td>" + escape(log) + "</td><td class=\"bad\">cannot read</td><td></td><td>" +
               "</td><td></td></tr>";
       continue;
     }
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    const audit::VerifyReport v = audit::verify_bytes(bytes.str());
+    const audit::VerifyReport& v = status_now.report;
     std::string status =
         v.ok() ? "<span class=\"ok\">verifies</span>"
                : "<span class=\"bad\">" + std::to_string(v.problems.size()) + " problem(s)</span>";
