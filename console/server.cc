@@ -498,10 +498,20 @@ void Server::State::audit_page(const httplib::Request& req, httplib::Response& r
 // whether the log verifies), newest first: who did what, allowed or refused.
 std::string Server::State::recent_entries() {
   constexpr size_t kShown = 50;
-  std::ifstream in(config.audit, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  const std::string text = bytes.str();
+  // The log's tail only (50 entries of at most a few KiB each): a view does not read a log that
+  // grew for years. The first, partial line of the tail is dropped.
+  constexpr std::streamoff kTail = 512 * 1024;
+  std::ifstream in(config.audit, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : 0;
+  std::string text;
+  if (size > 0) {
+    const std::streamoff from = size > kTail ? size - kTail : 0;
+    text.resize(static_cast<size_t>(size - from));
+    in.seekg(from);
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (from > 0) text.erase(0, std::min(text.size(), text.find('\n') + 1));
+  }
   std::deque<audit::ReadEntry> last;
   audit::EntryReader reader(text);
   for (audit::ReadEntry e; reader.next(&e);) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "audit/audit_log.h"
+#include "audit/entry.h"
 #include "console/users.h"
 #include "ledger/ledger.h"
 #include "support/cli_runner.h"
@@ -375,6 +376,31 @@ TEST_F(ConsoleServerTest, TheAuditPageShowsEachLogVerifying) {
   write_file(path("console.log"), read_file(path("console.log")) + "not an entry\n");
   page = client_->Get("/audit", cookie(vera.session));
   EXPECT_NE(page->body.find("1 problem(s)"), std::string::npos) << page->body;
+}
+
+// A console log of thousands of entries: the page shows the newest 50 from the log's tail.
+TEST_F(ConsoleServerTest, TheAuditPageReadsTheConsoleLogsTailOnly) {
+  std::vector<nlohmann::json> many;
+  for (int i = 0; i < 3000; ++i) {
+    audit::ConsoleEntry e;
+    e.operator_name = "olga";
+    e.act = "login";
+    e.scope = "default";
+    e.outcome = "refused";
+    e.address = "127.0.0.1";
+    e.reason = "attempt " + std::to_string(i) + " " + std::string(200, 'x');
+    many.push_back(audit::to_json(e));
+  }
+  ASSERT_TRUE(audit::append_batch(path("console.log"), many).ok);
+  ASSERT_GT(std::filesystem::file_size(path("console.log")), 512u * 1024);
+  const Login vera = login("vera", kPassword);
+  auto page = client_->Get("/audit", cookie(vera.session));
+  ASSERT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("attempt 2999 x"), std::string::npos);
+  EXPECT_NE(page->body.find("attempt 2951 x"), std::string::npos);
+  EXPECT_EQ(page->body.find("attempt 2950 x"), std::string::npos) << "only the newest 50";
+  EXPECT_NE(page->body.find("<td>console</td><td>vera</td><td>login</td><td>allowed</td>"),
+            std::string::npos);
 }
 
 TEST(ConsoleListen, OnlyLoopback) {
