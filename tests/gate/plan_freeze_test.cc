@@ -276,6 +276,22 @@ TEST_F(PlanFreeze, UsageErrorsMoveNothing) {
   EXPECT_EQ(r.err,
             "replaygate plan: error: --audit LOG is required with --amqp (every move into the "
             "plan's queue is audited)\n");
+  // An audit log that cannot take entries (a folder that does not exist, a log that does not
+  // verify): refused before the first move, so no letter is copied into the plan queue and back
+  // (a tester's mistyped path once tripled every letter).
+  for (const std::string& log : {path("no/such/dir/audit.log"), path("bad.log")}) {
+    write_file(path("bad.log"), "not an audit log\n");
+    std::vector<std::string> bad = args;
+    for (size_t i = 0; i + 1 < bad.size(); ++i) {
+      if (bad[i] == "--audit") bad[i + 1] = log;
+    }
+    r = run(bad);
+    EXPECT_EQ(r.exit_code, 2) << log;
+    EXPECT_EQ(r.err.rfind("replaygate plan: error: --audit: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("; nothing moved\n"), std::string::npos) << r.err;
+    EXPECT_EQ(client_.message_count("dlq"), 2);
+    EXPECT_FALSE(std::filesystem::exists(path("p.json.tmp")));
+  }
   // An existing plan file is never overwritten.
   write_file(path("p.json"), "{}");
   r = run(args);

@@ -314,6 +314,9 @@ int check_amqp_options(const PlanOptions& o, rmq::AmqpUrl* url, std::optional<in
     }
     *since = seconds;
   }
+  if (const std::string why = check_audit_log(o.audit); !why.empty()) {
+    return plan_usage("--audit: " + why + "; nothing moved");
+  }
   if (exists(o.out)) {
     return plan_usage(o.out +
                       " exists: a RabbitMQ build never overwrites a plan (its letters are frozen "
@@ -446,6 +449,9 @@ int return_plan_letters_amqp(const PlanOptions& o, const plan::PlanRead& read) {
   rmq::AmqpUrl url_value;
   if (const std::string why = plan_target(o, read, &url_value, &queue); !why.empty()) {
     return plan_usage(why);
+  }
+  if (const std::string why = check_audit_log(o.audit); !why.empty()) {
+    return plan_usage("--audit: " + why + "; nothing moved back");
   }
   const rmq::AmqpUrl* url = &url_value;
   redrive::TestPoints points;

@@ -49,6 +49,11 @@ std::string append_entries(const std::string& log, std::vector<nlohmann::json> e
   return appended.ok ? "" : appended.error;
 }
 
+std::string check_audit_log(const std::string& log) {
+  std::string error;
+  return audit::Appender::open(log, nullptr, &error) ? "" : error;
+}
+
 audit::PlanEntry recorded_entry(const ledger::PlanRecord& r, const std::string& operator_name,
                                 const std::string& scope) {
   audit::PlanEntry e;

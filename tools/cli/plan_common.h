@@ -45,6 +45,9 @@ std::unique_ptr<ledger::Ledger> open_plan_ledger(const std::string& url, const s
 
 // Appends `entries` to the audit log: "" or why not.
 std::string append_entries(const std::string& log, std::vector<nlohmann::json> entries);
+// "" or why the audit log cannot take entries now (opened, locked and verified, then closed): a
+// move that publishes before its entry checks first that the entry can be written.
+std::string check_audit_log(const std::string& log);
 
 // The audit entry of a plan's ledger record.
 audit::PlanEntry recorded_entry(const ledger::PlanRecord& r, const std::string& operator_name,
