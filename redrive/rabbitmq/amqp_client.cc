@@ -381,15 +381,16 @@ Delivery::~Delivery() {
   if (filled) amqp_destroy_envelope(&envelope_);
 }
 
-bool Consumer::start(const std::string& queue, uint16_t prefetch, std::string* error) {
+bool Consumer::start(const std::string& queue, uint16_t prefetch, std::string* error,
+                     bool exclusive) {
   amqp_connection_state_t s = connection_.state();
   if (amqp_basic_qos(s, 1, 0, prefetch, 0) == nullptr) {
     *error = "basic.qos: " + Connection::describe(amqp_get_rpc_reply(s));
     connection_.set_lost(*error);
     return false;
   }
-  if (amqp_basic_consume(s, 1, as_bytes(queue), amqp_empty_bytes, 0, /*no_ack=*/0, 0,
-                         amqp_empty_table) == nullptr) {
+  if (amqp_basic_consume(s, 1, as_bytes(queue), amqp_empty_bytes, 0, /*no_ack=*/0,
+                         exclusive ? 1 : 0, amqp_empty_table) == nullptr) {
     const amqp_rpc_reply_t reply = amqp_get_rpc_reply(s);
     *error = "cannot consume queue '" + queue + "': " + Connection::describe(reply);
     connection_.set_lost(*error);  // channel 1 is closed: the caller reconnects or stops

@@ -131,9 +131,11 @@ class Delivery {
 class Consumer {
  public:
   explicit Consumer(Connection& connection) : connection_(connection) {}
-  // basic.qos(prefetch) then basic.consume on `queue` with manual acks. False with *error (the
-  // queue does not exist: 404).
-  bool start(const std::string& queue, uint16_t prefetch, std::string* error);
+  // basic.qos(prefetch) then basic.consume on `queue` with manual acks; `exclusive`: as the
+  // queue's only consumer. False with *error (the queue does not exist: 404; exclusive and
+  // another consumer is there, or exclusive use by another: 403).
+  bool start(const std::string& queue, uint16_t prefetch, std::string* error,
+             bool exclusive = false);
   // Pulls instead (basic.get, manual ack): next() takes one message only when called, so none
   // waits in a prefetch window (on a quorum queue with a delivery limit, every delivery returned
   // unsettled uses up an attempt). No broker call; always true.

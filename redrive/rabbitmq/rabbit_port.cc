@@ -67,7 +67,13 @@ std::string connect(const PortOptions& o, const AmqpUrl& url, Links* links) {
   // them the window stays small, so no delivery waits long in it (the broker's consumer timeout
   // closes a channel whose delivery stays unacked for 30 minutes) and other gates get their share.
   const uint64_t window = std::min<uint64_t>(65535, (o.keeps ? o.max_unacked : 0) + o.prefetch);
-  if (!links->consumer->start(o.queue, static_cast<uint16_t>(window), &error)) return error;
+  if (!links->consumer->start(o.queue, static_cast<uint16_t>(window), &error, o.exclusive)) {
+    if (o.exclusive && error.find("ACCESS_REFUSED") != std::string::npos) {
+      return "another gate is consuming " + o.queue +
+             " (a plan runs in one gate at a time, so that its cap and counts hold): " + error;
+    }
+    return error;
+  }
   return "";
 }
 

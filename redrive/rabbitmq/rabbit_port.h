@@ -53,6 +53,9 @@ struct PortOptions {
   // A dry run on a quorum queue uses up a delivery attempt of every letter it sees: it stops at
   // the first delivery that shows the queue is one (an x-delivery-count header) unless allowed.
   bool allow_peek = false;
+  // The queue's only consumer (a plan's run on its plan queue: a second gate on the same plan is
+  // refused by the broker, so that the plan's cap and counts hold).
+  bool exclusive = false;
   // A quorum queue's delivery limit (x-delivery-limit or its policy; known through --management):
   // see above, and docs/gate.md, "Quorum queues with a delivery limit".
   std::optional<int64_t> delivery_limit;

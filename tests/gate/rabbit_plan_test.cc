@@ -514,6 +514,41 @@ TEST_F(RabbitPlan, AReloadIsRefusedWhileAPlanRuns) {
   EXPECT_EQ(client_.message_count("payment.capture"), 8);
 }
 
+// Two gates on one plan: the second is refused by the broker (the plan queue's consumer is
+// exclusive) and acts on nothing; the first runs the plan to its cap. A tester's two gates once
+// both acted up to the cap: twice the letters the plan allowed.
+TEST_F(RabbitPlan, ASecondGateOnARunningPlanIsRefusedAndTheCapHolds) {
+  for (int i = 0; i < 6; ++i) dead_letter("cap_x" + std::to_string(i), "x-" + std::to_string(i));
+  ASSERT_EQ(client_.wait_for_count("dlq", 6), "");
+  const std::string q = "dlq.plan." + build_amqp({"--cap", "3"});
+  ASSERT_EQ(approve("bob").exit_code, 0);
+  const std::string flag = path("paused");
+  CliResult first;
+  std::thread run([&] {
+    first = gate_plan("p.json", {"--block-max", "1"}, "REPLAYGATE_TEST_PAUSE_AT=claimed:" + flag);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(std::filesystem::exists(flag)) << "the first gate never reached its first claim";
+  const CliResult second = gate_plan();
+  std::filesystem::remove(flag);
+  run.join();
+  EXPECT_EQ(second.exit_code, 2) << second.err;
+  EXPECT_NE(second.err.find("another gate is consuming " + q +
+                            " (a plan runs in one gate at a time, so that its cap and counts "
+                            "hold)"),
+            std::string::npos)
+      << second.err;
+  EXPECT_EQ(second.out, "");
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(client_.message_count("payment.capture"), 3);
+  EXPECT_EQ(client_.wait_for_count(q, 3), "");
+  EXPECT_NE(status().find("done 3  pending 3"), std::string::npos) << status();
+  expect_logs_check();
+}
+
 // A cancel lands while a run is inside its first block: that block is finished and recorded, the
 // run stops before the next one (exit 2), and the rest stays in the plan queue until the cancel
 // moves it back.

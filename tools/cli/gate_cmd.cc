@@ -156,6 +156,7 @@ int run_gate_rabbitmq(GateCliOptions& o) {
     run.plan_source_what = "--queue " + o.queue + " on vhost " + urls.front().vhost;
     run.on_plan = [&port, &o](const plan::PlanRead& p) {
       port.queue = plan::plan_queue_name(o.queue, p.header.plan_id);
+      port.exclusive = true;
       if (o.rate_option->count() == 0) port.max_rate = p.header.rate;
       return port.queue;
     };
