@@ -215,6 +215,28 @@ TEST_F(PlanCliTest, ACutPlanOrAnUnknownRoleIsAUsageErrorThatSaysWhere) {
                        ": user 1: role 'admin' is not one of viewer, operator, approver\n");
 }
 
+// Typos that once went through: a build whose --plan names its own dump (the dump was replaced by
+// the plan), an approval whose --ledger names no ledger (recorded in a new file no gate reads).
+TEST_F(PlanCliTest, ABuildOverItsDumpAndAnApprovalIntoANewLedgerAreRefused) {
+  write_file(dir_ / "dump.jsonl", letter(1) + letter(2));
+  CliResult r = run({"plan", "build", path("dump.jsonl"), "--policy", policy(), "--author", "alice",
+                     "--plan", path("dump.jsonl")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "replaygate plan: error: --plan " + path("dump.jsonl") +
+                       " is the dump being planned: the plan would replace it; choose another "
+                       "file\n");
+  EXPECT_EQ(read_file(dir_ / "dump.jsonl"), letter(1) + letter(2));
+  ASSERT_EQ(build("dump.jsonl").exit_code, 0);
+  r = run({"plan", "approve", path("p.json"), "--operator", "bob", "--sign-key", path("bob.key"),
+           "--reason", "reviewed", "--users", path("users.json"), "--ledger", path("typo.db"),
+           "--audit", path("audit.log")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("replaygate plan: error: no ledger at sqlite:" + path("typo.db"), 0), 0u)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("typo.db")));
+  EXPECT_EQ(approve("bob", "bob").exit_code, 0);
+}
+
 TEST_F(PlanCliTest, AnApprovalSignedByAnUnlistedOrAnotherUsersKeyIsRefused) {
   write_file(dir_ / "dump.jsonl", letter(1));
   ASSERT_EQ(build("dump.jsonl").exit_code, 0);

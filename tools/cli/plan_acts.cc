@@ -150,7 +150,9 @@ int run_plan_approve(const PlanOptions& o) {
     return plan_say(kExitFindings, "refused: the plan expired at " + read.header.expires_at +
                                        "; nothing approved");
   }
-  std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, true);
+  // An existing ledger only: a mistyped --ledger must not record the approval in a new file the
+  // gate never reads.
+  std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, false);
   if (l == nullptr) return kExitUsage;
   if (const std::string why = ensure_recorded(*l, read, o.operator_name, o.audit); !why.empty()) {
     return plan_usage(why + "; nothing approved");

@@ -6,6 +6,7 @@
 #include "tools/cli/plan_cmd.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -156,6 +157,14 @@ int run_build(const PlanOptions& o) {
   int fd = STDIN_FILENO;
   if (o.input != "-" && (fd = ::open(o.input.c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
     return plan_usage("cannot open " + o.input + ": " + std::strerror(errno));
+  }
+  struct stat in_st {
+  }, out_st{};
+  if (::fstat(fd, &in_st) == 0 && ::stat(o.out.c_str(), &out_st) == 0 &&
+      in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+    if (fd != STDIN_FILENO) ::close(fd);
+    return plan_usage("--plan " + o.out + " is the dump being planned: the plan would replace " +
+                      "it; choose another file");
   }
   pipeline::FileSource source(fd, format->json_array, format->array_member);
   Input input(*table);
