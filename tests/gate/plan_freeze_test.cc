@@ -216,6 +216,16 @@ TEST_F(PlanFreeze, BuildMovesExactlyTheSelectedLettersAndThePlanVerifies) {
       {"plan", "verify", path("p.json"), "--users", path("users.json"), "--ledger", path("l.db")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, path("p.json") + ": valid (1 of 1 approval(s): bob)\n");
+  // A RabbitMQ plan is not run over a dump: its letters are in the plan queue.
+  r = run({"decide", "--table", table_, kSourceDir + "/examples/letters.jsonl", "--plan",
+           path("p.json"), "--users", path("users.json"), "--ledger", path("l.db"), "--audit",
+           path("audit.log"), "--operator", "carol"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "replaygate decide: refused: the plan's letters are frozen in RabbitMQ (source "
+            "rabbitmq:/%2F/dlq), not in a dump: run it with `gate rabbitmq --plan`; nothing acted "
+            "on\n");
+  EXPECT_EQ(r.out, "");
 }
 
 TEST_F(PlanFreeze, FiltersSelectByMessageIdAndNothingElseMoves) {

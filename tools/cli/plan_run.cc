@@ -400,6 +400,10 @@ int run_decide_plan(const PlanRunOptions& o) {
   if (const int code = open_plan(o, *table, *l, &read, &letters, &by_message_id); code != kExitOk) {
     return code;
   }
+  if (read.header.source.rfind("rabbitmq:", 0) == 0) {
+    return refuse("the plan's letters are frozen in RabbitMQ (source " + read.header.source +
+                  "), not in a dump: run it with `gate rabbitmq --plan`");
+  }
   ledger::Result<ledger::PlanCounts> before = l->plan_counts(read.digest);
   if (!before) return refuse(before.error().message);
   RecordReading reading;
