@@ -376,6 +376,35 @@ TEST_F(PlanFreeze, CancelMovesWhatIsLeftBackAndDeletesThePlanQueue) {
   EXPECT_NE(r.err.find("moved 0 letter(s)"), std::string::npos) << r.err;
 }
 
+// A plan built without --ledger froze its letters all the same: its cancel records it in the
+// ledger, cancels it and moves the letters back (a tester found them stuck: "not recorded").
+TEST_F(PlanFreeze, ACancelOfAPlanBuiltWithoutALedgerMovesItsLettersBack) {
+  letters(3, 0);
+  const int before = client_.message_count("dlq");
+  std::vector<std::string> args = build_args("p.json");
+  args.resize(args.size() - 2);  // no --ledger
+  CliResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string pq = plan_queue("p.json");
+  ASSERT_EQ(client_.message_count(pq), 3);
+  ASSERT_EQ(client_.message_count("dlq"), before - 3);
+  // The ledger exists (a gate's, here made by a dump's plan), but does not know this plan.
+  r = run({"plan", "build", kSourceDir + "/examples/letters.jsonl", "--table", table_, "--author",
+           "alice", "--plan", path("dump.json"), "--ledger", path("l.db"), "--audit",
+           path("audit.log")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run({"plan", "cancel", path("p.json"), "--operator", "bob", "--reason", "not needed",
+           "--ledger", path("l.db"), "--audit", path("audit.log"), "--amqp", server_->url()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("moved 3 letter(s) from " + pq + " back to dlq"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(client_.wait_for_count("dlq", before), "");
+  EXPECT_EQ(audit_entries("plan_recorded").size(), 2u);
+  EXPECT_EQ(audit_entries("plan_cancelled").size(), 1u);
+  r = run({"ledger", "check", "--ledger", path("l.db"), "--audit", path("audit.log")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 // kill -9 while a cancel moves the letters back (after a block's confirms, before its acks): the
 // plan is cancelled in the ledger already, and a second cancel finishes the moves; copies, never
 // a loss.

@@ -195,6 +195,18 @@ int run_plan_cancel(const PlanOptions& o) {
   }
   std::unique_ptr<ledger::Ledger> l = open_plan_ledger(o.ledger, o.scope, false);
   if (l == nullptr) return kExitUsage;
+  // A plan built without --ledger (its letters may already be frozen in a queue) is recorded
+  // first, as an approval would record it, so that it can be cancelled and its letters moved
+  // back. Not an edited file: the ledger would record content its digest does not name.
+  if (read.digest_matches()) {
+    ledger::Result<std::optional<ledger::PlanRecord>> known = l->plan(read.digest);
+    if (known && !known.value()) {
+      if (const std::string why = ensure_recorded(*l, read, o.operator_name, o.audit);
+          !why.empty()) {
+        return plan_usage(why + "; nothing cancelled");
+      }
+    }
+  }
   // The digest the ledger knows the plan by: an edited file still names its plan.
   ledger::Result<ledger::PlanRecord> cancelled =
       l->cancel_plan(read.digest, o.operator_name, o.reason);
