@@ -279,6 +279,17 @@ Redrive::BlockProgress PlanGuard::progress(const std::vector<BlockLetter*>& bloc
   return out;
 }
 
+std::string PlanGuard::unseen_note() {
+  if (capped_) return "";
+  const ledger::Result<ledger::PlanCounts> counts = ledger_.plan_counts(plan_.digest);
+  if (!counts) return "cannot read the plan's progress: " + counts.error().message;
+  const int64_t pending = plan_.summary.copies - counts.value().done - counts.value().held;
+  if (pending <= 0) return "";
+  return std::to_string(pending) + " planned cop(ies) neither done nor held were not in " +
+         o_.queue + " (moved away by hand, or returned by a cancel); `plan status` lists them " +
+         "as pending";
+}
+
 std::string PlanGuard::summary() const {
   return "plan " + plan_.digest + ": done " + std::to_string(counts_.done) + ", held " +
          std::to_string(counts_.held) + " (decision mismatch " + std::to_string(counts_.mismatch) +

@@ -84,6 +84,11 @@ class PlanGuard {
   bool capped() const { return capped_; }
   // Letters the guard held (plan:decision_mismatch, plan:changed, plan:duplicate) in this run.
   uint64_t findings() const { return counts_.mismatch + counts_.changed + counts_.duplicate; }
+  // Letters of the plan queue that are not the plan's, left there (plan:not_in_plan).
+  uint64_t not_in_plan() const { return counts_.not_in_plan; }
+  // After a run that drained the plan queue: "" or why the plan is not done (planned copies
+  // neither done nor held were not in the queue: moved away by hand, or returned by a cancel).
+  std::string unseen_note();
   // One line for the end of the run ("plan DIGEST: acted on N, ...").
   std::string summary() const;
 

@@ -613,6 +613,7 @@ int Loop::run() {
         stop("no letter for " + std::to_string(o_.idle_exit_ms) + " ms: the queue is drained" +
                  std::string(kept_unacked_ > 0 ? " (of what this run may take)" : ""),
              0);
+        stats_->drained = true;
         break;
       }
       continue;

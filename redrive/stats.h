@@ -33,6 +33,7 @@ struct RunStats {
   std::optional<uint32_t> queue_depth;
   double rate = 0;  // letters per second, since the start
   bool finished = false;
+  bool drained = false;  // it ended because the queue had no letter for --idle-exit
   std::string stop_reason;
 };
 

@@ -382,6 +382,25 @@ TEST_F(RabbitPlan, ThePlansCapActsOnThatManyAndLeavesTheRestInThePlanQueue) {
   expect_logs_check();
 }
 
+// Planned letters taken out of the plan queue by hand: the run drains the queue, acts on what is
+// there, and says the rest were not there (exit 1), never "done".
+TEST_F(RabbitPlan, PlannedLettersMissingFromThePlanQueueAreAFinding) {
+  for (int i = 1; i <= 3; ++i) dead_letter("cap_" + std::to_string(i), "m-" + std::to_string(i));
+  ASSERT_EQ(client_.wait_for_count("dlq", 3), "");
+  const std::string q = "dlq.plan." + build_amqp();
+  ASSERT_EQ(client_.wait_for_count(q, 3), "");
+  ASSERT_EQ(approve("bob").exit_code, 0);
+  EXPECT_EQ(ids_in(q).size(), 3u);  // taken out by hand
+  const CliResult r = gate_plan();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("3 planned cop(ies) neither done nor held were not in " + q +
+                       " (moved away by hand, or returned by a cancel); `plan status` lists them "
+                       "as pending"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(status().find("done 0  pending 3"), std::string::npos) << status();
+}
+
 // The guard's holds: a copy beyond the planned count (plan:duplicate), a planned message id with
 // another body (plan:changed), a verb this gate maps otherwise than the plan (--action:
 // plan:decision_mismatch), and a letter not in the plan, left in the plan queue.

@@ -217,6 +217,25 @@ TEST_F(PlanCliTest, ACutPlanOrAnUnknownRoleIsAUsageErrorThatSaysWhere) {
 
 // Typos that once went through: a build whose --plan names its own dump (the dump was replaced by
 // the plan), an approval whose --ledger names no ledger (recorded in a new file no gate reads).
+// A dump that lacks planned letters (another dump, a cut one): what is there is acted on, and
+// the run says the rest was not there (exit 1), never that every planned letter went as planned.
+TEST_F(PlanCliTest, PlannedLettersTheDumpLacksAreAFinding) {
+  write_file(dir_ / "dump.jsonl", letter(1) + letter(2));
+  ASSERT_EQ(build("dump.jsonl").exit_code, 0);
+  ASSERT_EQ(approve("bob", "bob").exit_code, 0);
+  write_file(dir_ / "part.jsonl", letter(2));
+  CliResult r = execute("part.jsonl");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("replaygate decide: 1 planned cop(ies) neither done nor held were not in " +
+                       path("part.jsonl") + "; `plan status` lists them as pending\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(states(r.out), (std::vector<std::string>{"act " + kRule}));
+  r = execute("dump.jsonl");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(states(r.out), (std::vector<std::string>{"act " + kRule, "skipped plan:done_earlier"}));
+}
+
 TEST_F(PlanCliTest, ABuildOverItsDumpAndAnApprovalIntoANewLedgerAreRefused) {
   write_file(dir_ / "dump.jsonl", letter(1) + letter(2));
   CliResult r = run({"plan", "build", path("dump.jsonl"), "--policy", policy(), "--author", "alice",

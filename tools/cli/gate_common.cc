@@ -364,8 +364,17 @@ int run_gate(GateFlags& o, GateRun run, const redrive::TestPoints& test_points) 
                stats.stop_reason.c_str());
   if (guard != nullptr) {
     std::fprintf(stderr, "replaygate %s: %s\n", who.c_str(), guard->summary().c_str());
-    // As decide --plan: letters the guard held are findings.
-    if (code == kExitOk && guard->findings() > 0) code = kExitFindings;
+    // As decide --plan: letters the guard held are findings; so are letters not the plan's left
+    // in its queue, and planned letters a drained queue did not hold.
+    if (code == kExitOk && (guard->findings() > 0 || guard->not_in_plan() > 0)) {
+      code = kExitFindings;
+    }
+    if (stats.drained && code != kExitUsage) {
+      if (const std::string note = guard->unseen_note(); !note.empty()) {
+        std::fprintf(stderr, "replaygate %s: %s\n", who.c_str(), note.c_str());
+        if (code == kExitOk) code = kExitFindings;
+      }
+    }
   }
   return code;
 }

@@ -471,7 +471,22 @@ int run_decide_plan(const PlanRunOptions& o) {
                  stopped.c_str());
     return kExitUsage;
   }
-  return c.mismatch + c.changed + c.duplicate > 0 ? kExitFindings : kExitOk;
+  int code = c.mismatch + c.changed + c.duplicate > 0 ? kExitFindings : kExitOk;
+  // Planned copies the dump did not hold (another dump, a cut one): the plan is not done.
+  if (c.capped == 0) {
+    const ledger::Result<ledger::PlanCounts> after = l->plan_counts(read.digest);
+    if (!after) return refuse(after.error().message);
+    const int64_t pending = read.summary.copies - after.value().done - after.value().held;
+    if (pending > 0) {
+      std::fprintf(stderr,
+                   "replaygate decide: %lld planned cop(ies) neither done nor held were not in "
+                   "%s; `plan status` lists them as pending\n",
+                   static_cast<long long>(pending),
+                   o.input == "-" ? "standard input" : o.input.c_str());
+      code = kExitFindings;
+    }
+  }
+  return code;
 }
 
 }  // namespace replaygate::cli
