@@ -302,6 +302,27 @@ TEST_F(PlanFreeze, UsageErrorsMoveNothing) {
     EXPECT_EQ(client_.message_count("dlq"), 2);
     EXPECT_FALSE(std::filesystem::exists(path("p.json.tmp")));
   }
+  // A broker that refuses the login: nothing moved, nothing left for a rerun to recover.
+  {
+    std::vector<std::string> wrong = args;
+    for (size_t i = 0; i + 1 < wrong.size(); ++i) {
+      if (wrong[i] != "--amqp") continue;
+      const size_t at = wrong[i + 1].find("guest:guest@");
+      ASSERT_NE(at, std::string::npos) << wrong[i + 1];
+      wrong[i + 1].replace(at, 12, "guest:wrong@");
+    }
+    r = run(wrong);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("; nothing moved, no plan written\n"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("failed too"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("p.json.tmp")));
+    EXPECT_EQ(client_.message_count("dlq"), 2);
+  }
+  // A queue name whose plan queue would not fit AMQP's 255 bytes: refused up front.
+  r = run(build_args("long.json", {}, std::string(240, 'q')));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("more than the 255 AMQP allows; nothing moved"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("long.json.tmp")));
   // An existing plan file is never overwritten.
   write_file(path("p.json"), "{}");
   r = run(args);

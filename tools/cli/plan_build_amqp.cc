@@ -145,8 +145,10 @@ struct BuildContext {
 };
 
 // Consumes the dead-letter queue and moves the letters the filters select into the plan queue.
-// "" or why not (*refused: the queue is a quorum queue and peeks are not allowed).
-std::string freeze(const BuildContext& c, plan::LetterSet* planned, Counts* counts, bool* refused) {
+// "" or why not (*refused: the queue is a quorum queue and peeks are not allowed; *opened false:
+// the broker was not reached or the plan queue not declared, so nothing can have moved).
+std::string freeze(const BuildContext& c, plan::LetterSet* planned, Counts* counts, bool* refused,
+                   bool* opened) {
   const plan::PlanHeader& h = c.header;
   rmq::MoverOptions mo;
   mo.url = c.url;
@@ -157,6 +159,7 @@ std::string freeze(const BuildContext& c, plan::LetterSet* planned, Counts* coun
   mo.test_points = c.points;
   rmq::QueueMover mover(mo);
   if (const std::string why = mover.open(); !why.empty()) return c.o.queue + ": " + why;
+  *opened = true;
   const MoveAudit audit{c.o.author, c.o.scope, c.o.audit, h.plan_id, std::nullopt};
   std::vector<std::string> identities;
   const auto flush = [&]() {
@@ -317,6 +320,13 @@ int check_amqp_options(const PlanOptions& o, rmq::AmqpUrl* url, std::optional<in
   if (const std::string why = check_audit_log(o.audit); !why.empty()) {
     return plan_usage("--audit: " + why + "; nothing moved");
   }
+  // AMQP names a queue in at most 255 bytes: the plan queue's name must fit.
+  if (const std::string longest = plan::plan_queue_name(o.queue, std::string(12, 'f'));
+      longest.size() > 255) {
+    return plan_usage("--queue: the plan queue's name (" + o.queue + ".plan.<plan id>) would be " +
+                      std::to_string(longest.size()) +
+                      " bytes, more than the 255 AMQP allows; nothing moved");
+  }
   if (exists(o.out)) {
     return plan_usage(o.out +
                       " exists: a RabbitMQ build never overwrites a plan (its letters are frozen "
@@ -341,7 +351,12 @@ int build(const BuildContext& c, const BuildLimits& lim) {
   Counts counts;
   bool refused = false;
   const std::string plan_queue = plan::plan_queue_name(o.queue, c.header.plan_id);
-  if (const std::string why = freeze(c, &planned, &counts, &refused); !why.empty()) {
+  bool opened = false;
+  if (const std::string why = freeze(c, &planned, &counts, &refused, &opened); !why.empty()) {
+    if (!opened) {
+      // Nothing moved (the plan file's .tmp goes with the writer): a rerun starts afresh.
+      return plan_usage(why + "; nothing moved, no plan written");
+    }
     // Undo: what was frozen goes back (the letters not moved went back with the connection).
     Returned returned;
     const MoveAudit audit{o.author, o.scope, o.audit, c.header.plan_id, std::nullopt};
