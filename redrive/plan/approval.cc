@@ -78,9 +78,20 @@ std::string read_users(std::istream& in, const std::string& name, const std::str
   try {
     j = json::parse(in);
   } catch (const json::exception& e) {
-    return name + ": not JSON: " + e.what();
+    uint64_t line = 0, column = 0;
+    const std::string reason = json_reason(e.what(), &line, &column);
+    return name + (line == 0 ? "" : ":" + std::to_string(line) + ":" + std::to_string(column)) +
+           ": not JSON: " + reason;
   }
   if (!j.is_object()) return name + ": not a users file: not a JSON object";
+  // A typo never loosens anything ("disabld": true would leave a user enabled): unknown keys are
+  // refused, as console.yaml's are.
+  for (const auto& item : j.items()) {
+    if (item.key() != "format_version" && item.key() != "users") {
+      return name + ": unknown key \"" + item.key() +
+             "\" (a users file has format_version and users)";
+    }
+  }
   const auto version = j.find("format_version");
   if (version == j.end() || !version->is_number_integer() || *version != 1) {
     return name + ": not a users file of format_version 1";
@@ -94,6 +105,14 @@ std::string read_users(std::istream& in, const std::string& name, const std::str
     ++n;
     const std::string where = name + ": user " + std::to_string(n) + ": ";
     if (!u.is_object()) return where + "not an object";
+    for (const auto& item : u.items()) {
+      static const char* const kKeys[] = {"name", "role", "public_key", "password_hash",
+                                          "disabled"};
+      if (std::find(std::begin(kKeys), std::end(kKeys), item.key()) == std::end(kKeys)) {
+        return where + "unknown key \"" + item.key() +
+               "\" (a user has name, role, public_key, password_hash and disabled)";
+      }
+    }
     const auto uname = u.find("name");
     const auto role = u.find("role");
     if (uname == u.end() || !uname->is_string() || uname->get<std::string>().empty()) {
@@ -102,6 +121,10 @@ std::string read_users(std::istream& in, const std::string& name, const std::str
     if (role == u.end() || !role->is_string()) return where + "\"role\" is missing";
     User user;
     user.name = uname->get<std::string>();
+    if (std::any_of(user.name.begin(), user.name.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+      return where + "\"name\" contains a control character";
+    }
     user.role = role->get<std::string>();
     if (user.role != "viewer" && user.role != "operator" && user.role != "approver") {
       return where + "role '" + user.role + "' is not one of viewer, operator, approver";

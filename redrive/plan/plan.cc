@@ -359,14 +359,6 @@ std::string PlanWriter::finish() {
   return digest;
 }
 
-namespace {
-
-struct Stop {
-  std::string why;
-};
-
-// nlohmann's "[json.exception.parse_error.101] parse error at line L, column C: REASON" as REASON,
-// with L and C; another message as it is.
 std::string json_reason(std::string_view what, uint64_t* line, uint64_t* column) {
   if (what.rfind("[json.exception.", 0) == 0) what.remove_prefix(what.find("] ") + 2);
   constexpr std::string_view kAt = "parse error at line ";
@@ -381,6 +373,12 @@ std::string json_reason(std::string_view what, uint64_t* line, uint64_t* column)
   *column = c;
   return rest.substr(static_cast<size_t>(used));
 }
+
+namespace {
+
+struct Stop {
+  std::string why;
+};
 
 }  // namespace
 

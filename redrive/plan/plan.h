@@ -171,6 +171,9 @@ struct PlanRead {
 
 // Reads a plan, calling `on_letter` for each letter in file order (it returns false to stop the
 // read: then ok is false with error "stopped"). Memory: one letter at a time. Never throws.
+// nlohmann's "[json.exception.parse_error.101] parse error at line L, column C: REASON" as REASON,
+// with *line and *column set; another message as it is (they stay unchanged).
+std::string json_reason(std::string_view what, uint64_t* line, uint64_t* column);
 PlanRead read_plan(std::istream& in, const std::function<bool(const PlanLetter&)>& on_letter);
 PlanRead read_plan_file(const std::string& path,
                         const std::function<bool(const PlanLetter&)>& on_letter);

@@ -288,6 +288,23 @@ TEST(Users, ReadsInlineAndFileKeysAndRefusesBadEntries) {
   std::istringstream keyless(R"({"format_version":1,"users":[{"name":"x","role":"approver"}]})");
   EXPECT_EQ(read_users(keyless, "u.json", "", &users),
             "u.json: user 1: approver 'x' has no \"public_key\"");
+  // A typo never loosens anything: "disabld" would leave the user enabled.
+  std::istringstream typo(
+      R"({"format_version":1,"users":[{"name":"x","role":"viewer","disabld":true}]})");
+  EXPECT_EQ(read_users(typo, "u.json", "", &users),
+            "u.json: user 1: unknown key \"disabld\" (a user has name, role, public_key, "
+            "password_hash and disabled)");
+  std::istringstream top(R"({"format_version":1,"users":[],"Users":[]})");
+  EXPECT_EQ(read_users(top, "u.json", "", &users),
+            "u.json: unknown key \"Users\" (a users file has format_version and users)");
+  std::istringstream control(
+      R"({"format_version":1,"users":[{"name":"al ice\n","role":"viewer"}]})");
+  EXPECT_EQ(read_users(control, "u.json", "", &users),
+            "u.json: user 1: \"name\" contains a control character");
+  std::istringstream broken("{\"format_version\":1,\n\"users\":[}");
+  EXPECT_EQ(read_users(broken, "u.json", "", &users),
+            "u.json:2:10: not JSON: syntax error while parsing value - unexpected '}'; expected "
+            "'[', '{', or a literal");
 }
 
 TEST(Approval, SignsVerifiesAndRefusesTheAuthorAndForeignKeys) {
