@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "runtime/codes.h"
@@ -483,6 +485,12 @@ PlanRead read_plan(std::istream& in, const std::function<bool(const PlanLetter&)
 
 PlanRead read_plan_file(const std::string& path,
                         const std::function<bool(const PlanLetter&)>& on_letter) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    PlanRead out;
+    out.error = "cannot read plan " + path + ": it is a directory";
+    return out;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     PlanRead out;

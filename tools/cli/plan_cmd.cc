@@ -394,9 +394,14 @@ Runner setup_plan(CLI::App& sub) {
   sub.require_subcommand(1);
   sub.footer(
       "Plans (docs/plans.md): a frozen, reviewed set of dead letters, approved by a second\n"
-      "person and executed exactly (`decide --plan`). Exit: 0 success (verify: valid), 1 findings\n"
+      "person and executed exactly: `decide --plan` over a dump, `gate rabbitmq --plan` over the\n"
+      "plan queue a RabbitMQ build froze its letters into. Exit: 0 success (verify: valid), 1 "
+      "findings\n"
       "(verify: not valid; show: the plan was edited), 2 usage or I/O errors.");
-  CLI::App* build = sub.add_subcommand("build", "Write a plan of a dump's letters");
+  CLI::App* build = sub.add_subcommand("build",
+                                       "Write a plan of a dump's letters, or of a RabbitMQ "
+                                       "dead-letter queue's (--amqp URL --queue DLQ:\n"
+                                       "the planned letters are moved into DLQ.plan.<plan id>)");
   build->add_option("DUMP", o->input, "The dump to plan (- reads standard input)");
   build->add_option("--policy", o->policy, "Compile this policy in memory and use it");
   build->add_option("--table", o->table, "Use this compiled table (.rgt)");
