@@ -49,7 +49,11 @@ std::string connect(const PortOptions& o, const AmqpUrl& url, Links* links) {
   links->publisher = std::make_unique<Publisher>(*links->publish);
   if (!links->publisher->select(&error)) return error;
   if (!links->publish->queue_depth(o.queue, &error)) {
-    return "the dead-letter queue does not exist or cannot be read: " + error;
+    return o.exclusive ? "the plan queue " + o.queue +
+                             " does not exist or cannot be read (its letters were moved back by "
+                             "a cancel, or it was deleted by hand): " +
+                             error
+                       : "the dead-letter queue does not exist or cannot be read: " + error;
   }
   if (o.apply || o.delivery_limit) {  // a dry run may have to hold a letter's last delivery
     for (const std::string* q : {&o.park_queue, &o.hold_queue}) {

@@ -35,12 +35,12 @@ std::string count_error(const CountOption& option, std::string_view text) {
   return message;
 }
 
-std::string operator_error(std::string_view name) {
+std::string operator_error(std::string_view name, std::string_view option) {
   const std::string problem = operator_name_problem(name);
   if (problem.empty()) return "";
-  return "--operator " + problem +
-         ": who acted is recorded in the audit log and must be printable text on one line (e.g. "
-         "--operator ana)";
+  return std::string(option) + " " + problem +
+         ": who acted is recorded in the audit log and must be printable text on one line (e.g. " +
+         std::string(option) + " ana)";
 }
 
 std::string docs_url_error(std::string_view url) {

@@ -35,7 +35,7 @@ std::string count_error(const CountOption& option, std::string_view text);
 // The usage message for a bad --operator value, "" when it is usable: "--operator contains the
 // control character U+000A (byte 4): who acted is recorded in the audit log and must be printable
 // text on one line (e.g. --operator ana)". The value itself is not echoed.
-std::string operator_error(std::string_view name);
+std::string operator_error(std::string_view name, std::string_view option = "--operator");
 
 // The usage message for a bad `lint --docs-url` value, "" when it is usable. SARIF's helpUri and
 // informationUri must be absolute URIs, and the docs path is appended to the value: so it must be

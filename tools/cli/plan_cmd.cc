@@ -89,8 +89,8 @@ int check_build_options(const PlanOptions& o, int64_t* approvals, std::chrono::m
   }
   if (o.out.empty()) return plan_usage("--plan PLAN is required (where the plan file is written)");
   if (!o.author_set) return plan_usage("--author NAME is required (who built the plan)");
-  if (const std::string why = operator_error(o.author); !why.empty()) {
-    return plan_usage("--author: " + why);
+  if (const std::string why = operator_error(o.author, "--author"); !why.empty()) {
+    return plan_usage(why);
   }
   if (!o.amqp_set && (!o.queue.empty() || o.allow_peek)) {
     return plan_usage("--queue and --allow-peek go with --amqp URL (a RabbitMQ build)");
