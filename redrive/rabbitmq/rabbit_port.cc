@@ -429,8 +429,9 @@ Port::HeldDepth RabbitPort::held_depth() {
   // the broker logs, once a second for a dry run that never creates them.
   if (!o_.apply && !o_.delivery_limit) return out;
   std::string error;
-  if (std::optional<uint32_t> n = links_->publish->queue_depth(o_.hold_queue, &error))
+  if (std::optional<uint32_t> n = links_->publish->queue_depth(o_.hold_queue, &error)) {
     out.held = *n;
+  }
   if (std::optional<uint32_t> n = links_->publish->queue_depth(o_.park_queue, &error)) {
     out.parked = *n;
   }

@@ -133,7 +133,6 @@ if find(KEYS[2], ARGV[1], ARGV[2], ARGV[3]) then return 'dead' end
 return 'elsewhere'
 )lua";
 
-// The scripts with the helpers in front (one text each, loaded once per server).
 // KEYS: held, parked. {ZCARD held, ZCARD parked, the lowest held score or ''}: counts and a score
 // only, so no job is copied into the gate (commands of the minimal ACL, docs/gate.md).
 constexpr std::string_view kHeldDepthLua = R"lua(
@@ -141,6 +140,7 @@ local lowest = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '+inf', 'WITHSCORES'
 return {redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2]), lowest[2] or ''}
 )lua";
 
+// The scripts with the helpers in front (one text each, loaded once per server).
 struct Scripts {
   std::string take, read, move, give_back, renew, release, locate, recover;
   Scripts() {
