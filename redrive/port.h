@@ -116,6 +116,14 @@ class Port {
     uint32_t depth = 0;
   };
   virtual std::optional<TargetDepth> replay_target_depth(const Letter& letter) = 0;
+  // The letters waiting in the park and hold places, and how long ago the oldest held letter died
+  // (seconds), each nullopt when the broker cannot say (or the read failed). Asked about once a
+  // second with depth(), never per letter; reading must not consume, peek or move a letter.
+  struct HeldDepth {
+    std::optional<uint64_t> held, parked;
+    std::optional<double> oldest_held_seconds;
+  };
+  virtual HeldDepth held_depth() { return {}; }
   // Not empty: passing a letter over (a filter, a --message-id search) costs it something, and
   // this says what (a quorum queue's delivery attempt).
   virtual std::string pass_over_cost() const = 0;

@@ -107,7 +107,16 @@ void Loop::progress(bool force) {
   last_progress_ = now;
   const double seconds = std::chrono::duration<double>(now - start_).count();
   stats_->rate = seconds > 0 ? static_cast<double>(stats_->handled) / seconds : 0;
-  if (port_.up()) stats_->queue_depth = port_.depth();
+  if (port_.up()) {
+    stats_->queue_depth = port_.depth();
+    if (o_.held_depth) {
+      // A failed read leaves the series absent until the next one: never a stop.
+      const Port::HeldDepth held = port_.held_depth();
+      stats_->held_letters = held.held;
+      stats_->parked_letters = held.parked;
+      stats_->oldest_held_seconds = held.oldest_held_seconds;
+    }
+  }
   if (hooks_.progress) hooks_.progress(*stats_);
 }
 
@@ -579,6 +588,7 @@ void Loop::settle_block(std::vector<InBlock>& block) {
       continue;
     }
     count(f.b.step);
+    if (f.letter->dead.replays.value_or(0) >= 1) ++stats_->died_again;
   }
   at("acked");
 }

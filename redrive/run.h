@@ -57,6 +57,9 @@ struct RunOptions {
   int idle_exit_ms = 2000;  // no letter for this long: the queue is drained, stop
   bool follow = false;      // never stop on an idle queue
   int reconnect_for_s = 300;
+  // Refresh the park and hold places' depths (Port::held_depth) with the queue depth, about once
+  // a second (--metrics): off, the broker is not asked.
+  bool held_depth = false;
   const TestPoints* test_points = nullptr;  // tests only; not owned
   // A plan runs (docs/plans.md): the guard changes each block's steps after the decisions and
   // records its progress after the outcomes, before the acks (plan_guard.h). Not owned.

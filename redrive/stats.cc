@@ -70,10 +70,34 @@ std::string metrics_text(const RunStats& s, const Table& table, const std::strin
   out += "# HELP replaygate_gate_reconnects_total Broker reconnections.\n";
   out += "# TYPE replaygate_gate_reconnects_total counter\n";
   out += "replaygate_gate_reconnects_total{" + q + "} " + std::to_string(s.reconnects) + "\n";
+  out +=
+      "# HELP replaygate_gate_died_again_total Letters handled that a gate had replayed "
+      "before (a replay marker of 1 or more): the replayed copy died again.\n";
+  out += "# TYPE replaygate_gate_died_again_total counter\n";
+  out += "replaygate_gate_died_again_total{" + q + "} " + std::to_string(s.died_again) + "\n";
   if (s.queue_depth) {
     out += "# HELP replaygate_gate_queue_depth Messages in the dead-letter queue.\n";
     out += "# TYPE replaygate_gate_queue_depth gauge\n";
     out += "replaygate_gate_queue_depth{" + q + "} " + std::to_string(*s.queue_depth) + "\n";
+  }
+  // Absent, not 0, while unknown: a broker that cannot say, a failed read, no read yet.
+  if (s.held_letters) {
+    out += "# HELP replaygate_gate_held_letters Letters waiting in the hold place.\n";
+    out += "# TYPE replaygate_gate_held_letters gauge\n";
+    out += "replaygate_gate_held_letters{" + q + "} " + std::to_string(*s.held_letters) + "\n";
+  }
+  if (s.oldest_held_seconds) {
+    char age[32];
+    std::snprintf(age, sizeof age, "%.3f", *s.oldest_held_seconds);
+    out +=
+        "# HELP replaygate_gate_oldest_held_seconds Seconds since the oldest held letter died.\n";
+    out += "# TYPE replaygate_gate_oldest_held_seconds gauge\n";
+    out += "replaygate_gate_oldest_held_seconds{" + q + "} " + age + "\n";
+  }
+  if (s.parked_letters) {
+    out += "# HELP replaygate_gate_parked_letters Letters waiting in the park place.\n";
+    out += "# TYPE replaygate_gate_parked_letters gauge\n";
+    out += "replaygate_gate_parked_letters{" + q + "} " + std::to_string(*s.parked_letters) + "\n";
   }
   out += "# HELP replaygate_gate_table_info The decision table serving.\n";
   out += "# TYPE replaygate_gate_table_info gauge\n";

@@ -31,6 +31,13 @@ struct RunStats {
   uint64_t left = 0;  // left unsettled in the queue: their park or hold queue is where they died
   std::vector<uint64_t> per_verb;
   std::optional<uint32_t> queue_depth;
+  // Letters handled that carry a replay marker (x-replay, replaygate_replays >= 1): a copy a gate
+  // republished died again. Counted when settled, whatever the policy then decided.
+  uint64_t died_again = 0;
+  // The park and hold places (Port::held_depth), refreshed with the queue depth when asked for
+  // (RunOptions::held_depth); nullopt until known.
+  std::optional<uint64_t> held_letters, parked_letters;
+  std::optional<double> oldest_held_seconds;
   double rate = 0;  // letters per second, since the start
   bool finished = false;
   bool drained = false;  // it ended because the queue had no letter for --idle-exit

@@ -433,6 +433,21 @@ std::optional<uint32_t> RabbitPort::depth() {
   return links_->publish->queue_depth(o_.queue, &error);
 }
 
+Port::HeldDepth RabbitPort::held_depth() {
+  HeldDepth out;
+  // Only queues connect() made sure of: a passive declare of a missing queue is a channel error
+  // the broker logs, once a second for a dry run that never creates them.
+  if (!o_.apply && !o_.delivery_limit) return out;
+  std::string error;
+  if (std::optional<uint32_t> n = links_->publish->queue_depth(o_.hold_queue, &error)) {
+    out.held = *n;
+  }
+  if (std::optional<uint32_t> n = links_->publish->queue_depth(o_.park_queue, &error)) {
+    out.parked = *n;
+  }
+  return out;
+}
+
 std::optional<Port::TargetDepth> RabbitPort::replay_target_depth(const Letter& letter) {
   if (!o_.replay_exchange.value_or("").empty()) return std::nullopt;  // not a queue
   std::string error;

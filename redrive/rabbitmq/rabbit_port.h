@@ -93,6 +93,9 @@ class RabbitPort final : public Port {
   void give_back(const Letter& letter) override;
   std::optional<uint32_t> depth() override;
   std::optional<TargetDepth> replay_target_depth(const Letter& letter) override;
+  // The park and hold queues' ready message counts (passive declares). No oldest age: AMQP tells a
+  // queue's count and nothing of its head without a basic.get, which is a delivery (docs/gate.md).
+  HeldDepth held_depth() override;
   std::string pass_over_cost() const override;
 
  private:

@@ -6,8 +6,11 @@
 #include <sodium.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <utility>
@@ -128,6 +131,13 @@ constexpr std::string_view kLocateLua = R"lua(
 if find(KEYS[1], ARGV[1], ARGV[2], ARGV[3]) then return 'inflight' end
 if find(KEYS[2], ARGV[1], ARGV[2], ARGV[3]) then return 'dead' end
 return 'elsewhere'
+)lua";
+
+// KEYS: held, parked. {ZCARD held, ZCARD parked, the lowest held score or ''}: counts and a score
+// only, so no job is copied into the gate (commands of the minimal ACL, docs/gate.md).
+constexpr std::string_view kHeldDepthLua = R"lua(
+local lowest = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+return {redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2]), lowest[2] or ''}
 )lua";
 
 // The scripts with the helpers in front (one text each, loaded once per server).
@@ -684,6 +694,28 @@ std::optional<uint32_t> SidekiqPort::depth() {
   std::optional<Reply> r = client_->call({"ZCARD", o_.dead_key});
   if (!r || r->kind != Reply::Kind::kInteger) return std::nullopt;
   return static_cast<uint32_t>(r->integer);
+}
+
+Port::HeldDepth SidekiqPort::held_depth() {
+  HeldDepth out;
+  if (!up()) return out;
+  static Script held_depth{kHeldDepthLua, ""};
+  std::optional<Reply> r = client_->eval(held_depth, {held_key_, parked_key_}, {});
+  if (!r || r->kind != Reply::Kind::kArray || r->elements.size() != 3) return out;
+  const std::vector<Reply>& e = r->elements;
+  if (e[0].kind != Reply::Kind::kInteger || e[1].kind != Reply::Kind::kInteger) return out;
+  out.held = static_cast<uint64_t>(e[0].integer);
+  out.parked = static_cast<uint64_t>(e[1].integer);
+  // The score a held job keeps is the one Sidekiq gave it in `dead`: Time.now.to_f when it died.
+  char* end = nullptr;
+  const double died = std::strtod(e[2].str.c_str(), &end);
+  if (e[2].kind == Reply::Kind::kString && !e[2].str.empty() && end != nullptr && *end == '\0' &&
+      std::isfinite(died)) {
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    out.oldest_held_seconds = std::max(0.0, now - died);  // a clock behind Sidekiq's: 0, not < 0
+  }
+  return out;
 }
 
 std::optional<Port::TargetDepth> SidekiqPort::replay_target_depth(const Letter& letter) {

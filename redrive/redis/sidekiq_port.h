@@ -87,6 +87,9 @@ class SidekiqPort final : public Port {
   void give_back(const Letter& letter) override;
   std::optional<uint32_t> depth() override;
   std::optional<TargetDepth> replay_target_depth(const Letter& letter) override;
+  // ZCARD of held and parked, and now minus the lowest held score (Sidekiq's time of death, kept
+  // by every move): one script, counts and one score only, never a job's body.
+  HeldDepth held_depth() override;
   std::string pass_over_cost() const override { return ""; }
   Where locate(const Letter& letter) override;
 

@@ -611,6 +611,51 @@ TEST_F(RabbitGate, AMemoryAlarmBlocksPublishingAndTheGateWaitsAndSaysSo) {
   EXPECT_EQ(client_.wait_for_count("dlq", 0), "");
 }
 
+// Issue 40 (Watch): the metrics file says how many letters wait in the hold and park queues (the
+// queues' own counts, letters of earlier runs included) and counts a replayed letter that died
+// again; the oldest held age is absent, since AMQP cannot tell it without taking a letter.
+TEST_F(RabbitGate, TheMetricsFileCountsHeldAndParkedLettersAndAReplayThatDiedAgain) {
+  ledger_ = path("ledger.db");
+  const std::string timeout = "java.net.SocketTimeoutException";
+  dead_letter("payment.capture", timeout, "cap_m1", "m-1");                              // replay
+  dead_letter("payment.capture", timeout, "cap_m2", "m-2", /*committed=*/true);          // park
+  dead_letter("payment.capture", "com.acme.partner.WeirdPartnerCode", "cap_m3", "m-3");  // hold
+  dead_letter("payment.capture", "com.acme.partner.WeirdPartnerCode", "cap_m4", "m-4");  // hold
+  dead_letter("payment.capture", timeout, "", "m-5");  // no key: hold
+  ASSERT_EQ(client_.wait_for_count("dlq", 5), "");
+  const std::string metrics = path("gate.prom");
+  CliResult r = gate(true, {"--all", "--metrics", metrics});
+  ASSERT_EQ(r.exit_code, 1) << r.err;  // m-3 and m-4 are unreadable: held
+  ASSERT_EQ(client_.message_count("dlq.hold"), 3);
+  std::string text = read_file(metrics);
+  EXPECT_NE(text.find("\nreplaygate_gate_held_letters{queue=\"dlq\"} 3\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nreplaygate_gate_parked_letters{queue=\"dlq\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nreplaygate_gate_died_again_total{queue=\"dlq\"} 0\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("replaygate_gate_oldest_held_seconds"), std::string::npos)
+      << "AMQP cannot know the oldest held letter's age without taking it: absent, not faked";
+
+  // The replayed copy fails in its work queue and dies again (x-replay 1): held by the policy's
+  // already_replayed guard, counted as died again; the hold queue's count includes the first
+  // run's letters.
+  ASSERT_EQ(client_.wait_for_count("payment.capture", 1), "");
+  ASSERT_EQ(client_.dead_letter("payment.capture", 1), "");
+  ASSERT_EQ(client_.wait_for_count("dlq", 1), "");
+  r = gate(true, {"--all", "--metrics", metrics});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(letters(r).size(), 1u);
+  EXPECT_EQ(letters(r)[0]["action"], "hold");
+  text = read_file(metrics);
+  EXPECT_NE(text.find("\nreplaygate_gate_held_letters{queue=\"dlq\"} 4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nreplaygate_gate_parked_letters{queue=\"dlq\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nreplaygate_gate_died_again_total{queue=\"dlq\"} 1\n"), std::string::npos)
+      << text;
+}
+
 TEST_F(RabbitGate, FiltersBoundsAndMetrics) {
   ledger_ = path("ledger.db");
   const std::string timeout = "java.net.SocketTimeoutException";

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <map>
@@ -285,13 +286,65 @@ TEST_F(RedisGateTest, RealDeathsApplyRoutesEachVerbAndAReplayThatDiesAgainIsHeld
     EXPECT_EQ(Json::parse(m)["replaygate_replays"], 1);
   }
 
-  // "Retry All" again: every one is held (the policy's replays guard, and the ledger's key).
-  const CliResult again = gate(scratch_.path(), gate_args(true, scratch_.path()));
+  // "Retry All" again: every one is held (the policy's replays guard, and the ledger's key), and
+  // the metrics file counts each as a replayed job that died again.
+  std::vector<std::string> args = gate_args(true, scratch_.path());
+  const std::string metrics = (scratch_.path() / "gate.prom").string();
+  args.insert(args.end(), {"--metrics", metrics});
+  const CliResult again = gate(scratch_.path(), args);
   EXPECT_EQ(again.exit_code, 0) << again.err;
   for (const auto& [jid, action] : actions_of(again.out)) EXPECT_EQ(action, "hold") << jid;
   EXPECT_EQ(number({"LLEN", "queue:payment.capture"}), 0);
   EXPECT_EQ(number({"ZCARD", "replaygate:default:held"}), 4 + 6);
   EXPECT_EQ(number({"ZCARD", "dead"}), 0);
+  const std::string text = read_file(metrics);
+  EXPECT_NE(text.find("\nreplaygate_gate_died_again_total{queue=\"dead\"} 6\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nreplaygate_gate_held_letters{queue=\"dead\"} 10\n"), std::string::npos)
+      << text;
+}
+
+// Issue 40 (Watch): after a run that holds 4 jobs and parks 4, the metrics file has the held set's
+// and the parked set's counts exactly, and the oldest held job's age: now minus its score, the time
+// Sidekiq killed it (Time.now.to_f), which the held set keeps.
+TEST_F(RedisGateTest, TheMetricsFileCountsHeldAndParkedJobsAndTheOldestHeldAge) {
+  seed_real();
+  std::vector<std::string> args = gate_args(true, scratch_.path());
+  const std::string metrics = (scratch_.path() / "gate.prom").string();
+  args.insert(args.end(), {"--metrics", metrics});
+  const auto now = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const double before = now();
+  const CliResult r = gate(scratch_.path(), args);
+  const double after = now();
+  ASSERT_EQ(r.exit_code, 1) << r.err;  // the BrokenJob deaths are unreadable: held
+  ASSERT_EQ(number({"ZCARD", "replaygate:default:held"}), 4);
+  const std::string text = read_file(metrics);
+  EXPECT_NE(text.find("\nreplaygate_gate_held_letters{queue=\"dead\"} 4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nreplaygate_gate_parked_letters{queue=\"dead\"} 4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nreplaygate_gate_died_again_total{queue=\"dead\"} 0\n"), std::string::npos)
+      << text;
+  // The lowest held score is the earliest death of a held job, as Sidekiq wrote it in `dead`.
+  const std::vector<std::string> lowest =
+      strings({"ZRANGEBYSCORE", "replaygate:default:held", "-inf", "+inf", "WITHSCORES", "LIMIT",
+               "0", "1"});
+  ASSERT_EQ(lowest.size(), 2u);
+  const double died = std::stod(lowest[1]);
+  double earliest_real = after;
+  for (const auto& [member, score] : *real_)
+    earliest_real = std::min(earliest_real, std::stod(score));
+  EXPECT_GE(died, earliest_real) << "a real death's score";
+  const std::string key = "\nreplaygate_gate_oldest_held_seconds{queue=\"dead\"} ";
+  const size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos) << text;
+  const double age = std::stod(text.substr(at + key.size()));
+  // The gate read its clock between `before` and `after` (same machine), and printed 3 decimals.
+  EXPECT_GE(age, before - died - 0.001) << text;
+  EXPECT_LE(age, after - died + 0.001) << text;
 }
 
 TEST_F(RedisGateTest, OneReviewedJobByItsJidMovesAloneAndTheOthersStay) {
@@ -546,11 +599,19 @@ TEST_F(RedisGateTest, TheMinimalAclOfDocsGateMdIsEnough) {
   std::vector<std::string> args = gate_args(true, scratch_.path());
   args.insert(args.end(), {"--redis", "redis://replaygate:gate-pw@127.0.0.1:" +
                                           std::to_string(server_->port()) + "/0"});
+  // --metrics: the held and parked counts' script runs under the ACL too.
+  const std::string metrics = (scratch_.path() / "gate.prom").string();
+  args.insert(args.end(), {"--metrics", metrics});
   const CliResult r = gate(scratch_.path(), args);
   call({"ACL", "DELUSER", "replaygate"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(keys_in("queue:payment.capture", true),
             (std::multiset<std::string>{"acl_0", "acl_1", "acl_2"}));
+  const std::string text = read_file(metrics);
+  EXPECT_NE(text.find("\nreplaygate_gate_held_letters{queue=\"dead\"} 0\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nreplaygate_gate_parked_letters{queue=\"dead\"} 0\n"), std::string::npos)
+      << text;
 }
 
 TEST_F(RedisGateTest, UnsafeServersAndUrlsAreRefused) {

@@ -49,6 +49,7 @@ expected=(
   /usr/share/doc/replaygate/cli.md /usr/share/lintian/overrides/replaygate
   /usr/share/doc/replaygate/examples/policies/replay_gate.yaml
   /usr/share/doc/replaygate/examples/payments-dlt.kcat.jsonl
+  /usr/share/doc/replaygate/examples/prometheus/replaygate-alerts.yml
 )
 for page in $man_pages; do expected+=("/usr/share/man/man1/$page.gz"); done
 for path in "${expected[@]}"; do

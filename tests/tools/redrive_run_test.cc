@@ -1,7 +1,7 @@
 // The broker-neutral redrive loop (redrive/run.h) through a port of letters in memory, with a real
-// SQLite ledger and audit log: the order move -> settle, the dry run, --max, a filter, and the
-// unroutable replay's fallback to the hold place. The live gate suite (tests/gate/) is the test of
-// a real broker; this one pins what the loop asks of any port.
+// SQLite ledger and audit log: the order move -> settle, the dry run, --max, a filter, the held
+// depths read and the unroutable replay's fallback to the hold place. The live gate suite
+// (tests/gate/) is the test of a real broker; this one pins what the loop asks of any port.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,6 +41,11 @@ class ListPort final : public redrive::Port {
     return a;
   };
   std::vector<std::string> log;  // "move N ACTION", "settle N"
+  // What held_depth() answers, and how often it was asked.
+  HeldDepth held;
+  int held_reads = 0;
+  // Letters (by handle) whose replay marker says a gate replayed them before.
+  std::vector<uint64_t> replayed;
 
   std::string open() override { return ""; }
   bool up() const override { return true; }
@@ -58,6 +63,7 @@ class ListPort final : public redrive::Port {
       letter.handle = ++next_;
       letter.dead.record = std::string_view(r).substr(0, r.size() - inputs::LineReader::kPadding);
       letter.dead.message_id = "m-" + std::to_string(letter.handle);
+      if (std::count(replayed.begin(), replayed.end(), letter.handle) > 0) letter.dead.replays = 1;
     }
     return Next::kLetters;
   }
@@ -92,6 +98,10 @@ class ListPort final : public redrive::Port {
     return std::nullopt;
   }
   std::string pass_over_cost() const override { return ""; }
+  HeldDepth held_depth() override {
+    ++held_reads;
+    return held;
+  }
 
  private:
   std::vector<std::string> records_;
@@ -251,6 +261,55 @@ TEST_F(RedriveRun, AFilterPassesLettersOverUnsettled) {
   EXPECT_EQ(reports_[0].message_id, "m-4");
   EXPECT_EQ(stats.stop_reason, "handled message m-4");
   EXPECT_EQ(port.log.back(), "settle 4");
+}
+
+// Issue 40 (Watch): the park and hold places' depths are asked for only when the metrics want
+// them, with the queue depth (about once a second and at the end, never per letter); unknown
+// stays unknown and never stops the run; a letter carrying a replay marker counts as died again
+// once it is settled, whatever its verb.
+TEST_F(RedriveRun, HeldDepthsAreReadOnlyWhenAskedAndNeverPerLetterAndDiedAgainIsCounted) {
+  const auto run_with = [&](bool apply, bool held_depth, ListPort& port, redrive::RunStats* stats) {
+    std::filesystem::remove(p("ledger.db"));
+    std::filesystem::remove(p("audit.log"));
+    redrive::RunOptions options;
+    options.apply = apply;
+    options.block_max = 1;  // a read per letter would be 12
+    options.held_depth = held_depth;
+    return run_loop(port, options, stats);
+  };
+  {
+    ListPort port(records_);
+    port.held = {5, 2, 61.5};
+    redrive::RunStats stats;
+    EXPECT_EQ(run_with(true, false, port, &stats), 0) << stats.stop_reason;
+    EXPECT_EQ(port.held_reads, 0) << "no --metrics: the broker is not asked";
+    EXPECT_FALSE(stats.held_letters);
+  }
+  {
+    ListPort port(records_);
+    port.held = {5, 2, 61.5};
+    port.replayed = {2, 5};
+    redrive::RunStats stats;
+    EXPECT_EQ(run_with(true, true, port, &stats), 0) << stats.stop_reason;
+    EXPECT_EQ(stats.handled, records_.size());
+    EXPECT_GE(port.held_reads, 1) << "at the end at least";
+    EXPECT_LT(port.held_reads, 4) << "about once a second, not per letter";
+    EXPECT_EQ(stats.held_letters, 5u);
+    EXPECT_EQ(stats.parked_letters, 2u);
+    EXPECT_EQ(stats.oldest_held_seconds, 61.5);
+    EXPECT_EQ(stats.died_again, 2u);
+  }
+  {
+    ListPort port(records_);  // the broker cannot say (or the read failed)
+    port.replayed = {2, 5};
+    redrive::RunStats stats;
+    EXPECT_EQ(run_with(false, true, port, &stats), 0) << stats.stop_reason;
+    EXPECT_EQ(stats.handled, records_.size()) << "a failed read never stops the run";
+    EXPECT_GE(port.held_reads, 1);
+    EXPECT_FALSE(stats.held_letters);
+    EXPECT_FALSE(stats.oldest_held_seconds);
+    EXPECT_EQ(stats.died_again, 0u) << "a dry run settles nothing, so counts no action";
+  }
 }
 
 TEST_F(RedriveRun, AnUnroutableReplayIsMovedToTheHoldPlaceInstead) {

@@ -257,6 +257,7 @@ redrive::RunOptions gate_run_options(const GateFlags& o, int64_t since) {
   if (o.depth_option->count() > 0) run.max_target_depth = o.max_target_depth;
   run.idle_exit_ms = o.idle_exit_ms;
   run.follow = o.follow;
+  run.held_depth = !o.metrics.empty();  // only the metrics file shows them: else no broker call
   run.reconnect_for_s = o.reconnect_for_s;
   return run;
 }

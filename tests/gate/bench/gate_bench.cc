@@ -17,6 +17,8 @@
 //   (d) replaygate gate rabbitmq --apply --all --max-rate 0 --quiet (SQLite ledger, audit log);
 //   (d1) (d) with --block-max 1: one letter at a time through the same code (the gate before
 //       blocks);
+//   (d2) (d) with --metrics: the file each second, and the park and hold queues' depths read for
+//       it (two passive queue.declares a second);
 //   (f), (f1) (d) and (d1) with a PostgreSQL ledger (a private server on 127.0.0.1);
 //   (e) the same as a dry run (no --apply; --max-unacked N).
 // Then one more run of each gate arm under `strace -f -c` (unless --skip-strace): the gate
@@ -601,7 +603,11 @@ Arm gate_arm(const char* name, const char* what, std::vector<std::string> more, 
   return {name, what, [name, more, postgres](const Context& c, AmqpTestClient& cl, const Mix& m) {
             const long n = static_cast<long>(m.letters.size());
             const std::string dir = fresh_dir(c);
-            const Proc p = run_gate(c, dir, n, true, more, postgres);
+            std::vector<std::string> args = more;  // "@DIR@/x": x in the run's directory
+            for (std::string& a : args) {
+              if (a.rfind("@DIR@", 0) == 0) a = dir + a.substr(5);
+            }
+            const Proc p = run_gate(c, dir, n, true, args, postgres);
             expect_counts(cl, name, 0, m.replay, m.park, m.hold);
             check_gate_output(dir, n, 2 * n);
             return p;
@@ -752,6 +758,8 @@ int bench(int argc, char** argv) {
       gate_arm("(d)", "replaygate gate rabbitmq --apply (SQLite ledger, audit log)", {}, false),
       gate_arm("(d1)", "the same, --block-max 1 (one letter at a time, as before blocks)",
                {"--block-max", "1"}, false),
+      gate_arm("(d2)", "(d) with --metrics (the held and parked queues' depths each second)",
+               {"--metrics", "@DIR@/gate.prom"}, false),
       gate_arm("(f)", "replaygate gate rabbitmq --apply (PostgreSQL ledger, audit log)", {}, true),
       gate_arm("(f1)", "the same, --block-max 1", {"--block-max", "1"}, true),
       {"(e)", "replaygate gate rabbitmq, dry run",
