@@ -179,6 +179,13 @@ class RabbitPlan : public RabbitSuite {
     more.insert(more.begin(), {"--plan", path(plan)});
     return gate(std::move(more), std::move(env));
   }
+  // Waits up to a minute for `flag` (a gate paused at a test point writes it).
+  static void wait_for_file(const std::string& flag) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
   // The message expected on stderr for a refusal.
   static std::string refused(const std::string& why) {
     return "replaygate gate rabbitmq: refused: " + why + "; nothing acted on\n";
@@ -546,10 +553,7 @@ TEST_F(RabbitPlan, ASecondGateOnARunningPlanIsRefusedAndTheCapHolds) {
   std::thread run([&] {
     first = gate_plan("p.json", {"--block-max", "1"}, "REPLAYGATE_TEST_PAUSE_AT=claimed:" + flag);
   });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_file(flag);
   ASSERT_TRUE(std::filesystem::exists(flag)) << "the first gate never reached its first claim";
   const CliResult second = gate_plan();
   std::filesystem::remove(flag);
@@ -581,10 +585,7 @@ TEST_F(RabbitPlan, ACancelStopsTheRunWithinOneBlock) {
   std::thread run([&] {
     r = gate_plan("p.json", {"--block-max", "1"}, "REPLAYGATE_TEST_PAUSE_AT=claimed:" + flag);
   });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(flag) && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_file(flag);
   EXPECT_TRUE(std::filesystem::exists(flag)) << "the gate never reached its first claim";
   const CliResult cancelled =
       cli({"plan", "cancel", path("p.json"), "--operator", "carol", "--reason", "wrong group",
