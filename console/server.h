@@ -22,6 +22,8 @@ namespace replaygate::console {
 
 // Whether HOST is a loopback address (127.0.0.0/8, ::1, localhost).
 bool is_loopback(const std::string& host);
+// "http://HOST:PORT/" for a host split_listen returned ("http://[::1]:8186/" for IPv6).
+std::string listen_url(const std::string& host, int port);
 // Splits "HOST:PORT" ("[::1]:8080" for IPv6): "" or why not.
 std::string split_listen(const std::string& listen, std::string* host, int* port);
 
