@@ -302,6 +302,9 @@ struct Server::State {
     return s;
   }
 
+  // A request cpp-httplib would wait on for a body it will not get, answered before it reads:
+  // true when answered (see routes()).
+  bool answered_early(const httplib::Request& req, httplib::Response& res);
   void routes();
   void login_form(const httplib::Request& req, httplib::Response& res, const std::string& error,
                   int status);
@@ -622,12 +625,48 @@ std::string Server::State::recent_entries() {
   return out + "</tbody></table>";
 }
 
+bool Server::State::answered_early(const httplib::Request& req, httplib::Response& res) {
+  if (req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE") {
+    res.status = 405;
+    res.set_header("Allow", allowed_methods(req.path));
+    res.set_content(page({"Error 405", "", "", ""},
+                         "<p class=\"error\">" + escape(req.method) + " is not allowed here.</p>"),
+                    "text/html; charset=utf-8");
+    return true;
+  }
+  // A POST without Content-Length or chunks has no body (RFC 9112), but cpp-httplib reads until
+  // its timeout and answers 400: without a body there is no form token, so it is the usual 403.
+  if (req.method != "POST" || req.has_header("Content-Length") ||
+      req.has_header("Transfer-Encoding")) {
+    return false;
+  }
+  if (req.path == "/login") {
+    audit(req.get_param_value("name"), "login", "refused", req, std::nullopt, std::nullopt,
+          "missing or wrong CSRF token");
+    login_form(req, res, "The form expired: sign in again.", 403);
+    return true;
+  }
+  const std::string act = req.path == "/logout" ? "logout" : "plan_cancel";
+  if (act == "plan_cancel" && allowed_methods(req.path) != "POST") return false;
+  const std::optional<Session> s = signed_in(req);
+  audit(s ? s->user : "", act, "refused", req, req.path, std::nullopt,
+        s ? "missing or wrong CSRF token" : "not signed in");
+  refuse(res, 403, s ? &*s : nullptr,
+         s ? "The form's token is missing or wrong: reload the page and retry."
+           : "Not signed in (or the session ended): sign in again.");
+  return true;
+}
+
 void Server::State::routes() {
   http.set_payload_max_length(kMaxBody);
   http.set_read_timeout(5, 0);
   http.set_write_timeout(5, 0);
   http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(100);
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return answered_early(req, res) ? httplib::Server::HandlerResponse::Handled
+                                    : httplib::Server::HandlerResponse::Unhandled;
+  });
   http.set_post_routing_handler(
       [](const httplib::Request&, httplib::Response& res) { secure(res); });
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -671,17 +710,6 @@ void Server::State::routes() {
             [this](const httplib::Request& req, httplib::Response& res) { cancel(req, res); });
   http.Get("/audit",
            [this](const httplib::Request& req, httplib::Response& res) { audit_page(req, res); });
-  // Any other method on a page: 405 with the methods it takes.
-  const auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
-    res.status = 405;
-    res.set_header("Allow", allowed_methods(req.path));
-    res.set_content(page({"Error 405", "", "", ""},
-                         "<p class=\"error\">" + escape(req.method) + " is not allowed here.</p>"),
-                    "text/html; charset=utf-8");
-  };
-  http.Put(".*", not_allowed);
-  http.Patch(".*", not_allowed);
-  http.Delete(".*", not_allowed);
 }
 
 Server::Server(Config config, std::function<int64_t()> clock,

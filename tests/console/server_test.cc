@@ -2,8 +2,11 @@
 // CSRF, limits, escaping and the audit entry of every act (docs/console.md).
 #include "console/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -157,6 +160,23 @@ class ConsoleServerTest : public ::testing::Test {
       n += line.find(text) != std::string::npos;
     }
     return n;
+  }
+
+  // The status line of a request sent as these bytes.
+  std::string raw_status(const std::string& request) const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string reply;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) reply.append(buf, n);
+    }
+    ::close(fd);
+    return reply.substr(0, reply.find("\r\n"));
   }
 
   static inline std::string hash_;
@@ -520,6 +540,12 @@ TEST_F(ConsoleServerTest, OtherMethodsGet405AndLogoutWithoutATokenGets403) {
   EXPECT_EQ(client_->Post("/logout", cookie(olga.session))->status, 403);
   EXPECT_EQ(client_->Post("/logout", cookie(olga.session), "", "text/plain")->status, 403);
   EXPECT_EQ(client_->Post("/logout")->status, 403);
+  EXPECT_EQ(raw_status("DELETE /plans HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 405 Method Not Allowed");
+  // As `curl -X POST` sends it: no body, no Content-Length.
+  EXPECT_EQ(raw_status("POST /logout HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: rg_session=" +
+                       olga.session + "\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 403 Forbidden");
   EXPECT_EQ(client_->Get("/plans", cookie(olga.session))->status, 200);  // still signed in
 }
 
