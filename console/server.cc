@@ -3,7 +3,9 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -25,6 +27,7 @@
 #include "console/users.h"
 #include "ledger/ledger.h"
 #include "redrive/plan/approval.h"
+#include "redrive/plan/plan.h"
 #include "redrive/plan/plan_ledger.h"
 
 namespace replaygate::console {
@@ -89,7 +92,63 @@ std::string plan_state(const ledger::PlanRecord& r, const ledger::PlanCounts& c,
   return "open";
 }
 
+// The queue a RabbitMQ plan's source names ("rabbitmq:/VHOST/QUEUE", plan::rabbitmq_source),
+// or nullopt for another source. Checked by writing it back with rabbitmq_source.
+std::optional<std::pair<std::string, std::string>> rabbitmq_vhost_queue(const std::string& source) {
+  constexpr std::string_view kPrefix = "rabbitmq:/";
+  if (source.rfind(kPrefix, 0) != 0) return std::nullopt;
+  const size_t slash = source.find('/', kPrefix.size());
+  if (slash == std::string::npos || slash + 1 >= source.size()) return std::nullopt;
+  std::string vhost;
+  for (size_t i = kPrefix.size(); i < slash; ++i) {
+    if (source.compare(i, 3, "%2F") == 0) {
+      vhost += '/';
+      i += 2;
+    } else if (source.compare(i, 3, "%25") == 0) {
+      vhost += '%';
+      i += 2;
+    } else {
+      vhost += source[i];
+    }
+  }
+  std::string queue = source.substr(slash + 1);
+  if (plan::rabbitmq_source(vhost, queue) != source) return std::nullopt;
+  return std::pair{std::move(vhost), std::move(queue)};
+}
+
+// What a cancelled or expired RabbitMQ plan leaves behind: its letters wait in the plan queue
+// until `plan cancel --amqp` moves them back (docs/plans.md, "Cancelling"). The ledger does not
+// keep the plan id; the plan file's header does.
+std::string plan_queue_note(const ledger::PlanRecord& r) {
+  const auto vq = rabbitmq_vhost_queue(r.source);
+  if (!vq) return "";
+  return "<h2>Letters left in the plan queue</h2><p class=\"note\">This plan's letters stay in "
+         "its plan queue <code>" +
+         escape(plan::plan_queue_name(vq->second, "<plan id>")) + "</code> (vhost <code>" +
+         escape(vq->first) +
+         "</code>; the plan id is the <code>plan_id</code> in the plan file's header) until they "
+         "are moved back to <code>" +
+         escape(vq->second) +
+         "</code>. Nothing here moves them: run<br><code>replaygate plan cancel PLAN --operator "
+         "NAME --reason TEXT --ledger L --audit LOG --amqp URL</code><br>with PLAN the plan file "
+         "and URL the broker. On a plan cancelled already it moves the letters and deletes the "
+         "empty plan queue.</p>";
+}
+
+// The Allow header of a path (405 for any other method).
+std::string allowed_methods(const std::string& path) {
+  if (path == "/login") return "GET, POST";
+  if (path == "/logout") return "POST";
+  if (path.size() > 7 && path.compare(path.size() - 7, 7, "/cancel") == 0) return "POST";
+  return "GET";
+}
+
 }  // namespace
+
+std::string listen_url(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/";
+}
 
 bool is_loopback(const std::string& host) {
   if (host == "localhost") return true;
@@ -126,6 +185,7 @@ struct Server::State {
   LoginLimiter limiter;
   std::mutex users_mu;
   plan::Users users;
+  std::string users_problem;  // why the users file is refused now ("" when it was read)
   struct stat users_stat {};
   std::mutex audit_mu;
   std::mutex verify_mu;  // one Argon2id verification at a time: 64 MiB each
@@ -145,7 +205,8 @@ struct Server::State {
     struct stat st {};
     if (::stat(config.users.c_str(), &st) != 0) {
       users.users.clear();
-      return "cannot read users file " + config.users;
+      users_problem = "cannot read users file " + config.users;
+      return users_problem;
     }
     if (st.st_ino == users_stat.st_ino && st.st_size == users_stat.st_size &&
         st.st_mtim.tv_sec == users_stat.st_mtim.tv_sec &&
@@ -156,13 +217,16 @@ struct Server::State {
     const std::string why = plan::read_users_file(config.users, &fresh);
     users = why.empty() ? std::move(fresh) : plan::Users{};
     users_stat = st;
+    users_problem = why;
     return why;
   }
 
-  std::optional<plan::User> user(const std::string& name) {
+  // The user of that name now; *problem (when given) says why the users file is refused.
+  std::optional<plan::User> user(const std::string& name, std::string* problem = nullptr) {
     std::lock_guard lock(users_mu);
     if (const std::string why = reload_users(); !why.empty()) {
       std::fprintf(stderr, "replaygate console: %s: nobody can sign in\n", why.c_str());
+      if (problem != nullptr) *problem = why;
     }
     const plan::User* u = users.find(name);
     if (u == nullptr) return std::nullopt;
@@ -238,6 +302,9 @@ struct Server::State {
     return s;
   }
 
+  // A request cpp-httplib would wait on for a body it will not get, answered before it reads:
+  // true when answered (see routes()).
+  bool answered_early(const httplib::Request& req, httplib::Response& res);
   void routes();
   void login_form(const httplib::Request& req, httplib::Response& res, const std::string& error,
                   int status);
@@ -285,8 +352,21 @@ void Server::State::login(const httplib::Request& req, httplib::Response& res) {
     audit(name, "login", "refused", req, std::nullopt, std::nullopt, why);
     return login_form(req, res, "Too many failed sign-ins: try again later.", 429);
   }
+  std::string users_refused;
   const std::optional<plan::User> u =
-      name.size() <= kMaxNameBytes ? user(name) : std::optional<plan::User>();
+      name.size() <= kMaxNameBytes ? user(name, &users_refused) : std::optional<plan::User>();
+  if (users_refused.empty() && name.size() > kMaxNameBytes) {
+    std::lock_guard lock(users_mu);
+    users_refused = users_problem;
+  }
+  if (!users_refused.empty()) {
+    // Nobody's fault who signs in: not counted towards a lockout, and the page says only that
+    // (which user or line is wrong is for the operator's stderr).
+    audit(name, "login", "refused", req, std::nullopt, std::nullopt,
+          "the users file is invalid: nobody can sign in");
+    return login_form(req, res, "The users file is invalid: nobody can sign in until it is fixed.",
+                      503);
+  }
   bool good = false;
   {
     std::lock_guard lock(verify_mu);
@@ -379,7 +459,7 @@ void Server::State::plan_page(const httplib::Request& req, httplib::Response& re
   const auto row = [](const char* name, const std::string& value_html) {
     return std::string("<tr><th>") + name + "</th><td>" + value_html + "</td></tr>\n";
   };
-  std::string body = "<table>";
+  std::string body = "<table>", queue_note;
   body += row("Digest", "<code>" + escape(r.digest) + "</code>");
   body += row("State", plan_state(r, c, now));
   body += row("Author", escape(r.author));
@@ -391,12 +471,13 @@ void Server::State::plan_page(const httplib::Request& req, httplib::Response& re
   body += row("Recorded", escape(ledger::format_time(r.recorded_at)));
   body += row("Progress", std::to_string(c.done) + " done, " + std::to_string(c.held) + " held, " +
                               std::to_string(c.changed) + " changed");
+  if (r.cancelled_at || plan_state(r, c, now) == "expired") queue_note = plan_queue_note(r);
   if (r.cancelled_at) {
     body += row("Cancelled", "by " + escape(r.cancelled_by) + " at " +
                                  escape(ledger::format_time(*r.cancelled_at)) + ": " +
                                  escape(r.cancel_reason));
   }
-  body += "</table>\n<h2>Approvals</h2>\n";
+  body += "</table>\n" + queue_note + "<h2>Approvals</h2>\n";
   if (!approvals || approvals.value().empty()) {
     body += "<p>None recorded.</p>";
   } else {
@@ -544,12 +625,48 @@ std::string Server::State::recent_entries() {
   return out + "</tbody></table>";
 }
 
+bool Server::State::answered_early(const httplib::Request& req, httplib::Response& res) {
+  if (req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE") {
+    res.status = 405;
+    res.set_header("Allow", allowed_methods(req.path));
+    res.set_content(page({"Error 405", "", "", ""},
+                         "<p class=\"error\">" + escape(req.method) + " is not allowed here.</p>"),
+                    "text/html; charset=utf-8");
+    return true;
+  }
+  // A POST without Content-Length or chunks has no body (RFC 9112), but cpp-httplib reads until
+  // its timeout and answers 400: without a body there is no form token, so it is the usual 403.
+  if (req.method != "POST" || req.has_header("Content-Length") ||
+      req.has_header("Transfer-Encoding")) {
+    return false;
+  }
+  if (req.path == "/login") {
+    audit(req.get_param_value("name"), "login", "refused", req, std::nullopt, std::nullopt,
+          "missing or wrong CSRF token");
+    login_form(req, res, "The form expired: sign in again.", 403);
+    return true;
+  }
+  const std::string act = req.path == "/logout" ? "logout" : "plan_cancel";
+  if (act == "plan_cancel" && allowed_methods(req.path) != "POST") return false;
+  const std::optional<Session> s = signed_in(req);
+  audit(s ? s->user : "", act, "refused", req, req.path, std::nullopt,
+        s ? "missing or wrong CSRF token" : "not signed in");
+  refuse(res, 403, s ? &*s : nullptr,
+         s ? "The form's token is missing or wrong: reload the page and retry."
+           : "Not signed in (or the session ended): sign in again.");
+  return true;
+}
+
 void Server::State::routes() {
   http.set_payload_max_length(kMaxBody);
   http.set_read_timeout(5, 0);
   http.set_write_timeout(5, 0);
   http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(100);
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return answered_early(req, res) ? httplib::Server::HandlerResponse::Handled
+                                    : httplib::Server::HandlerResponse::Unhandled;
+  });
   http.set_post_routing_handler(
       [](const httplib::Request&, httplib::Response& res) { secure(res); });
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -617,6 +734,10 @@ int Server::bind(const std::string& listen, std::string* error) {
              "127.0.0.1 or ::1 only (reach it through an SSH tunnel)";
     return -1;
   }
+  if (::access(s_->config.policy.c_str(), R_OK) != 0) {
+    *error = "cannot read policy file " + s_->config.policy + " (console.yaml's 'policy')";
+    return -1;
+  }
   ledger::Options lo;
   lo.scope = s_->config.ledger_scope;
   lo.create = false;
@@ -638,6 +759,13 @@ int Server::bind(const std::string& listen, std::string* error) {
     return -1;
   }
   s_->routes();
+  // cpp-httplib's default sets SO_REUSEPORT: a second console on the same port would share it.
+  // SO_REUSEADDR only: a restart may bind while old connections sit in TIME_WAIT, and a port
+  // another socket listens on is refused.
+  s_->http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   if (port == 0) {
     port = s_->http.bind_to_any_port(host);
   } else if (!s_->http.bind_to_port(host, port)) {

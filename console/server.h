@@ -22,6 +22,8 @@ namespace replaygate::console {
 
 // Whether HOST is a loopback address (127.0.0.0/8, ::1, localhost).
 bool is_loopback(const std::string& host);
+// "http://HOST:PORT/" for a host split_listen returned ("http://[::1]:8186/" for IPv6).
+std::string listen_url(const std::string& host, int port);
 // Splits "HOST:PORT" ("[::1]:8080" for IPv6): "" or why not.
 std::string split_listen(const std::string& listen, std::string* host, int* port);
 
@@ -35,9 +37,9 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Opens the ledger, checks the users file and binds HOST:PORT (port 0: any free port). Returns
-  // the port bound, or -1 with *error set (not loopback, a ledger or users file refused, the port
-  // taken).
+  // Checks the policy file can be read, opens the ledger, checks the users file and binds
+  // HOST:PORT (port 0: any free port; SO_REUSEADDR, never SO_REUSEPORT). Returns the port bound,
+  // or -1 with *error set (not loopback, a policy, ledger or users file refused, the port taken).
   int bind(const std::string& listen, std::string* error);
   // Serves until stop(): "" or why serving failed.
   std::string run();

@@ -63,6 +63,7 @@ TEST(ConsoleCrash, AKillBetweenTheLedgerCancelAndItsEntryIsFoundByLedgerCheck) {
     r.expires_at = *ledger::parse_time("2099-12-07T10:00:00Z");
     ASSERT_TRUE((*l)->record_plan(r).ok());
   }
+  write_file(dir / "p.yaml", "# the console refuses to start without it\n");
   write_file(dir / "console.yaml",
              "ledger: ledger.db\nusers: users.json\npolicy: p.yaml\naudit: console.log\n");
   const int port = free_port();

@@ -2,8 +2,11 @@
 // CSRF, limits, escaping and the audit entry of every act (docs/console.md).
 #include "console/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -72,6 +75,7 @@ class ConsoleServerTest : public ::testing::Test {
                            *ledger::parse_time("2026-12-07T11:00:00Z"),
                            {}};
     ASSERT_TRUE((*l)->approve_plan(a).ok());
+    write_file(path("policy.yaml"), "# read by nothing yet: the console needs it to exist\n");
     write_file(path("console.yaml"),
                "ledger: ledger.db\nusers: users.json\npolicy: policy.yaml\naudit: console.log\n"
                "session_idle_minutes: 10\nsession_max_hours: 1\nlogin_failures_per_user: 3\n"
@@ -156,6 +160,23 @@ class ConsoleServerTest : public ::testing::Test {
       n += line.find(text) != std::string::npos;
     }
     return n;
+  }
+
+  // The status line of a request sent as these bytes.
+  std::string raw_status(const std::string& request) const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string reply;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) reply.append(buf, n);
+    }
+    ::close(fd);
+    return reply.substr(0, reply.find("\r\n"));
   }
 
   static inline std::string hash_;
@@ -401,6 +422,148 @@ TEST_F(ConsoleServerTest, TheAuditPageReadsTheConsoleLogsTailOnly) {
   EXPECT_EQ(page->body.find("attempt 2950 x"), std::string::npos) << "only the newest 50";
   EXPECT_NE(page->body.find("<td>console</td><td>vera</td><td>login</td><td>allowed</td>"),
             std::string::npos);
+}
+
+// cpp-httplib's default SO_REUSEPORT let a second console share the port (and split the
+// requests between two sets of sessions).
+TEST_F(ConsoleServerTest, ASecondConsoleCannotListenOnTheSamePort) {
+  Config config;
+  ASSERT_EQ(read_config(path("console.yaml"), &config), "");
+  Server second(config);
+  std::string error;
+  const std::string listen = "127.0.0.1:" + std::to_string(port_);
+  EXPECT_EQ(second.bind(listen, &error), -1);
+  EXPECT_EQ(error, "cannot listen on " + listen + " (in use?)");
+  testing::CliRun run;
+  run.args = {"console", "serve", "--config", path("console.yaml"), "--listen", listen};
+  run.timeout_seconds = 10;
+  const testing::CliResult r = testing::run_cli(dir_, run);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "replaygate console: error: cannot listen on " + listen + " (in use?)\n");
+}
+
+TEST_F(ConsoleServerTest, TheBoundPortIsPrintedAndIpv6InBrackets) {
+  EXPECT_EQ(listen_url("127.0.0.1", 8186), "http://127.0.0.1:8186/");
+  EXPECT_EQ(listen_url("::1", 8186), "http://[::1]:8186/");
+  testing::CliRun run;
+  run.args = {"console", "serve", "--config", path("console.yaml"), "--listen", "127.0.0.1:0"};
+  run.timeout_seconds = 3;
+  const testing::CliResult r = testing::run_cli(dir_, run);
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.err, m, std::regex("serving on http://127\\.0\\.0\\.1:([0-9]+)/ ")))
+      << r.err;
+  EXPECT_GT(std::stoi(m[1]), 0) << r.err;
+}
+
+// A users file broken while the console runs: nobody can sign in, the page and the audit say why
+// (not which user), and nobody is locked out for it.
+TEST_F(ConsoleServerTest, ABrokenUsersFileIsSaidAndNotCountedAsFailures) {
+  const std::string good = read_file(path("users.json"));
+  const size_t role = good.find("\"operator\"");
+  ASSERT_NE(role, std::string::npos);
+  std::string broken = good;
+  broken.replace(role, 10, "\"admin\"");
+  write_file(path("users.json"), broken);
+  for (int i = 0; i < 6; ++i) {
+    auto form = client_->Get("/login");
+    auto r = client_->Post(
+        "/login", cookie(session_of(form)),
+        httplib::Params{{"name", "olga"}, {"password", kPassword}, {"csrf", csrf_of(form->body)}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503) << i;
+    EXPECT_NE(r->body.find("The users file is invalid: nobody can sign in"), std::string::npos)
+        << r->body;
+    EXPECT_EQ(r->body.find("admin"), std::string::npos);
+    EXPECT_EQ(r->body.find("Wrong name or password"), std::string::npos);
+  }
+  EXPECT_EQ(audit_lines(R"("detail":"the users file is invalid: nobody can sign in")"), 6);
+  EXPECT_EQ(audit_lines("wrong name or password"), 0);
+  // Fixed: olga signs in at once (3 failures would have locked her name, 5 the address).
+  write_file(path("users.json"), good);
+  now_ += 1;
+  EXPECT_EQ(login("olga", kPassword).status, 303);
+}
+
+TEST_F(ConsoleServerTest, ACancelledRabbitmqPlanNamesItsPlanQueueAndTheCommand) {
+  const std::string digest = "blake2b:" + std::string(64, 'f');
+  {
+    auto l = ledger::open_ledger(path("ledger.db"));
+    ASSERT_TRUE(l.ok());
+    ledger::PlanRecord r;
+    r.digest = digest;
+    r.author = "alice";
+    r.source = "rabbitmq:/%2F/payments.dlq";
+    r.table_checksum = std::string(32, 'c');
+    r.letters = r.copies = 3;
+    r.created_at = *ledger::parse_time("2026-12-07T10:00:00Z");
+    r.expires_at = *ledger::parse_time("2099-12-07T10:00:00Z");
+    ASSERT_TRUE((*l)->record_plan(r).ok());
+  }
+  const Login olga = login("olga", kPassword);
+  const std::string command =
+      "replaygate plan cancel PLAN --operator NAME --reason TEXT --ledger L --audit LOG --amqp URL";
+  EXPECT_EQ(client_->Get("/plans/" + digest, cookie(olga.session))->body.find(command),
+            std::string::npos)
+      << "an open plan's letters are meant to be there";
+  ASSERT_EQ(cancel(olga, digest, "wrong day")->status, 303);
+  ASSERT_EQ(cancel(olga, kPlanA, "wrong day")->status, 303);
+  auto page = client_->Get("/plans/" + digest, cookie(olga.session));
+  ASSERT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("its plan queue <code>payments.dlq.plan.&lt;plan id&gt;</code> (vhost "
+                            "<code>/</code>"),
+            std::string::npos)
+      << page->body;
+  EXPECT_NE(page->body.find(command), std::string::npos) << page->body;
+  // A dump's plan has no plan queue.
+  EXPECT_EQ(client_->Get("/plans/" + kPlanA, cookie(olga.session))->body.find(command),
+            std::string::npos);
+}
+
+TEST_F(ConsoleServerTest, OtherMethodsGet405AndLogoutWithoutATokenGets403) {
+  for (const char* method : {"PUT", "PATCH", "DELETE"}) {
+    for (const auto& [url, allow] : {std::pair<std::string, std::string>{"/plans", "GET"},
+                                     {"/login", "GET, POST"},
+                                     {"/logout", "POST"},
+                                     {"/plans/" + kPlanA + "/cancel", "POST"}}) {
+      httplib::Request req;
+      req.method = method;
+      req.path = url;
+      auto r = client_->send(req);
+      ASSERT_TRUE(r) << method << " " << url;
+      EXPECT_EQ(r->status, 405) << method << " " << url;
+      EXPECT_EQ(r->get_header_value("Allow"), allow) << method << " " << url;
+      EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff");
+    }
+  }
+  const Login olga = login("olga", kPassword);
+  EXPECT_EQ(client_->Post("/logout", cookie(olga.session))->status, 403);
+  EXPECT_EQ(client_->Post("/logout", cookie(olga.session), "", "text/plain")->status, 403);
+  EXPECT_EQ(client_->Post("/logout")->status, 403);
+  EXPECT_EQ(raw_status("DELETE /plans HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 405 Method Not Allowed");
+  // As `curl -X POST` sends it: no body, no Content-Length.
+  EXPECT_EQ(raw_status("POST /logout HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: rg_session=" +
+                       olga.session + "\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 403 Forbidden");
+  EXPECT_EQ(client_->Get("/plans", cookie(olga.session))->status, 200);  // still signed in
+}
+
+TEST_F(ConsoleServerTest, AMissingPolicyFileIsRefusedAtStartup) {
+  fs::remove(path("policy.yaml"));
+  Config config;
+  ASSERT_EQ(read_config(path("console.yaml"), &config), "");
+  Server second(config);
+  std::string error;
+  EXPECT_EQ(second.bind("127.0.0.1:0", &error), -1);
+  EXPECT_EQ(error, "cannot read policy file " + path("policy.yaml") + " (console.yaml's 'policy')");
+  testing::CliRun run;
+  run.args = {"console", "serve", "--config", path("console.yaml"), "--listen", "127.0.0.1:0"};
+  run.timeout_seconds = 10;
+  const testing::CliResult r = testing::run_cli(dir_, run);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cannot read policy file " + path("policy.yaml")), std::string::npos)
+      << r.err;
 }
 
 TEST(ConsoleListen, OnlyLoopback) {

@@ -121,7 +121,11 @@ int run_serve(const ConsoleOptions& o) {
     sigwait(&stop_signals, &signal);
     server.stop();
   });
-  say(kExitOk, "serving on http://" + o.listen + "/ (no TLS: loopback only; Ctrl-C stops it)");
+  std::string host;
+  int unused = 0;
+  console::split_listen(o.listen, &host, &unused);  // bind() accepted it
+  say(kExitOk, "serving on " + console::listen_url(host, port) +
+                   " (no TLS: loopback only; Ctrl-C stops it)");
   const std::string why = server.run();
   pthread_kill(waiter.native_handle(), SIGTERM);  // ends the wait when run() ended on its own
   waiter.join();
