@@ -1155,7 +1155,13 @@ TEST_F(RabbitGate, AnExchangeDeletedMidRunLeavesItsLetterInTheQueue) {
   run.timeout_seconds = 60;
   CliResult r;
   std::thread gate_run([&] { r = run_cli(dir_->path(), run); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // The exchange goes after the first replay (at 2 letters/s the others are still waiting): a
+  // fixed sleep was shorter than the gate's start on a loaded machine, and nothing was replayed.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (client_.message_count("payment.capture") < 1 &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ASSERT_EQ(client_.delete_exchange("replay.x"), "");
   gate_run.join();
   EXPECT_EQ(r.exit_code, 2) << r.err;
